@@ -1,0 +1,136 @@
+"""Reading and replacing values by the framework's dotted key path.
+
+One mechanism serves a recipe variant (``with_values(base, {"policy.precision": ...})``), a
+command-line ``--set policy.precision=bfloat16`` and the derivations: a path is walked down
+the frozen sections and the change is rebuilt upwards with ``attrs.evolve``, so every section
+on the way re-runs its checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import yaml
+
+from recipekit.convert import structure_value
+from recipekit.errors import Issue, RecipeError, did_you_mean, join_path
+from recipekit.markers import UNSET, Marker
+from recipekit.sections import SectionError, field_of, key_names
+
+
+def split(path: str) -> list[str]:
+    parts = [p for p in path.split(".")]
+    if not path or any(not p for p in parts):
+        raise RecipeError([Issue(path, "not a key path (expected e.g. policy.precision)")])
+    return parts
+
+
+def get_at(obj: Any, path: str) -> Any:
+    value = obj
+    walked: list[str] = []
+    for part in split(path):
+        value = _child(value, part, walked)
+        walked.append(part)
+    return value
+
+
+def field_type_at(obj: Any, path: str) -> Any:
+    """The annotated type of the key at ``path`` (for parsing a command-line value)."""
+    *head, last = split(path)
+    parent = get_at(obj, ".".join(head)) if head else obj
+    if isinstance(parent, dict):
+        return Any
+    name = _field_name(parent, last, head)
+    return attrs.fields_dict(type(parent))[name].type
+
+
+def replace_at(obj: Any, path: str, value: Any) -> Any:
+    """A copy of ``obj`` with the key at ``path`` set to ``value`` (checked on the way up)."""
+    return _replace(obj, split(path), value, [])
+
+
+def with_values(obj: Any, changes: Mapping[str, Any]) -> Any:
+    """``obj`` with several keys replaced, given as ``{"a.b.c": value}``."""
+    problems: list[Issue] = []
+    for path, value in changes.items():
+        try:
+            obj = replace_at(obj, path, value)
+        except RecipeError as exc:
+            problems += exc.issues
+    if problems:
+        raise RecipeError(problems)
+    return obj
+
+
+def parse_assignment(obj: Any, assignment: str) -> tuple[str, Any]:
+    """``"policy.max_total_sequence_length=2048"`` -> the path and the value in its field's type.
+
+    The text is read as a YAML scalar (``true``, ``null``, ``1.0e-6``, ``[1, 2]``), then shaped
+    into the field's type, so a section can be given as ``{enabled: false}``.
+    """
+    path, sep, text = assignment.partition("=")
+    path = path.strip()
+    if not sep or not path:
+        raise RecipeError([Issue(assignment, "expected PATH=VALUE, e.g. policy.precision=bfloat16")])
+    try:
+        raw = yaml.safe_load(text) if text.strip() else ""
+    except yaml.YAMLError as exc:
+        raise RecipeError([Issue(path, f"cannot read value {text!r}: {exc}")]) from None
+    if raw == "":
+        raw = text
+    tp = field_type_at(obj, path)
+    return path, structure_value(raw, tp, path=path)
+
+
+# --- walking -------------------------------------------------------------------------------
+
+
+def _child(value: Any, part: str, walked: list[str]) -> Any:
+    if isinstance(value, dict):
+        if part not in value:
+            raise RecipeError(
+                [Issue(join_path(*walked, part), "unknown key", hint=did_you_mean(part, value))]
+            )
+        return value[part]
+    if isinstance(value, Marker) or not attrs.has(type(value)):
+        where = ".".join(walked)
+        what = "is not set" if value is UNSET else "is not a section"
+        raise RecipeError(
+            [Issue(join_path(*walked, part), f"{where} {what}, so it has no key {part!r}",
+                   hint=f"set the whole section with {where}={{...}}" if value is UNSET else "")]
+        )
+    return getattr(value, _field_name(value, part, walked))
+
+
+def _field_name(section: Any, key: str, walked: list[str]) -> str:
+    name = field_of(type(section), key)
+    if name is None:
+        raise RecipeError(
+            [
+                Issue(
+                    join_path(*walked, key),
+                    "unknown key",
+                    hint=did_you_mean(key, key_names(type(section))),
+                )
+            ]
+        )
+    return name
+
+
+def _replace(obj: Any, parts: list[str], value: Any, walked: list[str]) -> Any:
+    head, rest = parts[0], parts[1:]
+    if isinstance(obj, dict):
+        if head not in obj and rest:
+            _child(obj, head, walked)
+        new = _replace(obj[head], rest, value, [*walked, head]) if rest else value
+        return {**obj, head: new}
+    child = _child(obj, head, walked)
+    new = _replace(child, rest, value, [*walked, head]) if rest else value
+    try:
+        return attrs.evolve(obj, **{_field_name(obj, head, walked): new})
+    except SectionError as exc:
+        raise RecipeError(
+            [attrs.evolve(i, path=join_path(*walked, i.path)) for i in exc.relative]
+        ) from None

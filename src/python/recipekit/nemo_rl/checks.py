@@ -1,0 +1,452 @@
+"""Plan-time checks that need more than one key: layout, sequence budget, known traps.
+
+Each check is a small function named for what it guards; it yields an Issue naming the key,
+the value and the arithmetic. ``ERROR_CHECKS`` stop the plan, ``WARNING_CHECKS`` are printed
+with it (settings NeMo-RL silently ignores, or that look inherited by mistake).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+import attrs
+
+from recipekit.errors import Issue
+from recipekit.hardware import Hardware
+from recipekit.markers import Marker
+from recipekit.model_card import ModelCard
+from recipekit.nemo_rl.layout import Layout
+from recipekit.nemo_rl.schema import (
+    AdvantageEstimator,
+    Colocation,
+    DynamicBatching,
+    Generation,
+    GRPOMasterConfig,
+    Megatron,
+    SequencePacking,
+    VllmConfig,
+)
+
+
+@attrs.frozen
+class CheckContext:
+    config: GRPOMasterConfig
+    hardware: Hardware
+    model: ModelCard
+    layout: Layout
+
+    @property
+    def megatron(self) -> Megatron | None:
+        m = self.config.policy.megatron_cfg
+        return m if isinstance(m, Megatron) and m.enabled else None
+
+    @property
+    def generation(self) -> Generation | None:
+        g = self.config.policy.generation
+        return g if isinstance(g, Generation) else None
+
+    @property
+    def vllm(self) -> VllmConfig | None:
+        g = self.generation
+        return g.vllm_cfg if g is not None and isinstance(g.vllm_cfg, VllmConfig) else None
+
+
+Check = Callable[[CheckContext], Iterator[Issue]]
+
+MEGATRON = "policy.megatron_cfg"
+VLLM = "policy.generation.vllm_cfg"
+RESOURCES = "policy.generation.colocated.resources"
+SEQ = "policy.max_total_sequence_length"
+
+
+# --- hardware and resources ----------------------------------------------------------------
+
+
+def cluster_matches_hardware(ctx: CheckContext) -> Iterator[Issue]:
+    cluster, hw = ctx.config.cluster, ctx.hardware
+    if cluster.gpus_per_node != hw.gpus_per_node:
+        yield Issue(
+            "cluster.gpus_per_node",
+            f"the stage runs on {hw.node.name} nodes with {hw.gpus_per_node} GPUs each",
+            value=cluster.gpus_per_node,
+            hint="leave it derived, or change the stage's hardware",
+        )
+    if cluster.num_nodes != hw.num_nodes:
+        yield Issue(
+            "cluster.num_nodes",
+            f"the stage's hardware is {hw.num_nodes} nodes",
+            value=cluster.num_nodes,
+            hint="leave it derived, or change the stage's hardware",
+        )
+
+
+def generation_resources_fit(ctx: CheckContext) -> Iterator[Issue]:
+    gen = ctx.generation
+    if gen is None or not isinstance(gen.colocated, Colocation) or gen.colocated.enabled:
+        return
+    res, hw = gen.colocated.resources, ctx.hardware
+    if isinstance(res.gpus_per_node, int) and res.gpus_per_node > hw.gpus_per_node:
+        yield Issue(
+            f"{RESOURCES}.gpus_per_node",
+            f"a {hw.node.name} node has {hw.gpus_per_node} GPUs",
+            value=res.gpus_per_node,
+        )
+    if hw.num_nodes > 1 and isinstance(res.num_nodes, int) and res.num_nodes >= hw.num_nodes:
+        yield Issue(
+            f"{RESOURCES}.num_nodes",
+            f"generation takes {res.num_nodes} of the {hw.num_nodes} nodes, "
+            "leaving none to train on",
+            value=res.num_nodes,
+            hint=f"at most {hw.num_nodes - 1}, or colocate generation",
+        )
+    if ctx.layout.training_gpus <= 0:
+        yield Issue(
+            f"{RESOURCES}.gpus_per_node",
+            f"generation takes every GPU of the single node ({hw.gpus_per_node})",
+            value=res.gpus_per_node,
+        )
+
+
+def one_training_backend(ctx: CheckContext) -> Iterator[Issue]:
+    dtensor = ctx.config.policy.dtensor_cfg.enabled
+    if dtensor and ctx.megatron is not None:
+        yield Issue(
+            "policy.dtensor_cfg.enabled",
+            "both dtensor_cfg and megatron_cfg are enabled; NeMo-RL trains with one",
+            value=True,
+        )
+    if not dtensor and ctx.megatron is None:
+        yield Issue("policy.megatron_cfg.enabled", "neither dtensor_cfg nor megatron_cfg is enabled")
+
+
+# --- training layout -----------------------------------------------------------------------
+
+
+def tensor_parallel_within_node(ctx: CheckContext) -> Iterator[Issue]:
+    tp, per_node = ctx.layout.tensor_parallel, ctx.hardware.gpus_per_node
+    key = (
+        f"{MEGATRON}.tensor_model_parallel_size"
+        if ctx.layout.backend == "megatron"
+        else "policy.dtensor_cfg.tensor_parallel_size"
+    )
+    if tp > per_node or per_node % tp:
+        yield Issue(
+            key,
+            f"tensor parallelism must stay inside one node: {per_node} GPUs per "
+            f"{ctx.hardware.node.name} node is not a multiple of TP={tp}",
+            value=tp,
+        )
+
+
+def model_parallel_divides_training_gpus(ctx: CheckContext) -> Iterator[Issue]:
+    lay = ctx.layout
+    if lay.training_gpus <= 0:
+        return
+    mp = lay.model_parallel
+    if lay.training_gpus % mp:
+        key = MEGATRON if lay.backend == "megatron" else "policy.dtensor_cfg"
+        yield Issue(
+            key,
+            f"TP x PP x CP = {lay.tensor_parallel} x {lay.pipeline_parallel} x "
+            f"{lay.context_parallel} = {mp} does not divide the {lay.training_gpus} training GPUs "
+            f"({lay.training_nodes} nodes x {ctx.hardware.gpus_per_node}"
+            + (", after the generation nodes)" if not lay.colocated else ")"),
+            hint=f"DP would be {lay.training_gpus / mp:g}",
+        )
+
+
+def expert_layout_fits(ctx: CheckContext) -> Iterator[Issue]:
+    m, lay, model = ctx.megatron, ctx.layout, ctx.model
+    if m is None:
+        return
+    ep, etp = m.expert_model_parallel_size, m.expert_tensor_parallel_size
+    if not model.is_moe:
+        if ep > 1:
+            yield Issue(
+                f"{MEGATRON}.expert_model_parallel_size",
+                f"{model.name} is a dense model; expert parallelism has nothing to split",
+                value=ep,
+            )
+        return
+    if model.num_experts % ep:
+        yield Issue(
+            f"{MEGATRON}.expert_model_parallel_size",
+            f"{model.num_experts} experts per MoE layer cannot be split evenly over EP={ep}",
+            value=ep,
+        )
+    group = ep * etp * lay.pipeline_parallel
+    if lay.training_gpus > 0 and lay.training_gpus % group:
+        yield Issue(
+            f"{MEGATRON}.expert_model_parallel_size",
+            f"EP x ETP x PP = {ep} x {etp} x {lay.pipeline_parallel} = {group} does not divide "
+            f"the {lay.training_gpus} training GPUs",
+            value=ep,
+        )
+    if etp > ctx.hardware.gpus_per_node:
+        yield Issue(
+            f"{MEGATRON}.expert_tensor_parallel_size",
+            f"expert tensor parallelism must stay inside one node ({ctx.hardware.gpus_per_node} GPUs)",
+            value=etp,
+        )
+
+
+def batch_divides_data_parallel(ctx: CheckContext) -> Iterator[Issue]:
+    lay, policy = ctx.layout, ctx.config.policy
+    dp = lay.data_parallel
+    gbs, mbs = policy.train_global_batch_size, policy.train_micro_batch_size
+    if dp <= 0 or lay.training_gpus % lay.model_parallel or not isinstance(gbs, int):
+        return
+    if gbs % (dp * mbs):
+        yield Issue(
+            "policy.train_global_batch_size",
+            f"must be a multiple of DP x train_micro_batch_size = {dp} x {mbs} = {dp * mbs}",
+            value=gbs,
+        )
+
+
+def vllm_fits_generation_gpus(ctx: CheckContext) -> Iterator[Issue]:
+    vllm, lay = ctx.vllm, ctx.layout
+    if vllm is None or ctx.generation is None or ctx.generation.backend != "vllm":
+        return
+    per_instance = vllm.tensor_parallel_size * vllm.pipeline_parallel_size
+    if per_instance > lay.generation_gpus or lay.generation_gpus % per_instance:
+        yield Issue(
+            f"{VLLM}.tensor_parallel_size",
+            f"vLLM TP x PP = {vllm.tensor_parallel_size} x {vllm.pipeline_parallel_size} = "
+            f"{per_instance} does not divide the {lay.generation_gpus} generation GPUs",
+            value=vllm.tensor_parallel_size,
+        )
+    if vllm.tensor_parallel_size > ctx.hardware.gpus_per_node:
+        yield Issue(
+            f"{VLLM}.tensor_parallel_size",
+            f"vLLM tensor parallelism must stay inside one node "
+            f"({ctx.hardware.gpus_per_node} GPUs per {ctx.hardware.node.name} node)",
+            value=vllm.tensor_parallel_size,
+        )
+
+
+# --- sequence budget -----------------------------------------------------------------------
+
+
+def response_budget_fits(ctx: CheckContext) -> Iterator[Issue]:
+    policy = ctx.config.policy
+    total = policy.max_total_sequence_length
+    gen = ctx.generation
+    if gen is not None and isinstance(gen.max_new_tokens, int) and gen.max_new_tokens > total:
+        yield Issue(
+            "policy.generation.max_new_tokens",
+            f"a response cannot be longer than {SEQ} ({total})",
+            value=gen.max_new_tokens,
+        )
+    vllm = ctx.vllm
+    if vllm is not None and isinstance(vllm.max_model_len, int) and vllm.max_model_len > total:
+        yield Issue(
+            f"{VLLM}.max_model_len",
+            f"vLLM would generate sequences longer than training accepts ({SEQ} = {total})",
+            value=vllm.max_model_len,
+        )
+    max_input = ctx.config.data.max_input_seq_length
+    if isinstance(max_input, int) and max_input > total:
+        yield Issue(
+            "data.max_input_seq_length",
+            f"a prompt cannot be longer than {SEQ} ({total})",
+            value=max_input,
+        )
+    shaping = ctx.config.grpo.reward_shaping
+    if shaping.enabled:
+        budget, buffer = shaping.max_response_length, shaping.overlong_buffer_length
+        if isinstance(budget, int) and budget > total:
+            yield Issue(
+                "grpo.reward_shaping.max_response_length",
+                f"larger than the whole sequence budget ({SEQ} = {total})",
+                value=budget,
+            )
+        if isinstance(budget, int) and isinstance(buffer, int) and buffer >= budget:
+            yield Issue(
+                "grpo.reward_shaping.overlong_buffer_length",
+                f"the overlong buffer must sit inside the response budget "
+                f"(max_response_length = {budget})",
+                value=buffer,
+            )
+        if not isinstance(budget, int) or not isinstance(buffer, int):
+            yield Issue(
+                "grpo.reward_shaping",
+                "reward shaping is enabled but max_response_length or overlong_buffer_length "
+                "is not set",
+            )
+
+
+def token_budgets_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
+    policy = ctx.config.policy
+    total = policy.max_total_sequence_length
+    packing, dynamic = policy.sequence_packing, policy.dynamic_batching
+    if isinstance(packing, SequencePacking) and packing.enabled and dynamic.enabled:
+        yield Issue(
+            "policy.dynamic_batching.enabled",
+            "sequence packing and dynamic batching are mutually exclusive in NeMo-RL",
+            value=True,
+        )
+    for name, section in (("sequence_packing", packing), ("dynamic_batching", dynamic)):
+        if not isinstance(section, (SequencePacking, DynamicBatching)) or not section.enabled:
+            continue
+        for key in ("train_mb_tokens", "logprob_mb_tokens"):
+            budget = getattr(section, key)
+            if isinstance(budget, int) and budget < total:
+                yield Issue(
+                    f"policy.{name}.{key}",
+                    f"a micro-batch token budget must hold one full sequence ({SEQ} = {total})",
+                    value=budget,
+                )
+
+
+def sequence_divisible_for_parallelism(ctx: CheckContext) -> Iterator[Issue]:
+    m, policy = ctx.megatron, ctx.config.policy
+    if m is None:
+        return
+    tp, cp = m.tensor_model_parallel_size, m.context_parallel_size
+    divisor = policy.make_sequence_length_divisible_by
+    if m.sequence_parallel and tp > 1 and isinstance(divisor, int) and divisor % tp:
+        yield Issue(
+            "policy.make_sequence_length_divisible_by",
+            f"with sequence parallelism, sequences are split over TP={tp} ranks",
+            value=divisor,
+            hint=f"use a multiple of {tp}",
+        )
+    if cp > 1:
+        # Context parallelism cuts each sequence into 2 x CP load-balanced chunks, each of
+        # which sequence parallelism splits again over TP.
+        unit = 2 * cp * (tp if m.sequence_parallel else 1)
+        total = policy.max_total_sequence_length
+        if total % unit:
+            yield Issue(
+                SEQ,
+                f"with CP={cp}"
+                + (f" and sequence-parallel TP={tp}" if m.sequence_parallel else "")
+                + f" a sequence must split into multiples of {unit}",
+                value=total,
+            )
+        packing = policy.sequence_packing
+        if isinstance(packing, SequencePacking) and packing.enabled:
+            rnd = packing.sequence_length_round
+            if isinstance(rnd, int) and rnd % (2 * cp):
+                yield Issue(
+                    "policy.sequence_packing.sequence_length_round",
+                    f"packed sequences must round to a multiple of 2 x CP = {2 * cp}",
+                    value=rnd,
+                )
+
+
+ERROR_CHECKS: tuple[Check, ...] = (
+    cluster_matches_hardware,
+    generation_resources_fit,
+    one_training_backend,
+    tensor_parallel_within_node,
+    model_parallel_divides_training_gpus,
+    expert_layout_fits,
+    batch_divides_data_parallel,
+    vllm_fits_generation_gpus,
+    response_budget_fits,
+    token_budgets_hold_a_sequence,
+    sequence_divisible_for_parallelism,
+)
+
+
+# --- warnings: ignored or inherited settings -----------------------------------------------
+
+
+def leave_one_out_shadowed_by_adv_estimator(ctx: CheckContext) -> Iterator[Issue]:
+    grpo = ctx.config.grpo
+    est = grpo.adv_estimator
+    if not isinstance(est, AdvantageEstimator):
+        return
+    for key in ("use_leave_one_out_baseline", "normalize_rewards"):
+        top, inner = getattr(grpo, key), getattr(est, key)
+        if isinstance(inner, bool) and top != inner:
+            yield Issue(
+                f"grpo.{key}",
+                f"ignored on super-v3: grpo.adv_estimator.{key} = {inner} takes precedence, "
+                f"so the run uses {inner}",
+                value=top,
+                hint=f"set grpo.adv_estimator.{key} if {top} is what you want",
+            )
+
+
+# What grpo_math_1B.yaml sets for its 1B dense model; on an MoE model they are a trap.
+_DENSE_MOE_DEFAULTS = {
+    "freeze_moe_router": True,
+    "moe_router_dtype": "fp64",
+    "moe_router_load_balancing_type": "none",
+    "moe_router_bias_update_rate": 0.0,
+}
+_DENSE_CONVERTERS = re.compile(r"^(Qwen2|Llama|Mistral|Gemma\d?)ForCausalLM$")
+
+
+def dense_settings_on_moe_model(ctx: CheckContext) -> Iterator[Issue]:
+    m = ctx.megatron
+    if m is None or not ctx.model.is_moe:
+        return
+    if isinstance(m.converter_type, str) and _DENSE_CONVERTERS.match(m.converter_type):
+        yield Issue(
+            f"{MEGATRON}.converter_type",
+            f"a dense-model converter on {ctx.model.name} (MoE); it looks inherited from "
+            "grpo_math_1B.yaml",
+            value=m.converter_type,
+        )
+    inherited = [k for k, v in _DENSE_MOE_DEFAULTS.items() if getattr(m, k) == v]
+    if len(inherited) >= 2:
+        shown = ", ".join(f"{k}={getattr(m, k)!r}" for k in inherited)
+        yield Issue(
+            MEGATRON,
+            f"{shown} are grpo_math_1B.yaml's settings for a 1B dense model; on "
+            f"{ctx.model.name} ({ctx.model.num_experts} experts) they freeze or disable the router",
+            hint="set them for this model deliberately (the H100 recipe shows MoE values)",
+        )
+
+
+_GPU_NAMES = re.compile(r"(gb200|b200|h100|h200|a100)", re.IGNORECASE)
+
+
+def tracking_names_mention_other_hardware(ctx: CheckContext) -> Iterator[Issue]:
+    wandb = ctx.config.logger.wandb
+    here = ctx.hardware.node.name.lower()
+    for key in ("project", "name"):
+        value = getattr(wandb, key)
+        if not isinstance(value, str):
+            continue
+        named = {m.lower() for m in _GPU_NAMES.findall(value)}
+        if named and here not in named:
+            yield Issue(
+                f"logger.wandb.{key}",
+                f"names {'/'.join(sorted(named))} but this stage runs on {ctx.hardware.node.name}; "
+                "copied from another variant?",
+                value=value,
+            )
+
+
+def checkpoint_metric_needs_validation(ctx: CheckContext) -> Iterator[Issue]:
+    ckpt, grpo = ctx.config.checkpointing, ctx.config.grpo
+    metric = ckpt.metric_name
+    if ckpt.enabled and isinstance(metric, str) and metric.startswith("val") and grpo.val_period == 0:
+        yield Issue(
+            "checkpointing.metric_name",
+            "checkpoints are ranked by a validation metric but grpo.val_period is 0",
+            value=metric,
+        )
+
+
+WARNING_CHECKS: tuple[Check, ...] = (
+    leave_one_out_shadowed_by_adv_estimator,
+    dense_settings_on_moe_model,
+    tracking_names_mention_other_hardware,
+    checkpoint_metric_needs_validation,
+)
+
+
+def run_checks(ctx: CheckContext) -> tuple[list[Issue], list[Issue]]:
+    errors = [issue for check in ERROR_CHECKS for issue in check(ctx)]
+    warnings = [issue for check in WARNING_CHECKS for issue in check(ctx)]
+    return errors, warnings
+
+
+__all__ = ["CheckContext", "run_checks", "ERROR_CHECKS", "WARNING_CHECKS", "Marker"]

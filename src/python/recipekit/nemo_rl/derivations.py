@@ -1,0 +1,118 @@
+"""Every value NeMo-RL's YAML computed with ``${...}``, computed here and nowhere else.
+
+A key whose value is ``DERIVED`` takes the value of its rule when the plan is made, so an
+override of the source moves it (``--set policy.max_total_sequence_length=2048`` moves
+``max_new_tokens``, ``max_model_len``, the packing token budgets, ...). A key set explicitly in
+the recipe or on the command line keeps its value. The rules are listed in dependency order.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from recipekit.errors import RecipeError
+from recipekit.hardware import Hardware
+from recipekit.keypaths import get_at, replace_at
+from recipekit.markers import DERIVED, UNSET, Marker
+from recipekit.nemo_rl.schema import GRPOMasterConfig
+
+
+@attrs.frozen
+class Derivation:
+    target: str
+    sources: tuple[str, ...]
+    compute: Callable[..., Any]
+    formula: str
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _sequence_divisor(megatron_enabled: Any, megatron_tp: Any, dtensor_tp: Any) -> Any:
+    # Sequences are padded to a multiple of the TP size of whichever back-end trains.
+    return megatron_tp if megatron_enabled is True else dtensor_tp
+
+
+def _same_rule(target: str, source: str) -> Derivation:
+    return Derivation(target, (source,), _same, source)
+
+
+def _product_rule(target: str, left: str, right: str) -> Derivation:
+    return Derivation(target, (left, right), operator.mul, f"{left} * {right}")
+
+
+SEQ = "policy.max_total_sequence_length"
+
+RULES: tuple[Derivation, ...] = (
+    _same_rule("cluster.num_nodes", "hardware.num_nodes"),
+    _same_rule("cluster.gpus_per_node", "hardware.gpus_per_node"),
+    _same_rule("policy.tokenizer.name", "policy.model_name"),
+    _product_rule(
+        "policy.train_global_batch_size",
+        "grpo.num_prompts_per_step",
+        "grpo.num_generations_per_prompt",
+    ),
+    _same_rule("policy.logprob_batch_size", "policy.train_micro_batch_size"),
+    _same_rule("grpo.reward_shaping.max_response_length", SEQ),
+    _same_rule("policy.megatron_cfg.pipeline_dtype", "policy.precision"),
+    _same_rule("policy.megatron_cfg.optimizer.clip_grad", "policy.max_grad_norm"),
+    _same_rule(
+        "policy.megatron_cfg.scheduler.start_weight_decay",
+        "policy.megatron_cfg.optimizer.weight_decay",
+    ),
+    _same_rule(
+        "policy.megatron_cfg.scheduler.end_weight_decay",
+        "policy.megatron_cfg.optimizer.weight_decay",
+    ),
+    _product_rule("policy.sequence_packing.train_mb_tokens", SEQ, "policy.train_micro_batch_size"),
+    _product_rule("policy.sequence_packing.logprob_mb_tokens", SEQ, "policy.logprob_batch_size"),
+    _product_rule("policy.dynamic_batching.train_mb_tokens", SEQ, "policy.train_micro_batch_size"),
+    _product_rule("policy.dynamic_batching.logprob_mb_tokens", SEQ, "policy.logprob_batch_size"),
+    Derivation(
+        "policy.make_sequence_length_divisible_by",
+        (
+            "policy.megatron_cfg.enabled",
+            "policy.megatron_cfg.tensor_model_parallel_size",
+            "policy.dtensor_cfg.tensor_parallel_size",
+        ),
+        _sequence_divisor,
+        "the tensor-parallel size of the training back-end",
+    ),
+    _same_rule("policy.generation.max_new_tokens", SEQ),
+    _same_rule("policy.generation.vllm_cfg.precision", "policy.precision"),
+    _same_rule("policy.generation.vllm_cfg.max_model_len", SEQ),
+    _same_rule("policy.generation.colocated.resources.gpus_per_node", "hardware.gpus_per_node"),
+    _same_rule("data.max_input_seq_length", SEQ),
+    _same_rule("data.train.seed", "grpo.seed"),
+)
+
+RULES_BY_TARGET = {rule.target: rule for rule in RULES}
+
+
+def _lookup(config: GRPOMasterConfig, hardware: Hardware, path: str) -> Any:
+    if path.startswith("hardware."):
+        return getattr(hardware, path.removeprefix("hardware."))
+    try:
+        return get_at(config, path)
+    except RecipeError:
+        return UNSET
+
+
+def derive(config: GRPOMasterConfig, hardware: Hardware) -> tuple[GRPOMasterConfig, list[str]]:
+    """``config`` with every ``DERIVED`` key computed; also the keys that were derived."""
+    derived: list[str] = []
+    for rule in RULES:
+        if _lookup(config, hardware, rule.target) is not DERIVED:
+            continue  # explicit, or its section is absent
+        inputs = [_lookup(config, hardware, source) for source in rule.sources]
+        value = rule.compute(*inputs)
+        if isinstance(value, Marker) or value is None:
+            continue  # nothing to follow; the plan reports the key as unset
+        config = replace_at(config, rule.target, value)
+        derived.append(rule.target)
+    return config, derived

@@ -1,0 +1,44 @@
+"""NeMo-RL's GRPO entry point as a framework a stage can target."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from recipekit.convert import to_dict
+from recipekit.errors import Issue
+from recipekit.hardware import Hardware
+from recipekit.model_card import ModelCard
+from recipekit.nemo_rl import NEMO_RL_VERSION
+from recipekit.nemo_rl.checks import CheckContext, run_checks
+from recipekit.nemo_rl.derivations import derive
+from recipekit.nemo_rl.layout import Layout, compute_layout
+from recipekit.nemo_rl.schema import GRPOMasterConfig
+
+
+@attrs.frozen
+class NemoRLGrpo:
+    name: str = "nemo-rl"
+    version: str = NEMO_RL_VERSION
+    # The guide's YAML header names examples/run_grpo_math.py, which super-v3 does not have.
+    entry_point: str = "examples/run_grpo.py"
+    config_type: type = GRPOMasterConfig
+
+    def derive(self, config: Any, hardware: Hardware) -> tuple[Any, list[str]]:
+        return derive(config, hardware)
+
+    def check(
+        self, config: Any, hardware: Hardware, model: ModelCard
+    ) -> tuple[Layout, list[Issue], list[Issue]]:
+        layout = compute_layout(config, hardware)
+        errors, warnings = run_checks(CheckContext(config, hardware, model, layout))
+        return layout, errors, warnings
+
+    def render(self, config: Any) -> dict[str, Any]:
+        out = to_dict(config)
+        assert isinstance(out, dict)
+        return out
+
+
+NEMO_RL_GRPO = NemoRLGrpo()

@@ -1,0 +1,552 @@
+"""The GRPO master config of NeMo-RL ``super-v3`` as frozen, validated sections.
+
+Field names are NeMo-RL's own, so its docs apply. The required/NotRequired split follows the
+TypedDicts of ``super-v3`` (``shared/reference/schema/nemo-rl-schema@super-v3.md``); keys that the
+TypedDicts omit but NeMo-RL reads with ``.get()`` (``converter_type``, ``mtp_*``, ``fp8_cfg``, ...)
+are here too, as optional keys, because the reference configs set them.
+"""
+
+from typing import Any, Literal
+
+from recipekit.markers import Derived, Unset
+from recipekit.sections import derived, fixed, optional, required, section
+from recipekit.validators import at_least, between, one_of
+
+# Values NeMo-RL maps to torch dtypes; anything else fails at start-up after the queue wait.
+PRECISIONS = ("bfloat16", "float16", "float32")
+VLLM_PRECISIONS = (*PRECISIONS, "fp8")
+KL_TYPES = ("k1", "k2", "k3")
+GENERATION_BACKENDS = ("vllm", "megatron", "sglang")
+MOE_TOKEN_DISPATCHERS = ("allgather", "alltoall", "flex")
+MOE_ROUTER_DTYPES = ("fp32", "fp64")
+MOE_LOAD_BALANCING = ("aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none")
+MEGATRON_OPTIMIZERS = ("adam", "sgd")
+LR_DECAY_STYLES = ("constant", "linear", "cosine", "inverse-square-root", "WSD")
+WEIGHT_DECAY_STYLES = ("constant", "linear", "cosine")
+PACKING_ALGORITHMS = (
+    "concatenative",
+    "first_fit_decreasing",
+    "first_fit_shuffle",
+    "modified_first_fit_decreasing",
+)
+DP_SHARDING_STRATEGIES = ("no_shard", "optim", "optim_grads", "optim_grads_params")
+SAVE_FORMATS = ("safetensors", "torch_save")
+
+
+# --- grpo ---------------------------------------------------------------------------------
+
+
+@section("grpo.reward_shaping")
+class RewardShaping:
+    """DAPO's overlong penalty: the last ``overlong_buffer_length`` tokens of the response budget
+    cost up to ``overlong_buffer_penalty`` reward."""
+
+    enabled: bool = required()
+    overlong_buffer_length: int | Unset = optional(at_least(0))
+    overlong_buffer_penalty: float | Unset = optional(at_least(0))
+    max_response_length: int | Derived | Unset = derived(at_least(1))
+    stop_properly_penalty_coef: float | None | Unset = optional()
+
+
+@section("grpo.adv_estimator")
+class AdvantageEstimator:
+    name: str = required(one_of(("grpo", "reinforce_plus_plus")))
+    normalize_rewards: bool | Unset = optional()
+    use_leave_one_out_baseline: bool | Unset = optional()
+    minus_baseline: bool | Unset = optional()
+
+
+@section("grpo.reward_scaling")
+class RewardScaling:
+    enabled: bool = required()
+    source_min: float | Unset = optional()
+    source_max: float | Unset = optional()
+    target_min: float | Unset = optional()
+    target_max: float | Unset = optional()
+
+
+@section("grpo.async_grpo")
+class AsyncGRPO:
+    enabled: bool = required()
+    max_trajectory_age_steps: int = required(at_least(1))
+    in_flight_weight_updates: bool | Unset = optional()
+    recompute_kv_cache_after_weight_updates: bool | Unset = optional()
+
+
+@section("grpo")
+class GRPOConfig:
+    num_prompts_per_step: int = required(at_least(1))
+    num_generations_per_prompt: int = required(at_least(1))
+    max_rollout_turns: int = required(at_least(1))
+    max_num_epochs: int = required(at_least(1))
+    max_num_steps: int = required(at_least(1))
+    normalize_rewards: bool = required()
+    use_leave_one_out_baseline: bool = required()
+    val_period: int = required(at_least(0))
+    val_at_start: bool = required()
+    val_at_end: bool = required()
+    overlong_filtering: bool | Unset = optional()
+    max_val_samples: int | None = required(at_least(1))
+    val_batch_size: int = required(at_least(1))
+    seed: int = required()
+    use_dynamic_sampling: bool = required()
+    dynamic_sampling_max_gen_batches: int | Unset = optional(at_least(1))
+    batch_multiplier: float | Unset = optional(at_least(1))
+    reward_shaping: RewardShaping = required()
+    adv_estimator: AdvantageEstimator | Unset = optional()
+    reward_scaling: RewardScaling = required()
+    seq_logprob_error_threshold: float | None = required()
+    async_grpo: AsyncGRPO | Unset = optional()
+    # super-v3 declares these two required and no upstream config sets them; false is the
+    # behaviour NeMo-RL has when they are absent.
+    penalize_invalid_tool_call: bool = fixed(False)
+    penalize_malformed_thinking: bool = fixed(False)
+    invalid_tool_call_advantage: float | Unset = optional()
+    malformed_thinking_advantage: float | Unset = optional()
+    advantage_clip_low: float | None | Unset = optional()
+    advantage_clip_high: float | None | Unset = optional()
+    skip_reference_policy_logprobs_calculation: bool | Unset = optional()
+    calculate_advantages_on_gpu: bool | Unset = optional()
+
+
+# --- loss_fn ------------------------------------------------------------------------------
+
+
+@section("loss_fn")
+class ClippedPGLoss:
+    reference_policy_kl_penalty: float = required(at_least(0))
+    reference_policy_kl_type: str = required(one_of(KL_TYPES))
+    kl_input_clamp_value: float | None = required()
+    kl_output_clamp_value: float | None = required()
+    ratio_clip_min: float = required(at_least(0))
+    ratio_clip_max: float = required(at_least(0))
+    ratio_clip_c: float | None = required()
+    use_on_policy_kl_approximation: bool = required()
+    use_importance_sampling_correction: bool = required()
+    truncated_importance_sampling_ratio: float | None = required()
+    truncated_importance_sampling_ratio_min: float | None | Unset = optional()
+    truncated_importance_sampling_type: str | None | Unset = optional()
+    sequence_level_importance_ratios: bool | Unset = optional()
+    token_level_loss: bool = required()
+    force_on_policy_ratio: bool | Unset = optional()
+    use_kl_in_reward: bool | Unset = optional()
+    disable_ppo_ratio: bool | Unset = optional()
+
+
+# --- checkpointing ------------------------------------------------------------------------
+
+
+@section("checkpointing")
+class Checkpointing:
+    enabled: bool = required()
+    checkpoint_dir: str = required()
+    metric_name: str | None = required()
+    higher_is_better: bool = required()
+    keep_top_k: int | None | Unset = optional(at_least(1))
+    save_period: int = required(at_least(1))
+    # NeMo-RL's wall-clock deadline "DD:HH:MM:SS" after which it saves and exits.
+    checkpoint_must_save_by: str | None | Unset = optional()
+    model_save_format: str | None | Unset = optional(one_of(SAVE_FORMATS))
+    save_consolidated: bool | Unset = optional()
+    model_cache_dir: str | Unset = optional()
+    model_repo_id: str | Unset = optional()
+    is_peft: bool | Unset = optional()
+    peft_config: Any = optional()
+
+
+# --- policy: tokenizer, parallel back-ends ------------------------------------------------
+
+
+@section("policy.tokenizer")
+class Tokenizer:
+    name: str | Derived = derived()
+    chat_template: str | None | Unset = optional()
+    chat_template_kwargs: dict[str, Any] | None | Unset = optional()
+
+
+@section("policy.dtensor_cfg.lora_cfg")
+class LoRA:
+    enabled: bool = required()
+    target_modules: tuple[str, ...] | Unset = optional()
+    exclude_modules: tuple[str, ...] | Unset = optional()
+    match_all_linear: bool | Unset = optional()
+    dim: int | Unset = optional(at_least(1))
+    alpha: int | Unset = optional(at_least(1))
+    dropout: float | Unset = optional(between(0, 1))
+    dropout_position: Literal["pre", "post"] | Unset = optional()
+    lora_A_init: str | Unset = optional(one_of(("xavier", "uniform")))
+    use_triton: bool | Unset = optional()
+
+
+@section("policy.dtensor_cfg", aliases={"v2": "_v2"})
+class DTensor:
+    """The PyTorch-native (FSDP2 + DTensor) training back-end."""
+
+    v2: bool | Unset = optional()
+    enabled: bool = required()
+    env_vars: dict[str, str] | None | Unset = optional()
+    cpu_offload: bool | Unset = optional()
+    sequence_parallel: bool | Unset = optional()
+    activation_checkpointing: bool | Unset = optional()
+    tensor_parallel_size: int | Unset = optional(at_least(1))
+    context_parallel_size: int | Unset = optional(at_least(1))
+    custom_parallel_plan: str | None | Unset = optional()
+    clear_cache_every_n_steps: int | None | Unset = optional()
+    lora_cfg: LoRA | Unset = optional()
+    automodel_kwargs: dict[str, Any] | Unset = optional()
+
+
+@section("policy.megatron_cfg.optimizer")
+class MegatronOptimizer:
+    optimizer: str = required(one_of(MEGATRON_OPTIMIZERS))
+    lr: float = required(at_least(0))
+    min_lr: float = required(at_least(0))
+    weight_decay: float = required(at_least(0))
+    bf16: bool = required()
+    fp16: bool = required()
+    params_dtype: str = required(one_of(PRECISIONS))
+    adam_beta1: float = required(between(0, 1))
+    adam_beta2: float = required(between(0, 1))
+    adam_eps: float = required(at_least(0))
+    sgd_momentum: float = required(between(0, 1))
+    use_distributed_optimizer: bool = required()
+    use_precision_aware_optimizer: bool = required()
+    clip_grad: float | Derived = derived(at_least(0))
+    optimizer_cpu_offload: bool = required()
+    optimizer_offload_fraction: float = required(between(0, 1))
+
+
+@section("policy.megatron_cfg.scheduler")
+class MegatronScheduler:
+    start_weight_decay: float | Derived = derived(at_least(0))
+    end_weight_decay: float | Derived = derived(at_least(0))
+    weight_decay_incr_style: str = required(one_of(WEIGHT_DECAY_STYLES))
+    lr_decay_style: str = required(one_of(LR_DECAY_STYLES))
+    lr_decay_iters: int | None | Unset = optional(at_least(1))
+    lr_warmup_iters: int = required(at_least(0))
+    lr_warmup_init: float = required(at_least(0))
+
+
+@section("policy.megatron_cfg.distributed_data_parallel_config")
+class MegatronDDP:
+    grad_reduce_in_fp32: bool = required()
+    overlap_grad_reduce: bool = required()
+    overlap_param_gather: bool = required()
+    use_custom_fsdp: bool = required()
+    data_parallel_sharding_strategy: str = required(one_of(DP_SHARDING_STRATEGIES))
+
+
+@section("policy.megatron_cfg.fp8_cfg")
+class FP8:
+    enabled: bool = required()
+    fp8: str | Unset = optional(one_of(("e4m3", "hybrid")))
+    fp8_recipe: str | Unset = optional(one_of(("tensorwise", "delayed", "mxfp8", "blockwise")))
+    fp8_param: bool | Unset = optional()
+
+
+@section("policy.megatron_cfg")
+class Megatron:
+    """The Megatron-Core training back-end: the parallel layout lives here."""
+
+    enabled: bool = required()
+    empty_unused_memory_level: int = required(between(0, 2))
+    activation_checkpointing: bool = required()
+    # Megatron-Bridge picks the model provider from the HF config; this key is read only by
+    # the older converter path and is left for fidelity with upstream configs.
+    converter_type: str | Unset = optional()
+    tensor_model_parallel_size: int = required(at_least(1))
+    expert_tensor_parallel_size: int = required(at_least(1))
+    expert_model_parallel_size: int = required(at_least(1))
+    pipeline_model_parallel_size: int = required(at_least(1))
+    num_layers_in_first_pipeline_stage: int | None = required(at_least(1))
+    num_layers_in_last_pipeline_stage: int | None = required(at_least(1))
+    context_parallel_size: int = required(at_least(1))
+    pipeline_dtype: str | Derived = derived(one_of(PRECISIONS))
+    sequence_parallel: bool = required()
+    freeze_moe_router: bool = required()
+    moe_router_dtype: str | None | Unset = optional(one_of(MOE_ROUTER_DTYPES))
+    moe_router_load_balancing_type: str | Unset = optional(one_of(MOE_LOAD_BALANCING))
+    moe_router_bias_update_rate: float | Unset = optional(at_least(0))
+    moe_permute_fusion: bool | Unset = optional()
+    apply_rope_fusion: bool = required()
+    bias_activation_fusion: bool = required()
+    defer_fp32_logits: bool | Unset = optional()
+    moe_per_layer_logging: bool = required()
+    moe_enable_deepep: bool = required()
+    moe_token_dispatcher_type: str = required(one_of(MOE_TOKEN_DISPATCHERS))
+    moe_shared_expert_overlap: bool = required()
+    mtp_loss_scaling_factor: float | Unset = optional(at_least(0))
+    mtp_use_repeated_layer: bool | Unset = optional()
+    mtp_num_layers: int | Unset = optional(at_least(0))
+    mtp_detach_heads: bool | Unset = optional()
+    optimizer: MegatronOptimizer = required()
+    scheduler: MegatronScheduler = required()
+    distributed_data_parallel_config: MegatronDDP = required()
+    fp8_cfg: FP8 | Unset = optional()
+    env_vars: dict[str, str] | None | Unset = optional()
+    error_path: str | Unset = optional()
+    moe_router_enable_expert_bias: bool | Unset = optional()
+    moe_aux_loss_coeff: float | Unset = optional(at_least(0))
+    track_moe_metrics: bool | Unset = optional()
+    force_overwrite_initial_ckpt: bool | Unset = optional()
+
+
+# --- policy: batching ---------------------------------------------------------------------
+
+
+@section("policy.dynamic_batching")
+class DynamicBatching:
+    enabled: bool = required()
+    train_mb_tokens: int | Derived | Unset = derived(at_least(1))
+    logprob_mb_tokens: int | Derived | Unset = derived(at_least(1))
+    sequence_length_round: int | Unset = optional(at_least(1))
+
+
+@section("policy.sequence_packing")
+class SequencePacking:
+    enabled: bool = required()
+    train_mb_tokens: int | Derived | Unset = derived(at_least(1))
+    logprob_mb_tokens: int | Derived | Unset = derived(at_least(1))
+    algorithm: str | Unset = optional(one_of(PACKING_ALGORITHMS))
+    sequence_length_round: int | Unset = optional(at_least(1))
+
+
+# --- policy: the PyTorch optimizer of the DTensor path ------------------------------------
+
+
+@section("policy.optimizer")
+class TorchOptimizer:
+    name: str = required()
+    kwargs: dict[str, Any] = required()
+
+
+@section("policy.scheduler[]")
+class TorchScheduler:
+    name: str = required()
+    kwargs: dict[str, Any] = required()
+
+
+@section("policy.scheduler[]")
+class SchedulerMilestones:
+    milestones: tuple[int, ...] = required()
+
+
+# --- policy: generation -------------------------------------------------------------------
+
+
+@section("policy.generation.vllm_cfg")
+class VllmConfig:
+    async_engine: bool = required()
+    precision: str | Derived | Unset = derived(one_of(VLLM_PRECISIONS))
+    kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3"] = required()
+    tensor_parallel_size: int = required(at_least(1))
+    pipeline_parallel_size: int = required(at_least(1))
+    expert_parallel_size: int = required(at_least(1))
+    gpu_memory_utilization: float = required(between(0.01, 1))
+    max_model_len: int | Derived = derived(at_least(1))
+    enforce_eager: bool | Unset = optional()
+    use_deep_gemm: bool | Unset = optional()
+    num_last_layers_in_bf16: int | Unset = optional(at_least(0))
+    num_first_layers_in_bf16: int | Unset = optional(at_least(0))
+    enable_vllm_metrics_logger: bool | Unset = optional()
+    vllm_metrics_logger_interval: float | Unset = optional(at_least(0))
+    skip_tokenizer_init: bool | Unset = optional()
+    load_format: str | Unset = optional()
+    expose_http_server: bool | Unset = optional()
+    http_server_serving_chat_kwargs: dict[str, Any] | Unset = optional()
+    tool_parser_plugin: str | Unset = optional()
+
+
+@section("policy.generation.mcore_generation_config")
+class McoreGeneration:
+    buffer_size_gb: int = required(at_least(1))
+    buffer_guaranteed_fraction: float | Unset = optional(between(0, 1))
+    num_cuda_graphs: int = required(at_least(0))
+    block_size_tokens: int = required(at_least(1))
+    use_cuda_graphs_for_non_decode_steps: bool = required()
+    enable_chunked_prefill: bool = required()
+    unified_memory_level: int = required(at_least(0))
+    max_tokens: int = required(at_least(1))
+
+
+@section("policy.generation.colocated.resources")
+class GenerationResources:
+    """Where generation runs when it is not colocated with training."""
+
+    gpus_per_node: int | None | Derived = derived(at_least(1))
+    num_nodes: int | None = required(at_least(1))
+
+
+@section("policy.generation.colocated")
+class Colocation:
+    enabled: bool = required()
+    resources: GenerationResources = required()
+
+
+@section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
+class Generation:
+    backend: str = required(one_of(GENERATION_BACKENDS))
+    max_new_tokens: int | Derived = derived(at_least(1))
+    temperature: float = required(at_least(0))
+    top_p: float = required(between(0, 1))
+    top_k: int | None = required()
+    stop_token_ids: tuple[int, ...] | None = required()
+    stop_strings: tuple[str, ...] | None = required()
+    model_name: str | Unset = optional()
+    mcore_generation_config: McoreGeneration | Unset = optional()
+    vllm_cfg: VllmConfig | Unset = optional()
+    vllm_kwargs: dict[str, Any] | Unset = optional()
+    colocated: Colocation | Unset = optional()
+    port_range_low: int | Unset = optional(at_least(1))
+    port_range_high: int | Unset = optional(at_least(1))
+    pad_token_id: int | Unset = optional()
+
+
+# --- policy -------------------------------------------------------------------------------
+
+
+@section("policy")
+class Policy:
+    model_name: str = required()
+    tokenizer: Tokenizer = required()
+    hf_config_overrides: dict[str, Any] | Unset = optional()
+    train_global_batch_size: int | Derived = derived(at_least(1))
+    train_micro_batch_size: int = required(at_least(1))
+    generation_batch_size: int | Unset = optional(at_least(1))
+    logprob_batch_size: int | Derived | Unset = derived(at_least(1))
+    max_total_sequence_length: int = required(at_least(1))
+    precision: str = required(one_of(PRECISIONS))
+    logprob_chunk_size: int | None | Unset = optional(at_least(1))
+    offload_optimizer_for_logprob: bool | Unset = optional()
+    dtensor_cfg: DTensor = required()
+    megatron_cfg: Megatron | Unset = optional()
+    dynamic_batching: DynamicBatching = required()
+    sequence_packing: SequencePacking | Unset = optional()
+    make_sequence_length_divisible_by: int | Derived = derived(at_least(1))
+    max_grad_norm: float | None | Unset = optional(at_least(0))
+    refit_buffer_size_gb: float | Unset = optional(at_least(0))
+    optimizer: TorchOptimizer | None | Unset = optional()
+    scheduler: tuple[TorchScheduler | SchedulerMilestones, ...] | None | Unset = optional()
+    generation: Generation | Unset = optional()
+    load_optimizer_from_checkpoint: bool | Unset = optional()
+
+
+# --- data and environments ----------------------------------------------------------------
+
+
+@section()
+class Dataset:
+    """One dataset entry of ``data`` (``train``, ``validation`` or ``default``)."""
+
+    dataset_name: str | Unset = optional()
+    data_path: str | Unset = optional()
+    input_key: str | Unset = optional()
+    output_key: str | Unset = optional()
+    prompt_key: str | Unset = optional()
+    chosen_key: str | Unset = optional()
+    rejected_key: str | Unset = optional()
+    subset: str | None | Unset = optional()
+    split: str | Unset = optional()
+    split_validation_size: float | Unset = optional(between(0, 1))
+    seed: int | Derived | Unset = optional()
+    env_name: str | Unset = optional()
+    processor: str | Unset = optional()
+    prompt_file: str | None | Unset = optional()
+    system_prompt_file: str | None | Unset = optional()
+    download_dir: str | Unset = optional()
+
+
+@section("data")
+class Data:
+    max_input_seq_length: int | None | Derived = derived(at_least(1))
+    add_bos: bool | Unset = optional()
+    add_eos: bool | Unset = optional()
+    add_generation_prompt: bool | Unset = optional()
+    add_system_prompt: bool | Unset = optional()
+    shuffle: bool = required()
+    num_workers: int | Unset = optional(at_least(0))
+    train: Dataset = required()
+    validation: Dataset | None | Unset = optional()
+    default: Dataset | None | Unset = optional()
+
+
+@section("env.<name>")
+class MathEnvironment:
+    num_workers: int = required(at_least(1))
+    math_verify_impl: str | None | Unset = optional(one_of(("hf_math_verify", "dapo_math_verify")))
+    verifier_type: str | None | Unset = optional()
+    stop_strings: tuple[str, ...] | None | Unset = optional()
+
+
+# --- logger, cluster ----------------------------------------------------------------------
+
+
+@section("logger.wandb")
+class Wandb:
+    project: str | Unset = optional()
+    name: str | Unset = optional()
+    entity: str | Unset = optional()
+
+
+@section("logger.swanlab")
+class Swanlab:
+    project: str | Unset = optional()
+    name: str | Unset = optional()
+
+
+@section("logger.tensorboard")
+class Tensorboard:
+    log_dir: str | Unset = optional()
+
+
+@section("logger.mlflow")
+class MLflow:
+    experiment_name: str | None | Unset = optional()
+    run_id: str | None | Unset = optional()
+    run_name: str | None | Unset = optional()
+    tracking_uri: str | None | Unset = optional()
+    artifact_location: str | None | Unset = optional()
+
+
+@section("logger.gpu_monitoring")
+class GPUMonitoring:
+    collection_interval: float = required(at_least(0))
+    flush_interval: float = required(at_least(0))
+
+
+@section("logger")
+class Logger:
+    log_dir: str = required()
+    num_val_samples_to_print: int = required(at_least(0))
+    wandb_enabled: bool = required()
+    tensorboard_enabled: bool = required()
+    mlflow_enabled: bool = required()
+    swanlab_enabled: bool = required()
+    monitor_gpus: bool = required()
+    wandb: Wandb = required()
+    swanlab: Swanlab | Unset = optional()
+    tensorboard: Tensorboard | Unset = optional()
+    mlflow: MLflow | Unset = optional()
+    gpu_monitoring: GPUMonitoring = required()
+
+
+@section("cluster")
+class Cluster:
+    """What NeMo-RL's virtual cluster is told; derived from the stage's hardware."""
+
+    gpus_per_node: int | Derived = derived(at_least(1))
+    num_nodes: int | Derived = derived(at_least(1))
+
+
+@section()
+class GRPOMasterConfig:
+    """``examples/run_grpo.py --config``: the complete GRPO config, top-level sections."""
+
+    grpo: GRPOConfig = required()
+    loss_fn: ClippedPGLoss = required()
+    checkpointing: Checkpointing = required()
+    policy: Policy = required()
+    data: Data = required()
+    env: dict[str, MathEnvironment] = required()
+    logger: Logger = required()
+    cluster: Cluster = fixed(Cluster())

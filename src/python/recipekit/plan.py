@@ -1,0 +1,128 @@
+"""recipe -> plan: overrides applied, values derived, everything checked, content hashed.
+
+``make_plan`` is the single way from a Stage to what runs. It either returns a Plan whose
+``framework_config`` is exactly what the framework will read, or raises a RecipeError listing
+every problem found, each at its key path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from recipekit.errors import Issue, RecipeError
+from recipekit.keypaths import parse_assignment, replace_at
+from recipekit.markers import DERIVED
+from recipekit.nemo_rl.layout import Layout
+from recipekit.stage import Stage
+
+
+@attrs.frozen(kw_only=True)
+class Plan:
+    stage: Stage
+    overrides: tuple[str, ...]
+    derived: tuple[str, ...]
+    layout: Layout
+    warnings: tuple[Issue, ...]
+    framework_config: dict[str, Any]
+    hash: str
+
+    def as_json(self) -> dict[str, Any]:
+        stage, hw = self.stage, self.stage.hardware
+        lay = self.layout
+        return {
+            "stage": stage.name,
+            "description": stage.description,
+            "framework": {
+                "name": stage.framework.name,
+                "version": stage.framework.version,
+                "entry_point": stage.framework.entry_point,
+            },
+            "hardware": {
+                "node": hw.node.name,
+                "num_nodes": hw.num_nodes,
+                "gpus_per_node": hw.gpus_per_node,
+                "gpu": hw.node.gpu.model,
+                "hbm_gib": hw.node.gpu.hbm_gib,
+                "cpu_arch": hw.node.cpu_arch.value,
+                "interconnect": hw.node.interconnect.value,
+            },
+            "model": stage.model.name,
+            "layout": {
+                **attrs.asdict(lay),
+                "data_parallel": lay.data_parallel,
+                "vllm_instances": lay.vllm_instances,
+            },
+            "overrides": list(self.overrides),
+            "derived": list(self.derived),
+            "warnings": [w.as_json() for w in self.warnings],
+            "config": self.framework_config,
+            "hash": self.hash,
+        }
+
+
+def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
+    config = stage.config
+    problems: list[Issue] = []
+    for assignment in overrides:
+        try:
+            path, value = parse_assignment(config, assignment)
+            config = replace_at(config, path, value)
+        except RecipeError as exc:
+            problems += exc.issues
+    if problems:
+        raise RecipeError(problems, context=f"{stage.name}: --set")
+
+    framework = stage.framework
+    config, derived = framework.derive(config, stage.hardware)
+    layout, errors, warnings = framework.check(config, stage.hardware, stage.model)
+    errors += _underived(config)
+    if errors:
+        raise RecipeError(errors, context=f"{stage.name}: cannot plan")
+    rendered = framework.render(config)
+    planned = attrs.evolve(stage, config=config)
+    return Plan(
+        stage=planned,
+        overrides=tuple(overrides),
+        derived=tuple(derived),
+        layout=layout,
+        warnings=tuple(warnings),
+        framework_config=rendered,
+        hash=content_hash(planned, rendered),
+    )
+
+
+def content_hash(stage: Stage, rendered: dict[str, Any]) -> str:
+    """sha256 over what decides the run: framework, hardware, model and the exact config."""
+    hw = stage.hardware
+    identity = {
+        "framework": [stage.framework.name, stage.framework.version, stage.framework.entry_point],
+        "hardware": [hw.node.name, hw.num_nodes, hw.gpus_per_node, hw.node.cpu_arch.value],
+        "model": stage.model.name,
+        "config": rendered,
+    }
+    blob = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _underived(config: Any, path: str = "") -> list[Issue]:
+    """Keys still DERIVED after derivation: their source is unset, so they need a value."""
+    out: list[Issue] = []
+    if attrs.has(type(config)):
+        from recipekit.sections import key_of
+
+        for field in attrs.fields(type(config)):
+            value = getattr(config, field.name)
+            sub = f"{path}.{key_of(type(config), field.name)}" if path else key_of(type(config), field.name)
+            if value is DERIVED:
+                out.append(Issue(sub, "derived from a key that is not set; give it a value"))
+            else:
+                out += _underived(value, sub)
+    elif isinstance(config, dict):
+        for k, v in config.items():
+            out += _underived(v, f"{path}.{k}")
+    return out

@@ -1,0 +1,64 @@
+"""Value checks that sit beside a field: ``field(validator=at_least(1))``.
+
+They skip ``None`` and the markers (``UNSET``, ``DERIVED``): the type check has already said
+whether those are allowed, and a derived value is checked again once it is computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Any
+
+import attrs
+
+from recipekit.errors import FieldError
+from recipekit.markers import Marker
+
+Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+
+
+def _skip(value: Any) -> bool:
+    return value is None or isinstance(value, Marker)
+
+
+def _fail(attribute: attrs.Attribute[Any], message: str, value: Any, hint: str = "") -> None:
+    exc = FieldError(message, value, hint)
+    exc.field_name = attribute.name  # type: ignore[attr-defined]
+    raise exc
+
+
+def at_least(bound: float) -> Validator:
+    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not _skip(value) and value < bound:
+            _fail(attribute, f"must be >= {bound}", value)
+
+    return check
+
+
+def between(low: float, high: float) -> Validator:
+    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not _skip(value) and not low <= value <= high:
+            _fail(attribute, f"must be between {low} and {high}", value)
+
+    return check
+
+
+def one_of(allowed: Collection[str]) -> Validator:
+    """An enumeration the framework accepts, listed in the error."""
+    choices = tuple(allowed)
+
+    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not _skip(value) and value not in choices:
+            _fail(
+                attribute,
+                "not an accepted value",
+                value,
+                hint="allowed: " + ", ".join(repr(c) for c in choices),
+            )
+
+    return check
+
+
+def power_of_two(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not _skip(value) and (value < 1 or value & (value - 1)):
+        _fail(attribute, "must be a power of two", value)
