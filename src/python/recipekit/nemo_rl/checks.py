@@ -14,7 +14,7 @@ import attrs
 
 from recipekit.errors import Issue
 from recipekit.hardware import Hardware
-from recipekit.markers import Marker
+from recipekit.markers import UNSET, Marker
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl.layout import Layout
 from recipekit.nemo_rl.schema import (
@@ -100,11 +100,34 @@ def generation_resources_fit(ctx: CheckContext) -> Iterator[Issue]:
             value=res.num_nodes,
             hint=f"at most {hw.num_nodes - 1}, or colocate generation",
         )
-    if ctx.layout.training_gpus <= 0:
+    if (
+        hw.num_nodes > 1
+        and isinstance(res.gpus_per_node, int)
+        and res.gpus_per_node != hw.gpus_per_node
+    ):
+        yield Issue(
+            f"{RESOURCES}.gpus_per_node",
+            f"on {hw.num_nodes} nodes generation gets whole nodes, so this must equal the "
+            f"{hw.gpus_per_node} GPUs of a {hw.node.name} node",
+            value=res.gpus_per_node,
+        )
+    if hw.num_nodes == 1 and res.num_nodes not in (None, 1):
+        yield Issue(
+            f"{RESOURCES}.num_nodes",
+            "on a single node generation shares the node: leave this null or 1",
+            value=res.num_nodes,
+        )
+    if hw.num_nodes == 1 and ctx.layout.training_gpus <= 0:
         yield Issue(
             f"{RESOURCES}.gpus_per_node",
             f"generation takes every GPU of the single node ({hw.gpus_per_node})",
             value=res.gpus_per_node,
+        )
+    if gen.backend == "megatron":
+        yield Issue(
+            "policy.generation.backend",
+            "Megatron generation runs inside the training workers; it cannot be non-colocated",
+            value=gen.backend,
         )
 
 
@@ -191,17 +214,72 @@ def expert_layout_fits(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+def pipeline_splits_layers(ctx: CheckContext) -> Iterator[Issue]:
+    m, layers = ctx.megatron, ctx.model.num_layers
+    if m is None or m.pipeline_model_parallel_size == 1:
+        return
+    pp = m.pipeline_model_parallel_size
+    uneven = m.num_layers_in_first_pipeline_stage or m.num_layers_in_last_pipeline_stage
+    if not uneven and layers % pp:
+        yield Issue(
+            f"{MEGATRON}.pipeline_model_parallel_size",
+            f"{ctx.model.name} has {layers} layers, which PP={pp} cannot split evenly",
+            value=pp,
+            hint="set num_layers_in_first/last_pipeline_stage for an uneven split",
+        )
+
+
 def batch_divides_data_parallel(ctx: CheckContext) -> Iterator[Issue]:
-    lay, policy = ctx.layout, ctx.config.policy
+    lay, policy, grpo = ctx.layout, ctx.config.policy, ctx.config.grpo
     dp = lay.data_parallel
     gbs, mbs = policy.train_global_batch_size, policy.train_micro_batch_size
-    if dp <= 0 or lay.training_gpus % lay.model_parallel or not isinstance(gbs, int):
+    if not isinstance(gbs, int):
         return
-    if gbs % (dp * mbs):
+    samples = grpo.num_prompts_per_step * grpo.num_generations_per_prompt
+    if samples % gbs:
         yield Issue(
             "policy.train_global_batch_size",
-            f"must be a multiple of DP x train_micro_batch_size = {dp} x {mbs} = {dp * mbs}",
+            f"the {grpo.num_prompts_per_step} x {grpo.num_generations_per_prompt} = {samples} "
+            "samples of a step must split into whole global batches",
             value=gbs,
+        )
+    if dp <= 0 or lay.training_gpus % lay.model_parallel:
+        return
+    if gbs % dp:
+        yield Issue(
+            "policy.train_global_batch_size",
+            f"must be a multiple of the data-parallel size DP = {dp}",
+            value=gbs,
+        )
+    packing = policy.sequence_packing
+    packed = isinstance(packing, SequencePacking) and packing.enabled
+    if not packed and gbs % dp == 0 and (gbs // dp) % mbs:
+        yield Issue(
+            "policy.train_micro_batch_size",
+            f"each DP rank gets {gbs} / {dp} = {gbs // dp} samples, not a multiple of this",
+            value=mbs,
+        )
+
+
+def micro_batches_agree_at_large_tp(ctx: CheckContext) -> Iterator[Issue]:
+    policy, lay = ctx.config.policy, ctx.layout
+    if lay.tensor_parallel >= 4 and policy.logprob_batch_size != policy.train_micro_batch_size:
+        yield Issue(
+            "policy.logprob_batch_size",
+            f"with TP={lay.tensor_parallel} (>= 4) NeMo-RL requires it to equal "
+            f"train_micro_batch_size ({policy.train_micro_batch_size}) for logprob accuracy",
+            value=policy.logprob_batch_size,
+            hint="or set NRL_IGNORE_TP_ACCURACY_CHECK=1 in the job environment",
+        )
+
+
+def dynamic_sampling_settings_agree(ctx: CheckContext) -> Iterator[Issue]:
+    grpo = ctx.config.grpo
+    if not grpo.use_dynamic_sampling and grpo.batch_multiplier not in (UNSET, 1):
+        yield Issue(
+            "grpo.batch_multiplier",
+            "only dynamic sampling draws extra prompts; without it this must be 1",
+            value=grpo.batch_multiplier,
         )
 
 
@@ -216,6 +294,37 @@ def vllm_fits_generation_gpus(ctx: CheckContext) -> Iterator[Issue]:
             f"vLLM TP x PP = {vllm.tensor_parallel_size} x {vllm.pipeline_parallel_size} = "
             f"{per_instance} does not divide the {lay.generation_gpus} generation GPUs",
             value=vllm.tensor_parallel_size,
+        )
+    if vllm.pipeline_parallel_size > 1 and not vllm.async_engine:
+        yield Issue(
+            f"{VLLM}.pipeline_parallel_size",
+            "vLLM pipeline parallelism needs async_engine: true",
+            value=vllm.pipeline_parallel_size,
+        )
+    ep, tp = vllm.expert_parallel_size, vllm.tensor_parallel_size
+    if ep > 1 and ep % tp:
+        yield Issue(
+            f"{VLLM}.expert_parallel_size",
+            f"must be a multiple of vLLM tensor_parallel_size ({tp})",
+            value=ep,
+        )
+    if ep > 1 and ep != tp and vllm.async_engine:
+        yield Issue(
+            f"{VLLM}.expert_parallel_size",
+            f"EP != TP ({tp}) is not supported with async_engine",
+            value=ep,
+        )
+    if vllm.kv_cache_dtype != "auto" and vllm.precision != "fp8":
+        yield Issue(
+            f"{VLLM}.kv_cache_dtype",
+            "an FP8 KV cache needs vllm_cfg.precision: fp8",
+            value=vllm.kv_cache_dtype,
+        )
+    if vllm.precision == "fp8" and not ctx.config.loss_fn.use_importance_sampling_correction:
+        yield Issue(
+            f"{VLLM}.precision",
+            "FP8 generation needs loss_fn.use_importance_sampling_correction: true",
+            value=vllm.precision,
         )
     if vllm.tensor_parallel_size > ctx.hardware.gpus_per_node:
         yield Issue(
@@ -313,28 +422,69 @@ def sequence_divisible_for_parallelism(ctx: CheckContext) -> Iterator[Issue]:
             value=divisor,
             hint=f"use a multiple of {tp}",
         )
+    packing = policy.sequence_packing
+    packed = isinstance(packing, SequencePacking) and packing.enabled
+    if cp > 1 and not packed:
+        yield Issue(
+            f"{MEGATRON}.context_parallel_size",
+            "Megatron context parallelism in NeMo-RL needs policy.sequence_packing.enabled",
+            value=cp,
+        )
     if cp > 1:
-        # Context parallelism cuts each sequence into 2 x CP load-balanced chunks, each of
-        # which sequence parallelism splits again over TP.
-        unit = 2 * cp * (tp if m.sequence_parallel else 1)
+        # Packing pads every sequence to a multiple of 2 x CP x TP (CP load-balances two
+        # chunks per rank); a full-length sequence must not grow past the budget.
+        unit = 2 * cp * tp
         total = policy.max_total_sequence_length
         if total % unit:
             yield Issue(
                 SEQ,
-                f"with CP={cp}"
-                + (f" and sequence-parallel TP={tp}" if m.sequence_parallel else "")
-                + f" a sequence must split into multiples of {unit}",
+                f"with CP={cp} and TP={tp} packed sequences are padded to multiples of "
+                f"2 x {cp} x {tp} = {unit}; {total} is not one",
                 value=total,
+                hint=f"use {(total // unit + 1) * unit}",
             )
-        packing = policy.sequence_packing
-        if isinstance(packing, SequencePacking) and packing.enabled:
-            rnd = packing.sequence_length_round
-            if isinstance(rnd, int) and rnd % (2 * cp):
-                yield Issue(
-                    "policy.sequence_packing.sequence_length_round",
-                    f"packed sequences must round to a multiple of 2 x CP = {2 * cp}",
-                    value=rnd,
-                )
+
+
+def megatron_settings_agree(ctx: CheckContext) -> Iterator[Issue]:
+    m, policy = ctx.megatron, ctx.config.policy
+    if m is None:
+        return
+    opt = m.optimizer
+    if opt.optimizer_cpu_offload and opt.optimizer_offload_fraction != 1.0:
+        yield Issue(
+            f"{MEGATRON}.optimizer.optimizer_offload_fraction",
+            "NeMo-RL offloads the whole optimizer state: with optimizer_cpu_offload it must be 1.0",
+            value=opt.optimizer_offload_fraction,
+        )
+    if opt.optimizer_cpu_offload and opt.optimizer != "adam":
+        yield Issue(
+            f"{MEGATRON}.optimizer.optimizer",
+            "with optimizer_cpu_offload Megatron-Core silently switches anything but adam to SGD",
+            value=opt.optimizer,
+        )
+    if isinstance(policy.logprob_chunk_size, int) and m.defer_fp32_logits is not True:
+        yield Issue(
+            "policy.logprob_chunk_size",
+            "chunked logprobs need policy.megatron_cfg.defer_fp32_logits: true",
+            value=policy.logprob_chunk_size,
+        )
+    if m.moe_enable_deepep and m.moe_token_dispatcher_type != "flex":
+        yield Issue(
+            f"{MEGATRON}.moe_token_dispatcher_type",
+            "DeepEP (moe_enable_deepep) needs the flex dispatcher",
+            value=m.moe_token_dispatcher_type,
+        )
+
+
+def math_verifier_is_set(ctx: CheckContext) -> Iterator[Issue]:
+    for name, env in ctx.config.env.items():
+        if env.math_verify_impl is None:
+            yield Issue(
+                f"env.{name}.math_verify_impl",
+                "null makes every reward 0.0 silently (the verifier's error is swallowed)",
+                value=None,
+                hint="remove the key for hf_math_verify, or name a verifier",
+            )
 
 
 ERROR_CHECKS: tuple[Check, ...] = (
@@ -344,8 +494,13 @@ ERROR_CHECKS: tuple[Check, ...] = (
     tensor_parallel_within_node,
     model_parallel_divides_training_gpus,
     expert_layout_fits,
+    pipeline_splits_layers,
     batch_divides_data_parallel,
+    micro_batches_agree_at_large_tp,
+    dynamic_sampling_settings_agree,
     vllm_fits_generation_gpus,
+    megatron_settings_agree,
+    math_verifier_is_set,
     response_budget_fits,
     token_budgets_hold_a_sequence,
     sequence_divisible_for_parallelism,
@@ -363,10 +518,14 @@ def leave_one_out_shadowed_by_adv_estimator(ctx: CheckContext) -> Iterator[Issue
     for key in ("use_leave_one_out_baseline", "normalize_rewards"):
         top, inner = getattr(grpo, key), getattr(est, key)
         if isinstance(inner, bool) and top != inner:
+            also = (
+                "; the top-level value still drives dynamic sampling's per-sample std filter"
+                if key == "use_leave_one_out_baseline"
+                else ""
+            )
             yield Issue(
                 f"grpo.{key}",
-                f"ignored on super-v3: grpo.adv_estimator.{key} = {inner} takes precedence, "
-                f"so the run uses {inner}",
+                f"shadowed on super-v3: advantages use grpo.adv_estimator.{key} = {inner}{also}",
                 value=top,
                 hint=f"set grpo.adv_estimator.{key} if {top} is what you want",
             )
@@ -389,8 +548,8 @@ def dense_settings_on_moe_model(ctx: CheckContext) -> Iterator[Issue]:
     if isinstance(m.converter_type, str) and _DENSE_CONVERTERS.match(m.converter_type):
         yield Issue(
             f"{MEGATRON}.converter_type",
-            f"a dense-model converter on {ctx.model.name} (MoE); it looks inherited from "
-            "grpo_math_1B.yaml",
+            f"a dense-model converter on {ctx.model.name} (MoE), inherited from "
+            "grpo_math_1B.yaml; super-v3 never reads it",
             value=m.converter_type,
         )
     inherited = [k for k, v in _DENSE_MOE_DEFAULTS.items() if getattr(m, k) == v]
@@ -435,7 +594,26 @@ def checkpoint_metric_needs_validation(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+# Keys that appear in upstream configs but that super-v3 never reads.
+_UNREAD_MEGATRON_KEYS = ("moe_aux_loss_coeff",)
+
+
+def megatron_keys_never_read(ctx: CheckContext) -> Iterator[Issue]:
+    m = ctx.megatron
+    if m is None:
+        return
+    for key in _UNREAD_MEGATRON_KEYS:
+        value = getattr(m, key)
+        if value is not UNSET:
+            yield Issue(
+                f"{MEGATRON}.{key}",
+                "super-v3 never reads this key; the value comes from the converted checkpoint",
+                value=value,
+            )
+
+
 WARNING_CHECKS: tuple[Check, ...] = (
+    megatron_keys_never_read,
     leave_one_out_shadowed_by_adv_estimator,
     dense_settings_on_moe_model,
     tracking_names_mention_other_hardware,

@@ -14,7 +14,20 @@ from recipekit.validators import at_least, between, one_of
 
 # Values NeMo-RL maps to torch dtypes; anything else fails at start-up after the queue wait.
 PRECISIONS = ("bfloat16", "float16", "float32")
-VLLM_PRECISIONS = (*PRECISIONS, "fp8")
+# vLLM's own dtype names, plus NeMo-RL's "fp8" (FP8 weights, bfloat16 activations).
+VLLM_PRECISIONS = (*PRECISIONS, "auto", "half", "float", "fp8")
+TIS_TYPES = ("tis", "icepop", "seq-mask-tis")
+DATA_PROCESSORS = (
+    "default",
+    "helpsteer3_data_processor",
+    "math_data_processor",
+    "math_hf_data_processor",
+    "multichoice_qa_processor",
+    "sft_processor",
+    "vlm_hf_data_processor",
+    "nemo_gym_data_processor",
+)
+ENV_NAMES = ("math_default", "math", "code", "reward_model", "code_jaccard", "vlm", "nemo_gym")
 KL_TYPES = ("k1", "k2", "k3")
 GENERATION_BACKENDS = ("vllm", "megatron", "sglang")
 MOE_TOKEN_DISPATCHERS = ("allgather", "alltoall", "flex")
@@ -31,6 +44,7 @@ PACKING_ALGORITHMS = (
 )
 DP_SHARDING_STRATEGIES = ("no_shard", "optim", "optim_grads", "optim_grads_params")
 SAVE_FORMATS = ("safetensors", "torch_save")
+MATH_VERIFIERS = ("hf_math_verify", "dapo_math_verify")
 
 
 # --- grpo ---------------------------------------------------------------------------------
@@ -45,7 +59,7 @@ class RewardShaping:
     overlong_buffer_length: int | Unset = optional(at_least(0))
     overlong_buffer_penalty: float | Unset = optional(at_least(0))
     max_response_length: int | Derived | Unset = derived(at_least(1))
-    stop_properly_penalty_coef: float | None | Unset = optional()
+    stop_properly_penalty_coef: float | None | Unset = optional(between(0, 1))
 
 
 @section("grpo.adv_estimator")
@@ -125,7 +139,7 @@ class ClippedPGLoss:
     use_importance_sampling_correction: bool = required()
     truncated_importance_sampling_ratio: float | None = required()
     truncated_importance_sampling_ratio_min: float | None | Unset = optional()
-    truncated_importance_sampling_type: str | None | Unset = optional()
+    truncated_importance_sampling_type: str | None | Unset = optional(one_of(TIS_TYPES))
     sequence_level_importance_ratios: bool | Unset = optional()
     token_level_loss: bool = required()
     force_on_policy_ratio: bool | Unset = optional()
@@ -240,7 +254,7 @@ class MegatronDDP:
 class FP8:
     enabled: bool = required()
     fp8: str | Unset = optional(one_of(("e4m3", "hybrid")))
-    fp8_recipe: str | Unset = optional(one_of(("tensorwise", "delayed", "mxfp8", "blockwise")))
+    fp8_recipe: str | Unset = optional(one_of(("tensorwise", "delayed", "mxfp8", "blockwise", "custom")))
     fp8_param: bool | Unset = optional()
 
 
@@ -251,8 +265,8 @@ class Megatron:
     enabled: bool = required()
     empty_unused_memory_level: int = required(between(0, 2))
     activation_checkpointing: bool = required()
-    # Megatron-Bridge picks the model provider from the HF config; this key is read only by
-    # the older converter path and is left for fidelity with upstream configs.
+    # Not read by super-v3 (Megatron-Bridge picks the model from the HF config); kept for
+    # fidelity with upstream configs.
     converter_type: str | Unset = optional()
     tensor_model_parallel_size: int = required(at_least(1))
     expert_tensor_parallel_size: int = required(at_least(1))
@@ -449,8 +463,8 @@ class Dataset:
     split: str | Unset = optional()
     split_validation_size: float | Unset = optional(between(0, 1))
     seed: int | Derived | Unset = optional()
-    env_name: str | Unset = optional()
-    processor: str | Unset = optional()
+    env_name: str | Unset = optional(one_of(ENV_NAMES))
+    processor: str | Unset = optional(one_of(DATA_PROCESSORS))
     prompt_file: str | None | Unset = optional()
     system_prompt_file: str | None | Unset = optional()
     download_dir: str | Unset = optional()
@@ -473,7 +487,7 @@ class Data:
 @section("env.<name>")
 class MathEnvironment:
     num_workers: int = required(at_least(1))
-    math_verify_impl: str | None | Unset = optional(one_of(("hf_math_verify", "dapo_math_verify")))
+    math_verify_impl: str | None | Unset = optional(one_of(MATH_VERIFIERS))
     verifier_type: str | None | Unset = optional()
     stop_strings: tuple[str, ...] | None | Unset = optional()
 

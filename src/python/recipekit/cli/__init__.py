@@ -1,0 +1,1 @@
+"""Command lines: the per-stage launcher and the general ``recipekit`` tool."""

@@ -1,0 +1,104 @@
+"""The command lines, run as a user runs them (click's runner, real files, no mocks)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from omegaconf import OmegaConf
+
+from recipekit.cli import recipekit_cli, stage_launcher
+from recipekit.plan import make_plan
+from recipes.super3.dapo import dapo_gb200
+
+GB200 = "recipes.super3.dapo:dapo_gb200"
+
+
+@pytest.fixture()
+def launcher(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv(stage_launcher.STAGE_VARIABLE, GB200)
+    return CliRunner()
+
+
+def test_plan_text_fits_one_screen(launcher: CliRunner) -> None:
+    result = launcher.invoke(stage_launcher.cli, ["plan"])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) <= 30
+    assert lines[0].startswith("dapo-gb200: ")
+    text = result.stdout
+    assert "generation node 1 (4 GPUs): vLLM TP 4 x PP 1 -> 1 instance" in text
+    assert "training nodes 2-5 (16 GPUs): megatron TP 4 x PP 1 x CP 4 -> DP 1" in text
+    assert make_plan(dapo_gb200).hash in text
+
+
+def test_plan_json_carries_config_warnings_and_hash(launcher: CliRunner) -> None:
+    result = launcher.invoke(
+        stage_launcher.cli, ["plan", "--format", "json", "--set", "policy.max_total_sequence_length=2048",
+                             "--set", "data.max_input_seq_length=2048"]
+    )
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["config"]["policy"]["generation"]["vllm_cfg"]["max_model_len"] == 2048
+    assert plan["warnings"] and plan["hash"] != make_plan(dapo_gb200).hash
+    assert plan["overrides"] == ["policy.max_total_sequence_length=2048", "data.max_input_seq_length=2048"]
+
+
+def test_bad_input_is_a_message_not_a_traceback(launcher: CliRunner) -> None:
+    result = launcher.invoke(stage_launcher.cli, ["plan", "--set", "policy.megatron_cfg.tensr_model_parallel_size=2"])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.stderr
+    assert "did you mean 'tensor_model_parallel_size'" in result.stderr
+
+
+def test_render_writes_what_nemo_rl_reads(launcher: CliRunner, tmp_path: Path) -> None:
+    result = launcher.invoke(stage_launcher.cli, ["render", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.stderr
+    config = make_plan(dapo_gb200).framework_config
+    written = tmp_path / "out" / "config.yaml"
+    assert yaml.safe_load(written.read_text()) == config
+    # NeMo-RL reads it with OmegaConf (YAML 1.1): floats must stay floats.
+    assert OmegaConf.to_container(OmegaConf.load(written), resolve=True) == config
+    plan = json.loads((tmp_path / "out" / "plan.json").read_text())
+    assert plan["config"] == config
+
+
+def test_launcher_without_a_stage_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(stage_launcher.STAGE_VARIABLE, raising=False)
+    result = CliRunner().invoke(stage_launcher.cli, ["plan"])
+    assert result.exit_code == 2 and "RECIPEKIT_STAGE" in result.stderr
+
+
+def test_general_cli_plans_any_recipe_object() -> None:
+    result = CliRunner().invoke(recipekit_cli.cli, ["plan", "recipes.super3.dapo:dapo_b200"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("dapo-b200: ")
+
+
+def test_general_cli_names_a_missing_attribute() -> None:
+    result = CliRunner().invoke(recipekit_cli.cli, ["plan", "recipes.super3.dapo:dapo_gb20"])
+    assert result.exit_code == 2
+    assert "did you mean 'dapo_gb200'" in result.stderr
+
+
+def test_a_recipe_file_with_a_bad_value_points_at_its_line(tmp_path: Path) -> None:
+    recipe = tmp_path / "bad_recipe.py"
+    recipe.write_text(
+        "from recipekit.nemo_rl.schema import Cluster\n"
+        "\n"
+        "recipe = Cluster(num_nodes=0)\n"
+    )
+    result = CliRunner().invoke(recipekit_cli.cli, ["plan", f"{recipe}:recipe"])
+    assert result.exit_code == 2
+    assert f"{recipe}:3" in result.stderr
+    assert "cluster.num_nodes = 0: must be >= 1" in result.stderr
+
+
+def test_expand_prints_resolved_json(reference_dir: Path) -> None:
+    source = reference_dir / "nemo-rl/super-v3/examples/configs/recipes/llm/dapo17k_nemotron_super_120b_gb200_5x4_noncolocated.yaml"
+    result = CliRunner().invoke(recipekit_cli.cli, ["expand", str(source)])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["policy"]["train_global_batch_size"] == 512

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import pytest
+
+from recipekit.errors import RecipeError
+from recipekit.keypaths import get_at, parse_assignment, replace_at
+from recipes.super3.dapo import dapo_gb200
+
+CONFIG = dapo_gb200.config
+
+
+@pytest.mark.parametrize(
+    ("assignment", "expected"),
+    [
+        ("policy.max_total_sequence_length=2048", 2048),
+        ("policy.megatron_cfg.optimizer.lr=1.0e-6", 1.0e-6),
+        ("grpo.val_at_start=false", False),
+        ("checkpointing.checkpoint_must_save_by=null", None),
+        ("policy.generation.stop_strings=[a, b]", ("a", "b")),
+        ("logger.wandb.project=my-project", "my-project"),
+        ("env.math.num_workers=8", 8),
+    ],
+)
+def test_values_are_parsed_to_the_fields_type(assignment: str, expected: object) -> None:
+    path, value = parse_assignment(CONFIG, assignment)
+    assert get_at(replace_at(CONFIG, path, value), path) == expected
+
+
+@pytest.mark.parametrize(
+    ("assignment", "message"),
+    [
+        ("policy.megatorn_cfg.enabled=true", "policy.megatorn_cfg: unknown key (did you mean 'megatron_cfg'"),
+        ("policy.max_total_sequence_length=long", "= 'long': expected an integer"),
+        ("policy.precision=bf16", "not an accepted value (allowed: 'bfloat16'"),
+        ("grpo.seed", "expected PATH=VALUE"),
+        ("env.maths.num_workers=1", "env.maths: unknown key (did you mean 'math'"),
+    ],
+)
+def test_bad_assignments_are_explained(assignment: str, message: str) -> None:
+    with pytest.raises(RecipeError) as exc:
+        path, value = parse_assignment(CONFIG, assignment)
+        replace_at(CONFIG, path, value)
+    assert message in exc.value.render()
+
+
+def test_replacing_leaves_the_original_untouched() -> None:
+    changed = replace_at(CONFIG, "policy.max_total_sequence_length", 4096)
+    assert CONFIG.policy.max_total_sequence_length == 1024
+    assert changed.policy.max_total_sequence_length == 4096
+    assert changed.grpo is CONFIG.grpo

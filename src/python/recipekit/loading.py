@@ -1,0 +1,60 @@
+"""Finding a recipe object by name: ``recipes.super3.dapo:dapo_gb200`` or ``path/to/file.py:attr``.
+
+A recipe module that fails while it is being built (a bad value in a section) is reported at
+the line of the recipe file that built it, not as a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from recipekit.errors import Issue, RecipeError, did_you_mean
+
+
+def load_object(target: str, default_attr: str = "recipe") -> Any:
+    module_name, _, attr = target.partition(":")
+    attr = attr or default_attr
+    module = _import(module_name)
+    if not hasattr(module, attr):
+        public = [n for n in vars(module) if not n.startswith("_")]
+        raise RecipeError([Issue(target, f"{module_name} has no {attr!r}", hint=did_you_mean(attr, public))])
+    return getattr(module, attr)
+
+
+def _import(name: str) -> ModuleType:
+    try:
+        if name.endswith(".py"):
+            path = Path(name)
+            if not path.is_file():
+                raise RecipeError([Issue(name, "no such file")])
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[path.stem] = module
+            spec.loader.exec_module(module)
+            return module
+        return importlib.import_module(name)
+    except RecipeError as exc:
+        where = _recipe_frame(exc)
+        raise RecipeError(exc.issues, context=where or name) from None
+    except ModuleNotFoundError as exc:
+        if exc.name and name.startswith(exc.name):
+            raise RecipeError([Issue(name, "no such recipe module")]) from None
+        raise
+
+
+def _recipe_frame(exc: BaseException) -> str:
+    """file:line of the innermost frame outside recipekit itself: the line that built it."""
+    here = str(Path(__file__).parent)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(here)]
+    frames = [f for f in frames if "importlib" not in f.filename and "<frozen" not in f.filename]
+    if not frames:
+        return ""
+    last = frames[-1]
+    return f"{last.filename}:{last.lineno}"

@@ -1,0 +1,188 @@
+"""One test per plan-time rule: the error names the key, the value and the arithmetic."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipekit.errors import RecipeError
+from recipekit.hardware import Hardware, H100_NODE
+from recipekit.model_card import ModelCard
+from recipekit.plan import make_plan
+from recipes.super3.dapo import dapo_b200, dapo_gb200, dapo_h100
+
+
+def _errors(stage: object, *overrides: str) -> list[str]:
+    with pytest.raises(RecipeError) as exc:
+        make_plan(stage, overrides)  # type: ignore[arg-type]
+    return [i.render() for i in exc.value.issues]
+
+
+def _one(stage: object, *overrides: str) -> str:
+    errors = _errors(stage, *overrides)
+    assert len(errors) == 1, errors
+    return errors[0]
+
+
+def test_tensor_parallel_stays_inside_a_node() -> None:
+    errors = _errors(dapo_gb200, "policy.megatron_cfg.tensor_model_parallel_size=8")
+    assert errors[0] == (
+        "policy.megatron_cfg.tensor_model_parallel_size = 8: tensor parallelism must stay inside "
+        "one node: 4 GPUs per GB200 node is not a multiple of TP=8"
+    )
+
+
+def test_model_parallel_must_divide_the_training_gpus_left_after_generation() -> None:
+    text = _one(dapo_b200, "policy.megatron_cfg.context_parallel_size=8")
+    assert "TP x PP x CP = 4 x 1 x 8 = 32 does not divide the 16 training GPUs" in text
+    assert "after the generation nodes" in text
+
+
+def test_experts_must_split_evenly() -> None:
+    errors = _errors(dapo_gb200, "policy.megatron_cfg.expert_model_parallel_size=3")
+    assert "512 experts per MoE layer cannot be split evenly over EP=3" in errors[0]
+    assert "EP x ETP x PP = 3 x 4 x 1 = 12 does not divide the 16 training GPUs" in errors[1]
+
+
+def test_expert_parallelism_on_a_dense_model_is_an_error() -> None:
+    dense = dapo_h100.with_values(
+        model=ModelCard(name="dense-8b", total_params_b=8, active_params_b=8, num_layers=32)
+    )
+    assert "dense model" in _one(dense)
+
+
+def test_pipeline_split_must_divide_the_layers() -> None:
+    errors = _errors(dapo_h100, "policy.megatron_cfg.pipeline_model_parallel_size=3")
+    assert any("88 layers, which PP=3 cannot split evenly" in e for e in errors)
+
+
+def test_generation_cannot_take_every_node() -> None:
+    text = _one(dapo_gb200, "policy.generation.colocated.resources.num_nodes=5")
+    assert "generation takes 5 of the 5 nodes, leaving none to train on" in text
+
+
+def test_generation_resources_cannot_exceed_a_node() -> None:
+    errors = _errors(dapo_gb200, "policy.generation.colocated.resources.gpus_per_node=8")
+    assert any("a GB200 node has 4 GPUs" in e for e in errors)
+
+
+def test_cluster_must_match_the_hardware() -> None:
+    text = _one(dapo_gb200, "cluster.gpus_per_node=8")
+    assert text.startswith("cluster.gpus_per_node = 8: the stage runs on GB200 nodes with 4 GPUs")
+
+
+def test_vllm_must_fit_the_generation_node() -> None:
+    errors = _errors(dapo_gb200, "policy.generation.vllm_cfg.tensor_parallel_size=8")
+    assert "vLLM TP x PP = 8 x 1 = 8 does not divide the 4 generation GPUs" in errors[0]
+    assert "vLLM tensor parallelism must stay inside one node" in errors[1]
+
+
+def test_global_batch_must_split_over_data_parallel() -> None:
+    stage = dapo_h100.with_values(hardware=Hardware(H100_NODE, num_nodes=8))
+    # 64 GPUs, TP 8 x CP 4 -> DP 2; 33 prompts x 1 generation cannot split over 2 ranks.
+    text = _one(
+        stage,
+        "grpo.num_prompts_per_step=33",
+        "grpo.num_generations_per_prompt=1",
+        "policy.megatron_cfg.expert_model_parallel_size=64",
+    )
+    assert "must be a multiple of the data-parallel size DP = 2" in text
+
+
+def test_global_batch_must_divide_the_samples_of_a_step() -> None:
+    text = _one(dapo_gb200, "policy.train_global_batch_size=500")
+    assert "the 32 x 16 = 512 samples of a step must split into whole global batches" in text
+
+
+def test_overlong_buffer_sits_inside_the_response_budget() -> None:
+    text = _one(dapo_gb200, "grpo.reward_shaping.overlong_buffer_length=1024")
+    assert text == (
+        "grpo.reward_shaping.overlong_buffer_length = 1024: the overlong buffer must sit inside "
+        "the response budget (max_response_length = 1024)"
+    )
+
+
+def test_responses_cannot_outgrow_the_sequence_budget() -> None:
+    errors = _errors(
+        dapo_gb200,
+        "policy.generation.max_new_tokens=2048",
+        "policy.generation.vllm_cfg.max_model_len=2048",
+        "data.max_input_seq_length=4096",
+    )
+    assert [e.split(" =")[0] for e in errors] == [
+        "policy.generation.max_new_tokens",
+        "policy.generation.vllm_cfg.max_model_len",
+        "data.max_input_seq_length",
+    ]
+
+
+def test_packing_budget_must_hold_a_sequence() -> None:
+    text = _one(dapo_gb200, "policy.sequence_packing.train_mb_tokens=512")
+    assert "must hold one full sequence (policy.max_total_sequence_length = 1024)" in text
+
+
+def test_packing_and_dynamic_batching_are_exclusive() -> None:
+    text = _one(dapo_gb200, "policy.dynamic_batching.enabled=true")
+    assert "mutually exclusive" in text
+
+
+def test_context_parallel_padding_gives_the_arithmetic() -> None:
+    errors = _errors(dapo_gb200, "policy.max_total_sequence_length=1000", "data.max_input_seq_length=512")
+    assert errors == [
+        "policy.max_total_sequence_length = 1000: with CP=4 and TP=4 packed sequences are padded "
+        "to multiples of 2 x 4 x 4 = 32; 1000 is not one (use 1024)"
+    ]
+
+
+def test_context_parallel_needs_packing() -> None:
+    errors = _errors(dapo_gb200, "policy.sequence_packing.enabled=false")
+    assert any("needs policy.sequence_packing.enabled" in e for e in errors)
+
+
+def test_sequence_parallel_divisor_must_be_a_multiple_of_tp() -> None:
+    text = _one(dapo_gb200, "policy.make_sequence_length_divisible_by=6")
+    assert "use a multiple of 4" in text
+
+
+def test_large_tp_needs_equal_micro_batches() -> None:
+    text = _one(dapo_gb200, "policy.logprob_batch_size=2")
+    assert "NRL_IGNORE_TP_ACCURACY_CHECK" in text
+
+
+def test_batch_multiplier_needs_dynamic_sampling() -> None:
+    text = _one(dapo_gb200, "grpo.use_dynamic_sampling=false")
+    assert text.startswith("grpo.batch_multiplier = 2: only dynamic sampling")
+
+
+def test_offload_fraction_must_be_whole() -> None:
+    text = _one(dapo_h100, "policy.megatron_cfg.optimizer.optimizer_offload_fraction=0.5")
+    assert "must be 1.0" in text
+
+
+def test_null_math_verifier_is_caught() -> None:
+    text = _one(dapo_gb200, "env.math.math_verify_impl=null")
+    assert "every reward 0.0 silently" in text
+
+
+def test_fp8_kv_cache_needs_fp8_generation() -> None:
+    text = _one(dapo_gb200, "policy.generation.vllm_cfg.kv_cache_dtype=fp8")
+    assert "needs vllm_cfg.precision: fp8" in text
+
+
+def test_megatron_generation_cannot_be_non_colocated() -> None:
+    errors = _errors(dapo_gb200, "policy.generation.backend=megatron")
+    assert any("cannot be non-colocated" in e for e in errors)
+
+
+def test_two_training_backends_are_an_error() -> None:
+    errors = _errors(dapo_gb200, "policy.dtensor_cfg.enabled=true")
+    assert any("both dtensor_cfg and megatron_cfg are enabled" in e for e in errors)
+
+
+def test_warnings_do_not_stop_the_plan() -> None:
+    plan = make_plan(dapo_gb200, ["checkpointing.metric_name=val:accuracy", "grpo.val_period=0"])
+    assert any(w.path == "checkpointing.metric_name" for w in plan.warnings)
+
+
+def test_shadowed_leave_one_out_warning_disappears_when_they_agree() -> None:
+    plan = make_plan(dapo_gb200, ["grpo.adv_estimator.use_leave_one_out_baseline=true"])
+    assert not any(w.path == "grpo.use_leave_one_out_baseline" for w in plan.warnings)

@@ -1,0 +1,108 @@
+"""Load a NeMo-RL YAML config the way NeMo-RL's ``load_config`` does, with OmegaConf.
+
+``defaults:`` names parent files relative to the child (a string or a list), loaded depth
+first and merged in order, the child last; a mapping holding ``_override_: true`` replaces the
+parent's mapping instead of merging into it. ``${...}`` and the ``mul``/``max``/``add``/``div``
+resolvers are resolved after merging; ``${oc.env:VAR}`` reads the environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from recipekit.errors import Issue, RecipeError
+
+OVERRIDE_MARK = "_override_"
+
+
+def _register_resolvers() -> None:
+    from omegaconf import OmegaConf
+
+    resolvers = {
+        "mul": lambda a, b: a * b,
+        "max": lambda a, b: max(a, b),
+        "add": lambda a, b: a + b,
+        "div": lambda a, b: a / b,
+    }
+    for name, fn in resolvers.items():
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn)
+
+
+def load_merged(path: Path) -> Any:
+    """The merged, still unresolved OmegaConf config of ``path`` and its ``defaults:``."""
+    from omegaconf import DictConfig, OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+    from yaml import YAMLError
+
+    if not path.is_file():
+        raise RecipeError([Issue(str(path), "no such file")])
+    try:
+        config = OmegaConf.load(path)
+    except (YAMLError, OmegaConfBaseException) as exc:
+        raise RecipeError([Issue(str(path), f"not readable as YAML: {exc}")]) from None
+    if not isinstance(config, DictConfig):
+        raise RecipeError([Issue(str(path), "the top level must be a mapping")])
+    if "defaults" not in config:
+        return config
+    defaults = config.pop("defaults")
+    parents = [defaults] if isinstance(defaults, str) else list(defaults)
+    merged = OmegaConf.create({})
+    for parent in parents:
+        merged = _merge(merged, load_merged((path.parent / str(parent)).resolve()))
+    return _merge(merged, config)
+
+
+def _merge(base: Any, child: Any) -> Any:
+    from omegaconf import DictConfig, OmegaConf
+
+    from omegaconf.errors import OmegaConfBaseException
+
+    replaced = _take_overrides(child)
+    try:
+        merged = OmegaConf.merge(base, child)
+        for dotted, value in replaced:
+            OmegaConf.update(merged, dotted, value, merge=False, force_add=True)
+    except OmegaConfBaseException as exc:
+        key = str(getattr(exc, "full_key", "") or "")
+        raise RecipeError([Issue(key, f"cannot merge with the parent config: {exc}")]) from None
+    assert isinstance(merged, DictConfig)
+    return merged
+
+
+def _take_overrides(child: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Take out of ``child`` the sections marked ``_override_: true``, to set them whole."""
+    from omegaconf import DictConfig
+
+    found: list[tuple[str, Any]] = []
+    if not isinstance(child, DictConfig):
+        return found
+    for key in list(child.keys()):
+        value = child._get_node(key)  # noqa: SLF001 - keeps interpolations unresolved
+        dotted = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, DictConfig):
+            if value.get(OVERRIDE_MARK, False) is True:
+                value.pop(OVERRIDE_MARK)
+                child.pop(key)
+                found.append((dotted, value))
+            else:
+                found += _take_overrides(value, dotted)
+    return found
+
+
+def expand(path: Path) -> dict[str, Any]:
+    """The config NeMo-RL's ``run_grpo.py`` sees (before command-line overrides)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    _register_resolvers()
+    merged = load_merged(path)
+    try:
+        resolved = OmegaConf.to_container(merged, resolve=True)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", "") or ""
+        raise RecipeError([Issue(str(key), f"cannot resolve: {exc.msg if hasattr(exc, 'msg') else exc}")],
+                          context=str(path)) from None
+    assert isinstance(resolved, dict)
+    return {str(k): v for k, v in resolved.items()}

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from recipekit.errors import RecipeError
+from recipekit.nemo_rl.schema import (
+    Cluster,
+    DTensor,
+    LoRA,
+    MathEnvironment,
+    Megatron,
+    SchedulerMilestones,
+    VllmConfig,
+)
+
+
+def _only_issue(exc: pytest.ExceptionInfo[RecipeError]) -> str:
+    assert len(exc.value.issues) == 1
+    return exc.value.issues[0].render()
+
+
+def test_unknown_keyword_gets_did_you_mean_with_the_framework_path() -> None:
+    with pytest.raises(RecipeError) as exc:
+        Cluster(gpus_per_nod=4)
+    assert _only_issue(exc) == (
+        "cluster.gpus_per_nod: unknown key (did you mean 'gpus_per_node'?)"
+    )
+
+
+def test_bool_is_not_an_integer() -> None:
+    with pytest.raises(RecipeError) as exc:
+        Cluster(gpus_per_node=True)
+    assert "cluster.gpus_per_node = True: expected an integer" in _only_issue(exc)
+
+
+def test_enumeration_lists_the_allowed_values() -> None:
+    with pytest.raises(RecipeError) as exc:
+        MathEnvironment(num_workers=1, math_verify_impl="sympy")
+    text = _only_issue(exc)
+    assert "env.<name>.math_verify_impl = 'sympy': not an accepted value" in text
+    assert "'hf_math_verify', 'dapo_math_verify'" in text
+
+
+def test_literal_type_lists_its_values() -> None:
+    with pytest.raises(RecipeError) as exc:
+        LoRA(enabled=True, dropout_position="middle")
+    assert "expected one of 'pre', 'post'" in _only_issue(exc)
+
+
+def test_range_is_checked_where_the_field_is_declared() -> None:
+    with pytest.raises(RecipeError) as exc:
+        Cluster(num_nodes=0)
+    assert _only_issue(exc) == "cluster.num_nodes = 0: must be >= 1"
+
+
+def test_missing_required_key_is_named() -> None:
+    with pytest.raises(RecipeError) as exc:
+        MathEnvironment()
+    assert _only_issue(exc) == "env.<name>.num_workers: required key is missing"
+
+
+def test_all_problems_of_a_section_are_reported_together() -> None:
+    with pytest.raises(RecipeError) as exc:
+        VllmConfig(tensor_parallel_size="4", kv_cache_dtype="fp16", bogus=1)
+    paths = {i.path for i in exc.value.issues}
+    assert "policy.generation.vllm_cfg.bogus" in paths
+    assert "policy.generation.vllm_cfg.tensor_parallel_size" in paths
+    assert "policy.generation.vllm_cfg.kv_cache_dtype" in paths
+    assert "policy.generation.vllm_cfg.async_engine" in paths  # required, missing
+
+
+def test_sections_are_frozen_and_lists_become_tuples() -> None:
+    m = SchedulerMilestones(milestones=[50, 100])
+    assert m.milestones == (50, 100)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        m.milestones = (1,)  # type: ignore[misc]
+
+
+def test_evolve_rechecks_the_new_value() -> None:
+    d = DTensor(enabled=False)
+    with pytest.raises(RecipeError):
+        attrs.evolve(d, tensor_parallel_size=0)
+
+
+def test_alias_field_keeps_the_framework_key_in_errors() -> None:
+    with pytest.raises(RecipeError) as exc:
+        DTensor(enabled=False, v2="yes")
+    assert _only_issue(exc).startswith("policy.dtensor_cfg._v2 = 'yes'")
+
+
+def test_megatron_requires_its_layout_keys() -> None:
+    with pytest.raises(RecipeError) as exc:
+        Megatron(enabled=True)
+    paths = {i.path for i in exc.value.issues}
+    assert "policy.megatron_cfg.tensor_model_parallel_size" in paths
