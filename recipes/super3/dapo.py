@@ -16,8 +16,6 @@ from recipekit.markers import DERIVED
 from recipekit.model_card import NEMOTRON_3_SUPER_120B
 from recipekit.nemo_rl.schema import (
     FP8,
-    LoRA,
-    MLflow,
     AdvantageEstimator,
     AsyncGRPO,
     Checkpointing,
@@ -33,12 +31,14 @@ from recipekit.nemo_rl.schema import (
     GRPOConfig,
     GRPOMasterConfig,
     Logger,
+    LoRA,
     MathEnvironment,
     McoreGeneration,
     Megatron,
     MegatronDDP,
     MegatronOptimizer,
     MegatronScheduler,
+    MLflow,
     Policy,
     RewardScaling,
     RewardShaping,
@@ -215,8 +215,8 @@ dtensor = DTensor(
     custom_parallel_plan=None,
     lora_cfg=LoRA(
         enabled=False,
-        target_modules=[],
-        exclude_modules=[],
+        target_modules=(),
+        exclude_modules=(),
         match_all_linear=True,
         dim=8,
         alpha=32,
@@ -297,7 +297,7 @@ policy = Policy(
             "fused": False,
         },
     ),
-    scheduler=[
+    scheduler=(
         TorchScheduler(
             name="torch.optim.lr_scheduler.LinearLR",
             kwargs={"start_factor": 0.1, "end_factor": 1.0, "total_iters": 50},
@@ -306,8 +306,8 @@ policy = Policy(
             name="torch.optim.lr_scheduler.ConstantLR",
             kwargs={"factor": 1.0, "total_iters": 10000000000},
         ),
-        SchedulerMilestones(milestones=[50]),
-    ],
+        SchedulerMilestones(milestones=(50,)),
+    ),
     generation=generation,
 )
 

@@ -85,7 +85,7 @@ def _section_hook(conv: cattrs.Converter, cls: type) -> Any:
         for f in attrs.fields(cls)
         if key_of(cls, f.name) != f.name
     }
-    return make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True, **renames)
+    return make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True, **renames)  # type: ignore[arg-type]
 
 
 def _members(tp: Any) -> tuple[Any, ...]:
@@ -109,7 +109,9 @@ def _structure_any(value: Any, tp: Any) -> Any:
         for m in members:
             if get_origin(m) is tuple:
                 item_tp = get_args(m)[0] if get_args(m) else Any
-                return _structure_items(enumerate(value), item_tp, lambda kv: tuple(v for _, v in kv))
+                return _structure_items(
+                    enumerate(value), item_tp, lambda kv: tuple(v for _, v in kv)
+                )
         return value
     if value is None and not any(m is type(None) for m in members):
         for m in members:
@@ -167,7 +169,7 @@ def _issues(exc: BaseException, path: str) -> Iterator[Issue]:
 def _note_name(exc: BaseException) -> str | int:
     for note in getattr(exc, "__notes__", []):
         name = getattr(note, "name", None)
-        if name is not None:
+        if isinstance(name, str):
             return name
         index = getattr(note, "index", None)
         if index is not None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -12,8 +13,11 @@ from recipekit.nemo_rl.schema import GRPOMasterConfig
 EXPANDED = sorted(["b200_3x8_noncolocated", "gb200_5x4_noncolocated", "h100_4x8_colocated"])
 
 
-def _load(reference_dir: Path, variant: str) -> dict:
-    path = reference_dir / f"expanded/super-v3-dapo/dapo17k_nemotron_super_120b_{variant}.expanded.yaml"
+def _load(reference_dir: Path, variant: str) -> Any:
+    path = (
+        reference_dir
+        / f"expanded/super-v3-dapo/dapo17k_nemotron_super_120b_{variant}.expanded.yaml"
+    )
     return yaml.safe_load(path.read_text())
 
 
@@ -34,8 +38,10 @@ def test_unknown_nested_keys_are_errors_with_paths(reference_dir: Path) -> None:
         from_dict(data, GRPOMasterConfig)
     rendered = [i.render() for i in exc.value.issues]
     assert any(
-        r.startswith("policy.megatron_cfg.tensr_model_parallel_size: unknown key (did you mean "
-                     "'tensor_model_parallel_size'")
+        r.startswith(
+            "policy.megatron_cfg.tensr_model_parallel_size: unknown key (did you mean "
+            "'tensor_model_parallel_size'"
+        )
         for r in rendered
     )
     assert "policy.scheduler[0].kwargz: unknown key (did you mean 'kwargs'?)" in rendered

@@ -46,7 +46,8 @@ class NodeType:
     needs_imex_channel: bool = False
 
     def __str__(self) -> str:
-        return f"{self.name} ({self.gpus_per_node}x {self.gpu.model} {self.gpu.hbm_gib} GiB, {self.cpu_arch.value})"
+        gpus = f"{self.gpus_per_node}x {self.gpu.model} {self.gpu.hbm_gib} GiB"
+        return f"{self.name} ({gpus}, {self.cpu_arch.value})"
 
 
 B200 = Gpu("B200", hbm_gib=180)

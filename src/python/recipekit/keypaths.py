@@ -73,7 +73,9 @@ def parse_assignment(obj: Any, assignment: str) -> tuple[str, Any]:
     path, sep, text = assignment.partition("=")
     path = path.strip()
     if not sep or not path:
-        raise RecipeError([Issue(assignment, "expected PATH=VALUE, e.g. policy.precision=bfloat16")])
+        raise RecipeError(
+            [Issue(assignment, "expected PATH=VALUE, e.g. policy.precision=bfloat16")]
+        )
     try:
         raw = yaml.safe_load(text) if text.strip() else ""
     except yaml.YAMLError as exc:
@@ -98,8 +100,13 @@ def _child(value: Any, part: str, walked: list[str]) -> Any:
         where = ".".join(walked)
         what = "is not set" if value is UNSET else "is not a section"
         raise RecipeError(
-            [Issue(join_path(*walked, part), f"{where} {what}, so it has no key {part!r}",
-                   hint=f"set the whole section with {where}={{...}}" if value is UNSET else "")]
+            [
+                Issue(
+                    join_path(*walked, part),
+                    f"{where} {what}, so it has no key {part!r}",
+                    hint=f"set the whole section with {where}={{...}}" if value is UNSET else "",
+                )
+            ]
         )
     return getattr(value, _field_name(value, part, walked))
 

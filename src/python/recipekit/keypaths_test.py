@@ -29,7 +29,10 @@ def test_values_are_parsed_to_the_fields_type(assignment: str, expected: object)
 @pytest.mark.parametrize(
     ("assignment", "message"),
     [
-        ("policy.megatorn_cfg.enabled=true", "policy.megatorn_cfg: unknown key (did you mean 'megatron_cfg'"),
+        (
+            "policy.megatorn_cfg.enabled=true",
+            "policy.megatorn_cfg: unknown key (did you mean 'megatron_cfg'",
+        ),
         ("policy.max_total_sequence_length=long", "= 'long': expected an integer"),
         ("policy.precision=bf16", "not an accepted value (allowed: 'bfloat16'"),
         ("grpo.seed", "expected PATH=VALUE"),

@@ -23,7 +23,9 @@ def load_object(target: str, default_attr: str = "recipe") -> Any:
     module = _import(module_name)
     if not hasattr(module, attr):
         public = [n for n in vars(module) if not n.startswith("_")]
-        raise RecipeError([Issue(target, f"{module_name} has no {attr!r}", hint=did_you_mean(attr, public))])
+        raise RecipeError(
+            [Issue(target, f"{module_name} has no {attr!r}", hint=did_you_mean(attr, public))]
+        )
     return getattr(module, attr)
 
 

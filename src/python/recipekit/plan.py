@@ -117,7 +117,11 @@ def _underived(config: Any, path: str = "") -> list[Issue]:
 
         for field in attrs.fields(type(config)):
             value = getattr(config, field.name)
-            sub = f"{path}.{key_of(type(config), field.name)}" if path else key_of(type(config), field.name)
+            sub = (
+                f"{path}.{key_of(type(config), field.name)}"
+                if path
+                else key_of(type(config), field.name)
+            )
             if value is DERIVED:
                 out.append(Issue(sub, "derived from a key that is not set; give it a value"))
             else:

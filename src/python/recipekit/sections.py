@@ -29,24 +29,27 @@ _CHECKS = "__type_checks__"
 def section(
     path: str = "", *, aliases: Mapping[str, str] | None = None
 ) -> Callable[[type[T]], type[T]]:
-    """Make ``cls`` a frozen config section found at ``path`` in the framework config.
+    """Make the attrs class ``cls`` a config section found at ``path`` in the framework config.
+
+    Apply it over ``@attrs.frozen(kw_only=True)``, which type checkers understand.
 
     ``aliases`` maps a Python field name to the framework's key where the key is not a valid
     or not a public Python name (``v2`` -> ``_v2``).
     """
 
     def wrap(cls: type[T]) -> type[T]:
-        made = attrs.frozen(kw_only=True)(cls)
+        decorated = cls
+        if not attrs.has(cls):
+            raise TypeError(f"@section goes above @attrs.frozen(kw_only=True) on {cls.__name__}")
+        made = cls
         attrs.resolve_types(made)
         setattr(made, SECTION_PATH, path)
         setattr(made, ALIASES, dict(aliases or {}))
         checks = {f.name: _checker(f.type) for f in attrs.fields(made)}
         setattr(made, _CHECKS, checks)
-        generated_init = made.__init__  # type: ignore[misc]
+        generated_init = made.__init__
         names = frozenset(checks)
-        required = frozenset(
-            f.name for f in attrs.fields(made) if f.default is attrs.NOTHING
-        )
+        required = frozenset(f.name for f in attrs.fields(made) if f.default is attrs.NOTHING)
 
         def __init__(self: Any, **kwargs: Any) -> None:
             unknown = [k for k in kwargs if k not in names]
@@ -75,8 +78,8 @@ def section(
                 raise SectionError(made, [issue]) from None
 
         __init__.__doc__ = generated_init.__doc__
-        made.__init__ = __init__  # type: ignore[misc]
-        return made
+        setattr(made, "__init__", __init__)  # noqa: B010 - replaces attrs' own __init__
+        return decorated
 
     return wrap
 
@@ -97,19 +100,19 @@ class SectionError(RecipeError):
 
 
 def is_section(obj: Any) -> bool:
-    return attrs.has(type(obj) if not isinstance(obj, type) else obj) and hasattr(
-        obj, _CHECKS
-    )
+    return attrs.has(type(obj) if not isinstance(obj, type) else obj) and hasattr(obj, _CHECKS)
 
 
 def key_of(cls: type, field_name: str) -> str:
     """The framework key of a Python field name (``v2`` -> ``_v2``)."""
-    return getattr(cls, ALIASES, {}).get(field_name, field_name)
+    aliases: dict[str, str] = getattr(cls, ALIASES, {})
+    return aliases.get(field_name, field_name)
 
 
 def field_of(cls: type, key: str) -> str | None:
     """The Python field name of a framework key, or None when the section has no such key."""
-    for name, alias in getattr(cls, ALIASES, {}).items():
+    aliases: dict[str, str] = getattr(cls, ALIASES, {})
+    for name, alias in aliases.items():
         if alias == key:
             return name
     names = {f.name for f in attrs.fields(cls)}
@@ -173,9 +176,7 @@ def _predicate(tp: Any) -> tuple[Callable[[Any], bool], str]:
     if tp is int:
         return (lambda v: isinstance(v, int) and not isinstance(v, bool)), "an integer"
     if tp is float:
-        return (
-            lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-        ), "a number"
+        return (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)), "a number"
     if tp is str:
         return (lambda v: isinstance(v, str)), "a string"
     if origin is tuple:

@@ -27,9 +27,7 @@ class Stage:
     config: Any
     framework: NemoRLGrpo = NEMO_RL_GRPO
 
-    def with_values(
-        self, changes: Mapping[str, Any] | None = None, **stage_fields: Any
-    ) -> Stage:
+    def with_values(self, changes: Mapping[str, Any] | None = None, **stage_fields: Any) -> Stage:
         """A variant: framework keys by dotted path in ``changes``, stage fields by keyword."""
         config = with_values(self.config, changes or {})
         return attrs.evolve(self, config=config, **stage_fields)

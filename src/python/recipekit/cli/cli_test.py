@@ -37,18 +37,31 @@ def test_plan_text_fits_one_screen(launcher: CliRunner) -> None:
 
 def test_plan_json_carries_config_warnings_and_hash(launcher: CliRunner) -> None:
     result = launcher.invoke(
-        stage_launcher.cli, ["plan", "--format", "json", "--set", "policy.max_total_sequence_length=2048",
-                             "--set", "data.max_input_seq_length=2048"]
+        stage_launcher.cli,
+        [
+            "plan",
+            "--format",
+            "json",
+            "--set",
+            "policy.max_total_sequence_length=2048",
+            "--set",
+            "data.max_input_seq_length=2048",
+        ],
     )
     assert result.exit_code == 0, result.stderr
     plan = json.loads(result.stdout)
     assert plan["config"]["policy"]["generation"]["vllm_cfg"]["max_model_len"] == 2048
     assert plan["warnings"] and plan["hash"] != make_plan(dapo_gb200).hash
-    assert plan["overrides"] == ["policy.max_total_sequence_length=2048", "data.max_input_seq_length=2048"]
+    assert plan["overrides"] == [
+        "policy.max_total_sequence_length=2048",
+        "data.max_input_seq_length=2048",
+    ]
 
 
 def test_bad_input_is_a_message_not_a_traceback(launcher: CliRunner) -> None:
-    result = launcher.invoke(stage_launcher.cli, ["plan", "--set", "policy.megatron_cfg.tensr_model_parallel_size=2"])
+    result = launcher.invoke(
+        stage_launcher.cli, ["plan", "--set", "policy.megatron_cfg.tensr_model_parallel_size=2"]
+    )
     assert result.exit_code == 2
     assert "Traceback" not in result.stderr
     assert "did you mean 'tensor_model_parallel_size'" in result.stderr
@@ -87,9 +100,7 @@ def test_general_cli_names_a_missing_attribute() -> None:
 def test_a_recipe_file_with_a_bad_value_points_at_its_line(tmp_path: Path) -> None:
     recipe = tmp_path / "bad_recipe.py"
     recipe.write_text(
-        "from recipekit.nemo_rl.schema import Cluster\n"
-        "\n"
-        "recipe = Cluster(num_nodes=0)\n"
+        "from recipekit.nemo_rl.schema import Cluster\n" "\n" "recipe = Cluster(num_nodes=0)\n"
     )
     result = CliRunner().invoke(recipekit_cli.cli, ["plan", f"{recipe}:recipe"])
     assert result.exit_code == 2
@@ -98,7 +109,11 @@ def test_a_recipe_file_with_a_bad_value_points_at_its_line(tmp_path: Path) -> No
 
 
 def test_expand_prints_resolved_json(reference_dir: Path) -> None:
-    source = reference_dir / "nemo-rl/super-v3/examples/configs/recipes/llm/dapo17k_nemotron_super_120b_gb200_5x4_noncolocated.yaml"
+    source = (
+        reference_dir
+        / "nemo-rl/super-v3/examples/configs/recipes/llm"
+        / "dapo17k_nemotron_super_120b_gb200_5x4_noncolocated.yaml"
+    )
     result = CliRunner().invoke(recipekit_cli.cli, ["expand", str(source)])
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["policy"]["train_global_batch_size"] == 512

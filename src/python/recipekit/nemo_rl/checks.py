@@ -140,7 +140,9 @@ def one_training_backend(ctx: CheckContext) -> Iterator[Issue]:
             value=True,
         )
     if not dtensor and ctx.megatron is None:
-        yield Issue("policy.megatron_cfg.enabled", "neither dtensor_cfg nor megatron_cfg is enabled")
+        yield Issue(
+            "policy.megatron_cfg.enabled", "neither dtensor_cfg nor megatron_cfg is enabled"
+        )
 
 
 # --- training layout -----------------------------------------------------------------------
@@ -209,7 +211,8 @@ def expert_layout_fits(ctx: CheckContext) -> Iterator[Issue]:
     if etp > ctx.hardware.gpus_per_node:
         yield Issue(
             f"{MEGATRON}.expert_tensor_parallel_size",
-            f"expert tensor parallelism must stay inside one node ({ctx.hardware.gpus_per_node} GPUs)",
+            "expert tensor parallelism must stay inside one node "
+            f"({ctx.hardware.gpus_per_node} GPUs)",
             value=etp,
         )
 
@@ -586,7 +589,12 @@ def tracking_names_mention_other_hardware(ctx: CheckContext) -> Iterator[Issue]:
 def checkpoint_metric_needs_validation(ctx: CheckContext) -> Iterator[Issue]:
     ckpt, grpo = ctx.config.checkpointing, ctx.config.grpo
     metric = ckpt.metric_name
-    if ckpt.enabled and isinstance(metric, str) and metric.startswith("val") and grpo.val_period == 0:
+    if (
+        ckpt.enabled
+        and isinstance(metric, str)
+        and metric.startswith("val")
+        and grpo.val_period == 0
+    ):
         yield Issue(
             "checkpointing.metric_name",
             "checkpoints are ranked by a validation metric but grpo.val_period is 0",

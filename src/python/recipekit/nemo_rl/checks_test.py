@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recipekit.errors import RecipeError
-from recipekit.hardware import Hardware, H100_NODE
+from recipekit.hardware import H100_NODE, Hardware
 from recipekit.model_card import ModelCard
 from recipekit.plan import make_plan
 from recipes.super3.dapo import dapo_b200, dapo_gb200, dapo_h100
@@ -126,7 +126,9 @@ def test_packing_and_dynamic_batching_are_exclusive() -> None:
 
 
 def test_context_parallel_padding_gives_the_arithmetic() -> None:
-    errors = _errors(dapo_gb200, "policy.max_total_sequence_length=1000", "data.max_input_seq_length=512")
+    errors = _errors(
+        dapo_gb200, "policy.max_total_sequence_length=1000", "data.max_input_seq_length=512"
+    )
     assert errors == [
         "policy.max_total_sequence_length = 1000: with CP=4 and TP=4 packed sequences are padded "
         "to multiples of 2 x 4 x 4 = 32; 1000 is not one (use 1024)"

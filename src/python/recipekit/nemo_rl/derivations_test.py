@@ -28,7 +28,8 @@ def _at(config: dict, path: str) -> object:
 @given(st.integers(min_value=17, max_value=256).map(lambda n: n * 32))
 def test_sequence_length_moves_everything_derived_from_it(length: int) -> None:
     config = make_plan(
-        dapo_gb200, [f"policy.max_total_sequence_length={length}", f"data.max_input_seq_length={length}"]
+        dapo_gb200,
+        [f"policy.max_total_sequence_length={length}", f"data.max_input_seq_length={length}"],
     ).framework_config
     for path in SEQUENCE_FOLLOWERS:
         assert _at(config, path) == length, path
@@ -37,8 +38,11 @@ def test_sequence_length_moves_everything_derived_from_it(length: int) -> None:
 def test_an_explicit_value_is_not_moved_by_its_source() -> None:
     config = make_plan(
         dapo_gb200,
-        ["policy.generation.max_new_tokens=512", "policy.max_total_sequence_length=2048",
-         "data.max_input_seq_length=1024"],
+        [
+            "policy.generation.max_new_tokens=512",
+            "policy.max_total_sequence_length=2048",
+            "data.max_input_seq_length=1024",
+        ],
     ).framework_config
     assert config["policy"]["generation"]["max_new_tokens"] == 512
     assert config["policy"]["generation"]["vllm_cfg"]["max_model_len"] == 2048
@@ -60,8 +64,11 @@ def test_global_batch_is_prompts_times_generations(prompts: int, generations: in
 def test_make_sequence_length_divisible_by_follows_the_training_backend() -> None:
     config = make_plan(
         dapo_gb200,
-        ["policy.megatron_cfg.tensor_model_parallel_size=2", "policy.megatron_cfg.expert_tensor_parallel_size=2",
-         "policy.megatron_cfg.context_parallel_size=8"],
+        [
+            "policy.megatron_cfg.tensor_model_parallel_size=2",
+            "policy.megatron_cfg.expert_tensor_parallel_size=2",
+            "policy.megatron_cfg.context_parallel_size=8",
+        ],
     ).framework_config
     assert config["policy"]["make_sequence_length_divisible_by"] == 2
 

@@ -8,6 +8,8 @@ are here too, as optional keys, because the reference configs set them.
 
 from typing import Any, Literal
 
+import attrs
+
 from recipekit.markers import Derived, Unset
 from recipekit.sections import derived, fixed, optional, required, section
 from recipekit.validators import at_least, between, one_of
@@ -51,6 +53,7 @@ MATH_VERIFIERS = ("hf_math_verify", "dapo_math_verify")
 
 
 @section("grpo.reward_shaping")
+@attrs.frozen(kw_only=True)
 class RewardShaping:
     """DAPO's overlong penalty: the last ``overlong_buffer_length`` tokens of the response budget
     cost up to ``overlong_buffer_penalty`` reward."""
@@ -63,6 +66,7 @@ class RewardShaping:
 
 
 @section("grpo.adv_estimator")
+@attrs.frozen(kw_only=True)
 class AdvantageEstimator:
     name: str = required(one_of(("grpo", "reinforce_plus_plus")))
     normalize_rewards: bool | Unset = optional()
@@ -71,6 +75,7 @@ class AdvantageEstimator:
 
 
 @section("grpo.reward_scaling")
+@attrs.frozen(kw_only=True)
 class RewardScaling:
     enabled: bool = required()
     source_min: float | Unset = optional()
@@ -80,6 +85,7 @@ class RewardScaling:
 
 
 @section("grpo.async_grpo")
+@attrs.frozen(kw_only=True)
 class AsyncGRPO:
     enabled: bool = required()
     max_trajectory_age_steps: int = required(at_least(1))
@@ -88,6 +94,7 @@ class AsyncGRPO:
 
 
 @section("grpo")
+@attrs.frozen(kw_only=True)
 class GRPOConfig:
     num_prompts_per_step: int = required(at_least(1))
     num_generations_per_prompt: int = required(at_least(1))
@@ -127,6 +134,7 @@ class GRPOConfig:
 
 
 @section("loss_fn")
+@attrs.frozen(kw_only=True)
 class ClippedPGLoss:
     reference_policy_kl_penalty: float = required(at_least(0))
     reference_policy_kl_type: str = required(one_of(KL_TYPES))
@@ -151,6 +159,7 @@ class ClippedPGLoss:
 
 
 @section("checkpointing")
+@attrs.frozen(kw_only=True)
 class Checkpointing:
     enabled: bool = required()
     checkpoint_dir: str = required()
@@ -172,6 +181,7 @@ class Checkpointing:
 
 
 @section("policy.tokenizer")
+@attrs.frozen(kw_only=True)
 class Tokenizer:
     name: str | Derived = derived()
     chat_template: str | None | Unset = optional()
@@ -179,6 +189,7 @@ class Tokenizer:
 
 
 @section("policy.dtensor_cfg.lora_cfg")
+@attrs.frozen(kw_only=True)
 class LoRA:
     enabled: bool = required()
     target_modules: tuple[str, ...] | Unset = optional()
@@ -193,6 +204,7 @@ class LoRA:
 
 
 @section("policy.dtensor_cfg", aliases={"v2": "_v2"})
+@attrs.frozen(kw_only=True)
 class DTensor:
     """The PyTorch-native (FSDP2 + DTensor) training back-end."""
 
@@ -211,6 +223,7 @@ class DTensor:
 
 
 @section("policy.megatron_cfg.optimizer")
+@attrs.frozen(kw_only=True)
 class MegatronOptimizer:
     optimizer: str = required(one_of(MEGATRON_OPTIMIZERS))
     lr: float = required(at_least(0))
@@ -231,6 +244,7 @@ class MegatronOptimizer:
 
 
 @section("policy.megatron_cfg.scheduler")
+@attrs.frozen(kw_only=True)
 class MegatronScheduler:
     start_weight_decay: float | Derived = derived(at_least(0))
     end_weight_decay: float | Derived = derived(at_least(0))
@@ -242,6 +256,7 @@ class MegatronScheduler:
 
 
 @section("policy.megatron_cfg.distributed_data_parallel_config")
+@attrs.frozen(kw_only=True)
 class MegatronDDP:
     grad_reduce_in_fp32: bool = required()
     overlap_grad_reduce: bool = required()
@@ -251,14 +266,18 @@ class MegatronDDP:
 
 
 @section("policy.megatron_cfg.fp8_cfg")
+@attrs.frozen(kw_only=True)
 class FP8:
     enabled: bool = required()
     fp8: str | Unset = optional(one_of(("e4m3", "hybrid")))
-    fp8_recipe: str | Unset = optional(one_of(("tensorwise", "delayed", "mxfp8", "blockwise", "custom")))
+    fp8_recipe: str | Unset = optional(
+        one_of(("tensorwise", "delayed", "mxfp8", "blockwise", "custom"))
+    )
     fp8_param: bool | Unset = optional()
 
 
 @section("policy.megatron_cfg")
+@attrs.frozen(kw_only=True)
 class Megatron:
     """The Megatron-Core training back-end: the parallel layout lives here."""
 
@@ -309,6 +328,7 @@ class Megatron:
 
 
 @section("policy.dynamic_batching")
+@attrs.frozen(kw_only=True)
 class DynamicBatching:
     enabled: bool = required()
     train_mb_tokens: int | Derived | Unset = derived(at_least(1))
@@ -317,6 +337,7 @@ class DynamicBatching:
 
 
 @section("policy.sequence_packing")
+@attrs.frozen(kw_only=True)
 class SequencePacking:
     enabled: bool = required()
     train_mb_tokens: int | Derived | Unset = derived(at_least(1))
@@ -329,18 +350,21 @@ class SequencePacking:
 
 
 @section("policy.optimizer")
+@attrs.frozen(kw_only=True)
 class TorchOptimizer:
     name: str = required()
     kwargs: dict[str, Any] = required()
 
 
 @section("policy.scheduler[]")
+@attrs.frozen(kw_only=True)
 class TorchScheduler:
     name: str = required()
     kwargs: dict[str, Any] = required()
 
 
 @section("policy.scheduler[]")
+@attrs.frozen(kw_only=True)
 class SchedulerMilestones:
     milestones: tuple[int, ...] = required()
 
@@ -349,6 +373,7 @@ class SchedulerMilestones:
 
 
 @section("policy.generation.vllm_cfg")
+@attrs.frozen(kw_only=True)
 class VllmConfig:
     async_engine: bool = required()
     precision: str | Derived | Unset = derived(one_of(VLLM_PRECISIONS))
@@ -372,6 +397,7 @@ class VllmConfig:
 
 
 @section("policy.generation.mcore_generation_config")
+@attrs.frozen(kw_only=True)
 class McoreGeneration:
     buffer_size_gb: int = required(at_least(1))
     buffer_guaranteed_fraction: float | Unset = optional(between(0, 1))
@@ -384,6 +410,7 @@ class McoreGeneration:
 
 
 @section("policy.generation.colocated.resources")
+@attrs.frozen(kw_only=True)
 class GenerationResources:
     """Where generation runs when it is not colocated with training."""
 
@@ -392,12 +419,14 @@ class GenerationResources:
 
 
 @section("policy.generation.colocated")
+@attrs.frozen(kw_only=True)
 class Colocation:
     enabled: bool = required()
     resources: GenerationResources = required()
 
 
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
+@attrs.frozen(kw_only=True)
 class Generation:
     backend: str = required(one_of(GENERATION_BACKENDS))
     max_new_tokens: int | Derived = derived(at_least(1))
@@ -420,6 +449,7 @@ class Generation:
 
 
 @section("policy")
+@attrs.frozen(kw_only=True)
 class Policy:
     model_name: str = required()
     tokenizer: Tokenizer = required()
@@ -449,6 +479,7 @@ class Policy:
 
 
 @section()
+@attrs.frozen(kw_only=True)
 class Dataset:
     """One dataset entry of ``data`` (``train``, ``validation`` or ``default``)."""
 
@@ -471,6 +502,7 @@ class Dataset:
 
 
 @section("data")
+@attrs.frozen(kw_only=True)
 class Data:
     max_input_seq_length: int | None | Derived = derived(at_least(1))
     add_bos: bool | Unset = optional()
@@ -485,6 +517,7 @@ class Data:
 
 
 @section("env.<name>")
+@attrs.frozen(kw_only=True)
 class MathEnvironment:
     num_workers: int = required(at_least(1))
     math_verify_impl: str | None | Unset = optional(one_of(MATH_VERIFIERS))
@@ -496,6 +529,7 @@ class MathEnvironment:
 
 
 @section("logger.wandb")
+@attrs.frozen(kw_only=True)
 class Wandb:
     project: str | Unset = optional()
     name: str | Unset = optional()
@@ -503,17 +537,20 @@ class Wandb:
 
 
 @section("logger.swanlab")
+@attrs.frozen(kw_only=True)
 class Swanlab:
     project: str | Unset = optional()
     name: str | Unset = optional()
 
 
 @section("logger.tensorboard")
+@attrs.frozen(kw_only=True)
 class Tensorboard:
     log_dir: str | Unset = optional()
 
 
 @section("logger.mlflow")
+@attrs.frozen(kw_only=True)
 class MLflow:
     experiment_name: str | None | Unset = optional()
     run_id: str | None | Unset = optional()
@@ -523,12 +560,14 @@ class MLflow:
 
 
 @section("logger.gpu_monitoring")
+@attrs.frozen(kw_only=True)
 class GPUMonitoring:
     collection_interval: float = required(at_least(0))
     flush_interval: float = required(at_least(0))
 
 
 @section("logger")
+@attrs.frozen(kw_only=True)
 class Logger:
     log_dir: str = required()
     num_val_samples_to_print: int = required(at_least(0))
@@ -545,6 +584,7 @@ class Logger:
 
 
 @section("cluster")
+@attrs.frozen(kw_only=True)
 class Cluster:
     """What NeMo-RL's virtual cluster is told; derived from the stage's hardware."""
 
@@ -553,6 +593,7 @@ class Cluster:
 
 
 @section()
+@attrs.frozen(kw_only=True)
 class GRPOMasterConfig:
     """``examples/run_grpo.py --config``: the complete GRPO config, top-level sections."""
 

@@ -56,7 +56,6 @@ def load_merged(path: Path) -> Any:
 
 def _merge(base: Any, child: Any) -> Any:
     from omegaconf import DictConfig, OmegaConf
-
     from omegaconf.errors import OmegaConfBaseException
 
     replaced = _take_overrides(child)
@@ -80,7 +79,7 @@ def _take_overrides(child: Any, prefix: str = "") -> list[tuple[str, Any]]:
         return found
     for key in list(child.keys()):
         value = child._get_node(key)  # noqa: SLF001 - keeps interpolations unresolved
-        dotted = f"{prefix}.{key}" if prefix else str(key)
+        dotted = f"{prefix}.{key!s}" if prefix else str(key)
         if isinstance(value, DictConfig):
             if value.get(OVERRIDE_MARK, False) is True:
                 value.pop(OVERRIDE_MARK)
@@ -102,7 +101,9 @@ def expand(path: Path) -> dict[str, Any]:
         resolved = OmegaConf.to_container(merged, resolve=True)
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", "") or ""
-        raise RecipeError([Issue(str(key), f"cannot resolve: {exc.msg if hasattr(exc, 'msg') else exc}")],
-                          context=str(path)) from None
+        raise RecipeError(
+            [Issue(str(key), f"cannot resolve: {exc.msg if hasattr(exc, 'msg') else exc}")],
+            context=str(path),
+        ) from None
     assert isinstance(resolved, dict)
     return {str(k): v for k, v in resolved.items()}

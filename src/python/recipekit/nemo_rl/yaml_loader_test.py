@@ -17,7 +17,10 @@ def test_expands_the_guides_yaml_to_the_reference(variant: str, reference_dir: P
         f"nemo-rl/super-v3/examples/configs/recipes/llm/dapo17k_nemotron_super_120b_{variant}.yaml"
     )
     want = yaml.safe_load(
-        (reference_dir / f"expanded/super-v3-dapo/dapo17k_nemotron_super_120b_{variant}.expanded.yaml").read_text()
+        (
+            reference_dir
+            / f"expanded/super-v3-dapo/dapo17k_nemotron_super_120b_{variant}.expanded.yaml"
+        ).read_text()
     )
     assert expand(source) == want
 
@@ -40,7 +43,13 @@ def test_defaults_list_and_resolvers(tmp_path: Path, monkeypatch: pytest.MonkeyP
     )
     monkeypatch.setenv("RECIPEKIT_TEST_VAR", "from-env")
     assert expand(tmp_path / "child.yaml") == {
-        "x": 2, "y": {"z": 3, "w": 5}, "name": "b", "m": 6, "n": 7, "o": 3, "p": 3.0,
+        "x": 2,
+        "y": {"z": 3, "w": 5},
+        "name": "b",
+        "m": 6,
+        "n": 7,
+        "o": 3,
+        "p": 3.0,
         "q": "from-env",
     }
 
