@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Benchmark: how long planning a stage takes in the packaged launcher.
+
+    ./pants package recipes/super3:dapo-gb200
+    python3 tools/bench_plan.py dist/recipes.super3/dapo-gb200.pex [--runs 20]
+
+Reports the wall time of a whole `plan` process (start-up, import, plan, print) and, from
+`plan --format json` inside one process, nothing else: the figure a user feels at the prompt.
+The first run is a warm-up (a venv-mode Pex installs itself on first use) and is not counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _time_once(command: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("pex", type=Path, help="a stage launcher Pex built by ./pants package")
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+    if not args.pex.is_file():
+        print(f"error: {args.pex} does not exist; run ./pants package first", file=sys.stderr)
+        return 2
+    for label, extra in (
+        ("plan (text)", ["plan"]),
+        ("plan --format json", ["plan", "--format", "json"]),
+    ):
+        command = [sys.executable, str(args.pex), *extra]
+        _time_once(command)  # warm-up
+        times = [_time_once(command) for _ in range(args.runs)]
+        print(
+            f"{label:20s} runs={args.runs} median={statistics.median(times) * 1000:.0f} ms "
+            f"min={min(times) * 1000:.0f} ms max={max(times) * 1000:.0f} ms"
+        )
+    # make_plan alone, inside the Pex's own environment: compile + validate + hash.
+    probe = (
+        "import os, time, statistics\n"
+        "from recipekit.loading import load_object\n"
+        "from recipekit.plan import make_plan\n"
+        "stage = load_object(os.environ['RECIPEKIT_STAGE'])\n"
+        "make_plan(stage)\n"
+        "t = []\n"
+        "for _ in range(50):\n"
+        "    s = time.perf_counter(); make_plan(stage); t.append(time.perf_counter() - s)\n"
+        "print(f'{statistics.median(t) * 1000:.1f}')\n"
+    )
+    env = {**os.environ, "PEX_INTERPRETER": "1"}
+    out = subprocess.run(
+        [sys.executable, str(args.pex), "-c", probe],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.strip()
+    print(f"{'make_plan in-process':20s} runs=50 median={out} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
