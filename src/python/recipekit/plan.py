@@ -50,6 +50,7 @@ class Plan:
                 "hbm_gib": hw.node.gpu.hbm_gib,
                 "cpu_arch": hw.node.cpu_arch.value,
                 "interconnect": hw.node.interconnect.value,
+                "needs_imex_channel": hw.node.needs_imex_channel,
             },
             "model": stage.model.name,
             "layout": {
@@ -57,6 +58,8 @@ class Plan:
                 "data_parallel": lay.data_parallel,
                 "vllm_instances": lay.vllm_instances,
             },
+            "inputs": stage.framework.inputs(self.framework_config),
+            "outputs": stage.framework.outputs(self.framework_config),
             "overrides": list(self.overrides),
             "derived": list(self.derived),
             "warnings": [w.as_json() for w in self.warnings],

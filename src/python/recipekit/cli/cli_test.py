@@ -26,8 +26,10 @@ def launcher(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
 def test_plan_text_fits_one_screen(launcher: CliRunner) -> None:
     result = launcher.invoke(stage_launcher.cli, ["plan"])
     assert result.exit_code == 0, result.stderr
-    lines = result.stdout.splitlines()
+    summary, _, script = result.stdout.partition("\njob script for cluster profile 'gb200-nvl72':")
+    lines = summary.splitlines()
     assert len(lines) <= 30
+    assert "#SBATCH --gres=gpu:4" in script
     assert lines[0].startswith("dapo-gb200: ")
     text = result.stdout
     assert "generation node 1 (4 GPUs): vLLM TP 4 x PP 1 -> 1 instance" in text

@@ -7,6 +7,8 @@ build target), so the same code serves every stage target.
 from __future__ import annotations
 
 import os
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,13 @@ from recipekit.loading import load_object
 
 STAGE_VARIABLE = "RECIPEKIT_STAGE"
 
+cluster_option = click.option(
+    "--cluster",
+    "cluster",
+    metavar="NAME",
+    help="A cluster profile: a name from recipes/clusters.py, or MODULE:ATTR / FILE.py:ATTR.",
+)
+
 
 def _stage() -> Any:
     from recipekit.stage import Stage
@@ -38,6 +47,28 @@ def _stage() -> Any:
     if not isinstance(stage, Stage):
         raise RecipeError([Issue(target, "is not a Stage")])
     return stage
+
+
+def _plan(overrides: tuple[str, ...]) -> Any:
+    from recipekit.plan import make_plan
+
+    return make_plan(_stage(), overrides)
+
+
+def _profile(name: str | None, plan: Any, *, required: bool) -> Any:
+    from recipekit.launch.profiles import default_profile_for, find_profile
+
+    if name:
+        return find_profile(name)
+    if required:
+        raise RecipeError([Issue("--cluster", "required: which cluster profile to submit to")])
+    return default_profile_for(plan.stage.hardware.node.name)
+
+
+def _run_dir(plan: Any, profile: Any) -> Any:
+    from recipekit.launch.run_dir import RunDir
+
+    return RunDir.for_plan(profile.runs_dir, plan.stage.name, plan.hash)
 
 
 class StageGroup(click.Group):
@@ -56,29 +87,144 @@ class StageGroup(click.Group):
 @click.group(cls=StageGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="recipekit stage launcher")
 def cli() -> None:
-    """Plan and render this stage. With no sub-command, prints the plan."""
+    """Plan, render and run this stage on a Slurm cluster. With no sub-command, prints the plan."""
 
 
 @cli.command()
 @format_option
 @set_option
+@cluster_option
 @reports_recipe_errors
-def plan(output_format: str, overrides: tuple[str, ...]) -> None:
-    """Validate the stage and print its plan: layout, batch, sequence budget, warnings, hash."""
+def plan(output_format: str, overrides: tuple[str, ...], cluster: str | None) -> None:
+    """Validate the stage and print its plan, and the job script `submit` would run."""
     print_plan(_stage(), overrides, output_format)
+    if output_format == "text":
+        from recipekit.launch.job_script import render_job_script
+
+        the_plan = _plan(overrides)
+        profile = _profile(cluster, the_plan, required=False)
+        if profile is not None:
+            script = render_job_script(the_plan.as_json(), profile, _run_dir(the_plan, profile))
+            click.echo(f"\njob script for cluster profile {profile.name!r}:\n")
+            click.echo(script, nl=False)
 
 
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @set_option
+@cluster_option
 @reports_recipe_errors
-def render(directory: Path, overrides: tuple[str, ...]) -> None:
-    """Write DIRECTORY/config.yaml (NeMo-RL's --config) and DIRECTORY/plan.json."""
+def render(directory: Path, overrides: tuple[str, ...], cluster: str | None) -> None:
+    """Write DIRECTORY/config.yaml (NeMo-RL's --config), plan.json and job.sbatch."""
     render_plan(_stage(), overrides, directory)
+    from recipekit.launch.job_script import render_job_script
+
+    the_plan = _plan(overrides)
+    profile = _profile(cluster, the_plan, required=False)
+    if profile is not None:
+        target = directory / "job.sbatch"
+        target.write_text(
+            render_job_script(the_plan.as_json(), profile, _run_dir(the_plan, profile))
+        )
+        click.echo(f"wrote {target} (cluster profile {profile.name})")
+
+
+@cli.command()
+@set_option
+@cluster_option
+@reports_recipe_errors
+def submit(overrides: tuple[str, ...], cluster: str | None) -> None:
+    """Submit the stage as a Slurm batch job; prints the job id and where its log goes.
+
+    Secrets (WANDB_API_KEY, HF_TOKEN, ...) are taken from this shell's environment by Slurm
+    when the job starts; they are never written to the run directory.
+    """
+    from recipekit.launch.submit import submit_plan
+
+    the_plan = _plan(overrides)
+    profile = _profile(cluster, the_plan, required=True)
+    job_id, run = submit_plan(the_plan, profile)
+    click.echo(f"submitted {the_plan.stage.name} as Slurm job {job_id} (plan {the_plan.hash[:12]})")
+    click.echo(f"run directory: {run.path}")
+    click.echo(f"log: {run.logs}/slurm-{job_id}.out")
+
+
+def _submitted(overrides: tuple[str, ...], cluster: str | None) -> tuple[Any, str]:
+    the_plan = _plan(overrides)
+    run = _run_dir(the_plan, _profile(cluster, the_plan, required=True))
+    job_id = run.job_id()
+    if job_id is None:
+        raise RecipeError([Issue(str(run.path), "this plan has not been submitted")])
+    return run, job_id
+
+
+@cli.command()
+@set_option
+@cluster_option
+@reports_recipe_errors
+def status(overrides: tuple[str, ...], cluster: str | None) -> None:
+    """The Slurm state of this plan's job."""
+    from recipekit.launch import slurm
+
+    run, job_id = _submitted(overrides, cluster)
+    details = slurm.job_details(job_id)
+    click.echo(f"job {job_id}: {details.get('JobState', 'UNKNOWN')}")
+    for key in ("NodeList", "RunTime", "ExitCode", "Reason", "Requeue"):
+        if key in details:
+            click.echo(f"  {key}: {details[key]}")
+    click.echo(f"  log: {run.logs}/slurm-{job_id}.out")
+
+
+@cli.command()
+@click.option("-f", "--follow", is_flag=True, help="Keep printing until the job ends.")
+@set_option
+@cluster_option
+@reports_recipe_errors
+def logs(follow: bool, overrides: tuple[str, ...], cluster: str | None) -> None:
+    """Print the job's log (stdout and stderr of every node)."""
+    from recipekit.launch import slurm
+
+    run, job_id = _submitted(overrides, cluster)
+    path = run.logs / f"slurm-{job_id}.out"
+    offset = 0
+    while True:
+        if path.is_file():
+            with path.open() as log_file:
+                log_file.seek(offset)
+                chunk = log_file.read()
+                offset = log_file.tell()
+            click.echo(chunk, nl=False)
+        if not follow or slurm.job_state(job_id) not in slurm.ACTIVE_STATES:
+            if follow and path.is_file():
+                with path.open() as log_file:
+                    log_file.seek(offset)
+                    click.echo(log_file.read(), nl=False)
+            return
+        time.sleep(1.0)
+
+
+@cli.command()
+@set_option
+@cluster_option
+@reports_recipe_errors
+def cancel(overrides: tuple[str, ...], cluster: str | None) -> None:
+    """Cancel this plan's job; Ray is stopped on every node before the job ends."""
+    from recipekit.launch import slurm
+
+    _, job_id = _submitted(overrides, cluster)
+    slurm.cancel(job_id)
+    click.echo(f"cancelled job {job_id}")
+
+
+@cli.command(name="job-step", hidden=True)
+@click.argument("run_directory")
+def job_step(run_directory: str) -> None:
+    """Inside the allocation, on every node (run by the job script)."""
+    from recipekit.launch.job_step import run_job_step
+
+    sys.exit(run_job_step(run_directory))
 
 
 def main() -> None:
-    import sys
-
     # `pants run recipes/super3:dapo-gb200` with no arguments shows the plan.
     cli.main(args=sys.argv[1:] or ["plan"], prog_name=os.path.basename(sys.argv[0]) or "stage")

@@ -35,6 +35,20 @@ class NemoRLGrpo:
         errors, warnings = run_checks(CheckContext(config, hardware, model, layout))
         return layout, errors, warnings
 
+    def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
+        """Paths the run reads, which every node must see (preflight checks them)."""
+        policy, data = rendered["policy"], rendered.get("data", {})
+        found = {"model": policy["model_name"], "tokenizer": policy["tokenizer"]["name"]}
+        for split in ("train", "validation", "default"):
+            entry = data.get(split)
+            if isinstance(entry, dict) and isinstance(entry.get("data_path"), str):
+                found[f"data.{split}"] = entry["data_path"]
+        return found
+
+    def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
+        ckpt = rendered["checkpointing"]
+        return {"checkpoints": ckpt["checkpoint_dir"]} if ckpt["enabled"] else {}
+
     def render(self, config: Any) -> dict[str, Any]:
         out = to_dict(config)
         assert isinstance(out, dict)

@@ -1,0 +1,60 @@
+"""Cluster profiles, reviewed like recipes: ``submit --cluster NAME`` picks one by name.
+
+These describe the guide's clusters (seed 000): fill in account, partition, image and storage
+for yours, or add a profile here. Images are NeMo-RL containers built from the super-v3 branch
+(the guide's ``superv3-a90de923d`` tag); pin them by digest before submitting.
+"""
+
+from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE
+from recipekit.launch.profile import ClusterProfile, Gb200Settings, Mount, Pyxis
+
+# The guide mounts shared storage at /shared inside the container.
+SHARED = (Mount("/lustre/your-team/shared", "/shared"),)
+SHARED_PATHS = {
+    "checkpoints": "/shared/checkpoints",
+    "models": "/shared/models",
+    "hf_home": "/shared/HF_HOME",
+}
+
+gb200_nvl72 = ClusterProfile(
+    name="gb200-nvl72",
+    node=GB200_NODE,
+    account="your-account",
+    partition="gb200nvl72",
+    time_limit="08:00:00",
+    container=Pyxis(image="nvcr.io/your-org/nemo-rl-gb200:superv3-a90de923d", mounts=SHARED),
+    runs_dir="/lustre/your-team/shared/recipekit-runs",
+    shared_paths=SHARED_PATHS,
+    hf_home="/shared/HF_HOME",
+    # Ask the admins for your IMEX channel: ls /dev/nvidia-caps-imex-channels/ on a node.
+    gb200=Gb200Settings(imex_channel=0, gloo_socket_ifname="enP5p9s0"),
+    framework_root="/opt/nemo-rl",
+)
+
+b200 = ClusterProfile(
+    name="b200",
+    node=B200_NODE,
+    account="your-account",
+    partition="batch",
+    time_limit="08:00:00",
+    container=Pyxis(image="nvcr.io/your-org/nemo-rl:superv3-a90de923d", mounts=SHARED),
+    runs_dir="/lustre/your-team/shared/recipekit-runs",
+    shared_paths=SHARED_PATHS,
+    hf_home="/shared/HF_HOME",
+    framework_root="/opt/nemo-rl",
+)
+
+h100 = ClusterProfile(
+    name="h100",
+    node=H100_NODE,
+    account="your-account",
+    partition="batch",
+    time_limit="04:00:00",
+    container=Pyxis(image="nvcr.io/your-org/nemo-rl:superv3-a90de923d", mounts=SHARED),
+    runs_dir="/lustre/your-team/shared/recipekit-runs",
+    shared_paths=SHARED_PATHS,
+    hf_home="/shared/HF_HOME",
+    framework_root="/opt/nemo-rl",
+)
+
+PROFILES = {profile.name: profile for profile in (gb200_nvl72, b200, h100)}

@@ -1,0 +1,167 @@
+"""What the launcher does on each node inside the allocation (``launcher.pex job-step RUN``).
+
+1. preflight: a failing node prints its name and reason and exits, and ``srun
+   --kill-on-bad-exit`` ends the job within seconds;
+2. Ray: head on the first node, a worker on each other node, the head waiting until every
+   node and GPU has joined;
+3. the framework's entry point with the rendered config, on the head; its exit status becomes
+   the job's. Workers follow the head and leave when its Ray is gone. On any exit, including
+   ``scancel``, this node's Ray is stopped and nothing is left.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from recipekit.launch import slurm
+from recipekit.launch.preflight import NodeContext, run_preflight
+from recipekit.launch.profile import ClusterProfile, profile_from_json
+from recipekit.launch.ray_cluster import (
+    Log,
+    RayNode,
+    node_temp_dir,
+    port_answers,
+    ray_start_command,
+    wait_for_cluster,
+    wait_for_port,
+)
+from recipekit.launch.run_dir import CONFIG_FILE, PLAN_FILE, PROFILE_FILE, RunDir
+
+EXIT_PREFLIGHT = 3
+EXIT_RAY = 4
+# A worker treats the head as gone after this many missed GCS probes in a row.
+HEAD_GONE_AFTER_MISSES = 3
+
+
+class Terminated(Exception):
+    """SIGTERM/SIGINT from Slurm (scancel, time limit, preemption)."""
+
+
+def _on_signal(signum: int, _: FrameType | None) -> None:
+    raise Terminated(signal.Signals(signum).name)
+
+
+def _address(node: str) -> str:
+    addr = slurm.node_address(node)
+    try:
+        return socket.gethostbyname(addr)
+    except OSError:
+        return addr
+
+
+def run_job_step(run_path: str) -> int:
+    run = RunDir(Path(run_path))
+    plan = run.read_json(PLAN_FILE)
+    profile = profile_from_json(run.read_json(PROFILE_FILE))
+    node_index = int(os.environ.get("SLURM_NODEID", "0"))
+    node_name = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+    job_id = os.environ.get("SLURM_JOB_ID", "local")
+    nodes = slurm.hostnames(os.environ["SLURM_JOB_NODELIST"])
+    head_address, my_address = _address(nodes[0]), _address(node_name)
+
+    def log(message: str) -> None:
+        print(f"[{node_name} {my_address}] {message}", flush=True)
+
+    role = "head" if node_index == 0 else f"worker {node_index}"
+    log(f"{plan['stage']} plan {plan['hash'][:12]}: node {node_index + 1}/{len(nodes)} ({role})")
+    ctx = NodeContext(
+        plan=plan,
+        profile=profile,
+        node_index=node_index,
+        node_name=node_name,
+        node_address=my_address,
+        run_path=str(run.path),
+    )
+    failures = run_preflight(ctx, log)
+    if failures:
+        log(f"PREFLIGHT FAILED on {node_name} ({my_address}): " + "; ".join(failures))
+        return EXIT_PREFLIGHT
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    ports = profile.ray_ports
+    gpus = plan["hardware"]["gpus_per_node"]
+    if node_index > 0 and not wait_for_port(head_address, ports.gcs, profile.ray_start_timeout_s):
+        log(f"head's Ray GCS {head_address}:{ports.gcs} did not answer; giving up")
+        return EXIT_RAY
+    temp_dir = node_temp_dir(job_id, node_index)
+    command = ray_start_command(
+        profile,
+        node_index=node_index,
+        node_address=my_address,
+        head_address=head_address,
+        num_gpus=gpus,
+        temp_dir=temp_dir,
+    )
+    ray_node = RayNode.start(command, temp_dir, log)
+    try:
+        if node_index == 0:
+            return _run_head(run, plan, profile, head_address, len(nodes), log)
+        return _follow_head(ray_node, head_address, ports.gcs, log)
+    except Terminated as why:
+        log(f"received {why}: stopping")
+        return 128 + signal.SIGTERM
+    finally:
+        ray_node.stop(log)
+
+
+def _run_head(
+    run: RunDir,
+    plan: dict[str, Any],
+    profile: ClusterProfile,
+    head_address: str,
+    nodes: int,
+    log: Log,
+) -> int:
+    gcs_port, timeout_s = profile.ray_ports.gcs, profile.ray_start_timeout_s
+    address = f"{head_address}:{gcs_port}"
+    if not wait_for_port(head_address, gcs_port, timeout_s):
+        log(f"Ray head did not open {address}")
+        return EXIT_RAY
+    started = time.monotonic()
+    gpus = nodes * plan["hardware"]["gpus_per_node"]
+    if not wait_for_cluster(profile.python, address, nodes, gpus, timeout_s, log):
+        return EXIT_RAY
+    log(f"ray cluster complete: {nodes} nodes, {gpus} GPUs ({time.monotonic() - started:.1f} s)")
+    entry_point = plan["framework"]["entry_point"]
+    command = [profile.python, entry_point, "--config", str(run.file(CONFIG_FILE))]
+    log(f"driver: cd {profile.framework_root} && " + " ".join(command))
+    env = {**os.environ, "RAY_ADDRESS": address, "RECIPEKIT_RUN_DIR": str(run.path)}
+    driver = subprocess.Popen(command, cwd=profile.framework_root, env=env, start_new_session=True)
+    try:
+        status = driver.wait()
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGTERM)
+            try:
+                driver.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(driver.pid, signal.SIGKILL)
+    log(f"driver exited with status {status}")
+    return status
+
+
+def _follow_head(ray_node: RayNode, head_address: str, gcs_port: int, log: Log) -> int:
+    misses = 0
+    while True:
+        if not ray_node.alive():
+            log("this node's Ray exited on its own")
+            return EXIT_RAY
+        misses = 0 if port_answers(head_address, gcs_port) else misses + 1
+        if misses >= HEAD_GONE_AFTER_MISSES:
+            log("the head's Ray is gone: the run is over")
+            return 0
+        time.sleep(2.0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    return run_job_step(args[0])

@@ -1,0 +1,165 @@
+"""Checks every node runs before Ray starts: a bad node stops the job in seconds, by name.
+
+Each check is a function named for what it guards, returning ``None`` or the reason it failed.
+A profile may skip a check by name, with a reason, which the job log shows.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from recipekit.launch.profile import ClusterProfile
+
+
+@attrs.frozen(kw_only=True)
+class NodeContext:
+    plan: dict[str, Any]
+    profile: ClusterProfile
+    node_index: int
+    node_name: str
+    node_address: str
+    run_path: str
+
+    @property
+    def is_head(self) -> bool:
+        return self.node_index == 0
+
+
+Check = Callable[[NodeContext], str | None]
+
+
+def gpus_visible(ctx: NodeContext) -> str | None:
+    expected = ctx.plan["hardware"]["gpus_per_node"]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        count = len([d for d in visible.split(",") if d.strip()])
+        source = f"CUDA_VISIBLE_DEVICES={visible!r}"
+    else:
+        try:
+            listed = subprocess.run(
+                ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=True
+            ).stdout
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"no GPUs visible: CUDA_VISIBLE_DEVICES is unset and nvidia-smi failed ({exc})"
+        count = len([line for line in listed.splitlines() if line.startswith("GPU ")])
+        source = "nvidia-smi -L"
+    if count != expected:
+        return f"{count} GPUs visible ({source}), the plan needs {expected}"
+    return None
+
+
+def cpu_architecture_matches(ctx: NodeContext) -> str | None:
+    planned = ctx.plan["hardware"]["cpu_arch"]
+    here = platform.machine()
+    if here != planned:
+        node = ctx.plan["hardware"]["node"]
+        return f"this node/container is {here}, the plan is for {planned} ({node})"
+    return None
+
+
+def _writable(path: Path) -> str | None:
+    if not path.is_dir():
+        return f"{path} is not mounted (no such directory)"
+    try:
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".recipekit-preflight-"):
+            pass
+    except OSError as exc:
+        return f"{path} is not writable ({exc.strerror})"
+    return None
+
+
+def shared_paths_writable(ctx: NodeContext) -> str | None:
+    paths = {"run directory": ctx.run_path, **ctx.profile.shared_paths}
+    for label, path in paths.items():
+        problem = _writable(Path(path))
+        if problem:
+            return f"shared path {label!r}: {problem}"
+    return None
+
+
+def inputs_exist(ctx: NodeContext) -> str | None:
+    for role, path in ctx.plan.get("inputs", {}).items():
+        if path.startswith("/") and not Path(path).exists():
+            return f"{role} {path} does not exist on this node"
+    return None
+
+
+def outputs_writable(ctx: NodeContext) -> str | None:
+    for role, path in ctx.plan.get("outputs", {}).items():
+        target = Path(path)
+        parent = target if target.exists() else target.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        problem = _writable(parent)
+        if problem:
+            return f"{role} {path}: {problem}"
+    return None
+
+
+def imex_channel_present(ctx: NodeContext) -> str | None:
+    if not ctx.plan["hardware"].get("needs_imex_channel"):
+        return None
+    gb200 = ctx.profile.gb200
+    if gb200 is None:
+        return "the plan needs an IMEX channel but the cluster profile has no gb200 settings"
+    channel = Path(gb200.imex_device_dir) / f"channel{gb200.imex_channel}"
+    if not channel.exists():
+        return f"IMEX channel {channel} is missing (ask the admins for your channel)"
+    return None
+
+
+def ray_ports_free(ctx: NodeContext) -> str | None:
+    taken = []
+    for name, port in ctx.profile.ray_ports.fixed_ports(ctx.node_index).items():
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((ctx.node_address, port))
+            except OSError:
+                taken.append(f"{name} {port}")
+    if taken:
+        return f"Ray ports already in use on {ctx.node_address}: {', '.join(taken)}"
+    return None
+
+
+def framework_entry_point_present(ctx: NodeContext) -> str | None:
+    if not ctx.is_head:
+        return None
+    entry = Path(ctx.profile.framework_root) / ctx.plan["framework"]["entry_point"]
+    if not entry.is_file():
+        return f"framework entry point {entry} not found (profile.framework_root)"
+    return None
+
+
+CHECKS: dict[str, Check] = {
+    "gpus": gpus_visible,
+    "cpu-arch": cpu_architecture_matches,
+    "shared-paths": shared_paths_writable,
+    "inputs": inputs_exist,
+    "outputs": outputs_writable,
+    "imex-channel": imex_channel_present,
+    "ray-ports": ray_ports_free,
+    "entry-point": framework_entry_point_present,
+}
+
+
+def run_preflight(ctx: NodeContext, log: Callable[[str], None]) -> list[str]:
+    """Every failure on this node, as ``check: reason``; logs each check's result."""
+    failures = []
+    for name, check in CHECKS.items():
+        if name in ctx.profile.preflight_skip:
+            log(f"preflight {name}: skipped ({ctx.profile.preflight_skip[name]})")
+            continue
+        problem = check(ctx)
+        if problem:
+            failures.append(f"{name}: {problem}")
+        log(f"preflight {name}: {'FAILED: ' + problem if problem else 'ok'}")
+    return failures

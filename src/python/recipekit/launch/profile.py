@@ -1,0 +1,166 @@
+"""Cluster profiles: where and how a plan runs, reviewed like recipes (no YAML, no TOML).
+
+A profile says which Slurm account and partition to use, which container runtime starts the
+job, what shared storage must be mounted, and which environment the job needs. Secrets are
+never part of a profile: their *names* are, and their values travel from the submitting shell.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import attrs
+import cattrs
+
+from recipekit.errors import Issue, RecipeError
+from recipekit.hardware import NodeType
+from recipekit.launch.ray_ports import RayPorts
+
+_TIME_LIMIT = re.compile(r"^(\d+-)?\d{1,2}:\d{2}:\d{2}$")
+_SECRET_NAME = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
+
+
+def _time_limit(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not _TIME_LIMIT.match(value):
+        raise ValueError(f"{attribute.name}={value!r}: expected [D-]HH:MM:SS, e.g. 04:00:00")
+
+
+@attrs.frozen
+class Mount:
+    """A host path bind-mounted into the container."""
+
+    host: str
+    container: str
+
+    @classmethod
+    def parse(cls, text: str) -> Mount:
+        host, _, container = text.partition(":")
+        return cls(host, container or host)
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.container}"
+
+
+@attrs.frozen(kw_only=True)
+class Pyxis:
+    """Run every job step in a container with pyxis/enroot (``srun --container-image``)."""
+
+    image: str
+    mounts: tuple[Mount, ...] = ()
+    # Inside the container.
+    python: str = "python3"
+
+    kind: str = "pyxis"
+
+    def srun_flags(self) -> list[str]:
+        flags = [f"--container-image={self.image}"]
+        if self.mounts:
+            flags.append("--container-mounts=" + ",".join(str(m) for m in self.mounts))
+        return flags
+
+    def in_container(self, host_path: str) -> str:
+        for mount in sorted(self.mounts, key=lambda m: -len(m.host)):
+            if host_path == mount.host or host_path.startswith(mount.host.rstrip("/") + "/"):
+                return mount.container + host_path[len(mount.host.rstrip("/")) :]
+        raise RecipeError(
+            [Issue("profile.container.mounts", f"{host_path} is not under any mount")]
+        )
+
+
+@attrs.frozen(kw_only=True)
+class NoContainer:
+    """Run job steps directly on the node, with this Python (it must have Ray)."""
+
+    python: str = "python3"
+
+    kind: str = "none"
+
+    def srun_flags(self) -> list[str]:
+        return []
+
+    def in_container(self, host_path: str) -> str:
+        return host_path
+
+
+@attrs.frozen(kw_only=True)
+class Gb200Settings:
+    """Multi-node NVLink on GB200 NVL72: the IMEX channel the job's GPUs share memory through."""
+
+    imex_channel: int
+    nccl_mnnvl_enable: bool = True
+    # The interface Gloo binds to; the wrong one hangs torch.distributed at start-up.
+    gloo_socket_ifname: str = "enp0s1"
+    imex_device_dir: str = "/dev/nvidia-caps-imex-channels"
+
+    def environment(self) -> dict[str, str]:
+        return {
+            "NVIDIA_IMEX_CHANNELS": str(self.imex_channel),
+            "NCCL_MNNVL_ENABLE": "1" if self.nccl_mnnvl_enable else "0",
+            "GLOO_SOCKET_IFNAME": self.gloo_socket_ifname,
+        }
+
+
+@attrs.frozen(kw_only=True)
+class ClusterProfile:
+    name: str
+    node: NodeType
+    partition: str
+    account: str | None = None
+    time_limit: str = attrs.field(default="04:00:00", validator=_time_limit)
+    container: Pyxis | NoContainer = attrs.field(factory=NoContainer)
+    # Shared storage (host paths) for each run's plan, launcher and logs.
+    runs_dir: str
+    # Shared paths (as the job sees them) that must be mounted and writable on every node.
+    shared_paths: dict[str, str] = attrs.field(factory=dict)
+    hf_home: str | None = None
+    gb200: Gb200Settings | None = None
+    extra_env: dict[str, str] = attrs.field(factory=dict)
+    # Names read from the submitting shell and handed to the job by Slurm's --export.
+    secret_env: tuple[str, ...] = ("WANDB_API_KEY", "HF_TOKEN")
+    ray_ports: RayPorts = attrs.field(factory=RayPorts)
+    ray_start_timeout_s: int = 300
+    # The framework's checkout inside the container (NeMo-RL's examples/ live here).
+    framework_root: str = "/opt/nemo-rl"
+    # Preflight checks to skip, with the reason (printed in the job log).
+    preflight_skip: dict[str, str] = attrs.field(factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        # The job reaches its run directory through the container's mounts.
+        self.container.in_container(self.runs_dir)
+
+    @property
+    def python(self) -> str:
+        return self.container.python
+
+    def inlined_secrets(self) -> list[Issue]:
+        """Secrets written into the profile (they would land in the job script): refused."""
+        issues = []
+        for key in self.extra_env:
+            if key in self.secret_env or _SECRET_NAME.search(key):
+                issues.append(
+                    Issue(
+                        f"profile {self.name}: extra_env.{key}",
+                        "a secret must not be written into a profile (it would land in the job "
+                        "script)",
+                        hint=f"export {key} in the submitting shell and list it in secret_env",
+                    )
+                )
+        return issues
+
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+_converter.register_structure_hook(
+    Pyxis | NoContainer,
+    lambda d, _: _converter.structure(d, Pyxis if d.get("kind") == "pyxis" else NoContainer),
+)
+
+
+def profile_to_json(profile: ClusterProfile) -> dict[str, Any]:
+    out = _converter.unstructure(profile)
+    assert isinstance(out, dict)
+    return out
+
+
+def profile_from_json(data: dict[str, Any]) -> ClusterProfile:
+    return _converter.structure(data, ClusterProfile)

@@ -1,0 +1,142 @@
+"""Ray on the nodes of a Slurm allocation: start, wait for the whole cluster, stop.
+
+Lessons from NeMo-RL's ``ray.sub``, one function each: every node gets its own temp dir (nodes
+sharing a host would otherwise share /tmp/ray); workers start only once the head's GCS answers;
+the driver waits until every node and GPU has joined; and Ray is stopped by process group and
+temp dir, never with ``ray stop``, which kills every Ray process on the host, other nodes' too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.resources
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+
+from recipekit.launch.profile import ClusterProfile
+
+Log = Callable[[str], None]
+
+
+def node_temp_dir(job_id: str, node_index: int) -> str:
+    # Short: Ray's socket paths under it must stay below the 107-byte Unix socket limit.
+    return f"/tmp/rk-ray-{job_id}-{node_index}"
+
+
+def ray_start_command(
+    profile: ClusterProfile,
+    *,
+    node_index: int,
+    node_address: str,
+    head_address: str,
+    num_gpus: int,
+    temp_dir: str,
+) -> list[str]:
+    command = [
+        profile.python,
+        "-m",
+        "ray.scripts.scripts",
+        "start",
+        "--block",
+        f"--node-ip-address={node_address}",
+        f"--num-gpus={num_gpus}",
+        "--disable-usage-stats",
+        f"--temp-dir={temp_dir}",
+        *profile.ray_ports.start_arguments(node_index),
+    ]
+    if node_index == 0:
+        command += ["--head", "--include-dashboard=false"]
+    else:
+        command += [f"--address={head_address}:{profile.ray_ports.gcs}"]
+    return command
+
+
+def port_answers(address: str, port: int, timeout: float = 2.0) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def wait_for_port(address: str, port: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if port_answers(address, port):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+@attrs.define
+class RayNode:
+    """The ``ray start --block`` process of this node, in its own process group."""
+
+    process: subprocess.Popen[bytes]
+    temp_dir: str
+
+    @classmethod
+    def start(cls, command: list[str], temp_dir: str, log: Log) -> RayNode:
+        log("ray: " + " ".join(command))
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+        process = subprocess.Popen(command, start_new_session=True, env=env)
+        return cls(process, temp_dir)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, log: Log, grace_s: float = 10.0) -> None:
+        """SIGTERM lets ``ray start --block`` stop what it started; then nothing may remain."""
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                log("ray: did not stop on SIGTERM; killing its process group")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        leftovers = kill_processes_mentioning(self.temp_dir)
+        if leftovers:
+            log(f"ray: killed {leftovers} leftover Ray processes of {self.temp_dir}")
+        log("ray: stopped")
+
+
+def kill_processes_mentioning(marker: str) -> int:
+    """SIGKILL every process whose command line names ``marker`` (this node's Ray temp dir)."""
+    killed = 0
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed += 1
+    return killed
+
+
+def wait_for_cluster(
+    python: str, address: str, nodes: int, gpus: int, timeout_s: float, log: Log
+) -> bool:
+    """Block until Ray shows every planned node and GPU (progress in the log), or time out."""
+    probe = importlib.resources.files("recipekit.launch").joinpath("ray_probe.py").read_text()
+    command = [python, "-c", probe, address, str(nodes), str(gpus), str(timeout_s)]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as p:
+        assert p.stdout is not None
+        for line in p.stdout:
+            log(line.rstrip())
+        return p.wait() == 0

@@ -1,0 +1,61 @@
+"""The run directory: one per plan on shared storage, holding everything the job reads.
+
+``<runs_dir>/<stage>-<hash12>/`` holds config.yaml, plan.json, profile.json, job.sbatch, the
+launcher Pex, job.json (the Slurm job id) and logs/. Its name is the plan's identity: the same
+plan resubmitted (or requeued) finds the same directory and the checkpoints its config names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+PLAN_FILE = "plan.json"
+CONFIG_FILE = "config.yaml"
+PROFILE_FILE = "profile.json"
+JOB_SCRIPT = "job.sbatch"
+JOB_RECORD = "job.json"
+LAUNCHER = "launcher.pex"
+LOGS = "logs"
+
+
+@attrs.frozen
+class RunDir:
+    path: Path
+
+    @classmethod
+    def for_plan(cls, runs_dir: str, stage_name: str, plan_hash: str) -> RunDir:
+        return cls(Path(runs_dir) / f"{stage_name}-{plan_hash[:12]}")
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    @property
+    def logs(self) -> Path:
+        return self.path / LOGS
+
+    def read_json(self, name: str) -> Any:
+        return json.loads(self.file(name).read_text())
+
+    def write_text(self, name: str, text: str, mode: int = 0o644) -> Path:
+        target = self.file(name)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(text)
+        tmp.chmod(mode)
+        tmp.replace(target)
+        return target
+
+    def job_id(self) -> str | None:
+        record = self.file(JOB_RECORD)
+        if not record.is_file():
+            return None
+        job_id = json.loads(record.read_text()).get("job_id")
+        return str(job_id) if job_id else None
+
+
+def job_name(stage_name: str, plan_hash: str) -> str:
+    """Slurm job name: the same plan always has the same name (singleton and duplicate check)."""
+    return f"rk-{stage_name}-{plan_hash[:12]}"

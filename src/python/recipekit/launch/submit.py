@@ -1,0 +1,100 @@
+"""plan + cluster profile -> a run directory on shared storage -> a Slurm job.
+
+Submission refuses, before anything is written: a profile that inlines a secret, a plan whose
+hardware is not the profile's, and a plan that already has a job pending or running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from recipekit.errors import Issue, RecipeError
+from recipekit.launch import slurm
+from recipekit.launch.job_script import render_job_script
+from recipekit.launch.profile import ClusterProfile, profile_to_json
+from recipekit.launch.run_dir import (
+    CONFIG_FILE,
+    JOB_RECORD,
+    JOB_SCRIPT,
+    LAUNCHER,
+    PLAN_FILE,
+    PROFILE_FILE,
+    RunDir,
+    job_name,
+)
+from recipekit.plan import Plan
+from recipekit.report import config_yaml, plan_json
+
+
+def check_submittable(plan: Plan, profile: ClusterProfile) -> None:
+    issues = profile.inlined_secrets()
+    node = plan.stage.hardware.node
+    if node != profile.node:
+        issues.append(
+            Issue(
+                f"--cluster {profile.name}",
+                f"the plan is for {node.name} nodes ({node.gpus_per_node} GPUs, "
+                f"{node.cpu_arch.value}); this cluster has {profile.node.name} nodes",
+            )
+        )
+    if issues:
+        raise RecipeError(issues, context=f"{plan.stage.name}: cannot submit")
+
+
+def launcher_pex() -> Path:
+    """The Pex this process runs from: it is copied to the run directory for the job step."""
+    pex = os.environ.get("PEX", "")
+    if not pex or not Path(pex).is_file():
+        raise RecipeError(
+            [
+                Issue(
+                    "submit",
+                    "must run from the packaged stage launcher (./pants run or dist/*.pex), "
+                    "which the job runs on every node",
+                )
+            ]
+        )
+    return Path(pex)
+
+
+def write_run_dir(plan: Plan, profile: ClusterProfile, launcher: Path) -> RunDir:
+    run = RunDir.for_plan(profile.runs_dir, plan.stage.name, plan.hash)
+    run.logs.mkdir(parents=True, exist_ok=True)
+    plan_data = plan.as_json()
+    run.write_text(CONFIG_FILE, config_yaml(plan.framework_config))
+    run.write_text(PLAN_FILE, plan_json(plan))
+    run.write_text(PROFILE_FILE, json.dumps(profile_to_json(profile), indent=2) + "\n")
+    run.write_text(JOB_SCRIPT, render_job_script(plan_data, profile, run), mode=0o755)
+    staged = run.file(LAUNCHER + ".tmp")
+    shutil.copyfile(launcher, staged)
+    staged.chmod(0o755)
+    staged.replace(run.file(LAUNCHER))
+    return run
+
+
+def submit_plan(plan: Plan, profile: ClusterProfile) -> tuple[str, RunDir]:
+    check_submittable(plan, profile)
+    name = job_name(plan.stage.name, plan.hash)
+    running = slurm.active_jobs_named(name)
+    if running:
+        listed = ", ".join(f"{job} ({state})" for job, state in running)
+        raise RecipeError(
+            [
+                Issue(
+                    name,
+                    f"this plan already has a job: {listed}",
+                    hint="wait for it, or `cancel` it first",
+                )
+            ],
+            context=f"{plan.stage.name}: not submitted",
+        )
+    run = write_run_dir(plan, profile, launcher_pex())
+    job_id = slurm.submit(run.file(JOB_SCRIPT))
+    record: dict[str, Any] = {"job_id": job_id, "job_name": name, "submitted_at": time.time()}
+    run.write_text(JOB_RECORD, json.dumps(record) + "\n")
+    return job_id, run
