@@ -228,3 +228,164 @@ def job_step(run_directory: str) -> None:
 def main() -> None:
     # `pants run recipes/super3:dapo-gb200` with no arguments shows the plan.
     cli.main(args=sys.argv[1:] or ["plan"], prog_name=os.path.basename(sys.argv[0]) or "stage")
+
+
+# ---------------------------------------------------------------------------------------------
+# Artifacts and images (recipekit.images): artifacts, lock, publish, export-sqsh.
+# Owned by the images work (issue 4); the commands above are the launcher's.
+# ---------------------------------------------------------------------------------------------
+
+lock_option = click.option(
+    "--lock",
+    "lock_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="The base image's lock file (containers/NAME.lock.json).",
+)
+tls_option = click.option(
+    "--tls-verify/--no-tls-verify",
+    default=True,
+    show_default=True,
+    help="--no-tls-verify is only accepted for a loopback registry.",
+)
+
+
+def _read_lock(lock_file: Path | None) -> Any:
+    from recipekit.images.lock import read_lock
+
+    return read_lock(lock_file) if lock_file else None
+
+
+def _rendered_plan(the_plan: Any) -> dict[str, bytes]:
+    import tempfile
+
+    from recipekit.launch.job_script import render_job_script
+    from recipekit.report import write_rendered
+
+    with tempfile.TemporaryDirectory(prefix="recipekit-render-") as scratch:
+        written = write_rendered(the_plan, Path(scratch))
+        rendered = {path.name: path.read_bytes() for path in written}
+    profile = _profile(None, the_plan, required=False)
+    if profile is not None:
+        script = render_job_script(the_plan.as_json(), profile, _run_dir(the_plan, profile))
+        rendered["job.sbatch"] = script.encode()
+    return rendered
+
+
+@cli.command()
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--pex",
+    "pex_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    envvar="PEX",
+    required=True,
+    help="The launcher Pex to ship (default: this Pex).",
+)
+@lock_option
+@click.option("--git-commit", default="unknown", help="Recorded as an image label.")
+@click.option("--lockfile-sha256", default="unknown", help="Python lockfile hash (a label).")
+@click.option(
+    "--base-blobs",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="An OCI layout holding the base's blobs, copied into the image layout.",
+)
+@reports_recipe_errors
+def artifacts(
+    out: Path,
+    pex_path: Path,
+    lock_file: Path | None,
+    git_commit: str,
+    lockfile_sha256: str,
+    base_blobs: Path | None,
+) -> None:
+    """Write OUT/stage.pex, the launcher layer and (base locked) the two-arch OCI image."""
+    from recipekit.images.artifacts import BuildInfo, build_artifacts
+    from recipekit.images.layer import source_date_epoch
+    from recipekit.images.oci import Layout
+
+    the_plan = _plan(())
+    info = BuildInfo(
+        stage=the_plan.stage.name,
+        plan_hash=the_plan.hash,
+        git_commit=git_commit,
+        lockfile_sha256=lockfile_sha256,
+        epoch=source_date_epoch(),
+    )
+    manifest = build_artifacts(
+        out,
+        pex=pex_path.read_bytes(),
+        rendered=_rendered_plan(the_plan),
+        info=info,
+        lock=_read_lock(lock_file),
+        base_blobs=Layout(base_blobs) if base_blobs else None,
+    )
+    for entry in manifest["files"]:
+        click.echo(f"{entry['sha256']}  {entry['size']:>10}  {out / entry['path']}")
+    if manifest["image"]:
+        click.echo(f"image index {manifest['image']['index_digest']}")
+    else:
+        click.echo(f"no image: {manifest['image_note']}")
+
+
+@cli.command()
+@click.argument("reference")
+@click.option("--name", required=True, help="The base's name (containers/NAME.lock.json).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--platform", "platforms", multiple=True, default=("linux/amd64", "linux/arm64"))
+@tls_option
+@reports_recipe_errors
+def lock(
+    reference: str, name: str, out: Path, platforms: tuple[str, ...], tls_verify: bool
+) -> None:
+    """Pin base image REFERENCE: ask its registry and write the lock file OUT."""
+    from recipekit.images.lock import BaseImage, lock_base, write_lock
+
+    locked = lock_base(
+        BaseImage(name=name, reference=reference, platforms=platforms), tls_verify=tls_verify
+    )
+    write_lock(locked, out)
+    click.echo(f"locked {reference} at {locked.index.digest} -> {out}")
+
+
+@cli.command()
+@click.argument("layout", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--registry", "destination", required=True, metavar="HOST/REPO[:TAG]")
+@click.option("--tag", default="stage", show_default=True, help="The tag inside the layout.")
+@lock_option
+@tls_option
+@reports_recipe_errors
+def publish(
+    layout: Path, destination: str, tag: str, lock_file: Path | None, tls_verify: bool
+) -> None:
+    """Push the two-arch image in LAYOUT; prints the digest to submit it by."""
+    from recipekit.images.oci import Layout
+    from recipekit.images.registry import Reference
+    from recipekit.images.ship import publish as publish_image
+
+    digest = publish_image(
+        Layout(layout), tag, destination, _read_lock(lock_file), tls_verify=tls_verify
+    )
+    click.echo(f"published {Reference.parse(destination).by_digest(digest)}")
+
+
+@cli.command(name="export-sqsh")
+@click.argument("layout", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--arch", "architecture", type=click.Choice(["amd64", "arm64"]), required=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--tag", default="stage", show_default=True)
+@lock_option
+@tls_option
+@reports_recipe_errors
+def export_sqsh(
+    layout: Path, architecture: str, out: Path, tag: str, lock_file: Path | None, tls_verify: bool
+) -> None:
+    """Write one architecture of the image in LAYOUT as an enroot-style squashfs."""
+    from recipekit.images.layer import source_date_epoch
+    from recipekit.images.oci import Layout
+    from recipekit.images.ship import export_sqsh as export
+
+    path = export(
+        Layout(layout), tag, architecture, out, _read_lock(lock_file),
+        tls_verify=tls_verify, epoch=source_date_epoch(),
+    )
+    click.echo(f"wrote {path}")

@@ -1,0 +1,124 @@
+"""Layers, layouts and stage images are deterministic and well formed (no tools, no network)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from pathlib import Path
+
+from recipekit.images.artifacts import BuildInfo, build_artifacts
+from recipekit.images.layer import LAYER_MEDIA_TYPE, LayerFile, layer_tar, sha256_digest
+from recipekit.images.lock import BaseLock, LockedPlatform
+from recipekit.images.oci import (
+    CONFIG_MEDIA_TYPE,
+    INDEX_MEDIA_TYPE,
+    MANIFEST_MEDIA_TYPE,
+    Descriptor,
+    Layout,
+    Platform,
+)
+from recipekit.images.registry import Reference, is_loopback
+
+
+def _base_lock(layout: Layout) -> BaseLock:
+    """A two-platform base with one (real) layer each, written into ``layout``."""
+    platforms = []
+    for name in ("linux/amd64", "linux/arm64"):
+        layer = layer_tar([LayerFile(f"/etc/{name.split('/')[1]}", b"base\n")], mtime=0)
+        blob = layout.write_blob(layer, LAYER_MEDIA_TYPE)
+        platform = Platform.parse(name)
+        config_json = {
+            **platform.as_json(),
+            "config": {"Env": ["PATH=/usr/bin:/bin"], "Cmd": ["/bin/bash"]},
+            "rootfs": {"type": "layers", "diff_ids": [blob.digest]},
+        }
+        config = layout.write_json(config_json, CONFIG_MEDIA_TYPE)
+        platforms.append(
+            LockedPlatform(
+                platform=platform,
+                manifest=Descriptor(media_type=MANIFEST_MEDIA_TYPE, digest=config.digest, size=1),
+                config=config,
+                layers=(blob,),
+                diff_ids=(blob.digest,),
+                config_json=config_json,
+            )
+        )
+    index = Descriptor(media_type=INDEX_MEDIA_TYPE, digest=sha256_digest(b"index"), size=5)
+    return BaseLock(
+        name="test", reference="127.0.0.1:5000/base:1", index=index, platforms=tuple(platforms)
+    )
+
+
+def test_a_layer_is_byte_identical_whatever_the_order_and_has_root_owned_sorted_entries() -> None:
+    files = [LayerFile("/opt/a/x.pex", b"x", mode=0o755), LayerFile("/opt/b.json", b"{}")]
+    first = layer_tar(files, mtime=1700000000)
+    assert first == layer_tar(list(reversed(files)), mtime=1700000000)
+    with tarfile.open(fileobj=io.BytesIO(first)) as tar:
+        members = tar.getmembers()
+    assert [m.name for m in members] == ["opt", "opt/a", "opt/a/x.pex", "opt/b.json"]
+    assert {(m.uid, m.gid, m.uname, m.gname, m.mtime) for m in members} == {
+        (0, 0, "", "", 1700000000)
+    }
+    assert members[2].mode == 0o755 and members[0].isdir()
+
+
+def test_two_builds_give_identical_artifacts_and_index(tmp_path: Path) -> None:
+    base = Layout.create(tmp_path / "base")
+    lock = _base_lock(base)
+    info = BuildInfo(
+        stage="s", plan_hash="abc", git_commit="0" * 40, lockfile_sha256="f" * 64, epoch=0
+    )
+    manifests = [
+        build_artifacts(
+            tmp_path / f"out{n}",
+            pex=b"#!/usr/bin/env python3\n",
+            rendered={"plan.json": b"{}"},
+            info=info,
+            lock=lock,
+            base_blobs=base,
+        )
+        for n in (1, 2)
+    ]
+    assert manifests[0] == manifests[1]
+    assert manifests[0]["image"]["base_blobs"] == "included"
+    for name in ("launcher-layer.tar", "image/index.json"):
+        assert (tmp_path / "out1" / name).read_bytes() == (tmp_path / "out2" / name).read_bytes()
+
+
+def test_the_stage_image_appends_one_layer_per_platform_with_entrypoint_and_labels(
+    tmp_path: Path,
+) -> None:
+    base = Layout.create(tmp_path / "base")
+    lock = _base_lock(base)
+    info = BuildInfo(stage="s", plan_hash="abc", git_commit="c0ffee", lockfile_sha256="f", epoch=0)
+    manifest = build_artifacts(
+        tmp_path / "out", pex=b"pex", rendered={}, info=info, lock=lock, base_blobs=None
+    )
+    assert manifest["image"]["base_blobs"] == "missing"
+    layout = Layout(tmp_path / "out" / "image")
+    index = layout.read_json(layout.resolve("stage").digest)
+    assert [m["platform"] for m in index["manifests"]] == [
+        {"architecture": "amd64", "os": "linux"},
+        {"architecture": "arm64", "os": "linux", "variant": "v8"},
+    ]
+    arm = layout.read_json(layout.resolve("stage-arm64").digest)
+    assert arm["layers"][0] == lock.platforms[1].layers[0].as_json()
+    layer = (tmp_path / "out" / "launcher-layer.tar").read_bytes()
+    assert arm["layers"][1]["digest"] == "sha256:" + hashlib.sha256(layer).hexdigest()
+    config = json.loads(layout.blob_path(arm["config"]["digest"]).read_bytes())
+    assert config["config"]["Entrypoint"] == ["python3", "/opt/recipekit/launcher.pex"]
+    assert "Cmd" not in config["config"]
+    assert config["config"]["Labels"]["org.opencontainers.image.revision"] == "c0ffee"
+    assert config["rootfs"]["diff_ids"][-1] == arm["layers"][1]["digest"]
+    assert config["architecture"] == "arm64"
+
+
+def test_references_and_loopback() -> None:
+    ref = Reference.parse("nvcr.io/nvidia/nemo-rl:v0.4.0")
+    assert (ref.repository, ref.tag, ref.host) == ("nvcr.io/nvidia/nemo-rl", "v0.4.0", "nvcr.io")
+    assert Reference.parse("127.0.0.1:5000/base@sha256:ab").digest == "sha256:ab"
+    assert Reference.parse("127.0.0.1:5000/base").tag is None
+    assert is_loopback("127.0.0.1:5000") and is_loopback("localhost:80")
+    assert not is_loopback("nvcr.io") and not is_loopback("10.0.0.1:5000")

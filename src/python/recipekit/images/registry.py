@@ -1,0 +1,116 @@
+"""Talking to registries and layouts through skopeo (Debian's package; no container engine).
+
+skopeo reads the user's registry credentials itself (``skopeo login``, ``REGISTRY_AUTH_FILE``),
+so no secret passes through recipekit. TLS verification is only switched off for loopback
+registries (the tests' local registry).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import shutil
+import subprocess
+from pathlib import Path
+
+import attrs
+
+from recipekit.errors import Issue, RecipeError
+
+
+@attrs.frozen
+class Reference:
+    """``HOST/REPO[:TAG][@sha256:...]``, as a registry names an image."""
+
+    repository: str
+    tag: str | None = None
+    digest: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Reference:
+        name, _, digest = text.partition("@")
+        slash = name.rfind("/")
+        colon = name.rfind(":")
+        tag = None
+        if colon > slash:
+            name, tag = name[:colon], name[colon + 1 :]
+        if "/" not in name or not name.split("/")[0]:
+            raise RecipeError([Issue(text, "expected HOST/REPO[:TAG][@DIGEST]")])
+        return cls(name, tag, digest or None)
+
+    @property
+    def host(self) -> str:
+        return self.repository.split("/")[0]
+
+    def __str__(self) -> str:
+        text = self.repository
+        if self.tag:
+            text += f":{self.tag}"
+        if self.digest:
+            text += f"@{self.digest}"
+        return text
+
+    def by_digest(self, digest: str) -> str:
+        return f"{self.repository}@{digest}"
+
+
+def is_loopback(host: str) -> bool:
+    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def tls_flags(host: str, option: str, tls_verify: bool) -> list[str]:
+    if tls_verify:
+        return []
+    if not is_loopback(host):
+        raise RecipeError(
+            [Issue(host, "TLS verification can only be switched off for a loopback registry")]
+        )
+    return [f"{option}=false"]
+
+
+def skopeo(*arguments: str) -> bytes:
+    """Run skopeo; a failure is an error that shows skopeo's own message."""
+    if shutil.which("skopeo") is None:
+        raise RecipeError(
+            [Issue("skopeo", "not found", hint="install it: apt-get install skopeo (Debian 12)")]
+        )
+    result = subprocess.run(["skopeo", *arguments], capture_output=True, check=False)
+    if result.returncode != 0:
+        message = result.stderr.decode(errors="replace").strip()
+        raise RecipeError([Issue("skopeo " + " ".join(arguments[:2]), message)])
+    return result.stdout
+
+
+def raw_manifest(reference: str, *, tls_verify: bool = True) -> bytes:
+    host = Reference.parse(reference).host
+    return skopeo(
+        "inspect", "--raw", *tls_flags(host, "--tls-verify", tls_verify), f"docker://{reference}"
+    )
+
+
+def raw_config(reference: str, *, tls_verify: bool = True) -> bytes:
+    host = Reference.parse(reference).host
+    return skopeo(
+        "inspect",
+        "--config",
+        "--raw",
+        *tls_flags(host, "--tls-verify", tls_verify),
+        f"docker://{reference}",
+    )
+
+
+def copy_all(
+    source: str, destination: str, *, flags: list[str], digest_file: Path | None = None
+) -> None:
+    """``skopeo copy --all``: every platform of an index, blobs the destination has are skipped.
+
+    ``--preserve-digests``: without it skopeo gzips uncompressed layers on the way to a registry,
+    and every manifest and the index get new digests.
+    """
+    extra = ["--digestfile", str(digest_file)] if digest_file else []
+    skopeo("copy", "--all", "--preserve-digests", "--quiet", *flags, *extra, source, destination)

@@ -1,0 +1,146 @@
+"""A stage's image: the locked base's layers, by digest, plus one launcher layer, per platform.
+
+Nothing here asks a registry or reads the clock: the same lock, launcher layer and labels give
+the same index digest. The base's layer blobs are copied in when a layout holding them is at
+hand (``base_blobs``); otherwise the layout references them by digest only (a sparse layout),
+and ``publish`` fetches them from the base's registry before pushing.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from recipekit.images.layer import LAYER_MEDIA_TYPE, sha256_digest
+from recipekit.images.lock import BaseLock, LockedPlatform
+from recipekit.images.oci import (
+    CONFIG_MEDIA_TYPE,
+    INDEX_MEDIA_TYPE,
+    MANIFEST_MEDIA_TYPE,
+    Descriptor,
+    Layout,
+    oci_media_type,
+    platform_tag,
+)
+
+# Where the launcher layer puts things inside the image.
+LAUNCHER_DIR = "/opt/recipekit"
+LAUNCHER_PEX = f"{LAUNCHER_DIR}/launcher.pex"
+PLAN_DIR = f"{LAUNCHER_DIR}/plan"
+
+LABEL_PLAN_HASH = "dev.recipekit.plan.hash"
+LABEL_STAGE = "dev.recipekit.stage"
+LABEL_GIT_COMMIT = "org.opencontainers.image.revision"
+LABEL_LOCKFILE = "dev.recipekit.lockfile.sha256"
+ANNOTATION_BASE_NAME = "org.opencontainers.image.base.name"
+ANNOTATION_BASE_DIGEST = "org.opencontainers.image.base.digest"
+
+
+@attrs.frozen(kw_only=True)
+class ImageSettings:
+    entrypoint: tuple[str, ...]
+    env: Mapping[str, str]
+    labels: Mapping[str, str]
+    created: int  # seconds since the epoch: SOURCE_DATE_EPOCH
+
+    @property
+    def created_text(self) -> str:
+        moment = datetime.datetime.fromtimestamp(self.created, tz=datetime.UTC)
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _merged_env(base: Sequence[str], ours: Mapping[str, str]) -> list[str]:
+    names = {item.partition("=")[0] for item in base}
+    out = [
+        f"{name}={ours[name]}" if name in ours else f"{name}={value}"
+        for name, _, value in (item.partition("=") for item in base)
+    ]
+    return out + [f"{name}={value}" for name, value in sorted(ours.items()) if name not in names]
+
+
+def image_config(
+    base: LockedPlatform, layer_diff_id: str, settings: ImageSettings
+) -> dict[str, Any]:
+    config = copy.deepcopy(base.config_json)
+    config["created"] = settings.created_text
+    runtime = config.setdefault("config", {})
+    runtime["Entrypoint"] = list(settings.entrypoint)
+    # The base's Cmd would become the launcher's arguments.
+    runtime.pop("Cmd", None)
+    runtime["Env"] = _merged_env(runtime.get("Env") or [], settings.env)
+    runtime["Labels"] = {**(runtime.get("Labels") or {}), **settings.labels}
+    config.setdefault("rootfs", {"type": "layers", "diff_ids": []})
+    config["rootfs"]["diff_ids"] = [*base.diff_ids, layer_diff_id]
+    config["history"] = [
+        *(config.get("history") or []),
+        {"created": settings.created_text, "created_by": "recipekit: stage launcher layer"},
+    ]
+    return config
+
+
+def build_stage_image(
+    layout: Layout,
+    lock: BaseLock,
+    layer: bytes,
+    settings: ImageSettings,
+    tag: str,
+    *,
+    base_blobs: Layout | None = None,
+) -> Descriptor:
+    """Write the two-platform image into ``layout`` under ``tag``; returns the index descriptor."""
+    layer_descriptor = layout.write_blob(layer, LAYER_MEDIA_TYPE)
+    # Uncompressed, so the diff_id is the blob's digest.
+    diff_id = sha256_digest(layer)
+    manifests = []
+    for base in lock.platforms:
+        if base_blobs is not None:
+            for blob in base.layers:
+                layout.copy_blob_from(base_blobs, blob.digest)
+        config = layout.write_json(image_config(base, diff_id, settings), CONFIG_MEDIA_TYPE)
+        manifest = {
+            "schemaVersion": 2,
+            "mediaType": MANIFEST_MEDIA_TYPE,
+            "config": config.as_json(),
+            "layers": [
+                *(
+                    attrs.evolve(blob, media_type=oci_media_type(blob.media_type)).as_json()
+                    for blob in base.layers
+                ),
+                layer_descriptor.as_json(),
+            ],
+            "annotations": {
+                ANNOTATION_BASE_NAME: lock.reference,
+                ANNOTATION_BASE_DIGEST: base.manifest.digest,
+            },
+        }
+        descriptor = attrs.evolve(
+            layout.write_json(manifest, MANIFEST_MEDIA_TYPE), platform=base.platform
+        )
+        layout.tag(platform_tag(tag, base.platform), descriptor)
+        manifests.append(descriptor)
+    index = layout.write_json(
+        {
+            "schemaVersion": 2,
+            "mediaType": INDEX_MEDIA_TYPE,
+            "manifests": [m.as_json() for m in manifests],
+        },
+        INDEX_MEDIA_TYPE,
+    )
+    layout.tag(tag, index)
+    return index
+
+
+def missing_blobs(layout: Layout, tag: str) -> list[str]:
+    """The digests the image under ``tag`` references but the layout does not hold."""
+    missing = []
+    index = layout.read_json(layout.resolve(tag).digest)
+    for entry in index["manifests"]:
+        manifest = layout.read_json(entry["digest"])
+        for blob in [manifest["config"], *manifest["layers"]]:
+            if not layout.has_blob(blob["digest"]):
+                missing.append(blob["digest"])
+    return sorted(set(missing))

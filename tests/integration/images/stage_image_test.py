@@ -1,0 +1,223 @@
+"""A stage image end to end, through the launcher's own commands (the production code path).
+
+Push a Debian base to a loopback registry, ``lock`` it, build the stage's artifacts twice
+(byte-identical), validate with skopeo and umoci, run the launcher inside both architectures
+(arm64 under qemu), ``publish`` and pull the index back by digest, ``export-sqsh``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from recipekit.images.lock import read_lock
+from recipekit.images.oci import Layout
+from recipekit.images.stage_image import LABEL_GIT_COMMIT, LABEL_PLAN_HASH
+from tests.integration.images.conftest import ARCHITECTURES, run_launcher
+
+
+def _skopeo(*arguments: str) -> bytes:
+    return subprocess.run(["skopeo", *arguments], check=True, capture_output=True).stdout
+
+
+def _tree_digests(root: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _run_in_rootfs(rootfs: Path, config: dict[str, object], *arguments: str) -> str:
+    """Run the image's entrypoint in its unpacked root filesystem, as a runtime would."""
+    runtime = config["config"]
+    assert isinstance(runtime, dict)
+    env = dict(item.split("=", 1) for item in runtime["Env"])
+    (rootfs / "tmp").mkdir(mode=0o1777, exist_ok=True)
+    result = subprocess.run(
+        ["/usr/sbin/chroot", str(rootfs), *runtime["Entrypoint"], *arguments],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=240,
+    )
+    assert result.returncode == 0, f"{arguments}: {result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def test_a_stage_image_on_a_locked_base_builds_runs_publishes_and_exports(
+    debian_base: Layout, registry: str, launcher: Path, tmp_path: Path
+) -> None:
+    timings: dict[str, float] = {}
+    started = time.monotonic()
+
+    def lap(name: str) -> None:
+        nonlocal started
+        timings[name] = round(time.monotonic() - started, 1)
+        started = time.monotonic()
+
+    # The base goes to the registry the way an NVIDIA image sits in nvcr.io.
+    base_ref = f"{registry}/recipekit/debian-python:bookworm"
+    _skopeo(
+        "copy",
+        "--all",
+        "--preserve-digests",
+        "--quiet",
+        "--dest-tls-verify=false",
+        f"oci:{debian_base.root}:base",
+        f"docker://{base_ref}",
+    )
+    lap("push base")
+
+    lock_file = tmp_path / "debian-python.lock.json"
+    run_launcher(
+        "lock",
+        base_ref,
+        "--name",
+        "debian-python",
+        "--out",
+        str(lock_file),
+        "--no-tls-verify",
+        pex=launcher,
+        cwd=tmp_path,
+    )
+    lock = read_lock(lock_file)
+    pushed_index = debian_base.resolve("base").digest
+    assert lock.index.digest == pushed_index
+    assert [str(p.platform) for p in lock.platforms] == ["linux/amd64", "linux/arm64"]
+    lap("lock")
+
+    # Two clean builds, byte for byte.
+    outs = [tmp_path / "build1", tmp_path / "build2"]
+    for out in outs:
+        run_launcher(
+            "artifacts",
+            str(out),
+            "--pex",
+            str(launcher),
+            "--lock",
+            str(lock_file),
+            "--git-commit",
+            "0123456789abcdef0123456789abcdef01234567",
+            "--lockfile-sha256",
+            "f" * 64,
+            pex=launcher,
+            cwd=tmp_path,
+        )
+    assert _tree_digests(outs[0]) == _tree_digests(outs[1])
+    manifest = json.loads((outs[0] / "artifacts.json").read_text())
+    assert manifest["image"]["base_blobs"] == "missing"  # sparse: the base is fetched on demand
+    index_digest = manifest["image"]["index_digest"]
+    lap("build twice")
+
+    # export-sqsh fetches the base's blobs from the registry by digest (the layout is complete
+    # afterwards), then writes the arm64 image as a squashfs.
+    layout = outs[0] / "image"
+    sqsh = tmp_path / "stage-arm64.sqsh"
+    run_launcher(
+        "export-sqsh",
+        str(layout),
+        "--arch",
+        "arm64",
+        "--out",
+        str(sqsh),
+        "--lock",
+        str(lock_file),
+        "--no-tls-verify",
+        pex=launcher,
+        cwd=tmp_path,
+    )
+    assert sqsh.stat().st_size > 10_000_000
+    listing = subprocess.run(
+        ["unsquashfs", "-lc", str(sqsh)], check=True, capture_output=True, text=True
+    ).stdout
+    assert (
+        "squashfs-root/etc/rc" in listing and "squashfs-root/opt/recipekit/launcher.pex" in listing
+    )
+    lap("export-sqsh")
+
+    # skopeo and umoci agree the layout is a valid two-platform image.
+    raw_index = _skopeo("inspect", "--raw", f"oci:{layout}:stage")
+    assert "sha256:" + hashlib.sha256(raw_index).hexdigest() == index_digest
+    platforms = [m["platform"] for m in json.loads(raw_index)["manifests"]]
+    assert [p["architecture"] for p in platforms] == list(ARCHITECTURES)
+    arm = json.loads(_skopeo("--override-arch", "arm64", "inspect", f"oci:{layout}:stage"))
+    assert arm["Architecture"] == "arm64"
+    assert arm["Labels"][LABEL_GIT_COMMIT] == "0123456789abcdef0123456789abcdef01234567"
+    assert len(arm["Labels"][LABEL_PLAN_HASH]) == 64
+    assert (
+        "stage-amd64"
+        in subprocess.run(
+            ["umoci", "ls", "--layout", str(layout)], check=True, capture_output=True, text=True
+        ).stdout
+    )
+    lap("validate")
+
+    for arch in ARCHITECTURES:
+        rootfs = tmp_path / f"rootfs-{arch}"
+        subprocess.run(
+            ["umoci", "raw", "unpack", "--image", f"{layout}:stage-{arch}", str(rootfs)],
+            check=True,
+            capture_output=True,
+        )
+        stat = json.loads(
+            subprocess.run(
+                ["umoci", "stat", "--json", "--image", f"{layout}:stage-{arch}"],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+        )
+        assert stat["history"][-1]["created_by"] == "recipekit: stage launcher layer"
+        manifest_digest = Layout(layout).resolve(f"stage-{arch}").digest
+        config = Layout(layout).read_json(
+            Layout(layout).read_json(manifest_digest)["config"]["digest"]
+        )
+        machine = subprocess.run(
+            [
+                "chroot",
+                str(rootfs),
+                "/usr/bin/python3",
+                "-c",
+                "import platform; print(platform.machine())",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        assert machine == {"amd64": "x86_64", "arm64": "aarch64"}[arch]
+        assert "version 0.1.0" in _run_in_rootfs(rootfs, config, "--version")
+        plan = json.loads(_run_in_rootfs(rootfs, config, "plan", "--format", "json"))
+        assert plan["stage"] == "dapo-b200" and plan["hash"] == manifest["plan_hash"]
+        lap(f"unpack and run {arch}")
+
+    # Publish: the registry serves the same index digest we built.
+    stage_ref = f"{registry}/recipekit/dapo-b200:test"
+    published = run_launcher(
+        "publish",
+        str(layout),
+        "--registry",
+        stage_ref,
+        "--lock",
+        str(lock_file),
+        "--no-tls-verify",
+        pex=launcher,
+        cwd=tmp_path,
+    )
+    assert f"@{index_digest}" in published
+    pulled = _skopeo("inspect", "--raw", "--tls-verify=false", f"docker://{stage_ref}")
+    assert "sha256:" + hashlib.sha256(pulled).hexdigest() == index_digest
+    pulled_by_digest = _skopeo(
+        "inspect",
+        "--raw",
+        "--tls-verify=false",
+        f"docker://{registry}/recipekit/dapo-b200@{index_digest}",
+    )
+    assert pulled_by_digest == raw_index
+    lap("publish and pull back")
+    print("timings (s):", timings, "pex", os.path.getsize(launcher))
