@@ -327,24 +327,42 @@ def artifacts(
         click.echo(f"no image: {manifest['image_note']}")
 
 
+BASES = "containers.bases:BASES"
+
+
 @cli.command()
-@click.argument("reference")
-@click.option("--name", required=True, help="The base's name (containers/NAME.lock.json).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.argument("base")
+@click.option("--name", help="The lock's name, when BASE is a reference.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Default: containers/NAME.lock.json.",
+)
 @click.option("--platform", "platforms", multiple=True, default=("linux/amd64", "linux/arm64"))
 @tls_option
 @reports_recipe_errors
 def lock(
-    reference: str, name: str, out: Path, platforms: tuple[str, ...], tls_verify: bool
+    base: str, name: str | None, out: Path | None, platforms: tuple[str, ...], tls_verify: bool
 ) -> None:
-    """Pin base image REFERENCE: ask its registry and write the lock file OUT."""
+    """Pin BASE (a name from containers/bases.py, or HOST/REPO:TAG): ask its registry, write
+    the lock file."""
+    import attrs
+
+    from recipekit.errors import did_you_mean
     from recipekit.images.lock import BaseImage, lock_base, write_lock
 
-    locked = lock_base(
-        BaseImage(name=name, reference=reference, platforms=platforms), tls_verify=tls_verify
-    )
-    write_lock(locked, out)
-    click.echo(f"locked {reference} at {locked.index.digest} -> {out}")
+    if "/" in base:
+        declared = BaseImage(name=name or base.rsplit("/", 1)[-1].split(":")[0], reference=base)
+    else:
+        bases = load_object(BASES)
+        if base not in bases:
+            raise RecipeError([Issue(base, "no such base image", hint=did_you_mean(base, bases))])
+        declared = bases[base]
+    declared = attrs.evolve(declared, platforms=platforms)
+    target = out or Path("containers") / f"{declared.name}.lock.json"
+    locked = lock_base(declared, tls_verify=tls_verify)
+    write_lock(locked, target)
+    click.echo(f"locked {declared.reference} at {locked.index.digest} -> {target}")
 
 
 @cli.command()

@@ -1,0 +1,37 @@
+"""The base images stages are built on, declared by reference and pinned by ``lock``.
+
+``./pants run recipes/super3:dapo-gb200 -- lock nemo-rl`` asks the registry (with your
+``skopeo login`` credentials) and writes ``containers/nemo-rl.lock.json``: the index digest and,
+for linux/amd64 and linux/arm64, the manifest, config, layers and diff_ids. Registries outside
+this network cannot be reached from the build machines, so these stay unlocked until someone
+with access runs ``lock``; until then ``package`` writes the Pex and the launcher layer only.
+
+References are tags on purpose: the lock, not the tag, is what a build uses. Check that the tag
+you lock is the one your stage was validated against (``framework.version`` of the stage).
+"""
+
+from recipekit.images.lock import BaseImage
+
+# NeMo-RL: Super V3 GRPO/DAPO and the RL stages. The guide (seed 000) runs an image built from
+# NeMo-RL's super-v3 branch; point this at your build of it (recipes/clusters.py uses the same).
+NEMO_RL = BaseImage(
+    name="nemo-rl",
+    reference="nvcr.io/nvidia/nemo-rl:v0.4.0",
+    description="NeMo-RL (GRPO/DAPO, RL stages)",
+)
+
+# NeMo framework: Megatron-Bridge stages (pretraining, SFT).
+NEMO = BaseImage(
+    name="nemo",
+    reference="nvcr.io/nvidia/nemo:25.09",
+    description="NeMo framework (Megatron-Bridge stages)",
+)
+
+# vLLM's OpenAI server image: evaluation.
+VLLM = BaseImage(
+    name="vllm",
+    reference="docker.io/vllm/vllm-openai:v0.10.2",
+    description="vLLM (evaluation)",
+)
+
+BASES = {base.name: base for base in (NEMO_RL, NEMO, VLLM)}
