@@ -62,12 +62,15 @@ def launcher() -> Path:
     return LAUNCHER.resolve()
 
 
-def run_launcher(*arguments: str, pex: Path, cwd: Path) -> str:
+def run_launcher(
+    *arguments: str, pex: Path, cwd: Path, extra_env: dict[str, str] | None = None
+) -> str:
     """The launcher Pex, as a user runs it on the submit host."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "PEX_ROOT": str(cwd / ".pex-root"),
         "HOME": str(cwd),
+        **(extra_env or {}),
     }
     result = subprocess.run(
         [sys.executable, str(pex), *arguments],

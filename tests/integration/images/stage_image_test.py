@@ -92,7 +92,9 @@ def test_a_stage_image_on_a_locked_base_builds_runs_publishes_and_exports(
     assert [str(p.platform) for p in lock.platforms] == ["linux/amd64", "linux/arm64"]
     lap("lock")
 
-    # Two clean builds, byte for byte.
+    # Two clean builds, byte for byte. The submitting shell's secrets are set (as they are when a
+    # user builds): none of them may reach the Pex, the layer or the image.
+    secrets = {"WANDB_API_KEY": "wandb-secret-7f3a9c", "HF_TOKEN": "hf_secret_51d2e8"}
     outs = [tmp_path / "build1", tmp_path / "build2"]
     for out in outs:
         run_launcher(
@@ -108,8 +110,13 @@ def test_a_stage_image_on_a_locked_base_builds_runs_publishes_and_exports(
             "f" * 64,
             pex=launcher,
             cwd=tmp_path,
+            extra_env=secrets,
         )
     assert _tree_digests(outs[0]) == _tree_digests(outs[1])
+    for path in outs[0].rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert not [s for s in secrets.values() if s.encode() in data], path
     manifest = json.loads((outs[0] / "artifacts.json").read_text())
     assert manifest["image"]["base_blobs"] == "missing"  # sparse: the base is fetched on demand
     index_digest = manifest["image"]["index_digest"]
