@@ -46,6 +46,9 @@ class Terminated(Exception):
 
 
 def _on_signal(signum: int, _: FrameType | None) -> None:
+    # Once: the clean-up that follows must not be interrupted by Slurm's next SIGTERM.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise Terminated(signal.Signals(signum).name)
 
 
@@ -58,6 +61,16 @@ def _address(node: str) -> str:
 
 
 def run_job_step(run_path: str) -> int:
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    try:
+        return _job_step(run_path)
+    except Terminated as why:
+        print(f"[{os.environ.get('SLURMD_NODENAME', '?')}] received {why}: stopped", flush=True)
+        return 128 + signal.SIGTERM
+
+
+def _job_step(run_path: str) -> int:
     run = RunDir(Path(run_path))
     plan = run.read_json(PLAN_FILE)
     profile = profile_from_json(run.read_json(PROFILE_FILE))
@@ -85,13 +98,18 @@ def run_job_step(run_path: str) -> int:
         log(f"PREFLIGHT FAILED on {node_name} ({my_address}): " + "; ".join(failures))
         return EXIT_PREFLIGHT
 
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
     ports = profile.ray_ports
     gpus = plan["hardware"]["gpus_per_node"]
     if node_index > 0 and not wait_for_port(head_address, ports.gcs, profile.ray_start_timeout_s):
         log(f"head's Ray GCS {head_address}:{ports.gcs} did not answer; giving up")
         return EXIT_RAY
+    if node_index > 1 and profile.start_workers_one_at_a_time:
+        previous = _address(nodes[node_index - 1])
+        raylet = ports.fixed_ports(node_index - 1)["node_manager"]
+        log(f"waiting for the raylet of node {node_index} ({previous}:{raylet})")
+        if not wait_for_port(previous, raylet, profile.ray_start_timeout_s):
+            log(f"node {node_index}'s raylet did not answer; giving up")
+            return EXIT_RAY
     temp_dir = node_temp_dir(job_id, node_index)
     command = ray_start_command(
         profile,

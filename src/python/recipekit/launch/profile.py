@@ -120,6 +120,9 @@ class ClusterProfile:
     secret_env: tuple[str, ...] = ("WANDB_API_KEY", "HF_TOKEN")
     ray_ports: RayPorts = attrs.field(factory=RayPorts)
     ray_start_timeout_s: int = 300
+    # Where several nodes share one host (tests), simultaneous Ray starts time out; worker k
+    # then waits for worker k-1's raylet. Real clusters start every worker at once.
+    start_workers_one_at_a_time: bool = False
     # The framework's checkout inside the container (NeMo-RL's examples/ live here).
     framework_root: str = "/opt/nemo-rl"
     # Preflight checks to skip, with the reason (printed in the job log).

@@ -1,0 +1,237 @@
+"""The production launch path against a real Slurm and a real Ray, several nodes on this host.
+
+Everything is the production path -- the packaged stage launcher submits, the generated job
+script runs the launcher's job step on every node, which runs preflight, brings Ray up and
+starts the framework entry point -- except the entry point itself: NeMo-RL cannot run without
+GPUs, so ``examples/run_grpo.py`` in the profile's framework root is ``fake_run_grpo.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.support.local_slurm import LocalSlurm, local_slurm
+
+HERE = Path(__file__).parent
+LAUNCHERS = {
+    "dapo-b200": Path("recipes.super3/dapo-b200.pex"),
+    "dapo-gb200": Path("recipes.super3/dapo-gb200.pex"),
+}
+SECRET = "sentinel-wandb-key-6b1f0c"
+# Processes of a job that must all be gone once it ends.
+JOB_PROCESSES = r"rk-ray-|raylet|gcs_server|launcher\.pex|run_grpo\.py|ray\.scripts"
+
+PROFILE_TEMPLATE = """\
+from recipekit.hardware import {node}
+from recipekit.launch.profile import ClusterProfile, Gb200Settings, NoContainer
+from recipekit.launch.ray_ports import RayPorts
+
+profile = ClusterProfile(
+    name="local-test",
+    node={node},
+    partition="gpu",
+    time_limit="00:20:00",
+    container=NoContainer(python={python!r}),
+    runs_dir={runs!r},
+    shared_paths={{"checkpoints": {checkpoints!r}, "hf_home": {hf_home!r}}},
+    hf_home={hf_home!r},
+    gb200={gb200},
+    ray_ports=RayPorts(node_offset=1000),
+    ray_start_timeout_s=180,
+    start_workers_one_at_a_time=True,
+    framework_root={framework_root!r},
+    preflight_skip={skip!r},
+)
+"""
+
+
+class Workspace:
+    """One test's shared storage, framework checkout and cluster profile."""
+
+    def __init__(self, root: Path, cluster: LocalSlurm, ray_python: Path, stage: str) -> None:
+        self.root, self.cluster, self.stage = root, cluster, stage
+        self.shared = root / "shared"
+        self.model = self.shared / "models" / "NVIDIA-Nemotron-3-Super-120B-A12B-Base-BF16"
+        self.model.mkdir(parents=True)
+        (self.shared / "checkpoints").mkdir()
+        (self.shared / "HF_HOME").mkdir()
+        framework = root / "nemo-rl"
+        (framework / "examples").mkdir(parents=True)
+        shutil.copy(HERE / "fake_run_grpo.py", framework / "examples" / "run_grpo.py")
+        self.ray_python = ray_python
+        self.framework_root = framework
+        self.runs = root / "runs"
+        self.overrides = [
+            f"policy.model_name={self.model}",
+            f"checkpointing.checkpoint_dir={self.shared}/checkpoints/{stage}",
+        ]
+
+    def write_profile(
+        self,
+        *,
+        node: str,
+        gb200: str = "None",
+        skip: dict[str, str] | None = None,
+        checkpoints: Path | None = None,
+    ) -> str:
+        path = self.root / f"profile_{len(list(self.root.glob('profile_*.py')))}.py"
+        path.write_text(
+            PROFILE_TEMPLATE.format(
+                node=node,
+                python=str(self.ray_python),
+                runs=str(self.runs),
+                checkpoints=str(checkpoints or self.shared / "checkpoints"),
+                hf_home=str(self.shared / "HF_HOME"),
+                gb200=gb200,
+                framework_root=str(self.framework_root),
+                skip=skip or {},
+            )
+        )
+        return f"{path}:profile"
+
+    def launcher(
+        self,
+        profile: str,
+        command: str,
+        *args: str,
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
+    ) -> subprocess.CompletedProcess[str]:
+        sets = [a for o in self.overrides for a in ("--set", o)]
+        argv = [str(self.ray_python), str(LAUNCHERS[self.stage].resolve()), command, *args, *sets]
+        if command != "job-step":
+            argv += ["--cluster", profile]
+        full_env = {**self.cluster.env(), **(env or {})}
+        return self.cluster.run(argv, env=full_env, timeout=timeout)
+
+    def submit(self, profile: str, env: dict[str, str] | None = None) -> tuple[str, Path]:
+        done = self.launcher(profile, "submit", env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        job_id = re.search(r"as Slurm job (\d+)", done.stdout)
+        log = re.search(r"^log: (\S+)$", done.stdout, re.MULTILINE)
+        assert job_id and log, done.stdout
+        return job_id.group(1), Path(log.group(1))
+
+    def wait_for_log(self, log: Path, text: str, timeout: float = 240) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            content = log.read_text(errors="replace") if log.exists() else ""
+            if text in content:
+                return content
+            time.sleep(0.5)
+        raise AssertionError(f"{text!r} not in {log} after {timeout} s:\n{content}")
+
+
+def _files_under(path: Path) -> Iterator[Path]:
+    return (p for p in path.rglob("*") if p.is_file())
+
+
+@pytest.fixture(scope="module")
+def b200_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSlurm]:
+    with local_slurm(tmp_path_factory.mktemp("slurm-b200"), nodes=3, gpus_per_node=8) as cluster:
+        yield cluster
+
+
+@pytest.fixture()
+def b200(tmp_path: Path, b200_cluster: LocalSlurm, ray_python: Path) -> Iterator[Workspace]:
+    workspace = Workspace(tmp_path, b200_cluster, ray_python, "dapo-b200")
+    yield workspace
+    b200_cluster.cancel_all()
+    b200_cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30)
+
+
+def test_b200_plan_runs_end_to_end_and_leaves_nothing(b200: Workspace) -> None:
+    profile = b200.write_profile(node="B200_NODE")
+    started = time.monotonic()
+    job_id, log = b200.submit(profile, env={"WANDB_API_KEY": SECRET, "HF_TOKEN": SECRET})
+    state = b200.cluster.wait_for_job(job_id, timeout=420)
+    text = log.read_text()
+    assert state == "COMPLETED", text
+    elapsed = time.monotonic() - started
+    assert "ray cluster complete: 3 nodes, 24 GPUs" in text
+    assert "fake-grpo: config matches plan" in text
+    assert "fake-grpo: ray sees 3 nodes, 24 GPUs" in text
+    assert "fake-grpo: WANDB_API_KEY present: yes" in text
+    for node in ("n1", "n2", "n3"):
+        assert f"[{node} " in text and "preflight gpus: ok" in text
+    assert b200.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
+    # The secret travelled as environment only: no file the launcher wrote holds it.
+    run_dir = log.parent.parent
+    leaked = [p for p in _files_under(run_dir) if SECRET.encode() in p.read_bytes()]
+    assert leaked == []
+    status = b200.launcher(profile, "status")
+    assert f"job {job_id}: COMPLETED" in status.stdout, status.stdout + status.stderr
+    assert "Requeue: 1" in status.stdout
+    print(f"submit -> job COMPLETED in {elapsed:.1f} s")
+
+
+def test_preflight_failure_stops_the_job_in_seconds(b200: Workspace) -> None:
+    profile = b200.write_profile(node="B200_NODE", checkpoints=b200.root / "not-mounted")
+    job_id, log = b200.submit(profile)
+    started = time.monotonic()
+    state = b200.cluster.wait_for_job(job_id, timeout=120)
+    text = log.read_text()
+    assert state == "FAILED", text
+    assert time.monotonic() - started < 60
+    assert re.search(
+        r"PREFLIGHT FAILED on n\d \(127\.0\.1\.\d\): shared-paths: shared path "
+        r"'checkpoints': \S+/not-mounted is not mounted",
+        text,
+    ), text
+    assert "ray: " not in text  # Ray never started
+    assert b200.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
+
+
+def test_a_failing_driver_fails_the_job_and_stops_ray_everywhere(b200: Workspace) -> None:
+    profile = b200.write_profile(node="B200_NODE")
+    job_id, log = b200.submit(profile, env={"FAKE_GRPO_EXIT": "7"})
+    state = b200.cluster.wait_for_job(job_id, timeout=420)
+    text = log.read_text()
+    assert state == "FAILED", text
+    assert "driver exited with status 7" in text
+    assert b200.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
+
+
+def test_cancel_mid_run_and_a_second_submit_is_refused(b200: Workspace) -> None:
+    profile = b200.write_profile(node="B200_NODE")
+    job_id, log = b200.submit(profile, env={"FAKE_GRPO_SLEEP": "600"})
+    b200.wait_for_log(log, "fake-grpo: training for 600 s")
+    again = b200.launcher(profile, "submit")
+    assert again.returncode == 2
+    assert f"this plan already has a job: {job_id} (RUNNING)" in again.stderr
+    cancelled = b200.launcher(profile, "cancel")
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert b200.cluster.wait_for_job(job_id, timeout=120) == "CANCELLED"
+    assert b200.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
+
+
+def test_gb200_plan_on_five_nodes(tmp_path: Path, ray_python: Path) -> None:
+    with local_slurm(tmp_path / "slurm", nodes=5, gpus_per_node=4) as cluster:
+        workspace = Workspace(tmp_path / "ws", cluster, ray_python, "dapo-gb200")
+        channels = tmp_path / "imex"
+        channels.mkdir()
+        os.mknod(channels / "channel3")
+        profile = workspace.write_profile(
+            node="GB200_NODE",
+            gb200=f"Gb200Settings(imex_channel=3, imex_device_dir={str(channels)!r}, "
+            "gloo_socket_ifname='lo')",
+            skip={"cpu-arch": "the GB200 plan is for aarch64; this test host is x86_64"},
+        )
+        job_id, log = workspace.submit(profile)
+        state = cluster.wait_for_job(job_id, timeout=420)
+        text = log.read_text()
+        assert state == "COMPLETED", text
+        assert "ray cluster complete: 5 nodes, 20 GPUs" in text
+        assert "preflight imex-channel: ok" in text
+        assert "preflight cpu-arch: skipped (the GB200 plan is for aarch64" in text
+        script = (log.parent.parent / "job.sbatch").read_text()
+        assert "#SBATCH --gres=gpu:4" in script and "export NCCL_MNNVL_ENABLE=1" in script
+        assert cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
