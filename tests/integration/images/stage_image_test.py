@@ -144,7 +144,8 @@ def test_a_stage_image_on_a_locked_base_builds_runs_publishes_and_exports(
         ["unsquashfs", "-lc", str(sqsh)], check=True, capture_output=True, text=True
     ).stdout
     assert (
-        "squashfs-root/etc/rc" in listing and "squashfs-root/opt/recipekit/launcher.pex" in listing
+        "squashfs-root/etc/rc" in listing
+        and "squashfs-root/opt/recipekit/launcher/__main__.py" in listing
     )
     lap("export-sqsh")
 
@@ -180,7 +181,10 @@ def test_a_stage_image_on_a_locked_base_builds_runs_publishes_and_exports(
                 text=True,
             ).stdout
         )
-        assert stat["history"][-1]["created_by"] == "recipekit: stage launcher layer"
+        assert [entry["created_by"] for entry in stat["history"][-2:]] == [
+            "recipekit: launcher dependencies (Pex .deps, .bootstrap)",
+            "recipekit: stage launcher and rendered plan",
+        ]
         manifest_digest = Layout(layout).resolve(f"stage-{arch}").digest
         config = Layout(layout).read_json(
             Layout(layout).read_json(manifest_digest)["config"]["digest"]

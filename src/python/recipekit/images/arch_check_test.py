@@ -41,4 +41,3 @@ def test_words_that_merely_mention_an_architecture_and_allowed_lines_pass() -> N
         f'LOCAL = "{X86_WHEEL}"  # arch-lint: allow (the H100 eval box only)\n'
     )
     assert _kinds(text) == []
-

@@ -1,15 +1,18 @@
 """Everything one stage ships, written to one directory, with a manifest of digests and sizes.
 
-``stage.pex`` (the launcher for both architectures), ``launcher-layer.tar`` (the Pex and the
-rendered plan) and, when the stage's base is locked, ``image/`` (an OCI layout tagged ``TAG``,
-``TAG-amd64`` and ``TAG-arm64``). ``artifacts.json`` lists them.
+``stage.pex`` (the launcher for both architectures), ``dependencies-layer.tar`` (the Pex's
+wheels and bootstrap, unzipped), ``launcher-layer.tar`` (its sources and the rendered plan) and,
+when the stage's base is locked, ``image/`` (an OCI layout tagged ``TAG``, ``TAG-amd64`` and
+``TAG-arm64``). ``artifacts.json`` lists them.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-from collections.abc import Mapping
+import zipfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +28,16 @@ from recipekit.images.stage_image import (
     LABEL_STAGE,
     LAUNCHER_PEX,
     PLAN_DIR,
+    AppendedLayer,
     ImageSettings,
     build_stage_image,
     missing_blobs,
 )
 
 LAYER_FILE = "launcher-layer.tar"
+DEPS_LAYER_FILE = "dependencies-layer.tar"
+# What of a Pex is third-party code and Pex's own runtime (changes with the lockfile only).
+DEPENDENCY_DIRS = (".deps/", ".bootstrap/")
 IMAGE_DIR = "image"
 MANIFEST_FILE = "artifacts.json"
 IMAGE_TAG = "stage"
@@ -45,10 +52,30 @@ class BuildInfo:
     epoch: int
 
 
-def launcher_layer(pex: bytes, rendered: Mapping[str, bytes], *, mtime: int) -> bytes:
-    files = [LayerFile(LAUNCHER_PEX, pex, mode=0o755)]
-    files += [LayerFile(f"{PLAN_DIR}/{name}", data) for name, data in sorted(rendered.items())]
-    return layer_tar(files, mtime=mtime)
+def _pex_files(pex: bytes) -> Iterator[LayerFile]:
+    with zipfile.ZipFile(io.BytesIO(pex)) as archive:
+        for member in archive.infolist():
+            if member.is_dir():
+                continue
+            executable = (member.external_attr >> 16) & 0o111
+            yield LayerFile(
+                f"{LAUNCHER_PEX}/{member.filename}",
+                archive.read(member),
+                mode=0o755 if executable else 0o644,
+            )
+
+
+def launcher_layers(
+    pex: bytes, rendered: Mapping[str, bytes], *, mtime: int
+) -> tuple[bytes, bytes]:
+    """(dependencies layer, launcher layer): a recipe-only change alters only the second."""
+    dependencies: list[LayerFile] = []
+    launcher: list[LayerFile] = []
+    for file in _pex_files(pex):
+        inside = file.path[len(LAUNCHER_PEX) + 1 :]
+        (dependencies if inside.startswith(DEPENDENCY_DIRS) else launcher).append(file)
+    launcher += [LayerFile(f"{PLAN_DIR}/{name}", data) for name, data in sorted(rendered.items())]
+    return layer_tar(dependencies, mtime=mtime), layer_tar(launcher, mtime=mtime)
 
 
 def image_settings(info: BuildInfo) -> ImageSettings:
@@ -88,13 +115,14 @@ def build_artifacts(
     out.mkdir(parents=True, exist_ok=True)
     (out / "stage.pex").write_bytes(pex)
     (out / "stage.pex").chmod(0o755)
-    layer = launcher_layer(pex, rendered, mtime=info.epoch)
-    (out / LAYER_FILE).write_bytes(layer)
+    dependencies, launcher = launcher_layers(pex, rendered, mtime=info.epoch)
+    (out / DEPS_LAYER_FILE).write_bytes(dependencies)
+    (out / LAYER_FILE).write_bytes(launcher)
     manifest: dict[str, Any] = {
         "stage": info.stage,
         "plan_hash": info.plan_hash,
         "git_commit": info.git_commit,
-        "files": [_entry(out, out / "stage.pex"), _entry(out, out / LAYER_FILE)],
+        "files": [_entry(out, out / name) for name in ("stage.pex", DEPS_LAYER_FILE, LAYER_FILE)],
     }
     if lock is None:
         manifest["image"] = None
@@ -102,7 +130,15 @@ def build_artifacts(
     else:
         layout = Layout.create(out / IMAGE_DIR)
         index = build_stage_image(
-            layout, lock, layer, image_settings(info), IMAGE_TAG, base_blobs=base_blobs
+            layout,
+            lock,
+            [
+                AppendedLayer("launcher dependencies (Pex .deps, .bootstrap)", dependencies),
+                AppendedLayer("stage launcher and rendered plan", launcher),
+            ],
+            image_settings(info),
+            IMAGE_TAG,
+            base_blobs=base_blobs,
         )
         manifest["image"] = {
             "layout": IMAGE_DIR,

@@ -6,9 +6,10 @@ import hashlib
 import io
 import json
 import tarfile
+import zipfile
 from pathlib import Path
 
-from recipekit.images.artifacts import BuildInfo, build_artifacts
+from recipekit.images.artifacts import BuildInfo, build_artifacts, launcher_layers
 from recipekit.images.layer import LAYER_MEDIA_TYPE, LayerFile, layer_tar, sha256_digest
 from recipekit.images.lock import BaseLock, LockedPlatform
 from recipekit.images.oci import (
@@ -20,6 +21,17 @@ from recipekit.images.oci import (
     Platform,
 )
 from recipekit.images.registry import Reference, is_loopback
+
+
+def _pex(recipe: bytes = b"STAGE = 1\n") -> bytes:
+    """A zipapp shaped like a Pex: third-party code under .deps/, first-party at the root."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(".bootstrap/pex/__init__.py", b"")
+        archive.writestr(".deps/attrs-26.1.0-py3-none-any.whl/attrs/__init__.py", b"A = 1\n")
+        archive.writestr("__main__.py", b"print('hi')\n")
+        archive.writestr("recipes/stage.py", recipe)
+    return buffer.getvalue()
 
 
 def _base_lock(layout: Layout) -> BaseLock:
@@ -73,7 +85,7 @@ def test_two_builds_give_identical_artifacts_and_index(tmp_path: Path) -> None:
     manifests = [
         build_artifacts(
             tmp_path / f"out{n}",
-            pex=b"#!/usr/bin/env python3\n",
+            pex=_pex(),
             rendered={"plan.json": b"{}"},
             info=info,
             lock=lock,
@@ -83,7 +95,7 @@ def test_two_builds_give_identical_artifacts_and_index(tmp_path: Path) -> None:
     ]
     assert manifests[0] == manifests[1]
     assert manifests[0]["image"]["base_blobs"] == "included"
-    for name in ("launcher-layer.tar", "image/index.json"):
+    for name in ("dependencies-layer.tar", "launcher-layer.tar", "image/index.json"):
         assert (tmp_path / "out1" / name).read_bytes() == (tmp_path / "out2" / name).read_bytes()
 
 
@@ -94,7 +106,7 @@ def test_the_stage_image_appends_one_layer_per_platform_with_entrypoint_and_labe
     lock = _base_lock(base)
     info = BuildInfo(stage="s", plan_hash="abc", git_commit="c0ffee", lockfile_sha256="f", epoch=0)
     manifest = build_artifacts(
-        tmp_path / "out", pex=b"pex", rendered={}, info=info, lock=lock, base_blobs=None
+        tmp_path / "out", pex=_pex(), rendered={}, info=info, lock=lock, base_blobs=None
     )
     assert manifest["image"]["base_blobs"] == "missing"
     layout = Layout(tmp_path / "out" / "image")
@@ -105,14 +117,27 @@ def test_the_stage_image_appends_one_layer_per_platform_with_entrypoint_and_labe
     ]
     arm = layout.read_json(layout.resolve("stage-arm64").digest)
     assert arm["layers"][0] == lock.platforms[1].layers[0].as_json()
-    layer = (tmp_path / "out" / "launcher-layer.tar").read_bytes()
-    assert arm["layers"][1]["digest"] == "sha256:" + hashlib.sha256(layer).hexdigest()
+    for position, name in ((1, "dependencies-layer.tar"), (2, "launcher-layer.tar")):
+        layer = (tmp_path / "out" / name).read_bytes()
+        assert arm["layers"][position]["digest"] == "sha256:" + hashlib.sha256(layer).hexdigest()
     config = json.loads(layout.blob_path(arm["config"]["digest"]).read_bytes())
-    assert config["config"]["Entrypoint"] == ["python3", "/opt/recipekit/launcher.pex"]
+    assert config["config"]["Entrypoint"] == ["python3", "/opt/recipekit/launcher"]
     assert "Cmd" not in config["config"]
     assert config["config"]["Labels"]["org.opencontainers.image.revision"] == "c0ffee"
-    assert config["rootfs"]["diff_ids"][-1] == arm["layers"][1]["digest"]
+    assert config["rootfs"]["diff_ids"][-2:] == [layer["digest"] for layer in arm["layers"][1:]]
     assert config["architecture"] == "arm64"
+
+
+def test_a_recipe_only_change_alters_only_the_small_launcher_layer() -> None:
+    before = launcher_layers(_pex(b"STAGE = 1\n"), {"plan.json": b"{}"}, mtime=0)
+    after = launcher_layers(_pex(b"STAGE = 2\n"), {"plan.json": b"{}"}, mtime=0)
+    assert before[0] == after[0]
+    assert before[1] != after[1]
+    with tarfile.open(fileobj=io.BytesIO(after[1])) as tar:
+        names = tar.getnames()
+    assert "opt/recipekit/launcher/recipes/stage.py" in names
+    assert "opt/recipekit/plan/plan.json" in names
+    assert not [name for name in names if "/.deps/" in name]
 
 
 def test_references_and_loopback() -> None:

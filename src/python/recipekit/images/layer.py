@@ -2,7 +2,7 @@
 
 PAX tar, entries sorted by path, parent directories written explicitly, owner 0:0 with no
 user or group names, every mtime the build's ``SOURCE_DATE_EPOCH``. Layers stay uncompressed:
-gzip's bytes depend on the zlib that Python links, and a launcher layer is a few MB.
+gzip's bytes depend on the zlib that Python links, and launcher layers are small.
 """
 
 from __future__ import annotations

@@ -184,4 +184,3 @@ def lock_base(base: BaseImage, *, tls_verify: bool = True) -> BaseLock:
     return BaseLock(
         name=base.name, reference=str(reference), index=index_descriptor, platforms=platforms
     )
-

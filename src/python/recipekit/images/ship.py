@@ -124,4 +124,3 @@ def export_sqsh(
         if result.returncode != 0:
             raise RecipeError([Issue("mksquashfs", result.stderr.decode(errors="replace"))])
     return out
-

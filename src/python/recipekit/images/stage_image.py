@@ -1,6 +1,6 @@
-"""A stage's image: the locked base's layers, by digest, plus one launcher layer, per platform.
+"""A stage's image: the locked base's layers, by digest, plus the stage's layers, per platform.
 
-Nothing here asks a registry or reads the clock: the same lock, launcher layer and labels give
+Nothing here asks a registry or reads the clock: the same lock, layers and labels give
 the same index digest. The base's layer blobs are copied in when a layout holding them is at
 hand (``base_blobs``); otherwise the layout references them by digest only (a sparse layout),
 and ``publish`` fetches them from the base's registry before pushing.
@@ -29,7 +29,9 @@ from recipekit.images.oci import (
 
 # Where the launcher layer puts things inside the image.
 LAUNCHER_DIR = "/opt/recipekit"
-LAUNCHER_PEX = f"{LAUNCHER_DIR}/launcher.pex"
+# The launcher Pex, unzipped (a loose Pex runs as `python3 DIR`): its third-party wheels and
+# bootstrap in one layer that only a lockfile change alters, its sources in another.
+LAUNCHER_PEX = f"{LAUNCHER_DIR}/launcher"
 PLAN_DIR = f"{LAUNCHER_DIR}/plan"
 
 LABEL_PLAN_HASH = "dev.recipekit.plan.hash"
@@ -62,8 +64,21 @@ def _merged_env(base: Sequence[str], ours: Mapping[str, str]) -> list[str]:
     return out + [f"{name}={value}" for name, value in sorted(ours.items()) if name not in names]
 
 
+@attrs.frozen
+class AppendedLayer:
+    """A layer the stage adds on top of the base; ``what`` goes into the image's history."""
+
+    what: str
+    data: bytes = attrs.field(repr=lambda data: f"<{len(data)} bytes>")
+
+    @property
+    def diff_id(self) -> str:
+        # Uncompressed, so the diff_id is the blob's digest.
+        return sha256_digest(self.data)
+
+
 def image_config(
-    base: LockedPlatform, layer_diff_id: str, settings: ImageSettings
+    base: LockedPlatform, layers: Sequence[AppendedLayer], settings: ImageSettings
 ) -> dict[str, Any]:
     config = copy.deepcopy(base.config_json)
     config["created"] = settings.created_text
@@ -74,10 +89,13 @@ def image_config(
     runtime["Env"] = _merged_env(runtime.get("Env") or [], settings.env)
     runtime["Labels"] = {**(runtime.get("Labels") or {}), **settings.labels}
     config.setdefault("rootfs", {"type": "layers", "diff_ids": []})
-    config["rootfs"]["diff_ids"] = [*base.diff_ids, layer_diff_id]
+    config["rootfs"]["diff_ids"] = [*base.diff_ids, *(layer.diff_id for layer in layers)]
     config["history"] = [
         *(config.get("history") or []),
-        {"created": settings.created_text, "created_by": "recipekit: stage launcher layer"},
+        *(
+            {"created": settings.created_text, "created_by": f"recipekit: {layer.what}"}
+            for layer in layers
+        ),
     ]
     return config
 
@@ -85,22 +103,20 @@ def image_config(
 def build_stage_image(
     layout: Layout,
     lock: BaseLock,
-    layer: bytes,
+    layers: Sequence[AppendedLayer],
     settings: ImageSettings,
     tag: str,
     *,
     base_blobs: Layout | None = None,
 ) -> Descriptor:
     """Write the two-platform image into ``layout`` under ``tag``; returns the index descriptor."""
-    layer_descriptor = layout.write_blob(layer, LAYER_MEDIA_TYPE)
-    # Uncompressed, so the diff_id is the blob's digest.
-    diff_id = sha256_digest(layer)
+    appended = [layout.write_blob(layer.data, LAYER_MEDIA_TYPE) for layer in layers]
     manifests = []
     for base in lock.platforms:
         if base_blobs is not None:
             for blob in base.layers:
                 layout.copy_blob_from(base_blobs, blob.digest)
-        config = layout.write_json(image_config(base, diff_id, settings), CONFIG_MEDIA_TYPE)
+        config = layout.write_json(image_config(base, layers, settings), CONFIG_MEDIA_TYPE)
         manifest = {
             "schemaVersion": 2,
             "mediaType": MANIFEST_MEDIA_TYPE,
@@ -110,7 +126,7 @@ def build_stage_image(
                     attrs.evolve(blob, media_type=oci_media_type(blob.media_type)).as_json()
                     for blob in base.layers
                 ),
-                layer_descriptor.as_json(),
+                *(blob.as_json() for blob in appended),
             ],
             "annotations": {
                 ANNOTATION_BASE_NAME: lock.reference,
