@@ -22,7 +22,13 @@ from pants.engine.fs import (
 )
 from pants.engine.process import Process, ProcessResult
 from pants.engine.rules import Get, collect_rules, rule
-from pants.engine.target import WrappedTarget, WrappedTargetRequest
+from pants.engine.target import (
+    FieldSet,
+    InferDependenciesRequest,
+    InferredDependencies,
+    WrappedTarget,
+    WrappedTargetRequest,
+)
 from pants.engine.unions import UnionRule
 from pants.util.logging import LogLevel
 from pants.vcs.git import GitWorktreeRequest, MaybeGitWorktree
@@ -44,6 +50,34 @@ class StageArtifactsFieldSet(PackageFieldSet, RunFieldSet):
 @dataclass(frozen=True)
 class LauncherRequest:
     field_set: StageArtifactsFieldSet
+
+
+@dataclass(frozen=True)
+class StageLauncherInferenceFieldSet(FieldSet):
+    required_fields = (StageLauncherField,)
+
+    launcher: StageLauncherField
+
+
+class InferStageLauncherDependency(InferDependenciesRequest):
+    infer_from = StageLauncherInferenceFieldSet
+
+
+@rule
+async def infer_stage_launcher_dependency(
+    request: InferStageLauncherDependency,
+) -> InferredDependencies:
+    field_set = request.field_set
+    address = await Get(
+        Address,
+        AddressInput,
+        AddressInput.parse(
+            field_set.launcher.value,
+            relative_to=field_set.address.spec_path,
+            description_of_origin=f"the `launcher` field of {field_set.address}",
+        ),
+    )
+    return InferredDependencies([address])
 
 
 @rule
@@ -159,5 +193,6 @@ def rules():
     return [
         *collect_rules(),
         UnionRule(PackageFieldSet, StageArtifactsFieldSet),
+        UnionRule(InferDependenciesRequest, InferStageLauncherDependency),
         *StageArtifactsFieldSet.rules(),
     ]

@@ -1,4 +1,4 @@
-from pants.engine.target import COMMON_TARGET_FIELDS, StringField, Target
+from pants.engine.target import COMMON_TARGET_FIELDS, Dependencies, StringField, Target
 from pants.util.strutil import help_text
 
 
@@ -24,9 +24,18 @@ class StageBaseLockField(StringField):
     )
 
 
+class StageArtifactsDependencies(Dependencies):
+    """The launcher is added by inference, so `dependencies` and `--changed-since` see it."""
+
+
 class StageArtifactsTarget(Target):
     alias = "stage_artifacts"
-    core_fields = (*COMMON_TARGET_FIELDS, StageLauncherField, StageBaseLockField)
+    core_fields = (
+        *COMMON_TARGET_FIELDS,
+        StageArtifactsDependencies,
+        StageLauncherField,
+        StageBaseLockField,
+    )
     help = help_text(
         """
         One training stage's artifacts. `pants package` writes, under `dist/<dir>/<name>/`: the
