@@ -20,7 +20,7 @@ from recipekit.images.oci import (
     Layout,
     Platform,
 )
-from recipekit.images.registry import Reference, is_loopback
+from recipekit.images.registry import Reference, is_loopback, pinned_image_issue
 
 
 def _pex(recipe: bytes = b"STAGE = 1\n") -> bytes:
@@ -147,3 +147,12 @@ def test_references_and_loopback() -> None:
     assert Reference.parse("127.0.0.1:5000/base").tag is None
     assert is_loopback("127.0.0.1:5000") and is_loopback("localhost:80")
     assert not is_loopback("nvcr.io") and not is_loopback("10.0.0.1:5000")
+
+
+def test_an_image_given_by_tag_alone_is_refused() -> None:
+    digest = "sha256:" + "ab" * 32
+    assert pinned_image_issue(f"nvcr.io/nvidia/nemo-rl@{digest}") is None
+    assert pinned_image_issue(f"docker://127.0.0.1:5000/x:tag@{digest}") is None
+    issue = pinned_image_issue("nvcr.io/nvidia/nemo-rl:v0.4.0", "profile.container.image")
+    assert issue is not None and issue.path == "profile.container.image"
+    assert "digest" in issue.render()

@@ -8,6 +8,7 @@ registries (the tests' local registry).
 from __future__ import annotations
 
 import ipaddress
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -51,6 +52,24 @@ class Reference:
 
     def by_digest(self, digest: str) -> str:
         return f"{self.repository}@{digest}"
+
+
+def pinned_image_issue(image: str, where: str = "image") -> Issue | None:
+    """An image a job would start from must be pinned by digest: a tag can move under a run.
+
+    For ``submit`` (both ways of shipping: the published stage image, or the upstream image with
+    the launcher mounted). Returns the problem, or None when ``image`` names a digest.
+    """
+    reference = image.removeprefix("docker://")
+    digest = reference.partition("@")[2]
+    if re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+        return None
+    return Issue(
+        where,
+        "names a tag, not a digest: the image could change between plan and run",
+        value=image,
+        hint="use HOST/REPO@sha256:... (the digest `publish` prints, or the base's lock file)",
+    )
 
 
 def is_loopback(host: str) -> bool:
