@@ -298,7 +298,7 @@ def artifacts(
     lockfile_sha256: str,
     base_blobs: Path | None,
 ) -> None:
-    """Write OUT/stage.pex, the launcher layer and (base locked) the two-arch OCI image."""
+    """Write OUT/stage.pex, the launcher's two layers and (base locked) the two-arch image."""
     from recipekit.images.artifacts import BuildInfo, build_artifacts
     from recipekit.images.layer import source_date_epoch
     from recipekit.images.oci import Layout
@@ -403,7 +403,12 @@ def export_sqsh(
     from recipekit.images.ship import export_sqsh as export
 
     path = export(
-        Layout(layout), tag, architecture, out, _read_lock(lock_file),
-        tls_verify=tls_verify, epoch=source_date_epoch(),
+        Layout(layout),
+        tag,
+        architecture,
+        out,
+        _read_lock(lock_file),
+        tls_verify=tls_verify,
+        epoch=source_date_epoch(),
     )
     click.echo(f"wrote {path}")
