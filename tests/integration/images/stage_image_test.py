@@ -140,6 +140,12 @@ def test_a_stage_image_on_a_locked_base_builds_runs_publishes_and_exports(
         cwd=tmp_path,
     )
     assert sqsh.stat().st_size > 10_000_000
+    again = tmp_path / "stage-arm64-again.sqsh"
+    run_launcher(
+        "export-sqsh", str(layout), "--arch", "arm64", "--out", str(again),
+        pex=launcher, cwd=tmp_path,
+    )  # fmt: skip
+    assert again.read_bytes() == sqsh.read_bytes()
     listing = subprocess.run(
         ["unsquashfs", "-lc", str(sqsh)], check=True, capture_output=True, text=True
     ).stdout
@@ -147,6 +153,15 @@ def test_a_stage_image_on_a_locked_base_builds_runs_publishes_and_exports(
         "squashfs-root/etc/rc" in listing
         and "squashfs-root/opt/recipekit/launcher/__main__.py" in listing
     )
+
+    def sqsh_file(name: str) -> str:
+        return subprocess.run(
+            ["unsquashfs", "-cat", str(sqsh), name], check=True, capture_output=True, text=True
+        ).stdout
+
+    # enroot's conventions: the image's Env as /etc/environment, its entrypoint run by /etc/rc.
+    assert "PEX_ROOT=/tmp/.recipekit-pex-root" in sqsh_file("etc/environment").splitlines()
+    assert 'exec python3 /opt/recipekit/launcher "$@"' in sqsh_file("etc/rc")
     lap("export-sqsh")
 
     # skopeo and umoci agree the layout is a valid two-platform image.
@@ -232,3 +247,48 @@ def test_a_stage_image_on_a_locked_base_builds_runs_publishes_and_exports(
     assert pulled_by_digest == raw_index
     lap("publish and pull back")
     print("timings (s):", timings, "pex", os.path.getsize(launcher))
+
+
+def test_a_base_served_as_a_docker_manifest_list_locks_builds_and_publishes(
+    debian_base: Layout, registry: str, launcher: Path, tmp_path: Path
+) -> None:
+    """Most NVIDIA images are Docker v2 schema 2 manifest lists, not OCI indexes."""
+    base_ref = f"{registry}/recipekit/debian-python-v2s2:bookworm"
+    _skopeo(
+        "copy",
+        "--all",
+        "--format",
+        "v2s2",
+        "--quiet",
+        "--dest-tls-verify=false",
+        f"oci:{debian_base.root}:base",
+        f"docker://{base_ref}",
+    )
+    lock_file = tmp_path / "v2s2.lock.json"
+    run_launcher(
+        "lock", base_ref, "--out", str(lock_file), "--no-tls-verify", pex=launcher, cwd=tmp_path
+    )
+    lock = read_lock(lock_file)
+    assert lock.index.media_type == "application/vnd.docker.distribution.manifest.list.v2+json"
+    run_launcher(
+        "artifacts", "out", "--pex", str(launcher), "--lock", str(lock_file),
+        pex=launcher, cwd=tmp_path,
+    )  # fmt: skip
+    manifest = json.loads((tmp_path / "out" / "artifacts.json").read_text())
+    stage_ref = f"{registry}/recipekit/dapo-b200-v2s2:test"
+    published = run_launcher(
+        "publish", "out/image", "--registry", stage_ref, "--lock", str(lock_file),
+        "--no-tls-verify", pex=launcher, cwd=tmp_path,
+    )  # fmt: skip
+    assert f"@{manifest['image']['index_digest']}" in published
+    # The base's layers went in as they were: same digests, OCI media types.
+    layout = Layout(tmp_path / "out" / "image")
+    amd = layout.read_json(layout.resolve("stage-amd64").digest)
+    assert amd["layers"][0]["digest"] == lock.platforms[0].layers[0].digest
+    assert amd["layers"][0]["mediaType"].startswith("application/vnd.oci.image.layer.v1.tar")
+    subprocess.run(
+        ["umoci", "raw", "unpack", "--image", f"{layout.root}:stage-amd64", str(tmp_path / "fs")],
+        check=True,
+        capture_output=True,
+    )
+    assert (tmp_path / "fs" / "opt/recipekit/launcher/__main__.py").is_file()

@@ -128,8 +128,8 @@ def copy_all(
 ) -> None:
     """``skopeo copy --all``: every platform of an index, blobs the destination has are skipped.
 
-    ``--preserve-digests``: without it skopeo gzips uncompressed layers on the way to a registry,
-    and every manifest and the index get new digests.
+    ``--preserve-digests``: without it skopeo gzips uncompressed layers on the way to a registry
+    (and into an OCI layout), and every manifest and the index get new digests.
     """
     extra = ["--digestfile", str(digest_file)] if digest_file else []
     skopeo("copy", "--all", "--preserve-digests", "--quiet", *flags, *extra, source, destination)

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from recipekit.errors import Issue, RecipeError
+from recipekit.images.layer import sha256_digest
 from recipekit.images.lock import BaseLock
 from recipekit.images.oci import Layout, Platform, platform_tag
 from recipekit.images.registry import Reference, copy_all, tls_flags
@@ -26,16 +27,19 @@ def fetch_base_blobs(layout: Layout, tag: str, lock: BaseLock | None, *, tls_ver
         )
     host = Reference.parse(lock.reference).host
     with tempfile.TemporaryDirectory(prefix="recipekit-base-") as scratch:
+        # skopeo's dir: transport keeps any manifest type as it is (a Docker manifest list, as
+        # most NVIDIA images are, cannot enter an OCI layout without conversion) and stores each
+        # blob as a file named by its digest.
         copy_all(
             f"docker://{Reference.parse(lock.reference).by_digest(lock.index.digest)}",
-            f"oci:{scratch}:base",
+            f"dir:{scratch}",
             flags=tls_flags(host, "--src-tls-verify", tls_verify),
         )
-        base = Layout(Path(scratch))
         for digest in missing:
-            if not base.has_blob(digest):
+            blob = Path(scratch) / digest.partition(":")[2]
+            if not blob.is_file() or sha256_digest(blob.read_bytes()) != digest:
                 raise RecipeError([Issue(lock.reference, f"the registry did not serve {digest}")])
-            layout.copy_blob_from(base, digest)
+            shutil.copyfile(blob, layout.blob_path(digest))
     return len(missing)
 
 
