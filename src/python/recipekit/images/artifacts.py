@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from recipekit.errors import Issue, RecipeError
 from recipekit.images.layer import LayerFile, layer_tar
 from recipekit.images.lock import BaseLock
 from recipekit.images.oci import Layout
@@ -112,6 +113,9 @@ def build_artifacts(
     base_blobs: Layout | None = None,
 ) -> dict[str, Any]:
     """Write the stage's artifacts into ``out``; returns (and writes) their manifest."""
+    if out.exists() and any(out.iterdir()):
+        # Old blobs would sit in the layout and in the manifest beside the new ones.
+        raise RecipeError([Issue(str(out), "is not empty", hint="give a new or empty directory")])
     out.mkdir(parents=True, exist_ok=True)
     (out / "stage.pex").write_bytes(pex)
     (out / "stage.pex").chmod(0o755)

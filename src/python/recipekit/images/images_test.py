@@ -9,6 +9,9 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import pytest
+
+from recipekit.errors import RecipeError
 from recipekit.images.artifacts import BuildInfo, build_artifacts, launcher_layers
 from recipekit.images.layer import LAYER_MEDIA_TYPE, LayerFile, layer_tar, sha256_digest
 from recipekit.images.lock import BaseLock, LockedPlatform
@@ -156,3 +159,10 @@ def test_an_image_given_by_tag_alone_is_refused() -> None:
     issue = pinned_image_issue("nvcr.io/nvidia/nemo-rl:v0.4.0", "profile.container.image")
     assert issue is not None and issue.path == "profile.container.image"
     assert "digest" in issue.render()
+
+
+def test_artifacts_refuse_a_directory_that_holds_an_older_build(tmp_path: Path) -> None:
+    info = BuildInfo(stage="s", plan_hash="abc", git_commit="c", lockfile_sha256="f", epoch=0)
+    build_artifacts(tmp_path / "out", pex=_pex(), rendered={}, info=info, lock=None)
+    with pytest.raises(RecipeError, match="is not empty"):
+        build_artifacts(tmp_path / "out", pex=_pex(), rendered={}, info=info, lock=None)
