@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,115 +17,16 @@ from pathlib import Path
 import pytest
 
 from tests.integration.support.local_slurm import LocalSlurm, local_slurm
+from tests.integration.support.stage_workspace import JOB_PROCESSES, Workspace
 
 HERE = Path(__file__).parent
+# The stage launchers, as `./pants package` builds them (runtime_package_dependencies).
 LAUNCHERS = {
     "dapo-b200": Path("recipes.super3/dapo-b200.pex"),
     "dapo-gb200": Path("recipes.super3/dapo-gb200.pex"),
 }
+FAKE_DRIVER = HERE / "fake_run_grpo.py"
 SECRET = "sentinel-wandb-key-6b1f0c"
-# Processes of a job that must all be gone once it ends.
-JOB_PROCESSES = r"rk-ray-|raylet|gcs_server|launcher\.pex|run_grpo\.py|ray\.scripts"
-
-PROFILE_TEMPLATE = """\
-from recipekit.hardware import {node}
-from recipekit.launch.profile import ClusterProfile, Gb200Settings, NoContainer
-from recipekit.launch.ray_ports import RayPorts
-
-profile = ClusterProfile(
-    name="local-test",
-    node={node},
-    partition="gpu",
-    time_limit="00:20:00",
-    container=NoContainer(python={python!r}),
-    runs_dir={runs!r},
-    shared_paths={{"checkpoints": {checkpoints!r}, "hf_home": {hf_home!r}}},
-    hf_home={hf_home!r},
-    gb200={gb200},
-    ray_ports=RayPorts(node_offset=1000),
-    ray_start_timeout_s=180,
-    start_workers_one_at_a_time=True,
-    framework_root={framework_root!r},
-    preflight_skip={skip!r},
-)
-"""
-
-
-class Workspace:
-    """One test's shared storage, framework checkout and cluster profile."""
-
-    def __init__(self, root: Path, cluster: LocalSlurm, ray_python: Path, stage: str) -> None:
-        self.root, self.cluster, self.stage = root, cluster, stage
-        self.shared = root / "shared"
-        self.model = self.shared / "models" / "NVIDIA-Nemotron-3-Super-120B-A12B-Base-BF16"
-        self.model.mkdir(parents=True)
-        (self.shared / "checkpoints").mkdir()
-        (self.shared / "HF_HOME").mkdir()
-        framework = root / "nemo-rl"
-        (framework / "examples").mkdir(parents=True)
-        shutil.copy(HERE / "fake_run_grpo.py", framework / "examples" / "run_grpo.py")
-        self.ray_python = ray_python
-        self.framework_root = framework
-        self.runs = root / "runs"
-        self.overrides = [
-            f"policy.model_name={self.model}",
-            f"checkpointing.checkpoint_dir={self.shared}/checkpoints/{stage}",
-        ]
-
-    def write_profile(
-        self,
-        *,
-        node: str,
-        gb200: str = "None",
-        skip: dict[str, str] | None = None,
-        checkpoints: Path | None = None,
-    ) -> str:
-        path = self.root / f"profile_{len(list(self.root.glob('profile_*.py')))}.py"
-        path.write_text(
-            PROFILE_TEMPLATE.format(
-                node=node,
-                python=str(self.ray_python),
-                runs=str(self.runs),
-                checkpoints=str(checkpoints or self.shared / "checkpoints"),
-                hf_home=str(self.shared / "HF_HOME"),
-                gb200=gb200,
-                framework_root=str(self.framework_root),
-                skip=skip or {},
-            )
-        )
-        return f"{path}:profile"
-
-    def launcher(
-        self,
-        profile: str,
-        command: str,
-        *args: str,
-        env: dict[str, str] | None = None,
-        timeout: float = 120,
-    ) -> subprocess.CompletedProcess[str]:
-        sets = [a for o in self.overrides for a in ("--set", o)]
-        argv = [str(self.ray_python), str(LAUNCHERS[self.stage].resolve()), command, *args, *sets]
-        if command != "job-step":
-            argv += ["--cluster", profile]
-        full_env = {**self.cluster.env(), **(env or {})}
-        return self.cluster.run(argv, env=full_env, timeout=timeout)
-
-    def submit(self, profile: str, env: dict[str, str] | None = None) -> tuple[str, Path]:
-        done = self.launcher(profile, "submit", env=env)
-        assert done.returncode == 0, done.stdout + done.stderr
-        job_id = re.search(r"as Slurm job (\d+)", done.stdout)
-        log = re.search(r"^log: (\S+)$", done.stdout, re.MULTILINE)
-        assert job_id and log, done.stdout
-        return job_id.group(1), Path(log.group(1))
-
-    def wait_for_log(self, log: Path, text: str, timeout: float = 240) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            content = log.read_text(errors="replace") if log.exists() else ""
-            if text in content:
-                return content
-            time.sleep(0.5)
-        raise AssertionError(f"{text!r} not in {log} after {timeout} s:\n{content}")
 
 
 def _files_under(path: Path) -> Iterator[Path]:
@@ -142,7 +41,9 @@ def b200_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSlur
 
 @pytest.fixture()
 def b200(tmp_path: Path, b200_cluster: LocalSlurm, ray_python: Path) -> Iterator[Workspace]:
-    workspace = Workspace(tmp_path, b200_cluster, ray_python, "dapo-b200")
+    workspace = Workspace(
+        tmp_path, b200_cluster, ray_python, "dapo-b200", LAUNCHERS["dapo-b200"], FAKE_DRIVER
+    )
     yield workspace
     b200_cluster.cancel_all()
     b200_cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30)
@@ -215,7 +116,9 @@ def test_cancel_mid_run_and_a_second_submit_is_refused(b200: Workspace) -> None:
 
 def test_gb200_plan_on_five_nodes(tmp_path: Path, ray_python: Path) -> None:
     with local_slurm(tmp_path / "slurm", nodes=5, gpus_per_node=4) as cluster:
-        workspace = Workspace(tmp_path / "ws", cluster, ray_python, "dapo-gb200")
+        workspace = Workspace(
+            tmp_path / "ws", cluster, ray_python, "dapo-gb200", LAUNCHERS["dapo-gb200"], FAKE_DRIVER
+        )
         channels = tmp_path / "imex"
         channels.mkdir()
         os.mknod(channels / "channel3")
@@ -235,3 +138,30 @@ def test_gb200_plan_on_five_nodes(tmp_path: Path, ray_python: Path) -> None:
         script = (log.parent.parent / "job.sbatch").read_text()
         assert "#SBATCH --gres=gpu:4" in script and "export NCCL_MNNVL_ENABLE=1" in script
         assert cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
+
+
+def test_interactive_cluster_attach_run_down(b200: Workspace) -> None:
+    profile = b200.write_profile(node="B200_NODE")
+    done = b200.launcher(profile, "submit", "--interactive")
+    assert done.returncode == 0, done.stdout + done.stderr
+    job_id = re.search(r"as Slurm job (\d+)", done.stdout)
+    log = re.search(r"^log: (\S+)$", done.stdout, re.MULTILINE)
+    assert job_id and log
+    b200.wait_for_log(Path(log.group(1)), "interactive Ray cluster up at 127.0.1.1:6379")
+
+    attached = b200.launcher(profile, "attach", "printenv", "SLURMD_NODENAME")
+    assert attached.returncode == 0, attached.stderr
+    assert attached.stdout.strip() == "n1"
+
+    ran = b200.launcher(profile, "run", timeout=240)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "fake-grpo: ray sees 3 nodes, 24 GPUs" in ran.stdout
+    assert b200.cluster.job_state(job_id.group(1)) == "RUNNING"  # the cluster stays up
+
+    failed = b200.launcher(profile, "run", env={"FAKE_GRPO_EXIT": "5"}, timeout=240)
+    assert failed.returncode == 5
+
+    released = b200.launcher(profile, "down")
+    assert released.returncode == 0, released.stderr
+    assert b200.cluster.wait_for_job(job_id.group(1), timeout=120) == "CANCELLED"
+    assert b200.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []

@@ -130,10 +130,15 @@ def render(directory: Path, overrides: tuple[str, ...], cluster: str | None) -> 
 
 
 @cli.command()
+@click.option(
+    "--interactive",
+    is_flag=True,
+    help="Bring Ray up on the allocation and keep it: then `attach`, `run`, `down`.",
+)
 @set_option
 @cluster_option
 @reports_recipe_errors
-def submit(overrides: tuple[str, ...], cluster: str | None) -> None:
+def submit(interactive: bool, overrides: tuple[str, ...], cluster: str | None) -> None:
     """Submit the stage as a Slurm batch job; prints the job id and where its log goes.
 
     Secrets (WANDB_API_KEY, HF_TOKEN, ...) are taken from this shell's environment by Slurm
@@ -143,7 +148,7 @@ def submit(overrides: tuple[str, ...], cluster: str | None) -> None:
 
     the_plan = _plan(overrides)
     profile = _profile(cluster, the_plan, required=True)
-    job_id, run = submit_plan(the_plan, profile)
+    job_id, run = submit_plan(the_plan, profile, interactive=interactive)
     click.echo(f"submitted {the_plan.stage.name} as Slurm job {job_id} (plan {the_plan.hash[:12]})")
     click.echo(f"run directory: {run.path}")
     click.echo(f"log: {run.logs}/slurm-{job_id}.out")
@@ -216,13 +221,74 @@ def cancel(overrides: tuple[str, ...], cluster: str | None) -> None:
     click.echo(f"cancelled job {job_id}")
 
 
+def _live(overrides: tuple[str, ...], cluster: str | None) -> tuple[Any, Any, str, str]:
+    from recipekit.launch.interactive import live_cluster
+
+    the_plan = _plan(overrides)
+    profile = _profile(cluster, the_plan, required=True)
+    run = _run_dir(the_plan, profile)
+    live = live_cluster(run)
+    return profile, run, live["job_id"], live["head_node"]
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@set_option
+@cluster_option
+@reports_recipe_errors
+def attach(command: tuple[str, ...], overrides: tuple[str, ...], cluster: str | None) -> None:
+    """A shell (or COMMAND) on the head of the interactive cluster, in its container."""
+    from recipekit.launch.interactive import head_step
+
+    profile, _, job_id, head = _live(overrides, cluster)
+    argv = head_step(profile, job_id, head, list(command) or ["bash", "-l"], pty=not command)
+    os.execvp(argv[0], argv)
+
+
+@cli.command(name="run")
+@set_option
+@cluster_option
+@reports_recipe_errors
+def run_on_cluster(overrides: tuple[str, ...], cluster: str | None) -> None:
+    """Run the framework's entry point on the live interactive cluster; its status is ours."""
+    import subprocess
+
+    from recipekit.launch.interactive import driver_step
+
+    profile, run, job_id, head = _live(overrides, cluster)
+    sys.exit(subprocess.call(driver_step(profile, run, job_id, head)))
+
+
+@cli.command()
+@set_option
+@cluster_option
+@reports_recipe_errors
+def down(overrides: tuple[str, ...], cluster: str | None) -> None:
+    """Release the interactive cluster (Ray is stopped on every node)."""
+    from recipekit.launch import slurm
+
+    _, job_id = _submitted(overrides, cluster)
+    slurm.cancel(job_id)
+    click.echo(f"released job {job_id}")
+
+
 @cli.command(name="job-step", hidden=True)
 @click.argument("run_directory")
-def job_step(run_directory: str) -> None:
+@click.option("--interactive", is_flag=True)
+def job_step(run_directory: str, interactive: bool) -> None:
     """Inside the allocation, on every node (run by the job script)."""
     from recipekit.launch.job_step import run_job_step
 
-    sys.exit(run_job_step(run_directory))
+    sys.exit(run_job_step(run_directory, interactive=interactive))
+
+
+@cli.command(hidden=True)
+@click.argument("run_directory")
+def driver(run_directory: str) -> None:
+    """On the head of an interactive allocation (run by `run`)."""
+    from recipekit.launch.job_step import run_interactive_driver
+
+    sys.exit(run_interactive_driver(run_directory))
 
 
 def main() -> None:

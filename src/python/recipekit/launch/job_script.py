@@ -23,7 +23,9 @@ def job_environment(profile: ClusterProfile) -> dict[str, str]:
     return env
 
 
-def render_job_script(plan: dict[str, Any], profile: ClusterProfile, run: RunDir) -> str:
+def render_job_script(
+    plan: dict[str, Any], profile: ClusterProfile, run: RunDir, *, interactive: bool = False
+) -> str:
     hw = plan["hardware"]
     nodes, gpus = hw["num_nodes"], hw["gpus_per_node"]
     name = job_name(plan["stage"], plan["hash"])
@@ -56,6 +58,7 @@ def render_job_script(plan: dict[str, Any], profile: ClusterProfile, run: RunDir
         launcher,
         "job-step",
         run_in_container,
+        *(["--interactive"] if interactive else []),
     ]
     secrets = ", ".join(profile.secret_env) or "none"
     lines = [
@@ -71,7 +74,8 @@ def render_job_script(plan: dict[str, Any], profile: ClusterProfile, run: RunDir
     lines += [f"export {k}={shlex.quote(v)}" for k, v in job_environment(profile).items()]
     lines += [
         "",
-        "# One task per node: preflight, then Ray (head on the first node), then the framework.",
+        "# One task per node: preflight, then Ray (head on the first node), then the framework"
+        + (" on request (`run`): an interactive cluster." if interactive else "."),
         "exec " + " \\\n    ".join(shlex.quote(a) for a in step),
         "",
     ]

@@ -11,11 +11,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import FrameType
@@ -33,7 +33,13 @@ from recipekit.launch.ray_cluster import (
     wait_for_cluster,
     wait_for_port,
 )
-from recipekit.launch.run_dir import CONFIG_FILE, PLAN_FILE, PROFILE_FILE, RunDir
+from recipekit.launch.run_dir import (
+    CONFIG_FILE,
+    INTERACTIVE_RECORD,
+    PLAN_FILE,
+    PROFILE_FILE,
+    RunDir,
+)
 
 EXIT_PREFLIGHT = 3
 EXIT_RAY = 4
@@ -60,17 +66,17 @@ def _address(node: str) -> str:
         return addr
 
 
-def run_job_step(run_path: str) -> int:
+def run_job_step(run_path: str, *, interactive: bool = False) -> int:
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     try:
-        return _job_step(run_path)
+        return _job_step(run_path, interactive)
     except Terminated as why:
         print(f"[{os.environ.get('SLURMD_NODENAME', '?')}] received {why}: stopped", flush=True)
         return 128 + signal.SIGTERM
 
 
-def _job_step(run_path: str) -> int:
+def _job_step(run_path: str, interactive: bool) -> int:
     run = RunDir(Path(run_path))
     plan = run.read_json(PLAN_FILE)
     profile = profile_from_json(run.read_json(PROFILE_FILE))
@@ -110,7 +116,7 @@ def _job_step(run_path: str) -> int:
         if not wait_for_port(previous, raylet, profile.ray_start_timeout_s):
             log(f"node {node_index}'s raylet did not answer; giving up")
             return EXIT_RAY
-    temp_dir = node_temp_dir(job_id, node_index)
+    temp_dir = node_temp_dir(job_id, node_index, plan["hash"])
     command = ray_start_command(
         profile,
         node_index=node_index,
@@ -122,7 +128,12 @@ def _job_step(run_path: str) -> int:
     ray_node = RayNode.start(command, temp_dir, log)
     try:
         if node_index == 0:
-            return _run_head(run, plan, profile, head_address, len(nodes), log)
+            address = f"{head_address}:{ports.gcs}"
+            if not _cluster_complete(plan, profile, head_address, len(nodes), log):
+                return EXIT_RAY
+            if interactive:
+                return _hold_interactive(run, ray_node, address, nodes[0], job_id, log)
+            return run_driver(run, plan, profile, address, log)
         return _follow_head(ray_node, head_address, ports.gcs, log)
     except Terminated as why:
         log(f"received {why}: stopping")
@@ -131,24 +142,39 @@ def _job_step(run_path: str) -> int:
         ray_node.stop(log)
 
 
-def _run_head(
-    run: RunDir,
-    plan: dict[str, Any],
-    profile: ClusterProfile,
-    head_address: str,
-    nodes: int,
-    log: Log,
-) -> int:
+def _cluster_complete(
+    plan: dict[str, Any], profile: ClusterProfile, head_address: str, nodes: int, log: Log
+) -> bool:
     gcs_port, timeout_s = profile.ray_ports.gcs, profile.ray_start_timeout_s
     address = f"{head_address}:{gcs_port}"
     if not wait_for_port(head_address, gcs_port, timeout_s):
         log(f"Ray head did not open {address}")
-        return EXIT_RAY
+        return False
     started = time.monotonic()
     gpus = nodes * plan["hardware"]["gpus_per_node"]
     if not wait_for_cluster(profile.python, address, nodes, gpus, timeout_s, log):
-        return EXIT_RAY
+        return False
     log(f"ray cluster complete: {nodes} nodes, {gpus} GPUs ({time.monotonic() - started:.1f} s)")
+    return True
+
+
+def _hold_interactive(
+    run: RunDir, ray_node: RayNode, address: str, head_node: str, job_id: str, log: Log
+) -> int:
+    """Keep the cluster up for `attach` and `run` until `down` (scancel) or the time limit."""
+    record = {"job_id": job_id, "head_node": head_node, "ray_address": address}
+    run.write_text(INTERACTIVE_RECORD, json.dumps(record) + "\n")
+    log(f"interactive Ray cluster up at {address}: use `attach`, `run`, then `down`")
+    while ray_node.alive():
+        time.sleep(2.0)
+    log("the head's Ray exited on its own")
+    return EXIT_RAY
+
+
+def run_driver(
+    run: RunDir, plan: dict[str, Any], profile: ClusterProfile, address: str, log: Log
+) -> int:
+    """The framework's entry point with the rendered config, against the Ray at ``address``."""
     entry_point = plan["framework"]["entry_point"]
     command = [profile.python, entry_point, "--config", str(run.file(CONFIG_FILE))]
     log(f"driver: cd {profile.framework_root} && " + " ".join(command))
@@ -180,6 +206,18 @@ def _follow_head(ray_node: RayNode, head_address: str, gcs_port: int, log: Log) 
         time.sleep(2.0)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    return run_job_step(args[0])
+def run_interactive_driver(run_path: str) -> int:
+    """`run` on a live interactive cluster: the driver, on the head, against its Ray."""
+    run = RunDir(Path(run_path))
+    plan = run.read_json(PLAN_FILE)
+    profile = profile_from_json(run.read_json(PROFILE_FILE))
+    address = run.read_json(INTERACTIVE_RECORD)["ray_address"]
+
+    def log(message: str) -> None:
+        print(f"[driver] {message}", flush=True)
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    try:
+        return run_driver(run, plan, profile, address, log)
+    except Terminated:
+        return 128 + signal.SIGTERM

@@ -121,6 +121,9 @@ def ray_ports_free(ctx: NodeContext) -> str | None:
     taken = []
     for name, port in ctx.profile.ray_ports.fixed_ports(ctx.node_index).items():
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            # As Ray binds: a previous job's connections in TIME_WAIT do not make a port busy,
+            # a process listening on it does.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 probe.bind((ctx.node_address, port))
             except OSError:

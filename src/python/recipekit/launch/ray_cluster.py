@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import importlib.resources
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,9 +26,10 @@ from recipekit.launch.profile import ClusterProfile
 Log = Callable[[str], None]
 
 
-def node_temp_dir(job_id: str, node_index: int) -> str:
-    # Short: Ray's socket paths under it must stay below the 107-byte Unix socket limit.
-    return f"/tmp/rk-ray-{job_id}-{node_index}"
+def node_temp_dir(job_id: str, node_index: int, plan_hash: str) -> str:
+    # Unique to the job and plan (two clusters' job 1 must not share one), and short: Ray's
+    # socket paths under it must stay below the 107-byte Unix socket limit.
+    return f"/tmp/rk-ray-{job_id}-{plan_hash[:8]}-{node_index}"
 
 
 def ray_start_command(
@@ -92,8 +94,11 @@ class RayNode:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def stop(self, log: Log, grace_s: float = 10.0) -> None:
-        """SIGTERM lets ``ray start --block`` stop what it started; then nothing may remain."""
+    def stop(self, log: Log, grace_s: float = 3.0) -> None:
+        """SIGTERM lets ``ray start --block`` stop what it started; then nothing may remain.
+
+        Quick, because Slurm SIGKILLs the step ``KillWait`` seconds after its SIGTERM.
+        """
         if self.alive():
             with contextlib.suppress(ProcessLookupError):
                 self.process.send_signal(signal.SIGTERM)
@@ -106,6 +111,8 @@ class RayNode:
         leftovers = kill_processes_mentioning(self.temp_dir)
         if leftovers:
             log(f"ray: killed {leftovers} leftover Ray processes of {self.temp_dir}")
+        # Session logs are worth keeping only while the job runs; the job log has the story.
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
         log("ray: stopped")
 
 

@@ -18,6 +18,8 @@ CONFIG_FILE = "config.yaml"
 PROFILE_FILE = "profile.json"
 JOB_SCRIPT = "job.sbatch"
 JOB_RECORD = "job.json"
+# Written by the head of an interactive job once its Ray cluster is complete.
+INTERACTIVE_RECORD = "interactive.json"
 LAUNCHER = "launcher.pex"
 LOGS = "logs"
 

@@ -19,6 +19,7 @@ from recipekit.launch.job_script import render_job_script
 from recipekit.launch.profile import ClusterProfile, profile_to_json
 from recipekit.launch.run_dir import (
     CONFIG_FILE,
+    INTERACTIVE_RECORD,
     JOB_RECORD,
     JOB_SCRIPT,
     LAUNCHER,
@@ -62,14 +63,18 @@ def launcher_pex() -> Path:
     return Path(pex)
 
 
-def write_run_dir(plan: Plan, profile: ClusterProfile, launcher: Path) -> RunDir:
+def write_run_dir(
+    plan: Plan, profile: ClusterProfile, launcher: Path, *, interactive: bool = False
+) -> RunDir:
     run = RunDir.for_plan(profile.runs_dir, plan.stage.name, plan.hash)
     run.logs.mkdir(parents=True, exist_ok=True)
     plan_data = plan.as_json()
     run.write_text(CONFIG_FILE, config_yaml(plan.framework_config))
     run.write_text(PLAN_FILE, plan_json(plan))
     run.write_text(PROFILE_FILE, json.dumps(profile_to_json(profile), indent=2) + "\n")
-    run.write_text(JOB_SCRIPT, render_job_script(plan_data, profile, run), mode=0o755)
+    script = render_job_script(plan_data, profile, run, interactive=interactive)
+    run.write_text(JOB_SCRIPT, script, mode=0o755)
+    run.file(INTERACTIVE_RECORD).unlink(missing_ok=True)
     staged = run.file(LAUNCHER + ".tmp")
     shutil.copyfile(launcher, staged)
     staged.chmod(0o755)
@@ -77,7 +82,9 @@ def write_run_dir(plan: Plan, profile: ClusterProfile, launcher: Path) -> RunDir
     return run
 
 
-def submit_plan(plan: Plan, profile: ClusterProfile) -> tuple[str, RunDir]:
+def submit_plan(
+    plan: Plan, profile: ClusterProfile, *, interactive: bool = False
+) -> tuple[str, RunDir]:
     check_submittable(plan, profile)
     name = job_name(plan.stage.name, plan.hash)
     running = slurm.active_jobs_named(name)
@@ -93,8 +100,13 @@ def submit_plan(plan: Plan, profile: ClusterProfile) -> tuple[str, RunDir]:
             ],
             context=f"{plan.stage.name}: not submitted",
         )
-    run = write_run_dir(plan, profile, launcher_pex())
+    run = write_run_dir(plan, profile, launcher_pex(), interactive=interactive)
     job_id = slurm.submit(run.file(JOB_SCRIPT))
-    record: dict[str, Any] = {"job_id": job_id, "job_name": name, "submitted_at": time.time()}
+    record: dict[str, Any] = {
+        "job_id": job_id,
+        "job_name": name,
+        "interactive": interactive,
+        "submitted_at": time.time(),
+    }
     run.write_text(JOB_RECORD, json.dumps(record) + "\n")
     return job_id, run
