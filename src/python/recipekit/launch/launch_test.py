@@ -27,6 +27,7 @@ from recipekit.launch.profile import (
     ClusterProfile,
     Gb200Settings,
     NoContainer,
+    Pyxis,
     profile_from_json,
     profile_to_json,
 )
@@ -34,7 +35,7 @@ from recipekit.launch.ray_ports import RayPorts
 from recipekit.launch.run_dir import RunDir
 from recipekit.launch.submit import check_submittable
 from recipekit.plan import make_plan
-from recipes.clusters import PROFILES
+from recipes.clusters import PROFILES, SHARED
 from recipes.super3.dapo import dapo_b200, dapo_gb200
 
 
@@ -106,6 +107,14 @@ def test_a_profile_that_inlines_a_secret_is_refused(tmp_path: Path) -> None:
         "profile local: extra_env.WANDB_API_KEY",
         "profile local: extra_env.MY_HF_TOKEN",
     }
+
+
+def test_an_image_given_by_tag_alone_is_refused() -> None:
+    with pytest.raises(RecipeError, match="names a tag, not a digest"):
+        check_submittable(make_plan(dapo_b200), PROFILES["b200"])
+    digest = "nvcr.io/org/nemo-rl@sha256:" + "0" * 64
+    pinned = attrs.evolve(PROFILES["b200"], container=Pyxis(image=digest, mounts=SHARED))
+    check_submittable(make_plan(dapo_b200), pinned)
 
 
 def test_a_plan_for_other_hardware_is_refused(tmp_path: Path) -> None:

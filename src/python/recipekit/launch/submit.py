@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from recipekit.errors import Issue, RecipeError
+from recipekit.images.registry import pinned_image_issue
 from recipekit.launch import slurm
 from recipekit.launch.job_script import render_job_script
-from recipekit.launch.profile import ClusterProfile, profile_to_json
+from recipekit.launch.profile import ClusterProfile, Pyxis, profile_to_json
 from recipekit.launch.run_dir import (
     CONFIG_FILE,
     INTERACTIVE_RECORD,
@@ -34,6 +35,10 @@ from recipekit.report import config_yaml, plan_json
 
 def check_submittable(plan: Plan, profile: ClusterProfile) -> None:
     issues = profile.inlined_secrets()
+    if isinstance(profile.container, Pyxis):
+        tag_only = pinned_image_issue(profile.container.image, f"profile {profile.name}: image")
+        if tag_only is not None:
+            issues.append(tag_only)
     node = plan.stage.hardware.node
     if node != profile.node:
         issues.append(
