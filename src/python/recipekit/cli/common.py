@@ -51,19 +51,15 @@ format_option = click.option(
 )
 
 
-def print_plan(stage: Any, overrides: tuple[str, ...], output_format: str) -> None:
-    from recipekit.plan import make_plan
+def print_plan(plan: Any, output_format: str) -> None:
     from recipekit.report import plan_json, plan_text
 
-    plan = make_plan(stage, overrides)
     click.echo(plan_json(plan) if output_format == "json" else plan_text(plan), nl=False)
 
 
-def render_plan(stage: Any, overrides: tuple[str, ...], directory: Path) -> None:
-    from recipekit.plan import make_plan
+def render_plan(plan: Any, directory: Path) -> None:
     from recipekit.report import warnings_text, write_rendered
 
-    plan = make_plan(stage, overrides)
     for path in write_rendered(plan, directory):
         click.echo(f"wrote {path}")
     click.echo(f"plan {plan.hash}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -19,7 +20,7 @@ from recipekit.errors import Issue, RecipeError
 from recipekit.loading import load_object
 
 
-def _stage(target: str) -> object:
+def _stage(target: str) -> Any:
     from recipekit.stage import Stage
 
     stage = load_object(target)
@@ -41,7 +42,9 @@ def cli() -> None:
 @reports_recipe_errors
 def plan(target: str, output_format: str, overrides: tuple[str, ...]) -> None:
     """Plan the stage MODULE:ATTR (e.g. recipes.super3.dapo:dapo_gb200, or FILE.py:ATTR)."""
-    print_plan(_stage(target), overrides, output_format)
+    from recipekit.plan import make_plan
+
+    print_plan(make_plan(_stage(target), overrides), output_format)
 
 
 @cli.command()
@@ -51,7 +54,9 @@ def plan(target: str, output_format: str, overrides: tuple[str, ...]) -> None:
 @reports_recipe_errors
 def render(target: str, directory: Path, overrides: tuple[str, ...]) -> None:
     """Write the stage's config.yaml and plan.json to DIRECTORY."""
-    render_plan(_stage(target), overrides, directory)
+    from recipekit.plan import make_plan
+
+    render_plan(make_plan(_stage(target), overrides), directory)
 
 
 @cli.command()

@@ -71,6 +71,12 @@ def _run_dir(plan: Any, profile: Any) -> Any:
     return RunDir.for_plan(profile.runs_dir, plan.stage.name, plan.hash)
 
 
+def _job_script(plan: Any, profile: Any) -> str:
+    from recipekit.launch.job_script import render_job_script
+
+    return render_job_script(plan.as_json(), profile, _run_dir(plan, profile))
+
+
 class StageGroup(click.Group):
     """Heads ``--help`` with the stage's own description, as TorchX heads a component."""
 
@@ -97,16 +103,13 @@ def cli() -> None:
 @reports_recipe_errors
 def plan(output_format: str, overrides: tuple[str, ...], cluster: str | None) -> None:
     """Validate the stage and print its plan, and the job script `submit` would run."""
-    print_plan(_stage(), overrides, output_format)
+    the_plan = _plan(overrides)
+    print_plan(the_plan, output_format)
     if output_format == "text":
-        from recipekit.launch.job_script import render_job_script
-
-        the_plan = _plan(overrides)
         profile = _profile(cluster, the_plan, required=False)
         if profile is not None:
-            script = render_job_script(the_plan.as_json(), profile, _run_dir(the_plan, profile))
             click.echo(f"\njob script for cluster profile {profile.name!r}:\n")
-            click.echo(script, nl=False)
+            click.echo(_job_script(the_plan, profile), nl=False)
 
 
 @cli.command()
@@ -116,16 +119,12 @@ def plan(output_format: str, overrides: tuple[str, ...], cluster: str | None) ->
 @reports_recipe_errors
 def render(directory: Path, overrides: tuple[str, ...], cluster: str | None) -> None:
     """Write DIRECTORY/config.yaml (NeMo-RL's --config), plan.json and job.sbatch."""
-    render_plan(_stage(), overrides, directory)
-    from recipekit.launch.job_script import render_job_script
-
     the_plan = _plan(overrides)
+    render_plan(the_plan, directory)
     profile = _profile(cluster, the_plan, required=False)
     if profile is not None:
         target = directory / "job.sbatch"
-        target.write_text(
-            render_job_script(the_plan.as_json(), profile, _run_dir(the_plan, profile))
-        )
+        target.write_text(_job_script(the_plan, profile))
         click.echo(f"wrote {target} (cluster profile {profile.name})")
 
 
