@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,77 @@ def expand(yaml_file: Path) -> None:
     from recipekit.nemo_rl.yaml_loader import expand as expand_yaml
 
     click.echo(json.dumps(expand_yaml(yaml_file), indent=2))
+
+
+@cli.command()
+@click.option("--update", is_flag=True, help="Rewrite the snapshots instead of checking them.")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="The checkout whose recipes/ to read.",
+)
+@reports_recipe_errors
+def snapshots(update: bool, root: Path) -> None:
+    """Check (or --update) every stage's compiled-plan snapshot under recipes/**/snapshots/."""
+    from recipekit.review import snapshots as snaps
+
+    root = root.resolve()
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    if update:
+        changed = snaps.update(root)
+        for path in changed:
+            click.echo(f"wrote {path}")
+        click.echo(f"{len(changed)} snapshot files changed")
+        return
+    mismatches = snaps.check(root)
+    if mismatches:
+        click.echo(snaps.mismatch_text(mismatches), err=True, nl=False)
+        sys.exit(1)
+    click.echo("snapshots match")
+
+
+@cli.command()
+@click.argument("first", metavar="REV|TARGET_A")
+@click.argument("rest", nargs=-1, metavar="[TARGET ...]|TARGET_B")
+@format_option
+@reports_recipe_errors
+def diff(first: str, rest: tuple[str, ...], output_format: str) -> None:
+    """Compiled plans key by key: REV against the working tree, or TARGET_A against TARGET_B.
+
+    \b
+    recipekit diff HEAD~1                       every stage, from HEAD~1 to the working tree
+    recipekit diff main recipes.super3.dapo:dapo_h100
+    recipekit diff recipes.super3.dapo:dapo_gb200 recipes.super3.dapo:dapo_b200
+    """
+    from recipekit.review import keydiff, plandiff
+    from recipekit.review.revision import is_revision
+
+    root = _checkout_on_path()
+    if ":" in first and len(rest) == 1 and not is_revision(root, first):
+        changes = {f"{first} -> {rest[0]}": plandiff.diff_stages(_stage(first), _stage(rest[0]))}
+        title = f"{first} -> {rest[0]}"
+        extra = {"from": first, "to": rest[0]}
+    else:
+        changes = plandiff.diff_revision(root, first, rest)
+        if rest and not changes:
+            raise RecipeError([Issue(" ".join(rest), "no such stage at either revision")])
+        title = f"{first} -> working tree"
+        extra = {"from": first, "to": "working tree"}
+    if output_format == "json":
+        click.echo(keydiff.report_json(changes, **extra), nl=False)
+    else:
+        click.echo(keydiff.report_text(changes, title=title), nl=False)
+
+
+def _checkout_on_path() -> Path:
+    """The checkout (the current directory), importable so that ``recipes...`` resolves."""
+    root = Path.cwd()
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    return root
 
 
 def main() -> None:
