@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from recipekit.images.stage_image import LAUNCHER_PEX as BAKED_LAUNCHER
 from recipekit.launch.profile import ClusterProfile
 from recipekit.launch.run_dir import LAUNCHER, LOGS, RunDir, job_name
 
@@ -46,7 +47,11 @@ def render_job_script(
         "--open-mode=append",
     ]
     container = profile.container
-    launcher = container.in_container(str(run.file(LAUNCHER)))
+    launcher = (
+        BAKED_LAUNCHER
+        if profile.shipping == "baked"
+        else container.in_container(str(run.file(LAUNCHER)))
+    )
     run_in_container = container.in_container(str(run.path))
     step = [
         "srun",

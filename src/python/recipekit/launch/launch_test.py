@@ -117,6 +117,41 @@ def test_an_image_given_by_tag_alone_is_refused() -> None:
     check_submittable(make_plan(dapo_b200), pinned)
 
 
+def test_baked_shipping_runs_the_launcher_inside_the_image(tmp_path: Path) -> None:
+    digest = "registry.example/org/dapo-b200@sha256:" + "1" * 64
+    baked = attrs.evolve(
+        PROFILES["b200"], container=Pyxis(image=digest, mounts=SHARED), shipping="baked"
+    )
+    plan = make_plan(dapo_b200).as_json()
+    run = RunDir.for_plan(baked.runs_dir, "dapo-b200", plan["hash"])
+    script = render_job_script(plan, baked, run)
+    assert "python3 \\\n    /opt/recipekit/launcher \\\n    job-step" in script
+    assert f"--container-image={digest}" in script
+    mounted = render_job_script(plan, PROFILES["b200"], run)
+    assert "/shared/recipekit-runs/dapo-b200-" in mounted and "launcher.pex" in mounted
+    with pytest.raises(RecipeError, match="baked needs a container image"):
+        _profile(tmp_path, shipping="baked")
+
+
+def test_a_baked_image_must_carry_the_plan_being_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recipekit.launch import preflight
+
+    digest = "registry.example/org/dapo-b200@sha256:" + "1" * 64
+    baked = attrs.evolve(
+        PROFILES["b200"], container=Pyxis(image=digest, mounts=SHARED), shipping="baked"
+    )
+    plan = make_plan(dapo_b200).as_json()
+    monkeypatch.setattr(preflight, "BAKED_PLAN_DIR", str(tmp_path))
+    ctx = _ctx(tmp_path, plan, baked)
+    assert "is it a stage image?" in (preflight.baked_plan_matches(ctx) or "")
+    (tmp_path / "plan.json").write_text(json.dumps({"hash": "0" * 64}))
+    assert "built for plan 000000000000" in (preflight.baked_plan_matches(ctx) or "")
+    (tmp_path / "plan.json").write_text(json.dumps({"hash": plan["hash"]}))
+    assert preflight.baked_plan_matches(ctx) is None
+
+
 def test_a_plan_for_other_hardware_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RecipeError, match="the plan is for GB200 nodes"):
         check_submittable(make_plan(dapo_gb200), _profile(tmp_path))

@@ -6,6 +6,7 @@ A profile may skip a check by name, with a reason, which the job log shows.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import socket
@@ -17,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from recipekit.images.stage_image import PLAN_DIR as BAKED_PLAN_DIR
 from recipekit.launch.profile import ClusterProfile
 
 
@@ -142,6 +144,23 @@ def framework_entry_point_present(ctx: NodeContext) -> str | None:
     return None
 
 
+def baked_plan_matches(ctx: NodeContext) -> str | None:
+    """A baked image carries the plan it was built from: it must be the plan being run."""
+    if ctx.profile.shipping != "baked":
+        return None
+    baked = Path(BAKED_PLAN_DIR) / "plan.json"
+    try:
+        baked_hash = json.loads(baked.read_text())["hash"]
+    except (OSError, ValueError, KeyError) as exc:
+        return f"the image has no readable {baked} ({exc}): is it a stage image?"
+    if baked_hash != ctx.plan["hash"]:
+        return (
+            f"the image was built for plan {baked_hash[:12]}, this run is plan "
+            f"{ctx.plan['hash'][:12]}: publish this plan's image and put its digest in the profile"
+        )
+    return None
+
+
 CHECKS: dict[str, Check] = {
     "gpus": gpus_visible,
     "cpu-arch": cpu_architecture_matches,
@@ -151,6 +170,7 @@ CHECKS: dict[str, Check] = {
     "imex-channel": imex_channel_present,
     "ray-ports": ray_ports_free,
     "entry-point": framework_entry_point_present,
+    "baked-plan": baked_plan_matches,
 }
 
 

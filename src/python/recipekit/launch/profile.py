@@ -8,7 +8,7 @@ never part of a profile: their *names* are, and their values travel from the sub
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import cattrs
@@ -127,10 +127,18 @@ class ClusterProfile:
     framework_root: str = "/opt/nemo-rl"
     # Preflight checks to skip, with the reason (printed in the job log).
     preflight_skip: dict[str, str] = attrs.field(factory=dict)
+    # How the launcher reaches the nodes. "mounted": the upstream image (by digest) runs the
+    # launcher Pex copied to the run directory on shared storage, as ray.sub users work today.
+    # "baked": the container image is the stage image `publish` pushed, launcher and plan inside.
+    shipping: Literal["mounted", "baked"] = "mounted"
 
     def __attrs_post_init__(self) -> None:
         # The job reaches its run directory through the container's mounts.
         self.container.in_container(self.runs_dir)
+        if self.shipping == "baked" and not isinstance(self.container, Pyxis):
+            raise RecipeError(
+                [Issue(f"profile {self.name}: shipping", "baked needs a container image (Pyxis)")]
+            )
 
     @property
     def python(self) -> str:

@@ -69,8 +69,9 @@ def launcher_pex() -> Path:
 
 
 def write_run_dir(
-    plan: Plan, profile: ClusterProfile, launcher: Path, *, interactive: bool = False
+    plan: Plan, profile: ClusterProfile, launcher: Path | None, *, interactive: bool = False
 ) -> RunDir:
+    """The run directory; ``launcher`` is copied in unless the image has it baked (None)."""
     run = RunDir.for_plan(profile.runs_dir, plan.stage.name, plan.hash)
     run.logs.mkdir(parents=True, exist_ok=True)
     plan_data = plan.as_json()
@@ -80,10 +81,11 @@ def write_run_dir(
     script = render_job_script(plan_data, profile, run, interactive=interactive)
     run.write_text(JOB_SCRIPT, script, mode=0o755)
     run.file(INTERACTIVE_RECORD).unlink(missing_ok=True)
-    staged = run.file(LAUNCHER + ".tmp")
-    shutil.copyfile(launcher, staged)
-    staged.chmod(0o755)
-    staged.replace(run.file(LAUNCHER))
+    if launcher is not None:
+        staged = run.file(LAUNCHER + ".tmp")
+        shutil.copyfile(launcher, staged)
+        staged.chmod(0o755)
+        staged.replace(run.file(LAUNCHER))
     return run
 
 
@@ -105,7 +107,8 @@ def submit_plan(
             ],
             context=f"{plan.stage.name}: not submitted",
         )
-    run = write_run_dir(plan, profile, launcher_pex(), interactive=interactive)
+    launcher = None if profile.shipping == "baked" else launcher_pex()
+    run = write_run_dir(plan, profile, launcher, interactive=interactive)
     job_id = slurm.submit(run.file(JOB_SCRIPT))
     record: dict[str, Any] = {
         "job_id": job_id,
