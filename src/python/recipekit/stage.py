@@ -7,6 +7,7 @@ of a shared base; nothing is mutated.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,27 @@ from recipekit.model_card import ModelCard
 from recipekit.nemo_rl.grpo import NEMO_RL_GRPO, NemoRLGrpo
 
 
+@attrs.frozen
+class Assignment:
+    """Where a variant set a key: ``recipekit explain`` reports it (file and line)."""
+
+    key: str  # a framework key path, or a stage field (``hardware``, ``name``, ...)
+    file: str
+    line: int
+    stage: str  # the name of the variant that set it
+
+
+def _caller(depth: int) -> tuple[str, int]:
+    frame = sys._getframe(depth + 1)
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def _construction_site() -> str:
+    # Called by attrs' __init__, called by whoever wrote ``Stage(...)``.
+    file, line = _caller(2)
+    return f"{file}:{line}"
+
+
 @attrs.frozen(kw_only=True)
 class Stage:
     name: str
@@ -26,8 +48,20 @@ class Stage:
     model: ModelCard
     config: Any
     framework: NemoRLGrpo = NEMO_RL_GRPO
+    # Provenance, for explaining a value; never part of a stage's identity (eq=False).
+    # origin: file:line of the ``Stage(...)`` of the base; a variant keeps its base's.
+    origin: str = attrs.field(factory=_construction_site, eq=False, repr=False)
+    # What each ``with_values`` on the way to this stage set, oldest first.
+    assignments: tuple[Assignment, ...] = attrs.field(default=(), eq=False, repr=False)
 
     def with_values(self, changes: Mapping[str, Any] | None = None, **stage_fields: Any) -> Stage:
         """A variant: framework keys by dotted path in ``changes``, stage fields by keyword."""
         config = with_values(self.config, changes or {})
-        return attrs.evolve(self, config=config, **stage_fields)
+        file, line = _caller(1)
+        name = stage_fields.get("name", self.name)
+        recorded = tuple(
+            Assignment(key, file, line, name) for key in [*(changes or {}), *stage_fields]
+        )
+        return attrs.evolve(
+            self, config=config, assignments=self.assignments + recorded, **stage_fields
+        )

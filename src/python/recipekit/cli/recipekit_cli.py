@@ -141,5 +141,24 @@ def _checkout_on_path() -> Path:
     return root
 
 
+@cli.command()
+@click.argument("target", metavar="MODULE:ATTR")
+@click.argument("key")
+@format_option
+@set_option
+@reports_recipe_errors
+def explain(target: str, key: str, output_format: str, overrides: tuple[str, ...]) -> None:
+    """Where KEY's value in TARGET's compiled config comes from: the base recipe, a variant's
+    with_values, an override (--set), or a derivation from another key (explained in turn)."""
+    from recipekit.review.explain import explain as explain_key
+
+    _checkout_on_path()
+    origin = explain_key(_stage(target), key, overrides)
+    if output_format == "json":
+        click.echo(json.dumps(origin.as_json(), indent=2, default=str))
+    else:
+        click.echo("\n".join(origin.text()))
+
+
 def main() -> None:
     cli.main(prog_name="recipekit")

@@ -45,3 +45,17 @@ def test_diff_unknown_revision_is_a_user_error() -> None:
     result = CliRunner().invoke(cli, ["diff", "no-such-rev-xyz"])
     assert result.exit_code == 2
     assert "not a git revision" in result.output
+
+
+def test_explain_text_and_json() -> None:
+    target = "recipes.super3.dapo:dapo_h100"
+    text = CliRunner().invoke(cli, ["explain", target, "policy.generation.vllm_cfg.max_model_len"])
+    assert text.exit_code == 0, text.output
+    assert (
+        "derived" in text.output and "policy.max_total_sequence_length = 1024: base" in text.output
+    )
+    as_json = CliRunner().invoke(
+        cli, ["explain", target, "grpo.val_batch_size", "--format", "json"]
+    )
+    body = json.loads(as_json.output)
+    assert (body["kind"], body["value"]) == ("variant", 256)

@@ -1,0 +1,83 @@
+"""``explain``: base recipe, variant, override and derivation, each at its file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import recipes.super3.dapo as dapo
+from recipekit.errors import RecipeError
+from recipekit.review.explain import explain
+from recipekit.stage import Stage
+
+SOURCE = Path(dapo.__file__).read_text().splitlines()
+
+
+def _line(where: str) -> str:
+    """The source text at ``file:line`` of recipes/super3/dapo.py."""
+    file, _, line = where.rpartition(":")
+    assert file.endswith("recipes/super3/dapo.py"), where
+    return SOURCE[int(line) - 1]
+
+
+def test_base_recipe_value_points_at_its_section_constructor() -> None:
+    origin = explain(dapo.dapo_b200, "policy.megatron_cfg.tensor_model_parallel_size")
+    assert (origin.kind, origin.value) == ("base", 4)
+    assert "tensor_model_parallel_size=4" in _line(origin.where)
+
+
+def test_variant_value_points_at_the_key_in_with_values() -> None:
+    origin = explain(dapo.dapo_h100, "policy.megatron_cfg.tensor_model_parallel_size")
+    assert (origin.kind, origin.value) == ("variant", 8)
+    assert '"policy.megatron_cfg.tensor_model_parallel_size": 8' in _line(origin.where)
+    assert "dapo-h100" in origin.detail
+
+
+def test_a_key_inside_a_section_the_variant_replaced() -> None:
+    origin = explain(dapo.dapo_h100, "policy.generation.colocated.enabled")
+    assert origin.kind == "variant"
+    assert '"policy.generation.colocated"' in _line(origin.where)
+
+
+def test_override_wins_and_derived_keys_name_their_source_and_formula() -> None:
+    origin = explain(
+        dapo.dapo_b200,
+        "policy.generation.vllm_cfg.max_model_len",
+        ["policy.max_total_sequence_length=2048"],
+    )
+    assert (origin.kind, origin.value, origin.detail) == (
+        "derived",
+        2048,
+        "= policy.max_total_sequence_length",
+    )
+    [source] = origin.sources
+    assert (source.key, source.kind) == ("policy.max_total_sequence_length", "override")
+    assert source.where == "--set policy.max_total_sequence_length=2048"
+
+
+def test_derived_from_hardware_names_the_variant_that_set_the_hardware() -> None:
+    origin = explain(dapo.dapo_b200, "cluster.num_nodes")
+    [source] = origin.sources
+    assert (source.key, source.value, source.kind) == ("hardware.num_nodes", 3, "hardware")
+    assert "hardware=Hardware(B200_NODE" in _line(source.where)
+
+
+def test_a_product_derivation_explains_both_sources() -> None:
+    origin = explain(dapo.dapo_gb200, "policy.train_global_batch_size")
+    assert origin.detail == "= grpo.num_prompts_per_step * grpo.num_generations_per_prompt"
+    assert [(s.key, s.value, s.kind) for s in origin.sources] == [
+        ("grpo.num_prompts_per_step", 32, "base"),
+        ("grpo.num_generations_per_prompt", 16, "base"),
+    ]
+
+
+def test_provenance_does_not_change_equality() -> None:
+    assert dapo.dapo_gb200.with_values({}) == dapo.dapo_gb200
+    assert dapo.dapo_b200.assignments and not dapo.dapo_gb200.assignments
+    assert isinstance(dapo.dapo_b200, Stage)
+
+
+def test_unknown_key_is_a_user_error() -> None:
+    with pytest.raises(RecipeError, match="max_total_sequence_length"):
+        explain(dapo.dapo_b200, "policy.max_total_sequence_lenght")
