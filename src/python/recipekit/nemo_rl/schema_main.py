@@ -1,0 +1,557 @@
+"""The GRPO master config of NeMo-RL ``main`` (and ``super-v3.5-posttraining``) as typed sections.
+
+Super 3.5 RL runs on NeMo-RL's ``super-v3.5-posttraining`` branch, whose config schema matches
+``main`` (``shared/reference/schema/nemo-rl-schema@main.md``). Sections that did not change since
+``super-v3`` are the ``schema`` classes themselves; a section that gained keys is a subclass that
+adds them; a section that lost or re-typed keys is declared again here. Nothing in ``schema``
+changes, so the Super V3 recipes compile exactly as before.
+
+Keys that ``main``'s TypedDicts and pydantic models do not declare, but that the public Super Omni
+VL configs set and the branch passes through (pydantic ``extra='allow'`` models, Megatron
+overrides), are declared as optional keys with a comment saying so.
+"""
+
+from typing import Any, Literal
+
+import attrs
+
+from recipekit.markers import Derived, Unset
+from recipekit.nemo_rl.schema import (
+    FP8,
+    GENERATION_BACKENDS,
+    PRECISIONS,
+    AdvantageEstimator,
+    AsyncGRPO,
+    Checkpointing,
+    ClippedPGLoss,
+    Cluster,
+    Colocation,
+    Data,
+    Dataset,
+    DTensor,
+    DynamicBatching,
+    Logger,
+    MathEnvironment,
+    Megatron,
+    MegatronDDP,
+    MegatronOptimizer,
+    MegatronScheduler,
+    RewardScaling,
+    SchedulerMilestones,
+    SequencePacking,
+    Tokenizer,
+    TorchOptimizer,
+    TorchScheduler,
+    VllmConfig,
+    Wandb,
+)
+from recipekit.sections import derived, optional, required, section
+from recipekit.validators import at_least, between, one_of
+
+# The estimators NeMo-RL main's configs name (examples/configs/*.yaml); "opd" is on-policy
+# distillation (MOPD's teacher log-probabilities as the advantage).
+ADV_ESTIMATORS = ("grpo", "reinforce_plus_plus", "opd", "gdpo", "gae")
+MICROBATCH_ORDERS = ("packer", "largest_first")
+REFIT_BACKENDS = ("gloo", "nccl", "nvshmem")
+KV_CACHE_MANAGEMENT = ("persist", "offload")
+LOGPROBS_MODES = ("processed_logprobs", "raw_logprobs")
+RECOMPUTE_GRANULARITIES = ("full", "selective")
+
+
+# --- grpo ---------------------------------------------------------------------------------
+
+
+@section("grpo.reward_shaping")
+@attrs.frozen(kw_only=True)
+class RewardShapingMain:
+    """DAPO's overlong penalty; declared again because main's ``max_response_length`` may be
+    null and is absent unless set (DERIVED follows policy.max_total_sequence_length)."""
+
+    enabled: bool = required()
+    overlong_buffer_length: int | None | Unset = optional(at_least(0))
+    overlong_buffer_penalty: float | None | Unset = optional(at_least(0))
+    max_response_length: int | None | Derived | Unset = optional(at_least(1))
+    stop_properly_penalty_coef: float | None | Unset = optional(between(0, 1))
+
+
+@section("grpo.adv_estimator")
+@attrs.frozen(kw_only=True)
+class AdvantageEstimatorMain(AdvantageEstimator):
+    name: str = required(one_of(ADV_ESTIMATORS))
+    reward_weights: tuple[float, ...] | None | Unset = optional()
+
+
+@section("grpo.async_grpo")
+@attrs.frozen(kw_only=True)
+class AsyncGRPOMain(AsyncGRPO):
+    # Generation failures tolerated before the run stops (0: none).
+    max_generation_failures: int | Unset = optional(at_least(0))
+
+
+@section("grpo")
+@attrs.frozen(kw_only=True)
+class GRPOConfigMain:
+    """main's GRPOConfig: super-v3's keys without ``penalize_*`` (gone on main), plus the
+    validation-sampling, early-stop and filtering keys."""
+
+    num_prompts_per_step: int = required(at_least(1))
+    num_generations_per_prompt: int = required(at_least(1))
+    val_num_generations_per_prompt: int | Unset = optional(at_least(1))
+    max_rollout_turns: int = required(at_least(1))
+    max_num_epochs: int = required(at_least(1))
+    max_num_steps: int = required(at_least(1))
+    normalize_rewards: bool = required()
+    use_leave_one_out_baseline: bool = required()
+    val_period: int = required(at_least(0))
+    # -1: validate from the first val_period on.
+    val_start_at: int | Unset = optional(at_least(-1))
+    val_at_start: bool = required()
+    val_at_end: bool = required()
+    overlong_filtering: bool | Unset = optional()
+    advantage_clip_low: float | None | Unset = optional()
+    advantage_clip_high: float | None | Unset = optional()
+    max_val_samples: int | None = required(at_least(1))
+    stop_at_validation_metric: str | None | Unset = optional()
+    stop_at_validation_threshold: float | None | Unset = optional()
+    val_batch_size: int | None = required(at_least(1))
+    seed: int = required()
+    async_grpo: AsyncGRPOMain | None | Unset = optional()
+    batch_multiplier: float | Unset = optional(at_least(1))
+    use_dynamic_sampling: bool = required()
+    dynamic_sampling_max_gen_batches: int | Unset = optional(at_least(1))
+    reward_shaping: RewardShapingMain | Unset = optional()
+    reward_scaling: RewardScaling | Unset = optional()
+    seq_logprob_error_threshold: float | None | Unset = optional()
+    invalid_tool_call_advantage: float | None | Unset = optional()
+    malformed_thinking_advantage: float | None | Unset = optional()
+    adv_estimator: AdvantageEstimatorMain | Unset = optional()
+    skip_reference_policy_logprobs_calculation: bool | Unset = optional()
+    calculate_advantages_on_gpu: bool | Unset = optional()
+    deduplicate_multimodal_data: bool | Unset = optional()
+    debug_payload_metrics: bool | Unset = optional()
+    # Not a GRPOConfig field on main (extra='allow'); the branch's async GRPO reads it to drop
+    # prompts whose generations all score the same. The Super Omni configs set it.
+    zero_variance_prompt_filtering: bool | Unset = optional()
+
+
+# --- loss_fn, checkpointing ---------------------------------------------------------------
+
+
+@section("loss_fn")
+@attrs.frozen(kw_only=True)
+class ClippedPGLossMain(ClippedPGLoss):
+    use_cispo: bool | Unset = optional()
+    positive_example_nll_weight: float | Unset = optional(at_least(0))
+
+
+@section("checkpointing")
+@attrs.frozen(kw_only=True)
+class CheckpointingMain(Checkpointing):
+    # A Super Omni checkpoint with optimizer state is ~1.4 TB; false saves weights only.
+    save_optimizer: bool | Unset = optional()
+    ft_keep_latest_k: int | None | Unset = optional(at_least(1))
+    ft_save_period: int | Unset = optional(at_least(1))
+    is_async: bool | Unset = optional()
+
+
+# --- policy: Megatron ---------------------------------------------------------------------
+
+
+@section("policy.megatron_cfg.optimizer")
+@attrs.frozen(kw_only=True)
+class MegatronOptimizerMain(MegatronOptimizer):
+    overlap_cpu_optimizer_d2h_h2d: bool | Unset = optional()
+
+
+@section("policy.megatron_cfg.distributed_data_parallel_config")
+@attrs.frozen(kw_only=True)
+class MegatronDDPMain(MegatronDDP):
+    # Not in main's MegatronDDPConfig; passed on to Megatron-Core's DistributedDataParallelConfig.
+    average_in_collective: bool | Unset = optional()
+
+
+@section("policy.megatron_cfg.checkpoint")
+@attrs.frozen(kw_only=True)
+class MegatronCheckpoint:
+    async_save: bool | Unset = optional()
+    ckpt_assume_constant_structure: bool | Unset = optional()
+    ckpt_fully_parallel_save_process_group: str | Unset = optional()
+    ckpt_fully_parallel_load_process_group: str | Unset = optional()
+    ckpt_fully_parallel_load_exchange_algo: str | Unset = optional()
+
+
+@section("policy.megatron_cfg")
+@attrs.frozen(kw_only=True)
+class MegatronMain(Megatron):
+    """main's MegatronConfig: super-v3's keys plus the vision-language freeze controls,
+    recomputation, and Megatron checkpointing."""
+
+    optimizer: MegatronOptimizerMain = required()
+    distributed_data_parallel_config: MegatronDDPMain = required()
+    checkpoint: MegatronCheckpoint | Unset = optional()
+    model_overrides: dict[str, Any] | Unset = optional()
+    recompute_granularity: str | Unset = optional(one_of(RECOMPUTE_GRANULARITIES))
+    recompute_modules: tuple[str, ...] | None | Unset = optional()
+    # The vision encoder (C-RADIO) and projector are trained unless frozen; Super 3.5 has no
+    # audio, so the Omni sound encoder and projection stay frozen.
+    radio_force_cpe_eval_mode: bool | Unset = optional()
+    freeze_vision_model: bool | Unset = optional()
+    freeze_vision_projection: bool | Unset = optional()
+    freeze_sound_encoder: bool | Unset = optional()
+    freeze_sound_projection: bool | Unset = optional()
+    gradient_accumulation_fusion: bool | Unset = optional()
+    use_fused_weighted_squared_relu: bool | Unset = optional()
+    use_fused_linear_logprobs: bool | Unset = optional()
+    clear_memory_caches_before_refit: bool | Unset = optional()
+
+
+# --- policy: batching, draft --------------------------------------------------------------
+
+
+@section("policy.sequence_packing")
+@attrs.frozen(kw_only=True)
+class SequencePackingMain(SequencePacking):
+    # The order packed micro-batches train in; largest_first surfaces out-of-memory at once.
+    microbatch_order: str | Unset = optional(one_of(MICROBATCH_ORDERS))
+
+
+@section("policy.draft")
+@attrs.frozen(kw_only=True)
+class Draft:
+    """An Eagle-style draft model trained beside the policy (off in the Super Omni configs)."""
+
+    enabled: bool = required()
+    model_name: str | None | Unset = optional()
+    loss_weight: float | Unset = optional(at_least(0))
+    num_layers: int | None | Unset = optional(at_least(1))
+    aux_layer_indices: tuple[int, ...] | None | Unset = optional()
+
+
+@section("policy.tokenizer")
+@attrs.frozen(kw_only=True)
+class TokenizerMain(Tokenizer):
+    audio: dict[str, Any] | Unset = optional()
+    video: dict[str, Any] | Unset = optional()
+    use_processor: bool | Unset = optional()
+    use_fastokens: bool | Unset = optional()
+
+
+# --- policy: generation -------------------------------------------------------------------
+
+
+@section("policy.generation.mcore_generation_config")
+@attrs.frozen(kw_only=True)
+class McoreGenerationMain:
+    """main's MCoreGenerationSpecificArgs (Megatron-Core dynamic inference), declared again:
+    ``unified_memory_level`` and ``buffer_guaranteed_fraction`` are gone and most keys are now
+    required."""
+
+    expose_http_server: bool = required()
+    parsers: tuple[str, ...] = required()
+    buffer_size_gb: int = required(at_least(1))
+    block_size_tokens: int = required(at_least(1))
+    max_tokens: int | Derived = derived(at_least(1))
+    max_model_len: int | Derived = derived(at_least(1))
+    # -1: one CUDA graph per batch size the engine picks.
+    num_cuda_graphs: int = required(at_least(-1))
+    use_cuda_graphs_for_non_decode_steps: bool = required()
+    cuda_graph_impl: str = required()
+    inference_cuda_graph_scope: str | Unset = optional()
+    materialize_only_last_token_logits: bool = required()
+    enable_chunked_prefill: bool = required()
+    enable_prefix_caching: bool = required()
+    refit_backend: str = required(one_of(REFIT_BACKENDS))
+    num_speculative_tokens: int = required(at_least(0))
+    mamba_inference_ssm_states_dtype: str | Unset = optional(one_of(PRECISIONS))
+    mamba_inference_conv_states_dtype: str | Unset = optional(one_of(PRECISIONS))
+    kv_cache_management_mode: str = required(one_of(KV_CACHE_MANAGEMENT))
+    logging_step_interval: int | Unset = optional(at_least(1))
+    # Not in MCoreGenerationSpecificArgs: the inference model's own layout and kernels, which
+    # the Super Omni configs give Megatron generation (it reads them as model overrides).
+    transformer_impl: str | Unset = optional()
+    activation_checkpointing: bool | Unset = optional()
+    inference_grouped_gemm_backend: str | Unset = optional()
+    moe_router_num_groups: int | None | Unset = optional(at_least(1))
+    moe_router_group_topk: int | None | Unset = optional(at_least(1))
+    tensor_model_parallel_size: int | Unset = optional(at_least(1))
+    pipeline_model_parallel_size: int | Unset = optional(at_least(1))
+    context_parallel_size: int | Unset = optional(at_least(1))
+    expert_model_parallel_size: int | Unset = optional(at_least(1))
+    expert_tensor_parallel_size: int | Unset = optional(at_least(1))
+    sequence_parallel: bool | Unset = optional()
+
+
+@section("policy.generation.vllm_cfg")
+@attrs.frozen(kw_only=True)
+class VllmConfigMain(VllmConfig):
+    skip_tokenizer_init: bool = required()
+    # raw_logprobs: the sampler's log-probabilities before temperature/top-p, which the
+    # importance-sampling correction compares with the trainer's.
+    logprobs_mode: str | Unset = optional(one_of(LOGPROBS_MODES))
+    cap_max_tokens_to_context: bool | Unset = optional()
+    enable_return_routed_experts: bool | Unset = optional()
+    use_tqdm: bool | Unset = optional()
+    reset_encoder_cache_after_weight_update: bool | Unset = optional()
+    reasoning_parser_plugin: str | Unset = optional()
+    env_vars: dict[str, str] | Unset = optional()
+    # Not in main's VllmSpecificArgs; passed on to vLLM's engine arguments.
+    enable_prefix_caching: bool | Unset = optional()
+
+
+@section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
+@attrs.frozen(kw_only=True)
+class GenerationMain:
+    """main's GenerationConfig (+ vLLM and Megatron specifics), declared again because its
+    ``mcore_generation_config`` is not super-v3's."""
+
+    backend: str = required(one_of(GENERATION_BACKENDS))
+    max_new_tokens: int | Derived = derived(at_least(1))
+    temperature: float = required(at_least(0))
+    top_p: float = required(between(0, 1))
+    top_k: int | None = required()
+    # Sampling for validation rollouts; the upstream YAML interpolates the training values.
+    val_temperature: float | Derived = derived(at_least(0))
+    val_top_p: float | Derived = derived(between(0, 1))
+    val_top_k: int | None | Derived = derived()
+    stop_token_ids: tuple[int, ...] | None = required()
+    stop_strings: tuple[str, ...] | None = required()
+    bad_words: tuple[str, ...] | None | Unset = optional()
+    model_name: str | Unset = optional()
+    mcore_generation_config: McoreGenerationMain | Unset = optional()
+    vllm_cfg: VllmConfigMain | Unset = optional()
+    vllm_kwargs: dict[str, Any] | Unset = optional()
+    colocated: Colocation | Unset = optional()
+    port_range_low: int | Unset = optional(at_least(1))
+    port_range_high: int | Unset = optional(at_least(1))
+    use_async_rollouts: bool | Unset = optional()
+    pad_token_id: int | Unset = optional()
+
+
+# --- policy -------------------------------------------------------------------------------
+
+
+@section("policy")
+@attrs.frozen(kw_only=True)
+class PolicyMain:
+    """main's PolicyConfig, declared again because its ``generation`` is not super-v3's."""
+
+    model_name: str = required()
+    tokenizer: TokenizerMain = required()
+    hf_config_overrides: dict[str, Any] | Unset = optional()
+    train_global_batch_size: int | Derived = derived(at_least(1))
+    train_micro_batch_size: int = required(at_least(1))
+    generation_batch_size: int | Unset = optional(at_least(1))
+    logprob_batch_size: int | Derived | Unset = derived(at_least(1))
+    max_total_sequence_length: int = required(at_least(1))
+    precision: str = required(one_of(PRECISIONS))
+    logprob_chunk_size: int | None | Unset = optional(at_least(1))
+    offload_optimizer_for_logprob: bool | Unset = optional()
+    dtensor_cfg: DTensor = required()
+    megatron_cfg: MegatronMain | Unset = optional()
+    draft: Draft | Unset = optional()
+    dynamic_batching: DynamicBatching = required()
+    sequence_packing: SequencePackingMain | Unset = optional()
+    make_sequence_length_divisible_by: int | Derived = derived(at_least(1))
+    max_grad_norm: float | None | Unset = optional(at_least(0))
+    refit_buffer_size_gb: float | Unset = optional(at_least(0))
+    optimizer: TorchOptimizer | None | Unset = optional()
+    scheduler: tuple[TorchScheduler | SchedulerMilestones, ...] | None | Unset = optional()
+    generation: GenerationMain | Unset = optional()
+    load_optimizer_from_checkpoint: bool | Unset = optional()
+    # The model takes images (and video): NeMo-RL loads the HF processor, not only the
+    # tokenizer.
+    is_vlm: bool | Unset = optional()
+    disable_modelopt_layer_spec: bool | Unset = optional()
+
+
+# --- data and environments ----------------------------------------------------------------
+
+
+@section()
+@attrs.frozen(kw_only=True)
+class DatasetMain(Dataset):
+    num_frames: int | Unset = optional(at_least(1))
+    video_sampling_style: Literal["nemotron_vl"] | Unset = optional()
+    video_target_num_patches: int | None | Unset = optional(at_least(1))
+    video_temporal_patch_size: int | Unset = optional(at_least(1))
+    video_maintain_aspect_ratio: bool | Unset = optional()
+    min_generation_tokens: int | Unset = optional(at_least(0))
+
+
+@section("data")
+@attrs.frozen(kw_only=True)
+class DataMain(Data):
+    use_multiple_dataloader: bool | Unset = optional()
+    num_prompts_per_dataloader: int | Unset = optional(at_least(1))
+    custom_dataloader: str | Unset = optional()
+    train: DatasetMain = required()
+    validation: DatasetMain | None | Unset = optional()
+    default: DatasetMain | None | Unset = optional()
+
+
+@section("env.nemo_gym")
+@attrs.frozen(kw_only=True)
+class NemoGym:
+    """NeMo Gym's global config as the GRPO + Gym runner starts it.
+
+    The runner fills ``model_name``, ``base_urls`` and ``initial_global_config_dict`` (main's
+    NemoGymConfig) from these keys; the rest is Gym's own config: which server configs to load
+    and per-server overrides, keyed by the server's name.
+    """
+
+    port_range_low: int | Unset = optional(at_least(1))
+    port_range_high: int | Unset = optional(at_least(1))
+    config_paths: tuple[str, ...] = required()
+    policy_max_input_tokens: int | Derived | Unset = derived(at_least(1))
+    skip_venv_if_present: bool | Unset = optional()
+    uv_pip_set_python: bool | Unset = optional()
+    pad_dynamic_image_shapes: bool | Unset = optional()
+    invalid_tool_call_patterns: tuple[str, ...] | None | Unset = optional()
+    thinking_tags: tuple[str, ...] | None | Unset = optional()
+    require_routed_experts: bool | Unset = optional()
+    use_fastokens: bool | Unset = optional()
+    # Per-server overrides of Gym's config (server name -> its config), as Gym spells them.
+    policy_model: dict[str, Any] | Unset = optional()
+    math_with_judge: dict[str, Any] | Unset = optional()
+    code_gen: dict[str, Any] | Unset = optional()
+
+
+@section("env")
+@attrs.frozen(kw_only=True)
+class Environments:
+    """``env``: the environments by name, and the GRPO + Gym runner's switches."""
+
+    should_use_nemo_gym: bool | Unset = optional()
+    should_log_nemo_gym_responses: bool | Unset = optional()
+    # Drop samples the environment flagged (a failed tool server, a malformed trajectory).
+    should_mask_flagged_samples: bool | Unset = optional()
+    nemo_gym: NemoGym | Unset = optional()
+    math: MathEnvironment | Unset = optional()
+
+
+# --- on-policy distillation (MOPD) ----------------------------------------------------------
+
+
+@section("on_policy_distillation.non_colocated_teachers.<teacher>")
+@attrs.frozen(kw_only=True)
+class TeacherResources:
+    """Where one teacher's log-probability workers run and how they are laid out."""
+
+    tensor_model_parallel_size: int | Unset = optional(at_least(1))
+    pipeline_model_parallel_size: int | Unset = optional(at_least(1))
+    context_parallel_size: int | Unset = optional(at_least(1))
+    expert_model_parallel_size: int | Unset = optional(at_least(1))
+    num_nodes: int | Unset = optional(at_least(1))
+    gpus_per_node: int | Unset = optional(at_least(1))
+    precision: str | Unset = optional(one_of(("bf16", "fp16", "fp32", *PRECISIONS)))
+    micro_batch_size: int | Unset = optional(at_least(1))
+    megatron_cfg_overrides: dict[str, Any] | Unset = optional()
+    # Not a TeacherResourceConfig field (extra='allow'): a Megatron override the Super Omni
+    # MOPD config writes beside the layout.
+    moe_shared_expert_overlap: bool | Unset = optional()
+
+
+@section("on_policy_distillation.non_colocated_teachers")
+@attrs.frozen(kw_only=True)
+class NonColocatedTeachers:
+    enabled: bool | Unset = optional()
+    default_teacher_cfg: TeacherResources | Unset = optional()
+    teacher_overrides: dict[str, TeacherResources] | Unset = optional()
+
+
+@section("on_policy_distillation")
+@attrs.frozen(kw_only=True)
+class OnPolicyDistillation:
+    """MOPD: each prompt's Gym agent name picks the teacher that scores the student's tokens."""
+
+    enabled: bool | Unset = optional()
+    teacher_model_by_agent_name: dict[str, str] | Unset = optional()
+    default_teacher_alias: str | None | Unset = optional()
+    # true: a prompt whose agent has no teacher is an error, not the default teacher.
+    strict_agent_name_match: bool | Unset = optional()
+    deduplicate_shared_teacher_checkpoints: bool | Unset = optional()
+    non_colocated_teachers: NonColocatedTeachers | None | Unset = optional()
+
+
+# --- logger, cluster ----------------------------------------------------------------------
+
+
+@section("logger.wandb")
+@attrs.frozen(kw_only=True)
+class WandbMain(Wandb):
+    log_nemo_gym_full_result_tables: bool | Unset = optional()
+
+
+@section("logger")
+@attrs.frozen(kw_only=True)
+class LoggerMain(Logger):
+    wandb: WandbMain = required()
+
+
+@section("cluster")
+@attrs.frozen(kw_only=True)
+class ClusterMain(Cluster):
+    # Ports torch.distributed rendezvous may use; kept clear of Ray's and Gym's.
+    master_port_range_low: int | Unset = optional(at_least(1))
+    master_port_range_high: int | Unset = optional(at_least(1))
+    segment_size: int | None | Unset = optional(at_least(1))
+
+
+@section()
+@attrs.frozen(kw_only=True)
+class GRPOMasterConfigMain:
+    """The GRPO (+ NeMo Gym, + MOPD) config of NeMo-RL main / super-v3.5-posttraining."""
+
+    grpo: GRPOConfigMain = required()
+    loss_fn: ClippedPGLossMain = required()
+    checkpointing: CheckpointingMain = required()
+    policy: PolicyMain = required()
+    data: DataMain = required()
+    env: Environments = required()
+    logger: LoggerMain = required()
+    cluster: ClusterMain = attrs.field(factory=ClusterMain)
+    on_policy_distillation: OnPolicyDistillation | None | Unset = optional()
+
+
+# Sections main shares with super-v3 unchanged, re-exported so a Super 3.5 recipe imports every
+# section from this module.
+__all__ = [
+    "FP8",
+    "AdvantageEstimatorMain",
+    "AsyncGRPOMain",
+    "CheckpointingMain",
+    "ClippedPGLossMain",
+    "ClusterMain",
+    "Colocation",
+    "DTensor",
+    "DataMain",
+    "DatasetMain",
+    "Draft",
+    "DynamicBatching",
+    "Environments",
+    "GRPOConfigMain",
+    "GRPOMasterConfigMain",
+    "GenerationMain",
+    "LoggerMain",
+    "MathEnvironment",
+    "McoreGenerationMain",
+    "MegatronCheckpoint",
+    "MegatronDDPMain",
+    "MegatronMain",
+    "MegatronOptimizerMain",
+    "MegatronScheduler",
+    "NemoGym",
+    "NonColocatedTeachers",
+    "OnPolicyDistillation",
+    "PolicyMain",
+    "RewardScaling",
+    "RewardShapingMain",
+    "SchedulerMilestones",
+    "SequencePackingMain",
+    "TeacherResources",
+    "TokenizerMain",
+    "TorchOptimizer",
+    "TorchScheduler",
+    "VllmConfigMain",
+    "WandbMain",
+]
