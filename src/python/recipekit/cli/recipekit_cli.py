@@ -160,5 +160,45 @@ def explain(target: str, key: str, output_format: str, overrides: tuple[str, ...
         click.echo("\n".join(origin.text()))
 
 
+@cli.command("import-yaml")
+@click.argument("yaml_file", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the module here (default: print it).",
+)
+@click.option("--node", type=click.Choice(["GB200", "B200", "H100"]), help="The node type.")
+@click.option("--name", default="", help="The stage's name (default: the file's stem).")
+@reports_recipe_errors
+def import_yaml(yaml_file: Path, out: Path | None, node: str | None, name: str) -> None:
+    """Write a NeMo-RL GRPO YAML (super-v3 schema) as a typed recipe module defining `recipe`.
+
+    Unknown keys go to the module's UNTYPED_KEYS and are listed as warnings."""
+    from recipekit.review.import_yaml import import_yaml as run_import
+
+    imported = run_import(yaml_file, node=node, name=name)
+    if out is None:
+        click.echo(imported.source, nl=False)
+    else:
+        out.write_text(imported.source)
+        click.echo(f"wrote {out}", err=True)
+    for issue in imported.warnings:
+        click.echo(f"warning: {issue.render()}", err=True)
+
+
+@cli.command("compile")
+@click.argument("target", metavar="PATH.py[:ATTR]")
+@reports_recipe_errors
+def compile_command(target: str) -> None:
+    """Print the framework config MODULE:ATTR or PATH.py[:ATTR] compiles to (ATTR: recipe)."""
+    from recipekit.review.import_yaml import compile_object, dumps
+
+    _checkout_on_path()
+    config, warnings = compile_object(load_object(target))
+    click.echo(dumps(config))
+    for issue in warnings:
+        click.echo(f"warning: {issue.render()}", err=True)
+
+
 def main() -> None:
     cli.main(prog_name="recipekit")

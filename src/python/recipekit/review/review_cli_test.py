@@ -59,3 +59,16 @@ def test_explain_text_and_json() -> None:
     )
     body = json.loads(as_json.output)
     assert (body["kind"], body["value"]) == ("variant", 256)
+
+
+def test_import_yaml_then_compile(reference_dir: Path, tmp_path: Path) -> None:
+    yaml_file = (
+        reference_dir / "nemo-rl/super-v3/examples/configs/recipes/llm/"
+        "dapo17k_nemotron_super_120b_b200_3x8_noncolocated.yaml"
+    )
+    module = tmp_path / "b200.py"
+    imported = CliRunner().invoke(cli, ["import-yaml", str(yaml_file), "--out", str(module)])
+    assert imported.exit_code == 0, imported.output
+    compiled = CliRunner().invoke(cli, ["compile", str(module)])
+    assert compiled.exit_code == 0, compiled.output
+    assert json.loads(compiled.output)["cluster"] == {"gpus_per_node": 8, "num_nodes": 3}
