@@ -75,8 +75,16 @@ def structure_value(value: Any, tp: Any, *, path: str = "") -> Any:
 def _converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     conv.register_structure_hook_func(lambda t: not attrs.has(t), _structure_any)
+    # cattrs would coerce (10 -> 10.0, 1 -> "1"); the section's own check judges the value as
+    # written, and an integer a YAML gave stays an integer in the compiled config.
+    for primitive in (int, float, str, bool):
+        conv.register_structure_hook(primitive, _keep_as_written)
     conv.register_structure_hook_factory(attrs.has, lambda cls: _section_hook(conv, cls))
     return conv
+
+
+def _keep_as_written(value: Any, _: Any) -> Any:
+    return value
 
 
 def _section_hook(conv: cattrs.Converter, cls: type) -> Any:

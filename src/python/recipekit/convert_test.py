@@ -54,3 +54,11 @@ def test_a_null_section_is_reported(reference_dir: Path) -> None:
     with pytest.raises(RecipeError) as exc:
         from_dict(data, GRPOMasterConfig)
     assert exc.value.issues[0].path == "grpo.reward_shaping"
+
+
+def test_numbers_keep_the_type_they_were_written_with() -> None:
+    from recipekit.nemo_rl.schema import GPUMonitoring
+
+    out = to_dict(from_dict({"collection_interval": 10, "flush_interval": 0.5}, GPUMonitoring))
+    assert out == {"collection_interval": 10, "flush_interval": 0.5}
+    assert type(out["collection_interval"]) is int
