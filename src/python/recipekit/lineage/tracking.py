@@ -1,0 +1,253 @@
+"""W&B tracking: a run records a stage's plan and lineage; a reader gets them back from the files.
+
+``record_run`` writes one W&B run per submitted stage with the ``wandb`` library: the plan
+(hash, config, job script, image digests, git commit and whether the tree was dirty) as the
+run's config and as files, the inputs as ``run.use_artifact`` and the output as a reference
+artifact (``run.log_artifact``; the checkpoint stays where the job wrote it). The output is
+tagged ``latest`` and, for a checkpoint of a given step, ``step-N``, which is how a
+``NAME:step-N`` reference resolves.
+
+Offline (``mode="offline"``), ``wandb`` writes the run to ``DIR/wandb/offline-run-*/`` and
+``wandb sync`` uploads it later. What offline mode cannot do, checked on wandb 0.31: it refuses
+``use_artifact`` ("Cannot use artifact when in offline mode"), so offline runs carry their
+inputs in the run config (``lineage.inputs``) and ``lineage.json``; they can be linked after
+``wandb sync`` with the public API's ``Run.use_artifact``. ``read_offline_run`` parses the
+run's ``.wandb`` log (LevelDB log framing around ``wandb_internal_pb2.Record`` protobufs).
+
+``wandb`` is imported inside the functions that use it: the launcher starts without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from recipekit.errors import Issue, RecipeError
+from recipekit.lineage.graph import StageLineage
+from recipekit.lineage.refs import ArtifactRef
+
+API_KEY = "WANDB_API_KEY"
+MODES = ("online", "offline", "disabled")
+
+
+def check_credentials(mode: str, environ: Mapping[str, str] | None = None) -> None:
+    """An online run needs ``WANDB_API_KEY``; say how to give it rather than fail in the job."""
+    if mode not in MODES:
+        raise RecipeError([Issue("tracking.mode", f"one of {', '.join(MODES)}", value=mode)])
+    env = os.environ if environ is None else environ
+    if mode == "online" and not env.get(API_KEY):
+        raise RecipeError(
+            [
+                Issue(
+                    API_KEY,
+                    "is not set, and this stage records its run in W&B",
+                    hint=(
+                        "export WANDB_API_KEY in the shell you submit from (your key is at "
+                        "https://wandb.ai/authorize; it reaches the job as environment only), "
+                        "or turn tracking off in the cluster profile, or track offline "
+                        "(WANDB_MODE=offline) and `wandb sync` later"
+                    ),
+                )
+            ],
+            context="tracking",
+        )
+
+
+def _artifact_type(name: str) -> str:
+    return "model" if name.endswith("-model") else "dataset" if name.endswith("-data") else "result"
+
+
+def _plan_config(plan: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("stage", "hash", "git_commit", "git_dirty", "images")
+    return {key: plan[key] for key in keys if key in plan}
+
+
+def record_run(
+    plan: Mapping[str, Any],
+    lineage: StageLineage,
+    *,
+    directory: Path,
+    project: str,
+    output_uri: str,
+    output_step: int | None = None,
+    mode: str = "offline",
+    entity: str | None = None,
+) -> Path:
+    """Record one stage's run; returns the run's directory (``.../wandb/offline-run-*``).
+
+    ``plan`` is plan-like: ``stage``, ``hash``, ``config`` (the framework config), ``job_script``
+    (text), ``images`` (name -> digest), ``git_commit``, ``git_dirty``. ``output_uri`` is where
+    the output checkpoint lives (``file:///shared/...``): W&B lists the files below it by URI
+    (``checksum=False``: no file is read or copied), so call this once the checkpoint exists,
+    at the end of the job or for each selected step.
+    """
+    check_credentials(mode)
+    import wandb
+
+    stage = str(plan.get("stage", lineage.stage))
+    digest = str(plan["hash"])
+    lineage_json = lineage.as_json()
+    run = wandb.init(
+        mode=mode,  # type: ignore[arg-type]
+        dir=str(directory),
+        project=project,
+        entity=entity,
+        name=f"{stage}-{digest[:12]}",
+        job_type=stage,
+        config={"plan": _plan_config(plan), "lineage": lineage_json},
+        settings=wandb.Settings(console="off", save_code=False, x_disable_stats=True),
+    )
+    try:
+        files_dir = Path(run.dir)
+        (files_dir / "config.json").write_text(json.dumps(plan.get("config", {}), indent=2))
+        (files_dir / "job.sbatch").write_text(str(plan.get("job_script", "")))
+        (files_dir / "lineage.json").write_text(json.dumps(lineage_json, indent=2))
+        if mode == "online":
+            for role, ref in lineage.artifact_inputs().items():
+                run.use_artifact(str(ref), use_as=role)
+        if lineage.output is not None:
+            artifact = wandb.Artifact(
+                lineage.output,
+                type=_artifact_type(lineage.output),
+                metadata={"stage": stage, "plan_hash": digest, "inputs": lineage_json["inputs"]},
+            )
+            artifact.add_reference(output_uri, name="checkpoint", checksum=False)
+            aliases = ["latest"] + ([f"step-{output_step}"] if output_step is not None else [])
+            run.log_artifact(artifact, aliases=aliases)
+        run_dir = files_dir.parent
+    finally:
+        run.finish()
+    return run_dir
+
+
+@attrs.frozen
+class RecordedArtifact:
+    name: str
+    type: str
+    aliases: tuple[str, ...]
+    references: tuple[str, ...]
+    metadata: dict[str, Any]
+
+    def ref(self) -> ArtifactRef:
+        """The reference a consumer uses: by step when the run tagged one, else latest."""
+        steps = [a for a in self.aliases if a.startswith("step-")]
+        return ArtifactRef(self.name, steps[0] if steps else "latest")
+
+
+@attrs.frozen
+class RecordedRun:
+    """What an offline run's files say: its id, config (plan and lineage) and artifacts."""
+
+    run_id: str
+    job_type: str
+    config: dict[str, Any]
+    logged: tuple[RecordedArtifact, ...]
+    files: tuple[str, ...]
+
+    @property
+    def stage(self) -> str:
+        return str(self.config["plan"]["stage"]) if "stage" in self.config.get("plan", {}) else ""
+
+    @property
+    def inputs(self) -> dict[str, str]:
+        return dict(self.config.get("lineage", {}).get("inputs", {}))
+
+    @property
+    def output(self) -> str | None:
+        out = self.config.get("lineage", {}).get("output")
+        return None if out is None else str(out)
+
+
+_BLOCK = 32768
+_HEADER = struct.Struct("<IHB")  # crc32, length, record type (LevelDB log)
+_FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
+
+
+def _log_records(data: bytes) -> Iterator[bytes]:
+    """The records of a W&B transaction log: a 7-byte file header, then LevelDB log blocks."""
+    if data[:4] != b":W&B":
+        raise ValueError("not a W&B run log (no ':W&B' header)")
+    pos, pending = 7, b""
+    while pos + _HEADER.size <= len(data):
+        left = _BLOCK - pos % _BLOCK
+        if left < _HEADER.size:  # the rest of a block is padding
+            pos += left
+            continue
+        _, length, kind = _HEADER.unpack_from(data, pos)
+        pos += _HEADER.size
+        chunk, pos = data[pos : pos + length], pos + length
+        if kind == 0:
+            continue
+        pending = chunk if kind in (_FULL, _FIRST) else pending + chunk
+        if kind in (_FULL, _LAST):
+            yield pending
+            pending = b""
+
+
+def read_offline_run(run_dir: Path) -> RecordedRun:
+    """Parse ``run_dir/run-<id>.wandb`` (an offline run) back into its config and artifacts."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    logs = sorted(run_dir.glob("run-*.wandb"))
+    if not logs:
+        raise FileNotFoundError(f"{run_dir}: no run-*.wandb file (not a W&B run directory?)")
+    run_id, job_type = "", ""
+    config: dict[str, Any] = {}
+    logged: list[RecordedArtifact] = []
+    for blob in _log_records(logs[0].read_bytes()):
+        # The module re-exports the protobuf generation that matches the installed protobuf,
+        # which mypy cannot follow.
+        record = pb.Record()  # type: ignore[attr-defined]
+        record.ParseFromString(blob)
+        kind = record.WhichOneof("record_type")
+        if kind == "run":
+            run_id, job_type = record.run.run_id, record.run.job_type
+            items = record.run.config.update
+        elif kind == "config":
+            items = record.config.update
+        elif kind == "artifact":
+            art = record.artifact
+            logged.append(
+                RecordedArtifact(
+                    name=art.name,
+                    type=art.type,
+                    aliases=tuple(art.aliases),
+                    references=tuple(e.ref for e in art.manifest.contents),
+                    metadata=json.loads(art.metadata) if art.metadata else {},
+                )
+            )
+            continue
+        else:
+            continue
+        for item in items:
+            key = item.key or ".".join(item.nested_key)
+            config[key] = json.loads(item.value_json)
+    files = tuple(sorted(p.name for p in (run_dir / "files").iterdir()))
+    return RecordedRun(run_id, job_type, _unwrap(config), tuple(logged), files)
+
+
+def _unwrap(config: dict[str, Any]) -> dict[str, Any]:
+    # wandb stores each top-level config key as {"value": ..., "desc": ...}; "_wandb" is its own.
+    return {
+        k: v["value"] if isinstance(v, dict) and "value" in v else v
+        for k, v in config.items()
+        if k != "_wandb"
+    }
+
+
+def lineage_edges(runs: list[RecordedRun]) -> list[tuple[str, str, str]]:
+    """The lineage graph the runs recorded: (source, target, role) with ``artifact:``/``stage:``
+    node names, inputs first then outputs, in the order given."""
+    edges: list[tuple[str, str, str]] = []
+    for run in runs:
+        for role, ref in run.inputs.items():
+            edges.append((f"artifact:{ref}", f"stage:{run.stage}", role))
+        for art in run.logged:
+            edges.append((f"stage:{run.stage}", f"artifact:{art.ref()}", "output"))
+    return edges

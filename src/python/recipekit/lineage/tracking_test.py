@@ -1,0 +1,118 @@
+"""W&B in offline mode, for real: runs are written by ``wandb`` and read back from its files."""
+
+from pathlib import Path
+
+import pytest
+
+from recipekit.errors import RecipeError
+from recipekit.lineage import ArtifactRef, StageLineage
+from recipekit.lineage.tracking import (
+    check_credentials,
+    lineage_edges,
+    read_offline_run,
+    record_run,
+)
+
+RLVR = StageLineage(
+    stage="rlvr",
+    inputs={"model": ArtifactRef("sft-model"), "data": ArtifactRef("rlvr-data")},
+    output="rlvr-model",
+)
+TEACHER = StageLineage(
+    stage="teacher-vision",
+    inputs={"model": ArtifactRef.at_step("rlvr-model", 120), "data": ArtifactRef("vision-data")},
+    output="teacher-vision-model",
+)
+
+
+@pytest.fixture
+def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # Everything wandb writes stays in tmp_path; no key, no network.
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    for var, sub in (("WANDB_CONFIG_DIR", "config"), ("WANDB_CACHE_DIR", "cache"),
+                     ("WANDB_DATA_DIR", "data"), ("WANDB_ARTIFACT_DIR", "artifacts")):  # fmt: skip
+        monkeypatch.setenv(var, str(tmp_path / sub))
+    return tmp_path
+
+
+def _plan(stage: str, digest: str) -> dict[str, object]:
+    return {
+        "stage": stage,
+        "hash": digest,
+        "config": {"grpo": {"max_num_steps": 500}},
+        "job_script": "#!/bin/bash\n#SBATCH --nodes=4\n",
+        "images": {"nemo-rl": "sha256:" + "a" * 64},
+        "git_commit": "0" * 40,
+        "git_dirty": True,
+    }
+
+
+def test_runs_record_plan_and_lineage_and_read_back_as_a_graph(offline: Path) -> None:
+    checkpoint = offline / "ckpt" / "step_120"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "weights.safetensors").write_bytes(b"not really weights")
+    first = record_run(
+        _plan("rlvr", "1" * 64),
+        RLVR,
+        directory=offline / "runs",
+        project="recipekit-test",
+        output_uri=checkpoint.as_uri(),
+        output_step=120,
+    )
+    second = record_run(
+        _plan("teacher-vision", "2" * 64),
+        TEACHER,
+        directory=offline / "runs",
+        project="recipekit-test",
+        output_uri=(offline / "ckpt").as_uri(),
+    )
+    rlvr, teacher = read_offline_run(first), read_offline_run(second)
+    assert rlvr.job_type == "rlvr" and rlvr.stage == "rlvr"
+    assert rlvr.config["plan"] == {
+        "stage": "rlvr",
+        "hash": "1" * 64,
+        "git_commit": "0" * 40,
+        "git_dirty": True,
+        "images": {"nemo-rl": "sha256:" + "a" * 64},
+    }
+    assert {"config.json", "job.sbatch", "lineage.json"} <= set(rlvr.files)
+    assert (first / "files" / "job.sbatch").read_text().startswith("#!/bin/bash")
+    [out] = rlvr.logged
+    assert (out.name, out.type, out.aliases) == ("rlvr-model", "model", ("latest", "step-120"))
+    # A reference artifact: W&B lists the checkpoint's files by URI and copies nothing.
+    assert out.references == (checkpoint.as_uri() + "/weights.safetensors",)
+    assert out.metadata["plan_hash"] == "1" * 64
+
+    # The teacher's input names the step the RLVR run published: the graph connects.
+    edges = lineage_edges([rlvr, teacher])
+    assert edges == [
+        ("artifact:sft-model:latest", "stage:rlvr", "model"),
+        ("artifact:rlvr-data:latest", "stage:rlvr", "data"),
+        ("stage:rlvr", "artifact:rlvr-model:step-120", "output"),
+        ("artifact:rlvr-model:step-120", "stage:teacher-vision", "model"),
+        ("artifact:vision-data:latest", "stage:teacher-vision", "data"),
+        ("stage:teacher-vision", "artifact:teacher-vision-model:latest", "output"),
+    ]
+
+
+def test_online_without_a_key_names_the_fix() -> None:
+    with pytest.raises(RecipeError) as caught:
+        check_credentials("online", environ={})
+    text = str(caught.value)
+    assert text.startswith("tracking: WANDB_API_KEY: is not set")
+    assert "export WANDB_API_KEY" in text and "turn tracking off" in text
+    check_credentials("online", environ={"WANDB_API_KEY": "x" * 40})
+    check_credentials("offline", environ={})
+    with pytest.raises(RecipeError, match="tracking.mode = 'offlin'"):
+        check_credentials("offlin", environ={})
+
+
+def test_importing_tracking_does_not_import_wandb() -> None:
+    import subprocess
+    import sys
+
+    code = "import recipekit.lineage.tracking, sys; print('wandb' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
