@@ -119,3 +119,12 @@ def test_expand_prints_resolved_json(reference_dir: Path) -> None:
     result = CliRunner().invoke(recipekit_cli.cli, ["expand", str(source)])
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["policy"]["train_global_batch_size"] == 512
+
+
+def test_lineage_draws_the_super35_pipeline(tmp_path: Path) -> None:
+    out = tmp_path / "lineage.svg"
+    result = CliRunner().invoke(recipekit_cli.cli, ["lineage", "--out", str(out)])
+    assert result.exit_code == 0, result.stderr
+    svg = out.read_text()
+    for name in ("rlvr", "super35-sft-model", "super35-rl-rlvr-model", "mopd-phase2"):
+        assert name in svg

@@ -200,5 +200,25 @@ def compile_command(target: str) -> None:
         click.echo(f"warning: {issue.render()}", err=True)
 
 
+
+@cli.command()
+@click.argument("pipeline", metavar="MODULE:ATTR", default="recipes.super35.lineage:SUPER35")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the SVG here.")
+@reports_recipe_errors
+def lineage(pipeline: str, out: Path | None) -> None:
+    """Draw a pipeline's stage and artifact graph as SVG (default: the Super 3.5 pipeline)."""
+    from recipekit.lineage.drawing import draw_svg
+    from recipekit.lineage.graph import Pipeline
+
+    found = load_object(pipeline)
+    if not isinstance(found, Pipeline):
+        raise RecipeError([Issue(pipeline, f"is a {type(found).__name__}, not a Pipeline")])
+    svg = draw_svg(found)
+    if out is None:
+        click.echo(svg, nl=False)
+        return
+    out.write_text(svg)
+    click.echo(f"wrote {out}")
+
 def main() -> None:
     cli.main(prog_name="recipekit")
