@@ -123,6 +123,9 @@ def record_run(
         run_dir = files_dir.parent
     finally:
         run.finish()
+        # finish() can return before W&B's service has flushed the run log to disk; tearing
+        # the service down waits for it (seen: a second run's log read back empty).
+        wandb.teardown()
     return run_dir
 
 
