@@ -14,7 +14,7 @@ import time
 
 
 def main(argv: list[str]) -> int:
-    import ray
+    import ray  # pants: no-infer-dep (the container's Ray, not ours)
 
     address, want_nodes, want_gpus, timeout = argv[0], int(argv[1]), float(argv[2]), float(argv[3])
     deadline = time.monotonic() + timeout
