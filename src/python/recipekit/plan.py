@@ -16,6 +16,7 @@ import attrs
 
 from recipekit.errors import Issue, RecipeError
 from recipekit.keypaths import parse_assignment, replace_at
+from recipekit.lineage.graph import apply_overrides, is_lineage_override
 from recipekit.markers import DERIVED
 from recipekit.nemo_rl.layout import Layout
 from recipekit.stage import Stage
@@ -60,6 +61,7 @@ class Plan:
             },
             "inputs": stage.framework.inputs(self.framework_config),
             "outputs": stage.framework.outputs(self.framework_config),
+            **({"lineage": stage.lineage.as_json()} if stage.lineage is not None else {}),
             "overrides": list(self.overrides),
             "derived": list(self.derived),
             "warnings": [w.as_json() for w in self.warnings],
@@ -71,7 +73,17 @@ class Plan:
 def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
     config = stage.config
     problems: list[Issue] = []
-    for assignment in overrides:
+    # `run.model=...` pins an input artifact; everything else is a framework key.
+    pins = [a for a in overrides if is_lineage_override(a)]
+    if pins:
+        if stage.lineage is None:
+            problems += [Issue(a.partition("=")[0], "this stage declares no lineage") for a in pins]
+        else:
+            try:
+                stage = attrs.evolve(stage, lineage=apply_overrides(stage.lineage, pins))
+            except RecipeError as exc:
+                problems += exc.issues
+    for assignment in (a for a in overrides if not is_lineage_override(a)):
         try:
             path, value = parse_assignment(config, assignment)
             config = replace_at(config, path, value)
@@ -100,14 +112,17 @@ def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
 
 
 def content_hash(stage: Stage, rendered: dict[str, Any]) -> str:
-    """sha256 over what decides the run: framework, hardware, model and the exact config."""
+    """sha256 over what decides the run: framework, hardware, model, the exact config and,
+    for a stage in a pipeline, the input artifacts it is pinned to."""
     hw = stage.hardware
-    identity = {
+    identity: dict[str, Any] = {
         "framework": [stage.framework.name, stage.framework.version, stage.framework.entry_point],
         "hardware": [hw.node.name, hw.num_nodes, hw.gpus_per_node, hw.node.cpu_arch.value],
         "model": stage.model.name,
         "config": rendered,
     }
+    if stage.lineage is not None:
+        identity["lineage"] = stage.lineage.as_json()
     blob = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 

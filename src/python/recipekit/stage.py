@@ -15,6 +15,7 @@ import attrs
 
 from recipekit.hardware import Hardware
 from recipekit.keypaths import with_values
+from recipekit.lineage.graph import StageLineage
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl.grpo import NEMO_RL_GRPO, NemoRLGrpo
 
@@ -48,6 +49,8 @@ class Stage:
     model: ModelCard
     config: Any
     framework: NemoRLGrpo = NEMO_RL_GRPO
+    # What the stage reads (by role) and publishes; None for a stage outside a pipeline.
+    lineage: StageLineage | None = None
     # Provenance, for explaining a value; never part of a stage's identity (eq=False).
     # origin: file:line of the ``Stage(...)`` of the base; a variant keeps its base's.
     origin: str = attrs.field(factory=_construction_site, eq=False, repr=False)

@@ -1,0 +1,43 @@
+"""Plans carry a stage's lineage, and `--set run.<role>=...` pins an input artifact."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipekit.errors import RecipeError
+from recipekit.lineage.graph import StageLineage
+from recipekit.lineage.refs import parse_ref
+from recipekit.plan import make_plan
+from recipes.super3.dapo import dapo_gb200
+
+WITH_LINEAGE = dapo_gb200.with_values(
+    lineage=StageLineage(
+        stage="dapo-gb200",
+        inputs={"model": parse_ref("super3-base-model")},
+        output="super3-dapo-model",
+    )
+)
+
+
+def test_plan_json_carries_the_lineage() -> None:
+    plan = make_plan(WITH_LINEAGE).as_json()
+    assert plan["lineage"] == {
+        "inputs": {"model": "super3-base-model:latest"},
+        "output": "super3-dapo-model",
+    }
+    assert "lineage" not in make_plan(dapo_gb200).as_json()
+
+
+def test_pinning_an_input_changes_the_plan_and_its_hash() -> None:
+    pinned = make_plan(WITH_LINEAGE, ["run.model=super3-base-model:v3"])
+    assert pinned.as_json()["lineage"]["inputs"] == {"model": "super3-base-model:v3"}
+    assert pinned.hash != make_plan(WITH_LINEAGE).hash
+    # A pin leaves the framework config alone.
+    assert pinned.framework_config == make_plan(WITH_LINEAGE).framework_config
+
+
+def test_a_pin_on_a_stage_without_lineage_or_role_is_refused() -> None:
+    with pytest.raises(RecipeError, match="run.model: this stage declares no lineage"):
+        make_plan(dapo_gb200, ["run.model=x-model:v1"])
+    with pytest.raises(RecipeError, match="run.modle"):
+        make_plan(WITH_LINEAGE, ["run.modle=super3-base-model:v3"])
