@@ -69,9 +69,9 @@ def test_each_stage_plans_with_the_known_traps_as_warnings() -> None:
 
 
 def test_layouts_are_the_guides() -> None:
-    gb200 = make_plan(dapo.dapo_gb200).layout
-    assert (gb200.generation_gpus, gb200.training_gpus, gb200.data_parallel) == (4, 16, 1)
-    b200 = make_plan(dapo.dapo_b200).layout
-    assert (b200.generation_nodes, b200.training_nodes, b200.training_gpus) == (1, 2, 16)
-    h100 = make_plan(dapo.dapo_h100).layout
-    assert h100.colocated and h100.training_gpus == 32 and h100.vllm_instances == 4
+    gb200 = make_plan(dapo.dapo_gb200).layout.as_json()
+    assert (gb200["generation_gpus"], gb200["training_gpus"], gb200["data_parallel"]) == (4, 16, 1)
+    b200 = make_plan(dapo.dapo_b200).layout.as_json()
+    assert (b200["generation_nodes"], b200["training_nodes"], b200["training_gpus"]) == (1, 2, 16)
+    h100 = make_plan(dapo.dapo_h100).layout.as_json()
+    assert h100["colocated"] and h100["training_gpus"] == 32 and h100["vllm_instances"] == 4

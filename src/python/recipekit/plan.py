@@ -15,10 +15,10 @@ from typing import Any
 import attrs
 
 from recipekit.errors import Issue, RecipeError
+from recipekit.framework import Layout
 from recipekit.keypaths import parse_assignment, replace_at
 from recipekit.lineage.graph import apply_overrides, is_lineage_override
 from recipekit.markers import DERIVED
-from recipekit.nemo_rl.layout import Layout
 from recipekit.stage import Stage
 
 
@@ -34,7 +34,6 @@ class Plan:
 
     def as_json(self) -> dict[str, Any]:
         stage, hw = self.stage, self.stage.hardware
-        lay = self.layout
         return {
             "stage": stage.name,
             "description": stage.description,
@@ -42,6 +41,8 @@ class Plan:
                 "name": stage.framework.name,
                 "version": stage.framework.version,
                 "entry_point": stage.framework.entry_point,
+                "launch": stage.framework.launch,
+                "image": stage.framework.image,
             },
             "hardware": {
                 "node": hw.node.name,
@@ -54,11 +55,7 @@ class Plan:
                 "needs_imex_channel": hw.node.needs_imex_channel,
             },
             "model": stage.model.name,
-            "layout": {
-                **attrs.asdict(lay),
-                "data_parallel": lay.data_parallel,
-                "vllm_instances": lay.vllm_instances,
-            },
+            "layout": self.layout.as_json(),
             "inputs": stage.framework.inputs(self.framework_config),
             "outputs": stage.framework.outputs(self.framework_config),
             **({"lineage": stage.lineage.as_json()} if stage.lineage is not None else {}),

@@ -13,11 +13,12 @@ from typing import Any
 
 import attrs
 
+from recipekit.framework import Framework
 from recipekit.hardware import Hardware
 from recipekit.keypaths import with_values
 from recipekit.lineage.graph import StageLineage
 from recipekit.model_card import ModelCard
-from recipekit.nemo_rl.grpo import NEMO_RL_GRPO, NemoRLGrpo
+from recipekit.nemo_rl.grpo import NEMO_RL_GRPO
 
 
 @attrs.frozen
@@ -48,7 +49,7 @@ class Stage:
     hardware: Hardware
     model: ModelCard
     config: Any
-    framework: NemoRLGrpo = NEMO_RL_GRPO
+    framework: Framework = NEMO_RL_GRPO
     # What the stage reads (by role) and publishes; None for a stage outside a pipeline.
     lineage: StageLineage | None = None
     # Provenance, for explaining a value; never part of a stage's identity (eq=False).

@@ -8,6 +8,7 @@ import attrs
 
 from recipekit.convert import to_dict
 from recipekit.errors import Issue
+from recipekit.framework import Launch
 from recipekit.hardware import Hardware
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
@@ -15,6 +16,7 @@ from recipekit.nemo_rl.checks import CheckContext, run_checks
 from recipekit.nemo_rl.derivations import derive
 from recipekit.nemo_rl.layout import Layout, compute_layout
 from recipekit.nemo_rl.schema import GRPOMasterConfig
+from recipekit.nemo_rl.summary import grpo_summary
 
 
 @attrs.frozen
@@ -24,6 +26,8 @@ class NemoRLGrpo:
     # The guide's YAML header names examples/run_grpo_math.py, which super-v3 does not have.
     entry_point: str = "examples/run_grpo.py"
     config_type: type = GRPOMasterConfig
+    launch: Launch = "ray"
+    image: str = "nemo-rl"
 
     def derive(self, config: Any, hardware: Hardware) -> tuple[Any, list[str]]:
         return derive(config, hardware)
@@ -48,6 +52,9 @@ class NemoRLGrpo:
     def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
         ckpt = rendered["checkpointing"]
         return {"checkpoints": ckpt["checkpoint_dir"]} if ckpt["enabled"] else {}
+
+    def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
+        return grpo_summary(rendered, layout)
 
     def render(self, config: Any) -> dict[str, Any]:
         out = to_dict(config)

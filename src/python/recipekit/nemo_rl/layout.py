@@ -7,6 +7,8 @@ every GPU.
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from recipekit.hardware import Hardware
@@ -43,6 +45,13 @@ class Layout:
     def vllm_instances(self) -> int:
         per_instance = self.vllm_tensor_parallel * self.vllm_pipeline_parallel
         return self.generation_gpus // per_instance if per_instance else 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            **attrs.asdict(self),
+            "data_parallel": self.data_parallel,
+            "vllm_instances": self.vllm_instances,
+        }
 
 
 def _int(value: object, fallback: int = 1) -> int:

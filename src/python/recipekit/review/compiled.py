@@ -42,7 +42,7 @@ def compile_files(stage: Stage, overrides: tuple[str, ...] = ()) -> dict[str, st
         profile = None
     else:
         profile = default_profile_for(stage.hardware.node.name)
-    images: dict[str, Any] = {"base": _base_image(stage.framework.name)}
+    images: dict[str, Any] = {"base": _base_image(stage.framework.image)}
     if profile is None:
         job = NO_PROFILE
         images["cluster_profile"] = None

@@ -1,0 +1,70 @@
+"""What a stage's framework must provide for recipe -> plan -> render to work.
+
+A framework (NeMo-RL GRPO on ``super-v3``, NeMo-RL on ``main``, Megatron-Bridge, NeMo
+Evaluator) owns its typed config: how values are derived, what is checked, how it is written
+out and how it is summarised. Everything else (overrides, lineage pins, the hash, the job
+script) is the same for all of them, so ``plan`` and ``launch`` only see this protocol.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from recipekit.errors import Issue
+from recipekit.hardware import Hardware
+from recipekit.model_card import ModelCard
+
+# How the job step starts the entry point once preflight passed on every node:
+# "ray": Ray on every node, the entry point once on the head (NeMo-RL);
+# "torchrun": one torchrun per node, one process per GPU (Megatron-Bridge);
+# "head": the entry point once on the head, no cluster runtime (evaluation).
+Launch = Literal["ray", "torchrun", "head"]
+
+
+class Layout(Protocol):
+    """Where the work runs on the stage's GPUs, as the plan shows it."""
+
+    def as_json(self) -> dict[str, Any]: ...
+
+
+class Framework(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def entry_point(self) -> str: ...
+
+    @property
+    def launch(self) -> Launch: ...
+
+    @property
+    def image(self) -> str:
+        """The base image (a name in ``containers/bases.py``) the stage runs in."""
+        ...
+
+    def derive(self, config: Any, hardware: Hardware) -> tuple[Any, list[str]]:
+        """``config`` with derived keys computed, and the keys that were."""
+        ...
+
+    def check(
+        self, config: Any, hardware: Hardware, model: ModelCard
+    ) -> tuple[Layout, list[Issue], list[Issue]]:
+        """The layout, the errors that stop the plan and the warnings shown with it."""
+        ...
+
+    def render(self, config: Any) -> dict[str, Any]:
+        """Exactly what the entry point reads as its config file."""
+        ...
+
+    def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
+        """Paths the run reads, which every node must see (preflight checks them)."""
+        ...
+
+    def outputs(self, rendered: dict[str, Any]) -> dict[str, str]: ...
+
+    def summary(self, rendered: dict[str, Any], layout: Layout) -> list[tuple[str, str]]:
+        """Rows of the one-screen plan: layout, batch, sequence, data, checkpoints."""
+        ...

@@ -1,0 +1,115 @@
+"""The one-screen plan rows of a NeMo-RL GRPO stage (either schema): layout, batch, data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recipekit.nemo_rl.layout import Layout
+
+
+def _nodes(first: int, count: int) -> str:
+    return f"node {first}" if count == 1 else f"nodes {first}-{first + count - 1}"
+
+
+def grpo_summary(cfg: dict[str, Any], lay: Layout) -> list[tuple[str, str]]:
+    grpo, policy, data, ckpt = cfg["grpo"], cfg["policy"], cfg["data"], cfg["checkpointing"]
+    gen = policy.get("generation") or {}
+    vllm = gen.get("vllm_cfg") or {}
+    rows: list[tuple[str, str]] = []
+    train_desc = (
+        f"{lay.backend} TP {lay.tensor_parallel} x PP {lay.pipeline_parallel} x "
+        f"CP {lay.context_parallel} -> DP {lay.data_parallel}"
+    )
+    if lay.backend == "megatron":
+        train_desc += f"; experts EP {lay.expert_parallel} x ETP {lay.expert_tensor_parallel}"
+    vllm_desc = (
+        f"vLLM TP {lay.vllm_tensor_parallel} x PP {lay.vllm_pipeline_parallel} -> "
+        f"{lay.vllm_instances} instance{'s' if lay.vllm_instances != 1 else ''}"
+    )
+    if lay.colocated:
+        rows.append(("layout", f"colocated on all {lay.total_gpus} GPUs: {vllm_desc}"))
+        rows.append(("", f"training {train_desc}"))
+    else:
+        rows.append(
+            (
+                "layout",
+                f"generation {_nodes(1, lay.generation_nodes)} "
+                f"({lay.generation_gpus} GPUs): {vllm_desc}",
+            )
+        )
+        rows.append(
+            (
+                "",
+                f"training {_nodes(lay.generation_nodes + 1, lay.training_nodes)} "
+                f"({lay.training_gpus} GPUs): {train_desc}",
+            )
+        )
+    rows.append(
+        (
+            "batch",
+            f"{grpo['num_prompts_per_step']} prompts x "
+            f"{grpo['num_generations_per_prompt']} generations = "
+            f"train_global_batch_size {policy['train_global_batch_size']}, "
+            f"micro batch {policy['train_micro_batch_size']}, "
+            f"{grpo['max_num_steps']} steps",
+        )
+    )
+    if grpo.get("use_dynamic_sampling"):
+        rows.append(
+            (
+                "",
+                f"dynamic sampling: batch_multiplier {grpo.get('batch_multiplier')}, "
+                f"up to {grpo.get('dynamic_sampling_max_gen_batches')} generation batches",
+            )
+        )
+    seq = (
+        f"max_total_sequence_length {policy['max_total_sequence_length']}, "
+        f"max_new_tokens {gen.get('max_new_tokens')}, "
+        f"vLLM max_model_len {vllm.get('max_model_len')}, "
+        f"prompt <= {data.get('max_input_seq_length')}"
+    )
+    rows.append(("sequence", seq))
+    shaping = grpo.get("reward_shaping", {})
+    if shaping.get("enabled"):
+        rows.append(
+            (
+                "",
+                f"overlong buffer {shaping.get('overlong_buffer_length')} of "
+                f"{shaping.get('max_response_length')} tokens, penalty "
+                f"{shaping.get('overlong_buffer_penalty')}",
+            )
+        )
+    packing = policy.get("sequence_packing", {})
+    if packing.get("enabled"):
+        rows.append(
+            (
+                "",
+                f"sequence packing {packing.get('algorithm')}: "
+                f"{packing.get('train_mb_tokens')} train / "
+                f"{packing.get('logprob_mb_tokens')} logprob tokens per micro-batch",
+            )
+        )
+    train, val = data.get("train", {}), data.get("validation") or {}
+    rows.append(
+        (
+            "data",
+            f"train {train.get('dataset_name') or train.get('data_path')} "
+            f"(env {train.get('env_name')}); validation {val.get('dataset_name', '-')} "
+            f"every {grpo['val_period']} steps, {grpo['max_val_samples']} samples",
+        )
+    )
+    rows.append(("model", policy["model_name"]))
+    keep = (
+        f", keep {ckpt['keep_top_k']} best by {ckpt['metric_name']}"
+        if ckpt.get("keep_top_k")
+        else ""
+    )
+    rows.append(
+        (
+            "checkpoints",
+            f"{ckpt['checkpoint_dir']} every {ckpt['save_period']} steps" f"{keep}"
+            if ckpt["enabled"]
+            else "disabled",
+        )
+    )
+    return rows
