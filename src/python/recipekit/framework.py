@@ -16,9 +16,10 @@ from recipekit.model_card import ModelCard
 
 # How the job step starts the entry point once preflight passed on every node:
 # "ray": Ray on every node, the entry point once on the head (NeMo-RL);
-# "torchrun": one torchrun per node, one process per GPU (Megatron-Bridge);
+# "per-gpu": one process per GPU on every node, torch.distributed set up from Slurm's
+#   environment, as NeMo-Run's Slurm executor starts Megatron-Bridge;
 # "head": the entry point once on the head, no cluster runtime (evaluation).
-Launch = Literal["ray", "torchrun", "head"]
+Launch = Literal["ray", "per-gpu", "head"]
 
 
 class Layout(Protocol):

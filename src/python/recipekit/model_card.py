@@ -26,3 +26,13 @@ NEMOTRON_3_SUPER_120B = ModelCard(
     num_layers=88,
     num_experts=512,
 )
+
+# Seed 004, "Model Specifications": the Super 3 backbone plus the Omni image and video stack
+# (C-RADIO encoder, projector, temporal embedder; no audio); 124.453B counted with them and MTP.
+NEMOTRON_35_SUPER_VL_120B = ModelCard(
+    name="NVIDIA-Nemotron-3.5-Super-VL-120B-A12B",
+    total_params_b=120,
+    active_params_b=12,
+    num_layers=88,
+    num_experts=512,
+)
