@@ -90,7 +90,8 @@ def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
         raise RecipeError(problems, context=f"{stage.name}: --set")
 
     framework = stage.framework
-    config, derived = framework.derive(config, stage.hardware)
+    artifacts = stage.lineage.artifact_paths() if stage.lineage is not None else {}
+    config, derived = framework.derive(config, stage.hardware, artifacts)
     layout, errors, warnings = framework.check(config, stage.hardware, stage.model)
     errors += _underived(config)
     if errors:

@@ -169,14 +169,24 @@ def explain(target: str, key: str, output_format: str, overrides: tuple[str, ...
 )
 @click.option("--node", type=click.Choice(["GB200", "B200", "H100"]), help="The node type.")
 @click.option("--name", default="", help="The stage's name (default: the file's stem).")
+@click.option(
+    "--schema",
+    type=click.Choice(["auto", "super-v3", "main"]),
+    default="auto",
+    show_default=True,
+    help="NeMo-RL's config schema: super-v3 (Super V3), main (super-v3.5-posttraining: Gym, "
+    "MOPD, VLM); auto takes the one that knows more of the file's keys.",
+)
 @reports_recipe_errors
-def import_yaml(yaml_file: Path, out: Path | None, node: str | None, name: str) -> None:
-    """Write a NeMo-RL GRPO YAML (super-v3 schema) as a typed recipe module defining `recipe`.
+def import_yaml(
+    yaml_file: Path, out: Path | None, node: str | None, name: str, schema: str
+) -> None:
+    """Write a NeMo-RL GRPO YAML as a typed recipe module defining `recipe`.
 
     Unknown keys go to the module's UNTYPED_KEYS and are listed as warnings."""
     from recipekit.review.import_yaml import import_yaml as run_import
 
-    imported = run_import(yaml_file, node=node, name=name)
+    imported = run_import(yaml_file, node=node, name=name, schema=schema)
     if out is None:
         click.echo(imported.source, nl=False)
     else:

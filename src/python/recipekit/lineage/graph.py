@@ -20,6 +20,7 @@ from recipekit.lineage.refs import (
     ExternalInput,
     InputSource,
     artifact_name_problem,
+    artifact_path,
     parse_ref,
 )
 
@@ -83,6 +84,10 @@ class StageLineage:
 
     def artifact_inputs(self) -> dict[str, ArtifactRef]:
         return {r: s for r, s in self.inputs.items() if isinstance(s, ArtifactRef)}
+
+    def artifact_paths(self) -> dict[str, str]:
+        """``run.<role>`` -> where the job sees that input artifact (what configs derive from)."""
+        return {f"run.{r}": artifact_path(ref) for r, ref in self.artifact_inputs().items()}
 
     def as_json(self) -> dict[str, Any]:
         """What ``plan --format json`` carries as ``lineage``."""

@@ -93,6 +93,16 @@ class ArtifactRef:
         return f"{self.name}:{self.selector}"
 
 
+# Where a job sees its input artifacts: the cluster profile mounts its artifact store here, one
+# directory per name and version (``/artifacts/super35-sft-model/latest``), so a plan names
+# the version it was pinned to and changes when the pin does.
+ARTIFACTS_ROOT = "/artifacts"
+
+
+def artifact_path(ref: ArtifactRef) -> str:
+    return f"{ARTIFACTS_ROOT}/{ref.name}/{ref.selector}"
+
+
 def parse_ref(text: str, *, path: str = "") -> ArtifactRef:
     """``NAME[:latest|:vN|:step-N]`` -> ArtifactRef; a RecipeError naming ``path`` otherwise."""
     name, sep, selector = text.strip().partition(":")

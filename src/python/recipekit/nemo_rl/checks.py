@@ -27,11 +27,15 @@ from recipekit.nemo_rl.schema import (
     SequencePacking,
     VllmConfig,
 )
+from recipekit.nemo_rl.schema_main import GenerationMain, GRPOMasterConfigMain
+
+# The GRPO config of either schema: the checks read keys both declare.
+GrpoConfig = GRPOMasterConfig | GRPOMasterConfigMain
 
 
 @attrs.frozen
 class CheckContext:
-    config: GRPOMasterConfig
+    config: GrpoConfig
     hardware: Hardware
     model: ModelCard
     layout: Layout
@@ -42,9 +46,9 @@ class CheckContext:
         return m if isinstance(m, Megatron) and m.enabled else None
 
     @property
-    def generation(self) -> Generation | None:
+    def generation(self) -> Generation | GenerationMain | None:
         g = self.config.policy.generation
-        return g if isinstance(g, Generation) else None
+        return g if isinstance(g, Generation | GenerationMain) else None
 
     @property
     def vllm(self) -> VllmConfig | None:
@@ -366,7 +370,7 @@ def response_budget_fits(ctx: CheckContext) -> Iterator[Issue]:
             value=max_input,
         )
     shaping = ctx.config.grpo.reward_shaping
-    if shaping.enabled:
+    if not isinstance(shaping, Marker) and shaping.enabled:
         budget, buffer = shaping.max_response_length, shaping.overlong_buffer_length
         if isinstance(budget, int) and budget > total:
             yield Issue(
@@ -480,7 +484,11 @@ def megatron_settings_agree(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def math_verifier_is_set(ctx: CheckContext) -> Iterator[Issue]:
-    for name, env in ctx.config.env.items():
+    envs = ctx.config.env
+    named = envs.items() if isinstance(envs, dict) else [("math", envs.math)]
+    for name, env in named:
+        if isinstance(env, Marker):
+            continue
         if env.math_verify_impl is None:
             yield Issue(
                 f"env.{name}.math_verify_impl",
@@ -629,9 +637,19 @@ WARNING_CHECKS: tuple[Check, ...] = (
 )
 
 
-def run_checks(ctx: CheckContext) -> tuple[list[Issue], list[Issue]]:
+# super-v3's own traps (keys it never reads, the shadowed baseline) are not main's.
+WARNING_CHECKS_MAIN: tuple[Check, ...] = (
+    dense_settings_on_moe_model,
+    tracking_names_mention_other_hardware,
+    checkpoint_metric_needs_validation,
+)
+
+
+def run_checks(
+    ctx: CheckContext, warning_checks: tuple[Check, ...] = WARNING_CHECKS
+) -> tuple[list[Issue], list[Issue]]:
     errors = [issue for check in ERROR_CHECKS for issue in check(ctx)]
-    warnings = [issue for check in WARNING_CHECKS for issue in check(ctx)]
+    warnings = [issue for check in warning_checks for issue in check(ctx)]
     return errors, warnings
 
 

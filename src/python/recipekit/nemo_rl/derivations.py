@@ -9,8 +9,8 @@ the recipe or on the command line keeps its value. The rules are listed in depen
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import attrs
 
@@ -19,6 +19,7 @@ from recipekit.hardware import Hardware
 from recipekit.keypaths import get_at, replace_at
 from recipekit.markers import DERIVED, UNSET, Marker
 from recipekit.nemo_rl.schema import GRPOMasterConfig
+from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
 
 
 @attrs.frozen
@@ -38,41 +39,41 @@ def _sequence_divisor(megatron_enabled: Any, megatron_tp: Any, dtensor_tp: Any) 
     return megatron_tp if megatron_enabled is True else dtensor_tp
 
 
-def _same_rule(target: str, source: str) -> Derivation:
+def same_rule(target: str, source: str) -> Derivation:
     return Derivation(target, (source,), _same, source)
 
 
-def _product_rule(target: str, left: str, right: str) -> Derivation:
+def product_rule(target: str, left: str, right: str) -> Derivation:
     return Derivation(target, (left, right), operator.mul, f"{left} * {right}")
 
 
 SEQ = "policy.max_total_sequence_length"
 
 RULES: tuple[Derivation, ...] = (
-    _same_rule("cluster.num_nodes", "hardware.num_nodes"),
-    _same_rule("cluster.gpus_per_node", "hardware.gpus_per_node"),
-    _same_rule("policy.tokenizer.name", "policy.model_name"),
-    _product_rule(
+    same_rule("cluster.num_nodes", "hardware.num_nodes"),
+    same_rule("cluster.gpus_per_node", "hardware.gpus_per_node"),
+    same_rule("policy.tokenizer.name", "policy.model_name"),
+    product_rule(
         "policy.train_global_batch_size",
         "grpo.num_prompts_per_step",
         "grpo.num_generations_per_prompt",
     ),
-    _same_rule("policy.logprob_batch_size", "policy.train_micro_batch_size"),
-    _same_rule("grpo.reward_shaping.max_response_length", SEQ),
-    _same_rule("policy.megatron_cfg.pipeline_dtype", "policy.precision"),
-    _same_rule("policy.megatron_cfg.optimizer.clip_grad", "policy.max_grad_norm"),
-    _same_rule(
+    same_rule("policy.logprob_batch_size", "policy.train_micro_batch_size"),
+    same_rule("grpo.reward_shaping.max_response_length", SEQ),
+    same_rule("policy.megatron_cfg.pipeline_dtype", "policy.precision"),
+    same_rule("policy.megatron_cfg.optimizer.clip_grad", "policy.max_grad_norm"),
+    same_rule(
         "policy.megatron_cfg.scheduler.start_weight_decay",
         "policy.megatron_cfg.optimizer.weight_decay",
     ),
-    _same_rule(
+    same_rule(
         "policy.megatron_cfg.scheduler.end_weight_decay",
         "policy.megatron_cfg.optimizer.weight_decay",
     ),
-    _product_rule("policy.sequence_packing.train_mb_tokens", SEQ, "policy.train_micro_batch_size"),
-    _product_rule("policy.sequence_packing.logprob_mb_tokens", SEQ, "policy.logprob_batch_size"),
-    _product_rule("policy.dynamic_batching.train_mb_tokens", SEQ, "policy.train_micro_batch_size"),
-    _product_rule("policy.dynamic_batching.logprob_mb_tokens", SEQ, "policy.logprob_batch_size"),
+    product_rule("policy.sequence_packing.train_mb_tokens", SEQ, "policy.train_micro_batch_size"),
+    product_rule("policy.sequence_packing.logprob_mb_tokens", SEQ, "policy.logprob_batch_size"),
+    product_rule("policy.dynamic_batching.train_mb_tokens", SEQ, "policy.train_micro_batch_size"),
+    product_rule("policy.dynamic_batching.logprob_mb_tokens", SEQ, "policy.logprob_batch_size"),
     Derivation(
         "policy.make_sequence_length_divisible_by",
         (
@@ -83,33 +84,44 @@ RULES: tuple[Derivation, ...] = (
         _sequence_divisor,
         "the tensor-parallel size of the training back-end",
     ),
-    _same_rule("policy.generation.max_new_tokens", SEQ),
-    _same_rule("policy.generation.vllm_cfg.precision", "policy.precision"),
-    _same_rule("policy.generation.vllm_cfg.max_model_len", SEQ),
-    _same_rule("policy.generation.colocated.resources.gpus_per_node", "hardware.gpus_per_node"),
-    _same_rule("data.max_input_seq_length", SEQ),
-    _same_rule("data.train.seed", "grpo.seed"),
+    same_rule("policy.generation.max_new_tokens", SEQ),
+    same_rule("policy.generation.vllm_cfg.precision", "policy.precision"),
+    same_rule("policy.generation.vllm_cfg.max_model_len", SEQ),
+    same_rule("policy.generation.colocated.resources.gpus_per_node", "hardware.gpus_per_node"),
+    same_rule("data.max_input_seq_length", SEQ),
+    same_rule("data.train.seed", "grpo.seed"),
 )
 
 RULES_BY_TARGET = {rule.target: rule for rule in RULES}
 
+C = TypeVar("C", bound=GRPOMasterConfig | GRPOMasterConfigMain)
 
-def _lookup(config: GRPOMasterConfig, hardware: Hardware, path: str) -> Any:
+
+def _lookup(
+    config: Any, hardware: Hardware, path: str, artifacts: Mapping[str, str] | None = None
+) -> Any:
     if path.startswith("hardware."):
         return getattr(hardware, path.removeprefix("hardware."))
+    if path.startswith("run."):
+        return (artifacts or {}).get(path, UNSET)
     try:
         return get_at(config, path)
     except RecipeError:
         return UNSET
 
 
-def derive(config: GRPOMasterConfig, hardware: Hardware) -> tuple[GRPOMasterConfig, list[str]]:
+def derive(
+    config: C,
+    hardware: Hardware,
+    rules: tuple[Derivation, ...] = RULES,
+    artifacts: Mapping[str, str] | None = None,
+) -> tuple[C, list[str]]:
     """``config`` with every ``DERIVED`` key computed; also the keys that were derived."""
     derived: list[str] = []
-    for rule in RULES:
+    for rule in rules:
         if _lookup(config, hardware, rule.target) is not DERIVED:
             continue  # explicit, or its section is absent
-        inputs = [_lookup(config, hardware, source) for source in rule.sources]
+        inputs = [_lookup(config, hardware, source, artifacts) for source in rule.sources]
         value = rule.compute(*inputs)
         if isinstance(value, Marker) or value is None:
             continue  # nothing to follow; the plan reports the key as unset

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -12,10 +13,18 @@ from recipekit.framework import Launch
 from recipekit.hardware import Hardware
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
-from recipekit.nemo_rl.checks import CheckContext, run_checks
-from recipekit.nemo_rl.derivations import derive
+from recipekit.nemo_rl.checks import (
+    WARNING_CHECKS,
+    WARNING_CHECKS_MAIN,
+    Check,
+    CheckContext,
+    run_checks,
+)
+from recipekit.nemo_rl.derivations import RULES, Derivation, derive
+from recipekit.nemo_rl.derivations_main import RULES_MAIN
 from recipekit.nemo_rl.layout import Layout, compute_layout
 from recipekit.nemo_rl.schema import GRPOMasterConfig
+from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
 from recipekit.nemo_rl.summary import grpo_summary
 
 
@@ -28,15 +37,21 @@ class NemoRLGrpo:
     config_type: type = GRPOMasterConfig
     launch: Launch = "ray"
     image: str = "nemo-rl"
+    rules: tuple[Derivation, ...] = RULES
+    warning_checks: tuple[Check, ...] = WARNING_CHECKS
 
-    def derive(self, config: Any, hardware: Hardware) -> tuple[Any, list[str]]:
-        return derive(config, hardware)
+    def derive(
+        self, config: Any, hardware: Hardware, artifacts: Mapping[str, str]
+    ) -> tuple[Any, list[str]]:
+        return derive(config, hardware, self.rules, artifacts)
 
     def check(
         self, config: Any, hardware: Hardware, model: ModelCard
     ) -> tuple[Layout, list[Issue], list[Issue]]:
         layout = compute_layout(config, hardware)
-        errors, warnings = run_checks(CheckContext(config, hardware, model, layout))
+        errors, warnings = run_checks(
+            CheckContext(config, hardware, model, layout), self.warning_checks
+        )
         return layout, errors, warnings
 
     def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
@@ -63,3 +78,15 @@ class NemoRLGrpo:
 
 
 NEMO_RL_GRPO = NemoRLGrpo()
+
+# Super 3.5 RL (seed 004, "Software"): NeMo-RL's super-v3.5-posttraining branch at f299847f1,
+# whose config schema is main's. Its GRPO + NeMo Gym runner is the entry point of every RL stage
+# (RLVR, teachers, MOPD): main's docs launch Gym GRPO with it (nemotron-3-nano.md).
+NEMO_RL_SUPER35 = NemoRLGrpo(
+    version="super-v3.5-posttraining@f299847f1",
+    entry_point="examples/nemo_gym/run_grpo_nemo_gym.py",
+    config_type=GRPOMasterConfigMain,
+    image="nemo-rl-super35",
+    rules=RULES_MAIN,
+    warning_checks=WARNING_CHECKS_MAIN,
+)

@@ -22,7 +22,6 @@ import attrs
 
 from recipekit.errors import Issue, RecipeError, did_you_mean
 from recipekit.keypaths import get_at, split
-from recipekit.nemo_rl.derivations import RULES_BY_TARGET
 from recipekit.plan import make_plan
 from recipekit.sections import field_of
 from recipekit.stage import Stage
@@ -92,6 +91,15 @@ def _value(config: dict[str, Any], key: str) -> Any:
 def _explain(
     stage: Stage, plan: Any, key: str, value: Any, overrides: Sequence[str], depth: int
 ) -> Origin:
+    if key.startswith("run.") and plan.stage.lineage is not None:
+        role = key.removeprefix("run.")
+        return Origin(
+            key,
+            value,
+            "lineage",
+            *_stage_field_site(stage, "lineage"),
+            detail=f"input artifact {plan.stage.lineage.inputs.get(role)}",
+        )
     if key.startswith("hardware."):
         field = key.removeprefix("hardware.")
         return Origin(
@@ -105,7 +113,9 @@ def _explain(
         path = text.partition("=")[0].strip()
         if key == path or key.startswith(path + "."):
             return Origin(key, value, "override", f"--set {text}")
-    rule = RULES_BY_TARGET.get(key)
+    # A framework's derivation rules, when it declares them as nemo_rl's do.
+    rules = {r.target: r for r in getattr(stage.framework, "rules", ())}
+    rule = rules.get(key)
     if rule is not None and key in plan.derived and depth < 5:
         sources = tuple(
             _explain(stage, plan, src, _source_value(plan, src), overrides, depth + 1)
@@ -127,6 +137,8 @@ def _explain(
 
 
 def _source_value(plan: Any, source: str) -> Any:
+    if source.startswith("run.") and plan.stage.lineage is not None:
+        return plan.stage.lineage.artifact_paths().get(source)
     if source.startswith("hardware."):
         return getattr(plan.stage.hardware, source.removeprefix("hardware."))
     try:

@@ -1,4 +1,7 @@
-"""``recipekit import-yaml``: a NeMo-RL GRPO YAML (super-v3 schema) as a typed recipe module.
+"""``recipekit import-yaml``: a NeMo-RL GRPO YAML as a typed recipe module.
+
+The YAML's schema is NeMo-RL ``super-v3`` (Super V3) or ``main`` (``super-v3.5-posttraining``:
+Gym, MOPD, VLM); ``auto`` takes the one that knows more of its keys.
 
 The YAML is read as NeMo-RL reads it (``yaml_loader``: ``defaults:``, ``_override_``, the
 resolvers). Its resolved values become typed sections, written out as Python:
@@ -15,6 +18,7 @@ rendered (the layout checks are ``plan``'s job).
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,12 +31,16 @@ from recipekit.errors import Issue, RecipeError
 from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE, Hardware
 from recipekit.keypaths import replace_at
 from recipekit.markers import DERIVED, UNSET
-from recipekit.nemo_rl.derivations import RULES
-from recipekit.nemo_rl.schema import GRPOMasterConfig
+from recipekit.nemo_rl.grpo import NEMO_RL_GRPO, NEMO_RL_SUPER35, NemoRLGrpo
 from recipekit.sections import key_of
 from recipekit.stage import Stage
 
 NODES = {"GB200": GB200_NODE, "B200": B200_NODE, "H100": H100_NODE}
+# Schema name -> the framework that reads it, and how a generated module names that framework.
+SCHEMAS: dict[str, tuple[NemoRLGrpo, str]] = {
+    "super-v3": (NEMO_RL_GRPO, "NEMO_RL_GRPO"),
+    "main": (NEMO_RL_SUPER35, "NEMO_RL_SUPER35"),
+}
 DEFAULT_NODE = {4: "GB200", 8: "B200"}
 
 
@@ -50,7 +58,9 @@ class Imported:
     warnings: tuple[Issue, ...]
 
 
-def import_yaml(path: Path, *, node: str | None = None, name: str = "") -> Imported:
+def import_yaml(
+    path: Path, *, node: str | None = None, name: str = "", schema: str = "auto"
+) -> Imported:
     from omegaconf import OmegaConf
 
     from recipekit.nemo_rl.yaml_loader import _register_resolvers, expand, load_merged
@@ -63,8 +73,11 @@ def import_yaml(path: Path, *, node: str | None = None, name: str = "") -> Impor
     }
     if "grpo" not in resolved:
         raise RecipeError([Issue(str(path), "not a GRPO config (no grpo section)")])
-    data, untyped = _split_unknown(resolved)
-    config = from_dict(data, GRPOMasterConfig)
+    schema = _choose_schema(resolved) if schema == "auto" else schema
+    framework, framework_name = SCHEMAS[schema]
+    config_type = framework.config_type
+    data, untyped = _split_unknown(resolved, config_type)
+    config: Any = from_dict(data, config_type)
     cluster = resolved.get("cluster", {})
     gpus = cluster.get("gpus_per_node")
     node_name = node or DEFAULT_NODE.get(gpus if isinstance(gpus, int) else 0, "")
@@ -79,7 +92,7 @@ def import_yaml(path: Path, *, node: str | None = None, name: str = "") -> Impor
             ]
         )
     hardware = Hardware(NODES[node_name], num_nodes=int(cluster.get("num_nodes", 1)))
-    config, derived = _as_derived(config, hardware, resolved, interpolated)
+    config, derived = _as_derived(config, hardware, resolved, interpolated, framework)
     warnings = tuple(
         Issue(key, "unknown to the typed schema: kept verbatim in UNTYPED_KEYS", value=value)
         for key, value in untyped.items()
@@ -89,8 +102,21 @@ def import_yaml(path: Path, *, node: str | None = None, name: str = "") -> Impor
     }
     stage_name = name or path.stem
     writer = _Writer(comments=comments, resolved=resolved)
-    source = _module(path, stage_name, node_name, hardware, config, untyped, writer)
+    source = _module(path, stage_name, node_name, hardware, config, untyped, writer, framework_name)
     return Imported(source, warnings)
+
+
+def _choose_schema(resolved: dict[str, Any]) -> str:
+    """The schema that leaves the fewest keys untyped (super-v3 on a tie)."""
+    unknown = {}
+    for schema, (framework, _) in SCHEMAS.items():
+        try:
+            _, untyped = _split_unknown(copy.deepcopy(resolved), framework.config_type)
+        except RecipeError as exc:
+            unknown[schema] = 1000 + len(exc.issues)
+        else:
+            unknown[schema] = len(untyped)
+    return min(SCHEMAS, key=lambda schema: unknown[schema])
 
 
 def _interpolations(data: Any, prefix: str = "") -> list[tuple[str, str]]:
@@ -103,12 +129,14 @@ def _interpolations(data: Any, prefix: str = "") -> list[tuple[str, str]]:
     return out
 
 
-def _split_unknown(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _split_unknown(
+    data: dict[str, Any], config_type: type
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """``data`` without the keys the schema rejects as unknown, and those keys by path."""
     untyped: dict[str, Any] = {}
     for _ in range(50):
         try:
-            from_dict(data, GRPOMasterConfig)
+            from_dict(data, config_type)
             return data, untyped
         except RecipeError as exc:
             unknown = [i.path for i in exc.issues if i.message == "unknown key"]
@@ -128,13 +156,17 @@ def _pop(data: dict[str, Any], key: str) -> Any:
 
 
 def _as_derived(
-    config: Any, hardware: Hardware, resolved: dict[str, Any], interpolated: dict[str, str]
+    config: Any,
+    hardware: Hardware,
+    resolved: dict[str, Any],
+    interpolated: dict[str, str],
+    framework: NemoRLGrpo,
 ) -> tuple[Any, set[str]]:
     """Interpolated keys our derivations reproduce become DERIVED again."""
     from recipekit.nemo_rl.derivations import _lookup
 
     done: set[str] = set()
-    for rule in RULES:
+    for rule in framework.rules:
         if rule.target not in interpolated:
             continue
         inputs = [_lookup(config, hardware, s) for s in rule.sources]
@@ -172,6 +204,7 @@ def _module(
     config: Any,
     untyped: dict[str, Any],
     writer: _Writer,
+    framework_name: str,
 ) -> str:
     sections = []
     for field in attrs.fields(type(config)):
@@ -193,11 +226,15 @@ def _module(
     if uses_derived:
         lines.append("from recipekit.markers import DERIVED")
     lines.append("from recipekit.model_card import ModelCard")
-    lines.append(
-        "from recipekit.nemo_rl.schema import (\n"
-        + "".join(f"    {c},\n" for c in sorted(writer.classes | {"GRPOMasterConfig"}))
-        + ")"
-    )
+    lines.append(f"from recipekit.nemo_rl.grpo import {framework_name}")
+    config_class = type(config)
+    classes = writer.classes | {(config_class.__module__, config_class.__name__)}
+    for module in sorted({m for m, _ in classes}):
+        lines.append(
+            f"from {module} import (\n"
+            + "".join(f"    {c},\n" for m, c in sorted(classes) if m == module)
+            + ")"
+        )
     if untyped:
         lines.append("from recipekit.review.import_yaml import ImportedRecipe")
     lines += ["from recipekit.stage import Stage", ""]
@@ -214,7 +251,8 @@ def _module(
         f"    description={('Imported from ' + path.name)!r},",
         f"    hardware=Hardware({node_name}_NODE, num_nodes={hardware.num_nodes}),",
         "    model=MODEL,",
-        "    config=GRPOMasterConfig(",
+        f"    framework={framework_name},",
+        f"    config={config_class.__name__}(",
         *(f"        {name}={name}," for name, _ in sections),
         "    ),",
         ")",
@@ -238,7 +276,7 @@ class _Writer:
 
     comments: dict[str, str]
     resolved: dict[str, Any]
-    classes: set[str] = attrs.field(factory=set)
+    classes: set[tuple[str, str]] = attrs.field(factory=set)  # (module, class)
 
     def expr(self, value: Any, key: str, depth: int) -> str:
         # Leaves are written as the YAML had them: the typed structuring turns an int given
@@ -252,7 +290,7 @@ class _Writer:
             return "DERIVED"
         if attrs.has(type(value)):
             cls = type(value)
-            self.classes.add(cls.__name__)
+            self.classes.add((cls.__module__, cls.__name__))
             rows = []
             for field in attrs.fields(cls):
                 item = getattr(value, field.name)
@@ -311,7 +349,8 @@ def compile_object(obj: Any) -> tuple[dict[str, Any], list[Issue]]:
         obj, untyped = obj.stage, obj.untyped_keys
     if not isinstance(obj, Stage):
         raise RecipeError([Issue("recipe", f"is a {type(obj).__name__}, not a Stage")])
-    config, _ = obj.framework.derive(obj.config, obj.hardware)
+    artifacts = obj.lineage.artifact_paths() if obj.lineage is not None else {}
+    config, _ = obj.framework.derive(obj.config, obj.hardware, artifacts)
     errors = _underived(config)
     if errors:
         raise RecipeError(errors, context=f"{obj.name}: cannot compile")
