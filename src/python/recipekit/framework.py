@@ -8,7 +8,6 @@ script) is the same for all of them, so ``plan`` and ``launch`` only see this pr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
 from recipekit.errors import Issue
@@ -47,13 +46,10 @@ class Framework(Protocol):
         """The base image (a name in ``containers/bases.py``) the stage runs in."""
         ...
 
-    def derive(
-        self, config: Any, hardware: Hardware, artifacts: Mapping[str, str]
-    ) -> tuple[Any, list[str]]:
+    def derive(self, config: Any, hardware: Hardware) -> tuple[Any, list[str]]:
         """``config`` with derived keys computed, and the keys that were.
 
-        ``artifacts`` maps ``run.<role>`` (``run.model``, ``run.data``, ``run.teacher_<name>``)
-        to where the job sees that input artifact, for keys that follow the stage's lineage.
+        Paths of input artifacts (``RunInput``) are already resolved when this runs.
         """
         ...
 

@@ -25,3 +25,27 @@ DERIVED: Final = Marker.DERIVED
 
 Unset = Literal[Marker.UNSET]
 Derived = Literal[Marker.DERIVED]
+
+
+class RunInput(str):
+    """The path of one of the stage's input artifacts, by role (``model``, ``data``,
+    ``teacher_<name>``): a string key that follows the stage's lineage.
+
+    Like the ``${art:model,path}`` of Nemotron's YAML, it is resolved when the plan is made, so
+    ``--set run.model=super35-sft-model:v3`` moves every key that reads ``RunInput("model")``.
+    Unresolved it reads ``${run.model}``.
+    """
+
+    role: str
+
+    def __new__(cls, role: str, file: str = "") -> RunInput:
+        text = f"${{run.{role}}}" + (f"/{file}" if file else "")
+        made = super().__new__(cls, text)
+        made.role = role
+        made.file = file
+        return made
+
+    file: str
+
+    def resolve(self, artifact_dir: str) -> str:
+        return f"{artifact_dir}/{self.file}" if self.file else artifact_dir

@@ -14,11 +14,11 @@ from typing import Any
 
 import attrs
 
-from recipekit.errors import Issue, RecipeError
+from recipekit.errors import Issue, RecipeError, join_path
 from recipekit.framework import Layout
 from recipekit.keypaths import parse_assignment, replace_at
 from recipekit.lineage.graph import apply_overrides, is_lineage_override
-from recipekit.markers import DERIVED
+from recipekit.markers import DERIVED, RunInput
 from recipekit.stage import Stage
 
 
@@ -31,6 +31,8 @@ class Plan:
     warnings: tuple[Issue, ...]
     framework_config: dict[str, Any]
     hash: str
+    # Keys that hold the path of an input artifact, and which artifact (``explain`` shows it).
+    run_inputs: dict[str, str] = attrs.field(factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         stage, hw = self.stage, self.stage.hardware
@@ -90,8 +92,8 @@ def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
         raise RecipeError(problems, context=f"{stage.name}: --set")
 
     framework = stage.framework
-    artifacts = stage.lineage.artifact_paths() if stage.lineage is not None else {}
-    config, derived = framework.derive(config, stage.hardware, artifacts)
+    config, run_inputs = resolve_run_inputs(attrs.evolve(stage, config=config))
+    config, derived = framework.derive(config, stage.hardware)
     layout, errors, warnings = framework.check(config, stage.hardware, stage.model)
     errors += _underived(config)
     if errors:
@@ -106,7 +108,57 @@ def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
         warnings=tuple(warnings),
         framework_config=rendered,
         hash=content_hash(planned, rendered),
+        run_inputs=run_inputs,
     )
+
+
+def resolve_run_inputs(stage: Stage) -> tuple[Any, dict[str, str]]:
+    """``stage.config`` with every ``RunInput`` replaced by the path of that input artifact,
+    and the keys replaced (key -> artifact reference)."""
+    paths = stage.lineage.artifact_paths() if stage.lineage is not None else {}
+    refs = stage.lineage.artifact_inputs() if stage.lineage is not None else {}
+    found: dict[str, str] = {}
+    problems: list[Issue] = []
+
+    def walk(value: Any, path: str) -> Any:
+        if isinstance(value, RunInput):
+            where = paths.get(f"run.{value.role}")
+            if where is None:
+                declared = ", ".join(sorted(refs)) or "none"
+                problems.append(
+                    Issue(
+                        path,
+                        f"reads input artifact run.{value.role}, which the stage's lineage does "
+                        f"not declare (artifact inputs: {declared})",
+                        value=str(value),
+                    )
+                )
+                return value
+            found[path] = str(refs[value.role])
+            return value.resolve(where)
+        if attrs.has(type(value)):
+            from recipekit.sections import key_of
+
+            changes = {}
+            for field in attrs.fields(type(value)):
+                item = getattr(value, field.name)
+                new = walk(item, join_path(path, key_of(type(value), field.name)))
+                if new is not item:
+                    changes[field.name] = new
+            return attrs.evolve(value, **changes) if changes else value
+        if isinstance(value, dict):
+            items = {k: walk(v, join_path(path, str(k))) for k, v in value.items()}
+            changed = any(items[k] is not v for k, v in value.items())
+            return items if changed else value
+        if isinstance(value, tuple):
+            parts = tuple(walk(v, f"{path}[{i}]") for i, v in enumerate(value))
+            return parts if any(a is not b for a, b in zip(parts, value, strict=True)) else value
+        return value
+
+    config = walk(stage.config, "")
+    if problems:
+        raise RecipeError(problems, context=f"{stage.name}: cannot plan")
+    return config, found
 
 
 def content_hash(stage: Stage, rendered: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ the recipe or on the command line keeps its value. The rules are listed in depen
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import attrs
@@ -97,13 +97,9 @@ RULES_BY_TARGET = {rule.target: rule for rule in RULES}
 C = TypeVar("C", bound=GRPOMasterConfig | GRPOMasterConfigMain)
 
 
-def _lookup(
-    config: Any, hardware: Hardware, path: str, artifacts: Mapping[str, str] | None = None
-) -> Any:
+def _lookup(config: Any, hardware: Hardware, path: str) -> Any:
     if path.startswith("hardware."):
         return getattr(hardware, path.removeprefix("hardware."))
-    if path.startswith("run."):
-        return (artifacts or {}).get(path, UNSET)
     try:
         return get_at(config, path)
     except RecipeError:
@@ -114,14 +110,13 @@ def derive(
     config: C,
     hardware: Hardware,
     rules: tuple[Derivation, ...] = RULES,
-    artifacts: Mapping[str, str] | None = None,
 ) -> tuple[C, list[str]]:
     """``config`` with every ``DERIVED`` key computed; also the keys that were derived."""
     derived: list[str] = []
     for rule in rules:
         if _lookup(config, hardware, rule.target) is not DERIVED:
             continue  # explicit, or its section is absent
-        inputs = [_lookup(config, hardware, source, artifacts) for source in rule.sources]
+        inputs = [_lookup(config, hardware, source) for source in rule.sources]
         value = rule.compute(*inputs)
         if isinstance(value, Marker) or value is None:
             continue  # nothing to follow; the plan reports the key as unset

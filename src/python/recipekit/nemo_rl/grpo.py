@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -40,10 +39,8 @@ class NemoRLGrpo:
     rules: tuple[Derivation, ...] = RULES
     warning_checks: tuple[Check, ...] = WARNING_CHECKS
 
-    def derive(
-        self, config: Any, hardware: Hardware, artifacts: Mapping[str, str]
-    ) -> tuple[Any, list[str]]:
-        return derive(config, hardware, self.rules, artifacts)
+    def derive(self, config: Any, hardware: Hardware) -> tuple[Any, list[str]]:
+        return derive(config, hardware, self.rules)
 
     def check(
         self, config: Any, hardware: Hardware, model: ModelCard

@@ -91,15 +91,9 @@ def _value(config: dict[str, Any], key: str) -> Any:
 def _explain(
     stage: Stage, plan: Any, key: str, value: Any, overrides: Sequence[str], depth: int
 ) -> Origin:
-    if key.startswith("run.") and plan.stage.lineage is not None:
-        role = key.removeprefix("run.")
-        return Origin(
-            key,
-            value,
-            "lineage",
-            *_stage_field_site(stage, "lineage"),
-            detail=f"input artifact {plan.stage.lineage.inputs.get(role)}",
-        )
+    for resolved_key, ref in plan.run_inputs.items():
+        if key == resolved_key:
+            return Origin(key, value, "lineage", detail=f"the path of input artifact {ref}")
     if key.startswith("hardware."):
         field = key.removeprefix("hardware.")
         return Origin(
@@ -137,8 +131,6 @@ def _explain(
 
 
 def _source_value(plan: Any, source: str) -> Any:
-    if source.startswith("run.") and plan.stage.lineage is not None:
-        return plan.stage.lineage.artifact_paths().get(source)
     if source.startswith("hardware."):
         return getattr(plan.stage.hardware, source.removeprefix("hardware."))
     try:

@@ -342,15 +342,14 @@ def _literal(value: Any, depth: int) -> str:
 
 def compile_object(obj: Any) -> tuple[dict[str, Any], list[Issue]]:
     """The framework config of a Stage (or an ImportedRecipe), and the warnings to print."""
-    from recipekit.plan import _underived
+    from recipekit.plan import _underived, resolve_run_inputs
 
     untyped: Mapping[str, Any] = {}
     if isinstance(obj, ImportedRecipe):
         obj, untyped = obj.stage, obj.untyped_keys
     if not isinstance(obj, Stage):
         raise RecipeError([Issue("recipe", f"is a {type(obj).__name__}, not a Stage")])
-    artifacts = obj.lineage.artifact_paths() if obj.lineage is not None else {}
-    config, _ = obj.framework.derive(obj.config, obj.hardware, artifacts)
+    config, _ = obj.framework.derive(resolve_run_inputs(obj)[0], obj.hardware)
     errors = _underived(config)
     if errors:
         raise RecipeError(errors, context=f"{obj.name}: cannot compile")
