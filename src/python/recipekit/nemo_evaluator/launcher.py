@@ -1,0 +1,119 @@
+"""nemo-evaluator-launcher with a vLLM deployment, as a framework a stage can target.
+
+The entry point is the launcher's own command line: the job runs ``nemo-evaluator-launcher run
+--config config.yaml`` once (``launch="head"``: no Ray, no process per GPU). The launcher
+composes the rendered file over its packaged defaults (the ``defaults:`` list: Slurm execution,
+vLLM deployment), then starts the vLLM container on the node, waits for its health endpoint,
+runs each task's harness container against it and, with ``execution.auto_export``, exports the
+results. The cluster's Slurm host, user, account and partition are not in the file; they come
+from the cluster profile as ``-o execution.hostname=...`` overrides of the same command.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from recipekit.convert import to_dict
+from recipekit.errors import Issue
+from recipekit.framework import Launch
+from recipekit.hardware import Hardware
+from recipekit.model_card import ModelCard
+from recipekit.nemo_evaluator import LAUNCHER_VERSION
+from recipekit.nemo_evaluator.checks import (
+    CheckContext,
+    ServingLayout,
+    compute_layout,
+    run_checks,
+)
+from recipekit.nemo_evaluator.derivations import RULES, derive
+from recipekit.nemo_evaluator.schema import LauncherConfig
+from recipekit.nemo_rl.derivations import Derivation
+
+
+def hydra_defaults() -> list[Any]:
+    """Hydra's defaults list: the launcher's packaged configs this file is merged over."""
+    return [{"execution": "slurm/default"}, {"deployment": "vllm"}, "_self_"]
+
+
+@attrs.frozen
+class NemoEvaluatorLauncher:
+    name: str = "nemo-evaluator"
+    version: str = LAUNCHER_VERSION
+    # The console script of the nemo-evaluator-launcher package; the job appends --config.
+    entry_point: str = "nemo-evaluator-launcher run"
+    config_type: type = LauncherConfig
+    launch: Launch = "head"
+    image: str = "vllm"
+    # What `recipekit explain` shows for a derived key (the formula and its sources).
+    rules: tuple[Derivation, ...] = RULES
+
+    def derive(self, config: Any, hardware: Hardware) -> tuple[Any, list[str]]:
+        return derive(config, hardware)
+
+    def check(
+        self, config: Any, hardware: Hardware, model: ModelCard
+    ) -> tuple[ServingLayout, list[Issue], list[Issue]]:
+        layout = compute_layout(config, hardware)
+        errors, warnings = run_checks(CheckContext(config, hardware, model, layout))
+        return layout, errors, warnings
+
+    def render(self, config: Any) -> dict[str, Any]:
+        body = to_dict(config)
+        assert isinstance(body, dict)
+        return {"defaults": hydra_defaults(), **body}
+
+    def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
+        """The checkpoint vLLM serves (and the tasks read the tokenizer from)."""
+        checkpoint = rendered["deployment"].get("checkpoint_path")
+        return {"model": checkpoint} if isinstance(checkpoint, str) else {}
+
+    def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
+        return {"results": rendered["execution"]["output_dir"]}
+
+    def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
+        return evaluation_summary(rendered, layout)
+
+
+def evaluation_summary(cfg: dict[str, Any], lay: ServingLayout) -> list[tuple[str, str]]:
+    deployment, execution = cfg["deployment"], cfg["execution"]
+    evaluation = cfg["evaluation"]
+    replicas = f"{lay.data_parallel} replica{'s' if lay.data_parallel != 1 else ''}"
+    rows = [
+        (
+            "layout",
+            f"vLLM TP {lay.tensor_parallel} x PP {lay.pipeline_parallel} -> {replicas} on "
+            f"{lay.serving_gpus} of {lay.total_gpus} GPUs",
+        ),
+        (
+            "serving",
+            f"{deployment.get('checkpoint_path') or deployment.get('hf_model_handle')} as "
+            f"{deployment['served_model_name']!r} on port {deployment['port']}, "
+            f"{deployment['image']}",
+        ),
+    ]
+    params = evaluation.get("nemo_evaluator_config", {}).get("config", {}).get("params", {})
+    sampling = ", ".join(
+        f"{key} {params[key]}"
+        for key in ("temperature", "top_p", "max_new_tokens", "parallelism")
+        if key in params
+    )
+    if sampling:
+        rows.append(("sampling", sampling))
+    rows.append(("tasks", ", ".join(_task_text(task) for task in evaluation["tasks"])))
+    exported = execution.get("auto_export", {}).get("destinations", [])
+    where = f"; exported to {', '.join(exported)}" if exported else ""
+    rows.append(("results", f"{execution['output_dir']}{where}, {execution['walltime']} limit"))
+    return rows
+
+
+def _task_text(task: dict[str, Any]) -> str:
+    own = task.get("nemo_evaluator_config", {}).get("config", {}).get("params", {})
+    repeats = own.get("extra", {}).get("num_repeats")
+    return (
+        f"{task['name']} x{repeats}" if isinstance(repeats, int) and repeats > 1 else task["name"]
+    )
+
+
+NEMO_EVALUATOR = NemoEvaluatorLauncher()
