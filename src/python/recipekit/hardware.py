@@ -44,6 +44,28 @@ class NodeType:
     cpu_arch: CpuArch
     interconnect: Interconnect
     needs_imex_channel: bool = False
+    # Nodes whose GPUs share one NVLink domain: 1, except multi-node NVLink racks.
+    nvlink_domain_nodes: int = attrs.field(default=1, validator=at_least(1))
+
+    def tensor_parallel_problem(self, size: int) -> str:
+        """Why a tensor-parallel group of ``size`` GPUs cannot run over NVLink here; "" if it can.
+
+        A group fills part of one node, or whole nodes of one NVLink domain (GB200 NVL72:
+        18 nodes of 4 GPUs), never straddling a domain's edge.
+        """
+        per_node, domain = self.gpus_per_node, self.nvlink_domain_nodes
+        if size <= per_node:
+            if per_node % size:
+                return f"{size} does not divide the {per_node} GPUs of a {self.name} node"
+            return ""
+        if domain == 1:
+            return f"a {self.name} node has {per_node} GPUs and NVLink ends at the node"
+        if size % per_node or domain % (size // per_node):
+            return (
+                f"a group across nodes takes whole {self.name} nodes ({per_node} GPUs each) "
+                f"and must tile the {domain}-node NVLink domain: {size} GPUs does not"
+            )
+        return ""
 
     def __str__(self) -> str:
         gpus = f"{self.gpus_per_node}x {self.gpu.model} {self.gpu.hbm_gib} GiB"
@@ -68,6 +90,8 @@ GB200_NODE = NodeType(
     cpu_arch=CpuArch.AARCH64,
     interconnect=Interconnect.MULTI_NODE_NVLINK,
     needs_imex_channel=True,
+    # NVL72: 72 GPUs, 18 compute trays of 4, one NVLink domain.
+    nvlink_domain_nodes=18,
 )
 H100_NODE = NodeType(
     name="H100",

@@ -59,7 +59,8 @@ def plan_text(plan: Plan) -> str:
     if stage.lineage is not None:
         lineage = stage.lineage.as_json()
         reads = ", ".join(f"{role} {ref}" for role, ref in lineage["inputs"].items())
-        rows.append(("lineage", f"reads {reads or 'nothing'}; publishes {lineage['output']}"))
+        output = lineage["output"] or stage.lineage.output_note or "no artifact"
+        rows.append(("lineage", f"reads {reads or 'nothing'}; publishes {output}"))
         if "blocked" in lineage:
             rows.append(("", f"BLOCKED: {lineage['blocked']}"))
     rows.append(("overrides", ", ".join(plan.overrides) or "none"))

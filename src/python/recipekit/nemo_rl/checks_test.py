@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recipekit.errors import RecipeError
-from recipekit.hardware import H100_NODE, Hardware
+from recipekit.hardware import GB200_NODE, H100_NODE, Hardware
 from recipekit.model_card import ModelCard
 from recipekit.plan import make_plan
 from recipes.super3.dapo import dapo_b200, dapo_gb200, dapo_h100
@@ -24,11 +24,20 @@ def _one(stage: object, *overrides: str) -> str:
 
 
 def test_tensor_parallel_stays_inside_a_node() -> None:
-    errors = _errors(dapo_gb200, "policy.megatron_cfg.tensor_model_parallel_size=8")
+    errors = _errors(dapo_b200, "policy.megatron_cfg.tensor_model_parallel_size=16")
     assert errors[0] == (
-        "policy.megatron_cfg.tensor_model_parallel_size = 8: tensor parallelism must stay inside "
-        "one node: 4 GPUs per GB200 node is not a multiple of TP=8"
+        "policy.megatron_cfg.tensor_model_parallel_size = 16: tensor parallelism must stay inside "
+        "NVLink: a B200 node has 8 GPUs and NVLink ends at the node"
     )
+
+
+def test_tensor_parallel_on_nvl72_takes_whole_nodes_that_tile_the_rack() -> None:
+    assert GB200_NODE.tensor_parallel_problem(8) == ""  # 2 of the 18 trays
+    assert GB200_NODE.tensor_parallel_problem(3) == "3 does not divide the 4 GPUs of a GB200 node"
+    errors = _errors(dapo_gb200, "policy.megatron_cfg.tensor_model_parallel_size=20")
+    assert errors[0].endswith(
+        "must tile the 18-node NVLink domain: 20 GPUs does not"
+    ), errors
 
 
 def test_model_parallel_must_divide_the_training_gpus_left_after_generation() -> None:
@@ -73,7 +82,9 @@ def test_cluster_must_match_the_hardware() -> None:
 def test_vllm_must_fit_the_generation_node() -> None:
     errors = _errors(dapo_gb200, "policy.generation.vllm_cfg.tensor_parallel_size=8")
     assert "vLLM TP x PP = 8 x 1 = 8 does not divide the 4 generation GPUs" in errors[0]
-    assert "vLLM tensor parallelism must stay inside one node" in errors[1]
+    assert len(errors) == 1, errors
+    errors = _errors(dapo_b200, "policy.generation.vllm_cfg.tensor_parallel_size=16")
+    assert "vLLM tensor parallelism must stay inside NVLink: a B200 node has 8" in errors[-1]
 
 
 def test_global_batch_must_split_over_data_parallel() -> None:

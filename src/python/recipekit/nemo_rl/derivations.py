@@ -28,6 +28,8 @@ class Derivation:
     sources: tuple[str, ...]
     compute: Callable[..., Any]
     formula: str
+    # The target may follow its source to null (``val_top_k: ${.top_k}`` with ``top_k: null``).
+    nullable: bool = False
 
 
 def _same(value: Any) -> Any:
@@ -39,8 +41,8 @@ def _sequence_divisor(megatron_enabled: Any, megatron_tp: Any, dtensor_tp: Any) 
     return megatron_tp if megatron_enabled is True else dtensor_tp
 
 
-def same_rule(target: str, source: str) -> Derivation:
-    return Derivation(target, (source,), _same, source)
+def same_rule(target: str, source: str, *, nullable: bool = False) -> Derivation:
+    return Derivation(target, (source,), _same, source, nullable)
 
 
 def product_rule(target: str, left: str, right: str) -> Derivation:
@@ -118,7 +120,7 @@ def derive(
             continue  # explicit, or its section is absent
         inputs = [_lookup(config, hardware, source) for source in rule.sources]
         value = rule.compute(*inputs)
-        if isinstance(value, Marker) or value is None:
+        if isinstance(value, Marker) or (value is None and not rule.nullable):
             continue  # nothing to follow; the plan reports the key as unset
         config = replace_at(config, rule.target, value)
         derived.append(rule.target)

@@ -42,7 +42,7 @@ RULES_MAIN: tuple[Derivation, ...] = (
     ),
     same_rule(f"{GEN}.val_temperature", f"{GEN}.temperature"),
     same_rule(f"{GEN}.val_top_p", f"{GEN}.top_p"),
-    same_rule(f"{GEN}.val_top_k", f"{GEN}.top_k"),
+    same_rule(f"{GEN}.val_top_k", f"{GEN}.top_k", nullable=True),
     same_rule(f"{GEN}.mcore_generation_config.max_tokens", SEQ),
     same_rule(f"{GEN}.mcore_generation_config.max_model_len", SEQ),
     same_rule("env.nemo_gym.policy_max_input_tokens", SEQ),

@@ -14,6 +14,7 @@ import attrs
 from recipekit.hardware import Hardware
 from recipekit.markers import Marker
 from recipekit.nemo_rl.schema import GRPOMasterConfig, Megatron, VllmConfig
+from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
 
 
 @attrs.frozen(kw_only=True)
@@ -32,6 +33,10 @@ class Layout:
     expert_tensor_parallel: int
     vllm_tensor_parallel: int
     vllm_pipeline_parallel: int
+    # MOPD: nodes of the non-colocated teachers' log-probability workers, one group per
+    # distinct teacher checkpoint.
+    teachers: int = 0
+    teacher_nodes: int = 0
 
     @property
     def model_parallel(self) -> int:
@@ -58,9 +63,25 @@ def _int(value: object, fallback: int = 1) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else fallback
 
 
-def compute_layout(config: GRPOMasterConfig, hardware: Hardware) -> Layout:
+def _teacher_groups(config: object) -> tuple[int, int]:
+    """(distinct teachers, their nodes) when MOPD runs its teachers on their own nodes."""
+    opd = getattr(config, "on_policy_distillation", None)
+    if opd is None or isinstance(opd, Marker) or opd.enabled is not True:
+        return 0, 0
+    routes = opd.teacher_model_by_agent_name
+    teachers = opd.non_colocated_teachers
+    if isinstance(routes, Marker) or teachers is None or isinstance(teachers, Marker):
+        return 0, 0
+    if teachers.enabled is not True or isinstance(teachers.default_teacher_cfg, Marker):
+        return 0, 0
+    distinct = len(set(routes.values()))
+    return distinct, distinct * _int(teachers.default_teacher_cfg.num_nodes)
+
+
+def compute_layout(config: GRPOMasterConfig | GRPOMasterConfigMain, hardware: Hardware) -> Layout:
     policy = config.policy
-    nodes = _int(config.cluster.num_nodes, hardware.num_nodes)
+    teachers, teacher_nodes = _teacher_groups(config)
+    nodes = _int(config.cluster.num_nodes, hardware.num_nodes) - teacher_nodes
     per_node = _int(config.cluster.gpus_per_node, hardware.gpus_per_node)
     total = nodes * per_node
     generation = policy.generation
@@ -101,7 +122,7 @@ def compute_layout(config: GRPOMasterConfig, hardware: Hardware) -> Layout:
         else (1, 1)
     )
     return Layout(
-        total_gpus=total,
+        total_gpus=total + teacher_nodes * per_node,
         colocated=colocated,
         generation_nodes=gen_nodes,
         generation_gpus=gen_gpus,
@@ -115,4 +136,6 @@ def compute_layout(config: GRPOMasterConfig, hardware: Hardware) -> Layout:
         expert_tensor_parallel=etp,
         vllm_tensor_parallel=vtp,
         vllm_pipeline_parallel=vpp,
+        teachers=teachers,
+        teacher_nodes=teacher_nodes,
     )

@@ -414,6 +414,10 @@ class NemoGym:
     policy_model: dict[str, Any] | Unset = optional()
     math_with_judge: dict[str, Any] | Unset = optional()
     code_gen: dict[str, Any] | Unset = optional()
+    # RLHF: the pairwise GenRM judge and the model server it asks (nemotron-3-ultra's
+    # rlhf_teacher.yaml names them so).
+    genrm_compare_resources_server: dict[str, Any] | Unset = optional()
+    genrm_model: dict[str, Any] | Unset = optional()
 
 
 @section("env")

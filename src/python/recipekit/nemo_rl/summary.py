@@ -44,6 +44,15 @@ def grpo_summary(cfg: dict[str, Any], lay: Layout) -> list[tuple[str, str]]:
                 f"({lay.training_gpus} GPUs): {train_desc}",
             )
         )
+    if lay.teacher_nodes:
+        first = lay.generation_nodes + lay.training_nodes + 1
+        rows.append(
+            (
+                "",
+                f"teachers {_nodes(first, lay.teacher_nodes)}: {lay.teachers} distinct "
+                f"checkpoints x {lay.teacher_nodes // lay.teachers} nodes",
+            )
+        )
     rows.append(
         (
             "batch",
@@ -90,14 +99,34 @@ def grpo_summary(cfg: dict[str, Any], lay: Layout) -> list[tuple[str, str]]:
             )
         )
     train, val = data.get("train", {}), data.get("validation") or {}
+    env_name = train.get("env_name") or (data.get("default") or {}).get("env_name")
+    validation = (
+        f"validation {val.get('dataset_name') or val.get('data_path')} every "
+        f"{grpo['val_period']} steps, {grpo['max_val_samples']} samples"
+        if grpo["val_period"]
+        else "no validation"
+    )
     rows.append(
         (
             "data",
-            f"train {train.get('dataset_name') or train.get('data_path')} "
-            f"(env {train.get('env_name')}); validation {val.get('dataset_name', '-')} "
-            f"every {grpo['val_period']} steps, {grpo['max_val_samples']} samples",
+            f"train {train.get('dataset_name') or train.get('data_path')} (env {env_name}); "
+            + validation,
         )
     )
+    gym = (cfg.get("env") or {}).get("nemo_gym") if isinstance(cfg.get("env"), dict) else None
+    if isinstance(gym, dict) and gym.get("config_paths"):
+        servers = [p.split("/")[1] for p in gym["config_paths"] if p.startswith("resources_")]
+        rows.append(("", f"NeMo Gym: {', '.join(servers)}"))
+    opd = cfg.get("on_policy_distillation") or {}
+    if opd.get("enabled"):
+        routes = opd.get("teacher_model_by_agent_name") or {}
+        rows.append(
+            (
+                "distillation",
+                f"{len(routes)} Gym agents routed to {len(set(routes.values()))} teachers; "
+                f"default {opd.get('default_teacher_alias')}",
+            )
+        )
     rows.append(("model", policy["model_name"]))
     keep = (
         f", keep {ckpt['keep_top_k']} best by {ckpt['metric_name']}"

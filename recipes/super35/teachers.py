@@ -1,0 +1,192 @@
+"""Nemotron 3.5 Super VL, RL stage 2: the specialist teachers (seed 004, Stage 2.2).
+
+Each teacher is a short RL run that pushes one capability past the generalist: six teachers,
+ten configs. All start from RLVR step 120 except RLHF teacher 1, which starts from SFT (the
+reference run, not the report); ``lineage.py`` says which artifacts each reads and publishes.
+Two are blocked: the agentic teacher and vision-reasoning stage 2 need NeMo Gym components
+that are not public, so they plan and render but ``submit`` refuses them.
+
+Every teacher is ``rlvr`` (``rl.py``) on its domain's environments (``domains.py``) with the
+changes below. The Super 3.5 teacher configs are not public; the changes are ported from the
+Nemotron 3 Ultra teachers ("Ultra": NeMo-RL main ``examples/nemo_gym/nemotron-3-ultra/``),
+whose GB200 layouts they follow:
+
+| teacher                 | nodes | batch (prompts x gens) | sequence | training TP x CP -> DP |
+|-------------------------|-------|------------------------|----------|------------------------|
+| reasoning               | 32    | 128 x 16               | 65536    | 8 x 8 -> 1             |
+| vision                  | 32    | 128 x 16               | 16384    | 8 x 2 -> 4             |
+| video                   | 32    | 128 x 16               | 16384    | 8 x 2 -> 4             |
+| agentic (blocked)       | 48    | 32 x 16                | 196608   | 8 x 16 -> 1            |
+| vision-reasoning 1, 2   | 32    | 128 x 16               | 16384    | 8 x 2 -> 4             |
+| rlhf teacher 1, 2 (x2)  | 32    | 128 x 16               | 49152    | 8 x 8 -> 1             |
+
+NOT IN THE SEED: every number in this table (the seed's per-stage table, rl/index.md, is not
+available); generation keeps RLVR's 16 nodes throughout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from recipekit.hardware import GB200_NODE, Hardware
+from recipekit.stage import Stage
+from recipes.super35.domains import (
+    AGENTIC,
+    REASONING,
+    RLHF_TEACHER1,
+    RLHF_TEACHER2,
+    VIDEO,
+    VISION,
+    VISION_REASONING,
+    Domain,
+    config_paths,
+)
+from recipes.super35.lineage import SUPER35
+from recipes.super35.rl import rlvr, run_names
+
+# Ultra's teachers: 128 prompts x 16 generations, half the student's batch.
+TEACHER_BATCH = {"grpo.num_prompts_per_step": 128}
+
+# Ultra reasoning_teacher.yaml and rlhf_teacher.yaml: long sequences split over CP 8.
+LONG_CONTEXT_65K = {
+    "policy.max_total_sequence_length": 65536,
+    "policy.megatron_cfg.context_parallel_size": 8,
+    "policy.generation.vllm_kwargs.max_num_batched_tokens": 65536,
+}
+LONG_CONTEXT_49K = {
+    "policy.max_total_sequence_length": 49152,
+    "policy.megatron_cfg.context_parallel_size": 8,
+    "policy.generation.vllm_kwargs.max_num_batched_tokens": 49152,
+}
+
+# Seed, Software: "NeMo-RL's public Super 3.5 recipe uses
+# nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-GenRM" (the report's length-penalized GenRM is not
+# public). Ultra rlhf_teacher.yaml: the pairwise GenRM judge, with every length-penalty and
+# bonus term zeroed; its default_principle is left to the server's default.
+GENRM_MODEL = "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-GenRM"
+GENRM = {
+    "env.nemo_gym.genrm_compare_resources_server": {
+        "resources_servers": {
+            "genrm_compare": {
+                "genrm_model_server": {"type": "responses_api_models", "name": "genrm_model"},
+                "genrm_responses_create_params": {
+                    "max_output_tokens": 24576,
+                    "temperature": 1.0,
+                    "top_p": 0.95,
+                },
+                "comparison_strategy": "circular",
+                "num_judges_per_comparison": 1,
+                "use_principle": True,
+                "aggregator_method": "simple_tiebreaker",
+                "use_golden_anchor": False,
+                "reasoning_bonus": 0.0,
+                "answer_bonus": 0.0,
+                "top_percentile": 0.2,
+                "genrm_parse_retries": 1,
+                "group_reasoning_length_penalty_coeff": 0.0,
+                "group_answer_length_penalty_coeff": 0.0,
+                "group_style_penalty_coeff": 0.0,
+                "default_score": 3.0,
+                "default_ranking": 3.5,
+            }
+        }
+    },
+    "env.nemo_gym.genrm_model": {
+        "responses_api_models": {"genrm_model": {"entrypoint": "app.py", "model": GENRM_MODEL}}
+    },
+}
+
+
+def _teacher(
+    stage: str,
+    domain: Domain,
+    description: str,
+    changes: Mapping[str, Any] = {},
+    *,
+    nodes: int = 32,
+) -> Stage:
+    return rlvr.with_values(
+        {
+            **run_names(stage),
+            "env.nemo_gym.config_paths": config_paths(domain),
+            **TEACHER_BATCH,
+            **changes,
+        },
+        name=stage,
+        description=description,
+        hardware=Hardware(GB200_NODE, num_nodes=nodes),
+        lineage=SUPER35.stage(stage),
+    )
+
+
+teacher_reasoning = _teacher(
+    "teacher-reasoning",
+    REASONING,
+    "Reasoning teacher: math, MCQA, judged equivalence, code and tools at 65k context",
+    # Ultra reasoning_teacher.yaml: 65k context.
+    LONG_CONTEXT_65K,
+)
+teacher_vision = _teacher(
+    "teacher-vision",
+    VISION,
+    "Vision tool-use teacher (distilled in both MOPD phases)",
+)
+teacher_video = _teacher(
+    "teacher-video",
+    VIDEO,
+    "Video reasoning and tracking teacher",
+)
+teacher_agentic = _teacher(
+    "teacher-agentic",
+    AGENTIC,
+    "Agentic teacher (blocked: its NeMo Gym environment is not public)",
+    {
+        # Ultra swe_teacher.yaml: 32 prompts x 16 at 192k context. Ultra splits it over CP 32;
+        # Super's 12B active parameters need less: CP 16 on 32 training nodes.
+        "grpo.num_prompts_per_step": 32,
+        "policy.max_total_sequence_length": 196608,
+        "policy.megatron_cfg.context_parallel_size": 16,
+        "policy.generation.vllm_kwargs.max_num_batched_tokens": 196608,
+    },
+    nodes=48,
+)
+teacher_vision_reasoning_stage1 = _teacher(
+    "teacher-vision-reasoning-stage1",
+    VISION_REASONING,
+    "Vision-reasoning teacher, stage 1 (from RLVR step 120, as the reference run did)",
+)
+# Seed: stage 2's verifier is not public. Its config is stage 1's on stage 1's output.
+teacher_vision_reasoning_stage2 = _teacher(
+    "teacher-vision-reasoning-stage2",
+    VISION_REASONING,
+    "Vision-reasoning teacher, stage 2 (blocked: its verifier is not public)",
+)
+
+# Ultra rlhf_teacher.yaml: 49k context, lr 2.5e-6, the GenRM judge.
+RLHF = {**LONG_CONTEXT_49K, **GENRM, "policy.megatron_cfg.optimizer.lr": 2.5e-6}
+
+teacher_rlhf_teacher1_stage1 = _teacher(
+    "teacher-rlhf-teacher1-stage1",
+    RLHF_TEACHER1,
+    "RLHF teacher 1, stage 1 (from SFT, as the reference run did)",
+    RLHF,
+)
+teacher_rlhf_teacher1_stage2 = _teacher(
+    "teacher-rlhf-teacher1-stage2",
+    RLHF_TEACHER1,
+    "RLHF teacher 1, stage 2",
+    RLHF,
+)
+teacher_rlhf_teacher2_stage1 = _teacher(
+    "teacher-rlhf-teacher2-stage1",
+    RLHF_TEACHER2,
+    "RLHF teacher 2, stage 1 (from RLVR step 120)",
+    RLHF,
+)
+teacher_rlhf_teacher2_stage2 = _teacher(
+    "teacher-rlhf-teacher2-stage2",
+    RLHF_TEACHER2,
+    "RLHF teacher 2, stage 2",
+    RLHF,
+)
