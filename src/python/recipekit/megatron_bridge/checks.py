@@ -1,0 +1,305 @@
+"""Plan-time checks of a Megatron-Bridge stage: layout, batch, sequence, what trains, inputs.
+
+Each check is a small function named for what it guards; it yields an Issue naming the key,
+the value and the arithmetic. Megatron-Core asserts most of these itself, but only once every
+node has loaded a 120B checkpoint; here they fail before anything is queued.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import attrs
+
+from recipekit.errors import Issue
+from recipekit.hardware import Hardware
+from recipekit.megatron_bridge.layout import Layout
+from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig
+from recipekit.model_card import ModelCard
+
+TP = "model.tensor_model_parallel_size"
+PP = "model.pipeline_model_parallel_size"
+EP = "model.expert_model_parallel_size"
+ETP = "model.expert_tensor_parallel_size"
+SEQ = "model.seq_length"
+
+
+@attrs.frozen
+class CheckContext:
+    config: MegatronBridgeConfig
+    hardware: Hardware
+    model: ModelCard
+    layout: Layout
+
+    @property
+    def gpus(self) -> str:
+        hw = self.hardware
+        return f"{hw.total_gpus} GPUs ({hw.num_nodes} nodes x {hw.gpus_per_node} {hw.node.name})"
+
+    @property
+    def adapter(self) -> LoRA | None:
+        peft = self.config.peft
+        return peft if isinstance(peft, LoRA) else None
+
+
+Check = Callable[[CheckContext], Iterator[Issue]]
+
+
+# --- recipe ----------------------------------------------------------------------------------
+
+
+def recipe_names_its_mode(ctx: CheckContext) -> Iterator[Issue]:
+    recipe = ctx.config.recipe
+    if recipe.mode is None:
+        yield Issue(
+            "recipe._target_",
+            "the name does not say whether it pretrains or fine-tunes (Megatron-Bridge's runner "
+            "reads _pretrain_, _sft_ or _peft_ in it to pick the training loop)",
+            value=recipe.target,
+        )
+
+
+# --- layout ----------------------------------------------------------------------------------
+
+
+def parallel_groups_stay_inside_a_node(ctx: CheckContext) -> Iterator[Issue]:
+    per_node, node = ctx.hardware.gpus_per_node, ctx.hardware.node.name
+    sizes = (
+        (TP, "tensor", ctx.layout.tensor_parallel),
+        (ETP, "expert tensor", ctx.layout.expert_tensor_parallel),
+    )
+    for key, what, size in sizes:
+        if size > per_node or per_node % size:
+            yield Issue(
+                key,
+                f"{what} parallelism must stay inside one node: {per_node} GPUs per {node} node "
+                f"is not a multiple of {size}",
+                value=size,
+            )
+
+
+def model_parallel_divides_the_gpus(ctx: CheckContext) -> Iterator[Issue]:
+    lay = ctx.layout
+    if not lay.fits:
+        yield Issue(
+            "model",
+            f"TP x PP x CP = {lay.tensor_parallel} x {lay.pipeline_parallel} x "
+            f"{lay.context_parallel} = {lay.model_parallel} does not divide the {ctx.gpus}",
+            hint=f"DP = {lay.total_gpus} / {lay.model_parallel} would be "
+            f"{lay.total_gpus / lay.model_parallel:g}",
+        )
+
+
+def experts_fit(ctx: CheckContext) -> Iterator[Issue]:
+    lay, model = ctx.layout, ctx.model
+    ep = lay.expert_parallel
+    if not model.is_moe:
+        if ep > 1:
+            yield Issue(EP, f"{model.name} is a dense model: no experts to split", value=ep)
+        return
+    if model.num_experts % ep:
+        yield Issue(
+            EP,
+            f"{model.num_experts} experts per MoE layer cannot be split evenly over EP={ep} "
+            f"({model.num_experts} / {ep} = {model.num_experts / ep:g})",
+            value=ep,
+        )
+    if lay.total_gpus % lay.expert_group:
+        yield Issue(
+            EP,
+            f"EP x ETP x PP = {ep} x {lay.expert_tensor_parallel} x {lay.pipeline_parallel} = "
+            f"{lay.expert_group} does not divide the {ctx.gpus}",
+            value=ep,
+        )
+
+
+def pipeline_splits_the_layers(ctx: CheckContext) -> Iterator[Issue]:
+    m, layers = ctx.config.model, ctx.model.num_layers
+    pp = m.pipeline_model_parallel_size
+    if pp == 1:
+        return
+    ends = [
+        n
+        for n in (m.num_layers_in_first_pipeline_stage, m.num_layers_in_last_pipeline_stage)
+        if isinstance(n, int)
+    ]
+    rest, stages = layers - sum(ends), pp - len(ends)
+    even = rest >= stages and rest % stages == 0 if stages else rest == 0
+    if even:
+        return
+    if not ends:
+        yield Issue(
+            PP,
+            f"{ctx.model.name} has {layers} layers, which PP={pp} cannot split evenly "
+            f"({layers} / {pp} = {layers / pp:g})",
+            value=pp,
+            hint="set num_layers_in_first/last_pipeline_stage for an uneven split",
+        )
+        return
+    given = " - ".join(str(n) for n in ends)
+    yield Issue(
+        PP,
+        f"{ctx.model.name} has {layers} layers: {layers} - {given} = {rest} are left for the "
+        f"other {stages} of the PP={pp} stages, which cannot split them evenly",
+        value=pp,
+    )
+
+
+# --- batch and sequence ----------------------------------------------------------------------
+
+
+def global_batch_splits_over_data_parallel(ctx: CheckContext) -> Iterator[Issue]:
+    lay, train = ctx.layout, ctx.config.train
+    dp = lay.data_parallel
+    if not dp:
+        return  # the layout check already failed
+    step = train.micro_batch_size * dp
+    if train.global_batch_size % step:
+        yield Issue(
+            "train.global_batch_size",
+            f"must be a multiple of micro_batch_size x DP = {train.micro_batch_size} x {dp} = "
+            f"{step} (DP = {lay.total_gpus} GPUs / (TP x PP x CP = {lay.model_parallel}))",
+            value=train.global_batch_size,
+        )
+
+
+def sequence_splits_over_its_ranks(ctx: CheckContext) -> Iterator[Issue]:
+    m = ctx.config.model
+    tp, cp, seq = m.tensor_model_parallel_size, m.context_parallel_size, m.seq_length
+    if cp > 1:
+        # Context parallelism cuts each sequence into 2 x CP chunks (load balancing gives each
+        # rank one early and one late chunk); sequence parallelism then splits a chunk over TP.
+        divisor = 2 * tp * cp
+        if seq % divisor:
+            yield Issue(
+                SEQ,
+                f"with context parallelism the sequence must be a multiple of 2 x TP x CP = "
+                f"2 x {tp} x {cp} = {divisor}",
+                value=seq,
+            )
+    elif m.sequence_parallel and tp > 1 and seq % tp:
+        yield Issue(
+            SEQ,
+            f"sequence parallelism splits each sequence over the TP = {tp} ranks: "
+            f"it must be a multiple of {tp}",
+            value=seq,
+        )
+
+
+def dataset_agrees_with_model_and_train(ctx: CheckContext) -> Iterator[Issue]:
+    cfg = ctx.config
+    ds = cfg.dataset
+    if isinstance(ds.seq_length, int) and ds.seq_length != cfg.model.seq_length:
+        yield Issue(
+            "dataset.seq_length",
+            f"differs from {SEQ} ({cfg.model.seq_length}); Megatron-Bridge's runner would set "
+            "the model's to the dataset's",
+            value=ds.seq_length,
+            hint="leave it derived",
+        )
+    if isinstance(ds.micro_batch_size, int) and ds.micro_batch_size != cfg.train.micro_batch_size:
+        yield Issue(
+            "dataset.micro_batch_size",
+            f"the loader would batch differently from train.micro_batch_size "
+            f"({cfg.train.micro_batch_size})",
+            value=ds.micro_batch_size,
+            hint="leave it derived",
+        )
+
+
+# --- what trains, and from what ---------------------------------------------------------------
+
+
+def something_trains(ctx: CheckContext) -> Iterator[Issue]:
+    m = ctx.config.model
+    if (
+        m.freeze_language_model
+        and m.freeze_vision_model
+        and m.freeze_vision_projection
+        and ctx.adapter is None
+    ):
+        yield Issue(
+            "model",
+            "freeze_language_model, freeze_vision_model and freeze_vision_projection are all "
+            "true and there is no peft adapter: nothing would train",
+            hint="unfreeze a part, or add a peft section",
+        )
+
+
+def peft_stage_has_adapter_and_base(ctx: CheckContext) -> Iterator[Issue]:
+    cfg = ctx.config
+    if cfg.recipe.mode != "peft":
+        return
+    if ctx.adapter is None:
+        yield Issue(
+            "peft",
+            f"{cfg.recipe.function} is a PEFT recipe: set the adapter "
+            "(LoRA dim, alpha, target_modules)",
+            value=cfg.peft,
+        )
+    if not isinstance(cfg.checkpoint.pretrained_checkpoint, str):
+        yield Issue(
+            "checkpoint.pretrained_checkpoint",
+            "a PEFT stage trains adapters over pretrained weights: name the checkpoint to load",
+            value=cfg.checkpoint.pretrained_checkpoint,
+        )
+
+
+def finetune_has_weights_to_load(ctx: CheckContext) -> Iterator[Issue]:
+    ckpt = ctx.config.checkpoint
+    if ckpt.finetune is True and not isinstance(ckpt.pretrained_checkpoint, str):
+        yield Issue(
+            "checkpoint.finetune",
+            "fine-tuning loads the weights of checkpoint.pretrained_checkpoint, which is not set",
+            value=True,
+        )
+
+
+ERROR_CHECKS: tuple[Check, ...] = (
+    recipe_names_its_mode,
+    parallel_groups_stay_inside_a_node,
+    model_parallel_divides_the_gpus,
+    experts_fit,
+    pipeline_splits_the_layers,
+    global_batch_splits_over_data_parallel,
+    sequence_splits_over_its_ranks,
+    dataset_agrees_with_model_and_train,
+    something_trains,
+    peft_stage_has_adapter_and_base,
+    finetune_has_weights_to_load,
+)
+
+
+# --- warnings: settings that do nothing ---------------------------------------------------------
+
+
+def sequence_parallel_without_tensor_parallel(ctx: CheckContext) -> Iterator[Issue]:
+    m = ctx.config.model
+    if m.sequence_parallel and m.tensor_model_parallel_size == 1:
+        yield Issue(
+            "model.sequence_parallel",
+            "has no effect with tensor_model_parallel_size 1 (Megatron-Core turns it off)",
+            value=True,
+        )
+
+
+def warmup_ends_within_the_run(ctx: CheckContext) -> Iterator[Issue]:
+    warmup, iters = ctx.config.scheduler.lr_warmup_iters, ctx.config.train.train_iters
+    if isinstance(warmup, int) and warmup >= iters:
+        yield Issue(
+            "scheduler.lr_warmup_iters",
+            f"the run ends before the warm-up does (train.train_iters = {iters})",
+            value=warmup,
+        )
+
+
+WARNING_CHECKS: tuple[Check, ...] = (
+    sequence_parallel_without_tensor_parallel,
+    warmup_ends_within_the_run,
+)
+
+
+def run_checks(ctx: CheckContext) -> tuple[list[Issue], list[Issue]]:
+    errors = [issue for check in ERROR_CHECKS for issue in check(ctx)]
+    warnings = [issue for check in WARNING_CHECKS for issue in check(ctx)]
+    return errors, warnings

@@ -1,0 +1,41 @@
+"""Where a Megatron-Bridge stage's inputs and outputs are, as values of its config.
+
+The seed names each stage's inputs and output (its "Artifact Lineage" table) but not the paths
+a job sees them at: NOT IN THE SEED, chosen here, in one place.
+
+- An artifact input is ``RunInput(role)``: the plan resolves it from the stage's lineage to
+  where the cluster profile mounts that artifact version (``/artifacts/<name>/<version>``,
+  ``recipekit.lineage.refs.artifact_path``), so ``--set run.model=NAME:v3`` moves it.
+- An input from the environment (pretraining's ``SUPER35_INIT_CHECKPOINT``) is an OmegaConf
+  ``${oc.env:VAR}``, which Megatron-Bridge resolves when it applies the overrides
+  (``training/utils/omegaconf_utils.py``: ``process_config_with_overrides``, ``resolve=True``).
+- Data a recipe ships (long-context SFT's built-in dataset) has no path: ``UNSET`` keeps the
+  recipe's dataset.
+- The output checkpoint goes to ``/nemo_run/<output artifact>``, as the ``nemotron`` CLI's
+  super3 stages write theirs (``stage1_sft/config/default.yaml``:
+  ``save: /nemo_run/super3-sft-model``).
+"""
+
+from __future__ import annotations
+
+from recipekit.lineage import ArtifactRef, StageLineage
+from recipekit.markers import UNSET, RunInput, Unset
+
+OUTPUT_ROOT = "/nemo_run"
+
+
+def input_path(lineage: StageLineage, role: str) -> str | Unset:
+    """The config value for the stage's ``run.<role>`` input."""
+    source = lineage.inputs[role]
+    if isinstance(source, ArtifactRef):
+        return RunInput(role)
+    if source.env_var:
+        return f"${{oc.env:{source.env_var}}}"
+    return UNSET
+
+
+def checkpoint_dir(lineage: StageLineage) -> str:
+    """Where the stage saves the checkpoint it publishes as its output artifact."""
+    if lineage.output is None:
+        raise ValueError(f"{lineage.stage} publishes no artifact to save a checkpoint for")
+    return f"{OUTPUT_ROOT}/{lineage.output}"

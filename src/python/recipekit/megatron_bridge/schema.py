@@ -1,0 +1,219 @@
+"""A Megatron-Bridge stage config as frozen, validated sections.
+
+The shape is the one the ``nemotron`` CLI gives its Megatron-Bridge stages
+(``nemotron/main/src/nemotron/recipes/super3/stage1_sft/config/default.yaml``): ``recipe``
+names the recipe function (``_target_``) that builds the whole ``ConfigContainer``, and each
+other section holds only the keys the stage sets on top of it. Section and key names are
+Megatron-Bridge's own ``ConfigContainer`` fields (``train.global_batch_size``,
+``model.tensor_model_parallel_size``, ``checkpoint.pretrained_checkpoint``), so its docs apply
+and each key is also the ``KEY=VALUE`` override its runner takes.
+
+A key left ``UNSET`` keeps the recipe's value. The layout, batch, sequence and freeze keys are
+required: the plan checks them against the hardware, so they are written down, even where they
+repeat the recipe. There is no ``run`` section: what a stage reads and publishes is the Stage's
+lineage; a key that reads one of its inputs holds a ``RunInput``, which the plan resolves.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from recipekit.errors import FieldError
+from recipekit.markers import Derived, Unset
+from recipekit.sections import derived, optional, required, section
+from recipekit.validators import at_least, between, one_of
+
+RecipeMode = Literal["pretrain", "sft", "peft"]
+
+# Megatron-Core's enumerations, as Megatron-Bridge passes them through.
+RECOMPUTE_GRANULARITIES = ("full", "selective")
+RECOMPUTE_METHODS = ("uniform", "block")
+CP_COMM_TYPES = ("p2p", "a2a", "allgather", "a2a+p2p")
+MOE_TOKEN_DISPATCHERS = ("allgather", "alltoall", "flex")
+LR_DECAY_STYLES = ("constant", "linear", "cosine", "inverse-square-root", "WSD")
+LORA_DROPOUT_POSITIONS = ("pre", "post")
+PEFT_SCHEMES = ("lora", "dora")
+
+
+def recipe_mode(target: str) -> RecipeMode | None:
+    """The training mode a recipe function's name encodes, as Megatron-Bridge's runner reads it
+    (``scripts/training/recipe_metadata.py``: ``infer_recipe_mode``): ``_pretrain_``,
+    ``_sft_``/``_finetune_``, ``_peft_``/``_lora_``/``_dora_``."""
+    name = "_" + target.rsplit(".", 1)[-1].lower().strip("_") + "_"
+    if "_pretrain_" in name:
+        return "pretrain"
+    if "_sft_" in name or "_finetune_" in name:
+        return "sft"
+    if any(tag in name for tag in ("_peft_", "_lora_", "_dora_")):
+        return "peft"
+    return None
+
+
+def _dotted_function(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    module, _sep, function = value.rpartition(".")
+    if not module or not function.isidentifier():
+        exc = FieldError(
+            "a recipe target is the dotted path of a function, "
+            "e.g. megatron.bridge.recipes.<family>.<module>.<name>_config",
+            value,
+        )
+        exc.field_name = attribute.name  # type: ignore[attr-defined]
+        raise exc
+
+
+@section("recipe", aliases={"target": "_target_"})
+@attrs.frozen(kw_only=True)
+class Recipe:
+    """The Megatron-Bridge recipe function that builds the ``ConfigContainer``."""
+
+    target: str = required(_dotted_function)
+    # The PEFT recipes' one argument (``..._peft_config(peft_scheme="lora")``).
+    peft_scheme: str | Unset = optional(one_of(PEFT_SCHEMES))
+
+    @property
+    def function(self) -> str:
+        return self.target.rsplit(".", 1)[-1]
+
+    @property
+    def mode(self) -> RecipeMode | None:
+        return recipe_mode(self.target)
+
+
+@section("train")
+@attrs.frozen(kw_only=True)
+class Train:
+    train_iters: int = required(at_least(1))
+    global_batch_size: int = required(at_least(1))
+    micro_batch_size: int = required(at_least(1))
+    manual_gc: bool | Unset = optional()
+    manual_gc_interval: int | Unset = optional(at_least(0))
+
+
+@section("model")
+@attrs.frozen(kw_only=True)
+class Model:
+    """The model provider's fields the stage sets: layout, sequence, freezing, recompute."""
+
+    tensor_model_parallel_size: int = required(at_least(1))
+    pipeline_model_parallel_size: int = required(at_least(1))
+    context_parallel_size: int = required(at_least(1))
+    expert_model_parallel_size: int = required(at_least(1))
+    expert_tensor_parallel_size: int = required(at_least(1))
+    sequence_parallel: bool = required()
+    seq_length: int = required(at_least(1))
+    # The VL providers' independent freeze controls (Megatron-Bridge
+    # models/nemotron_omni/nemotron_omni_provider.py, NemotronVLModelProvider).
+    freeze_language_model: bool = required()
+    freeze_vision_model: bool = required()
+    freeze_vision_projection: bool = required()
+    # An uneven pipeline split: the first/last stage's decoder layers, the rest even.
+    num_layers_in_first_pipeline_stage: int | None | Unset = optional(at_least(1))
+    num_layers_in_last_pipeline_stage: int | None | Unset = optional(at_least(1))
+    cp_comm_type: str | Unset = optional(one_of(CP_COMM_TYPES))
+    recompute_granularity: str | None | Unset = optional(one_of(RECOMPUTE_GRANULARITIES))
+    recompute_method: str | None | Unset = optional(one_of(RECOMPUTE_METHODS))
+    recompute_num_layers: int | None | Unset = optional(at_least(1))
+    recompute_modules: tuple[str, ...] | None | Unset = optional()
+    moe_token_dispatcher_type: str | Unset = optional(one_of(MOE_TOKEN_DISPATCHERS))
+
+
+@section("dataset")
+@attrs.frozen(kw_only=True)
+class Dataset:
+    """The recipe's dataset config (Energon for the VL recipes), with what the stage sets.
+
+    ``path`` is usually ``RunInput("data")``, the stage's data artifact. ``seq_length`` and
+    ``micro_batch_size`` follow the model and train sections; leave them ``UNSET`` for a recipe
+    whose dataset has no such field (the long-context recipe's CoderForge dataset).
+    """
+
+    path: str | Unset = optional()
+    seq_length: int | Derived | Unset = derived(at_least(1))
+    micro_batch_size: int | Derived | Unset = derived(at_least(1))
+    num_workers: int | Unset = optional(at_least(0))
+    do_validation: bool | Unset = optional()
+    do_test: bool | Unset = optional()
+    pad_to_max_length: bool | Unset = optional()
+    seed: int | Unset = optional()
+
+
+@section("optimizer")
+@attrs.frozen(kw_only=True)
+class Optimizer:
+    lr: float | Unset = optional(at_least(0))
+    min_lr: float | Unset = optional(at_least(0))
+    weight_decay: float | Unset = optional(at_least(0))
+    adam_beta1: float | Unset = optional(between(0, 1))
+    adam_beta2: float | Unset = optional(between(0, 1))
+    clip_grad: float | Unset = optional(at_least(0))
+    optimizer_cpu_offload: bool | Unset = optional()
+    optimizer_offload_fraction: float | Unset = optional(between(0, 1))
+    overlap_cpu_optimizer_d2h_h2d: bool | Unset = optional()
+
+
+@section("scheduler")
+@attrs.frozen(kw_only=True)
+class Scheduler:
+    lr_warmup_iters: int | Unset = optional(at_least(0))
+    # The recipes decay over the whole run (``lr_decay_iters = train.train_iters``).
+    lr_decay_iters: int | None | Derived | Unset = derived(at_least(1))
+    lr_decay_style: str | Unset = optional(one_of(LR_DECAY_STYLES))
+    override_opt_param_scheduler: bool | Unset = optional()
+
+
+@section("logger")
+@attrs.frozen(kw_only=True)
+class Logger:
+    log_interval: int | Unset = optional(at_least(1))
+    log_throughput: bool | Unset = optional()
+    tensorboard_dir: str | None | Unset = optional()
+    wandb_project: str | None | Unset = optional()
+    wandb_entity: str | None | Unset = optional()
+    wandb_exp_name: str | None | Unset = optional()
+
+
+@section("checkpoint")
+@attrs.frozen(kw_only=True)
+class Checkpoint:
+    save: str = required()
+    save_interval: int = required(at_least(1))
+    # Weights to start from (a converted or earlier checkpoint): usually RunInput("model").
+    pretrained_checkpoint: str | None | Unset = optional()
+    # Load only the weights of pretrained_checkpoint: no optimizer or RNG state, iteration 0.
+    finetune: bool | Unset = optional()
+    # Resume from here (same run); null keeps a fresh run from picking up another's state.
+    load: str | None | Unset = optional()
+    save_optim: bool | Unset = optional()
+    save_rng: bool | Unset = optional()
+    async_save: bool | Unset = optional()
+
+
+@section("peft")
+@attrs.frozen(kw_only=True)
+class LoRA:
+    """Megatron-Bridge's ``peft.LoRA`` settings over the recipe's adapter."""
+
+    dim: int = required(at_least(1))
+    alpha: int = required(at_least(1))
+    target_modules: tuple[str, ...] = required()
+    dropout: float | Unset = optional(between(0, 1))
+    dropout_position: str | Unset = optional(one_of(LORA_DROPOUT_POSITIONS))
+
+
+@section()
+@attrs.frozen(kw_only=True)
+class MegatronBridgeConfig:
+    """What the entry point applies: the recipe, then each section's keys over its result."""
+
+    recipe: Recipe = required()
+    train: Train = required()
+    model: Model = required()
+    dataset: Dataset = required()
+    optimizer: Optimizer | Unset = optional()
+    scheduler: Scheduler = required()
+    logger: Logger | Unset = optional()
+    checkpoint: Checkpoint = required()
+    # LoRA for a PEFT recipe; null turns a recipe's adapter off (full fine-tuning).
+    peft: LoRA | None | Unset = optional()

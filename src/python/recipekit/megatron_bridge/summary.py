@@ -1,0 +1,65 @@
+"""The one-screen plan rows of a Megatron-Bridge stage: recipe, layout, batch, sequence, freeze,
+data, checkpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recipekit.megatron_bridge.layout import Layout
+from recipekit.megatron_bridge.schema import recipe_mode
+
+_PARTS = (
+    ("freeze_language_model", "language model"),
+    ("freeze_vision_model", "vision encoder"),
+    ("freeze_vision_projection", "vision projector"),
+)
+
+
+def _freeze_row(model: dict[str, Any]) -> str:
+    return ", ".join(f"{part} {'frozen' if model[key] else 'trains'}" for key, part in _PARTS)
+
+
+def megatron_bridge_summary(cfg: dict[str, Any], lay: Layout) -> list[tuple[str, str]]:
+    recipe, train, model, dataset = cfg["recipe"], cfg["train"], cfg["model"], cfg["dataset"]
+    ckpt, peft = cfg["checkpoint"], cfg.get("peft")
+    function = recipe["_target_"].rsplit(".", 1)[-1]
+    rows: list[tuple[str, str]] = [("recipe", f"{function} ({recipe_mode(function)})")]
+    rows.append(
+        (
+            "layout",
+            f"TP {lay.tensor_parallel} x PP {lay.pipeline_parallel} x CP {lay.context_parallel}"
+            f" -> DP {lay.data_parallel} on {lay.total_gpus} GPUs; experts EP "
+            f"{lay.expert_parallel} x ETP {lay.expert_tensor_parallel}",
+        )
+    )
+    gbs, mbs, dp = train["global_batch_size"], train["micro_batch_size"], lay.data_parallel
+    steps = f" x {gbs // (mbs * dp)} accumulation steps" if dp and gbs % (mbs * dp) == 0 else ""
+    rows.append(
+        (
+            "batch",
+            f"global_batch_size {gbs} = micro_batch_size {mbs} x DP {dp}{steps}; "
+            f"{train['train_iters']} iterations",
+        )
+    )
+    sp = "on" if model["sequence_parallel"] else "off"
+    data_seq = dataset.get("seq_length", "the recipe's")
+    seq = f"seq_length {model['seq_length']} (dataset {data_seq}), sequence_parallel {sp}"
+    rows.append(("sequence", seq))
+    if isinstance(peft, dict):
+        # PEFT freezes every base weight itself; only the adapters train.
+        rows.append(("freeze", "every base weight frozen (PEFT); LoRA adapters train"))
+        adapters = ", ".join(peft["target_modules"])
+        rows.append(("", f"LoRA dim {peft['dim']}, alpha {peft['alpha']} on {adapters}"))
+    else:
+        rows.append(("freeze", _freeze_row(model)))
+    rows.append(("data", dataset.get("path", "the recipe's own dataset")))
+    start = ckpt.get("pretrained_checkpoint")
+    loads = (
+        f"from {start}" + (" (weights only)" if ckpt.get("finetune") else "") + "; "
+        if start
+        else ""
+    )
+    rows.append(
+        ("checkpoints", f"{loads}save to {ckpt['save']} every {ckpt['save_interval']} iterations")
+    )
+    return rows
