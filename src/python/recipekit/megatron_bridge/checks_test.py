@@ -1,0 +1,185 @@
+"""One test per plan-time rule, on the Super 3.5 stages: the error names the key, the value and
+the arithmetic."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipekit.errors import RecipeError
+from recipekit.model_card import ModelCard
+from recipekit.plan import make_plan
+from recipekit.stage import Stage
+from recipes.super35.pretrain import pretrain, pretrain_tiny
+from recipes.super35.sft import sft, sft_long_context, sft_peft
+
+
+def _errors(stage: Stage, *overrides: str) -> list[str]:
+    with pytest.raises(RecipeError) as exc:
+        make_plan(stage, overrides)
+    return [issue.render() for issue in exc.value.issues]
+
+
+def _warnings(stage: Stage, *overrides: str) -> list[str]:
+    return [w.render() for w in make_plan(stage, overrides).warnings]
+
+
+def test_the_recipe_name_must_say_pretrain_or_fine_tune() -> None:
+    target = "megatron.bridge.recipes.nemotronh_multimodal.nemotron_35_super_vl.super_vl_config"
+    assert _errors(sft, f"recipe._target_={target}") == [
+        f"recipe._target_ = '{target}': the name does not say whether it pretrains or "
+        "fine-tunes (Megatron-Bridge's runner reads _pretrain_, _sft_ or _peft_ in it to pick "
+        "the training loop)"
+    ]
+
+
+def test_tensor_parallelism_stays_inside_a_node() -> None:
+    assert _errors(sft, "model.tensor_model_parallel_size=16") == [
+        "model.tensor_model_parallel_size = 16: tensor parallelism must stay inside one node: "
+        "8 GPUs per H100 node is not a multiple of 16"
+    ]
+
+
+def test_expert_tensor_parallelism_stays_inside_a_node() -> None:
+    errors = _errors(sft_long_context, "model.expert_tensor_parallel_size=8")
+    assert errors[0] == (
+        "model.expert_tensor_parallel_size = 8: expert tensor parallelism must stay inside one "
+        "node: 4 GPUs per GB200 node is not a multiple of 8"
+    )
+
+
+def test_tensor_x_pipeline_x_context_must_divide_the_gpus() -> None:
+    errors = _errors(sft, "model.context_parallel_size=3")
+    assert errors[0] == (
+        "model: TP x PP x CP = 1 x 2 x 3 = 6 does not divide the 64 GPUs (8 nodes x 8 H100) "
+        "(DP = 64 / 6 would be 10.6667)"
+    )
+
+
+def test_experts_must_split_evenly_over_expert_parallelism() -> None:
+    assert _errors(sft, "model.expert_model_parallel_size=3") == [
+        "model.expert_model_parallel_size = 3: 512 experts per MoE layer cannot be split evenly "
+        "over EP=3 (512 / 3 = 170.667)",
+        "model.expert_model_parallel_size = 3: EP x ETP x PP = 3 x 1 x 2 = 6 does not divide "
+        "the 64 GPUs (8 nodes x 8 H100)",
+    ]
+
+
+def test_the_expert_groups_of_every_pipeline_stage_must_fit() -> None:
+    # 512 / 64 is whole, but two pipeline stages of EP 64 need 128 GPUs.
+    assert _errors(sft, "model.expert_model_parallel_size=64") == [
+        "model.expert_model_parallel_size = 64: EP x ETP x PP = 64 x 1 x 2 = 128 does not "
+        "divide the 64 GPUs (8 nodes x 8 H100)"
+    ]
+
+
+def test_expert_parallelism_on_a_dense_model_is_an_error() -> None:
+    dense = sft.with_values(
+        model=ModelCard(name="dense-8b", total_params_b=8, active_params_b=8, num_layers=32)
+    )
+    assert "model.expert_model_parallel_size = 32: dense-8b is a dense model" in _errors(dense)[0]
+
+
+def test_an_even_pipeline_split_must_divide_the_layers() -> None:
+    assert _errors(
+        sft, "model.pipeline_model_parallel_size=16", "model.expert_model_parallel_size=4"
+    ) == [
+        "model.pipeline_model_parallel_size = 16: NVIDIA-Nemotron-3.5-Super-VL-120B-A12B has 88 "
+        "layers, which PP=16 cannot split evenly (88 / 16 = 5.5) "
+        "(set num_layers_in_first/last_pipeline_stage for an uneven split)"
+    ]
+
+
+def test_an_uneven_pipeline_split_must_divide_what_is_left() -> None:
+    errors = _errors(
+        pretrain, "model.pipeline_model_parallel_size=4", "model.expert_model_parallel_size=16"
+    )
+    assert errors == [
+        "model.pipeline_model_parallel_size = 4: NVIDIA-Nemotron-3.5-Super-VL-120B-A12B has 88 "
+        "layers: 88 - 38 = 50 are left for the other 3 of the PP=4 stages, which cannot split "
+        "them evenly"
+    ]
+
+
+def test_the_global_batch_must_split_into_micro_batches_over_data_parallel() -> None:
+    assert _errors(sft, "train.global_batch_size=1000") == [
+        "train.global_batch_size = 1000: must be a multiple of micro_batch_size x DP = 1 x 32 = "
+        "32 (DP = 64 GPUs / (TP x PP x CP = 2))"
+    ]
+
+
+def test_context_parallel_sequences_split_into_two_chunks_a_rank() -> None:
+    assert _errors(sft_long_context, "model.seq_length=131000") == [
+        "model.seq_length = 131000: with context parallelism the sequence must be a multiple of "
+        "2 x TP x CP = 2 x 1 x 32 = 64"
+    ]
+
+
+def test_sequence_parallel_sequences_split_over_tensor_parallel() -> None:
+    assert _errors(sft_peft, "model.seq_length=4098") == [
+        "model.seq_length = 4098: sequence parallelism splits each sequence over the TP = 4 "
+        "ranks: it must be a multiple of 4"
+    ]
+
+
+def test_an_explicit_dataset_sequence_length_must_agree_with_the_model() -> None:
+    assert _errors(sft, "dataset.seq_length=8192") == [
+        "dataset.seq_length = 8192: differs from model.seq_length (4096); Megatron-Bridge's "
+        "runner would set the model's to the dataset's (leave it derived)"
+    ]
+
+
+def test_an_explicit_dataset_micro_batch_must_agree_with_train() -> None:
+    errors = _errors(sft, "dataset.micro_batch_size=2")
+    assert errors == [
+        "dataset.micro_batch_size = 2: the loader would batch differently from "
+        "train.micro_batch_size (1) (leave it derived)"
+    ]
+
+
+def test_freezing_every_part_without_an_adapter_is_an_error() -> None:
+    errors = _errors(sft, "model.freeze_language_model=true", "model.freeze_vision_projection=true")
+    assert errors == [
+        "model: freeze_language_model, freeze_vision_model and freeze_vision_projection are all "
+        "true and there is no peft adapter: nothing would train "
+        "(unfreeze a part, or add a peft section)"
+    ]
+
+
+def test_freezing_every_part_under_an_adapter_is_fine() -> None:
+    make_plan(sft_peft, ["model.freeze_language_model=true"])
+
+
+def test_a_peft_recipe_needs_an_adapter() -> None:
+    assert _errors(sft_peft, "peft=null") == [
+        "peft = None: nemotron_35_super_vl_peft_config is a PEFT recipe: set the adapter "
+        "(LoRA dim, alpha, target_modules)"
+    ]
+
+
+def test_a_peft_recipe_needs_weights_to_adapt() -> None:
+    errors = _errors(sft_peft, "checkpoint.pretrained_checkpoint=null")
+    assert errors[0] == (
+        "checkpoint.pretrained_checkpoint = None: a PEFT stage trains adapters over pretrained "
+        "weights: name the checkpoint to load"
+    )
+
+
+def test_fine_tuning_needs_weights_to_load() -> None:
+    assert _errors(sft, "checkpoint.pretrained_checkpoint=null") == [
+        "checkpoint.finetune = True: fine-tuning loads the weights of "
+        "checkpoint.pretrained_checkpoint, which is not set"
+    ]
+
+
+def test_sequence_parallel_with_one_tensor_rank_is_a_warning() -> None:
+    assert _warnings(sft, "model.sequence_parallel=true") == [
+        "model.sequence_parallel = True: has no effect with tensor_model_parallel_size 1 "
+        "(Megatron-Core turns it off)"
+    ]
+
+
+def test_a_warm_up_longer_than_the_run_is_a_warning() -> None:
+    assert _warnings(pretrain_tiny, "scheduler.lr_warmup_iters=50") == [
+        "scheduler.lr_warmup_iters = 50: the run ends before the warm-up does "
+        "(train.train_iters = 20)"
+    ]
