@@ -21,6 +21,9 @@ from recipekit.model_card import ModelCard
 # "head": the entry point once on the head, no cluster runtime (evaluation).
 Launch = Literal["ray", "per-gpu", "head"]
 
+# In ``Framework.arguments``: where the rendered config file's path goes.
+CONFIG_PLACEHOLDER = "{config}"
+
 
 class Layout(Protocol):
     """Where the work runs on the stage's GPUs, as the plan shows it."""
@@ -61,6 +64,14 @@ class Framework(Protocol):
 
     def render(self, config: Any) -> dict[str, Any]:
         """Exactly what the entry point reads as its config file."""
+        ...
+
+    def arguments(self, rendered: dict[str, Any]) -> list[str]:
+        """The entry point's arguments; ``{config}`` stands for the rendered config file.
+
+        An entry point ending in ``.py`` runs with the container's Python, from the profile's
+        framework root; any other is a command on the container's PATH.
+        """
         ...
 
     def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:

@@ -43,6 +43,7 @@ class Plan:
                 "name": stage.framework.name,
                 "version": stage.framework.version,
                 "entry_point": stage.framework.entry_point,
+                "arguments": stage.framework.arguments(self.framework_config),
                 "launch": stage.framework.launch,
                 "image": stage.framework.image,
             },

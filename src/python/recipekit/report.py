@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from recipekit.errors import Issue
+from recipekit.framework import CONFIG_PLACEHOLDER
 from recipekit.plan import Plan
 
 
@@ -35,6 +36,15 @@ def write_rendered(plan: Plan, directory: Path) -> list[Path]:
     return written
 
 
+def command_text(plan: Plan, width: int = 72) -> str:
+    """The entry point and its arguments as the job runs them, cut short when long."""
+    arguments = plan.stage.framework.arguments(plan.framework_config)
+    words = [plan.stage.framework.entry_point]
+    words += [a.replace(CONFIG_PLACEHOLDER, "config.yaml") for a in arguments]
+    text = " ".join(words)
+    return text if len(text) <= width else text[: width - 4] + " ..."
+
+
 def plan_text(plan: Plan) -> str:
     stage, hw = plan.stage, plan.stage.hardware
     node = hw.node
@@ -42,8 +52,7 @@ def plan_text(plan: Plan) -> str:
     rows.append(
         (
             "framework",
-            f"{stage.framework.name} {stage.framework.version} · "
-            f"{stage.framework.entry_point} --config config.yaml",
+            f"{stage.framework.name} {stage.framework.version} · {command_text(plan)}",
         )
     )
     extra = ", IMEX channel required" if node.needs_imex_channel else ""

@@ -17,7 +17,7 @@ import attrs
 
 from recipekit.convert import to_dict
 from recipekit.errors import Issue
-from recipekit.framework import Launch
+from recipekit.framework import CONFIG_PLACEHOLDER, Launch
 from recipekit.hardware import Hardware
 from recipekit.model_card import ModelCard
 from recipekit.nemo_evaluator import LAUNCHER_VERSION
@@ -41,8 +41,8 @@ def hydra_defaults() -> list[Any]:
 class NemoEvaluatorLauncher:
     name: str = "nemo-evaluator"
     version: str = LAUNCHER_VERSION
-    # The console script of the nemo-evaluator-launcher package; the job appends --config.
-    entry_point: str = "nemo-evaluator-launcher run"
+    # The console script of the nemo-evaluator-launcher package.
+    entry_point: str = "nemo-evaluator-launcher"
     config_type: type = LauncherConfig
     launch: Launch = "head"
     image: str = "vllm"
@@ -63,6 +63,9 @@ class NemoEvaluatorLauncher:
         body = to_dict(config)
         assert isinstance(body, dict)
         return {"defaults": hydra_defaults(), **body}
+
+    def arguments(self, rendered: dict[str, Any]) -> list[str]:
+        return ["run", "--config", CONFIG_PLACEHOLDER]
 
     def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
         """The checkpoint vLLM serves (and the tasks read the tokenizer from)."""

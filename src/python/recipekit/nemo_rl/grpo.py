@@ -8,7 +8,7 @@ import attrs
 
 from recipekit.convert import to_dict
 from recipekit.errors import Issue
-from recipekit.framework import Launch
+from recipekit.framework import CONFIG_PLACEHOLDER, Launch
 from recipekit.hardware import Hardware
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
@@ -67,6 +67,9 @@ class NemoRLGrpo:
 
     def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
         return grpo_summary(rendered, layout)
+
+    def arguments(self, rendered: dict[str, Any]) -> list[str]:
+        return ["--config", CONFIG_PLACEHOLDER]
 
     def render(self, config: Any) -> dict[str, Any]:
         out = to_dict(config)
