@@ -10,11 +10,9 @@ A key given a value keeps it; the checks then catch a disagreement.
 
 from __future__ import annotations
 
-from typing import Any
-
+from recipekit.derivation import Derivation, derive, same_rule
 from recipekit.hardware import Hardware
 from recipekit.megatron_bridge.schema import MegatronBridgeConfig
-from recipekit.nemo_rl.derivations import Derivation, derive, same_rule
 
 RULES: tuple[Derivation, ...] = (
     same_rule("dataset.seq_length", "model.seq_length"),
@@ -29,8 +27,4 @@ RULES: tuple[Derivation, ...] = (
 def derive_config(
     config: MegatronBridgeConfig, hardware: Hardware
 ) -> tuple[MegatronBridgeConfig, list[str]]:
-    # The rule engine is NeMo-RL's (the same DERIVED semantics); typed for its own configs.
-    untyped: Any = config
-    derived_config, keys = derive(untyped, hardware, RULES)
-    assert isinstance(derived_config, MegatronBridgeConfig)
-    return derived_config, keys
+    return derive(config, hardware, RULES)

@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from recipekit.convert import to_dict
+from recipekit.derivation import Derivation
 from recipekit.errors import Issue
 from recipekit.framework import Launch
 from recipekit.hardware import Hardware
@@ -31,7 +32,6 @@ from recipekit.megatron_bridge.layout import Layout, compute_layout
 from recipekit.megatron_bridge.schema import MegatronBridgeConfig, recipe_mode
 from recipekit.megatron_bridge.summary import megatron_bridge_summary
 from recipekit.model_card import ModelCard
-from recipekit.nemo_rl.derivations import Derivation
 
 
 @attrs.frozen

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from recipekit.errors import RecipeError
+from recipekit.derivation import Derivation
+from recipekit.derivation import derive as derive_with
 from recipekit.hardware import Hardware
-from recipekit.keypaths import get_at, replace_at
 from recipekit.lineage.refs import ARTIFACTS_ROOT
-from recipekit.markers import DERIVED, UNSET, Marker
 from recipekit.nemo_evaluator.schema import LauncherConfig
-from recipekit.nemo_rl.derivations import Derivation
 
 CHECKPOINT = "deployment.checkpoint_path"
 TOKENIZER = "evaluation.nemo_evaluator_config.config.params.extra.tokenizer"
@@ -69,24 +67,6 @@ RULES: tuple[Derivation, ...] = (
 RULES_BY_TARGET = {rule.target: rule for rule in RULES}
 
 
-def _value(config: LauncherConfig, hardware: Hardware, path: str) -> Any:
-    if path.startswith("hardware."):
-        return getattr(hardware, path.removeprefix("hardware."))
-    try:
-        return get_at(config, path)
-    except RecipeError:  # a section on the way is not set
-        return UNSET
-
-
 def derive(config: LauncherConfig, hardware: Hardware) -> tuple[LauncherConfig, list[str]]:
     """``config`` with each ``DERIVED`` key computed; also the keys that were."""
-    done: list[str] = []
-    for rule in RULES:
-        if _value(config, hardware, rule.target) is not DERIVED:
-            continue
-        value = rule.compute(*(_value(config, hardware, s) for s in rule.sources))
-        if isinstance(value, Marker) or value is None:
-            continue  # its source is not set: the plan names the key as underived
-        config = replace_at(config, rule.target, value)
-        done.append(rule.target)
-    return config, done
+    return derive_with(config, hardware, RULES)

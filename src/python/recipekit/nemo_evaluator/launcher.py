@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from recipekit.convert import to_dict
+from recipekit.derivation import Derivation
 from recipekit.errors import Issue
 from recipekit.framework import CONFIG_PLACEHOLDER, Launch
 from recipekit.hardware import Hardware
@@ -29,7 +30,6 @@ from recipekit.nemo_evaluator.checks import (
 )
 from recipekit.nemo_evaluator.derivations import RULES, derive
 from recipekit.nemo_evaluator.schema import LauncherConfig
-from recipekit.nemo_rl.derivations import Derivation
 
 
 def hydra_defaults() -> list[Any]:

@@ -8,45 +8,16 @@ the recipe or on the command line keeps its value. The rules are listed in depen
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-import attrs
+from recipekit.derivation import Derivation, derive, lookup, product_rule, same_rule
 
-from recipekit.errors import RecipeError
-from recipekit.hardware import Hardware
-from recipekit.keypaths import get_at, replace_at
-from recipekit.markers import DERIVED, UNSET, Marker
-from recipekit.nemo_rl.schema import GRPOMasterConfig
-from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
-
-
-@attrs.frozen
-class Derivation:
-    target: str
-    sources: tuple[str, ...]
-    compute: Callable[..., Any]
-    formula: str
-    # The target may follow its source to null (``val_top_k: ${.top_k}`` with ``top_k: null``).
-    nullable: bool = False
-
-
-def _same(value: Any) -> Any:
-    return value
+__all__ = ["RULES", "RULES_BY_TARGET", "SEQ", "Derivation", "derive", "lookup", "same_rule"]
 
 
 def _sequence_divisor(megatron_enabled: Any, megatron_tp: Any, dtensor_tp: Any) -> Any:
     # Sequences are padded to a multiple of the TP size of whichever back-end trains.
     return megatron_tp if megatron_enabled is True else dtensor_tp
-
-
-def same_rule(target: str, source: str, *, nullable: bool = False) -> Derivation:
-    return Derivation(target, (source,), _same, source, nullable)
-
-
-def product_rule(target: str, left: str, right: str) -> Derivation:
-    return Derivation(target, (left, right), operator.mul, f"{left} * {right}")
 
 
 SEQ = "policy.max_total_sequence_length"
@@ -95,33 +66,3 @@ RULES: tuple[Derivation, ...] = (
 )
 
 RULES_BY_TARGET = {rule.target: rule for rule in RULES}
-
-C = TypeVar("C", bound=GRPOMasterConfig | GRPOMasterConfigMain)
-
-
-def _lookup(config: Any, hardware: Hardware, path: str) -> Any:
-    if path.startswith("hardware."):
-        return getattr(hardware, path.removeprefix("hardware."))
-    try:
-        return get_at(config, path)
-    except RecipeError:
-        return UNSET
-
-
-def derive(
-    config: C,
-    hardware: Hardware,
-    rules: tuple[Derivation, ...] = RULES,
-) -> tuple[C, list[str]]:
-    """``config`` with every ``DERIVED`` key computed; also the keys that were derived."""
-    derived: list[str] = []
-    for rule in rules:
-        if _lookup(config, hardware, rule.target) is not DERIVED:
-            continue  # explicit, or its section is absent
-        inputs = [_lookup(config, hardware, source) for source in rule.sources]
-        value = rule.compute(*inputs)
-        if isinstance(value, Marker) or (value is None and not rule.nullable):
-            continue  # nothing to follow; the plan reports the key as unset
-        config = replace_at(config, rule.target, value)
-        derived.append(rule.target)
-    return config, derived

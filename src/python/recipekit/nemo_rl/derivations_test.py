@@ -56,7 +56,7 @@ def test_global_batch_is_prompts_times_generations(prompts: int, generations: in
     )
     from recipekit.nemo_rl.derivations import derive
 
-    config, derived = derive(stage.config, stage.hardware)
+    config, derived = derive(stage.config, stage.hardware, RULES)
     assert config.policy.train_global_batch_size == prompts * generations
     assert "policy.train_global_batch_size" in derived
 

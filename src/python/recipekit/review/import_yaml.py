@@ -163,13 +163,13 @@ def _as_derived(
     framework: NemoRLGrpo,
 ) -> tuple[Any, set[str]]:
     """Interpolated keys our derivations reproduce become DERIVED again."""
-    from recipekit.nemo_rl.derivations import _lookup
+    from recipekit.derivation import lookup
 
     done: set[str] = set()
     for rule in framework.rules:
         if rule.target not in interpolated:
             continue
-        inputs = [_lookup(config, hardware, s) for s in rule.sources]
+        inputs = [lookup(config, hardware, s) for s in rule.sources]
         value = _resolved_at(resolved, rule.target)
         try:
             same = rule.compute(*inputs) == value
