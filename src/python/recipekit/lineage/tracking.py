@@ -14,11 +14,15 @@ inputs in the run config (``lineage.inputs``) and ``lineage.json``; they can be 
 ``wandb sync`` with the public API's ``Run.use_artifact``. ``read_offline_run`` parses the
 run's ``.wandb`` log (LevelDB log framing around ``wandb_internal_pb2.Record`` protobufs).
 
+``lineage_from_json`` turns a plan's ``lineage`` back into a :class:`StageLineage`, which is how
+the job's head records a run from ``plan.json`` alone (``recipekit.launch.run_record``).
+
 ``wandb`` is imported inside the functions that use it: the launcher starts without it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import struct
@@ -30,14 +34,25 @@ import attrs
 
 from recipekit.errors import Issue, RecipeError
 from recipekit.lineage.graph import StageLineage
-from recipekit.lineage.refs import ArtifactRef
+from recipekit.lineage.refs import ArtifactRef, ExternalInput, InputSource, parse_ref
 
 API_KEY = "WANDB_API_KEY"
-MODES = ("online", "offline", "disabled")
+# "off": nothing is recorded (a cluster profile's choice); the others are wandb's own modes.
+MODES = ("online", "offline", "off")
+PROFILE_FIX = (
+    "Slurm hands it to the job as environment only; or turn tracking off in the cluster profile "
+    "(tracking=Tracking(mode='off')), or track offline (Tracking(mode='offline')) and "
+    "`wandb sync` the run later"
+)
 
 
-def check_credentials(mode: str, environ: Mapping[str, str] | None = None) -> None:
-    """An online run needs ``WANDB_API_KEY``; say how to give it rather than fail in the job."""
+def check_credentials(
+    mode: str, environ: Mapping[str, str] | None = None, *, other_fixes: str = PROFILE_FIX
+) -> None:
+    """An online run needs ``WANDB_API_KEY``; say how to give it rather than fail in the job.
+
+    ``other_fixes`` says how the caller's user avoids online tracking instead.
+    """
     if mode not in MODES:
         raise RecipeError([Issue("tracking.mode", f"one of {', '.join(MODES)}", value=mode)])
     env = os.environ if environ is None else environ
@@ -46,12 +61,10 @@ def check_credentials(mode: str, environ: Mapping[str, str] | None = None) -> No
             [
                 Issue(
                     API_KEY,
-                    "is not set, and this stage records its run in W&B",
+                    "is not set, and this run is recorded in W&B",
                     hint=(
-                        "export WANDB_API_KEY in the shell you submit from (your key is at "
-                        "https://wandb.ai/authorize; it reaches the job as environment only), "
-                        "or turn tracking off in the cluster profile, or track offline "
-                        "(WANDB_MODE=offline) and `wandb sync` later"
+                        "export WANDB_API_KEY in the shell you run this from (your key is at "
+                        "https://wandb.ai/authorize); " + other_fixes
                     ),
                 )
             ],
@@ -59,13 +72,70 @@ def check_credentials(mode: str, environ: Mapping[str, str] | None = None) -> No
         )
 
 
-def _artifact_type(name: str) -> str:
-    return "model" if name.endswith("-model") else "dataset" if name.endswith("-data") else "result"
+def artifact_type(name: str) -> str:
+    """W&B's artifact type, from the pipeline's naming: ``*-model`` and ``*-data``, also with a
+    variant's suffix after them (``super35-sft-model-tiny``)."""
+    for word in reversed(name.split("-")):
+        if word in ("model", "data"):
+            return "model" if word == "model" else "dataset"
+    return "result"
 
 
 def _plan_config(plan: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("stage", "hash", "git_commit", "git_dirty", "images")
     return {key: plan[key] for key in keys if key in plan}
+
+
+@contextlib.contextmanager
+def wandb_run(
+    *,
+    mode: str,
+    directory: Path | None,
+    project: str,
+    entity: str | None,
+    name: str,
+    job_type: str,
+    config: dict[str, Any],
+) -> Iterator[Any]:
+    """One W&B run, finished and flushed to disk on leaving (``directory``: where ``wandb/``
+    goes; None: ``WANDB_DIR`` or the current directory, as wandb decides)."""
+    import wandb
+
+    run = wandb.init(
+        mode=mode,  # type: ignore[arg-type]
+        dir=None if directory is None else str(directory),
+        project=project,
+        entity=entity,
+        name=name,
+        job_type=job_type,
+        config=config,
+        settings=wandb.Settings(console="off", save_code=False, x_disable_stats=True),
+    )
+    try:
+        yield run
+    finally:
+        run.finish()
+        # finish() can return before W&B's service has flushed the run log to disk; tearing
+        # the service down waits for it (seen: a second run's log read back empty).
+        wandb.teardown()
+
+
+def log_reference_artifact(
+    run: Any,
+    name: str,
+    references: Mapping[str, str],
+    *,
+    metadata: dict[str, Any],
+    aliases: list[str],
+) -> None:
+    """Log artifact ``name`` whose entries are ``references`` (entry name -> URI): W&B lists
+    the files below each URI (``checksum=False``: no file is read or copied)."""
+    import wandb
+
+    artifact = wandb.Artifact(name, type=artifact_type(name), metadata=metadata)
+    for entry, uri in references.items():
+        artifact.add_reference(uri, name=entry, checksum=False)
+    run.log_artifact(artifact, aliases=aliases)
 
 
 def record_run(
@@ -74,7 +144,7 @@ def record_run(
     *,
     directory: Path,
     project: str,
-    output_uri: str,
+    output_uri: str | None,
     output_step: int | None = None,
     mode: str = "offline",
     entity: str | None = None,
@@ -83,27 +153,26 @@ def record_run(
 
     ``plan`` is plan-like: ``stage``, ``hash``, ``config`` (the framework config), ``job_script``
     (text), ``images`` (name -> digest), ``git_commit``, ``git_dirty``. ``output_uri`` is where
-    the output checkpoint lives (``file:///shared/...``): W&B lists the files below it by URI
-    (``checksum=False``: no file is read or copied), so call this once the checkpoint exists,
-    at the end of the job or for each selected step.
+    the output checkpoint lives (``file:///shared/...``), referenced, not copied, so call this
+    once the checkpoint exists, at the end of the job or for each selected step. With
+    ``output_uri`` None (the stage wrote no output the framework names) the run is recorded
+    without its output artifact.
     """
+    if mode == "off":
+        raise ValueError("record_run with tracking off: the caller records nothing")
     check_credentials(mode)
-    import wandb
-
     stage = str(plan.get("stage", lineage.stage))
     digest = str(plan["hash"])
     lineage_json = lineage.as_json()
-    run = wandb.init(
-        mode=mode,  # type: ignore[arg-type]
-        dir=str(directory),
+    with wandb_run(
+        mode=mode,
+        directory=directory,
         project=project,
         entity=entity,
         name=f"{stage}-{digest[:12]}",
         job_type=stage,
         config={"plan": _plan_config(plan), "lineage": lineage_json},
-        settings=wandb.Settings(console="off", save_code=False, x_disable_stats=True),
-    )
-    try:
+    ) as run:
         files_dir = Path(run.dir)
         (files_dir / "config.json").write_text(json.dumps(plan.get("config", {}), indent=2))
         (files_dir / "job.sbatch").write_text(str(plan.get("job_script", "")))
@@ -111,22 +180,36 @@ def record_run(
         if mode == "online":
             for role, ref in lineage.artifact_inputs().items():
                 run.use_artifact(str(ref), use_as=role)
-        if lineage.output is not None:
-            artifact = wandb.Artifact(
-                lineage.output,
-                type=_artifact_type(lineage.output),
-                metadata={"stage": stage, "plan_hash": digest, "inputs": lineage_json["inputs"]},
-            )
-            artifact.add_reference(output_uri, name="checkpoint", checksum=False)
+        if lineage.output is not None and output_uri is not None:
             aliases = ["latest"] + ([f"step-{output_step}"] if output_step is not None else [])
-            run.log_artifact(artifact, aliases=aliases)
-        run_dir = files_dir.parent
-    finally:
-        run.finish()
-        # finish() can return before W&B's service has flushed the run log to disk; tearing
-        # the service down waits for it (seen: a second run's log read back empty).
-        wandb.teardown()
-    return run_dir
+            log_reference_artifact(
+                run,
+                lineage.output,
+                {"checkpoint": output_uri},
+                metadata={"stage": stage, "plan_hash": digest, "inputs": lineage_json["inputs"]},
+                aliases=aliases,
+            )
+    return files_dir.parent
+
+
+def lineage_from_json(stage: str, data: Mapping[str, Any] | None) -> StageLineage:
+    """The lineage a plan's JSON carries (``plan.json``'s ``lineage``), for the job to record;
+    a stage outside a pipeline (None) reads and publishes no artifact."""
+    if data is None:
+        return StageLineage(stage=stage, inputs={}, output=None)
+    inputs = {role: _input_from_text(str(text)) for role, text in data["inputs"].items()}
+    return StageLineage(
+        stage=stage, inputs=inputs, output=data.get("output"), blocked=data.get("blocked", "")
+    )
+
+
+def _input_from_text(text: str) -> InputSource:
+    # The forms of ArtifactRef.__str__ and ExternalInput.__str__.
+    if text.startswith("${") and text.endswith("}"):
+        return ExternalInput(text[2:-1], env_var=text[2:-1])
+    if text.startswith("(") and text.endswith(")"):
+        return ExternalInput(text[1:-1])
+    return parse_ref(text, path="lineage.inputs")
 
 
 @attrs.frozen
