@@ -8,7 +8,7 @@ for yours, or add a profile here. Images are NeMo-RL containers built from the s
 import attrs
 
 from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE
-from recipekit.launch.profile import ClusterProfile, Gb200Settings, Mount, Pyxis
+from recipekit.launch.profile import ClusterProfile, Gb200Settings, Mount, Pyxis, Tracking
 
 # The guide mounts shared storage at /shared inside the container.
 SHARED = (Mount("/lustre/your-team/shared", "/shared"),)
@@ -29,6 +29,9 @@ b200 = ClusterProfile(
     shared_paths=SHARED_PATHS,
     hf_home="/shared/HF_HOME",
     framework_root="/opt/nemo-rl",
+    # Every finished run is recorded in W&B: submit needs WANDB_API_KEY in the shell. Seed 004's
+    # env.toml: [wandb] project = "nemotron", entity = "YOUR-TEAM" (fill in yours).
+    tracking=Tracking(mode="online", project="nemotron", entity="your-team"),
 )
 
 gb200_nvl72 = attrs.evolve(

@@ -8,6 +8,7 @@ GPUs, so ``examples/run_grpo.py`` in the profile's framework root is ``fake_run_
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from recipekit.lineage.tracking import read_offline_run
 from tests.integration.support.local_slurm import LocalSlurm, local_slurm
 from tests.integration.support.stage_workspace import JOB_PROCESSES, Workspace
 
@@ -50,9 +52,13 @@ def b200(tmp_path: Path, b200_cluster: LocalSlurm, ray_python: Path) -> Iterator
 
 
 def test_b200_plan_runs_end_to_end_and_leaves_nothing(b200: Workspace) -> None:
-    profile = b200.write_profile(node="B200_NODE")
+    profile = b200.write_profile(
+        node="B200_NODE", tracking="Tracking(mode='offline', project='rk-test')"
+    )
     started = time.monotonic()
-    job_id, log = b200.submit(profile, env={"WANDB_API_KEY": SECRET, "HF_TOKEN": SECRET})
+    wandb_dirs = {f"WANDB_{d}_DIR": str(b200.root / "wandb-home" / d) for d in ("CONFIG", "CACHE")}
+    env = {"WANDB_API_KEY": SECRET, "HF_TOKEN": SECRET, **wandb_dirs}
+    job_id, log = b200.submit(profile, env=env)
     state = b200.cluster.wait_for_job(job_id, timeout=420)
     text = log.read_text()
     assert state == "COMPLETED", text
@@ -64,9 +70,15 @@ def test_b200_plan_runs_end_to_end_and_leaves_nothing(b200: Workspace) -> None:
     for node in ("n1", "n2", "n3"):
         assert f"[{node} " in text and "preflight gpus: ok" in text
     assert b200.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
-    # The secret travelled as environment only: no file the launcher wrote holds it.
+    # The head recorded the run (offline) once the driver had ended well, with Ray still up.
     run_dir = log.parent.parent
-    leaked = [p for p in _files_under(run_dir) if SECRET.encode() in p.read_bytes()]
+    assert "tracking: recorded the run in W&B project rk-test (offline)" in text
+    [offline] = sorted((run_dir / "wandb").glob("offline-run-*"))
+    recorded = read_offline_run(offline)
+    plan = json.loads((run_dir / "plan.json").read_text())
+    assert recorded.config["plan"]["hash"] == plan["hash"]
+    # The secret travelled as environment only: no file the launcher or W&B wrote holds it.
+    leaked = [p for p in _files_under(b200.root) if SECRET.encode() in p.read_bytes()]
     assert leaked == []
     status = b200.launcher(profile, "status")
     assert f"job {job_id}: COMPLETED" in status.stdout, status.stdout + status.stderr

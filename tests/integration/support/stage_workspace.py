@@ -20,7 +20,7 @@ JOB_PROCESSES = r"rk-ray-|raylet|gcs_server|launcher\.pex|run_grpo\.py|ray\.scri
 
 PROFILE_TEMPLATE = """\
 from recipekit.hardware import {node}
-from recipekit.launch.profile import ClusterProfile, Gb200Settings, NoContainer
+from recipekit.launch.profile import ClusterProfile, Gb200Settings, NoContainer, Tracking
 from recipekit.launch.ray_ports import RayPorts
 
 profile = ClusterProfile(
@@ -38,6 +38,7 @@ profile = ClusterProfile(
     start_workers_one_at_a_time=True,
     framework_root={framework_root!r},
     preflight_skip={skip!r},
+    tracking={tracking},
 )
 """
 
@@ -66,6 +67,8 @@ class Workspace:
         self.ray_python = ray_python
         self.framework_root = framework
         self.runs = root / "runs"
+        # Set for every launcher call (a subclass's RECIPEKIT_STAGE, PATH, ...).
+        self.environment: dict[str, str] = {}
         self.overrides = [
             f"policy.model_name={self.model}",
             f"checkpointing.checkpoint_dir={self.shared}/checkpoints/{stage}",
@@ -78,6 +81,7 @@ class Workspace:
         gb200: str = "None",
         skip: dict[str, str] | None = None,
         checkpoints: Path | None = None,
+        tracking: str = "Tracking(mode='off')",
     ) -> str:
         path = self.root / f"profile_{len(list(self.root.glob('profile_*.py')))}.py"
         path.write_text(
@@ -90,6 +94,7 @@ class Workspace:
                 gb200=gb200,
                 framework_root=str(self.framework_root),
                 skip=skip or {},
+                tracking=tracking,
             )
         )
         return f"{path}:profile"
@@ -106,7 +111,7 @@ class Workspace:
         argv = [str(self.ray_python), str(self.launcher_pex.resolve()), command, *args, *sets]
         if command != "job-step":
             argv += ["--cluster", profile]
-        full_env = {**self.cluster.env(), **(env or {})}
+        full_env = {**self.cluster.env(), **self.environment, **(env or {})}
         return self.cluster.run(argv, env=full_env, timeout=timeout)
 
     def submit(self, profile: str, env: dict[str, str] | None = None) -> tuple[str, Path]:

@@ -141,11 +141,14 @@ def submit(interactive: bool, overrides: tuple[str, ...], cluster: str | None) -
     """Submit the stage as a Slurm batch job; prints the job id and where its log goes.
 
     Secrets (WANDB_API_KEY, HF_TOKEN, ...) are taken from this shell's environment by Slurm
-    when the job starts; they are never written to the run directory.
+    when the job starts; they are never written to the run directory. With the cluster
+    profile's tracking online (the default), WANDB_API_KEY must be set: the job's first node
+    records the finished run in W&B. A stage its lineage marks blocked is refused.
     """
-    from recipekit.launch.submit import submit_plan
+    from recipekit.launch.submit import check_launchable, submit_plan
 
     the_plan = _plan(overrides)
+    check_launchable(the_plan)
     profile = _profile(cluster, the_plan, required=True)
     job_id, run = submit_plan(the_plan, profile, interactive=interactive)
     click.echo(f"submitted {the_plan.stage.name} as Slurm job {job_id} (plan {the_plan.hash[:12]})")
@@ -253,7 +256,9 @@ def run_on_cluster(overrides: tuple[str, ...], cluster: str | None) -> None:
     import subprocess
 
     from recipekit.launch.interactive import driver_step
+    from recipekit.launch.submit import check_launchable
 
+    check_launchable(_plan(overrides))
     profile, run, job_id, head = _live(overrides, cluster)
     sys.exit(subprocess.call(driver_step(profile, run, job_id, head)))
 
@@ -279,6 +284,24 @@ def job_step(run_directory: str, interactive: bool) -> None:
     from recipekit.launch.job_step import run_job_step
 
     sys.exit(run_job_step(run_directory, interactive=interactive))
+
+
+@cli.command(name="entry-point", hidden=True)
+@click.argument("run_directory")
+def entry_point(run_directory: str) -> None:
+    """One task of a per-GPU or head-only stage's framework step (run by the job script)."""
+    from recipekit.launch.entry_point import run_entry_point
+
+    sys.exit(run_entry_point(run_directory))
+
+
+@cli.command(hidden=True)
+@click.argument("run_directory")
+def record(run_directory: str) -> None:
+    """On the first node, after a per-GPU or head-only stage ended well: the W&B record."""
+    from recipekit.launch.run_record import run_record_step
+
+    sys.exit(run_record_step(run_directory))
 
 
 @cli.command(hidden=True)

@@ -1,12 +1,16 @@
-"""The sbatch script of a plan: resources, Slurm semantics, environment and one job step.
+"""The sbatch script of a plan: resources, Slurm semantics, environment and its job steps.
 
-The script holds no secret and no logic: the job step on every node is the packaged launcher
-(``launcher.pex job-step``), which runs preflight, brings Ray up and runs the framework.
+The script holds no secret and no logic: every job step is the packaged launcher. A "ray" stage
+has one step, ``launcher.pex job-step`` on every node, which runs preflight, brings Ray up and
+runs the framework. A "per-gpu" or "head" stage has a preflight step on every node, then the
+framework step (``entry-point``: one task per GPU, or one on the first node), then, when the
+profile tracks runs, ``record`` on the first node.
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from recipekit.images.stage_image import LAUNCHER_PEX as BAKED_LAUNCHER
@@ -53,18 +57,11 @@ def render_job_script(
         else container.in_container(str(run.file(LAUNCHER)))
     )
     run_in_container = container.in_container(str(run.path))
-    step = [
-        "srun",
-        "--kill-on-bad-exit=1",
-        f"--nodes={nodes}",
-        "--ntasks-per-node=1",
-        *container.srun_flags(),
-        container.python,
-        launcher,
-        "job-step",
-        run_in_container,
-        *(["--interactive"] if interactive else []),
-    ]
+
+    def launcher_step(command: str, *srun_flags: str) -> list[str]:
+        launched = [container.python, launcher, command, run_in_container]
+        return ["srun", *srun_flags, *container.srun_flags(), *launched]
+
     secrets = ", ".join(profile.secret_env) or "none"
     lines = [
         "#!/bin/bash",
@@ -77,11 +74,81 @@ def render_job_script(
         "# they are never written here.",
     ]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in job_environment(profile).items()]
-    lines += [
-        "",
-        "# One task per node: preflight, then Ray (head on the first node), then the framework"
-        + (" on request (`run`): an interactive cluster." if interactive else "."),
-        "exec " + " \\\n    ".join(shlex.quote(a) for a in step),
-        "",
+    launch = plan["framework"]["launch"]
+    if launch == "ray":
+        step = launcher_step(
+            "job-step", "--kill-on-bad-exit=1", f"--nodes={nodes}", "--ntasks-per-node=1"
+        )
+        step += ["--interactive"] if interactive else []
+        lines += [
+            "",
+            "# One task per node: preflight, then Ray (head on the first node), then the framework"
+            + (" on request (`run`): an interactive cluster." if interactive else "."),
+            "exec " + _command(step),
+            "",
+        ]
+        return "\n".join(lines)
+    if interactive:
+        raise ValueError(f"an interactive job keeps a Ray cluster up; this stage launches {launch}")
+    # Separate job steps, so that each starts only once the one before has ended well on every
+    # node (set -e): the framework never starts beside a node that failed preflight, and the
+    # run is recorded only once every rank has finished.
+    steps = [
+        (
+            "1. Preflight on every node, one task each: a failing node ends the job here.",
+            launcher_step(
+                "job-step",
+                "--kill-on-bad-exit=1",
+                f"--nodes={nodes}",
+                f"--ntasks={nodes}",
+                "--ntasks-per-node=1",
+            ),
+        ),
+        _framework_step(launch, nodes, gpus, launcher_step),
     ]
-    return "\n".join(lines)
+    tracking = profile.tracking
+    if tracking.mode != "off":
+        steps.append(
+            (
+                f"3. Record the finished run in W&B ({tracking.mode}, project {tracking.project}).",
+                launcher_step("record", *_HEAD_ONLY, "--gres=none"),
+            )
+        )
+    for comment, step in steps:
+        lines += ["", f"# {comment}", _command(step)]
+    return "\n".join(lines) + "\n"
+
+
+# One task on the first node of the allocation (where the batch script runs).
+_HEAD_ONLY = ("--nodes=1", "--ntasks=1", "--relative=0")
+
+
+def _framework_step(
+    launch: str, nodes: int, gpus: int, launcher_step: Callable[..., list[str]]
+) -> tuple[str, list[str]]:
+    if launch == "per-gpu":
+        # As NeMo-Run's Slurm executor starts Megatron-Bridge: one task per GPU, each given
+        # torch.distributed's RANK, LOCAL_RANK, WORLD_SIZE and MASTER_ADDR from Slurm's task
+        # layout. srun exits with the highest status of its tasks; ranks that Slurm stops
+        # because another failed exit 1 (entry_point.EXIT_STOPPED), so the failing rank's
+        # status is the job's.
+        comment = (
+            f"2. The framework: one process per GPU, {nodes * gpus} ranks; "
+            "the job's status is the worst rank's."
+        )
+        flags = [
+            "--kill-on-bad-exit=1",
+            f"--nodes={nodes}",
+            f"--ntasks={nodes * gpus}",
+            f"--ntasks-per-node={gpus}",
+        ]
+        return comment, launcher_step("entry-point", *flags)
+    if launch == "head":
+        return "2. The framework, once, on the first node.", launcher_step(
+            "entry-point", *_HEAD_ONLY
+        )
+    raise ValueError(f"unknown launch kind {launch!r} (Framework.launch)")
+
+
+def _command(argv: list[str]) -> str:
+    return " \\\n    ".join(shlex.quote(a) for a in argv)

@@ -5,8 +5,13 @@
 2. Ray: head on the first node, a worker on each other node, the head waiting until every
    node and GPU has joined;
 3. the framework's entry point with the rendered config, on the head; its exit status becomes
-   the job's. Workers follow the head and leave when its Ray is gone. On any exit, including
-   ``scancel``, this node's Ray is stopped and nothing is left.
+   the job's, once the head has recorded the run (the profile's tracking). Workers follow the
+   head and leave when its Ray is gone. On any exit, including ``scancel``, this node's Ray is
+   stopped and nothing is left.
+
+A stage that does not launch with Ray ("per-gpu", "head") runs only step 1 here; the job
+script's next step starts the framework (``recipekit.launch.entry_point``) once every node has
+passed. For "per-gpu" the first node also writes where rank 0 will listen.
 """
 
 from __future__ import annotations
@@ -15,13 +20,18 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import time
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from recipekit.launch import slurm
+from recipekit.launch.entry_point import write_rendezvous
+from recipekit.launch.framework_process import (
+    Terminated,
+    entry_point_command,
+    raise_on_termination,
+    run_framework,
+)
 from recipekit.launch.preflight import NodeContext, run_preflight
 from recipekit.launch.profile import ClusterProfile, profile_from_json
 from recipekit.launch.ray_cluster import (
@@ -34,28 +44,17 @@ from recipekit.launch.ray_cluster import (
     wait_for_port,
 )
 from recipekit.launch.run_dir import (
-    CONFIG_FILE,
     INTERACTIVE_RECORD,
     PLAN_FILE,
     PROFILE_FILE,
     RunDir,
 )
+from recipekit.launch.run_record import record_finished_run
 
 EXIT_PREFLIGHT = 3
 EXIT_RAY = 4
 # A worker treats the head as gone after this many missed GCS probes in a row.
 HEAD_GONE_AFTER_MISSES = 3
-
-
-class Terminated(Exception):
-    """SIGTERM/SIGINT from Slurm (scancel, time limit, preemption)."""
-
-
-def _on_signal(signum: int, _: FrameType | None) -> None:
-    # Once: the clean-up that follows must not be interrupted by Slurm's next SIGTERM.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    raise Terminated(signal.Signals(signum).name)
 
 
 def _address(node: str) -> str:
@@ -67,8 +66,7 @@ def _address(node: str) -> str:
 
 
 def run_job_step(run_path: str, *, interactive: bool = False) -> int:
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
+    raise_on_termination()
     try:
         return _job_step(run_path, interactive)
     except Terminated as why:
@@ -103,6 +101,11 @@ def _job_step(run_path: str, interactive: bool) -> int:
     if failures:
         log(f"PREFLIGHT FAILED on {node_name} ({my_address}): " + "; ".join(failures))
         return EXIT_PREFLIGHT
+    if ctx.launch != "ray":
+        if ctx.launch == "per-gpu" and node_index == 0:
+            write_rendezvous(run, job_id, head_address)
+        log(f"preflight passed; the framework starts once every node has passed ({ctx.launch})")
+        return 0
 
     ports = profile.ray_ports
     gpus = plan["hardware"]["gpus_per_node"]
@@ -133,7 +136,8 @@ def _job_step(run_path: str, interactive: bool) -> int:
                 return EXIT_RAY
             if interactive:
                 return _hold_interactive(run, ray_node, address, nodes[0], job_id, log)
-            return run_driver(run, plan, profile, address, log)
+            status = run_driver(run, plan, profile, address, log)
+            return status or record_finished_run(run, plan, profile, log)
         return _follow_head(ray_node, head_address, ports.gcs, log)
     except Terminated as why:
         log(f"received {why}: stopping")
@@ -175,20 +179,10 @@ def run_driver(
     run: RunDir, plan: dict[str, Any], profile: ClusterProfile, address: str, log: Log
 ) -> int:
     """The framework's entry point with the rendered config, against the Ray at ``address``."""
-    entry_point = plan["framework"]["entry_point"]
-    command = [profile.python, entry_point, "--config", str(run.file(CONFIG_FILE))]
+    command = entry_point_command(plan, profile, run)
     log(f"driver: cd {profile.framework_root} && " + " ".join(command))
     env = {**os.environ, "RAY_ADDRESS": address, "RECIPEKIT_RUN_DIR": str(run.path)}
-    driver = subprocess.Popen(command, cwd=profile.framework_root, env=env, start_new_session=True)
-    try:
-        status = driver.wait()
-    finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGTERM)
-            try:
-                driver.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(driver.pid, signal.SIGKILL)
+    status = run_framework(command, profile.framework_root, env)
     log(f"driver exited with status {status}")
     return status
 
@@ -216,7 +210,7 @@ def run_interactive_driver(run_path: str) -> int:
     def log(message: str) -> None:
         print(f"[driver] {message}", flush=True)
 
-    signal.signal(signal.SIGTERM, _on_signal)
+    raise_on_termination()
     try:
         return run_driver(run, plan, profile, address, log)
     except Terminated:

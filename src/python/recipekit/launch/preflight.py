@@ -1,4 +1,5 @@
-"""Checks every node runs before Ray starts: a bad node stops the job in seconds, by name.
+"""Checks every node runs before the framework starts: a bad node stops the job in seconds, by
+name.
 
 Each check is a function named for what it guards, returning ``None`` or the reason it failed.
 A profile may skip a check by name, with a reason, which the job log shows.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -19,6 +21,7 @@ from typing import Any
 import attrs
 
 from recipekit.images.stage_image import PLAN_DIR as BAKED_PLAN_DIR
+from recipekit.launch.framework_process import runs_with_python
 from recipekit.launch.profile import ClusterProfile
 
 
@@ -34,6 +37,11 @@ class NodeContext:
     @property
     def is_head(self) -> bool:
         return self.node_index == 0
+
+    @property
+    def launch(self) -> str:
+        """How the framework starts (``Framework.launch``): "ray", "per-gpu" or "head"."""
+        return str(self.plan["framework"]["launch"])
 
 
 Check = Callable[[NodeContext], str | None]
@@ -119,26 +127,51 @@ def imex_channel_present(ctx: NodeContext) -> str | None:
     return None
 
 
-def ray_ports_free(ctx: NodeContext) -> str | None:
+def _taken_ports(address: str, ports: dict[str, int]) -> list[str]:
     taken = []
-    for name, port in ctx.profile.ray_ports.fixed_ports(ctx.node_index).items():
+    for name, port in ports.items():
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            # As Ray binds: a previous job's connections in TIME_WAIT do not make a port busy,
-            # a process listening on it does.
+            # As Ray and torch bind: a previous job's connections in TIME_WAIT do not make a
+            # port busy, a process listening on it does.
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
-                probe.bind((ctx.node_address, port))
+                probe.bind((address, port))
             except OSError:
                 taken.append(f"{name} {port}")
+    return taken
+
+
+def ray_ports_free(ctx: NodeContext) -> str | None:
+    if ctx.launch != "ray":
+        return None
+    taken = _taken_ports(ctx.node_address, ctx.profile.ray_ports.fixed_ports(ctx.node_index))
     if taken:
         return f"Ray ports already in use on {ctx.node_address}: {', '.join(taken)}"
     return None
 
 
-def framework_entry_point_present(ctx: NodeContext) -> str | None:
-    if not ctx.is_head:
+def master_port_free(ctx: NodeContext) -> str | None:
+    """Rank 0 of a per-GPU stage binds torch.distributed's store on the first node."""
+    if ctx.launch != "per-gpu" or not ctx.is_head:
         return None
-    entry = Path(ctx.profile.framework_root) / ctx.plan["framework"]["entry_point"]
+    if _taken_ports(ctx.node_address, {"master_port": ctx.profile.master_port}):
+        return (
+            f"MASTER_PORT {ctx.profile.master_port} is already in use on {ctx.node_address} "
+            "(profile.master_port)"
+        )
+    return None
+
+
+def framework_entry_point_present(ctx: NodeContext) -> str | None:
+    # Per GPU, every node runs the entry point; otherwise only the head does.
+    if not ctx.is_head and ctx.launch != "per-gpu":
+        return None
+    entry_point = ctx.plan["framework"]["entry_point"]
+    if not runs_with_python(entry_point):
+        if shutil.which(entry_point) is None:
+            return f"framework command {entry_point!r} is not on this node's PATH"
+        return None
+    entry = Path(ctx.profile.framework_root) / entry_point
     if not entry.is_file():
         return f"framework entry point {entry} not found (profile.framework_root)"
     return None
@@ -169,6 +202,7 @@ CHECKS: dict[str, Check] = {
     "outputs": outputs_writable,
     "imex-channel": imex_channel_present,
     "ray-ports": ray_ports_free,
+    "master-port": master_port_free,
     "entry-point": framework_entry_point_present,
     "baked-plan": baked_plan_matches,
 }

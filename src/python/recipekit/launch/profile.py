@@ -15,7 +15,7 @@ import cattrs
 
 from recipekit.errors import Issue, RecipeError
 from recipekit.hardware import NodeType
-from recipekit.launch.ray_ports import RayPorts
+from recipekit.launch.ray_ports import RayPorts, below_ephemeral
 
 _TIME_LIMIT = re.compile(r"^(\d+-)?\d{1,2}:\d{2}:\d{2}$")
 _SECRET_NAME = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
@@ -101,6 +101,27 @@ class Gb200Settings:
         }
 
 
+TrackingMode = Literal["online", "offline", "off"]
+
+
+@attrs.frozen(kw_only=True)
+class Tracking:
+    """Where the head records a finished run (W&B): its plan, lineage and output artifact.
+
+    "online" needs ``WANDB_API_KEY`` in the submitting shell (``submit`` refuses without it);
+    "offline" writes the run under the run directory for ``wandb sync`` later; "off" records
+    nothing. The key is never part of a profile: Slurm hands it to the job as environment.
+    """
+
+    mode: TrackingMode = attrs.field(
+        default="online", validator=attrs.validators.in_(("online", "offline", "off"))
+    )
+    # Seed 004, Configuration: env.toml's [wandb] project = "nemotron".
+    project: str = "nemotron"
+    # None: the API key's default entity.
+    entity: str | None = None
+
+
 @attrs.frozen(kw_only=True)
 class ClusterProfile:
     name: str
@@ -120,6 +141,9 @@ class ClusterProfile:
     secret_env: tuple[str, ...] = ("WANDB_API_KEY", "HF_TOKEN")
     ray_ports: RayPorts = attrs.field(factory=RayPorts)
     ray_start_timeout_s: int = 300
+    # torch.distributed's MASTER_PORT for "per-gpu" stages, bound by rank 0 on the first node.
+    # NOT IN THE SEED: torch.distributed's default port (torchrun --master-port).
+    master_port: int = attrs.field(default=29500, validator=below_ephemeral("port", "rank 0"))
     # Where several nodes share one host (tests), simultaneous Ray starts time out; worker k
     # then waits for worker k-1's raylet. Real clusters start every worker at once.
     start_workers_one_at_a_time: bool = False
@@ -131,6 +155,7 @@ class ClusterProfile:
     # launcher Pex copied to the run directory on shared storage, as ray.sub users work today.
     # "baked": the container image is the stage image `publish` pushed, launcher and plan inside.
     shipping: Literal["mounted", "baked"] = "mounted"
+    tracking: Tracking = attrs.field(factory=Tracking)
 
     def __attrs_post_init__(self) -> None:
         # The job reaches its run directory through the container's mounts.

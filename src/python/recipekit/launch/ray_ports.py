@@ -7,6 +7,8 @@ Where several nodes share one host (the tests), each node shifts its block by ``
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 
 from recipekit.validators import at_least
@@ -15,12 +17,22 @@ from recipekit.validators import at_least
 EPHEMERAL_PORTS_START = 32768
 
 
-def _below_ephemeral(_: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if not 1024 <= value < EPHEMERAL_PORTS_START:
-        raise ValueError(
-            f"ray port {attribute.name}={value} must be in 1024..{EPHEMERAL_PORTS_START - 1}: "
-            "an ephemeral port can be taken by any outgoing connection before Ray binds it"
-        )
+def below_ephemeral(what: str, binder: str) -> Callable[[object, attrs.Attribute[int], int], None]:
+    """A fixed port outside the ephemeral range, where any outgoing connection could take it
+    before ``binder`` binds it."""
+
+    def check(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+        if not 1024 <= value < EPHEMERAL_PORTS_START:
+            raise ValueError(
+                f"{what} {attribute.name}={value} must be in 1024..{EPHEMERAL_PORTS_START - 1}: "
+                f"an ephemeral port can be taken by any outgoing connection before {binder} "
+                "binds it"
+            )
+
+    return check
+
+
+_below_ephemeral = below_ephemeral("ray port", "Ray")
 
 
 @attrs.frozen(kw_only=True)

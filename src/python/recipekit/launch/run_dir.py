@@ -1,7 +1,8 @@
 """The run directory: one per plan on shared storage, holding everything the job reads.
 
 ``<runs_dir>/<stage>-<hash12>/`` holds config.yaml, plan.json, profile.json, job.sbatch, the
-launcher Pex, job.json (the Slurm job id) and logs/. Its name is the plan's identity: the same
+launcher Pex, job.json (the Slurm job id), provenance.json (what submit knew of the checkout and
+images), logs/ and, with tracking, wandb/. Its name is the plan's identity: the same
 plan resubmitted (or requeued) finds the same directory and the checkpoints its config names.
 """
 
@@ -21,6 +22,10 @@ JOB_RECORD = "job.json"
 # Written by the head of an interactive job once its Ray cluster is complete.
 INTERACTIVE_RECORD = "interactive.json"
 LAUNCHER = "launcher.pex"
+# The checkout (git commit, dirty flag) and image digests at submit time: the run's record.
+PROVENANCE_FILE = "provenance.json"
+# Written by the first node's preflight of a per-GPU job: where rank 0 listens (MASTER_ADDR).
+RENDEZVOUS_FILE = "rendezvous.json"
 LOGS = "logs"
 
 

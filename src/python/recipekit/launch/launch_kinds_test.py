@@ -1,0 +1,281 @@
+"""Launch kinds without Ray, blocked stages and tracking at submit: what needs no cluster.
+
+The same paths run under a real Slurm in tests/integration/slurm/launch_kinds_test.py.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from click.testing import CliRunner
+
+from recipekit.cli import stage_launcher
+from recipekit.errors import RecipeError
+from recipekit.launch.entry_point import (
+    RendezvousError,
+    distributed_environment,
+    read_rendezvous,
+    write_rendezvous,
+)
+from recipekit.launch.job_script import render_job_script
+from recipekit.launch.preflight import (
+    NodeContext,
+    framework_entry_point_present,
+    master_port_free,
+    ray_ports_free,
+)
+from recipekit.launch.profile import ClusterProfile, NoContainer, Pyxis, Tracking
+from recipekit.launch.ray_ports import RayPorts
+from recipekit.launch.run_dir import RunDir
+from recipekit.launch.run_record import capture_provenance, checkout_state
+from recipekit.launch.submit import check_submittable, check_tracking, submit_plan
+from recipekit.lineage.tracking import lineage_from_json
+from recipekit.nemo_rl.grpo import NEMO_RL_GRPO
+from recipekit.plan import make_plan
+from recipekit.stage import Stage
+from recipes.clusters import PROFILES, SHARED
+from recipes.super3.dapo import dapo_b200
+from recipes.super35.lineage import NOT_PUBLIC, SUPER35
+
+# Seed 004: the agentic teacher "depends on NeMo Gym components that are not public".
+blocked = attrs.evolve(dapo_b200, name="teacher-agentic", lineage=SUPER35.stage("teacher-agentic"))
+# A real framework implementation that launches per GPU (NeMo-RL's, with its launch changed).
+per_gpu = attrs.evolve(dapo_b200, framework=attrs.evolve(NEMO_RL_GRPO, launch="per-gpu"))
+
+
+def _profile(tmp_path: Path, **changes: Any) -> ClusterProfile:
+    """The B200 cluster's profile, run without a container and without tracking."""
+    local = {"container": NoContainer(), "runs_dir": str(tmp_path / "runs")}
+    return attrs.evolve(PROFILES["b200"], **{"tracking": Tracking(mode="off"), **local, **changes})
+
+
+def _plan_json(stage: Stage, launch: str) -> dict[str, Any]:
+    plan = make_plan(stage).as_json()
+    plan["framework"]["launch"] = launch
+    return plan
+
+
+def _script(tmp_path: Path, launch: str, **profile_changes: Any) -> list[str]:
+    plan = _plan_json(dapo_b200, launch)
+    run = RunDir(tmp_path / "run")
+    script = render_job_script(plan, _profile(tmp_path, **profile_changes), run)
+    return [line.strip(" \\") for line in script.splitlines()]
+
+
+def _steps(lines: list[str]) -> list[list[str]]:
+    """Each srun command of a job script, its arguments one per item."""
+    steps: list[list[str]] = []
+    for line in lines:
+        if line.startswith(("srun", "exec srun")):
+            steps.append([])
+        elif not line or line.startswith("#"):
+            continue
+        if steps and line:
+            steps[-1].append(line)
+    return steps
+
+
+def test_per_gpu_script_preflights_every_node_then_starts_a_task_per_gpu(tmp_path: Path) -> None:
+    lines = _script(tmp_path, "per-gpu", tracking=Tracking(mode="offline"))
+    preflight, ranks, record = _steps(lines)
+    assert preflight[-2:] == ["job-step", str(tmp_path / "run")]
+    assert {"--nodes=3", "--ntasks=3", "--ntasks-per-node=1", "--kill-on-bad-exit=1"} <= set(
+        preflight
+    )
+    assert ranks[-2] == "entry-point"
+    assert {"--nodes=3", "--ntasks=24", "--ntasks-per-node=8", "--kill-on-bad-exit=1"} <= set(ranks)
+    assert record[-2] == "record" and {"--relative=0", "--ntasks=1", "--gres=none"} <= set(record)
+    # Each step runs only once the one before ended well on every node.
+    assert "set -euo pipefail" in lines and not any(line.startswith("exec") for line in lines)
+
+
+def test_head_script_runs_the_entry_point_once_and_records_only_when_tracking(
+    tmp_path: Path,
+) -> None:
+    preflight, head = _steps(_script(tmp_path, "head"))
+    assert preflight[-2] == "job-step" and "--ntasks=3" in preflight
+    assert head[-2] == "entry-point" and {"--nodes=1", "--ntasks=1", "--relative=0"} <= set(head)
+    assert len(_steps(_script(tmp_path, "head", tracking=Tracking(mode="online")))) == 3
+
+
+def test_ray_script_is_one_step_on_every_node(tmp_path: Path) -> None:
+    [step] = _steps(_script(tmp_path, "ray", tracking=Tracking(mode="online")))
+    assert step[0] == "exec srun" and step[-2] == "job-step" and "--ntasks-per-node=1" in step
+
+
+def test_an_interactive_cluster_needs_a_ray_stage(tmp_path: Path) -> None:
+    with pytest.raises(RecipeError, match="--interactive: keeps a Ray cluster up"):
+        submit_plan(make_plan(per_gpu), _profile(tmp_path), interactive=True)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_torch_distributed_environment_comes_from_slurms_task_layout() -> None:
+    plan = _plan_json(dapo_b200, "per-gpu")  # 3 nodes x 8 GPUs
+    slurm = {"SLURM_NTASKS": "24", "SLURM_PROCID": "13", "SLURM_LOCALID": "5", "SLURM_NODEID": "1"}
+    assert distributed_environment(slurm, plan, "10.0.0.1", 29500) == {
+        "MASTER_ADDR": "10.0.0.1",
+        "MASTER_PORT": "29500",
+        "WORLD_SIZE": "24",
+        "RANK": "13",
+        "LOCAL_RANK": "5",
+        "LOCAL_WORLD_SIZE": "8",
+        "NODE_RANK": "1",
+    }
+    with pytest.raises(RendezvousError, match="the job step has 3 tasks, the plan 24 GPUs"):
+        distributed_environment({**slurm, "SLURM_NTASKS": "3"}, plan, "10.0.0.1", 29500)
+    with pytest.raises(RendezvousError, match="'SLURM_PROCID' is not set"):
+        distributed_environment({"SLURM_NTASKS": "24"}, plan, "10.0.0.1", 29500)
+
+
+def test_a_rank_refuses_another_jobs_rendezvous(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    with pytest.raises(RendezvousError, match="cannot read"):
+        read_rendezvous(run, "41")
+    write_rendezvous(run, "41", "127.0.1.1")
+    assert read_rendezvous(run, "41") == "127.0.1.1"
+    with pytest.raises(RendezvousError, match="is job 41's, this is job 42"):
+        read_rendezvous(run, "42")
+
+
+def test_master_port_must_stay_below_the_ephemeral_range(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="master_port=40000 must be in 1024..32767"):
+        _profile(tmp_path, master_port=40000)
+
+
+def _ctx(tmp_path: Path, launch: str, node_index: int, **changes: Any) -> NodeContext:
+    return NodeContext(
+        plan=_plan_json(dapo_b200, launch),
+        profile=_profile(tmp_path, framework_root=str(tmp_path), **changes),
+        node_index=node_index,
+        node_name=f"n{node_index + 1}",
+        node_address="127.0.0.1",
+        run_path=str(tmp_path),
+    )
+
+
+def test_preflight_checks_the_ports_and_entry_point_of_the_launch_kind(tmp_path: Path) -> None:
+    ports = {"ray_ports": RayPorts(gcs=16379), "master_port": 16380}
+    with socket.socket() as ray_holder, socket.socket() as torch_holder:
+        for holder, port in ((ray_holder, 16379), (torch_holder, 16380)):
+            holder.bind(("127.0.0.1", port))
+            holder.listen()
+        assert "gcs 16379" in (ray_ports_free(_ctx(tmp_path, "ray", 0, **ports)) or "")
+        assert ray_ports_free(_ctx(tmp_path, "per-gpu", 0, **ports)) is None  # no Ray
+        assert master_port_free(_ctx(tmp_path, "per-gpu", 0, **ports)) == (
+            "MASTER_PORT 16380 is already in use on 127.0.0.1 (profile.master_port)"
+        )
+        # Rank 0 listens on the first node; a head-only stage has no rank 0.
+        assert master_port_free(_ctx(tmp_path, "per-gpu", 1, **ports)) is None
+        assert master_port_free(_ctx(tmp_path, "head", 0, **ports)) is None
+    # Every node runs the entry point per GPU; only the head does otherwise.
+    assert "not found" in (framework_entry_point_present(_ctx(tmp_path, "per-gpu", 2)) or "")
+    assert framework_entry_point_present(_ctx(tmp_path, "head", 2)) is None
+
+
+def test_a_blocked_stage_plans_but_is_never_submitted(tmp_path: Path) -> None:
+    plan = make_plan(blocked)
+    assert plan.as_json()["lineage"]["blocked"] == NOT_PUBLIC
+    with pytest.raises(RecipeError) as caught:
+        check_submittable(plan, _profile(tmp_path))
+    assert caught.value.render() == (
+        f"teacher-agentic: cannot launch: lineage.blocked: {NOT_PUBLIC} "
+        "(`plan` and `render` still show what it would run)"
+    )
+
+
+def test_online_tracking_needs_the_key_where_submit_runs(tmp_path: Path) -> None:
+    online = _profile(tmp_path, tracking=Tracking(mode="online"))
+    with pytest.raises(RecipeError, match="WANDB_API_KEY: is not set"):
+        check_tracking(online, environ={})
+    check_tracking(online, environ={"WANDB_API_KEY": "k" * 40})
+    check_tracking(_profile(tmp_path, tracking=Tracking(mode="off")), environ={})
+    assert PROFILES["b200"].tracking == Tracking(mode="online", entity="your-team")
+
+
+def test_provenance_names_the_checkout_and_whether_it_had_changes(tmp_path: Path) -> None:
+    assert checkout_state(tmp_path) == {"git_commit": None, "git_dirty": None}
+
+    def git(*args: str) -> str:
+        command = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+        return subprocess.run([*command, *args], capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "recipe.py").write_text("x = 1\n")
+    git("add", "recipe.py")
+    git("commit", "-qm", "recipe")
+    commit = git("rev-parse", "HEAD")
+    assert checkout_state(tmp_path) == {"git_commit": commit, "git_dirty": False}
+    (tmp_path / "new_recipe.py").write_text("y = 2\n")
+    assert checkout_state(tmp_path) == {"git_commit": commit, "git_dirty": True}
+    digest = "nvcr.io/org/nemo-rl@sha256:" + "0" * 64
+    pinned = attrs.evolve(PROFILES["b200"], container=Pyxis(image=digest, mounts=SHARED))
+    provenance = json.loads(capture_provenance(make_plan(dapo_b200).as_json(), pinned, tmp_path))
+    assert provenance["images"] == {"nemo-rl": digest}
+
+
+def test_the_job_reads_the_lineage_back_from_the_plan() -> None:
+    for name in ("rlvr", "pretrain", "mopd-phase1", "eval"):
+        lineage = SUPER35.stage(name)
+        again = lineage_from_json(name, lineage.as_json())
+        assert again.as_json() == lineage.as_json()
+        assert again.artifact_inputs() == lineage.artifact_inputs()
+    outside = lineage_from_json("dapo-b200", None)
+    assert outside.inputs == {} and outside.output is None
+
+
+# --- the stage launcher's command line --------------------------------------------------------
+
+
+def _launcher(monkeypatch: pytest.MonkeyPatch, stage: str) -> CliRunner:
+    monkeypatch.setenv(stage_launcher.STAGE_VARIABLE, f"{__name__}:{stage}")
+    return CliRunner()
+
+
+def _profile_file(tmp_path: Path, tracking: str) -> str:
+    path = tmp_path / "profile.py"
+    path.write_text(
+        "from recipekit.hardware import B200_NODE\n"
+        "from recipekit.launch.profile import ClusterProfile, NoContainer, Tracking\n"
+        f"profile = ClusterProfile(name='local', node=B200_NODE, partition='gpu', "
+        f"container=NoContainer(), runs_dir={str(tmp_path / 'runs')!r}, tracking={tracking})\n"
+    )
+    return f"{path}:profile"
+
+
+def test_submit_and_run_refuse_a_blocked_stage_and_change_nothing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    runner = _launcher(monkeypatch, "blocked")
+    profile = _profile_file(tmp_path, "Tracking(mode='off')")
+    for command in ("submit", "run"):
+        result = runner.invoke(stage_launcher.cli, [command, "--cluster", profile])
+        assert result.exit_code == 2, result.output
+        assert "Traceback" not in result.stderr
+        assert f"teacher-agentic: cannot launch: lineage.blocked: {NOT_PUBLIC}" in result.stderr
+    assert not (tmp_path / "runs").exists()
+    rendered = runner.invoke(stage_launcher.cli, ["render", str(tmp_path / "out")])
+    assert rendered.exit_code == 0, rendered.stderr
+    planned = runner.invoke(stage_launcher.cli, ["plan"])
+    assert planned.exit_code == 0 and f"BLOCKED: {NOT_PUBLIC}" in planned.stdout
+
+
+def test_submit_without_the_key_for_online_tracking_names_the_fix(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("PEX", str(tmp_path / "launcher.pex"))
+    (tmp_path / "launcher.pex").write_bytes(b"")
+    runner = _launcher(monkeypatch, "per_gpu")
+    profile = _profile_file(tmp_path, "Tracking(mode='online')")
+    result = runner.invoke(stage_launcher.cli, ["submit", "--cluster", profile])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: tracking: WANDB_API_KEY: is not set")
+    assert "export WANDB_API_KEY" in result.stderr and "Tracking(mode='off')" in result.stderr
+    assert not (tmp_path / "runs").exists()

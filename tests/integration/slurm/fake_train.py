@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Stands in for a framework's entry point in the launch-kind tests (``fake_stages.py``).
+
+Installed where the real one would be (Megatron-Bridge's ``scripts/training/run_recipe.py`` in
+the profile's framework root, ``nemo-evaluator-launcher`` on PATH) and run by the job exactly
+as the real one is, it writes what it saw to ``<run>/seen/<node>-<rank>.json``: its arguments
+against the plan's, the torch.distributed environment, the node and its GPUs. With
+``WORLD_SIZE`` set it also meets every other rank over TCP at ``MASTER_ADDR:MASTER_PORT``, as
+torch.distributed's store does, so a wrong address or port fails the run. Rank 0 (or the one
+head process) writes a file under the plan's first output.
+
+FAKE_FAIL_RANK and FAKE_FAIL_STATUS make one rank exit with that status after the rendezvous;
+FAKE_SLEEP (seconds) keeps the others training meanwhile. They come from the submitting shell
+through Slurm's --export, like any user environment. Standard library only: it runs with
+whichever Python the entry point is started with.
+"""
+
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+SEEN = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "NODE_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "SLURMD_NODENAME",
+    "CUDA_VISIBLE_DEVICES",
+    "RAY_ADDRESS",
+)
+RENDEZVOUS_TIMEOUT_S = 120
+OUTPUT_FILE = "step_1/output.bin"
+
+
+def rendezvous(rank: int, world: int, address: str, port: int) -> list[int]:
+    """Rank 0 listens and hears from every other rank; each rank learns who joined."""
+    deadline = time.monotonic() + RENDEZVOUS_TIMEOUT_S
+    if rank == 0:
+        joined, peers = [0], []
+        with socket.create_server((address, port)) as server:
+            server.settimeout(RENDEZVOUS_TIMEOUT_S)
+            while len(joined) < world:
+                conn, _ = server.accept()
+                joined.append(int(conn.makefile().readline()))
+                peers.append(conn)
+            answer = json.dumps(sorted(joined)) + "\n"
+            for conn in peers:
+                with conn:
+                    conn.sendall(answer.encode())
+        return sorted(joined)
+    while True:
+        try:
+            with socket.create_connection((address, port), timeout=5) as conn:
+                conn.sendall(f"{rank}\n".encode())
+                conn.settimeout(RENDEZVOUS_TIMEOUT_S)
+                return list(json.loads(conn.makefile().readline()))
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def main() -> int:
+    run = Path(os.environ["RECIPEKIT_RUN_DIR"])
+    plan = json.loads((run / "plan.json").read_text())
+    config = str(run / "config.yaml")
+    expected = [a.replace("{config}", config) for a in plan["framework"]["arguments"]]
+    seen: dict[str, object] = {name: os.environ.get(name) for name in SEEN}
+    seen["arguments_match_plan"] = sys.argv[1:] == expected
+    rank = int(os.environ.get("RANK", "0"))
+    if "WORLD_SIZE" in os.environ:
+        world, port = int(os.environ["WORLD_SIZE"]), int(os.environ["MASTER_PORT"])
+        seen["joined"] = rendezvous(rank, world, os.environ["MASTER_ADDR"], port)
+    node = os.environ.get("SLURMD_NODENAME", "?")
+    out = run / "seen"
+    out.mkdir(exist_ok=True)
+    (out / f"{node}-{rank}.json").write_text(json.dumps(seen))
+    if rank == 0:
+        written = Path(next(iter(plan["outputs"].values()))) / OUTPUT_FILE
+        written.parent.mkdir(parents=True, exist_ok=True)
+        written.write_bytes(b"not really weights")
+    if str(rank) == os.environ.get("FAKE_FAIL_RANK"):
+        status = int(os.environ.get("FAKE_FAIL_STATUS", "1"))
+        print(f"fake-train: rank {rank} fails with {status}", flush=True)
+        return status
+    time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

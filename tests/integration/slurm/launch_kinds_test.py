@@ -1,0 +1,264 @@
+"""Stages that launch without Ray ("per-gpu", "head"), run by the packaged launcher under Slurm.
+
+The production path end to end -- the stage launcher Pex submits, the job script runs preflight
+on every node, then the framework step, then the W&B record -- for Super 3.5 stages with their
+real frameworks (Megatron-Bridge per GPU, NeMo Evaluator on the head) on the test cluster's
+nodes (``fake_stages.py``). Only the entry points are stand-ins (``fake_train.py``), installed
+where the real ones would be; they write down what each process saw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recipekit.lineage.tracking import read_offline_run
+from tests.integration.support.local_slurm import LocalSlurm
+from tests.integration.support.stage_workspace import Workspace
+
+HERE = Path(__file__).resolve().parent
+STAGES = HERE / "fake_stages.py"
+FAKE_ENTRY = HERE / "fake_train.py"
+# A stage launcher with no stage of its own (RECIPEKIT_STAGE names it): see BUILD.
+LAUNCHER = Path("tests.integration.slurm/stage-launcher.pex")
+PROCESSES = r"launcher\.pex|run_recipe\.py|nemo-evaluator-launcher"
+SECRET = "sentinel-wandb-key-93c2e1"
+MASTER_PORT = 29411
+OUTPUT_FILE = "step_1/output.bin"  # what fake_train.py writes under the plan's first output
+
+PROFILE = """\
+import sys
+
+sys.path.insert(0, {stages_dir!r})
+from fake_stages import FAKE_NODE
+from recipekit.launch.profile import ClusterProfile, NoContainer, Tracking
+
+profile = ClusterProfile(
+    name="local-kinds",
+    node=FAKE_NODE,
+    partition="gpu",
+    time_limit="00:10:00",
+    container=NoContainer(python={python!r}),
+    runs_dir={runs!r},
+    shared_paths={{"checkpoints": {checkpoints!r}}},
+    framework_root={framework_root!r},
+    master_port={master_port},
+    tracking={tracking},
+)
+"""
+
+
+class KindsWorkspace(Workspace):
+    """A Workspace for a stage of fake_stages.py: its inputs, outputs and entry points."""
+
+    def __init__(self, root: Path, cluster: LocalSlurm, ray_python: Path, stage: str) -> None:
+        super().__init__(root, cluster, ray_python, stage, LAUNCHER, FAKE_ENTRY)
+        # Megatron-Bridge's runner in its checkout; NeMo Evaluator's console script on PATH.
+        runner = self.framework_root / "scripts" / "training" / "run_recipe.py"
+        runner.parent.mkdir(parents=True)
+        shutil.copy(FAKE_ENTRY, runner)
+        self.bin = root / "bin"
+        self.bin.mkdir()
+        shutil.copy(FAKE_ENTRY, self.bin / "nemo-evaluator-launcher")
+        os.chmod(self.bin / "nemo-evaluator-launcher", 0o755)
+        inputs, outputs = self.shared / "artifacts", self.shared / "checkpoints" / stage
+        for path in ("model", "data"):
+            (inputs / path).mkdir(parents=True)
+        if stage == "head":
+            self.overrides = [
+                f"deployment.checkpoint_path={inputs / 'model'}",
+                f"execution.output_dir={outputs}",
+            ]
+        else:
+            self.overrides = [
+                f"checkpoint.pretrained_checkpoint={inputs / 'model'}",
+                f"dataset.path={inputs / 'data'}",
+                f"checkpoint.save={outputs}",
+            ]
+        self.output = outputs / OUTPUT_FILE
+        self.environment = {
+            "RECIPEKIT_STAGE": f"{STAGES}:{stage}",
+            "PATH": f"{self.bin}:{cluster.env()['PATH']}",
+        }
+
+    def write_kinds_profile(
+        self, *, tracking: str = "Tracking(mode='off')", checkpoints: Path | None = None
+    ) -> str:
+        path = self.root / f"profile_{len(list(self.root.glob('profile_*.py')))}.py"
+        path.write_text(
+            PROFILE.format(
+                stages_dir=str(HERE),
+                python=str(self.ray_python),
+                runs=str(self.runs),
+                checkpoints=str(checkpoints or self.shared / "checkpoints"),
+                framework_root=str(self.framework_root),
+                master_port=MASTER_PORT,
+                tracking=tracking,
+            )
+        )
+        return f"{path}:profile"
+
+    def wandb_env(self) -> dict[str, str]:
+        """Everything wandb writes on the nodes stays under the workspace."""
+        dirs = ("CONFIG", "CACHE", "DATA", "ARTIFACT")
+        return {f"WANDB_{d}_DIR": str(self.root / "wandb-home" / d.lower()) for d in dirs}
+
+
+@pytest.fixture()
+def kinds(tmp_path: Path, local_slurm_cluster: LocalSlurm, ray_python: Path) -> Iterator[Any]:
+    def make(stage: str) -> KindsWorkspace:
+        return KindsWorkspace(tmp_path / stage, local_slurm_cluster, ray_python, stage)
+
+    yield make
+    local_slurm_cluster.cancel_all()
+    local_slurm_cluster.wait_for_no_node_processes(PROCESSES, timeout=30)
+
+
+def _seen(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((run_dir / "seen").glob("*.json"))]
+
+
+def _git(checkout: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(checkout), *args], capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def _make_dirty_checkout(checkout: Path) -> str:
+    """The directory submit runs in (LocalSlurm.run's cwd) as a git checkout with a change."""
+    _git(checkout, "init", "-q")
+    (checkout / "recipe.py").write_text("stage = 1\n")
+    _git(checkout, "add", "recipe.py")
+    _git(checkout, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "recipe")
+    (checkout / "recipe.py").write_text("stage = 2\n")
+    return _git(checkout, "rev-parse", "HEAD")
+
+
+def _preflight_passed(text: str, nodes: tuple[str, ...]) -> bool:
+    return all(f"[{n} 127.0.1.{n[1]}] preflight passed" in text for n in nodes)
+
+
+def test_per_gpu_runs_one_process_per_gpu_and_records_the_run(kinds: Any) -> None:
+    ws = kinds("per_gpu")
+    commit = _make_dirty_checkout(ws.cluster.job_dir)
+    profile = ws.write_kinds_profile(tracking="Tracking(mode='offline', project='rk-test')")
+    job_id, log = ws.submit(profile, env={"WANDB_API_KEY": SECRET, **ws.wandb_env()})
+    state = ws.cluster.wait_for_job(job_id, timeout=300)
+    text = log.read_text()
+    assert state == "COMPLETED", text
+    run_dir = log.parent.parent
+    assert _preflight_passed(text, ("n1", "n2")), text
+    assert "ray: " not in text  # no Ray anywhere
+
+    # Megatron-Bridge's runner, once per GPU of the two nodes, with the plan's arguments.
+    seen = _seen(run_dir)
+    assert sorted(int(s["RANK"]) for s in seen) == list(range(8))  # every rank, once
+    for s in seen:
+        node_rank = ("n1", "n2").index(s["SLURMD_NODENAME"])
+        assert s["NODE_RANK"] == str(node_rank)
+        assert int(s["RANK"]) == node_rank * 4 + int(s["LOCAL_RANK"])
+        assert (s["WORLD_SIZE"], s["LOCAL_WORLD_SIZE"]) == ("8", "4")
+        assert (s["MASTER_ADDR"], s["MASTER_PORT"]) == ("127.0.1.1", str(MASTER_PORT))
+        assert s["joined"] == list(range(8))  # they met at MASTER_ADDR:MASTER_PORT
+        assert s["CUDA_VISIBLE_DEVICES"] == "0,1,2,3" and s["RAY_ADDRESS"] is None
+        assert s["arguments_match_plan"]
+    assert ws.cluster.wait_for_no_node_processes(PROCESSES, timeout=30) == []
+
+    # The first node recorded the run offline; the key reached the job as environment only.
+    assert "tracking: recorded the run in W&B project rk-test (offline)" in text
+    [offline] = sorted((run_dir / "wandb").glob("offline-run-*"))
+    recorded = read_offline_run(offline)
+    plan = json.loads((run_dir / "plan.json").read_text())
+    assert recorded.config["plan"] == {
+        "stage": "sft-tiny",
+        "hash": plan["hash"],
+        "git_commit": commit,
+        "git_dirty": True,
+        "images": {},
+    }
+    assert recorded.inputs == {
+        "model": "super35-pretrain-model-tiny:latest",
+        "data": "super35-sft-data:latest",
+    }
+    assert (offline / "files" / "job.sbatch").read_text() == (run_dir / "job.sbatch").read_text()
+    assert json.loads((offline / "files" / "config.json").read_text()) == plan["config"]
+    [artifact] = recorded.logged
+    assert (artifact.name, artifact.type) == ("super35-sft-model-tiny", "model")
+    assert artifact.aliases == ("latest",)
+    assert artifact.references == (ws.output.as_uri(),)
+    written = [p for p in ws.root.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert [p for p in written if SECRET.encode() in p.read_bytes()] == []
+
+
+def test_a_failing_rank_fails_the_job_with_its_status(kinds: Any) -> None:
+    ws = kinds("per_gpu")
+    profile = ws.write_kinds_profile(tracking="Tracking(mode='offline', project='rk-test')")
+    env = {"FAKE_FAIL_RANK": "5", "FAKE_FAIL_STATUS": "7", "FAKE_SLEEP": "300", **ws.wandb_env()}
+    job_id, log = ws.submit(profile, env=env)
+    state = ws.cluster.wait_for_job(job_id, timeout=300)
+    text = log.read_text()
+    assert state == "FAILED", text
+    # The failing rank's status, not that of the ranks Slurm stopped because of it.
+    assert ws.cluster.jobcomp_records(job_id)[-1]["ExitCode"] == "7:0", text
+    assert "[n2 rank 5/8] entry point exited with status 7" in text
+    assert "[n1 rank 0/8] stopped (SIGTERM)" in text
+    assert not (log.parent.parent / "wandb").exists()  # a failed run is not recorded
+    assert ws.cluster.wait_for_no_node_processes(PROCESSES, timeout=30) == []
+
+
+def test_no_rank_starts_beside_a_node_that_failed_preflight(kinds: Any) -> None:
+    ws = kinds("per_gpu")
+    profile = ws.write_kinds_profile(checkpoints=ws.root / "not-mounted")
+    job_id, log = ws.submit(profile)
+    state = ws.cluster.wait_for_job(job_id, timeout=120)
+    text = log.read_text()
+    assert state == "FAILED", text
+    assert "PREFLIGHT FAILED on n1" in text and "not-mounted is not mounted" in text
+    assert "rank " not in text and not (log.parent.parent / "seen").exists()
+
+
+def test_evaluation_runs_its_command_once_and_is_recorded(kinds: Any) -> None:
+    ws = kinds("head")
+    profile = ws.write_kinds_profile(tracking="Tracking(mode='offline', project='rk-test')")
+    job_id, log = ws.submit(profile, env=ws.wandb_env())
+    state = ws.cluster.wait_for_job(job_id, timeout=300)
+    text = log.read_text()
+    assert state == "COMPLETED", text
+    run_dir = log.parent.parent
+    # `nemo-evaluator-launcher run --config <run>/config.yaml`, found on the PATH.
+    [seen] = _seen(run_dir)
+    assert seen["arguments_match_plan"] and seen["SLURMD_NODENAME"] == "n1"
+    assert seen["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
+    assert [seen[k] for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "RAY_ADDRESS")] == [None] * 4
+    assert "[n1 head] entry point exited with status 0" in text
+    [offline] = sorted((run_dir / "wandb").glob("offline-run-*"))
+    recorded = read_offline_run(offline)
+    assert recorded.inputs == {"model": "super35-rl-mopd-phase2-hf-model:latest"}
+    assert recorded.logged == ()  # evaluation results are no artifact
+    assert ws.cluster.wait_for_no_node_processes(PROCESSES, timeout=30) == []
+
+
+def test_head_runs_the_entry_point_once_on_the_first_node(kinds: Any) -> None:
+    ws = kinds("head_of_two")
+    profile = ws.write_kinds_profile(tracking="Tracking(mode='off')")
+    job_id, log = ws.submit(profile)
+    state = ws.cluster.wait_for_job(job_id, timeout=300)
+    text = log.read_text()
+    assert state == "COMPLETED", text
+    assert _preflight_passed(text, ("n1", "n2")), text
+    run_dir = log.parent.parent
+    [seen] = _seen(run_dir)
+    assert seen["SLURMD_NODENAME"] == "n1" and seen["RANK"] is None
+    # Tracking off: the job script has no record step, and nothing is recorded.
+    script = (run_dir / "job.sbatch").read_text()
+    assert "record" not in [line.strip(" \\") for line in script.splitlines()]
+    assert not (run_dir / "wandb").exists()
+    assert ws.cluster.wait_for_no_node_processes(PROCESSES, timeout=30) == []
