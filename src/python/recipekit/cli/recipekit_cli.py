@@ -210,25 +210,218 @@ def compile_command(target: str) -> None:
         click.echo(f"warning: {issue.render()}", err=True)
 
 
+DEFAULT_PIPELINE = "recipes.super35.lineage:SUPER35"
+
+
+def _pipeline(target: str) -> Any:
+    from recipekit.lineage.graph import Pipeline
+
+    _checkout_on_path()
+    found = load_object(target)
+    if not isinstance(found, Pipeline):
+        raise RecipeError([Issue(target, f"is a {type(found).__name__}, not a Pipeline")])
+    return found
+
 
 @cli.command()
-@click.argument("pipeline", metavar="MODULE:ATTR", default="recipes.super35.lineage:SUPER35")
+@click.argument("pipeline", metavar="MODULE:ATTR", default=DEFAULT_PIPELINE)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the SVG here.")
 @reports_recipe_errors
 def lineage(pipeline: str, out: Path | None) -> None:
     """Draw a pipeline's stage and artifact graph as SVG (default: the Super 3.5 pipeline)."""
     from recipekit.lineage.drawing import draw_svg
-    from recipekit.lineage.graph import Pipeline
 
-    found = load_object(pipeline)
-    if not isinstance(found, Pipeline):
-        raise RecipeError([Issue(pipeline, f"is a {type(found).__name__}, not a Pipeline")])
-    svg = draw_svg(found)
+    svg = draw_svg(_pipeline(pipeline))
     if out is None:
         click.echo(svg, nl=False)
         return
     out.write_text(svg)
     click.echo(f"wrote {out}")
+
+
+# --- data import / model import ----------------------------------------------------------------
+
+
+class ImportCommand(click.Command):
+    """``--help`` ends with what the pipeline's lineage says: the default artifact and the
+    names ``--name`` takes (so the help never disagrees with recipes/super35/lineage.py)."""
+
+    def __init__(self, *args: Any, group: str, kind: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.group, self.kind = group, kind
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from recipekit.lineage.registry import default_artifact, importable
+
+        try:
+            pipeline = _pipeline(DEFAULT_PIPELINE)
+            default = default_artifact(pipeline, self.group, self.kind)
+        except RecipeError as exc:
+            formatter.write_paragraph()
+            formatter.write_text(f"(the default pipeline cannot be read: {exc.render()})")
+            return
+        formatter.write_paragraph()
+        formatter.write_text(f"Registers {default} by default ({pipeline.name} lineage).")
+        formatter.write_text(f"--name takes any of its {self.group} artifacts:")
+        with formatter.indentation():
+            for name in importable(pipeline, self.group):
+                formatter.write_text(name)
+
+
+def _import_options(fn: Any) -> Any:
+    options = [
+        click.option(
+            "--name",
+            metavar="NAME",
+            help="The artifact to register, if not the command's default (see below).",
+        ),
+        click.option(
+            "--pipeline",
+            "pipeline_target",
+            metavar="MODULE:ATTR",
+            default=DEFAULT_PIPELINE,
+            show_default=True,
+            help="The pipeline whose artifacts NAME must be one of.",
+        ),
+        click.option(
+            "--project",
+            envvar="WANDB_PROJECT",
+            default="nemotron",
+            show_default=True,
+            help="W&B project (env WANDB_PROJECT; seed 004's env.toml uses nemotron).",
+        ),
+        click.option("--entity", envvar="WANDB_ENTITY", help="W&B entity (env WANDB_ENTITY)."),
+        click.option(
+            "--mode",
+            envvar="WANDB_MODE",
+            type=click.Choice(["online", "offline"]),
+            default="online",
+            show_default=True,
+            help="online needs WANDB_API_KEY; offline writes the run under ./wandb (or "
+            "$WANDB_DIR) for `wandb sync` later (env WANDB_MODE).",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _register(
+    group: str,
+    kind: str,
+    paths: dict[str, Path],
+    name: str | None,
+    pipeline_target: str,
+    project: str,
+    entity: str | None,
+    mode: str,
+) -> None:
+    from recipekit.lineage.registry import choose_artifact, import_artifact, import_command
+
+    pipeline = _pipeline(pipeline_target)
+    artifact = choose_artifact(pipeline, group, kind, name)
+    command = import_command(pipeline, group, kind) + (f" --name {name}" if name else "")
+    run_dir = import_artifact(
+        artifact, paths, command=command, mode=mode, project=project, entity=entity
+    )
+    for entry, path in paths.items():
+        click.echo(f"{artifact}:latest  {entry}: {path.resolve().as_uri()} (referenced)")
+    click.echo(f"W&B run: {run_dir}")
+    if mode == "offline":
+        click.echo(f"upload it with: wandb sync {run_dir}")
+
+
+PATH_ARGUMENT = click.argument("path", type=click.Path(path_type=Path))
+
+
+@cli.group()
+def data() -> None:
+    """Register your own data as the W&B dataset artifacts the stages read.
+
+    The SFT and RL data used for Super 3.5 is not public: every stage runs on data you
+    register under the artifact name it reads (`recipekit lineage` draws which).
+    """
+
+
+@data.group(name="import")
+def data_import() -> None:
+    """Register data at PATH as a W&B dataset artifact: a reference to PATH, nothing uploaded."""
+
+
+@data_import.command(name="sft", cls=ImportCommand, group="data", kind="sft")
+@PATH_ARGUMENT
+@_import_options
+@reports_recipe_errors
+def data_import_sft(path: Path, **options: Any) -> None:
+    """Register Energon SFT data (a directory on shared storage) as a dataset artifact.
+
+    W&B records a reference to PATH; nothing is uploaded. Stages read NAME:latest.
+
+    \b
+    recipekit data import sft /shared/energon/stage1
+    recipekit data import sft /shared/energon/stage2 --name super35-sft-stage2-data
+    """
+    _register("data", "sft", {"data": path}, **options)
+
+
+@data_import.command(name="rl", cls=ImportCommand, group="data", kind="rl")
+@PATH_ARGUMENT
+@click.option(
+    "--val",
+    type=click.Path(path_type=Path),
+    help="Validation data, referenced as the artifact's `val` entry.",
+)
+@_import_options
+@reports_recipe_errors
+def data_import_rl(path: Path, val: Path | None, **options: Any) -> None:
+    """Register RL prompts (JSONL on shared storage) as a dataset artifact: PATH is its
+    `train` entry, --val its `val` entry.
+
+    W&B records references to the files; nothing is uploaded. Stages read NAME:latest.
+
+    \b
+    recipekit data import rl /data/rlvr/train.jsonl --val /data/rlvr/val.jsonl
+    """
+    paths = {"train": path, **({"val": val} if val is not None else {})}
+    _register("data", "rl", paths, **options)
+
+
+@cli.group()
+def model() -> None:
+    """Register a checkpoint trained elsewhere as the W&B model artifact a stage reads."""
+
+
+@model.group(name="import")
+def model_import() -> None:
+    """Register the checkpoint at PATH as a W&B model artifact: a reference, nothing uploaded.
+
+    Stages never chain automatically to a new checkpoint: each reads `:latest` of its input
+    artifact (or a pinned version, --set run.model=NAME:v3).
+    """
+
+
+def _model_import(kind: str, what: str) -> None:
+    @model_import.command(name=kind, cls=ImportCommand, group="model", kind=kind)
+    @PATH_ARGUMENT
+    @_import_options
+    @reports_recipe_errors
+    def register(path: Path, **options: Any) -> None:
+        _register("model", kind, {"checkpoint": path}, **options)
+
+    register.help = (
+        f"Register {what} checkpoint (a directory on shared storage) as a model artifact.\n\n"
+        "W&B records a reference to PATH; nothing is uploaded. Stages read NAME:latest.\n\n"
+        f"\b\nrecipekit model import {kind} /shared/checkpoints/{kind}"
+    )
+
+
+for _kind, _what in (
+    ("pretrain", "a pretrained"),
+    ("sft", "a supervised fine-tuned"),
+    ("rl", "an RL-trained"),
+):
+    _model_import(_kind, _what)
+
 
 def main() -> None:
     cli.main(prog_name="recipekit")
