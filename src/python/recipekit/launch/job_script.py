@@ -92,7 +92,8 @@ def render_job_script(
         raise ValueError(f"an interactive job keeps a Ray cluster up; this stage launches {launch}")
     # Separate job steps, so that each starts only once the one before has ended well on every
     # node (set -e): the framework never starts beside a node that failed preflight, and the
-    # run is recorded only once every rank has finished.
+    # run is recorded only once every rank has finished. (A per-node step that spawned its GPU
+    # processes itself would need a barrier across nodes; the end of a step is that barrier.)
     steps = [
         (
             "1. Preflight on every node, one task each: a failing node ends the job here.",
@@ -136,6 +137,8 @@ def _framework_step(
             f"2. The framework: one process per GPU, {nodes * gpus} ranks; "
             "the job's status is the worst rank's."
         )
+        # Counts given in full: the job's one task per node (SLURM_NTASKS, inherited by srun)
+        # would otherwise cap the step at one task per node.
         flags = [
             "--kill-on-bad-exit=1",
             f"--nodes={nodes}",
