@@ -32,12 +32,49 @@ def _register_resolvers() -> None:
 
 def load_merged(path: Path) -> Any:
     """The merged, still unresolved OmegaConf config of ``path`` and its ``defaults:``."""
+    import copy
+
+    return copy.deepcopy(read_merged(path))
+
+
+def read_merged(path: Path) -> Any:
+    """``load_merged(path)`` without the copy: shared, so only read it, never modify it."""
+    return _load_cached(path)[0]
+
+
+# Reading and merging dominate a load, and most recipes share a base (grpo_math_1B.yaml): each
+# file's merged config is kept with the size and mtime of every file it was read from, and
+# used again while none of them has changed. Never modify a kept config: load_merged hands out
+# copies.
+_Stamps = tuple[tuple[Path, tuple[int, int]], ...]
+_MERGED: dict[Path, tuple[_Stamps, Any]] = {}
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _load_cached(path: Path) -> tuple[Any, _Stamps]:
+    if not path.is_file():
+        raise RecipeError([Issue(str(path), "no such file")])
+    key = path.resolve()
+    hit = _MERGED.get(key)
+    if hit is not None and all(p.is_file() and _stamp(p) == s for p, s in hit[0]):
+        return hit[1], hit[0]
+    merged, stamps = _load(key)
+    _MERGED[key] = (stamps, merged)
+    return merged, stamps
+
+
+def _load(path: Path) -> tuple[Any, _Stamps]:
+    import copy
+
     from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
     from yaml import YAMLError
 
-    if not path.is_file():
-        raise RecipeError([Issue(str(path), "no such file")])
+    stamps: _Stamps = ((path, _stamp(path)),)
     try:
         config = OmegaConf.load(path)
     except (YAMLError, OmegaConfBaseException) as exc:
@@ -45,13 +82,19 @@ def load_merged(path: Path) -> Any:
     if not isinstance(config, DictConfig):
         raise RecipeError([Issue(str(path), "the top level must be a mapping")])
     if "defaults" not in config:
-        return config
+        return config, stamps
     defaults = config.pop("defaults")
     parents = [defaults] if isinstance(defaults, str) else list(defaults)
     merged = OmegaConf.create({})
     for parent in parents:
-        merged = _merge(merged, load_merged((path.parent / str(parent)).resolve()))
-    return _merge(merged, config)
+        loaded, read = _load_cached((path.parent / str(parent)).resolve())
+        # _merge takes the _override_ sections out of the child: a kept config that may still
+        # hold one is merged as a copy.
+        if any(OVERRIDE_MARK in p.read_text() for p, _ in read):
+            loaded = copy.deepcopy(loaded)
+        merged = _merge(merged, loaded)
+        stamps += read
+    return _merge(merged, config), stamps
 
 
 def _merge(base: Any, child: Any) -> Any:
@@ -96,7 +139,7 @@ def expand(path: Path) -> dict[str, Any]:
     from omegaconf.errors import OmegaConfBaseException
 
     _register_resolvers()
-    merged = load_merged(path)
+    merged = read_merged(path)
     try:
         resolved = OmegaConf.to_container(merged, resolve=True)
     except OmegaConfBaseException as exc:
