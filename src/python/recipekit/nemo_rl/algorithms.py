@@ -1,0 +1,274 @@
+"""NeMo-RL's entry points, one framework object each, for every algorithm its examples configure.
+
+A framework object names what a stage runs: the NeMo-RL version (the container's), the entry
+point, and the config type that version's entry point reads. The config type is the schema:
+a key the version lacks is an unknown key, a key it requires and the recipe omits is a missing
+one, both reported at their path when the recipe is built or compiled.
+
+Two versions: ``super-v3`` (the Super V3 container, ``NEMO_RL_VERSION``) and the
+``super-v3.5-posttraining`` branch of the Super 3.5 container, whose config schema is ``main``'s
+(``schema_main``). Entry points are those both branches ship under ``examples/``
+(NVIDIA-NeMo/RL at super-v3 8af543ad and super-v3.5-posttraining 5d63149a).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from recipekit.convert import to_dict
+from recipekit.derivation import Derivation, derive
+from recipekit.errors import Issue, RecipeError
+from recipekit.framework import CONFIG_PLACEHOLDER, Launch
+from recipekit.hardware import Hardware
+from recipekit.model_card import ModelCard
+from recipekit.nemo_rl import NEMO_RL_VERSION
+from recipekit.nemo_rl.derivations import RULES
+from recipekit.nemo_rl.derivations_main import RULES_MAIN
+from recipekit.nemo_rl.grpo import NEMO_RL_GRPO, NEMO_RL_SUPER35, NemoRLGrpo
+from recipekit.nemo_rl.schema_distillation import (
+    DistillationMasterConfig,
+    DistillationMasterConfigMain,
+    XTokenDistillationMasterConfig,
+)
+from recipekit.nemo_rl.schema_dpo import DPOMasterConfig, DPOMasterConfigMain
+from recipekit.nemo_rl.schema_eval import EvalMasterConfig
+from recipekit.nemo_rl.schema_grpo_examples import (
+    GRPOExamplesConfig,
+    GRPOExamplesConfigMain,
+)
+from recipekit.nemo_rl.schema_ppo import PPOMasterConfig
+from recipekit.nemo_rl.schema_rm import RMMasterConfig, RMMasterConfigMain
+from recipekit.nemo_rl.schema_sft import SFTMasterConfig, SFTMasterConfigMain
+
+SUPER35_VERSION = NEMO_RL_SUPER35.version
+SUPER35_IMAGE = NEMO_RL_SUPER35.image
+
+
+@attrs.frozen
+class ClusterLayout:
+    """The GPUs a non-GRPO run asks NeMo-RL's virtual cluster for."""
+
+    num_nodes: int
+    gpus_per_node: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {"num_nodes": self.num_nodes, "gpus_per_node": self.gpus_per_node}
+
+
+@attrs.frozen
+class NemoRLRun:
+    """A NeMo-RL entry point other than GRPO's: SFT, DPO, RM, distillation, PPO, evaluation.
+
+    What it checks is what the config itself says (its types, and the GPUs NeMo-RL's cluster
+    asks for against the stage's hardware); the layout checks of ``checks`` are GRPO's.
+    """
+
+    algorithm: str
+    entry_point: str
+    config_type: type
+    version: str = NEMO_RL_VERSION
+    image: str = "nemo-rl"
+    rules: tuple[Derivation, ...] = RULES
+    name: str = "nemo-rl"
+    launch: Launch = "ray"
+
+    def derive(self, config: Any, hardware: Hardware) -> tuple[Any, list[str]]:
+        derived: tuple[Any, list[str]] = derive(config, hardware, self.rules)
+        return derived
+
+    def check(
+        self, config: Any, hardware: Hardware, model: ModelCard
+    ) -> tuple[ClusterLayout, list[Issue], list[Issue]]:
+        """The GPUs NeMo-RL's cluster asks for must be in the stage's allocation."""
+        cluster = getattr(config, "cluster", None)
+        asked = {}
+        errors = []
+        for key, has, what in (
+            ("num_nodes", hardware.num_nodes, "the stage's hardware has {} nodes"),
+            ("gpus_per_node", hardware.gpus_per_node, f"a {hardware.node.name} node has {{}} GPUs"),
+        ):
+            value = getattr(cluster, key, has)
+            asked[key] = value if isinstance(value, int) else has
+            if asked[key] > has:
+                errors.append(Issue(f"cluster.{key}", what.format(has), value=value))
+        return ClusterLayout(asked["num_nodes"], asked["gpus_per_node"]), errors, []
+
+    def render(self, config: Any) -> dict[str, Any]:
+        out = to_dict(config)
+        assert isinstance(out, dict)
+        return out
+
+    def arguments(self, rendered: dict[str, Any]) -> list[str]:
+        return ["--config", CONFIG_PLACEHOLDER]
+
+    def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for role in ("policy", "teacher", "value"):
+            section = rendered.get(role)
+            if isinstance(section, dict) and isinstance(section.get("model_name"), str):
+                found["model" if role == "policy" else role] = section["model_name"]
+        return found
+
+    def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
+        ckpt = rendered.get("checkpointing") or {}
+        return {"checkpoints": ckpt["checkpoint_dir"]} if ckpt.get("enabled") else {}
+
+    def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
+        section = rendered.get(self.algorithm.removeprefix("xtoken_"), {})
+        steps = section.get("max_num_steps", "") if isinstance(section, dict) else ""
+        return [
+            ("algorithm", f"{self.algorithm} ({self.entry_point})"),
+            ("cluster", f"{layout.num_nodes} x {layout.gpus_per_node} GPUs"),
+            ("steps", str(steps)),
+        ]
+
+
+def _main(run: NemoRLRun) -> NemoRLRun:
+    """The same entry point on the Super 3.5 container (main's schema and derivations)."""
+    return attrs.evolve(run, version=SUPER35_VERSION, image=SUPER35_IMAGE, rules=RULES_MAIN)
+
+
+# --- super-v3 ---------------------------------------------------------------------------------
+
+NEMO_RL_SFT = NemoRLRun("sft", "examples/run_sft.py", SFTMasterConfig)
+NEMO_RL_VLM_SFT = NemoRLRun("sft", "examples/run_vlm_sft.py", SFTMasterConfig)
+NEMO_RL_DPO = NemoRLRun("dpo", "examples/run_dpo.py", DPOMasterConfig)
+NEMO_RL_RM = NemoRLRun("rm", "examples/run_rm.py", RMMasterConfig)
+NEMO_RL_DISTILLATION = NemoRLRun(
+    "distillation", "examples/run_distillation.py", DistillationMasterConfig
+)
+# GRPO as the super-v3 examples configure it beyond the Super V3 recipe's schema (NeMo Gym,
+# reward-model and puzzle environments, several datasets); NEMO_RL_GRPO is the Super V3 one.
+NEMO_RL_GRPO_EXAMPLES = NemoRLGrpo(config_type=GRPOExamplesConfig)
+NEMO_RL_VLM_GRPO = NemoRLGrpo(
+    entry_point="examples/run_vlm_grpo.py", config_type=GRPOExamplesConfig
+)
+NEMO_RL_GYM_GRPO = NemoRLGrpo(
+    entry_point="examples/nemo_gym/run_grpo_nemo_gym.py", config_type=GRPOExamplesConfig
+)
+NEMO_RL_SLIDING_PUZZLE_GRPO = NemoRLGrpo(
+    entry_point="examples/run_grpo_sliding_puzzle.py", config_type=GRPOExamplesConfig
+)
+
+# --- super-v3.5-posttraining (main's schema) ----------------------------------------------------
+
+NEMO_RL_SUPER35_SFT = _main(NemoRLRun("sft", "examples/run_sft.py", SFTMasterConfigMain))
+NEMO_RL_SUPER35_VLM_SFT = _main(NemoRLRun("sft", "examples/run_vlm_sft.py", SFTMasterConfigMain))
+NEMO_RL_SUPER35_DPO = _main(NemoRLRun("dpo", "examples/run_dpo.py", DPOMasterConfigMain))
+NEMO_RL_SUPER35_RM = _main(NemoRLRun("rm", "examples/run_rm.py", RMMasterConfigMain))
+NEMO_RL_SUPER35_DISTILLATION = _main(
+    NemoRLRun("distillation", "examples/run_distillation.py", DistillationMasterConfigMain)
+)
+NEMO_RL_SUPER35_XTOKEN_DISTILLATION = _main(
+    NemoRLRun(
+        "xtoken_distillation",
+        "examples/run_xtoken_off_policy_distillation.py",
+        XTokenDistillationMasterConfig,
+    )
+)
+NEMO_RL_SUPER35_PPO = _main(NemoRLRun("ppo", "examples/run_ppo.py", PPOMasterConfig))
+NEMO_RL_SUPER35_EVAL = _main(NemoRLRun("eval", "examples/run_eval.py", EvalMasterConfig))
+_GRPO_MAIN = attrs.evolve(NEMO_RL_SUPER35, config_type=GRPOExamplesConfigMain)
+# NEMO_RL_SUPER35 (Gym, examples/nemo_gym/run_grpo_nemo_gym.py) is the Super 3.5 RL one.
+NEMO_RL_SUPER35_GYM_GRPO = _GRPO_MAIN
+NEMO_RL_SUPER35_GRPO = attrs.evolve(_GRPO_MAIN, entry_point="examples/run_grpo.py")
+NEMO_RL_SUPER35_VLM_GRPO = attrs.evolve(_GRPO_MAIN, entry_point="examples/run_vlm_grpo.py")
+NEMO_RL_SUPER35_SLIDING_PUZZLE_GRPO = attrs.evolve(
+    _GRPO_MAIN, entry_point="examples/run_grpo_sliding_puzzle.py"
+)
+NEMO_RL_SUPER35_SINGLE_CONTROLLER_GRPO = attrs.evolve(
+    _GRPO_MAIN, entry_point="examples/run_grpo_single_controller.py"
+)
+
+# --- which one a config is for ------------------------------------------------------------------
+
+# The top-level section that names the algorithm, in the order they are looked for.
+ALGORITHM_SECTIONS = ("grpo", "ppo", "sft", "dpo", "rm", "distillation", "eval")
+# Datasets and environments of NeMo-RL's vision-language (and audio) examples, which its
+# README launches with run_vlm_grpo.py / run_vlm_sft.py (vlm_grpo_3B.yaml, sft_vlm_3B.yaml,
+# sft_avlm.yaml, audio_grpo_3B_megatron.yaml, evals/mmau.yaml).
+VLM_DATASETS = ("clevr-cogent", "geometry3k", "refcoco", "daily-omni", "avqa", "TwinkStart/MMAU")
+VLM_ENVIRONMENTS = ("clevr-cogent", "geometry3k", "refcoco", "vlm")
+
+
+def algorithm_of(config: dict[str, Any]) -> str:
+    for section in ALGORITHM_SECTIONS:
+        if section in config:
+            if section == "distillation" and "teachers" in config:
+                return "xtoken_distillation"
+            return section
+    raise RecipeError(
+        [
+            Issue(
+                "",
+                "not a NeMo-RL run config: it has none of the sections that name an algorithm",
+                hint="expected one of " + ", ".join(ALGORITHM_SECTIONS),
+            )
+        ]
+    )
+
+
+def frameworks_for(schema: str, config: dict[str, Any]) -> tuple[Any, ...]:
+    """The framework objects that can run ``config`` on NeMo-RL ``schema`` ("super-v3" or
+    "main"), the strictest schema first: a Super recipe's own where the config fits it."""
+    algorithm = algorithm_of(config)
+    main = schema == "main"
+    if algorithm == "grpo":
+        return _grpo(config, main)
+    if algorithm == "sft":
+        if _is_vlm(config):
+            return (NEMO_RL_SUPER35_VLM_SFT if main else NEMO_RL_VLM_SFT,)
+        return (NEMO_RL_SUPER35_SFT if main else NEMO_RL_SFT,)
+    by_algorithm = {
+        "dpo": (NEMO_RL_DPO, NEMO_RL_SUPER35_DPO),
+        "rm": (NEMO_RL_RM, NEMO_RL_SUPER35_RM),
+        "distillation": (NEMO_RL_DISTILLATION, NEMO_RL_SUPER35_DISTILLATION),
+        # Main only: super-v3 has no entry point for these.
+        "xtoken_distillation": (None, NEMO_RL_SUPER35_XTOKEN_DISTILLATION),
+        "ppo": (None, NEMO_RL_SUPER35_PPO),
+        "eval": (None, NEMO_RL_SUPER35_EVAL),
+    }
+    v3, on_main = by_algorithm[algorithm]
+    if main:
+        return (on_main,)
+    if v3 is None:
+        raise RecipeError(
+            [Issue(algorithm, f"NeMo-RL {NEMO_RL_VERSION} has no entry point for {algorithm}")]
+        )
+    return (v3,)
+
+
+def _grpo(config: dict[str, Any], main: bool) -> tuple[NemoRLGrpo, ...]:
+    env = config.get("env") or {}
+    if env.get("should_use_nemo_gym") is True:
+        return (NEMO_RL_SUPER35, NEMO_RL_SUPER35_GYM_GRPO) if main else (NEMO_RL_GYM_GRPO,)
+    if main and "async_rl" in config:
+        return (NEMO_RL_SUPER35_SINGLE_CONTROLLER_GRPO,)
+    if "sliding_puzzle_game" in env:
+        return (NEMO_RL_SUPER35_SLIDING_PUZZLE_GRPO if main else NEMO_RL_SLIDING_PUZZLE_GRPO,)
+    if _is_vlm(config):
+        return (NEMO_RL_SUPER35_VLM_GRPO if main else NEMO_RL_VLM_GRPO,)
+    return (NEMO_RL_SUPER35_GRPO,) if main else (NEMO_RL_GRPO, NEMO_RL_GRPO_EXAMPLES)
+
+
+def _is_vlm(config: dict[str, Any]) -> bool:
+    policy = config.get("policy") or {}
+    if policy.get("is_vlm") is True:
+        return True
+    data = config.get("data") or {}
+    datasets = [data.get("train"), data.get("validation"), data]
+    names = [d.get("dataset_name") for d in _flatten(datasets) if isinstance(d, dict)]
+    env = config.get("env") or {}
+    return any(n in VLM_DATASETS for n in names) or any(e in VLM_ENVIRONMENTS for e in env)
+
+
+def _flatten(items: list[Any]) -> list[Any]:
+    out = []
+    for item in items:
+        out += item if isinstance(item, list) else [item]
+    return out
+
+
+__all__ = ["NEMO_RL_GRPO", "NEMO_RL_SUPER35", "algorithm_of", "frameworks_for"]

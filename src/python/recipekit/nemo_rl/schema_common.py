@@ -1,0 +1,264 @@
+"""Sections every NeMo-RL algorithm's master config shares, as NeMo-RL's examples set them.
+
+GRPO's sections of the Super recipes (``schema``, ``schema_main``) are the base; nothing here
+changes them. What NeMo-RL's own example configs need beyond them is here, as subclasses that
+widen a key just so far:
+
+- the logger of the non-GRPO entry points is NeMo-RL's ``LoggerConfig`` (GRPO's adds a required
+  ``num_val_samples_to_print``), and their master configs share every section but their
+  algorithm's (``RunMasterConfig``), as do the training loops of SFT, DPO and RM
+  (``TrainLoop``);
+- ``data.train`` may list several datasets, as ``DataConfig.train`` allows
+  (``ResponseDatasetConfig | PreferenceDatasetConfig | list[ResponseDatasetConfig]``,
+  shared/reference/schema/nemo-rl-schema@main.md);
+- on main, ``vllm_cfg.skip_tokenizer_init`` may be left out (NeMo-RL's
+  ``configure_generation_config`` sets it then; main's grpo_math_1B.yaml leaves it out), the
+  generation back-end may be TensorRT-LLM or Dynamo (grpo_math_1B_trtllm.yaml,
+  grpo_math_1B_dynamo.yaml), and the model may be null, to be set on the command line
+  (nemotron-3-ultra/*.yaml: "set by the launcher");
+- on main, the optional keys of main's ``MegatronConfig``, ``VllmConfig`` and
+  ``VllmSpecificArgs`` that its examples set and ``schema_main`` leaves out (refit transport,
+  CUDA graphs, activation offloading, Megatron LoRA);
+- on both, what NeMo-RL reads with ``.get()`` beyond its TypedDicts: Megatron LoRA
+  (``megatron_cfg.peft``, super-v3 nemo_rl/models/megatron/setup.py) and SGLang's own
+  arguments (``generation.sglang_cfg``, super-v3 nemo_rl/algorithms/grpo.py).
+
+A widened key's type is wider than its base class's, which mypy flags (ignored on those
+lines): these sections are compiled as they are and never read through the Super schema's
+types.
+"""
+
+from typing import Any, Literal
+
+import attrs
+
+from recipekit.markers import Derived, Unset
+from recipekit.nemo_rl.schema import (
+    GENERATION_BACKENDS,
+    Checkpointing,
+    Cluster,
+    Data,
+    Dataset,
+    Generation,
+    Logger,
+    Megatron,
+    Policy,
+)
+from recipekit.nemo_rl.schema_main import (
+    CheckpointingMain,
+    ClusterMain,
+    DataMain,
+    DatasetMain,
+    GenerationMain,
+    MegatronMain,
+    PolicyMain,
+    TokenizerMain,
+    VllmConfigMain,
+    WandbMain,
+)
+from recipekit.sections import derived, fixed, optional, required, section
+from recipekit.validators import at_least, one_of
+
+# main's generation back-ends (policy.generation.backend in its examples).
+GENERATION_BACKENDS_MAIN = (*GENERATION_BACKENDS, "trtllm", "dynamo")
+
+# --- logger ---------------------------------------------------------------------------------
+
+
+@section("logger")
+@attrs.frozen(kw_only=True)
+class RunLogger(Logger):
+    """NeMo-RL's ``LoggerConfig``, which SFT, DPO, RM and distillation read: GRPO's logger
+    without its required ``num_val_samples_to_print``."""
+
+    num_val_samples_to_print: int | Unset = optional(at_least(0))  # type: ignore[assignment]
+
+
+@section("logger")
+@attrs.frozen(kw_only=True)
+class RunLoggerMain(RunLogger):
+    wandb: WandbMain = required()
+
+
+# --- data ---------------------------------------------------------------------------------
+
+
+@section("data")
+@attrs.frozen(kw_only=True)
+class DataList(Data):
+    """``data`` whose ``train`` (and ``validation``) may list several datasets."""
+
+    train: Dataset | tuple[Dataset, ...] = required()  # type: ignore[assignment]
+    validation: Dataset | tuple[Dataset, ...] | None | Unset = optional()  # type: ignore[assignment]
+
+
+@section("data")
+@attrs.frozen(kw_only=True)
+class DataListMain(DataMain):
+    train: DatasetMain | tuple[DatasetMain, ...] = required()  # type: ignore[assignment]
+    validation: DatasetMain | tuple[DatasetMain, ...] | None | Unset = optional()  # type: ignore[assignment]
+
+
+# --- policy (main) ----------------------------------------------------------------------------
+
+
+@section("policy.megatron_cfg.peft")
+@attrs.frozen(kw_only=True)
+class MegatronPeft:
+    """LoRA on the Megatron back-end (main's MegatronPeftConfig)."""
+
+    enabled: bool = required()
+    target_modules: tuple[str, ...] | Unset = optional()
+    exclude_modules: tuple[str, ...] | Unset = optional()
+    dim: int | Unset = optional(at_least(1))
+    alpha: int | Unset = optional(at_least(1))
+    dropout: float | Unset = optional()
+    dropout_position: Literal["pre", "post"] | Unset = optional()
+    lora_A_init_method: str | Unset = optional()
+    lora_B_init_method: str | Unset = optional()
+    a2a_experimental: bool | Unset = optional()
+    # main's grpo_math_1B.yaml writes `None`, which YAML reads as the string "None".
+    lora_dtype: str | None | Unset = optional()
+
+
+@section("policy.megatron_cfg")
+@attrs.frozen(kw_only=True)
+class MegatronV3Examples(Megatron):
+    peft: MegatronPeft | Unset = optional()
+
+
+@section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
+@attrs.frozen(kw_only=True)
+class GenerationV3Examples(Generation):
+    sglang_cfg: dict[str, Any] | Unset = optional()
+
+
+@section("policy")
+@attrs.frozen(kw_only=True)
+class PolicyV3Examples(Policy):
+    """super-v3's policy section as every super-v3 example config writes it."""
+
+    megatron_cfg: MegatronV3Examples | Unset = optional()
+    generation: GenerationV3Examples | Unset = optional()
+
+
+@section("policy.megatron_cfg")
+@attrs.frozen(kw_only=True)
+class MegatronExamples(MegatronMain):
+    force_reconvert_from_hf: bool | Unset = optional()
+    cuda_graph_impl: str | Unset = optional()
+    cuda_graph_modules: str | tuple[str, ...] | None | Unset = optional()
+    cuda_graph_warmup_steps: int | Unset = optional(at_least(0))
+    # Offload these modules' activations to the host during the backward pass.
+    fine_grained_activation_offloading: bool | Unset = optional()
+    offload_modules: tuple[str, ...] | None | Unset = optional()
+    use_gloo_process_groups: bool | Unset = optional()
+    moe_grouped_gemm: bool | Unset = optional()
+    moe_flex_dispatcher_backend: str | Unset = optional()
+    moe_hybridep_num_sms: int | Unset = optional(at_least(1))
+    peft: MegatronPeft | Unset = optional()
+    fused_linear_logprobs_chunk_size: int | Unset = optional(at_least(1))
+
+
+@section("policy.generation.vllm_cfg")
+@attrs.frozen(kw_only=True)
+class VllmConfigExamples(VllmConfigMain):
+    # Absent: NeMo-RL sets it (False for vision-language models, which need the tokenizer).
+    skip_tokenizer_init: bool | Unset = optional()  # type: ignore[assignment]
+    reasoning_parser_plugin: str | None | Unset = optional()  # type: ignore[assignment]
+    # Where asynchronous HTTP/ZeroMQ weight refit listens (null: a free port).
+    http_refit_api_key_env_var: str | None | Unset = optional()
+    http_refit_server_port: int | None | Unset = optional(at_least(1))
+    zmq_refit_server_port: int | None | Unset = optional(at_least(1))
+
+
+@section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
+@attrs.frozen(kw_only=True)
+class GenerationExamples(GenerationMain):
+    backend: str = required(one_of(GENERATION_BACKENDS_MAIN))
+    vllm_cfg: VllmConfigExamples | Unset = optional()
+    # How weights reach a non-colocated generation engine (null: NeMo-RL picks).
+    refit_transport: str | None | Unset = optional()
+    refit_cfg: dict[str, Any] | None | Unset = optional()
+    quant_cfg: str | None | Unset = optional()
+    real_quant: bool | Unset = optional()
+    real_quant_export_cpu_offload: bool | Unset = optional()
+    sglang_cfg: dict[str, Any] | Unset = optional()
+
+
+@section("policy.tokenizer")
+@attrs.frozen(kw_only=True)
+class TokenizerExamples(TokenizerMain):
+    # null: given on the command line, as the model is.
+    name: str | None | Derived = derived()  # type: ignore[assignment]
+
+
+@section("policy")
+@attrs.frozen(kw_only=True)
+class PolicyExamples(PolicyMain):
+    """main's policy section as every main example config writes it."""
+
+    # null: given on the command line ("set by the launcher").
+    model_name: str | None = required()  # type: ignore[assignment]
+    tokenizer: TokenizerExamples = required()
+    megatron_cfg: MegatronExamples | Unset = optional()
+    generation: GenerationExamples | Unset = optional()
+
+
+# --- what the non-GRPO entry points share -----------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class TrainLoop:
+    """The loop of SFT, DPO and RM (super-v3: every key required; one TypedDict each upstream,
+    with these keys alike)."""
+
+    max_num_steps: int = required(at_least(1))
+    max_num_epochs: int = required(at_least(1))
+    # <= 0: no periodic validation (NeMo-RL then requires no validation data either).
+    val_period: int = required()
+    # <= 0: the whole validation set.
+    val_batches: int = required()
+    val_global_batch_size: int = required(at_least(1))
+    val_micro_batch_size: int = required(at_least(1))
+    val_at_start: bool = required()
+    val_at_end: bool = required()
+    seed: int = required()
+
+
+@attrs.frozen(kw_only=True)
+class TrainLoopMain:
+    """The same loop on main: pydantic models whose keys all have defaults, so an absent key
+    is NeMo-RL's default."""
+
+    max_num_steps: int | Unset = optional(at_least(1))
+    max_num_epochs: int | Unset = optional(at_least(1))
+    val_period: int | Unset = optional()
+    val_batches: int | Unset = optional()
+    val_global_batch_size: int | Unset = optional(at_least(1))
+    val_micro_batch_size: int | Unset = optional(at_least(1))
+    val_at_start: bool | Unset = optional()
+    val_at_end: bool | Unset = optional()
+    seed: int | Unset = optional()
+
+
+@attrs.frozen(kw_only=True)
+class RunMasterConfig:
+    """The sections of every non-GRPO master config on super-v3; each adds its algorithm's."""
+
+    policy: PolicyV3Examples = required()
+    data: DataList = required()
+    logger: RunLogger = required()
+    cluster: Cluster = fixed(Cluster())
+    checkpointing: Checkpointing = required()
+
+
+@attrs.frozen(kw_only=True)
+class RunMasterConfigMain:
+    """The same on main (super-v3.5-posttraining)."""
+
+    policy: PolicyExamples = required()
+    data: DataListMain = required()
+    logger: RunLoggerMain = required()
+    cluster: ClusterMain = attrs.field(factory=ClusterMain)
+    checkpointing: CheckpointingMain = required()

@@ -1,0 +1,156 @@
+"""NeMo-RL's distillation master configs as typed sections.
+
+``distillation``: on-policy knowledge distillation (``examples/run_distillation.py``): the
+student (``policy``) generates, the ``teacher`` scores its tokens, the loss is the KL between
+them over the teacher's top-k logits. Every key of ``DistillationConfig`` and
+``DistillationLossConfig`` is required on ``super-v3`` and has a default on ``main``
+(shared/reference/schema/nemo-rl-schema@{super-v3,main}.md).
+
+``xtoken_distillation``: main's cross-tokenizer off-policy distillation
+(``examples/run_xtoken_off_policy_distillation.py``): a list of ``teachers``, each with its own
+tokenizer and projection matrix, over a text corpus. Its keys are those of
+``examples/configs/xtoken_off_policy_distillation.yaml`` (main 7ea279ab), whose comments say
+what they do; the schema file of the reference has no class for them.
+"""
+
+import attrs
+
+from recipekit.markers import Unset
+from recipekit.nemo_rl.schema import MathEnvironment
+from recipekit.nemo_rl.schema_common import (
+    PolicyExamples,
+    PolicyV3Examples,
+    RunMasterConfig,
+    RunMasterConfigMain,
+)
+from recipekit.nemo_rl.schema_main import Environments
+from recipekit.sections import optional, required, section
+from recipekit.validators import at_least, between, one_of
+
+KL_TYPES = ("forward", "reverse", "mixed")
+KD_LOSS_MODES = ("sum", "averaged_logits", "select_teacher")
+WEIGHT_METRICS = ("ce", "entropy", "max_prob")
+
+
+@section("distillation")
+@attrs.frozen(kw_only=True)
+class DistillationConfig:
+    num_prompts_per_step: int = required(at_least(1))
+    num_generations_per_prompt: int = required(at_least(1))
+    max_rollout_turns: int = required(at_least(1))
+    max_num_steps: int = required(at_least(1))
+    max_num_epochs: int = required(at_least(1))
+    val_batch_size: int = required(at_least(1))
+    # 0: no periodic validation.
+    val_period: int = required(at_least(0))
+    val_at_start: bool = required()
+    val_at_end: bool = required()
+    max_val_samples: int | None = required(at_least(1))
+    # The teacher's logits the student matches: its k most likely tokens at each position.
+    topk_logits_k: int = required(at_least(1))
+    seed: int = required()
+
+
+@section("distillation")
+@attrs.frozen(kw_only=True)
+class DistillationConfigMain:
+    """main's DistillationConfig: every key has a default (128 prompts a step, top 64, ...)."""
+
+    num_prompts_per_step: int | Unset = optional(at_least(1))
+    num_generations_per_prompt: int | Unset = optional(at_least(1))
+    max_rollout_turns: int | Unset = optional(at_least(1))
+    max_num_steps: int | Unset = optional(at_least(1))
+    max_num_epochs: int | Unset = optional(at_least(1))
+    val_batch_size: int | Unset = optional(at_least(1))
+    val_period: int | Unset = optional(at_least(0))
+    val_at_start: bool | Unset = optional()
+    val_at_end: bool | Unset = optional()
+    max_val_samples: int | None | Unset = optional(at_least(1))
+    topk_logits_k: int | Unset = optional(at_least(1))
+    seed: int | Unset = optional()
+
+
+@section("loss_fn")
+@attrs.frozen(kw_only=True)
+class DistillationLoss:
+    kl_type: str = required(one_of(KL_TYPES))
+    # mixed: this weight on the reverse KL, the rest on the forward one.
+    mixed_kl_weight: float = required(between(0, 1))
+    zero_outside_topk: bool = required()
+
+
+@section("loss_fn")
+@attrs.frozen(kw_only=True)
+class DistillationLossMain:
+    kl_type: str | Unset = optional(one_of(KL_TYPES))
+    mixed_kl_weight: float | Unset = optional(between(0, 1))
+    zero_outside_topk: bool | Unset = optional()
+
+
+@section("loss_fn")
+@attrs.frozen(kw_only=True)
+class XTokenDistillationLoss(DistillationLossMain):
+    """The loss modes of cross-tokenizer distillation (gold_loss off: P-KL over a projected
+    top-k of the teacher's vocabulary; on: KL on the exactly mapped vocabulary + L1 on the
+    rest; xtoken_loss relaxes the exact mapping and requires gold_loss)."""
+
+    gold_loss: bool | Unset = optional()
+    xtoken_loss: bool | Unset = optional()
+    temperature: float | Unset = optional(at_least(0))
+    vocab_topk: int | Unset = optional(at_least(1))
+    uncommon_topk: int | Unset = optional(at_least(1))
+    reverse_kl: bool | Unset = optional()
+    exact_token_match_only: bool | Unset = optional()
+    kl_loss_weight: float | Unset = optional(at_least(0))
+    ce_loss_scale: float | Unset = optional(at_least(0))
+    dynamic_loss_scaling: bool | Unset = optional()
+    kd_loss_mode: str | Unset = optional(one_of(KD_LOSS_MODES))
+    # null: each teacher's static weight; else a per-sequence softmax over this metric.
+    sum_weights_metric: str | None | Unset = optional(one_of(WEIGHT_METRICS))
+    alpha: float | Unset = optional(at_least(0))
+    normalize_teacher_by_vocab: bool | Unset = optional()
+
+
+@section("teachers[]")
+@attrs.frozen(kw_only=True)
+class XTokenTeacher(PolicyExamples):
+    """One teacher: a policy section plus how its vocabulary maps onto the student's."""
+
+    # null: the teacher shares the student's tokenizer (direct KL, no projection).
+    projection_matrix_path: str | None | Unset = optional()
+    weight: float | Unset = optional(at_least(0))
+    gold_loss: bool | Unset = optional()
+    xtoken_loss: bool | Unset = optional()
+
+
+@section()
+@attrs.frozen(kw_only=True)
+class DistillationMasterConfig(RunMasterConfig):
+    """``examples/run_distillation.py --config`` on super-v3."""
+
+    teacher: PolicyV3Examples = required()
+    loss_fn: DistillationLoss = required()
+    env: dict[str, MathEnvironment] = required()
+    distillation: DistillationConfig = required()
+
+
+@section()
+@attrs.frozen(kw_only=True)
+class DistillationMasterConfigMain(RunMasterConfigMain):
+    """``examples/run_distillation.py --config`` on main (super-v3.5-posttraining)."""
+
+    teacher: PolicyExamples = required()
+    loss_fn: DistillationLossMain = required()
+    env: Environments = required()
+    distillation: DistillationConfigMain = required()
+
+
+@section()
+@attrs.frozen(kw_only=True)
+class XTokenDistillationMasterConfig(DistillationMasterConfigMain):
+    """``examples/run_xtoken_off_policy_distillation.py --config`` (main only)."""
+
+    # Inherited from distillation_math.yaml and unused (null): the teachers are listed below.
+    teacher: PolicyExamples | None = required()  # type: ignore[assignment]
+    teachers: tuple[XTokenTeacher, ...] = required()
+    loss_fn: XTokenDistillationLoss = required()

@@ -1,0 +1,57 @@
+"""NeMo-RL's DPO master config (``examples/run_dpo.py``) as typed sections.
+
+As for SFT: every ``DPOConfig`` key is required on ``super-v3`` and has a default on ``main``
+(shared/reference/schema/nemo-rl-schema@{super-v3,main}.md). The data entries are preference
+datasets (``prompt_key``, ``chosen_key``, ``rejected_key``: GRPO's ``Dataset`` has them).
+"""
+
+import attrs
+
+from recipekit.markers import Unset
+from recipekit.nemo_rl.schema_common import (
+    RunMasterConfig,
+    RunMasterConfigMain,
+    TrainLoop,
+    TrainLoopMain,
+)
+from recipekit.sections import optional, required, section
+from recipekit.validators import at_least
+
+
+@section("dpo")
+@attrs.frozen(kw_only=True)
+class DPOConfig(TrainLoop):
+    # beta of the DPO loss: how far the policy may move from the reference policy.
+    reference_policy_kl_penalty: float = required(at_least(0))
+    preference_average_log_probs: bool = required()
+    sft_average_log_probs: bool = required()
+    preference_loss_weight: float = required(at_least(0))
+    sft_loss_weight: float = required(at_least(0))
+
+
+@section("dpo")
+@attrs.frozen(kw_only=True)
+class DPOConfigMain(TrainLoopMain):
+    """main's DPOConfig: every key has a default (150 steps, beta 0.05, ...)."""
+
+    reference_policy_kl_penalty: float | Unset = optional(at_least(0))
+    preference_average_log_probs: bool | Unset = optional()
+    sft_average_log_probs: bool | Unset = optional()
+    preference_loss_weight: float | Unset = optional(at_least(0))
+    sft_loss_weight: float | Unset = optional(at_least(0))
+
+
+@section()
+@attrs.frozen(kw_only=True)
+class DPOMasterConfig(RunMasterConfig):
+    """``examples/run_dpo.py --config`` on super-v3."""
+
+    dpo: DPOConfig = required()
+
+
+@section()
+@attrs.frozen(kw_only=True)
+class DPOMasterConfigMain(RunMasterConfigMain):
+    """``examples/run_dpo.py --config`` on main (super-v3.5-posttraining)."""
+
+    dpo: DPOConfigMain = required()

@@ -1,0 +1,75 @@
+"""NeMo-RL main's evaluation master config (``examples/run_eval.py``) as typed sections.
+
+One generation back-end (``generation``, as GRPO's policy has it) answers a benchmark
+(``data``) scored by an environment (``env``). The data keys are the union of main's eval data
+configs (MMLU, MMLU-Pro, AIME, GPQA, MATH, MMAU, Daily-Omni and local files;
+shared/reference/schema/nemo-rl-schema@main.md). Main only: the corpus has no super-v3 eval.
+"""
+
+from typing import Literal
+
+import attrs
+
+from recipekit.markers import Unset
+from recipekit.nemo_rl.schema_common import GenerationExamples, VllmConfigExamples
+from recipekit.nemo_rl.schema_main import ClusterMain, Environments, TokenizerMain
+from recipekit.sections import optional, required, section
+from recipekit.validators import at_least
+
+
+@section("eval")
+@attrs.frozen(kw_only=True)
+class EvalConfig:
+    # "pass@k" (the reference configs' only metric).
+    metric: str = required()
+    num_tests_per_prompt: int = required(at_least(1))
+    seed: int = required()
+    k_value: int = required(at_least(1))
+    # null: results are not written out.
+    save_path: str | None = required()
+
+
+@section("data")
+@attrs.frozen(kw_only=True)
+class EvalData:
+    max_input_seq_length: int = required(at_least(1))
+    # A benchmark NeMo-RL knows by name, or a local/remote file (with problem_key, ...).
+    dataset_name: str = required()
+    prompt_file: str | None | Unset = optional()
+    system_prompt_file: str | None | Unset = optional()
+    processor: str | Unset = optional()
+    # Each prompt this many times (AIME: sampling variance over a small set).
+    repeat: int | Unset = optional(at_least(1))
+    split: str | None | Unset = optional()
+    env_name: str | Unset = optional()
+    problem_key: str | Unset = optional()
+    solution_key: str | Unset = optional()
+    file_format: Literal["csv", "json"] | Unset = optional()
+
+
+@section("generation.vllm_cfg")
+@attrs.frozen(kw_only=True)
+class EvalVllmConfig(VllmConfigExamples):
+    # The eval configs leave it to vLLM ("auto").
+    kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3"] | Unset = optional()  # type: ignore[assignment]
+
+
+@section("generation", aliases={"pad_token_id": "_pad_token_id"})
+@attrs.frozen(kw_only=True)
+class EvalGeneration(GenerationExamples):
+    # Prompts handed to the generation back-end at a time (-1: all at once).
+    num_prompts_per_step: int | Unset = optional(at_least(-1))
+    vllm_cfg: EvalVllmConfig | Unset = optional()
+
+
+@section()
+@attrs.frozen(kw_only=True)
+class EvalMasterConfig:
+    """``examples/run_eval.py --config`` (main, super-v3.5-posttraining)."""
+
+    eval: EvalConfig = required()
+    generation: EvalGeneration = required()
+    tokenizer: TokenizerMain = required()
+    data: EvalData = required()
+    env: Environments = required()
+    cluster: ClusterMain = attrs.field(factory=ClusterMain)

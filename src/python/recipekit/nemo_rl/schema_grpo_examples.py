@@ -1,0 +1,94 @@
+"""GRPO as NeMo-RL's own example configs set it, beyond what the Super recipes' schemas allow.
+
+``schema.GRPOMasterConfig`` and ``schema_main.GRPOMasterConfigMain`` are what the Super V3 and
+Super 3.5 recipes are checked against. NeMo-RL's examples go further, and NeMo-RL runs them:
+several training datasets, no periodic validation (``val_period: -1``), and on main what
+``schema_common`` lists. These master configs are those
+schemas widened just so far, subclasses that change nothing the Super recipes use.
+"""
+
+from typing import Literal
+
+import attrs
+
+from recipekit.markers import Unset
+from recipekit.nemo_rl.schema import GRPOConfig, GRPOMasterConfig
+from recipekit.nemo_rl.schema_common import DataList, DataListMain, PolicyExamples, PolicyV3Examples
+from recipekit.nemo_rl.schema_main import Environments, GRPOConfigMain, GRPOMasterConfigMain
+from recipekit.sections import optional, required, section
+from recipekit.validators import at_least
+
+
+@section("grpo")
+@attrs.frozen(kw_only=True)
+class GRPOConfigExamples(GRPOConfig):
+    # -1 (or 0): no periodic validation; NeMo-RL validates when val_period > 0.
+    val_period: int = required(at_least(-1))
+
+
+@section("grpo")
+@attrs.frozen(kw_only=True)
+class GRPOConfigExamplesMain(GRPOConfigMain):
+    val_period: int = required(at_least(-1))
+
+
+@section("reward_penalties.token_ids")
+@attrs.frozen(kw_only=True)
+class PenaltyTokenIds:
+    unwanted: tuple[int, ...] | None | Unset = optional()
+    think_open: int | None | Unset = optional()
+    think_close: int | None | Unset = optional()
+
+
+@section("reward_penalties")
+@attrs.frozen(kw_only=True)
+class RewardPenalties:
+    """main's RewardPenaltyConfig: zero the reward of Gym rollouts that misbehave."""
+
+    penalize_duplicated_reasoning: bool | Unset = optional()
+    penalize_empty_final_answer: bool | Unset = optional()
+    penalize_unwanted_tokens: bool | Unset = optional()
+    penalize_malformed_think_tag: bool | Unset = optional()
+    token_ids: PenaltyTokenIds | None | Unset = optional()
+
+
+@section("data_plane")
+@attrs.frozen(kw_only=True)
+class DataPlane:
+    """main's DataPlaneConfig: rollouts reach training through a TransferQueue store."""
+
+    enabled: bool = required()
+    impl: Literal["transfer_queue"] = required()
+    backend: Literal["simple", "mooncake_cpu"] = required()
+    storage_capacity: int = required(at_least(1))
+    num_storage_units: int = required(at_least(1))
+    claim_meta_poll_interval_s: float = required(at_least(0))
+    global_segment_size: int = required(at_least(1))
+    local_buffer_size: int = required(at_least(1))
+    controller_address: str | Unset = optional()
+    ack_timeout_ms: int | Unset = optional(at_least(1))
+
+
+@section()
+@attrs.frozen(kw_only=True)
+class GRPOExamplesConfig(GRPOMasterConfig):
+    """GRPO on super-v3 as its examples configure it."""
+
+    grpo: GRPOConfigExamples = required()
+    policy: PolicyV3Examples = required()
+    data: DataList = required()
+    # super-v3 reads env as dict[str, Any]; its Gym runner reads the switches and the Gym
+    # config that main's Environments section declares (examples/configs/super/*.yaml).
+    env: Environments = required()  # type: ignore[assignment]
+
+
+@section()
+@attrs.frozen(kw_only=True)
+class GRPOExamplesConfigMain(GRPOMasterConfigMain):
+    """GRPO on main (super-v3.5-posttraining) as its examples configure it."""
+
+    grpo: GRPOConfigExamplesMain = required()
+    policy: PolicyExamples = required()
+    data: DataListMain = required()
+    reward_penalties: RewardPenalties | Unset = optional()
+    data_plane: DataPlane | None | Unset = optional()

@@ -1,0 +1,46 @@
+"""NeMo-RL's reward-model training master config (``examples/run_rm.py``) as typed sections.
+
+Every ``RMConfig`` key is required on ``super-v3`` and has a default on ``main``
+(shared/reference/schema/nemo-rl-schema@{super-v3,main}.md).
+"""
+
+import attrs
+
+from recipekit.markers import Unset
+from recipekit.nemo_rl.schema_common import (
+    RunMasterConfig,
+    RunMasterConfigMain,
+    TrainLoop,
+    TrainLoopMain,
+)
+from recipekit.sections import optional, required, section
+from recipekit.validators import at_least
+
+
+@section("rm")
+@attrs.frozen(kw_only=True)
+class RMConfig(TrainLoop):
+    # -1: as many steps as the epochs give (rm.yaml).
+    max_num_steps: int = required(at_least(-1))
+
+
+@section("rm")
+@attrs.frozen(kw_only=True)
+class RMConfigMain(TrainLoopMain):
+    max_num_steps: int | Unset = optional(at_least(-1))
+
+
+@section()
+@attrs.frozen(kw_only=True)
+class RMMasterConfig(RunMasterConfig):
+    """``examples/run_rm.py --config`` on super-v3."""
+
+    rm: RMConfig = required()
+
+
+@section()
+@attrs.frozen(kw_only=True)
+class RMMasterConfigMain(RunMasterConfigMain):
+    """``examples/run_rm.py --config`` on main (super-v3.5-posttraining)."""
+
+    rm: RMConfigMain = required()

@@ -1,0 +1,46 @@
+"""NeMo-RL's SFT master config (``examples/run_sft.py``, ``run_vlm_sft.py``) as typed sections.
+
+On ``super-v3`` every ``SFTConfig`` key is required (a TypedDict); on ``main`` it is a pydantic
+model whose keys all have defaults (shared/reference/schema/nemo-rl-schema@{super-v3,main}.md).
+The other sections are those every non-GRPO entry point reads (``schema_common``).
+"""
+
+import attrs
+
+from recipekit.markers import Unset
+from recipekit.nemo_rl.schema_common import (
+    RunMasterConfig,
+    RunMasterConfigMain,
+    TrainLoop,
+    TrainLoopMain,
+)
+from recipekit.sections import optional, required, section
+
+
+@section("sft")
+@attrs.frozen(kw_only=True)
+class SFTConfig(TrainLoop):
+    pass
+
+
+@section("sft")
+@attrs.frozen(kw_only=True)
+class SFTConfigMain(TrainLoopMain):
+    # Train on the last assistant turn only.
+    only_unmask_final: bool | Unset = optional()
+
+
+@section()
+@attrs.frozen(kw_only=True)
+class SFTMasterConfig(RunMasterConfig):
+    """``examples/run_sft.py --config`` on super-v3."""
+
+    sft: SFTConfig = required()
+
+
+@section()
+@attrs.frozen(kw_only=True)
+class SFTMasterConfigMain(RunMasterConfigMain):
+    """``examples/run_sft.py --config`` on main (super-v3.5-posttraining)."""
+
+    sft: SFTConfigMain = required()
