@@ -1,16 +1,23 @@
-"""``recipekit import-yaml``: a NeMo-RL GRPO YAML as a typed recipe module.
-
-The YAML's schema is NeMo-RL ``super-v3`` (Super V3) or ``main`` (``super-v3.5-posttraining``:
-Gym, MOPD, VLM); ``auto`` takes the one that knows more of its keys.
+"""``recipekit import-yaml``: a NeMo-RL YAML as a typed recipe module.
 
 The YAML is read as NeMo-RL reads it (``yaml_loader``: ``defaults:``, ``_override_``, the
-resolvers). Its resolved values become typed sections, written out as Python:
+resolvers), except that ``${oc.env:VAR}`` stays a reference the run's environment fills in
+(``nemo_rl.run_env``). Its top-level sections name the algorithm (``grpo:``, ``sft:``, ``dpo:``,
+``rm:``, ``distillation:``, ``ppo:``, ``eval:``) and with it the entry point; the schema is
+NeMo-RL ``super-v3`` or ``main`` (``super-v3.5-posttraining``), ``auto`` taking the one that
+leaves the fewest keys untyped. The written module's framework object names the NeMo-RL
+version and entry point it targets (``nemo_rl.algorithms``).
+
+The resolved values become typed sections, written out as Python:
 
 - a key the YAML interpolated, and whose value our derivation gives, is written ``DERIVED``
   (it follows its source, as it did in the YAML); another interpolated key keeps its value, with
   the YAML's expression as a comment;
-- a key the typed schema does not know goes into ``UNTYPED_KEYS``, an explicit escape hatch the
-  compiled config gets back verbatim, and is reported as a warning: never dropped, never silent.
+- the YAML's comments stay beside the values they explain;
+- a key the typed schema does not know, or a value it rejects where the key is optional (a
+  switched-off back-end that omits what an enabled one requires, say), goes into
+  ``UNTYPED_KEYS``, an explicit escape hatch the compiled config gets back verbatim, and is
+  reported as a warning saying why: never dropped, never silent.
 
 ``compile_object`` is what ``recipekit compile`` prints: the framework config, derived and
 rendered (the layout checks are ``plan``'s job).
@@ -18,11 +25,11 @@ rendered (the layout checks are ``plan``'s job).
 
 from __future__ import annotations
 
-import copy
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_origin
 
 import attrs
 
@@ -31,22 +38,22 @@ from recipekit.errors import Issue, RecipeError
 from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE, Hardware
 from recipekit.keypaths import replace_at
 from recipekit.markers import DERIVED, UNSET
-from recipekit.nemo_rl.grpo import NEMO_RL_GRPO, NEMO_RL_SUPER35, NemoRLGrpo
-from recipekit.sections import key_of
+from recipekit.sections import field_of, key_of
 from recipekit.stage import Stage
 
 NODES = {"GB200": GB200_NODE, "B200": B200_NODE, "H100": H100_NODE}
-# Schema name -> the framework that reads it, and how a generated module names that framework.
-SCHEMAS: dict[str, tuple[NemoRLGrpo, str]] = {
-    "super-v3": (NEMO_RL_GRPO, "NEMO_RL_GRPO"),
-    "main": (NEMO_RL_SUPER35, "NEMO_RL_SUPER35"),
-}
+# The node a YAML's cluster.gpus_per_node suggests; anything else (1 or 2 GPUs, as NeMo-RL's
+# small examples use) runs on part of an H100 node, the 8-GPU machine those examples name
+# ("1n8g"). NOT IN THE SEED.
 DEFAULT_NODE = {4: "GB200", 8: "B200"}
+FALLBACK_NODE = "H100"
+SCHEMAS = ("super-v3", "main")
+UNKNOWN = "unknown to the typed schema"
 
 
 @attrs.frozen(kw_only=True)
 class ImportedRecipe:
-    """A stage plus the keys its typed schema does not know, by dotted path, kept verbatim."""
+    """A stage plus the keys its typed schema does not hold, by key path, kept verbatim."""
 
     stage: Stage
     untyped_keys: Mapping[str, Any] = attrs.field(factory=dict)
@@ -56,103 +63,363 @@ class ImportedRecipe:
 class Imported:
     source: str  # the Python module
     warnings: tuple[Issue, ...]
+    schema: str
+    framework: Any
+    # Keys the schema requires that the YAML omits: the compiled config has them too.
+    added: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Loaded:
+    """A YAML as NeMo-RL reads it, ``${oc.env:...}`` kept, and its ``${...}`` by key."""
+
+    resolved: dict[str, Any]
+    interpolated: dict[str, str]
+
+
+@attrs.frozen
+class Fit:
+    """A config read into one schema: the typed config, what went to the escape hatch, and
+    the keys the schema requires that the YAML omits (derived, or a fixed default)."""
+
+    config: Any
+    untyped: dict[str, tuple[Any, str]]  # key path -> (value, why it is not typed)
+    added: tuple[str, ...] = ()
 
 
 def import_yaml(
     path: Path, *, node: str | None = None, name: str = "", schema: str = "auto"
 ) -> Imported:
-    from omegaconf import OmegaConf
+    from recipekit.nemo_rl.algorithms import algorithm_of, frameworks_for
+    from recipekit.review.import_yaml_comments import chain_source
+    from recipekit.review.import_yaml_writer import ModuleWriter
 
-    from recipekit.nemo_rl.yaml_loader import _register_resolvers, expand, load_merged
+    source_text = chain_source(path)
+    loaded = load_keeping_env(path, source_text.expressions)
+    resolved = loaded.resolved
+    if schema not in ("auto", *SCHEMAS):
+        raise RecipeError([Issue("--schema", f"no schema {schema!r}", hint="auto, super-v3, main")])
+    try:
+        algorithm_of(resolved)
+    except RecipeError as exc:
+        raise RecipeError(exc.issues, context=str(path)) from None
+    fits: dict[str, tuple[Any, Fit]] = {}
+    failures: dict[str, RecipeError] = {}
+    for candidate in SCHEMAS if schema == "auto" else (schema,):
+        try:
+            fits[candidate] = _fit_strictest(frameworks_for(candidate, resolved), resolved)
+        except RecipeError as exc:
+            failures[candidate] = exc
+    if not fits:
+        first = next(iter(failures))
+        raise RecipeError(
+            failures[first].issues, context=f"{path}: does not fit NeMo-RL {first}'s schema"
+        )
+    # Fewest untyped keys; SCHEMAS' order breaks a tie.
+    chosen = min(fits, key=lambda s: len(fits[s][1].untyped))
+    framework, fitted = fits[chosen]
+    hardware, node_name = _hardware(resolved, node)
+    config, derived = _as_derived(fitted.config, hardware, resolved, loaded.interpolated, framework)
+    warnings = tuple(
+        Issue(key, why, **({} if isinstance(value, (dict, list)) else {"value": value}))
+        for key, (value, why) in fitted.untyped.items()
+    ) + tuple(
+        Issue(key, f"the YAML omits it and NeMo-RL {chosen}'s schema requires it: compile adds it")
+        for key in fitted.added
+    )
+    writer = ModuleWriter(
+        resolved=resolved,
+        comments=source_text.comments,
+        computed={k: v for k, v in loaded.interpolated.items() if k not in derived},
+        added=fitted.added,
+    )
+    source = writer.module(
+        source=path,
+        header=source_text.header,
+        stage_name=name or path.stem,
+        node_name=node_name,
+        hardware=hardware,
+        config=config,
+        untyped=fitted.untyped,
+        framework=framework,
+        schema=chosen,
+    )
+    return Imported(source, warnings, chosen, framework, fitted.added)
+
+
+# --- reading the YAML -----------------------------------------------------------------------
+
+
+def load_keeping_env(path: Path, expressions: Mapping[str, str]) -> Loaded:
+    """``path`` merged and resolved as NeMo-RL does, but ``${oc.env:VAR}`` left as written:
+    the run's environment, not this machine's, decides it. ``expressions`` are the ``${...}``
+    the YAML text computes its values with, by key."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from recipekit.nemo_rl.run_env import ENV_REFERENCE
+    from recipekit.nemo_rl.yaml_loader import _register_resolvers, read_merged
 
     _register_resolvers()
-    resolved = expand(path)
-    merged = load_merged(path)
+    merged = read_merged(path)
     interpolated = {
-        key: expr for key, expr in _interpolations(OmegaConf.to_container(merged, resolve=False))
+        key: expr for key, expr in expressions.items() if "${" in ENV_REFERENCE.sub("", expr)
     }
-    if "grpo" not in resolved:
-        raise RecipeError([Issue(str(path), "not a GRPO config (no grpo section)")])
-    schema = _choose_schema(resolved) if schema == "auto" else schema
-    framework, framework_name = SCHEMAS[schema]
-    config_type = framework.config_type
-    data, untyped = _split_unknown(resolved, config_type)
-    config: Any = from_dict(data, config_type)
-    cluster = resolved.get("cluster", {})
-    gpus = cluster.get("gpus_per_node")
-    node_name = node or DEFAULT_NODE.get(gpus if isinstance(gpus, int) else 0, "")
-    if node_name not in NODES or NODES[node_name].gpus_per_node != gpus:
-        raise RecipeError(
-            [
-                Issue(
-                    "cluster.gpus_per_node",
-                    f"no known node type with {gpus} GPUs (choose with --node GB200|B200|H100)",
-                    value=gpus,
-                )
-            ]
-        )
-    hardware = Hardware(NODES[node_name], num_nodes=int(cluster.get("num_nodes", 1)))
-    config, derived = _as_derived(config, hardware, resolved, interpolated, framework)
-    warnings = tuple(
-        Issue(key, "unknown to the typed schema: kept verbatim in UNTYPED_KEYS", value=value)
-        for key, value in untyped.items()
-    )
-    comments = {
-        k: f"the YAML computes it: {v}" for k, v in interpolated.items() if k not in derived
-    }
-    stage_name = name or path.stem
-    writer = _Writer(comments=comments, resolved=resolved)
-    source = _module(path, stage_name, node_name, hardware, config, untyped, writer, framework_name)
-    return Imported(source, warnings)
+    if any(ENV_REFERENCE.search(text) for text in expressions.values()):
+        # OmegaConf reads "\${...}" as the literal text "${...}".
+        raw = OmegaConf.to_container(merged, resolve=False)
+        merged = OmegaConf.create(_escape_env(raw))
+    try:
+        resolved = OmegaConf.to_container(merged, resolve=True)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", "") or ""
+        raise RecipeError([Issue(str(key), f"cannot resolve: {exc}")], context=str(path)) from None
+    assert isinstance(resolved, dict)
+    return Loaded({str(k): v for k, v in resolved.items()}, interpolated)
 
 
-def _choose_schema(resolved: dict[str, Any]) -> str:
-    """The schema that leaves the fewest keys untyped (super-v3 on a tie)."""
-    unknown = {}
-    for schema, (framework, _) in SCHEMAS.items():
-        try:
-            _, untyped = _split_unknown(copy.deepcopy(resolved), framework.config_type)
-        except RecipeError as exc:
-            unknown[schema] = 1000 + len(exc.issues)
-        else:
-            unknown[schema] = len(untyped)
-    return min(SCHEMAS, key=lambda schema: unknown[schema])
+def _escape_env(data: Any) -> Any:
+    from recipekit.nemo_rl.run_env import ENV_REFERENCE
 
-
-def _interpolations(data: Any, prefix: str = "") -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
     if isinstance(data, dict):
-        for key, value in data.items():
-            out += _interpolations(value, f"{prefix}.{key}" if prefix else str(key))
-    elif isinstance(data, str) and "${" in data:
-        out.append((prefix, data))
-    return out
+        return {k: _escape_env(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_escape_env(v) for v in data]
+    if isinstance(data, str):
+        return ENV_REFERENCE.sub(lambda m: "\\" + m.group(0), data)
+    return data
 
 
-def _split_unknown(
-    data: dict[str, Any], config_type: type
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``data`` without the keys the schema rejects as unknown, and those keys by path."""
-    untyped: dict[str, Any] = {}
-    for _ in range(50):
+# --- fitting the config into a schema -------------------------------------------------------
+
+
+def _fit_strictest(frameworks: tuple[Any, ...], resolved: dict[str, Any]) -> tuple[Any, Fit]:
+    """The first framework whose config type holds the YAML with no more untyped keys than a
+    later (wider) one."""
+    best: tuple[Any, Fit] | None = None
+    failure: RecipeError | None = None
+    for framework in frameworks:
+        if best is not None and all(why == UNKNOWN for _, why in best[1].untyped.values()):
+            break  # a wider schema declares no more keys; it would only accept more values
         try:
-            from_dict(data, config_type)
-            return data, untyped
+            fitted = fit(tree_copy(resolved), framework.config_type)
         except RecipeError as exc:
-            unknown = [i.path for i in exc.issues if i.message == "unknown key"]
-            if not unknown:
+            failure = failure or exc
+            continue
+        if best is None or len(fitted.untyped) < len(best[1].untyped):
+            best = (framework, fitted)
+    if best is None:
+        assert failure is not None
+        raise failure
+    return best
+
+
+def fit(data: dict[str, Any], config_type: type) -> Fit:
+    """``data`` as ``config_type``, the keys it cannot hold moved to the escape hatch.
+
+    An unknown key moves alone. A rejected value moves with the smallest enclosing key that
+    the schema lets be absent (an optional key or an entry of a mapping of sections); when
+    there is none (a required key all the way up), the config does not fit this schema.
+    """
+    untyped: dict[str, tuple[Any, str]] = {
+        where: (_pop(data, where), UNKNOWN) for where in unknown_keys(data, config_type)
+    }
+    while True:
+        config: Any
+        try:
+            config = from_dict(data, config_type)
+        except RecipeError as exc:
+            moved = False
+            for issue in exc.issues:
+                where: str | None
+                if issue.message == "unknown key":
+                    where, why = issue.path, UNKNOWN
+                else:
+                    where = _absentable(config_type, data, issue.path)
+                    why = _rejected(issue, where)
+                if where is None or where in untyped or not _present(data, where):
+                    continue
+                untyped[where] = (_pop(data, where), why)
+                _absorb(untyped, where)
+                moved = True
+            if not moved:
                 raise
-            for key in unknown:
-                untyped[key] = _pop(data, key)
-    raise RecipeError([Issue("", "too many unknown keys")])
+            continue
+        added: list[str] = []
+        return Fit(_absent_as_unset(config, data, "", added), untyped, tuple(added))
 
 
-def _pop(data: dict[str, Any], key: str) -> Any:
-    *head, last = key.split(".")
-    node = data
+def unknown_keys(data: Any, tp: Any, path: str = "") -> list[str]:
+    """The keys in ``data`` that the sections of ``tp`` do not declare, in document order."""
+    from recipekit.convert import _members
+
+    members = _members(tp)
+    found: list[str] = []
+    if isinstance(data, dict):
+        sections = [m for m in members if isinstance(m, type) and attrs.has(m)]
+        if sections:
+            cls = max(sections, key=lambda c: sum(field_of(c, str(k)) is not None for k in data))
+            fields = attrs.fields_dict(cls)
+            for key, value in data.items():
+                name = field_of(cls, str(key))
+                where = f"{path}.{key}" if path else str(key)
+                if name is None:
+                    found.append(where)
+                else:
+                    found += unknown_keys(value, fields[name].type, where)
+            return found
+        for member in members:
+            if get_origin(member) is dict and get_args(member):
+                for key, value in data.items():
+                    found += unknown_keys(value, get_args(member)[1], f"{path}.{key}")
+                return found
+    elif isinstance(data, list):
+        for member in members:
+            if get_origin(member) is tuple and get_args(member):
+                for index, value in enumerate(data):
+                    found += unknown_keys(value, get_args(member)[0], f"{path}[{index}]")
+                return found
+    return found
+
+
+def _may_be_absent(tp: Any) -> bool:
+    from recipekit.convert import _members
+
+    return any(UNSET in get_args(m) for m in _members(tp))
+
+
+def _absent_as_unset(value: Any, data: Any, path: str, added: list[str]) -> Any:
+    """``value`` with the derived keys the YAML omits left out, as NeMo-RL leaves them, where
+    the schema lets them be absent; keys the schema adds anyway (derived, or a fixed default)
+    are listed in ``added``."""
+    if attrs.has(type(value)) and isinstance(data, dict):
+        changes = {}
+        for field in attrs.fields(type(value)):
+            key = key_of(type(value), field.name)
+            item = getattr(value, field.name)
+            where = f"{path}.{key}" if path else key
+            if key not in data:
+                if item is DERIVED and _may_be_absent(field.type):
+                    changes[field.name] = UNSET
+                elif item is not UNSET:
+                    added.append(where)  # derived, or the schema's fixed default
+                continue
+            new = _absent_as_unset(item, data[key], where, added)
+            if new is not item:
+                changes[field.name] = new
+        return attrs.evolve(value, **changes) if changes else value
+    if isinstance(value, dict) and isinstance(data, dict):
+        items = {
+            k: _absent_as_unset(v, data.get(k), f"{path}.{k}", added) for k, v in value.items()
+        }
+        return items if any(items[k] is not value[k] for k in value) else value
+    if isinstance(value, tuple) and isinstance(data, list) and len(data) == len(value):
+        parts = tuple(
+            _absent_as_unset(v, d, f"{path}[{i}]", added)
+            for i, (v, d) in enumerate(zip(value, data, strict=True))
+        )
+        return parts if any(a is not b for a, b in zip(parts, value, strict=True)) else value
+    return value
+
+
+def _rejected(issue: Issue, where: str | None) -> str:
+    inner = issue.path[len(where) :].lstrip(".") if where else issue.path
+    detail = attrs.evolve(issue, path=inner).render() if inner else issue.message
+    if not inner and issue.hint:
+        detail += f" ({issue.hint})"
+    return f"the typed schema rejects it: {detail}"
+
+
+def _absorb(untyped: dict[str, tuple[Any, str]], where: str) -> None:
+    """Put keys moved out of ``where`` earlier back into it: it moves whole now."""
+    value = untyped[where][0]
+    for key in [k for k in untyped if k.startswith((where + ".", where + "["))]:
+        put_at(value, key[len(where) :].lstrip("."), untyped.pop(key)[0])
+
+
+_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def parts_of(path: str) -> list[str | int]:
+    """``"data.train[0].seed"`` -> ``["data", "train", 0, "seed"]``."""
+    return [int(index) if index else key for key, index in _PART.findall(path)]
+
+
+def path_of(parts: list[str | int]) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+def _absentable(config_type: type, data: Any, path: str) -> str | None:
+    """The deepest key on ``path`` (itself included) that ``config_type`` lets be absent and
+    that ``data`` has."""
+    parts = parts_of(path)
+    found: str | None = None
+    types: list[Any] = [config_type]
+    for depth, part in enumerate(parts):
+        step = [_child_type(t, part) for t in types]
+        children = [s for s in step if s is not None]
+        if not children:
+            break
+        here = parts[: depth + 1]
+        if any(absent_ok for _, absent_ok in children) and _present(data, path_of(here)):
+            found = path_of(here)
+        types = [tp for tp, _ in children]
+    return found
+
+
+def _child_type(tp: Any, part: str | int) -> tuple[Any, bool] | None:
+    """The type of ``part`` inside a value of type ``tp``, and whether it may be absent."""
+    from recipekit.convert import _members
+
+    for member in _members(tp):
+        if isinstance(part, int):
+            if get_origin(member) is tuple and get_args(member):
+                return get_args(member)[0], False
+            continue
+        if isinstance(member, type) and attrs.has(member):
+            name = field_of(member, part)
+            if name is not None:
+                field = attrs.fields_dict(member)[name]
+                return field.type, field.default is UNSET
+        elif get_origin(member) is dict and get_args(member):
+            item = get_args(member)[1]
+            if any(isinstance(m, type) and attrs.has(m) for m in _members(item)):
+                return item, True
+    return None
+
+
+def _present(data: Any, path: str) -> bool:
+    for part in parts_of(path):
+        if isinstance(part, int):
+            if not isinstance(data, list) or part >= len(data):
+                return False
+        elif not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+def _pop(data: Any, path: str) -> Any:
+    *head, last = parts_of(path)
     for part in head:
-        node = node[part]
-    return node.pop(last)
+        data = data[part]
+    return data.pop(last)
+
+
+# --- choosing the hardware, marking derivations ------------------------------------------------
+
+
+def _hardware(resolved: dict[str, Any], node: str | None) -> tuple[Hardware, str]:
+    cluster = resolved.get("cluster") or {}
+    gpus = cluster.get("gpus_per_node")
+    if node is not None and node not in NODES:
+        raise RecipeError([Issue("--node", f"no node type {node!r}", hint=", ".join(NODES))])
+    node_name = node or DEFAULT_NODE.get(gpus if isinstance(gpus, int) else 0, FALLBACK_NODE)
+    nodes = cluster.get("num_nodes")
+    return Hardware(NODES[node_name], num_nodes=nodes if isinstance(nodes, int) else 1), node_name
 
 
 def _as_derived(
@@ -160,7 +427,7 @@ def _as_derived(
     hardware: Hardware,
     resolved: dict[str, Any],
     interpolated: dict[str, str],
-    framework: NemoRLGrpo,
+    framework: Any,
 ) -> tuple[Any, set[str]]:
     """Interpolated keys our derivations reproduce become DERIVED again."""
     from recipekit.derivation import lookup
@@ -170,9 +437,11 @@ def _as_derived(
         if rule.target not in interpolated:
             continue
         inputs = [lookup(config, hardware, s) for s in rule.sources]
-        value = _resolved_at(resolved, rule.target)
+        value = resolved_at(resolved, rule.target)
+        if value is None and not rule.nullable:
+            continue  # the derivation does not follow its source to null
         try:
-            same = rule.compute(*inputs) == value
+            same = _same(rule.compute(*inputs), value)
         except TypeError:
             same = False
         if not same:
@@ -185,163 +454,31 @@ def _as_derived(
     return config, done
 
 
-def _resolved_at(data: Any, key: str) -> Any:
+def _same(a: Any, b: Any) -> bool:
+    # An int where the YAML had a float is a different config for NeMo-RL.
+    return type(a) is type(b) and a == b
+
+
+def resolved_at(data: Any, key: str) -> Any:
     for part in key.split("."):
-        if not isinstance(data, dict) or part not in data:
+        if isinstance(data, list) and part.isdigit() and int(part) < len(data):
+            data = data[int(part)]
+        elif isinstance(data, dict) and part in data:
+            data = data[part]
+        else:
             return UNSET
-        data = data[part]
     return data
-
-
-# --- writing the module ---------------------------------------------------------------------
-
-
-def _module(
-    path: Path,
-    stage_name: str,
-    node_name: str,
-    hardware: Hardware,
-    config: Any,
-    untyped: dict[str, Any],
-    writer: _Writer,
-    framework_name: str,
-) -> str:
-    sections = []
-    for field in attrs.fields(type(config)):
-        value = getattr(config, field.name)
-        if value is UNSET:
-            continue
-        key = key_of(type(config), field.name)
-        sections.append((field.name, writer.expr(value, key, 0)))
-    uses_derived = "DERIVED" in "".join(text for _, text in sections)
-    lines = [
-        f'"""{stage_name}: imported from {path.name} by `recipekit import-yaml`.',
-        "",
-        "Read as NeMo-RL reads it (defaults, _override_, resolvers). Keys the YAML interpolated",
-        "and recipekit derives the same way are DERIVED; the plan computes them.",
-        '"""',
-        "",
-        f"from recipekit.hardware import {node_name}_NODE, Hardware",
-    ]
-    if uses_derived:
-        lines.append("from recipekit.markers import DERIVED")
-    lines.append("from recipekit.model_card import ModelCard")
-    lines.append(f"from recipekit.nemo_rl.grpo import {framework_name}")
-    config_class = type(config)
-    classes = writer.classes | {(config_class.__module__, config_class.__name__)}
-    for module in sorted({m for m, _ in classes}):
-        lines.append(
-            f"from {module} import (\n"
-            + "".join(f"    {c},\n" for m, c in sorted(classes) if m == module)
-            + ")"
-        )
-    if untyped:
-        lines.append("from recipekit.review.import_yaml import ImportedRecipe")
-    lines += ["from recipekit.stage import Stage", ""]
-    for name, text in sections:
-        lines += [f"{name} = {text}", ""]
-    model_name = getattr(getattr(config, "policy", None), "model_name", "model")
-    lines += [
-        "# Fill in what the plan checks the layout against (parameters, layers, experts).",
-        f"MODEL = ModelCard(name={str(model_name)!r}, total_params_b=0, active_params_b=0, "
-        "num_layers=0)",
-        "",
-        "stage = Stage(",
-        f"    name={stage_name!r},",
-        f"    description={('Imported from ' + path.name)!r},",
-        f"    hardware=Hardware({node_name}_NODE, num_nodes={hardware.num_nodes}),",
-        "    model=MODEL,",
-        f"    framework={framework_name},",
-        f"    config={config_class.__name__}(",
-        *(f"        {name}={name}," for name, _ in sections),
-        "    ),",
-        ")",
-        "",
-    ]
-    if untyped:
-        lines += [
-            "# Keys the typed schema does not know, kept verbatim; compile adds them back.",
-            f"UNTYPED_KEYS = {_literal(untyped, 0)}",
-            "",
-            "recipe = ImportedRecipe(stage=stage, untyped_keys=UNTYPED_KEYS)",
-        ]
-    else:
-        lines.append("recipe = stage")
-    return "\n".join(lines) + "\n"
-
-
-@attrs.define
-class _Writer:
-    """Python text for typed values, with the YAML's comments and its own leaf values."""
-
-    comments: dict[str, str]
-    resolved: dict[str, Any]
-    classes: set[tuple[str, str]] = attrs.field(factory=set)  # (module, class)
-
-    def expr(self, value: Any, key: str, depth: int) -> str:
-        # Leaves are written as the YAML had them: the typed structuring turns an int given
-        # for a float key into a float (10 -> 10.0), which would change what NeMo-RL reads.
-        original = _resolved_at(self.resolved, key)
-        if original is not UNSET and not _holds_sections(value) and original == value:
-            return _literal(tuple(original) if isinstance(value, tuple) else original, depth)
-        pad = "    " * (depth + 1)
-        end = "    " * depth
-        if value is DERIVED:
-            return "DERIVED"
-        if attrs.has(type(value)):
-            cls = type(value)
-            self.classes.add((cls.__module__, cls.__name__))
-            rows = []
-            for field in attrs.fields(cls):
-                item = getattr(value, field.name)
-                if item is UNSET:
-                    continue
-                sub = f"{key}.{key_of(cls, field.name)}"
-                if sub in self.comments:
-                    rows.append(f"{pad}# {self.comments[sub]}")
-                rows.append(f"{pad}{field.name}={self.expr(item, sub, depth + 1)},")
-            if not rows:
-                return f"{cls.__name__}()"
-            return f"{cls.__name__}(\n" + "\n".join(rows) + f"\n{end})"
-        if isinstance(value, dict) and _holds_sections(value):
-            rows = [
-                f"{pad}{k!r}: {self.expr(v, f'{key}.{k}', depth + 1)}," for k, v in value.items()
-            ]
-            return "{\n" + "\n".join(rows) + f"\n{end}}}"
-        if isinstance(value, tuple) and _holds_sections(value):
-            rows = [f"{pad}{self.expr(v, f'{key}.{i}', depth + 1)}," for i, v in enumerate(value)]
-            return "(\n" + "\n".join(rows) + f"\n{end})"
-        return _literal(value, depth)
-
-
-def _holds_sections(value: Any) -> bool:
-    if attrs.has(type(value)):
-        return True
-    if isinstance(value, dict):
-        return any(attrs.has(type(v)) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(attrs.has(type(v)) for v in value)
-    return False
-
-
-def _literal(value: Any, depth: int) -> str:
-    text = repr(value)
-    if len(text) + 4 * depth < 90 or not isinstance(value, (dict, list, tuple)):
-        return text
-    pad = "    " * (depth + 1)
-    if isinstance(value, dict):
-        rows = [f"{pad}{k!r}: {_literal(v, depth + 1)}," for k, v in value.items()]
-        return "{\n" + "\n".join(rows) + f"\n{'    ' * depth}}}"
-    open_, close = ("(", ")") if isinstance(value, tuple) else ("[", "]")
-    rows = [f"{pad}{_literal(v, depth + 1)}," for v in value]
-    return open_ + "\n" + "\n".join(rows) + f"\n{'    ' * depth}{close}"
 
 
 # --- compiling --------------------------------------------------------------------------------
 
 
 def compile_object(obj: Any) -> tuple[dict[str, Any], list[Issue]]:
-    """The framework config of a Stage (or an ImportedRecipe), and the warnings to print."""
+    """The framework config of a Stage (or an ImportedRecipe), and the warnings to print.
+
+    The config must be of the type the stage's framework reads: a section of another NeMo-RL
+    version (or another algorithm) is an error naming what was expected.
+    """
     from recipekit.plan import _underived, resolve_run_inputs
 
     untyped: Mapping[str, Any] = {}
@@ -349,23 +486,51 @@ def compile_object(obj: Any) -> tuple[dict[str, Any], list[Issue]]:
         obj, untyped = obj.stage, obj.untyped_keys
     if not isinstance(obj, Stage):
         raise RecipeError([Issue("recipe", f"is a {type(obj).__name__}, not a Stage")])
-    config, _ = obj.framework.derive(resolve_run_inputs(obj)[0], obj.hardware)
+    framework = obj.framework
+    expected = getattr(framework, "config_type", None)
+    if expected is not None and not isinstance(obj.config, expected):
+        raise RecipeError(
+            [
+                Issue(
+                    "config",
+                    f"is a {type(obj.config).__name__}; {framework.name} {framework.version} "
+                    f"({framework.entry_point}) reads a {expected.__name__}",
+                )
+            ],
+            context=f"{obj.name}: cannot compile",
+        )
+    config, _ = framework.derive(resolve_run_inputs(obj)[0], obj.hardware)
     errors = _underived(config)
     if errors:
         raise RecipeError(errors, context=f"{obj.name}: cannot compile")
-    rendered = obj.framework.render(config)
+    rendered = framework.render(config)
     warnings = []
     for key, value in untyped.items():
-        _put(rendered, key, value)
-        warnings.append(Issue(key, "not in the typed schema: passed through verbatim", value=value))
+        put_at(rendered, key, tree_copy(value))
+        warnings.append(Issue(key, "not in the typed schema: passed through verbatim"))
     return rendered, warnings
 
 
-def _put(data: dict[str, Any], key: str, value: Any) -> None:
-    *head, last = key.split(".")
+def tree_copy(data: Any) -> Any:
+    """A copy of plain config data (mappings and lists copied, leaves shared: they are
+    immutable)."""
+    if isinstance(data, dict):
+        return {k: tree_copy(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [tree_copy(v) for v in data]
+    return data
+
+
+def put_at(data: dict[str, Any], key: str, value: Any) -> None:
+    """Set ``key`` (``a.b[0].c``) in plain config data, making the mappings on the way."""
+    *head, last = parts_of(key)
+    node: Any = data
     for part in head:
-        data = data.setdefault(part, {})
-    data[last] = value
+        if isinstance(part, int):
+            node = node[part]
+        else:
+            node = node.setdefault(part, {})
+    node[last] = value
 
 
 def dumps(config: dict[str, Any]) -> str:

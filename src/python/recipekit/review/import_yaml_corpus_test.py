@@ -1,0 +1,87 @@
+"""Every NeMo-RL YAML of the shared corpus, both branches: compile(import(yaml)) is the config
+NeMo-RL loads from the YAML (``yaml_loader.expand``), key for key.
+
+Each file is imported with the environment variables its ``${oc.env:...}`` read unset (they are
+run-time references, not read at import), and compared with them set: the compiled config is
+resolved as NeMo-RL resolves its config file, so both sides see the same environment. The only
+keys the compiled config may add are those the import reported as required by the schema and
+absent from the YAML (super-v3's GRPOConfig requires two that no config sets: shared/reference
+README, "Known traps").
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from recipekit.errors import RecipeError
+from recipekit.loading import load_object
+from recipekit.nemo_rl.yaml_loader import expand
+from recipekit.review.import_yaml import compile_object, import_yaml
+from recipekit.review.keydiff import diff
+
+REFERENCE = Path(os.environ.get("RECIPEKIT_REFERENCE_DIR", "/work/shared/reference"))
+CORPUS = REFERENCE / "nemo-rl"
+# Files under nemo-rl/ that are not configs NeMo-RL loads, and why (each test below checks the
+# reason still holds).
+EXCLUDED = {
+    # Its header: "Only env.nemo_gym is read (dry-run NemoGym._spinup)": a docker build input
+    # listing Gym environments to pre-install, not a run config.
+    "main/examples/nemo_gym/prefetch_super_all_envs.yaml": "not a NeMo-RL run config",
+    # defaults: stage2_swe_pivot.yaml, which super-v3 (8af543ad) does not have: NeMo-RL cannot
+    # load it either.
+    "super-v3/examples/configs/super/small_stage2_swe_pivot_8node.yaml": "no such file",
+}
+# What the corpus's ${oc.env:...} read, set for the comparison only.
+ENVIRONMENT = {"HF_HOME": "/env-test/hf_home", "PERSISTENT_CACHE": "/env-test/persistent"}
+
+
+def _corpus() -> list[str]:
+    return sorted(str(p.relative_to(CORPUS)) for p in CORPUS.glob("**/*.yaml"))
+
+
+ROUND_TRIP = [name for name in _corpus() if name not in EXCLUDED]
+
+
+def test_the_corpus_is_there_on_both_branches() -> None:
+    # A wrong RECIPEKIT_REFERENCE_DIR would otherwise parametrize nothing and pass.
+    branches = {name.split("/")[0] for name in ROUND_TRIP}
+    assert branches == {"super-v3", "main"}
+    assert len(ROUND_TRIP) >= 150
+    assert set(EXCLUDED) <= set(_corpus())
+
+
+@pytest.mark.parametrize("name", ROUND_TRIP)
+def test_round_trip_key_for_key(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = CORPUS / name
+    for variable in ENVIRONMENT:
+        monkeypatch.delenv(variable, raising=False)
+    imported = import_yaml(path)
+    module = tmp_path / "imported_recipe.py"
+    module.write_text(imported.source)
+    compiled, warnings = compile_object(load_object(f"{module}:recipe"))
+    hatched = [w.path for w in imported.warnings if w.path not in imported.added]
+    assert [w.path for w in warnings] == hatched
+
+    for variable, value in ENVIRONMENT.items():
+        monkeypatch.setenv(variable, value)
+    changes = diff(expand(path), _as_nemo_rl_resolves(compiled))
+    assert [c for c in changes if not (c.kind == "added" and c.key in imported.added)] == []
+
+
+def _as_nemo_rl_resolves(config: dict[str, object]) -> object:
+    """The compiled config as NeMo-RL reads it at run time: its ``${oc.env:...}`` filled in."""
+    if "${oc.env:" not in repr(config):
+        return config
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(OmegaConf.create(config), resolve=True)
+
+
+@pytest.mark.parametrize("name", sorted(EXCLUDED))
+def test_excluded_files_are_not_configs_nemo_rl_loads(name: str) -> None:
+    with pytest.raises(RecipeError) as failure:
+        import_yaml(CORPUS / name)
+    assert EXCLUDED[name] in failure.value.render()
