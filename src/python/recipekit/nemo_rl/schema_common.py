@@ -20,8 +20,9 @@ widen a key just so far:
   ``VllmSpecificArgs`` that its examples set and ``schema_main`` leaves out (refit transport,
   CUDA graphs, activation offloading, Megatron LoRA);
 - on both, what NeMo-RL reads with ``.get()`` beyond its TypedDicts: Megatron LoRA
-  (``megatron_cfg.peft``, super-v3 nemo_rl/models/megatron/setup.py) and SGLang's own
-  arguments (``generation.sglang_cfg``, super-v3 nemo_rl/algorithms/grpo.py).
+  (``megatron_cfg.peft``, super-v3 nemo_rl/models/megatron/setup.py), SGLang's own
+  arguments (``generation.sglang_cfg``, super-v3 nemo_rl/algorithms/grpo.py), and where Gym
+  runs (``env.nemo_gym.num_gpu_nodes``, ``uv_venv_dir``: main nemo_rl/environments/nemo_gym.py).
 
 A widened key's type is wider than its base class's, which mypy flags (ignored on those
 lines): these sections are compiled as they are and never read through the Super schema's
@@ -49,8 +50,10 @@ from recipekit.nemo_rl.schema_main import (
     ClusterMain,
     DataMain,
     DatasetMain,
+    Environments,
     GenerationMain,
     MegatronMain,
+    NemoGym,
     PolicyMain,
     TokenizerMain,
     VllmConfigMain,
@@ -203,6 +206,24 @@ class PolicyExamples(PolicyMain):
     tokenizer: TokenizerExamples = required()
     megatron_cfg: MegatronExamples | Unset = optional()
     generation: GenerationExamples | Unset = optional()
+
+
+# --- environments -------------------------------------------------------------------------------
+
+
+@section("env.nemo_gym")
+@attrs.frozen(kw_only=True)
+class NemoGymExamples(NemoGym):
+    # Nodes of GPUs for Gym's own model servers (judges, reward models); 0: none.
+    num_gpu_nodes: int | Unset = optional(at_least(0))
+    # Where Gym's servers get their virtual environments (NeMo-RL's default when absent).
+    uv_venv_dir: str | Unset = optional()
+
+
+@section("env")
+@attrs.frozen(kw_only=True)
+class EnvironmentsExamples(Environments):
+    nemo_gym: NemoGymExamples | Unset = optional()
 
 
 # --- what the non-GRPO entry points share -----------------------------------------------------

@@ -18,12 +18,12 @@ import attrs
 from recipekit.markers import Unset
 from recipekit.nemo_rl.schema import MathEnvironment
 from recipekit.nemo_rl.schema_common import (
+    EnvironmentsExamples,
     PolicyExamples,
     PolicyV3Examples,
     RunMasterConfig,
     RunMasterConfigMain,
 )
-from recipekit.nemo_rl.schema_main import Environments
 from recipekit.sections import optional, required, section
 from recipekit.validators import at_least, between, one_of
 
@@ -141,7 +141,7 @@ class DistillationMasterConfigMain(RunMasterConfigMain):
 
     teacher: PolicyExamples = required()
     loss_fn: DistillationLossMain = required()
-    env: Environments = required()
+    env: EnvironmentsExamples = required()
     distillation: DistillationConfigMain = required()
 
 

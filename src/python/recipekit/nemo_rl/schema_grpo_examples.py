@@ -13,8 +13,14 @@ import attrs
 
 from recipekit.markers import Unset
 from recipekit.nemo_rl.schema import GRPOConfig, GRPOMasterConfig
-from recipekit.nemo_rl.schema_common import DataList, DataListMain, PolicyExamples, PolicyV3Examples
-from recipekit.nemo_rl.schema_main import Environments, GRPOConfigMain, GRPOMasterConfigMain
+from recipekit.nemo_rl.schema_common import (
+    DataList,
+    DataListMain,
+    EnvironmentsExamples,
+    PolicyExamples,
+    PolicyV3Examples,
+)
+from recipekit.nemo_rl.schema_main import GRPOConfigMain, GRPOMasterConfigMain
 from recipekit.sections import optional, required, section
 from recipekit.validators import at_least
 
@@ -79,7 +85,7 @@ class GRPOExamplesConfig(GRPOMasterConfig):
     data: DataList = required()
     # super-v3 reads env as dict[str, Any]; its Gym runner reads the switches and the Gym
     # config that main's Environments section declares (examples/configs/super/*.yaml).
-    env: Environments = required()  # type: ignore[assignment]
+    env: EnvironmentsExamples = required()  # type: ignore[assignment]
 
 
 @section()
@@ -90,5 +96,6 @@ class GRPOExamplesConfigMain(GRPOMasterConfigMain):
     grpo: GRPOConfigExamplesMain = required()
     policy: PolicyExamples = required()
     data: DataListMain = required()
+    env: EnvironmentsExamples = required()
     reward_penalties: RewardPenalties | Unset = optional()
     data_plane: DataPlane | None | Unset = optional()

@@ -11,8 +11,12 @@ import attrs
 
 from recipekit.markers import Unset
 from recipekit.nemo_rl.schema import AsyncGRPO, RewardScaling
-from recipekit.nemo_rl.schema_common import PolicyExamples, RunMasterConfigMain
-from recipekit.nemo_rl.schema_main import ClippedPGLossMain, Environments, RewardShapingMain
+from recipekit.nemo_rl.schema_common import (
+    EnvironmentsExamples,
+    PolicyExamples,
+    RunMasterConfigMain,
+)
+from recipekit.nemo_rl.schema_main import ClippedPGLossMain, RewardShapingMain
 from recipekit.sections import optional, required, section
 from recipekit.validators import at_least, between
 
@@ -108,4 +112,4 @@ class PPOMasterConfig(RunMasterConfigMain):
     loss_fn: ClippedPGLossMain = required()
     value_loss_fn: ValueLoss = required()
     value: ValuePolicy = required()
-    env: Environments = required()
+    env: EnvironmentsExamples = required()
