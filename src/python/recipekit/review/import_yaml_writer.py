@@ -49,7 +49,7 @@ class ModuleWriter:
         schema: str,
     ) -> str:
         sections = []
-        for field in attrs.fields(type(config)):
+        for field in self._in_yaml_order(type(config), ""):
             value = getattr(config, field.name)
             if value is UNSET:
                 continue
@@ -148,6 +148,14 @@ class ModuleWriter:
             notes = (*notes, "not in the YAML: the schema requires it (the compiled config has it)")
         return notes
 
+    def _in_yaml_order(self, cls: type, key: str) -> list[Any]:
+        """``cls``'s fields in the order the YAML has its keys (then the others): a subclass
+        that redeclares a key would otherwise move it last."""
+        original = resolved_at(self.resolved, key) if key else self.resolved
+        order = {k: i for i, k in enumerate(original)} if isinstance(original, dict) else {}
+        fields = list(attrs.fields(cls))
+        return sorted(fields, key=lambda f: order.get(key_of(cls, f.name), len(order)))
+
     def expr(self, value: Any, key: str, depth: int) -> str:
         # Leaves are written as the YAML had them: a typed float key given an integer keeps
         # the integer, which is what NeMo-RL reads.
@@ -163,7 +171,7 @@ class ModuleWriter:
             cls = type(value)
             self.classes.add((cls.__module__, cls.__name__))
             rows = []
-            for field in attrs.fields(cls):
+            for field in self._in_yaml_order(cls, key):
                 item = getattr(value, field.name)
                 if item is UNSET and field.default is UNSET:
                     continue
