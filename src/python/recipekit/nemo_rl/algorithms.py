@@ -170,16 +170,18 @@ NEMO_RL_SUPER35_XTOKEN_DISTILLATION = _main(
 )
 NEMO_RL_SUPER35_PPO = _main(NemoRLRun("ppo", "examples/run_ppo.py", PPOMasterConfig))
 NEMO_RL_SUPER35_EVAL = _main(NemoRLRun("eval", "examples/run_eval.py", EvalMasterConfig))
-_GRPO_MAIN = attrs.evolve(NEMO_RL_SUPER35, config_type=GRPOExamplesConfigMain)
-# NEMO_RL_SUPER35 (Gym, examples/nemo_gym/run_grpo_nemo_gym.py) is the Super 3.5 RL one.
-NEMO_RL_SUPER35_GYM_GRPO = _GRPO_MAIN
-NEMO_RL_SUPER35_GRPO = attrs.evolve(_GRPO_MAIN, entry_point="examples/run_grpo.py")
-NEMO_RL_SUPER35_VLM_GRPO = attrs.evolve(_GRPO_MAIN, entry_point="examples/run_vlm_grpo.py")
+# NEMO_RL_SUPER35 (Gym, examples/nemo_gym/run_grpo_nemo_gym.py) is the Super 3.5 RL one; these
+# read GRPO as main's examples configure it.
+NEMO_RL_SUPER35_GYM_GRPO = attrs.evolve(NEMO_RL_SUPER35, config_type=GRPOExamplesConfigMain)
+NEMO_RL_SUPER35_GRPO = attrs.evolve(NEMO_RL_SUPER35_GYM_GRPO, entry_point="examples/run_grpo.py")
+NEMO_RL_SUPER35_VLM_GRPO = attrs.evolve(
+    NEMO_RL_SUPER35_GYM_GRPO, entry_point="examples/run_vlm_grpo.py"
+)
 NEMO_RL_SUPER35_SLIDING_PUZZLE_GRPO = attrs.evolve(
-    _GRPO_MAIN, entry_point="examples/run_grpo_sliding_puzzle.py"
+    NEMO_RL_SUPER35_GYM_GRPO, entry_point="examples/run_grpo_sliding_puzzle.py"
 )
 NEMO_RL_SUPER35_SINGLE_CONTROLLER_GRPO = attrs.evolve(
-    _GRPO_MAIN, entry_point="examples/run_grpo_single_controller.py"
+    NEMO_RL_SUPER35_GYM_GRPO, entry_point="examples/run_grpo_single_controller.py"
 )
 
 # --- which one a config is for ------------------------------------------------------------------

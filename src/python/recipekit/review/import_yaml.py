@@ -194,13 +194,11 @@ def _escape_env(data: Any) -> Any:
 
 
 def _fit_strictest(frameworks: tuple[Any, ...], resolved: dict[str, Any]) -> tuple[Any, Fit]:
-    """The first framework whose config type holds the YAML with no more untyped keys than a
-    later (wider) one."""
+    """The first framework whose config type leaves no more keys untyped than a later (wider)
+    one: the Super recipes' own schema where the YAML fits it as well."""
     best: tuple[Any, Fit] | None = None
     failure: RecipeError | None = None
     for framework in frameworks:
-        if best is not None and all(why == UNKNOWN for _, why in best[1].untyped.values()):
-            break  # a wider schema declares no more keys; it would only accept more values
         try:
             fitted = fit(tree_copy(resolved), framework.config_type)
         except RecipeError as exc:

@@ -5,6 +5,7 @@ and what compiling it refuses. The whole corpus round-trips in import_yaml_corpu
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,7 @@ def _stage(module: Path) -> Stage:
             f"{MAIN}/configs/recipes/vlm/mopd-nemotron-super-omni-120ba12b-4n8g-smoke.v1.yaml",
             nemo_rl.NEMO_RL_SUPER35,
         ),
+        (f"{MAIN}/nemo_gym/nemotron-3-super/stage2_swe1.yaml", nemo_rl.NEMO_RL_SUPER35_GYM_GRPO),
         (f"{MAIN}/configs/sft.yaml", nemo_rl.NEMO_RL_SUPER35_SFT),
         (f"{MAIN}/configs/dpo.yaml", nemo_rl.NEMO_RL_SUPER35_DPO),
         (
@@ -87,6 +89,10 @@ def test_the_module_names_the_version_and_entry_point_it_targets(
     assert (stage.framework.name, stage.framework.version) == ("nemo-rl", version)
     assert stage.framework.entry_point == framework.entry_point
     assert isinstance(stage.config, framework.config_type)
+    imports = re.findall(
+        r"^from recipekit\.nemo_rl\.\w+ import (NEMO_RL_\w+)$", imported.source, re.M
+    )
+    assert len(imports) == 1 and getattr(nemo_rl, imports[0]) is framework
 
 
 def test_an_interpolated_key_comes_back_as_a_derivation(

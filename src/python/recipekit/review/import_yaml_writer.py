@@ -291,6 +291,6 @@ def _importable(obj: Any) -> tuple[str, str]:
 
     for module in (grpo, algorithms):
         for name, value in vars(module).items():
-            if value is obj and name.isupper():
+            if value is obj and name.isupper() and not name.startswith("_"):
                 return module.__name__, name
     raise ValueError(f"{obj!r} is not a framework constant of recipekit.nemo_rl")
