@@ -127,6 +127,7 @@ def _mopd(stage: str, description: str, *specialists: Domain) -> Stage:
         },
         name=stage,
         description=description,
+        helper_depth=1,  # `explain` points at the stage's line below
         hardware=Hardware(GB200_NODE, num_nodes=nodes),
         lineage=SUPER35.stage(stage),
     )

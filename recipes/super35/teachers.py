@@ -115,6 +115,7 @@ def _teacher(
         },
         name=stage,
         description=description,
+        helper_depth=1,  # `explain` points at the stage's line below
         hardware=Hardware(GB200_NODE, num_nodes=nodes),
         lineage=SUPER35.stage(stage),
     )

@@ -58,10 +58,16 @@ class Stage:
     # What each ``with_values`` on the way to this stage set, oldest first.
     assignments: tuple[Assignment, ...] = attrs.field(default=(), eq=False, repr=False)
 
-    def with_values(self, changes: Mapping[str, Any] | None = None, **stage_fields: Any) -> Stage:
-        """A variant: framework keys by dotted path in ``changes``, stage fields by keyword."""
+    def with_values(
+        self, changes: Mapping[str, Any] | None = None, *, helper_depth: int = 0, **stage_fields: Any
+    ) -> Stage:
+        """A variant: framework keys by dotted path in ``changes``, stage fields by keyword.
+
+        ``helper_depth``: how many helper functions stand between the recipe line that makes the
+        variant and this call; ``explain`` then points at that recipe line.
+        """
         config = with_values(self.config, changes or {})
-        file, line = _caller(1)
+        file, line = _caller(1 + helper_depth)
         name = stage_fields.get("name", self.name)
         recorded = tuple(
             Assignment(key, file, line, name) for key in [*(changes or {}), *stage_fields]
