@@ -59,7 +59,11 @@ class Stage:
     assignments: tuple[Assignment, ...] = attrs.field(default=(), eq=False, repr=False)
 
     def with_values(
-        self, changes: Mapping[str, Any] | None = None, *, helper_depth: int = 0, **stage_fields: Any
+        self,
+        changes: Mapping[str, Any] | None = None,
+        *,
+        helper_depth: int = 0,
+        **stage_fields: Any,
     ) -> Stage:
         """A variant: framework keys by dotted path in ``changes``, stage fields by keyword.
 
