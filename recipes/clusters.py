@@ -8,7 +8,14 @@ for yours, or add a profile here. Images are NeMo-RL containers built from the s
 import attrs
 
 from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE
-from recipekit.launch.profile import ClusterProfile, Gb200Settings, Mount, Pyxis, Tracking
+from recipekit.launch.profile import (
+    BaseContainer,
+    ClusterProfile,
+    Gb200Settings,
+    Mount,
+    Pyxis,
+    Tracking,
+)
 
 # The guide mounts shared storage at /shared inside the container.
 SHARED = (Mount("/lustre/your-team/shared", "/shared"),)
@@ -16,6 +23,20 @@ SHARED_PATHS = {
     "checkpoints": "/shared/checkpoints",
     "models": "/shared/models",
     "hf_home": "/shared/HF_HOME",
+}
+
+# The images of the other bases (containers/bases.py), by reference: pin each by digest before
+# submitting. NVIDIA's NeMo image and vLLM's are multi-architecture; the Super 3.5 RL image is
+# your build of NeMo-RL super-v3.5-posttraining @ f299847f1 (seed 004: "built from the
+# stage-owned Dockerfile"), pushed where your cluster pulls from.
+BASES = {
+    "nemo-rl-super35": BaseContainer(
+        image="nvcr.io/your-org/nemo-rl:super-v3.5-posttraining-f299847f1",
+        framework_root="/opt/nemo-rl",
+    ),
+    # Megatron-Bridge's scripts/training/run_recipe.py lives in its checkout in the NeMo image.
+    "nemo": BaseContainer(image="nvcr.io/nvidia/nemo:26.08", framework_root="/opt/Megatron-Bridge"),
+    "vllm": BaseContainer(image="docker.io/vllm/vllm-openai:v0.30.0", framework_root="/"),
 }
 
 b200 = ClusterProfile(
@@ -32,6 +53,7 @@ b200 = ClusterProfile(
     # Every finished run is recorded in W&B: submit needs WANDB_API_KEY in the shell. Seed 004's
     # env.toml: [wandb] project = "nemotron", entity = "YOUR-TEAM" (fill in yours).
     tracking=Tracking(mode="online", project="nemotron", entity="your-team"),
+    bases=BASES,
 )
 
 gb200_nvl72 = attrs.evolve(

@@ -56,13 +56,17 @@ def _plan(overrides: tuple[str, ...]) -> Any:
 
 
 def _profile(name: str | None, plan: Any, *, required: bool) -> Any:
+    from recipekit.launch.profile import ClusterProfile
     from recipekit.launch.profiles import default_profile_for, find_profile
 
+    profile: ClusterProfile | None
     if name:
-        return find_profile(name)
-    if required:
+        profile = find_profile(name)
+    elif required:
         raise RecipeError([Issue("--cluster", "required: which cluster profile to submit to")])
-    return default_profile_for(plan.stage.hardware.node.name)
+    else:
+        profile = default_profile_for(plan.stage.hardware.node.name)
+    return None if profile is None else profile.for_base(plan.stage.framework.image)
 
 
 def _run_dir(plan: Any, profile: Any) -> Any:

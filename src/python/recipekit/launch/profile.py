@@ -122,6 +122,15 @@ class Tracking:
     entity: str | None = None
 
 
+@attrs.frozen
+class BaseContainer:
+    """The container image a stage on one base (a name in ``containers/bases.py``) runs in on
+    this cluster, and where that image holds the framework's checkout."""
+
+    image: str
+    framework_root: str
+
+
 @attrs.frozen(kw_only=True)
 class ClusterProfile:
     name: str
@@ -156,6 +165,10 @@ class ClusterProfile:
     # "baked": the container image is the stage image `publish` pushed, launcher and plan inside.
     shipping: Literal["mounted", "baked"] = "mounted"
     tracking: Tracking = attrs.field(factory=Tracking)
+    # The base whose image ``container`` names; stages on other bases (Megatron-Bridge on NeMo,
+    # evaluation on vLLM, Super 3.5 RL) run in the image ``bases`` gives for theirs.
+    default_base: str = "nemo-rl"
+    bases: dict[str, BaseContainer] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
         # The job reaches its run directory through the container's mounts.
@@ -168,6 +181,31 @@ class ClusterProfile:
     @property
     def python(self) -> str:
         return self.container.python
+
+    def for_base(self, base: str) -> ClusterProfile:
+        """This profile as a stage on ``base`` runs on it: that base's image and checkout."""
+        if not isinstance(self.container, Pyxis) or base == self.default_base:
+            return self
+        found = self.bases.get(base)
+        if found is None:
+            known = ", ".join(sorted({self.default_base, *self.bases}))
+            raise RecipeError(
+                [
+                    Issue(
+                        f"profile {self.name}: bases",
+                        f"no container for base image {base!r} (this profile has: {known})",
+                        hint=f"add bases={{{base!r}: BaseContainer(image=..., framework_root=...)}}"
+                        " in recipes/clusters.py",
+                    )
+                ]
+            )
+        return attrs.evolve(
+            self,
+            container=attrs.evolve(self.container, image=found.image),
+            framework_root=found.framework_root,
+            default_base=base,
+            bases={},
+        )
 
     def inlined_secrets(self) -> list[Issue]:
         """Secrets written into the profile (they would land in the job script): refused."""

@@ -42,6 +42,8 @@ def compile_files(stage: Stage, overrides: tuple[str, ...] = ()) -> dict[str, st
         profile = None
     else:
         profile = default_profile_for(stage.hardware.node.name)
+        if profile is not None and hasattr(profile, "for_base"):
+            profile = profile.for_base(stage.framework.image)
     images: dict[str, Any] = {"base": _base_image(stage.framework.image)}
     if profile is None:
         job = NO_PROFILE
