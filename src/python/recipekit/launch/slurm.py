@@ -6,10 +6,12 @@ With slurmctld down, Slurm clients retry for minutes; every call here gives up a
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
 from recipekit.errors import Issue, RecipeError
+from recipekit.launch.hostlist import expand_hostlist
 
 SLURM_TIMEOUT_S = 30
 ACTIVE_STATES = {
@@ -78,11 +80,20 @@ def cancel(job_id: str) -> None:
 
 
 def hostnames(nodelist: str) -> list[str]:
+    # A job step in a container image (pyxis, an OCI bundle) usually has no Slurm clients.
+    if shutil.which("scontrol") is None:
+        return expand_hostlist(nodelist)
     return _run(["scontrol", "show", "hostnames", nodelist]).split()
 
 
 def node_address(node: str) -> str:
-    """The node's address as Slurm knows it (NodeAddr), which nodes use to reach each other."""
+    """The node's address as Slurm knows it (NodeAddr), which nodes use to reach each other.
+
+    Without ``scontrol`` (in a container image), the node's name: DNS resolves it on most
+    clusters, as it does when Slurm knows no NodeAddr.
+    """
+    if shutil.which("scontrol") is None:
+        return node
     out = _run(["scontrol", "show", "node", "--oneliner", node])
     for field in out.split():
         if field.startswith("NodeAddr="):
