@@ -60,12 +60,37 @@ class Pyxis:
         return flags
 
     def in_container(self, host_path: str) -> str:
-        for mount in sorted(self.mounts, key=lambda m: -len(m.host)):
-            if host_path == mount.host or host_path.startswith(mount.host.rstrip("/") + "/"):
-                return mount.container + host_path[len(mount.host.rstrip("/")) :]
-        raise RecipeError(
-            [Issue("profile.container.mounts", f"{host_path} is not under any mount")]
-        )
+        return _in_container(self.mounts, host_path)
+
+
+def _in_container(mounts: tuple[Mount, ...], host_path: str) -> str:
+    for mount in sorted(mounts, key=lambda m: -len(m.host)):
+        if host_path == mount.host or host_path.startswith(mount.host.rstrip("/") + "/"):
+            return mount.container + host_path[len(mount.host.rstrip("/")) :]
+    raise RecipeError([Issue("profile.container.mounts", f"{host_path} is not under any mount")])
+
+
+@attrs.frozen(kw_only=True)
+class OciBundle:
+    """Run every job step in an unpacked OCI bundle with Slurm's own container support
+    (``srun --container=DIR``; the cluster's oci.conf names the runtime, e.g. runc): for
+    clusters without pyxis. A runtime takes its bind mounts from the bundle's config.json, so
+    ``mounts`` must be the ones the bundle was made with (``launch.oci_bundle.pull_bundle``).
+    """
+
+    # A directory every node reaches at this path (shared storage), holding config.json and rootfs.
+    bundle: str
+    mounts: tuple[Mount, ...] = ()
+    # Inside the container.
+    python: str = "python3"
+
+    kind: str = "oci-bundle"
+
+    def srun_flags(self) -> list[str]:
+        return [f"--container={self.bundle}"]
+
+    def in_container(self, host_path: str) -> str:
+        return _in_container(self.mounts, host_path)
 
 
 @attrs.frozen(kw_only=True)
@@ -138,7 +163,7 @@ class ClusterProfile:
     partition: str
     account: str | None = None
     time_limit: str = attrs.field(default="04:00:00", validator=_time_limit)
-    container: Pyxis | NoContainer = attrs.field(factory=NoContainer)
+    container: Pyxis | OciBundle | NoContainer = attrs.field(factory=NoContainer)
     # Shared storage (host paths) for each run's plan, launcher and logs.
     runs_dir: str
     # Shared paths (as the job sees them) that must be mounted and writable on every node.
@@ -173,9 +198,14 @@ class ClusterProfile:
     def __attrs_post_init__(self) -> None:
         # The job reaches its run directory through the container's mounts.
         self.container.in_container(self.runs_dir)
-        if self.shipping == "baked" and not isinstance(self.container, Pyxis):
+        if self.shipping == "baked" and isinstance(self.container, NoContainer):
             raise RecipeError(
-                [Issue(f"profile {self.name}: shipping", "baked needs a container image (Pyxis)")]
+                [
+                    Issue(
+                        f"profile {self.name}: shipping",
+                        "baked needs a container image (Pyxis or OciBundle)",
+                    )
+                ]
             )
 
     @property
@@ -224,9 +254,14 @@ class ClusterProfile:
 
 
 _converter = cattrs.Converter(forbid_extra_keys=True)
+_CONTAINER_KINDS: dict[str, type[Pyxis | OciBundle | NoContainer]] = {
+    "pyxis": Pyxis,
+    "oci-bundle": OciBundle,
+    "none": NoContainer,
+}
 _converter.register_structure_hook(
-    Pyxis | NoContainer,
-    lambda d, _: _converter.structure(d, Pyxis if d.get("kind") == "pyxis" else NoContainer),
+    Pyxis | OciBundle | NoContainer,
+    lambda d, _: _converter.structure(d, _CONTAINER_KINDS[d.get("kind", "none")]),
 )
 
 
