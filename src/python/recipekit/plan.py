@@ -163,11 +163,18 @@ def resolve_run_inputs(stage: Stage) -> tuple[Any, dict[str, str]]:
 
 
 def content_hash(stage: Stage, rendered: dict[str, Any]) -> str:
-    """sha256 over what decides the run: framework, hardware, model, the exact config and,
-    for a stage in a pipeline, the input artifacts it is pinned to."""
+    """sha256 over what decides the run: the framework (and how it is launched, with which
+    arguments), the hardware, the model, the exact config and, for a stage in a pipeline, the
+    input artifacts it is pinned to."""
     hw = stage.hardware
     identity: dict[str, Any] = {
-        "framework": [stage.framework.name, stage.framework.version, stage.framework.entry_point],
+        "framework": [
+            stage.framework.name,
+            stage.framework.version,
+            stage.framework.entry_point,
+            stage.framework.launch,
+            stage.framework.arguments(rendered),
+        ],
         "hardware": [hw.node.name, hw.num_nodes, hw.gpus_per_node, hw.node.cpu_arch.value],
         "model": stage.model.name,
         "config": rendered,
