@@ -128,11 +128,11 @@ def grpo_summary(cfg: dict[str, Any], lay: Layout) -> list[tuple[str, str]]:
             )
         )
     rows.append(("model", policy["model_name"]))
-    keep = (
-        f", keep {ckpt['keep_top_k']} best by {ckpt['metric_name']}"
-        if ckpt.get("keep_top_k")
-        else ""
-    )
+    keep = ""
+    if ckpt.get("keep_top_k"):
+        # Without a metric NeMo-RL ranks checkpoints by step: the latest are kept.
+        metric = ckpt.get("metric_name")
+        keep = f", keep {ckpt['keep_top_k']} " + (f"best by {metric}" if metric else "latest")
     rows.append(
         (
             "checkpoints",
