@@ -22,7 +22,7 @@ from pathlib import Path
 from recipekit.images.oci import Layout, Platform
 from recipekit.launch.oci_bundle import pull_bundle
 from recipekit.launch.profile import Mount
-from recipekit.launch.run_dir import PLAN_FILE
+from recipekit.launch.run_dir import PLAN_FILE, PROVENANCE_FILE
 from tests.integration.images.conftest import run_launcher
 from tests.integration.support.local_slurm import LocalSlurm
 
@@ -189,6 +189,9 @@ def test_a_published_stage_image_runs_the_job_as_an_oci_bundle(
     run_dir = log.parent.parent
     plan = json.loads((run_dir / PLAN_FILE).read_text())
     assert plan["hash"] == baked_plan["hash"]
+    # Submit recorded the image the job runs in by digest (the bundle says which it was).
+    provenance = json.loads((run_dir / PROVENANCE_FILE).read_text())
+    assert provenance["images"] == {"stage": image}
     # Baked: no launcher copied to the run directory; every step runs the image's, in the bundle.
     assert not list(run_dir.glob("*.pex"))
     script = (run_dir / "job.sbatch").read_text()

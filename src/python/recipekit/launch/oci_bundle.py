@@ -25,6 +25,9 @@ from recipekit.launch.profile import Mount
 _TAG = "image"
 
 
+IMAGE_ANNOTATION = "org.recipekit.image"
+
+
 def pull_bundle(
     image: str,
     bundle: Path,
@@ -66,8 +69,21 @@ def pull_bundle(
             raise RecipeError([Issue("umoci unpack", done.stderr.strip(), value=image)])
     config_path = bundle / "config.json"
     config = json.loads(config_path.read_text())
-    config_path.write_text(json.dumps(runtime_config(config, mounts), indent=2) + "\n")
+    config = runtime_config(config, mounts)
+    # The run record names the image the job ran in, by digest (launch.run_record).
+    config["annotations"] = {**config.get("annotations", {}), IMAGE_ANNOTATION: image}
+    config_path.write_text(json.dumps(config, indent=2) + "\n")
     return bundle
+
+
+def bundle_image(bundle: str | Path) -> str | None:
+    """The image (``HOST/REPO@sha256:...``) ``pull_bundle`` unpacked into ``bundle``."""
+    try:
+        config = json.loads((Path(bundle) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    image = config.get("annotations", {}).get(IMAGE_ANNOTATION)
+    return image if isinstance(image, str) else None
 
 
 def _platform_manifest(

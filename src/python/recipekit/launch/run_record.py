@@ -19,7 +19,8 @@ from typing import Any
 
 from recipekit.errors import RecipeError
 from recipekit.launch.framework_process import raise_on_termination
-from recipekit.launch.profile import ClusterProfile, Pyxis, profile_from_json
+from recipekit.launch.oci_bundle import bundle_image
+from recipekit.launch.profile import ClusterProfile, OciBundle, Pyxis, profile_from_json
 from recipekit.launch.run_dir import JOB_SCRIPT, PLAN_FILE, PROFILE_FILE, PROVENANCE_FILE, RunDir
 
 Log = Callable[[str], None]
@@ -52,9 +53,12 @@ def checkout_state(cwd: Path) -> dict[str, Any]:
 def image_digests(plan: Mapping[str, Any], profile: ClusterProfile) -> dict[str, str]:
     """The container the job runs in, by digest, named for the base it is (or, baked, "stage")."""
     container = profile.container
+    name = "stage" if profile.shipping == "baked" else str(plan["framework"]["image"])
+    if isinstance(container, OciBundle):
+        image = bundle_image(container.bundle)
+        return {name: image} if image is not None and "@sha256:" in image else {}
     if not isinstance(container, Pyxis) or "@sha256:" not in container.image:
         return {}
-    name = "stage" if profile.shipping == "baked" else str(plan["framework"]["image"])
     return {name: container.image}
 
 
