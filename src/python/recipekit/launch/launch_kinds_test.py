@@ -279,3 +279,18 @@ def test_submit_without_the_key_for_online_tracking_names_the_fix(
     assert result.stderr.startswith("error: tracking: WANDB_API_KEY: is not set")
     assert "export WANDB_API_KEY" in result.stderr and "Tracking(mode='off')" in result.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_last_saved_step_names_the_output_artifacts_step(tmp_path: Path) -> None:
+    from recipekit.launch.run_record import last_step
+
+    plan = {"outputs": {"checkpoints": str(tmp_path)}}
+    assert last_step(plan) is None  # nothing saved yet
+    for name in ("step_10", "step_120", "step_30", "logs", "step_x"):
+        (tmp_path / name).mkdir()
+    assert last_step(plan) == 120
+    megatron = tmp_path / "mb"
+    (megatron / "iter_0000200").mkdir(parents=True)
+    (megatron / "latest_checkpointed_iteration.txt").write_text("200")
+    assert last_step({"outputs": {"checkpoint": str(megatron)}}) == 200
+    assert last_step({"outputs": {}}) is None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -68,6 +69,20 @@ def capture_provenance(plan: Mapping[str, Any], profile: ClusterProfile, cwd: Pa
     return json.dumps(provenance, indent=2) + "\n"
 
 
+# Checkpoint directories by step: NeMo-RL writes step_<N>, Megatron-Bridge iter_<N, 7 digits>.
+_STEP_DIR = re.compile(r"^(?:step_|iter_)(\d+)$")
+
+
+def last_step(plan: Mapping[str, Any]) -> int | None:
+    """The last step the run saved a checkpoint for: its output artifact gets the alias
+    ``step-N``, so a later stage can pin it (``run.model=super35-rl-rlvr-model:step-120``)."""
+    outputs = list(plan.get("outputs", {}).values())
+    if not outputs or not Path(outputs[0]).is_dir():
+        return None
+    steps = [int(m.group(1)) for p in Path(outputs[0]).iterdir() if (m := _STEP_DIR.match(p.name))]
+    return max(steps) if steps else None
+
+
 def _output_uri(plan: Mapping[str, Any]) -> str | None:
     # The framework's outputs by role; the first is the checkpoint the stage publishes.
     outputs = list(plan.get("outputs", {}).values())
@@ -102,6 +117,7 @@ def record_finished_run(
             entity=tracking.entity,
             mode=tracking.mode,
             output_uri=_output_uri(plan),
+            output_step=last_step(plan),
         )
     except RecipeError as exc:
         log(f"tracking: the run is NOT recorded: {exc.render()}")
