@@ -10,13 +10,13 @@ names it; "SO" in the comments): NeMo-RL main's Super Omni VL GRPO recipe,
 async-gym.v1.yaml`` on ``examples/nemo_gym/grpo_nanov3.yaml`` (``recipekit import-yaml`` wrote
 the first draft). Values are SO's unless a comment says otherwise. Where the port differs:
 
-| what                  | SO                        | here (GB200, seed: "4 GPUs each")       |
-|-----------------------|---------------------------|------------------------------------------|
-| nodes x GPUs          | 16 x 8 = 128 GPUs         | 32 x 4 = 128 GPUs (NOT IN THE SEED)     |
-| generation            | 8 nodes, vLLM TP 4        | 16 nodes, vLLM TP 4 -> 16 instances      |
-| training              | 8 nodes: TP 8 x CP 2, EP 16 | 16 nodes: the same (TP 8 = 2 NVL72 trays) |
-| checkpoint, data      | /path/to/...              | the lineage's run.model / run.data       |
-| W&B                   | grpo-superv3omni          | project "nemotron" (seed's env.toml)     |
+| what             | SO                           | here (GB200, seed: "4 GPUs each")          |
+|------------------|------------------------------|--------------------------------------------|
+| nodes x GPUs     | 16 x 8 = 128 GPUs            | 32 x 4 = 128 GPUs (NOT IN THE SEED)        |
+| generation       | 8 nodes, vLLM TP 4           | 16 nodes, vLLM TP 4 -> 16 instances        |
+| training         | 8 nodes: TP 8 x CP 2, EP 16  | 16 nodes, the same (TP 8 = 2 NVL72 trays)  |
+| checkpoint, data | /path/to/...                 | the lineage's run.model / run.data         |
+| W&B              | project grpo-superv3omni     | project "nemotron" (the seed's env.toml)   |
 
 The seed gives RL node counts only as "16 to 144 nodes depending on the stage"; its per-stage
 table (rl/index.md) is not available. 32 nodes keep SO's GPU count.
