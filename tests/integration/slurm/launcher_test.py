@@ -94,11 +94,12 @@ def test_preflight_failure_stops_the_job_in_seconds(b200: Workspace) -> None:
     text = log.read_text()
     assert state == "FAILED", text
     assert time.monotonic() - started < 60
-    assert re.search(
-        r"PREFLIGHT FAILED on n\d \(127\.0\.1\.\d\): shared-paths: shared path "
+    failed = re.findall(
+        r"PREFLIGHT FAILED on (n\d) \(127\.0\.1\.\d\): shared-paths: shared path "
         r"'checkpoints': \S+/not-mounted is not mounted",
         text,
-    ), text
+    )
+    assert sorted(failed) == ["n1", "n2", "n3"], text  # every node reports
     assert "ray: " not in text  # Ray never started
     assert b200.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
 

@@ -280,11 +280,20 @@ def down(overrides: tuple[str, ...], cluster: str | None) -> None:
     click.echo(f"released job {job_id}")
 
 
+@cli.command(hidden=True)
+@click.argument("run_directory")
+def preflight(run_directory: str) -> None:
+    """Inside the allocation, on every node: the job's first step (run by the job script)."""
+    from recipekit.launch.job_step import run_node_preflight
+
+    sys.exit(run_node_preflight(run_directory))
+
+
 @cli.command(name="job-step", hidden=True)
 @click.argument("run_directory")
 @click.option("--interactive", is_flag=True)
 def job_step(run_directory: str, interactive: bool) -> None:
-    """Inside the allocation, on every node (run by the job script)."""
+    """A Ray stage's second step, on every node: Ray, then the framework (run by the job script)."""
     from recipekit.launch.job_step import run_job_step
 
     sys.exit(run_job_step(run_directory, interactive=interactive))

@@ -1,10 +1,10 @@
 """The sbatch script of a plan: resources, Slurm semantics, environment and its job steps.
 
-The script holds no secret and no logic: every job step is the packaged launcher. A "ray" stage
-has one step, ``launcher.pex job-step`` on every node, which runs preflight, brings Ray up and
-runs the framework. A "per-gpu" or "head" stage has a preflight step on every node, then the
-framework step (``entry-point``: one task per GPU, or one on the first node), then, when the
-profile tracks runs, ``record`` on the first node.
+The script holds no secret and no logic: every job step is the packaged launcher. Every stage
+starts with a preflight step on every node (``launcher.pex preflight``). A "ray" stage then has
+one step, ``job-step`` on every node, which brings Ray up and runs the framework. A "per-gpu"
+or "head" stage has the framework step (``entry-point``: one task per GPU, or one on the first
+node), then, when the profile tracks runs, ``record`` on the first node.
 """
 
 from __future__ import annotations
@@ -75,38 +75,31 @@ def render_job_script(
     ]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in job_environment(profile).items()]
     launch = plan["framework"]["launch"]
-    if launch == "ray":
-        step = launcher_step(
-            "job-step", "--kill-on-bad-exit=1", f"--nodes={nodes}", "--ntasks-per-node=1"
-        )
-        step += ["--interactive"] if interactive else []
-        lines += [
-            "",
-            "# One task per node: preflight, then Ray (head on the first node), then the framework"
-            + (" on request (`run`): an interactive cluster." if interactive else "."),
-            "exec " + _command(step),
-            "",
-        ]
-        return "\n".join(lines)
-    if interactive:
+    if interactive and launch != "ray":
         raise ValueError(f"an interactive job keeps a Ray cluster up; this stage launches {launch}")
     # Separate job steps, so that each starts only once the one before has ended well on every
     # node (set -e): the framework never starts beside a node that failed preflight, and the
     # run is recorded only once every rank has finished. (A per-node step that spawned its GPU
     # processes itself would need a barrier across nodes; the end of a step is that barrier.)
-    steps = [
-        (
-            "1. Preflight on every node, one task each: a failing node ends the job here.",
-            launcher_step(
-                "job-step",
-                "--kill-on-bad-exit=1",
-                f"--nodes={nodes}",
-                f"--ntasks={nodes}",
-                "--ntasks-per-node=1",
-            ),
-        ),
-        _framework_step(launch, nodes, gpus, launcher_step),
-    ]
+    # Preflight has no --kill-on-bad-exit: every node finishes its checks, so the log names
+    # every bad node at once, and no node's reason is lost (srun stops forwarding a task's
+    # output when it kills the step for another task's exit).
+    preflight = (
+        "1. Preflight on every node, one task each: the job ends here if any node fails.",
+        launcher_step("preflight", f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1"),
+    )
+    if launch == "ray":
+        step = launcher_step(
+            "job-step", "--kill-on-bad-exit=1", f"--nodes={nodes}", "--ntasks-per-node=1"
+        )
+        step += ["--interactive"] if interactive else []
+        comment = "2. One task per node: Ray (head on the first node), then the framework" + (
+            " on request (`run`): an interactive cluster." if interactive else "."
+        )
+        lines += ["", f"# {preflight[0]}", _command(preflight[1])]
+        lines += ["", f"# {comment}", "exec " + _command(step), ""]
+        return "\n".join(lines)
+    steps = [preflight, _framework_step(launch, nodes, gpus, launcher_step)]
     tracking = profile.tracking
     if tracking.mode != "off":
         steps.append(

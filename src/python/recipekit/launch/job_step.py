@@ -1,17 +1,20 @@
-"""What the launcher does on each node inside the allocation (``launcher.pex job-step RUN``).
+"""What the launcher does on each node inside the allocation.
 
-1. preflight: a failing node prints its name and reason and exits, and ``srun
-   --kill-on-bad-exit`` ends the job within seconds;
-2. Ray: head on the first node, a worker on each other node, the head waiting until every
+``launcher.pex preflight RUN``, the job's first step, on every node: the checks of
+``recipekit.launch.preflight``; a failing node prints its name and reasons and exits
+``EXIT_PREFLIGHT``, and the job ends once every node has reported. For "per-gpu" the first node
+also writes where rank 0 will listen.
+
+``launcher.pex job-step RUN``, the next step of a "ray" stage, on every node:
+
+1. Ray: head on the first node, a worker on each other node, the head waiting until every
    node and GPU has joined;
-3. the framework's entry point with the rendered config, on the head; its exit status becomes
+2. the framework's entry point with the rendered config, on the head; its exit status becomes
    the job's, once the head has recorded the run (the profile's tracking). Workers follow the
    head and leave when its Ray is gone. On any exit, including ``scancel``, this node's Ray is
    stopped and nothing is left.
 
-A stage that does not launch with Ray ("per-gpu", "head") runs only step 1 here; the job
-script's next step starts the framework (``recipekit.launch.entry_point``) once every node has
-passed. For "per-gpu" the first node also writes where rank 0 will listen.
+A "per-gpu" or "head" stage's framework step is ``recipekit.launch.entry_point``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import socket
 import time
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from recipekit.launch import slurm
 from recipekit.launch.entry_point import write_rendezvous
@@ -65,48 +70,87 @@ def _address(node: str) -> str:
         return addr
 
 
+@attrs.frozen
+class _Node:
+    """This task's place in the allocation, read from Slurm's environment."""
+
+    run: RunDir
+    plan: dict[str, Any]
+    profile: ClusterProfile
+    index: int
+    name: str
+    job_id: str
+    nodes: tuple[str, ...]
+    head_address: str
+    address: str
+
+    @classmethod
+    def from_environment(cls, run_path: str) -> _Node:
+        run = RunDir(Path(run_path))
+        nodes = tuple(slurm.hostnames(os.environ["SLURM_JOB_NODELIST"]))
+        name = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+        return cls(
+            run=run,
+            plan=run.read_json(PLAN_FILE),
+            profile=profile_from_json(run.read_json(PROFILE_FILE)),
+            index=int(os.environ.get("SLURM_NODEID", "0")),
+            name=name,
+            job_id=os.environ.get("SLURM_JOB_ID", "local"),
+            nodes=nodes,
+            head_address=_address(nodes[0]),
+            address=_address(name),
+        )
+
+    def log(self, message: str) -> None:
+        print(f"[{self.name} {self.address}] {message}", flush=True)
+
+    def announce(self) -> None:
+        role = "head" if self.index == 0 else f"worker {self.index}"
+        self.log(
+            f"{self.plan['stage']} plan {self.plan['hash'][:12]}: "
+            f"node {self.index + 1}/{len(self.nodes)} ({role})"
+        )
+
+
+def run_node_preflight(run_path: str) -> int:
+    node = _Node.from_environment(run_path)
+    node.announce()
+    ctx = NodeContext(
+        plan=node.plan,
+        profile=node.profile,
+        node_index=node.index,
+        node_name=node.name,
+        node_address=node.address,
+        run_path=str(node.run.path),
+    )
+    failures = run_preflight(ctx, node.log)
+    if failures:
+        node.log(f"PREFLIGHT FAILED on {node.name} ({node.address}): " + "; ".join(failures))
+        return EXIT_PREFLIGHT
+    if ctx.launch == "per-gpu" and node.index == 0:
+        write_rendezvous(node.run, node.job_id, node.head_address)
+    node.log(f"preflight passed; the framework starts once every node has passed ({ctx.launch})")
+    return 0
+
+
 def run_job_step(run_path: str, *, interactive: bool = False) -> int:
     raise_on_termination()
     try:
-        return _job_step(run_path, interactive)
+        return _job_step(_Node.from_environment(run_path), interactive)
     except Terminated as why:
         print(f"[{os.environ.get('SLURMD_NODENAME', '?')}] received {why}: stopped", flush=True)
         return 128 + signal.SIGTERM
 
 
-def _job_step(run_path: str, interactive: bool) -> int:
-    run = RunDir(Path(run_path))
-    plan = run.read_json(PLAN_FILE)
-    profile = profile_from_json(run.read_json(PROFILE_FILE))
-    node_index = int(os.environ.get("SLURM_NODEID", "0"))
-    node_name = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
-    job_id = os.environ.get("SLURM_JOB_ID", "local")
-    nodes = slurm.hostnames(os.environ["SLURM_JOB_NODELIST"])
-    head_address, my_address = _address(nodes[0]), _address(node_name)
-
-    def log(message: str) -> None:
-        print(f"[{node_name} {my_address}] {message}", flush=True)
-
-    role = "head" if node_index == 0 else f"worker {node_index}"
-    log(f"{plan['stage']} plan {plan['hash'][:12]}: node {node_index + 1}/{len(nodes)} ({role})")
-    ctx = NodeContext(
-        plan=plan,
-        profile=profile,
-        node_index=node_index,
-        node_name=node_name,
-        node_address=my_address,
-        run_path=str(run.path),
-    )
-    failures = run_preflight(ctx, log)
-    if failures:
-        log(f"PREFLIGHT FAILED on {node_name} ({my_address}): " + "; ".join(failures))
-        return EXIT_PREFLIGHT
-    if ctx.launch != "ray":
-        if ctx.launch == "per-gpu" and node_index == 0:
-            write_rendezvous(run, job_id, head_address)
-        log(f"preflight passed; the framework starts once every node has passed ({ctx.launch})")
-        return 0
-
+def _job_step(node: _Node, interactive: bool) -> int:
+    run, plan, profile, log = node.run, node.plan, node.profile, node.log
+    node_index, nodes, job_id = node.index, node.nodes, node.job_id
+    head_address, my_address = node.head_address, node.address
+    launch = plan["framework"]["launch"]
+    if launch != "ray":
+        log(f"job-step brings up Ray; this stage launches {launch!r} (its job script is stale?)")
+        return EXIT_RAY
+    node.announce()
     ports = profile.ray_ports
     gpus = plan["hardware"]["gpus_per_node"]
     if node_index > 0 and not wait_for_port(head_address, ports.gcs, profile.ray_start_timeout_s):

@@ -84,10 +84,10 @@ def _steps(lines: list[str]) -> list[list[str]]:
 def test_per_gpu_script_preflights_every_node_then_starts_a_task_per_gpu(tmp_path: Path) -> None:
     lines = _script(tmp_path, "per-gpu", tracking=Tracking(mode="offline"))
     preflight, ranks, record = _steps(lines)
-    assert preflight[-2:] == ["job-step", str(tmp_path / "run")]
-    assert {"--nodes=3", "--ntasks=3", "--ntasks-per-node=1", "--kill-on-bad-exit=1"} <= set(
-        preflight
-    )
+    assert preflight[-2:] == ["preflight", str(tmp_path / "run")]
+    assert {"--nodes=3", "--ntasks=3", "--ntasks-per-node=1"} <= set(preflight)
+    # Every node reports: a node's reason is not cut off by another node's exit.
+    assert "--kill-on-bad-exit=1" not in preflight
     assert ranks[-2] == "entry-point"
     assert {"--nodes=3", "--ntasks=24", "--ntasks-per-node=8", "--kill-on-bad-exit=1"} <= set(ranks)
     assert record[-2] == "record" and {"--relative=0", "--ntasks=1", "--gres=none"} <= set(record)
@@ -99,14 +99,18 @@ def test_head_script_runs_the_entry_point_once_and_records_only_when_tracking(
     tmp_path: Path,
 ) -> None:
     preflight, head = _steps(_script(tmp_path, "head"))
-    assert preflight[-2] == "job-step" and "--ntasks=3" in preflight
+    assert preflight[-2] == "preflight" and "--ntasks=3" in preflight
     assert head[-2] == "entry-point" and {"--nodes=1", "--ntasks=1", "--relative=0"} <= set(head)
     assert len(_steps(_script(tmp_path, "head", tracking=Tracking(mode="online")))) == 3
 
 
-def test_ray_script_is_one_step_on_every_node(tmp_path: Path) -> None:
-    [step] = _steps(_script(tmp_path, "ray", tracking=Tracking(mode="online")))
+def test_ray_script_preflights_every_node_then_runs_one_ray_step(tmp_path: Path) -> None:
+    preflight, step = _steps(_script(tmp_path, "ray", tracking=Tracking(mode="online")))
+    assert preflight[0] == "srun" and preflight[-2] == "preflight"
+    assert "--kill-on-bad-exit=1" not in preflight
     assert step[0] == "exec srun" and step[-2] == "job-step" and "--ntasks-per-node=1" in step
+    # A Ray worker that fails ends the step: the head would otherwise wait for it.
+    assert "--kill-on-bad-exit=1" in step
 
 
 def test_an_interactive_cluster_needs_a_ray_stage(tmp_path: Path) -> None:
