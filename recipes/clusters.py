@@ -44,6 +44,8 @@ b200 = ClusterProfile(
     node=B200_NODE,
     account="your-account",
     partition="batch",
+    # Where NeMo Evaluator's launcher (the eval stage) runs sbatch, over ssh: your login node.
+    login_host="login.your-cluster.example",
     time_limit="08:00:00",
     container=Pyxis(image="nvcr.io/your-org/nemo-rl:superv3-a90de923d", mounts=SHARED),
     runs_dir="/lustre/your-team/shared/recipekit-runs",

@@ -45,7 +45,7 @@ def test_the_stage_plans_with_the_seeds_lineage_row() -> None:
     assert plan["lineage"]["output"] is None
     assert plan["inputs"] == {"model": "/artifacts/super35-rl-mopd-phase2-hf-model/latest"}
     assert plan["framework"]["name"] == "nemo-evaluator"
-    assert plan["framework"]["launch"] == "head"
+    assert plan["framework"]["launch"] == "delegated"  # its launcher submits its own job
 
 
 def test_vllm_serves_the_seeds_image_on_the_whole_node() -> None:

@@ -18,11 +18,22 @@ from recipekit.model_card import ModelCard
 # "ray": Ray on every node, the entry point once on the head (NeMo-RL);
 # "per-gpu": one process per GPU on every node, torch.distributed set up from Slurm's
 #   environment, as NeMo-Run's Slurm executor starts Megatron-Bridge;
-# "head": the entry point once on the head, no cluster runtime (evaluation).
-Launch = Literal["ray", "per-gpu", "head"]
+# "head": the entry point once on the head, no cluster runtime;
+# "delegated": the framework is its own Slurm client (nemo-evaluator-launcher's Slurm executor):
+#   its entry point runs once on the submit host and submits the job that does the work.
+#   recipekit allocates nothing for it, and so runs no preflight.
+Launch = Literal["ray", "per-gpu", "head", "delegated"]
 
 # In ``Framework.arguments``: where the rendered config file's path goes.
 CONFIG_PLACEHOLDER = "{config}"
+# In a "delegated" framework's arguments: what its own Slurm client must be told of the cluster,
+# filled in from the cluster profile at submit (so not in the plan's hash, like the container).
+SITE_PLACEHOLDERS = {
+    "{login_host}": "the host its Slurm client submits from (profile login_host)",
+    "{account}": "the Slurm account (profile account)",
+    "{partition}": "the Slurm partition (profile partition)",
+    "{image}": "the stage's container image, by digest (profile container or bases)",
+}
 
 
 class Layout(Protocol):

@@ -3,7 +3,7 @@
 The packaged stage launcher loads a stage from here by path (``RECIPEKIT_STAGE=<this
 file>:per_gpu``), plans it, submits it and runs it under Slurm as it would on a cluster. The
 stages are the repository's own, with their real frameworks (Megatron-Bridge launches one
-process per GPU, NeMo Evaluator once on the head); only the hardware is the test cluster's:
+process per GPU, NeMo Evaluator's launcher submits its own job); only the hardware is the test cluster's:
 nodes of 4 GPUs (H100s, for the stages' memory checks) of this host's CPU architecture.
 """
 
@@ -29,8 +29,9 @@ FAKE_NODE = NodeType(
 # SFT smoke test (seed 004's `sft -c tiny`): 8 GPUs, here two nodes of four: 8 ranks.
 per_gpu = attrs.evolve(sft_tiny, hardware=Hardware(FAKE_NODE, num_nodes=2))
 
-# Evaluation (seed 004's stage 3): `nemo-evaluator-launcher run --config config.yaml`, once.
-head = attrs.evolve(evaluation, hardware=Hardware(FAKE_NODE, num_nodes=1))
+# Evaluation (seed 004's stage 3): `nemo-evaluator-launcher run --config config.yaml`, once,
+# on the submit host; the launcher submits the job.
+delegated = attrs.evolve(evaluation, hardware=Hardware(FAKE_NODE, num_nodes=1))
 
 # The same SFT stage started head-only, to see one process on the first of several nodes.
 head_of_two = attrs.evolve(

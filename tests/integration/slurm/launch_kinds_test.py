@@ -1,10 +1,12 @@
-"""Stages that launch without Ray ("per-gpu", "head"), run by the packaged launcher under Slurm.
+"""Stages that launch without Ray ("per-gpu", "head", "delegated"), by the packaged launcher.
 
 The production path end to end -- the stage launcher Pex submits, the job script runs preflight
 on every node, then the framework step, then the W&B record -- for Super 3.5 stages with their
-real frameworks (Megatron-Bridge per GPU, NeMo Evaluator on the head) on the test cluster's
-nodes (``fake_stages.py``). Only the entry points are stand-ins (``fake_train.py``), installed
-where the real ones would be; they write down what each process saw.
+real frameworks (Megatron-Bridge per GPU) on the test cluster's nodes (``fake_stages.py``). The
+evaluation stage is delegated: submit hands it to NeMo Evaluator's launcher on the submit host,
+which submits its own job to the same Slurm. Only the entry points are stand-ins
+(``fake_train.py``, ``fake_evaluator_launcher.py``), installed where the real ones would be;
+they write down what each process saw.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tests.integration.support.stage_workspace import Workspace
 HERE = Path(__file__).resolve().parent
 STAGES = HERE / "fake_stages.py"
 FAKE_ENTRY = HERE / "fake_train.py"
+FAKE_EVALUATOR = HERE / "fake_evaluator_launcher.py"
 # A stage launcher with no stage of its own (RECIPEKIT_STAGE names it): see BUILD.
 LAUNCHER = Path("tests.integration.slurm/stage-launcher.pex")
 PROCESSES = r"launcher\.pex|run_recipe\.py|nemo-evaluator-launcher"
@@ -56,6 +59,28 @@ profile = ClusterProfile(
 """
 
 
+VLLM_IMAGE = "docker.io/vllm/vllm-openai@sha256:" + "3" * 64
+DELEGATED_PROFILE = """\
+import sys
+
+sys.path.insert(0, {stages_dir!r})
+from fake_stages import FAKE_NODE
+from recipekit.launch.profile import ClusterProfile, Mount, Pyxis, Tracking
+
+profile = ClusterProfile(
+    name="local-eval",
+    node=FAKE_NODE,
+    partition="gpu",
+    account="eval-team",
+    login_host={login_host!r},
+    container=Pyxis(image={image!r}, mounts=(Mount({root!r}, "/shared"),)),
+    default_base="vllm",
+    runs_dir={runs!r},
+    tracking=Tracking(mode="offline", project="rk-test"),
+)
+"""
+
+
 class KindsWorkspace(Workspace):
     """A Workspace for a stage of fake_stages.py: its inputs, outputs and entry points."""
 
@@ -67,12 +92,12 @@ class KindsWorkspace(Workspace):
         shutil.copy(FAKE_ENTRY, runner)
         self.bin = root / "bin"
         self.bin.mkdir()
-        shutil.copy(FAKE_ENTRY, self.bin / "nemo-evaluator-launcher")
+        shutil.copy(FAKE_EVALUATOR, self.bin / "nemo-evaluator-launcher")
         os.chmod(self.bin / "nemo-evaluator-launcher", 0o755)
         inputs, outputs = self.shared / "artifacts", self.shared / "checkpoints" / stage
         for path in ("model", "data"):
             (inputs / path).mkdir(parents=True)
-        if stage == "head":
+        if stage == "delegated":
             self.overrides = [
                 f"deployment.checkpoint_path={inputs / 'model'}",
                 f"execution.output_dir={outputs}",
@@ -89,10 +114,13 @@ class KindsWorkspace(Workspace):
             "PATH": f"{self.bin}:{cluster.env()['PATH']}",
         }
 
+    def _new_profile_path(self) -> Path:
+        return self.root / f"profile_{len(list(self.root.glob('profile_*.py')))}.py"
+
     def write_kinds_profile(
         self, *, tracking: str = "Tracking(mode='off')", checkpoints: Path | None = None
     ) -> str:
-        path = self.root / f"profile_{len(list(self.root.glob('profile_*.py')))}.py"
+        path = self._new_profile_path()
         path.write_text(
             PROFILE.format(
                 stages_dir=str(HERE),
@@ -102,6 +130,21 @@ class KindsWorkspace(Workspace):
                 framework_root=str(self.framework_root),
                 master_port=MASTER_PORT,
                 tracking=tracking,
+            )
+        )
+        return f"{path}:profile"
+
+    def write_delegated_profile(self, *, login_host: str | None) -> str:
+        """A profile for the evaluation stage: the vLLM image pinned by digest, as submit
+        requires; it reaches only the evaluator's arguments (no step of ours runs in it)."""
+        path = self._new_profile_path()
+        path.write_text(
+            DELEGATED_PROFILE.format(
+                stages_dir=str(HERE),
+                root=str(self.root),
+                runs=str(self.runs),
+                image=VLLM_IMAGE,
+                login_host=login_host,
             )
         )
         return f"{path}:profile"
@@ -229,25 +272,46 @@ def test_no_rank_starts_beside_a_node_that_failed_preflight(kinds: Any) -> None:
     assert "rank " not in text and not (log.parent.parent / "seen").exists()
 
 
-def test_evaluation_runs_its_command_once_and_is_recorded(kinds: Any) -> None:
-    ws = kinds("head")
-    profile = ws.write_kinds_profile(tracking="Tracking(mode='offline', project='rk-test')")
-    job_id, log = ws.submit(profile, env=ws.wandb_env())
-    state = ws.cluster.wait_for_job(job_id, timeout=300)
-    text = log.read_text()
-    assert state == "COMPLETED", text
-    run_dir = log.parent.parent
-    # `nemo-evaluator-launcher run --config <run>/config.yaml`, found on the PATH.
-    [seen] = _seen(run_dir)
-    assert seen["arguments_match_plan"] and seen["SLURMD_NODENAME"] == "n1"
-    assert seen["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
-    assert [seen[k] for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "RAY_ADDRESS")] == [None] * 4
-    assert "[n1 head] entry point exited with status 0" in text
+def test_evaluation_is_handed_to_its_launcher_which_submits_its_own_job(kinds: Any) -> None:
+    ws = kinds("delegated")
+    env = {"WANDB_API_KEY": SECRET, "HF_TOKEN": SECRET, **ws.wandb_env()}
+    refused = ws.launcher(ws.write_delegated_profile(login_host=None), "submit", env=env)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert "needs the host its Slurm client submits from (profile login_host)" in refused.stderr
+    assert not ws.runs.exists()  # refused before anything was written
+
+    profile = ws.write_delegated_profile(login_host="localhost")
+    done = ws.launcher(profile, "submit", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "eval: handing plan " in done.stdout and "to nemo-evaluator-launcher" in done.stdout
+    found = re.search(r"^submitted batch job (\d+)$", done.stdout, re.MULTILINE)
+    assert found, done.stdout
+    # The launcher's job, not one of recipekit's, ran on the cluster: as it was told to.
+    assert ws.cluster.wait_for_job(found.group(1), timeout=120) == "COMPLETED"
+    results = ws.shared / "checkpoints" / "delegated"  # the plan's execution.output_dir
+    seen = json.loads((results / "seen.json").read_text())
+    assert (seen["node"], seen["partition"], seen["account"]) == ("n1", "gpu", "eval-team")
+    told = seen["told"]
+    assert told["execution.hostname"] == "localhost"
+    assert told["deployment.image"] == VLLM_IMAGE  # the profile's digest, not the recipe's tag
+    assert told["deployment.checkpoint_path"] == str(ws.shared / "artifacts" / "model")
+    assert len(told["tasks"]) == 5 and told["HF_TOKEN set"]
+
+    [run_dir] = ws.runs.iterdir()
+    assert not list((run_dir / "logs").glob("slurm-*.out"))  # recipekit submitted no job
+    record = json.loads((run_dir / "job.json").read_text())
+    assert record["delegated_to"] == "nemo-evaluator-launcher" and record["exit_status"] == 0
+    assert "submitted batch job" in Path(record["log"]).read_text()
+    # Recorded from the submit host, with its input; evaluation results are no artifact.
     [offline] = sorted((run_dir / "wandb").glob("offline-run-*"))
     recorded = read_offline_run(offline)
     assert recorded.inputs == {"model": "super35-rl-mopd-phase2-hf-model:latest"}
-    assert recorded.logged == ()  # evaluation results are no artifact
-    assert ws.cluster.wait_for_no_node_processes(PROCESSES, timeout=30) == []
+    assert recorded.logged == ()
+    status = ws.launcher(profile, "status")
+    assert status.returncode == 2 and "which owns its Slurm job" in status.stderr
+    written = [p for p in ws.root.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert [p for p in written if SECRET.encode() in p.read_bytes()] == []
 
 
 def test_head_runs_the_entry_point_once_on_the_first_node(kinds: Any) -> None:

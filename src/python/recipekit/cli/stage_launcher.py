@@ -148,12 +148,26 @@ def submit(interactive: bool, overrides: tuple[str, ...], cluster: str | None) -
     when the job starts; they are never written to the run directory. With the cluster
     profile's tracking online (the default), WANDB_API_KEY must be set: the job's first node
     records the finished run in W&B. A stage its lineage marks blocked is refused.
+
+    A delegated stage (evaluation) is handed to its framework's own Slurm client on this
+    host (nemo-evaluator-launcher), told the profile's login_host, account, partition and
+    image; that client submits the job and owns it.
     """
-    from recipekit.launch.submit import check_launchable, submit_plan
+    from recipekit.launch.submit import check_launchable, submit_delegated, submit_plan
 
     the_plan = _plan(overrides)
     check_launchable(the_plan)
     profile = _profile(cluster, the_plan, required=True)
+    client = the_plan.stage.framework.entry_point
+    if the_plan.stage.framework.launch == "delegated" and not interactive:
+        click.echo(f"{the_plan.stage.name}: handing plan {the_plan.hash[:12]} to {client}")
+        status, run = submit_delegated(the_plan, profile, click.echo)
+        click.echo(f"run directory: {run.path}")
+        if status != 0:
+            click.echo(f"{client} exited with status {status}", err=True)
+            sys.exit(status)
+        click.echo(f"{client} submitted the job and owns it: see its `status` and `kill`")
+        return
     job_id, run = submit_plan(the_plan, profile, interactive=interactive)
     click.echo(f"submitted {the_plan.stage.name} as Slurm job {job_id} (plan {the_plan.hash[:12]})")
     click.echo(f"run directory: {run.path}")
@@ -164,6 +178,17 @@ def _submitted(overrides: tuple[str, ...], cluster: str | None) -> tuple[Any, st
     the_plan = _plan(overrides)
     run = _run_dir(the_plan, _profile(cluster, the_plan, required=True))
     job_id = run.job_id()
+    client = run.delegated_to()
+    if client is not None:
+        raise RecipeError(
+            [
+                Issue(
+                    str(run.path),
+                    f"this plan was handed to {client}, which owns its Slurm job",
+                    hint=f"ask it: `{client} status` (its submit output is under logs/)",
+                )
+            ]
+        )
     if job_id is None:
         raise RecipeError([Issue(str(run.path), "this plan has not been submitted")])
     return run, job_id

@@ -48,13 +48,21 @@ def runs_with_python(entry_point: str) -> bool:
 
 def entry_point_command(plan: Mapping[str, Any], profile: ClusterProfile, run: RunDir) -> list[str]:
     """The entry point and the framework's arguments, the rendered config file in for
-    ``{config}`` (``Framework.arguments``)."""
+    ``{config}`` (``Framework.arguments``) and the cluster's values (``site_values``) for a
+    delegated stage's placeholders; a placeholder the profile has no value for stays."""
     framework = plan["framework"]
     entry_point = framework["entry_point"]
-    config = str(run.file(CONFIG_FILE))
-    arguments = [a.replace(CONFIG_PLACEHOLDER, config) for a in framework["arguments"]]
+    known = {CONFIG_PLACEHOLDER: str(run.file(CONFIG_FILE))}
+    known.update((k, v) for k, v in profile.site_values().items() if v is not None)
+    arguments = [_fill(a, known) for a in framework["arguments"]]
     program = [profile.python, entry_point] if runs_with_python(entry_point) else [entry_point]
     return [*program, *arguments]
+
+
+def _fill(argument: str, values: Mapping[str, str]) -> str:
+    for placeholder, value in values.items():
+        argument = argument.replace(placeholder, value)
+    return argument
 
 
 def exit_status(returncode: int) -> int:

@@ -4,7 +4,8 @@ The script holds no secret and no logic: every job step is the packaged launcher
 starts with a preflight step on every node (``launcher.pex preflight``). A "ray" stage then has
 one step, ``job-step`` on every node, which brings Ray up and runs the framework. A "per-gpu"
 or "head" stage has the framework step (``entry-point``: one task per GPU, or one on the first
-node), then, when the profile tracks runs, ``record`` on the first node.
+node), then, when the profile tracks runs, ``record`` on the first node. A "delegated" stage's
+script is no batch job: ``submit`` runs it on the submit host (``_submit_host_script``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
+from recipekit.framework import SITE_PLACEHOLDERS
 from recipekit.images.stage_image import LAUNCHER_PEX as BAKED_LAUNCHER
+from recipekit.launch.framework_process import entry_point_command
 from recipekit.launch.profile import ClusterProfile
 from recipekit.launch.run_dir import LAUNCHER, LOGS, RunDir, job_name
 
@@ -31,6 +34,8 @@ def job_environment(profile: ClusterProfile) -> dict[str, str]:
 def render_job_script(
     plan: dict[str, Any], profile: ClusterProfile, run: RunDir, *, interactive: bool = False
 ) -> str:
+    if plan["framework"]["launch"] == "delegated":
+        return _submit_host_script(plan, profile, run)
     hw = plan["hardware"]
     nodes, gpus = hw["num_nodes"], hw["gpus_per_node"]
     name = job_name(plan["stage"], plan["hash"])
@@ -111,6 +116,30 @@ def render_job_script(
     for comment, step in steps:
         lines += ["", f"# {comment}", _command(step)]
     return "\n".join(lines) + "\n"
+
+
+def _submit_host_script(plan: dict[str, Any], profile: ClusterProfile, run: RunDir) -> str:
+    """A "delegated" stage's script: run by ``submit`` on the submit host, not by sbatch. The
+    framework's own Slurm client submits the job that does the work."""
+    hw = plan["hardware"]
+    secrets = ", ".join(profile.secret_env) or "none"
+    lines = [
+        "#!/bin/bash",
+        f"# recipekit: stage {plan['stage']}, plan {plan['hash']}",
+        f"# cluster profile {profile.name}; {hw['num_nodes']} x {hw['node']}"
+        f" ({hw['gpus_per_node']} GPUs each), allocated by {plan['framework']['entry_point']}",
+        "# Run by `submit` on the submit host, not by sbatch: the framework is its own Slurm",
+        "# client and submits the job that deploys and evaluates; recipekit allocates nothing.",
+        # The job's environment is the framework's to set (its config's env_vars): exports
+        # here would reach only this host.
+        f"# Secrets ({secrets}) are read from the submitting shell; never written here.",
+    ]
+    command = entry_point_command(plan, profile, run)
+    unfilled = [p for p in SITE_PLACEHOLDERS if any(p in argument for argument in command)]
+    lines += [f"# {p} unset in the profile: submit refuses until it is set." for p in unfilled]
+    lines += ["", "set -euo pipefail", f"cd {shlex.quote(str(run.path))}"]
+    lines += ["exec " + _command(command), ""]
+    return "\n".join(lines)
 
 
 # One task on the first node of the allocation (where the batch script runs).

@@ -30,17 +30,23 @@ from recipekit.launch.preflight import (
     master_port_free,
     ray_ports_free,
 )
-from recipekit.launch.profile import ClusterProfile, NoContainer, Pyxis, Tracking
+from recipekit.launch.profile import ClusterProfile, Mount, NoContainer, Pyxis, Tracking
 from recipekit.launch.ray_ports import RayPorts
 from recipekit.launch.run_dir import RunDir
 from recipekit.launch.run_record import capture_provenance, checkout_state
-from recipekit.launch.submit import check_submittable, check_tracking, submit_plan
+from recipekit.launch.submit import (
+    check_submittable,
+    check_tracking,
+    submit_delegated,
+    submit_plan,
+)
 from recipekit.lineage.tracking import lineage_from_json
 from recipekit.nemo_rl.grpo import NEMO_RL_GRPO
 from recipekit.plan import make_plan
 from recipekit.stage import Stage
 from recipes.clusters import PROFILES, SHARED
 from recipes.super3.dapo import dapo_b200
+from recipes.super35.evaluation import evaluation
 from recipes.super35.lineage import NOT_PUBLIC, SUPER35
 
 # Seed 004: the agentic teacher "depends on NeMo Gym components that are not public".
@@ -111,6 +117,75 @@ def test_ray_script_preflights_every_node_then_runs_one_ray_step(tmp_path: Path)
     assert step[0] == "exec srun" and step[-2] == "job-step" and "--ntasks-per-node=1" in step
     # A Ray worker that fails ends the step: the head would otherwise wait for it.
     assert "--kill-on-bad-exit=1" in step
+
+
+VLLM_IMAGE = "docker.io/vllm/vllm-openai@sha256:" + "2" * 64
+
+
+def _eval_profile(tmp_path: Path, image: str = VLLM_IMAGE, **changes: Any) -> ClusterProfile:
+    """The GB200 cluster's profile for the eval stage: its vLLM image pinned by digest."""
+    return attrs.evolve(
+        PROFILES["gb200-nvl72"],
+        container=Pyxis(image=image, mounts=(Mount(str(tmp_path), "/shared"),)),
+        runs_dir=str(tmp_path / "runs"),
+        tracking=Tracking(mode="off"),
+        **changes,
+    )
+
+
+def test_a_delegated_stage_is_handed_to_its_own_slurm_client_with_the_clusters_values(
+    tmp_path: Path,
+) -> None:
+    plan = make_plan(evaluation).as_json()
+    profile = _eval_profile(tmp_path, login_host="login1", account="acct")
+    run = RunDir(tmp_path / "run")
+    script = render_job_script(plan, profile, run)
+    lines = [line.strip(" \\") for line in script.splitlines()]
+    # No batch job of recipekit's: nothing for sbatch, no srun, no preflight.
+    assert not [line for line in lines if line.startswith(("#SBATCH", "srun", "exec srun"))]
+    start = lines.index("exec nemo-evaluator-launcher")
+    assert lines[start + 1 : start + 4] == ["run", "--config", str(run.file("config.yaml"))]
+    assert lines[start + 4 : start + 12 : 2] == ["-o"] * 4
+    overrides = lines[start + 5 : start + 13 : 2]
+    assert overrides == [
+        "execution.hostname=login1",
+        "execution.account=acct",
+        "execution.partition=gb200nvl72",
+        f"deployment.image={VLLM_IMAGE}",
+    ]
+    assert f"cd {run.path}" in lines
+
+
+def test_a_delegated_stage_without_a_login_host_is_refused_and_nothing_written(
+    tmp_path: Path,
+) -> None:
+    plan = make_plan(evaluation)
+    profile = _eval_profile(tmp_path, login_host=None)
+    script = render_job_script(plan.as_json(), profile, RunDir(tmp_path / "run"))
+    assert "# {login_host} unset in the profile: submit refuses until it is set." in script
+    with pytest.raises(RecipeError, match=r"profile gb200-nvl72: .*needs the host its Slurm"):
+        submit_delegated(plan, profile, print)
+    assert not (tmp_path / "runs").exists()
+    tagged = _eval_profile(tmp_path, image="vllm:v1", login_host="login1")
+    with pytest.raises(RecipeError, match="names a tag, not a digest"):
+        submit_delegated(plan, tagged, print)
+
+
+def test_status_of_a_delegated_run_points_at_the_client_that_owns_the_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = make_plan(evaluation)
+    run = RunDir.for_plan(str(tmp_path / "runs"), "eval", plan.hash)
+    run.path.mkdir(parents=True)
+    run.write_text("job.json", json.dumps({"delegated_to": "nemo-evaluator-launcher"}))
+    runner = _launcher(monkeypatch, "evaluation")
+    profile = _profile_file(tmp_path, "Tracking(mode='off')")
+    for command in ("status", "logs", "cancel"):
+        result = runner.invoke(stage_launcher.cli, [command, "--cluster", profile])
+        assert result.exit_code == 2, result.output
+        assert "Traceback" not in result.stderr
+        assert "handed to nemo-evaluator-launcher, which owns its Slurm job" in result.stderr
+        assert "`nemo-evaluator-launcher status`" in result.stderr
 
 
 def test_an_interactive_cluster_needs_a_ray_stage(tmp_path: Path) -> None:

@@ -162,6 +162,9 @@ class ClusterProfile:
     node: NodeType
     partition: str
     account: str | None = None
+    # Where a framework that is its own Slurm client (a "delegated" stage: NeMo Evaluator's
+    # launcher) submits from, over ssh: its execution.hostname. Usually the login node.
+    login_host: str | None = None
     time_limit: str = attrs.field(default="04:00:00", validator=_time_limit)
     container: Pyxis | OciBundle | NoContainer = attrs.field(factory=NoContainer)
     # Shared storage (host paths) for each run's plan, launcher and logs.
@@ -236,6 +239,18 @@ class ClusterProfile:
             default_base=base,
             bases={},
         )
+
+    def site_values(self) -> dict[str, str | None]:
+        """What a "delegated" framework's own Slurm client is told of this cluster, by its
+        placeholder (``recipekit.framework.SITE_PLACEHOLDERS``); None where the profile has
+        no value."""
+        image = self.container.image if isinstance(self.container, Pyxis) else None
+        return {
+            "{login_host}": self.login_host,
+            "{account}": self.account,
+            "{partition}": self.partition,
+            "{image}": image,
+        }
 
     def inlined_secrets(self) -> list[Issue]:
         """Secrets written into the profile (they would land in the job script): refused."""

@@ -55,12 +55,19 @@ class RunDir:
         tmp.replace(target)
         return target
 
-    def job_id(self) -> str | None:
+    def _submitted(self, key: str) -> str | None:
         record = self.file(JOB_RECORD)
         if not record.is_file():
             return None
-        job_id = json.loads(record.read_text()).get("job_id")
-        return str(job_id) if job_id else None
+        value = json.loads(record.read_text()).get(key)
+        return str(value) if value else None
+
+    def job_id(self) -> str | None:
+        return self._submitted("job_id")
+
+    def delegated_to(self) -> str | None:
+        """The framework's own Slurm client a delegated stage was handed to, if it was."""
+        return self._submitted("delegated_to")
 
 
 def job_name(stage_name: str, plan_hash: str) -> str:

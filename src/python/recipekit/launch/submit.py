@@ -2,7 +2,9 @@
 
 Submission refuses, before anything is written: a stage its lineage marks blocked, a profile
 that inlines a secret, a plan whose hardware is not the profile's, online tracking without
-``WANDB_API_KEY``, and a plan that already has a job pending or running.
+``WANDB_API_KEY``, and a plan that already has a job pending or running. A "delegated" stage
+(``submit_delegated``) is handed to its framework's own Slurm client on this host instead, and
+also needs what that client must be told of the cluster.
 """
 
 from __future__ import annotations
@@ -10,12 +12,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from recipekit.errors import Issue, RecipeError
+from recipekit.framework import SITE_PLACEHOLDERS
 from recipekit.images.registry import pinned_image_issue
 from recipekit.launch import slurm
 from recipekit.launch.job_script import render_job_script
@@ -32,7 +36,7 @@ from recipekit.launch.run_dir import (
     RunDir,
     job_name,
 )
-from recipekit.launch.run_record import capture_provenance
+from recipekit.launch.run_record import capture_provenance, record_finished_run
 from recipekit.plan import Plan
 from recipekit.report import config_yaml, plan_json
 
@@ -134,6 +138,8 @@ def submit_plan(
 ) -> tuple[str, RunDir]:
     check_submittable(plan, profile)
     launch = plan.stage.framework.launch
+    if launch == "delegated" and not interactive:
+        raise ValueError(f"{plan.stage.name} is delegated: submit it with submit_delegated")
     if interactive and launch != "ray":
         raise RecipeError(
             [
@@ -171,3 +177,57 @@ def submit_plan(
     }
     run.write_text(JOB_RECORD, json.dumps(record) + "\n")
     return job_id, run
+
+
+def missing_site_values(plan: Plan, profile: ClusterProfile) -> list[Issue]:
+    """What a delegated stage's own Slurm client needs of the cluster and the profile lacks."""
+    framework = plan.stage.framework
+    arguments = " ".join(framework.arguments(plan.framework_config))
+    values = profile.site_values()
+    return [
+        Issue(
+            f"profile {profile.name}",
+            f"{plan.stage.name} is submitted by {framework.entry_point}, its own Slurm client, "
+            f"which needs {what}",
+            hint="set it in the cluster profile (recipes/clusters.py)",
+        )
+        for placeholder, what in SITE_PLACEHOLDERS.items()
+        if placeholder in arguments and values[placeholder] is None
+    ]
+
+
+def submit_delegated(
+    plan: Plan, profile: ClusterProfile, echo: Callable[[str], None]
+) -> tuple[int, RunDir]:
+    """Run a delegated stage's script on this host, its output echoed and kept in the run's
+    logs; its exit status, and the run directory. The framework's client submits and owns the
+    Slurm job; once it has, the run is recorded here (the profile's tracking) with its inputs.
+    """
+    check_submittable(plan, profile)
+    issues = missing_site_values(plan, profile)
+    if issues:
+        raise RecipeError(issues, context=f"{plan.stage.name}: cannot submit")
+    check_tracking(profile)
+    run = write_run_dir(plan, profile, None)
+    started = time.time()
+    log = run.logs / f"submit-{int(started)}.out"
+    with log.open("w") as out, subprocess.Popen(
+        ["bash", str(run.file(JOB_SCRIPT))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as client:
+        assert client.stdout is not None
+        for line in client.stdout:
+            out.write(line)
+            echo(line.rstrip("\n"))
+    record = {
+        "delegated_to": plan.stage.framework.entry_point,
+        "exit_status": client.returncode,
+        "log": str(log),
+        "submitted_at": started,
+    }
+    run.write_text(JOB_RECORD, json.dumps(record) + "\n")
+    if client.returncode != 0:
+        return client.returncode, run
+    return record_finished_run(run, plan.as_json(), profile, echo), run

@@ -1,12 +1,14 @@
 """nemo-evaluator-launcher with a vLLM deployment, as a framework a stage can target.
 
-The entry point is the launcher's own command line: the job runs ``nemo-evaluator-launcher run
---config config.yaml`` once (``launch="head"``: no Ray, no process per GPU). The launcher
-composes the rendered file over its packaged defaults (the ``defaults:`` list: Slurm execution,
-vLLM deployment), then starts the vLLM container on the node, waits for its health endpoint,
-runs each task's harness container against it and, with ``execution.auto_export``, exports the
-results. The cluster's Slurm host, user, account and partition are not in the file; they come
-from the cluster profile as ``-o execution.hostname=...`` overrides of the same command.
+The launcher is its own Slurm client: its Slurm executor writes a batch job (the vLLM
+deployment, then each task's harness container against it) and submits it with ``sbatch`` on
+``execution.hostname`` (over ssh), so it runs where a user submits from, not inside an
+allocation, where it would hold a node idle while it queued a second job. Hence
+``launch="delegated"``: ``submit`` runs ``nemo-evaluator-launcher run --config config.yaml``
+once on the submit host. The launcher composes the rendered file over its packaged defaults
+(the ``defaults:`` list: Slurm execution, vLLM deployment). What belongs to the cluster, not
+the recipe (login host, account, partition, and the vLLM image by digest), comes from the
+cluster profile as ``-o key=value`` overrides of the same command.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ class NemoEvaluatorLauncher:
     # The console script of the nemo-evaluator-launcher package.
     entry_point: str = "nemo-evaluator-launcher"
     config_type: type = LauncherConfig
-    launch: Launch = "head"
+    launch: Launch = "delegated"
     image: str = "vllm"
     # What `recipekit explain` shows for a derived key (the formula and its sources).
     rules: tuple[Derivation, ...] = RULES
@@ -65,7 +67,16 @@ class NemoEvaluatorLauncher:
         return {"defaults": hydra_defaults(), **body}
 
     def arguments(self, rendered: dict[str, Any]) -> list[str]:
-        return ["run", "--config", CONFIG_PLACEHOLDER]
+        # The cluster's values (recipekit.framework.SITE_PLACEHOLDERS), as the launcher's own
+        # Hydra overrides; deployment.image replaces the recipe's tag with the profile's digest.
+        site = {
+            "execution.hostname": "{login_host}",
+            "execution.account": "{account}",
+            "execution.partition": "{partition}",
+            "deployment.image": "{image}",
+        }
+        overrides = [a for key, value in site.items() for a in ("-o", f"{key}={value}")]
+        return ["run", "--config", CONFIG_PLACEHOLDER, *overrides]
 
     def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
         """The checkpoint vLLM serves (and the tasks read the tokenizer from)."""

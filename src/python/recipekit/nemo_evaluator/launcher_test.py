@@ -226,7 +226,7 @@ def test_the_file_is_merged_over_the_launchers_slurm_and_vllm_defaults() -> None
     assert "account" not in cfg["execution"] and "partition" not in cfg["execution"]
     assert plan.as_json()["inputs"] == {"model": CHECKPOINT}
     assert plan.as_json()["outputs"] == {"results": "/shared/evaluations/test"}
-    assert plan.as_json()["framework"]["launch"] == "head"
+    assert plan.as_json()["framework"]["launch"] == "delegated"
 
 
 def test_the_summary_shows_layout_serving_tasks_and_results() -> None:

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Stands in for ``nemo-evaluator-launcher`` on the submit host, in the delegated-stage test.
+
+The real launcher's Slurm executor composes the config, writes a batch job (vLLM, then each
+task's harness) and submits it with ``sbatch`` on ``execution.hostname``. This stand-in keeps
+that boundary and nothing behind it: it reads ``run --config FILE -o KEY=VALUE ...`` as the
+stage's script calls it, and submits, with the real ``sbatch`` of the test cluster, a job to the
+given partition and account that writes down what it saw (node, partition, account, the image
+and checkpoint it was told to serve) to ``<execution.output_dir>/seen.json``. It prints the
+job id as ``submitted batch job N``, and exits 2 on arguments the real launcher would refuse.
+Standard library only: it runs with the submit host's Python.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SITE_KEYS = ("execution.hostname", "execution.account", "execution.partition", "deployment.image")
+
+JOB = """#!/bin/bash
+#SBATCH --job-name=fake-evaluation
+#SBATCH --nodes={nodes}
+#SBATCH --partition={partition}
+#SBATCH --account={account}
+#SBATCH --output={output_dir}/slurm-%j.out
+python3 - <<'PY'
+import json, os
+seen = {{
+    "node": os.environ.get("SLURMD_NODENAME"),
+    "partition": os.environ.get("SLURM_JOB_PARTITION"),
+    "account": os.environ.get("SLURM_JOB_ACCOUNT"),
+    "told": json.loads({told!r}),
+}}
+open({seen!r}, "w").write(json.dumps(seen))
+PY
+"""
+
+
+def main(argv: list[str]) -> int:
+    if argv[:2] != ["run", "--config"] or len(argv) < 3:
+        print(f"fake-evaluator-launcher: expected `run --config FILE`, got {argv}", flush=True)
+        return 2
+    config_file = Path(argv[2])
+    overrides: dict[str, str] = {}
+    rest = argv[3:]
+    while rest:
+        flag, assignment, *rest = rest
+        key, sep, value = assignment.partition("=")
+        if flag != "-o" or not sep:
+            print(f"fake-evaluator-launcher: bad override {flag} {assignment}", flush=True)
+            return 2
+        overrides[key] = value
+    missing = [key for key in SITE_KEYS if not overrides.get(key)]
+    if not config_file.is_file() or missing:
+        print(f"fake-evaluator-launcher: config {config_file}, missing {missing}", flush=True)
+        return 2
+    # The run directory's plan.json holds the rendered config as JSON (no YAML parser here).
+    config = json.loads((config_file.parent / "plan.json").read_text())["config"]
+    output_dir = Path(config["execution"]["output_dir"])
+    output_dir.mkdir(parents=True, exist_ok=True)
+    told = {
+        **overrides,
+        "deployment.checkpoint_path": config["deployment"]["checkpoint_path"],
+        "tasks": [task["name"] for task in config["evaluation"]["tasks"]],
+        "HF_TOKEN set": "HF_TOKEN" in os.environ,
+    }
+    script = output_dir / "fake-evaluation.sbatch"
+    script.write_text(
+        JOB.format(
+            nodes=config["execution"].get("num_nodes", 1),
+            partition=overrides["execution.partition"],
+            account=overrides["execution.account"],
+            output_dir=output_dir,
+            told=json.dumps(told),
+            seen=str(output_dir / "seen.json"),
+        )
+    )
+    done = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"fake-evaluator-launcher: sbatch failed: {done.stderr.strip()}", flush=True)
+        return 1
+    print(f"submitted batch job {done.stdout.strip().split(';')[0]}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
