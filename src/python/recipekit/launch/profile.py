@@ -42,6 +42,10 @@ class Mount:
         return f"{self.host}:{self.container}"
 
 
+# Pyxis scopes a container's name to the job, so one name serves every job.
+CONTAINER_NAME = "recipekit"
+
+
 @attrs.frozen(kw_only=True)
 class Pyxis:
     """Run every job step in a container with pyxis/enroot (``srun --container-image``)."""
@@ -54,7 +58,10 @@ class Pyxis:
     kind: str = "pyxis"
 
     def srun_flags(self) -> list[str]:
-        flags = [f"--container-image={self.image}"]
+        # Named, the container is created once per node and job and reused by the job's later
+        # steps (preflight, then the framework, then the record): an unnamed one is imported
+        # from the image again for every step. Pyxis removes it when the job ends.
+        flags = [f"--container-image={self.image}", f"--container-name={CONTAINER_NAME}"]
         if self.mounts:
             flags.append("--container-mounts=" + ",".join(str(m) for m in self.mounts))
         return flags
