@@ -2,7 +2,7 @@
 
 A stage image (the image tests' Debian base, locked from a loopback registry, plus the launcher
 layers with the plan baked in) is published; the test pulls it back by digest into an OCI bundle
-(``recipekit.launch.oci_bundle``) and submits the head-launched evaluation stage with a baked
+(``recipekit.launch.oci_bundle``) and submits a head-launched SFT stage with a baked
 profile whose container is that bundle. Slurm runs every job step in it (``srun
 --container=BUNDLE``, runc): preflight's baked-plan check and the framework's entry point run on
 the image's Python, from the image's launcher, against the image's plan.
@@ -55,8 +55,8 @@ profile = ClusterProfile(
 )
 """
 
-# nemo-evaluator-launcher inside the image: the base has python3 but no /usr/bin/env, so the
-# stand-in names the image's Python; it notes what it sees of the image, then is fake_train.py.
+# Megatron-Bridge's run_recipe.py in the framework checkout, run with the image's Python: it notes
+# what it sees of the image, then is fake_train.py.
 ENTRY = """\
 #!/usr/bin/python3
 import json, os, runpy, sys
@@ -89,11 +89,11 @@ def test_a_published_stage_image_runs_the_job_as_an_oci_bundle(
     started = time.monotonic()
     root = tmp_path / "ws"
     shared = root / "shared"
-    for path in ("artifacts/model", "checkpoints", "bin"):
+    for path in ("artifacts/model", "artifacts/data", "checkpoints", "bin"):
         (shared / path).mkdir(parents=True)
     framework = root / "framework"
-    framework.mkdir()
-    entry = shared / "bin" / "nemo-evaluator-launcher"
+    entry = framework / "scripts" / "training" / "run_recipe.py"
+    entry.parent.mkdir(parents=True)
     # Only the workspace is mounted into the container: the stand-in's code goes there too.
     fake_entry = shutil.copy(FAKE_ENTRY, shared / "bin" / FAKE_ENTRY.name)
     entry.write_text(ENTRY.format(fake_entry=str(fake_entry)))
@@ -128,7 +128,7 @@ def test_a_published_stage_image_runs_the_job_as_an_oci_bundle(
         "publish",
         str(out / "image"),
         "--registry",
-        f"{registry}/recipekit/evaluation-baked:test",
+        f"{registry}/recipekit/sft-head-baked:test",
         "--lock",
         str(lock),
         "--no-tls-verify",
@@ -138,7 +138,7 @@ def test_a_published_stage_image_runs_the_job_as_an_oci_bundle(
     published_at = time.monotonic()
 
     # Pulled back by digest into a bundle on the shared storage.
-    image = f"{registry}/recipekit/evaluation-baked@{digest.group(0)}"
+    image = f"{registry}/recipekit/sft-head-baked@{digest.group(0)}"
     bundle = pull_bundle(
         image,
         root / "bundle",

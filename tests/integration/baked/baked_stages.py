@@ -1,4 +1,4 @@
-"""The head-launched evaluation stage of the launch-kind tests, for a baked image.
+"""The head-launched SFT stage of the launch-kind tests, for a baked image.
 
 A baked image holds the plan of the stage as built, without ``--set`` overrides, so the stage's
 paths are the test's own: under ``RECIPEKIT_BAKED_ROOT``, which the test sets for the launcher
@@ -19,8 +19,9 @@ _ROOT = os.environ.get("RECIPEKIT_BAKED_ROOT", "/nonexistent/recipekit-baked-roo
 
 head = _head.with_values(
     {
-        "deployment.checkpoint_path": f"{_ROOT}/shared/artifacts/model",
-        "execution.output_dir": f"{_ROOT}/shared/checkpoints/head",
+        "checkpoint.pretrained_checkpoint": f"{_ROOT}/shared/artifacts/model",
+        "dataset.path": f"{_ROOT}/shared/artifacts/data",
+        "checkpoint.save": f"{_ROOT}/shared/checkpoints/head",
     },
-    name="evaluation-baked",
+    name="sft-head-baked",
 )

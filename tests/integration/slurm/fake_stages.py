@@ -37,3 +37,7 @@ delegated = attrs.evolve(evaluation, hardware=Hardware(FAKE_NODE, num_nodes=1))
 head_of_two = attrs.evolve(
     per_gpu, name="sft-tiny-head", framework=attrs.evolve(MEGATRON_BRIDGE, launch="head")
 )
+# ... and on one node (the baked-image test's cluster), its experts over that node's GPUs.
+head = head_of_two.with_values(
+    {"model.expert_model_parallel_size": 4}, hardware=Hardware(FAKE_NODE, num_nodes=1)
+)

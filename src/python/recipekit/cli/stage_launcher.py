@@ -352,6 +352,9 @@ def driver(run_directory: str) -> None:
 
 
 def main() -> None:
+    from recipekit.launch.launcher_venv import leave_launcher_venv
+
+    leave_launcher_venv(os.environ)
     # `pants run recipes/super3:dapo-gb200` with no arguments shows the plan.
     cli.main(args=sys.argv[1:] or ["plan"], prog_name=os.path.basename(sys.argv[0]) or "stage")
 
