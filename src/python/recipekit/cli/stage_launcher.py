@@ -161,13 +161,14 @@ def submit(interactive: bool, overrides: tuple[str, ...], cluster: str | None) -
     client = the_plan.stage.framework.entry_point
     if the_plan.stage.framework.launch == "delegated" and not interactive:
         click.echo(f"{the_plan.stage.name}: handing plan {the_plan.hash[:12]} to {client}")
-        status, run = submit_delegated(the_plan, profile, click.echo)
-        click.echo(f"run directory: {run.path}")
-        if status != 0:
-            click.echo(f"{client} exited with status {status}", err=True)
-            sys.exit(status)
+        handed = submit_delegated(the_plan, profile, click.echo)
+        click.echo(f"run directory: {handed.run.path}")
+        if handed.client_status != 0:
+            click.echo(f"error: {client} exited with status {handed.client_status}", err=True)
+            sys.exit(handed.client_status)
         click.echo(f"{client} submitted the job and owns it: see its `status` and `kill`")
-        return
+        # Submitted, but not recorded: the reason is in the output above.
+        sys.exit(handed.record_status or 0)
     job_id, run = submit_plan(the_plan, profile, interactive=interactive)
     click.echo(f"submitted {the_plan.stage.name} as Slurm job {job_id} (plan {the_plan.hash[:12]})")
     click.echo(f"run directory: {run.path}")

@@ -157,14 +157,22 @@ def test_a_delegated_stage_is_handed_to_its_own_slurm_client_with_the_clusters_v
 
 
 def test_a_delegated_stage_without_a_login_host_is_refused_and_nothing_written(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan = make_plan(evaluation)
     profile = _eval_profile(tmp_path, login_host=None)
     script = render_job_script(plan.as_json(), profile, RunDir(tmp_path / "run"))
     assert "# {login_host} unset in the profile: submit refuses until it is set." in script
-    with pytest.raises(RecipeError, match=r"profile gb200-nvl72: .*needs the host its Slurm"):
+    monkeypatch.setenv("PATH", str(tmp_path))  # and no nemo-evaluator-launcher here
+    with pytest.raises(RecipeError) as refused:
         submit_delegated(plan, profile, print)
+    assert [issue.path for issue in refused.value.issues] == [
+        "profile gb200-nvl72",
+        "nemo-evaluator-launcher",
+    ]
+    text = refused.value.render()
+    assert "needs the host its Slurm client submits from (profile login_host)" in text
+    assert "nemo-evaluator-launcher: not on this host's PATH" in text
     assert not (tmp_path / "runs").exists()
     tagged = _eval_profile(tmp_path, image="vllm:v1", login_host="login1")
     with pytest.raises(RecipeError, match="names a tag, not a digest"):

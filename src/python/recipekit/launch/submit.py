@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from recipekit.errors import Issue, RecipeError
 from recipekit.framework import SITE_PLACEHOLDERS
 from recipekit.images.registry import pinned_image_issue
@@ -196,15 +198,34 @@ def missing_site_values(plan: Plan, profile: ClusterProfile) -> list[Issue]:
     ]
 
 
+@attrs.frozen
+class DelegatedSubmission:
+    run: RunDir
+    # The framework's client: 0 once it has submitted its job.
+    client_status: int
+    # The W&B record made here afterwards (0, or run_record.EXIT_NOT_RECORDED); None if the
+    # client failed and nothing was recorded.
+    record_status: int | None
+
+
 def submit_delegated(
     plan: Plan, profile: ClusterProfile, echo: Callable[[str], None]
-) -> tuple[int, RunDir]:
+) -> DelegatedSubmission:
     """Run a delegated stage's script on this host, its output echoed and kept in the run's
-    logs; its exit status, and the run directory. The framework's client submits and owns the
-    Slurm job; once it has, the run is recorded here (the profile's tracking) with its inputs.
+    logs. The framework's client submits and owns the Slurm job; once it has, the run is
+    recorded here (the profile's tracking) with its inputs.
     """
     check_submittable(plan, profile)
     issues = missing_site_values(plan, profile)
+    client = plan.stage.framework.entry_point
+    if shutil.which(client) is None:
+        issues.append(
+            Issue(
+                client,
+                f"not on this host's PATH: {plan.stage.name} is submitted by it",
+                hint=f"install {plan.stage.framework.name} {plan.stage.framework.version} here",
+            )
+        )
     if issues:
         raise RecipeError(issues, context=f"{plan.stage.name}: cannot submit")
     check_tracking(profile)
@@ -216,18 +237,19 @@ def submit_delegated(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-    ) as client:
-        assert client.stdout is not None
-        for line in client.stdout:
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
             out.write(line)
             echo(line.rstrip("\n"))
     record = {
-        "delegated_to": plan.stage.framework.entry_point,
-        "exit_status": client.returncode,
+        "delegated_to": client,
+        "exit_status": process.returncode,
         "log": str(log),
         "submitted_at": started,
     }
     run.write_text(JOB_RECORD, json.dumps(record) + "\n")
-    if client.returncode != 0:
-        return client.returncode, run
-    return record_finished_run(run, plan.as_json(), profile, echo), run
+    if process.returncode != 0:
+        return DelegatedSubmission(run, process.returncode, None)
+    recorded = record_finished_run(run, plan.as_json(), profile, echo)
+    return DelegatedSubmission(run, 0, recorded)
