@@ -9,7 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.images.conftest import debian_base, registry, tools  # noqa: F401
+from tests.integration.images.conftest import (  # noqa: F401
+    debian_base,
+    registry,
+    registry_root,
+    tools,
+)
 from tests.integration.support.local_slurm import LocalSlurm, local_slurm
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -159,17 +160,38 @@ def _free_loopback_port() -> int:
         return port
 
 
+_REQUEST = re.compile(r'http\.request\.method=([A-Z]+) .*?http\.request\.uri="?([^" ]+)')
+
+
 @pytest.fixture(scope="session")
-def registry(tools: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def registry_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("registry")
+
+
+@pytest.fixture(scope="session")
+def registry_requests(registry: str, registry_root: Path) -> Callable[[], list[tuple[str, str]]]:
+    """(method, URI) of every request the registry has answered so far, oldest first."""
+
+    def requests() -> list[tuple[str, str]]:
+        text = (registry_root / "registry.log").read_text(errors="replace")
+        lines = [line for line in text.splitlines() if 'msg="response completed"' in line]
+        return [(m[1], m[2]) for line in lines if (m := _REQUEST.search(line))]
+
+    return requests
+
+
+@pytest.fixture(scope="session")
+def registry(tools: None, registry_root: Path) -> Iterator[str]:
     """A Docker distribution registry on 127.0.0.1 (only); yields ``127.0.0.1:PORT``."""
-    root = tmp_path_factory.mktemp("registry")
+    root = registry_root
     port = _free_loopback_port()
     config = root / "config.yml"
     config.write_text(
         json.dumps(
             {
                 "version": 0.1,
-                "log": {"level": "warn"},
+                # info: a line per request, which registry_requests reads.
+                "log": {"level": "info"},
                 "storage": {"filesystem": {"rootdirectory": str(root / "data")}},
                 "http": {"addr": f"127.0.0.1:{port}"},
             }

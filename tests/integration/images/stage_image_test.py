@@ -12,7 +12,9 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import unquote
 
 from recipekit.images.lock import read_lock
 from recipekit.images.oci import Layout
@@ -51,7 +53,11 @@ def _run_in_rootfs(rootfs: Path, config: dict[str, object], *arguments: str) -> 
 
 
 def test_a_stage_image_on_a_locked_base_builds_runs_publishes_and_exports(
-    debian_base: Layout, registry: str, launcher: Path, tmp_path: Path
+    debian_base: Layout,
+    registry: str,
+    registry_requests: Callable[[], list[tuple[str, str]]],
+    launcher: Path,
+    tmp_path: Path,
 ) -> None:
     timings: dict[str, float] = {}
     started = time.monotonic()
@@ -224,6 +230,7 @@ def test_a_stage_image_on_a_locked_base_builds_runs_publishes_and_exports(
 
     # Publish: the registry serves the same index digest we built.
     stage_ref = f"{registry}/recipekit/dapo-b200:test"
+    requests_before = len(registry_requests())
     published = run_launcher(
         "publish",
         str(layout),
@@ -245,6 +252,23 @@ def test_a_stage_image_on_a_locked_base_builds_runs_publishes_and_exports(
         f"docker://{registry}/recipekit/dapo-b200@{index_digest}",
     )
     assert pulled_by_digest == raw_index
+    # Only the new blobs went up: each base layer was mounted from the base's repository on the
+    # same registry (POST ...?mount=DIGEST&from=recipekit/debian-python), none uploaded.
+    publishing = registry_requests()[requests_before:]
+    uploads = "/v2/recipekit/dapo-b200/blobs/uploads/"
+    uploaded = {
+        unquote(uri.partition("digest=")[2])
+        for m, uri in publishing
+        if m == "PUT" and uploads in uri
+    }
+    mounted = {
+        unquote(uri.partition("mount=")[2].partition("&")[0])
+        for m, uri in publishing
+        if m == "POST" and uploads in uri and "from=recipekit%2Fdebian-python" in uri
+    }
+    base_layers = {layer.digest for platform in lock.platforms for layer in platform.layers}
+    assert base_layers <= mounted and not base_layers & uploaded, (uploaded, mounted)
+    assert uploaded  # the launcher layers, configs: what the stage adds
     lap("publish and pull back")
     print("timings (s):", timings, "pex", os.path.getsize(launcher))
 
