@@ -8,7 +8,8 @@ which starts from SFT; MOPD phase 2's step 30 is the release.
 
 Where the seed does not name something, the choice is marked ``NOT IN THE SEED`` with its
 reason. The seed's RL guide pages (``rl/teachers.md`` for the teachers' data artifacts,
-``rl/mopd.md`` for which teacher each MOPD phase distills) are not in ``../shared/reference``;
+``rl/mopd.md`` for which teacher each MOPD phase distills) are not public (none is pinned in
+``3rdparty/reference/manifest.toml``);
 replace those choices when the pages are available.
 """
 

@@ -15,8 +15,8 @@ length 4096); what the seed does not give comes from github:NVIDIA-NeMo/Megatron
 (``src/megatron/bridge/recipes/nemotronh_multimodal/h100/nemotron_35_super_vl.py``, read at
 7eafb558) and the Super-VL verification card
 (``examples/model_verification_cards/nemotron-3.5-super-vl-120b-a12b/card.yaml``, at 0e7a2ca3),
-whose language layout is Nemotron 3 Super's (``../shared/reference/megatron-bridge/main/
-examples/model_verification_cards/nemotron-3-super-120b-a12b/card.yaml``, ``pretrain.H100``).
+whose language layout is Nemotron 3 Super's (NVIDIA-NeMo/Megatron-Bridge@067f987d
+``examples/model_verification_cards/nemotron-3-super-120b-a12b/card.yaml``, ``pretrain.H100``).
 The model, layout and batch are SFT's (``sft.py``): this stage is a variant of it.
 """
 

@@ -1,9 +1,10 @@
 """The GRPO master config of NeMo-RL ``super-v3`` as frozen, validated sections.
 
 Field names are NeMo-RL's own, so its docs apply. The required/NotRequired split follows the
-TypedDicts of ``super-v3`` (``shared/reference/schema/nemo-rl-schema@super-v3.md``); keys that the
-TypedDicts omit but NeMo-RL reads with ``.get()`` (``converter_type``, ``mtp_*``, ``fp8_cfg``, ...)
-are here too, as optional keys, because the reference configs set them.
+TypedDicts of ``super-v3`` (NVIDIA-NeMo/RL@8af543ad, ``nemo_rl/**``, pinned in
+3rdparty/reference); keys that the TypedDicts omit but NeMo-RL reads with ``.get()``
+(``converter_type``, ``mtp_*``, ``fp8_cfg``, ...) are here too, as optional keys, because the
+reference configs set them.
 """
 
 from typing import Any, Literal

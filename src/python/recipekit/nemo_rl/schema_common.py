@@ -10,7 +10,7 @@ widen a key just so far:
   (``TrainLoop``);
 - ``data.train`` may list several datasets, as ``DataConfig.train`` allows
   (``ResponseDatasetConfig | PreferenceDatasetConfig | list[ResponseDatasetConfig]``,
-  shared/reference/schema/nemo-rl-schema@main.md);
+  ``nemo_rl/data/__init__.py`` of NVIDIA-NeMo/RL@7ea279ab);
 - on main, ``vllm_cfg.skip_tokenizer_init`` may be left out (NeMo-RL's
   ``configure_generation_config`` sets it then; main's grpo_math_1B.yaml leaves it out), the
   generation back-end may be TensorRT-LLM or Dynamo (grpo_math_1B_trtllm.yaml,

@@ -4,7 +4,7 @@
 student (``policy``) generates, the ``teacher`` scores its tokens, the loss is the KL between
 them over the teacher's top-k logits. Every key of ``DistillationConfig`` and
 ``DistillationLossConfig`` is required on ``super-v3`` and has a default on ``main``
-(shared/reference/schema/nemo-rl-schema@{super-v3,main}.md).
+(``nemo_rl/algorithms/distillation.py`` of NVIDIA-NeMo/RL@8af543ad and NVIDIA-NeMo/RL@7ea279ab).
 
 ``xtoken_distillation``: main's cross-tokenizer off-policy distillation
 (``examples/run_xtoken_off_policy_distillation.py``): a list of ``teachers``, each with its own

@@ -1,8 +1,9 @@
 """NeMo-RL's DPO master config (``examples/run_dpo.py``) as typed sections.
 
 As for SFT: every ``DPOConfig`` key is required on ``super-v3`` and has a default on ``main``
-(shared/reference/schema/nemo-rl-schema@{super-v3,main}.md). The data entries are preference
-datasets (``prompt_key``, ``chosen_key``, ``rejected_key``: GRPO's ``Dataset`` has them).
+(``nemo_rl/algorithms/dpo.py`` of NVIDIA-NeMo/RL@8af543ad and NVIDIA-NeMo/RL@7ea279ab). The data
+entries are preference datasets (``prompt_key``, ``chosen_key``, ``rejected_key``: GRPO's
+``Dataset`` has them).
 """
 
 import attrs

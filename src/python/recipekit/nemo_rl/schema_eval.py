@@ -3,7 +3,7 @@
 One generation back-end (``generation``, as GRPO's policy has it) answers a benchmark
 (``data``) scored by an environment (``env``). The data keys are the union of main's eval data
 configs (MMLU, MMLU-Pro, AIME, GPQA, MATH, MMAU, Daily-Omni and local files;
-shared/reference/schema/nemo-rl-schema@main.md). Main only: the corpus has no super-v3 eval.
+``nemo_rl/evals/eval.py`` of NVIDIA-NeMo/RL@7ea279ab). Main only: the corpus has no super-v3 eval.
 """
 
 from typing import Literal

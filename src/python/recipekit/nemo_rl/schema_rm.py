@@ -1,7 +1,7 @@
 """NeMo-RL's reward-model training master config (``examples/run_rm.py``) as typed sections.
 
 Every ``RMConfig`` key is required on ``super-v3`` and has a default on ``main``
-(shared/reference/schema/nemo-rl-schema@{super-v3,main}.md).
+(``nemo_rl/algorithms/rm.py`` of NVIDIA-NeMo/RL@8af543ad and NVIDIA-NeMo/RL@7ea279ab).
 """
 
 import attrs

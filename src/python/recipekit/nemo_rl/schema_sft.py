@@ -1,8 +1,9 @@
 """NeMo-RL's SFT master config (``examples/run_sft.py``, ``run_vlm_sft.py``) as typed sections.
 
 On ``super-v3`` every ``SFTConfig`` key is required (a TypedDict); on ``main`` it is a pydantic
-model whose keys all have defaults (shared/reference/schema/nemo-rl-schema@{super-v3,main}.md).
-The other sections are those every non-GRPO entry point reads (``schema_common``).
+model whose keys all have defaults (``nemo_rl/algorithms/sft.py`` of NVIDIA-NeMo/RL@8af543ad and
+NVIDIA-NeMo/RL@7ea279ab). The other sections are those every non-GRPO entry point reads
+(``schema_common``).
 """
 
 import attrs

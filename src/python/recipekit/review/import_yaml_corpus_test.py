@@ -5,8 +5,8 @@ Each file is imported with the environment variables its ``${oc.env:...}`` read 
 run-time references, not read at import), and compared with them set: the compiled config is
 resolved as NeMo-RL resolves its config file, so both sides see the same environment. The only
 keys the compiled config may add are those the import reported as required by the schema and
-absent from the YAML (super-v3's GRPOConfig requires two that no config sets: shared/reference
-README, "Known traps").
+absent from the YAML (super-v3's GRPOConfig requires two that no config sets: ``GRPOConfig``
+in ``nemo_rl/algorithms/grpo.py`` of NVIDIA-NeMo/RL@8af543ad).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from recipekit.nemo_rl.yaml_loader import expand
 from recipekit.review.import_yaml import compile_object, import_yaml
 from recipekit.review.keydiff import diff
 
-REFERENCE = Path(os.environ.get("RECIPEKIT_REFERENCE_DIR", "/work/shared/reference"))
+REFERENCE = Path(os.environ.get("RECIPEKIT_REFERENCE_DIR", ".reference"))
 CORPUS = REFERENCE / "nemo-rl"
 # Files under nemo-rl/ that are not configs NeMo-RL loads, and why (each test below checks the
 # reason still holds).

@@ -20,10 +20,9 @@ UPDATE = "./pants run src/python/recipekit:cli -- snapshots --update"
 
 def _checkout() -> Path | None:
     """The real checkout, when the test runs in a Pants sandbox (pants.toml names it)."""
-    configured = os.environ.get("RECIPEKIT_REFERENCE_DIR", "")
-    suffix = "/../shared/reference"
-    if configured.endswith(suffix):
-        path = Path(configured.removesuffix(suffix))
+    configured = os.environ.get("RECIPEKIT_CHECKOUT", "")
+    if configured:
+        path = Path(configured)
         if (path / "recipes").is_dir() and path.resolve() != ROOT:
             return path
     return None
