@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from recipekit.framework import SITE_PLACEHOLDERS
-from recipekit.images.stage_image import LAUNCHER_PEX as BAKED_LAUNCHER
+from recipekit.images.paths import LAUNCHER_PEX as BAKED_LAUNCHER
 from recipekit.launch.framework_process import entry_point_command
 from recipekit.launch.profile import ClusterProfile
 from recipekit.launch.run_dir import LAUNCHER, LOGS, RunDir, job_name

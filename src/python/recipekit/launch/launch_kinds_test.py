@@ -6,8 +6,8 @@ The same paths run under a real Slurm in tests/integration/slurm/launch_kinds_te
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -246,20 +246,19 @@ def _ctx(tmp_path: Path, launch: str, node_index: int, **changes: Any) -> NodeCo
     )
 
 
-def test_preflight_checks_the_ports_and_entry_point_of_the_launch_kind(tmp_path: Path) -> None:
-    ports = {"ray_ports": RayPorts(gcs=16379), "master_port": 16380}
-    with socket.socket() as ray_holder, socket.socket() as torch_holder:
-        for holder, port in ((ray_holder, 16379), (torch_holder, 16380)):
-            holder.bind(("127.0.0.1", port))
-            holder.listen()
-        assert "gcs 16379" in (ray_ports_free(_ctx(tmp_path, "ray", 0, **ports)) or "")
-        assert ray_ports_free(_ctx(tmp_path, "per-gpu", 0, **ports)) is None  # no Ray
-        assert master_port_free(_ctx(tmp_path, "per-gpu", 0, **ports)) == (
-            "MASTER_PORT 16380 is already in use on 127.0.0.1 (profile.master_port)"
-        )
-        # Rank 0 listens on the first node; a head-only stage has no rank 0.
-        assert master_port_free(_ctx(tmp_path, "per-gpu", 1, **ports)) is None
-        assert master_port_free(_ctx(tmp_path, "head", 0, **ports)) is None
+def test_preflight_checks_the_ports_and_entry_point_of_the_launch_kind(
+    tmp_path: Path, listening_port: Callable[[], int]
+) -> None:
+    gcs, master = listening_port(), listening_port()
+    ports = {"ray_ports": RayPorts(gcs=gcs), "master_port": master}
+    assert f"gcs {gcs}" in (ray_ports_free(_ctx(tmp_path, "ray", 0, **ports)) or "")
+    assert ray_ports_free(_ctx(tmp_path, "per-gpu", 0, **ports)) is None  # no Ray
+    assert master_port_free(_ctx(tmp_path, "per-gpu", 0, **ports)) == (
+        f"MASTER_PORT {master} is already in use on 127.0.0.1 (profile.master_port)"
+    )
+    # Rank 0 listens on the first node; a head-only stage has no rank 0.
+    assert master_port_free(_ctx(tmp_path, "per-gpu", 1, **ports)) is None
+    assert master_port_free(_ctx(tmp_path, "head", 0, **ports)) is None
     # Every node runs the entry point per GPU; only the head does otherwise.
     assert "not found" in (framework_entry_point_present(_ctx(tmp_path, "per-gpu", 2)) or "")
     assert framework_entry_point_present(_ctx(tmp_path, "head", 2)) is None

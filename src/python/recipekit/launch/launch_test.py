@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -210,9 +210,11 @@ def test_preflight_needs_the_imex_channel_on_gb200(tmp_path: Path) -> None:
     assert imex_channel_present(_ctx(tmp_path, plan, profile)) is None
 
 
-def test_preflight_finds_a_taken_ray_port(tmp_path: Path) -> None:
+def test_preflight_finds_a_taken_ray_port(
+    tmp_path: Path, listening_port: Callable[[], int]
+) -> None:
     ports = RayPorts(
-        gcs=16379,
+        gcs=27379,
         node_manager=21001,
         object_manager=21002,
         runtime_env_agent=21003,
@@ -223,12 +225,12 @@ def test_preflight_finds_a_taken_ray_port(tmp_path: Path) -> None:
         max_worker=21200,
         dashboard=18265,
     )
-    ctx = _ctx(tmp_path, make_plan(dapo_b200).as_json(), _profile(tmp_path, ray_ports=ports))
-    assert ray_ports_free(ctx) is None
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 16379))
-        holder.listen()
-        assert ray_ports_free(ctx) == "Ray ports already in use on 127.0.0.1: gcs 16379"
+    plan = make_plan(dapo_b200).as_json()
+    assert ray_ports_free(_ctx(tmp_path, plan, _profile(tmp_path, ray_ports=ports))) is None
+    # A port some process listens on (this test holds it): preflight names it, and only it.
+    gcs = listening_port()
+    ctx = _ctx(tmp_path, plan, _profile(tmp_path, ray_ports=attrs.evolve(ports, gcs=gcs)))
+    assert ray_ports_free(ctx) == f"Ray ports already in use on 127.0.0.1: gcs {gcs}"
 
 
 def test_skipped_checks_are_logged_with_their_reason(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from recipekit.images.stage_image import PLAN_DIR as BAKED_PLAN_DIR
+from recipekit.images.paths import PLAN_DIR as BAKED_PLAN_DIR
 from recipekit.launch.framework_process import runs_with_python
 from recipekit.launch.profile import ClusterProfile
 
