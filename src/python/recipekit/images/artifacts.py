@@ -22,13 +22,12 @@ from recipekit.errors import Issue, RecipeError
 from recipekit.images.layer import LayerFile, layer_tar
 from recipekit.images.lock import BaseLock
 from recipekit.images.oci import Layout
+from recipekit.images.paths import LAUNCHER_PEX, PLAN_DIR
 from recipekit.images.stage_image import (
     LABEL_GIT_COMMIT,
     LABEL_LOCKFILE,
     LABEL_PLAN_HASH,
     LABEL_STAGE,
-    LAUNCHER_PEX,
-    PLAN_DIR,
     AppendedLayer,
     ImageSettings,
     build_stage_image,

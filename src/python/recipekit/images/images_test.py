@@ -85,10 +85,12 @@ def test_two_builds_give_identical_artifacts_and_index(tmp_path: Path) -> None:
     info = BuildInfo(
         stage="s", plan_hash="abc", git_commit="0" * 40, lockfile_sha256="f" * 64, epoch=0
     )
+    # One Pex for both builds: zipfile stamps each entry with the current time.
+    pex = _pex()
     manifests = [
         build_artifacts(
             tmp_path / f"out{n}",
-            pex=_pex(),
+            pex=pex,
             rendered={"plan.json": b"{}"},
             info=info,
             lock=lock,

@@ -27,13 +27,6 @@ from recipekit.images.oci import (
     platform_tag,
 )
 
-# Where the launcher layer puts things inside the image.
-LAUNCHER_DIR = "/opt/recipekit"
-# The launcher Pex, unzipped (a loose Pex runs as `python3 DIR`): its third-party wheels and
-# bootstrap in one layer that only a lockfile change alters, its sources in another.
-LAUNCHER_PEX = f"{LAUNCHER_DIR}/launcher"
-PLAN_DIR = f"{LAUNCHER_DIR}/plan"
-
 LABEL_PLAN_HASH = "dev.recipekit.plan.hash"
 LABEL_STAGE = "dev.recipekit.stage"
 LABEL_GIT_COMMIT = "org.opencontainers.image.revision"
