@@ -40,7 +40,7 @@ def listening_port() -> Iterator[Callable[[], int]]:
     held: list[socket.socket] = []
 
     def take() -> int:
-        for port in random.sample(range(20000, 32768), 200):
+        for port in random.sample(range(22000, 32768), 200):
             sock = socket.socket()
             try:
                 sock.bind(("127.0.0.1", port))
@@ -50,7 +50,7 @@ def listening_port() -> Iterator[Callable[[], int]]:
             sock.listen()
             held.append(sock)
             return port
-        raise RuntimeError("no free loopback port in 20000..32767")
+        raise RuntimeError("no free loopback port in 22000..32767")
 
     yield take
     for sock in held:

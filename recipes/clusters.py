@@ -9,6 +9,7 @@ import attrs
 
 from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE
 from recipekit.launch.profile import (
+    ArtifactStore,
     BaseContainer,
     ClusterProfile,
     Gb200Settings,
@@ -50,6 +51,9 @@ b200 = ClusterProfile(
     container=Pyxis(image="nvcr.io/your-org/nemo-rl:superv3-a90de923d", mounts=SHARED),
     runs_dir="/lustre/your-team/shared/recipekit-runs",
     shared_paths=SHARED_PATHS,
+    # Every artifact version (checkpoints, imported data), at /artifacts in every container.
+    # `recipekit store init` it once; `recipekit store import` registers data and models.
+    artifact_store=ArtifactStore(path="/lustre/your-team/shared/artifacts"),
     hf_home="/shared/HF_HOME",
     framework_root="/opt/nemo-rl",
     # Every finished run is recorded in W&B: submit needs WANDB_API_KEY in the shell. Seed 004's

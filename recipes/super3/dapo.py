@@ -383,6 +383,9 @@ dapo_gb200 = Stage(
         env=env,
         logger=logger,
     ),
+    # The guide exports both before `uv run examples/run_grpo.py`, in its batch job and in its
+    # interactive session alike (grpo_training_cookbook.ipynb, Nemotron r0.1.0).
+    environment={"NRL_VLLM_ASYNC_TIMEOUT_SECONDS": "2400", "NCCL_DEBUG": "INFO"},
 )
 
 # B200: 8 GPUs a node, so 1 generation node + 2 training nodes give the same 16 training GPUs

@@ -23,6 +23,7 @@ table (rl/index.md) is not available. 32 nodes keep SO's GPU count.
 """
 
 from recipekit.hardware import GB200_NODE, Hardware
+from recipekit.lineage.store import output_dir
 from recipekit.markers import DERIVED, RunInput
 from recipekit.model_card import NEMOTRON_35_SUPER_VL_120B
 from recipekit.nemo_rl.grpo import NEMO_RL_SUPER35
@@ -71,10 +72,14 @@ CHAT_TEMPLATE = RunInput("model", "chat_template.jinja")
 
 
 def run_names(stage: str) -> dict[str, str]:
-    """Where a stage writes checkpoints and logs, and its W&B run name: named for the stage
-    (NOT IN THE SEED; SO writes results/ and logs/nemotron-super-omni-async-gym)."""
+    """Where a stage writes checkpoints and logs, and its W&B run name. Checkpoints go to the
+    artifact store, under the stage's output artifact and run (``lineage.store``): the container
+    is gone when the job ends. Logs and the W&B name are named for the stage (NOT IN THE SEED;
+    SO writes results/ and logs/nemotron-super-omni-async-gym)."""
+    output = SUPER35.stage(stage).output
+    assert output is not None, f"{stage} publishes no artifact"
     return {
-        "checkpointing.checkpoint_dir": f"results/super35-{stage}",
+        "checkpointing.checkpoint_dir": output_dir(output),
         "logger.log_dir": f"logs/super35-{stage}",
         "logger.wandb.name": f"super35-{stage}",
     }

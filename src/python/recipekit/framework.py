@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol
 
 from recipekit.errors import Issue
 from recipekit.hardware import Hardware
+from recipekit.lineage.steps import SavePolicy
 from recipekit.model_card import ModelCard
 
 # How the job step starts the entry point once preflight passed on every node:
@@ -90,6 +91,10 @@ class Framework(Protocol):
         ...
 
     def outputs(self, rendered: dict[str, Any]) -> dict[str, str]: ...
+
+    def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
+        """When the run saves checkpoints by step, and which it keeps; None: it saves none."""
+        ...
 
     def summary(self, rendered: dict[str, Any], layout: Layout) -> list[tuple[str, str]]:
         """Rows of the one-screen plan: layout, batch, sequence, data, checkpoints."""

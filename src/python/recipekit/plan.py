@@ -18,6 +18,7 @@ from recipekit.errors import Issue, RecipeError, join_path
 from recipekit.framework import Layout
 from recipekit.keypaths import parse_assignment, replace_at
 from recipekit.lineage.graph import apply_overrides, is_lineage_override
+from recipekit.lineage.steps import keep_step_issues
 from recipekit.markers import DERIVED, RunInput
 from recipekit.stage import Stage
 
@@ -62,6 +63,7 @@ class Plan:
             "inputs": stage.framework.inputs(self.framework_config),
             "outputs": stage.framework.outputs(self.framework_config),
             **({"lineage": stage.lineage.as_json()} if stage.lineage is not None else {}),
+            **({"environment": dict(stage.environment)} if stage.environment else {}),
             "overrides": list(self.overrides),
             "derived": list(self.derived),
             "warnings": [w.as_json() for w in self.warnings],
@@ -100,6 +102,12 @@ def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
     if errors:
         raise RecipeError(errors, context=f"{stage.name}: cannot plan")
     rendered = framework.render(config)
+    lineage = stage.lineage
+    if lineage is not None and lineage.keep_steps and lineage.output is not None:
+        policy = framework.save_policy(rendered)
+        errors = keep_step_issues(stage.name, lineage.output, lineage.keep_steps, policy)
+        if errors:
+            raise RecipeError(errors, context=f"{stage.name}: cannot plan")
     planned = attrs.evolve(stage, config=config)
     return Plan(
         stage=planned,
@@ -181,6 +189,8 @@ def content_hash(stage: Stage, rendered: dict[str, Any]) -> str:
     }
     if stage.lineage is not None:
         identity["lineage"] = stage.lineage.as_json()
+    if stage.environment:
+        identity["environment"] = dict(stage.environment)
     blob = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 

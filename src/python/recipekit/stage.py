@@ -42,6 +42,10 @@ def _construction_site() -> str:
     return f"{file}:{line}"
 
 
+def _environment(value: Mapping[str, str]) -> dict[str, str]:
+    return dict(value)
+
+
 @attrs.frozen(kw_only=True)
 class Stage:
     name: str
@@ -52,6 +56,9 @@ class Stage:
     framework: Framework = NEMO_RL_GRPO
     # What the stage reads (by role) and publishes; None for a stage outside a pipeline.
     lineage: StageLineage | None = None
+    # Environment the framework needs whatever the cluster (the seed's exports), set in the
+    # job before the framework starts. Never a secret: those come from the submitting shell.
+    environment: Mapping[str, str] = attrs.field(factory=dict, converter=_environment)
     # Provenance, for explaining a value; never part of a stage's identity (eq=False).
     # origin: file:line of the ``Stage(...)`` of the base; a variant keeps its base's.
     origin: str = attrs.field(factory=_construction_site, eq=False, repr=False)

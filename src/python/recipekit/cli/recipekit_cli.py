@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,9 @@ from recipekit.cli.common import (
     reports_recipe_errors,
     set_option,
 )
+from recipekit.cli.in_allocation import IN_ALLOCATION
+from recipekit.cli.pipeline import pipeline
+from recipekit.cli.store import store
 from recipekit.errors import Issue, RecipeError
 from recipekit.loading import load_object
 
@@ -423,5 +427,17 @@ for _kind, _what in (
     _model_import(_kind, _what)
 
 
+# The commands a job script runs on the nodes: `pipeline submit` makes this Pex the launcher
+# of every run it stages.
+for _command in IN_ALLOCATION:
+    cli.add_command(_command)
+
+cli.add_command(pipeline)
+cli.add_command(store)
+
+
 def main() -> None:
+    from recipekit.launch.launcher_venv import leave_launcher_venv
+
+    leave_launcher_venv(os.environ)
     cli.main(prog_name="recipekit")

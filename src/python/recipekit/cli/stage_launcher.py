@@ -22,6 +22,7 @@ from recipekit.cli.common import (
     reports_recipe_errors,
     set_option,
 )
+from recipekit.cli.in_allocation import IN_ALLOCATION
 from recipekit.errors import Issue, RecipeError
 from recipekit.loading import load_object
 
@@ -306,50 +307,9 @@ def down(overrides: tuple[str, ...], cluster: str | None) -> None:
     click.echo(f"released job {job_id}")
 
 
-@cli.command(hidden=True)
-@click.argument("run_directory")
-def preflight(run_directory: str) -> None:
-    """Inside the allocation, on every node: the job's first step (run by the job script)."""
-    from recipekit.launch.job_step import run_node_preflight
-
-    sys.exit(run_node_preflight(run_directory))
-
-
-@cli.command(name="job-step", hidden=True)
-@click.argument("run_directory")
-@click.option("--interactive", is_flag=True)
-def job_step(run_directory: str, interactive: bool) -> None:
-    """A Ray stage's second step, on every node: Ray, then the framework (run by the job script)."""
-    from recipekit.launch.job_step import run_job_step
-
-    sys.exit(run_job_step(run_directory, interactive=interactive))
-
-
-@cli.command(name="entry-point", hidden=True)
-@click.argument("run_directory")
-def entry_point(run_directory: str) -> None:
-    """One task of a per-GPU or head-only stage's framework step (run by the job script)."""
-    from recipekit.launch.entry_point import run_entry_point
-
-    sys.exit(run_entry_point(run_directory))
-
-
-@cli.command(hidden=True)
-@click.argument("run_directory")
-def record(run_directory: str) -> None:
-    """On the first node, after a per-GPU or head-only stage ended well: the W&B record."""
-    from recipekit.launch.run_record import run_record_step
-
-    sys.exit(run_record_step(run_directory))
-
-
-@cli.command(hidden=True)
-@click.argument("run_directory")
-def driver(run_directory: str) -> None:
-    """On the head of an interactive allocation (run by `run`)."""
-    from recipekit.launch.job_step import run_interactive_driver
-
-    sys.exit(run_interactive_driver(run_directory))
+# The commands the job script runs inside the allocation (recipekit.cli.in_allocation).
+for _command in IN_ALLOCATION:
+    cli.add_command(_command)
 
 
 def main() -> None:

@@ -19,14 +19,18 @@ from recipekit.images.paths import LAUNCHER_PEX as BAKED_LAUNCHER
 from recipekit.launch.framework_process import entry_point_command
 from recipekit.launch.profile import ClusterProfile
 from recipekit.launch.run_dir import LAUNCHER, LOGS, RunDir, job_name
+from recipekit.lineage.store import RUN_VARIABLE, run_name, store_output
 
 
-def job_environment(profile: ClusterProfile) -> dict[str, str]:
-    env: dict[str, str] = {}
+def job_environment(profile: ClusterProfile, plan: dict[str, Any]) -> dict[str, str]:
+    # The run's name: its checkpoints' folder in the artifact store (configs name it as
+    # ${oc.env:RECIPEKIT_RUN}); a requeued job has the same one, and resumes there.
+    env: dict[str, str] = {RUN_VARIABLE: run_name(plan["stage"], plan["hash"])}
     if profile.hf_home:
         env["HF_HOME"] = profile.hf_home
     if profile.gb200 is not None:
         env.update(profile.gb200.environment())
+    env.update(plan.get("environment", {}))
     env.update(profile.extra_env)
     return env
 
@@ -55,7 +59,7 @@ def render_job_script(
         f"--output={run.path / LOGS}/slurm-%j.out",
         "--open-mode=append",
     ]
-    container = profile.container
+    container = profile.job_container()
     launcher = (
         BAKED_LAUNCHER
         if profile.shipping == "baked"
@@ -78,7 +82,7 @@ def render_job_script(
         f"# Secrets ({secrets}) come from the submitting shell through Slurm's --export;",
         "# they are never written here.",
     ]
-    lines += [f"export {k}={shlex.quote(v)}" for k, v in job_environment(profile).items()]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in job_environment(profile, plan).items()]
     launch = plan["framework"]["launch"]
     if interactive and launch != "ray":
         raise ValueError(f"an interactive job keeps a Ray cluster up; this stage launches {launch}")
@@ -106,10 +110,19 @@ def render_job_script(
         return "\n".join(lines)
     steps = [preflight, _framework_step(launch, nodes, gpus, launcher_step)]
     tracking = profile.tracking
-    if tracking.mode != "off":
+    publishes = store_output(plan) is not None
+    if tracking.mode != "off" or publishes:
+        done = [
+            *(["Publish the saved checkpoints as artifact versions"] if publishes else []),
+            *(
+                [f"record the run in W&B ({tracking.mode}, project {tracking.project})"]
+                if tracking.mode != "off"
+                else []
+            ),
+        ]
         steps.append(
             (
-                f"3. Record the finished run in W&B ({tracking.mode}, project {tracking.project}).",
+                "3. " + "; ".join(done) + ".",
                 launcher_step("record", *_HEAD_ONLY, "--gres=none"),
             )
         )

@@ -54,7 +54,7 @@ from recipekit.launch.run_dir import (
     PROFILE_FILE,
     RunDir,
 )
-from recipekit.launch.run_record import record_finished_run
+from recipekit.launch.run_record import CheckpointPublisher, record_finished_run
 
 EXIT_PREFLIGHT = 3
 EXIT_RAY = 4
@@ -226,7 +226,8 @@ def run_driver(
     command = entry_point_command(plan, profile, run)
     log(f"driver: cd {profile.framework_root} && " + " ".join(command))
     env = {**os.environ, "RAY_ADDRESS": address, "RECIPEKIT_RUN_DIR": str(run.path)}
-    status = run_framework(command, profile.framework_root, env)
+    with CheckpointPublisher(plan, log, profile.publish_interval_s):
+        status = run_framework(command, profile.framework_root, env)
     log(f"driver exited with status {status}")
     return status
 

@@ -30,7 +30,14 @@ from recipekit.launch.preflight import (
     master_port_free,
     ray_ports_free,
 )
-from recipekit.launch.profile import ClusterProfile, Mount, NoContainer, Pyxis, Tracking
+from recipekit.launch.profile import (
+    ArtifactStore,
+    ClusterProfile,
+    Mount,
+    NoContainer,
+    Pyxis,
+    Tracking,
+)
 from recipekit.launch.ray_ports import RayPorts
 from recipekit.launch.run_dir import RunDir
 from recipekit.launch.run_record import capture_provenance, checkout_state
@@ -40,6 +47,7 @@ from recipekit.launch.submit import (
     submit_delegated,
     submit_plan,
 )
+from recipekit.lineage.store import init_store
 from recipekit.lineage.tracking import lineage_from_json
 from recipekit.nemo_rl.grpo import NEMO_RL_GRPO
 from recipekit.plan import make_plan
@@ -56,8 +64,8 @@ per_gpu = attrs.evolve(dapo_b200, framework=attrs.evolve(NEMO_RL_GRPO, launch="p
 
 
 def _profile(tmp_path: Path, **changes: Any) -> ClusterProfile:
-    """The B200 cluster's profile, run without a container and without tracking."""
-    local = {"container": NoContainer(), "runs_dir": str(tmp_path / "runs")}
+    """The B200 cluster's profile, run without a container, artifact store or tracking."""
+    local = {"container": NoContainer(), "runs_dir": str(tmp_path / "runs"), "artifact_store": None}
     return attrs.evolve(PROFILES["b200"], **{"tracking": Tracking(mode="off"), **local, **changes})
 
 
@@ -123,11 +131,14 @@ VLLM_IMAGE = "docker.io/vllm/vllm-openai@sha256:" + "2" * 64
 
 
 def _eval_profile(tmp_path: Path, image: str = VLLM_IMAGE, **changes: Any) -> ClusterProfile:
-    """The GB200 cluster's profile for the eval stage: its vLLM image pinned by digest."""
+    """The GB200 cluster's profile for the eval stage: its vLLM image pinned by digest, its
+    artifact store in ``tmp_path``."""
+    init_store(tmp_path / "artifacts")
     return attrs.evolve(
         PROFILES["gb200-nvl72"],
         container=Pyxis(image=image, mounts=(Mount(str(tmp_path), "/shared"),)),
         runs_dir=str(tmp_path / "runs"),
+        artifact_store=ArtifactStore(path=str(tmp_path / "artifacts")),
         tracking=Tracking(mode="off"),
         **changes,
     )
@@ -367,16 +378,15 @@ def test_submit_without_the_key_for_online_tracking_names_the_fix(
     assert not (tmp_path / "runs").exists()
 
 
-def test_the_last_saved_step_names_the_output_artifacts_step(tmp_path: Path) -> None:
-    from recipekit.launch.run_record import last_step
+def test_saved_steps_are_found_in_both_frameworks_layouts(tmp_path: Path) -> None:
+    from recipekit.lineage.store import saved_steps
 
-    plan = {"outputs": {"checkpoints": str(tmp_path)}}
-    assert last_step(plan) is None  # nothing saved yet
+    assert saved_steps(tmp_path) == {}  # nothing saved yet
     for name in ("step_10", "step_120", "step_30", "logs", "step_x"):
         (tmp_path / name).mkdir()
-    assert last_step(plan) == 120
+    assert sorted(saved_steps(tmp_path)) == [10, 30, 120]
     megatron = tmp_path / "mb"
     (megatron / "iter_0000200").mkdir(parents=True)
     (megatron / "latest_checkpointed_iteration.txt").write_text("200")
-    assert last_step({"outputs": {"checkpoint": str(megatron)}}) == 200
-    assert last_step({"outputs": {}}) is None
+    assert saved_steps(megatron) == {200: megatron / "iter_0000200"}
+    assert saved_steps(tmp_path / "absent") == {}

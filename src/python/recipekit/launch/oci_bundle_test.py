@@ -24,7 +24,10 @@ from recipes.super3.dapo import dapo_b200
 
 
 def _baked() -> ClusterProfile:
-    bundle = OciBundle(bundle="/shared/bundles/dapo-b200", mounts=SHARED)
+    # A bundle has its mounts from its config.json: the artifact store's among them.
+    store = PROFILES["b200"].artifact_store
+    assert store is not None
+    bundle = OciBundle(bundle="/shared/bundles/dapo-b200", mounts=(*SHARED, store.mount()))
     return attrs.evolve(PROFILES["b200"], container=bundle, shipping="baked")
 
 

@@ -23,6 +23,15 @@ import attrs
 from recipekit.images.paths import PLAN_DIR as BAKED_PLAN_DIR
 from recipekit.launch.framework_process import runs_with_python
 from recipekit.launch.profile import ClusterProfile
+from recipekit.lineage.refs import ARTIFACTS_ROOT
+from recipekit.lineage.store import (
+    STORE_MARKER,
+    is_store,
+    resolve_run,
+    run_name,
+    store_paths,
+    stored_artifact,
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -96,16 +105,36 @@ def shared_paths_writable(ctx: NodeContext) -> str | None:
     return None
 
 
+def artifact_store_mounted(ctx: NodeContext) -> str | None:
+    if not store_paths(ctx.plan):
+        return None
+    if not is_store(Path(ARTIFACTS_ROOT)):
+        return (
+            f"the artifact store is not mounted at {ARTIFACTS_ROOT} on this node (no "
+            f"{STORE_MARKER}; profile.artifact_store)"
+        )
+    return None
+
+
 def inputs_exist(ctx: NodeContext) -> str | None:
+    refs = ctx.plan.get("lineage", {}).get("inputs", {})
     for role, path in ctx.plan.get("inputs", {}).items():
         if path.startswith("/") and not Path(path).exists():
+            artifact = stored_artifact(path)
+            if artifact is not None:
+                ref = next((r for r in refs.values() if r.split(":")[0] == artifact), artifact)
+                return (
+                    f"{role} {path}: {ref} has no such version in the artifact store (has its "
+                    "producing stage published it?)"
+                )
             return f"{role} {path} does not exist on this node"
     return None
 
 
 def outputs_writable(ctx: NodeContext) -> str | None:
+    run = run_name(str(ctx.plan["stage"]), str(ctx.plan["hash"]))
     for role, path in ctx.plan.get("outputs", {}).items():
-        target = Path(path)
+        target = Path(resolve_run(path, run))
         parent = target if target.exists() else target.parent
         while not parent.exists() and parent != parent.parent:
             parent = parent.parent
@@ -198,6 +227,7 @@ CHECKS: dict[str, Check] = {
     "gpus": gpus_visible,
     "cpu-arch": cpu_architecture_matches,
     "shared-paths": shared_paths_writable,
+    "artifact-store": artifact_store_mounted,
     "inputs": inputs_exist,
     "outputs": outputs_writable,
     "imex-channel": imex_channel_present,

@@ -16,6 +16,7 @@ import cattrs
 from recipekit.errors import Issue, RecipeError
 from recipekit.hardware import NodeType
 from recipekit.launch.ray_ports import RayPorts, below_ephemeral
+from recipekit.lineage.refs import ARTIFACTS_ROOT
 
 _TIME_LIMIT = re.compile(r"^(\d+-)?\d{1,2}:\d{2}:\d{2}$")
 _SECRET_NAME = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
@@ -133,6 +134,19 @@ class Gb200Settings:
         }
 
 
+@attrs.frozen(kw_only=True)
+class ArtifactStore:
+    """Shared storage holding every artifact version (``recipekit.lineage.store``): every
+    container of every stage sees it at ``/artifacts``, where plans read inputs and write
+    checkpoints. Without a container, every node must mount it at ``/artifacts`` itself."""
+
+    # The host path, the same on every node (shared storage).
+    path: str
+
+    def mount(self) -> Mount:
+        return Mount(self.path, ARTIFACTS_ROOT)
+
+
 TrackingMode = Literal["online", "offline", "off"]
 
 
@@ -178,6 +192,12 @@ class ClusterProfile:
     runs_dir: str
     # Shared paths (as the job sees them) that must be mounted and writable on every node.
     shared_paths: dict[str, str] = attrs.field(factory=dict)
+    # Where artifact versions live; None: this cluster runs no stage that reads or publishes
+    # artifacts (submit refuses such a stage).
+    artifact_store: ArtifactStore | None = None
+    # How often the head of a Ray stage publishes new checkpoints while the framework runs
+    # (a pinned step must be kept before the framework's keep policy deletes it).
+    publish_interval_s: float = 60.0
     hf_home: str | None = None
     gb200: Gb200Settings | None = None
     extra_env: dict[str, str] = attrs.field(factory=dict)
@@ -208,6 +228,9 @@ class ClusterProfile:
     def __attrs_post_init__(self) -> None:
         # The job reaches its run directory through the container's mounts.
         self.container.in_container(self.runs_dir)
+        store_issue = self._artifact_store_issue()
+        if store_issue is not None:
+            raise RecipeError([store_issue])
         if self.shipping == "baked" and isinstance(self.container, NoContainer):
             raise RecipeError(
                 [
@@ -217,6 +240,37 @@ class ClusterProfile:
                     )
                 ]
             )
+
+    def _artifact_store_issue(self) -> Issue | None:
+        store, container = self.artifact_store, self.container
+        if store is None:
+            return None
+        where = f"profile {self.name}: artifact_store.path"
+        if isinstance(container, NoContainer) and store.path != ARTIFACTS_ROOT:
+            return Issue(
+                where,
+                f"without a container the job sees host paths, so every node must have the "
+                f"store at {ARTIFACTS_ROOT}",
+                value=store.path,
+                hint=f"mount it at {ARTIFACTS_ROOT} on every node, or run in a container",
+            )
+        if isinstance(container, OciBundle) and store.mount() not in container.mounts:
+            return Issue(
+                where,
+                "an OCI bundle takes its mounts from its config.json: make the bundle with "
+                f"the mount {store.mount()}",
+                value=store.path,
+            )
+        return None
+
+    def job_container(self) -> Pyxis | OciBundle | NoContainer:
+        """The container the job's steps run in: pyxis also mounts the artifact store."""
+        container = self.container
+        if isinstance(container, Pyxis) and self.artifact_store is not None:
+            mount = self.artifact_store.mount()
+            if mount not in container.mounts:
+                return attrs.evolve(container, mounts=(*container.mounts, mount))
+        return container
 
     @property
     def python(self) -> str:

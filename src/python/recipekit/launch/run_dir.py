@@ -14,6 +14,8 @@ from typing import Any
 
 import attrs
 
+from recipekit.lineage.store import run_name
+
 PLAN_FILE = "plan.json"
 CONFIG_FILE = "config.yaml"
 PROFILE_FILE = "profile.json"
@@ -35,7 +37,7 @@ class RunDir:
 
     @classmethod
     def for_plan(cls, runs_dir: str, stage_name: str, plan_hash: str) -> RunDir:
-        return cls(Path(runs_dir) / f"{stage_name}-{plan_hash[:12]}")
+        return cls(Path(runs_dir) / run_name(stage_name, plan_hash))
 
     def file(self, name: str) -> Path:
         return self.path / name

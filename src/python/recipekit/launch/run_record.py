@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,8 @@ from recipekit.launch.framework_process import raise_on_termination
 from recipekit.launch.oci_bundle import bundle_image
 from recipekit.launch.profile import ClusterProfile, OciBundle, Pyxis, profile_from_json
 from recipekit.launch.run_dir import JOB_SCRIPT, PLAN_FILE, PROFILE_FILE, PROVENANCE_FILE, RunDir
+from recipekit.lineage.refs import ARTIFACTS_ROOT
+from recipekit.lineage.store import StoredVersion, publish, saved_steps, store_output, versions
 
 Log = Callable[[str], None]
 
@@ -69,32 +71,80 @@ def capture_provenance(plan: Mapping[str, Any], profile: ClusterProfile, cwd: Pa
     return json.dumps(provenance, indent=2) + "\n"
 
 
-# Checkpoint directories by step: NeMo-RL writes step_<N>, Megatron-Bridge iter_<N, 7 digits>.
-_STEP_DIR = re.compile(r"^(?:step_|iter_)(\d+)$")
+def publish_checkpoints(plan: Mapping[str, Any], log: Log) -> list[StoredVersion]:
+    """Make the checkpoints the run has saved so far versions of its output artifact (the
+    store is at ``/artifacts`` wherever the job runs); keeps the steps later stages pin."""
+    found = store_output(plan)
+    if found is None:
+        return []
+    artifact, run_id = found
+    keep = plan.get("lineage", {}).get("keep_steps", ())
+    added = publish(Path(ARTIFACTS_ROOT), artifact, run_id, keep_steps=keep)
+    for version in added:
+        kept = " (kept for a later stage)" if version.kept else ""
+        log(f"published {artifact}:v{version.version} = step-{version.step}{kept}")
+    return added
 
 
-def last_step(plan: Mapping[str, Any]) -> int | None:
-    """The last step the run saved a checkpoint for: its output artifact gets the alias
-    ``step-N``, so a later stage can pin it (``run.model=super35-rl-rlvr-model:step-120``)."""
+class CheckpointPublisher:
+    """Publishes the run's checkpoints while the framework runs, so that a step a later stage
+    pins is kept before the framework's keep policy deletes it."""
+
+    def __init__(self, plan: Mapping[str, Any], log: Log, interval_s: float) -> None:
+        self._plan, self._log, self._interval_s = plan, log, interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="publisher", daemon=True)
+
+    def __enter__(self) -> CheckpointPublisher:
+        if store_output(self._plan) is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            try:
+                publish_checkpoints(self._plan, self._log)
+            except OSError as exc:  # the next sweep tries again; the last one must succeed
+                self._log(f"publishing checkpoints failed for now: {exc}")
+
+
+def _published_outputs(
+    plan: Mapping[str, Any], profile: ClusterProfile
+) -> list[tuple[str, int | None]]:
+    """What W&B records as the output artifact's versions: (URI, step), oldest first."""
+    found = store_output(plan)
+    if found is not None and profile.artifact_store is not None:
+        artifact, run_id = found
+        host = Path(profile.artifact_store.path) / artifact
+        return [
+            ((host / v.path).as_uri(), v.step)
+            for v in versions(Path(ARTIFACTS_ROOT), artifact)
+            if v.run == run_id
+        ]
     outputs = list(plan.get("outputs", {}).values())
-    if not outputs or not Path(outputs[0]).is_dir():
-        return None
-    steps = [int(m.group(1)) for p in Path(outputs[0]).iterdir() if (m := _STEP_DIR.match(p.name))]
-    return max(steps) if steps else None
-
-
-def _output_uri(plan: Mapping[str, Any]) -> str | None:
-    # The framework's outputs by role; the first is the checkpoint the stage publishes.
-    outputs = list(plan.get("outputs", {}).values())
-    return Path(outputs[0]).as_uri() if outputs else None
+    if not outputs:
+        return []
+    steps = saved_steps(Path(outputs[0]))
+    return [(Path(outputs[0]).as_uri(), max(steps) if steps else None)]
 
 
 def record_finished_run(
     run: RunDir, plan: Mapping[str, Any], profile: ClusterProfile, log: Log
 ) -> int:
-    """Record the run per the profile's tracking; 0, or ``EXIT_NOT_RECORDED`` with the reason."""
+    """Publish the run's last checkpoints, then record the run per the profile's tracking; 0,
+    or ``EXIT_NOT_RECORDED`` with the reason."""
     from recipekit.lineage.tracking import lineage_from_json, record_run
 
+    try:
+        publish_checkpoints(plan, log)
+    except OSError as exc:
+        log(f"publishing checkpoints failed: {exc}")
+        return EXIT_NOT_RECORDED
     tracking = profile.tracking
     if tracking.mode == "off":
         return 0
@@ -116,8 +166,7 @@ def record_finished_run(
             project=tracking.project,
             entity=tracking.entity,
             mode=tracking.mode,
-            output_uri=_output_uri(plan),
-            output_step=last_step(plan),
+            outputs=_published_outputs(plan, profile),
         )
     except RecipeError as exc:
         log(f"tracking: the run is NOT recorded: {exc.render()}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from recipekit.errors import Issue, RecipeError
@@ -43,9 +44,12 @@ def _run(argv: list[str], *, env: dict[str, str] | None = None) -> str:
     return done.stdout
 
 
-def submit(script: Path, *, export: str = "ALL") -> str:
-    """``sbatch --parsable``: the job id."""
-    out = _run(["sbatch", "--parsable", f"--export={export}", str(script)])
+def submit(script: Path, *, export: str = "ALL", after: Sequence[str] = ()) -> str:
+    """``sbatch --parsable``: the job id. ``after``: jobs that must end well first (afterok);
+    the script's own ``--dependency=singleton`` still holds (a command-line ``--dependency``
+    replaces the script's, so both are given here)."""
+    flags = [f"--dependency=singleton,afterok:{':'.join(after)}"] if after else []
+    out = _run(["sbatch", "--parsable", f"--export={export}", *flags, str(script)])
     return out.strip().split(";")[0]
 
 

@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,8 @@ from recipekit.launch.run_dir import (
     job_name,
 )
 from recipekit.launch.run_record import capture_provenance, record_finished_run
+from recipekit.lineage.refs import ARTIFACTS_ROOT
+from recipekit.lineage.store import is_store, store_paths
 from recipekit.plan import Plan
 from recipekit.report import config_yaml, plan_json
 
@@ -84,8 +86,37 @@ def check_submittable(plan: Plan, profile: ClusterProfile) -> None:
                 f"{node.cpu_arch.value}); this cluster has {profile.node.name} nodes",
             )
         )
+    issues += artifact_store_issues(plan, profile)
     if issues:
         raise RecipeError(issues, context=f"{plan.stage.name}: cannot submit")
+
+
+def artifact_store_issues(plan: Plan, profile: ClusterProfile) -> list[Issue]:
+    """A plan that reads or writes artifacts needs the profile's store, mounted here too."""
+    used = store_paths(plan.as_json())
+    store = profile.artifact_store
+    if not used:
+        return []
+    roles = ", ".join(sorted(used))
+    if store is None:
+        return [
+            Issue(
+                f"profile {profile.name}: artifact_store",
+                f"not set, and {plan.stage.name} reads or writes artifacts ({roles}) under "
+                f"{ARTIFACTS_ROOT}",
+                hint="artifact_store=ArtifactStore(path=<shared storage>) in recipes/clusters.py",
+            )
+        ]
+    if not is_store(Path(store.path)):
+        return [
+            Issue(
+                f"profile {profile.name}: artifact_store.path",
+                "is not an artifact store on this host (not mounted, or never initialised)",
+                value=store.path,
+                hint=f"mount the shared storage, or `recipekit store init {store.path}`",
+            )
+        ]
+    return []
 
 
 def launcher_pex() -> Path:
@@ -136,8 +167,9 @@ def write_run_dir(
 
 
 def submit_plan(
-    plan: Plan, profile: ClusterProfile, *, interactive: bool = False
+    plan: Plan, profile: ClusterProfile, *, interactive: bool = False, after: Sequence[str] = ()
 ) -> tuple[str, RunDir]:
+    """Submit; ``after``: job ids that must end well before this one starts (a pipeline)."""
     check_submittable(plan, profile)
     launch = plan.stage.framework.launch
     if launch == "delegated" and not interactive:
@@ -170,12 +202,13 @@ def submit_plan(
         )
     launcher = None if profile.shipping == "baked" else launcher_pex()
     run = write_run_dir(plan, profile, launcher, interactive=interactive)
-    job_id = slurm.submit(run.file(JOB_SCRIPT))
+    job_id = slurm.submit(run.file(JOB_SCRIPT), after=after)
     record: dict[str, Any] = {
         "job_id": job_id,
         "job_name": name,
         "interactive": interactive,
         "submitted_at": time.time(),
+        **({"after": list(after)} if after else {}),
     }
     run.write_text(JOB_RECORD, json.dumps(record) + "\n")
     return job_id, run

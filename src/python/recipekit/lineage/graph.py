@@ -75,6 +75,9 @@ class StageLineage:
     command: str = ""
     # Why the stage cannot be launched; "" when it can. Blocked stages still plan and render.
     blocked: str = ""
+    # Steps of the output that later stages pin (``Pipeline.stage`` fills it in): the artifact
+    # store keeps them whatever the framework's keep policy.
+    keep_steps: tuple[int, ...] = ()
 
     @property
     def teachers(self) -> dict[str, InputSource]:
@@ -97,6 +100,8 @@ class StageLineage:
         }
         if self.blocked:
             out["blocked"] = self.blocked
+        if self.keep_steps:
+            out["keep_steps"] = list(self.keep_steps)
         return out
 
 
@@ -177,9 +182,11 @@ class Pipeline:
         yield from self.conversions
 
     def stage(self, name: str) -> StageLineage:
+        """A stage's lineage, with the steps of its output that later stages pin."""
         for step in self.steps():
             if step.stage == name:
-                return step
+                pinned = self.selected_steps().get(step.output or "", ())
+                return attrs.evolve(step, keep_steps=pinned) if pinned else step
         raise KeyError(f"{self.name} has no stage {name!r}")
 
     def producers(self) -> dict[str, str]:

@@ -26,7 +26,7 @@ import contextlib
 import json
 import os
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -144,19 +144,18 @@ def record_run(
     *,
     directory: Path,
     project: str,
-    output_uri: str | None,
-    output_step: int | None = None,
+    outputs: Sequence[tuple[str, int | None]] = (),
     mode: str = "offline",
     entity: str | None = None,
 ) -> Path:
     """Record one stage's run; returns the run's directory (``.../wandb/offline-run-*``).
 
     ``plan`` is plan-like: ``stage``, ``hash``, ``config`` (the framework config), ``job_script``
-    (text), ``images`` (name -> digest), ``git_commit``, ``git_dirty``. ``output_uri`` is where
-    the output checkpoint lives (``file:///shared/...``), referenced, not copied, so call this
-    once the checkpoint exists, at the end of the job or for each selected step. With
-    ``output_uri`` None (the stage wrote no output the framework names) the run is recorded
-    without its output artifact.
+    (text), ``images`` (name -> digest), ``git_commit``, ``git_dirty``. ``outputs`` are the
+    versions of the output artifact the run published, oldest first: where each checkpoint
+    lives (``file:///...``), referenced, not copied, and its step (None if not by step). Each
+    becomes a version with the alias ``step-N``; the newest also gets ``latest``. With no
+    outputs (the stage wrote none the framework names) the run is recorded without them.
     """
     if mode == "off":
         raise ValueError("record_run with tracking off: the caller records nothing")
@@ -180,12 +179,15 @@ def record_run(
         if mode == "online":
             for role, ref in lineage.artifact_inputs().items():
                 run.use_artifact(str(ref), use_as=role)
-        if lineage.output is not None and output_uri is not None:
-            aliases = ["latest"] + ([f"step-{output_step}"] if output_step is not None else [])
+        published = list(outputs) if lineage.output is not None else []
+        for number, (uri, step) in enumerate(published):
+            newest = number == len(published) - 1
+            aliases = ["latest"] if newest else []
+            aliases += [f"step-{step}"] if step is not None else []
             log_reference_artifact(
                 run,
-                lineage.output,
-                {"checkpoint": output_uri},
+                str(lineage.output),
+                {"checkpoint": uri},
                 metadata={"stage": stage, "plan_hash": digest, "inputs": lineage_json["inputs"]},
                 aliases=aliases,
             )
@@ -199,7 +201,11 @@ def lineage_from_json(stage: str, data: Mapping[str, Any] | None) -> StageLineag
         return StageLineage(stage=stage, inputs={}, output=None)
     inputs = {role: _input_from_text(str(text)) for role, text in data["inputs"].items()}
     return StageLineage(
-        stage=stage, inputs=inputs, output=data.get("output"), blocked=data.get("blocked", "")
+        stage=stage,
+        inputs=inputs,
+        output=data.get("output"),
+        blocked=data.get("blocked", ""),
+        keep_steps=tuple(data.get("keep_steps", ())),
     )
 
 

@@ -50,23 +50,23 @@ def _plan(stage: str, digest: str) -> dict[str, object]:
 
 
 def test_runs_record_plan_and_lineage_and_read_back_as_a_graph(offline: Path) -> None:
-    checkpoint = offline / "ckpt" / "step_120"
-    checkpoint.mkdir(parents=True)
-    (checkpoint / "weights.safetensors").write_bytes(b"not really weights")
+    earlier, checkpoint = offline / "ckpt" / "step_110", offline / "ckpt" / "step_120"
+    for saved in (earlier, checkpoint):
+        saved.mkdir(parents=True)
+        (saved / "weights.safetensors").write_bytes(saved.name.encode())
     first = record_run(
         _plan("rlvr", "1" * 64),
         RLVR,
         directory=offline / "runs",
         project="recipekit-test",
-        output_uri=checkpoint.as_uri(),
-        output_step=120,
+        outputs=[(earlier.as_uri(), 110), (checkpoint.as_uri(), 120)],
     )
     second = record_run(
         _plan("teacher-vision", "2" * 64),
         TEACHER,
         directory=offline / "runs",
         project="recipekit-test",
-        output_uri=(offline / "ckpt").as_uri(),
+        outputs=[((offline / "ckpt").as_uri(), None)],
     )
     rlvr, teacher = read_offline_run(first), read_offline_run(second)
     assert rlvr.job_type == "rlvr" and rlvr.stage == "rlvr"
@@ -79,7 +79,9 @@ def test_runs_record_plan_and_lineage_and_read_back_as_a_graph(offline: Path) ->
     }
     assert {"config.json", "job.sbatch", "lineage.json"} <= set(rlvr.files)
     assert (first / "files" / "job.sbatch").read_text().startswith("#!/bin/bash")
-    [out] = rlvr.logged
+    # Every saved checkpoint is a version with its step (W&B moves `latest` to the newest).
+    before, out = rlvr.logged
+    assert "step-110" in before.aliases and "step-120" not in before.aliases
     # W&B does not keep the order aliases were given in.
     assert (out.name, out.type) == ("rlvr-model", "model")
     assert sorted(out.aliases) == ["latest", "step-120"]
@@ -92,6 +94,7 @@ def test_runs_record_plan_and_lineage_and_read_back_as_a_graph(offline: Path) ->
     assert edges == [
         ("artifact:sft-model:latest", "stage:rlvr", "model"),
         ("artifact:rlvr-data:latest", "stage:rlvr", "data"),
+        ("stage:rlvr", "artifact:rlvr-model:step-110", "output"),
         ("stage:rlvr", "artifact:rlvr-model:step-120", "output"),
         ("artifact:rlvr-model:step-120", "stage:teacher-vision", "model"),
         ("artifact:vision-data:latest", "stage:teacher-vision", "data"),

@@ -25,6 +25,7 @@ from recipekit.derivation import Derivation
 from recipekit.errors import Issue
 from recipekit.framework import Launch
 from recipekit.hardware import Hardware
+from recipekit.lineage.steps import SavePolicy
 from recipekit.megatron_bridge import MEGATRON_BRIDGE_VERSION
 from recipekit.megatron_bridge.checks import CheckContext, run_checks
 from recipekit.megatron_bridge.derivations import RULES, derive_config
@@ -71,6 +72,16 @@ class MegatronBridge:
 
     def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
         return {"checkpoints": rendered["checkpoint"]["save"]}
+
+    def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
+        # Megatron-Bridge saves every save_interval iterations and at the last one, and keeps
+        # every checkpoint unless most_recent_k is set (these recipes do not set it).
+        return SavePolicy(
+            every=rendered["checkpoint"]["save_interval"],
+            last=rendered["train"]["train_iters"],
+            every_key="checkpoint.save_interval",
+            last_key="train.train_iters",
+        )
 
     def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
         return megatron_bridge_summary(rendered, layout)

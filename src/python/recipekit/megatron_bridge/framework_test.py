@@ -44,7 +44,7 @@ def test_inputs_and_outputs_are_the_paths_the_config_reads_and_writes() -> None:
         "data": "/artifacts/super35-sft-data/latest",
     }
     assert MEGATRON_BRIDGE.outputs(rendered) == {
-        "checkpoints": "/nemo_run/super35-sft-stage1-model"
+        "checkpoints": "/artifacts/super35-sft-stage1-model/${oc.env:RECIPEKIT_RUN}"
     }
 
 
@@ -103,5 +103,5 @@ def test_the_summary_has_one_row_per_concern() -> None:
     assert rows["data"] == "/artifacts/super35-sft-data/latest"
     assert rows["checkpoints"] == (
         "from /artifacts/super35-pretrain-model/latest (weights only); "
-        "save to /nemo_run/super35-sft-peft-model every 100 iterations"
+        "save to /artifacts/super35-sft-peft-model/${oc.env:RECIPEKIT_RUN} every 100 iterations"
     )

@@ -11,17 +11,17 @@ a job sees them at: NOT IN THE SEED, chosen here, in one place.
   (``training/utils/omegaconf_utils.py``: ``process_config_with_overrides``, ``resolve=True``).
 - Data a recipe ships (long-context SFT's built-in dataset) has no path: ``UNSET`` keeps the
   recipe's dataset.
-- The output checkpoint goes to ``/nemo_run/<output artifact>``, as the ``nemotron`` CLI's
-  super3 stages write theirs (``stage1_sft/config/default.yaml``:
-  ``save: /nemo_run/super3-sft-model``).
+- The output checkpoint goes to the artifact store, ``/artifacts/<output artifact>/<run>``
+  (``recipekit.lineage.store.output_dir``): the ``nemotron`` CLI's super3 stages write
+  ``/nemo_run/super3-sft-model`` (``stage1_sft/config/default.yaml``), inside a container that
+  is gone when the job ends.
 """
 
 from __future__ import annotations
 
 from recipekit.lineage import ArtifactRef, StageLineage
+from recipekit.lineage.store import output_dir
 from recipekit.markers import UNSET, RunInput, Unset
-
-OUTPUT_ROOT = "/nemo_run"
 
 
 def input_path(lineage: StageLineage, role: str) -> str | Unset:
@@ -38,4 +38,4 @@ def checkpoint_dir(lineage: StageLineage) -> str:
     """Where the stage saves the checkpoint it publishes as its output artifact."""
     if lineage.output is None:
         raise ValueError(f"{lineage.stage} publishes no artifact to save a checkpoint for")
-    return f"{OUTPUT_ROOT}/{lineage.output}"
+    return output_dir(lineage.output)

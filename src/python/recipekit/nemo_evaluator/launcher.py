@@ -22,6 +22,7 @@ from recipekit.derivation import Derivation
 from recipekit.errors import Issue
 from recipekit.framework import CONFIG_PLACEHOLDER, Launch
 from recipekit.hardware import Hardware
+from recipekit.lineage.steps import SavePolicy
 from recipekit.model_card import ModelCard
 from recipekit.nemo_evaluator import LAUNCHER_VERSION
 from recipekit.nemo_evaluator.checks import (
@@ -85,6 +86,9 @@ class NemoEvaluatorLauncher:
 
     def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
         return {"results": rendered["execution"]["output_dir"]}
+
+    def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
+        return None  # evaluation saves no checkpoints
 
     def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
         return evaluation_summary(rendered, layout)

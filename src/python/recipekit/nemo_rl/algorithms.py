@@ -22,11 +22,17 @@ from recipekit.derivation import Derivation, derive
 from recipekit.errors import Issue, RecipeError
 from recipekit.framework import CONFIG_PLACEHOLDER, Launch
 from recipekit.hardware import Hardware
+from recipekit.lineage.steps import SavePolicy
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.derivations import RULES
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
-from recipekit.nemo_rl.grpo import NEMO_RL_GRPO, NEMO_RL_SUPER35, NemoRLGrpo
+from recipekit.nemo_rl.grpo import (
+    NEMO_RL_GRPO,
+    NEMO_RL_SUPER35,
+    NemoRLGrpo,
+    nemo_rl_save_policy,
+)
 from recipekit.nemo_rl.schema_distillation import (
     DistillationMasterConfig,
     DistillationMasterConfigMain,
@@ -114,6 +120,9 @@ class NemoRLRun:
     def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
         ckpt = rendered.get("checkpointing") or {}
         return {"checkpoints": ckpt["checkpoint_dir"]} if ckpt.get("enabled") else {}
+
+    def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
+        return nemo_rl_save_policy(rendered, self.algorithm.removeprefix("xtoken_"))
 
     def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
         section = rendered.get(self.algorithm.removeprefix("xtoken_"), {})

@@ -10,6 +10,7 @@ from recipekit.convert import to_dict
 from recipekit.errors import Issue
 from recipekit.framework import CONFIG_PLACEHOLDER, Launch
 from recipekit.hardware import Hardware
+from recipekit.lineage.steps import SavePolicy
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.checks import (
@@ -65,6 +66,9 @@ class NemoRLGrpo:
         ckpt = rendered["checkpointing"]
         return {"checkpoints": ckpt["checkpoint_dir"]} if ckpt["enabled"] else {}
 
+    def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
+        return nemo_rl_save_policy(rendered, "grpo")
+
     def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
         return grpo_summary(rendered, layout)
 
@@ -75,6 +79,27 @@ class NemoRLGrpo:
         out = to_dict(config)
         assert isinstance(out, dict)
         return out
+
+
+def nemo_rl_save_policy(rendered: dict[str, Any], algorithm: str) -> SavePolicy | None:
+    """NeMo-RL saves every ``save_period`` steps and at its last (``<algorithm>.max_num_steps``);
+    with no ``metric_name``, ``keep_top_k`` keeps the newest (``utils/checkpoint.py``)."""
+    ckpt = rendered.get("checkpointing") or {}
+    section = rendered.get(algorithm)
+    if not ckpt.get("enabled") or not isinstance(section, dict):
+        return None
+    if not isinstance(section.get("max_num_steps"), int):
+        return None
+    keep = ckpt.get("keep_top_k")
+    by_metric = ckpt.get("metric_name") is not None
+    return SavePolicy(
+        every=ckpt["save_period"],
+        last=section["max_num_steps"],
+        every_key="checkpointing.save_period",
+        last_key=f"{algorithm}.max_num_steps",
+        keep_latest=None if keep is None else (0 if by_metric else keep),
+        keep_key="checkpointing.keep_top_k",
+    )
 
 
 NEMO_RL_GRPO = NemoRLGrpo()

@@ -1,0 +1,173 @@
+"""``recipekit pipeline``: plan, submit and follow a chain of stages (a recipe folder).
+
+The seed's stages never chain by themselves: each is submitted on its own, reading ``:latest``
+of what the one before published. ``pipeline`` is the opt-in way to run a chain.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from recipekit.cli.common import format_option, reports_recipe_errors
+
+FOLDER = click.argument(
+    "folder", type=click.Path(file_okay=False, exists=True, path_type=Path), metavar="FOLDER"
+)
+RANGE = [
+    click.option("--from", "start", metavar="STAGE", help="Start at STAGE (and what needs it)."),
+    click.option("--until", metavar="STAGE", help="End at STAGE (and what it needs)."),
+    click.option(
+        "--set",
+        "overrides",
+        multiple=True,
+        metavar="STAGE:PATH=VALUE",
+        help="Override one stage's key or input, e.g. --set rlvr:grpo.max_num_steps=200 or "
+        "--set teacher-vision:run.model=super35-rl-rlvr-model:step-130.",
+    ),
+]
+
+
+def _range(fn: Any) -> Any:
+    for option in reversed(RANGE):
+        fn = option(fn)
+    return fn
+
+
+def _chain(folder: Path) -> Any:
+    from recipekit.pipeline.chain import load_chain
+
+    root = Path.cwd()
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    return load_chain(folder, root)
+
+
+@click.group()
+def pipeline() -> None:
+    """Run a recipe folder's stages as one chain (e.g. recipes/super35).
+
+    \b
+      recipekit pipeline plan recipes/super35 --until eval
+      recipekit pipeline submit recipes/super35 --cluster gb200_nvl72 \
+          --from rlvr --until mopd-single-stage
+      recipekit pipeline status recipes/super35 --cluster gb200_nvl72
+
+    Stages run in dependency order, each as its own Slurm job that waits (afterok) for the jobs
+    of the stages it reads from, and reads its inputs from the artifact store when it starts.
+    """
+
+
+@pipeline.command(name="plan")
+@FOLDER
+@_range
+@format_option
+@reports_recipe_errors
+def plan_command(
+    folder: Path, start: str | None, until: str | None, overrides: tuple[str, ...],
+    output_format: str,
+) -> None:
+    """Plan every stage of the chain, in order: inputs, selected steps, hash, nodes."""
+    from recipekit.pipeline.chain import plan_chain
+
+    chain = _chain(folder)
+    planned = plan_chain(chain, chain.between(start, until), overrides)
+    if output_format == "json":
+        rows = [p.as_json() for p in planned]
+        click.echo(json.dumps({"pipeline": chain.pipeline.name, "stages": rows}, indent=2))
+        return
+    click.echo(f"pipeline {chain.pipeline.name} ({folder}): {len(planned)} stages in order\n")
+    for number, entry in enumerate(planned, start=1):
+        click.echo(_stage_lines(number, entry))
+
+
+def _stage_lines(number: int, entry: Any) -> str:
+    from recipekit.lineage.refs import ArtifactRef, artifact_path
+
+    plan, lineage = entry.plan, entry.lineage
+    if plan is None:
+        head = "(no recipe: cannot run)"
+    else:
+        hw = plan.stage.hardware
+        launch = plan.stage.framework.launch
+        head = f"{hw.num_nodes} x {hw.node.name}, {launch}, plan {plan.hash[:12]}"
+    lines = [f"{number:>3}. {entry.name:<34} {head}"]
+    if lineage.blocked:
+        lines.append(f"       BLOCKED: {lineage.blocked}")
+    for role, source in lineage.inputs.items():
+        where = f"  {artifact_path(source)}" if isinstance(source, ArtifactRef) else ""
+        lines.append(f"       {role:<26} <- {source}{where}")
+    if lineage.output is not None:
+        kept = ", ".join(f"step-{s}" for s in lineage.keep_steps)
+        note = f"  (keeps {kept}: later stages select it)" if kept else ""
+        lines.append(f"       {'output':<26} -> {lineage.output}{note}")
+    elif lineage.output_note:
+        lines.append(f"       {'output':<26} -> {lineage.output_note}")
+    return "\n".join(lines)
+
+
+CLUSTER = click.option(
+    "--cluster",
+    required=True,
+    metavar="NAME",
+    help="A cluster profile: a name from recipes/clusters.py, or MODULE:ATTR / FILE.py:ATTR.",
+)
+
+
+@pipeline.command(name="submit")
+@FOLDER
+@CLUSTER
+@_range
+@reports_recipe_errors
+def submit_command(
+    folder: Path, cluster: str, start: str | None, until: str | None, overrides: tuple[str, ...]
+) -> None:
+    """Submit the chain: one job per stage, each after the jobs of the stages it reads from.
+
+    Refuses before anything is submitted: a blocked stage, a stage with no recipe, a stage
+    whose framework submits its own job (evaluation), a stage the cluster cannot run, or an
+    artifact store that is not mounted here.
+    """
+    from recipekit.launch.profiles import find_profile
+    from recipekit.pipeline.submit import submit_chain
+
+    chain = _chain(folder)
+    submitted = submit_chain(chain, chain.between(start, until), find_profile(cluster), overrides)
+    for entry in submitted:
+        after = f" after {', '.join(entry.after)}" if entry.after else ""
+        click.echo(f"{entry.name:<34} job {entry.job_id}{after}  {entry.run.path}")
+
+
+@pipeline.command(name="status")
+@FOLDER
+@CLUSTER
+@_range
+@format_option
+@reports_recipe_errors
+def status_command(
+    folder: Path, cluster: str, start: str | None, until: str | None, overrides: tuple[str, ...],
+    output_format: str,
+) -> None:
+    """Each stage's job and state, and the versions of its output in the artifact store."""
+    from recipekit.launch.profiles import find_profile
+    from recipekit.pipeline.chain import plan_chain
+    from recipekit.pipeline.submit import chain_status
+
+    chain = _chain(folder)
+    planned = plan_chain(chain, chain.between(start, until), overrides)
+    rows = chain_status(planned, find_profile(cluster))
+    if output_format == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        job = f"job {row['job']} {row['state']}" if row["job"] else row["state"]
+        click.echo(f"{row['stage']:<34} {job}")
+        for version in row.get("versions", []):
+            step = f" step-{version['step']}" if version["step"] is not None else ""
+            kept = " (kept)" if version["kept"] else ""
+            click.echo(f"       {row['output']}:{version['version']}{step}{kept}")
+
