@@ -29,6 +29,12 @@ def load_object(target: str, default_attr: str = "recipe") -> Any:
     return getattr(module, attr)
 
 
+def load_module(name: str) -> ModuleType:
+    """A recipe module by dotted name or by path (``FILE.py``), its build errors as
+    RecipeErrors at the recipe line."""
+    return _import(name)
+
+
 def _import(name: str) -> ModuleType:
     try:
         if name.endswith(".py"):

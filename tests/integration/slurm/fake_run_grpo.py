@@ -6,21 +6,67 @@ rely on and exits with the status the test chose:
 
 - the rendered config equals the plan's config key for key;
 - the Ray cluster has every planned node and GPU;
-- the secrets the test planted arrived in the environment (their values are never printed).
+- the secrets the test planted arrived in the environment (their values are never printed);
+- the starting checkpoint (``policy.model_name``) exists: a stage that reads a missing input
+  fails here, as NeMo-RL would when it loads the weights.
 
-FAKE_GRPO_EXIT (default 0) and FAKE_GRPO_SLEEP (seconds, default 0) come from the submitting
-shell through Slurm's --export, like any user environment.
+Then it "trains" as NeMo-RL's GRPO loop saves: a ``step_N`` directory every
+``checkpointing.save_period`` steps and at ``grpo.max_num_steps``, keeping only the newest
+``checkpointing.keep_top_k`` (NeMo-RL's CheckpointManager with no metric), and resuming after
+the newest ``step_N`` already in ``checkpoint_dir`` (a requeued job). Paths are resolved as
+OmegaConf resolves ``${oc.env:VAR}`` when NeMo-RL loads the config.
+
+FAKE_GRPO_EXIT (default 0), FAKE_GRPO_SLEEP (seconds, default 0) and FAKE_GRPO_STEP_SECONDS
+(seconds a training step takes, default 0) come from the submitting shell through Slurm's
+--export, like any user environment.
 """
 
 import argparse
 import json
 import os
+import re
+import shutil
 import sys
 import time
 from pathlib import Path
 
 import ray
 import yaml
+
+
+def resolve_env(value: str) -> str:
+    """``${oc.env:VAR}`` as OmegaConf resolves it (an unset variable is an error there too)."""
+    return re.sub(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ[m.group(1)], value)
+
+
+def train(config: dict) -> int:
+    """Save checkpoints as NeMo-RL's GRPO loop does; returns the last step reached."""
+    ckpt, steps = config["checkpointing"], config["grpo"]["max_num_steps"]
+    if not ckpt.get("enabled"):
+        return 0
+    directory = Path(resolve_env(ckpt["checkpoint_dir"]))
+    directory.mkdir(parents=True, exist_ok=True)
+    done = [int(p.name[5:]) for p in directory.glob("step_*") if p.name[5:].isdigit()]
+    start = max(done, default=0)
+    if start:
+        print(f"fake-grpo: resuming from {directory}/step_{start}", flush=True)
+    step_seconds = float(os.environ.get("FAKE_GRPO_STEP_SECONDS", "0"))
+    for step in range(start + 1, steps + 1):
+        time.sleep(step_seconds)
+        if step % ckpt["save_period"] and step != steps:
+            continue
+        saved = directory / f"step_{step}"
+        tmp = directory / f"tmp_step_{step}"
+        (tmp / "policy").mkdir(parents=True, exist_ok=True)
+        (tmp / "policy" / "weights.bin").write_text(f"{config['grpo']['seed']}:{step}\n")
+        tmp.rename(saved)
+        print(f"fake-grpo: saved {saved}", flush=True)
+        keep = ckpt.get("keep_top_k")
+        if keep:
+            kept = sorted((int(p.name[5:]) for p in directory.glob("step_*")), reverse=True)
+            for old in kept[keep:]:
+                shutil.rmtree(directory / f"step_{old}")
+    return steps
 
 
 def main() -> int:
@@ -53,6 +99,12 @@ def main() -> int:
 
     for name in ("WANDB_API_KEY", "HF_TOKEN"):
         print(f"fake-grpo: {name} present: {'yes' if os.environ.get(name) else 'no'}", flush=True)
+    model = Path(resolve_env(str(config["policy"]["model_name"])))
+    if not model.exists():
+        print(f"fake-grpo: the starting checkpoint {model} does not exist", flush=True)
+        return 92
+    print(f"fake-grpo: starting from {model.resolve()}", flush=True)
+    train(config)
     sleep = float(os.environ.get("FAKE_GRPO_SLEEP", "0"))
     if sleep:
         print(f"fake-grpo: training for {sleep:g} s", flush=True)

@@ -6,8 +6,13 @@ the profile's framework root, ``nemo-evaluator-launcher`` on PATH) and run by th
 as the real one is, it writes what it saw to ``<run>/seen/<node>-<rank>.json``: its arguments
 against the plan's, the torch.distributed environment, the node and its GPUs. With
 ``WORLD_SIZE`` set it also meets every other rank over TCP at ``MASTER_ADDR:MASTER_PORT``, as
-torch.distributed's store does, so a wrong address or port fails the run. Rank 0 (or the one
-head process) writes a file under the plan's first output.
+torch.distributed's store does, so a wrong address or port fails the run.
+
+Rank 0 (or the one head process) reads what Megatron-Bridge is handed, its Hydra-style
+overrides: the starting checkpoint (``checkpoint.pretrained_checkpoint``) and the data
+(``dataset.path``) must exist, or it fails as Megatron-Bridge would when it loads them; then it
+saves ``iter_<N, 7 digits>`` every ``checkpoint.save_interval`` iterations and at
+``train.train_iters`` under ``checkpoint.save`` (``${oc.env:VAR}`` resolved as OmegaConf does).
 
 FAKE_FAIL_RANK and FAKE_FAIL_STATUS make one rank exit with that status after the rendezvous;
 FAKE_SLEEP (seconds) keeps the others training meanwhile. They come from the submitting shell
@@ -17,6 +22,7 @@ whichever Python the entry point is started with.
 
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -35,7 +41,7 @@ SEEN = (
     "RAY_ADDRESS",
 )
 RENDEZVOUS_TIMEOUT_S = 120
-OUTPUT_FILE = "step_1/output.bin"
+OUTPUT_FILE = "output.bin"  # in each saved iter_<N> directory
 
 
 def rendezvous(rank: int, world: int, address: str, port: int) -> list[int]:
@@ -66,6 +72,38 @@ def rendezvous(rank: int, world: int, address: str, port: int) -> list[int]:
             time.sleep(0.2)
 
 
+def resolve_env(value: str) -> str:
+    """``${oc.env:VAR}`` as OmegaConf resolves it (an unset variable is an error there too)."""
+    return re.sub(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ[m.group(1)], value)
+
+
+def overrides(argv: list[str]) -> dict[str, str]:
+    """``key=value`` arguments (Hydra-style), values unquoted as Hydra reads them."""
+    found = {}
+    for argument in argv:
+        key, sep, value = argument.partition("=")
+        if sep and not key.startswith("-"):
+            found[key] = resolve_env(value.strip('"'))
+    return found
+
+
+def save_checkpoints(given: dict[str, str]) -> str | None:
+    """What rank 0 does: check the inputs exist, then save at the configured cadence."""
+    for key in ("checkpoint.pretrained_checkpoint", "dataset.path"):
+        if key in given and given[key] != "null" and not Path(given[key]).exists():
+            return f"{key}={given[key]} does not exist"
+    if "checkpoint.save" not in given:
+        return None
+    every = int(given.get("checkpoint.save_interval", "1"))
+    last = int(given.get("train.train_iters", "1"))
+    directory = Path(given["checkpoint.save"])
+    for step in [*range(every, last, every), last]:
+        saved = directory / f"iter_{step:07d}"
+        saved.mkdir(parents=True, exist_ok=True)
+        (saved / OUTPUT_FILE).write_bytes(b"not really weights")
+    return None
+
+
 def main() -> int:
     run = Path(os.environ["RECIPEKIT_RUN_DIR"])
     plan = json.loads((run / "plan.json").read_text())
@@ -82,9 +120,10 @@ def main() -> int:
     out.mkdir(exist_ok=True)
     (out / f"{node}-{rank}.json").write_text(json.dumps(seen))
     if rank == 0:
-        written = Path(next(iter(plan["outputs"].values()))) / OUTPUT_FILE
-        written.parent.mkdir(parents=True, exist_ok=True)
-        written.write_bytes(b"not really weights")
+        problem = save_checkpoints(overrides(sys.argv[1:]))
+        if problem:
+            print(f"fake-train: {problem}", flush=True)
+            return 93
     if str(rank) == os.environ.get("FAKE_FAIL_RANK"):
         status = int(os.environ.get("FAKE_FAIL_STATUS", "1"))
         print(f"fake-train: rank {rank} fails with {status}", flush=True)

@@ -35,7 +35,7 @@ LAUNCHER = Path("tests.integration.slurm/stage-launcher.pex")
 PROCESSES = r"launcher\.pex|run_recipe\.py|nemo-evaluator-launcher"
 SECRET = "sentinel-wandb-key-93c2e1"
 MASTER_PORT = 29411
-OUTPUT_FILE = "step_1/output.bin"  # what fake_train.py writes under the plan's first output
+OUTPUT_FILE = "iter_0000020/output.bin"  # fake_train.py saves sft-tiny at train_iters=20
 
 PROFILE = """\
 import sys
@@ -236,8 +236,8 @@ def test_per_gpu_runs_one_process_per_gpu_and_records_the_run(kinds: Any) -> Non
     assert json.loads((offline / "files" / "config.json").read_text()) == plan["config"]
     [artifact] = recorded.logged
     assert (artifact.name, artifact.type) == ("super35-sft-model-tiny", "model")
-    # fake_train.py saved step_1: the artifact can be pinned by step.
-    assert set(artifact.aliases) == {"latest", "step-1"}  # in whatever order W&B keeps
+    # fake_train.py saved iteration 20: the artifact can be pinned by step.
+    assert set(artifact.aliases) == {"latest", "step-20"}  # in whatever order W&B keeps
     assert artifact.references == (ws.output.as_uri(),)
     written = [p for p in ws.root.rglob("*") if p.is_file() and not p.is_symlink()]
     assert [p for p in written if SECRET.encode() in p.read_bytes()] == []

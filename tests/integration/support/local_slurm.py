@@ -36,6 +36,7 @@ import os
 import pwd
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -634,7 +635,29 @@ def _wait(
         time.sleep(0.1)
 
 
-def _start(cluster: LocalSlurm, hostname: str, start_timeout: float, extra_conf: str) -> None:
+def mount_prefix(node_mounts: dict[str, Path]) -> list[str]:
+    """A prefix that gives the program (a slurmd, so every job step it starts) its own mount
+    namespace with each host folder bind-mounted where a real node mounts shared storage.
+    ``unshare`` and ``sh`` exec, so the daemon keeps the PID of the Popen."""
+    if not node_mounts:
+        return []
+    binds = " && ".join(
+        f'mkdir -p {shlex.quote(target)} && mount --bind "${i + 1}" {shlex.quote(target)}'
+        for i, target in enumerate(node_mounts)
+    )
+    script = f'{binds} && shift {len(node_mounts)} && exec "$@"'
+    sources = [str(path) for path in node_mounts.values()]
+    return [_which("unshare"), "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+            *sources]
+
+
+def _start(
+    cluster: LocalSlurm,
+    hostname: str,
+    start_timeout: float,
+    extra_conf: str,
+    node_mounts: dict[str, Path],
+) -> None:
     ip = _which("ip")
     for d in (cluster.state_dir, cluster.log_dir, cluster.job_dir):
         d.mkdir(parents=True, exist_ok=True)
@@ -719,7 +742,8 @@ def _start(cluster: LocalSlurm, hostname: str, start_timeout: float, extra_conf:
 
     _wait(cluster, "slurmctld (scontrol ping)", controller_up, ["slurmctld"], start_timeout)
     for node in cluster.nodes:
-        _start_daemon(cluster, f"slurmd-{node}", [_which("slurmd"), "-D", "-f", conf, "-N", node])
+        slurmd = [_which("slurmd"), "-D", "-f", conf, "-N", node]
+        _start_daemon(cluster, f"slurmd-{node}", [*mount_prefix(node_mounts), *slurmd])
 
     want = {node: ("idle", f"gpu:{cluster.gpus_per_node}") for node in cluster.nodes}
 
@@ -752,13 +776,16 @@ def local_slurm(
     name: str | None = None,
     extra_conf: str = "",
     start_timeout: float = 60,
+    node_mounts: dict[str, Path] | None = None,
 ) -> Iterator[LocalSlurm]:
     """Starts a local cluster under ``root`` (state, config, logs, job output) and stops it.
 
     ``name`` becomes the Slurm ClusterName (default ``rk`` + random). ``extra_conf``: lines
-    appended to slurm.conf (a later line overrides an earlier one). Raises LocalSlurmError,
-    with the daemons' log tails, if a daemon dies or the nodes do not register within
-    ``start_timeout`` seconds.
+    appended to slurm.conf (a later line overrides an earlier one). ``node_mounts``: container
+    path -> host folder, bind-mounted for every node's slurmd and its jobs only (as a real node
+    mounts shared storage at ``/artifacts``), in a mount namespace of their own. Raises
+    LocalSlurmError, with the daemons' log tails, if a daemon dies or the nodes do not register
+    within ``start_timeout`` seconds.
     """
     if not 1 <= nodes <= 200:
         raise ValueError(f"nodes={nodes}: expected 1..200")
@@ -795,7 +822,13 @@ def local_slurm(
     atexit.register(cluster.close)
     try:
         (state_dir / "etc").mkdir(parents=True)
-        _start(cluster, socket.gethostname().split(".")[0], start_timeout, extra_conf)
+        _start(
+            cluster,
+            socket.gethostname().split(".")[0],
+            start_timeout,
+            extra_conf,
+            node_mounts or {},
+        )
         yield cluster
     finally:
         cluster.close()

@@ -16,7 +16,7 @@ import click
 from recipekit.cli.common import format_option, reports_recipe_errors
 
 FOLDER = click.argument(
-    "folder", type=click.Path(file_okay=False, exists=True, path_type=Path), metavar="FOLDER"
+    "folder", type=click.Path(exists=True, path_type=Path), metavar="FOLDER|FILE.py"
 )
 RANGE = [
     click.option("--from", "start", metavar="STAGE", help="Start at STAGE (and what needs it)."),

@@ -116,15 +116,16 @@ class CheckpointPublisher:
 def _published_outputs(
     plan: Mapping[str, Any], profile: ClusterProfile
 ) -> list[tuple[str, int | None]]:
-    """What W&B records as the output artifact's versions: (URI, step), oldest first."""
+    """What W&B records as the output artifact's versions: (URI, step), oldest first. A
+    version the framework has deleted since (its keep policy) is no artifact any more."""
     found = store_output(plan)
     if found is not None and profile.artifact_store is not None:
         artifact, run_id = found
-        host = Path(profile.artifact_store.path) / artifact
+        host, here = Path(profile.artifact_store.path) / artifact, Path(ARTIFACTS_ROOT) / artifact
         return [
             ((host / v.path).as_uri(), v.step)
             for v in versions(Path(ARTIFACTS_ROOT), artifact)
-            if v.run == run_id
+            if v.run == run_id and (here / v.path).exists()
         ]
     outputs = list(plan.get("outputs", {}).values())
     if not outputs:

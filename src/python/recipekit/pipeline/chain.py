@@ -9,7 +9,6 @@ selected step a stage pins (``super35-rl-rlvr-model:step-120``) is one its produ
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from recipekit.errors import Issue, RecipeError, did_you_mean
 from recipekit.lineage.graph import Pipeline, StageLineage
 from recipekit.lineage.refs import ArtifactRef, artifact_path
 from recipekit.lineage.steps import pin_issues
+from recipekit.loading import load_module
 from recipekit.plan import Plan, make_plan
 from recipekit.review.discover import recipe_modules
 from recipekit.stage import Stage
@@ -88,27 +88,36 @@ class Chain:
 
 
 def load_chain(folder: Path, root: Path) -> Chain:
-    """The pipeline and stages defined by the recipe modules under ``root/folder``."""
+    """The pipeline and stages defined by the recipe modules under ``root/folder`` (a recipe
+    folder such as ``recipes/super35``), or by one recipe file (``FILE.py``)."""
     root = root.resolve()
     folder = (root / folder).resolve()
-    modules = [
-        (name, path)
-        for name, path in recipe_modules(root)
-        if folder in (root / path).resolve().parents
-    ]
+    if folder.suffix == ".py":
+        modules = [str(folder)]
+    else:
+        modules = [
+            name
+            for name, path in recipe_modules(root)
+            if folder in (root / path).resolve().parents
+        ]
     if not modules:
         raise RecipeError([Issue(str(folder), "holds no recipe module")])
     pipelines: list[tuple[str, Pipeline]] = []
     stages: dict[str, list[tuple[str, Stage]]] = {}
-    for module_name, _ in modules:
-        module = importlib.import_module(module_name)
+    for module_name in modules:
+        module = load_module(module_name)
+        # Within a module the last Stage of a lineage stage wins: a module that imports a recipe
+        # stage and then defines its own variant of it means the variant.
+        own: dict[str, tuple[str, Stage]] = {}
         for attr, value in vars(module).items():
             if isinstance(value, Pipeline) and all(p is not value for _, p in pipelines):
                 pipelines.append((f"{module_name}:{attr}", value))
             elif isinstance(value, Stage) and value.lineage is not None:
-                defined = stages.setdefault(value.lineage.stage, [])
-                if all(s is not value for _, s in defined):
-                    defined.append((f"{module_name}:{attr}", value))
+                own[value.lineage.stage] = (f"{module_name}:{attr}", value)
+        for name, (target, value) in own.items():
+            defined = stages.setdefault(name, [])
+            if all(s is not value for _, s in defined):
+                defined.append((target, value))
     if len(pipelines) != 1:
         found = ", ".join(target for target, _ in pipelines) or "none"
         raise RecipeError(

@@ -1,0 +1,82 @@
+"""A Super 3.5 chain at test scale, for ``recipekit pipeline submit`` on the local Slurm.
+
+pretrain-tiny -> sft-tiny -> rlvr -> teacher-reasoning, made from the repository's own recipes
+(their frameworks, configs and artifact names; the recipes keep their real sizes): the nodes
+are the test cluster's (2 x 4 fake GPUs), the RL layouts shrink to them, and RL trains for
+``RL_STEPS`` steps, saving every ``SAVE_PERIOD`` and keeping only the newest checkpoint, so
+that the step the teacher selects (``SELECTED_STEP``) survives only because the pipeline pins
+it. The lineage is the seed's for these stages, except that RLVR starts from the tiny SFT model.
+``recipekit pipeline`` loads this file by path.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import attrs
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fake_stages import FAKE_NODE  # noqa: E402
+
+from recipekit.hardware import Hardware  # noqa: E402
+from recipekit.lineage import ArtifactRef, Import, Pipeline, StageLineage  # noqa: E402
+from recipes.super35 import lineage as seed  # noqa: E402
+from recipes.super35.pretrain import pretrain_tiny  # noqa: E402
+from recipes.super35.rl import rlvr  # noqa: E402
+from recipes.super35.sft import sft_tiny  # noqa: E402
+from recipes.super35.teachers import teacher_reasoning  # noqa: E402
+
+RL_STEPS, SAVE_PERIOD, SELECTED_STEP = 6, 2, 4
+SFT_TINY_MODEL = f"{seed.SFT_MODEL}-tiny"
+TWO_NODES = Hardware(FAKE_NODE, num_nodes=2)
+
+RLVR = StageLineage(
+    stage="rlvr",
+    command="super35 rl rlvr",
+    inputs={"model": ArtifactRef(SFT_TINY_MODEL), "data": ArtifactRef("super35-rl-rlvr-data")},
+    output=seed.RLVR_MODEL,
+)
+TEACHER = StageLineage(
+    stage="teacher-reasoning",
+    command="super35 rl teacher reasoning",
+    inputs={
+        "model": ArtifactRef.at_step(seed.RLVR_MODEL, SELECTED_STEP),
+        "data": ArtifactRef(seed.teacher_data("reasoning")),
+    },
+    output=seed.teacher_model("reasoning"),
+)
+PIPELINE = Pipeline(
+    name="super35-test-chain",
+    stages=(seed.PRETRAIN[1], seed.SFT[4], RLVR, TEACHER),
+    imports=(
+        Import("super35-sft-data", "recipekit store import"),
+        Import("super35-rl-rlvr-data", "recipekit store import"),
+        Import(seed.teacher_data("reasoning"), "recipekit store import"),
+    ),
+)
+
+# Megatron-Bridge, one process per GPU: 8 ranks over the two nodes (as fake_stages.per_gpu).
+pretrain = attrs.evolve(
+    pretrain_tiny, hardware=TWO_NODES, lineage=PIPELINE.stage("pretrain-tiny")
+)
+sft = attrs.evolve(sft_tiny, hardware=TWO_NODES, lineage=PIPELINE.stage("sft-tiny"))
+
+# NeMo-RL under Ray: one generation node, one training node of 4 GPUs.
+SMALL_RL = {
+    "policy.generation.colocated.resources.num_nodes": 1,
+    "policy.megatron_cfg.tensor_model_parallel_size": 4,
+    "policy.megatron_cfg.context_parallel_size": 1,
+    "policy.megatron_cfg.expert_model_parallel_size": 4,
+    "grpo.max_num_steps": RL_STEPS,
+    "checkpointing.save_period": SAVE_PERIOD,
+    "checkpointing.keep_top_k": 1,
+}
+rl = attrs.evolve(
+    rlvr.with_values(SMALL_RL, hardware=TWO_NODES), lineage=PIPELINE.stage("rlvr")
+)
+teacher = attrs.evolve(
+    teacher_reasoning.with_values(SMALL_RL, hardware=TWO_NODES),
+    lineage=PIPELINE.stage("teacher-reasoning"),
+)
