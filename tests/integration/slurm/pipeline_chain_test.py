@@ -199,13 +199,16 @@ def test_a_requeued_rl_stage_resumes_from_its_newest_checkpoint(chain: Chain) ->
     chain.environment["FAKE_GRPO_STEP_SECONDS"] = "3"
     jobs = chain.submit("--from", "rlvr", "--until", "rlvr", "--set", "rlvr:grpo.seed=7")
     job_id = jobs["rlvr"]
-    [log_file] = list(chain.runs.glob(f"rlvr-*/logs/slurm-{job_id}.out")) or [None]
+    pattern = f"rlvr-*/logs/slurm-{job_id}.out"
     deadline = time.monotonic() + 300
-    while log_file is None or "fake-grpo: saved" not in log_file.read_text(errors="replace"):
+    def saved_once() -> bool:
+        logs = chain.runs.glob(pattern)
+        return any("fake-grpo: saved" in p.read_text(errors="replace") for p in logs)
+
+    while not saved_once():
         assert time.monotonic() < deadline, "the RL stage saved no checkpoint in 300 s"
         time.sleep(0.5)
-        [log_file] = list(chain.runs.glob(f"rlvr-*/logs/slurm-{job_id}.out")) or [None]
-    assert log_file is not None
+    [log_file] = chain.runs.glob(pattern)
     requeued = chain.cluster.run(["scontrol", "requeue", job_id], timeout=30)
     assert requeued.returncode == 0, requeued.stderr
     state = chain.cluster.wait_for_job(job_id, timeout=420)
