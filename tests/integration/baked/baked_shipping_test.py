@@ -150,6 +150,7 @@ def test_a_published_stage_image_runs_the_job_as_an_oci_bundle(
     assert baked_plan["hash"] == manifest["plan_hash"]
     pulled_at = time.monotonic()
 
+    (root / "runs").mkdir()  # on the shared storage: submit never creates it
     profile = root / "profile.py"
     profile.write_text(
         PROFILE.format(

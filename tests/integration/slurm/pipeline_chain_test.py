@@ -73,6 +73,7 @@ class Chain:
             (framework / where).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(HERE / fake, framework / where)
         self.runs = root / "runs"
+        self.runs.mkdir()  # on the shared storage: submit never creates it
         self.profile = root / "profile.py"
         self.profile.write_text(
             PROFILE.format(

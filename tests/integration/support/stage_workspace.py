@@ -67,6 +67,7 @@ class Workspace:
         self.ray_python = ray_python
         self.framework_root = framework
         self.runs = root / "runs"
+        self.runs.mkdir()  # on the shared storage: submit never creates it
         # Set for every launcher call (a subclass's RECIPEKIT_STAGE, PATH, ...).
         self.environment: dict[str, str] = {}
         self.overrides = [

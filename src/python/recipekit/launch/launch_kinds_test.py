@@ -65,6 +65,7 @@ per_gpu = attrs.evolve(dapo_b200, framework=attrs.evolve(NEMO_RL_GRPO, launch="p
 
 def _profile(tmp_path: Path, **changes: Any) -> ClusterProfile:
     """The B200 cluster's profile, run without a container, artifact store or tracking."""
+    (tmp_path / "runs").mkdir(exist_ok=True)
     local = {"container": NoContainer(), "runs_dir": str(tmp_path / "runs"), "artifact_store": None}
     return attrs.evolve(PROFILES["b200"], **{"tracking": Tracking(mode="off"), **local, **changes})
 
@@ -134,6 +135,7 @@ def _eval_profile(tmp_path: Path, image: str = VLLM_IMAGE, **changes: Any) -> Cl
     """The GB200 cluster's profile for the eval stage: its vLLM image pinned by digest, its
     artifact store in ``tmp_path``."""
     init_store(tmp_path / "artifacts")
+    (tmp_path / "runs").mkdir(exist_ok=True)
     return attrs.evolve(
         PROFILES["gb200-nvl72"],
         container=Pyxis(image=image, mounts=(Mount(str(tmp_path), "/shared"),)),
@@ -184,7 +186,7 @@ def test_a_delegated_stage_without_a_login_host_is_refused_and_nothing_written(
     text = refused.value.render()
     assert "needs the host its Slurm client submits from (profile login_host)" in text
     assert "nemo-evaluator-launcher: not on this host's PATH" in text
-    assert not (tmp_path / "runs").exists()
+    assert list((tmp_path / "runs").iterdir()) == []
     tagged = _eval_profile(tmp_path, image="vllm:v1", login_host="login1")
     with pytest.raises(RecipeError, match="names a tag, not a digest"):
         submit_delegated(plan, tagged, print)
@@ -210,7 +212,7 @@ def test_status_of_a_delegated_run_points_at_the_client_that_owns_the_job(
 def test_an_interactive_cluster_needs_a_ray_stage(tmp_path: Path) -> None:
     with pytest.raises(RecipeError, match="--interactive: keeps a Ray cluster up"):
         submit_plan(make_plan(per_gpu), _profile(tmp_path), interactive=True)
-    assert not (tmp_path / "runs").exists()
+    assert list((tmp_path / "runs").iterdir()) == []
 
 
 def test_torch_distributed_environment_comes_from_slurms_task_layout() -> None:
@@ -335,6 +337,7 @@ def _launcher(monkeypatch: pytest.MonkeyPatch, stage: str) -> CliRunner:
 
 
 def _profile_file(tmp_path: Path, tracking: str) -> str:
+    (tmp_path / "runs").mkdir(exist_ok=True)
     path = tmp_path / "profile.py"
     path.write_text(
         "from recipekit.hardware import B200_NODE\n"
@@ -355,7 +358,7 @@ def test_submit_and_run_refuse_a_blocked_stage_and_change_nothing(
         assert result.exit_code == 2, result.output
         assert "Traceback" not in result.stderr
         assert f"teacher-agentic: cannot launch: lineage.blocked: {NOT_PUBLIC}" in result.stderr
-    assert not (tmp_path / "runs").exists()
+    assert list((tmp_path / "runs").iterdir()) == []
     rendered = runner.invoke(stage_launcher.cli, ["render", str(tmp_path / "out")])
     assert rendered.exit_code == 0, rendered.stderr
     planned = runner.invoke(stage_launcher.cli, ["plan"])
@@ -375,7 +378,7 @@ def test_submit_without_the_key_for_online_tracking_names_the_fix(
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith("error: tracking: WANDB_API_KEY: is not set")
     assert "export WANDB_API_KEY" in result.stderr and "Tracking(mode='off')" in result.stderr
-    assert not (tmp_path / "runs").exists()
+    assert list((tmp_path / "runs").iterdir()) == []
 
 
 def test_saved_steps_are_found_in_both_frameworks_layouts(tmp_path: Path) -> None:

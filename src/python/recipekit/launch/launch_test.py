@@ -26,6 +26,7 @@ from recipekit.launch.preflight import (
 from recipekit.launch.profile import (
     ClusterProfile,
     Gb200Settings,
+    Mount,
     NoContainer,
     Pyxis,
     profile_from_json,
@@ -40,6 +41,7 @@ from recipes.super3.dapo import dapo_b200, dapo_gb200
 
 
 def _profile(tmp_path: Path, **changes: Any) -> ClusterProfile:
+    (tmp_path / "runs").mkdir(exist_ok=True)
     base = ClusterProfile(
         name="local",
         node=B200_NODE,
@@ -109,11 +111,17 @@ def test_a_profile_that_inlines_a_secret_is_refused(tmp_path: Path) -> None:
     }
 
 
-def test_an_image_given_by_tag_alone_is_refused() -> None:
+def test_an_image_given_by_tag_alone_is_refused(tmp_path: Path) -> None:
+    # The B200 profile with a runs_dir this host has, mounted into the container.
+    mounts = (Mount(str(tmp_path), "/runs"),)
+    b200 = PROFILES["b200"]
+    assert isinstance(b200.container, Pyxis)
+    tagged = Pyxis(image=b200.container.image, mounts=mounts)
+    here = attrs.evolve(b200, runs_dir=str(tmp_path), container=tagged)
     with pytest.raises(RecipeError, match="names a tag, not a digest"):
-        check_submittable(make_plan(dapo_b200), PROFILES["b200"])
+        check_submittable(make_plan(dapo_b200), here)
     digest = "nvcr.io/org/nemo-rl@sha256:" + "0" * 64
-    pinned = attrs.evolve(PROFILES["b200"], container=Pyxis(image=digest, mounts=SHARED))
+    pinned = attrs.evolve(here, container=Pyxis(image=digest, mounts=mounts))
     check_submittable(make_plan(dapo_b200), pinned)
 
 

@@ -8,7 +8,13 @@ plan resubmitted (or requeued) finds the same directory and the checkpoints its 
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +56,17 @@ class RunDir:
         return json.loads(self.file(name).read_text())
 
     def write_text(self, name: str, text: str, mode: int = 0o644) -> Path:
+        """Write ``name`` whole or not at all (a unique temporary file, then a rename)."""
         target = self.file(name)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(text)
-        tmp.chmod(mode)
-        tmp.replace(target)
+        handle, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{name}.", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w") as out:
+                out.write(text)
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         return target
 
     def _submitted(self, key: str) -> str | None:
@@ -70,6 +82,41 @@ class RunDir:
     def delegated_to(self) -> str | None:
         """The framework's own Slurm client a delegated stage was handed to, if it was."""
         return self._submitted("delegated_to")
+
+
+# Under runs_dir: one lock file per run, held by `submit` from its duplicate check to sbatch.
+LOCKS = ".locks"
+
+
+@contextmanager
+def submit_lock(runs_dir: str, run: RunDir) -> Iterator[None]:
+    """Exclusive per plan across processes and hosts sharing ``runs_dir`` (flock): a second
+    ``submit`` of the same plan waits, then finds the first one's job."""
+    locks = Path(runs_dir) / LOCKS
+    locks.mkdir(exist_ok=True)
+    with open(locks / f"{run.path.name}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def create_whole(run: RunDir, fill: Callable[[RunDir], None]) -> None:
+    """Make a new run directory whole or not at all: ``fill`` writes a temporary sibling,
+    which is renamed into place. An existing run directory (a resubmission) is filled in place,
+    file by file, each file whole."""
+    if run.path.is_dir():
+        fill(run)
+        return
+    staging = Path(tempfile.mkdtemp(dir=run.path.parent, prefix=f".{run.path.name}."))
+    try:
+        fill(RunDir(staging))
+        staging.chmod(0o755)
+        staging.rename(run.path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 def job_name(stage_name: str, plan_hash: str) -> str:

@@ -36,7 +36,9 @@ from recipekit.launch.run_dir import (
     PROFILE_FILE,
     PROVENANCE_FILE,
     RunDir,
+    create_whole,
     job_name,
+    submit_lock,
 )
 from recipekit.launch.run_record import capture_provenance, record_finished_run
 from recipekit.lineage.refs import ARTIFACTS_ROOT
@@ -86,9 +88,27 @@ def check_submittable(plan: Plan, profile: ClusterProfile) -> None:
                 f"{node.cpu_arch.value}); this cluster has {profile.node.name} nodes",
             )
         )
+    issues += runs_dir_issues(profile)
     issues += artifact_store_issues(plan, profile)
     if issues:
         raise RecipeError(issues, context=f"{plan.stage.name}: cannot submit")
+
+
+def runs_dir_issues(profile: ClusterProfile) -> list[Issue]:
+    """``runs_dir`` must be a writable directory here: it is never created on the submit host
+    (a typo, or shared storage that is not mounted, would otherwise become a local folder no
+    node sees). Preflight checks that every node sees the run directory."""
+    path = Path(profile.runs_dir)
+    where = f"profile {profile.name}: runs_dir"
+    hint = "create it on shared storage every node mounts, or fix the profile"
+    if not path.exists():
+        missing = "does not exist on this host (not mounted, or a typo)"
+        return [Issue(where, missing, value=str(path), hint=hint)]
+    if not path.is_dir():
+        return [Issue(where, "is not a directory", value=str(path), hint=hint)]
+    if not os.access(path, os.W_OK | os.X_OK):
+        return [Issue(where, "is not writable here", value=str(path), hint=hint)]
+    return []
 
 
 def artifact_store_issues(plan: Plan, profile: ClusterProfile) -> list[Issue]:
@@ -148,21 +168,29 @@ def write_run_dir(
     ``checkout`` (default: the current directory) is the git checkout the run records.
     """
     run = RunDir.for_plan(profile.runs_dir, plan.stage.name, plan.hash)
-    run.logs.mkdir(parents=True, exist_ok=True)
     plan_data = plan.as_json()
-    run.write_text(CONFIG_FILE, config_yaml(plan.framework_config))
-    run.write_text(PLAN_FILE, plan_json(plan))
-    run.write_text(PROFILE_FILE, json.dumps(profile_to_json(profile), indent=2) + "\n")
-    provenance = capture_provenance(plan_data, profile, checkout or Path.cwd())
-    run.write_text(PROVENANCE_FILE, provenance)
+    # Everything that can fail is computed before the first write.
+    files = {
+        CONFIG_FILE: config_yaml(plan.framework_config),
+        PLAN_FILE: plan_json(plan),
+        PROFILE_FILE: json.dumps(profile_to_json(profile), indent=2) + "\n",
+        PROVENANCE_FILE: capture_provenance(plan_data, profile, checkout or Path.cwd()),
+    }
     script = render_job_script(plan_data, profile, run, interactive=interactive)
-    run.write_text(JOB_SCRIPT, script, mode=0o755)
-    run.file(INTERACTIVE_RECORD).unlink(missing_ok=True)
-    if launcher is not None:
-        staged = run.file(LAUNCHER + ".tmp")
-        shutil.copyfile(launcher, staged)
-        staged.chmod(0o755)
-        staged.replace(run.file(LAUNCHER))
+
+    def fill(target: RunDir) -> None:
+        target.logs.mkdir(exist_ok=True)
+        for name, text in files.items():
+            target.write_text(name, text)
+        target.write_text(JOB_SCRIPT, script, mode=0o755)
+        target.file(INTERACTIVE_RECORD).unlink(missing_ok=True)
+        if launcher is not None:
+            staged = target.file(f".{LAUNCHER}.{os.getpid()}.tmp")
+            shutil.copyfile(launcher, staged)
+            staged.chmod(0o755)
+            staged.replace(target.file(LAUNCHER))
+
+    create_whole(run, fill)
     return run
 
 
@@ -187,30 +215,34 @@ def submit_plan(
         )
     check_tracking(profile)
     name = job_name(plan.stage.name, plan.hash)
-    running = slurm.active_jobs_named(name)
-    if running:
-        listed = ", ".join(f"{job} ({state})" for job, state in running)
-        raise RecipeError(
-            [
-                Issue(
-                    name,
-                    f"this plan already has a job: {listed}",
-                    hint="wait for it, or `cancel` it first",
-                )
-            ],
-            context=f"{plan.stage.name}: not submitted",
-        )
     launcher = None if profile.shipping == "baked" else launcher_pex()
-    run = write_run_dir(plan, profile, launcher, interactive=interactive)
-    job_id = slurm.submit(run.file(JOB_SCRIPT), after=after)
-    record: dict[str, Any] = {
-        "job_id": job_id,
-        "job_name": name,
-        "interactive": interactive,
-        "submitted_at": time.time(),
-        **({"after": list(after)} if after else {}),
-    }
-    run.write_text(JOB_RECORD, json.dumps(record) + "\n")
+    # One submit of a plan at a time, from the duplicate check to job.json: a second one waits
+    # here, then finds the first one's job and is refused.
+    planned_run = RunDir.for_plan(profile.runs_dir, plan.stage.name, plan.hash)
+    with submit_lock(profile.runs_dir, planned_run):
+        running = slurm.active_jobs_named(name)
+        if running:
+            listed = ", ".join(f"{job} ({state})" for job, state in running)
+            raise RecipeError(
+                [
+                    Issue(
+                        name,
+                        f"this plan already has a job: {listed}",
+                        hint="wait for it, or `cancel` it first",
+                    )
+                ],
+                context=f"{plan.stage.name}: not submitted",
+            )
+        run = write_run_dir(plan, profile, launcher, interactive=interactive)
+        job_id = slurm.submit(run.file(JOB_SCRIPT), after=after)
+        record: dict[str, Any] = {
+            "job_id": job_id,
+            "job_name": name,
+            "interactive": interactive,
+            "submitted_at": time.time(),
+            **({"after": list(after)} if after else {}),
+        }
+        run.write_text(JOB_RECORD, json.dumps(record) + "\n")
     return job_id, run
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import recipes
 from recipekit.errors import RecipeError
-from recipekit.launch.profile import ArtifactStore, Pyxis
+from recipekit.launch.profile import ArtifactStore, Mount, Pyxis
 from recipekit.lineage.store import RUN_PLACEHOLDER, init_store
 from recipekit.pipeline.chain import load_chain, plan_chain
 from recipekit.pipeline.submit import chain_issues
@@ -100,10 +100,16 @@ def _profile(tmp_path: Path, *, store: bool = True):  # type: ignore[no-untyped-
         init_store(path)
     profile = PROFILES["gb200-nvl72"]
     assert isinstance(profile.container, Pyxis)
-    container = attrs.evolve(profile.container, image=_pinned(profile.container.image))
+    container = Pyxis(
+        image=_pinned(profile.container.image), mounts=(Mount(str(tmp_path), "/shared"),)
+    )
     bases = {k: attrs.evolve(v, image=_pinned(v.image)) for k, v in profile.bases.items()}
     return attrs.evolve(
-        profile, container=container, bases=bases, artifact_store=ArtifactStore(path=str(path))
+        profile,
+        container=container,
+        bases=bases,
+        artifact_store=ArtifactStore(path=str(path)),
+        runs_dir=str(tmp_path),
     )
 
 
