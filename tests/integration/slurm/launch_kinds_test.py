@@ -279,7 +279,7 @@ def test_evaluation_is_handed_to_its_launcher_which_submits_its_own_job(kinds: A
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "Traceback" not in refused.stderr
     assert "needs the host its Slurm client submits from (profile login_host)" in refused.stderr
-    assert not ws.runs.exists()  # refused before anything was written
+    assert list(ws.runs.iterdir()) == []  # refused before anything was written
 
     profile = ws.write_delegated_profile(login_host="localhost")
     done = ws.launcher(profile, "submit", env=env)
