@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from recipekit.errors import Issue, RecipeError, did_you_mean
+from recipekit.errors import FieldError, Issue, RecipeError, did_you_mean
 
 
 def load_object(target: str, default_attr: str = "recipe") -> Any:
@@ -51,17 +51,32 @@ def _import(name: str) -> ModuleType:
     except RecipeError as exc:
         where = _recipe_frame(exc)
         raise RecipeError(exc.issues, context=where or name) from None
+    except FieldError as exc:
+        # A field validator of a value the module builds (a cluster profile's runs_dir=42).
+        field = getattr(exc, "field_name", "")
+        where = _recipe_frame(exc) or name
+        issue = Issue(field, exc.message, value=exc.value, hint=exc.hint)
+        raise RecipeError([issue], context=where) from None
     except ModuleNotFoundError as exc:
         if exc.name and name.startswith(exc.name):
             raise RecipeError([Issue(name, "no such recipe module")]) from None
-        raise
+        where = _recipe_frame(exc) or name
+        raise RecipeError([Issue(where, f"cannot import {exc.name}")]) from None
+    except SyntaxError as exc:
+        where = f"{exc.filename}:{exc.lineno}" if exc.filename else name
+        raise RecipeError([Issue(where, f"syntax error: {exc.msg}")]) from None
+    except (NameError, ImportError, TypeError, ValueError, AttributeError) as exc:
+        # A mistake in the recipe or profile file itself, reported at its line.
+        where = _recipe_frame(exc) or name
+        raise RecipeError([Issue(where, f"{type(exc).__name__}: {exc}")]) from None
 
 
 def _recipe_frame(exc: BaseException) -> str:
     """file:line of the innermost frame outside recipekit itself: the line that built it."""
     here = str(Path(__file__).parent)
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(here)]
-    frames = [f for f in frames if "importlib" not in f.filename and "<frozen" not in f.filename]
+    # Not importlib's frames, nor the methods attrs generates ("<attrs generated ...>").
+    frames = [f for f in frames if "importlib" not in f.filename and not f.filename.startswith("<")]
     if not frames:
         return ""
     last = frames[-1]

@@ -62,3 +62,28 @@ def one_of(allowed: Collection[str]) -> Validator:
 def power_of_two(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not _skip(value) and (value < 1 or value & (value - 1)):
         _fail(attribute, "must be a power of two", value)
+
+
+def instance_of(*types: type, what: str) -> Validator:
+    """A value of one of ``types`` (``what`` names them for the message); ``bool`` is not an
+    ``int`` here, as nobody means ``True`` for a port or a count."""
+
+    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        wrong_bool = isinstance(value, bool) and bool not in types
+        if wrong_bool or not isinstance(value, types):
+            _fail(attribute, f"must be {what}, not {type(value).__name__}", value)
+
+    return check
+
+
+def str_mapping(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """A dict of strings to strings (environment, named paths)."""
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        _fail(attribute, "must be a dict of strings to strings", value)
+
+
+def absolute_path(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not _skip(value) and (not isinstance(value, str) or not value.startswith("/")):
+        _fail(attribute, "must be an absolute path (every node resolves it alike)", value)

@@ -218,6 +218,13 @@ def test_a_requeued_rl_stage_resumes_from_its_newest_checkpoint(chain: Chain) ->
     # Two attempts in one run directory: preflight passed twice, and the second resumed.
     assert text.count("preflight passed") >= 4, text  # two nodes, two attempts
     assert re.search(r"fake-grpo: resuming from /artifacts/\S+/step_[246]", text), text
+    status = chain.recipekit(
+        "pipeline", "status", str(CHAIN), "--cluster", f"{chain.profile}:profile",
+        "--from", "rlvr", "--until", "rlvr", "--set", "rlvr:grpo.seed=7",
+    )
+    assert f"job {job_id} COMPLETED (requeued and restarted 1 time(s))" in status.stdout, (
+        status.stdout + status.stderr
+    )
     # One W&B run for both attempts; nothing of the first attempt is left running.
     assert len(list(log_file.parent.parent.glob("wandb/offline-run-*"))) == 1
     assert chain.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []

@@ -165,6 +165,8 @@ def status_command(
         return
     for row in rows:
         job = f"job {row['job']} {row['state']}" if row["job"] else row["state"]
+        if row.get("restarts"):
+            job += f" (requeued and restarted {row['restarts']} time(s))"
         click.echo(f"{row['stage']:<34} {job}")
         for version in row.get("versions", []):
             step = f" step-{version['step']}" if version["step"] is not None else ""

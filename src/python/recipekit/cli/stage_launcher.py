@@ -207,7 +207,12 @@ def status(overrides: tuple[str, ...], cluster: str | None) -> None:
     run, job_id = _submitted(overrides, cluster)
     details = slurm.job_details(job_id)
     click.echo(f"job {job_id}: {details.get('JobState', 'UNKNOWN')}")
-    for key in ("NodeList", "RunTime", "ExitCode", "Reason", "Requeue"):
+    restarts = int(details.get("Restarts", "0") or 0)
+    if restarts:
+        # Requeued (preemption, a lost node, scontrol requeue): the same run directory; the
+        # framework resumed from its newest checkpoint.
+        click.echo(f"  restarted {restarts} time(s): the job was requeued and started again")
+    for key in ("NodeList", "RunTime", "ExitCode", "Reason", "Requeue", "Restarts"):
         if key in details:
             click.echo(f"  {key}: {details[key]}")
     click.echo(f"  log: {run.logs}/slurm-{job_id}.out")

@@ -8,23 +8,27 @@ never part of a profile: their *names* are, and their values travel from the sub
 from __future__ import annotations
 
 import re
+from pathlib import PurePath
 from typing import Any, Literal
 
 import attrs
 import cattrs
 
-from recipekit.errors import Issue, RecipeError
+from recipekit.errors import FieldError, Issue, RecipeError
 from recipekit.hardware import NodeType
 from recipekit.launch.ray_ports import RayPorts, below_ephemeral
 from recipekit.lineage.refs import ARTIFACTS_ROOT
+from recipekit.validators import absolute_path, at_least, instance_of, one_of, str_mapping
 
 _TIME_LIMIT = re.compile(r"^(\d+-)?\d{1,2}:\d{2}:\d{2}$")
 _SECRET_NAME = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
 
 
 def _time_limit(_: object, attribute: attrs.Attribute[str], value: str) -> None:
-    if not _TIME_LIMIT.match(value):
-        raise ValueError(f"{attribute.name}={value!r}: expected [D-]HH:MM:SS, e.g. 04:00:00")
+    if not isinstance(value, str) or not _TIME_LIMIT.match(value):
+        error = FieldError("expected [D-]HH:MM:SS, e.g. 04:00:00", value)
+        error.field_name = attribute.name  # type: ignore[attr-defined]
+        raise error
 
 
 @attrs.frozen
@@ -149,6 +153,15 @@ class ArtifactStore:
 
 TrackingMode = Literal["online", "offline", "off"]
 
+_STR = instance_of(str, what="a string")
+_OPTIONAL_STR = attrs.validators.optional(_STR)
+
+
+def _path_text(value: Any) -> Any:
+    """A ``pathlib`` path is accepted where a profile takes a path, as its text."""
+    return str(value) if isinstance(value, PurePath) else value
+
+
 
 @attrs.frozen(kw_only=True)
 class Tracking:
@@ -179,50 +192,79 @@ class BaseContainer:
 
 @attrs.frozen(kw_only=True)
 class ClusterProfile:
-    name: str
-    node: NodeType
-    partition: str
-    account: str | None = None
+    # Every field is checked when the profile is made (a profile file that sets a field to the
+    # wrong type fails when it loads, naming the field, before anything is written).
+    name: str = attrs.field(validator=_STR)
+    node: NodeType = attrs.field(validator=instance_of(NodeType, what="a NodeType"))
+    partition: str = attrs.field(validator=_STR)
+    account: str | None = attrs.field(default=None, validator=_OPTIONAL_STR)
     # Where a framework that is its own Slurm client (a "delegated" stage: NeMo Evaluator's
     # launcher) submits from, over ssh: its execution.hostname. Usually the login node.
-    login_host: str | None = None
+    login_host: str | None = attrs.field(default=None, validator=_OPTIONAL_STR)
     time_limit: str = attrs.field(default="04:00:00", validator=_time_limit)
-    container: Pyxis | OciBundle | NoContainer = attrs.field(factory=NoContainer)
+    container: Pyxis | OciBundle | NoContainer = attrs.field(
+        factory=NoContainer,
+        validator=instance_of(
+            Pyxis, OciBundle, NoContainer, what="Pyxis, OciBundle or NoContainer"
+        ),
+    )
     # Shared storage (host paths) for each run's plan, launcher and logs.
-    runs_dir: str
+    runs_dir: str = attrs.field(converter=_path_text, validator=absolute_path)
     # Shared paths (as the job sees them) that must be mounted and writable on every node.
-    shared_paths: dict[str, str] = attrs.field(factory=dict)
+    shared_paths: dict[str, str] = attrs.field(factory=dict, validator=str_mapping)
     # Where artifact versions live; None: this cluster runs no stage that reads or publishes
     # artifacts (submit refuses such a stage).
-    artifact_store: ArtifactStore | None = None
+    artifact_store: ArtifactStore | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(instance_of(ArtifactStore, what="an ArtifactStore")),
+    )
     # How often the head of a Ray stage publishes new checkpoints while the framework runs
     # (a pinned step must be kept before the framework's keep policy deletes it).
-    publish_interval_s: float = 60.0
-    hf_home: str | None = None
-    gb200: Gb200Settings | None = None
-    extra_env: dict[str, str] = attrs.field(factory=dict)
+    publish_interval_s: float = attrs.field(
+        default=60.0, validator=[instance_of(int, float, what="seconds"), at_least(0.1)]
+    )
+    hf_home: str | None = attrs.field(default=None, converter=_path_text, validator=_OPTIONAL_STR)
+    gb200: Gb200Settings | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(instance_of(Gb200Settings, what="Gb200Settings")),
+    )
+    extra_env: dict[str, str] = attrs.field(factory=dict, validator=str_mapping)
     # Names read from the submitting shell and handed to the job by Slurm's --export.
-    secret_env: tuple[str, ...] = ("WANDB_API_KEY", "HF_TOKEN")
-    ray_ports: RayPorts = attrs.field(factory=RayPorts)
-    ray_start_timeout_s: int = 300
+    secret_env: tuple[str, ...] = attrs.field(
+        default=("WANDB_API_KEY", "HF_TOKEN"), converter=tuple
+    )
+    ray_ports: RayPorts = attrs.field(
+        factory=RayPorts, validator=instance_of(RayPorts, what="a RayPorts")
+    )
+    ray_start_timeout_s: int = attrs.field(
+        default=300, validator=[instance_of(int, what="whole seconds"), at_least(1)]
+    )
     # torch.distributed's MASTER_PORT for "per-gpu" stages, bound by rank 0 on the first node.
     # NOT IN THE SEED: torch.distributed's default port (torchrun --master-port).
     master_port: int = attrs.field(default=29500, validator=below_ephemeral("port", "rank 0"))
     # Where several nodes share one host (tests), simultaneous Ray starts time out; worker k
     # then waits for worker k-1's raylet. Real clusters start every worker at once.
-    start_workers_one_at_a_time: bool = False
+    start_workers_one_at_a_time: bool = attrs.field(
+        default=False, validator=instance_of(bool, what="True or False")
+    )
     # The framework's checkout inside the container (NeMo-RL's examples/ live here).
-    framework_root: str = "/opt/nemo-rl"
+    framework_root: str = attrs.field(
+        default="/opt/nemo-rl", converter=_path_text, validator=absolute_path
+    )
     # Preflight checks to skip, with the reason (printed in the job log).
-    preflight_skip: dict[str, str] = attrs.field(factory=dict)
+    preflight_skip: dict[str, str] = attrs.field(factory=dict, validator=str_mapping)
     # How the launcher reaches the nodes. "mounted": the upstream image (by digest) runs the
     # launcher Pex copied to the run directory on shared storage, as ray.sub users work today.
     # "baked": the container image is the stage image `publish` pushed, launcher and plan inside.
-    shipping: Literal["mounted", "baked"] = "mounted"
-    tracking: Tracking = attrs.field(factory=Tracking)
+    shipping: Literal["mounted", "baked"] = attrs.field(
+        default="mounted", validator=one_of(("mounted", "baked"))
+    )
+    tracking: Tracking = attrs.field(
+        factory=Tracking, validator=instance_of(Tracking, what="a Tracking")
+    )
     # The base whose image ``container`` names; stages on other bases (Megatron-Bridge on NeMo,
     # evaluation on vLLM, Super 3.5 RL) run in the image ``bases`` gives for theirs.
-    default_base: str = "nemo-rl"
+    default_base: str = attrs.field(default="nemo-rl", validator=_STR)
     bases: dict[str, BaseContainer] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import attrs
 
+from recipekit.errors import FieldError
 from recipekit.validators import at_least
 
 # Linux's default net.ipv4.ip_local_port_range starts here.
@@ -22,6 +23,10 @@ def below_ephemeral(what: str, binder: str) -> Callable[[object, attrs.Attribute
     before ``binder`` binds it."""
 
     def check(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+        if not isinstance(value, int) or isinstance(value, bool):
+            error = FieldError(f"{what} must be a port number", value)
+            error.field_name = attribute.name  # type: ignore[attr-defined]
+            raise error
         if not 1024 <= value < EPHEMERAL_PORTS_START:
             raise ValueError(
                 f"{what} {attribute.name}={value} must be in 1024..{EPHEMERAL_PORTS_START - 1}: "

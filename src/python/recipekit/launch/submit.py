@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -106,8 +107,11 @@ def runs_dir_issues(profile: ClusterProfile) -> list[Issue]:
         return [Issue(where, missing, value=str(path), hint=hint)]
     if not path.is_dir():
         return [Issue(where, "is not a directory", value=str(path), hint=hint)]
-    if not os.access(path, os.W_OK | os.X_OK):
-        return [Issue(where, "is not writable here", value=str(path), hint=hint)]
+    try:  # a real write: os.access says yes to root on a read-only file system's folder
+        with tempfile.TemporaryFile(dir=path, prefix=".recipekit-probe-"):
+            pass
+    except OSError as exc:
+        return [Issue(where, f"is not writable here ({exc.strerror})", value=str(path), hint=hint)]
     return []
 
 

@@ -114,7 +114,7 @@ def chain_status(
             run = RunDir.for_plan(profile.runs_dir, entry.name, entry.plan.hash)
             job_id = run.job_id()
             if job_id is not None:
-                row.update(job=job_id, state=_state(job_id), run=str(run.path))
+                row.update(job=job_id, run=str(run.path), **_job(job_id))
         output = entry.lineage.output
         if output is not None and store is not None:
             row["output"] = output
@@ -126,8 +126,14 @@ def chain_status(
     return rows
 
 
-def _state(job_id: str) -> str:
+def _job(job_id: str) -> dict[str, Any]:
+    """The job's state and how often it was requeued and started again."""
     try:
-        return slurm.job_state(job_id)
+        details = slurm.job_details(job_id)
     except RecipeError:
-        return "UNKNOWN (no longer known to the controller)"
+        return {"state": "UNKNOWN (no longer known to the controller)", "restarts": None}
+    restarts = details.get("Restarts", "0")
+    return {
+        "state": details.get("JobState", "UNKNOWN"),
+        "restarts": int(restarts) if restarts.isdigit() else None,
+    }

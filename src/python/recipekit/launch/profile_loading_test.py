@@ -1,0 +1,172 @@
+"""A broken cluster profile is a message naming the file, line and field: never a traceback,
+and nothing is written."""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import multiprocessing.queues
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from recipekit.cli import stage_launcher
+
+HEADER = (
+    "from pathlib import Path\n"
+    "from recipekit.hardware import B200_NODE\n"
+    "from recipekit.launch.profile import ClusterProfile, NoContainer, Tracking\n"
+    "from recipekit.launch.ray_ports import RayPorts\n"
+)
+
+
+def _profile(runs: Path, **fields: str) -> str:
+    values = {
+        "name": "'local'",
+        "node": "B200_NODE",
+        "partition": "'gpu'",
+        "container": "NoContainer()",
+        "runs_dir": repr(str(runs)),
+        "tracking": "Tracking(mode='off')",
+        **fields,
+    }
+    body = ", ".join(f"{k}={v}" for k, v in values.items())
+    return f"{HEADER}profile = ClusterProfile({body})\n"
+
+
+BROKEN = {
+    "runs_dir-an-int": (
+        {"runs_dir": "42"},
+        "profile.py:5: runs_dir = 42: must be an absolute path",
+    ),
+    "time_limit-an-int": (
+        {"time_limit": "20"},
+        "profile.py:5: time_limit = 20: expected [D-]HH:MM:SS",
+    ),
+    "ray_ports-malformed": (
+        {"ray_ports": "RayPorts(gcs='6379')"},
+        "profile.py:5: gcs = '6379': ray port must be a port number",
+    ),
+    "tracking-a-string": (
+        {"tracking": "'offline'"},
+        "profile.py:5: tracking = 'offline': must be a Tracking, not str",
+    ),
+    "relative-framework_root": (
+        {"framework_root": "'opt/nemo-rl'"},
+        "framework_root = 'opt/nemo-rl': must be an absolute path",
+    ),
+}
+
+
+@pytest.fixture()
+def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv(stage_launcher.STAGE_VARIABLE, "recipes.super3.dapo:dapo_b200")
+    return CliRunner()
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_a_field_of_the_wrong_type_is_named_with_its_line(
+    case: str, tmp_path: Path, runner: CliRunner
+) -> None:
+    fields, expected = BROKEN[case]
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (tmp_path / "profile.py").write_text(_profile(runs, **fields))
+    cluster = f"{tmp_path}/profile.py:profile"
+    result = runner.invoke(stage_launcher.cli, ["submit", "--cluster", cluster])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output + result.stderr
+    assert expected in result.stderr
+    assert list(runs.iterdir()) == []  # nothing written
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("profile = (\n", "profile.py:1: syntax error: '(' was never closed"),
+        (
+            f"{HEADER}profile = ClusterProfil(name='x')\n",
+            "profile.py:5: NameError: name 'ClusterProfil'",
+        ),
+        (
+            "import recipekit.no_such_module\n",
+            "profile.py:1: cannot import recipekit.no_such_module",
+        ),
+    ],
+)
+def test_a_profile_file_that_does_not_load_is_named_with_its_line(
+    source: str, expected: str, tmp_path: Path, runner: CliRunner
+) -> None:
+    (tmp_path / "profile.py").write_text(source)
+    cluster = f"{tmp_path}/profile.py:profile"
+    result = runner.invoke(stage_launcher.cli, ["plan", "--cluster", cluster])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output + result.stderr
+    assert expected in result.stderr
+
+
+def test_a_path_object_is_taken_as_its_text(tmp_path: Path, runner: CliRunner) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (tmp_path / "profile.py").write_text(_profile(runs, runs_dir=f"Path({str(runs)!r})"))
+    cluster = f"{tmp_path}/profile.py:profile"
+    result = runner.invoke(stage_launcher.cli, ["plan", "--cluster", cluster])
+    assert result.exit_code == 0, result.stderr
+    assert f"--output={runs}/dapo-b200-" in result.output
+
+
+@pytest.mark.parametrize("kind", ["missing", "a-file", "read-only"])
+def test_a_runs_dir_that_is_not_a_writable_directory_is_refused(
+    kind: str, tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PEX", str(tmp_path / "launcher.pex"))
+    (tmp_path / "launcher.pex").write_bytes(b"")
+    runs = tmp_path / "runs"
+    if kind == "a-file":
+        runs.write_text("")
+    elif kind == "read-only":
+        runs.mkdir()
+    (tmp_path / "profile.py").write_text(_profile(runs))
+    argv = ["submit", "--cluster", f"{tmp_path}/profile.py:profile"]
+    if kind == "read-only":
+        exit_code, stderr = _on_read_only_mount(runs, runner, argv)
+    else:
+        result = runner.invoke(stage_launcher.cli, argv)
+        exit_code, stderr = result.exit_code, result.stderr
+    assert exit_code == 2, stderr
+    assert "Traceback" not in stderr
+    expected = {
+        "missing": "does not exist on this host",
+        "a-file": "is not a directory",
+        "read-only": "is not writable here (Read-only file system)",
+    }[kind]
+    assert f"runs_dir = '{runs}': {expected}" in stderr
+    assert kind != "missing" or not runs.exists()  # never created on the submit host
+
+
+def _on_read_only_mount(folder: Path, runner: CliRunner, argv: list[str]) -> tuple[int, str]:
+    """Run the launcher in a child process that sees ``folder`` on a read-only mount (its own
+    mount namespace: nothing outside the child changes). Needs root, as the Slurm tests do."""
+    context = multiprocessing.get_context("fork")
+    results: multiprocessing.queues.SimpleQueue[tuple[int, str]] = context.SimpleQueue()
+
+    def child() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(0x00020000) != 0:  # CLONE_NEWNS
+            results.put((-1, f"unshare failed: errno {ctypes.get_errno()}"))
+            return
+        for command in (
+            ["mount", "--make-rprivate", "/"],
+            ["mount", "--bind", str(folder), str(folder)],
+            ["mount", "-o", "remount,bind,ro", str(folder)],
+        ):
+            subprocess.run(command, check=True)
+        result = runner.invoke(stage_launcher.cli, argv)
+        results.put((result.exit_code, result.stderr))
+
+    process = context.Process(target=child)
+    process.start()
+    process.join(60)
+    return results.get()
