@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -124,6 +125,35 @@ def test_cancel_mid_run_and_a_second_submit_is_refused(b200: Workspace) -> None:
     cancelled = b200.launcher(profile, "cancel")
     assert cancelled.returncode == 0, cancelled.stderr
     assert b200.cluster.wait_for_job(job_id, timeout=120) == "CANCELLED"
+    assert b200.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
+
+
+def test_two_submits_at_the_same_instant_give_one_job_that_cancel_stops(b200: Workspace) -> None:
+    profile = b200.write_profile(node="B200_NODE")
+    sets = [a for o in b200.overrides for a in ("--set", o)]
+    launcher = [str(b200.ray_python), str(b200.launcher_pex.resolve())]
+    argv = [*launcher, "submit", *sets, "--cluster", profile]
+    env = {**b200.cluster.env(), **b200.environment, "FAKE_GRPO_SLEEP": "600"}
+    both = [
+        b200.cluster.popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outputs = [process.communicate(timeout=120) for process in both]
+    statuses = [process.returncode for process in both]
+    assert sorted(statuses) == [0, 2], outputs
+    submitted, refused = (outputs[statuses.index(0)], outputs[statuses.index(2)])
+    found = re.search(r"as Slurm job (\d+)", submitted[0])
+    assert found, submitted
+    job_id = found.group(1)
+    assert f"this plan already has a job: {job_id}" in refused[1]
+    assert "Traceback" not in refused[1]
+    # job.json names the job that runs: cancel stops it, and nothing is left.
+    cancelled = b200.launcher(profile, "cancel")
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert f"cancelled job {job_id}" in cancelled.stdout
+    assert b200.cluster.wait_for_job(job_id, timeout=120) == "CANCELLED"
+    jobs = b200.cluster.run(["squeue", "--noheader", "--format=%i"], timeout=30).stdout.split()
+    assert jobs == []
     assert b200.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
 
 
