@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -155,6 +156,27 @@ def test_two_submits_at_the_same_instant_give_one_job_that_cancel_stops(b200: Wo
     jobs = b200.cluster.run(["squeue", "--noheader", "--format=%i"], timeout=30).stdout.split()
     assert jobs == []
     assert b200.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
+
+
+def test_a_killed_job_step_leaves_nothing_and_the_plan_runs_again(b200: Workspace) -> None:
+    profile = b200.write_profile(node="B200_NODE")
+    job_id, log = b200.submit(profile, env={"FAKE_GRPO_SLEEP": "600"})
+    b200.wait_for_log(log, "fake-grpo: training for 600 s")
+    [victim] = [
+        p
+        for p in b200.cluster.node_process_info(r" job-step ")
+        if p.node == "n2" and not p.cmdline.startswith("srun")
+    ]
+    os.kill(victim.pid, signal.SIGKILL)
+    state = b200.cluster.wait_for_job(job_id, timeout=180)
+    assert state in {"FAILED", "CANCELLED"}, log.read_text()
+    # Every process the job started, on every node, found by where it runs (the cluster's
+    # namespace), not by its name: none is left, and no Ray temp dir either.
+    assert b200.cluster.wait_for_no_node_processes("", timeout=30) == []
+    assert list(Path("/tmp").glob(f"rk-ray-{job_id}-*")) == []
+    # So the next submit of the plan passes preflight (its Ray ports are free) and runs.
+    again, log = b200.submit(profile)
+    assert b200.cluster.wait_for_job(again, timeout=420) == "COMPLETED", log.read_text()
 
 
 def test_gb200_plan_on_five_nodes(tmp_path: Path, ray_python: Path) -> None:

@@ -9,12 +9,14 @@ temp dir, never with ``ray stop``, which kills every Ray process on the host, ot
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib.resources
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -79,17 +81,19 @@ def wait_for_port(address: str, port: int, timeout_s: float) -> bool:
 
 @attrs.define
 class RayNode:
-    """The ``ray start --block`` process of this node, in its own process group."""
+    """The ``ray start --block`` process of this node, in its own process group, and the
+    reaper that stops it if the launcher itself is killed."""
 
     process: subprocess.Popen[bytes]
     temp_dir: str
+    reaper: subprocess.Popen[bytes] | None = None
 
     @classmethod
     def start(cls, command: list[str], temp_dir: str, log: Log) -> RayNode:
         log("ray: " + " ".join(command))
         env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
         process = subprocess.Popen(command, start_new_session=True, env=env)
-        return cls(process, temp_dir)
+        return cls(process, temp_dir, start_reaper(process.pid, temp_dir))
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -113,7 +117,50 @@ class RayNode:
             log(f"ray: killed {leftovers} leftover Ray processes of {self.temp_dir}")
         # Session logs are worth keeping only while the job runs; the job log has the story.
         shutil.rmtree(self.temp_dir, ignore_errors=True)
+        if self.reaper is not None and self.reaper.poll() is None:
+            self.reaper.kill()
+            self.reaper.wait()
         log("ray: stopped")
+
+
+# Run by the reaper (``python -c``): wait until the launcher dies (the kernel sends SIGTERM:
+# PR_SET_PDEATHSIG), then do what RayNode.stop would have done. Orphaned at that moment, the
+# reaper is no longer in the job step's process tree, so the step's own cleanup cannot kill it
+# first. Standard library only.
+_REAPER = """
+import os, shutil, signal, sys
+group, temp_dir = int(sys.argv[1]), sys.argv[2]
+signal.sigwait({signal.SIGTERM, signal.SIGHUP, signal.SIGINT})
+try:
+    os.killpg(group, signal.SIGKILL)
+except ProcessLookupError:
+    pass
+for entry in os.listdir("/proc"):
+    if entry.isdigit() and int(entry) != os.getpid():
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if temp_dir.encode() in f.read():
+                    os.kill(int(entry), signal.SIGKILL)
+        except OSError:
+            pass
+shutil.rmtree(temp_dir, ignore_errors=True)
+"""
+
+
+def _die_with_parent() -> None:
+    # PR_SET_PDEATHSIG (1): SIGTERM this process when the thread that started it exits.
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGHUP, signal.SIGINT})
+
+
+def start_reaper(group: int, temp_dir: str) -> subprocess.Popen[bytes]:
+    """A process that stops Ray's process group and removes its temp dir if the launcher is
+    killed (SIGKILL included): Ray's agents would otherwise outlive the job, holding its ports."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _REAPER, str(group), temp_dir],
+        preexec_fn=_die_with_parent,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def kill_processes_mentioning(marker: str) -> int:
