@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-# The stand-in below imports it in a child process; named here so the test depends on it.
-from recipekit.launch import ray_cluster
+# The stand-in below imports it in a child process; imported here so the test depends on it.
+from recipekit.launch.ray_cluster import start_reaper  # noqa: F401
 
 # A launcher stand-in: starts a process group (as RayNode.start does `ray start`) that names the
 # temp dir on its command line, with the reaper beside it, prints the group's PID, then waits.
@@ -57,7 +57,7 @@ def test_a_killed_launcher_leaves_no_process_and_no_temp_dir(tmp_path: Path) -> 
         text=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
-    assert launcher.stdout is not None and ray_cluster.start_reaper
+    assert launcher.stdout is not None
     group = int(launcher.stdout.readline())
     assert len(_group_members(group)) >= 3  # sh and its two sleeps
     os.kill(launcher.pid, signal.SIGKILL)
