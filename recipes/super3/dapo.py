@@ -14,6 +14,7 @@ cannot hold training and rollout together; on H100 the guide's current revision 
 from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE, Hardware
 from recipekit.markers import DERIVED
 from recipekit.model_card import NEMOTRON_3_SUPER_120B
+from recipekit.nemo_rl.grpo import NEMO_RL_GRPO
 from recipekit.nemo_rl.schema import (
     FP8,
     AdvantageEstimator,
@@ -374,6 +375,7 @@ dapo_gb200 = Stage(
     ),
     hardware=Hardware(GB200_NODE, num_nodes=5),
     model=NEMOTRON_3_SUPER_120B,
+    framework=NEMO_RL_GRPO,
     config=GRPOMasterConfig(
         grpo=grpo,
         loss_fn=loss_fn,

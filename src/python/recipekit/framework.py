@@ -57,6 +57,11 @@ class Framework(Protocol):
     def launch(self) -> Launch: ...
 
     @property
+    def config_type(self) -> type:
+        """The class of the config this framework reads (its schema's master config)."""
+        ...
+
+    @property
     def image(self) -> str:
         """The base image (a name in ``containers/bases.py``) the stage runs in."""
         ...

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from recipekit.errors import RecipeError
 from recipekit.lineage.graph import StageLineage
 from recipekit.lineage.refs import parse_ref
 from recipekit.plan import make_plan
+from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_gb200
 
 WITH_LINEAGE = dapo_gb200.with_values(
@@ -41,3 +43,19 @@ def test_a_pin_on_a_stage_without_lineage_or_role_is_refused() -> None:
         make_plan(dapo_gb200, ["run.model=x-model:v1"])
     with pytest.raises(RecipeError, match="run.modle"):
         make_plan(WITH_LINEAGE, ["run.modle=super3-base-model:v3"])
+
+
+def test_a_config_the_framework_does_not_read_is_refused() -> None:
+    from recipes.super35.sft import sft_tiny
+
+    mismatched = attrs.evolve(dapo_gb200, config=sft_tiny.config)
+    with pytest.raises(RecipeError) as caught:
+        make_plan(mismatched)
+    text = caught.value.render()
+    assert "config: is a MegatronBridgeConfig, but nemo-rl" in text
+    assert "reads a GRPOMasterConfig" in text
+
+
+def test_a_stage_names_its_framework() -> None:
+    fields = {f.name: f for f in attrs.fields(Stage)}
+    assert fields["framework"].default is attrs.NOTHING

@@ -18,7 +18,6 @@ from recipekit.hardware import Hardware
 from recipekit.keypaths import with_values
 from recipekit.lineage.graph import StageLineage
 from recipekit.model_card import ModelCard
-from recipekit.nemo_rl.grpo import NEMO_RL_GRPO
 
 
 @attrs.frozen
@@ -53,7 +52,9 @@ class Stage:
     hardware: Hardware
     model: ModelCard
     config: Any
-    framework: Framework = NEMO_RL_GRPO
+    # Required: which framework reads ``config`` is never guessed (a Megatron-Bridge config
+    # without it would otherwise plan as NeMo-RL). The plan checks the config is of its type.
+    framework: Framework
     # What the stage reads (by role) and publishes; None for a stage outside a pipeline.
     lineage: StageLineage | None = None
     # Environment the framework needs whatever the cluster (the seed's exports), set in the
