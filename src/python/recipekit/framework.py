@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
+from recipekit.derivation import Derivation
 from recipekit.errors import Issue
 from recipekit.hardware import Hardware
 from recipekit.lineage.steps import SavePolicy
@@ -55,6 +56,11 @@ class Framework(Protocol):
 
     @property
     def launch(self) -> Launch: ...
+
+    @property
+    def rules(self) -> tuple[Derivation, ...]:
+        """How each ``DERIVED`` key is computed (applied by ``derive``, shown by ``explain``)."""
+        ...
 
     @property
     def config_type(self) -> type:

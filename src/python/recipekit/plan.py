@@ -72,21 +72,24 @@ class Plan:
         }
 
 
+def config_type_issue(stage: Stage) -> Issue | None:
+    """The stage's config is not what its framework reads (a recipe that names the wrong one)."""
+    expected = stage.framework.config_type
+    if isinstance(stage.config, expected):
+        return None
+    return Issue(
+        "config",
+        f"is a {type(stage.config).__name__}, but {stage.framework.name} "
+        f"({stage.framework.entry_point}) reads a {expected.__name__}",
+        hint="set the stage's framework= to the one that reads this config",
+    )
+
+
 def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
     config = stage.config
-    expected = stage.framework.config_type
-    if not isinstance(config, expected):
-        raise RecipeError(
-            [
-                Issue(
-                    "config",
-                    f"is a {type(config).__name__}, but {stage.framework.name} "
-                    f"({stage.framework.entry_point}) reads a {expected.__name__}",
-                    hint="set the stage's framework= to the one that reads this config",
-                )
-            ],
-            context=f"{stage.name}: cannot plan",
-        )
+    mismatch = config_type_issue(stage)
+    if mismatch is not None:
+        raise RecipeError([mismatch], context=f"{stage.name}: cannot plan")
     problems: list[Issue] = []
     # `run.model=...` pins an input artifact; everything else is a framework key.
     pins = [a for a in overrides if is_lineage_override(a)]

@@ -10,9 +10,7 @@ A key given a value keeps it; the checks then catch a disagreement.
 
 from __future__ import annotations
 
-from recipekit.derivation import Derivation, derive, same_rule
-from recipekit.hardware import Hardware
-from recipekit.megatron_bridge.schema import MegatronBridgeConfig
+from recipekit.derivation import Derivation, same_rule
 
 RULES: tuple[Derivation, ...] = (
     same_rule("dataset.seq_length", "model.seq_length"),
@@ -22,9 +20,3 @@ RULES: tuple[Derivation, ...] = (
     # (nemotron_35_super_vl_pretrain: ``cfg.scheduler.lr_decay_iters = cfg.train.train_iters``).
     same_rule("scheduler.lr_decay_iters", "train.train_iters"),
 )
-
-
-def derive_config(
-    config: MegatronBridgeConfig, hardware: Hardware
-) -> tuple[MegatronBridgeConfig, list[str]]:
-    return derive(config, hardware, RULES)

@@ -21,14 +21,14 @@ from typing import Any
 import attrs
 
 from recipekit.convert import to_dict
-from recipekit.derivation import Derivation
+from recipekit.derivation import Derivation, derive
 from recipekit.errors import Issue
 from recipekit.framework import Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.steps import SavePolicy
 from recipekit.megatron_bridge import MEGATRON_BRIDGE_VERSION
 from recipekit.megatron_bridge.checks import CheckContext, run_checks
-from recipekit.megatron_bridge.derivations import RULES, derive_config
+from recipekit.megatron_bridge.derivations import RULES
 from recipekit.megatron_bridge.layout import Layout, compute_layout
 from recipekit.megatron_bridge.schema import MegatronBridgeConfig, recipe_mode
 from recipekit.megatron_bridge.summary import megatron_bridge_summary
@@ -48,7 +48,7 @@ class MegatronBridge:
     rules: tuple[Derivation, ...] = RULES
 
     def derive(self, config: Any, hardware: Hardware) -> tuple[Any, list[str]]:
-        return derive_config(config, hardware)
+        return derive(config, hardware, self.rules)
 
     def check(
         self, config: Any, hardware: Hardware, model: ModelCard

@@ -10,10 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from recipekit.derivation import Derivation
-from recipekit.derivation import derive as derive_with
-from recipekit.hardware import Hardware
 from recipekit.lineage.refs import ARTIFACTS_ROOT
-from recipekit.nemo_evaluator.schema import LauncherConfig
 
 CHECKPOINT = "deployment.checkpoint_path"
 TOKENIZER = "evaluation.nemo_evaluator_config.config.params.extra.tokenizer"
@@ -65,8 +62,3 @@ RULES: tuple[Derivation, ...] = (
 )
 
 RULES_BY_TARGET = {rule.target: rule for rule in RULES}
-
-
-def derive(config: LauncherConfig, hardware: Hardware) -> tuple[LauncherConfig, list[str]]:
-    """``config`` with each ``DERIVED`` key computed; also the keys that were."""
-    return derive_with(config, hardware, RULES)

@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from recipekit.convert import to_dict
-from recipekit.derivation import Derivation
+from recipekit.derivation import Derivation, derive
 from recipekit.errors import Issue
 from recipekit.framework import CONFIG_PLACEHOLDER, Launch
 from recipekit.hardware import Hardware
@@ -31,7 +31,7 @@ from recipekit.nemo_evaluator.checks import (
     compute_layout,
     run_checks,
 )
-from recipekit.nemo_evaluator.derivations import RULES, derive
+from recipekit.nemo_evaluator.derivations import RULES
 from recipekit.nemo_evaluator.schema import LauncherConfig
 
 
@@ -53,7 +53,7 @@ class NemoEvaluatorLauncher:
     rules: tuple[Derivation, ...] = RULES
 
     def derive(self, config: Any, hardware: Hardware) -> tuple[Any, list[str]]:
-        return derive(config, hardware)
+        return derive(config, hardware, self.rules)
 
     def check(
         self, config: Any, hardware: Hardware, model: ModelCard

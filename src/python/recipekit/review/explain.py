@@ -108,7 +108,7 @@ def _explain(
         if key == path or key.startswith(path + "."):
             return Origin(key, value, "override", f"--set {text}")
     # A framework's derivation rules, when it declares them as nemo_rl's do.
-    rules = {r.target: r for r in getattr(stage.framework, "rules", ())}
+    rules = {r.target: r for r in stage.framework.rules}
     rule = rules.get(key)
     if rule is not None and key in plan.derived and depth < 5:
         sources = tuple(

@@ -477,7 +477,7 @@ def compile_object(obj: Any) -> tuple[dict[str, Any], list[Issue]]:
     The config must be of the type the stage's framework reads: a section of another NeMo-RL
     version (or another algorithm) is an error naming what was expected.
     """
-    from recipekit.plan import _underived, resolve_run_inputs
+    from recipekit.plan import _underived, config_type_issue, resolve_run_inputs
 
     untyped: Mapping[str, Any] = {}
     if isinstance(obj, ImportedRecipe):
@@ -485,18 +485,9 @@ def compile_object(obj: Any) -> tuple[dict[str, Any], list[Issue]]:
     if not isinstance(obj, Stage):
         raise RecipeError([Issue("recipe", f"is a {type(obj).__name__}, not a Stage")])
     framework = obj.framework
-    expected = getattr(framework, "config_type", None)
-    if expected is not None and not isinstance(obj.config, expected):
-        raise RecipeError(
-            [
-                Issue(
-                    "config",
-                    f"is a {type(obj.config).__name__}; {framework.name} {framework.version} "
-                    f"({framework.entry_point}) reads a {expected.__name__}",
-                )
-            ],
-            context=f"{obj.name}: cannot compile",
-        )
+    mismatch = config_type_issue(obj)
+    if mismatch is not None:
+        raise RecipeError([mismatch], context=f"{obj.name}: cannot compile")
     config, _ = framework.derive(resolve_run_inputs(obj)[0], obj.hardware)
     errors = _underived(config)
     if errors:
