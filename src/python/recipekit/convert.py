@@ -96,7 +96,8 @@ def _section_hook(conv: cattrs.Converter, cls: type) -> Any:
     return make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True, **renames)  # type: ignore[arg-type]
 
 
-def _members(tp: Any) -> tuple[Any, ...]:
+def union_members(tp: Any) -> tuple[Any, ...]:
+    """The members of a union type (``int | None`` -> ``(int, None)``); any other type alone."""
     if get_origin(tp) in (typing.Union, types.UnionType):
         return get_args(tp)
     return (tp,)
@@ -104,7 +105,7 @@ def _members(tp: Any) -> tuple[Any, ...]:
 
 def _structure_any(value: Any, tp: Any) -> Any:
     """Containers and unions that hold sections; everything else passes to the section's check."""
-    members = _members(tp)
+    members = union_members(tp)
     if isinstance(value, dict):
         sections = [m for m in members if isinstance(m, type) and attrs.has(m)]
         if sections:

@@ -114,7 +114,7 @@ def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
     config, run_inputs = resolve_run_inputs(attrs.evolve(stage, config=config))
     config, derived = framework.derive(config, stage.hardware)
     layout, errors, warnings = framework.check(config, stage.hardware, stage.model)
-    errors += _underived(config)
+    errors += underived_keys(config)
     if errors:
         raise RecipeError(errors, context=f"{stage.name}: cannot plan")
     rendered = framework.render(config)
@@ -211,7 +211,7 @@ def content_hash(stage: Stage, rendered: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _underived(config: Any, path: str = "") -> list[Issue]:
+def underived_keys(config: Any, path: str = "") -> list[Issue]:
     """Keys still DERIVED after derivation: their source is unset, so they need a value."""
     out: list[Issue] = []
     if attrs.has(type(config)):
@@ -227,8 +227,8 @@ def _underived(config: Any, path: str = "") -> list[Issue]:
             if value is DERIVED:
                 out.append(Issue(sub, "derived from a key that is not set; give it a value"))
             else:
-                out += _underived(value, sub)
+                out += underived_keys(value, sub)
     elif isinstance(config, dict):
         for k, v in config.items():
-            out += _underived(v, f"{path}.{k}")
+            out += underived_keys(v, f"{path}.{k}")
     return out

@@ -16,7 +16,8 @@ from recipekit.errors import Issue, RecipeError
 OVERRIDE_MARK = "_override_"
 
 
-def _register_resolvers() -> None:
+def register_resolvers() -> None:
+    """NeMo-RL's OmegaConf resolvers (``mul``, ``max``, ``add``, ``div``), once per process."""
     from omegaconf import OmegaConf
 
     resolvers = {
@@ -138,7 +139,7 @@ def expand(path: Path) -> dict[str, Any]:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    _register_resolvers()
+    register_resolvers()
     merged = read_merged(path)
     try:
         resolved = OmegaConf.to_container(merged, resolve=True)

@@ -158,9 +158,9 @@ def load_keeping_env(path: Path, expressions: Mapping[str, str]) -> Loaded:
     from omegaconf.errors import OmegaConfBaseException
 
     from recipekit.nemo_rl.run_env import ENV_REFERENCE
-    from recipekit.nemo_rl.yaml_loader import _register_resolvers, read_merged
+    from recipekit.nemo_rl.yaml_loader import register_resolvers, read_merged
 
-    _register_resolvers()
+    register_resolvers()
     merged = read_merged(path)
     interpolated = {
         key: expr for key, expr in expressions.items() if "${" in ENV_REFERENCE.sub("", expr)
@@ -249,9 +249,9 @@ def fit(data: dict[str, Any], config_type: type) -> Fit:
 
 def unknown_keys(data: Any, tp: Any, path: str = "") -> list[str]:
     """The keys in ``data`` that the sections of ``tp`` do not declare, in document order."""
-    from recipekit.convert import _members
+    from recipekit.convert import union_members
 
-    members = _members(tp)
+    members = union_members(tp)
     found: list[str] = []
     if isinstance(data, dict):
         sections = [m for m in members if isinstance(m, type) and attrs.has(m)]
@@ -281,9 +281,9 @@ def unknown_keys(data: Any, tp: Any, path: str = "") -> list[str]:
 
 
 def _may_be_absent(tp: Any) -> bool:
-    from recipekit.convert import _members
+    from recipekit.convert import union_members
 
-    return any(UNSET in get_args(m) for m in _members(tp))
+    return any(UNSET in get_args(m) for m in union_members(tp))
 
 
 def _absent_as_unset(value: Any, data: Any, path: str, added: list[str]) -> Any:
@@ -370,9 +370,9 @@ def _absentable(config_type: type, data: Any, path: str) -> str | None:
 
 def _child_type(tp: Any, part: str | int) -> tuple[Any, bool] | None:
     """The type of ``part`` inside a value of type ``tp``, and whether it may be absent."""
-    from recipekit.convert import _members
+    from recipekit.convert import union_members
 
-    for member in _members(tp):
+    for member in union_members(tp):
         if isinstance(part, int):
             if get_origin(member) is tuple and get_args(member):
                 return get_args(member)[0], False
@@ -384,7 +384,7 @@ def _child_type(tp: Any, part: str | int) -> tuple[Any, bool] | None:
                 return field.type, field.default is UNSET
         elif get_origin(member) is dict and get_args(member):
             item = get_args(member)[1]
-            if any(isinstance(m, type) and attrs.has(m) for m in _members(item)):
+            if any(isinstance(m, type) and attrs.has(m) for m in union_members(item)):
                 return item, True
     return None
 
@@ -477,7 +477,7 @@ def compile_object(obj: Any) -> tuple[dict[str, Any], list[Issue]]:
     The config must be of the type the stage's framework reads: a section of another NeMo-RL
     version (or another algorithm) is an error naming what was expected.
     """
-    from recipekit.plan import _underived, config_type_issue, resolve_run_inputs
+    from recipekit.plan import underived_keys, config_type_issue, resolve_run_inputs
 
     untyped: Mapping[str, Any] = {}
     if isinstance(obj, ImportedRecipe):
@@ -489,7 +489,7 @@ def compile_object(obj: Any) -> tuple[dict[str, Any], list[Issue]]:
     if mismatch is not None:
         raise RecipeError([mismatch], context=f"{obj.name}: cannot compile")
     config, _ = framework.derive(resolve_run_inputs(obj)[0], obj.hardware)
-    errors = _underived(config)
+    errors = underived_keys(config)
     if errors:
         raise RecipeError(errors, context=f"{obj.name}: cannot compile")
     rendered = framework.render(config)
