@@ -247,24 +247,24 @@ def write(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
+def _in_place(out: Path, pinned: Pinned) -> bool:
+    path = out / pinned.local
+    return path.is_file() and git_blob_id(path.read_bytes()) == pinned.blob
+
+
 def up_to_date(out: Path, manifest: Manifest) -> bool:
     stamp = out / STAMP
     if not stamp.is_file() or stamp.read_text().strip() != manifest.digest():
         return False
-    return all(
-        (out / f.local).is_file() and git_blob_id((out / f.local).read_bytes()) == f.blob
-        for f in manifest.files
-    ) and all((out / d.local).is_file() for d in manifest.derived)
+    return all(_in_place(out, f) for f in manifest.files) and all(
+        (out / d.local).is_file() for d in manifest.derived
+    )
 
 
 def materialise(
     manifest: Manifest, out: Path, read: Callable[[Pinned], bytes], where: str, jobs: int
 ) -> int:
-    missing = [
-        f
-        for f in manifest.files
-        if not ((out / f.local).is_file() and git_blob_id((out / f.local).read_bytes()) == f.blob)
-    ]
+    missing = [f for f in manifest.files if not _in_place(out, f)]
     print(f"fetch-reference: {len(missing)} of {len(manifest.files)} files from {where}")
 
     def one(pinned: Pinned) -> None:
