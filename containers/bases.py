@@ -12,11 +12,13 @@ you lock is the one your stage was validated against (``framework.version`` of t
 
 from recipekit.images.lock import BaseImage
 
-# NeMo-RL: Super V3 GRPO/DAPO and the RL stages. The guide (seed 000) runs an image built from
-# NeMo-RL's super-v3 branch; point this at your build of it (recipes/clusters.py uses the same).
+# NeMo-RL: Super V3 GRPO/DAPO. The guide's current revision runs NGC's prebuilt Super V3 image
+# (NVIDIA-NeMo/Nemotron@e27b3713, usage-cookbook/Nemotron-3-Super/grpo-dapo/
+# grpo_training_cookbook.md: "nvcr.io/nvidia/nemo-rl:v0.5.0.nemotron_3_super"); its GB200/B200
+# notebook used a build of the super-v3 branch (superv3-a90de923d, recipes/clusters.py).
 NEMO_RL = BaseImage(
     name="nemo-rl",
-    reference="nvcr.io/nvidia/nemo-rl:v0.4.0",
+    reference="nvcr.io/nvidia/nemo-rl:v0.5.0.nemotron_3_super",
     description="NeMo-RL (GRPO/DAPO, RL stages)",
 )
 

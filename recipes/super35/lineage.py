@@ -69,6 +69,15 @@ def teacher_role(name: str) -> str:
     return "teacher_" + name.replace("-", "_")
 
 
+# Seed 004, Verification: "SFT -> RL hand-off | Automatic Megatron -> HF conversion in the RL
+# runner | Not tested end to end". The RL stages that start from SFT say so in their plan.
+SFT_TO_RL = (
+    "run.model is a Megatron-Bridge checkpoint (SFT's output); NeMo-RL's runner converts it to "
+    "Hugging Face format when it loads it (seed 004: automatic Megatron -> HF conversion in the "
+    "RL runner, not tested end to end)"
+)
+
+
 def _stage(
     stage: str,
     command: str,
@@ -79,6 +88,7 @@ def _stage(
     teachers: tuple[str, ...] = (),
     blocked: str = "",
     output_note: str = "",
+    handoff: str = "",
 ) -> StageLineage:
     inputs: dict[str, ArtifactRef | ExternalInput] = {"model": model}
     if data is not None:
@@ -92,6 +102,7 @@ def _stage(
         output=output,
         blocked=blocked,
         output_note=output_note,
+        handoff=handoff,
     )
 
 
@@ -164,6 +175,7 @@ RLVR = _stage(
     model=ArtifactRef(SFT_MODEL),
     data=ArtifactRef("super35-rl-rlvr-data"),
     output=RLVR_MODEL,
+    handoff=SFT_TO_RL,
 )
 
 
@@ -216,6 +228,7 @@ def _rlhf_teacher(number: int, first: ArtifactRef) -> tuple[StageLineage, StageL
                 data=ArtifactRef(teacher_data(f"{name}-stage{part}")),
                 # As for the two-stage teachers above: stage 1 publishes <name>-stage1.
                 output=teacher_model(f"{name}-stage1" if part == 1 else name),
+                handoff=SFT_TO_RL if model.name == SFT_MODEL else "",
             )
         )
     return stages[0], stages[1]

@@ -165,3 +165,11 @@ def test_walking_from_eval_reaches_pretrain_without_a_missing_producer() -> None
     assert chain == [
         "eval", "hf-export", "mopd-phase2", "mopd-phase1", "rlvr", "sft-stage2", "sft", "pretrain",
     ]  # fmt: skip
+
+
+def test_the_stages_that_start_from_sft_state_the_hand_off() -> None:
+    from recipes.super35.lineage import SFT_TO_RL, SUPER35
+
+    stated = {s.stage for s in SUPER35.steps() if s.handoff}
+    assert stated == {"rlvr", "teacher-rlhf-teacher1-stage1"}
+    assert SUPER35.stage("rlvr").handoff == SFT_TO_RL

@@ -72,6 +72,8 @@ def plan_text(plan: Plan) -> str:
         rows.append(("lineage", f"reads {reads or 'nothing'}; publishes {output}"))
         if "blocked" in lineage:
             rows.append(("", f"BLOCKED: {lineage['blocked']}"))
+        if "handoff" in lineage:
+            rows.append(("", f"hand-off: {lineage['handoff']}"))
     rows.append(("overrides", ", ".join(plan.overrides) or "none"))
     rows.append(
         (

@@ -78,6 +78,9 @@ class StageLineage:
     # Steps of the output that later stages pin (``Pipeline.stage`` fills it in): the artifact
     # store keeps them whatever the framework's keep policy.
     keep_steps: tuple[int, ...] = ()
+    # What format an input arrives in and who converts it, where it is not the format the
+    # framework saves (SFT's Megatron checkpoint read by NeMo-RL): shown in the plan.
+    handoff: str = ""
 
     @property
     def teachers(self) -> dict[str, InputSource]:
@@ -102,6 +105,8 @@ class StageLineage:
             out["blocked"] = self.blocked
         if self.keep_steps:
             out["keep_steps"] = list(self.keep_steps)
+        if self.handoff:
+            out["handoff"] = self.handoff
         return out
 
 

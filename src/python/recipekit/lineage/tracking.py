@@ -206,6 +206,7 @@ def lineage_from_json(stage: str, data: Mapping[str, Any] | None) -> StageLineag
         output=data.get("output"),
         blocked=data.get("blocked", ""),
         keep_steps=tuple(data.get("keep_steps", ())),
+        handoff=data.get("handoff", ""),
     )
 
 

@@ -158,7 +158,7 @@ def load_keeping_env(path: Path, expressions: Mapping[str, str]) -> Loaded:
     from omegaconf.errors import OmegaConfBaseException
 
     from recipekit.nemo_rl.run_env import ENV_REFERENCE
-    from recipekit.nemo_rl.yaml_loader import register_resolvers, read_merged
+    from recipekit.nemo_rl.yaml_loader import read_merged, register_resolvers
 
     register_resolvers()
     merged = read_merged(path)
@@ -477,7 +477,7 @@ def compile_object(obj: Any) -> tuple[dict[str, Any], list[Issue]]:
     The config must be of the type the stage's framework reads: a section of another NeMo-RL
     version (or another algorithm) is an error naming what was expected.
     """
-    from recipekit.plan import underived_keys, config_type_issue, resolve_run_inputs
+    from recipekit.plan import config_type_issue, resolve_run_inputs, underived_keys
 
     untyped: Mapping[str, Any] = {}
     if isinstance(obj, ImportedRecipe):
