@@ -54,6 +54,9 @@ b200 = ClusterProfile(
     # Every artifact version (checkpoints, imported data), at /artifacts in every container.
     # `recipekit store init` it once; `recipekit store import` registers data and models.
     artifact_store=ArtifactStore(path="/lustre/your-team/shared/artifacts"),
+    # The source checkouts stages mount (recipes/super35/sft.py: Megatron-Bridge for the
+    # Super-VL recipes), at the commit each stage pins: submit and preflight check it.
+    code_checkouts={"megatron-bridge": "/lustre/your-team/shared/code/Megatron-Bridge"},
     hf_home="/shared/HF_HOME",
     framework_root="/opt/nemo-rl",
     # Every finished run is recorded in W&B: submit needs WANDB_API_KEY in the shell. Seed 004's

@@ -23,6 +23,9 @@ at 7eafb558 and 0f6afa6c) and the Super-VL verification card
 from the SFT one.
 """
 
+import attrs
+
+from recipekit.checkouts import CodeCheckout
 from recipekit.hardware import GB200_NODE, H100_NODE, Hardware
 from recipekit.markers import UNSET
 from recipekit.megatron_bridge.framework import MEGATRON_BRIDGE
@@ -57,6 +60,17 @@ SFT_PEFT = SUPER35.stage("sft-peft")
 SFT_LONG_CONTEXT = SUPER35.stage("sft-long-context")
 SFT_TINY = SUPER35.stage("sft-tiny")
 
+# Seed 004: no public image ships the Super-VL recipes yet, so the stages mount "a pinned
+# Megatron-Bridge commit" into nemo:26.08. NOT IN THE SEED: which commit; these are the commits
+# the recipe modules were read at (above), H100 and GB200.
+MEGATRON_BRIDGE_H100 = CodeCheckout(
+    name="megatron-bridge",
+    repository="NVIDIA-NeMo/Megatron-Bridge",
+    commit="7eafb558",
+    mount="/opt/Megatron-Bridge",
+)
+MEGATRON_BRIDGE_GB200 = attrs.evolve(MEGATRON_BRIDGE_H100, commit="0f6afa6c")
+
 sft = Stage(
     name="sft",
     description=(
@@ -66,6 +80,7 @@ sft = Stage(
     hardware=Hardware(node=H100_NODE, num_nodes=8),
     model=NEMOTRON_35_SUPER_VL_120B,
     framework=MEGATRON_BRIDGE,
+    code=(MEGATRON_BRIDGE_H100,),
     lineage=SFT,
     config=MegatronBridgeConfig(
         recipe=Recipe(target=SFT_RECIPE),
@@ -187,6 +202,7 @@ sft_long_context = sft.with_values(
         "CP 32, experts EP 64."
     ),
     hardware=Hardware(node=GB200_NODE, num_nodes=32),
+    code=(MEGATRON_BRIDGE_GB200,),
     lineage=SFT_LONG_CONTEXT,
 )
 

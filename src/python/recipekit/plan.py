@@ -64,6 +64,7 @@ class Plan:
             "outputs": stage.framework.outputs(self.framework_config),
             **({"lineage": stage.lineage.as_json()} if stage.lineage is not None else {}),
             **({"environment": dict(stage.environment)} if stage.environment else {}),
+            **({"code": [c.as_json() for c in stage.code]} if stage.code else {}),
             "overrides": list(self.overrides),
             "derived": list(self.derived),
             "warnings": [w.as_json() for w in self.warnings],
@@ -207,6 +208,8 @@ def content_hash(stage: Stage, rendered: dict[str, Any]) -> str:
         identity["lineage"] = stage.lineage.as_json()
     if stage.environment:
         identity["environment"] = dict(stage.environment)
+    if stage.code:
+        identity["code"] = [c.as_json() for c in stage.code]
     blob = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -8,11 +8,12 @@ of a shared base; nothing is mutated.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
+from recipekit.checkouts import CodeCheckout
 from recipekit.framework import Framework
 from recipekit.hardware import Hardware
 from recipekit.keypaths import with_values
@@ -45,6 +46,10 @@ def _environment(value: Mapping[str, str]) -> dict[str, str]:
     return dict(value)
 
 
+def _checkouts(value: Iterable[CodeCheckout]) -> tuple[CodeCheckout, ...]:
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class Stage:
     name: str
@@ -60,6 +65,9 @@ class Stage:
     # Environment the framework needs whatever the cluster (the seed's exports), set in the
     # job before the framework starts. Never a secret: those come from the submitting shell.
     environment: Mapping[str, str] = attrs.field(factory=dict, converter=_environment)
+    # Source checkouts the stage's container must have, pinned by commit (seed 004's
+    # Megatron-Bridge commit for the Super-VL recipes); the profile says where each lives.
+    code: tuple[CodeCheckout, ...] = attrs.field(default=(), converter=_checkouts)
     # Provenance, for explaining a value; never part of a stage's identity (eq=False).
     # origin: file:line of the ``Stage(...)`` of the base; a variant keeps its base's.
     origin: str = attrs.field(factory=_construction_site, eq=False, repr=False)

@@ -58,10 +58,11 @@ PIPELINE = Pipeline(
 )
 
 # Megatron-Bridge, one process per GPU: 8 ranks over the two nodes (as fake_stages.per_gpu).
+# The stand-in for run_recipe.py needs no Megatron-Bridge checkout (code=()).
 pretrain = attrs.evolve(
-    pretrain_tiny, hardware=TWO_NODES, lineage=PIPELINE.stage("pretrain-tiny")
+    pretrain_tiny, hardware=TWO_NODES, lineage=PIPELINE.stage("pretrain-tiny"), code=()
 )
-sft = attrs.evolve(sft_tiny, hardware=TWO_NODES, lineage=PIPELINE.stage("sft-tiny"))
+sft = attrs.evolve(sft_tiny, hardware=TWO_NODES, lineage=PIPELINE.stage("sft-tiny"), code=())
 
 # NeMo-RL under Ray: one generation node, one training node of 4 GPUs.
 SMALL_RL = {

@@ -27,7 +27,8 @@ FAKE_NODE = NodeType(
 )
 
 # SFT smoke test (seed 004's `sft -c tiny`): 8 GPUs, here two nodes of four: 8 ranks.
-per_gpu = attrs.evolve(sft_tiny, hardware=Hardware(FAKE_NODE, num_nodes=2))
+# The stand-in for run_recipe.py needs no Megatron-Bridge checkout (code=()).
+per_gpu = attrs.evolve(sft_tiny, hardware=Hardware(FAKE_NODE, num_nodes=2), code=())
 
 # Evaluation (seed 004's stage 3): `nemo-evaluator-launcher run --config config.yaml`, once,
 # on the submit host; the launcher submits the job.

@@ -59,7 +59,7 @@ def render_job_script(
         f"--output={run.path / LOGS}/slurm-%j.out",
         "--open-mode=append",
     ]
-    container = profile.job_container()
+    container = profile.job_container(plan)
     launcher = (
         BAKED_LAUNCHER
         if profile.shipping == "baked"

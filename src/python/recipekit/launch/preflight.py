@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 
+from recipekit.checkouts import CodeCheckout, checkout_problem
 from recipekit.images.paths import PLAN_DIR as BAKED_PLAN_DIR
 from recipekit.launch.framework_process import runs_with_python
 from recipekit.launch.profile import ClusterProfile
@@ -113,6 +114,16 @@ def artifact_store_mounted(ctx: NodeContext) -> str | None:
             f"the artifact store is not mounted at {ARTIFACTS_ROOT} on this node (no "
             f"{STORE_MARKER}; profile.artifact_store)"
         )
+    return None
+
+
+def code_checkouts_pinned(ctx: NodeContext) -> str | None:
+    """Each source checkout the stage mounts is there, at its pinned commit, on this node."""
+    for entry in ctx.plan.get("code", ()):
+        wanted = CodeCheckout(**entry)
+        problem = checkout_problem(Path(wanted.mount), wanted)
+        if problem is not None:
+            return f"{wanted.name}: {problem} (profile.code_checkouts)"
     return None
 
 
@@ -228,6 +239,7 @@ CHECKS: dict[str, Check] = {
     "cpu-arch": cpu_architecture_matches,
     "shared-paths": shared_paths_writable,
     "artifact-store": artifact_store_mounted,
+    "code": code_checkouts_pinned,
     "inputs": inputs_exist,
     "outputs": outputs_writable,
     "imex-channel": imex_channel_present,

@@ -266,6 +266,10 @@ class ClusterProfile:
     # evaluation on vLLM, Super 3.5 RL) run in the image ``bases`` gives for theirs.
     default_base: str = attrs.field(default="nemo-rl", validator=_STR)
     bases: dict[str, BaseContainer] = attrs.field(factory=dict)
+    # Where the source checkouts stages mount live on shared storage (host paths), by name
+    # (``CodeCheckout.name``, e.g. "megatron-bridge"): the job mounts each at the stage's
+    # mount point, and submit and preflight check its commit.
+    code_checkouts: dict[str, str] = attrs.field(factory=dict, validator=str_mapping)
 
     def __attrs_post_init__(self) -> None:
         # The job reaches its run directory through the container's mounts.
@@ -305,14 +309,18 @@ class ClusterProfile:
             )
         return None
 
-    def job_container(self) -> Pyxis | OciBundle | NoContainer:
-        """The container the job's steps run in: pyxis also mounts the artifact store."""
+    def job_container(self, plan: dict[str, Any]) -> Pyxis | OciBundle | NoContainer:
+        """The container the job's steps run in: pyxis also mounts the artifact store and the
+        plan's source checkouts."""
         container = self.container
-        if isinstance(container, Pyxis) and self.artifact_store is not None:
-            mount = self.artifact_store.mount()
-            if mount not in container.mounts:
-                return attrs.evolve(container, mounts=(*container.mounts, mount))
-        return container
+        if not isinstance(container, Pyxis):
+            return container
+        wanted = [self.artifact_store.mount()] if self.artifact_store is not None else []
+        for code in plan.get("code", ()):
+            if code["name"] in self.code_checkouts:
+                wanted.append(Mount(self.code_checkouts[code["name"]], code["mount"]))
+        added = tuple(m for m in wanted if m not in container.mounts)
+        return attrs.evolve(container, mounts=(*container.mounts, *added)) if added else container
 
     @property
     def python(self) -> str:

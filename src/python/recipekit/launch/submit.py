@@ -21,12 +21,13 @@ from typing import Any
 
 import attrs
 
+from recipekit.checkouts import checkout_problem
 from recipekit.errors import Issue, RecipeError
 from recipekit.framework import SITE_PLACEHOLDERS
 from recipekit.images.registry import pinned_image_issue
 from recipekit.launch import slurm
 from recipekit.launch.job_script import render_job_script
-from recipekit.launch.profile import ClusterProfile, Pyxis, profile_to_json
+from recipekit.launch.profile import ClusterProfile, NoContainer, Pyxis, profile_to_json
 from recipekit.launch.run_dir import (
     CONFIG_FILE,
     INTERACTIVE_RECORD,
@@ -91,6 +92,7 @@ def check_submittable(plan: Plan, profile: ClusterProfile) -> None:
         )
     issues += runs_dir_issues(profile)
     issues += artifact_store_issues(plan, profile)
+    issues += code_checkout_issues(plan, profile)
     if issues:
         raise RecipeError(issues, context=f"{plan.stage.name}: cannot submit")
 
@@ -113,6 +115,39 @@ def runs_dir_issues(profile: ClusterProfile) -> list[Issue]:
     except OSError as exc:
         return [Issue(where, f"is not writable here ({exc.strerror})", value=str(path), hint=hint)]
     return []
+
+
+def code_checkout_issues(plan: Plan, profile: ClusterProfile) -> list[Issue]:
+    """Every source checkout the stage mounts: named by the profile, at the pinned commit."""
+    issues = []
+    for code in plan.stage.code:
+        where = f"profile {profile.name}: code_checkouts"
+        path = profile.code_checkouts.get(code.name)
+        if path is None:
+            issues.append(
+                Issue(
+                    where,
+                    f"no checkout of {code.name} ({code}), which {plan.stage.name} mounts at "
+                    f"{code.mount}",
+                    hint=f"git clone https://github.com/{code.repository} on shared storage, "
+                    f"git checkout {code.commit}, and code_checkouts={{{code.name!r}: PATH}}",
+                )
+            )
+            continue
+        if isinstance(profile.container, NoContainer) and path != code.mount:
+            issues.append(
+                Issue(
+                    f"{where}.{code.name}",
+                    f"without a container the nodes see host paths: the checkout must be at "
+                    f"{code.mount}",
+                    value=path,
+                )
+            )
+            continue
+        problem = checkout_problem(Path(path), code)
+        if problem is not None:
+            issues.append(Issue(f"{where}.{code.name}", problem, value=path))
+    return issues
 
 
 def artifact_store_issues(plan: Plan, profile: ClusterProfile) -> list[Issue]:
