@@ -180,7 +180,10 @@ def test_a_layout_that_does_not_fit_names_the_key_and_the_arithmetic() -> None:
         make_plan(sft.sft_peft, ["model.pipeline_model_parallel_size=3"])
     rendered = [issue.render() for issue in exc.value.issues]
     assert rendered[0] == (
-        "model: TP x PP x CP = 4 x 3 x 1 = 12 does not divide the 16 GPUs (2 nodes x 8 H100) "
-        "(DP = 16 / 12 would be 1.33333)"
+        "model: tensor_model_parallel_size x pipeline_model_parallel_size x "
+        "context_parallel_size = 4 x 3 x 1 = 12 does not divide the 16 GPUs (2 nodes x 8 H100) "
+        "(data parallel would be 16 / 12 = 1.33333; change one of "
+        "model.tensor_model_parallel_size, model.pipeline_model_parallel_size, "
+        "model.context_parallel_size)"
     )
     assert exc.value.context == "sft-peft: cannot plan"

@@ -16,6 +16,7 @@ from recipekit.hardware import Hardware
 from recipekit.megatron_bridge.layout import Layout
 from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig
 from recipekit.model_card import ModelCard
+from recipekit.parallelism import model_parallel_issue
 
 TP = "model.tensor_model_parallel_size"
 PP = "model.pipeline_model_parallel_size"
@@ -62,32 +63,28 @@ def recipe_names_its_mode(ctx: CheckContext) -> Iterator[Issue]:
 # --- layout ----------------------------------------------------------------------------------
 
 
-def parallel_groups_stay_inside_a_node(ctx: CheckContext) -> Iterator[Issue]:
-    per_node, node = ctx.hardware.gpus_per_node, ctx.hardware.node.name
+def parallel_groups_stay_inside_nvlink(ctx: CheckContext) -> Iterator[Issue]:
+    # The node's rule, as for NeMo-RL: inside a node, or whole trays of one GB200 NVL72 rack.
     sizes = (
         (TP, "tensor", ctx.layout.tensor_parallel),
         (ETP, "expert tensor", ctx.layout.expert_tensor_parallel),
     )
     for key, what, size in sizes:
-        if size > per_node or per_node % size:
-            yield Issue(
-                key,
-                f"{what} parallelism must stay inside one node: {per_node} GPUs per {node} node "
-                f"is not a multiple of {size}",
-                value=size,
-            )
+        problem = ctx.hardware.node.tensor_parallel_problem(size)
+        if problem:
+            yield Issue(key, f"{what} parallelism must stay inside NVLink: {problem}", value=size)
 
 
 def model_parallel_divides_the_gpus(ctx: CheckContext) -> Iterator[Issue]:
     lay = ctx.layout
-    if not lay.fits:
-        yield Issue(
-            "model",
-            f"TP x PP x CP = {lay.tensor_parallel} x {lay.pipeline_parallel} x "
-            f"{lay.context_parallel} = {lay.model_parallel} does not divide the {ctx.gpus}",
-            hint=f"DP = {lay.total_gpus} / {lay.model_parallel} would be "
-            f"{lay.total_gpus / lay.model_parallel:g}",
-        )
+    factors = [
+        ("tensor_model_parallel_size", lay.tensor_parallel),
+        ("pipeline_model_parallel_size", lay.pipeline_parallel),
+        ("context_parallel_size", lay.context_parallel),
+    ]
+    issue = model_parallel_issue("model", factors, lay.total_gpus, f"the {ctx.gpus}")
+    if issue is not None:
+        yield issue
 
 
 def experts_fit(ctx: CheckContext) -> Iterator[Issue]:
@@ -257,7 +254,7 @@ def finetune_has_weights_to_load(ctx: CheckContext) -> Iterator[Issue]:
 
 ERROR_CHECKS: tuple[Check, ...] = (
     recipe_names_its_mode,
-    parallel_groups_stay_inside_a_node,
+    parallel_groups_stay_inside_nvlink,
     model_parallel_divides_the_gpus,
     experts_fit,
     pipeline_splits_the_layers,

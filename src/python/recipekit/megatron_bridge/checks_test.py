@@ -32,26 +32,31 @@ def test_the_recipe_name_must_say_pretrain_or_fine_tune() -> None:
     ]
 
 
-def test_tensor_parallelism_stays_inside_a_node() -> None:
+def test_tensor_parallelism_stays_inside_nvlink() -> None:
     assert _errors(sft, "model.tensor_model_parallel_size=16") == [
-        "model.tensor_model_parallel_size = 16: tensor parallelism must stay inside one node: "
-        "8 GPUs per H100 node is not a multiple of 16"
+        "model.tensor_model_parallel_size = 16: tensor parallelism must stay inside NVLink: "
+        "a H100 node has 8 GPUs and NVLink ends at the node"
     ]
 
 
-def test_expert_tensor_parallelism_stays_inside_a_node() -> None:
+def test_expert_tensor_parallelism_may_span_gb200_trays_as_for_nemo_rl() -> None:
+    # One NVLink rule for every framework: 8 GPUs = 2 trays of one NVL72 rack is inside NVLink.
     errors = _errors(sft_long_context, "model.expert_tensor_parallel_size=8")
-    assert errors[0] == (
-        "model.expert_tensor_parallel_size = 8: expert tensor parallelism must stay inside one "
-        "node: 4 GPUs per GB200 node is not a multiple of 8"
+    assert not [e for e in errors if "NVLink" in e], errors
+    errors = _errors(sft_long_context, "model.expert_tensor_parallel_size=3")
+    assert errors[0].startswith(
+        "model.expert_tensor_parallel_size = 3: expert tensor parallelism must stay inside NVLink"
     )
 
 
 def test_tensor_x_pipeline_x_context_must_divide_the_gpus() -> None:
     errors = _errors(sft, "model.context_parallel_size=3")
+    # The keys the user sets are named, with the arithmetic.
     assert errors[0] == (
-        "model: TP x PP x CP = 1 x 2 x 3 = 6 does not divide the 64 GPUs (8 nodes x 8 H100) "
-        "(DP = 64 / 6 would be 10.6667)"
+        "model: tensor_model_parallel_size x pipeline_model_parallel_size x "
+        "context_parallel_size = 1 x 2 x 3 = 6 does not divide the 64 GPUs (8 nodes x 8 H100) "
+        "(data parallel would be 64 / 6 = 10.6667; change one of model.tensor_model_parallel_size, "
+        "model.pipeline_model_parallel_size, model.context_parallel_size)"
     )
 
 

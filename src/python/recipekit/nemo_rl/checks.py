@@ -34,6 +34,7 @@ from recipekit.nemo_rl.schema_main import (
     OnPolicyDistillation,
     TeacherResources,
 )
+from recipekit.parallelism import model_parallel_issue
 
 # The GRPO config of either schema: the checks read keys both declare.
 GrpoConfig = GRPOMasterConfig | GRPOMasterConfigMain
@@ -174,17 +175,25 @@ def model_parallel_divides_training_gpus(ctx: CheckContext) -> Iterator[Issue]:
     lay = ctx.layout
     if lay.training_gpus <= 0:
         return
-    mp = lay.model_parallel
-    if lay.training_gpus % mp:
-        key = MEGATRON if lay.backend == "megatron" else "policy.dtensor_cfg"
-        yield Issue(
-            key,
-            f"TP x PP x CP = {lay.tensor_parallel} x {lay.pipeline_parallel} x "
-            f"{lay.context_parallel} = {mp} does not divide the {lay.training_gpus} training GPUs "
-            f"({lay.training_nodes} nodes x {ctx.hardware.gpus_per_node}"
-            + (", after the generation nodes)" if not lay.colocated else ")"),
-            hint=f"DP would be {lay.training_gpus / mp:g}",
-        )
+    tp, pp, cp = lay.tensor_parallel, lay.pipeline_parallel, lay.context_parallel
+    if lay.backend == "megatron":
+        section = MEGATRON
+        factors = [
+            ("tensor_model_parallel_size", tp),
+            ("pipeline_model_parallel_size", pp),
+            ("context_parallel_size", cp),
+        ]
+    else:  # DTensor has no pipeline parallelism
+        section = "policy.dtensor_cfg"
+        factors = [("tensor_parallel_size", tp), ("context_parallel_size", cp)]
+    after = ", after the generation nodes)" if not lay.colocated else ")"
+    where = (
+        f"the {lay.training_gpus} training GPUs ({lay.training_nodes} nodes x "
+        f"{ctx.hardware.gpus_per_node}{after}"
+    )
+    issue = model_parallel_issue(section, factors, lay.training_gpus, where)
+    if issue is not None:
+        yield issue
 
 
 def expert_layout_fits(ctx: CheckContext) -> Iterator[Issue]:

@@ -42,7 +42,10 @@ def test_tensor_parallel_on_nvl72_takes_whole_nodes_that_tile_the_rack() -> None
 
 def test_model_parallel_must_divide_the_training_gpus_left_after_generation() -> None:
     text = _one(dapo_b200, "policy.megatron_cfg.context_parallel_size=8")
-    assert "TP x PP x CP = 4 x 1 x 8 = 32 does not divide the 16 training GPUs" in text
+    assert (
+        "policy.megatron_cfg: tensor_model_parallel_size x pipeline_model_parallel_size x "
+        "context_parallel_size = 4 x 1 x 8 = 32 does not divide the 16 training GPUs" in text
+    )
     assert "after the generation nodes" in text
 
 
