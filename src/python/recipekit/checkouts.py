@@ -9,29 +9,11 @@ mounts it; ``submit`` and preflight check that it is at the pinned commit.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Any
 
 import attrs
 
-from recipekit.errors import FieldError
-
-_COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
-
-
-def _commit(_: Any, attribute: attrs.Attribute[str], value: str) -> None:
-    if not isinstance(value, str) or not _COMMIT.match(value):
-        error = FieldError("a commit is 7 to 40 lower-case hex digits", value)
-        error.field_name = attribute.name  # type: ignore[attr-defined]
-        raise error
-
-
-def _absolute(_: Any, attribute: attrs.Attribute[str], value: str) -> None:
-    if not isinstance(value, str) or not value.startswith("/"):
-        error = FieldError("the mount point is an absolute path in the container", value)
-        error.field_name = attribute.name  # type: ignore[attr-defined]
-        raise error
+from recipekit.validators import absolute_path, matching
 
 
 @attrs.frozen
@@ -42,8 +24,11 @@ class CodeCheckout:
     name: str
     # owner/name on GitHub, for messages and provenance.
     repository: str
-    commit: str = attrs.field(validator=_commit)
-    mount: str = attrs.field(validator=_absolute)
+    commit: str = attrs.field(
+        validator=matching(r"^[0-9a-f]{7,40}$", "a commit is 7 to 40 lower-case hex digits")
+    )
+    # Where the container sees it.
+    mount: str = attrs.field(validator=absolute_path)
 
     def as_json(self) -> dict[str, str]:
         return attrs.asdict(self)

@@ -6,6 +6,7 @@ whether those are allowed, and a derived value is checked again once it is compu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -87,3 +88,14 @@ def str_mapping(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
 def absolute_path(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not _skip(value) and (not isinstance(value, str) or not value.startswith("/")):
         _fail(attribute, "must be an absolute path (every node resolves it alike)", value)
+
+
+def matching(pattern: str, message: str) -> Validator:
+    """A string that matches ``pattern`` (a regular expression, anchored by the caller)."""
+    compiled = re.compile(pattern)
+
+    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, str) or not compiled.match(value):
+            _fail(attribute, message, value)
+
+    return check

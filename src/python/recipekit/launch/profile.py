@@ -14,21 +14,24 @@ from typing import Any, Literal
 import attrs
 import cattrs
 
-from recipekit.errors import FieldError, Issue, RecipeError
+from recipekit.errors import Issue, RecipeError
 from recipekit.hardware import NodeType
 from recipekit.launch.ray_ports import RayPorts, below_ephemeral
 from recipekit.lineage.refs import ARTIFACTS_ROOT
-from recipekit.validators import absolute_path, at_least, instance_of, one_of, str_mapping
+from recipekit.validators import (
+    absolute_path,
+    at_least,
+    instance_of,
+    matching,
+    one_of,
+    str_mapping,
+)
 
 _TIME_LIMIT = re.compile(r"^(\d+-)?\d{1,2}:\d{2}:\d{2}$")
 _SECRET_NAME = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
 
 
-def _time_limit(_: object, attribute: attrs.Attribute[str], value: str) -> None:
-    if not isinstance(value, str) or not _TIME_LIMIT.match(value):
-        error = FieldError("expected [D-]HH:MM:SS, e.g. 04:00:00", value)
-        error.field_name = attribute.name  # type: ignore[attr-defined]
-        raise error
+_time_limit = matching(_TIME_LIMIT.pattern, "expected [D-]HH:MM:SS, e.g. 04:00:00")
 
 
 @attrs.frozen
