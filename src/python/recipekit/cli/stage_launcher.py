@@ -23,63 +23,20 @@ from recipekit.cli.common import (
     set_option,
 )
 from recipekit.cli.in_allocation import IN_ALLOCATION
-from recipekit.errors import Issue, RecipeError
-from recipekit.loading import load_object
-
-STAGE_VARIABLE = "RECIPEKIT_STAGE"
-
-cluster_option = click.option(
-    "--cluster",
-    "cluster",
-    metavar="NAME",
-    help="A cluster profile: a name from recipes/clusters.py, or MODULE:ATTR / FILE.py:ATTR.",
+from recipekit.cli.stage_context import (
+    STAGE_VARIABLE,
+    cluster_option,
+    cluster_profile,
+    job_script_of,
+    load_stage,
+    run_dir_of,
+    stage_plan,
 )
+from recipekit.cli.stage_images import IMAGE_COMMANDS
 
-
-def _stage() -> Any:
-    from recipekit.stage import Stage
-
-    target = os.environ.get(STAGE_VARIABLE, "")
-    if not target:
-        raise RecipeError(
-            [Issue(STAGE_VARIABLE, "not set: this launcher does not know its stage")],
-        )
-    stage = load_object(target)
-    if not isinstance(stage, Stage):
-        raise RecipeError([Issue(target, "is not a Stage")])
-    return stage
-
-
-def _plan(overrides: tuple[str, ...]) -> Any:
-    from recipekit.plan import make_plan
-
-    return make_plan(_stage(), overrides)
-
-
-def _profile(name: str | None, plan: Any, *, required: bool) -> Any:
-    from recipekit.launch.profile import ClusterProfile
-    from recipekit.launch.profiles import default_profile_for, find_profile
-
-    profile: ClusterProfile | None
-    if name:
-        profile = find_profile(name)
-    elif required:
-        raise RecipeError([Issue("--cluster", "required: which cluster profile to submit to")])
-    else:
-        profile = default_profile_for(plan.stage.hardware.node.name)
-    return None if profile is None else profile.for_base(plan.stage.framework.image)
-
-
-def _run_dir(plan: Any, profile: Any) -> Any:
-    from recipekit.launch.run_dir import RunDir
-
-    return RunDir.for_plan(profile.runs_dir, plan.stage.name, plan.hash)
-
-
-def _job_script(plan: Any, profile: Any) -> str:
-    from recipekit.launch.job_script import render_job_script
-
-    return render_job_script(plan.as_json(), profile, _run_dir(plan, profile))
+# The environment variable that names the stage (tests and the build target set it).
+__all__ = ["STAGE_VARIABLE", "cli", "main"]
+from recipekit.errors import Issue, RecipeError
 
 
 class StageGroup(click.Group):
@@ -87,7 +44,7 @@ class StageGroup(click.Group):
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         try:
-            stage = _stage()
+            stage = load_stage()
             formatter.write_text(f"{stage.name}: {stage.description}")
             formatter.write_paragraph()
         except RecipeError:
@@ -108,13 +65,13 @@ def cli() -> None:
 @reports_recipe_errors
 def plan(output_format: str, overrides: tuple[str, ...], cluster: str | None) -> None:
     """Validate the stage and print its plan, and the job script `submit` would run."""
-    the_plan = _plan(overrides)
+    the_plan = stage_plan(overrides)
     print_plan(the_plan, output_format)
     if output_format == "text":
-        profile = _profile(cluster, the_plan, required=False)
+        profile = cluster_profile(cluster, the_plan, required=False)
         if profile is not None:
             click.echo(f"\njob script for cluster profile {profile.name!r}:\n")
-            click.echo(_job_script(the_plan, profile), nl=False)
+            click.echo(job_script_of(the_plan, profile), nl=False)
 
 
 @cli.command()
@@ -124,12 +81,12 @@ def plan(output_format: str, overrides: tuple[str, ...], cluster: str | None) ->
 @reports_recipe_errors
 def render(directory: Path, overrides: tuple[str, ...], cluster: str | None) -> None:
     """Write DIRECTORY/config.yaml (NeMo-RL's --config), plan.json and job.sbatch."""
-    the_plan = _plan(overrides)
+    the_plan = stage_plan(overrides)
     render_plan(the_plan, directory)
-    profile = _profile(cluster, the_plan, required=False)
+    profile = cluster_profile(cluster, the_plan, required=False)
     if profile is not None:
         target = directory / "job.sbatch"
-        target.write_text(_job_script(the_plan, profile))
+        target.write_text(job_script_of(the_plan, profile))
         click.echo(f"wrote {target} (cluster profile {profile.name})")
 
 
@@ -156,9 +113,9 @@ def submit(interactive: bool, overrides: tuple[str, ...], cluster: str | None) -
     """
     from recipekit.launch.submit import check_launchable, submit_delegated, submit_plan
 
-    the_plan = _plan(overrides)
+    the_plan = stage_plan(overrides)
     check_launchable(the_plan)
-    profile = _profile(cluster, the_plan, required=True)
+    profile = cluster_profile(cluster, the_plan, required=True)
     client = the_plan.stage.framework.entry_point
     if the_plan.stage.framework.launch == "delegated" and not interactive:
         click.echo(f"{the_plan.stage.name}: handing plan {the_plan.hash[:12]} to {client}")
@@ -177,8 +134,8 @@ def submit(interactive: bool, overrides: tuple[str, ...], cluster: str | None) -
 
 
 def _submitted(overrides: tuple[str, ...], cluster: str | None) -> tuple[Any, str]:
-    the_plan = _plan(overrides)
-    run = _run_dir(the_plan, _profile(cluster, the_plan, required=True))
+    the_plan = stage_plan(overrides)
+    run = run_dir_of(the_plan, cluster_profile(cluster, the_plan, required=True))
     job_id = run.job_id()
     client = run.delegated_to()
     if client is not None:
@@ -262,9 +219,9 @@ def cancel(overrides: tuple[str, ...], cluster: str | None) -> None:
 def _live(overrides: tuple[str, ...], cluster: str | None) -> tuple[Any, Any, str, str]:
     from recipekit.launch.interactive import live_cluster
 
-    the_plan = _plan(overrides)
-    profile = _profile(cluster, the_plan, required=True)
-    run = _run_dir(the_plan, profile)
+    the_plan = stage_plan(overrides)
+    profile = cluster_profile(cluster, the_plan, required=True)
+    run = run_dir_of(the_plan, profile)
     live = live_cluster(run)
     return profile, run, live["job_id"], live["head_node"]
 
@@ -294,7 +251,7 @@ def run_on_cluster(overrides: tuple[str, ...], cluster: str | None) -> None:
     from recipekit.launch.interactive import driver_step
     from recipekit.launch.submit import check_launchable
 
-    check_launchable(_plan(overrides))
+    check_launchable(stage_plan(overrides))
     profile, run, job_id, head = _live(overrides, cluster)
     sys.exit(subprocess.call(driver_step(profile, run, job_id, head)))
 
@@ -312,8 +269,9 @@ def down(overrides: tuple[str, ...], cluster: str | None) -> None:
     click.echo(f"released job {job_id}")
 
 
-# The commands the job script runs inside the allocation (recipekit.cli.in_allocation).
-for _command in IN_ALLOCATION:
+# The commands the job script runs inside the allocation (recipekit.cli.in_allocation), and
+# those that build and ship the stage's image (recipekit.cli.stage_images).
+for _command in (*IN_ALLOCATION, *IMAGE_COMMANDS):
     cli.add_command(_command)
 
 
@@ -323,187 +281,3 @@ def main() -> None:
     leave_launcher_venv(os.environ)
     # `pants run recipes/super3:dapo-gb200` with no arguments shows the plan.
     cli.main(args=sys.argv[1:] or ["plan"], prog_name=os.path.basename(sys.argv[0]) or "stage")
-
-
-# ---------------------------------------------------------------------------------------------
-# Artifacts and images (recipekit.images): artifacts, lock, publish, export-sqsh.
-# Owned by the images work (issue 4); the commands above are the launcher's.
-# ---------------------------------------------------------------------------------------------
-
-lock_option = click.option(
-    "--lock",
-    "lock_file",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="The base image's lock file (containers/NAME.lock.json).",
-)
-tls_option = click.option(
-    "--tls-verify/--no-tls-verify",
-    default=True,
-    show_default=True,
-    help="--no-tls-verify is only accepted for a loopback registry.",
-)
-
-
-def _read_lock(lock_file: Path | None) -> Any:
-    from recipekit.images.lock import read_lock
-
-    return read_lock(lock_file) if lock_file else None
-
-
-def _rendered_plan(the_plan: Any) -> dict[str, bytes]:
-    import tempfile
-
-    from recipekit.launch.job_script import render_job_script
-    from recipekit.report import write_rendered
-
-    with tempfile.TemporaryDirectory(prefix="recipekit-render-") as scratch:
-        written = write_rendered(the_plan, Path(scratch))
-        rendered = {path.name: path.read_bytes() for path in written}
-    profile = _profile(None, the_plan, required=False)
-    if profile is not None:
-        script = render_job_script(the_plan.as_json(), profile, _run_dir(the_plan, profile))
-        rendered["job.sbatch"] = script.encode()
-    return rendered
-
-
-@cli.command()
-@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
-@click.option(
-    "--pex",
-    "pex_path",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    envvar="PEX",
-    required=True,
-    help="The launcher Pex to ship (default: this Pex).",
-)
-@lock_option
-@click.option("--git-commit", default="unknown", help="Recorded as an image label.")
-@click.option("--lockfile-sha256", default="unknown", help="Python lockfile hash (a label).")
-@click.option(
-    "--base-blobs",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    help="An OCI layout holding the base's blobs, copied into the image layout.",
-)
-@reports_recipe_errors
-def artifacts(
-    out: Path,
-    pex_path: Path,
-    lock_file: Path | None,
-    git_commit: str,
-    lockfile_sha256: str,
-    base_blobs: Path | None,
-) -> None:
-    """Write OUT/stage.pex, the launcher's two layers and (base locked) the two-arch image."""
-    from recipekit.images.artifacts import BuildInfo, build_artifacts
-    from recipekit.images.layer import source_date_epoch
-    from recipekit.images.oci import Layout
-
-    the_plan = _plan(())
-    info = BuildInfo(
-        stage=the_plan.stage.name,
-        plan_hash=the_plan.hash,
-        git_commit=git_commit,
-        lockfile_sha256=lockfile_sha256,
-        epoch=source_date_epoch(),
-    )
-    manifest = build_artifacts(
-        out,
-        pex=pex_path.read_bytes(),
-        rendered=_rendered_plan(the_plan),
-        info=info,
-        lock=_read_lock(lock_file),
-        base_blobs=Layout(base_blobs) if base_blobs else None,
-    )
-    for entry in manifest["files"]:
-        click.echo(f"{entry['sha256']}  {entry['size']:>10}  {out / entry['path']}")
-    if manifest["image"]:
-        click.echo(f"image index {manifest['image']['index_digest']}")
-    else:
-        click.echo(f"no image: {manifest['image_note']}")
-
-
-BASES = "containers.bases:BASES"
-
-
-@cli.command()
-@click.argument("base")
-@click.option("--name", help="The lock's name, when BASE is a reference.")
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Default: containers/NAME.lock.json.",
-)
-@click.option("--platform", "platforms", multiple=True, default=("linux/amd64", "linux/arm64"))
-@tls_option
-@reports_recipe_errors
-def lock(
-    base: str, name: str | None, out: Path | None, platforms: tuple[str, ...], tls_verify: bool
-) -> None:
-    """Pin BASE (a name from containers/bases.py, or HOST/REPO:TAG): ask its registry, write
-    the lock file."""
-    import attrs
-
-    from recipekit.errors import did_you_mean
-    from recipekit.images.lock import BaseImage, lock_base, write_lock
-
-    if "/" in base:
-        declared = BaseImage(name=name or base.rsplit("/", 1)[-1].split(":")[0], reference=base)
-    else:
-        bases = load_object(BASES)
-        if base not in bases:
-            raise RecipeError([Issue(base, "no such base image", hint=did_you_mean(base, bases))])
-        declared = bases[base]
-    declared = attrs.evolve(declared, platforms=platforms)
-    target = out or Path("containers") / f"{declared.name}.lock.json"
-    locked = lock_base(declared, tls_verify=tls_verify)
-    write_lock(locked, target)
-    click.echo(f"locked {declared.reference} at {locked.index.digest} -> {target}")
-
-
-@cli.command()
-@click.argument("layout", type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--registry", "destination", required=True, metavar="HOST/REPO[:TAG]")
-@click.option("--tag", default="stage", show_default=True, help="The tag inside the layout.")
-@lock_option
-@tls_option
-@reports_recipe_errors
-def publish(
-    layout: Path, destination: str, tag: str, lock_file: Path | None, tls_verify: bool
-) -> None:
-    """Push the two-arch image in LAYOUT; prints the digest to submit it by."""
-    from recipekit.images.oci import Layout
-    from recipekit.images.registry import Reference
-    from recipekit.images.ship import publish as publish_image
-
-    digest = publish_image(
-        Layout(layout), tag, destination, _read_lock(lock_file), tls_verify=tls_verify
-    )
-    click.echo(f"published {Reference.parse(destination).by_digest(digest)}")
-
-
-@cli.command(name="export-sqsh")
-@click.argument("layout", type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--arch", "architecture", type=click.Choice(["amd64", "arm64"]), required=True)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
-@click.option("--tag", default="stage", show_default=True)
-@lock_option
-@tls_option
-@reports_recipe_errors
-def export_sqsh(
-    layout: Path, architecture: str, out: Path, tag: str, lock_file: Path | None, tls_verify: bool
-) -> None:
-    """Write one architecture of the image in LAYOUT as an enroot-style squashfs."""
-    from recipekit.images.layer import source_date_epoch
-    from recipekit.images.oci import Layout
-    from recipekit.images.ship import export_sqsh as export
-
-    path = export(
-        Layout(layout),
-        tag,
-        architecture,
-        out,
-        _read_lock(lock_file),
-        tls_verify=tls_verify,
-        epoch=source_date_epoch(),
-    )
-    click.echo(f"wrote {path}")

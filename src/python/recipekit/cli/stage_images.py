@@ -1,0 +1,196 @@
+"""The stage launcher's image commands (``recipekit.images``): ``artifacts``, ``lock``,
+``publish``, ``export-sqsh``. For whoever builds and ships the stage's image, not for the user
+who submits it (``stage_launcher``) nor for the job (``in_allocation``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from recipekit.cli.common import reports_recipe_errors
+from recipekit.cli.stage_context import cluster_profile, run_dir_of, stage_plan
+from recipekit.errors import Issue, RecipeError
+from recipekit.loading import load_object
+
+lock_option = click.option(
+    "--lock",
+    "lock_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="The base image's lock file (containers/NAME.lock.json).",
+)
+tls_option = click.option(
+    "--tls-verify/--no-tls-verify",
+    default=True,
+    show_default=True,
+    help="--no-tls-verify is only accepted for a loopback registry.",
+)
+
+
+def _read_lock(lock_file: Path | None) -> Any:
+    from recipekit.images.lock import read_lock
+
+    return read_lock(lock_file) if lock_file else None
+
+
+def _rendered_plan(the_plan: Any) -> dict[str, bytes]:
+    import tempfile
+
+    from recipekit.launch.job_script import render_job_script
+    from recipekit.report import write_rendered
+
+    with tempfile.TemporaryDirectory(prefix="recipekit-render-") as scratch:
+        written = write_rendered(the_plan, Path(scratch))
+        rendered = {path.name: path.read_bytes() for path in written}
+    profile = cluster_profile(None, the_plan, required=False)
+    if profile is not None:
+        script = render_job_script(the_plan.as_json(), profile, run_dir_of(the_plan, profile))
+        rendered["job.sbatch"] = script.encode()
+    return rendered
+
+
+@click.command()
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--pex",
+    "pex_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    envvar="PEX",
+    required=True,
+    help="The launcher Pex to ship (default: this Pex).",
+)
+@lock_option
+@click.option("--git-commit", default="unknown", help="Recorded as an image label.")
+@click.option("--lockfile-sha256", default="unknown", help="Python lockfile hash (a label).")
+@click.option(
+    "--base-blobs",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="An OCI layout holding the base's blobs, copied into the image layout.",
+)
+@reports_recipe_errors
+def artifacts(
+    out: Path,
+    pex_path: Path,
+    lock_file: Path | None,
+    git_commit: str,
+    lockfile_sha256: str,
+    base_blobs: Path | None,
+) -> None:
+    """Write OUT/stage.pex, the launcher's two layers and (base locked) the two-arch image."""
+    from recipekit.images.artifacts import BuildInfo, build_artifacts
+    from recipekit.images.layer import source_date_epoch
+    from recipekit.images.oci import Layout
+
+    the_plan = stage_plan(())
+    info = BuildInfo(
+        stage=the_plan.stage.name,
+        plan_hash=the_plan.hash,
+        git_commit=git_commit,
+        lockfile_sha256=lockfile_sha256,
+        epoch=source_date_epoch(),
+    )
+    manifest = build_artifacts(
+        out,
+        pex=pex_path.read_bytes(),
+        rendered=_rendered_plan(the_plan),
+        info=info,
+        lock=_read_lock(lock_file),
+        base_blobs=Layout(base_blobs) if base_blobs else None,
+    )
+    for entry in manifest["files"]:
+        click.echo(f"{entry['sha256']}  {entry['size']:>10}  {out / entry['path']}")
+    if manifest["image"]:
+        click.echo(f"image index {manifest['image']['index_digest']}")
+    else:
+        click.echo(f"no image: {manifest['image_note']}")
+
+
+BASES = "containers.bases:BASES"
+
+
+@click.command()
+@click.argument("base")
+@click.option("--name", help="The lock's name, when BASE is a reference.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Default: containers/NAME.lock.json.",
+)
+@click.option("--platform", "platforms", multiple=True, default=("linux/amd64", "linux/arm64"))
+@tls_option
+@reports_recipe_errors
+def lock(
+    base: str, name: str | None, out: Path | None, platforms: tuple[str, ...], tls_verify: bool
+) -> None:
+    """Pin BASE (a name from containers/bases.py, or HOST/REPO:TAG): ask its registry, write
+    the lock file."""
+    import attrs
+
+    from recipekit.errors import did_you_mean
+    from recipekit.images.lock import BaseImage, lock_base, write_lock
+
+    if "/" in base:
+        declared = BaseImage(name=name or base.rsplit("/", 1)[-1].split(":")[0], reference=base)
+    else:
+        bases = load_object(BASES)
+        if base not in bases:
+            raise RecipeError([Issue(base, "no such base image", hint=did_you_mean(base, bases))])
+        declared = bases[base]
+    declared = attrs.evolve(declared, platforms=platforms)
+    target = out or Path("containers") / f"{declared.name}.lock.json"
+    locked = lock_base(declared, tls_verify=tls_verify)
+    write_lock(locked, target)
+    click.echo(f"locked {declared.reference} at {locked.index.digest} -> {target}")
+
+
+@click.command()
+@click.argument("layout", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--registry", "destination", required=True, metavar="HOST/REPO[:TAG]")
+@click.option("--tag", default="stage", show_default=True, help="The tag inside the layout.")
+@lock_option
+@tls_option
+@reports_recipe_errors
+def publish(
+    layout: Path, destination: str, tag: str, lock_file: Path | None, tls_verify: bool
+) -> None:
+    """Push the two-arch image in LAYOUT; prints the digest to submit it by."""
+    from recipekit.images.oci import Layout
+    from recipekit.images.registry import Reference
+    from recipekit.images.ship import publish as publish_image
+
+    digest = publish_image(
+        Layout(layout), tag, destination, _read_lock(lock_file), tls_verify=tls_verify
+    )
+    click.echo(f"published {Reference.parse(destination).by_digest(digest)}")
+
+
+@click.command(name="export-sqsh")
+@click.argument("layout", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--arch", "architecture", type=click.Choice(["amd64", "arm64"]), required=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--tag", default="stage", show_default=True)
+@lock_option
+@tls_option
+@reports_recipe_errors
+def export_sqsh(
+    layout: Path, architecture: str, out: Path, tag: str, lock_file: Path | None, tls_verify: bool
+) -> None:
+    """Write one architecture of the image in LAYOUT as an enroot-style squashfs."""
+    from recipekit.images.layer import source_date_epoch
+    from recipekit.images.oci import Layout
+    from recipekit.images.ship import export_sqsh as export
+
+    path = export(
+        Layout(layout),
+        tag,
+        architecture,
+        out,
+        _read_lock(lock_file),
+        tls_verify=tls_verify,
+        epoch=source_date_epoch(),
+    )
+    click.echo(f"wrote {path}")
+
+
+IMAGE_COMMANDS = (artifacts, lock, publish, export_sqsh)
