@@ -72,6 +72,9 @@ def plan_text(plan: Plan) -> str:
         rows.append(("lineage", f"reads {reads or 'nothing'}; publishes {output}"))
         if "blocked" in lineage:
             rows.append(("", f"BLOCKED: {lineage['blocked']}"))
+        if "keep_steps" in lineage:
+            kept = ", ".join(f"step-{step}" for step in lineage["keep_steps"])
+            rows.append(("", f"keeps {kept} of its output for later stages, whatever keep_top_k"))
         if "handoff" in lineage:
             rows.append(("", f"hand-off: {lineage['handoff']}"))
     rows.append(("overrides", ", ".join(plan.overrides) or "none"))
