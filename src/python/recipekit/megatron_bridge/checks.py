@@ -11,11 +11,10 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
+from recipekit import checking
 from recipekit.errors import Issue
-from recipekit.hardware import Hardware
 from recipekit.megatron_bridge.layout import Layout
 from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig
-from recipekit.model_card import ModelCard
 from recipekit.parallelism import model_parallel_issue
 
 TP = "model.tensor_model_parallel_size"
@@ -26,12 +25,7 @@ SEQ = "model.seq_length"
 
 
 @attrs.frozen
-class CheckContext:
-    config: MegatronBridgeConfig
-    hardware: Hardware
-    model: ModelCard
-    layout: Layout
-
+class CheckContext(checking.CheckContext[MegatronBridgeConfig, Layout]):
     @property
     def gpus(self) -> str:
         hw = self.hardware
@@ -294,9 +288,3 @@ WARNING_CHECKS: tuple[Check, ...] = (
     sequence_parallel_without_tensor_parallel,
     warmup_ends_within_the_run,
 )
-
-
-def run_checks(ctx: CheckContext) -> tuple[list[Issue], list[Issue]]:
-    errors = [issue for check in ERROR_CHECKS for issue in check(ctx)]
-    warnings = [issue for check in WARNING_CHECKS for issue in check(ctx)]
-    return errors, warnings

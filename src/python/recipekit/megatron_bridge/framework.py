@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 
+from recipekit.checking import run_checks
 from recipekit.convert import to_dict
 from recipekit.derivation import Derivation, derive
 from recipekit.errors import Issue
@@ -27,7 +28,7 @@ from recipekit.framework import Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.steps import SavePolicy
 from recipekit.megatron_bridge import MEGATRON_BRIDGE_VERSION
-from recipekit.megatron_bridge.checks import CheckContext, run_checks
+from recipekit.megatron_bridge.checks import ERROR_CHECKS, WARNING_CHECKS, CheckContext
 from recipekit.megatron_bridge.derivations import RULES
 from recipekit.megatron_bridge.layout import Layout, compute_layout
 from recipekit.megatron_bridge.schema import MegatronBridgeConfig, recipe_mode
@@ -54,7 +55,8 @@ class MegatronBridge:
         self, config: Any, hardware: Hardware, model: ModelCard
     ) -> tuple[Layout, list[Issue], list[Issue]]:
         layout = compute_layout(config, hardware)
-        errors, warnings = run_checks(CheckContext(config, hardware, model, layout))
+        context = CheckContext(config, hardware, model, layout)
+        errors, warnings = run_checks(context, ERROR_CHECKS, WARNING_CHECKS)
         return layout, errors, warnings
 
     def render(self, config: Any) -> dict[str, Any]:

@@ -11,10 +11,10 @@ from typing import Any
 
 import attrs
 
+from recipekit import checking
 from recipekit.errors import Issue
 from recipekit.hardware import Hardware
 from recipekit.markers import Marker
-from recipekit.model_card import ModelCard
 from recipekit.nemo_evaluator.schema import LauncherConfig, WandbExport
 
 DEPLOYMENT = "deployment"
@@ -73,11 +73,8 @@ def compute_layout(config: LauncherConfig, hardware: Hardware) -> ServingLayout:
 
 
 @attrs.frozen
-class CheckContext:
-    config: LauncherConfig
-    hardware: Hardware
-    model: ModelCard
-    layout: ServingLayout
+class CheckContext(checking.CheckContext[LauncherConfig, ServingLayout]):
+    """The launcher's config as its checks read it (no views of its own yet)."""
 
 
 Check = Callable[[CheckContext], Iterator[Issue]]
@@ -273,9 +270,3 @@ WARNING_CHECKS: tuple[Check, ...] = (
     checkpoint_not_shadowed,
     wandb_entity_given,
 )
-
-
-def run_checks(ctx: CheckContext) -> tuple[list[Issue], list[Issue]]:
-    errors = [issue for check in ERROR_CHECKS for issue in check(ctx)]
-    warnings = [issue for check in WARNING_CHECKS for issue in check(ctx)]
-    return errors, warnings

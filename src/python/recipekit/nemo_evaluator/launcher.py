@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from recipekit.checking import run_checks
 from recipekit.convert import to_dict
 from recipekit.derivation import Derivation, derive
 from recipekit.errors import Issue
@@ -26,10 +27,11 @@ from recipekit.lineage.steps import SavePolicy
 from recipekit.model_card import ModelCard
 from recipekit.nemo_evaluator import LAUNCHER_VERSION
 from recipekit.nemo_evaluator.checks import (
+    ERROR_CHECKS,
+    WARNING_CHECKS,
     CheckContext,
     ServingLayout,
     compute_layout,
-    run_checks,
 )
 from recipekit.nemo_evaluator.derivations import RULES
 from recipekit.nemo_evaluator.schema import LauncherConfig
@@ -59,7 +61,8 @@ class NemoEvaluatorLauncher:
         self, config: Any, hardware: Hardware, model: ModelCard
     ) -> tuple[ServingLayout, list[Issue], list[Issue]]:
         layout = compute_layout(config, hardware)
-        errors, warnings = run_checks(CheckContext(config, hardware, model, layout))
+        context = CheckContext(config, hardware, model, layout)
+        errors, warnings = run_checks(context, ERROR_CHECKS, WARNING_CHECKS)
         return layout, errors, warnings
 
     def render(self, config: Any) -> dict[str, Any]:

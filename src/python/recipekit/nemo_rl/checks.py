@@ -12,10 +12,9 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
+from recipekit import checking
 from recipekit.errors import Issue, did_you_mean
-from recipekit.hardware import Hardware
 from recipekit.markers import UNSET, Marker
-from recipekit.model_card import ModelCard
 from recipekit.nemo_rl.layout import Layout
 from recipekit.nemo_rl.schema import (
     AdvantageEstimator,
@@ -41,12 +40,7 @@ GrpoConfig = GRPOMasterConfig | GRPOMasterConfigMain
 
 
 @attrs.frozen
-class CheckContext:
-    config: GrpoConfig
-    hardware: Hardware
-    model: ModelCard
-    layout: Layout
-
+class CheckContext(checking.CheckContext[GrpoConfig, Layout]):
     @property
     def megatron(self) -> Megatron | None:
         m = self.config.policy.megatron_cfg
@@ -741,12 +735,4 @@ WARNING_CHECKS_MAIN: tuple[Check, ...] = (
 )
 
 
-def run_checks(
-    ctx: CheckContext, warning_checks: tuple[Check, ...] = WARNING_CHECKS
-) -> tuple[list[Issue], list[Issue]]:
-    errors = [issue for check in ERROR_CHECKS for issue in check(ctx)]
-    warnings = [issue for check in warning_checks for issue in check(ctx)]
-    return errors, warnings
-
-
-__all__ = ["CheckContext", "run_checks", "ERROR_CHECKS", "WARNING_CHECKS", "Marker"]
+__all__ = ["CheckContext", "ERROR_CHECKS", "WARNING_CHECKS", "Marker"]

@@ -6,6 +6,7 @@ from typing import Any
 
 import attrs
 
+from recipekit.checking import run_checks
 from recipekit.convert import to_dict
 from recipekit.errors import Issue
 from recipekit.framework import CONFIG_PLACEHOLDER, Launch
@@ -14,11 +15,11 @@ from recipekit.lineage.steps import SavePolicy
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.checks import (
+    ERROR_CHECKS,
     WARNING_CHECKS,
     WARNING_CHECKS_MAIN,
     Check,
     CheckContext,
-    run_checks,
 )
 from recipekit.nemo_rl.derivations import RULES, Derivation, derive
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
@@ -48,7 +49,7 @@ class NemoRLGrpo:
     ) -> tuple[Layout, list[Issue], list[Issue]]:
         layout = compute_layout(config, hardware)
         errors, warnings = run_checks(
-            CheckContext(config, hardware, model, layout), self.warning_checks
+            CheckContext(config, hardware, model, layout), ERROR_CHECKS, self.warning_checks
         )
         return layout, errors, warnings
 
