@@ -8,9 +8,12 @@ script) is the same for all of them, so ``plan`` and ``launch`` only see this pr
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar, Literal, Protocol
 
-from recipekit.derivation import Derivation
+from recipekit.checking import run_checks
+from recipekit.convert import to_dict
+from recipekit.derivation import Derivation, derive
 from recipekit.errors import Issue
 from recipekit.hardware import Hardware
 from recipekit.lineage.steps import SavePolicy
@@ -110,3 +113,33 @@ class Framework(Protocol):
     def summary(self, rendered: dict[str, Any], layout: Layout) -> list[tuple[str, str]]:
         """Rows of the one-screen plan: layout, batch, sequence, data, checkpoints."""
         ...
+
+
+class FrameworkBase:
+    """``derive``, ``check`` and ``render``, written once for every framework: a framework
+    class supplies its ``rules``, its checks, the ``CheckContext`` subclass they read
+    (``context_type``) and how its layout is computed (``layout``)."""
+
+    rules: tuple[Derivation, ...]
+    error_checks: tuple[Callable[[Any], Iterable[Issue]], ...]
+    warning_checks: tuple[Callable[[Any], Iterable[Issue]], ...]
+    context_type: ClassVar[type]
+
+    def layout(self, config: Any, hardware: Hardware) -> Any:
+        raise NotImplementedError
+
+    def derive(self, config: Any, hardware: Hardware) -> tuple[Any, list[str]]:
+        return derive(config, hardware, self.rules)
+
+    def check(
+        self, config: Any, hardware: Hardware, model: ModelCard
+    ) -> tuple[Any, list[Issue], list[Issue]]:
+        layout = self.layout(config, hardware)
+        context = self.context_type(config, hardware, model, layout)
+        errors, warnings = run_checks(context, self.error_checks, self.warning_checks)
+        return layout, errors, warnings
+
+    def render(self, config: Any) -> dict[str, Any]:
+        out = to_dict(config)
+        assert isinstance(out, dict)
+        return out

@@ -16,28 +16,24 @@ config, which the launcher must pass instead of ``--config config.yaml``.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
-from recipekit.checking import run_checks
-from recipekit.convert import to_dict
-from recipekit.derivation import Derivation, derive
-from recipekit.errors import Issue
-from recipekit.framework import Launch
+from recipekit.derivation import Derivation
+from recipekit.framework import FrameworkBase, Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.steps import SavePolicy
 from recipekit.megatron_bridge import MEGATRON_BRIDGE_VERSION
-from recipekit.megatron_bridge.checks import ERROR_CHECKS, WARNING_CHECKS, CheckContext
+from recipekit.megatron_bridge.checks import ERROR_CHECKS, WARNING_CHECKS, Check, CheckContext
 from recipekit.megatron_bridge.derivations import RULES
 from recipekit.megatron_bridge.layout import Layout, compute_layout
 from recipekit.megatron_bridge.schema import MegatronBridgeConfig, recipe_mode
 from recipekit.megatron_bridge.summary import megatron_bridge_summary
-from recipekit.model_card import ModelCard
 
 
 @attrs.frozen
-class MegatronBridge:
+class MegatronBridge(FrameworkBase):
     name: str = "megatron-bridge"
     version: str = MEGATRON_BRIDGE_VERSION
     # Relative to the Megatron-Bridge checkout (/opt/Megatron-Bridge in the NeMo container).
@@ -47,22 +43,12 @@ class MegatronBridge:
     launch: Launch = "per-gpu"
     image: str = "nemo"
     rules: tuple[Derivation, ...] = RULES
+    error_checks: tuple[Check, ...] = ERROR_CHECKS
+    warning_checks: tuple[Check, ...] = WARNING_CHECKS
+    context_type: ClassVar[type] = CheckContext
 
-    def derive(self, config: Any, hardware: Hardware) -> tuple[Any, list[str]]:
-        return derive(config, hardware, self.rules)
-
-    def check(
-        self, config: Any, hardware: Hardware, model: ModelCard
-    ) -> tuple[Layout, list[Issue], list[Issue]]:
-        layout = compute_layout(config, hardware)
-        context = CheckContext(config, hardware, model, layout)
-        errors, warnings = run_checks(context, ERROR_CHECKS, WARNING_CHECKS)
-        return layout, errors, warnings
-
-    def render(self, config: Any) -> dict[str, Any]:
-        out = to_dict(config)
-        assert isinstance(out, dict)
-        return out
+    def layout(self, config: Any, hardware: Hardware) -> Layout:
+        return compute_layout(config, hardware)
 
     def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
         """Paths the run reads, which every node must see (preflight checks them)."""

@@ -13,22 +13,19 @@ cluster profile as ``-o key=value`` overrides of the same command.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
-from recipekit.checking import run_checks
-from recipekit.convert import to_dict
-from recipekit.derivation import Derivation, derive
-from recipekit.errors import Issue
-from recipekit.framework import CONFIG_PLACEHOLDER, Launch
+from recipekit.derivation import Derivation
+from recipekit.framework import CONFIG_PLACEHOLDER, FrameworkBase, Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.steps import SavePolicy
-from recipekit.model_card import ModelCard
 from recipekit.nemo_evaluator import LAUNCHER_VERSION
 from recipekit.nemo_evaluator.checks import (
     ERROR_CHECKS,
     WARNING_CHECKS,
+    Check,
     CheckContext,
     ServingLayout,
     compute_layout,
@@ -43,7 +40,7 @@ def hydra_defaults() -> list[Any]:
 
 
 @attrs.frozen
-class NemoEvaluatorLauncher:
+class NemoEvaluatorLauncher(FrameworkBase):
     name: str = "nemo-evaluator"
     version: str = LAUNCHER_VERSION
     # The console script of the nemo-evaluator-launcher package.
@@ -53,22 +50,15 @@ class NemoEvaluatorLauncher:
     image: str = "vllm"
     # What `recipekit explain` shows for a derived key (the formula and its sources).
     rules: tuple[Derivation, ...] = RULES
+    error_checks: tuple[Check, ...] = ERROR_CHECKS
+    warning_checks: tuple[Check, ...] = WARNING_CHECKS
+    context_type: ClassVar[type] = CheckContext
 
-    def derive(self, config: Any, hardware: Hardware) -> tuple[Any, list[str]]:
-        return derive(config, hardware, self.rules)
-
-    def check(
-        self, config: Any, hardware: Hardware, model: ModelCard
-    ) -> tuple[ServingLayout, list[Issue], list[Issue]]:
-        layout = compute_layout(config, hardware)
-        context = CheckContext(config, hardware, model, layout)
-        errors, warnings = run_checks(context, ERROR_CHECKS, WARNING_CHECKS)
-        return layout, errors, warnings
+    def layout(self, config: Any, hardware: Hardware) -> ServingLayout:
+        return compute_layout(config, hardware)
 
     def render(self, config: Any) -> dict[str, Any]:
-        body = to_dict(config)
-        assert isinstance(body, dict)
-        return {"defaults": hydra_defaults(), **body}
+        return {"defaults": hydra_defaults(), **super().render(config)}
 
     def arguments(self, rendered: dict[str, Any]) -> list[str]:
         # The cluster's values (recipekit.framework.SITE_PLACEHOLDERS), as the launcher's own

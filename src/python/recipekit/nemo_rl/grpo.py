@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
-from recipekit.checking import run_checks
-from recipekit.convert import to_dict
-from recipekit.errors import Issue
-from recipekit.framework import CONFIG_PLACEHOLDER, Launch
+from recipekit.framework import CONFIG_PLACEHOLDER, FrameworkBase, Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.steps import SavePolicy
-from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.checks import (
     ERROR_CHECKS,
@@ -21,7 +17,7 @@ from recipekit.nemo_rl.checks import (
     Check,
     CheckContext,
 )
-from recipekit.nemo_rl.derivations import RULES, Derivation, derive
+from recipekit.nemo_rl.derivations import RULES, Derivation
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
 from recipekit.nemo_rl.layout import Layout, compute_layout
 from recipekit.nemo_rl.schema import GRPOMasterConfig
@@ -30,7 +26,7 @@ from recipekit.nemo_rl.summary import grpo_summary
 
 
 @attrs.frozen
-class NemoRLGrpo:
+class NemoRLGrpo(FrameworkBase):
     name: str = "nemo-rl"
     version: str = NEMO_RL_VERSION
     # The guide's YAML header names examples/run_grpo_math.py, which super-v3 does not have.
@@ -39,19 +35,12 @@ class NemoRLGrpo:
     launch: Launch = "ray"
     image: str = "nemo-rl"
     rules: tuple[Derivation, ...] = RULES
+    error_checks: tuple[Check, ...] = ERROR_CHECKS
     warning_checks: tuple[Check, ...] = WARNING_CHECKS
+    context_type: ClassVar[type] = CheckContext
 
-    def derive(self, config: Any, hardware: Hardware) -> tuple[Any, list[str]]:
-        return derive(config, hardware, self.rules)
-
-    def check(
-        self, config: Any, hardware: Hardware, model: ModelCard
-    ) -> tuple[Layout, list[Issue], list[Issue]]:
-        layout = compute_layout(config, hardware)
-        errors, warnings = run_checks(
-            CheckContext(config, hardware, model, layout), ERROR_CHECKS, self.warning_checks
-        )
-        return layout, errors, warnings
+    def layout(self, config: Any, hardware: Hardware) -> Layout:
+        return compute_layout(config, hardware)
 
     def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
         """Paths the run reads, which every node must see (preflight checks them)."""
@@ -76,10 +65,6 @@ class NemoRLGrpo:
     def arguments(self, rendered: dict[str, Any]) -> list[str]:
         return ["--config", CONFIG_PLACEHOLDER]
 
-    def render(self, config: Any) -> dict[str, Any]:
-        out = to_dict(config)
-        assert isinstance(out, dict)
-        return out
 
 
 def nemo_rl_save_policy(rendered: dict[str, Any], algorithm: str) -> SavePolicy | None:
