@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 import yaml
-from tools.fetch_reference import nemo_rl_expand
 
 from recipekit.plan import make_plan
 from recipes.super3.dapo import dapo_b200, dapo_gb200, dapo_h100
 from recipes.super35.mopd import mopd_single_stage
 from recipes.super35.rl import rlvr
 from recipes.super35.teachers import teacher_reasoning
+from tools.fetch_reference import nemo_rl_expand
 
 MASTER = "nemo_rl.algorithms.grpo:MasterConfig"
 SUPER_OMNI = (
