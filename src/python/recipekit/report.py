@@ -11,6 +11,7 @@ import yaml
 from recipekit.errors import Issue
 from recipekit.framework import CONFIG_PLACEHOLDER
 from recipekit.plan import Plan
+from recipekit.shared_files import write_whole
 
 
 def config_yaml(config: dict[str, Any]) -> str:
@@ -28,11 +29,7 @@ def write_rendered(plan: Plan, directory: Path) -> list[Path]:
     files = {"config.yaml": config_yaml(plan.framework_config), "plan.json": plan_json(plan)}
     written = []
     for name, text in files.items():
-        target = directory / name
-        tmp = target.with_suffix(target.suffix + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(target)
-        written.append(target)
+        written.append(write_whole(directory / name, text))
     return written
 
 

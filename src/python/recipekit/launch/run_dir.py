@@ -8,9 +8,7 @@ plan resubmitted (or requeued) finds the same directory and the checkpoints its 
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -21,6 +19,7 @@ from typing import Any
 import attrs
 
 from recipekit.lineage.store import run_name
+from recipekit.shared_files import exclusive, write_whole
 
 PLAN_FILE = "plan.json"
 CONFIG_FILE = "config.yaml"
@@ -56,18 +55,8 @@ class RunDir:
         return json.loads(self.file(name).read_text())
 
     def write_text(self, name: str, text: str, mode: int = 0o644) -> Path:
-        """Write ``name`` whole or not at all (a unique temporary file, then a rename)."""
-        target = self.file(name)
-        handle, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{name}.", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w") as out:
-                out.write(text)
-            os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return target
+        """Write ``name`` whole or not at all."""
+        return write_whole(self.file(name), text, mode)
 
     def _submitted(self, key: str) -> str | None:
         record = self.file(JOB_RECORD)
@@ -92,14 +81,8 @@ LOCKS = ".locks"
 def submit_lock(runs_dir: str, run: RunDir) -> Iterator[None]:
     """Exclusive per plan across processes and hosts sharing ``runs_dir`` (flock): a second
     ``submit`` of the same plan waits, then finds the first one's job."""
-    locks = Path(runs_dir) / LOCKS
-    locks.mkdir(exist_ok=True)
-    with open(locks / f"{run.path.name}.lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with exclusive(Path(runs_dir) / LOCKS / f"{run.path.name}.lock"):
+        yield
 
 
 def create_whole(run: RunDir, fill: Callable[[RunDir], None]) -> None:

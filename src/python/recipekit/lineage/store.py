@@ -24,19 +24,19 @@ resumes from the newest.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
 import shutil
-from collections.abc import Collection, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Collection, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from recipekit.lineage.refs import ARTIFACTS_ROOT, LATEST
+from recipekit.shared_files import exclusive, write_whole
 
 RUN_VARIABLE = "RECIPEKIT_RUN"
 RUN_PLACEHOLDER = "${oc.env:" + RUN_VARIABLE + "}"
@@ -134,17 +134,10 @@ def versions(root: Path, artifact: str) -> list[StoredVersion]:
     return [StoredVersion(**entry) for entry in json.loads(file.read_text())["versions"]]
 
 
-@contextmanager
-def _locked(directory: Path) -> Iterator[None]:
+def _locked(directory: Path) -> AbstractContextManager[None]:
     # Two jobs may publish to one artifact at once (a requeued job's last sweep and its
     # successor's first): the lock keeps version numbers unique.
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return exclusive(directory / ".lock")
 
 
 def _link(directory: Path, alias: str, target: str) -> None:
@@ -166,10 +159,17 @@ def _keep(source: Path, target: Path) -> None:
     tmp.replace(target)
 
 
-def _write_versions(directory: Path, all_versions: list[StoredVersion]) -> None:
-    tmp = directory / (VERSIONS_FILE + ".tmp")
-    tmp.write_text(json.dumps({"versions": [attrs.asdict(v) for v in all_versions]}, indent=1))
-    tmp.replace(directory / VERSIONS_FILE)
+def _record(directory: Path, known: list[StoredVersion], added: list[StoredVersion]) -> None:
+    """Give each added version its alias links, move ``latest`` to the newest, and write the
+    whole list (under the artifact's lock)."""
+    if not added:
+        return
+    for version in added:
+        for alias in version.aliases:
+            _link(directory, alias, version.path)
+    _link(directory, LATEST, added[-1].path)
+    everything = [attrs.asdict(v) for v in [*known, *added]]
+    write_whole(directory / VERSIONS_FILE, json.dumps({"versions": everything}, indent=1))
 
 
 def publish(
@@ -191,13 +191,8 @@ def publish(
             if kept:
                 _keep(saved, directory / run / KEPT / saved.name)
                 path = f"{run}/{KEPT}/{saved.name}"
-            version = StoredVersion(len(known) + len(added), step, run, path, kept)
-            for alias in version.aliases:
-                _link(directory, alias, version.path)
-            added.append(version)
-        if added:
-            _link(directory, LATEST, added[-1].path)
-            _write_versions(directory, [*known, *added])
+            added.append(StoredVersion(len(known) + len(added), step, run, path, kept))
+        _record(directory, known, added)
         return added
 
 
@@ -217,21 +212,5 @@ def import_version(root: Path, artifact: str, source: Path, *, name: str) -> Sto
             target.mkdir()
             shutil.copy2(source, target / source.name)
         version = StoredVersion(len(known), None, name, name)
-        _link(directory, f"v{version.version}", version.path)
-        _link(directory, LATEST, version.path)
-        _write_versions(directory, [*known, version])
+        _record(directory, known, [version])
         return version
-
-
-def missing_versions(root: Path, refs: dict[str, str]) -> dict[str, str]:
-    """Of ``role -> NAME:SELECTOR`` references, those with no such version in the store."""
-    out = {}
-    for role, ref in refs.items():
-        name, _, selector = ref.partition(":")
-        if not (root / name / (selector or LATEST)).exists():
-            out[role] = ref
-    return out
-
-
-def as_json(root: Path, artifact: str) -> list[dict[str, Any]]:
-    return [attrs.asdict(v) for v in versions(root, artifact)]
