@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -11,7 +10,6 @@ import yaml
 from recipekit.errors import Issue
 from recipekit.framework import CONFIG_PLACEHOLDER
 from recipekit.plan import Plan
-from recipekit.shared_files import write_whole
 
 
 def config_yaml(config: dict[str, Any]) -> str:
@@ -21,16 +19,6 @@ def config_yaml(config: dict[str, Any]) -> str:
 
 def plan_json(plan: Plan) -> str:
     return json.dumps(plan.as_json(), indent=2) + "\n"
-
-
-def write_rendered(plan: Plan, directory: Path) -> list[Path]:
-    """``config.yaml`` (what ``--config`` reads) and ``plan.json``, written atomically."""
-    directory.mkdir(parents=True, exist_ok=True)
-    files = {"config.yaml": config_yaml(plan.framework_config), "plan.json": plan_json(plan)}
-    written = []
-    for name, text in files.items():
-        written.append(write_whole(directory / name, text))
-    return written
 
 
 def command_text(plan: Plan, width: int = 72) -> str:

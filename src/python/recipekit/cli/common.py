@@ -57,11 +57,21 @@ def print_plan(plan: Any, output_format: str) -> None:
     click.echo(plan_json(plan) if output_format == "json" else plan_text(plan), nl=False)
 
 
-def render_plan(plan: Any, directory: Path) -> None:
-    from recipekit.report import warnings_text, write_rendered
+def render_plan(plan: Any, directory: Path, profile: Any = None) -> None:
+    """Write the run's files (the job script too, given a cluster profile) into ``directory``."""
+    from recipekit.launch.run_dir import JOB_SCRIPT, PROFILE_FILE
+    from recipekit.launch.run_files import run_files
+    from recipekit.report import warnings_text
+    from recipekit.shared_files import write_whole
 
-    for path in write_rendered(plan, directory):
-        click.echo(f"wrote {path}")
+    files = run_files(plan, profile).texts()
+    # The profile is the run directory's record, written by submit; render shows the job.
+    files.pop(PROFILE_FILE, None)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        path = write_whole(directory / name, text)
+        suffix = f" (cluster profile {profile.name})" if name == JOB_SCRIPT else ""
+        click.echo(f"wrote {path}{suffix}")
     click.echo(f"plan {plan.hash}")
     for line in warnings_text(plan.warnings)[1:]:
         click.echo(line, err=True)

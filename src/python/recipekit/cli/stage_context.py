@@ -61,8 +61,3 @@ def run_dir_of(plan: Any, profile: Any) -> Any:
 
     return RunDir.for_plan(profile.runs_dir, plan.stage.name, plan.hash)
 
-
-def job_script_of(plan: Any, profile: Any) -> str:
-    from recipekit.launch.job_script import render_job_script
-
-    return render_job_script(plan.as_json(), profile, run_dir_of(plan, profile))

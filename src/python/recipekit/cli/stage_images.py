@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from recipekit.cli.common import reports_recipe_errors
-from recipekit.cli.stage_context import cluster_profile, run_dir_of, stage_plan
+from recipekit.cli.stage_context import cluster_profile, stage_plan
 from recipekit.errors import Issue, RecipeError
 from recipekit.loading import load_object
 
@@ -35,19 +35,13 @@ def _read_lock(lock_file: Path | None) -> Any:
 
 
 def _rendered_plan(the_plan: Any) -> dict[str, bytes]:
-    import tempfile
+    from recipekit.launch.run_dir import PROFILE_FILE
+    from recipekit.launch.run_files import run_files
 
-    from recipekit.launch.job_script import render_job_script
-    from recipekit.report import write_rendered
-
-    with tempfile.TemporaryDirectory(prefix="recipekit-render-") as scratch:
-        written = write_rendered(the_plan, Path(scratch))
-        rendered = {path.name: path.read_bytes() for path in written}
-    profile = cluster_profile(None, the_plan, required=False)
-    if profile is not None:
-        script = render_job_script(the_plan.as_json(), profile, run_dir_of(the_plan, profile))
-        rendered["job.sbatch"] = script.encode()
-    return rendered
+    # The image holds the plan's files; the profile is the run directory's, written at submit.
+    files = run_files(the_plan, cluster_profile(None, the_plan, required=False)).texts()
+    files.pop(PROFILE_FILE, None)
+    return {name: text.encode() for name, text in files.items()}
 
 
 @click.command()

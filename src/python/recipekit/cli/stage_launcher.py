@@ -27,7 +27,6 @@ from recipekit.cli.stage_context import (
     STAGE_VARIABLE,
     cluster_option,
     cluster_profile,
-    job_script_of,
     load_stage,
     run_dir_of,
     stage_plan,
@@ -65,13 +64,15 @@ def cli() -> None:
 @reports_recipe_errors
 def plan(output_format: str, overrides: tuple[str, ...], cluster: str | None) -> None:
     """Validate the stage and print its plan, and the job script `submit` would run."""
+    from recipekit.launch.run_files import job_script
+
     the_plan = stage_plan(overrides)
     print_plan(the_plan, output_format)
     if output_format == "text":
         profile = cluster_profile(cluster, the_plan, required=False)
         if profile is not None:
             click.echo(f"\njob script for cluster profile {profile.name!r}:\n")
-            click.echo(job_script_of(the_plan, profile), nl=False)
+            click.echo(job_script(the_plan, profile), nl=False)
 
 
 @cli.command()
@@ -82,12 +83,7 @@ def plan(output_format: str, overrides: tuple[str, ...], cluster: str | None) ->
 def render(directory: Path, overrides: tuple[str, ...], cluster: str | None) -> None:
     """Write DIRECTORY/config.yaml (NeMo-RL's --config), plan.json and job.sbatch."""
     the_plan = stage_plan(overrides)
-    render_plan(the_plan, directory)
-    profile = cluster_profile(cluster, the_plan, required=False)
-    if profile is not None:
-        target = directory / "job.sbatch"
-        target.write_text(job_script_of(the_plan, profile))
-        click.echo(f"wrote {target} (cluster profile {profile.name})")
+    render_plan(the_plan, directory, cluster_profile(cluster, the_plan, required=False))
 
 
 @cli.command()

@@ -26,27 +26,23 @@ from recipekit.errors import Issue, RecipeError
 from recipekit.framework import SITE_PLACEHOLDERS
 from recipekit.images.registry import pinned_image_issue
 from recipekit.launch import slurm
-from recipekit.launch.job_script import render_job_script
-from recipekit.launch.profile import ClusterProfile, NoContainer, Pyxis, profile_to_json
+from recipekit.launch.profile import ClusterProfile, NoContainer, Pyxis
 from recipekit.launch.run_dir import (
-    CONFIG_FILE,
     INTERACTIVE_RECORD,
     JOB_RECORD,
     JOB_SCRIPT,
     LAUNCHER,
-    PLAN_FILE,
-    PROFILE_FILE,
     PROVENANCE_FILE,
     RunDir,
     create_whole,
     job_name,
     submit_lock,
 )
+from recipekit.launch.run_files import run_files
 from recipekit.launch.run_record import capture_provenance, record_finished_run
 from recipekit.lineage.refs import ARTIFACTS_ROOT
 from recipekit.lineage.store import is_store, store_paths
 from recipekit.plan import Plan
-from recipekit.report import config_yaml, plan_json
 
 
 def check_launchable(plan: Plan) -> None:
@@ -206,16 +202,11 @@ def write_run_dir(
 
     ``checkout`` (default: the current directory) is the git checkout the run records.
     """
-    run = RunDir.for_plan(profile.runs_dir, plan.stage.name, plan.hash)
-    plan_data = plan.as_json()
     # Everything that can fail is computed before the first write.
-    files = {
-        CONFIG_FILE: config_yaml(plan.framework_config),
-        PLAN_FILE: plan_json(plan),
-        PROFILE_FILE: json.dumps(profile_to_json(profile), indent=2) + "\n",
-        PROVENANCE_FILE: capture_provenance(plan_data, profile, checkout or Path.cwd()),
-    }
-    script = render_job_script(plan_data, profile, run, interactive=interactive)
+    run = RunDir.for_plan(profile.runs_dir, plan.stage.name, plan.hash)
+    files = run_files(plan, profile, interactive=interactive).texts()
+    script = files.pop(JOB_SCRIPT)
+    files[PROVENANCE_FILE] = capture_provenance(plan.as_json(), profile, checkout or Path.cwd())
 
     def fill(target: RunDir) -> None:
         target.logs.mkdir(exist_ok=True)

@@ -7,6 +7,7 @@ the files' text, so a snapshot read back from disk and a plan compiled now compa
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,7 +16,6 @@ from typing import Any
 import yaml
 
 from recipekit.plan import make_plan
-from recipekit.report import config_yaml
 from recipekit.stage import Stage
 
 CONFIG = "config.yaml"
@@ -30,35 +30,30 @@ NO_PROFILE = "# no cluster profile in recipes/clusters.py has this stage's nodes
 
 
 def compile_files(stage: Stage, overrides: tuple[str, ...] = ()) -> dict[str, str]:
-    """The snapshot files of ``stage``: name -> text."""
+    """The snapshot files of ``stage``: name -> text.
+
+    They are the run's files (``run_files``) on the first profile in recipes/clusters.py with
+    the stage's nodes, as a reviewer reads them: the plan as YAML without the config it repeats,
+    and the images the job runs on.
+    """
+    from recipekit.launch.profiles import default_profile_for
+    from recipekit.launch.run_files import run_files
+
     plan = make_plan(stage, overrides)
-    summary = plan.as_json()
+    profile = default_profile_for(stage.hardware.node.name)
+    if profile is not None:
+        profile = profile.for_base(stage.framework.image)
+    files = run_files(plan, profile)
+    summary = json.loads(files.plan)
     summary.pop("config")
-    try:
-        from recipekit.launch.job_script import render_job_script
-        from recipekit.launch.profiles import default_profile_for
-        from recipekit.launch.run_dir import RunDir
-    except ImportError:  # a revision from before the launcher existed
-        profile = None
-    else:
-        profile = default_profile_for(stage.hardware.node.name)
-        if profile is not None and hasattr(profile, "for_base"):
-            profile = profile.for_base(stage.framework.image)
     images: dict[str, Any] = {"base": _base_image(stage.framework.image)}
-    if profile is None:
-        job = NO_PROFILE
-        images["cluster_profile"] = None
-    else:
-        run = RunDir.for_plan(profile.runs_dir, plan.stage.name, plan.hash)
-        job = render_job_script(plan.as_json(), profile, run)
-        images["cluster_profile"] = {
-            "name": profile.name,
-            "container": getattr(profile.container, "image", None),
-        }
+    images["cluster_profile"] = (
+        None if profile is None else {"name": profile.name, "container": files.container}
+    )
     return {
-        CONFIG: config_yaml(plan.framework_config),
+        CONFIG: files.config,
         PLAN: _yaml(summary),
-        JOB: job,
+        JOB: NO_PROFILE if files.job_script is None else files.job_script,
         IMAGES: _yaml(images),
     }
 
