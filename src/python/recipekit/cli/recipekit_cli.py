@@ -188,7 +188,7 @@ def import_yaml(
     """Write a NeMo-RL GRPO YAML as a typed recipe module defining `recipe`.
 
     Unknown keys go to the module's UNTYPED_KEYS and are listed as warnings."""
-    from recipekit.review.import_yaml import import_yaml as run_import
+    from recipekit.importers.nemo_rl_yaml import import_yaml as run_import
 
     imported = run_import(yaml_file, node=node, name=name, schema=schema)
     if out is None:
@@ -205,7 +205,7 @@ def import_yaml(
 @reports_recipe_errors
 def compile_command(target: str) -> None:
     """Print the framework config MODULE:ATTR or PATH.py[:ATTR] compiles to (ATTR: recipe)."""
-    from recipekit.review.import_yaml import compile_object, dumps
+    from recipekit.importers.nemo_rl_yaml import compile_object, dumps
 
     _checkout_on_path()
     config, warnings = compile_object(load_object(target))

@@ -26,7 +26,6 @@ rendered (the layout checks are ``plan``'s job).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, get_args, get_origin
@@ -36,6 +35,7 @@ import attrs
 from recipekit.convert import from_dict
 from recipekit.errors import Issue, RecipeError
 from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE, Hardware
+from recipekit.importers.data_paths import parts_of, path_of, resolved_at
 from recipekit.keypaths import replace_at
 from recipekit.markers import DERIVED, UNSET
 from recipekit.sections import field_of, key_of
@@ -90,9 +90,9 @@ class Fit:
 def import_yaml(
     path: Path, *, node: str | None = None, name: str = "", schema: str = "auto"
 ) -> Imported:
+    from recipekit.importers.module_writer import ModuleWriter
+    from recipekit.importers.yaml_comments import chain_source
     from recipekit.nemo_rl.algorithms import algorithm_of, frameworks_for
-    from recipekit.review.import_yaml_comments import chain_source
-    from recipekit.review.import_yaml_writer import ModuleWriter
 
     source_text = chain_source(path)
     loaded = load_keeping_env(path, source_text.expressions)
@@ -335,21 +335,6 @@ def _absorb(untyped: dict[str, tuple[Any, str]], where: str) -> None:
         put_at(value, key[len(where) :].lstrip("."), untyped.pop(key)[0])
 
 
-_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
-
-
-def parts_of(path: str) -> list[str | int]:
-    """``"data.train[0].seed"`` -> ``["data", "train", 0, "seed"]``."""
-    return [int(index) if index else key for key, index in _PART.findall(path)]
-
-
-def path_of(parts: list[str | int]) -> str:
-    text = ""
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-    return text
-
-
 def _absentable(config_type: type, data: Any, path: str) -> str | None:
     """The deepest key on ``path`` (itself included) that ``config_type`` lets be absent and
     that ``data`` has."""
@@ -455,17 +440,6 @@ def _as_derived(
 def _same(a: Any, b: Any) -> bool:
     # An int where the YAML had a float is a different config for NeMo-RL.
     return type(a) is type(b) and a == b
-
-
-def resolved_at(data: Any, key: str) -> Any:
-    for part in key.split("."):
-        if isinstance(data, list) and part.isdigit() and int(part) < len(data):
-            data = data[int(part)]
-        elif isinstance(data, dict) and part in data:
-            data = data[part]
-        else:
-            return UNSET
-    return data
 
 
 # --- compiling --------------------------------------------------------------------------------

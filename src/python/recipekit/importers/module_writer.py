@@ -17,9 +17,9 @@ from typing import Any
 import attrs
 
 from recipekit.hardware import Hardware
+from recipekit.importers.data_paths import parts_of, resolved_at
 from recipekit.markers import DERIVED, UNSET
 from recipekit.nemo_rl.run_env import ENV_REFERENCE, split_env
-from recipekit.review.import_yaml import parts_of, resolved_at
 from recipekit.sections import key_of
 
 WIDTH = 96
@@ -87,7 +87,7 @@ class ModuleWriter:
             names = sorted(c for m, c in self.classes if m == module)
             lines.append(f"from {module} import (\n" + "".join(f"    {c},\n" for c in names) + ")")
         if untyped:
-            lines.append("from recipekit.review.import_yaml import ImportedRecipe")
+            lines.append("from recipekit.importers.nemo_rl_yaml import ImportedRecipe")
         lines += ["from recipekit.stage import Stage", ""]
         for variable, _, notes, text in sections:
             lines += [*_comment_lines(notes, 0), f"{variable} = {text}", ""]

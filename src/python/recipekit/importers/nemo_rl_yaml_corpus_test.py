@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from recipekit.errors import RecipeError
+from recipekit.importers.nemo_rl_yaml import compile_object, import_yaml
 from recipekit.loading import load_object
 from recipekit.nemo_rl.yaml_loader import expand
-from recipekit.review.import_yaml import compile_object, import_yaml
 from recipekit.review.keydiff import diff
 
 REFERENCE = Path(os.environ.get("RECIPEKIT_REFERENCE_DIR", ".reference"))

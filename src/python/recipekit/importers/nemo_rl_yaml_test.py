@@ -1,6 +1,6 @@
 """import-yaml: which NeMo-RL version and entry point a YAML is for, what the written module says
 (derivations, comments, run-time environment references, several datasets, the escape hatch),
-and what compiling it refuses. The whole corpus round-trips in import_yaml_corpus_test.py."""
+and what compiling it refuses. The whole corpus round-trips in nemo_rl_yaml_corpus_test.py."""
 
 from __future__ import annotations
 
@@ -15,13 +15,7 @@ from click.testing import CliRunner
 
 from recipekit.cli.recipekit_cli import cli
 from recipekit.errors import RecipeError
-from recipekit.loading import load_object
-from recipekit.nemo_rl import NEMO_RL_VERSION
-from recipekit.nemo_rl import algorithms as nemo_rl
-from recipekit.nemo_rl.run_env import from_env
-from recipekit.nemo_rl.schema_main import DatasetMain
-from recipekit.nemo_rl.yaml_loader import expand
-from recipekit.review.import_yaml import (
+from recipekit.importers.nemo_rl_yaml import (
     Imported,
     ImportedRecipe,
     compile_object,
@@ -29,7 +23,13 @@ from recipekit.review.import_yaml import (
     import_yaml,
     load_keeping_env,
 )
-from recipekit.review.import_yaml_comments import chain_source
+from recipekit.importers.yaml_comments import chain_source
+from recipekit.loading import load_object
+from recipekit.nemo_rl import NEMO_RL_VERSION
+from recipekit.nemo_rl import algorithms as nemo_rl
+from recipekit.nemo_rl.run_env import from_env
+from recipekit.nemo_rl.schema_main import DatasetMain
+from recipekit.nemo_rl.yaml_loader import expand
 from recipekit.stage import Stage
 
 V3 = "nemo-rl/super-v3/examples/configs"
