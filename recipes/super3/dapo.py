@@ -14,8 +14,8 @@ cannot hold training and rollout together; on H100 the guide's current revision 
 from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE, Hardware
 from recipekit.markers import DERIVED
 from recipekit.model_card import NEMOTRON_3_SUPER_120B
-from recipekit.nemo_rl.grpo import NEMO_RL_GRPO
-from recipekit.nemo_rl.schema import (
+from recipekit.nemo_rl.framework import NEMO_RL_GRPO
+from recipekit.nemo_rl.schema_super_v3 import (
     FP8,
     AdvantageEstimator,
     AsyncGRPO,

@@ -16,7 +16,7 @@ from typing import Any
 from recipekit.hardware import GB200_NODE, Hardware
 from recipekit.markers import DERIVED, RunInput
 from recipekit.model_card import NEMOTRON_35_SUPER_VL_120B
-from recipekit.nemo_evaluator.launcher import NEMO_EVALUATOR
+from recipekit.nemo_evaluator.framework import NEMO_EVALUATOR
 from recipekit.nemo_evaluator.schema import (
     AdapterConfig,
     ApiEndpoint,

@@ -26,18 +26,7 @@ from recipekit.hardware import GB200_NODE, Hardware
 from recipekit.lineage.store import output_dir
 from recipekit.markers import DERIVED, RunInput
 from recipekit.model_card import NEMOTRON_35_SUPER_VL_120B
-from recipekit.nemo_rl.grpo import NEMO_RL_SUPER35
-from recipekit.nemo_rl.schema import (
-    Colocation,
-    DTensor,
-    DynamicBatching,
-    GenerationResources,
-    GPUMonitoring,
-    MegatronScheduler,
-    MLflow,
-    RewardScaling,
-    Tensorboard,
-)
+from recipekit.nemo_rl.framework import NEMO_RL_SUPER35
 from recipekit.nemo_rl.schema_main import (
     AsyncGRPOMain,
     CheckpointingMain,
@@ -63,6 +52,17 @@ from recipekit.nemo_rl.schema_main import (
     TokenizerMain,
     VllmConfigMain,
     WandbMain,
+)
+from recipekit.nemo_rl.schema_super_v3 import (
+    Colocation,
+    DTensor,
+    DynamicBatching,
+    GenerationResources,
+    GPUMonitoring,
+    MegatronScheduler,
+    MLflow,
+    RewardScaling,
+    Tensorboard,
 )
 from recipekit.stage import Stage
 from recipes.super35.lineage import SUPER35

@@ -8,7 +8,7 @@ import yaml
 
 from recipekit.convert import from_dict, to_dict
 from recipekit.errors import RecipeError
-from recipekit.nemo_rl.schema import GRPOMasterConfig
+from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig
 
 EXPANDED = sorted(["b200_3x8_noncolocated", "gb200_5x4_noncolocated", "h100_4x8_colocated"])
 
@@ -57,7 +57,7 @@ def test_a_null_section_is_reported(reference_dir: Path) -> None:
 
 
 def test_numbers_keep_the_type_they_were_written_with() -> None:
-    from recipekit.nemo_rl.schema import GPUMonitoring
+    from recipekit.nemo_rl.schema_super_v3 import GPUMonitoring
 
     out = to_dict(from_dict({"collection_interval": 10, "flush_interval": 0.5}, GPUMonitoring))
     assert out == {"collection_interval": 10, "flush_interval": 0.5}

@@ -4,7 +4,7 @@ import attrs
 import pytest
 
 from recipekit.errors import RecipeError
-from recipekit.nemo_rl.schema import (
+from recipekit.nemo_rl.schema_super_v3 import (
     Cluster,
     DTensor,
     LoRA,

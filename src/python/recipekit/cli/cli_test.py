@@ -102,7 +102,9 @@ def test_general_cli_names_a_missing_attribute() -> None:
 def test_a_recipe_file_with_a_bad_value_points_at_its_line(tmp_path: Path) -> None:
     recipe = tmp_path / "bad_recipe.py"
     recipe.write_text(
-        "from recipekit.nemo_rl.schema import Cluster\n" "\n" "recipe = Cluster(num_nodes=0)\n"
+        "from recipekit.nemo_rl.schema_super_v3 import Cluster\n"
+        "\n"
+        "recipe = Cluster(num_nodes=0)\n"
     )
     result = CliRunner().invoke(recipekit_cli.cli, ["plan", f"{recipe}:recipe"])
     assert result.exit_code == 2

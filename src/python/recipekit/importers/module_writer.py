@@ -287,9 +287,9 @@ def _variable(name: str) -> str:
 
 def _importable(obj: Any) -> tuple[str, str]:
     """The module and name a framework object is imported by."""
-    from recipekit.nemo_rl import algorithms, grpo
+    from recipekit.nemo_rl import algorithms, framework
 
-    for module in (grpo, algorithms):
+    for module in (framework, algorithms):
         for name, value in vars(module).items():
             if value is obj and name.isupper() and not name.startswith("_"):
                 return module.__name__, name

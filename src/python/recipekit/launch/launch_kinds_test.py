@@ -49,7 +49,7 @@ from recipekit.launch.submit import (
 )
 from recipekit.lineage.store import init_store
 from recipekit.lineage.tracking import lineage_from_json
-from recipekit.nemo_rl.grpo import NEMO_RL_GRPO
+from recipekit.nemo_rl.framework import NEMO_RL_GRPO
 from recipekit.plan import make_plan
 from recipekit.stage import Stage
 from recipes.clusters import PROFILES, SHARED

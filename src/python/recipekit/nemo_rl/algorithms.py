@@ -27,7 +27,7 @@ from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.derivations import RULES
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
-from recipekit.nemo_rl.grpo import (
+from recipekit.nemo_rl.framework import (
     NEMO_RL_GRPO,
     NEMO_RL_SUPER35,
     NemoRLGrpo,

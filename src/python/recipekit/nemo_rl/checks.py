@@ -16,7 +16,14 @@ from recipekit import checking
 from recipekit.errors import Issue, did_you_mean
 from recipekit.markers import UNSET, Marker
 from recipekit.nemo_rl.layout import Layout
-from recipekit.nemo_rl.schema import (
+from recipekit.nemo_rl.schema_main import (
+    GenerationMain,
+    GRPOMasterConfigMain,
+    NonColocatedTeachers,
+    OnPolicyDistillation,
+    TeacherResources,
+)
+from recipekit.nemo_rl.schema_super_v3 import (
     AdvantageEstimator,
     Colocation,
     DynamicBatching,
@@ -25,13 +32,6 @@ from recipekit.nemo_rl.schema import (
     Megatron,
     SequencePacking,
     VllmConfig,
-)
-from recipekit.nemo_rl.schema_main import (
-    GenerationMain,
-    GRPOMasterConfigMain,
-    NonColocatedTeachers,
-    OnPolicyDistillation,
-    TeacherResources,
 )
 from recipekit.parallelism import model_parallel_issue
 

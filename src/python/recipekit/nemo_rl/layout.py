@@ -13,8 +13,8 @@ import attrs
 
 from recipekit.hardware import Hardware
 from recipekit.markers import Marker
-from recipekit.nemo_rl.schema import GRPOMasterConfig, Megatron, VllmConfig
 from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
+from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig, Megatron, VllmConfig
 
 
 @attrs.frozen(kw_only=True)

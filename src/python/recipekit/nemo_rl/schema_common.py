@@ -1,8 +1,8 @@
 """Sections every NeMo-RL algorithm's master config shares, as NeMo-RL's examples set them.
 
-GRPO's sections of the Super recipes (``schema``, ``schema_main``) are the base; nothing here
-changes them. What NeMo-RL's own example configs need beyond them is here, as subclasses that
-widen a key just so far:
+GRPO's sections of the Super recipes (``schema_super_v3``, ``schema_main``) are the base;
+nothing here changes them. What NeMo-RL's own example configs need beyond them is here, as
+subclasses that widen a key just so far:
 
 - the logger of the non-GRPO entry points is NeMo-RL's ``LoggerConfig`` (GRPO's adds a required
   ``num_val_samples_to_print``), and their master configs share every section but their
@@ -34,17 +34,6 @@ from typing import Any, Literal
 import attrs
 
 from recipekit.markers import Derived, Unset
-from recipekit.nemo_rl.schema import (
-    GENERATION_BACKENDS,
-    Checkpointing,
-    Cluster,
-    Data,
-    Dataset,
-    Generation,
-    Logger,
-    Megatron,
-    Policy,
-)
 from recipekit.nemo_rl.schema_main import (
     CheckpointingMain,
     ClusterMain,
@@ -58,6 +47,17 @@ from recipekit.nemo_rl.schema_main import (
     TokenizerMain,
     VllmConfigMain,
     WandbMain,
+)
+from recipekit.nemo_rl.schema_super_v3 import (
+    GENERATION_BACKENDS,
+    Checkpointing,
+    Cluster,
+    Data,
+    Dataset,
+    Generation,
+    Logger,
+    Megatron,
+    Policy,
 )
 from recipekit.sections import derived, fixed, optional, required, section
 from recipekit.validators import at_least, one_of

@@ -16,7 +16,6 @@ what they do; the schema file of the reference has no class for them.
 import attrs
 
 from recipekit.markers import Unset
-from recipekit.nemo_rl.schema import MathEnvironment
 from recipekit.nemo_rl.schema_common import (
     EnvironmentsExamples,
     PolicyExamples,
@@ -24,6 +23,7 @@ from recipekit.nemo_rl.schema_common import (
     RunMasterConfig,
     RunMasterConfigMain,
 )
+from recipekit.nemo_rl.schema_super_v3 import MathEnvironment
 from recipekit.sections import optional, required, section
 from recipekit.validators import at_least, between, one_of
 

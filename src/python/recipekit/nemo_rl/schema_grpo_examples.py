@@ -12,7 +12,6 @@ from typing import Literal
 import attrs
 
 from recipekit.markers import Unset
-from recipekit.nemo_rl.schema import GRPOConfig, GRPOMasterConfig
 from recipekit.nemo_rl.schema_common import (
     DataList,
     DataListMain,
@@ -21,6 +20,7 @@ from recipekit.nemo_rl.schema_common import (
     PolicyV3Examples,
 )
 from recipekit.nemo_rl.schema_main import GRPOConfigMain, GRPOMasterConfigMain
+from recipekit.nemo_rl.schema_super_v3 import GRPOConfig, GRPOMasterConfig
 from recipekit.sections import optional, required, section
 from recipekit.validators import at_least
 

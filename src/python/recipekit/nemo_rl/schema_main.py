@@ -2,9 +2,9 @@
 
 Super 3.5 RL runs on NeMo-RL's ``super-v3.5-posttraining`` branch, whose config schema matches
 ``main`` (NVIDIA-NeMo/RL@7ea279ab, ``nemo_rl/**``, pinned in 3rdparty/reference). Sections that
-did not change since ``super-v3`` are the ``schema`` classes themselves; a section that gained
-keys is a subclass that adds them; a section that lost or re-typed keys is declared again here.
-Nothing in ``schema`` changes, so the Super V3 recipes compile exactly as before.
+did not change since ``super-v3`` are the ``schema_super_v3`` classes themselves; a section that
+gained keys is a subclass that adds them; a section that lost or re-typed keys is declared again
+here. Nothing in ``schema_super_v3`` changes, so the Super V3 recipes compile exactly as before.
 
 Keys that ``main``'s TypedDicts and pydantic models do not declare, but that the public Super Omni
 VL configs set and the branch passes through (pydantic ``extra='allow'`` models, Megatron
@@ -16,7 +16,7 @@ from typing import Any, Literal
 import attrs
 
 from recipekit.markers import Derived, Unset
-from recipekit.nemo_rl.schema import (
+from recipekit.nemo_rl.schema_super_v3 import (
     FP8,
     GENERATION_BACKENDS,
     PRECISIONS,

@@ -7,8 +7,8 @@ import pytest
 
 from recipekit.convert import from_dict, to_dict
 from recipekit.errors import RecipeError
-from recipekit.nemo_rl.schema import GRPOMasterConfig
 from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
+from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig
 from recipekit.nemo_rl.yaml_loader import expand
 
 VLM_RECIPES = "nemo-rl/main/examples/configs/recipes/vlm"

@@ -10,13 +10,13 @@ Main only: super-v3 has no PPO entry point.
 import attrs
 
 from recipekit.markers import Unset
-from recipekit.nemo_rl.schema import AsyncGRPO, RewardScaling
 from recipekit.nemo_rl.schema_common import (
     EnvironmentsExamples,
     PolicyExamples,
     RunMasterConfigMain,
 )
 from recipekit.nemo_rl.schema_main import ClippedPGLossMain, RewardShapingMain
+from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO, RewardScaling
 from recipekit.sections import optional, required, section
 from recipekit.validators import at_least, between
 

@@ -12,7 +12,7 @@ from recipekit.errors import Issue, RecipeError
 from recipekit.hardware import GB200_NODE, H100_NODE, Hardware
 from recipekit.markers import DERIVED, UNSET
 from recipekit.model_card import NEMOTRON_35_SUPER_VL_120B
-from recipekit.nemo_evaluator.launcher import NEMO_EVALUATOR
+from recipekit.nemo_evaluator.framework import NEMO_EVALUATOR
 from recipekit.nemo_evaluator.schema import (
     AutoExport,
     Evaluation,

@@ -20,8 +20,8 @@ from recipekit.nemo_rl.checks import (
 from recipekit.nemo_rl.derivations import RULES, Derivation
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
 from recipekit.nemo_rl.layout import Layout, compute_layout
-from recipekit.nemo_rl.schema import GRPOMasterConfig
 from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
+from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig
 from recipekit.nemo_rl.summary import grpo_summary
 
 
