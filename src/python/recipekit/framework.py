@@ -17,6 +17,7 @@ from recipekit.derivation import Derivation, derive
 from recipekit.errors import Issue
 from recipekit.hardware import Hardware
 from recipekit.lineage.steps import SavePolicy
+from recipekit.memory.estimate import MemoryEstimate
 from recipekit.model_card import ModelCard
 
 # How the job step starts the entry point once preflight passed on every node:
@@ -114,6 +115,13 @@ class Framework(Protocol):
         """Rows of the one-screen plan: layout, batch, sequence, data, checkpoints."""
         ...
 
+    def memory(
+        self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
+    ) -> MemoryEstimate | None:
+        """Per-GPU memory of each phase of the run; None where there is no estimate (the
+        model card has no architecture, or the framework has no estimator)."""
+        ...
+
 
 class FrameworkBase:
     """``derive``, ``check`` and ``render``, written once for every framework: a framework
@@ -143,3 +151,8 @@ class FrameworkBase:
         out = to_dict(config)
         assert isinstance(out, dict)
         return out
+
+    def memory(
+        self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
+    ) -> MemoryEstimate | None:
+        return None

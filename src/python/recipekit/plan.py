@@ -20,6 +20,7 @@ from recipekit.keypaths import parse_assignment, replace_at
 from recipekit.lineage.graph import apply_overrides, is_lineage_override
 from recipekit.lineage.steps import keep_step_issues
 from recipekit.markers import DERIVED, RunInput
+from recipekit.memory.estimate import MemoryEstimate
 from recipekit.stage import Stage
 
 
@@ -34,6 +35,8 @@ class Plan:
     hash: str
     # Keys that hold the path of an input artifact, and which artifact (``explain`` shows it).
     run_inputs: dict[str, str] = attrs.field(factory=dict)
+    # Per-GPU memory of each phase; None where the framework or the model card has none.
+    memory: MemoryEstimate | None = None
 
     def as_json(self) -> dict[str, Any]:
         stage, hw = self.stage, self.stage.hardware
@@ -67,6 +70,7 @@ class Plan:
             **({"code": [c.as_json() for c in stage.code]} if stage.code else {}),
             "overrides": list(self.overrides),
             "derived": list(self.derived),
+            "memory": None if self.memory is None else self.memory.as_json(),
             "warnings": [w.as_json() for w in self.warnings],
             "config": self.framework_config,
             "hash": self.hash,
@@ -119,6 +123,12 @@ def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
     if errors:
         raise RecipeError(errors, context=f"{stage.name}: cannot plan")
     rendered = framework.render(config)
+    memory = framework.memory(rendered, stage.hardware, stage.model, layout)
+    if memory is not None:
+        too_big, tight = memory.issues()
+        if too_big:
+            raise RecipeError(too_big, context=f"{stage.name}: cannot plan")
+        warnings += tight
     lineage = stage.lineage
     if lineage is not None and lineage.keep_steps and lineage.output is not None:
         policy = framework.save_policy(rendered)
@@ -135,6 +145,7 @@ def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
         framework_config=rendered,
         hash=content_hash(planned, rendered),
         run_inputs=run_inputs,
+        memory=memory,
     )
 
 

@@ -9,6 +9,7 @@ import yaml
 
 from recipekit.errors import Issue
 from recipekit.framework import CONFIG_PLACEHOLDER
+from recipekit.memory.estimate import phase_lines
 from recipekit.plan import Plan
 
 
@@ -50,6 +51,10 @@ def plan_text(plan: Plan) -> str:
         )
     )
     rows += stage.framework.summary(plan.framework_config, plan.layout)
+    if plan.memory is not None:
+        memory = phase_lines(plan.memory)
+        rows.append(("memory", memory[0]))
+        rows += [("", line) for line in memory[1:]]
     if stage.lineage is not None:
         lineage = stage.lineage.as_json()
         reads = ", ".join(f"{role} {ref}" for role, ref in lineage["inputs"].items())

@@ -28,8 +28,11 @@ from recipekit.megatron_bridge import MEGATRON_BRIDGE_VERSION
 from recipekit.megatron_bridge.checks import ERROR_CHECKS, WARNING_CHECKS, Check, CheckContext
 from recipekit.megatron_bridge.derivations import RULES
 from recipekit.megatron_bridge.layout import Layout, compute_layout
+from recipekit.megatron_bridge.memory import estimate as estimate_memory
 from recipekit.megatron_bridge.schema import MegatronBridgeConfig, recipe_mode
 from recipekit.megatron_bridge.summary import megatron_bridge_summary
+from recipekit.memory.estimate import MemoryEstimate
+from recipekit.model_card import ModelCard
 
 
 @attrs.frozen
@@ -73,6 +76,11 @@ class MegatronBridge(FrameworkBase):
 
     def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
         return megatron_bridge_summary(rendered, layout)
+
+    def memory(
+        self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
+    ) -> MemoryEstimate | None:
+        return estimate_memory(rendered, hardware, model, layout)
 
     def arguments(self, rendered: dict[str, Any]) -> list[str]:
         """What follows the entry point on its command line (not ``--config FILE``)."""

@@ -23,6 +23,7 @@ from recipekit.errors import Issue, RecipeError
 from recipekit.framework import CONFIG_PLACEHOLDER, Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.steps import SavePolicy
+from recipekit.memory.estimate import MemoryEstimate
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.derivations import RULES
@@ -123,6 +124,12 @@ class NemoRLRun:
 
     def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
         return nemo_rl_save_policy(rendered, self.algorithm.removeprefix("xtoken_"))
+
+    def memory(
+        self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
+    ) -> MemoryEstimate | None:
+        """Not estimated: like the layout checks, the memory estimate is GRPO's."""
+        return None
 
     def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
         section = rendered.get(self.algorithm.removeprefix("xtoken_"), {})

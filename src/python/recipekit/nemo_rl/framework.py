@@ -9,6 +9,8 @@ import attrs
 from recipekit.framework import CONFIG_PLACEHOLDER, FrameworkBase, Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.steps import SavePolicy
+from recipekit.memory.estimate import MemoryEstimate
+from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.checks import (
     ERROR_CHECKS,
@@ -20,6 +22,7 @@ from recipekit.nemo_rl.checks import (
 from recipekit.nemo_rl.derivations import RULES, Derivation
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
 from recipekit.nemo_rl.layout import Layout, compute_layout
+from recipekit.nemo_rl.memory import estimate as estimate_memory
 from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
 from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig
 from recipekit.nemo_rl.summary import grpo_summary
@@ -65,6 +68,10 @@ class NemoRLGrpo(FrameworkBase):
     def arguments(self, rendered: dict[str, Any]) -> list[str]:
         return ["--config", CONFIG_PLACEHOLDER]
 
+    def memory(
+        self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
+    ) -> MemoryEstimate | None:
+        return estimate_memory(rendered, hardware, model, layout)
 
 
 def nemo_rl_save_policy(rendered: dict[str, Any], algorithm: str) -> SavePolicy | None:

@@ -1,0 +1,299 @@
+"""Per-GPU memory of Megatron-Core training, for the pipeline stage that holds the most.
+
+Sources, each cited where its formula is used:
+
+- weights, gradients and Adam state with the distributed optimizer: Rajbhandari et al. 2020
+  (ZeRO, stage 1) and Megatron-LM's own theoretical report
+  (``megatron/training/theoretical_memory_usage.py``: 6 + 12/DP bytes per parameter with bf16
+  parameters and fp32 gradients); Megatron-Core shards the optimizer over the data-parallel
+  group *with* context parallelism, and expert parameters over the expert-data-parallel group;
+- activations of attention and MLP layers under tensor and sequence parallelism: Korthikanti et
+  al. 2022, "Reducing Activation Recomputation in Large Transformer Models" (section 4); with a
+  fused (flash) attention kernel the softmax and its ``a s^2 b`` terms are not stored, only the
+  row statistics (Dao et al. 2022);
+- Mamba-2 layers: the fused SSD scan (Dao & Gu 2024, section 6; mamba_ssm's
+  ``mamba_split_conv1d_scan_combined``) saves its input projection and its output, and
+  rebuilds the convolution and the chunk states in the backward pass;
+- in-flight micro-batches of the 1F1B schedule: Narayanan et al. 2021 (the first stage holds
+  ``PP`` micro-batches; an interleaved schedule adds ``(PP - 1) / (PP x VPP)`` of that);
+- the loss: every prediction depth (the model's and each MTP depth's) keeps its bf16 logits
+  for the backward pass; the fused vocabulary-parallel cross entropy works in fp32 on one at a
+  time.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from recipekit.memory import parameters as params
+from recipekit.memory.estimate import GIB, Term, terms
+from recipekit.model_card import Architecture
+
+BF16 = 2
+FP32 = 4
+# fp32 master weights and Adam's two moments.
+ADAM_BYTES = 3 * FP32
+# A training process's CUDA context, NCCL communicators' buffers and cuBLAS/cuDNN workspaces:
+# an allowance, not a formula (tools/calibrate_memory.py measures what it is).
+RUNTIME_ALLOWANCE = 3.0 * GIB
+
+
+@attrs.frozen(kw_only=True)
+class MegatronSetup:
+    """What decides a Megatron-Core rank's memory; key names are Megatron's."""
+
+    world: int
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    etp: int = 1
+    vpp: int = 1
+    sequence_parallel: bool = False
+    # Tokens of one micro-batch (sequence length x micro-batch size, or the packed budget).
+    tokens: int
+    # "none", "selective" (the modules in recompute_modules) or "full" (every layer's input,
+    # one layer rebuilt at a time).
+    recompute: str = "none"
+    recompute_modules: tuple[str, ...] = ("core_attn",)
+    distributed_optimizer: bool = True
+    # The share of the optimizer state kept in host memory (optimizer_cpu_offload).
+    optimizer_offload: float = 0.0
+    grad_bytes: int = FP32
+    # Layers on the first pipeline stage when it is not an even split (vision on it too).
+    first_stage_layers: int | None = None
+    last_stage_layers: int | None = None
+    mtp: bool = False
+    # Frozen parts keep their weights but have no gradients or optimizer state (PEFT freezes
+    # the whole language model).
+    train_language: bool = True
+    train_vision: bool = True
+    # Unfused attention stores its a x s^2 score and softmax matrices.
+    fused_attention: bool = True
+    # What each setting is called in the framework's config, for the "change ..." hint.
+    keys: dict[str, str] = attrs.field(factory=dict)
+
+    @property
+    def dp(self) -> int:
+        return self.world // (self.tp * self.pp * self.cp)
+
+    @property
+    def expert_dp(self) -> int:
+        return self.world // (self.pp * self.ep * self.etp)
+
+    def key(self, name: str) -> str:
+        return self.keys.get(name, name)
+
+
+def stage_patterns(arch: Architecture, setup: MegatronSetup) -> list[str]:
+    """The layer pattern of each pipeline stage, split as Megatron-Core splits it."""
+    layers, pp = arch.pattern, setup.pp
+    if pp == 1:
+        return [layers]
+    first = setup.first_stage_layers
+    last = setup.last_stage_layers
+    head = layers[:first] if first else ""
+    tail = layers[len(layers) - last :] if last else ""
+    middle = layers[len(head) : len(layers) - len(tail)]
+    inner = pp - bool(head) - bool(tail)
+    size = -(-len(middle) // inner) if inner else 0
+    chunks = [middle[i * size : (i + 1) * size] for i in range(inner)]
+    return [s for s in ([head] if head else []) + chunks + ([tail] if tail else [])]
+
+
+def training_terms(arch: Architecture, setup: MegatronSetup) -> tuple[Term, ...]:
+    """The terms of the pipeline stage with the largest total."""
+    stages = stage_patterns(arch, setup)
+    best: tuple[Term, ...] = ()
+    for index, pattern in enumerate(stages):
+        candidate = _stage_terms(
+            arch, setup, pattern, first=index == 0, last=index == len(stages) - 1
+        )
+        if sum(t.bytes for t in candidate) > sum(t.bytes for t in best):
+            best = candidate
+    return best
+
+
+def _stage_terms(
+    arch: Architecture, setup: MegatronSetup, pattern: str, *, first: bool, last: bool
+) -> tuple[Term, ...]:
+    s = setup
+    count = params.stack(arch, pattern)
+    dense, vision = count.dense, 0
+    if first:
+        dense += params.embedding(arch)
+        vision = arch.vision.params if arch.vision is not None else 0
+    if last:
+        dense += params.output_layer(arch)
+        if s.mtp:
+            mtp = params.mtp(arch)
+            dense, count = dense + mtp.dense, params.Count(count.dense, count.expert + mtp.expert)
+    dense_per_gpu = (dense + vision) / s.tp
+    expert_per_gpu = count.expert / (s.ep * s.etp)
+    per_gpu = dense_per_gpu + expert_per_gpu
+    trained_dense = (dense * s.train_language + vision * s.train_vision) / s.tp
+    trained_expert = expert_per_gpu * s.train_language
+    trained = trained_dense + trained_expert
+    parallel = ["tp", "pp"] + (["ep", "etp"] if count.expert else [])
+    shrink_weights = tuple(s.key(k) for k in parallel)
+
+    # ZeRO-1: the distributed optimizer shards fp32 master weights and both moments over the
+    # data-parallel ranks (with CP) for dense parameters, and over expert-DP for experts.
+    if s.distributed_optimizer:
+        optimizer_params = trained_dense / (s.dp * s.cp) + trained_expert / s.expert_dp
+    else:
+        optimizer_params = trained
+    optimizer = optimizer_params * ADAM_BYTES * (1 - s.optimizer_offload)
+
+    activations, peak_layer = _activations(arch, s, pattern, first=first, last=last)
+    logits = _logits(arch, s) if last else 0.0
+    return terms(
+        Term(
+            "weights (bf16)",
+            per_gpu * BF16,
+            shrink_weights,
+            f"{per_gpu / 1e9:.2f}B parameters: {dense_per_gpu / 1e9:.2f}B / TP"
+            + (f" + {expert_per_gpu / 1e9:.2f}B experts / (EP x ETP)" if count.expert else ""),
+        ),
+        Term(
+            f"gradients ({'fp32' if s.grad_bytes == FP32 else 'bf16'})",
+            trained * s.grad_bytes,
+            shrink_weights,
+            f"one per trained parameter ({trained / 1e9:.2f}B), grad_reduce_in_fp32 decides",
+        )
+        if trained
+        else None,
+        None
+        if not trained
+        else Term(
+            "optimizer state (Adam)",
+            optimizer,
+            (s.key("optimizer_offload"), s.key("dp")),
+            f"12 bytes x {optimizer_params / 1e9:.2f}B parameters' shards"
+            + (f", {s.optimizer_offload:.0%} on the host" if s.optimizer_offload else ""),
+        ),
+        Term(
+            "activations",
+            activations,
+            (s.key("recompute"), s.key("tokens"), s.key("cp"), s.key("tp")),
+            f"{len(pattern)} layers x {_in_flight(s):.2f} micro-batches in flight"
+            f" of {s.tokens} tokens / CP {s.cp}",
+        ),
+        Term(
+            "recomputed layer (backward)",
+            peak_layer,
+            (s.key("tokens"), s.key("cp")),
+            "full recompute: one layer's activations rebuilt at a time",
+        )
+        if peak_layer
+        else None,
+        Term(
+            "logits and loss",
+            logits,
+            (s.key("tokens"), s.key("tp"), s.key("cp")),
+            "bf16 logits per prediction depth and one fp32 loss buffer, vocab / TP",
+        )
+        if logits
+        else None,
+        Term(
+            "runtime (CUDA, NCCL)",
+            RUNTIME_ALLOWANCE,
+            (),
+            "CUDA context, NCCL buffers, workspaces: an allowance",
+        ),
+    )
+
+
+def _in_flight(s: MegatronSetup) -> float:
+    """Micro-batches whose activations the first stage holds at the peak of 1F1B."""
+    if s.pp == 1:
+        return 1.0
+    interleave = 1 + (s.pp - 1) / (s.pp * s.vpp) if s.vpp > 1 else 1.0
+    return s.pp * interleave
+
+
+def _activations(
+    arch: Architecture, s: MegatronSetup, pattern: str, *, first: bool, last: bool
+) -> tuple[float, float]:
+    """(stored activations of the stage, one layer rebuilt under full recompute)."""
+    tokens = s.tokens / s.cp
+    sp = s.tp if s.sequence_parallel else 1
+    per_layer = [layer_activations(arch, s, kind, tokens, sp) for kind in pattern]
+    if s.recompute == "full":
+        # Only each layer's input survives the forward pass (sequence-parallel sharded).
+        stored = len(pattern) * BF16 * tokens * arch.hidden / sp
+        rebuilt = max(per_layer, default=0.0)
+    else:
+        stored, rebuilt = sum(per_layer), 0.0
+    if first:
+        stored += BF16 * tokens * arch.hidden / sp  # the embedding's output
+    if last and s.mtp and arch.mtp_pattern:
+        stored += arch.mtp_depth * sum(
+            layer_activations(arch, s, kind, tokens, sp) for kind in arch.mtp_pattern
+        )
+    return stored * _in_flight(s), rebuilt
+
+
+def layer_activations(
+    arch: Architecture, s: MegatronSetup, kind: str, tokens: float, sp: int
+) -> float:
+    """Bytes one layer keeps for its backward pass, per micro-batch, on one rank."""
+    h, t = arch.hidden, s.tp
+    rebuilt = set(s.recompute_modules) if s.recompute == "selective" else set()
+    # The pre-norm's input and output, sequence-parallel sharded (Korthikanti et al. 2022);
+    # recomputing the norm keeps only its input.
+    norm = (1 if "layernorm" in rebuilt else 2) * BF16 * tokens * h / sp
+    if kind == params.ATTENTION:
+        q, kv = arch.attention_heads * arch.head_dim, arch.kv_heads * arch.head_dim
+        qkv = BF16 * tokens * (q + 2 * kv) / t
+        context = BF16 * tokens * q / t  # the attention output, also the projection's input
+        stats = FP32 * tokens * arch.attention_heads / t  # flash attention's log-sum-exp
+        scores = 0.0
+        if not s.fused_attention and "core_attn" not in rebuilt:
+            # Unfused: the score matrix and its softmax, a x s^2 each (Korthikanti et al.).
+            sequence = s.tokens / s.cp
+            scores = 2 * BF16 * arch.attention_heads / t * sequence * tokens
+        return norm + qkv + context + stats + scores
+    if kind == params.MAMBA:
+        m = arch.mamba
+        assert m is not None
+        # Megatron-Core's Mamba mixer runs mamba_ssm's fused split-conv1d-scan (Dao & Gu 2024,
+        # ssd_combined.py, MambaSplitConv1dScanCombinedFn): it saves the input projection's
+        # output (z, x, B, C, dt) and the scan's output, and rebuilds the convolution and the
+        # per-chunk states in the backward pass.
+        projected = BF16 * tokens * (2 * m.inner + 2 * m.groups * m.state_size + m.num_heads) / t
+        scanned = BF16 * tokens * m.inner / t
+        return norm + projected + scanned
+    if kind == params.MOE:
+        e = arch.moe
+        assert e is not None
+        if "moe" in rebuilt:  # the whole MoE block rebuilt from its input
+            return norm
+        local = tokens / sp  # a rank routes its sequence-parallel share of the tokens
+        width = e.latent or h
+        up = 2 if e.gated else 1
+        router = 2 * FP32 * local * e.num_experts  # logits and probabilities, fp32
+        shared = (up + 1) * BF16 * tokens * e.shared_ffn / t
+        latent = 2 * BF16 * local * e.latent if e.latent else 0.0
+        # Each token goes to top-k experts; balanced routing gives a rank as many tokens as it
+        # sends. The experts keep their input, their up projection and its activation.
+        routed = local * e.top_k
+        kept_act = 0 if "moe_act" in rebuilt else 1
+        experts = BF16 * routed * (2 * width * s.etp + (up + kept_act) * e.expert_ffn)
+        if "shared_experts" in rebuilt:
+            shared = 0.0
+        return norm + router + shared + latent + experts
+    if kind == params.MLP:
+        if "mlp" in rebuilt:
+            return norm
+        up = 2 if arch.gated_mlp else 1
+        return norm + (up + 1) * BF16 * tokens * arch.ffn / t
+    raise ValueError(f"unknown layer kind {kind!r}")
+
+
+def _logits(arch: Architecture, s: MegatronSetup) -> float:
+    """Each depth's bf16 logits (kept for the backward pass) and one fp32 working buffer of
+    the loss at a time (the fused vocabulary-parallel cross entropy)."""
+    tokens = s.tokens / s.cp
+    depth = 1 + (arch.mtp_depth if s.mtp else 0)
+    return tokens * arch.vocab / s.tp * (depth * BF16 + FP32)
