@@ -8,7 +8,7 @@ script) is the same for all of them, so ``plan`` and ``launch`` only see this pr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar, Literal, Protocol
 
 from recipekit.checking import run_checks
@@ -122,6 +122,12 @@ class Framework(Protocol):
         model card has no architecture, or the framework has no estimator)."""
         ...
 
+    def layout_candidates(
+        self, layout: Any, hardware: Hardware, model: ModelCard
+    ) -> Iterator[tuple[Any, dict[str, Any]]]:
+        """The layouts ``recipekit layout`` tries: each with the overrides that make it."""
+        ...
+
 
 class FrameworkBase:
     """``derive``, ``check`` and ``render``, written once for every framework: a framework
@@ -156,3 +162,8 @@ class FrameworkBase:
         self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
     ) -> MemoryEstimate | None:
         return None
+
+    def layout_candidates(
+        self, layout: Any, hardware: Hardware, model: ModelCard
+    ) -> Iterator[tuple[Any, dict[str, Any]]]:
+        return iter(())

@@ -10,9 +10,13 @@ Whether a tensor-parallel group stays inside NVLink is the node's rule
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
+
+import attrs
 
 from recipekit.errors import Issue
+from recipekit.hardware import NodeType
 
 
 def product_of(factors: Sequence[tuple[str, int]]) -> tuple[int, str]:
@@ -40,3 +44,38 @@ def model_parallel_issue(
         hint=f"data parallel would be {gpus} / {size} = {gpus / size:g}; change one of "
         + ", ".join(f"{section}.{key}" for key, _ in factors),
     )
+
+
+SIZES = (1, 2, 4, 8, 16, 32, 64)
+
+
+@attrs.frozen
+class MegatronSizes:
+    """One Megatron-Core layout: tensor, pipeline, context, expert and expert-tensor sizes."""
+
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    etp: int
+
+    def dp(self, gpus: int) -> int:
+        return gpus // (self.tp * self.pp * self.cp)
+
+
+def megatron_layouts(
+    gpus: int, node: NodeType, num_layers: int, num_experts: int
+) -> Iterator[MegatronSizes]:
+    """Every layout Megatron-Core accepts on ``gpus`` GPUs of ``node``: TP x PP x CP and
+    EP x ETP x PP divide them, TP and ETP stay inside NVLink, PP divides the layers, EP the
+    experts (a dense model has EP 1)."""
+    for tp, pp, cp in itertools.product(SIZES, SIZES[:4], SIZES[:5]):
+        if gpus % (tp * pp * cp) or num_layers % pp or node.tensor_parallel_problem(tp):
+            continue
+        experts = [1] if not num_experts else [e for e in SIZES if num_experts % e == 0]
+        for ep, etp in itertools.product(experts, SIZES[:4]):
+            if gpus % (ep * etp * pp) or (etp > 1 and node.tensor_parallel_problem(etp)):
+                continue
+            if not num_experts and etp > 1:
+                continue
+            yield MegatronSizes(tp, pp, cp, ep, etp)

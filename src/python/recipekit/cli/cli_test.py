@@ -130,3 +130,30 @@ def test_lineage_draws_the_super35_pipeline(tmp_path: Path) -> None:
     svg = out.read_text()
     for name in ("rlvr", "super35-sft-model", "super35-rl-rlvr-model", "mopd-phase2"):
         assert name in svg
+
+
+def test_layout_moves_a_stage_to_other_nodes() -> None:
+    result = CliRunner().invoke(
+        recipekit_cli.cli, ["layout", GB200, "--nodes", "3", "--node", "B200", "--top", "2"]
+    )
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("dapo-gb200 on 3 x B200 (8 x B200, 180 GiB): ")
+    header = ["#", "layout", "peak", "phase", "peak", "%", "headroom", "GiB", "comm"]
+    assert lines[2].split() == header
+    assert "      hardware=Hardware(B200_NODE, num_nodes=3)," in lines
+    assert "layouts tried" in result.stderr  # progress goes to stderr
+
+
+def test_layout_json_and_a_stage_name_with_a_typo() -> None:
+    result = CliRunner().invoke(
+        recipekit_cli.cli, ["layout", GB200, "--top", "1", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["candidates"][0]["overrides"] == {}  # the guide's own layout is the best
+    result = CliRunner().invoke(recipekit_cli.cli, ["layout", "dapo-gb20"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "error: dapo-gb20: no stage of that name (did you mean 'dapo-gb200'"
+    )

@@ -21,7 +21,7 @@ from recipekit.cli.common import (
 from recipekit.cli.in_allocation import IN_ALLOCATION
 from recipekit.cli.pipeline import pipeline
 from recipekit.cli.store import store
-from recipekit.errors import Issue, RecipeError
+from recipekit.errors import Issue, RecipeError, did_you_mean
 from recipekit.loading import load_object
 
 
@@ -137,6 +137,21 @@ def diff(first: str, rest: tuple[str, ...], output_format: str) -> None:
         click.echo(keydiff.report_text(changes, title=title), nl=False)
 
 
+def _resolve_target(target: str) -> str:
+    """MODULE:ATTR for a stage named by MODULE:ATTR, its name or its Pants address."""
+    if ":" in target and "/" not in target:
+        return target
+    from recipekit.review.discover import discover_stages
+
+    name = target.rsplit(":", 1)[-1]
+    stages = discover_stages(_checkout_on_path())
+    for ref in stages:
+        if ref.stage.name == name:
+            return ref.target
+    names = [r.stage.name for r in stages]
+    raise RecipeError([Issue(target, "no stage of that name", hint=did_you_mean(name, names))])
+
+
 def _checkout_on_path() -> Path:
     """The checkout (the current directory), importable so that ``recipes...`` resolves."""
     root = Path.cwd()
@@ -162,6 +177,69 @@ def explain(target: str, key: str, output_format: str, overrides: tuple[str, ...
         click.echo(json.dumps(origin.as_json(), indent=2, default=str))
     else:
         click.echo("\n".join(origin.text()))
+
+
+@cli.command()
+@click.argument("target", metavar="TARGET")
+@click.option(
+    "--cluster",
+    metavar="NAME",
+    help="Search on this cluster profile's nodes (recipes/clusters.py), as many as the stage has.",
+)
+@click.option("--nodes", type=click.IntRange(min=1), help="How many nodes (default: the stage's).")
+@click.option(
+    "--node",
+    "node_name",
+    type=click.Choice(["GB200", "B200", "H100"]),
+    help="The node type (default: the stage's, or the cluster profile's).",
+)
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True)
+@format_option
+@reports_recipe_errors
+def layout(
+    target: str,
+    cluster: str | None,
+    nodes: int | None,
+    node_name: str | None,
+    top: int,
+    output_format: str,
+) -> None:
+    """Every layout of TARGET that passes all checks and fits in memory, best first.
+
+    TARGET is MODULE:ATTR, a stage name or a Pants address. The search tries each Megatron-Core
+    layout (TP, PP, CP, EP, ETP), vLLM's TP and the generation/training split, prices each with
+    the memory estimate, ranks those that fit by a communication proxy (TP and EP inside the
+    NVLink domain, the pipeline bubble), then by the fewest changes and the most headroom, and
+    plans them in that order. It ends with the best as a with_values change to the recipe.
+
+    \b
+      recipekit layout recipes.super35.rl:rlvr --nodes 32 --node B200
+      recipekit layout rlvr --cluster b200-ib
+    """
+    from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE, Hardware
+    from recipekit.layout_search import search, table
+
+    _checkout_on_path()
+    stage = _stage(_resolve_target(target))
+    node = stage.hardware.node
+    if cluster:
+        from recipekit.launch.profiles import find_profile
+
+        node = find_profile(cluster).node
+    if node_name:
+        node = {n.name: n for n in (GB200_NODE, B200_NODE, H100_NODE)}[node_name]
+    hardware = Hardware(node, num_nodes=nodes or stage.hardware.num_nodes)
+
+    def progress(line: str) -> None:
+        click.echo(line, err=True)
+
+    result = search(stage, hardware, top=top, progress=progress)
+    if output_format == "json":
+        click.echo(json.dumps(result.as_json(), indent=2))
+    else:
+        click.echo("\n".join(table(result)))
+    if not result.candidates:
+        sys.exit(1)
 
 
 @cli.command("import-yaml")

@@ -16,6 +16,7 @@ config, which the launcher must pass instead of ``--config config.yaml``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import attrs
@@ -27,7 +28,7 @@ from recipekit.lineage.steps import SavePolicy
 from recipekit.megatron_bridge import MEGATRON_BRIDGE_VERSION
 from recipekit.megatron_bridge.checks import ERROR_CHECKS, WARNING_CHECKS, Check, CheckContext
 from recipekit.megatron_bridge.derivations import RULES
-from recipekit.megatron_bridge.layout import Layout, compute_layout
+from recipekit.megatron_bridge.layout import Layout, compute_layout, layout_candidates
 from recipekit.megatron_bridge.memory import estimate as estimate_memory
 from recipekit.megatron_bridge.schema import MegatronBridgeConfig, recipe_mode
 from recipekit.megatron_bridge.summary import megatron_bridge_summary
@@ -81,6 +82,11 @@ class MegatronBridge(FrameworkBase):
         self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
     ) -> MemoryEstimate | None:
         return estimate_memory(rendered, hardware, model, layout)
+
+    def layout_candidates(
+        self, layout: Any, hardware: Hardware, model: ModelCard
+    ) -> Iterator[tuple[Any, dict[str, Any]]]:
+        return layout_candidates(layout, hardware, model.num_layers, model.num_experts)
 
     def arguments(self, rendered: dict[str, Any]) -> list[str]:
         """What follows the entry point on its command line (not ``--config FILE``)."""

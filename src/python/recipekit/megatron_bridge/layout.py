@@ -7,12 +7,14 @@ regroup the same ranks: expert parallel x expert tensor parallel within each pip
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
 
 from recipekit.hardware import Hardware
 from recipekit.megatron_bridge.schema import MegatronBridgeConfig
+from recipekit.parallelism import megatron_layouts
 
 
 @attrs.frozen(kw_only=True)
@@ -65,3 +67,38 @@ def compute_layout(config: MegatronBridgeConfig, hardware: Hardware) -> Layout:
         expert_parallel=model.expert_model_parallel_size,
         expert_tensor_parallel=model.expert_tensor_parallel_size,
     )
+
+
+MEGATRON_KEYS = {
+    "tp": "model.tensor_model_parallel_size",
+    "pp": "model.pipeline_model_parallel_size",
+    "cp": "model.context_parallel_size",
+    "ep": "model.expert_model_parallel_size",
+    "etp": "model.expert_tensor_parallel_size",
+}
+FIRST_STAGE = "model.num_layers_in_first_pipeline_stage"
+
+
+def layout_candidates(
+    base: Layout, hardware: Hardware, num_layers: int, num_experts: int
+) -> Iterator[tuple[Layout, dict[str, Any]]]:
+    """Every Megatron-Core layout of the stage's GPUs, with the overrides that make it. A
+    pipeline split other than the recipe's is an even one (the first stage's layer count,
+    tuned for the recipe's, is dropped)."""
+    for sizes in megatron_layouts(base.total_gpus, hardware.node, num_layers, num_experts):
+        layout = attrs.evolve(
+            base,
+            nodes=hardware.num_nodes,
+            gpus_per_node=hardware.gpus_per_node,
+            tensor_parallel=sizes.tp,
+            pipeline_parallel=sizes.pp,
+            context_parallel=sizes.cp,
+            expert_parallel=sizes.ep,
+            expert_tensor_parallel=sizes.etp,
+        )
+        overrides: dict[str, Any] = {
+            MEGATRON_KEYS[name]: getattr(sizes, name) for name in MEGATRON_KEYS
+        }
+        if sizes.pp != base.pipeline_parallel:
+            overrides[FIRST_STAGE] = None
+        yield layout, overrides

@@ -90,7 +90,9 @@ class MemoryEstimate:
 
     @property
     def peak(self) -> Phase:
-        return max(self.phases, key=lambda p: p.fraction)
+        """The fullest phase (a vLLM budget, full by design, only when it is alone)."""
+        checked = [p for p in self.phases if p.warn_when_full] or list(self.phases)
+        return max(checked, key=lambda p: p.fraction)
 
     @property
     def headroom_gib(self) -> float:

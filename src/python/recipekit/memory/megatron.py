@@ -23,6 +23,8 @@ Sources, each cited where its formula is used:
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 
 from recipekit.memory import parameters as params
@@ -52,6 +54,8 @@ class MegatronSetup:
     sequence_parallel: bool = False
     # Tokens of one micro-batch (sequence length x micro-batch size, or the packed budget).
     tokens: int
+    # One sequence's length, where it differs from ``tokens`` (micro-batches of several).
+    sequence: int | None = None
     # "none", "selective" (the modules in recompute_modules) or "full" (every layer's input,
     # one layer rebuilt at a time).
     recompute: str = "none"
@@ -71,7 +75,7 @@ class MegatronSetup:
     # Unfused attention stores its a x s^2 score and softmax matrices.
     fused_attention: bool = True
     # What each setting is called in the framework's config, for the "change ..." hint.
-    keys: dict[str, str] = attrs.field(factory=dict)
+    keys: dict[str, str] = attrs.field(factory=dict, eq=False, hash=False)
 
     @property
     def dp(self) -> int:
@@ -101,8 +105,10 @@ def stage_patterns(arch: Architecture, setup: MegatronSetup) -> list[str]:
     return [s for s in ([head] if head else []) + chunks + ([tail] if tail else [])]
 
 
+@functools.lru_cache(maxsize=4096)
 def training_terms(arch: Architecture, setup: MegatronSetup) -> tuple[Term, ...]:
-    """The terms of the pipeline stage with the largest total."""
+    """The terms of the pipeline stage with the largest total (cached: the layout search
+    prices one training layout with every vLLM size)."""
     stages = stage_patterns(arch, setup)
     best: tuple[Term, ...] = ()
     for index, pattern in enumerate(stages):
@@ -218,13 +224,13 @@ def _activations(
     """(stored activations of the stage, one layer rebuilt under full recompute)."""
     tokens = s.tokens / s.cp
     sp = s.tp if s.sequence_parallel else 1
-    per_layer = [layer_activations(arch, s, kind, tokens, sp) for kind in pattern]
+    per_kind = {kind: layer_activations(arch, s, kind, tokens, sp) for kind in set(pattern)}
     if s.recompute == "full":
         # Only each layer's input survives the forward pass (sequence-parallel sharded).
         stored = len(pattern) * BF16 * tokens * arch.hidden / sp
-        rebuilt = max(per_layer, default=0.0)
+        rebuilt = max(per_kind.values(), default=0.0)
     else:
-        stored, rebuilt = sum(per_layer), 0.0
+        stored, rebuilt = sum(pattern.count(k) * v for k, v in per_kind.items()), 0.0
     if first:
         stored += BF16 * tokens * arch.hidden / sp  # the embedding's output
     if last and s.mtp and arch.mtp_pattern:
@@ -247,13 +253,15 @@ def layer_activations(
         q, kv = arch.attention_heads * arch.head_dim, arch.kv_heads * arch.head_dim
         qkv = BF16 * tokens * (q + 2 * kv) / t
         context = BF16 * tokens * q / t  # the attention output, also the projection's input
-        stats = FP32 * tokens * arch.attention_heads / t  # flash attention's log-sum-exp
-        scores = 0.0
-        if not s.fused_attention and "core_attn" not in rebuilt:
-            # Unfused: the score matrix and its softmax, a x s^2 each (Korthikanti et al.).
-            sequence = s.tokens / s.cp
-            scores = 2 * BF16 * arch.attention_heads / t * sequence * tokens
-        return norm + qkv + context + stats + scores
+        if s.fused_attention:
+            core = FP32 * tokens * arch.attention_heads / t  # flash attention's log-sum-exp
+        elif "core_attn" in rebuilt:
+            core = 0.0
+        else:
+            # Unfused: the softmax output, 2 a s^2 b bytes, which both the softmax's backward
+            # and the product with V read (Korthikanti et al.; no dropout in these models).
+            core = BF16 * arch.attention_heads / t * (s.sequence or s.tokens) * tokens
+        return norm + qkv + context + core
     if kind == params.MAMBA:
         m = arch.mamba
         assert m is not None

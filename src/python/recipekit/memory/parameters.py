@@ -8,6 +8,8 @@ shards (``expert``): the two are sharded and their optimizer state reduced over 
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 
 from recipekit.model_card import Architecture
@@ -28,6 +30,7 @@ class Count:
         return self.dense + self.expert
 
 
+@functools.lru_cache(maxsize=256)
 def layer(arch: Architecture, kind: str) -> Count:
     """One layer of the pattern, with its pre-norm."""
     h = arch.hidden
@@ -87,6 +90,7 @@ def mtp(arch: Architecture) -> Count:
     return block
 
 
+@functools.lru_cache(maxsize=1024)
 def stack(arch: Architecture, pattern: str | None = None) -> Count:
     """Every layer of ``pattern`` (default: the whole model's)."""
     count = Count()

@@ -35,7 +35,7 @@ class VllmSetup:
     enforce_eager: bool = False
     # Sequences the stage hands one vLLM instance at once (None: unknown).
     wanted_sequences: int | None = None
-    keys: dict[str, str] = attrs.field(factory=dict)
+    keys: dict[str, str] = attrs.field(factory=dict, eq=False, hash=False)
 
     def key(self, name: str) -> str:
         return self.keys.get(name, name)

@@ -13,6 +13,7 @@ Two versions: ``super-v3`` (the Super V3 container, ``NEMO_RL_VERSION``) and the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -130,6 +131,11 @@ class NemoRLRun:
     ) -> MemoryEstimate | None:
         """Not estimated: like the layout checks, the memory estimate is GRPO's."""
         return None
+
+    def layout_candidates(
+        self, layout: Any, hardware: Hardware, model: ModelCard
+    ) -> Iterator[tuple[Any, dict[str, Any]]]:
+        return iter(())
 
     def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
         section = rendered.get(self.algorithm.removeprefix("xtoken_"), {})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import attrs
@@ -21,7 +22,7 @@ from recipekit.nemo_rl.checks import (
 )
 from recipekit.nemo_rl.derivations import RULES, Derivation
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
-from recipekit.nemo_rl.layout import Layout, compute_layout
+from recipekit.nemo_rl.layout import Layout, compute_layout, layout_candidates
 from recipekit.nemo_rl.memory import estimate as estimate_memory
 from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
 from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig
@@ -72,6 +73,11 @@ class NemoRLGrpo(FrameworkBase):
         self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
     ) -> MemoryEstimate | None:
         return estimate_memory(rendered, hardware, model, layout)
+
+    def layout_candidates(
+        self, layout: Any, hardware: Hardware, model: ModelCard
+    ) -> Iterator[tuple[Any, dict[str, Any]]]:
+        return layout_candidates(layout, hardware, model.num_layers, model.num_experts)
 
 
 def nemo_rl_save_policy(rendered: dict[str, Any], algorithm: str) -> SavePolicy | None:

@@ -7,6 +7,7 @@ every GPU.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -15,6 +16,7 @@ from recipekit.hardware import Hardware
 from recipekit.markers import Marker
 from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
 from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig, Megatron, VllmConfig
+from recipekit.parallelism import SIZES, megatron_layouts
 
 
 @attrs.frozen(kw_only=True)
@@ -139,3 +141,61 @@ def compute_layout(config: GRPOMasterConfig | GRPOMasterConfigMain, hardware: Ha
         teachers=teachers,
         teacher_nodes=teacher_nodes,
     )
+
+
+MEGATRON_KEYS = {
+    "tp": "policy.megatron_cfg.tensor_model_parallel_size",
+    "pp": "policy.megatron_cfg.pipeline_model_parallel_size",
+    "cp": "policy.megatron_cfg.context_parallel_size",
+    "ep": "policy.megatron_cfg.expert_model_parallel_size",
+    "etp": "policy.megatron_cfg.expert_tensor_parallel_size",
+}
+VLLM_TP = "policy.generation.vllm_cfg.tensor_parallel_size"
+GENERATION_NODES = "policy.generation.colocated.resources.num_nodes"
+# Shares of the nodes the search gives generation when it may move the split.
+GENERATION_SHARES = (1 / 4, 1 / 3, 1 / 2, 2 / 3, 3 / 4)
+
+
+def layout_candidates(
+    base: Layout, hardware: Hardware, num_layers: int, num_experts: int
+) -> Iterator[tuple[Layout, dict[str, Any]]]:
+    """Every layout the search tries for a GRPO stage with Megatron training: the generation
+    and training split (non-colocated), vLLM's TP inside a node, and each Megatron-Core layout
+    of the training GPUs; each with the overrides that make it."""
+    if base.backend != "megatron":
+        return
+    per_node = hardware.gpus_per_node
+    nodes = hardware.num_nodes - base.teacher_nodes
+    if base.colocated:
+        splits = [(nodes, nodes)]
+    else:
+        counts = {round(nodes * share) for share in GENERATION_SHARES}
+        if base.training_nodes + base.generation_nodes == nodes:
+            counts.add(base.generation_nodes)
+        splits = sorted((g, nodes - g) for g in counts if 0 < g < nodes)
+    vllm_sizes = [v for v in SIZES if v <= per_node and per_node % v == 0]
+    for gen_nodes, train_nodes in splits:
+        train_gpus = train_nodes * per_node
+        for sizes in megatron_layouts(train_gpus, hardware.node, num_layers, num_experts):
+            for vtp in vllm_sizes:
+                layout = attrs.evolve(
+                    base,
+                    total_gpus=nodes * per_node + base.teacher_nodes * per_node,
+                    generation_nodes=gen_nodes,
+                    generation_gpus=gen_nodes * per_node,
+                    training_nodes=train_nodes,
+                    training_gpus=train_gpus,
+                    tensor_parallel=sizes.tp,
+                    pipeline_parallel=sizes.pp,
+                    context_parallel=sizes.cp,
+                    expert_parallel=sizes.ep,
+                    expert_tensor_parallel=sizes.etp,
+                    vllm_tensor_parallel=vtp,
+                )
+                overrides: dict[str, Any] = {
+                    MEGATRON_KEYS[name]: getattr(sizes, name) for name in MEGATRON_KEYS
+                }
+                overrides[VLLM_TP] = vtp
+                if not base.colocated:
+                    overrides[GENERATION_NODES] = gen_nodes
+                yield layout, overrides

@@ -1,0 +1,248 @@
+"""``recipekit layout``: the layouts of a stage that pass every check and fit, best first.
+
+Each candidate the framework proposes (``Framework.layout_candidates``: Megatron-Core sizes,
+vLLM's TP, the generation/training split) is first priced by the memory estimate alone, which
+is arithmetic; those that fit are ranked by a communication proxy, then by headroom, and planned
+in that order with every check of the plan until ``top`` pass.
+
+The communication proxy, lower is better (a proxy, not a model of time):
+- a tensor- or expert-parallel group that leaves the NVLink domain: +1 each (all-reduce and
+  all-to-all traffic on every layer would cross InfiniBand);
+- the 1F1B pipeline bubble, (PP - 1) / (PP - 1 + m) for m micro-batches a step (Narayanan et
+  al. 2021).
+Inside NVLink, the recipe's own choices stand: among layouts of equal cost the one that changes
+the fewest keys ranks first, so a stage moved to another cluster keeps what still works.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+
+from recipekit.errors import RecipeError
+from recipekit.hardware import Hardware
+from recipekit.memory.estimate import MemoryEstimate
+from recipekit.plan import Plan, make_plan, resolve_run_inputs
+from recipekit.stage import Stage
+
+
+@attrs.frozen
+class Candidate:
+    overrides: dict[str, Any]
+    # The plan made with them, every check passed.
+    plan: Plan
+    headroom_gib: float
+    communication: float
+
+    @property
+    def memory(self) -> MemoryEstimate:
+        assert self.plan.memory is not None
+        return self.plan.memory
+
+    def assignments(self) -> list[str]:
+        return [f"{key}={_yaml_value(value)}" for key, value in self.overrides.items()]
+
+
+@attrs.frozen
+class SearchResult:
+    stage: Stage
+    candidates: tuple[Candidate, ...]
+    tried: int
+    fitting: int
+    seconds: float
+    # The search ran on other hardware than the recipe's.
+    moved: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        hw = self.stage.hardware
+        return {
+            "stage": self.stage.name,
+            "hardware": {"node": hw.node.name, "num_nodes": hw.num_nodes},
+            "tried": self.tried,
+            "fit_in_memory": self.fitting,
+            "candidates": [
+                {
+                    "overrides": c.overrides,
+                    "layout": c.plan.layout.as_json(),
+                    "headroom_gib": round(c.headroom_gib, 2),
+                    "communication": c.communication,
+                    "memory": c.memory.as_json(),
+                }
+                for c in self.candidates
+            ],
+        }
+
+
+def search(
+    stage: Stage,
+    hardware: Hardware | None = None,
+    *,
+    top: int = 10,
+    progress: Callable[[str], None] | None = None,
+) -> SearchResult:
+    """The ``top`` best layouts of ``stage`` (on ``hardware``, when given)."""
+    started = time.perf_counter()
+    moved = hardware is not None and hardware != stage.hardware
+    if hardware is not None:
+        stage = attrs.evolve(stage, hardware=hardware)
+    framework, hw, model = stage.framework, stage.hardware, stage.model
+    config, _ = resolve_run_inputs(stage)
+    config, _ = framework.derive(config, hw)
+    rendered = framework.render(config)
+    base, _, _ = framework.check(config, hw, model)
+    priced: list[tuple[float, int, float, dict[str, Any]]] = []
+    tried = 0
+    for layout, overrides in framework.layout_candidates(base, hw, model):
+        tried += 1
+        estimate = framework.memory(_with(rendered, overrides), hw, model, layout)
+        if estimate is None:
+            continue
+        errors, _ = estimate.issues()
+        if errors:
+            continue
+        proxy = communication(layout, hw, rendered)
+        changes = sum(_lookup(rendered, k) != v for k, v in overrides.items())
+        priced.append((round(proxy, 3), changes, -estimate.headroom_gib, overrides))
+    # Cheapest communication first; among equals, the fewest changes to the recipe, then the
+    # most headroom.
+    priced.sort(key=lambda item: item[:3])
+    if progress is not None:
+        progress(f"{tried} layouts tried, {len(priced)} fit in memory; planning them in order")
+    found: list[Candidate] = []
+    for proxy, _, negative_headroom, overrides in priced:
+        try:
+            plan = make_plan(stage, [f"{k}={_yaml_value(v)}" for k, v in overrides.items()])
+        except RecipeError:
+            continue
+        changed = {k: v for k, v in overrides.items() if _lookup(rendered, k) != v}
+        found.append(Candidate(changed, plan, -negative_headroom, proxy))
+        if len(found) == top:
+            break
+    seconds = time.perf_counter() - started
+    return SearchResult(stage, tuple(found), tried, len(priced), seconds, moved)
+
+
+def communication(layout: Any, hardware: Hardware, rendered: dict[str, Any]) -> float:
+    node = hardware.node
+    domain = node.gpus_per_node * node.nvlink_domain_nodes
+    tp, pp = layout.tensor_parallel, layout.pipeline_parallel
+    ep, etp = layout.expert_parallel, layout.expert_tensor_parallel
+    cost = float(tp > domain) + float(ep * etp > domain)
+    if pp > 1:
+        microbatches = _microbatches(layout, rendered)
+        cost += (pp - 1) / (pp - 1 + microbatches)
+    return cost
+
+
+def _microbatches(layout: Any, rendered: dict[str, Any]) -> int:
+    gpus: int = getattr(layout, "training_gpus", 0) or getattr(layout, "total_gpus", 1)
+    model_parallel = layout.tensor_parallel * layout.pipeline_parallel * layout.context_parallel
+    dp = max(gpus // int(model_parallel), 1)
+    policy = rendered.get("policy") or {}
+    train = rendered.get("train") or {}
+    batch = policy.get("train_global_batch_size") or train.get("global_batch_size") or dp
+    micro = policy.get("train_micro_batch_size") or train.get("micro_batch_size") or 1
+    return max(int(batch) // (dp * int(micro)), 1)
+
+
+def _with(rendered: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``rendered`` with each dotted key set, copying only the dicts on the way."""
+    out = dict(rendered)
+    for key, value in overrides.items():
+        node = out
+        *head, last = key.split(".")
+        for part in head:
+            node[part] = dict(node.get(part) or {})
+            node = node[part]
+        node[last] = value
+    return out
+
+
+def _lookup(rendered: dict[str, Any], key: str) -> Any:
+    node: Any = rendered
+    for part in key.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _yaml_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def table(result: SearchResult) -> Iterator[str]:
+    """The candidates as a table, then the change to the recipe for the best one."""
+    stage = result.stage
+    hw = stage.hardware
+    yield (
+        f"{stage.name} on {hw.num_nodes} x {hw.node.name} ({hw.gpus_per_node} x "
+        f"{hw.node.gpu.model}, {hw.node.gpu.hbm_gib} GiB): {result.tried} layouts tried, "
+        f"{result.fitting} fit in memory, {len(result.candidates)} pass every check "
+        f"({result.seconds:.2f} s)"
+    )
+    if not result.candidates:
+        yield "no layout fits: see the memory of the closest in `plan --set ...`"
+        return
+    yield ""
+    header = ("#", "layout", "peak phase", "peak %", "headroom GiB", "comm")
+    rows = [header]
+    for index, candidate in enumerate(result.candidates, 1):
+        peak = candidate.memory.peak
+        rows.append(
+            (
+                str(index),
+                _layout_text(candidate.plan.layout),
+                peak.name,
+                f"{100 * peak.fraction:.0f}",
+                f"{candidate.headroom_gib:.1f}",
+                f"{candidate.communication:.2f}",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    for row in rows:
+        yield "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+    best = result.candidates[0]
+    yield ""
+    if not best.overrides and not result.moved:
+        yield "the best is the recipe's own layout"
+        return
+    yield "the best as a change to the recipe:"
+    yield f"  {_variable(stage.name)}.with_values("
+    yield "      {"
+    for key, value in best.overrides.items():
+        yield f"          {key!r}: {value!r},"
+    yield "      },"
+    if result.moved:
+        yield f"      hardware=Hardware({_node_constant(hw)}, num_nodes={hw.num_nodes}),"
+    yield "  )"
+
+
+def _variable(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def _node_constant(hardware: Hardware) -> str:
+    return f"{hardware.node.name.upper()}_NODE"
+
+
+def _layout_text(layout: Any) -> str:
+    text = (
+        f"TP{layout.tensor_parallel} PP{layout.pipeline_parallel} CP{layout.context_parallel} "
+        f"EP{layout.expert_parallel} ETP{layout.expert_tensor_parallel}"
+    )
+    if getattr(layout, "generation_nodes", None) and not getattr(layout, "colocated", True):
+        text = (
+            f"gen {layout.generation_nodes} nodes vTP{layout.vllm_tensor_parallel} | train "
+            f"{layout.training_nodes} nodes {text} DP{layout.data_parallel}"
+        )
+    elif hasattr(layout, "vllm_tensor_parallel"):
+        text = f"colocated vTP{layout.vllm_tensor_parallel} | {text} DP{layout.data_parallel}"
+    else:
+        text = f"{text} DP{layout.data_parallel}"
+    return text

@@ -1,0 +1,189 @@
+"""The memory estimate against numbers worked out by hand from its sources, and against what
+upstream measured and counted (Megatron-Bridge's verification card for Nemotron 3 Super)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import attrs
+import pytest
+
+from recipekit.memory import parameters as params
+from recipekit.memory.estimate import GIB, MemoryEstimate, Phase, Term
+from recipekit.memory.megatron import MegatronSetup, layer_activations, training_terms
+from recipekit.memory.vllm import VllmSetup, sequence_bytes
+from recipekit.model_card import (
+    NEMOTRON_3_SUPER_ARCHITECTURE,
+    NEMOTRON_35_SUPER_VL_ARCHITECTURE,
+    Architecture,
+    Mamba2,
+)
+
+SUPER = NEMOTRON_3_SUPER_ARCHITECTURE
+CARD = "megatron-bridge/main/examples/model_verification_cards/nemotron-3-super-120b-a12b/card.yaml"
+
+# A GPT layer as Korthikanti et al. 2022 count it: attention then a 4h MLP, no biases here.
+GPT = Architecture(
+    name="gpt", pattern="*-", hidden=1024, vocab=32000, attention_heads=16, kv_heads=16,
+    head_dim=64, ffn=4096,
+)
+
+
+def _terms(terms: tuple[Term, ...]) -> dict[str, float]:
+    return {t.name: t.bytes for t in terms}
+
+
+def test_super_has_the_checkpoints_parameter_count(reference_dir: Path) -> None:
+    # The verification card states the element count of the Hugging Face checkpoint it imported.
+    text = (reference_dir / CARD).read_text()
+    found = re.search(r"source tensors and\s+([\d,]+)", text)
+    assert found is not None
+    assert params.language_model(SUPER).total == int(found.group(1).replace(",", ""))
+
+
+def test_super_vl_counts_the_seeds_124_453_billion() -> None:
+    # Seed 004, "Model Specifications": 124.453B with the vision stack and MTP.
+    arch = NEMOTRON_35_SUPER_VL_ARCHITECTURE
+    assert arch.vision is not None
+    total = params.language_model(arch).total + arch.vision.params
+    assert round(total / 1e9, 3) == 124.453
+
+
+def test_a_mamba2_layer_counted_by_hand() -> None:
+    # h 4096, 128 heads x 64 (inner 8192), 8 groups of state 128, kernel 4 (Super's).
+    h, inner, bc, heads = 4096, 8192, 2 * 8 * 128, 128
+    in_proj = h * (2 * inner + bc + heads)  # z, x, B, C, dt: 4096 x 18560
+    conv = (inner + bc) * (4 + 1)  # depthwise weights and bias over x, B, C
+    per_head = 3 * heads  # A_log, D, dt_bias
+    norms = h + inner  # the pre-norm and the gated RMSNorm
+    out_proj = inner * h
+    assert params.layer(SUPER, "M").dense == in_proj + conv + per_head + norms + out_proj
+    assert params.layer(SUPER, "M").dense == 109_640_064
+
+
+def test_a_gpt_layer_stores_korthikantis_activations_without_dropout() -> None:
+    # Korthikanti et al. 2022, section 4.1: per layer sbh(34 + 5as/h) bytes with dropout. These
+    # models have none, which removes the three dropout masks (sbh, sbh, as^2b) and the
+    # attention dropout's output (2as^2b): 32sbh + 2as^2b. s 2048, b 1, h 1024, a 16, no TP.
+    s, b, h, a = 2048, 1, 1024, 16
+    setup = MegatronSetup(world=1, tokens=s * b, fused_attention=False)
+    got = sum(layer_activations(GPT, setup, kind, s * b, 1) for kind in "*-")
+    assert got == 32 * s * b * h + 2 * a * s * s * b
+
+
+def test_tensor_and_sequence_parallelism_divide_every_term() -> None:
+    # The paper's equation 5 for TP with SP: sbh(34/t + 5as/(ht)), here without dropout.
+    s, h, a, t = 2048, 1024, 16, 4
+    setup = MegatronSetup(world=4, tp=t, tokens=s, sequence_parallel=True, fused_attention=False)
+    got = sum(layer_activations(GPT, setup, kind, s, t) for kind in "*-")
+    assert got == (32 * s * h + 2 * a * s * s) / t
+
+
+def test_flash_attention_keeps_only_the_row_statistics() -> None:
+    s, h, a = 2048, 1024, 16
+    setup = MegatronSetup(world=1, tokens=s)
+    got = layer_activations(GPT, setup, "*", s, 1)
+    assert got == 12 * s * h + 4 * s * a  # no s^2 term; fp32 log-sum-exp per head and token
+
+
+def test_adam_with_the_distributed_optimizer_is_6_plus_12_over_dp_bytes() -> None:
+    # Megatron-LM's theoretical_memory_usage.py: 18 bytes per parameter, or 6 + 12/DP with the
+    # distributed optimizer (bf16 weights, fp32 gradients, fp32 master weights and moments).
+    dense = Architecture(name="dense", pattern="-" * 8, hidden=4096, vocab=32000, ffn=16384)
+    count = params.language_model(dense).total
+    for distributed, per_param in ((True, 6 + 12 / 8), (False, 18)):
+        setup = MegatronSetup(world=8, tokens=1, distributed_optimizer=distributed)
+        got = _terms(training_terms(dense, setup))
+        state = got["weights (bf16)"] + got["gradients (fp32)"] + got["optimizer state (Adam)"]
+        assert state == pytest.approx(count * per_param)
+
+
+def test_experts_shard_over_ep_and_their_state_over_expert_dp() -> None:
+    # Super on 64 GPUs at TP 1, EP 32: 64 / 32 = 2 expert-data-parallel ranks.
+    setup = MegatronSetup(world=64, ep=32, tokens=1)
+    got = _terms(training_terms(SUPER, setup))
+    dense = params.language_model(SUPER, with_mtp=False).dense
+    expert = params.language_model(SUPER, with_mtp=False).expert
+    assert got["weights (bf16)"] == pytest.approx(2 * (dense + expert / 32))
+    assert got["optimizer state (Adam)"] == pytest.approx(12 * (dense / 64 + expert / 32 / 2))
+
+
+def test_a_mamba2_layers_activations_and_serving_state_by_hand() -> None:
+    # Training, one rank, 4096 tokens: the pre-norm's input and output (2 x 2Th), the fused
+    # scan's saved input projection (2T x 18560) and its output (2T x 8192).
+    tokens, h = 4096, 4096
+    setup = MegatronSetup(world=1, tokens=tokens)
+    expected = tokens * (4 * h + 2 * 18560 + 2 * 8192)
+    assert layer_activations(SUPER, setup, "M", tokens, 1) == expected
+    # Serving at TP 4: per Mamba layer a conv window of 3 steps over (8192 + 2048) / 4 channels
+    # in bf16 and an fp32 SSM state of 128/4 heads x 64 x 128; 40 layers.
+    mamba_only = attrs.evolve(SUPER, pattern="M" * 40)
+    serving = VllmSetup(tp=4, util=0.9, max_model_len=1, ssm_state_bytes=4)
+    per_layer = (10240 // 4) * 3 * 2 + 32 * 64 * 128 * 4
+    assert sequence_bytes(mamba_only, serving) == 40 * per_layer
+
+
+def test_a_vllm_kv_cache_by_hand() -> None:
+    # Super's 8 attention layers, 2 KV heads of 128: at TP 4 each rank keeps one head (vLLM
+    # replicates KV heads when TP exceeds them); keys and values in bf16 for 16384 tokens.
+    attention_only = attrs.evolve(SUPER, pattern="*" * 8, mamba=None)
+    serving = VllmSetup(tp=4, util=0.9, max_model_len=16384)
+    assert sequence_bytes(attention_only, serving) == 8 * 2 * 1 * 128 * 2 * 16384
+    serving = VllmSetup(tp=1, util=0.9, max_model_len=16384, kv_bytes=1)  # fp8 cache
+    assert sequence_bytes(attention_only, serving) == 8 * 2 * 2 * 128 * 1 * 16384
+
+
+def test_the_verified_super_pretraining_fits_and_is_not_underestimated(reference_dir: Path) -> None:
+    # Megatron-Bridge's card, pretrain_performance.H100: 64 H100s at TP1/PP2/CP1/EP32/ETP1,
+    # sequence 4096, micro-batch 1, selective recompute of layernorm, moe_act, moe and
+    # core_attn, no optimizer offload; the recipe trains MTP (2 depths). It measured the peak.
+    text = (reference_dir / CARD).read_text()
+    measured = re.findall(r"Peak device memory is ([\d.]+) GiB allocated and\s+([\d.]+) GiB", text)
+    assert measured
+    setup = MegatronSetup(
+        world=64, pp=2, ep=32, tokens=4096, recompute="selective",
+        recompute_modules=("layernorm", "moe_act", "moe", "core_attn"), mtp=True,
+    )
+    estimate = sum(t.bytes for t in training_terms(SUPER, setup)) / GIB
+    for allocated, reserved in measured:
+        # Never below what PyTorch had allocated, and within 10% of what the GPU had in use
+        # (reserved, plus the CUDA context and NCCL, which PyTorch does not count).
+        assert estimate > float(allocated)
+        assert abs(estimate - float(reserved)) / float(reserved) < 0.10
+    assert estimate < 80  # an H100: the run fits, so must the plan
+
+
+def test_over_hbm_is_an_error_naming_the_two_largest_terms_and_their_keys() -> None:
+    phase = Phase(
+        "training",
+        "training GPUs",
+        (
+            Term("weights (bf16)", 60 * GIB, ("policy.megatron_cfg.tensor_model_parallel_size",)),
+            Term("activations", 30 * GIB, ("policy.megatron_cfg.activation_checkpointing",)),
+            Term("runtime", 3 * GIB),
+        ),
+        80,
+    )
+    errors, warnings = MemoryEstimate(phases=(phase,)).issues()
+    assert warnings == []
+    assert [e.render() for e in errors] == [
+        "memory.training: does not fit: 93.0 GiB of 80.0 GiB (HBM) per GPU (116%) on the "
+        "training GPUs; the largest terms are weights (bf16) 60.0 GiB and activations 30.0 GiB "
+        "(to shrink them change policy.megatron_cfg.tensor_model_parallel_size, "
+        "policy.megatron_cfg.activation_checkpointing)"
+    ]
+
+
+def test_over_ninety_percent_warns() -> None:
+    phase = Phase("training", "training GPUs", (Term("weights", 73 * GIB),), 80)
+    errors, warnings = MemoryEstimate(phases=(phase,)).issues()
+    assert errors == [] and len(warnings) == 1
+    assert "leaves under 10% of HBM free" in warnings[0].message
+
+
+def test_a_mamba_card_needs_its_mamba_block() -> None:
+    broken = Architecture(name="x", pattern="M", hidden=8, vocab=8)
+    with pytest.raises(ValueError, match="Mamba layers but the card none"):
+        params.layer(broken, "M")
+    assert Mamba2(num_heads=2, head_dim=4, state_size=8, groups=1).inner == 8
