@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""Measure Megatron-Core's memory on a real GPU, term by term, and compare recipekit's estimate.
+
+On a machine with a GPU, PyTorch and the ``megatron-core`` wheel (no Transformer Engine: the
+local layer spec, wrapped in ``Float16Module`` as Megatron's training loop wraps it):
+
+    python3 tools/calibrate_memory.py measure --out tools/calibration/h200.json
+
+trains small attention + MLP and attention + MoE models, one per process, with the distributed
+optimizer, at several sequence lengths and micro-batch sizes, with and without full recompute,
+and records for each: the bf16 weights, the gradient buffer, the optimizer state (fp32 master
+weights and Adam's moments, allocated by the first step), the activations stored at the end of
+the forward pass, the peak of a whole training step, and what the process holds outside
+PyTorch's allocator (CUDA context, NCCL). Anywhere, with recipekit importable:
+
+    python3 tools/calibrate_memory.py compare tools/calibration/h200.json
+
+prints, per run and term, the measurement, recipekit's estimate for the same model and layout,
+and the error. ``recipekit/memory/calibration_test.py`` holds the errors within the bounds the
+README states.
+
+Mamba layers are not measured here: Megatron-Core's Mamba mixer needs the ``mamba_ssm`` and
+``causal_conv1d`` CUDA kernels, which cannot be built or carried to the lent GPU (no compiler
+toolchain for them, no network). Their terms are estimated from what the fused kernel saves for
+its backward pass (see ``recipekit/memory/megatron.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+GIB = 1024**3
+
+# Small models of the two kinds of layer that Megatron-Core's local spec builds without
+# Transformer Engine. Each runs at every (sequence, micro-batch, recompute) below.
+MODELS: dict[str, dict[str, Any]] = {
+    "dense": {
+        "layers": 8, "hidden": 2048, "heads": 16, "kv_heads": 4, "ffn": 8192,
+        "experts": 0, "top_k": 0, "expert_ffn": 0, "vocab": 32768,
+    },
+    "moe": {
+        "layers": 8, "hidden": 2048, "heads": 16, "kv_heads": 4, "ffn": 0,
+        "experts": 16, "top_k": 2, "expert_ffn": 2048, "vocab": 32768,
+    },
+}
+RUNS = [
+    (seq, micro, recompute)
+    for seq in (1024, 2048, 4096)
+    for micro in (1, 2)
+    for recompute in ("none", "full")
+]
+
+
+def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
+    """One model, one layout, in this process: the bytes of each term."""
+    import torch
+    import torch.distributed as dist
+    from megatron.core import parallel_state
+    from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    from megatron.core.models.gpt.gpt_model import GPTModel
+    from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer
+    from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
+    from megatron.core.transformer.module import Float16Module
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29517")
+    torch.cuda.set_device(0)
+    dist.init_process_group("nccl", rank=0, world_size=1)
+    parallel_state.initialize_model_parallel(1, 1)
+    model_parallel_cuda_manual_seed(1234)
+    cuda = torch.cuda
+    base = cuda.memory_allocated()
+
+    moe = spec["experts"] > 0
+    config = TransformerConfig(
+        num_layers=spec["layers"],
+        hidden_size=spec["hidden"],
+        num_attention_heads=spec["heads"],
+        num_query_groups=spec["kv_heads"],
+        ffn_hidden_size=spec["expert_ffn"] if moe else spec["ffn"],
+        num_moe_experts=spec["experts"] or None,
+        moe_router_topk=spec["top_k"] or 2,
+        moe_token_dispatcher_type="alltoall",
+        moe_aux_loss_coeff=0.0,
+        add_bias_linear=False,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+        normalization="RMSNorm",
+        bf16=True,
+        params_dtype=torch.bfloat16,
+        pipeline_dtype=torch.bfloat16,
+        recompute_granularity="full" if spec["recompute"] == "full" else None,
+        recompute_method="uniform" if spec["recompute"] == "full" else None,
+        recompute_num_layers=1 if spec["recompute"] == "full" else None,
+    )
+    layer_spec = get_gpt_layer_local_spec(
+        num_experts=spec["experts"] or None, moe_grouped_gemm=False, normalization="RMSNorm"
+    )
+    model = GPTModel(
+        config=config,
+        transformer_layer_spec=layer_spec,
+        vocab_size=spec["vocab"],
+        max_sequence_length=spec["seq"],
+        position_embedding_type="none",
+    ).cuda()
+    model = Float16Module(config, model)
+    weights = cuda.memory_allocated() - base
+    ddp_config = DistributedDataParallelConfig(
+        grad_reduce_in_fp32=True, use_distributed_optimizer=True, overlap_grad_reduce=False
+    )
+    model = DistributedDataParallel(config, ddp_config, model)
+    gradients = cuda.memory_allocated() - base - weights
+    optimizer = get_megatron_optimizer(
+        OptimizerConfig(
+            optimizer="adam", lr=1e-5, bf16=True, use_distributed_optimizer=True,
+            params_dtype=torch.bfloat16,
+        ),
+        [model],
+    )
+    master = cuda.memory_allocated() - base - weights - gradients
+
+    seq, micro = spec["seq"], spec["micro_batch"]
+    tokens = torch.randint(0, spec["vocab"], (micro, seq), device="cuda")
+    position = torch.arange(seq, device="cuda").unsqueeze(0).expand(micro, -1)
+    mask = torch.ones(1, 1, seq, seq, dtype=torch.bool, device="cuda").tril().logical_not()
+
+    def step(record: dict[str, int] | None) -> None:
+        model.zero_grad_buffer()
+        optimizer.zero_grad()
+        before = cuda.memory_allocated()
+        cuda.reset_peak_memory_stats()
+        loss = model(tokens, position, mask, labels=tokens).float().mean()
+        stored = cuda.memory_allocated() - before
+        loss.backward()
+        optimizer.step()
+        cuda.synchronize()
+        if record is not None:
+            record["stored_activations"] = stored
+            record["step_peak_over_state"] = cuda.max_memory_allocated() - before
+
+    state_before = cuda.memory_allocated()
+    step(None)  # Adam's moments are allocated by the first step
+    moments = cuda.memory_allocated() - state_before
+    record: dict[str, int] = {}
+    step(record)
+    free, total = cuda.mem_get_info()
+    result = {
+        **spec,
+        "weights": weights,
+        "gradients": gradients,
+        "optimizer": master + moments,
+        **record,
+        "peak_allocated": cuda.max_memory_allocated() - base,
+        "reserved": cuda.memory_reserved(),
+        "outside_pytorch": (total - free) - cuda.memory_reserved(),
+        "gpu": cuda.get_device_name(),
+        "torch": torch.__version__,
+    }
+    dist.destroy_process_group()
+    return result
+
+
+def measure(out: Path) -> int:
+    results = []
+    specs = [
+        {"name": name, **model, "seq": seq, "micro_batch": micro, "recompute": recompute}
+        for name, model in MODELS.items()
+        for seq, micro, recompute in RUNS
+    ]
+    for index, spec in enumerate(specs, 1):
+        print(f"[{index}/{len(specs)}] {spec['name']} seq {spec['seq']} x {spec['micro_batch']}"
+              f" recompute {spec['recompute']}", flush=True)
+        done = subprocess.run(
+            [sys.executable, __file__, "one", json.dumps(spec)],
+            capture_output=True, text=True, check=False,
+        )
+        if done.returncode != 0:
+            print(done.stderr[-3000:], file=sys.stderr)
+            results.append({**spec, "error": done.stderr[-500:]})
+            continue
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"runs": results}, indent=1) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+def estimate(run: dict[str, Any]) -> dict[str, float]:
+    """recipekit's terms for the run's model and layout (bytes)."""
+    from recipekit.memory.megatron import MegatronSetup, training_terms
+    from recipekit.model_card import Architecture, MoE
+
+    moe = run["experts"] > 0
+    arch = Architecture(
+        name=run["name"],
+        pattern=("*E" if moe else "*-") * run["layers"],
+        hidden=run["hidden"],
+        vocab=run["vocab"],
+        attention_heads=run["heads"],
+        kv_heads=run["kv_heads"],
+        head_dim=run["hidden"] // run["heads"],
+        ffn=run["ffn"],
+        moe=MoE(num_experts=run["experts"], top_k=run["top_k"], expert_ffn=run["expert_ffn"])
+        if moe
+        else None,
+    )
+    setup = MegatronSetup(
+        world=1,
+        tokens=run["seq"] * run["micro_batch"],
+        sequence=run["seq"],
+        recompute=run["recompute"],
+        fused_attention=False,  # the local spec's attention is unfused
+    )
+    terms = {t.name: t.bytes for t in training_terms(arch, setup)}
+    stored = terms.get("activations", 0.0) + terms.get("logits and loss", 0.0)
+    return {
+        "weights": terms["weights (bf16)"],
+        "gradients": terms["gradients (fp32)"],
+        "optimizer": terms["optimizer state (Adam)"],
+        "stored_activations": stored,
+        "peak_allocated": sum(v for k, v in terms.items() if not k.startswith("runtime")),
+        "outside_pytorch": terms["runtime (CUDA, NCCL)"],
+    }
+
+
+TERMS = ("weights", "gradients", "optimizer", "stored_activations", "peak_allocated")
+
+
+def errors(runs: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Per term, the relative error (estimate - measured) / measured of every run."""
+    found: dict[str, list[float]] = {term: [] for term in TERMS}
+    for run in runs:
+        if "error" in run:
+            continue
+        guess = estimate(run)
+        for term in TERMS:
+            found[term].append((guess[term] - run[term]) / run[term])
+    return found
+
+
+def compare(path: Path) -> int:
+    runs = json.loads(path.read_text())["runs"]
+    print("| run | term | measured GiB | estimate GiB | error |")
+    print("|---|---|---|---|---|")
+    for run in runs:
+        label = f"{run['name']} s{run['seq']} b{run['micro_batch']} {run['recompute']}"
+        if "error" in run:
+            print(f"| {label} | failed | | | |")
+            continue
+        guess = estimate(run)
+        for term in (*TERMS, "outside_pytorch"):
+            got, want = run[term], guess[term]
+            print(f"| {label} | {term} | {got / GIB:.3f} | {want / GIB:.3f} | "
+                  f"{100 * (want - got) / got:+.0f}% |")
+    print()
+    for term, values in errors(runs).items():
+        if values:
+            print(f"{term}: error {100 * min(values):+.0f}% to {100 * max(values):+.0f}%")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("measure", help="on a GPU: measure every run, write JSON")
+    run.add_argument("--out", type=Path, required=True)
+    one = sub.add_parser("one", help="(internal) measure one run in this process")
+    one.add_argument("spec")
+    cmp = sub.add_parser("compare", help="measured against recipekit's estimate")
+    cmp.add_argument("file", type=Path)
+    args = parser.parse_args()
+    if args.command == "measure":
+        return measure(args.out)
+    if args.command == "one":
+        print(json.dumps(measure_one(json.loads(args.spec))))
+        return 0
+    return compare(args.file)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
