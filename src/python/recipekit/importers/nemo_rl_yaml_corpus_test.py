@@ -1,5 +1,10 @@
 """Every NeMo-RL YAML of the shared corpus, both branches: compile(import(yaml)) is the config
-NeMo-RL loads from the YAML (``yaml_loader.expand``), key for key.
+NeMo-RL loads from the YAML, key for key.
+
+The oracle is not recipekit's loader (the importer reads YAML with it, so a loader bug would pass
+on both sides): it is ``tools/fetch_reference.nemo_rl_expand``, OmegaConf's own load and resolve
+with NeMo-RL's inheritance and resolvers, written separately from NeMo-RL's documented
+behaviour. recipekit's loader (``yaml_loader.expand``) is held to the same oracle below.
 
 Each file is imported with the environment variables its ``${oc.env:...}`` read unset (they are
 run-time references, not read at import), and compared with them set: the compiled config is
@@ -21,6 +26,7 @@ from recipekit.importers.nemo_rl_yaml import compile_object, import_yaml
 from recipekit.loading import load_object
 from recipekit.nemo_rl.yaml_loader import expand
 from recipekit.review.keydiff import diff
+from tools.fetch_reference import nemo_rl_expand
 
 REFERENCE = Path(os.environ.get("RECIPEKIT_REFERENCE_DIR", ".reference"))
 CORPUS = REFERENCE / "nemo-rl"
@@ -67,8 +73,17 @@ def test_round_trip_key_for_key(name: str, tmp_path: Path, monkeypatch: pytest.M
 
     for variable, value in ENVIRONMENT.items():
         monkeypatch.setenv(variable, value)
-    changes = diff(expand(path), _as_nemo_rl_resolves(compiled))
+    changes = diff(nemo_rl_expand(path), _as_nemo_rl_resolves(compiled))
     assert [c for c in changes if not (c.kind == "added" and c.key in imported.added)] == []
+
+
+@pytest.mark.parametrize("name", ROUND_TRIP)
+def test_recipekits_loader_agrees_with_omegaconf(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable, value in ENVIRONMENT.items():
+        monkeypatch.setenv(variable, value)
+    assert diff(nemo_rl_expand(CORPUS / name), expand(CORPUS / name)) == []
 
 
 def _as_nemo_rl_resolves(config: dict[str, object]) -> object:

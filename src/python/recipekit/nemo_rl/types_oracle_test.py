@@ -4,7 +4,9 @@ NeMo-RL declares its config as ``TypedDict`` (and, on newer branches, pydantic) 
 at ``MasterConfig``. They are read here from NeMo-RL's source at the pinned commits (the
 reference data, ``3rdparty/reference/manifest.toml``) with ``ast``: never imported, nothing of
 recipekit in between. A compiled config is checked against them: keys NeMo-RL requires and the
-config omits, and keys it does not declare. NeMo-RL's own configs diverge too (its YAMLs set
+config omits, keys it does not declare, and values not of the declared type (int, float, str,
+bool, None, Literal, list, dict and the config classes; an annotation the reader cannot judge,
+a type alias say, passes). NeMo-RL's own configs diverge too (its YAMLs set
 keys its worker code reads with ``.get()``), so the test is: recipekit introduces no divergence
 that the upstream config it ports does not already have, both measured by the same types.
 """
@@ -160,6 +162,10 @@ class Types:
                     issues.append(f"{path}{key}: required by {name}, missing")
                 continue
             sub = value[key]
+            wrong = self.type_issue(sub, ann, module)
+            if wrong:
+                issues.append(f"{path}{key} = {sub!r}: {wrong} ({name})")
+                continue
             if isinstance(sub, dict):
                 configs = [
                     r
@@ -177,6 +183,45 @@ class Types:
                 f"{path}{key}: not declared by {name}" for key in value if key not in declared
             ]
         return issues
+
+    def type_issue(self, value: Any, ann: ast.expr, module: str) -> str:
+        """Why ``value`` is not of type ``ann``; "" when it is, or when that cannot be told."""
+        members = self.members(ann)
+        if any(self._matches(value, member, module) is not False for member in members):
+            return ""
+        return f"not {ast.unparse(ann)}"
+
+    def _matches(self, value: Any, ann: ast.expr, module: str) -> bool | None:
+        """Whether ``value`` is an ``ann``; None when the annotation is beyond this reader."""
+        text = ast.unparse(ann)
+        if isinstance(ann, ast.Constant) and ann.value is None or text == "None":
+            return value is None
+        scalars: dict[str, Any] = {
+            "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+            "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+            "str": lambda v: isinstance(v, str),
+            "bool": lambda v: isinstance(v, bool),
+        }
+        if text in scalars:
+            return bool(scalars[text](value))
+        if text in ("Any", "typing.Any", "object"):
+            return True
+        if isinstance(ann, ast.Subscript):
+            head = ast.unparse(ann.value).removeprefix("typing.")
+            if head == "Literal":
+                items = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+                allowed = [i.value for i in items if isinstance(i, ast.Constant)]
+                return value in allowed if len(allowed) == len(items) else None
+            if head in ("list", "List", "Sequence", "tuple", "Tuple"):
+                return isinstance(value, list)
+            if head in ("dict", "Dict", "Mapping"):
+                return isinstance(value, dict)
+            return None
+        if isinstance(ann, ast.Name):
+            resolved = self.resolve(module, ann.id)
+            if resolved is not None and self.is_config(resolved):
+                return isinstance(value, dict)
+        return None
 
     def allows_extra(self, qualified: str) -> bool:
         """A pydantic class with ``extra="allow"`` takes keys it does not declare."""
@@ -233,9 +278,10 @@ def test_the_oracle_sees_what_recipekit_would_get_wrong(super_v3: Types) -> None
     config = make_plan(dapo_gb200).framework_config
     assert _divergences(super_v3, config) == _divergences(super_v3, config)  # deterministic
     broken = {**config, "grpo": {k: v for k, v in config["grpo"].items() if k != "max_num_steps"}}
-    broken["checkpointing"] = {**config["checkpointing"], "save_every": 10}
+    broken["checkpointing"] = {**config["checkpointing"], "save_every": 10, "enabled": "yes"}
     found = _divergences(super_v3, broken) - _divergences(super_v3, config)
     assert found == {
         "grpo.max_num_steps: required by GRPOConfig, missing",
         "checkpointing.save_every: not declared by CheckpointingConfig",
+        "checkpointing.enabled = 'yes': not bool (CheckpointingConfig)",
     }
