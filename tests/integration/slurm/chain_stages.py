@@ -14,11 +14,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import attrs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_stages import FAKE_NODE  # noqa: E402
+from fake_stages import FAKE_NODE, stand_in  # noqa: E402
 
 from recipekit.hardware import Hardware  # noqa: E402
 from recipekit.lineage import ArtifactRef, Import, Pipeline, StageLineage  # noqa: E402
@@ -59,10 +58,10 @@ PIPELINE = Pipeline(
 
 # Megatron-Bridge, one process per GPU: 8 ranks over the two nodes (as fake_stages.per_gpu).
 # The stand-in for run_recipe.py needs no Megatron-Bridge checkout (code=()).
-pretrain = attrs.evolve(
+pretrain = stand_in(
     pretrain_tiny, hardware=TWO_NODES, lineage=PIPELINE.stage("pretrain-tiny"), code=()
 )
-sft = attrs.evolve(sft_tiny, hardware=TWO_NODES, lineage=PIPELINE.stage("sft-tiny"), code=())
+sft = stand_in(sft_tiny, hardware=TWO_NODES, lineage=PIPELINE.stage("sft-tiny"), code=())
 
 # NeMo-RL under Ray: one generation node, one training node of 4 GPUs.
 SMALL_RL = {
@@ -74,10 +73,8 @@ SMALL_RL = {
     "checkpointing.save_period": SAVE_PERIOD,
     "checkpointing.keep_top_k": 1,
 }
-rl = attrs.evolve(
-    rlvr.with_values(SMALL_RL, hardware=TWO_NODES), lineage=PIPELINE.stage("rlvr")
-)
-teacher = attrs.evolve(
+rl = stand_in(rlvr.with_values(SMALL_RL, hardware=TWO_NODES), lineage=PIPELINE.stage("rlvr"))
+teacher = stand_in(
     teacher_reasoning.with_values(SMALL_RL, hardware=TWO_NODES),
     lineage=PIPELINE.stage("teacher-reasoning"),
 )

@@ -8,7 +8,9 @@ stage's script calls it, and submits, with the real ``sbatch`` of the test clust
 given partition and account that writes down what it saw (node, partition, account, the image
 and checkpoint it was told to serve) to ``<execution.output_dir>/seen.json``. It prints the
 job id as ``submitted batch job N``, and exits 2 on arguments the real launcher would refuse.
-Standard library only: it runs with the submit host's Python.
+It reads the ``config.yaml`` it is handed, as the real launcher does (whose own rendering of
+that file is checked in ``recipekit/nemo_evaluator/launcher_oracle_test.py``). It runs with
+the submit host's Python and its PyYAML (Debian's python3-yaml).
 """
 
 import json
@@ -16,6 +18,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import yaml
 
 SITE_KEYS = ("execution.hostname", "execution.account", "execution.partition", "deployment.image")
 
@@ -56,8 +60,10 @@ def main(argv: list[str]) -> int:
     if not config_file.is_file() or missing:
         print(f"fake-evaluator-launcher: config {config_file}, missing {missing}", flush=True)
         return 2
-    # The run directory's plan.json holds the rendered config as JSON (no YAML parser here).
-    config = json.loads((config_file.parent / "plan.json").read_text())["config"]
+    config = yaml.safe_load(config_file.read_text())
+    if not isinstance(config, dict) or "deployment" not in config:
+        print(f"fake-evaluator-launcher: {config_file} is not an evaluation config", flush=True)
+        return 2
     output_dir = Path(config["execution"]["output_dir"])
     output_dir.mkdir(parents=True, exist_ok=True)
     told = {

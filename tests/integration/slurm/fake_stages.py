@@ -4,17 +4,19 @@ The packaged stage launcher loads a stage from here by path (``RECIPEKIT_STAGE=<
 file>:per_gpu``), plans it, submits it and runs it under Slurm as it would on a cluster. The
 stages are the repository's own, with their real frameworks (Megatron-Bridge launches one
 process per GPU, NeMo Evaluator's launcher submits its own job); only the hardware is the test cluster's:
-nodes of 4 GPUs (H100s, for the stages' memory checks) of this host's CPU architecture.
+nodes of 4 GPUs (H100s) of this host's CPU architecture, running stand-ins that load no model.
 """
 
 from __future__ import annotations
 
 import platform
+from typing import Any
 
 import attrs
 
 from recipekit.hardware import H100, CpuArch, Hardware, Interconnect, NodeType
 from recipekit.megatron_bridge.framework import MEGATRON_BRIDGE
+from recipekit.stage import Stage
 from recipes.super35.evaluation import evaluation
 from recipes.super35.sft import sft_tiny
 
@@ -26,13 +28,22 @@ FAKE_NODE = NodeType(
     interconnect=Interconnect.INFINIBAND,
 )
 
+
+def stand_in(stage: Stage, **changes: Any) -> Stage:
+    """``stage`` on the test cluster, its entry point a stand-in that loads no model: the plan
+    estimates no memory for it (a model card without architecture). The 120B model would not
+    fit these few GPUs, and nothing here runs it."""
+    model = attrs.evolve(stage.model, architecture=None)
+    return attrs.evolve(stage, model=model, **changes)
+
+
 # SFT smoke test (seed 004's `sft -c tiny`): 8 GPUs, here two nodes of four: 8 ranks.
 # The stand-in for run_recipe.py needs no Megatron-Bridge checkout (code=()).
-per_gpu = attrs.evolve(sft_tiny, hardware=Hardware(FAKE_NODE, num_nodes=2), code=())
+per_gpu = stand_in(sft_tiny, hardware=Hardware(FAKE_NODE, num_nodes=2), code=())
 
 # Evaluation (seed 004's stage 3): `nemo-evaluator-launcher run --config config.yaml`, once,
 # on the submit host; the launcher submits the job.
-delegated = attrs.evolve(evaluation, hardware=Hardware(FAKE_NODE, num_nodes=1))
+delegated = stand_in(evaluation, hardware=Hardware(FAKE_NODE, num_nodes=1))
 
 # The same SFT stage started head-only, to see one process on the first of several nodes.
 head_of_two = attrs.evolve(
