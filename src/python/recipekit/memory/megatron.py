@@ -16,9 +16,9 @@ Sources, each cited where its formula is used:
   rebuilds the convolution and the chunk states in the backward pass;
 - in-flight micro-batches of the 1F1B schedule: Narayanan et al. 2021 (the first stage holds
   ``PP`` micro-batches; an interleaved schedule adds ``(PP - 1) / (PP x VPP)`` of that);
-- the loss: every prediction depth (the model's and each MTP depth's) keeps its bf16 logits
-  for the backward pass; the fused vocabulary-parallel cross entropy works in fp32 on one at a
-  time.
+- the loss: every prediction depth (the model's and each MTP depth's) keeps its logits in fp32
+  for the backward pass of the vocabulary-parallel cross entropy, beside the bf16 logits of the
+  depth being scored.
 """
 
 from __future__ import annotations
@@ -153,6 +153,12 @@ def _stage_terms(
 
     activations, peak_layer = _activations(arch, s, pattern, first=first, last=last)
     logits = _logits(arch, s) if last else 0.0
+    # The optimizer step comes after the backward pass, when the activations are gone: PyTorch's
+    # multi-tensor Adam (torch/optim/adam.py, _multi_tensor_adam) builds one fp32 temporary per
+    # parameter (the square root of the second moment). It adds to the peak only where it
+    # exceeds what the forward and backward passes held (measured, tools/calibrate_memory.py).
+    step = optimizer_params * FP32 * (1 - s.optimizer_offload)
+    step_beyond = max(0.0, step - activations - peak_layer - logits)
     return terms(
         Term(
             "weights (bf16)",
@@ -189,7 +195,7 @@ def _stage_terms(
             "recomputed layer (backward)",
             peak_layer,
             (s.key("tokens"), s.key("cp")),
-            "full recompute: one layer's activations rebuilt at a time",
+            "full recompute: one layer rebuilt at a time, and its gradients",
         )
         if peak_layer
         else None,
@@ -197,9 +203,17 @@ def _stage_terms(
             "logits and loss",
             logits,
             (s.key("tokens"), s.key("tp"), s.key("cp")),
-            "bf16 logits per prediction depth and one fp32 loss buffer, vocab / TP",
+            "fp32 logits per prediction depth and one depth's bf16 logits, vocab / TP",
         )
         if logits
+        else None,
+        Term(
+            "optimizer step (beyond activations)",
+            step_beyond,
+            (s.key("optimizer_offload"), s.key("dp")),
+            "Adam's fp32 working buffer, where larger than the activations it follows",
+        )
+        if step_beyond
         else None,
         Term(
             "runtime (CUDA, NCCL)",
@@ -226,9 +240,11 @@ def _activations(
     sp = s.tp if s.sequence_parallel else 1
     per_kind = {kind: layer_activations(arch, s, kind, tokens, sp) for kind in set(pattern)}
     if s.recompute == "full":
-        # Only each layer's input survives the forward pass (sequence-parallel sharded).
+        # Only each layer's input survives the forward pass (sequence-parallel sharded). In
+        # the backward pass one layer at a time is rebuilt, and its activations' gradients sit
+        # beside it (measured: twice the layer, tools/calibrate_memory.py).
         stored = len(pattern) * BF16 * tokens * arch.hidden / sp
-        rebuilt = max(per_kind.values(), default=0.0)
+        rebuilt = 2 * max(per_kind.values(), default=0.0)
     else:
         stored, rebuilt = sum(pattern.count(k) * v for k, v in per_kind.items()), 0.0
     if first:
@@ -258,9 +274,12 @@ def layer_activations(
         elif "core_attn" in rebuilt:
             core = 0.0
         else:
-            # Unfused: the softmax output, 2 a s^2 b bytes, which both the softmax's backward
-            # and the product with V read (Korthikanti et al.; no dropout in these models).
-            core = BF16 * arch.attention_heads / t * (s.sequence or s.tokens) * tokens
+            # Unfused (Megatron-Core's local DotProductAttention): per score element, the fp32
+            # softmax output its backward reads, the bf16 probabilities the product with V reads
+            # and the causal mask's byte, 7 a s^2 b bytes (Korthikanti et al. count 2 a s^2 b for
+            # a bf16 softmax; measured 6.9 by tools/calibrate_memory.py on an H200).
+            scores = arch.attention_heads / t * (s.sequence or s.tokens) * tokens
+            core = (FP32 + BF16 + 1) * scores
         return norm + qkv + context + core
     if kind == params.MAMBA:
         m = arch.mamba
@@ -300,8 +319,9 @@ def layer_activations(
 
 
 def _logits(arch: Architecture, s: MegatronSetup) -> float:
-    """Each depth's bf16 logits (kept for the backward pass) and one fp32 working buffer of
-    the loss at a time (the fused vocabulary-parallel cross entropy)."""
+    """Each prediction depth's fp32 logits, which the vocabulary-parallel cross entropy keeps
+    for its backward pass, and the bf16 logits of the depth being scored (measured: 4 bytes a
+    logit stored after the forward pass, tools/calibrate_memory.py)."""
     tokens = s.tokens / s.cp
     depth = 1 + (arch.mtp_depth if s.mtp else 0)
-    return tokens * arch.vocab / s.tp * (depth * BF16 + FP32)
+    return tokens * arch.vocab / s.tp * (depth * FP32 + BF16)

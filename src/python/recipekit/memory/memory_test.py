@@ -64,12 +64,15 @@ def test_a_mamba2_layer_counted_by_hand() -> None:
 
 def test_a_gpt_layer_stores_korthikantis_activations_without_dropout() -> None:
     # Korthikanti et al. 2022, section 4.1: per layer sbh(34 + 5as/h) bytes with dropout. These
-    # models have none, which removes the three dropout masks (sbh, sbh, as^2b) and the
-    # attention dropout's output (2as^2b): 32sbh + 2as^2b. s 2048, b 1, h 1024, a 16, no TP.
+    # models have none, which removes the dropout masks (sbh, sbh, as^2b) and the attention
+    # dropout's output (2as^2b): 32sbh + 2as^2b, the 2as^2b being a 16-bit softmax output.
+    # Megatron-Core's local (unfused) attention keeps the softmax in fp32, the bf16
+    # probabilities and the mask's byte: 7as^2b (tools/calibrate_memory.py measured 6.9 on an
+    # H200). s 2048, b 1, h 1024, a 16, no TP.
     s, b, h, a = 2048, 1, 1024, 16
     setup = MegatronSetup(world=1, tokens=s * b, fused_attention=False)
     got = sum(layer_activations(GPT, setup, kind, s * b, 1) for kind in "*-")
-    assert got == 32 * s * b * h + 2 * a * s * s * b
+    assert got == 32 * s * b * h + 7 * a * s * s * b
 
 
 def test_tensor_and_sequence_parallelism_divide_every_term() -> None:
@@ -77,7 +80,7 @@ def test_tensor_and_sequence_parallelism_divide_every_term() -> None:
     s, h, a, t = 2048, 1024, 16, 4
     setup = MegatronSetup(world=4, tp=t, tokens=s, sequence_parallel=True, fused_attention=False)
     got = sum(layer_activations(GPT, setup, kind, s, t) for kind in "*-")
-    assert got == (32 * s * h + 2 * a * s * s) / t
+    assert got == (32 * s * h + 7 * a * s * s) / t
 
 
 def test_flash_attention_keeps_only_the_row_statistics() -> None:
@@ -145,12 +148,14 @@ def test_the_verified_super_pretraining_fits_and_is_not_underestimated(reference
         world=64, pp=2, ep=32, tokens=4096, recompute="selective",
         recompute_modules=("layernorm", "moe_act", "moe", "core_attn"), mtp=True,
     )
-    estimate = sum(t.bytes for t in training_terms(SUPER, setup)) / GIB
+    terms = {t.name: t.bytes / GIB for t in training_terms(SUPER, setup)}
+    estimate = sum(terms.values())
+    # What PyTorch's allocator holds: all but the CUDA context and NCCL allowance.
+    allocator = estimate - terms["runtime (CUDA, NCCL)"]
     for allocated, reserved in measured:
-        # Never below what PyTorch had allocated, and within 10% of what the GPU had in use
-        # (reserved, plus the CUDA context and NCCL, which PyTorch does not count).
-        assert estimate > float(allocated)
-        assert abs(estimate - float(reserved)) / float(reserved) < 0.10
+        # Never below what PyTorch had allocated, and within 10% of what it had reserved.
+        assert allocator > float(allocated)
+        assert abs(allocator - float(reserved)) / float(reserved) < 0.10
     assert estimate < 80  # an H100: the run fits, so must the plan
 
 
