@@ -59,16 +59,26 @@ RUNS = [
 
 def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
     """One model, one layout, in this process: the bytes of each term."""
-    import torch
-    import torch.distributed as dist
-    from megatron.core import parallel_state
-    from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
-    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
-    from megatron.core.models.gpt.gpt_model import GPTModel
-    from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer
-    from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
-    from megatron.core.transformer.module import Float16Module
-    from megatron.core.transformer.transformer_config import TransformerConfig
+    import torch  # pants: no-infer-dep
+    import torch.distributed as dist  # pants: no-infer-dep
+    from megatron.core import distributed as ddp  # pants: no-infer-dep
+    from megatron.core import optimizer as mcore_optimizer  # pants: no-infer-dep
+    from megatron.core import parallel_state  # pants: no-infer-dep
+    from megatron.core.models.gpt import gpt_layer_specs  # pants: no-infer-dep
+    from megatron.core.models.gpt.gpt_model import GPTModel  # pants: no-infer-dep
+    from megatron.core.tensor_parallel import random as mcore_random  # pants: no-infer-dep
+    from megatron.core.transformer import transformer_config  # pants: no-infer-dep
+    from megatron.core.transformer.module import Float16Module  # pants: no-infer-dep
+
+    DistributedDataParallel = ddp.DistributedDataParallel
+    DistributedDataParallelConfig = ddp.DistributedDataParallelConfig
+    get_gpt_layer_local_spec = gpt_layer_specs.get_gpt_layer_local_spec
+    OptimizerConfig, get_megatron_optimizer = (
+        mcore_optimizer.OptimizerConfig,
+        mcore_optimizer.get_megatron_optimizer,
+    )
+    model_parallel_cuda_manual_seed = mcore_random.model_parallel_cuda_manual_seed
+    TransformerConfig = transformer_config.TransformerConfig
 
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29517")
