@@ -157,3 +157,44 @@ def test_layout_json_and_a_stage_name_with_a_typo() -> None:
     assert result.stderr.startswith(
         "error: dapo-gb20: no stage of that name (did you mean 'dapo-gb200'"
     )
+
+
+def test_general_render_writes_what_the_framework_reads(tmp_path: Path) -> None:
+    out = tmp_path / "rendered"
+    result = CliRunner().invoke(recipekit_cli.cli, ["render", GB200, str(out)])
+    assert result.exit_code == 0, result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["config.yaml", "plan.json"]
+    plan = make_plan(dapo_gb200)
+    assert yaml.safe_load((out / "config.yaml").read_text()) == plan.framework_config
+    assert json.loads((out / "plan.json").read_text())["hash"] == plan.hash
+    assert f"plan {plan.hash}" in result.stdout
+    result = CliRunner().invoke(recipekit_cli.cli, ["render", "recipes.super3.dapo:nope", str(out)])
+    assert result.exit_code == 2 and "nope" in result.stderr
+
+
+def test_snapshots_update_then_check_through_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recipekit.review import snapshots
+    from recipekit.review.discover import StageRef
+
+    folder = tmp_path / "recipes" / "team"
+    folder.mkdir(parents=True)
+    stage = [StageRef("recipes.team.rl", "dapo_gb200", dapo_gb200, folder / "rl.py")]
+    monkeypatch.setattr(snapshots, "discover_stages", lambda root: stage)
+    cli = recipekit_cli.cli
+
+    missing = CliRunner().invoke(cli, ["snapshots", "--root", str(tmp_path)])
+    assert missing.exit_code == 1 and "recipes.team.rl:dapo_gb200" in missing.stderr
+    updated = CliRunner().invoke(cli, ["snapshots", "--update", "--root", str(tmp_path)])
+    assert updated.exit_code == 0, updated.stderr
+    assert updated.stdout.splitlines()[-1] == "5 snapshot files changed"
+    assert (folder / "snapshots" / "dapo-gb200" / "config.yaml").is_file()
+    checked = CliRunner().invoke(cli, ["snapshots", "--root", str(tmp_path)])
+    assert checked.exit_code == 0 and checked.stdout == "snapshots match\n"
+
+    moved = dapo_gb200.with_values({"policy.max_total_sequence_length": 2048})
+    stage[0] = StageRef("recipes.team.rl", "dapo_gb200", moved, folder / "rl.py")
+    changed = CliRunner().invoke(cli, ["snapshots", "--root", str(tmp_path)])
+    assert changed.exit_code == 1
+    assert "~ config.policy.max_total_sequence_length: 1024 -> 2048" in changed.stderr
