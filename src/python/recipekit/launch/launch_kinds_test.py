@@ -6,6 +6,7 @@ The same paths run under a real Slurm in tests/integration/slurm/launch_kinds_te
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +41,7 @@ from recipekit.launch.profile import (
 )
 from recipekit.launch.ray_ports import RayPorts
 from recipekit.launch.run_dir import RunDir
-from recipekit.launch.run_record import capture_provenance, checkout_state
+from recipekit.launch.run_record import EXIT_NOT_RECORDED, capture_provenance, checkout_state
 from recipekit.launch.submit import (
     check_submittable,
     check_tracking,
@@ -136,14 +137,13 @@ def _eval_profile(tmp_path: Path, image: str = VLLM_IMAGE, **changes: Any) -> Cl
     artifact store in ``tmp_path``."""
     init_store(tmp_path / "artifacts")
     (tmp_path / "runs").mkdir(exist_ok=True)
-    return attrs.evolve(
-        PROFILES["gb200-nvl72"],
-        container=Pyxis(image=image, mounts=(Mount(str(tmp_path), "/shared"),)),
-        runs_dir=str(tmp_path / "runs"),
-        artifact_store=ArtifactStore(path=str(tmp_path / "artifacts")),
-        tracking=Tracking(mode="off"),
-        **changes,
-    )
+    fields: dict[str, Any] = {
+        "container": Pyxis(image=image, mounts=(Mount(str(tmp_path), "/shared"),)),
+        "runs_dir": str(tmp_path / "runs"),
+        "artifact_store": ArtifactStore(path=str(tmp_path / "artifacts")),
+        "tracking": Tracking(mode="off"),
+    }
+    return attrs.evolve(PROFILES["gb200-nvl72"], **{**fields, **changes})
 
 
 def test_a_delegated_stage_is_handed_to_its_own_slurm_client_with_the_clusters_values(
@@ -393,3 +393,49 @@ def test_saved_steps_are_found_in_both_frameworks_layouts(tmp_path: Path) -> Non
     (megatron / "latest_checkpointed_iteration.txt").write_text("200")
     assert saved_steps(megatron) == {200: megatron / "iter_0000200"}
     assert saved_steps(tmp_path / "absent") == {}
+
+
+def _client(bin_dir: Path, body: str) -> None:
+    """An executable ``nemo-evaluator-launcher`` on ``bin_dir``: the client's side of the
+    boundary (the real launcher's rendering is launcher_oracle_test.py's)."""
+    bin_dir.mkdir(exist_ok=True)
+    client = bin_dir / "nemo-evaluator-launcher"
+    client.write_text("#!/bin/sh\n" + body)
+    client.chmod(0o755)
+
+
+def test_a_delegated_submit_whose_client_fails_records_the_failure_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = make_plan(evaluation)
+    profile = _eval_profile(tmp_path, login_host="login1", tracking=Tracking(mode="offline"))
+    refused = 'echo "ssh: connect to host login1: Connection refused" >&2\nexit 255\n'
+    _client(tmp_path / "bin", refused)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    seen: list[str] = []
+    done = submit_delegated(plan, profile, seen.append)
+    assert (done.client_status, done.record_status) == (255, None)
+    assert seen == ["ssh: connect to host login1: Connection refused"]
+    record = json.loads(done.run.file("job.json").read_text())
+    assert record["exit_status"] == 255 and record["delegated_to"] == "nemo-evaluator-launcher"
+    assert "Connection refused" in Path(record["log"]).read_text()
+    assert not (done.run.path / "wandb").exists()  # nothing recorded for a run never submitted
+
+
+def test_a_delegated_submit_whose_record_fails_after_the_client_submitted_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = make_plan(evaluation)
+    profile = _eval_profile(tmp_path, login_host="login1", tracking=Tracking(mode="offline"))
+    # The client submits, and leaves a file where W&B's offline run directory has to go.
+    _client(tmp_path / "bin", 'echo "submitted batch job 4242"\n: > wandb\nexit 0\n')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    seen: list[str] = []
+    done = submit_delegated(plan, profile, seen.append)
+    assert done.client_status == 0
+    assert done.record_status == EXIT_NOT_RECORDED
+    assert seen[0] == "submitted batch job 4242"
+    assert [line for line in seen if line.startswith("tracking: the run is NOT recorded")]
+    record = json.loads(done.run.file("job.json").read_text())
+    assert record["exit_status"] == 0  # the job is the client's; it was submitted
