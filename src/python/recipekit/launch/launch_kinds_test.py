@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from recipekit.launch.preflight import (
     NodeContext,
     framework_entry_point_present,
     master_port_free,
+    outputs_writable,
     ray_ports_free,
 )
 from recipekit.launch.profile import (
@@ -439,3 +442,45 @@ def test_a_delegated_submit_whose_record_fails_after_the_client_submitted_says_s
     assert [line for line in seen if line.startswith("tracking: the run is NOT recorded")]
     record = json.loads(done.run.file("job.json").read_text())
     assert record["exit_status"] == 0  # the job is the client's; it was submitted
+
+
+def _as_nobody(check: Callable[[], str | None]) -> str | None:
+    """``check()`` in a child process that has dropped to the unprivileged user (uid 65534), as
+    a job runs on a cluster; here already when the test is not root."""
+    if os.geteuid() != 0:
+        return check()
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child reports through the pipe)
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            os.write(write, json.dumps(check()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        found = answer.read()
+    os.waitpid(child, 0)
+    result: str | None = json.loads(found)
+    return result
+
+
+def test_preflight_names_an_output_its_user_cannot_write(tmp_path: Path) -> None:
+    # Under /tmp (not pytest's private folder), so that the unprivileged user can reach it.
+    root = Path(tempfile.mkdtemp(prefix="recipekit-preflight-"))
+    try:
+        root.chmod(0o755)
+        (root / "checkpoints").mkdir(mode=0o755)
+        ctx = _ctx(tmp_path, "ray", 0)
+        target = root / "checkpoints" / "dapo"
+        ctx = attrs.evolve(ctx, plan={**ctx.plan, "outputs": {"checkpoints": str(target)}})
+        assert outputs_writable(ctx) is None  # its owner can
+        assert _as_nobody(lambda: outputs_writable(ctx)) == (
+            f"checkpoints {target}: {root / 'checkpoints'} is not writable (Permission denied)"
+        )
+        (root / "checkpoints").chmod(0o777)
+        assert _as_nobody(lambda: outputs_writable(ctx)) is None
+    finally:
+        shutil.rmtree(root)
