@@ -109,10 +109,17 @@ def test_preflight_failure_stops_the_job_in_seconds(b200: Workspace) -> None:
 def test_a_failing_driver_fails_the_job_and_stops_ray_everywhere(b200: Workspace) -> None:
     profile = b200.write_profile(node="B200_NODE")
     job_id, log = b200.submit(profile, env={"FAKE_GRPO_EXIT": "7"})
-    state = b200.cluster.wait_for_job(job_id, timeout=420)
+    # `logs --follow` streams the log as it grows and returns once the job has ended.
+    followed = b200.launcher(profile, "logs", "--follow", timeout=420)
+    assert followed.returncode == 0, followed.stderr
+    state = b200.cluster.wait_for_job(job_id, timeout=60)
     text = log.read_text()
     assert state == "FAILED", text
     assert "driver exited with status 7" in text
+    assert "driver exited with status 7" in followed.stdout
+    assert text.startswith(followed.stdout)
+    printed = b200.launcher(profile, "logs")
+    assert printed.returncode == 0 and printed.stdout == log.read_text()
     assert b200.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
 
 
