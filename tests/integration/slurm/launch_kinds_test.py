@@ -24,6 +24,7 @@ import pytest
 
 from recipekit.lineage.tracking import read_offline_run
 from tests.integration.support.local_slurm import LocalSlurm
+from tests.integration.support.log_markers import RANK_LINE, RAY_LINE, preflight_passed
 from tests.integration.support.stage_workspace import Workspace
 
 HERE = Path(__file__).resolve().parent
@@ -187,7 +188,7 @@ def _make_dirty_checkout(checkout: Path) -> str:
 
 
 def _preflight_passed(text: str, nodes: tuple[str, ...]) -> bool:
-    return all(f"[{n} 127.0.1.{n[1]}] preflight passed" in text for n in nodes)
+    return all(preflight_passed(n, f"127.0.1.{n[1]}") in text for n in nodes)
 
 
 def test_per_gpu_runs_one_process_per_gpu_and_records_the_run(kinds: Any) -> None:
@@ -200,7 +201,8 @@ def test_per_gpu_runs_one_process_per_gpu_and_records_the_run(kinds: Any) -> Non
     assert state == "COMPLETED", text
     run_dir = log.parent.parent
     assert _preflight_passed(text, ("n1", "n2")), text
-    assert "ray: " not in text  # no Ray anywhere
+    assert RAY_LINE not in text  # no Ray anywhere (launcher_test sees RAY_LINE when Ray runs)
+    assert RANK_LINE in text  # the positive side of test_no_rank_starts_beside_...
 
     # Megatron-Bridge's runner, once per GPU of the two nodes, with the plan's arguments.
     seen = _seen(run_dir)
@@ -269,7 +271,7 @@ def test_no_rank_starts_beside_a_node_that_failed_preflight(kinds: Any) -> None:
     # Both nodes lack the mount, and both say so: preflight lets every node finish its checks.
     failed = re.findall(r"PREFLIGHT FAILED on (n\d) .*not-mounted is not mounted", text)
     assert sorted(failed) == ["n1", "n2"], text
-    assert "rank " not in text and not (log.parent.parent / "seen").exists()
+    assert RANK_LINE not in text and not (log.parent.parent / "seen").exists()
 
 
 def test_evaluation_is_handed_to_its_launcher_which_submits_its_own_job(kinds: Any) -> None:
