@@ -18,7 +18,7 @@ MEASURED = Path(__file__).parent / "calibration" / "h200-megatron-core-0.19.2.js
 BOUNDS = {
     "weights": (-0.01, 0.01),
     "gradients": (-0.01, 0.01),
-    "optimizer": (-0.20, 0.01),
+    "optimizer": (-0.01, 0.01),
     "stored_activations": (0.0, 1.0),
     "peak_allocated": (-0.05, 0.05),
 }
