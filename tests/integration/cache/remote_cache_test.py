@@ -1,0 +1,140 @@
+"""Two clean clones, each with an empty local Pants store, share one BuildGrid cache on loopback.
+
+The first clone builds the stage launchers and writes the cache; the second gets every process
+result from it (Pants' own run statistics count the hits) and writes byte-identical Pex files.
+A blob corrupted in the server's store is detected by its digest and rebuilt, never shipped.
+The clones run ./pants exactly as README's "CI at scale" says a CI runner does:
+``RECIPEKIT_REMOTE_CACHE=grpc://HOST:PORT ./pants --pants-config-files=pants.remote-cache.toml``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pwd
+import re
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tools.remote_cache import server_command, write_config
+
+CHECKOUT = Path(os.environ.get("RECIPEKIT_CHECKOUT", "."))
+BGD = Path("3rdparty.python/bgd.pex")
+TARGETS = [
+    "recipes/super3:dapo-b200-launcher",
+    "recipes/super3:dapo-gb200-launcher",
+    "recipes/super35:rlvr-launcher",
+]
+OUTPUTS = [
+    "recipes.super3/dapo-b200.pex",
+    "recipes.super3/dapo-gb200.pex",
+    "recipes.super35/rlvr.pex",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """BuildGrid on a loopback port: (its address, its blob store)."""
+    root = tmp_path_factory.mktemp("buildgrid")
+    port = _free_port()
+    config = write_config(port, root)
+    log = (root / "bgd.log").open("w")
+    server = subprocess.Popen(
+        server_command(BGD.resolve(), config), stdout=log, stderr=subprocess.STDOUT, cwd=root
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"BuildGrid did not start: {(root / 'bgd.log').read_text()}")
+                time.sleep(0.5)
+        yield f"grpc://127.0.0.1:{port}", root / "cas"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def _clone(where: Path) -> Path:
+    subprocess.run(["git", "clone", "-q", str(CHECKOUT), str(where)], check=True)
+    # The pex CLI Pants runs is read from the build root (pants.toml), as ./pants left it there.
+    shutil.copytree(CHECKOUT / ".pants-bootstrap", where / ".pants-bootstrap")
+    return where
+
+
+def _build(clone: Path, address: str, store: Path) -> dict[str, int]:
+    """./pants package TARGETS in ``clone`` with its own empty local store; Pants' counters."""
+    home = pwd.getpwuid(os.getuid()).pw_dir  # where ./pants keeps its bootstrap and named caches
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": home,
+        "RECIPEKIT_REMOTE_CACHE": address,
+    }
+    done = subprocess.run(
+        [
+            "./pants",
+            "--no-pantsd",
+            "--pants-config-files=pants.remote-cache.toml",
+            f"--local-store-dir={store}",
+            "--stats-log",
+            "package",
+            *TARGETS,
+        ],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    counters = dict(re.findall(r"^\s+(remote_cache_\w+): (\d+)$", done.stderr, re.MULTILINE))
+    return {name: int(value) for name, value in counters.items()}
+
+
+def _digests(clone: Path) -> dict[str, str]:
+    return {
+        name: hashlib.sha256((clone / "dist" / name).read_bytes()).hexdigest() for name in OUTPUTS
+    }
+
+
+def test_a_second_clone_builds_from_the_first_ones_cache_byte_for_byte(
+    cache: tuple[str, Path], tmp_path: Path
+) -> None:
+    address, blobs = cache
+    first = _build(_clone(tmp_path / "first"), address, tmp_path / "store-first")
+    assert first["remote_cache_write_successes"] > 0
+    assert first["remote_cache_write_errors"] == 0
+    second = _build(_clone(tmp_path / "second"), address, tmp_path / "store-second")
+    assert second["remote_cache_requests"] > 0
+    assert second["remote_cache_requests_cached"] == second["remote_cache_requests"]
+    assert second["remote_cache_requests_uncached"] == 0
+    assert _digests(tmp_path / "first") == _digests(tmp_path / "second")
+
+    # Corrupt the blob of the rlvr launcher in the server's store: a third clone detects it by
+    # its digest, runs the process itself and ships the right bytes.
+    wanted = _digests(tmp_path / "first")["recipes.super35/rlvr.pex"]
+    [stored] = list(blobs.rglob(wanted))
+    data = bytearray(stored.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    stored.write_bytes(bytes(data))
+    third = _build(_clone(tmp_path / "third"), address, tmp_path / "store-third")
+    assert third["remote_cache_read_errors"] >= 1
+    assert _digests(tmp_path / "third") == _digests(tmp_path / "first")
