@@ -87,7 +87,7 @@ class CoreConfigs:
                     and isinstance(stmt.value, ast.Set)
                     and "self.recompute_modules" in ast.unparse(after)
                 ):
-                    return {e.value for e in stmt.value.elts if isinstance(e, ast.Constant)}
+                    return {str(e.value) for e in stmt.value.elts if isinstance(e, ast.Constant)}
         raise AssertionError("TransformerConfig no longer lists its allowed recompute modules")
 
     def issues(self, section: dict[str, Any], config_class: str, where: str) -> list[str]:
