@@ -19,17 +19,12 @@ STAGES = {
     for value in vars(module).values()
     if isinstance(value, Stage)
 }
-# NeMo Evaluator serves through its own launcher: no estimate yet.
-NOT_ESTIMATED = {"eval"}
 
 
 @pytest.mark.parametrize("name", sorted(STAGES))
 def test_every_stage_fits_its_own_hardware(name: str) -> None:
     assert len(STAGES) == 22
     plan = make_plan(STAGES[name])
-    if name in NOT_ESTIMATED:
-        assert plan.memory is None
-        return
     assert plan.memory is not None
     assert all(phase.fraction <= 1 for phase in plan.memory.phases)
 
@@ -70,3 +65,23 @@ def test_rlvr_on_its_own_cluster_keeps_its_layout() -> None:
     result = search(rlvr, top=1)
     assert result.candidates[0].overrides == {}
     assert "the best is the recipe's own layout" in list(table(result))
+
+
+def test_the_eval_server_holds_the_models_full_context_for_every_concurrent_request() -> None:
+    from recipes.super35.evaluation import evaluation
+
+    memory = make_plan(evaluation).memory
+    assert memory is not None
+    [serving] = memory.phases
+    assert serving.limit_gib == pytest.approx(0.9 * 186)
+    # vLLM's default max_model_len is the model's 262144; 16 requests at once (parallelism).
+    assert "per sequence of 262144 tokens" in serving.notes[0] and "up to 16" in serving.notes[0]
+    assert memory.assumptions == (
+        "max_model_len: the model's own 262144 (no --max-model-len in extra_args)",
+    )
+    shorter = make_plan(
+        evaluation,
+        ["deployment.extra_args=--max-model-len 32768 --mamba-ssm-cache-dtype float32"],
+    ).memory
+    assert shorter is not None and shorter.assumptions == ()
+    assert "per sequence of 32768 tokens" in shorter.phases[0].notes[0]

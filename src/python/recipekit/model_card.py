@@ -82,6 +82,8 @@ class Architecture:
     mtp_pattern: str = attrs.field(default="", validator=_pattern)
     mtp_depth: int = 0
     tied_embeddings: bool = False
+    # The longest sequence the model is configured for (vLLM's default max_model_len); 0: unknown.
+    max_positions: int = 0
     vision: VisionEncoder | None = None
     sources: Mapping[str, str] = attrs.field(factory=dict, eq=False)
 
@@ -146,12 +148,17 @@ NEMOTRON_3_SUPER_ARCHITECTURE = Architecture(
     mtp_pattern="*E",
     mtp_depth=2,
     tied_embeddings=False,
+    max_positions=262144,
     sources={
         "pattern, hidden, heads, Mamba heads, experts, top-k, latent, shared": _MEGATRON_LM_SUPER,
         "layers, MTP depth 2": _MEGATRON_LM_SUPER_RELEASE,
         "experts, top-k, expert and latent sizes, MTP pattern *E": _BRIDGE_SUPER_TEST,
         "vocab 131072, conv kernel 4, 8 Mamba groups, untied head: the parameter count of":
         _BRIDGE_SUPER_CARD,
+        "max_positions 262144": (
+            "the HF config.json of nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16"
+            " (max_position_embeddings), as quoted by public vLLM and SGLang recipes"
+        ),
     },
 )
 

@@ -21,6 +21,8 @@ from recipekit.derivation import Derivation
 from recipekit.framework import CONFIG_PLACEHOLDER, FrameworkBase, Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.steps import SavePolicy
+from recipekit.memory.estimate import MemoryEstimate
+from recipekit.model_card import ModelCard
 from recipekit.nemo_evaluator import LAUNCHER_VERSION
 from recipekit.nemo_evaluator.checks import (
     ERROR_CHECKS,
@@ -31,6 +33,7 @@ from recipekit.nemo_evaluator.checks import (
     compute_layout,
 )
 from recipekit.nemo_evaluator.derivations import RULES
+from recipekit.nemo_evaluator.memory import estimate as estimate_memory
 from recipekit.nemo_evaluator.schema import LauncherConfig
 
 
@@ -53,6 +56,11 @@ class NemoEvaluatorLauncher(FrameworkBase):
     error_checks: tuple[Check, ...] = ERROR_CHECKS
     warning_checks: tuple[Check, ...] = WARNING_CHECKS
     context_type: ClassVar[type] = CheckContext
+
+    def memory(
+        self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
+    ) -> MemoryEstimate | None:
+        return estimate_memory(rendered, hardware, model, layout)
 
     def layout(self, config: Any, hardware: Hardware) -> ServingLayout:
         return compute_layout(config, hardware)
