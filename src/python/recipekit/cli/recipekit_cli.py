@@ -193,8 +193,17 @@ def explain(target: str, key: str, output_format: str, overrides: tuple[str, ...
     type=click.Choice(["GB200", "B200", "H100"]),
     help="The node type (default: the stage's, or the cluster profile's).",
 )
-@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True)
-@format_option
+@click.option(
+    "--top", type=click.IntRange(min=1), default=10, show_default=True, help="How many to show."
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: a table and the best as a change; json: every candidate with its memory.",
+)
 @reports_recipe_errors
 def layout(
     target: str,
@@ -214,7 +223,7 @@ def layout(
 
     \b
       recipekit layout recipes.super35.rl:rlvr --nodes 32 --node B200
-      recipekit layout rlvr --cluster b200-ib
+      recipekit layout rlvr --cluster b200      # the nodes of recipes/clusters.py's b200
     """
     from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE, Hardware
     from recipekit.layout_search import search, table
