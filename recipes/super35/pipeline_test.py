@@ -9,21 +9,22 @@ import pytest
 
 from recipekit.plan import make_plan
 from recipekit.stage import Stage
-from recipes.super35 import evaluation, mopd, pretrain, rl, sft, teachers
+from recipes.super35 import evaluation, hf_export, mopd, pretrain, rl, sft, teachers
 from recipes.super35.lineage import SUPER35
 from recipes.super35.lineage_test import SEED_TABLE
 
-MODULES = (pretrain, sft, rl, teachers, mopd, evaluation)
+MODULES = (pretrain, sft, rl, teachers, mopd, hf_export, evaluation)
 STAGES: list[Stage] = [
     value for module in MODULES for value in vars(module).values() if isinstance(value, Stage)
 ]
-# Shared bases are stages too; the targets are the ones the pipeline names.
-TARGETS = {s.name: s for s in STAGES if s.name in {step.stage for step in SUPER35.stages}}
+# Shared bases are stages too; the targets are the ones the pipeline names (the seed's CLI
+# stages and the HF export between MOPD and eval).
+TARGETS = {s.name: s for s in STAGES if s.name in {step.stage for step in SUPER35.steps()}}
 
 
 def test_every_stage_of_the_pipeline_has_a_recipe() -> None:
-    assert sorted(TARGETS) == sorted(step.stage for step in SUPER35.stages)
-    assert len(TARGETS) == 22
+    assert sorted(TARGETS) == sorted(step.stage for step in SUPER35.steps())
+    assert len(TARGETS) == 22 + 1
 
 
 def test_every_stage_has_a_build_target_naming_it() -> None:

@@ -8,7 +8,7 @@ script) is the same for all of them, so ``plan`` and ``launch`` only see this pr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Literal, Protocol
 
 from recipekit.checking import run_checks
@@ -128,6 +128,11 @@ class Framework(Protocol):
         """The layouts ``recipekit layout`` tries: each with the overrides that make it."""
         ...
 
+    def waiting_for(self, job_ids: Sequence[str]) -> list[str]:
+        """A "delegated" framework's arguments that make the job its client submits wait for
+        these Slurm jobs to end well (a pipeline); empty where its client cannot."""
+        ...
+
 
 class FrameworkBase:
     """``derive``, ``check`` and ``render``, written once for every framework: a framework
@@ -167,3 +172,6 @@ class FrameworkBase:
         self, layout: Any, hardware: Hardware, model: ModelCard
     ) -> Iterator[tuple[Any, dict[str, Any]]]:
         return iter(())
+
+    def waiting_for(self, job_ids: Sequence[str]) -> list[str]:
+        return []

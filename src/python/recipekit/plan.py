@@ -19,6 +19,7 @@ from recipekit.framework import Layout
 from recipekit.keypaths import parse_assignment, replace_at
 from recipekit.lineage.graph import apply_overrides, is_lineage_override
 from recipekit.lineage.steps import keep_step_issues
+from recipekit.lineage.store import output_dir, stored_artifact
 from recipekit.markers import DERIVED, RunInput
 from recipekit.memory.estimate import MemoryEstimate
 from recipekit.stage import Stage
@@ -130,6 +131,9 @@ def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
             raise RecipeError(too_big, context=f"{stage.name}: cannot plan")
         warnings += tight
     lineage = stage.lineage
+    misplaced = _output_issue(stage, framework.outputs(rendered))
+    if misplaced is not None:
+        raise RecipeError([misplaced], context=f"{stage.name}: cannot plan")
     if lineage is not None and lineage.keep_steps and lineage.output is not None:
         policy = framework.save_policy(rendered)
         errors = keep_step_issues(stage.name, lineage.output, lineage.keep_steps, policy)
@@ -146,6 +150,24 @@ def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
         hash=content_hash(planned, rendered),
         run_inputs=run_inputs,
         memory=memory,
+    )
+
+
+def _output_issue(stage: Stage, outputs: dict[str, str]) -> Issue | None:
+    """A stage that writes its checkpoints into the artifact store writes them under the
+    artifact its lineage publishes: otherwise its versions would land in another's name."""
+    lineage = stage.lineage
+    if lineage is None or lineage.output is None or not outputs:
+        return None
+    role, path = next(iter(outputs.items()))
+    written = stored_artifact(str(path))
+    if written is None or written == lineage.output:
+        return None
+    return Issue(
+        f"outputs.{role}",
+        f"writes to the store as {written}, but the stage's lineage publishes {lineage.output}",
+        value=str(path),
+        hint=f"write to {output_dir(lineage.output)} (recipekit.lineage.store.output_dir)",
     )
 
 

@@ -59,3 +59,15 @@ def test_a_config_the_framework_does_not_read_is_refused() -> None:
 def test_a_stage_names_its_framework() -> None:
     fields = {f.name: f for f in attrs.fields(Stage)}
     assert fields["framework"].default is attrs.NOTHING
+
+
+def test_a_stage_writing_into_another_artifact_than_it_publishes_is_refused() -> None:
+    from recipes.super35.hf_export import hf_export
+
+    elsewhere = hf_export.with_values({"export.hf_path": "/artifacts/someone-elses-model/run"})
+    with pytest.raises(RecipeError) as caught:
+        make_plan(elsewhere)
+    text = caught.value.render()
+    assert "outputs.hf_model" in text
+    assert "writes to the store as someone-elses-model" in text
+    assert "publishes super35-rl-mopd-phase2-hf-model" in text

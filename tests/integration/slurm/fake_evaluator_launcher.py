@@ -6,7 +6,9 @@ task's harness) and submits it with ``sbatch`` on ``execution.hostname``. This s
 that boundary and nothing behind it: it reads ``run --config FILE -o KEY=VALUE ...`` as the
 stage's script calls it, and submits, with the real ``sbatch`` of the test cluster, a job to the
 given partition and account that writes down what it saw (node, partition, account, the image
-and checkpoint it was told to serve) to ``<execution.output_dir>/seen.json``. It prints the
+and checkpoint it was told to serve, and what that checkpoint holds when the job starts) to
+``<execution.output_dir>/seen.json``; ``execution.sbatch_extra_flags.*`` become options of its
+``sbatch``, as the real executor's ``#SBATCH`` lines. It prints the
 job id as ``submitted batch job N``, and exits 2 on arguments the real launcher would refuse.
 It reads the ``config.yaml`` it is handed, as the real launcher does (whose own rendering of
 that file is checked in ``recipekit/nemo_evaluator/launcher_oracle_test.py``). It runs with
@@ -31,11 +33,15 @@ JOB = """#!/bin/bash
 #SBATCH --output={output_dir}/slurm-%j.out
 python3 - <<'PY'
 import json, os
+told = json.loads({told!r})
 seen = {{
     "node": os.environ.get("SLURMD_NODENAME"),
     "partition": os.environ.get("SLURM_JOB_PARTITION"),
     "account": os.environ.get("SLURM_JOB_ACCOUNT"),
-    "told": json.loads({told!r}),
+    "told": told,
+    # vLLM loads the checkpoint when this job starts, not when it was submitted.
+    "checkpoint files": sorted(os.listdir(told["deployment.checkpoint_path"]))
+    if os.path.isdir(told["deployment.checkpoint_path"]) else None,
 }}
 open({seen!r}, "w").write(json.dumps(seen))
 PY
@@ -55,7 +61,7 @@ def main(argv: list[str]) -> int:
         if flag != "-o" or not sep:
             print(f"fake-evaluator-launcher: bad override {flag} {assignment}", flush=True)
             return 2
-        overrides[key] = value
+        overrides[key.lstrip("+")] = value  # Hydra's "+"/"++": add the key
     missing = [key for key in SITE_KEYS if not overrides.get(key)]
     if not config_file.is_file() or missing:
         print(f"fake-evaluator-launcher: config {config_file}, missing {missing}", flush=True)
@@ -83,7 +89,15 @@ def main(argv: list[str]) -> int:
             seen=str(output_dir / "seen.json"),
         )
     )
-    done = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True)
+    # The real executor writes each execution.sbatch_extra_flags entry as an #SBATCH option.
+    extra = [
+        f"--{key.rsplit('.', 1)[1]}={value}"
+        for key, value in overrides.items()
+        if key.startswith("execution.sbatch_extra_flags.")
+    ]
+    done = subprocess.run(
+        ["sbatch", "--parsable", *extra, str(script)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         print(f"fake-evaluator-launcher: sbatch failed: {done.stderr.strip()}", flush=True)
         return 1

@@ -10,7 +10,8 @@ rely on and exits with the status the test chose:
 - the starting checkpoint (``policy.model_name``) exists: a stage that reads a missing input
   fails here, as NeMo-RL would when it loads the weights.
 
-Then it "trains" as NeMo-RL's GRPO loop saves: a ``step_N`` directory every
+A MOPD stage's teacher checkpoints (``on_policy_distillation.teacher_model_by_agent_name``)
+must exist too. Then it "trains" as NeMo-RL's GRPO loop saves: a ``step_N`` directory every
 ``checkpointing.save_period`` steps and at ``grpo.max_num_steps``, keeping only the newest
 ``checkpointing.keep_top_k`` (NeMo-RL's CheckpointManager with no metric), and resuming after
 the newest ``step_N`` already in ``checkpoint_dir`` (a requeued job). Paths are resolved as
@@ -57,8 +58,10 @@ def train(config: dict) -> int:
             continue
         saved = directory / f"step_{step}"
         tmp = directory / f"tmp_step_{step}"
-        (tmp / "policy").mkdir(parents=True, exist_ok=True)
-        (tmp / "policy" / "weights.bin").write_text(f"{config['grpo']['seed']}:{step}\n")
+        # NeMo-RL's Megatron policy: a Megatron checkpoint of iteration 0 in policy/weights.
+        weights = tmp / "policy" / "weights" / "iter_0000000"
+        weights.mkdir(parents=True, exist_ok=True)
+        (weights / "weights.bin").write_text(f"{config['grpo']['seed']}:{step}\n")
         tmp.rename(saved)
         print(f"fake-grpo: saved {saved}", flush=True)
         keep = ckpt.get("keep_top_k")
@@ -104,6 +107,14 @@ def main() -> int:
         print(f"fake-grpo: the starting checkpoint {model} does not exist", flush=True)
         return 92
     print(f"fake-grpo: starting from {model.resolve()}", flush=True)
+    # On-policy distillation (MOPD) also loads every teacher's checkpoint.
+    teachers = (config.get("on_policy_distillation") or {}).get("teacher_model_by_agent_name")
+    for agent, teacher in sorted((teachers or {}).items()):
+        if not Path(resolve_env(str(teacher))).exists():
+            print(f"fake-grpo: teacher {teacher} of {agent} does not exist", flush=True)
+            return 92
+    if teachers:
+        print(f"fake-grpo: {len(set(teachers.values()))} teacher checkpoints found", flush=True)
     train(config)
     sleep = float(os.environ.get("FAKE_GRPO_SLEEP", "0"))
     if sleep:

@@ -13,6 +13,8 @@ overrides: the starting checkpoint (``checkpoint.pretrained_checkpoint``) and th
 (``dataset.path``) must exist, or it fails as Megatron-Bridge would when it loads them; then it
 saves ``iter_<N, 7 digits>`` every ``checkpoint.save_interval`` iterations and at
 ``train.train_iters`` under ``checkpoint.save`` (``${oc.env:VAR}`` resolved as OmegaConf does).
+Installed as Megatron-Bridge's ``examples/conversion/convert_checkpoints_multi_gpu.py`` and
+called with ``export ...``, rank 0 stands in for the HF export instead (``export_model``).
 
 FAKE_FAIL_RANK and FAKE_FAIL_STATUS make one rank exit with that status after the rendezvous;
 FAKE_SLEEP (seconds) keeps the others training meanwhile. They come from the submitting shell
@@ -104,11 +106,50 @@ def save_checkpoints(given: dict[str, str]) -> str | None:
     return None
 
 
+def export_options(argv: list[str]) -> dict[str, str | None]:
+    """``--flag value`` and bare ``--flag`` options of the export's command line."""
+    found: dict[str, str | None] = {}
+    for index, word in enumerate(argv):
+        if word.startswith("--"):
+            following = argv[index + 1] if index + 1 < len(argv) else "--"
+            found[word] = None if following.startswith("--") else following
+    return found
+
+
+def export_model(argv: list[str]) -> str | None:
+    """What rank 0 of Megatron-Bridge's ``convert_checkpoints_multi_gpu.py export`` does here:
+    check its options are the ones Megatron-Bridge's verified export passes
+    (``FAKE_EXPORT_OPTIONS``, read by the test from its verification card), that the Megatron
+    checkpoint exists, and that the layout divides the ranks; then write a Hugging Face folder."""
+    options = export_options(argv[1:])
+    verified = set(os.environ["FAKE_EXPORT_OPTIONS"].split(","))
+    if set(options) != verified:
+        return f"export options {sorted(options)} are not Megatron-Bridge's {sorted(verified)}"
+    source, target = Path(str(options["--megatron-path"])), Path(str(options["--hf-path"]))
+    if not source.is_dir() or source.name != "iter_0000000":
+        return f"--megatron-path {source} is no Megatron checkpoint iteration directory"
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    model_parallel = int(str(options["--tp"])) * int(str(options["--pp"]))
+    if world % model_parallel or world % (int(str(options["--ep"])) * int(str(options["--pp"]))):
+        return f"the layout {options} does not divide {world} ranks"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "config.json").write_text(json.dumps({"exported_from": str(source.resolve())}))
+    (target / "model.safetensors").write_bytes((source / "weights.bin").read_bytes())
+    print(f"fake-export: wrote {target} from {source.resolve()}", flush=True)
+    return None
+
+
 def main() -> int:
     run = Path(os.environ["RECIPEKIT_RUN_DIR"])
     plan = json.loads((run / "plan.json").read_text())
     config = str(run / "config.yaml")
-    expected = [a.replace("{config}", config) for a in plan["framework"]["arguments"]]
+    # The launcher names the run where the config says ${oc.env:RECIPEKIT_RUN}, as OmegaConf
+    # would resolve it.
+    run_name = os.environ.get("RECIPEKIT_RUN", "")
+    expected = [
+        a.replace("{config}", config).replace("${oc.env:RECIPEKIT_RUN}", run_name)
+        for a in plan["framework"]["arguments"]
+    ]
     seen: dict[str, object] = {name: os.environ.get(name) for name in SEEN}
     seen["arguments_match_plan"] = sys.argv[1:] == expected
     rank = int(os.environ.get("RANK", "0"))
@@ -120,7 +161,10 @@ def main() -> int:
     out.mkdir(exist_ok=True)
     (out / f"{node}-{rank}.json").write_text(json.dumps(seen))
     if rank == 0:
-        problem = save_checkpoints(overrides(sys.argv[1:]))
+        if sys.argv[1:2] == ["export"]:
+            problem = export_model(sys.argv[1:])
+        else:
+            problem = save_checkpoints(overrides(sys.argv[1:]))
         if problem:
             print(f"fake-train: {problem}", flush=True)
             return 93

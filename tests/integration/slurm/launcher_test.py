@@ -188,6 +188,43 @@ def test_a_killed_job_step_leaves_nothing_and_the_plan_runs_again(b200: Workspac
     assert b200.cluster.wait_for_job(again, timeout=420) == "COMPLETED", log.read_text()
 
 
+def test_a_lost_node_requeues_the_job_which_completes_on_the_others(
+    tmp_path: Path, ray_python: Path
+) -> None:
+    # Four nodes for a three-node plan, so the job has somewhere to go. The controller declares
+    # a silent node down after SlurmdTimeout: long enough here that Ray, on the surviving nodes,
+    # sees the node go first and the step fails before Slurm knows (as on a real cluster,
+    # where it is 300 s).
+    with local_slurm(
+        tmp_path / "slurm", nodes=4, gpus_per_node=8, extra_conf="SlurmdTimeout=45"
+    ) as cluster:
+        workspace = Workspace(
+            tmp_path / "ws", cluster, ray_python, "dapo-b200", LAUNCHERS["dapo-b200"], FAKE_DRIVER
+        )
+        profile = workspace.write_profile(node="B200_NODE")
+        job_id, log = workspace.submit(profile, env={"FAKE_GRPO_SLEEP": "60"})
+        workspace.wait_for_log(log, "fake-grpo: training for 60 s")
+        first = cluster.job_info(job_id)
+        assert first is not None
+        victim = sorted(set(_hostnames(cluster, first["NodeList"])) - {first["BatchHost"]})[0]
+        cluster.kill_node(victim)
+        state = cluster.wait_for_job(job_id, timeout=600)
+        text = log.read_text()
+        assert state == "COMPLETED", text + cluster.describe()
+        again = cluster.job_info(job_id)
+        assert again is not None and int(again["Restarts"]) >= 1
+        assert victim not in _hostnames(cluster, again["NodeList"])
+        status = workspace.launcher(profile, "status")
+        assert f"lost node {victim}" in status.stdout, status.stdout + status.stderr
+        assert "restarted 1 time(s)" in status.stdout
+        assert cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
+
+
+def _hostnames(cluster: LocalSlurm, nodelist: str) -> list[str]:
+    done = cluster.run(["scontrol", "show", "hostnames", nodelist], timeout=30)
+    return done.stdout.split()
+
+
 def test_gb200_plan_on_five_nodes(tmp_path: Path, ray_python: Path) -> None:
     with local_slurm(tmp_path / "slurm", nodes=5, gpus_per_node=4) as cluster:
         workspace = Workspace(

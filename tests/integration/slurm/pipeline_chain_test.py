@@ -1,17 +1,23 @@
 """``recipekit pipeline submit`` on a real Slurm: a Super 3.5 chain hands checkpoints over.
 
 The chain (``chain_stages.py``): pretrain-tiny -> sft-tiny (Megatron-Bridge, one process per
-GPU) -> rlvr -> teacher-reasoning (NeMo-RL under Ray), each its own job after the jobs it reads
-from. The nodes mount the artifact store at ``/artifacts`` (a folder of this test, bind-mounted
-in the slurmds' own mount namespace, as a real node mounts shared storage); the submitting host
-sees it there too. The stand-ins (``fake_train.py``, ``fake_run_grpo.py``) read their input
-checkpoint where the plan resolved it, failing if it is absent, and save checkpoints at the
-configured cadence; RLVR keeps only its newest, so the teacher's step survives only because the
-pipeline pins it. Runs are recorded with wandb offline and read back.
+GPU) -> rlvr -> teacher-reasoning -> mopd-single-stage (NeMo-RL under Ray) -> hf-export
+(Megatron-Bridge's converter, one process per GPU), each its own job after the jobs it reads
+from, -> eval, handed to NeMo Evaluator's launcher on the submit host, whose own job waits for
+the export's. The nodes mount the artifact store at ``/artifacts`` (a folder of this test,
+bind-mounted in the slurmds' own mount namespace, as a real node mounts shared storage); the
+submitting host sees it there too. The stand-ins (``fake_train.py``, ``fake_run_grpo.py``,
+``fake_evaluator_launcher.py``) read their input checkpoints where the plan resolved them,
+failing if they are absent, and save checkpoints at the configured cadence; RLVR keeps only its
+newest, so the step the teacher and MOPD select survives only because the pipeline pins it. The
+export's stand-in checks its options against Megatron-Bridge's verified export command (its
+verification card). Runs are recorded with wandb offline and read back.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import re
 import shutil
@@ -21,9 +27,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
+from recipekit.lineage import Pipeline
 from recipekit.lineage.store import import_version, init_store, versions
 from recipekit.lineage.tracking import lineage_edges, read_offline_run
+from recipekit.megatron_bridge.export import (
+    CONVERT_SH_OPTIONS,
+    NEMO_RL_WEIGHTS,
+    VERIFICATION_CARD,
+    VERIFIED_EXPORT,
+)
 from tests.integration.support.local_slurm import LocalSlurm, local_slurm, mount_prefix
 from tests.integration.support.stage_workspace import JOB_PROCESSES
 
@@ -32,19 +46,30 @@ CHAIN = HERE / "chain_stages.py"
 CLI = Path("tests.integration.slurm/recipekit-cli.pex")
 STORE_MOUNT = "/artifacts"
 RL_MODEL = "super35-rl-rlvr-model"
+MOPD_MODEL = "super35-rl-mopd-single-stage-model"
+HF_MODEL = "super35-rl-mopd-single-stage-hf-model"
+VLLM_IMAGE = "docker.io/vllm/vllm-openai@sha256:" + "3" * 64
+IMPORTED_TEACHERS = ("vision", "rlhf-teacher1", "rlhf-teacher2")
+STAGES = ["pretrain-tiny", "sft-tiny", "rlvr", "teacher-reasoning", "mopd-single-stage"]
 
 PROFILE = """\
 import sys
 
 sys.path.insert(0, {here!r})
 from fake_stages import FAKE_NODE
-from recipekit.launch.profile import ArtifactStore, ClusterProfile, NoContainer, Tracking
+from recipekit.launch.profile import (
+    ArtifactStore, BaseContainer, ClusterProfile, NoContainer, Tracking
+)
 from recipekit.launch.ray_ports import RayPorts
 
 profile = ClusterProfile(
     name="local-chain",
     node=FAKE_NODE,
     partition="gpu",
+    account="chain-team",
+    # Where NeMo Evaluator's launcher submits from, and the vLLM image it is told to run.
+    login_host="localhost",
+    bases={{"vllm": BaseContainer(image={vllm!r}, framework_root="/unused")}},
     time_limit="00:10:00",
     container=NoContainer(python={python!r}),
     runs_dir={runs!r},
@@ -63,15 +88,29 @@ profile = ClusterProfile(
 class Chain:
     """The test's store, framework checkout, profile and the `recipekit` Pex that submits."""
 
-    def __init__(self, root: Path, cluster: LocalSlurm, ray_python: Path, store: Path) -> None:
+    def __init__(
+        self,
+        root: Path,
+        cluster: LocalSlurm,
+        ray_python: Path,
+        store: Path,
+        export_options: list[str],
+    ) -> None:
         self.root, self.cluster, self.ray_python, self.store = root, cluster, ray_python, store
         framework = root / "framework"
         for fake, where in (
             ("fake_train.py", "scripts/training/run_recipe.py"),
+            ("fake_train.py", "examples/conversion/convert_checkpoints_multi_gpu.py"),
             ("fake_run_grpo.py", "examples/nemo_gym/run_grpo_nemo_gym.py"),
         ):
             (framework / where).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(HERE / fake, framework / where)
+        # NeMo Evaluator's console script on the submit host's PATH.
+        self.bin = root / "bin"
+        self.bin.mkdir()
+        shutil.copy(HERE / "fake_evaluator_launcher.py", self.bin / "nemo-evaluator-launcher")
+        os.chmod(self.bin / "nemo-evaluator-launcher", 0o755)
+        self.evaluations = root / "evaluations"
         self.runs = root / "runs"
         self.runs.mkdir()  # on the shared storage: submit never creates it
         self.profile = root / "profile.py"
@@ -81,6 +120,7 @@ class Chain:
                 python=str(ray_python),
                 runs=str(self.runs),
                 framework_root=str(framework),
+                vllm=VLLM_IMAGE,
             )
         )
         # Pretraining reads its starting checkpoint and data from the environment (seed 004).
@@ -88,6 +128,8 @@ class Chain:
             "SUPER35_INIT_CHECKPOINT": str(root / "init-checkpoint"),
             "SUPER35_PRETRAIN_DATA": str(root / "pretrain-data"),
             "FAKE_GRPO_STEP_SECONDS": "1.5",
+            "FAKE_EXPORT_OPTIONS": ",".join(export_options),
+            "PATH": f"{self.bin}:{cluster.env()['PATH']}",
         }
         for name in ("init-checkpoint", "pretrain-data"):
             (root / name).mkdir()
@@ -104,6 +146,7 @@ class Chain:
             "pipeline", "submit", str(CHAIN), "--cluster", f"{self.profile}:profile", *args
         )
         assert done.returncode == 0, done.stdout + done.stderr
+        self.submitted = done.stdout
         jobs = dict(re.findall(r"^(\S+)\s+job (\d+)", done.stdout, re.MULTILINE))
         assert jobs, done.stdout
         return jobs
@@ -111,6 +154,17 @@ class Chain:
     def log(self, stage: str, job_id: str) -> str:
         [run] = self.runs.glob(f"{stage}-*/logs/slurm-{job_id}.out")
         return run.read_text(errors="replace")
+
+
+def _chain_pipeline() -> Pipeline:
+    """The chain's lineage, from chain_stages.py loaded by path as `recipekit pipeline` does."""
+    spec = importlib.util.spec_from_file_location("chain_stages", CHAIN)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    pipeline = module.PIPELINE
+    assert isinstance(pipeline, Pipeline)
+    return pipeline
 
 
 @pytest.fixture(scope="module")
@@ -125,20 +179,39 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "super35-sft-data",
         "super35-rl-rlvr-data",
         "super35-rl-teacher-reasoning-data",
+        "super35-rl-mopd-phase1-data",
     ):
         import_version(root, artifact, data, name="imported")
+    # MOPD's teachers whose stages are not in the chain, as `model import` registers them.
+    teacher = tmp_path_factory.mktemp("teacher")
+    (teacher / "weights.bin").write_text("a teacher\n")
+    for name in IMPORTED_TEACHERS:
+        import_version(root, f"super35-rl-teacher-{name}-model", teacher, name="imported")
     return root
 
 
 @pytest.fixture(scope="module")
+def export_options(reference_dir: Path) -> list[str]:
+    """The options of Megatron-Bridge's verified GPU export (its Nemotron 3 Super verification
+    card), without convert.sh's own: what the export's stand-in must be handed."""
+    card = yaml.safe_load((reference_dir / VERIFICATION_CARD).read_text())
+    words = card["items"][VERIFIED_EXPORT]["command"].split()
+    return sorted({w for w in words if w.startswith("--")} - CONVERT_SH_OPTIONS)
+
+
+@pytest.fixture(scope="module")
 def chain(
-    tmp_path_factory: pytest.TempPathFactory, ray_python: Path, store: Path
+    tmp_path_factory: pytest.TempPathFactory,
+    ray_python: Path,
+    store: Path,
+    export_options: list[str],
 ) -> Iterator[Chain]:
     mounts = {STORE_MOUNT: store}
     with local_slurm(
         tmp_path_factory.mktemp("slurm-chain"), nodes=2, gpus_per_node=4, node_mounts=mounts
     ) as cluster:
-        yield Chain(tmp_path_factory.mktemp("chain"), cluster, ray_python, store)
+        root = tmp_path_factory.mktemp("chain")
+        yield Chain(root, cluster, ray_python, store, export_options)
         cluster.cancel_all()
 
 
@@ -147,15 +220,23 @@ def test_the_chain_hands_checkpoints_over_through_the_store(chain: Chain) -> Non
     assert planned.returncode == 0, planned.stderr
     assert "keeps step-4: later stages select it" in planned.stdout
 
-    jobs = chain.submit()
-    assert list(jobs) == ["pretrain-tiny", "sft-tiny", "rlvr", "teacher-reasoning"]
+    output_dir = f"eval:execution.output_dir={chain.evaluations}"
+    jobs = chain.submit("--set", output_dir)
+    assert list(jobs) == [*STAGES, "hf-export"]
+    # Eval is handed to its launcher here, told to wait for the export's job.
+    handed = re.search(
+        r"^eval\s+handed to nemo-evaluator-launcher after (\d+)", chain.submitted, re.M
+    )
+    assert handed and handed.group(1) == jobs["hf-export"], chain.submitted
+    evaluation = re.search(r"\| submitted batch job (\d+)", chain.submitted)
+    assert evaluation, chain.submitted
     for stage, job_id in jobs.items():
         state = chain.cluster.wait_for_job(job_id, timeout=420)
         assert state == "COMPLETED", f"{stage}: {state}\n{chain.log(stage, job_id)}"
-    # Each job waited for the one it reads from (afterok), so each started after it ended.
-    info = chain.cluster.jobcomp_records()
-    ended = {r["JobId"]: r for r in info}
-    order = list(jobs.values())
+    assert chain.cluster.wait_for_job(evaluation.group(1), timeout=120) == "COMPLETED"
+    # Each job waited for the ones it reads from (afterok), so each started after they ended.
+    ended = {r["JobId"]: r for r in chain.cluster.jobcomp_records()}
+    order = [*jobs.values(), evaluation.group(1)]
     for before, after in zip(order, order[1:], strict=False):
         assert ended[after]["StartTime"] >= ended[before]["EndTime"]
 
@@ -167,31 +248,50 @@ def test_the_chain_hands_checkpoints_over_through_the_store(chain: Chain) -> Non
     assert steps("super35-sft-model-tiny") == [20]
     assert steps(RL_MODEL) == [2, 4, 6]
     assert steps("super35-rl-teacher-reasoning-model") == [2, 4, 6]
+    assert steps(MOPD_MODEL) == [2, 4, 6]
     rl = {v.step: v for v in versions(chain.store, RL_MODEL)}
     # RLVR kept only its newest checkpoint; the pinned step survives, hard-linked.
     [run_dir] = [p for p in (chain.store / RL_MODEL).iterdir() if p.name.startswith("rlvr-")]
     assert sorted(p.name for p in run_dir.glob("step_*")) == ["step_6"]
     assert rl[4].kept and not rl[2].kept
-    assert (chain.store / RL_MODEL / "step-4" / "policy" / "weights.bin").is_file()
+    weights = Path("policy/weights/iter_0000000/weights.bin")
+    assert (chain.store / RL_MODEL / "step-4" / weights).is_file()
     assert not (chain.store / RL_MODEL / "step-2").exists()  # deleted, as NeMo-RL deletes it
     assert os.readlink(chain.store / RL_MODEL / "latest") == rl[6].path
-    # The teacher started from the selected step, where the plan resolved it.
-    teacher_log = chain.log("teacher-reasoning", jobs["teacher-reasoning"])
-    assert f"starting from {STORE_MOUNT}/{RL_MODEL}/{rl[4].path}" in teacher_log
+    # The teacher and MOPD started from the selected step, where the plan resolved it; MOPD
+    # found its four teachers and its self-anchor (the student's start).
+    selected = f"starting from {STORE_MOUNT}/{RL_MODEL}/{rl[4].path}"
+    for stage in ("teacher-reasoning", "mopd-single-stage"):
+        assert selected in chain.log(stage, jobs[stage])
+    mopd_log = chain.log("mopd-single-stage", jobs["mopd-single-stage"])
+    assert "5 teacher checkpoints found" in mopd_log
     assert "published super35-rl-rlvr-model" in chain.log("rlvr", jobs["rlvr"])
+    # The export read MOPD's newest checkpoint and is one version: its whole run directory.
+    [exported] = versions(chain.store, HF_MODEL)
+    assert exported.step is None and exported.path.startswith("hf-export-")
+    newest = versions(chain.store, MOPD_MODEL)[-1].path
+    config = json.loads((chain.store / HF_MODEL / "latest" / "config.json").read_text())
+    assert config["exported_from"] == f"{STORE_MOUNT}/{MOPD_MODEL}/{newest}/{NEMO_RL_WEIGHTS}"
+    # Eval's job, started after the export ended, found the model it was told to serve.
+    seen = json.loads((chain.evaluations / "seen.json").read_text())
+    assert seen["told"]["deployment.checkpoint_path"] == f"{STORE_MOUNT}/{HF_MODEL}/latest"
+    assert seen["checkpoint files"] == ["config.json", "model.safetensors"]
 
     # W&B (offline) recorded one run per stage, every version, and the seed's lineage.
     recorded = {}
-    for stage in jobs:
+    for stage in [*jobs, "eval"]:
         [offline] = list(chain.runs.glob(f"{stage}-*/wandb/offline-run-*"))
         recorded[stage] = read_offline_run(offline)
     # Every version still in the store; step 2 was deleted by keep_top_k before the end.
     rl_versions = sorted(a.ref().selector for a in recorded["rlvr"].logged)
     assert rl_versions == ["step-4", "step-6"]
-    edges = lineage_edges([recorded[s] for s in jobs])
-    assert ("artifact:super35-sft-model-tiny:latest", "stage:rlvr", "model") in edges
+    edges = lineage_edges(list(recorded.values()))
+    # The lineage read back is the chain's: every input of every stage, as its table says.
+    for step in _chain_pipeline().steps():
+        for role, ref in step.artifact_inputs().items():
+            assert (f"artifact:{ref}", f"stage:{step.stage}", role) in edges, (step.stage, role)
     assert ("stage:rlvr", f"artifact:{RL_MODEL}:step-4", "output") in edges
-    assert (f"artifact:{RL_MODEL}:step-4", "stage:teacher-reasoning", "model") in edges
+    assert ("stage:hf-export", f"artifact:{HF_MODEL}:latest", "output") in edges
     assert chain.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
 
 

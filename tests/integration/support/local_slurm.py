@@ -439,6 +439,36 @@ class LocalSlurm:
             )
         return found
 
+    def kill_node(self, node: str) -> list[int]:
+        """What a node's power failing looks like to the rest of the cluster: its slurmd and
+        every process of its jobs killed at once (SIGKILL). A job step's slurmstepd is known by
+        its working directory (the node's SlurmdSpoolDir), the processes under it by their
+        parents or their SLURMD_NODENAME. Returns the PIDs killed."""
+        daemon = self._daemons.get(f"slurmd-{node}")
+        if daemon is None or daemon.poll() is not None:
+            raise LocalSlurmError(f"{node} has no running slurmd")
+        spool = self.state_dir / "spool" / node
+        processes = self.node_process_info()
+        children: dict[int, list[int]] = {}
+        for process in processes:
+            children.setdefault(process.ppid, []).append(process.pid)
+        todo = [daemon.pid]
+        for process in processes:
+            with contextlib.suppress(OSError):
+                if process.node == node or Path(f"/proc/{process.pid}/cwd").resolve() == spool:
+                    todo.append(process.pid)
+        doomed: set[int] = set()
+        while todo:
+            pid = todo.pop()
+            if pid not in doomed:
+                doomed.add(pid)
+                todo += children.get(pid, [])
+        for pid in doomed:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        daemon.wait(timeout=10)
+        return sorted(doomed)
+
     def node_processes(self, pattern: str = "") -> list[str]:
         """``"PID CMDLINE"`` for each process of ``node_process_info(pattern)``."""
         return [str(p) for p in self.node_process_info(pattern)]

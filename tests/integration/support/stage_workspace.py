@@ -16,7 +16,10 @@ from pathlib import Path
 from tests.integration.support.local_slurm import LocalSlurm
 
 # Processes of a job that must all be gone once it ends.
-JOB_PROCESSES = r"rk-ray-|raylet|gcs_server|launcher\.pex|run_grpo\.py|ray\.scripts"
+JOB_PROCESSES = (
+    r"rk-ray-|raylet|gcs_server|launcher\.pex|run_grpo\.py|ray\.scripts|run_recipe\.py"
+    r"|convert_checkpoints"
+)
 
 PROFILE_TEMPLATE = """\
 from recipekit.hardware import {node}

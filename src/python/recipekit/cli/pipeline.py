@@ -128,18 +128,28 @@ def submit_command(
 ) -> None:
     """Submit the chain: one job per stage, each after the jobs of the stages it reads from.
 
-    Refuses before anything is submitted: a blocked stage, a stage with no recipe, a stage
-    whose framework submits its own job (evaluation), a stage the cluster cannot run, or an
-    artifact store that is not mounted here.
+    A stage whose framework submits its own job (evaluation) has its client run here, told to
+    make that job wait for the stages it reads from (afterok).
+
+    Refuses before anything is submitted: a blocked stage, a stage with no recipe, a stage the
+    cluster cannot run, a delegated stage whose client is not here or that a later stage
+    reads from, or an artifact store that is not mounted here.
     """
     from recipekit.launch.profiles import find_profile
     from recipekit.pipeline.submit import submit_chain
 
     chain = _chain(folder)
-    submitted = submit_chain(chain, chain.between(start, until), find_profile(cluster), overrides)
+    submitted = submit_chain(
+        chain,
+        chain.between(start, until),
+        find_profile(cluster),
+        overrides,
+        echo=lambda line: click.echo(f"  | {line}"),
+    )
     for entry in submitted:
         after = f" after {', '.join(entry.after)}" if entry.after else ""
-        click.echo(f"{entry.name:<34} job {entry.job_id}{after}  {entry.run.path}")
+        job = f"job {entry.job_id}" if entry.job_id else f"handed to {entry.delegated_to}"
+        click.echo(f"{entry.name:<34} {job}{after}  {entry.run.path}")
 
 
 @pipeline.command(name="status")
@@ -167,6 +177,8 @@ def status_command(
         job = f"job {row['job']} {row['state']}" if row["job"] else row["state"]
         if row.get("restarts"):
             job += f" (requeued and restarted {row['restarts']} time(s))"
+        if row.get("lost_nodes"):
+            job += f"; lost node(s) {', '.join(row['lost_nodes'])}"
         click.echo(f"{row['stage']:<34} {job}")
         for version in row.get("versions", []):
             step = f" step-{version['step']}" if version["step"] is not None else ""

@@ -165,6 +165,9 @@ def status(overrides: tuple[str, ...], cluster: str | None) -> None:
         # Requeued (preemption, a lost node, scontrol requeue): the same run directory; the
         # framework resumed from its newest checkpoint.
         click.echo(f"  restarted {restarts} time(s): the job was requeued and started again")
+    for job, when, node in run.lost_nodes():
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
+        click.echo(f"  lost node {node} at {stamp} (job {job}): its slurmd stopped answering")
     for key in ("NodeList", "RunTime", "ExitCode", "Reason", "Requeue", "Restarts"):
         if key in details:
             click.echo(f"  {key}: {details[key]}")

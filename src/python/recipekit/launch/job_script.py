@@ -18,7 +18,7 @@ from recipekit.framework import SITE_PLACEHOLDERS
 from recipekit.images.paths import LAUNCHER_PEX as BAKED_LAUNCHER
 from recipekit.launch.framework_process import entry_point_command
 from recipekit.launch.profile import ClusterProfile
-from recipekit.launch.run_dir import LAUNCHER, LOGS, RunDir, job_name
+from recipekit.launch.run_dir import LAUNCHER, LOGS, LOST_NODES, RunDir, job_name
 from recipekit.lineage.store import RUN_VARIABLE, run_name, store_output
 
 
@@ -83,6 +83,8 @@ def render_job_script(
         "# they are never written here.",
     ]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in job_environment(profile, plan).items()]
+    record = shlex.quote(str(run.file(LOST_NODES)))
+    lines += ["", *_LOST_NODE_CHECK.format(record=record).split("\n")]
     launch = plan["framework"]["launch"]
     if interactive and launch != "ray":
         raise ValueError(f"an interactive job keeps a Ray cluster up; this stage launches {launch}")
@@ -105,8 +107,8 @@ def render_job_script(
         comment = "2. One task per node: Ray (head on the first node), then the framework" + (
             " on request (`run`): an interactive cluster." if interactive else "."
         )
-        lines += ["", f"# {preflight[0]}", _command(preflight[1])]
-        lines += ["", f"# {comment}", "exec " + _command(step), ""]
+        lines += ["", f"# {preflight[0]}", _checked(preflight[1])]
+        lines += ["", f"# {comment}", _checked(step), ""]
         return "\n".join(lines)
     steps = [preflight, _framework_step(launch, nodes, gpus, launcher_step)]
     tracking = profile.tracking
@@ -127,7 +129,7 @@ def render_job_script(
             )
         )
     for comment, step in steps:
-        lines += ["", f"# {comment}", _command(step)]
+        lines += ["", f"# {comment}", _checked(step)]
     return "\n".join(lines) + "\n"
 
 
@@ -151,7 +153,9 @@ def _submit_host_script(plan: dict[str, Any], profile: ClusterProfile, run: RunD
     unfilled = [p for p in SITE_PLACEHOLDERS if any(p in argument for argument in command)]
     lines += [f"# {p} unset in the profile: submit refuses until it is set." for p in unfilled]
     lines += ["", "set -euo pipefail", f"cd {shlex.quote(str(run.path))}"]
-    lines += ["exec " + _command(command), ""]
+    # Arguments given to this script follow the framework's: what a pipeline adds so that the
+    # client's job waits for the stages before it (Framework.waiting_for).
+    lines += ["exec " + _command(command) + ' \\\n    "$@"', ""]
     return "\n".join(lines)
 
 
@@ -190,3 +194,36 @@ def _framework_step(
 
 def _command(argv: list[str]) -> str:
     return " \\\n    ".join(shlex.quote(a) for a in argv)
+
+
+def _checked(argv: list[str]) -> str:
+    """A step whose failure is first told apart from a lost node (``step_failed``)."""
+    return _command(argv) + " \\\n    || step_failed $?"
+
+
+# A step that fails may have lost a node (its slurmd and processes gone): srun ends before the
+# controller notices (SlurmdTimeout), so the job would end FAILED like a crash, and --requeue
+# would never apply. Each node is asked with a step of its own; one whose slurmd does not answer
+# is lost: the script says so, records it for `status`, and waits for Slurm to declare the node
+# down, which ends the job NODE_FAIL and requeues it (--requeue) on other nodes; past that
+# wait it requeues the job itself. A step that failed with every node alive ends the job with
+# its status, as a crash.
+_LOST_NODE_CHECK = """\
+# A failed step: a lost node (requeue, resume) or a crash (end with its status)?
+step_failed() {{
+    local status=$1 node lost=() slurmd_timeout
+    for node in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do
+        timeout 60 srun --nodes=1 --ntasks=1 --nodelist="$node" --overlap --gres=none \\
+            true >/dev/null 2>&1 || lost+=("$node")
+    done
+    [ ${{#lost[@]}} -eq 0 ] && exit "$status"
+    for node in "${{lost[@]}}"; do
+        echo "$SLURM_JOB_ID $(date +%s) $node" >> {record}
+    done
+    echo "recipekit: lost node(s) ${{lost[*]}} (slurmd does not answer; the step ended" \\
+        "with $status): waiting for Slurm to requeue job $SLURM_JOB_ID on other nodes" >&2
+    slurmd_timeout=$(scontrol show config | awk '/^SlurmdTimeout/ {{print $3}}')
+    sleep $(( ${{slurmd_timeout:-300}} + 120 ))
+    scontrol requeue "$SLURM_JOB_ID"
+    exit "$status"
+}}"""

@@ -88,15 +88,20 @@ def _script(tmp_path: Path, launch: str, **profile_changes: Any) -> list[str]:
 
 
 def _steps(lines: list[str]) -> list[list[str]]:
-    """Each srun command of a job script, its arguments one per item."""
+    """Each srun command of a job script, its arguments one per item. Every one is followed
+    by the lost-node check (``|| step_failed $?``), which is not listed."""
     steps: list[list[str]] = []
+    checked = 0
     for line in lines:
-        if line.startswith(("srun", "exec srun")):
+        if line.startswith("srun"):
             steps.append([])
         elif not line or line.startswith("#"):
             continue
-        if steps and line:
+        if line == "|| step_failed $?":
+            checked += 1
+        elif steps and line:
             steps[-1].append(line)
+    assert checked == len(steps), "a step without the lost-node check"
     return steps
 
 
@@ -127,7 +132,7 @@ def test_ray_script_preflights_every_node_then_runs_one_ray_step(tmp_path: Path)
     preflight, step = _steps(_script(tmp_path, "ray", tracking=Tracking(mode="online")))
     assert preflight[0] == "srun" and preflight[-2] == "preflight"
     assert "--kill-on-bad-exit=1" not in preflight
-    assert step[0] == "exec srun" and step[-2] == "job-step" and "--ntasks-per-node=1" in step
+    assert step[0] == "srun" and step[-2] == "job-step" and "--ntasks-per-node=1" in step
     # A Ray worker that fails ends the step: the head would otherwise wait for it.
     assert "--kill-on-bad-exit=1" in step
 
@@ -484,3 +489,22 @@ def test_preflight_names_an_output_its_user_cannot_write(tmp_path: Path) -> None
         assert _as_nobody(lambda: outputs_writable(ctx)) is None
     finally:
         shutil.rmtree(root)
+
+
+@pytest.mark.parametrize("launch", ["ray", "per-gpu", "head"])
+def test_every_script_is_valid_bash_and_tells_a_lost_node_from_a_crash(
+    tmp_path: Path, launch: str
+) -> None:
+    plan, run = _plan_json(dapo_b200, launch), RunDir(tmp_path / "run")
+    text = render_job_script(plan, _profile(tmp_path, tracking=Tracking(mode="offline")), run)
+    lines = [line.strip(" \\") for line in text.splitlines()]
+    script = tmp_path / "job.sbatch"
+    script.write_text(text)
+    checked = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    # Each node is asked with a step of its own; a silent one is recorded for `status`, and
+    # the job waits for Slurm to requeue it rather than ending as a crash.
+    probe = 'srun --nodes=1 --ntasks=1 --nodelist="$node" --overlap --gres=none'
+    assert any(probe in line for line in lines)
+    assert any(line.endswith(f">> {tmp_path / 'run' / 'lost-nodes'}") for line in lines)
+    assert 'scontrol requeue "$SLURM_JOB_ID"' in lines

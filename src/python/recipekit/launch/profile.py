@@ -354,11 +354,14 @@ class ClusterProfile:
             bases={},
         )
 
-    def site_values(self) -> dict[str, str | None]:
+    def site_values(self, base: str) -> dict[str, str | None]:
         """What a "delegated" framework's own Slurm client is told of this cluster, by its
-        placeholder (``recipekit.framework.SITE_PLACEHOLDERS``); None where the profile has
-        no value."""
+        placeholder (``recipekit.framework.SITE_PLACEHOLDERS``), for a stage on ``base``;
+        None where the profile has no value. Without a container of ours the client still
+        starts containers of its own: their image is the one ``bases`` gives."""
         image = self.container.image if isinstance(self.container, Pyxis) else None
+        if image is None and base in self.bases:
+            image = self.bases[base].image
         return {
             "{login_host}": self.login_host,
             "{account}": self.account,

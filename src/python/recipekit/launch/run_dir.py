@@ -34,6 +34,8 @@ PROVENANCE_FILE = "provenance.json"
 # Written by the first node's preflight of a per-GPU job: where rank 0 listens (MASTER_ADDR).
 RENDEZVOUS_FILE = "rendezvous.json"
 LOGS = "logs"
+# One line per node a job lost: "<job id> <unix time> <node>", written by the job script.
+LOST_NODES = "lost-nodes"
 
 
 @attrs.frozen
@@ -67,6 +69,18 @@ class RunDir:
 
     def job_id(self) -> str | None:
         return self._submitted("job_id")
+
+    def lost_nodes(self) -> list[tuple[str, float, str]]:
+        """(job id, when, node) of every node the run's jobs lost, oldest first."""
+        record = self.file(LOST_NODES)
+        if not record.is_file():
+            return []
+        found = []
+        for line in record.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1].isdigit():
+                found.append((parts[0], float(parts[1]), parts[2]))
+        return found
 
     def delegated_to(self) -> str | None:
         """The framework's own Slurm client a delegated stage was handed to, if it was."""

@@ -8,12 +8,15 @@ cluster.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import attrs
 
 from recipekit.launch.job_script import render_job_script
 from recipekit.launch.profile import ClusterProfile, profile_to_json
 from recipekit.launch.run_dir import CONFIG_FILE, JOB_SCRIPT, PLAN_FILE, PROFILE_FILE, RunDir
+from recipekit.lineage.refs import ARTIFACTS_ROOT
+from recipekit.lineage.store import stored_artifact
 from recipekit.plan import Plan
 from recipekit.report import config_yaml, plan_json
 
@@ -46,6 +49,9 @@ def run_files(
     config, summary = config_yaml(plan.framework_config), plan_json(plan)
     if profile is None:
         return RunFiles(config=config, plan=summary)
+    store = profile.artifact_store
+    if plan.stage.framework.launch == "delegated" and store is not None:
+        config = config_yaml(at_host_paths(plan.framework_config, store.path))
     return RunFiles(
         config=config,
         plan=summary,
@@ -54,6 +60,20 @@ def run_files(
         container=getattr(profile.container, "image", None),
     )
 
+
+
+def at_host_paths(value: Any, store: str) -> Any:
+    """``value`` with every path in the artifact store at the store's host path: a delegated
+    framework's client and the containers it starts run outside recipekit's, where nothing is
+    mounted at ``/artifacts``. Mount keys and values alike, so a container sees the store at
+    the host's path."""
+    if isinstance(value, dict):
+        return {at_host_paths(k, store): at_host_paths(v, store) for k, v in value.items()}
+    if isinstance(value, list):
+        return [at_host_paths(v, store) for v in value]
+    if isinstance(value, str) and stored_artifact(value) is not None:
+        return store.rstrip("/") + value[len(ARTIFACTS_ROOT) :]
+    return value
 
 
 def job_script(plan: Plan, profile: ClusterProfile, *, interactive: bool = False) -> str:

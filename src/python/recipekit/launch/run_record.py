@@ -71,18 +71,22 @@ def capture_provenance(plan: Mapping[str, Any], profile: ClusterProfile, cwd: Pa
     return json.dumps(provenance, indent=2) + "\n"
 
 
-def publish_checkpoints(plan: Mapping[str, Any], log: Log) -> list[StoredVersion]:
+def publish_checkpoints(
+    plan: Mapping[str, Any], log: Log, *, finished: bool = False
+) -> list[StoredVersion]:
     """Make the checkpoints the run has saved so far versions of its output artifact (the
-    store is at ``/artifacts`` wherever the job runs); keeps the steps later stages pin."""
+    store is at ``/artifacts`` wherever the job runs); keeps the steps later stages pin. A run
+    that has ``finished`` well and saved no steps is published whole."""
     found = store_output(plan)
     if found is None:
         return []
     artifact, run_id = found
     keep = plan.get("lineage", {}).get("keep_steps", ())
-    added = publish(Path(ARTIFACTS_ROOT), artifact, run_id, keep_steps=keep)
+    added = publish(Path(ARTIFACTS_ROOT), artifact, run_id, keep_steps=keep, finished=finished)
     for version in added:
         kept = " (kept for a later stage)" if version.kept else ""
-        log(f"published {artifact}:v{version.version} = step-{version.step}{kept}")
+        what = f"step-{version.step}" if version.step is not None else "the run's output"
+        log(f"published {artifact}:v{version.version} = {what}{kept}")
     return added
 
 
@@ -142,7 +146,7 @@ def record_finished_run(
     from recipekit.lineage.tracking import lineage_from_json, record_run
 
     try:
-        publish_checkpoints(plan, log)
+        publish_checkpoints(plan, log, finished=True)
     except OSError as exc:
         log(f"publishing checkpoints failed: {exc}")
         return EXIT_NOT_RECORDED

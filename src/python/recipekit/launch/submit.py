@@ -280,7 +280,7 @@ def missing_site_values(plan: Plan, profile: ClusterProfile) -> list[Issue]:
     """What a delegated stage's own Slurm client needs of the cluster and the profile lacks."""
     framework = plan.stage.framework
     arguments = " ".join(framework.arguments(plan.framework_config))
-    values = profile.site_values()
+    values = profile.site_values(framework.image)
     return [
         Issue(
             f"profile {profile.name}",
@@ -303,14 +303,8 @@ class DelegatedSubmission:
     record_status: int | None
 
 
-def submit_delegated(
-    plan: Plan, profile: ClusterProfile, echo: Callable[[str], None]
-) -> DelegatedSubmission:
-    """Run a delegated stage's script on this host, its output echoed and kept in the run's
-    logs. The framework's client submits and owns the Slurm job; once it has, the run is
-    recorded here (the profile's tracking) with its inputs.
-    """
-    check_submittable(plan, profile)
+def delegated_issues(plan: Plan, profile: ClusterProfile) -> list[Issue]:
+    """What keeps a delegated stage's client from submitting from this host."""
     issues = missing_site_values(plan, profile)
     client = plan.stage.framework.entry_point
     if shutil.which(client) is None:
@@ -321,14 +315,36 @@ def submit_delegated(
                 hint=f"install {plan.stage.framework.name} {plan.stage.framework.version} here",
             )
         )
+    return issues
+
+
+def submit_delegated(
+    plan: Plan,
+    profile: ClusterProfile,
+    echo: Callable[[str], None],
+    *,
+    after: Sequence[str] = (),
+) -> DelegatedSubmission:
+    """Run a delegated stage's script on this host, its output echoed and kept in the run's
+    logs. The framework's client submits and owns the Slurm job; once it has, the run is
+    recorded here (the profile's tracking) with its inputs. ``after``: Slurm jobs the
+    client's job must wait for (a pipeline), passed as the framework's own arguments.
+    """
+    check_submittable(plan, profile)
+    framework = plan.stage.framework
+    waiting = framework.waiting_for(after) if after else []
+    if after and not waiting:
+        raise ValueError(f"{framework.name} cannot make its job wait for other jobs")
+    issues = delegated_issues(plan, profile)
     if issues:
         raise RecipeError(issues, context=f"{plan.stage.name}: cannot submit")
     check_tracking(profile)
+    client = framework.entry_point
     run = write_run_dir(plan, profile, None)
     started = time.time()
     log = run.logs / f"submit-{int(started)}.out"
     with log.open("w") as out, subprocess.Popen(
-        ["bash", str(run.file(JOB_SCRIPT))],
+        ["bash", str(run.file(JOB_SCRIPT)), *waiting],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -342,6 +358,7 @@ def submit_delegated(
         "exit_status": process.returncode,
         "log": str(log),
         "submitted_at": started,
+        **({"after": list(after)} if after else {}),
     }
     run.write_text(JOB_RECORD, json.dumps(record) + "\n")
     if process.returncode != 0:

@@ -173,17 +173,29 @@ def _record(directory: Path, known: list[StoredVersion], added: list[StoredVersi
 
 
 def publish(
-    root: Path, artifact: str, run: str, *, keep_steps: Collection[int] = ()
+    root: Path,
+    artifact: str,
+    run: str,
+    *,
+    keep_steps: Collection[int] = (),
+    finished: bool = False,
 ) -> list[StoredVersion]:
     """Make every checkpoint ``run`` saved of ``artifact`` a version, newest last, and move
     ``latest``. Steps in ``keep_steps`` are kept (hard-linked) before they are published.
-    Publishing again finds what is new; returns the versions this call added."""
+    Publishing again finds what is new; returns the versions this call added.
+
+    A run that saves no checkpoints by step (an export writes one model) is one version, its
+    whole directory, once it has ``finished`` well."""
     directory = root / artifact
     with _locked(directory):
         known = versions(root, artifact)
         seen = {(v.run, v.step) for v in known}
         added: list[StoredVersion] = []
-        for step, saved in sorted(saved_steps(directory / run).items()):
+        steps = saved_steps(directory / run)
+        written = directory / run
+        if finished and not steps and (run, None) not in seen and _has_files(written):
+            added.append(StoredVersion(len(known), None, run, run))
+        for step, saved in sorted(steps.items()):
             if (run, step) in seen:
                 continue
             path = f"{run}/{saved.name}"
@@ -194,6 +206,10 @@ def publish(
             added.append(StoredVersion(len(known) + len(added), step, run, path, kept))
         _record(directory, known, added)
         return added
+
+
+def _has_files(directory: Path) -> bool:
+    return directory.is_dir() and any(directory.iterdir())
 
 
 def import_version(root: Path, artifact: str, source: Path, *, name: str) -> StoredVersion:

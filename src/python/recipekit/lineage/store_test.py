@@ -103,3 +103,27 @@ def test_plan_paths_in_the_store_and_the_run_name() -> None:
     assert store_output(plan) == (ARTIFACT, RUN)
     assert set(store_paths(plan)) == {"model", "checkpoints"}
     assert store_output({"stage": "x", "hash": "0" * 64, "outputs": {"c": "/shared/ckpt"}}) is None
+
+
+def test_a_finished_run_without_steps_is_one_version_of_its_whole_directory(
+    tmp_path: Path,
+) -> None:
+    init_store(tmp_path)
+    artifact, run = "super35-rl-mopd-phase2-hf-model", "hf-export-0123456789ab"
+    written = tmp_path / artifact / run
+    written.mkdir(parents=True)
+    # While it runs, the export's half-written files are no version.
+    (written / "config.json").write_text("{}")
+    assert publish(tmp_path, artifact, run) == []
+    [version] = publish(tmp_path, artifact, run, finished=True)
+    assert (version.step, version.path, version.aliases) == (None, run, ["v0"])
+    assert os.readlink(tmp_path / artifact / "latest") == run
+    # Publishing again (a requeued job's record step) adds nothing.
+    assert publish(tmp_path, artifact, run, finished=True) == []
+
+
+def test_a_finished_run_that_wrote_nothing_publishes_nothing(tmp_path: Path) -> None:
+    init_store(tmp_path)
+    (tmp_path / "model" / "run").mkdir(parents=True)
+    assert publish(tmp_path, "model", "run", finished=True) == []
+    assert versions(tmp_path, "model") == []

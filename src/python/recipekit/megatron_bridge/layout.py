@@ -56,14 +56,16 @@ class Layout:
         }
 
 
-def compute_layout(config: MegatronBridgeConfig, hardware: Hardware) -> Layout:
+def compute_layout(config: MegatronBridgeConfig | Any, hardware: Hardware) -> Layout:
+    """The layout of a config whose ``model`` section holds Megatron-Core's parallel sizes
+    (a training stage's, or the HF export's, which has no context parallelism)."""
     model = config.model
     return Layout(
         nodes=hardware.num_nodes,
         gpus_per_node=hardware.gpus_per_node,
         tensor_parallel=model.tensor_model_parallel_size,
         pipeline_parallel=model.pipeline_model_parallel_size,
-        context_parallel=model.context_parallel_size,
+        context_parallel=getattr(model, "context_parallel_size", 1),
         expert_parallel=model.expert_model_parallel_size,
         expert_tensor_parallel=model.expert_tensor_parallel_size,
     )

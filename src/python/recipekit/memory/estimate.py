@@ -125,7 +125,7 @@ def _over(phase: Phase, verdict: str) -> Issue:
     return Issue(
         f"memory.{phase.name}",
         f"{verdict}: {phase.total_bytes / GIB:.1f} GiB of {phase.limit_gib:.1f} GiB "
-        f"({phase.limit_name}) per GPU ({100 * phase.fraction:.0f}%) on the {phase.gpus}; "
+        f"({phase.limit_name}) per GPU ({100 * phase.fraction:.0f}%) on {phase.gpus}; "
         f"the largest terms are {named}",
         hint=hint,
     )
@@ -137,13 +137,13 @@ def phase_lines(estimate: MemoryEstimate, width: int = 96) -> list[str]:
     for phase in estimate.phases:
         if phase.warn_when_full:
             head = (
-                f"{phase.name} on the {phase.gpus}: {phase.total_bytes / GIB:.1f} of "
+                f"{phase.name} ({phase.gpus}): {phase.total_bytes / GIB:.1f} of "
                 f"{phase.limit_gib:.1f} GiB ({100 * phase.fraction:.0f}%, "
                 f"headroom {phase.headroom_gib:.1f} GiB)"
             )
         else:
             head = (
-                f"{phase.name} on the {phase.gpus}: {phase.limit_gib:.1f} GiB "
+                f"{phase.name} ({phase.gpus}): {phase.limit_gib:.1f} GiB "
                 f"({phase.limit_name}), {100 * phase.fraction:.0f}% used"
             )
         lines.append(head)

@@ -38,6 +38,8 @@ ADAM_BYTES = 3 * FP32
 # A training process's CUDA context, NCCL communicators' buffers and cuBLAS/cuDNN workspaces:
 # an allowance, not a formula (tools/calibrate_memory.py measures what it is).
 RUNTIME_ALLOWANCE = 3.0 * GIB
+WEIGHTS = "weights (bf16)"
+RUNTIME = "runtime (CUDA, NCCL)"
 
 
 @attrs.frozen(kw_only=True)
@@ -120,12 +122,12 @@ def training_terms(arch: Architecture, setup: MegatronSetup) -> tuple[Term, ...]
     return best
 
 
-def _stage_terms(
-    arch: Architecture, setup: MegatronSetup, pattern: str, *, first: bool, last: bool
-) -> tuple[Term, ...]:
-    s = setup
+def _stage_weights(
+    arch: Architecture, s: MegatronSetup, pattern: str, *, first: bool, last: bool
+) -> tuple[int, int, int]:
+    """The parameters of one pipeline stage: dense (language), vision, and in experts."""
     count = params.stack(arch, pattern)
-    dense, vision = count.dense, 0
+    dense, expert, vision = count.dense, count.expert, 0
     if first:
         dense += params.embedding(arch)
         vision = arch.vision.params if arch.vision is not None else 0
@@ -133,15 +135,59 @@ def _stage_terms(
         dense += params.output_layer(arch)
         if s.mtp:
             mtp = params.mtp(arch)
-            dense, count = dense + mtp.dense, params.Count(count.dense, count.expert + mtp.expert)
+            dense, expert = dense + mtp.dense, expert + mtp.expert
+    return dense, vision, expert
+
+
+def _weights_term(s: MegatronSetup, dense: int, vision: int, expert: int) -> Term:
+    """A rank's bf16 weights: dense and vision parameters split by TP, experts by EP x ETP."""
     dense_per_gpu = (dense + vision) / s.tp
-    expert_per_gpu = count.expert / (s.ep * s.etp)
+    expert_per_gpu = expert / (s.ep * s.etp)
     per_gpu = dense_per_gpu + expert_per_gpu
+    parallel = ["tp", "pp"] + (["ep", "etp"] if expert else [])
+    return Term(
+        WEIGHTS,
+        per_gpu * BF16,
+        tuple(s.key(k) for k in parallel),
+        f"{per_gpu / 1e9:.2f}B parameters: {dense_per_gpu / 1e9:.2f}B / TP"
+        + (f" + {expert_per_gpu / 1e9:.2f}B experts / (EP x ETP)" if expert else ""),
+    )
+
+
+def conversion_terms(arch: Architecture, setup: MegatronSetup) -> tuple[Term, ...]:
+    """A rank converting a checkpoint (no training): the weights of the pipeline stage that
+    holds most, one whole tensor gathered across its shards before it is written (Megatron-
+    Bridge's export streams one Hugging Face tensor at a time; the embedding, vocabulary x
+    hidden, is the largest), and the runtime allowance."""
+    stages = stage_patterns(arch, setup)
+    weights = max(
+        (
+            _weights_term(
+                setup, *_stage_weights(arch, setup, p, first=i == 0, last=i == len(stages) - 1)
+            )
+            for i, p in enumerate(stages)
+        ),
+        key=lambda term: term.bytes,
+    )
+    gathered = params.embedding(arch) * BF16
+    return (
+        weights,
+        Term("gathered tensor (bf16)", gathered, (), "the embedding, vocabulary x hidden"),
+        Term(RUNTIME, RUNTIME_ALLOWANCE, (), "CUDA context, NCCL buffers, workspaces"),
+    )
+
+
+def _stage_terms(
+    arch: Architecture, setup: MegatronSetup, pattern: str, *, first: bool, last: bool
+) -> tuple[Term, ...]:
+    s = setup
+    dense, vision, expert = _stage_weights(arch, s, pattern, first=first, last=last)
+    expert_per_gpu = expert / (s.ep * s.etp)
+    weights = _weights_term(s, dense, vision, expert)
+    shrink_weights = weights.shrink
     trained_dense = (dense * s.train_language + vision * s.train_vision) / s.tp
     trained_expert = expert_per_gpu * s.train_language
     trained = trained_dense + trained_expert
-    parallel = ["tp", "pp"] + (["ep", "etp"] if count.expert else [])
-    shrink_weights = tuple(s.key(k) for k in parallel)
 
     # ZeRO-1: the distributed optimizer shards fp32 master weights and both moments over the
     # data-parallel ranks (with CP) for dense parameters, and over expert-DP for experts.
@@ -160,13 +206,7 @@ def _stage_terms(
     step = optimizer_params * FP32 * (1 - s.optimizer_offload)
     step_beyond = max(0.0, step - activations - peak_layer - logits)
     return terms(
-        Term(
-            "weights (bf16)",
-            per_gpu * BF16,
-            shrink_weights,
-            f"{per_gpu / 1e9:.2f}B parameters: {dense_per_gpu / 1e9:.2f}B / TP"
-            + (f" + {expert_per_gpu / 1e9:.2f}B experts / (EP x ETP)" if count.expert else ""),
-        ),
+        weights,
         Term(
             f"gradients ({'fp32' if s.grad_bytes == FP32 else 'bf16'})",
             trained * s.grad_bytes,
@@ -216,7 +256,7 @@ def _stage_terms(
         if step_beyond
         else None,
         Term(
-            "runtime (CUDA, NCCL)",
+            RUNTIME,
             RUNTIME_ALLOWANCE,
             (),
             "CUDA context, NCCL buffers, workspaces: an allowance",

@@ -173,8 +173,8 @@ def test_over_hbm_is_an_error_naming_the_two_largest_terms_and_their_keys() -> N
     errors, warnings = MemoryEstimate(phases=(phase,)).issues()
     assert warnings == []
     assert [e.render() for e in errors] == [
-        "memory.training: does not fit: 93.0 GiB of 80.0 GiB (HBM) per GPU (116%) on the "
-        "training GPUs; the largest terms are weights (bf16) 60.0 GiB and activations 30.0 GiB "
+        "memory.training: does not fit: 93.0 GiB of 80.0 GiB (HBM) per GPU (116%) on training "
+        "GPUs; the largest terms are weights (bf16) 60.0 GiB and activations 30.0 GiB "
         "(to shrink them change policy.megatron_cfg.tensor_model_parallel_size, "
         "policy.megatron_cfg.activation_checkpointing)"
     ]

@@ -13,6 +13,7 @@ cluster profile as ``-o key=value`` overrides of the same command.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import attrs
@@ -79,6 +80,14 @@ class NemoEvaluatorLauncher(FrameworkBase):
         }
         overrides = [a for key, value in site.items() for a in ("-o", f"{key}={value}")]
         return ["run", "--config", CONFIG_PLACEHOLDER, *overrides]
+
+    def waiting_for(self, job_ids: Sequence[str]) -> list[str]:
+        # The Slurm executor writes each execution.sbatch_extra_flags entry as an #SBATCH
+        # option of its job (executors/slurm/executor.py), as the launcher's own watcher chains
+        # evaluation after conversion. "++": Hydra adds the key, which its defaults lack, or
+        # replaces it.
+        dependency = "afterok:" + ":".join(job_ids)
+        return ["-o", f"++execution.sbatch_extra_flags.dependency={dependency}"]
 
     def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
         """The checkpoint vLLM serves (and the tasks read the tokenizer from)."""

@@ -33,8 +33,14 @@ IMAGE = "vllm/vllm-openai@sha256:" + "5e" * 32
 SEED_TASKS = ["ns_mmlu_pro", "ns_gpqa", "ns_aime2025", "ns_livecodebench", "ns_ifbench"]
 
 
-def _launcher_argv(stage: Stage, tmp_path: Path, overrides: tuple[str, ...] = ()) -> list[str]:
-    """The job script's launcher command, with the config written where the command reads it."""
+def _launcher_argv(
+    stage: Stage,
+    tmp_path: Path,
+    overrides: tuple[str, ...] = (),
+    script_arguments: tuple[str, ...] = (),
+) -> list[str]:
+    """The job script's launcher command, with the config written where the command reads it
+    and ``script_arguments`` where the script passes its own ("$@")."""
     plan = make_plan(stage, overrides)
     profile = default_profile_for(stage.hardware.node.name)
     assert profile is not None and isinstance(profile.container, Pyxis)
@@ -45,8 +51,9 @@ def _launcher_argv(stage: Stage, tmp_path: Path, overrides: tuple[str, ...] = ()
     argv = shlex.split(command)
     config = tmp_path / CONFIG_FILE
     config.write_text(files.config)
-    arguments = [str(config) if a.endswith(CONFIG_FILE) else a for a in argv[1:]]
-    return [str(LAUNCHER.resolve()), *arguments]
+    assert argv[-1] == "$@"
+    arguments = [str(config) if a.endswith(CONFIG_FILE) else a for a in argv[1:-1]]
+    return [str(LAUNCHER.resolve()), *arguments, *script_arguments]
 
 
 def _dry_run(argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -85,8 +92,10 @@ def test_the_launcher_renders_the_eval_stages_jobs(tmp_path: Path) -> None:
     assert len(jobs) == len(SEED_TASKS)
     config = yaml.safe_load((tmp_path / CONFIG_FILE).read_text())
     profile = default_profile_for(evaluation.hardware.node.name)
-    assert profile is not None
+    assert profile is not None and profile.artifact_store is not None
     checkpoint = config["deployment"]["checkpoint_path"]
+    # Its jobs run outside recipekit's containers: the store at its host path.
+    assert checkpoint == f"{profile.artifact_store.path}/super35-rl-mopd-phase2-hf-model/latest"
     for index, (task, job) in enumerate(zip(SEED_TASKS, jobs, strict=True)):
         name = f"{profile.account}-nemo-evaluator-launcher.{task}.{index}"
         assert f"#SBATCH --job-name {name}" in job
@@ -118,3 +127,12 @@ def test_a_layout_override_reaches_the_rendered_job(tensor_parallel: int, tmp_pa
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for job in _jobs(done.stdout):
         assert f"vllm serve /checkpoint --tensor-parallel-size={tensor_parallel}" in job
+
+
+def test_a_pipeline_makes_the_launchers_job_wait_for_the_export(tmp_path: Path) -> None:
+    # What `pipeline submit` gives the script when the HF export is job 4242.
+    waiting = tuple(evaluation.framework.waiting_for(["4242"]))
+    done = _dry_run(_launcher_argv(evaluation, tmp_path, script_arguments=waiting), tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    jobs = _jobs(done.stdout)
+    assert jobs and all("#SBATCH --dependency afterok:4242" in job for job in jobs)

@@ -13,7 +13,7 @@ Two versions: ``super-v3`` (the Super V3 container, ``NEMO_RL_VERSION``) and the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -136,6 +136,9 @@ class NemoRLRun:
         self, layout: Any, hardware: Hardware, model: ModelCard
     ) -> Iterator[tuple[Any, dict[str, Any]]]:
         return iter(())
+
+    def waiting_for(self, job_ids: Sequence[str]) -> list[str]:
+        return []  # not delegated: Slurm's own dependency holds its job
 
     def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
         section = rendered.get(self.algorithm.removeprefix("xtoken_"), {})

@@ -47,7 +47,12 @@ def test_the_whole_chain_plans_in_order_with_checkpoints_in_the_store(chain) -> 
             continue
         [checkpoints] = entry.plan.as_json()["outputs"].values()
         assert checkpoints == f"/artifacts/{entry.lineage.output}/{RUN_PLACEHOLDER}", entry.name
-    assert by_name["hf-export"].plan is None  # no recipe yet
+    # Eval serves what the export wrote, from the store.
+    export, evaluation = by_name["hf-export"].plan, by_name["eval"].plan
+    assert export is not None and evaluation is not None
+    assert evaluation.framework_config["deployment"]["checkpoint_path"] == (
+        "/artifacts/super35-rl-mopd-phase2-hf-model/latest"
+    )
 
 
 def test_from_and_until_select_a_slice(chain) -> None:  # type: ignore[no-untyped-def]
@@ -117,8 +122,10 @@ def test_submitting_through_a_blocked_or_unrunnable_stage_is_refused(chain, tmp_
     planned = plan_chain(chain, chain.between("mopd-phase1", "eval"))
     text = "\n".join(i.render() for i in chain_issues(planned, _profile(tmp_path)))
     assert "mopd-phase1: lineage.blocked" in text and "cannot run end to end" in text
-    assert "hf-export: has no recipe" in text and "--until mopd-phase2" in text
-    assert "eval: is handed to its framework's own Slurm client" in text
+    # The export mounts the pinned Megatron-Bridge checkout, which this host lacks.
+    assert "hf-export: profile gb200-nvl72: code_checkouts.megatron-bridge" in text
+    # Eval's client runs on this host (told to wait for the export): here it is missing.
+    assert "eval: nemo-evaluator-launcher: not on this host's PATH" in text
 
 
 def test_a_store_that_is_not_mounted_is_refused(chain, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ is not mounted) does so before the first job is submitted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,13 @@ from recipekit.errors import Issue, RecipeError
 from recipekit.launch import slurm
 from recipekit.launch.profile import ClusterProfile
 from recipekit.launch.run_dir import RunDir
-from recipekit.launch.submit import check_submittable, check_tracking, submit_plan
+from recipekit.launch.submit import (
+    check_submittable,
+    check_tracking,
+    delegated_issues,
+    submit_delegated,
+    submit_plan,
+)
 from recipekit.lineage.store import versions
 from recipekit.pipeline.chain import Chain, PlannedStage, plan_chain
 
@@ -28,9 +34,11 @@ from recipekit.pipeline.chain import Chain, PlannedStage, plan_chain
 @attrs.frozen
 class SubmittedStage:
     name: str
-    job_id: str
+    # None for a delegated stage: its framework's client submitted the job.
+    job_id: str | None
     run: RunDir
     after: tuple[str, ...]
+    delegated_to: str | None = None
 
 
 def chain_issues(planned: Sequence[PlannedStage], profile: ClusterProfile) -> list[Issue]:
@@ -52,21 +60,46 @@ def chain_issues(planned: Sequence[PlannedStage], profile: ClusterProfile) -> li
                 Issue(f"{entry.name}: lineage.blocked", entry.lineage.blocked, hint=before)
             )
             continue
-        if entry.plan.stage.framework.launch == "delegated":
-            issues.append(
-                Issue(
-                    entry.name,
-                    "is handed to its framework's own Slurm client, which submits at once and "
-                    "cannot wait for the stages before it",
-                    hint=f"{before}, then submit {entry.name} once its input exists",
+        framework = entry.plan.stage.framework
+        stage_profile = _profile_for(entry, profile)
+        if framework.launch == "delegated":
+            if not framework.waiting_for(["1"]):
+                issues.append(
+                    Issue(
+                        entry.name,
+                        f"is handed to {framework.entry_point}, its own Slurm client, which "
+                        "cannot make its job wait for the stages before it",
+                        hint=f"{before}, then submit {entry.name} once its input exists",
+                    )
                 )
-            )
-            continue
+                continue
+            issues += _named(entry.name, delegated_issues(entry.plan, stage_profile))
+            readers = [e.name for e in planned[index + 1 :] if _reads_from(e, entry)]
+            if readers:
+                issues.append(
+                    Issue(
+                        entry.name,
+                        f"submits its own job, whose id recipekit never learns, so "
+                        f"{', '.join(readers)} cannot wait for it",
+                        hint=f"--until {entry.name}, then submit the rest once it has finished",
+                    )
+                )
         try:
-            check_submittable(entry.plan, _profile_for(entry, profile))
+            check_submittable(entry.plan, stage_profile)
         except RecipeError as exc:
-            issues += [attrs.evolve(i, path=f"{entry.name}: {i.path}") for i in exc.issues]
+            issues += _named(entry.name, exc.issues)
     return issues
+
+
+def _named(stage: str, issues: Sequence[Issue]) -> list[Issue]:
+    return [attrs.evolve(i, path=f"{stage}: {i.path}") for i in issues]
+
+
+def _reads_from(reader: PlannedStage, producer: PlannedStage) -> bool:
+    output = producer.lineage.output
+    return output is not None and any(
+        ref.name == output for ref in reader.lineage.artifact_inputs().values()
+    )
 
 
 def _profile_for(entry: PlannedStage, profile: ClusterProfile) -> ClusterProfile:
@@ -75,9 +108,14 @@ def _profile_for(entry: PlannedStage, profile: ClusterProfile) -> ClusterProfile
 
 
 def submit_chain(
-    chain: Chain, names: Sequence[str], profile: ClusterProfile, overrides: Sequence[str] = ()
+    chain: Chain,
+    names: Sequence[str],
+    profile: ClusterProfile,
+    overrides: Sequence[str] = (),
+    echo: Callable[[str], None] = print,
 ) -> list[SubmittedStage]:
-    """Plan, check, then submit every stage in order, each after the stages it reads from."""
+    """Plan, check, then submit every stage in order, each after the stages it reads from.
+    A delegated stage's client runs here (its output to ``echo``), told to wait for them."""
     planned = plan_chain(chain, names, overrides)
     issues = chain_issues(planned, profile)
     if issues:
@@ -96,7 +134,27 @@ def submit_chain(
                 if ref.name in producers and producers[ref.name] in jobs
             )
         )
-        job_id, run = submit_plan(entry.plan, _profile_for(entry, profile), after=after)
+        stage_profile = _profile_for(entry, profile)
+        framework = entry.plan.stage.framework
+        if framework.launch == "delegated":
+            handed = submit_delegated(entry.plan, stage_profile, echo, after=after)
+            if handed.client_status != 0:
+                raise RecipeError(
+                    [
+                        Issue(
+                            entry.name,
+                            f"{framework.entry_point} failed (exit {handed.client_status}); "
+                            f"the stages before it are submitted",
+                            hint=f"its output is in {handed.run.logs}",
+                        )
+                    ],
+                    context=f"pipeline {chain.pipeline.name}",
+                )
+            submitted.append(
+                SubmittedStage(entry.name, None, handed.run, after, framework.entry_point)
+            )
+            continue
+        job_id, run = submit_plan(entry.plan, stage_profile, after=after)
         jobs[entry.name] = job_id
         submitted.append(SubmittedStage(entry.name, job_id, run, after))
     return submitted
@@ -112,9 +170,13 @@ def chain_status(
         row: dict[str, Any] = {"stage": entry.name, "job": None, "state": "not submitted"}
         if entry.plan is not None:
             run = RunDir.for_plan(profile.runs_dir, entry.name, entry.plan.hash)
-            job_id = run.job_id()
+            job_id, client = run.job_id(), run.delegated_to()
             if job_id is not None:
                 row.update(job=job_id, run=str(run.path), **_job(job_id))
+                row["lost_nodes"] = [node for _, _, node in run.lost_nodes()]
+            elif client is not None:
+                where = f"`{client} status` follows its job"
+                row.update(run=str(run.path), state=f"handed to {client} ({where})")
         output = entry.lineage.output
         if output is not None and store is not None:
             row["output"] = output
