@@ -49,7 +49,8 @@ def test_the_seeds_64_h100_sft_is_tight_and_says_so() -> None:
 
 
 def test_rlvr_moved_to_b200_gets_a_layout_that_fits() -> None:
-    result = search(rlvr, Hardware(B200_NODE, num_nodes=32))
+    # As many nodes as on GB200: 32 for NeMo-RL, 4 for the GenRM (genrm.py).
+    result = search(rlvr, Hardware(B200_NODE, num_nodes=rlvr.hardware.num_nodes))
     assert result.candidates
     best = result.candidates[0]
     # EP 16 would leave a B200 node's NVLink; the smallest change keeps everything else.
@@ -57,7 +58,7 @@ def test_rlvr_moved_to_b200_gets_a_layout_that_fits() -> None:
     assert best.communication == 0
     assert best.plan.stage.hardware.node == B200_NODE
     lines = list(table(result))
-    assert "      hardware=Hardware(B200_NODE, num_nodes=32)," in lines
+    assert "      hardware=Hardware(B200_NODE, num_nodes=36)," in lines
     assert "          'policy.megatron_cfg.expert_model_parallel_size': 8," in lines
 
 

@@ -46,6 +46,7 @@ from recipes.super35.domains import (
     Domain,
     config_paths,
 )
+from recipes.super35.genrm import GENRM_NODES, NO_GENRM, RLVR_JUDGE, genrm
 from recipes.super35.lineage import SUPER35, teacher_role
 from recipes.super35.rl import rlvr, run_names
 
@@ -97,10 +98,15 @@ def _distillation(*specialists: Domain) -> OnPolicyDistillation:
 
 def _mopd(stage: str, description: str, *specialists: Domain) -> Stage:
     teachers = len(specialists) + 1  # the self-anchor has its own
+    # The RLHF teachers' agents run their episodes against the GenRM judge, so a phase that
+    # distills them serves it (Ultra mopd.yaml keeps genrm_compare and its model, on Gym's own
+    # nodes). NOT IN THE SEED: its settings, RLVR's (Ultra's MOPD judge is a close variant).
+    judged = any(d in (RLHF_TEACHER1, RLHF_TEACHER2) for d in specialists)
     nodes = GENERATION_NODES + TRAINING_NODES + NODES_PER_TEACHER * teachers
     return rlvr.with_values(
         {
             **run_names(stage),
+            **(genrm(RLVR_JUDGE) if judged else NO_GENRM),
             "env.nemo_gym.config_paths": config_paths(*specialists, GENERAL),
             "on_policy_distillation": _distillation(*specialists),
             "policy.generation.colocated.resources.num_nodes": GENERATION_NODES,
@@ -128,7 +134,7 @@ def _mopd(stage: str, description: str, *specialists: Domain) -> Stage:
         name=stage,
         description=description,
         helper_depth=1,  # `explain` points at the stage's line below
-        hardware=Hardware(GB200_NODE, num_nodes=nodes),
+        hardware=Hardware(GB200_NODE, num_nodes=nodes + (GENRM_NODES if judged else 0)),
         lineage=SUPER35.stage(stage),
     )
 

@@ -13,6 +13,7 @@ the first draft). Values are SO's unless a comment says otherwise. Where the por
 | what             | SO                           | here (GB200, seed: "4 GPUs each")          |
 |------------------|------------------------------|--------------------------------------------|
 | nodes x GPUs     | 16 x 8 = 128 GPUs            | 32 x 4 = 128 GPUs (NOT IN THE SEED)        |
+| RLHF (GenRM)     | none                         | Ultra's GenRM judge on 4 more nodes        |
 | generation       | 8 nodes, vLLM TP 4           | 16 nodes, vLLM TP 4 -> 16 instances        |
 | training         | 8 nodes: TP 8 x CP 2, EP 16  | 16 nodes, the same (TP 8 = 2 NVL72 trays)  |
 | checkpoint, data | /path/to/...                 | the lineage's run.model / run.data         |
@@ -65,6 +66,7 @@ from recipekit.nemo_rl.schema_super_v3 import (
     Tensorboard,
 )
 from recipekit.stage import Stage
+from recipes.super35.genrm import GENRM_NODES, RLVR_JUDGE, genrm
 from recipes.super35.lineage import SUPER35
 
 # SO: ${policy.model_name}/chat_template.jinja; the HF checkpoint ships its chat template.
@@ -409,6 +411,14 @@ data = DataMain(
     ),
 )
 
+SO_ENVIRONMENTS = (
+    "responses_api_models/vllm_model/configs/vllm_model_for_training.yaml",
+    "resources_servers/math_with_judge/configs/math_with_judge.yaml",
+    "resources_servers/mcqa/configs/mcqa.yaml",
+    "resources_servers/gui_coordinate/configs/gui_coordinate.yaml",
+    "resources_servers/string_match/configs/string_match.yaml",
+)
+
 env = Environments(
     should_use_nemo_gym=True,
     should_log_nemo_gym_responses=True,
@@ -416,13 +426,7 @@ env = Environments(
     nemo_gym=NemoGym(
         port_range_low=5000,
         port_range_high=5999,
-        config_paths=(
-            "responses_api_models/vllm_model/configs/vllm_model_for_training.yaml",
-            "resources_servers/math_with_judge/configs/math_with_judge.yaml",
-            "resources_servers/mcqa/configs/mcqa.yaml",
-            "resources_servers/gui_coordinate/configs/gui_coordinate.yaml",
-            "resources_servers/string_match/configs/string_match.yaml",
-        ),
+        config_paths=SO_ENVIRONMENTS,
         policy_max_input_tokens=DERIVED,
         skip_venv_if_present=True,
         pad_dynamic_image_shapes=True,
@@ -492,6 +496,7 @@ cluster = ClusterMain(
     master_port_range_high=1999,
 )
 
+# The port of SO, then (below) the RLHF part the seed's RLVR has and SO lacks.
 rlvr = Stage(
     name="rlvr",
     description="RLVR: GRPO with NeMo Gym environments from the SFT model (RL stage 1)",
@@ -509,4 +514,19 @@ rlvr = Stage(
         logger=logger,
         cluster=cluster,
     ),
+)
+
+# Seed 004: RLVR is "joint RLVR + RLHF over a broad environment mix". SO's mix has verifiable
+# rewards only; Nemotron 3 Ultra's student RLVR (NeMo-RL main examples/nemo_gym/nemotron-3-ultra/
+# student_rlvr1.yaml) adds the GenRM's pairwise comparisons to them, and so does this: the
+# judge, its settings and its 4 nodes are genrm.py's.
+rlvr = rlvr.with_values(
+    {
+        **genrm(RLVR_JUDGE),
+        "env.nemo_gym.config_paths": (
+            *SO_ENVIRONMENTS,
+            "resources_servers/genrm_compare/configs/genrm_compare.yaml",
+        ),
+    },
+    hardware=Hardware(GB200_NODE, num_nodes=32 + GENRM_NODES),
 )

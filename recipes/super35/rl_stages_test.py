@@ -12,6 +12,7 @@ from recipekit.plan import make_plan
 from recipekit.stage import Stage
 from recipes.super35 import mopd, teachers
 from recipes.super35.domains import DOMAINS, GENERAL, SELF_ANCHOR
+from recipes.super35.genrm import GENRM_NODES
 from recipes.super35.lineage import SUPER35, teacher_role
 from recipes.super35.rl import rlvr
 
@@ -26,11 +27,14 @@ def test_each_rl_stage_plans_on_gb200_within_the_seeds_node_range(stage: Stage) 
     layout = plan.layout.as_json()
     assert stage.hardware.node is GB200_NODE  # seed: "RL: GB200 nodes with 4 GPUs each"
     assert 16 <= stage.hardware.num_nodes <= 144  # seed: "16 to 144 nodes depending on the stage"
-    gpus = layout["generation_gpus"] + layout["training_gpus"] + layout["teacher_nodes"] * 4
+    # Every GPU is generation's, training's, a MOPD teacher's or NeMo Gym's (the GenRM), and
+    # NeMo-RL's cluster is all but Gym's.
+    nodes = layout["teacher_nodes"] + layout["gym_nodes"]
+    gpus = layout["generation_gpus"] + layout["training_gpus"] + nodes * 4
     assert gpus == stage.hardware.total_gpus
     assert plan.framework_config["cluster"] == {
         "gpus_per_node": 4,
-        "num_nodes": stage.hardware.num_nodes,
+        "num_nodes": stage.hardware.num_nodes - layout["gym_nodes"],
         "master_port_range_low": 1400,
         "master_port_range_high": 1999,
     }
@@ -163,3 +167,30 @@ def test_teacher_tensor_parallelism_must_tile_nvlink() -> None:
     with pytest.raises(RecipeError) as exc:
         make_plan(mopd.mopd_phase2, [f"{key}.tensor_model_parallel_size=3"])
     assert f"{key}.tensor_model_parallel_size" in exc.value.render()
+
+
+@pytest.mark.parametrize("stage", RL_STAGES, ids=lambda s: s.name)
+def test_the_genrm_judges_rlvr_and_the_rlhf_teachers_on_its_own_nodes(stage: Stage) -> None:
+    # Seed 004: RLVR is joint RLVR + RLHF, the RLHF teachers train on GenRM comparisons, and a
+    # MOPD phase that distills them runs their agents against it; the others judge nothing
+    # with it and reserve no nodes for it.
+    gym = make_plan(stage).framework_config["env"]["nemo_gym"]
+    judged = stage.name in ("rlvr", "mopd-phase1", "mopd-single-stage") or "rlhf" in stage.name
+    assert ("genrm_model" in gym) == judged
+    assert any("genrm_compare" in path for path in gym["config_paths"]) == judged
+    assert gym.get("num_gpu_nodes", 0) == (GENRM_NODES if judged else 0)
+    if judged:
+        server = gym["genrm_model"]["responses_api_models"]["genrm_model"]
+        assert server["model"] == "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-GenRM"
+        serve = server["vllm_serve_kwargs"]
+        assert serve["tensor_parallel_size"] * serve["data_parallel_size"] == GENRM_NODES * 4
+        judge = gym["genrm_compare_resources_server"]["resources_servers"]["genrm_compare"]
+        # RLVR rewards and penalises length (Ultra's student); the RLHF teachers do not.
+        assert (judge["group_answer_length_penalty_coeff"] > 0) == ("rlhf" not in stage.name)
+
+
+def test_gym_nodes_that_leave_no_room_are_an_error_naming_the_key() -> None:
+    with pytest.raises(RecipeError) as caught:
+        make_plan(rlvr, ["env.nemo_gym.num_gpu_nodes=36"])
+    text = caught.value.render()
+    assert "env.nemo_gym.num_gpu_nodes" in text and "take all 36 nodes" in text

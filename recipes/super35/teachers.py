@@ -18,10 +18,11 @@ whose GB200 layouts they follow:
 | video                   | 32    | 128 x 16               | 16384    | 8 x 2 -> 4             |
 | agentic (blocked)       | 48    | 32 x 16                | 196608   | 8 x 16 -> 1            |
 | vision-reasoning 1, 2   | 32    | 128 x 16               | 16384    | 8 x 2 -> 4             |
-| rlhf teacher 1, 2 (x2)  | 32    | 128 x 16               | 49152    | 8 x 8 -> 1             |
+| rlhf teacher 1, 2 (x2)  | 32 + 4 | 128 x 16              | 49152    | 8 x 8 -> 1             |
 
 NOT IN THE SEED: every number in this table (the seed's per-stage table, rl/index.md, is not
-available); generation keeps RLVR's 16 nodes throughout.
+available); generation keeps RLVR's 16 nodes throughout. The RLHF teachers add the GenRM's 4
+nodes (``genrm.py``); the others judge nothing with it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from recipes.super35.domains import (
     Domain,
     config_paths,
 )
+from recipes.super35.genrm import GENRM_NODES, NO_GENRM, RLHF_JUDGE, genrm
 from recipes.super35.lineage import SUPER35
 from recipes.super35.rl import rlvr, run_names
 
@@ -60,44 +62,6 @@ LONG_CONTEXT_49K = {
     "policy.generation.vllm_kwargs.max_num_batched_tokens": 49152,
 }
 
-# Seed, Software: "NeMo-RL's public Super 3.5 recipe uses
-# nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-GenRM" (the report's length-penalized GenRM is not
-# public). Ultra rlhf_teacher.yaml: the pairwise GenRM judge, with every length-penalty and
-# bonus term zeroed; its default_principle is left to the server's default.
-GENRM_MODEL = "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-GenRM"
-GENRM = {
-    "env.nemo_gym.genrm_compare_resources_server": {
-        "resources_servers": {
-            "genrm_compare": {
-                "genrm_model_server": {"type": "responses_api_models", "name": "genrm_model"},
-                "genrm_responses_create_params": {
-                    "max_output_tokens": 24576,
-                    "temperature": 1.0,
-                    "top_p": 0.95,
-                },
-                "comparison_strategy": "circular",
-                "num_judges_per_comparison": 1,
-                "use_principle": True,
-                "aggregator_method": "simple_tiebreaker",
-                "use_golden_anchor": False,
-                "reasoning_bonus": 0.0,
-                "answer_bonus": 0.0,
-                "top_percentile": 0.2,
-                "genrm_parse_retries": 1,
-                "group_reasoning_length_penalty_coeff": 0.0,
-                "group_answer_length_penalty_coeff": 0.0,
-                "group_style_penalty_coeff": 0.0,
-                "default_score": 3.0,
-                "default_ranking": 3.5,
-            }
-        }
-    },
-    "env.nemo_gym.genrm_model": {
-        "responses_api_models": {"genrm_model": {"entrypoint": "app.py", "model": GENRM_MODEL}}
-    },
-}
-
-
 def _teacher(
     stage: str,
     domain: Domain,
@@ -106,17 +70,20 @@ def _teacher(
     *,
     nodes: int = 32,
 ) -> Stage:
+    # Only the RLHF teachers judge with the GenRM, and they need its nodes besides their own.
+    rlhf = domain in (RLHF_TEACHER1, RLHF_TEACHER2)
     return rlvr.with_values(
         {
             **run_names(stage),
             "env.nemo_gym.config_paths": config_paths(domain),
             **TEACHER_BATCH,
+            **(genrm(RLHF_JUDGE) if rlhf else NO_GENRM),
             **changes,
         },
         name=stage,
         description=description,
         helper_depth=1,  # `explain` points at the stage's line below
-        hardware=Hardware(GB200_NODE, num_nodes=nodes),
+        hardware=Hardware(GB200_NODE, num_nodes=nodes + (GENRM_NODES if rlhf else 0)),
         lineage=SUPER35.stage(stage),
     )
 
@@ -164,8 +131,9 @@ teacher_vision_reasoning_stage2 = _teacher(
     "Vision-reasoning teacher, stage 2 (blocked: its verifier is not public)",
 )
 
-# Ultra rlhf_teacher.yaml: 49k context, lr 2.5e-6, the GenRM judge.
-RLHF = {**LONG_CONTEXT_49K, **GENRM, "policy.megatron_cfg.optimizer.lr": 2.5e-6}
+# Ultra rlhf_teacher.yaml: 49k context, lr 2.5e-6; the GenRM judge (genrm.py) comes with the
+# domain.
+RLHF = {**LONG_CONTEXT_49K, "policy.megatron_cfg.optimizer.lr": 2.5e-6}
 
 teacher_rlhf_teacher1_stage1 = _teacher(
     "teacher-rlhf-teacher1-stage1",

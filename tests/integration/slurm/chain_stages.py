@@ -27,6 +27,7 @@ from recipekit.lineage import ArtifactRef, Import, Pipeline, StageLineage  # noq
 from recipekit.lineage.store import output_dir  # noqa: E402
 from recipes.super35 import lineage as seed  # noqa: E402
 from recipes.super35.evaluation import evaluation  # noqa: E402
+from recipes.super35.genrm import NO_GENRM  # noqa: E402
 from recipes.super35.hf_export import hf_export  # noqa: E402
 from recipes.super35.mopd import mopd_single_stage  # noqa: E402
 from recipes.super35.pretrain import pretrain_tiny  # noqa: E402
@@ -109,6 +110,8 @@ SMALL_RL = {
     "grpo.max_num_steps": RL_STEPS,
     "checkpointing.save_period": SAVE_PERIOD,
     "checkpointing.keep_top_k": 1,
+    # No GenRM: the stand-in judges nothing, and the test cluster has no nodes to spare for it.
+    **NO_GENRM,
 }
 rl = stand_in(rlvr.with_values(SMALL_RL, hardware=TWO_NODES), lineage=PIPELINE.stage("rlvr"))
 teacher = stand_in(

@@ -282,9 +282,11 @@ def test_the_chain_hands_checkpoints_over_through_the_store(chain: Chain) -> Non
     for stage in [*jobs, "eval"]:
         [offline] = list(chain.runs.glob(f"{stage}-*/wandb/offline-run-*"))
         recorded[stage] = read_offline_run(offline)
-    # Every version still in the store; step 2 was deleted by keep_top_k before the end.
-    rl_versions = sorted(a.ref().selector for a in recorded["rlvr"].logged)
-    assert rl_versions == ["step-4", "step-6"]
+    # Every version, step 2 too, which keep_top_k deleted before the end: recorded as gone.
+    logged = {a.ref().selector: a for a in recorded["rlvr"].logged}
+    assert sorted(logged) == ["step-2", "step-4", "step-6"]
+    assert logged["step-2"].metadata.get("deleted") is True
+    assert "deleted" not in logged["step-4"].metadata
     edges = lineage_edges(list(recorded.values()))
     # The lineage read back is the chain's: every input of every stage, as its table says.
     for step in _chain_pipeline().steps():

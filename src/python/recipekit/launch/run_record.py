@@ -25,6 +25,7 @@ from recipekit.launch.profile import ClusterProfile, OciBundle, Pyxis, profile_f
 from recipekit.launch.run_dir import JOB_SCRIPT, PLAN_FILE, PROFILE_FILE, PROVENANCE_FILE, RunDir
 from recipekit.lineage.refs import ARTIFACTS_ROOT
 from recipekit.lineage.store import StoredVersion, publish, saved_steps, store_output, versions
+from recipekit.lineage.tracking import OutputVersion
 
 Log = Callable[[str], None]
 
@@ -119,23 +120,23 @@ class CheckpointPublisher:
 
 def _published_outputs(
     plan: Mapping[str, Any], profile: ClusterProfile
-) -> list[tuple[str, int | None]]:
-    """What W&B records as the output artifact's versions: (URI, step), oldest first. A
-    version the framework has deleted since (its keep policy) is no artifact any more."""
+) -> list[OutputVersion]:
+    """What W&B records as the output artifact's versions, oldest first: every version the run
+    published, those the framework has deleted since (its keep policy) marked so."""
     found = store_output(plan)
     if found is not None and profile.artifact_store is not None:
         artifact, run_id = found
         host, here = Path(profile.artifact_store.path) / artifact, Path(ARTIFACTS_ROOT) / artifact
         return [
-            ((host / v.path).as_uri(), v.step)
+            OutputVersion((host / v.path).as_uri(), v.step, deleted=not (here / v.path).exists())
             for v in versions(Path(ARTIFACTS_ROOT), artifact)
-            if v.run == run_id and (here / v.path).exists()
+            if v.run == run_id
         ]
     outputs = list(plan.get("outputs", {}).values())
     if not outputs:
         return []
     steps = saved_steps(Path(outputs[0]))
-    return [(Path(outputs[0]).as_uri(), max(steps) if steps else None)]
+    return [OutputVersion(Path(outputs[0]).as_uri(), max(steps) if steps else None)]
 
 
 def record_finished_run(

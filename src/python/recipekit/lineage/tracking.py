@@ -138,13 +138,38 @@ def log_reference_artifact(
     run.log_artifact(artifact, aliases=aliases)
 
 
+def log_deleted_version(
+    run: Any, name: str, uri: str, *, metadata: dict[str, Any], aliases: list[str]
+) -> None:
+    """Log a version whose checkpoint is gone (W&B refuses a reference to a missing path): its
+    one entry, ``deleted.json``, says where it was."""
+    import wandb
+
+    gone = {**metadata, "deleted": True, "checkpoint": uri}
+    artifact = wandb.Artifact(name, type=artifact_type(name), metadata=gone)
+    with artifact.new_file("deleted.json") as entry:
+        entry.write(json.dumps({"checkpoint": uri, "deleted": True}))
+    run.log_artifact(artifact, aliases=aliases)
+
+
+@attrs.frozen
+class OutputVersion:
+    """One version of a run's output artifact, as W&B records it."""
+
+    uri: str
+    step: int | None
+    # The framework's keep policy deleted it after it was published: recorded all the same (the
+    # lineage says it existed), its metadata saying it is gone.
+    deleted: bool = False
+
+
 def record_run(
     plan: Mapping[str, Any],
     lineage: StageLineage,
     *,
     directory: Path,
     project: str,
-    outputs: Sequence[tuple[str, int | None]] = (),
+    outputs: Sequence[OutputVersion] = (),
     mode: str = "offline",
     entity: str | None = None,
 ) -> Path:
@@ -180,15 +205,21 @@ def record_run(
             for role, ref in lineage.artifact_inputs().items():
                 run.use_artifact(str(ref), use_as=role)
         published = list(outputs) if lineage.output is not None else []
-        for number, (uri, step) in enumerate(published):
+        for number, version in enumerate(published):
             newest = number == len(published) - 1
             aliases = ["latest"] if newest else []
-            aliases += [f"step-{step}"] if step is not None else []
+            aliases += [f"step-{version.step}"] if version.step is not None else []
+            metadata = {"stage": stage, "plan_hash": digest, "inputs": lineage_json["inputs"]}
+            if version.deleted:
+                log_deleted_version(
+                    run, str(lineage.output), version.uri, metadata=metadata, aliases=aliases
+                )
+                continue
             log_reference_artifact(
                 run,
                 str(lineage.output),
-                {"checkpoint": uri},
-                metadata={"stage": stage, "plan_hash": digest, "inputs": lineage_json["inputs"]},
+                {"checkpoint": version.uri},
+                metadata=metadata,
                 aliases=aliases,
             )
     return files_dir.parent

@@ -7,6 +7,7 @@ import pytest
 from recipekit.errors import RecipeError
 from recipekit.lineage import ArtifactRef, StageLineage
 from recipekit.lineage.tracking import (
+    OutputVersion,
     check_credentials,
     lineage_edges,
     read_offline_run,
@@ -51,6 +52,7 @@ def _plan(stage: str, digest: str) -> dict[str, object]:
 
 def test_runs_record_plan_and_lineage_and_read_back_as_a_graph(offline: Path) -> None:
     earlier, checkpoint = offline / "ckpt" / "step_110", offline / "ckpt" / "step_120"
+    gone = offline / "ckpt" / "step_100"  # published, then deleted by the keep policy
     for saved in (earlier, checkpoint):
         saved.mkdir(parents=True)
         (saved / "weights.safetensors").write_bytes(saved.name.encode())
@@ -59,14 +61,18 @@ def test_runs_record_plan_and_lineage_and_read_back_as_a_graph(offline: Path) ->
         RLVR,
         directory=offline / "runs",
         project="recipekit-test",
-        outputs=[(earlier.as_uri(), 110), (checkpoint.as_uri(), 120)],
+        outputs=[
+            OutputVersion(gone.as_uri(), 100, deleted=True),
+            OutputVersion(earlier.as_uri(), 110),
+            OutputVersion(checkpoint.as_uri(), 120),
+        ],
     )
     second = record_run(
         _plan("teacher-vision", "2" * 64),
         TEACHER,
         directory=offline / "runs",
         project="recipekit-test",
-        outputs=[((offline / "ckpt").as_uri(), None)],
+        outputs=[OutputVersion((offline / "ckpt").as_uri(), None)],
     )
     rlvr, teacher = read_offline_run(first), read_offline_run(second)
     assert rlvr.job_type == "rlvr" and rlvr.stage == "rlvr"
@@ -79,9 +85,12 @@ def test_runs_record_plan_and_lineage_and_read_back_as_a_graph(offline: Path) ->
     }
     assert {"config.json", "job.sbatch", "lineage.json"} <= set(rlvr.files)
     assert (first / "files" / "job.sbatch").read_text().startswith("#!/bin/bash")
-    # Every saved checkpoint is a version with its step (W&B moves `latest` to the newest).
-    before, out = rlvr.logged
+    # Every saved checkpoint is a version with its step (W&B moves `latest` to the newest); one
+    # the keep policy deleted is recorded all the same, marked gone.
+    deleted, before, out = rlvr.logged
+    assert "step-100" in deleted.aliases and deleted.metadata["deleted"] is True
     assert "step-110" in before.aliases and "step-120" not in before.aliases
+    assert "deleted" not in before.metadata
     # W&B does not keep the order aliases were given in.
     assert (out.name, out.type) == ("rlvr-model", "model")
     assert sorted(out.aliases) == ["latest", "step-120"]
@@ -94,6 +103,7 @@ def test_runs_record_plan_and_lineage_and_read_back_as_a_graph(offline: Path) ->
     assert edges == [
         ("artifact:sft-model:latest", "stage:rlvr", "model"),
         ("artifact:rlvr-data:latest", "stage:rlvr", "data"),
+        ("stage:rlvr", "artifact:rlvr-model:step-100", "output"),
         ("stage:rlvr", "artifact:rlvr-model:step-110", "output"),
         ("stage:rlvr", "artifact:rlvr-model:step-120", "output"),
         ("artifact:rlvr-model:step-120", "stage:teacher-vision", "model"),

@@ -137,13 +137,13 @@ def phase_lines(estimate: MemoryEstimate, width: int = 96) -> list[str]:
     for phase in estimate.phases:
         if phase.warn_when_full:
             head = (
-                f"{phase.name} ({phase.gpus}): {phase.total_bytes / GIB:.1f} of "
+                f"{phase.name} on {phase.gpus}: {phase.total_bytes / GIB:.1f} of "
                 f"{phase.limit_gib:.1f} GiB ({100 * phase.fraction:.0f}%, "
                 f"headroom {phase.headroom_gib:.1f} GiB)"
             )
         else:
             head = (
-                f"{phase.name} ({phase.gpus}): {phase.limit_gib:.1f} GiB "
+                f"{phase.name} on {phase.gpus}: {phase.limit_gib:.1f} GiB "
                 f"({phase.limit_name}), {100 * phase.fraction:.0f}% used"
             )
         lines.append(head)

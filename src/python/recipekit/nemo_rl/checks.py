@@ -77,12 +77,21 @@ def cluster_matches_hardware(ctx: CheckContext) -> Iterator[Issue]:
             value=cluster.gpus_per_node,
             hint="leave it derived, or change the stage's hardware",
         )
-    if cluster.num_nodes != hw.num_nodes:
+    gym = ctx.layout.gym_nodes
+    if cluster.num_nodes != hw.num_nodes - gym:
+        of_them = f", {gym} of them NeMo Gym's (env.nemo_gym.num_gpu_nodes)" if gym else ""
         yield Issue(
             "cluster.num_nodes",
-            f"the stage's hardware is {hw.num_nodes} nodes",
+            f"the stage's hardware is {hw.num_nodes} nodes{of_them}",
             value=cluster.num_nodes,
             hint="leave it derived, or change the stage's hardware",
+        )
+    if gym and gym >= hw.num_nodes:
+        yield Issue(
+            "env.nemo_gym.num_gpu_nodes",
+            f"NeMo Gym's judges would take all {hw.num_nodes} nodes of the stage",
+            value=gym,
+            hint="add nodes to the stage's hardware",
         )
 
 

@@ -3,19 +3,28 @@ and the Super Omni VL recipes built on it), computed here as ``derivations`` doe
 
 Most rules are super-v3's. What differs: the sequence is padded to ``2 * TP * CP`` (context
 parallelism splits each sequence into ``2 * CP`` chunks), validation sampling follows training
-sampling, and Gym's prompt budget and Megatron generation's token budget follow the sequence.
+sampling, Gym's prompt budget and Megatron generation's token budget follow the sequence, and
+NeMo-RL's cluster leaves out the nodes Gym serves its judges on.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from recipekit.markers import UNSET
 from recipekit.nemo_rl.derivations import (
     RULES,
     SEQ,
     Derivation,
     same_rule,
 )
+
+
+def _without_gym_nodes(nodes: Any, gym_nodes: Any) -> Any:
+    if not isinstance(gym_nodes, int) or not isinstance(nodes, int):
+        return nodes
+    # None left: nothing to follow; the checks name env.nemo_gym.num_gpu_nodes.
+    return nodes - gym_nodes if nodes > gym_nodes else UNSET
 
 
 def _sequence_divisor(megatron_enabled: Any, tp: Any, cp: Any, dtensor_tp: Any) -> Any:
@@ -25,10 +34,23 @@ def _sequence_divisor(megatron_enabled: Any, tp: Any, cp: Any, dtensor_tp: Any) 
 
 
 _DIVISOR = "policy.make_sequence_length_divisible_by"
+_NODES = "cluster.num_nodes"
 GEN = "policy.generation"
 
 RULES_MAIN: tuple[Derivation, ...] = (
-    *(rule for rule in RULES if rule.target != _DIVISOR),
+    # On main (and super-v3.5-posttraining) GRPO places the policy, vLLM, RM and OPD teachers on
+    # cluster.num_nodes and Gym's actor on the Ray node it starts on
+    # (nemo_rl/algorithms/grpo.py, environments/nemo_gym.py): the job allocates Gym's GPU
+    # nodes on top, as Nemotron 3 Ultra's configs do (rlhf_teacher.yaml: cluster.num_nodes 60,
+    # env.nemo_gym.num_gpu_nodes 20, "read by ultra_launch.sh to size the SLURM allocation").
+    # super-v3's grpo.py counted them inside cluster.num_nodes instead.
+    Derivation(
+        _NODES,
+        ("hardware.num_nodes", "env.nemo_gym.num_gpu_nodes"),
+        _without_gym_nodes,
+        "hardware.num_nodes - env.nemo_gym.num_gpu_nodes (Gym's judges' nodes)",
+    ),
+    *(rule for rule in RULES if rule.target not in (_DIVISOR, _NODES)),
     Derivation(
         _DIVISOR,
         (

@@ -39,6 +39,8 @@ class Layout:
     # distinct teacher checkpoint.
     teachers: int = 0
     teacher_nodes: int = 0
+    # NeMo Gym's own GPU nodes (its judges: the GenRM), allocated beside NeMo-RL's cluster.
+    gym_nodes: int = 0
 
     @property
     def model_parallel(self) -> int:
@@ -80,10 +82,24 @@ def _teacher_groups(config: object) -> tuple[int, int]:
     return distinct, distinct * _int(teachers.default_teacher_cfg.num_nodes)
 
 
+def gym_nodes(config: object) -> int:
+    """The nodes NeMo Gym serves its judges on outside NeMo-RL's cluster: main and
+    super-v3.5-posttraining place nothing of NeMo-RL's there (``derivations_main``); super-v3's
+    GRPO carves them out of ``cluster.num_nodes`` itself, so there they are inside it (0)."""
+    if not isinstance(config, GRPOMasterConfigMain):
+        return 0
+    env = config.env
+    nemo_gym = None if isinstance(env, Marker) else env.nemo_gym
+    if nemo_gym is None or isinstance(nemo_gym, Marker):
+        return 0
+    return _int(nemo_gym.num_gpu_nodes, 0)
+
+
 def compute_layout(config: GRPOMasterConfig | GRPOMasterConfigMain, hardware: Hardware) -> Layout:
     policy = config.policy
     teachers, teacher_nodes = _teacher_groups(config)
-    nodes = _int(config.cluster.num_nodes, hardware.num_nodes) - teacher_nodes
+    gym = gym_nodes(config)
+    nodes = _int(config.cluster.num_nodes, hardware.num_nodes - gym) - teacher_nodes
     per_node = _int(config.cluster.gpus_per_node, hardware.gpus_per_node)
     total = nodes * per_node
     generation = policy.generation
@@ -140,6 +156,7 @@ def compute_layout(config: GRPOMasterConfig | GRPOMasterConfigMain, hardware: Ha
         vllm_pipeline_parallel=vpp,
         teachers=teachers,
         teacher_nodes=teacher_nodes,
+        gym_nodes=gym,
     )
 
 
@@ -165,7 +182,7 @@ def layout_candidates(
     if base.backend != "megatron":
         return
     per_node = hardware.gpus_per_node
-    nodes = hardware.num_nodes - base.teacher_nodes
+    nodes = hardware.num_nodes - base.teacher_nodes - base.gym_nodes
     if base.colocated:
         splits = [(nodes, nodes)]
     else:
@@ -180,7 +197,7 @@ def layout_candidates(
             for vtp in vllm_sizes:
                 layout = attrs.evolve(
                     base,
-                    total_gpus=nodes * per_node + base.teacher_nodes * per_node,
+                    total_gpus=(nodes + base.teacher_nodes) * per_node,
                     generation_nodes=gen_nodes,
                     generation_gpus=gen_nodes * per_node,
                     training_nodes=train_nodes,

@@ -214,8 +214,6 @@ class PolicyExamples(PolicyMain):
 @section("env.nemo_gym")
 @attrs.frozen(kw_only=True)
 class NemoGymExamples(NemoGym):
-    # Nodes of GPUs for Gym's own model servers (judges, reward models); 0: none.
-    num_gpu_nodes: int | Unset = optional(at_least(0))
     # Where Gym's servers get their virtual environments (NeMo-RL's default when absent).
     uv_venv_dir: str | Unset = optional()
 

@@ -404,6 +404,9 @@ class NemoGym:
     config_paths: tuple[str, ...] = required()
     policy_max_input_tokens: int | Derived | Unset = derived(at_least(1))
     skip_venv_if_present: bool | Unset = optional()
+    # Nodes of GPUs for Gym's own model servers (judges such as the GenRM); 0: none. The job
+    # allocates them beside NeMo-RL's cluster.num_nodes (derivations_main).
+    num_gpu_nodes: int | Unset = optional(at_least(0))
     uv_pip_set_python: bool | Unset = optional()
     pad_dynamic_image_shapes: bool | Unset = optional()
     invalid_tool_call_patterns: tuple[str, ...] | None | Unset = optional()

@@ -53,6 +53,15 @@ def grpo_summary(cfg: dict[str, Any], lay: Layout) -> list[tuple[str, str]]:
                 f"checkpoints x {lay.teacher_nodes // lay.teachers} nodes",
             )
         )
+    if lay.gym_nodes:
+        first = lay.generation_nodes + lay.training_nodes + lay.teacher_nodes + 1
+        rows.append(
+            (
+                "",
+                f"NeMo Gym {_nodes(first, lay.gym_nodes)}: its judges "
+                "(env.nemo_gym.num_gpu_nodes, outside cluster.num_nodes)",
+            )
+        )
     rows.append(
         (
             "batch",
