@@ -1,12 +1,18 @@
-"""Megatron-Core's own config classes as the oracle for the Megatron-Bridge stages' overrides.
+"""Megatron-Core's and Megatron-Bridge's own config classes as the oracle for the Megatron-Bridge
+stages' overrides.
 
 A Megatron-Bridge stage's ``model.*`` overrides set fields of its model provider, which extends
 Megatron-Core's ``TransformerConfig`` (and ``ModelParallelConfig``); ``optimizer.*`` sets
-``OptimizerConfig``. Their definitions are read here with ``ast`` from the ``megatron-core``
-wheel (0.19.2) that ``3rdparty/wheels:megatron-core`` fetches from PyPI and checks by sha256:
-never imported, nothing of recipekit in between. Every key must be a field, of the declared type
-(``Literal`` values too), and ``recompute_modules`` must be among the modules
-``TransformerConfig.__post_init__`` accepts.
+``OptimizerConfig``. ``train``, ``checkpoint``, ``scheduler`` and ``logger`` are sections of
+Megatron-Bridge's ``ConfigContainer`` (``TrainingConfig``, ``CheckpointConfig``,
+``SchedulerConfig``, ``LoggerConfig``) and ``peft`` its ``LoRA``. Their definitions are read
+here with ``ast`` from the ``megatron-core`` (0.19.2) and ``megatron-bridge`` (0.4.1) wheels
+that ``3rdparty/wheels`` fetches from PyPI and checks by sha256: never imported, nothing of
+recipekit in between. Every key must be a field, of the declared type (``Literal`` values too),
+and ``recompute_modules`` must be among the modules ``TransformerConfig.__post_init__`` accepts.
+
+Not checked: ``dataset``. The Super-VL recipes' dataset provider lives in the pinned
+Megatron-Bridge checkout's ``nemotronh_multimodal`` recipes, which no release ships.
 
 Keys of the Megatron-Bridge model provider itself (``seq_length``, the VL provider's
 ``freeze_*``) are not Megatron-Core's; they are named below, each with its owner, and checked
@@ -29,10 +35,30 @@ from recipes.super35 import pretrain, sft
 WHEEL = Path("3rdparty/wheels") / (
     "megatron_core-0.19.2-cp312-cp312-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl"
 )
-SOURCES = {
-    "ModelParallelConfig": "megatron/core/model_parallel_config.py",
-    "TransformerConfig": "megatron/core/transformer/transformer_config.py",
-    "OptimizerConfig": "megatron/core/optimizer/optimizer_config.py",
+SOURCES = [
+    (WHEEL, path, name, name)
+    for name, path in (
+        ("ModelParallelConfig", "megatron/core/model_parallel_config.py"),
+        ("TransformerConfig", "megatron/core/transformer/transformer_config.py"),
+        ("OptimizerConfig", "megatron/core/optimizer/optimizer_config.py"),
+    )
+]
+BRIDGE_WHEEL = Path("3rdparty/wheels/megatron_bridge-0.4.1-py3-none-any.whl")
+_SECTIONS = ("TrainingConfig", "CheckpointConfig", "SchedulerConfig", "LoggerConfig")
+BRIDGE_SOURCES = [
+    # Megatron-Bridge's sections extend Megatron-Core's megatron.training ones (imported as
+    # MTrain<Name>), in the megatron-core wheel (megatron/training/config/).
+    *((WHEEL, "megatron/training/config/training_config.py", n, f"MTrain{n}") for n in _SECTIONS),
+    *((BRIDGE_WHEEL, "megatron/bridge/training/config.py", n, n) for n in _SECTIONS),
+    (BRIDGE_WHEEL, "megatron/bridge/peft/lora.py", "LoRA", "LoRA"),
+]
+# The ConfigContainer section each stage section overrides.
+BRIDGE_SECTIONS = {
+    "train": "TrainingConfig",
+    "checkpoint": "CheckpointConfig",
+    "scheduler": "SchedulerConfig",
+    "logger": "LoggerConfig",
+    "peft": "LoRA",
 }
 # Fields of Megatron-Bridge's model providers, not of Megatron-Core (their owner).
 PROVIDER_KEYS = {
@@ -50,15 +76,17 @@ STAGES = [
 
 
 class CoreConfigs:
-    """The dataclass fields of Megatron-Core's config classes, read from the wheel's source."""
+    """The dataclass fields of config classes, read from wheels' sources; a base class among
+    them lends its fields. ``sources``: (wheel, module path, class, the name its subclasses
+    give it as a base)."""
 
-    def __init__(self, wheel: Path) -> None:
+    def __init__(self, sources: list[tuple[Path, str, str, str]]) -> None:
         self.fields: dict[str, dict[str, ast.expr]] = {}
         self.sources: dict[str, str] = {}
-        with zipfile.ZipFile(wheel) as archive:
-            for name, path in SOURCES.items():
-                self.sources[name] = archive.read(path).decode()
-        for name, text in self.sources.items():
+        for wheel, path, name, known_as in sources:
+            with zipfile.ZipFile(wheel) as archive:
+                text = archive.read(path).decode()
+            self.sources[known_as] = text
             tree = ast.parse(text)
             [node] = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name]
             own = {
@@ -67,7 +95,7 @@ class CoreConfigs:
                 if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
             }
             bases = [ast.unparse(b) for b in node.bases]
-            self.fields[name] = {
+            self.fields[known_as] = {
                 **{k: v for b in bases if b in self.fields for k, v in self.fields[b].items()},
                 **own,
             }
@@ -154,7 +182,20 @@ def _matches(value: Any, ann: ast.expr) -> bool | None:
 
 @pytest.fixture(scope="module")
 def core() -> CoreConfigs:
-    return CoreConfigs(WHEEL)
+    return CoreConfigs(SOURCES)
+
+
+@pytest.fixture(scope="module")
+def bridge() -> CoreConfigs:
+    return CoreConfigs(BRIDGE_SOURCES)
+
+
+def _bridge_issues(config: dict[str, Any], bridge: CoreConfigs) -> list[str]:
+    return [
+        issue
+        for section, config_class in BRIDGE_SECTIONS.items()
+        for issue in bridge.issues(config.get(section) or {}, config_class, section)
+    ]
 
 
 def test_the_provider_keys_are_not_megatron_cores(core: CoreConfigs) -> None:
@@ -170,6 +211,30 @@ def test_each_stages_overrides_are_megatron_core_fields_of_their_type(
     found = core.issues(config.get("model", {}), "TransformerConfig", "model")
     found += core.issues(config.get("optimizer") or {}, "OptimizerConfig", "optimizer")
     assert found == []
+
+
+@pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.name)
+def test_each_stages_sections_are_megatron_bridge_config_fields_of_their_type(
+    stage: Stage, bridge: CoreConfigs
+) -> None:
+    config = make_plan(stage).framework_config
+    assert _bridge_issues(config, bridge) == []
+    assert set(config) - {"recipe", "model", "optimizer", "dataset"} <= set(BRIDGE_SECTIONS)
+
+
+def test_the_oracle_names_a_key_megatron_bridge_does_not_have(bridge: CoreConfigs) -> None:
+    config = make_plan(sft.sft_peft).framework_config
+    broken = {
+        **config,
+        "train": {**config["train"], "global_batchsize": 16},
+        "checkpoint": {**config["checkpoint"], "save_interval": "100"},
+        "peft": {**config["peft"], "dropout_position": "middle"},
+    }
+    assert _bridge_issues(broken, bridge) == [
+        "train.global_batchsize: not a field of TrainingConfig",
+        "checkpoint.save_interval = '100': not int | None (CheckpointConfig)",
+        "peft.dropout_position = 'middle': not Literal['pre', 'post'] (LoRA)",
+    ]
 
 
 def test_the_oracle_names_a_key_megatron_core_does_not_have(core: CoreConfigs) -> None:
