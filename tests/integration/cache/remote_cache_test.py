@@ -10,10 +10,7 @@ The clones run ./pants exactly as README's "CI at scale" says a CI runner does:
 from __future__ import annotations
 
 import hashlib
-import os
-import pwd
 import re
-import shutil
 import socket
 import subprocess
 import time
@@ -22,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.support.checkout import clone_checkout, run_pants
 from tools.remote_cache import server_command, write_config
 
-CHECKOUT = Path(os.environ.get("RECIPEKIT_CHECKOUT", "."))
 BGD = Path("3rdparty.python/bgd.pex")
 TARGETS = [
     "recipes/super3:dapo-b200-launcher",
@@ -72,37 +69,16 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]
         log.close()
 
 
-def _clone(where: Path) -> Path:
-    subprocess.run(["git", "clone", "-q", str(CHECKOUT), str(where)], check=True)
-    # The pex CLI Pants runs is read from the build root (pants.toml), as ./pants left it there.
-    shutil.copytree(CHECKOUT / ".pants-bootstrap", where / ".pants-bootstrap")
-    return where
-
-
 def _build(clone: Path, address: str, store: Path) -> dict[str, int]:
     """./pants package TARGETS in ``clone`` with its own empty local store; Pants' counters."""
-    home = pwd.getpwuid(os.getuid()).pw_dir  # where ./pants keeps its bootstrap and named caches
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": home,
-        "RECIPEKIT_REMOTE_CACHE": address,
-    }
-    done = subprocess.run(
-        [
-            "./pants",
-            "--no-pantsd",
-            "--pants-config-files=pants.remote-cache.toml",
-            f"--local-store-dir={store}",
-            "--stats-log",
-            "package",
-            *TARGETS,
-        ],
-        cwd=clone,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
+    done = run_pants(
+        clone,
+        "--pants-config-files=pants.remote-cache.toml",
+        f"--local-store-dir={store}",
+        "--stats-log",
+        "package",
+        *TARGETS,
+        env={"RECIPEKIT_REMOTE_CACHE": address},
     )
     assert done.returncode == 0, done.stderr[-4000:]
     counters = dict(re.findall(r"^\s+(remote_cache_\w+): (\d+)$", done.stderr, re.MULTILINE))
@@ -119,10 +95,10 @@ def test_a_second_clone_builds_from_the_first_ones_cache_byte_for_byte(
     cache: tuple[str, Path], tmp_path: Path
 ) -> None:
     address, blobs = cache
-    first = _build(_clone(tmp_path / "first"), address, tmp_path / "store-first")
+    first = _build(clone_checkout(tmp_path / "first"), address, tmp_path / "store-first")
     assert first["remote_cache_write_successes"] > 0
     assert first["remote_cache_write_errors"] == 0
-    second = _build(_clone(tmp_path / "second"), address, tmp_path / "store-second")
+    second = _build(clone_checkout(tmp_path / "second"), address, tmp_path / "store-second")
     assert second["remote_cache_requests"] > 0
     assert second["remote_cache_requests_cached"] == second["remote_cache_requests"]
     assert second["remote_cache_requests_uncached"] == 0
@@ -136,6 +112,6 @@ def test_a_second_clone_builds_from_the_first_ones_cache_byte_for_byte(
     data = bytearray(stored.read_bytes())
     data[len(data) // 2] ^= 0xFF
     stored.write_bytes(bytes(data))
-    third = _build(_clone(tmp_path / "third"), address, tmp_path / "store-third")
+    third = _build(clone_checkout(tmp_path / "third"), address, tmp_path / "store-third")
     assert third["remote_cache_read_errors"] >= 1
     assert _digests(tmp_path / "third") == _digests(tmp_path / "first")
