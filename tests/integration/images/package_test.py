@@ -6,16 +6,23 @@ as the repository is (no base lock: the Pex and the launcher layers, no image), 
 lock at the path the target names (``containers/nemo-rl.lock.json``), locked in this test from a
 Debian base on a loopback registry. The second build must write a two-platform OCI index whose
 manifests stand on the locked base (its config's diff_ids and layers, by digest) plus the two
-launcher layers the same build wrote, with the index digest ``artifacts.json`` records.
+launcher layers the same build wrote, with the index digest ``artifacts.json`` records. Then the
+CI's publish job (``tools/ci/assemble``, as .github/workflows/ci.yml calls it) ships that build
+to the loopback registry, where the index lands under the same digest.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from recipekit.images.lock import read_lock
 from recipekit.images.oci import Layout
@@ -39,9 +46,19 @@ def _sha256(path: Path) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_pants_package_builds_the_image_on_the_locked_base(
-    debian_base: Layout, registry: str, launcher: Path, tmp_path: Path
-) -> None:
+@dataclass(frozen=True)
+class LockedBuild:
+    clone: Path
+    base_ref: str
+    manifest: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def locked_build(
+    debian_base: Layout, registry: str, launcher: Path, tmp_path_factory: pytest.TempPathFactory
+) -> LockedBuild:
+    """A clone packaged as the repository is (no lock: no image), then with the base locked."""
+    tmp_path = tmp_path_factory.mktemp("package")
     clone = clone_checkout(tmp_path / "clone")
     assert not (clone / LOCK).exists(), "the repository locks no NVIDIA base (README)"
     unlocked = _package(clone)
@@ -62,8 +79,11 @@ def test_pants_package_builds_the_image_on_the_locked_base(
         pex=launcher, cwd=tmp_path,
     )
     shutil.copy(lock_file, clone / LOCK)
-    locked = _package(clone)
+    return LockedBuild(clone, base_ref, _package(clone))
 
+
+def test_pants_package_builds_the_image_on_the_locked_base(locked_build: LockedBuild) -> None:
+    clone, base_ref, locked = locked_build.clone, locked_build.base_ref, locked_build.manifest
     image = locked["image"]
     assert isinstance(image, dict), locked
     layout = Layout(clone / OUT / "image")
@@ -89,3 +109,30 @@ def test_pants_package_builds_the_image_on_the_locked_base(
     assert image["base"] == f"{base_ref}@{lock.index.digest}"
     assert image["base_blobs"] == "missing"
     assert not any(layout.has_blob(d.digest) for p in lock.platforms for d in p.layers)
+
+
+def test_the_ci_publish_job_ships_that_build_under_the_same_digest(
+    locked_build: LockedBuild, registry: str
+) -> None:
+    clone = locked_build.clone
+    built = json.loads((clone / OUT / "artifacts.json").read_text())["image"]["index_digest"]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(clone / ".home")}
+    # Both architecture jobs' records: this machine built the one set of bytes both would.
+    for arch in ("amd64", "arm64"):
+        subprocess.run(
+            ["python3", "tools/ci_artifacts.py", "collect", "dist", f"dist/ci/{arch}.json"],
+            cwd=clone, env=env, check=True, capture_output=True,
+        )
+    destination = f"{registry}/recipekit-ci"
+    done = subprocess.run(
+        ["bash", "tools/ci/assemble", "dist/ci", "--registry", destination, "--no-tls-verify"],
+        cwd=clone, env=env, capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "amd64.json and arm64.json: the same bytes" in done.stdout
+    assert f"recipes.super3/dapo-b200: {destination}/dapo-b200@{built}" in done.stdout
+    pushed = subprocess.run(
+        ["skopeo", "inspect", "--raw", "--tls-verify=false", f"docker://{destination}/dapo-b200@{built}"],
+        capture_output=True, check=True,
+    ).stdout
+    assert "sha256:" + hashlib.sha256(pushed).hexdigest() == built
