@@ -4,6 +4,9 @@
 tuples as lists. ``from_dict`` is the strict way in (cattrs, unknown keys forbidden): every
 problem is reported at its full key path, all of them at once, with a "did you mean" for a
 misspelt key.
+
+cattrs is imported by the way in only: ``plan`` writes out and never reads a dict in, and
+cattrs (through typing_extensions) costs ~45 ms of a plan's start-up.
 """
 
 from __future__ import annotations
@@ -12,16 +15,16 @@ import functools
 import types
 import typing
 from collections.abc import Iterator
-from typing import Any, TypeVar, get_args, get_origin
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin
 
 import attrs
-import cattrs
-from cattrs.errors import ForbiddenExtraKeysError, IterableValidationError
-from cattrs.gen import make_dict_structure_fn, override
 
 from recipekit.errors import Issue, RecipeError, did_you_mean, join_path
 from recipekit.markers import DERIVED, UNSET, Marker
 from recipekit.sections import SectionError, key_names, key_of
+
+if TYPE_CHECKING:
+    import cattrs
 
 T = TypeVar("T")
 
@@ -73,6 +76,8 @@ def structure_value(value: Any, tp: Any, *, path: str = "") -> Any:
 
 @functools.cache
 def _converter() -> cattrs.Converter:
+    import cattrs
+
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     conv.register_structure_hook_func(lambda t: not attrs.has(t), _structure_any)
     # cattrs would coerce (10 -> 10.0, 1 -> "1"); the section's own check judges the value as
@@ -88,6 +93,8 @@ def _keep_as_written(value: Any, _: Any) -> Any:
 
 
 def _section_hook(conv: cattrs.Converter, cls: type) -> Any:
+    from cattrs.gen import make_dict_structure_fn, override
+
     renames = {
         f.name: override(rename=key_of(cls, f.name))
         for f in attrs.fields(cls)
@@ -155,6 +162,9 @@ def _pick_section(value: dict[str, Any], sections: list[type]) -> type:
 
 def _issues(exc: BaseException, path: str) -> Iterator[Issue]:
     """Flatten cattrs' exception groups (and ours) into issues at full key paths."""
+    import cattrs
+    from cattrs.errors import ForbiddenExtraKeysError, IterableValidationError
+
     if isinstance(exc, SectionError):
         for issue in exc.relative:
             yield attrs.evolve(issue, path=join_path(path, issue.path))

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-import yaml
 
 from recipekit.convert import structure_value
 from recipekit.errors import Issue, RecipeError, did_you_mean, join_path
@@ -76,6 +75,8 @@ def parse_assignment(obj: Any, assignment: str) -> tuple[str, Any]:
         raise RecipeError(
             [Issue(assignment, "expected PATH=VALUE, e.g. policy.precision=bfloat16")]
         )
+    import yaml  # only `--set` reads YAML values; a plain `plan` does not load it (~20 ms)
+
     try:
         raw = yaml.safe_load(text) if text.strip() else ""
     except yaml.YAMLError as exc:

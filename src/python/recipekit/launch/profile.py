@@ -7,12 +7,12 @@ never part of a profile: their *names* are, and their values travel from the sub
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import PurePath
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
-import cattrs
 
 from recipekit.errors import Issue, RecipeError
 from recipekit.hardware import NodeType
@@ -26,6 +26,9 @@ from recipekit.validators import (
     one_of,
     str_mapping,
 )
+
+if TYPE_CHECKING:
+    import cattrs
 
 _TIME_LIMIT = re.compile(r"^(\d+-)?\d{1,2}:\d{2}:\d{2}$")
 _SECRET_NAME = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
@@ -385,23 +388,31 @@ class ClusterProfile:
         return issues
 
 
-_converter = cattrs.Converter(forbid_extra_keys=True)
 _CONTAINER_KINDS: dict[str, type[Pyxis | OciBundle | NoContainer]] = {
     "pyxis": Pyxis,
     "oci-bundle": OciBundle,
     "none": NoContainer,
 }
-_converter.register_structure_hook(
-    Pyxis | OciBundle | NoContainer,
-    lambda d, _: _converter.structure(d, _CONTAINER_KINDS[d.get("kind", "none")]),
-)
+
+
+@functools.cache
+def _converter() -> cattrs.Converter:
+    # Made on first use: `plan` never writes a profile, and importing cattrs costs it ~45 ms.
+    import cattrs
+
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    converter.register_structure_hook(
+        Pyxis | OciBundle | NoContainer,
+        lambda d, _: converter.structure(d, _CONTAINER_KINDS[d.get("kind", "none")]),
+    )
+    return converter
 
 
 def profile_to_json(profile: ClusterProfile) -> dict[str, Any]:
-    out = _converter.unstructure(profile)
+    out = _converter().unstructure(profile)
     assert isinstance(out, dict)
     return out
 
 
 def profile_from_json(data: dict[str, Any]) -> ClusterProfile:
-    return _converter.structure(data, ClusterProfile)
+    return _converter().structure(data, ClusterProfile)
