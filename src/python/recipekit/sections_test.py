@@ -4,6 +4,7 @@ import attrs
 import pytest
 
 from recipekit.errors import RecipeError
+from recipekit.markers import UNSET, Unset
 from recipekit.nemo_rl.schema_super_v3 import (
     Cluster,
     DTensor,
@@ -13,6 +14,7 @@ from recipekit.nemo_rl.schema_super_v3 import (
     SchedulerMilestones,
     VllmConfig,
 )
+from recipekit.sections import optional, required, section
 
 
 def _only_issue(exc: pytest.ExceptionInfo[RecipeError]) -> str:
@@ -92,3 +94,22 @@ def test_megatron_requires_its_layout_keys() -> None:
         Megatron(enabled=True)
     paths = {i.path for i in exc.value.issues}
     assert "policy.megatron_cfg.tensor_model_parallel_size" in paths
+
+
+def test_a_sections_repr_eq_and_hash_behave_as_attrs_would() -> None:
+    @section("demo")
+    @attrs.frozen(kw_only=True, repr=False, eq=False)
+    class Lean:
+        size: int = required()
+        name: str | None | Unset = optional()
+
+    @attrs.frozen(kw_only=True)
+    class Compiled:
+        size: int
+        name: str | None | Unset = attrs.field(default=UNSET)
+
+    lean, twin = Lean(size=2, name="a"), Lean(size=2, name="a")
+    assert repr(lean) == repr(Compiled(size=2, name="a")).replace("Compiled", "Lean")
+    assert lean == twin and hash(lean) == hash(twin) and lean != Lean(size=3, name="a")
+    assert lean != Compiled(size=2, name="a")  # type: ignore[comparison-overlap]
+    assert len({lean, twin}) == 1

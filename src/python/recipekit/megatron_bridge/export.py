@@ -56,7 +56,7 @@ CONVERT_SH_OPTIONS = frozenset(
 
 
 @section("export")
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class Export:
     """What is converted, and where to: the script's ``--hf-model``, ``--megatron-path``,
     ``--hf-path``, ``--torch-dtype``, ``--distributed-save`` and (when false) ``--not-strict``."""
@@ -74,7 +74,7 @@ class Export:
 
 
 @section("model")
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ExportParallelism:
     """The layout the checkpoint is loaded with (``--tp``, ``--pp``, ``--ep``, ``--etp``)."""
 
@@ -85,7 +85,7 @@ class ExportParallelism:
 
 
 @section()
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class HfExportConfig:
     export: Export = required()
     model: ExportParallelism = required()

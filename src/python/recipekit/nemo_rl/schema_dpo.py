@@ -20,7 +20,7 @@ from recipekit.validators import at_least
 
 
 @section("dpo")
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class DPOConfig(TrainLoop):
     # beta of the DPO loss: how far the policy may move from the reference policy.
     reference_policy_kl_penalty: float = required(at_least(0))
@@ -31,7 +31,7 @@ class DPOConfig(TrainLoop):
 
 
 @section("dpo")
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class DPOConfigMain(TrainLoopMain):
     """main's DPOConfig: every key has a default (150 steps, beta 0.05, ...)."""
 
@@ -43,7 +43,7 @@ class DPOConfigMain(TrainLoopMain):
 
 
 @section()
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class DPOMasterConfig(RunMasterConfig):
     """``examples/run_dpo.py --config`` on super-v3."""
 
@@ -51,7 +51,7 @@ class DPOMasterConfig(RunMasterConfig):
 
 
 @section()
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class DPOMasterConfigMain(RunMasterConfigMain):
     """``examples/run_dpo.py --config`` on main (super-v3.5-posttraining)."""
 

@@ -26,20 +26,20 @@ from recipekit.validators import at_least
 
 
 @section("grpo")
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class GRPOConfigExamples(GRPOConfig):
     # -1 (or 0): no periodic validation; NeMo-RL validates when val_period > 0.
     val_period: int = required(at_least(-1))
 
 
 @section("grpo")
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class GRPOConfigExamplesMain(GRPOConfigMain):
     val_period: int = required(at_least(-1))
 
 
 @section("reward_penalties.token_ids")
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class PenaltyTokenIds:
     unwanted: tuple[int, ...] | None | Unset = optional()
     think_open: int | None | Unset = optional()
@@ -47,7 +47,7 @@ class PenaltyTokenIds:
 
 
 @section("reward_penalties")
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class RewardPenalties:
     """main's RewardPenaltyConfig: zero the reward of Gym rollouts that misbehave."""
 
@@ -59,7 +59,7 @@ class RewardPenalties:
 
 
 @section("data_plane")
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class DataPlane:
     """main's DataPlaneConfig: rollouts reach training through a TransferQueue store."""
 
@@ -76,7 +76,7 @@ class DataPlane:
 
 
 @section()
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class GRPOExamplesConfig(GRPOMasterConfig):
     """GRPO on super-v3 as its examples configure it."""
 
@@ -89,7 +89,7 @@ class GRPOExamplesConfig(GRPOMasterConfig):
 
 
 @section()
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class GRPOExamplesConfigMain(GRPOMasterConfigMain):
     """GRPO on main (super-v3.5-posttraining) as its examples configure it."""
 

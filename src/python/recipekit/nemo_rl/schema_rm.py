@@ -18,20 +18,20 @@ from recipekit.validators import at_least
 
 
 @section("rm")
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class RMConfig(TrainLoop):
     # -1: as many steps as the epochs give (rm.yaml).
     max_num_steps: int = required(at_least(-1))
 
 
 @section("rm")
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class RMConfigMain(TrainLoopMain):
     max_num_steps: int | Unset = optional(at_least(-1))
 
 
 @section()
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class RMMasterConfig(RunMasterConfig):
     """``examples/run_rm.py --config`` on super-v3."""
 
@@ -39,7 +39,7 @@ class RMMasterConfig(RunMasterConfig):
 
 
 @section()
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class RMMasterConfigMain(RunMasterConfigMain):
     """``examples/run_rm.py --config`` on main (super-v3.5-posttraining)."""
 

@@ -19,20 +19,20 @@ from recipekit.sections import optional, required, section
 
 
 @section("sft")
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class SFTConfig(TrainLoop):
     pass
 
 
 @section("sft")
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class SFTConfigMain(TrainLoopMain):
     # Train on the last assistant turn only.
     only_unmask_final: bool | Unset = optional()
 
 
 @section()
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class SFTMasterConfig(RunMasterConfig):
     """``examples/run_sft.py --config`` on super-v3."""
 
@@ -40,7 +40,7 @@ class SFTMasterConfig(RunMasterConfig):
 
 
 @section()
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class SFTMasterConfigMain(RunMasterConfigMain):
     """``examples/run_sft.py --config`` on main (super-v3.5-posttraining)."""
 
