@@ -104,9 +104,10 @@ def main(argv: list[str]) -> int:
         print(native_arch())
     elif command == "collect":
         dist, out = Path(rest[0]), Path(rest[1])
+        built = collect(dist)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(collect(dist), indent=2, sort_keys=True) + "\n")
-        print(f"{out}: {len(collect(dist))} stages")
+        out.write_text(json.dumps(built, indent=2, sort_keys=True) + "\n")
+        print(f"{out}: {len(built)} stages")
     elif command == "compare":
         a, b = (Path(p) for p in rest[:2])
         lines = differences(json.loads(a.read_text()), json.loads(b.read_text()), (a.stem, b.stem))

@@ -33,7 +33,12 @@ from recipekit.megatron_bridge.checks import (
     model_parallel_divides_the_gpus,
     parallel_groups_stay_inside_nvlink,
 )
-from recipekit.megatron_bridge.layout import Layout, compute_layout, layout_candidates
+from recipekit.megatron_bridge.layout import (
+    MEGATRON_KEYS,
+    Layout,
+    compute_layout,
+    layout_candidates,
+)
 from recipekit.memory.estimate import MemoryEstimate, Phase
 from recipekit.memory.megatron import MegatronSetup, conversion_terms
 from recipekit.model_card import ModelCard
@@ -98,18 +103,9 @@ ERROR_CHECKS: tuple[Check, ...] = (
     experts_fit,
 )
 
-_KEY_NAMES = {
-    "tensor_model_parallel_size": "tp",
-    "pipeline_model_parallel_size": "pp",
-    "expert_model_parallel_size": "ep",
-    "expert_tensor_parallel_size": "etp",
-}
-_FLAGS = {
-    "tensor_model_parallel_size": "--tp",
-    "pipeline_model_parallel_size": "--pp",
-    "expert_model_parallel_size": "--ep",
-    "expert_tensor_parallel_size": "--etp",
-}
+# The layout keys a training stage has, less context parallelism (the converter has none); the
+# converter's flags are their short names (--tp, --pp, --ep, --etp).
+EXPORT_KEYS = {name: key for name, key in MEGATRON_KEYS.items() if name != "cp"}
 
 
 def export_arguments(rendered: dict[str, Any]) -> list[str]:
@@ -117,7 +113,11 @@ def export_arguments(rendered: dict[str, Any]) -> list[str]:
     export, model = rendered["export"], rendered["model"]
     args = ["export", "--hf-model", export["hf_model"]]
     args += ["--megatron-path", export["megatron_path"], "--hf-path", export["hf_path"]]
-    args += [a for key, flag in _FLAGS.items() for a in (flag, str(model[key]))]
+    args += [
+        a
+        for name, key in EXPORT_KEYS.items()
+        for a in (f"--{name}", str(model[key.removeprefix("model.")]))
+    ]
     args += ["--torch-dtype", export["torch_dtype"]]
     args += ["--distributed-save"] if export["distributed_save"] else []
     args += [] if export["strict"] else ["--not-strict"]
@@ -182,7 +182,7 @@ class MegatronBridgeExport(FrameworkBase):
             etp=layout.expert_tensor_parallel,
             tokens=0,
             mtp=arch.mtp_depth > 0,
-            keys={name: f"model.{key}" for key, name in _KEY_NAMES.items()},
+            keys=EXPORT_KEYS,
         )
         terms = conversion_terms(arch, setup)
         phase = Phase("export", "all GPUs", terms, hardware.node.gpu.hbm_gib)
@@ -195,9 +195,7 @@ class MegatronBridgeExport(FrameworkBase):
             layout, hardware, model.num_layers, model.num_experts
         ):
             if candidate.context_parallel == 1:
-                yield candidate, {
-                    f"model.{key}": overrides[f"model.{key}"] for key in _KEY_NAMES
-                }
+                yield candidate, {key: overrides[key] for key in EXPORT_KEYS.values()}
 
 
 MEGATRON_BRIDGE_EXPORT = MegatronBridgeExport()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from recipekit.hardware import Hardware
-from recipekit.megatron_bridge.layout import Layout
+from recipekit.megatron_bridge.layout import MEGATRON_KEYS, Layout
 from recipekit.memory.estimate import MemoryEstimate, Phase
 from recipekit.memory.megatron import FP32, MegatronSetup, training_terms
 from recipekit.model_card import ModelCard
@@ -53,11 +53,7 @@ def megatron_setup(rendered: dict[str, Any], layout: Layout) -> MegatronSetup:
             model.get("freeze_vision_model") and model.get("freeze_vision_projection")
         ),
         keys={
-            "tp": "model.tensor_model_parallel_size",
-            "pp": "model.pipeline_model_parallel_size",
-            "cp": "model.context_parallel_size",
-            "ep": "model.expert_model_parallel_size",
-            "etp": "model.expert_tensor_parallel_size",
+            **MEGATRON_KEYS,
             "dp": "the number of nodes",
             "optimizer_offload": "optimizer.optimizer_cpu_offload",
             "recompute": "model.recompute_granularity",

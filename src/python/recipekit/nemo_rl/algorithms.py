@@ -13,18 +13,15 @@ Two versions: ``super-v3`` (the Super V3 container, ``NEMO_RL_VERSION``) and the
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
 
-from recipekit.convert import to_dict
-from recipekit.derivation import Derivation, derive
+from recipekit.derivation import Derivation
 from recipekit.errors import Issue, RecipeError
-from recipekit.framework import CONFIG_PLACEHOLDER, Launch
+from recipekit.framework import CONFIG_PLACEHOLDER, FrameworkBase, Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.steps import SavePolicy
-from recipekit.memory.estimate import MemoryEstimate
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.derivations import RULES
@@ -66,11 +63,12 @@ class ClusterLayout:
 
 
 @attrs.frozen
-class NemoRLRun:
+class NemoRLRun(FrameworkBase):
     """A NeMo-RL entry point other than GRPO's: SFT, DPO, RM, distillation, PPO, evaluation.
 
     What it checks is what the config itself says (its types, and the GPUs NeMo-RL's cluster
-    asks for against the stage's hardware); the layout checks of ``checks`` are GRPO's.
+    asks for against the stage's hardware); the layout checks of ``checks`` are GRPO's, and so
+    is the memory estimate (none here, FrameworkBase's default, as for the layout search).
     """
 
     algorithm: str
@@ -81,10 +79,6 @@ class NemoRLRun:
     rules: tuple[Derivation, ...] = RULES
     name: str = "nemo-rl"
     launch: Launch = "ray"
-
-    def derive(self, config: Any, hardware: Hardware) -> tuple[Any, list[str]]:
-        derived: tuple[Any, list[str]] = derive(config, hardware, self.rules)
-        return derived
 
     def check(
         self, config: Any, hardware: Hardware, model: ModelCard
@@ -103,10 +97,6 @@ class NemoRLRun:
                 errors.append(Issue(f"cluster.{key}", what.format(has), value=value))
         return ClusterLayout(asked["num_nodes"], asked["gpus_per_node"]), errors, []
 
-    def render(self, config: Any) -> dict[str, Any]:
-        out = to_dict(config)
-        assert isinstance(out, dict)
-        return out
 
     def arguments(self, rendered: dict[str, Any]) -> list[str]:
         return ["--config", CONFIG_PLACEHOLDER]
@@ -125,20 +115,6 @@ class NemoRLRun:
 
     def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
         return nemo_rl_save_policy(rendered, self.algorithm.removeprefix("xtoken_"))
-
-    def memory(
-        self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
-    ) -> MemoryEstimate | None:
-        """Not estimated: like the layout checks, the memory estimate is GRPO's."""
-        return None
-
-    def layout_candidates(
-        self, layout: Any, hardware: Hardware, model: ModelCard
-    ) -> Iterator[tuple[Any, dict[str, Any]]]:
-        return iter(())
-
-    def waiting_for(self, job_ids: Sequence[str]) -> list[str]:
-        return []  # not delegated: Slurm's own dependency holds its job
 
     def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
         section = rendered.get(self.algorithm.removeprefix("xtoken_"), {})
