@@ -25,7 +25,7 @@ from pathlib import Path
 
 DEFAULT_TARGET = "recipes/super3:dapo-b200"
 # The recipe value each run changes (recipes/super3/dapo.py): one the plan renders.
-EDIT = re.compile(r"(num_val_samples_to_print=)(\d+)")
+EDIT = re.compile(r"(\"logger.num_val_samples_to_print\": )(\d+)")
 
 
 def _package(clone: Path, target: str) -> float:

@@ -268,16 +268,26 @@ def layout(
     help="NeMo-RL's config schema: super-v3 (Super V3), main (super-v3.5-posttraining: Gym, "
     "MOPD, VLM); auto takes the one that knows more of the file's keys.",
 )
+@click.option(
+    "--base",
+    is_flag=True,
+    help="Write a typed base instead: the values of a file pinned in "
+    "3rdparty/reference/manifest.toml (give its path under .reference/), as one `config` "
+    "object that stages start from; no upstream comments, every key typed.",
+)
 @reports_recipe_errors
 def import_yaml(
-    yaml_file: Path, out: Path | None, node: str | None, name: str, schema: str
+    yaml_file: Path, out: Path | None, node: str | None, name: str, schema: str, base: bool
 ) -> None:
     """Write a NeMo-RL GRPO YAML as a typed recipe module defining `recipe`.
 
-    Unknown keys go to the module's UNTYPED_KEYS and are listed as warnings."""
+    Unknown keys go to the module's UNTYPED_KEYS and are listed as warnings. With --base, a
+    typed base for recipes/upstream/ (a stage then states only what it changes)."""
     from recipekit.importers.nemo_rl_yaml import import_yaml as run_import
+    from recipekit.importers.upstream import upstream_of
 
-    imported = run_import(yaml_file, node=node, name=name, schema=schema)
+    upstream = upstream_of(yaml_file, Path.cwd()) if base else None
+    imported = run_import(yaml_file, node=node, name=name, schema=schema, upstream=upstream)
     if out is None:
         click.echo(imported.source, nl=False)
     else:

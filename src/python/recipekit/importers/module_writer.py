@@ -18,6 +18,7 @@ import attrs
 
 from recipekit.hardware import Hardware
 from recipekit.importers.data_paths import parts_of, resolved_at
+from recipekit.importers.upstream import Upstream
 from recipekit.markers import DERIVED, UNSET
 from recipekit.nemo_rl.run_env import ENV_REFERENCE, split_env
 from recipekit.sections import key_of
@@ -74,18 +75,11 @@ class ModuleWriter:
             lines += ["# The YAML's header:", *_comment_lines(header, 0), ""]
         lines.append(f"from recipekit.hardware import {node_name}_NODE, Hardware")
         body = "".join(text for *_, text in sections) + hatch
-        markers = [
-            m for m, used in (("DERIVED", "DERIVED" in body), ("UNSET", self.uses_unset)) if used
-        ]
-        if markers:
-            lines.append(f"from recipekit.markers import {', '.join(markers)}")
-        lines.append("from recipekit.model_card import ModelCard")
-        lines.append(f"from {framework_module} import {framework_name}")
-        if self.uses_env:
-            lines.append("from recipekit.nemo_rl.run_env import from_env")
-        for module in sorted({m for m, _ in self.classes}):
-            names = sorted(c for m, c in self.classes if m == module)
-            lines.append(f"from {module} import (\n" + "".join(f"    {c},\n" for c in names) + ")")
+        lines += self._imports(
+            body,
+            "from recipekit.model_card import ModelCard",
+            f"from {framework_module} import {framework_name}",
+        )
         if untyped:
             lines.append("from recipekit.importers.nemo_rl_yaml import ImportedRecipe")
         lines += ["from recipekit.stage import Stage", ""]
@@ -129,6 +123,64 @@ class ModuleWriter:
         else:
             lines.append("recipe = stage")
         return "\n".join(lines) + "\n"
+
+    def base_module(self, *, upstream: Upstream, config: Any, schema: str) -> str:
+        """A typed base: the YAML's values as one config object, ``config``, for stages to
+        start from. Values only: the YAML's comments and prose stay upstream."""
+        config_class = type(config)
+        body = self._sections_call(config)
+        self.classes.add((config_class.__module__, config_class.__name__))
+        lines = [
+            f'"""Typed base: a NeMo-RL {schema} config, as NeMo-RL reads it.',
+            "",
+            f"{upstream.repository} at {upstream.commit[:12]}: {upstream.path}",
+            "",
+            "Written by `recipekit import-yaml --base`; recipes/upstream/bases_test.py checks that",
+            "the pinned file still reads as this. Values only: the YAML's comments stay upstream.",
+            "Do not edit: a stage starts from `config` and states what it changes.",
+            '"""',
+            "",
+            "# Generated: upstream paths and strings stay whole, however long.",
+            "# ruff: noqa: E501",
+            "",
+        ]
+        lines += self._imports(body)
+        lines += [
+            "",
+            "# The pinned file (3rdparty/reference/manifest.toml), under the reference folder.",
+            f"UPSTREAM = {upstream.local!r}",
+            f"SCHEMA = {schema!r}",
+            "",
+            f"config = {body}",
+            "",
+        ]
+        return "\n".join(lines)
+
+    def _imports(self, body: str, *between: str) -> list[str]:
+        """The imports ``body`` needs: the markers it uses, ``between``, the run-time
+        environment, and the section classes written."""
+        markers = [
+            m for m, used in (("DERIVED", "DERIVED" in body), ("UNSET", self.uses_unset)) if used
+        ]
+        lines = [f"from recipekit.markers import {', '.join(markers)}"] if markers else []
+        lines += between
+        if self.uses_env:
+            lines.append("from recipekit.nemo_rl.run_env import from_env")
+        for module in sorted({m for m, _ in self.classes}):
+            names = sorted(c for m, c in self.classes if m == module)
+            lines.append(f"from {module} import (\n" + "".join(f"    {c},\n" for c in names) + ")")
+        return lines
+
+    def _sections_call(self, config: Any) -> str:
+        rows = []
+        for field in self._in_yaml_order(type(config), ""):
+            value = getattr(config, field.name)
+            if value is UNSET:
+                continue
+            key = key_of(type(config), field.name)
+            rows += _comment_lines(self._notes(key), 1)
+            rows.append(f"    {field.name}={self.expr(value, key, 1)},")
+        return f"{type(config).__name__}(\n" + "\n".join(rows) + "\n)"
 
     def _untyped(self, untyped: dict[str, tuple[Any, str]]) -> str:
         if not untyped:

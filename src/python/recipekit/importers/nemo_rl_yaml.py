@@ -36,6 +36,7 @@ from recipekit.convert import from_dict
 from recipekit.errors import Issue, RecipeError
 from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE, Hardware
 from recipekit.importers.data_paths import parts_of, path_of, resolved_at
+from recipekit.importers.upstream import Upstream
 from recipekit.keypaths import replace_at
 from recipekit.markers import DERIVED, UNSET
 from recipekit.sections import field_of, key_of
@@ -88,8 +89,15 @@ class Fit:
 
 
 def import_yaml(
-    path: Path, *, node: str | None = None, name: str = "", schema: str = "auto"
+    path: Path,
+    *,
+    node: str | None = None,
+    name: str = "",
+    schema: str = "auto",
+    upstream: Upstream | None = None,
 ) -> Imported:
+    """``path`` as a recipe module; with ``upstream`` (the pinned file it is), as a typed base:
+    its values only, as one config object, every key typed."""
     from recipekit.importers.module_writer import ModuleWriter
     from recipekit.importers.yaml_comments import chain_source
     from recipekit.nemo_rl.algorithms import algorithm_of, frameworks_for
@@ -127,6 +135,18 @@ def import_yaml(
         Issue(key, f"the YAML omits it and NeMo-RL {chosen}'s schema requires it: compile adds it")
         for key in fitted.added
     )
+    if upstream is not None:
+        if fitted.untyped:
+            raise RecipeError(
+                [
+                    Issue(key, f"a typed base types every key: {why}")
+                    for key, (_, why) in fitted.untyped.items()
+                ],
+                context=f"{path}: NeMo-RL {chosen}'s schema",
+            )
+        writer = ModuleWriter(resolved=resolved, comments={}, computed={}, added=fitted.added)
+        source = writer.base_module(upstream=upstream, config=config, schema=chosen)
+        return Imported(source, warnings, chosen, framework, fitted.added)
     writer = ModuleWriter(
         resolved=resolved,
         comments=source_text.comments,

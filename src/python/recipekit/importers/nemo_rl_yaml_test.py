@@ -351,3 +351,26 @@ def test_an_imported_sft_stage_plans_and_its_cluster_must_fit_the_hardware(
     with pytest.raises(RecipeError) as failure:
         make_plan(stage, ["cluster.gpus_per_node=16"])
     assert "cluster.gpus_per_node = 16: a H100 node has 8 GPUs" in failure.value.render()
+
+
+def test_a_typed_base_types_every_key_and_cites_its_pinned_source(reference_dir: Path) -> None:
+    from recipekit.importers.upstream import Upstream
+
+    upstream = Upstream("nemo-rl/main", "NVIDIA-NeMo/RL", "0123456789abcdef", "x.yaml")
+    base = import_yaml(reference_dir / MAIN / "configs/grpo_math_1B.yaml", upstream=upstream)
+    assert "\nNVIDIA-NeMo/RL at 0123456789ab: x.yaml\n" in base.source
+    assert "UPSTREAM = 'nemo-rl/main/x.yaml'" in base.source
+    assert "\nconfig = GRPO" in base.source and "#" not in base.source.split("config = ")[1]
+    name = f"{MAIN}/nemo_gym/nemotron-3-ultra/reasoning_teacher.yaml"
+    with pytest.raises(RecipeError, match="a typed base types every key") as caught:
+        import_yaml(reference_dir / name, upstream=upstream)
+    assert "grpo.use_best_at_k" in {i.path for i in caught.value.issues}
+
+
+def test_base_refuses_a_file_that_is_not_pinned(reference_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "grpo.yaml"
+    copy.write_text((reference_dir / MAIN / "configs/grpo_math_1B.yaml").read_text())
+    result = CliRunner().invoke(cli, ["import-yaml", "--base", str(copy)])
+    assert result.exit_code != 0
+    assert "not in the reference folder" in result.output
+    assert "Traceback" not in result.output

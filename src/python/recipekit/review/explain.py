@@ -7,13 +7,17 @@ In order of precedence, as the plan applies them:
   with the source explained in turn;
 - a **variant** (``with_values``: file and line of the key in that call, and which stage);
 - the **base recipe** (file and line of the section constructor that set it, found by reading
-  the recipe file), or the section's default when no constructor names the key.
+  the recipe file);
+- the **upstream** config the recipe starts from (the constructor in the typed base under
+  ``recipes/upstream/`` that the recipe file imports, and the pinned file it was written from);
+- else the section's default.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -166,6 +170,16 @@ def _base(stage: Stage, key: str, value: Any) -> Origin:
         if len(lines) > 1:
             detail += f": one of these {len(lines)} calls (the recipe file alone cannot tell which)"
         return Origin(key, value, "base", where, detail=detail)
+    for base_file, upstream in _typed_bases(file):
+        lines = _constructor_lines(base_file, cls.__name__, name, value)
+        if lines:
+            return Origin(
+                key,
+                value,
+                "upstream",
+                ", ".join(f"{_rel(base_file)}:{n}" for n in lines),
+                detail=f"{cls.__name__}({name}=...) in the typed base of {upstream}",
+            )
     return Origin(
         key,
         value,
@@ -173,6 +187,22 @@ def _base(stage: Stage, key: str, value: Any) -> Origin:
         f"{_rel(cls.__module__.replace('.', '/'))}.py",
         detail=f"the default of {cls.__name__}.{name}; no constructor in {_rel(file)} sets it",
     )
+
+
+def _typed_bases(file: str) -> list[tuple[str, str]]:
+    """The typed bases (recipes/upstream/) the recipe file imports: (file, pinned upstream)."""
+    tree = _tree(file)
+    if tree is None:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                module = sys.modules.get(f"{node.module}.{alias.name}")
+                upstream = getattr(module, "UPSTREAM", None)
+                if module is not None and module.__file__ and isinstance(upstream, str):
+                    found.append((module.__file__, upstream))
+    return found
 
 
 @functools.cache
@@ -234,8 +264,10 @@ def _key_line(file: str, call_line: int, key: str) -> int:
         if not (node.lineno <= call_line <= (node.end_lineno or node.lineno)):
             continue
         for arg in node.args:
-            if isinstance(arg, ast.Dict):
-                for k in arg.keys:
+            # The changes written in the call, or in a module-level dict it names.
+            changes = _module_dict(tree, arg.id) if isinstance(arg, ast.Name) else arg
+            if isinstance(changes, ast.Dict):
+                for k in changes.keys:
                     if isinstance(k, ast.Constant) and k.value == key:
                         return k.lineno
         for kw in node.keywords:
@@ -243,6 +275,15 @@ def _key_line(file: str, call_line: int, key: str) -> int:
                 return kw.value.lineno
         return node.lineno
     return call_line
+
+
+def _module_dict(tree: ast.Module, name: str) -> ast.expr | None:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
+            return node.value
+    return None
 
 
 def _rel(file: str) -> str:

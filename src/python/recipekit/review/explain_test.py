@@ -1,4 +1,5 @@
-"""``explain``: base recipe, variant, override and derivation, each at its file and line."""
+"""``explain``: base recipe, upstream base, variant, override and derivation, each at its file
+and line."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import recipes.super3.dapo as dapo
+import recipes.super35.sft as sft
 from recipekit.errors import RecipeError
 from recipekit.review.explain import explain
 from recipekit.stage import Stage
@@ -22,9 +24,27 @@ def _line(where: str) -> str:
 
 
 def test_base_recipe_value_points_at_its_section_constructor() -> None:
+    origin = explain(sft.sft, "train.global_batch_size")
+    assert (origin.kind, origin.value) == ("base", 1280)
+    file, _, line = origin.where.rpartition(":")
+    assert file.endswith("recipes/super35/sft.py")
+    assert "global_batch_size=" in Path(sft.__file__).read_text().splitlines()[int(line) - 1]
+
+
+def test_upstream_value_points_at_the_typed_base_and_its_pinned_file() -> None:
+    origin = explain(dapo.dapo_b200, "grpo.num_prompts_per_step")
+    assert (origin.kind, origin.value) == ("upstream", 32)
+    file, _, line = origin.where.rpartition(":")
+    assert file.endswith("recipes/upstream/nemo_rl_super_v3/grpo_math_1b.py")
+    assert "num_prompts_per_step=32" in Path(file).read_text().splitlines()[int(line) - 1]
+    assert origin.detail.endswith("nemo-rl/super-v3/examples/configs/grpo_math_1B.yaml")
+
+
+def test_a_change_in_a_module_level_dict_points_at_its_key() -> None:
     origin = explain(dapo.dapo_b200, "policy.megatron_cfg.tensor_model_parallel_size")
-    assert (origin.kind, origin.value) == ("base", 4)
-    assert "tensor_model_parallel_size=4" in _line(origin.where)
+    assert (origin.kind, origin.value) == ("variant", 4)
+    assert '"policy.megatron_cfg.tensor_model_parallel_size": 4' in _line(origin.where)
+    assert "dapo-gb200" in origin.detail
 
 
 def test_variant_value_points_at_the_key_in_with_values() -> None:
@@ -67,14 +87,14 @@ def test_a_product_derivation_explains_both_sources() -> None:
     origin = explain(dapo.dapo_gb200, "policy.train_global_batch_size")
     assert origin.detail == "= grpo.num_prompts_per_step * grpo.num_generations_per_prompt"
     assert [(s.key, s.value, s.kind) for s in origin.sources] == [
-        ("grpo.num_prompts_per_step", 32, "base"),
-        ("grpo.num_generations_per_prompt", 16, "base"),
+        ("grpo.num_prompts_per_step", 32, "upstream"),
+        ("grpo.num_generations_per_prompt", 16, "upstream"),
     ]
 
 
 def test_provenance_does_not_change_equality() -> None:
     assert dapo.dapo_gb200.with_values({}) == dapo.dapo_gb200
-    assert dapo.dapo_b200.assignments and not dapo.dapo_gb200.assignments
+    assert len(dapo.dapo_b200.assignments) > len(dapo.dapo_gb200.assignments)
     assert isinstance(dapo.dapo_b200, Stage)
 
 

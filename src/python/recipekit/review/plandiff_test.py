@@ -15,6 +15,9 @@ COPIED = (
     "recipes/clusters.py",
     "recipes/super3/__init__.py",
     "recipes/super3/dapo.py",
+    "recipes/upstream/__init__.py",
+    "recipes/upstream/nemo_rl_super_v3/__init__.py",
+    "recipes/upstream/nemo_rl_super_v3/grpo_math_1b.py",
     "containers/__init__.py",
     "containers/bases.py",
 )
@@ -44,9 +47,11 @@ def test_diff_against_a_revision_names_each_changed_key(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     dapo = repo / "recipes/super3/dapo.py"
     text = dapo.read_text()
-    assert "max_total_sequence_length=1024," in text
+    assert '"policy.max_total_sequence_length": 1024,' in text
     dapo.write_text(
-        text.replace("max_total_sequence_length=1024,", "max_total_sequence_length=2048,")
+        text.replace(
+            '"policy.max_total_sequence_length": 1024,', '"policy.max_total_sequence_length": 2048,'
+        )
     )
 
     changes = plandiff.diff_revision(repo, "HEAD")
