@@ -14,6 +14,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, get_args, get_origin
 
+import attr._make
 import attrs
 
 from recipekit.errors import FieldError, Issue, RecipeError, did_you_mean, join_path
@@ -31,9 +32,9 @@ def section(
 ) -> Callable[[type[T]], type[T]]:
     """Make the attrs class ``cls`` a config section found at ``path`` in the framework config.
 
-    Apply it over ``@attrs.frozen(kw_only=True, repr=False, eq=False)``, which type checkers
-    understand; the section gets a ``__repr__``, ``__eq__`` and ``__hash__`` written once here
-    rather than compiled by attrs for each class.
+    Apply it over ``@frozen_section(kw_only=True, repr=False, eq=False)``, which type checkers
+    read as ``attrs.frozen``; the section gets an ``__init__``, ``__repr__``, ``__eq__`` and
+    ``__hash__`` written once here rather than compiled by attrs for each class.
 
     ``aliases`` maps a Python field name to the framework's key where the key is not a valid
     or not a public Python name (``v2`` -> ``_v2``).
@@ -41,9 +42,9 @@ def section(
 
     def wrap(cls: type[T]) -> type[T]:
         decorated = cls
-        if not attrs.has(cls):
+        if not attrs.has(cls) or "__init__" in cls.__dict__:
             raise TypeError(
-                f"@section goes above @attrs.frozen(kw_only=True, repr=False, eq=False) on "
+                f"@section goes above @frozen_section(kw_only=True, repr=False, eq=False) on "
                 f"{cls.__name__}"
             )
         made = cls
@@ -52,7 +53,7 @@ def section(
         setattr(made, ALIASES, dict(aliases or {}))
         checks = {f.name: _checker(f.type) for f in attrs.fields(made)}
         setattr(made, _CHECKS, checks)
-        generated_init = made.__init__
+        set_fields = _fields_setter(made)
         names = frozenset(checks)
         required = frozenset(f.name for f in attrs.fields(made) if f.default is attrs.NOTHING)
 
@@ -76,14 +77,13 @@ def section(
             if issues:
                 raise SectionError(made, issues)
             try:
-                generated_init(self, **kwargs)
+                set_fields(self, kwargs)
             except FieldError as exc:
                 name = _failing_field(exc, made)
                 issue = Issue(key_of(made, name), exc.message, value=exc.value, hint=exc.hint)
                 raise SectionError(made, [issue]) from None
 
-        __init__.__doc__ = generated_init.__doc__
-        setattr(made, "__init__", __init__)  # noqa: B010 - replaces attrs' own __init__
+        setattr(made, "__init__", __init__)  # noqa: B010 - attrs made none (init=False)
         if "__repr__" not in made.__dict__:
             setattr(made, "__repr__", _section_repr)  # noqa: B010
         if "__eq__" not in made.__dict__:
@@ -94,10 +94,61 @@ def section(
     return wrap
 
 
-# A section is declared @attrs.frozen(kw_only=True, repr=False, eq=False): attrs compiles a
-# __repr__, __eq__ and __hash__ for every class it makes, which for the ~150 sections was about
-# a third of `plan`'s start-up. These three, written once, behave as attrs' would: the class
-# name and its fields in order; equal when of one class with equal fields; hashed by them.
+# attrs compiles an __init__, __repr__, __eq__ and __hash__ for every class it makes: for the
+# ~150 sections, about half of `plan`'s start-up. A section is therefore declared
+# @frozen_section(kw_only=True, repr=False, eq=False), and these four, written once, behave as
+# attrs' would: every field set from its keyword or default (a Factory called), then each
+# validator run in field order; the class name and its fields in order; equal when of one
+# class with equal fields; hashed by them.
+
+if typing.TYPE_CHECKING:
+    # Type checkers see attrs' own decorator, so mypy's attrs plugin knows each section's
+    # fields and keyword-only __init__.
+    from attrs import frozen as frozen_section
+else:
+
+    def frozen_section(**options: Any) -> Callable[[type[T]], type[T]]:
+        """``attrs.frozen(**options)`` without attrs' __init__: @section writes it."""
+        make = attrs.frozen(**options, init=False)
+
+        def frozen(cls: type[T]) -> type[T]:
+            # Given init=False, attrs still compiles an __attrs_init__ (for a hand-written
+            # __init__ to call); ours does not, so the class builder is told to skip it. attrs
+            # is pinned by the lockfile; sections_test.py fails if this stops holding.
+            builder = attr._make._ClassBuilder
+            add_attrs_init = builder.add_attrs_init
+            builder.add_attrs_init = _skip  # type: ignore[method-assign]
+            try:
+                return make(cls)
+            finally:
+                builder.add_attrs_init = add_attrs_init  # type: ignore[method-assign]
+
+        return frozen
+
+    def _skip(builder: Any) -> Any:
+        return builder
+
+
+def _fields_setter(cls: type) -> Callable[[Any, dict[str, Any]], None]:
+    fields = attrs.fields(cls)
+    validated = [f for f in fields if f.validator is not None]
+
+    def set_fields(self: Any, values: dict[str, Any]) -> None:
+        for f in fields:
+            if f.name in values:
+                value = values[f.name]
+            elif isinstance(f.default, attrs.Factory):  # type: ignore[arg-type]
+                factory = f.default.factory
+                value = factory(self) if f.default.takes_self else factory()
+            else:
+                value = f.default
+            object.__setattr__(self, f.name, value)
+        if attrs.validators.get_disabled():
+            return
+        for f in validated:
+            f.validator(self, f, getattr(self, f.name))
+
+    return set_fields
 
 
 def _values(obj: Any) -> tuple[Any, ...]:

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from typing import Any
+
+import attr._make
 import attrs
 import pytest
 
@@ -14,7 +17,7 @@ from recipekit.nemo_rl.schema_super_v3 import (
     SchedulerMilestones,
     VllmConfig,
 )
-from recipekit.sections import optional, required, section
+from recipekit.sections import frozen_section, optional, required, section
 
 
 def _only_issue(exc: pytest.ExceptionInfo[RecipeError]) -> str:
@@ -98,7 +101,7 @@ def test_megatron_requires_its_layout_keys() -> None:
 
 def test_a_sections_repr_eq_and_hash_behave_as_attrs_would() -> None:
     @section("demo")
-    @attrs.frozen(kw_only=True, repr=False, eq=False)
+    @frozen_section(kw_only=True, repr=False, eq=False)
     class Lean:
         size: int = required()
         name: str | None | Unset = optional()
@@ -113,3 +116,37 @@ def test_a_sections_repr_eq_and_hash_behave_as_attrs_would() -> None:
     assert lean == twin and hash(lean) == hash(twin) and lean != Lean(size=3, name="a")
     assert lean != Compiled(size=2, name="a")  # type: ignore[comparison-overlap]
     assert len({lean, twin}) == 1
+
+
+def test_a_sections_init_behaves_as_attrs_would_and_attrs_compiles_none() -> None:
+    seen: list[tuple[str, int]] = []
+
+    def note(instance: Any, attribute: Any, value: int) -> None:
+        # attrs runs each validator once every field is set, in field order.
+        assert instance.first is not None and instance.second is not None
+        seen.append((attribute.name, value))
+
+    @section("demo")
+    @frozen_section(kw_only=True, repr=False, eq=False)
+    class Lean:
+        first: int = attrs.field(validator=note)
+        second: int = attrs.field(default=7, validator=note)
+        many: dict[str, int] = attrs.field(factory=dict)
+        derived_from_self: int = attrs.field(
+            default=attrs.Factory(lambda self: self.first * 10, takes_self=True)
+        )
+
+    assert "__attrs_init__" not in Lean.__dict__
+    lean = Lean(first=1)
+    assert (lean.first, lean.second, lean.many, lean.derived_from_self) == (1, 7, {}, 10)
+    assert seen == [("first", 1), ("second", 7)]
+    assert Lean(first=1).many is not lean.many  # a fresh dict each time
+    assert attrs.evolve(lean, second=8).second == 8 and seen[-1] == ("second", 8)
+    with attrs.validators.disabled():
+        Lean(first=2)
+    assert seen[-1] == ("second", 8)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        lean.first = 2  # type: ignore[misc]
+    # attrs' class builder still has the step frozen_section skips: an attrs upgrade that
+    # renames it fails here instead of compiling an __attrs_init__ per section again.
+    assert callable(attr._make._ClassBuilder.add_attrs_init)

@@ -42,7 +42,7 @@ from recipekit.megatron_bridge.layout import (
 from recipekit.memory.estimate import MemoryEstimate, Phase
 from recipekit.memory.megatron import MegatronSetup, conversion_terms
 from recipekit.model_card import ModelCard
-from recipekit.sections import fixed, required, section
+from recipekit.sections import fixed, frozen_section, required, section
 from recipekit.validators import at_least, one_of
 
 NEMO_RL_WEIGHTS = "policy/weights/iter_0000000"
@@ -61,7 +61,7 @@ CONVERT_SH_OPTIONS = frozenset(
 
 
 @section("export")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Export:
     """What is converted, and where to: the script's ``--hf-model``, ``--megatron-path``,
     ``--hf-path``, ``--torch-dtype``, ``--distributed-save`` and (when false) ``--not-strict``."""
@@ -79,7 +79,7 @@ class Export:
 
 
 @section("model")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class ExportParallelism:
     """The layout the checkpoint is loaded with (``--tp``, ``--pp``, ``--ep``, ``--etp``)."""
 
@@ -90,7 +90,7 @@ class ExportParallelism:
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class HfExportConfig:
     export: Export = required()
     model: ExportParallelism = required()

@@ -22,7 +22,7 @@ import attrs
 
 from recipekit.errors import FieldError
 from recipekit.markers import Derived, Unset
-from recipekit.sections import derived, optional, required, section
+from recipekit.sections import derived, frozen_section, optional, required, section
 from recipekit.validators import at_least, between, one_of
 
 RecipeMode = Literal["pretrain", "sft", "peft"]
@@ -64,7 +64,7 @@ def _dotted_function(_: Any, attribute: attrs.Attribute[Any], value: str) -> Non
 
 
 @section("recipe", aliases={"target": "_target_"})
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Recipe:
     """The Megatron-Bridge recipe function that builds the ``ConfigContainer``."""
 
@@ -82,7 +82,7 @@ class Recipe:
 
 
 @section("train")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Train:
     train_iters: int = required(at_least(1))
     global_batch_size: int = required(at_least(1))
@@ -92,7 +92,7 @@ class Train:
 
 
 @section("model")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Model:
     """The model provider's fields the stage sets: layout, sequence, freezing, recompute."""
 
@@ -120,7 +120,7 @@ class Model:
 
 
 @section("dataset")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Dataset:
     """The recipe's dataset config (Energon for the VL recipes), with what the stage sets.
 
@@ -140,7 +140,7 @@ class Dataset:
 
 
 @section("optimizer")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Optimizer:
     lr: float | Unset = optional(at_least(0))
     min_lr: float | Unset = optional(at_least(0))
@@ -154,7 +154,7 @@ class Optimizer:
 
 
 @section("scheduler")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Scheduler:
     lr_warmup_iters: int | Unset = optional(at_least(0))
     # The recipes decay over the whole run (``lr_decay_iters = train.train_iters``).
@@ -164,7 +164,7 @@ class Scheduler:
 
 
 @section("logger")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Logger:
     log_interval: int | Unset = optional(at_least(1))
     log_throughput: bool | Unset = optional()
@@ -175,7 +175,7 @@ class Logger:
 
 
 @section("checkpoint")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Checkpoint:
     save: str = required()
     save_interval: int = required(at_least(1))
@@ -191,7 +191,7 @@ class Checkpoint:
 
 
 @section("peft")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class LoRA:
     """Megatron-Bridge's ``peft.LoRA`` settings over the recipe's adapter."""
 
@@ -203,7 +203,7 @@ class LoRA:
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronBridgeConfig:
     """What the entry point applies: the recipe, then each section's keys over its result."""
 

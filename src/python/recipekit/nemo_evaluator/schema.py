@@ -23,7 +23,7 @@ import attrs
 from recipekit.errors import FieldError
 from recipekit.markers import Derived, RunInput, Unset
 from recipekit.nemo_evaluator.tasks import task_problem
-from recipekit.sections import derived, fixed, optional, required, section
+from recipekit.sections import derived, fixed, frozen_section, optional, required, section
 from recipekit.validators import at_least, between, one_of
 
 # The exporters of nemo-evaluator-launcher 0.2.6 (exporters/registry.py); only W&B is typed here.
@@ -89,7 +89,7 @@ def each_one_of(allowed: tuple[str, ...]) -> Any:
 
 
 @section("deployment.endpoints")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Endpoints:
     """Paths on the vLLM server; the launcher's vllm.yaml defaults fit vLLM's OpenAI server."""
 
@@ -99,7 +99,7 @@ class Endpoints:
 
 
 @section("deployment")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class VllmDeployment:
     """``vllm serve /checkpoint`` in ``image``: the launcher mounts ``checkpoint_path`` there
     unless ``hf_model_handle`` names a model to download instead (its vllm.yaml)."""
@@ -128,7 +128,7 @@ class VllmDeployment:
 
 
 @section("nemo_evaluator_config.config.params.extra")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Extra:
     """Harness-specific parameters (``params.extra``); the keys nemo_skills tasks read."""
 
@@ -141,7 +141,7 @@ class Extra:
 
 
 @section("nemo_evaluator_config.config.params")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Params:
     limit_samples: int | float | None | Unset = optional()
     max_new_tokens: int | Unset = optional(at_least(1))
@@ -154,13 +154,13 @@ class Params:
 
 
 @section("nemo_evaluator_config.config")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class EvaluatorConfig:
     params: Params = required()
 
 
 @section("nemo_evaluator_config.target.api_endpoint.adapter_config")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class AdapterConfig:
     """The request/response interceptors nemo-evaluator puts between a harness and the server."""
 
@@ -181,26 +181,26 @@ class AdapterConfig:
 
 
 @section("nemo_evaluator_config.target.api_endpoint")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class ApiEndpoint:
     adapter_config: AdapterConfig = required()
 
 
 @section("nemo_evaluator_config.target")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Target:
     api_endpoint: ApiEndpoint = required()
 
 
 @section("nemo_evaluator_config")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class NemoEvaluatorConfig:
     config: EvaluatorConfig | Unset = optional()
     target: Target | Unset = optional()
 
 
 @section("evaluation.tasks[]")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Task:
     name: str = required(known_task)
     env_vars: dict[str, str] | Unset = optional(env_var_values)
@@ -208,7 +208,7 @@ class Task:
 
 
 @section("evaluation")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Evaluation:
     tasks: tuple[Task, ...] = required()
     env_vars: dict[str, str] | Unset = optional(env_var_values)
@@ -219,7 +219,7 @@ class Evaluation:
 
 
 @section("execution.mounts")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Mounts:
     """Host path -> container path, per container the launcher starts."""
 
@@ -229,7 +229,7 @@ class Mounts:
 
 
 @section("execution.auto_export")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class AutoExport:
     """Exporters the launcher's job runs once every task has finished."""
 
@@ -237,7 +237,7 @@ class AutoExport:
 
 
 @section("execution")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class SlurmExecution:
     num_nodes: int | Derived = derived(at_least(1))
     # ``#SBATCH --gres``; the launcher's default, gpu:8, asks a 4-GPU GB200 node for 8.
@@ -252,7 +252,7 @@ class SlurmExecution:
 
 
 @section("export.wandb")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class WandbExport:
     # Required by the launcher's W&B exporter; a team's name is not the recipe's to choose, so
     # it may come as ``-o export.wandb.entity=...`` (a plan warning says so when it is unset).
@@ -264,7 +264,7 @@ class WandbExport:
 
 
 @section("export")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Export:
     wandb: WandbExport | Unset = optional()
 
@@ -273,7 +273,7 @@ class Export:
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class LauncherConfig:
     """What ``nemo-evaluator-launcher run --config`` reads, below its ``defaults:`` list."""
 

@@ -59,7 +59,7 @@ from recipekit.nemo_rl.schema_super_v3 import (
     Megatron,
     Policy,
 )
-from recipekit.sections import derived, fixed, optional, required, section
+from recipekit.sections import derived, fixed, frozen_section, optional, required, section
 from recipekit.validators import at_least, one_of
 
 # main's generation back-ends (policy.generation.backend in its examples).
@@ -69,7 +69,7 @@ GENERATION_BACKENDS_MAIN = (*GENERATION_BACKENDS, "trtllm", "dynamo")
 
 
 @section("logger")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class RunLogger(Logger):
     """NeMo-RL's ``LoggerConfig``, which SFT, DPO, RM and distillation read: GRPO's logger
     without its required ``num_val_samples_to_print``."""
@@ -78,7 +78,7 @@ class RunLogger(Logger):
 
 
 @section("logger")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class RunLoggerMain(RunLogger):
     wandb: WandbMain = required()
 
@@ -87,7 +87,7 @@ class RunLoggerMain(RunLogger):
 
 
 @section("data")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DataList(Data):
     """``data`` whose ``train`` (and ``validation``) may list several datasets."""
 
@@ -96,7 +96,7 @@ class DataList(Data):
 
 
 @section("data")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DataListMain(DataMain):
     train: DatasetMain | tuple[DatasetMain, ...] = required()  # type: ignore[assignment]
     validation: DatasetMain | tuple[DatasetMain, ...] | None | Unset = optional()  # type: ignore[assignment]
@@ -106,7 +106,7 @@ class DataListMain(DataMain):
 
 
 @section("policy.megatron_cfg.peft")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronPeft:
     """LoRA on the Megatron back-end (main's MegatronPeftConfig)."""
 
@@ -125,19 +125,19 @@ class MegatronPeft:
 
 
 @section("policy.megatron_cfg")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronV3Examples(Megatron):
     peft: MegatronPeft | Unset = optional()
 
 
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class GenerationV3Examples(Generation):
     sglang_cfg: dict[str, Any] | Unset = optional()
 
 
 @section("policy")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class PolicyV3Examples(Policy):
     """super-v3's policy section as every super-v3 example config writes it."""
 
@@ -146,7 +146,7 @@ class PolicyV3Examples(Policy):
 
 
 @section("policy.megatron_cfg")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronExamples(MegatronMain):
     force_reconvert_from_hf: bool | Unset = optional()
     cuda_graph_impl: str | Unset = optional()
@@ -164,7 +164,7 @@ class MegatronExamples(MegatronMain):
 
 
 @section("policy.generation.vllm_cfg")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class VllmConfigExamples(VllmConfigMain):
     # Absent: NeMo-RL sets it (False for vision-language models, which need the tokenizer).
     skip_tokenizer_init: bool | Unset = optional()  # type: ignore[assignment]
@@ -176,7 +176,7 @@ class VllmConfigExamples(VllmConfigMain):
 
 
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class GenerationExamples(GenerationMain):
     backend: str = required(one_of(GENERATION_BACKENDS_MAIN))
     vllm_cfg: VllmConfigExamples | Unset = optional()
@@ -190,14 +190,14 @@ class GenerationExamples(GenerationMain):
 
 
 @section("policy.tokenizer")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class TokenizerExamples(TokenizerMain):
     # null: given on the command line, as the model is.
     name: str | None | Derived = derived()  # type: ignore[assignment]
 
 
 @section("policy")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class PolicyExamples(PolicyMain):
     """main's policy section as every main example config writes it."""
 
@@ -212,14 +212,14 @@ class PolicyExamples(PolicyMain):
 
 
 @section("env.nemo_gym")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class NemoGymExamples(NemoGym):
     # Where Gym's servers get their virtual environments (NeMo-RL's default when absent).
     uv_venv_dir: str | Unset = optional()
 
 
 @section("env")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class EnvironmentsExamples(Environments):
     nemo_gym: NemoGymExamples | Unset = optional()
 

@@ -13,7 +13,6 @@ tokenizer and projection matrix, over a text corpus. Its keys are those of
 what they do; the schema file of the reference has no class for them.
 """
 
-import attrs
 
 from recipekit.markers import Unset
 from recipekit.nemo_rl.schema_common import (
@@ -24,7 +23,7 @@ from recipekit.nemo_rl.schema_common import (
     RunMasterConfigMain,
 )
 from recipekit.nemo_rl.schema_super_v3 import MathEnvironment
-from recipekit.sections import optional, required, section
+from recipekit.sections import frozen_section, optional, required, section
 from recipekit.validators import at_least, between, one_of
 
 KL_TYPES = ("forward", "reverse", "mixed")
@@ -33,7 +32,7 @@ WEIGHT_METRICS = ("ce", "entropy", "max_prob")
 
 
 @section("distillation")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DistillationConfig:
     num_prompts_per_step: int = required(at_least(1))
     num_generations_per_prompt: int = required(at_least(1))
@@ -52,7 +51,7 @@ class DistillationConfig:
 
 
 @section("distillation")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DistillationConfigMain:
     """main's DistillationConfig: every key has a default (128 prompts a step, top 64, ...)."""
 
@@ -71,7 +70,7 @@ class DistillationConfigMain:
 
 
 @section("loss_fn")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DistillationLoss:
     kl_type: str = required(one_of(KL_TYPES))
     # mixed: this weight on the reverse KL, the rest on the forward one.
@@ -80,7 +79,7 @@ class DistillationLoss:
 
 
 @section("loss_fn")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DistillationLossMain:
     kl_type: str | Unset = optional(one_of(KL_TYPES))
     mixed_kl_weight: float | Unset = optional(between(0, 1))
@@ -88,7 +87,7 @@ class DistillationLossMain:
 
 
 @section("loss_fn")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class XTokenDistillationLoss(DistillationLossMain):
     """The loss modes of cross-tokenizer distillation (gold_loss off: P-KL over a projected
     top-k of the teacher's vocabulary; on: KL on the exactly mapped vocabulary + L1 on the
@@ -112,7 +111,7 @@ class XTokenDistillationLoss(DistillationLossMain):
 
 
 @section("teachers[]")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class XTokenTeacher(PolicyExamples):
     """One teacher: a policy section plus how its vocabulary maps onto the student's."""
 
@@ -124,7 +123,7 @@ class XTokenTeacher(PolicyExamples):
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DistillationMasterConfig(RunMasterConfig):
     """``examples/run_distillation.py --config`` on super-v3."""
 
@@ -135,7 +134,7 @@ class DistillationMasterConfig(RunMasterConfig):
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DistillationMasterConfigMain(RunMasterConfigMain):
     """``examples/run_distillation.py --config`` on main (super-v3.5-posttraining)."""
 
@@ -146,7 +145,7 @@ class DistillationMasterConfigMain(RunMasterConfigMain):
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class XTokenDistillationMasterConfig(DistillationMasterConfigMain):
     """``examples/run_xtoken_off_policy_distillation.py --config`` (main only)."""
 

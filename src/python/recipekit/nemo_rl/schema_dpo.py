@@ -6,7 +6,6 @@ entries are preference datasets (``prompt_key``, ``chosen_key``, ``rejected_key`
 ``Dataset`` has them).
 """
 
-import attrs
 
 from recipekit.markers import Unset
 from recipekit.nemo_rl.schema_common import (
@@ -15,12 +14,12 @@ from recipekit.nemo_rl.schema_common import (
     TrainLoop,
     TrainLoopMain,
 )
-from recipekit.sections import optional, required, section
+from recipekit.sections import frozen_section, optional, required, section
 from recipekit.validators import at_least
 
 
 @section("dpo")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DPOConfig(TrainLoop):
     # beta of the DPO loss: how far the policy may move from the reference policy.
     reference_policy_kl_penalty: float = required(at_least(0))
@@ -31,7 +30,7 @@ class DPOConfig(TrainLoop):
 
 
 @section("dpo")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DPOConfigMain(TrainLoopMain):
     """main's DPOConfig: every key has a default (150 steps, beta 0.05, ...)."""
 
@@ -43,7 +42,7 @@ class DPOConfigMain(TrainLoopMain):
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DPOMasterConfig(RunMasterConfig):
     """``examples/run_dpo.py --config`` on super-v3."""
 
@@ -51,7 +50,7 @@ class DPOMasterConfig(RunMasterConfig):
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DPOMasterConfigMain(RunMasterConfigMain):
     """``examples/run_dpo.py --config`` on main (super-v3.5-posttraining)."""
 

@@ -13,12 +13,12 @@ import attrs
 from recipekit.markers import Unset
 from recipekit.nemo_rl.schema_common import GenerationExamples, VllmConfigExamples
 from recipekit.nemo_rl.schema_main import ClusterMain, Environments, TokenizerMain
-from recipekit.sections import optional, required, section
+from recipekit.sections import frozen_section, optional, required, section
 from recipekit.validators import at_least
 
 
 @section("eval")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class EvalConfig:
     # "pass@k" (the reference configs' only metric).
     metric: str = required()
@@ -30,7 +30,7 @@ class EvalConfig:
 
 
 @section("data")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class EvalData:
     max_input_seq_length: int = required(at_least(1))
     # A benchmark NeMo-RL knows by name, or a local/remote file (with problem_key, ...).
@@ -48,14 +48,14 @@ class EvalData:
 
 
 @section("generation.vllm_cfg")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class EvalVllmConfig(VllmConfigExamples):
     # The eval configs leave it to vLLM ("auto").
     kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3"] | Unset = optional()  # type: ignore[assignment]
 
 
 @section("generation", aliases={"pad_token_id": "_pad_token_id"})
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class EvalGeneration(GenerationExamples):
     # Prompts handed to the generation back-end at a time (-1: all at once).
     num_prompts_per_step: int | Unset = optional(at_least(-1))
@@ -63,7 +63,7 @@ class EvalGeneration(GenerationExamples):
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class EvalMasterConfig:
     """``examples/run_eval.py --config`` (main, super-v3.5-posttraining)."""
 

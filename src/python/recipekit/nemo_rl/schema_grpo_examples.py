@@ -9,8 +9,6 @@ schemas widened just so far, subclasses that change nothing the Super recipes us
 
 from typing import Literal
 
-import attrs
-
 from recipekit.markers import Unset
 from recipekit.nemo_rl.schema_common import (
     DataList,
@@ -21,25 +19,25 @@ from recipekit.nemo_rl.schema_common import (
 )
 from recipekit.nemo_rl.schema_main import GRPOConfigMain, GRPOMasterConfigMain
 from recipekit.nemo_rl.schema_super_v3 import GRPOConfig, GRPOMasterConfig
-from recipekit.sections import optional, required, section
+from recipekit.sections import frozen_section, optional, required, section
 from recipekit.validators import at_least
 
 
 @section("grpo")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOConfigExamples(GRPOConfig):
     # -1 (or 0): no periodic validation; NeMo-RL validates when val_period > 0.
     val_period: int = required(at_least(-1))
 
 
 @section("grpo")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOConfigExamplesMain(GRPOConfigMain):
     val_period: int = required(at_least(-1))
 
 
 @section("reward_penalties.token_ids")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class PenaltyTokenIds:
     unwanted: tuple[int, ...] | None | Unset = optional()
     think_open: int | None | Unset = optional()
@@ -47,7 +45,7 @@ class PenaltyTokenIds:
 
 
 @section("reward_penalties")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class RewardPenalties:
     """main's RewardPenaltyConfig: zero the reward of Gym rollouts that misbehave."""
 
@@ -59,7 +57,7 @@ class RewardPenalties:
 
 
 @section("data_plane")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DataPlane:
     """main's DataPlaneConfig: rollouts reach training through a TransferQueue store."""
 
@@ -76,7 +74,7 @@ class DataPlane:
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOExamplesConfig(GRPOMasterConfig):
     """GRPO on super-v3 as its examples configure it."""
 
@@ -89,7 +87,7 @@ class GRPOExamplesConfig(GRPOMasterConfig):
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOExamplesConfigMain(GRPOMasterConfigMain):
     """GRPO on main (super-v3.5-posttraining) as its examples configure it."""
 

@@ -45,7 +45,7 @@ from recipekit.nemo_rl.schema_super_v3 import (
     VllmConfig,
     Wandb,
 )
-from recipekit.sections import derived, optional, required, section
+from recipekit.sections import derived, frozen_section, optional, required, section
 from recipekit.validators import at_least, between, one_of
 
 # The estimators NeMo-RL main's configs name (examples/configs/*.yaml); "opd" is on-policy
@@ -62,7 +62,7 @@ RECOMPUTE_GRANULARITIES = ("full", "selective")
 
 
 @section("grpo.reward_shaping")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class RewardShapingMain:
     """DAPO's overlong penalty; declared again because main's ``max_response_length`` may be
     null and is absent unless set (DERIVED follows policy.max_total_sequence_length)."""
@@ -75,21 +75,21 @@ class RewardShapingMain:
 
 
 @section("grpo.adv_estimator")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class AdvantageEstimatorMain(AdvantageEstimator):
     name: str = required(one_of(ADV_ESTIMATORS))
     reward_weights: tuple[float, ...] | None | Unset = optional()
 
 
 @section("grpo.async_grpo")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class AsyncGRPOMain(AsyncGRPO):
     # Generation failures tolerated before the run stops (0: none).
     max_generation_failures: int | Unset = optional(at_least(0))
 
 
 @section("grpo")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOConfigMain:
     """main's GRPOConfig: super-v3's keys without ``penalize_*`` (gone on main), plus the
     validation-sampling, early-stop and filtering keys."""
@@ -138,14 +138,14 @@ class GRPOConfigMain:
 
 
 @section("loss_fn")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class ClippedPGLossMain(ClippedPGLoss):
     use_cispo: bool | Unset = optional()
     positive_example_nll_weight: float | Unset = optional(at_least(0))
 
 
 @section("checkpointing")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class CheckpointingMain(Checkpointing):
     # A Super Omni checkpoint with optimizer state is ~1.4 TB; false saves weights only.
     save_optimizer: bool | Unset = optional()
@@ -158,20 +158,20 @@ class CheckpointingMain(Checkpointing):
 
 
 @section("policy.megatron_cfg.optimizer")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronOptimizerMain(MegatronOptimizer):
     overlap_cpu_optimizer_d2h_h2d: bool | Unset = optional()
 
 
 @section("policy.megatron_cfg.distributed_data_parallel_config")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronDDPMain(MegatronDDP):
     # Not in main's MegatronDDPConfig; passed on to Megatron-Core's DistributedDataParallelConfig.
     average_in_collective: bool | Unset = optional()
 
 
 @section("policy.megatron_cfg.checkpoint")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronCheckpoint:
     async_save: bool | Unset = optional()
     ckpt_assume_constant_structure: bool | Unset = optional()
@@ -181,7 +181,7 @@ class MegatronCheckpoint:
 
 
 @section("policy.megatron_cfg")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronMain(Megatron):
     """main's MegatronConfig: super-v3's keys plus the vision-language freeze controls,
     recomputation, and Megatron checkpointing."""
@@ -209,14 +209,14 @@ class MegatronMain(Megatron):
 
 
 @section("policy.sequence_packing")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class SequencePackingMain(SequencePacking):
     # The order packed micro-batches train in; largest_first surfaces out-of-memory at once.
     microbatch_order: str | Unset = optional(one_of(MICROBATCH_ORDERS))
 
 
 @section("policy.draft")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Draft:
     """An Eagle-style draft model trained beside the policy (off in the Super Omni configs)."""
 
@@ -228,7 +228,7 @@ class Draft:
 
 
 @section("policy.tokenizer")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class TokenizerMain(Tokenizer):
     audio: dict[str, Any] | Unset = optional()
     video: dict[str, Any] | Unset = optional()
@@ -240,7 +240,7 @@ class TokenizerMain(Tokenizer):
 
 
 @section("policy.generation.mcore_generation_config")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class McoreGenerationMain:
     """main's MCoreGenerationSpecificArgs (Megatron-Core dynamic inference), declared again:
     ``unified_memory_level`` and ``buffer_guaranteed_fraction`` are gone and most keys are now
@@ -282,7 +282,7 @@ class McoreGenerationMain:
 
 
 @section("policy.generation.vllm_cfg")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class VllmConfigMain(VllmConfig):
     skip_tokenizer_init: bool = required()
     # raw_logprobs: the sampler's log-probabilities before temperature/top-p, which the
@@ -299,7 +299,7 @@ class VllmConfigMain(VllmConfig):
 
 
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class GenerationMain:
     """main's GenerationConfig (+ vLLM and Megatron specifics), declared again because its
     ``mcore_generation_config`` is not super-v3's."""
@@ -331,7 +331,7 @@ class GenerationMain:
 
 
 @section("policy")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class PolicyMain:
     """main's PolicyConfig, declared again because its ``generation`` is not super-v3's."""
 
@@ -368,7 +368,7 @@ class PolicyMain:
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DatasetMain(Dataset):
     num_frames: int | Unset = optional(at_least(1))
     video_sampling_style: Literal["nemotron_vl"] | Unset = optional()
@@ -379,7 +379,7 @@ class DatasetMain(Dataset):
 
 
 @section("data")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DataMain(Data):
     use_multiple_dataloader: bool | Unset = optional()
     num_prompts_per_dataloader: int | Unset = optional(at_least(1))
@@ -390,7 +390,7 @@ class DataMain(Data):
 
 
 @section("env.nemo_gym")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class NemoGym:
     """NeMo Gym's global config as the GRPO + Gym runner starts it.
 
@@ -424,7 +424,7 @@ class NemoGym:
 
 
 @section("env")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Environments:
     """``env``: the environments by name, and the GRPO + Gym runner's switches."""
 
@@ -440,7 +440,7 @@ class Environments:
 
 
 @section("on_policy_distillation.non_colocated_teachers.<teacher>")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class TeacherResources:
     """Where one teacher's log-probability workers run and how they are laid out."""
 
@@ -459,7 +459,7 @@ class TeacherResources:
 
 
 @section("on_policy_distillation.non_colocated_teachers")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class NonColocatedTeachers:
     enabled: bool | Unset = optional()
     default_teacher_cfg: TeacherResources | Unset = optional()
@@ -467,7 +467,7 @@ class NonColocatedTeachers:
 
 
 @section("on_policy_distillation")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class OnPolicyDistillation:
     """MOPD: each prompt's Gym agent name picks the teacher that scores the student's tokens."""
 
@@ -484,19 +484,19 @@ class OnPolicyDistillation:
 
 
 @section("logger.wandb")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class WandbMain(Wandb):
     log_nemo_gym_full_result_tables: bool | Unset = optional()
 
 
 @section("logger")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class LoggerMain(Logger):
     wandb: WandbMain = required()
 
 
 @section("cluster")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class ClusterMain(Cluster):
     # Ports torch.distributed rendezvous may use; kept clear of Ray's and Gym's.
     master_port_range_low: int | Unset = optional(at_least(1))
@@ -505,7 +505,7 @@ class ClusterMain(Cluster):
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOMasterConfigMain:
     """The GRPO (+ NeMo Gym, + MOPD) config of NeMo-RL main / super-v3.5-posttraining."""
 

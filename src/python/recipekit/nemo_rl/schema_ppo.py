@@ -7,7 +7,6 @@ the group baseline. The keys are those of ``examples/configs/ppo_math_1B.yaml`` 
 Main only: super-v3 has no PPO entry point.
 """
 
-import attrs
 
 from recipekit.markers import Unset
 from recipekit.nemo_rl.schema_common import (
@@ -17,12 +16,12 @@ from recipekit.nemo_rl.schema_common import (
 )
 from recipekit.nemo_rl.schema_main import ClippedPGLossMain, RewardShapingMain
 from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO, RewardScaling
-from recipekit.sections import optional, required, section
+from recipekit.sections import frozen_section, optional, required, section
 from recipekit.validators import at_least, between
 
 
 @section("ppo.async_ppo")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class AsyncPPO(AsyncGRPO):
     """GRPO's asynchronous loop, for PPO; it needs non-colocated generation and the
     importance-sampling correction."""
@@ -35,7 +34,7 @@ class AsyncPPO(AsyncGRPO):
 
 
 @section("ppo.adv_estimator")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class GAE:
     """Generalised advantage estimation; VAPO decouples the critic's and the policy's lambda."""
 
@@ -51,7 +50,7 @@ class GAE:
 
 
 @section("ppo")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class PPOConfig:
     num_prompts_per_step: int = required(at_least(1))
     num_generations_per_prompt: int = required(at_least(1))
@@ -81,7 +80,7 @@ class PPOConfig:
 
 
 @section("value_loss_fn")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class ValueLoss:
     scale: float = required(at_least(0))
     # The critic's value may move this far from its old estimate per update.
@@ -89,14 +88,14 @@ class ValueLoss:
 
 
 @section("value.reward_model_cfg")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class RewardModelHead:
     enabled: bool = required()
     reward_model_type: str = required()
 
 
 @section("value")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class ValuePolicy(PolicyExamples):
     """The critic: a policy section with a scalar head instead of the language-model one."""
 
@@ -104,7 +103,7 @@ class ValuePolicy(PolicyExamples):
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class PPOMasterConfig(RunMasterConfigMain):
     """``examples/run_ppo.py --config`` (main, super-v3.5-posttraining)."""
 

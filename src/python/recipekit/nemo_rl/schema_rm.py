@@ -4,7 +4,6 @@ Every ``RMConfig`` key is required on ``super-v3`` and has a default on ``main``
 (``nemo_rl/algorithms/rm.py`` of NVIDIA-NeMo/RL@8af543ad and NVIDIA-NeMo/RL@7ea279ab).
 """
 
-import attrs
 
 from recipekit.markers import Unset
 from recipekit.nemo_rl.schema_common import (
@@ -13,25 +12,25 @@ from recipekit.nemo_rl.schema_common import (
     TrainLoop,
     TrainLoopMain,
 )
-from recipekit.sections import optional, required, section
+from recipekit.sections import frozen_section, optional, required, section
 from recipekit.validators import at_least
 
 
 @section("rm")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class RMConfig(TrainLoop):
     # -1: as many steps as the epochs give (rm.yaml).
     max_num_steps: int = required(at_least(-1))
 
 
 @section("rm")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class RMConfigMain(TrainLoopMain):
     max_num_steps: int | Unset = optional(at_least(-1))
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class RMMasterConfig(RunMasterConfig):
     """``examples/run_rm.py --config`` on super-v3."""
 
@@ -39,7 +38,7 @@ class RMMasterConfig(RunMasterConfig):
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class RMMasterConfigMain(RunMasterConfigMain):
     """``examples/run_rm.py --config`` on main (super-v3.5-posttraining)."""
 

@@ -6,7 +6,6 @@ NVIDIA-NeMo/RL@7ea279ab). The other sections are those every non-GRPO entry poin
 (``schema_common``).
 """
 
-import attrs
 
 from recipekit.markers import Unset
 from recipekit.nemo_rl.schema_common import (
@@ -15,24 +14,24 @@ from recipekit.nemo_rl.schema_common import (
     TrainLoop,
     TrainLoopMain,
 )
-from recipekit.sections import optional, required, section
+from recipekit.sections import frozen_section, optional, required, section
 
 
 @section("sft")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class SFTConfig(TrainLoop):
     pass
 
 
 @section("sft")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class SFTConfigMain(TrainLoopMain):
     # Train on the last assistant turn only.
     only_unmask_final: bool | Unset = optional()
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class SFTMasterConfig(RunMasterConfig):
     """``examples/run_sft.py --config`` on super-v3."""
 
@@ -40,7 +39,7 @@ class SFTMasterConfig(RunMasterConfig):
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class SFTMasterConfigMain(RunMasterConfigMain):
     """``examples/run_sft.py --config`` on main (super-v3.5-posttraining)."""
 

@@ -9,10 +9,8 @@ reference configs set them.
 
 from typing import Any, Literal
 
-import attrs
-
 from recipekit.markers import Derived, Unset
-from recipekit.sections import derived, fixed, optional, required, section
+from recipekit.sections import derived, fixed, frozen_section, optional, required, section
 from recipekit.validators import at_least, between, one_of
 
 # Values NeMo-RL maps to torch dtypes; anything else fails at start-up after the queue wait.
@@ -54,7 +52,7 @@ MATH_VERIFIERS = ("hf_math_verify", "dapo_math_verify")
 
 
 @section("grpo.reward_shaping")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class RewardShaping:
     """DAPO's overlong penalty: the last ``overlong_buffer_length`` tokens of the response budget
     cost up to ``overlong_buffer_penalty`` reward."""
@@ -67,7 +65,7 @@ class RewardShaping:
 
 
 @section("grpo.adv_estimator")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class AdvantageEstimator:
     name: str = required(one_of(("grpo", "reinforce_plus_plus")))
     normalize_rewards: bool | Unset = optional()
@@ -76,7 +74,7 @@ class AdvantageEstimator:
 
 
 @section("grpo.reward_scaling")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class RewardScaling:
     enabled: bool = required()
     source_min: float | Unset = optional()
@@ -86,7 +84,7 @@ class RewardScaling:
 
 
 @section("grpo.async_grpo")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class AsyncGRPO:
     enabled: bool = required()
     max_trajectory_age_steps: int = required(at_least(1))
@@ -95,7 +93,7 @@ class AsyncGRPO:
 
 
 @section("grpo")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOConfig:
     num_prompts_per_step: int = required(at_least(1))
     num_generations_per_prompt: int = required(at_least(1))
@@ -135,7 +133,7 @@ class GRPOConfig:
 
 
 @section("loss_fn")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class ClippedPGLoss:
     reference_policy_kl_penalty: float = required(at_least(0))
     reference_policy_kl_type: str = required(one_of(KL_TYPES))
@@ -160,7 +158,7 @@ class ClippedPGLoss:
 
 
 @section("checkpointing")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Checkpointing:
     enabled: bool = required()
     checkpoint_dir: str = required()
@@ -182,7 +180,7 @@ class Checkpointing:
 
 
 @section("policy.tokenizer")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Tokenizer:
     name: str | Derived = derived()
     chat_template: str | None | Unset = optional()
@@ -190,7 +188,7 @@ class Tokenizer:
 
 
 @section("policy.dtensor_cfg.lora_cfg")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class LoRA:
     enabled: bool = required()
     target_modules: tuple[str, ...] | Unset = optional()
@@ -205,7 +203,7 @@ class LoRA:
 
 
 @section("policy.dtensor_cfg", aliases={"v2": "_v2"})
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DTensor:
     """The PyTorch-native (FSDP2 + DTensor) training back-end."""
 
@@ -224,7 +222,7 @@ class DTensor:
 
 
 @section("policy.megatron_cfg.optimizer")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronOptimizer:
     optimizer: str = required(one_of(MEGATRON_OPTIMIZERS))
     lr: float = required(at_least(0))
@@ -245,7 +243,7 @@ class MegatronOptimizer:
 
 
 @section("policy.megatron_cfg.scheduler")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronScheduler:
     start_weight_decay: float | Derived = derived(at_least(0))
     end_weight_decay: float | Derived = derived(at_least(0))
@@ -257,7 +255,7 @@ class MegatronScheduler:
 
 
 @section("policy.megatron_cfg.distributed_data_parallel_config")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronDDP:
     grad_reduce_in_fp32: bool = required()
     overlap_grad_reduce: bool = required()
@@ -267,7 +265,7 @@ class MegatronDDP:
 
 
 @section("policy.megatron_cfg.fp8_cfg")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class FP8:
     enabled: bool = required()
     fp8: str | Unset = optional(one_of(("e4m3", "hybrid")))
@@ -278,7 +276,7 @@ class FP8:
 
 
 @section("policy.megatron_cfg")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Megatron:
     """The Megatron-Core training back-end: the parallel layout lives here."""
 
@@ -329,7 +327,7 @@ class Megatron:
 
 
 @section("policy.dynamic_batching")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class DynamicBatching:
     enabled: bool = required()
     train_mb_tokens: int | Derived | Unset = derived(at_least(1))
@@ -338,7 +336,7 @@ class DynamicBatching:
 
 
 @section("policy.sequence_packing")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class SequencePacking:
     enabled: bool = required()
     train_mb_tokens: int | Derived | Unset = derived(at_least(1))
@@ -351,21 +349,21 @@ class SequencePacking:
 
 
 @section("policy.optimizer")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class TorchOptimizer:
     name: str = required()
     kwargs: dict[str, Any] = required()
 
 
 @section("policy.scheduler[]")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class TorchScheduler:
     name: str = required()
     kwargs: dict[str, Any] = required()
 
 
 @section("policy.scheduler[]")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class SchedulerMilestones:
     milestones: tuple[int, ...] = required()
 
@@ -374,7 +372,7 @@ class SchedulerMilestones:
 
 
 @section("policy.generation.vllm_cfg")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class VllmConfig:
     async_engine: bool = required()
     precision: str | Derived | Unset = derived(one_of(VLLM_PRECISIONS))
@@ -398,7 +396,7 @@ class VllmConfig:
 
 
 @section("policy.generation.mcore_generation_config")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class McoreGeneration:
     buffer_size_gb: int = required(at_least(1))
     buffer_guaranteed_fraction: float | Unset = optional(between(0, 1))
@@ -411,7 +409,7 @@ class McoreGeneration:
 
 
 @section("policy.generation.colocated.resources")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class GenerationResources:
     """Where generation runs when it is not colocated with training."""
 
@@ -420,14 +418,14 @@ class GenerationResources:
 
 
 @section("policy.generation.colocated")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Colocation:
     enabled: bool = required()
     resources: GenerationResources = required()
 
 
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Generation:
     backend: str = required(one_of(GENERATION_BACKENDS))
     max_new_tokens: int | Derived = derived(at_least(1))
@@ -450,7 +448,7 @@ class Generation:
 
 
 @section("policy")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Policy:
     model_name: str = required()
     tokenizer: Tokenizer = required()
@@ -480,7 +478,7 @@ class Policy:
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Dataset:
     """One dataset entry of ``data`` (``train``, ``validation`` or ``default``)."""
 
@@ -503,7 +501,7 @@ class Dataset:
 
 
 @section("data")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Data:
     max_input_seq_length: int | None | Derived = derived(at_least(1))
     add_bos: bool | Unset = optional()
@@ -518,7 +516,7 @@ class Data:
 
 
 @section("env.<name>")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class MathEnvironment:
     num_workers: int = required(at_least(1))
     math_verify_impl: str | None | Unset = optional(one_of(MATH_VERIFIERS))
@@ -530,7 +528,7 @@ class MathEnvironment:
 
 
 @section("logger.wandb")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Wandb:
     project: str | Unset = optional()
     name: str | Unset = optional()
@@ -538,20 +536,20 @@ class Wandb:
 
 
 @section("logger.swanlab")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Swanlab:
     project: str | Unset = optional()
     name: str | Unset = optional()
 
 
 @section("logger.tensorboard")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Tensorboard:
     log_dir: str | Unset = optional()
 
 
 @section("logger.mlflow")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class MLflow:
     experiment_name: str | None | Unset = optional()
     run_id: str | None | Unset = optional()
@@ -561,14 +559,14 @@ class MLflow:
 
 
 @section("logger.gpu_monitoring")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class GPUMonitoring:
     collection_interval: float = required(at_least(0))
     flush_interval: float = required(at_least(0))
 
 
 @section("logger")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Logger:
     log_dir: str = required()
     num_val_samples_to_print: int = required(at_least(0))
@@ -585,7 +583,7 @@ class Logger:
 
 
 @section("cluster")
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class Cluster:
     """What NeMo-RL's virtual cluster is told; derived from the stage's hardware."""
 
@@ -594,7 +592,7 @@ class Cluster:
 
 
 @section()
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOMasterConfig:
     """``examples/run_grpo.py --config``: the complete GRPO config, top-level sections."""
 
