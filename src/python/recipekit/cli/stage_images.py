@@ -1,6 +1,7 @@
-"""The stage launcher's image commands (``recipekit.images``): ``artifacts``, ``lock``,
-``publish``, ``export-sqsh``. For whoever builds and ships the stage's image, not for the user
-who submits it (``stage_launcher``) nor for the job (``in_allocation``)."""
+"""The stage launcher's image commands (``recipekit.images``): ``artifacts``,
+``dependencies-layer``, ``lock``, ``publish``, ``export-sqsh``. For whoever builds and ships the
+stage's image, not for the user who submits it (``stage_launcher``) nor for the job
+(``in_allocation``)."""
 
 from __future__ import annotations
 
@@ -62,6 +63,14 @@ def _rendered_plan(the_plan: Any) -> dict[str, bytes]:
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     help="An OCI layout holding the base's blobs, copied into the image layout.",
 )
+@click.option(
+    "--dependencies-layer",
+    "dependencies_record",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="The record (dependencies-layer.json) of a dependencies layer built apart by "
+    "`dependencies-layer`: checked against the Pex and referenced. OUT then gets neither that "
+    "layer nor stage.pex; the caller places them (`./pants package` does).",
+)
 @reports_recipe_errors
 def artifacts(
     out: Path,
@@ -70,9 +79,10 @@ def artifacts(
     git_commit: str,
     lockfile_sha256: str,
     base_blobs: Path | None,
+    dependencies_record: Path | None,
 ) -> None:
     """Write OUT/stage.pex, the launcher's two layers and (base locked) the two-arch image."""
-    from recipekit.images.artifacts import BuildInfo, build_artifacts
+    from recipekit.images.artifacts import BuildInfo, DependenciesLayer, build_artifacts
     from recipekit.images.layer import source_date_epoch
     from recipekit.images.oci import Layout
 
@@ -91,6 +101,7 @@ def artifacts(
         info=info,
         lock=_read_lock(lock_file),
         base_blobs=Layout(base_blobs) if base_blobs else None,
+        dependencies=DependenciesLayer.read(dependencies_record) if dependencies_record else None,
     )
     for entry in manifest["files"]:
         click.echo(f"{entry['sha256']}  {entry['size']:>10}  {out / entry['path']}")
@@ -98,6 +109,27 @@ def artifacts(
         click.echo(f"image index {manifest['image']['index_digest']}")
     else:
         click.echo(f"no image: {manifest['image_note']}")
+
+
+@click.command(name="dependencies-layer")
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--pex",
+    "pex_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    envvar="PEX",
+    required=True,
+    help="The launcher Pex, or a Pex of its requirements only (default: this Pex).",
+)
+@reports_recipe_errors
+def dependencies_layer(out: Path, pex_path: Path) -> None:
+    """Write OUT/dependencies-layer.tar (the Pex's wheels and bootstrap) and its record
+    OUT/dependencies-layer.json, for `artifacts --dependencies-layer`."""
+    from recipekit.images.artifacts import write_dependencies_layer
+    from recipekit.images.layer import source_date_epoch
+
+    record = write_dependencies_layer(out, pex=pex_path.read_bytes(), mtime=source_date_epoch())
+    click.echo(f"{record.sha256}  {record.size:>10}  {out / 'dependencies-layer.tar'}")
 
 
 BASES = "containers.bases:BASES"
@@ -187,4 +219,10 @@ def export_sqsh(
     click.echo(f"wrote {path}")
 
 
-IMAGE_COMMANDS = (artifacts, lock, publish, export_sqsh)
+IMAGE_COMMANDS = (artifacts, dependencies_layer, lock, publish, export_sqsh)
+
+if __name__ == "__main__":
+    # `python -m recipekit.cli.stage_images OUT --pex X.pex`: the dependencies layer, run by
+    # `./pants package` from a Pex of the requirements only (the sources on PEX_EXTRA_SYS_PATH),
+    # so that a source change finds it in Pants' cache.
+    dependencies_layer()

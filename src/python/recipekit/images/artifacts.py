@@ -4,6 +4,11 @@
 wheels and bootstrap, unzipped), ``launcher-layer.tar`` (its sources and the rendered plan) and,
 when the stage's base is locked, ``image/`` (an OCI layout tagged ``TAG``, ``TAG-amd64`` and
 ``TAG-arm64``). ``artifacts.json`` lists them.
+
+The dependencies layer can be built apart (``write_dependencies_layer``, from a Pex of the same
+requirements) and handed to ``build_artifacts``: then a source change rebuilds only the launcher
+layer and the image's small files, and the big files (the Pex and that layer) are the caller's to
+place (``./pants package`` adds them from its store without copying them).
 """
 
 from __future__ import annotations
@@ -19,9 +24,9 @@ from typing import Any
 import attrs
 
 from recipekit.errors import Issue, RecipeError
-from recipekit.images.layer import LayerFile, layer_tar
+from recipekit.images.layer import LAYER_MEDIA_TYPE, LayerFile, layer_tar
 from recipekit.images.lock import BaseLock
-from recipekit.images.oci import Layout
+from recipekit.images.oci import Descriptor, Layout
 from recipekit.images.paths import LAUNCHER_PEX, PLAN_DIR
 from recipekit.images.stage_image import (
     LABEL_GIT_COMMIT,
@@ -36,6 +41,9 @@ from recipekit.images.stage_image import (
 
 LAYER_FILE = "launcher-layer.tar"
 DEPS_LAYER_FILE = "dependencies-layer.tar"
+DEPS_RECORD_FILE = "dependencies-layer.json"
+PEX_FILE = "stage.pex"
+DEPS_LAYER_WHAT = "launcher dependencies (Pex .deps, .bootstrap)"
 # What of a Pex is third-party code and Pex's own runtime (changes with the lockfile only).
 DEPENDENCY_DIRS = (".deps/", ".bootstrap/")
 IMAGE_DIR = "image"
@@ -52,30 +60,101 @@ class BuildInfo:
     epoch: int
 
 
-def _pex_files(pex: bytes) -> Iterator[LayerFile]:
+def _members(archive: zipfile.ZipFile, *, dependencies: bool) -> list[zipfile.ZipInfo]:
+    """The Pex's files of one layer: its dependencies' (``.deps``, ``.bootstrap``) or the rest."""
+    return [
+        member
+        for member in archive.infolist()
+        if not member.is_dir() and member.filename.startswith(DEPENDENCY_DIRS) == dependencies
+    ]
+
+
+def _executable(member: zipfile.ZipInfo) -> bool:
+    return bool((member.external_attr >> 16) & 0o111)
+
+
+def _pex_files(pex: bytes, *, dependencies: bool) -> Iterator[LayerFile]:
     with zipfile.ZipFile(io.BytesIO(pex)) as archive:
-        for member in archive.infolist():
-            if member.is_dir():
-                continue
-            executable = (member.external_attr >> 16) & 0o111
+        for member in _members(archive, dependencies=dependencies):
             yield LayerFile(
                 f"{LAUNCHER_PEX}/{member.filename}",
                 archive.read(member),
-                mode=0o755 if executable else 0o644,
+                mode=0o755 if _executable(member) else 0o644,
             )
+
+
+def dependencies_fingerprint(pex: bytes) -> str:
+    """What the dependencies layer is built from, read from the zip's directory alone (names,
+    CRC-32s, sizes, modes): two Pexes with the same fingerprint give the same dependencies layer,
+    whatever their sources and however they are compressed."""
+    digest = hashlib.sha256()
+    with zipfile.ZipFile(io.BytesIO(pex)) as archive:
+        for member in sorted(_members(archive, dependencies=True), key=lambda m: m.filename):
+            mode = "x" if _executable(member) else "-"
+            line = f"{member.filename}\0{member.CRC:08x}\0{member.file_size}\0{mode}\n"
+            digest.update(line.encode())
+    return digest.hexdigest()
+
+
+def dependencies_layer(pex: bytes, *, mtime: int) -> bytes:
+    """The Pex's wheels and bootstrap, unzipped: changes only with the lockfile."""
+    return layer_tar(_pex_files(pex, dependencies=True), mtime=mtime)
+
+
+def launcher_layer(pex: bytes, rendered: Mapping[str, bytes], *, mtime: int) -> bytes:
+    """The Pex's sources and PEX-INFO, and the rendered plan: what a recipe change alters."""
+    files = list(_pex_files(pex, dependencies=False))
+    files += [LayerFile(f"{PLAN_DIR}/{name}", data) for name, data in sorted(rendered.items())]
+    return layer_tar(files, mtime=mtime)
 
 
 def launcher_layers(
     pex: bytes, rendered: Mapping[str, bytes], *, mtime: int
 ) -> tuple[bytes, bytes]:
     """(dependencies layer, launcher layer): a recipe-only change alters only the second."""
-    dependencies: list[LayerFile] = []
-    launcher: list[LayerFile] = []
-    for file in _pex_files(pex):
-        inside = file.path[len(LAUNCHER_PEX) + 1 :]
-        (dependencies if inside.startswith(DEPENDENCY_DIRS) else launcher).append(file)
-    launcher += [LayerFile(f"{PLAN_DIR}/{name}", data) for name, data in sorted(rendered.items())]
-    return layer_tar(dependencies, mtime=mtime), layer_tar(launcher, mtime=mtime)
+    return dependencies_layer(pex, mtime=mtime), launcher_layer(pex, rendered, mtime=mtime)
+
+
+@attrs.frozen(kw_only=True)
+class DependenciesLayer:
+    """A dependencies layer built apart (``write_dependencies_layer``): its tar's digest and size,
+    and the ``dependencies_fingerprint`` of the Pex it was built from."""
+
+    sha256: str
+    size: int
+    fingerprint: str
+
+    @property
+    def blob(self) -> Descriptor:
+        return Descriptor(
+            media_type=LAYER_MEDIA_TYPE, digest=f"sha256:{self.sha256}", size=self.size
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {"fingerprint": self.fingerprint, "sha256": self.sha256, "size": self.size}
+
+    @classmethod
+    def read(cls, path: Path) -> DependenciesLayer:
+        data = json.loads(path.read_text())
+        return cls(sha256=data["sha256"], size=int(data["size"]), fingerprint=data["fingerprint"])
+
+
+def write_dependencies_layer(out: Path, *, pex: bytes, mtime: int) -> DependenciesLayer:
+    """Write ``out/dependencies-layer.tar`` and its record ``out/dependencies-layer.json``.
+
+    ``pex`` may hold only the requirements (no sources): the layer is the same as the full Pex's
+    when their ``dependencies_fingerprint`` is."""
+    out.mkdir(parents=True, exist_ok=True)
+    data = dependencies_layer(pex, mtime=mtime)
+    (out / DEPS_LAYER_FILE).write_bytes(data)
+    record = DependenciesLayer(
+        sha256=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        fingerprint=dependencies_fingerprint(pex),
+    )
+    record_text = json.dumps(record.as_json(), indent=2, sort_keys=True) + "\n"
+    (out / DEPS_RECORD_FILE).write_text(record_text)
+    return record
 
 
 def image_settings(info: BuildInfo) -> ImageSettings:
@@ -110,48 +189,79 @@ def build_artifacts(
     info: BuildInfo,
     lock: BaseLock | None,
     base_blobs: Layout | None = None,
+    dependencies: DependenciesLayer | None = None,
 ) -> dict[str, Any]:
-    """Write the stage's artifacts into ``out``; returns (and writes) their manifest."""
+    """Write the stage's artifacts into ``out``; returns (and writes) their manifest.
+
+    With ``dependencies`` (a layer built apart from a Pex of the same requirements), ``out`` gets
+    neither ``stage.pex`` nor the dependencies layer (tar and blob): the manifest lists them, and
+    the caller places them."""
     if out.exists() and any(out.iterdir()):
         # Old blobs would sit in the layout and in the manifest beside the new ones.
         raise RecipeError([Issue(str(out), "is not empty", hint="give a new or empty directory")])
     out.mkdir(parents=True, exist_ok=True)
-    (out / "stage.pex").write_bytes(pex)
-    (out / "stage.pex").chmod(0o755)
-    dependencies, launcher = launcher_layers(pex, rendered, mtime=info.epoch)
-    (out / DEPS_LAYER_FILE).write_bytes(dependencies)
+    launcher = launcher_layer(pex, rendered, mtime=info.epoch)
     (out / LAYER_FILE).write_bytes(launcher)
+    if dependencies is None:
+        (out / PEX_FILE).write_bytes(pex)
+        (out / PEX_FILE).chmod(0o755)
+        deps_data = dependencies_layer(pex, mtime=info.epoch)
+        (out / DEPS_LAYER_FILE).write_bytes(deps_data)
+        deps_layer = AppendedLayer(DEPS_LAYER_WHAT, data=deps_data)
+        big = [_entry(out, out / name) for name in (PEX_FILE, DEPS_LAYER_FILE)]
+    else:
+        if dependencies.fingerprint != dependencies_fingerprint(pex):
+            raise RecipeError(
+                [
+                    Issue(
+                        DEPS_LAYER_FILE,
+                        "was built from other requirements than this Pex's",
+                        hint="rebuild it from this Pex (dependencies-layer)",
+                    )
+                ]
+            )
+        deps_layer = AppendedLayer(DEPS_LAYER_WHAT, blob=dependencies.blob)
+        big = [
+            {"path": PEX_FILE, "sha256": hashlib.sha256(pex).hexdigest(), "size": len(pex)},
+            {"path": DEPS_LAYER_FILE, "sha256": dependencies.sha256, "size": dependencies.size},
+        ]
     manifest: dict[str, Any] = {
         "stage": info.stage,
         "plan_hash": info.plan_hash,
         "git_commit": info.git_commit,
-        "files": [_entry(out, out / name) for name in ("stage.pex", DEPS_LAYER_FILE, LAYER_FILE)],
+        "files": [*big, _entry(out, out / LAYER_FILE)],
     }
     if lock is None:
         manifest["image"] = None
         manifest["image_note"] = "the stage's base image is not locked: no image was built"
     else:
         layout = Layout.create(out / IMAGE_DIR)
+        # The dependencies layer's blob, when the caller places it, is not missing from the image.
+        placed_apart = {dependencies.blob.digest} if dependencies is not None else set()
         index = build_stage_image(
             layout,
             lock,
-            [
-                AppendedLayer("launcher dependencies (Pex .deps, .bootstrap)", dependencies),
-                AppendedLayer("stage launcher and rendered plan", launcher),
-            ],
+            [deps_layer, AppendedLayer("stage launcher and rendered plan", data=launcher)],
             image_settings(info),
             IMAGE_TAG,
             base_blobs=base_blobs,
         )
+        missing = set(missing_blobs(layout, IMAGE_TAG)) - placed_apart
         manifest["image"] = {
             "layout": IMAGE_DIR,
             "tag": IMAGE_TAG,
             "index_digest": index.digest,
             "base": f"{lock.reference}@{lock.index.digest}",
-            "base_blobs": "missing" if missing_blobs(layout, IMAGE_TAG) else "included",
+            "base_blobs": "missing" if missing else "included",
         }
-        manifest["files"] += [
-            _entry(out, path) for path in sorted((out / IMAGE_DIR).rglob("*")) if path.is_file()
-        ]
+        image_files = {path: _entry(out, path) for path in layout.root.rglob("*") if path.is_file()}
+        if dependencies is not None:
+            blob = layout.blob_path(dependencies.blob.digest)
+            image_files[blob] = {
+                "path": str(blob.relative_to(out)),
+                "sha256": dependencies.sha256,
+                "size": dependencies.size,
+            }
+        manifest["files"] += [image_files[path] for path in sorted(image_files)]
     (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest

@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 
 from recipekit.errors import RecipeError
-from recipekit.images.artifacts import BuildInfo, build_artifacts, launcher_layers
+from recipekit.images.artifacts import (
+    BuildInfo,
+    build_artifacts,
+    launcher_layers,
+    write_dependencies_layer,
+)
 from recipekit.images.layer import LAYER_MEDIA_TYPE, LayerFile, layer_tar, sha256_digest
 from recipekit.images.lock import BaseLock, LockedPlatform
 from recipekit.images.oci import (
@@ -102,6 +107,56 @@ def test_two_builds_give_identical_artifacts_and_index(tmp_path: Path) -> None:
     assert manifests[0]["image"]["base_blobs"] == "included"
     for name in ("dependencies-layer.tar", "launcher-layer.tar", "image/index.json"):
         assert (tmp_path / "out1" / name).read_bytes() == (tmp_path / "out2" / name).read_bytes()
+
+
+def _rewritten(pex: bytes, changes: dict[str, bytes], compress_type: int) -> bytes:
+    """The same Pex with some files changed, its entries compressed with ``compress_type``."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(pex)) as source, zipfile.ZipFile(buffer, "w") as archive:
+        for member in source.infolist():
+            data = changes.get(member.filename) or source.read(member)
+            archive.writestr(member, data, compress_type=compress_type)
+    return buffer.getvalue()
+
+
+def test_a_dependencies_layer_built_apart_gives_the_same_manifest_and_index(
+    tmp_path: Path,
+) -> None:
+    """What `./pants package` does: the dependencies layer from a Pex of the requirements only
+    (here: another recipe, entries deflated), then the artifacts referencing it."""
+    base = Layout.create(tmp_path / "base")
+    lock = _base_lock(base)
+    info = BuildInfo(stage="s", plan_hash="abc", git_commit="0", lockfile_sha256="f", epoch=0)
+    pex = _pex()
+    whole = build_artifacts(
+        tmp_path / "whole", pex=pex, rendered={"plan.json": b"{}"}, info=info, lock=lock
+    )
+    record = write_dependencies_layer(
+        tmp_path / "deps",
+        pex=_rewritten(pex, {"recipes/stage.py": b"STAGE = 2\n"}, zipfile.ZIP_DEFLATED),
+        mtime=info.epoch,
+    )
+    apart = build_artifacts(
+        tmp_path / "apart",
+        pex=pex,
+        rendered={"plan.json": b"{}"},
+        info=info,
+        lock=lock,
+        dependencies=record,
+    )
+    assert apart == whole
+    deps = (tmp_path / "deps" / "dependencies-layer.tar").read_bytes()
+    assert deps == (tmp_path / "whole" / "dependencies-layer.tar").read_bytes()
+    # The big files are the caller's to place: the Pex and the dependencies layer's tar and blob.
+    written = {str(p.relative_to(tmp_path / "apart")) for p in (tmp_path / "apart").rglob("*")}
+    assert "stage.pex" not in written and "dependencies-layer.tar" not in written
+    assert f"image/blobs/sha256/{record.sha256}" not in written
+    with pytest.raises(RecipeError, match="other requirements"):
+        attrs_init = ".deps/attrs-26.1.0-py3-none-any.whl/attrs/__init__.py"
+        other = _rewritten(pex, {attrs_init: b"A = 2\n"}, zipfile.ZIP_STORED)
+        build_artifacts(
+            tmp_path / "other", pex=other, rendered={}, info=info, lock=lock, dependencies=record
+        )
 
 
 def test_the_stage_image_appends_one_layer_per_platform_with_entrypoint_and_labels(

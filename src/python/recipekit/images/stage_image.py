@@ -59,15 +59,35 @@ def _merged_env(base: Sequence[str], ours: Mapping[str, str]) -> list[str]:
 
 @attrs.frozen
 class AppendedLayer:
-    """A layer the stage adds on top of the base; ``what`` goes into the image's history."""
+    """A layer the stage adds on top of the base; ``what`` goes into the image's history.
+
+    Either its bytes (``data``, written into the layout), or the descriptor of a blob built
+    apart (``blob``): the image references it, and whoever built it places it in the layout.
+    """
 
     what: str
-    data: bytes = attrs.field(repr=lambda data: f"<{len(data)} bytes>")
+    data: bytes | None = attrs.field(
+        default=None, repr=lambda data: "None" if data is None else f"<{len(data)} bytes>"
+    )
+    blob: Descriptor | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if (self.data is None) == (self.blob is None):
+            raise ValueError(f"{self.what}: give the layer's data or its blob, not both")
 
     @property
     def diff_id(self) -> str:
         # Uncompressed, so the diff_id is the blob's digest.
+        if self.blob is not None:
+            return self.blob.digest
+        assert self.data is not None
         return sha256_digest(self.data)
+
+    def write(self, layout: Layout) -> Descriptor:
+        if self.blob is not None:
+            return self.blob
+        assert self.data is not None
+        return layout.write_blob(self.data, LAYER_MEDIA_TYPE)
 
 
 def image_config(
@@ -103,7 +123,7 @@ def build_stage_image(
     base_blobs: Layout | None = None,
 ) -> Descriptor:
     """Write the two-platform image into ``layout`` under ``tag``; returns the index descriptor."""
-    appended = [layout.write_blob(layer.data, LAYER_MEDIA_TYPE) for layer in layers]
+    appended = [layer.write(layout) for layer in layers]
     manifests = []
     for base in lock.platforms:
         if base_blobs is not None:
