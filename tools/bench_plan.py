@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: how long planning a stage takes in the packaged launcher.
 
-    ./pants package recipes/super3:dapo-gb200
+    ./pants package recipes/super3:dapo-gb200-launcher
     python3 tools/bench_plan.py dist/recipes.super3/dapo-gb200.pex [--runs 20]
 
 Reports the wall time of a whole `plan` process (start-up, import, plan, print) and, from

@@ -83,7 +83,7 @@ def publish(
             continue
         folder = dist / stage
         destination = f"{registry}/{Path(stage).name}:{entry['index_digest'][7:19]}"
-        argv = [sys.executable, str(folder.with_suffix(".pex")), "publish", str(folder / "image")]
+        argv = [sys.executable, str(folder / "stage.pex"), "publish", str(folder / "image")]
         argv += ["--registry", destination, "--lock", str(_lock_for(entry["base"], locks))]
         argv += [] if tls_verify else ["--no-tls-verify"]
         done = subprocess.run(argv, capture_output=True, text=True, check=False)

@@ -3,9 +3,9 @@
 #   recipe_stage(name="rlvr", stage="recipes.super35.rl:rlvr", base="nemo-rl-super35")
 #
 # gives `:rlvr-launcher`, the stage launcher Pex (dist/<folder>/<name>.pex), and `:rlvr`, whose
-# `run` runs that launcher and whose `package` writes the Pex, the launcher layer and, once
-# containers/<base>.lock.json exists, the two-architecture image (stage_artifacts,
-# pants-plugins/recipekit_images).
+# `run` runs that launcher and whose `package` writes dist/<folder>/<name>/: the Pex (stage.pex,
+# entries stored), the two layers and, once containers/<base>.lock.json exists, the
+# two-architecture image (stage_artifacts, pants-plugins/recipekit_images).
 
 
 def recipe_stage(name, stage, base, **kwargs):

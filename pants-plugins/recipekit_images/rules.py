@@ -286,12 +286,10 @@ async def package_stage_artifacts(
         if image
         else f"no image: {manifest.get('image_note')}"
     )
+    # The stored Pex goes only into the stage's folder (stage.pex): dist/<folder>/<stage>.pex
+    # stays the launcher pex_binary's own, deflated, whichever target was packaged.
     return BuiltPackage(
-        await Get(Digest, MergeDigests([pex.digest, artifacts])),
-        (
-            BuiltPackageArtifact(pex_path),
-            BuiltPackageArtifact(f"{out}/", extra_log_lines=tuple(lines)),
-        ),
+        artifacts, (BuiltPackageArtifact(f"{out}/", extra_log_lines=tuple(lines)),)
     )
 
 

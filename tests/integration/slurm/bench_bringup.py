@@ -1,6 +1,6 @@
 """Benchmark: submit -> Ray cluster complete, for a 3-node plan on a real local Slurm.
 
-    ./pants package 3rdparty/python:ray-runtime recipes/super3:dapo-b200
+    ./pants package 3rdparty/python:ray-runtime recipes/super3:dapo-b200-launcher
     python3 -m tests.integration.slurm.bench_bringup \\
         --launcher dist/recipes.super3/dapo-b200.pex \\
         --ray-runtime dist/3rdparty.python/ray-runtime.pex --runs 3
