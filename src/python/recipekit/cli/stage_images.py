@@ -45,16 +45,20 @@ def _rendered_plan(the_plan: Any) -> dict[str, bytes]:
     return {name: text.encode() for name, text in files.items()}
 
 
+def _pex_option(help_text: str) -> Any:
+    return click.option(
+        "--pex",
+        "pex_path",
+        type=click.Path(dir_okay=False, exists=True, path_type=Path),
+        envvar="PEX",
+        required=True,
+        help=help_text,
+    )
+
+
 @click.command()
 @click.argument("out", type=click.Path(file_okay=False, path_type=Path))
-@click.option(
-    "--pex",
-    "pex_path",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    envvar="PEX",
-    required=True,
-    help="The launcher Pex to ship (default: this Pex).",
-)
+@_pex_option("The launcher Pex to ship (default: this Pex).")
 @lock_option
 @click.option("--git-commit", default="unknown", help="Recorded as an image label.")
 @click.option("--lockfile-sha256", default="unknown", help="Python lockfile hash (a label).")
@@ -113,14 +117,7 @@ def artifacts(
 
 @click.command(name="dependencies-layer")
 @click.argument("out", type=click.Path(file_okay=False, path_type=Path))
-@click.option(
-    "--pex",
-    "pex_path",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    envvar="PEX",
-    required=True,
-    help="The launcher Pex, or a Pex of its requirements only (default: this Pex).",
-)
+@_pex_option("The launcher Pex, or a Pex of its requirements only (default: this Pex).")
 @reports_recipe_errors
 def dependencies_layer(out: Path, pex_path: Path) -> None:
     """Write OUT/dependencies-layer.tar (the Pex's wheels and bootstrap) and its record
