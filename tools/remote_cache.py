@@ -63,6 +63,8 @@ BUILDBOX_PACKAGE = "buildbox"
 # In buildbox's dependency closure but not needed by the worker and the host-tools runner (the
 # FUSE and bubblewrap runners need them), and programs rather than libraries.
 BUILDBOX_SKIPPED = frozenset({"bubblewrap", "fuse3", "mount"})
+# Concurrent RPCs the server serves (config_yaml).
+THREAD_POOL_SIZE = 64
 # Pants asks for this platform (pants.remote-execution.toml); the bot offers it.
 PLATFORM = ("OSFamily", "linux")
 
@@ -91,7 +93,11 @@ schedulers:
       - !execution
         scheduler: *scheduler
 """
+    # BuildGrid refuses RPCs past thread-pool-size at once (default 5 per core: 10 here). Pants
+    # streams uploads and waits on executions while the bot long-polls its session, so a run
+    # met "Concurrent RPC limit exceeded!" on 2 cores; a shared server wants more anyway.
     return f"""\
+thread-pool-size: {THREAD_POOL_SIZE}
 server:
   - !channel
     address: "127.0.0.1:{port}"
