@@ -1,10 +1,10 @@
 """Source checkouts a stage mounts into its container, pinned by commit.
 
-Seed 004: until a public image ships the Super-VL recipes (``megatron.bridge.recipes.
-nemotronh_multimodal``), the pretrain and SFT stages mount a pinned Megatron-Bridge commit into
-``nvcr.io/nvidia/nemo:26.08``. A stage names the checkout it needs (:class:`CodeCheckout`); the
-cluster profile says where that checkout lives on shared storage (``code_checkouts``); the job
-mounts it; ``submit`` and preflight check that it is at the pinned commit.
+For code a stage's image does not ship yet (a framework's recipes at a newer commit, say), a
+stage mounts a pinned checkout into its image. A stage names the checkout it needs
+(:class:`CodeCheckout`); the cluster profile says where that checkout lives on shared storage
+(``code_checkouts``); the job mounts it; ``submit`` and preflight check that it is at the
+pinned commit.
 """
 
 from __future__ import annotations

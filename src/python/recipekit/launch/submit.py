@@ -46,8 +46,8 @@ from recipekit.plan import Plan
 
 
 def check_launchable(plan: Plan) -> None:
-    """A blocked stage (seed 004: it depends on components that are not public) plans and
-    renders, for reference, but never reaches Slurm."""
+    """A blocked stage (its lineage says why: it needs components that are not public, say)
+    plans and renders, for reference, but never reaches Slurm."""
     lineage = plan.stage.lineage
     if lineage is not None and lineage.blocked:
         raise RecipeError(

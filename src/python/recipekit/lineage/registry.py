@@ -1,6 +1,6 @@
-"""Registering what no stage produced: ``data import`` and ``model import`` (seed 004's CLI).
+"""Registering what no stage produced: ``data import`` and ``model import``.
 
-The Super 3.5 SFT and RL data is not public, so every stage reads data its user registers, and a
+Data a stage reads but no stage writes (a team's own datasets) is registered by its user, and a
 checkpoint trained elsewhere enters the pipeline the same way. An import logs one W&B artifact,
 type ``dataset`` or ``model``, that *references* PATH on shared storage (nothing is uploaded);
 stages read it as ``NAME:latest`` unless pinned (``--set run.data=NAME:v3``).

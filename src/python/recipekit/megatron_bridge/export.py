@@ -1,11 +1,10 @@
 """Megatron-Bridge's Megatron -> Hugging Face export, as a framework a stage can target.
 
-Seed 004 evaluates "an HF export of the RL output" and verifies the conversion with
-Megatron-Bridge (its Nemotron 3 Super verification card, ``megatron_to_hf_gpu``: one node,
-TP 1 x EP 8, ``--distributed-save``). The entry point is the script that card's ``convert.sh``
-runs on GPUs, ``examples/conversion/convert_checkpoints_multi_gpu.py export``: one process per
-GPU (``launch="per-gpu"``, torch.distributed from Slurm's environment), each loading its shard
-of the Megatron checkpoint and writing its share of the Hugging Face files.
+The entry point is the script that Megatron-Bridge's verification cards run on GPUs for a
+Megatron -> HF conversion (``megatron_to_hf_gpu``, through their ``convert.sh``),
+``examples/conversion/convert_checkpoints_multi_gpu.py export``: one process per GPU
+(``launch="per-gpu"``, torch.distributed from Slurm's environment), each loading its shard of the
+Megatron checkpoint and writing its share of the Hugging Face files.
 
 The config is the script's flags, grouped as the plan reads them: ``export`` (what is read and
 written) and ``model`` (the parallel layout, under Megatron-Core's names, which the script

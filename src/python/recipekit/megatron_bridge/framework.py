@@ -2,7 +2,7 @@
 
 The entry point is Megatron-Bridge's own ``scripts/training/run_recipe.py``: what its
 ``train.sh`` submits for a complete recipe, and what ran every item of the Super-VL verification
-card (seed 004's "Megatron-Bridge verified configuration"). One runner serves every stage here:
+card (Megatron-Bridge's verified configurations). One runner serves every stage here:
 it picks the training loop (pretrain or finetune) and the model's forward step (the VLM step
 for these recipes) from the recipe function's name. The ``nemotron`` CLI's per-stage
 ``train.py`` scripts would need one entry point for pretraining and another for SFT, and
