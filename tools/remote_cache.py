@@ -270,7 +270,9 @@ def _action_with_output_paths(
 # --- processes ------------------------------------------------------------------------------
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, log: Path) -> None:
+def wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, log: Path) -> None:
+    """Return once ``process`` listens on loopback ``port``; fail with its log if it exits
+    or takes over 120 s."""
     deadline = time.monotonic() + 120
     while True:
         try:
@@ -293,7 +295,8 @@ def _stop(process: subprocess.Popen[bytes], how: int = signal.SIGTERM) -> None:
             process.wait()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port free now (the servers here bind it next)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -336,7 +339,7 @@ def execution_grid(
         if as_root:
             shutil.chown(database, "postgres", "postgres")
         pg = _postgres_bin()
-        db_port = _free_port()
+        db_port = free_port()
 
         def start(
             name: str, command: list[str], how: int = signal.SIGTERM, **kwargs: Any
@@ -366,7 +369,7 @@ def execution_grid(
             user=owner,
             group=owner,
         )
-        _wait_for_port(db_port, postgres, "PostgreSQL", directory / "postgres.log")
+        wait_for_port(db_port, postgres, "PostgreSQL", directory / "postgres.log")
         url = f"postgresql+psycopg2://bgd@127.0.0.1:{db_port}/postgres"
         for _ in range(20):  # the port answers a moment before logins are accepted
             migrate = subprocess.run(
@@ -380,7 +383,7 @@ def execution_grid(
 
         config = write_config(port, directory, url)
         server = start("bgd", server_command(bgd, config), cwd=directory)
-        _wait_for_port(port, server, "BuildGrid", directory / "bgd.log")
+        wait_for_port(port, server, "BuildGrid", directory / "bgd.log")
 
         scratch = directory / "runner-scratch"
         shutil.rmtree(scratch, ignore_errors=True)

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.integration.support.checkout import clone_checkout, run_pants
-from tools.remote_cache import server_command, write_config
+from tools.remote_cache import free_port, server_command, wait_for_port, write_config
 
 BGD = Path("3rdparty.python/bgd.pex")
 TARGETS = [
@@ -35,33 +33,18 @@ OUTPUTS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """BuildGrid on a loopback port: (its address, its blob store)."""
     root = tmp_path_factory.mktemp("buildgrid")
-    port = _free_port()
+    port = free_port()
     config = write_config(port, root)
     log = (root / "bgd.log").open("w")
     server = subprocess.Popen(
         server_command(BGD.resolve(), config), stdout=log, stderr=subprocess.STDOUT, cwd=root
     )
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"BuildGrid did not start: {(root / 'bgd.log').read_text()}")
-                time.sleep(0.5)
+        wait_for_port(port, server, "BuildGrid", root / "bgd.log")
         yield f"grpc://127.0.0.1:{port}", root / "cas"
     finally:
         server.terminate()

@@ -12,21 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from pathlib import Path
 
 from tests.integration.support.checkout import clone_checkout, run_pants
-from tools.remote_cache import DEFAULT_BUILDBOX, execution_grid
+from tools.remote_cache import DEFAULT_BUILDBOX, execution_grid, free_port
 
 BGD = Path("3rdparty.python/bgd.pex")
 TARGET = "src/python/recipekit/keypaths_test.py"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _descendants(root: int) -> set[int]:
@@ -58,7 +50,7 @@ def _alive(pid: int) -> bool:
 def test_pants_test_executes_every_process_on_the_buildgrid_bot(tmp_path: Path) -> None:
     clone = clone_checkout(tmp_path / "clone")
     grid = tmp_path / "grid"
-    with execution_grid(_free_port(), grid, BGD.resolve(), DEFAULT_BUILDBOX) as address:
+    with execution_grid(free_port(), grid, BGD.resolve(), DEFAULT_BUILDBOX) as address:
         done = run_pants(
             clone,
             "--pants-config-files=pants.remote-execution.toml",

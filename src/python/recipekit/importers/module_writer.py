@@ -49,14 +49,10 @@ class ModuleWriter:
         framework: Any,
         schema: str,
     ) -> str:
-        sections = []
-        for field in self._in_yaml_order(type(config), ""):
-            value = getattr(config, field.name)
-            if value is UNSET:
-                continue
-            key = key_of(type(config), field.name)
-            notes = self._notes(key)
-            sections.append((_variable(field.name), field.name, notes, self.expr(value, key, 0)))
+        sections = [
+            (_variable(field.name), field.name, self._notes(key), self.expr(value, key, 0))
+            for field, key, value in self._top_level(config)
+        ]
         hatch = self._untyped(untyped)
         config_class = type(config)
         self.classes.add((config_class.__module__, config_class.__name__))
@@ -173,14 +169,19 @@ class ModuleWriter:
 
     def _sections_call(self, config: Any) -> str:
         rows = []
-        for field in self._in_yaml_order(type(config), ""):
-            value = getattr(config, field.name)
-            if value is UNSET:
-                continue
-            key = key_of(type(config), field.name)
+        for field, key, value in self._top_level(config):
             rows += _comment_lines(self._notes(key), 1)
             rows.append(f"    {field.name}={self.expr(value, key, 1)},")
         return f"{type(config).__name__}(\n" + "\n".join(rows) + "\n)"
+
+    def _top_level(self, config: Any) -> list[tuple[Any, str, Any]]:
+        """The config's set sections, in the YAML's order: (field, key, value)."""
+        found = []
+        for field in self._in_yaml_order(type(config), ""):
+            value = getattr(config, field.name)
+            if value is not UNSET:
+                found.append((field, key_of(type(config), field.name), value))
+        return found
 
     def _untyped(self, untyped: dict[str, tuple[Any, str]]) -> str:
         if not untyped:
