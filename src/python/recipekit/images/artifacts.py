@@ -108,13 +108,6 @@ def launcher_layer(pex: bytes, rendered: Mapping[str, bytes], *, mtime: int) -> 
     return layer_tar(files, mtime=mtime)
 
 
-def launcher_layers(
-    pex: bytes, rendered: Mapping[str, bytes], *, mtime: int
-) -> tuple[bytes, bytes]:
-    """(dependencies layer, launcher layer): a recipe-only change alters only the second."""
-    return dependencies_layer(pex, mtime=mtime), launcher_layer(pex, rendered, mtime=mtime)
-
-
 @attrs.frozen(kw_only=True)
 class DependenciesLayer:
     """A dependencies layer built apart (``write_dependencies_layer``): its tar's digest and size,
@@ -173,12 +166,12 @@ def image_settings(info: BuildInfo) -> ImageSettings:
 
 
 def _entry(out: Path, path: Path) -> dict[str, Any]:
-    data = path.read_bytes()
-    return {
-        "path": str(path.relative_to(out)),
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "size": len(data),
-    }
+    return _described(str(path.relative_to(out)), path.read_bytes())
+
+
+def _described(path: str, data: bytes) -> dict[str, Any]:
+    """A manifest entry: the file's path in OUT, its sha256 and size."""
+    return {"path": path, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
 
 
 def build_artifacts(
@@ -208,7 +201,7 @@ def build_artifacts(
         deps_data = dependencies_layer(pex, mtime=info.epoch)
         (out / DEPS_LAYER_FILE).write_bytes(deps_data)
         deps_layer = AppendedLayer(DEPS_LAYER_WHAT, data=deps_data)
-        big = [_entry(out, out / name) for name in (PEX_FILE, DEPS_LAYER_FILE)]
+        big = [_described(PEX_FILE, pex), _described(DEPS_LAYER_FILE, deps_data)]
     else:
         if dependencies.fingerprint != dependencies_fingerprint(pex):
             raise RecipeError(
@@ -222,14 +215,14 @@ def build_artifacts(
             )
         deps_layer = AppendedLayer(DEPS_LAYER_WHAT, blob=dependencies.blob)
         big = [
-            {"path": PEX_FILE, "sha256": hashlib.sha256(pex).hexdigest(), "size": len(pex)},
+            _described(PEX_FILE, pex),
             {"path": DEPS_LAYER_FILE, "sha256": dependencies.sha256, "size": dependencies.size},
         ]
     manifest: dict[str, Any] = {
         "stage": info.stage,
         "plan_hash": info.plan_hash,
         "git_commit": info.git_commit,
-        "files": [*big, _entry(out, out / LAYER_FILE)],
+        "files": [*big, _described(LAYER_FILE, launcher)],
     }
     if lock is None:
         manifest["image"] = None

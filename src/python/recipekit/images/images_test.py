@@ -15,7 +15,8 @@ from recipekit.errors import RecipeError
 from recipekit.images.artifacts import (
     BuildInfo,
     build_artifacts,
-    launcher_layers,
+    dependencies_layer,
+    launcher_layer,
     write_dependencies_layer,
 )
 from recipekit.images.layer import LAYER_MEDIA_TYPE, LayerFile, layer_tar, sha256_digest
@@ -189,8 +190,14 @@ def test_the_stage_image_appends_one_layer_per_platform_with_entrypoint_and_labe
 
 
 def test_a_recipe_only_change_alters_only_the_small_launcher_layer() -> None:
-    before = launcher_layers(_pex(b"STAGE = 1\n"), {"plan.json": b"{}"}, mtime=0)
-    after = launcher_layers(_pex(b"STAGE = 2\n"), {"plan.json": b"{}"}, mtime=0)
+    before = [
+        dependencies_layer(_pex(b"STAGE = 1\n"), mtime=0),
+        launcher_layer(_pex(b"STAGE = 1\n"), {"plan.json": b"{}"}, mtime=0),
+    ]
+    after = [
+        dependencies_layer(_pex(b"STAGE = 2\n"), mtime=0),
+        launcher_layer(_pex(b"STAGE = 2\n"), {"plan.json": b"{}"}, mtime=0),
+    ]
     assert before[0] == after[0]
     assert before[1] != after[1]
     with tarfile.open(fileobj=io.BytesIO(after[1])) as tar:
