@@ -2,20 +2,20 @@
 #
 #   recipe_stage(name="rlvr", stage="recipes.super35.rl:rlvr", base="nemo-rl-super35")
 #
-# gives `:rlvr-launcher`, the stage launcher Pex (dist/<folder>/<name>.pex), and `:rlvr`, whose
-# `run` runs that launcher and whose `package` writes dist/<folder>/<name>/: the Pex (stage.pex,
-# entries stored), the two layers and, once containers/<base>.lock.json exists, the
-# two-architecture image (stage_artifacts, pants-plugins/recipekit_images).
+# gives `:rlvr-launcher`, the stage launcher Pex (dist/<folder>/<name>.pex, booted by /bin/sh:
+# stage_launcher), and `:rlvr`, whose `run` runs that launcher and whose `package` writes
+# dist/<folder>/<name>/: the Pex (stage.pex, entries stored), the two layers and, once
+# containers/<base>.lock.json exists, the two-architecture image (stage_artifacts; both in
+# pants-plugins/recipekit_images).
 
 
 def recipe_stage(name, stage, base, **kwargs):
     module, _, _ = stage.partition(":")
     folder = module.rsplit(".", 1)[0]
-    pex_binary(
+    stage_launcher(
         name=f"{name}-launcher",
+        stage=stage,
         output_path=f"{folder}/{name}.pex",
-        entry_point="recipekit.cli.stage_launcher:main",
-        env={"RECIPEKIT_STAGE": stage},
         dependencies=[
             module.replace(".", "/") + ".py",
             "src/python/recipekit/cli:cli",

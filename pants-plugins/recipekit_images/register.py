@@ -1,4 +1,5 @@
-"""recipekit's Pants plugin: `stage_artifacts` (every artifact of one training stage) and
+"""recipekit's Pants plugin: `stage_launcher` (a stage's launcher Pex, booted by `/bin/sh`),
+`stage_artifacts` (every artifact of one training stage) and
 `arch-lint` (no one-architecture artifact in recipes/ or containers/).
 
 Loaded from pants.toml ([GLOBAL] pythonpath + backend_packages). Pants 2.17 runs it on CPython
@@ -6,14 +7,14 @@ Loaded from pants.toml ([GLOBAL] pythonpath + backend_packages). Pants 2.17 runs
 code lives once, in src/python/recipekit/images, and is tested there.
 """
 
-from recipekit_images import arch_lint
+from recipekit_images import arch_lint, launcher
 from recipekit_images import rules as stage_rules
-from recipekit_images.target_types import StageArtifactsTarget
+from recipekit_images.target_types import StageArtifactsTarget, StageLauncherTarget
 
 
 def target_types():
-    return [StageArtifactsTarget]
+    return [StageLauncherTarget, StageArtifactsTarget]
 
 
 def rules():
-    return [*stage_rules.rules(), *arch_lint.rules()]
+    return [*launcher.rules(), *stage_rules.rules(), *arch_lint.rules()]

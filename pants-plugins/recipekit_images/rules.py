@@ -3,10 +3,6 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from pants.backend.python.goals.package_pex_binary import (
-    PexBinaryFieldSet,
-    PexFromTargetsRequestForBuiltPackage,
-)
 from pants.backend.python.subsystems.setup import PythonSetup
 from pants.backend.python.util_rules.interpreter_constraints import InterpreterConstraints
 from pants.backend.python.util_rules.pex import Pex
@@ -48,6 +44,7 @@ from pants.engine.unions import UnionRule
 from pants.util.logging import LogLevel
 from pants.vcs.git import GitWorktreeRequest, MaybeGitWorktree
 
+from recipekit_images.launcher import StageLauncherFieldSet, StageLauncherPex
 from recipekit_images.target_types import StageBaseLockField, StageLauncherField
 
 MANIFEST = "artifacts.json"
@@ -101,7 +98,7 @@ async def infer_stage_launcher_dependency(
 
 
 @rule
-async def launcher_field_set(request: LauncherRequest) -> PexBinaryFieldSet:
+async def launcher_field_set(request: LauncherRequest) -> StageLauncherFieldSet:
     field_set = request.field_set
     origin = f"the `launcher` field of {field_set.address}"
     address = await Get(
@@ -114,9 +111,9 @@ async def launcher_field_set(request: LauncherRequest) -> PexBinaryFieldSet:
         ),
     )
     wrapped = await Get(WrappedTarget, WrappedTargetRequest(address, description_of_origin=origin))
-    if not PexBinaryFieldSet.is_applicable(wrapped.target):
-        raise ValueError(f"{origin}: {address} is not a pex_binary")
-    return PexBinaryFieldSet.create(wrapped.target)
+    if not StageLauncherFieldSet.is_applicable(wrapped.target):
+        raise ValueError(f"{origin}: {address} is not a stage_launcher")
+    return StageLauncherFieldSet.create(wrapped.target)
 
 
 def _file_entry(entries: DigestEntries, path: str) -> FileEntry:
@@ -132,7 +129,7 @@ async def package_stage_artifacts(
 ) -> BuiltPackage:
     """The launcher Pex, its two layers and the image, so that a source change redoes little.
 
-    - The Pex is the launcher pex_binary's, with its zip entries stored rather than deflated
+    - The Pex is the stage launcher's, with its zip entries stored rather than deflated
       (`--no-compress`): deflating its 170 MB of wheels for four platforms took about 8 s on
       every source change.
     - The dependencies layer is built from a Pex of the same requirements without the sources,
@@ -142,9 +139,9 @@ async def package_stage_artifacts(
     - The big files (the Pex as stage.pex, that layer and its blob) are placed from Pants' store
       by digest, not copied through the process.
     """
-    pex_field_set = await Get(PexBinaryFieldSet, LauncherRequest(field_set))
+    launcher_field_set = await Get(StageLauncherFieldSet, LauncherRequest(field_set))
     launcher_request = (
-        await Get(PexFromTargetsRequestForBuiltPackage, PexBinaryFieldSet, pex_field_set)
+        await Get(StageLauncherPex, StageLauncherFieldSet, launcher_field_set)
     ).request
     pex_request = dataclasses.replace(
         launcher_request, additional_args=(*launcher_request.additional_args, "--no-compress")
@@ -157,7 +154,9 @@ async def package_stage_artifacts(
         include_source_files=False,
         description=f"Building the requirements of {pex_path}",
     )
-    transitive = await Get(TransitiveTargets, TransitiveTargetsRequest([pex_field_set.address]))
+    transitive = await Get(
+        TransitiveTargets, TransitiveTargetsRequest([launcher_field_set.address])
+    )
     pex, requirements, sources = await MultiGet(
         Get(Pex, PexFromTargetsRequest, pex_request),
         Get(Pex, PexFromTargetsRequest, requirements_request),
@@ -279,24 +278,25 @@ async def package_stage_artifacts(
         )
     placed_digest = await Get(Digest, CreateDigest(placed))
     artifacts = await Get(Digest, MergeDigests([artifacts, placed_digest]))
-    lines = [f"{entry['sha256']}  {entry['size']:>10}  {entry['path']}" for entry in manifest["files"]]
+    lines = [
+        f"{entry['sha256']}  {entry['size']:>10}  {entry['path']}" for entry in manifest["files"]
+    ]
     image = manifest.get("image")
     lines.append(
-        f"image index {image['index_digest']} (base {image['base']}, base blobs {image['base_blobs']})"
+        f"image index {image['index_digest']} "
+        f"(base {image['base']}, base blobs {image['base_blobs']})"
         if image
         else f"no image: {manifest.get('image_note')}"
     )
     # The stored Pex goes only into the stage's folder (stage.pex): dist/<folder>/<stage>.pex
-    # stays the launcher pex_binary's own, deflated, whichever target was packaged.
-    return BuiltPackage(
-        artifacts, (BuiltPackageArtifact(f"{out}/", extra_log_lines=tuple(lines)),)
-    )
+    # stays the stage launcher's own, deflated, whichever target was packaged.
+    return BuiltPackage(artifacts, (BuiltPackageArtifact(f"{out}/", extra_log_lines=tuple(lines)),))
 
 
 @rule
 async def run_stage(field_set: StageArtifactsFieldSet) -> RunRequest:
-    pex_field_set = await Get(PexBinaryFieldSet, LauncherRequest(field_set))
-    return await Get(RunRequest, PexBinaryFieldSet, pex_field_set)
+    launcher_field_set = await Get(StageLauncherFieldSet, LauncherRequest(field_set))
+    return await Get(RunRequest, StageLauncherFieldSet, launcher_field_set)
 
 
 def rules():

@@ -1,5 +1,44 @@
+from pants.backend.python.target_types import PexBinary, PexEntryPointField, PexScriptField
 from pants.engine.target import COMMON_TARGET_FIELDS, Dependencies, StringField, Target
 from pants.util.strutil import help_text
+
+# Every stage launcher runs the same program; the stage it plans is named by RECIPEKIT_STAGE.
+STAGE_LAUNCHER_ENTRY_POINT = "recipekit.cli.stage_launcher:main"
+
+
+class StageObjectField(StringField):
+    alias = "stage"
+    required = True
+    help = help_text(
+        """
+        The stage the launcher plans and runs, as `module:name` (e.g.
+        `recipes.super35.rl:rlvr`); the Pex sets it as `RECIPEKIT_STAGE`.
+        """
+    )
+
+
+class StageLauncherTarget(Target):
+    alias = "stage_launcher"
+    # A pex_binary's fields, less the entry point and script: the entry point is always the
+    # stage launcher's. Without PexEntryPointField, pex_binary's own package rule does not
+    # also claim the target.
+    core_fields = (
+        *(
+            field
+            for field in PexBinary.core_fields
+            if field not in (PexEntryPointField, PexScriptField)
+        ),
+        StageObjectField,
+    )
+    help = help_text(
+        f"""
+        One training stage's launcher: a venv-mode Pex running `{STAGE_LAUNCHER_ENTRY_POINT}`
+        for the `stage` named, with every `pex_binary` field but `entry_point` and `script`.
+        It boots through `/bin/sh` (Pex's `--sh-boot`): once its venv exists, running the Pex
+        starts one interpreter, in that venv, instead of a first one that finds the venv and
+        re-executes.
+        """
+    )
 
 
 class StageLauncherField(StringField):
@@ -7,7 +46,7 @@ class StageLauncherField(StringField):
     required = True
     help = help_text(
         """
-        The address of the stage's launcher `pex_binary` (built for every platform the stage
+        The address of the stage's `stage_launcher` (built for every platform the stage
         runs on). `run` runs it; `package` ships it, with its launcher layer and image.
         """
     )
