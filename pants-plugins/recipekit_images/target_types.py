@@ -32,11 +32,11 @@ class StageLauncherTarget(Target):
     )
     help = help_text(
         f"""
-        One training stage's launcher: a venv-mode Pex running `{STAGE_LAUNCHER_ENTRY_POINT}`
-        for the `stage` named, with every `pex_binary` field but `entry_point` and `script`.
-        It boots through `/bin/sh` (Pex's `--sh-boot`): once its venv exists, running the Pex
-        starts one interpreter, in that venv, instead of a first one that finds the venv and
-        re-executes.
+        One training stage's launcher: a Pex running `{STAGE_LAUNCHER_ENTRY_POINT}` for the
+        `stage` named, with every `pex_binary` field but `entry_point` and `script`
+        (`recipe_stage` sets `execution_mode="venv"`). It boots through `/bin/sh` (Pex's
+        `--sh-boot`): once its venv exists, running the Pex starts one interpreter, in that
+        venv, instead of a first one that finds the venv and re-executes.
         """
     )
 
