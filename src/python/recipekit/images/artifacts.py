@@ -126,6 +126,10 @@ class DependenciesLayer:
     def as_json(self) -> dict[str, Any]:
         return {"fingerprint": self.fingerprint, "sha256": self.sha256, "size": self.size}
 
+    def described_at(self, path: str) -> dict[str, Any]:
+        """Its manifest entry at ``path`` in OUT (as ``_described`` gives), without its bytes."""
+        return {"path": path, "sha256": self.sha256, "size": self.size}
+
     @classmethod
     def read(cls, path: Path) -> DependenciesLayer:
         data = json.loads(path.read_text())
@@ -214,10 +218,7 @@ def build_artifacts(
                 ]
             )
         deps_layer = AppendedLayer(DEPS_LAYER_WHAT, blob=dependencies.blob)
-        big = [
-            _described(PEX_FILE, pex),
-            {"path": DEPS_LAYER_FILE, "sha256": dependencies.sha256, "size": dependencies.size},
-        ]
+        big = [_described(PEX_FILE, pex), dependencies.described_at(DEPS_LAYER_FILE)]
     manifest: dict[str, Any] = {
         "stage": info.stage,
         "plan_hash": info.plan_hash,
@@ -250,11 +251,7 @@ def build_artifacts(
         image_files = {path: _entry(out, path) for path in layout.root.rglob("*") if path.is_file()}
         if dependencies is not None:
             blob = layout.blob_path(dependencies.blob.digest)
-            image_files[blob] = {
-                "path": str(blob.relative_to(out)),
-                "sha256": dependencies.sha256,
-                "size": dependencies.size,
-            }
+            image_files[blob] = dependencies.described_at(str(blob.relative_to(out)))
         manifest["files"] += [image_files[path] for path in sorted(image_files)]
     (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest
