@@ -131,6 +131,14 @@ else:
 
 def _fields_setter(cls: type) -> Callable[[Any, dict[str, Any]], None]:
     fields = attrs.fields(cls)
+    # What attrs' __init__ would do and this one does not: refused here, not silently skipped.
+    unsupported = [f.name for f in fields if f.converter is not None or f.alias != f.name]
+    if unsupported:
+        raise TypeError(
+            f"{cls.__name__}: a section's __init__ runs no converter and takes each field by "
+            f"its own name; {', '.join(unsupported)} would need attrs' (convert in a validator "
+            "or the recipe, and map a framework key with @section(aliases=...))"
+        )
     validated = [f for f in fields if f.validator is not None]
 
     def set_fields(self: Any, values: dict[str, Any]) -> None:

@@ -150,3 +150,18 @@ def test_a_sections_init_behaves_as_attrs_would_and_attrs_compiles_none() -> Non
     # attrs' class builder still has the step frozen_section skips: an attrs upgrade that
     # renames it fails here instead of compiling an __attrs_init__ per section again.
     assert callable(attr._make._ClassBuilder.add_attrs_init)
+
+
+@pytest.mark.parametrize(
+    "field",
+    [attrs.field(converter=int), attrs.field(alias="other")],
+    ids=["converter", "alias"],
+)
+def test_a_section_refuses_what_its_init_would_not_do(field: Any) -> None:
+    refused = r"Odd: a section's __init__ runs no converter.*; size would need"
+    with pytest.raises(TypeError, match=refused):
+
+        @section("demo")
+        @frozen_section(kw_only=True, repr=False, eq=False)
+        class Odd:
+            size: int = field
