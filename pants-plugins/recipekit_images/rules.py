@@ -80,36 +80,31 @@ class InferStageLauncherDependency(InferDependenciesRequest):
     infer_from = StageLauncherInferenceFieldSet
 
 
+def _launcher_address(launcher: StageLauncherField, declared_in: Address) -> AddressInput:
+    """The `launcher` field's address, relative to the stage_artifacts target declaring it."""
+    return AddressInput.parse(
+        launcher.value,
+        relative_to=declared_in.spec_path,
+        description_of_origin=f"the `launcher` field of {declared_in}",
+    )
+
+
 @rule
 async def infer_stage_launcher_dependency(
     request: InferStageLauncherDependency,
 ) -> InferredDependencies:
     field_set = request.field_set
     address = await Get(
-        Address,
-        AddressInput,
-        AddressInput.parse(
-            field_set.launcher.value,
-            relative_to=field_set.address.spec_path,
-            description_of_origin=f"the `launcher` field of {field_set.address}",
-        ),
+        Address, AddressInput, _launcher_address(field_set.launcher, field_set.address)
     )
     return InferredDependencies([address])
 
 
 @rule
 async def launcher_field_set(request: LauncherRequest) -> StageLauncherFieldSet:
-    field_set = request.field_set
-    origin = f"the `launcher` field of {field_set.address}"
-    address = await Get(
-        Address,
-        AddressInput,
-        AddressInput.parse(
-            field_set.launcher.value,
-            relative_to=field_set.address.spec_path,
-            description_of_origin=origin,
-        ),
-    )
+    launcher = _launcher_address(request.field_set.launcher, request.field_set.address)
+    origin = launcher.description_of_origin
+    address = await Get(Address, AddressInput, launcher)
     wrapped = await Get(WrappedTarget, WrappedTargetRequest(address, description_of_origin=origin))
     if not StageLauncherFieldSet.is_applicable(wrapped.target):
         raise ValueError(f"{origin}: {address} is not a stage_launcher")
