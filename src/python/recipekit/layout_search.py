@@ -25,6 +25,7 @@ import attrs
 from recipekit.errors import RecipeError
 from recipekit.hardware import Hardware
 from recipekit.memory.estimate import MemoryEstimate
+from recipekit.parallelism import ParallelLayout
 from recipekit.plan import Plan, make_plan, resolve_run_inputs
 from recipekit.stage import Stage
 
@@ -128,19 +129,16 @@ def search(
 def communication(layout: Any, hardware: Hardware, rendered: dict[str, Any]) -> float:
     node = hardware.node
     domain = node.gpus_per_node * node.nvlink_domain_nodes
-    tp, pp = layout.tensor_parallel, layout.pipeline_parallel
-    ep, etp = layout.expert_parallel, layout.expert_tensor_parallel
-    cost = float(tp > domain) + float(ep * etp > domain)
-    if pp > 1:
-        microbatches = _microbatches(layout, rendered)
-        cost += (pp - 1) / (pp - 1 + microbatches)
+    p: ParallelLayout = layout.parallel
+    cost = float(p.tp > domain) + float(p.ep * p.etp > domain)
+    if p.pp > 1:
+        microbatches = _microbatches(p, rendered)
+        cost += (p.pp - 1) / (p.pp - 1 + microbatches)
     return cost
 
 
-def _microbatches(layout: Any, rendered: dict[str, Any]) -> int:
-    gpus: int = getattr(layout, "training_gpus", 0) or getattr(layout, "total_gpus", 1)
-    model_parallel = layout.tensor_parallel * layout.pipeline_parallel * layout.context_parallel
-    dp = max(gpus // int(model_parallel), 1)
+def _microbatches(parallel: ParallelLayout, rendered: dict[str, Any]) -> int:
+    dp = max(parallel.gpus // parallel.model_parallel, 1)
     policy = rendered.get("policy") or {}
     train = rendered.get("train") or {}
     batch = policy.get("train_global_batch_size") or train.get("global_batch_size") or dp
@@ -232,17 +230,15 @@ def _node_constant(hardware: Hardware) -> str:
 
 
 def _layout_text(layout: Any) -> str:
-    text = (
-        f"TP{layout.tensor_parallel} PP{layout.pipeline_parallel} CP{layout.context_parallel} "
-        f"EP{layout.expert_parallel} ETP{layout.expert_tensor_parallel}"
-    )
-    if getattr(layout, "generation_nodes", None) and not getattr(layout, "colocated", True):
-        text = (
-            f"gen {layout.generation_nodes} nodes vTP{layout.vllm_tensor_parallel} | train "
-            f"{layout.training_nodes} nodes {text} DP{layout.data_parallel}"
+    p: ParallelLayout = layout.parallel
+    dp = p.gpus // p.model_parallel
+    text = f"TP{p.tp} PP{p.pp} CP{p.cp} EP{p.ep} ETP{p.etp}"
+    nodes = getattr(layout, "nodes", None)
+    if nodes is None or isinstance(nodes, int):
+        return f"{text} DP{dp}"
+    if not nodes.colocated:
+        return (
+            f"gen {nodes.generation_nodes} nodes vTP{layout.vllm_tensor_parallel} | train "
+            f"{nodes.training_nodes} nodes {text} DP{dp}"
         )
-    elif hasattr(layout, "vllm_tensor_parallel"):
-        text = f"colocated vTP{layout.vllm_tensor_parallel} | {text} DP{layout.data_parallel}"
-    else:
-        text = f"{text} DP{layout.data_parallel}"
-    return text
+    return f"colocated vTP{layout.vllm_tensor_parallel} | {text} DP{dp}"

@@ -15,12 +15,8 @@ from recipekit import checking
 from recipekit.errors import Issue
 from recipekit.megatron_bridge.layout import Layout
 from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig
-from recipekit.parallelism import model_parallel_issue
+from recipekit.parallelism import LayoutContext, layout_issues
 
-TP = "model.tensor_model_parallel_size"
-PP = "model.pipeline_model_parallel_size"
-EP = "model.expert_model_parallel_size"
-ETP = "model.expert_tensor_parallel_size"
 SEQ = "model.seq_length"
 
 
@@ -57,82 +53,20 @@ def recipe_names_its_mode(ctx: CheckContext) -> Iterator[Issue]:
 # --- layout ----------------------------------------------------------------------------------
 
 
-def parallel_groups_stay_inside_nvlink(ctx: CheckContext) -> Iterator[Issue]:
-    # The node's rule, as for NeMo-RL: inside a node, or whole trays of one GB200 NVL72 rack.
-    sizes = (
-        (TP, "tensor", ctx.layout.tensor_parallel),
-        (ETP, "expert tensor", ctx.layout.expert_tensor_parallel),
-    )
-    for key, what, size in sizes:
-        problem = ctx.hardware.node.tensor_parallel_problem(size)
-        if problem:
-            yield Issue(key, f"{what} parallelism must stay inside NVLink: {problem}", value=size)
-
-
-def model_parallel_divides_the_gpus(ctx: CheckContext) -> Iterator[Issue]:
+def parallel_layout_holds(ctx: CheckContext) -> Iterator[Issue]:
+    """Every Megatron-Core layout rule (``recipekit.parallelism.LAYOUT_RULES``), in the keys of
+    the stage's config."""
     lay = ctx.layout
-    factors = [
-        ("tensor_model_parallel_size", lay.tensor_parallel),
-        ("pipeline_model_parallel_size", lay.pipeline_parallel),
-        ("context_parallel_size", lay.context_parallel),
-    ]
-    issue = model_parallel_issue("model", factors, lay.total_gpus, f"the {ctx.gpus}")
-    if issue is not None:
-        yield issue
-
-
-def experts_fit(ctx: CheckContext) -> Iterator[Issue]:
-    lay, model = ctx.layout, ctx.model
-    ep = lay.expert_parallel
-    if not model.is_moe:
-        if ep > 1:
-            yield Issue(EP, f"{model.name} is a dense model: no experts to split", value=ep)
-        return
-    if model.num_experts % ep:
-        yield Issue(
-            EP,
-            f"{model.num_experts} experts per MoE layer cannot be split evenly over EP={ep} "
-            f"({model.num_experts} / {ep} = {model.num_experts / ep:g})",
-            value=ep,
+    yield from layout_issues(
+        LayoutContext(
+            layout=lay.parallel,
+            keys=lay.keys,
+            node=ctx.hardware.node,
+            model_name=ctx.model.name,
+            num_layers=ctx.model.num_layers,
+            num_experts=ctx.model.num_experts,
+            gpus_text=f"the {ctx.gpus}",
         )
-    if lay.total_gpus % lay.expert_group:
-        yield Issue(
-            EP,
-            f"EP x ETP x PP = {ep} x {lay.expert_tensor_parallel} x {lay.pipeline_parallel} = "
-            f"{lay.expert_group} does not divide the {ctx.gpus}",
-            value=ep,
-        )
-
-
-def pipeline_splits_the_layers(ctx: CheckContext) -> Iterator[Issue]:
-    m, layers = ctx.config.model, ctx.model.num_layers
-    pp = m.pipeline_model_parallel_size
-    if pp == 1:
-        return
-    ends = [
-        n
-        for n in (m.num_layers_in_first_pipeline_stage, m.num_layers_in_last_pipeline_stage)
-        if isinstance(n, int)
-    ]
-    rest, stages = layers - sum(ends), pp - len(ends)
-    even = rest >= stages and rest % stages == 0 if stages else rest == 0
-    if even:
-        return
-    if not ends:
-        yield Issue(
-            PP,
-            f"{ctx.model.name} has {layers} layers, which PP={pp} cannot split evenly "
-            f"({layers} / {pp} = {layers / pp:g})",
-            value=pp,
-            hint="set num_layers_in_first/last_pipeline_stage for an uneven split",
-        )
-        return
-    given = " - ".join(str(n) for n in ends)
-    yield Issue(
-        PP,
-        f"{ctx.model.name} has {layers} layers: {layers} - {given} = {rest} are left for the "
-        f"other {stages} of the PP={pp} stages, which cannot split them evenly",
-        value=pp,
     )
 
 
@@ -141,7 +75,7 @@ def pipeline_splits_the_layers(ctx: CheckContext) -> Iterator[Issue]:
 
 def global_batch_splits_over_data_parallel(ctx: CheckContext) -> Iterator[Issue]:
     lay, train = ctx.layout, ctx.config.train
-    dp = lay.data_parallel
+    dp = lay.parallel.dp
     if not dp:
         return  # the layout check already failed
     step = train.micro_batch_size * dp
@@ -149,7 +83,8 @@ def global_batch_splits_over_data_parallel(ctx: CheckContext) -> Iterator[Issue]
         yield Issue(
             "train.global_batch_size",
             f"must be a multiple of micro_batch_size x DP = {train.micro_batch_size} x {dp} = "
-            f"{step} (DP = {lay.total_gpus} GPUs / (TP x PP x CP = {lay.model_parallel}))",
+            f"{step} (DP = {lay.total_gpus} GPUs / "
+            f"(TP x PP x CP = {lay.parallel.model_parallel}))",
             value=train.global_batch_size,
         )
 
@@ -248,10 +183,7 @@ def finetune_has_weights_to_load(ctx: CheckContext) -> Iterator[Issue]:
 
 ERROR_CHECKS: tuple[Check, ...] = (
     recipe_names_its_mode,
-    parallel_groups_stay_inside_nvlink,
-    model_parallel_divides_the_gpus,
-    experts_fit,
-    pipeline_splits_the_layers,
+    parallel_layout_holds,
     global_batch_splits_over_data_parallel,
     sequence_splits_over_its_ranks,
     dataset_agrees_with_model_and_train,

@@ -25,19 +25,8 @@ from recipekit.framework import FrameworkBase, Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.steps import SavePolicy
 from recipekit.megatron_bridge import MEGATRON_BRIDGE_VERSION
-from recipekit.megatron_bridge.checks import (
-    Check,
-    CheckContext,
-    experts_fit,
-    model_parallel_divides_the_gpus,
-    parallel_groups_stay_inside_nvlink,
-)
-from recipekit.megatron_bridge.layout import (
-    MEGATRON_KEYS,
-    Layout,
-    compute_layout,
-    layout_candidates,
-)
+from recipekit.megatron_bridge.checks import Check, CheckContext, parallel_layout_holds
+from recipekit.megatron_bridge.layout import EXPORT, Layout, compute_layout, layout_candidates
 from recipekit.memory.estimate import MemoryEstimate, Phase
 from recipekit.memory.megatron import MegatronSetup, conversion_terms
 from recipekit.model_card import ModelCard
@@ -96,15 +85,10 @@ class HfExportConfig:
 
 
 # Megatron-Core's layout rules, as for a training stage (the same keys under ``model``).
-ERROR_CHECKS: tuple[Check, ...] = (
-    parallel_groups_stay_inside_nvlink,
-    model_parallel_divides_the_gpus,
-    experts_fit,
-)
+ERROR_CHECKS: tuple[Check, ...] = (parallel_layout_holds,)
 
-# The layout keys a training stage has, less context parallelism (the converter has none); the
-# converter's flags are their short names (--tp, --pp, --ep, --etp).
-EXPORT_KEYS = {name: key for name, key in MEGATRON_KEYS.items() if name != "cp"}
+# The converter's flags are the sizes' short names (--tp, --pp, --ep, --etp).
+EXPORT_KEYS = EXPORT.size_keys()
 
 
 def export_arguments(rendered: dict[str, Any]) -> list[str]:
@@ -138,7 +122,7 @@ class MegatronBridgeExport(FrameworkBase):
     context_type: ClassVar[type] = CheckContext
 
     def layout(self, config: Any, hardware: Hardware) -> Layout:
-        return compute_layout(config, hardware)
+        return compute_layout(config, hardware, EXPORT)
 
     def arguments(self, rendered: dict[str, Any]) -> list[str]:
         return export_arguments(rendered)
@@ -155,12 +139,11 @@ class MegatronBridgeExport(FrameworkBase):
     def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
         export = rendered["export"]
         save = "each rank writes its shards" if export["distributed_save"] else "rank 0 writes"
+        p = layout.parallel
         return [
             (
                 "layout",
-                f"TP {layout.tensor_parallel} x PP {layout.pipeline_parallel} x EP "
-                f"{layout.expert_parallel} x ETP {layout.expert_tensor_parallel} on "
-                f"{layout.total_gpus} GPUs",
+                f"TP {p.tp} x PP {p.pp} x EP {p.ep} x ETP {p.etp} on {layout.total_gpus} GPUs",
             ),
             ("reads", f"{export['megatron_path']} (Megatron checkpoint)"),
             ("writes", f"{export['hf_path']} (Hugging Face, {export['torch_dtype']}; {save})"),
@@ -171,14 +154,10 @@ class MegatronBridgeExport(FrameworkBase):
         self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
     ) -> MemoryEstimate | None:
         arch = model.architecture
-        if arch is None or not layout.data_parallel:
+        if arch is None or not layout.parallel.dp:
             return None
-        setup = MegatronSetup(
-            world=layout.total_gpus,
-            tp=layout.tensor_parallel,
-            pp=layout.pipeline_parallel,
-            ep=layout.expert_parallel,
-            etp=layout.expert_tensor_parallel,
+        setup = MegatronSetup.of(
+            layout.parallel,
             tokens=0,
             mtp=arch.mtp_depth > 0,
             keys=EXPORT_KEYS,
@@ -190,11 +169,7 @@ class MegatronBridgeExport(FrameworkBase):
     def layout_candidates(
         self, layout: Any, hardware: Hardware, model: ModelCard
     ) -> Iterator[tuple[Any, dict[str, Any]]]:
-        for candidate, overrides in layout_candidates(
-            layout, hardware, model.num_layers, model.num_experts
-        ):
-            if candidate.context_parallel == 1:
-                yield candidate, {key: overrides[key] for key in EXPORT_KEYS.values()}
+        return layout_candidates(layout, hardware, model.num_layers, model.num_experts)
 
 
 MEGATRON_BRIDGE_EXPORT = MegatronBridgeExport()

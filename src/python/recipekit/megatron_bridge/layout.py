@@ -3,6 +3,8 @@
 Every GPU runs one rank (``launch="per-gpu"``); Megatron-Core groups the ranks into tensor,
 pipeline and context parallel groups, and what is left over is data parallel. The MoE layers
 regroup the same ranks: expert parallel x expert tensor parallel within each pipeline stage.
+The sizes are one :class:`recipekit.parallelism.ParallelLayout`, read from the ``model``
+section by the framework's key table.
 """
 
 from __future__ import annotations
@@ -13,94 +15,71 @@ from typing import Any
 import attrs
 
 from recipekit.hardware import Hardware
-from recipekit.megatron_bridge.schema import MegatronBridgeConfig
-from recipekit.parallelism import megatron_layouts
+from recipekit.parallelism import (
+    MEGATRON_BRIDGE,
+    ParallelKeys,
+    ParallelLayout,
+    megatron_layouts,
+)
+
+# The HF export's converter: no context parallelism, no interleaving, an even pipeline split.
+EXPORT = ParallelKeys(
+    "model", vpp=None, cp=None, sp=None, first_stage_layers=None, last_stage_layers=None
+)
 
 
 @attrs.frozen(kw_only=True)
 class Layout:
     nodes: int
     gpus_per_node: int
-    tensor_parallel: int
-    pipeline_parallel: int
-    context_parallel: int
-    expert_parallel: int
-    expert_tensor_parallel: int
+    parallel: ParallelLayout
+    keys: ParallelKeys = attrs.field(default=MEGATRON_BRIDGE, eq=False)
 
     @property
     def total_gpus(self) -> int:
         return self.nodes * self.gpus_per_node
 
-    @property
-    def model_parallel(self) -> int:
-        return self.tensor_parallel * self.pipeline_parallel * self.context_parallel
-
-    @property
-    def fits(self) -> bool:
-        return self.total_gpus % self.model_parallel == 0
-
-    @property
-    def data_parallel(self) -> int:
-        """GPUs / (TP x PP x CP); 0 when that does not divide (the plan reports it)."""
-        return self.total_gpus // self.model_parallel if self.fits else 0
-
-    @property
-    def expert_group(self) -> int:
-        return self.expert_parallel * self.expert_tensor_parallel * self.pipeline_parallel
-
     def as_json(self) -> dict[str, Any]:
+        p = self.parallel
         return {
-            **attrs.asdict(self),
+            "nodes": self.nodes,
+            "gpus_per_node": self.gpus_per_node,
+            "tensor_parallel": p.tp,
+            "pipeline_parallel": p.pp,
+            "context_parallel": p.cp,
+            "expert_parallel": p.ep,
+            "expert_tensor_parallel": p.etp,
             "total_gpus": self.total_gpus,
-            "data_parallel": self.data_parallel,
+            "data_parallel": p.dp,
         }
 
 
-def compute_layout(config: MegatronBridgeConfig | Any, hardware: Hardware) -> Layout:
+def compute_layout(
+    config: Any, hardware: Hardware, keys: ParallelKeys = MEGATRON_BRIDGE
+) -> Layout:
     """The layout of a config whose ``model`` section holds Megatron-Core's parallel sizes
-    (a training stage's, or the HF export's, which has no context parallelism)."""
-    model = config.model
+    (a training stage's, or the HF export's with ``EXPORT``)."""
     return Layout(
         nodes=hardware.num_nodes,
         gpus_per_node=hardware.gpus_per_node,
-        tensor_parallel=model.tensor_model_parallel_size,
-        pipeline_parallel=model.pipeline_model_parallel_size,
-        context_parallel=getattr(model, "context_parallel_size", 1),
-        expert_parallel=model.expert_model_parallel_size,
-        expert_tensor_parallel=model.expert_tensor_parallel_size,
+        parallel=keys.read(config.model, hardware.total_gpus),
+        keys=keys,
     )
-
-
-MEGATRON_KEYS = {
-    "tp": "model.tensor_model_parallel_size",
-    "pp": "model.pipeline_model_parallel_size",
-    "cp": "model.context_parallel_size",
-    "ep": "model.expert_model_parallel_size",
-    "etp": "model.expert_tensor_parallel_size",
-}
-FIRST_STAGE = "model.num_layers_in_first_pipeline_stage"
 
 
 def layout_candidates(
     base: Layout, hardware: Hardware, num_layers: int, num_experts: int
 ) -> Iterator[tuple[Layout, dict[str, Any]]]:
-    """Every Megatron-Core layout of the stage's GPUs, with the overrides that make it. A
-    pipeline split other than the recipe's is an even one (the first stage's layer count,
-    tuned for the recipe's, is dropped)."""
-    for sizes in megatron_layouts(base.total_gpus, hardware.node, num_layers, num_experts):
+    """Every Megatron-Core layout of the stage's GPUs, with the overrides that make it."""
+    for parallel in megatron_layouts(
+        hardware.total_gpus, hardware.node, num_layers, num_experts, base.parallel
+    ):
+        if not base.keys.has("cp") and parallel.cp > 1:
+            continue
         layout = attrs.evolve(
             base,
             nodes=hardware.num_nodes,
             gpus_per_node=hardware.gpus_per_node,
-            tensor_parallel=sizes.tp,
-            pipeline_parallel=sizes.pp,
-            context_parallel=sizes.cp,
-            expert_parallel=sizes.ep,
-            expert_tensor_parallel=sizes.etp,
+            parallel=parallel,
         )
-        overrides: dict[str, Any] = {
-            MEGATRON_KEYS[name]: getattr(sizes, name) for name in MEGATRON_KEYS
-        }
-        if sizes.pp != base.pipeline_parallel:
-            overrides[FIRST_STAGE] = None
-        yield layout, overrides
+        yield layout, base.keys.overrides(parallel, base.parallel)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from recipekit.hardware import Hardware
-from recipekit.megatron_bridge.layout import MEGATRON_KEYS, Layout
+from recipekit.megatron_bridge.layout import Layout
 from recipekit.memory.estimate import MemoryEstimate, Phase
 from recipekit.memory.megatron import FP32, MegatronSetup, training_terms
 from recipekit.model_card import ModelCard
@@ -30,30 +30,21 @@ def megatron_setup(rendered: dict[str, Any], layout: Layout) -> MegatronSetup:
     modules = model.get("recompute_modules") or RECIPE_RECOMPUTE_MODULES
     offload = optimizer.get("optimizer_offload_fraction") or 0.0
     peft = bool(rendered.get("peft"))
-    return MegatronSetup(
-        world=layout.total_gpus,
-        tp=layout.tensor_parallel,
-        pp=layout.pipeline_parallel,
-        cp=layout.context_parallel,
-        ep=layout.expert_parallel,
-        etp=layout.expert_tensor_parallel,
-        vpp=model.get("virtual_pipeline_model_parallel_size") or 1,
-        sequence_parallel=bool(model.get("sequence_parallel")),
+    return MegatronSetup.of(
+        layout.parallel,
         tokens=int(model.get("seq_length") or 4096) * int(train.get("micro_batch_size") or 1),
         recompute=str(granularity),
         recompute_modules=tuple(modules),
         distributed_optimizer=optimizer.get("use_distributed_optimizer", True) is not False,
         optimizer_offload=float(offload) if optimizer.get("optimizer_cpu_offload") else 0.0,
         grad_bytes=FP32 if ddp.get("grad_reduce_in_fp32", True) else 2,
-        first_stage_layers=model.get("num_layers_in_first_pipeline_stage"),
-        last_stage_layers=model.get("num_layers_in_last_pipeline_stage"),
         mtp=bool(model.get("mtp_num_layers")),
         train_language=not (peft or model.get("freeze_language_model")),
         train_vision=not (
             model.get("freeze_vision_model") and model.get("freeze_vision_projection")
         ),
         keys={
-            **MEGATRON_KEYS,
+            **layout.keys.size_keys(),
             "dp": "the number of nodes",
             "optimizer_offload": "optimizer.optimizer_cpu_offload",
             "recompute": "model.recompute_granularity",
@@ -66,7 +57,7 @@ def estimate(
     rendered: dict[str, Any], hardware: Hardware, card: ModelCard, layout: Layout
 ) -> MemoryEstimate | None:
     arch = card.architecture
-    if arch is None or not layout.data_parallel:
+    if arch is None or not layout.parallel.dp:
         return None
     setup = megatron_setup(rendered, layout)
     phase = Phase("training", "all GPUs", training_terms(arch, setup), hardware.node.gpu.hbm_gib)

@@ -24,15 +24,15 @@ def megatron_bridge_summary(cfg: dict[str, Any], lay: Layout) -> list[tuple[str,
     ckpt, peft = cfg["checkpoint"], cfg.get("peft")
     function = recipe["_target_"].rsplit(".", 1)[-1]
     rows: list[tuple[str, str]] = [("recipe", f"{function} ({recipe_mode(function)})")]
+    p = lay.parallel
     rows.append(
         (
             "layout",
-            f"TP {lay.tensor_parallel} x PP {lay.pipeline_parallel} x CP {lay.context_parallel}"
-            f" -> DP {lay.data_parallel} on {lay.total_gpus} GPUs; experts EP "
-            f"{lay.expert_parallel} x ETP {lay.expert_tensor_parallel}",
+            f"TP {p.tp} x PP {p.pp} x CP {p.cp} -> DP {p.dp} on {lay.total_gpus} GPUs; "
+            f"experts EP {p.ep} x ETP {p.etp}",
         )
     )
-    gbs, mbs, dp = train["global_batch_size"], train["micro_batch_size"], lay.data_parallel
+    gbs, mbs, dp = train["global_batch_size"], train["micro_batch_size"], p.dp
     steps = f" x {gbs // (mbs * dp)} accumulation steps" if dp and gbs % (mbs * dp) == 0 else ""
     rows.append(
         (

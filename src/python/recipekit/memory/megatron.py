@@ -24,12 +24,14 @@ Sources, each cited where its formula is used:
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import attrs
 
 from recipekit.memory import parameters as params
 from recipekit.memory.estimate import GIB, Term, terms
 from recipekit.model_card import Architecture
+from recipekit.parallelism import ParallelLayout
 
 BF16 = 2
 FP32 = 4
@@ -78,6 +80,24 @@ class MegatronSetup:
     fused_attention: bool = True
     # What each setting is called in the framework's config, for the "change ..." hint.
     keys: dict[str, str] = attrs.field(factory=dict, eq=False, hash=False)
+
+    @classmethod
+    def of(cls, layout: ParallelLayout, **settings: Any) -> MegatronSetup:
+        """The setup of one rank of ``layout``; ``settings`` are the rest (tokens, recompute,
+        optimizer, ...)."""
+        return cls(
+            world=layout.gpus,
+            tp=layout.tp,
+            pp=layout.pp,
+            cp=layout.cp,
+            ep=layout.ep,
+            etp=layout.etp,
+            vpp=layout.vpp or 1,
+            sequence_parallel=layout.sp,
+            first_stage_layers=layout.first_stage_layers,
+            last_stage_layers=layout.last_stage_layers,
+            **settings,
+        )
 
     @property
     def dp(self) -> int:

@@ -15,7 +15,7 @@ import attrs
 from recipekit import checking
 from recipekit.errors import Issue, did_you_mean
 from recipekit.markers import UNSET, Marker
-from recipekit.nemo_rl.layout import Layout
+from recipekit.nemo_rl.layout import Layout, cluster_nodes
 from recipekit.nemo_rl.schema_main import (
     GenerationMain,
     GRPOMasterConfigMain,
@@ -33,7 +33,7 @@ from recipekit.nemo_rl.schema_super_v3 import (
     SequencePacking,
     VllmConfig,
 )
-from recipekit.parallelism import model_parallel_issue
+from recipekit.parallelism import LayoutContext, ParallelKeys, layout_issues
 
 # The GRPO config of either schema: the checks read keys both declare.
 GrpoConfig = GRPOMasterConfig | GRPOMasterConfigMain
@@ -77,8 +77,8 @@ def cluster_matches_hardware(ctx: CheckContext) -> Iterator[Issue]:
             value=cluster.gpus_per_node,
             hint="leave it derived, or change the stage's hardware",
         )
-    gym = ctx.layout.gym_nodes
-    if cluster.num_nodes != hw.num_nodes - gym:
+    gym = ctx.layout.nodes.gym_nodes
+    if cluster.num_nodes != cluster_nodes(hw.num_nodes, gym):
         of_them = f", {gym} of them NeMo Gym's (env.nemo_gym.num_gpu_nodes)" if gym else ""
         yield Issue(
             "cluster.num_nodes",
@@ -131,7 +131,7 @@ def generation_resources_fit(ctx: CheckContext) -> Iterator[Issue]:
             "on a single node generation shares the node: leave this null or 1",
             value=res.num_nodes,
         )
-    if hw.num_nodes == 1 and ctx.layout.training_gpus <= 0:
+    if hw.num_nodes == 1 and ctx.layout.nodes.training_gpus <= 0:
         yield Issue(
             f"{RESOURCES}.gpus_per_node",
             f"generation takes every GPU of the single node ({hw.gpus_per_node})",
@@ -162,97 +162,29 @@ def one_training_backend(ctx: CheckContext) -> Iterator[Issue]:
 # --- training layout -----------------------------------------------------------------------
 
 
-def tensor_parallel_within_node(ctx: CheckContext) -> Iterator[Issue]:
-    tp = ctx.layout.tensor_parallel
-    key = (
-        f"{MEGATRON}.tensor_model_parallel_size"
-        if ctx.layout.backend == "megatron"
-        else "policy.dtensor_cfg.tensor_parallel_size"
-    )
-    problem = ctx.hardware.node.tensor_parallel_problem(tp)
-    if problem:
-        yield Issue(key, f"tensor parallelism must stay inside NVLink: {problem}", value=tp)
-
-
-def model_parallel_divides_training_gpus(ctx: CheckContext) -> Iterator[Issue]:
+def parallel_layout_holds(ctx: CheckContext) -> Iterator[Issue]:
+    """Every Megatron-Core layout rule (``recipekit.parallelism.LAYOUT_RULES``) on the
+    training GPUs, in the keys of the backend that trains."""
     lay = ctx.layout
-    if lay.training_gpus <= 0:
-        return
-    tp, pp, cp = lay.tensor_parallel, lay.pipeline_parallel, lay.context_parallel
-    if lay.backend == "megatron":
-        section = MEGATRON
-        factors = [
-            ("tensor_model_parallel_size", tp),
-            ("pipeline_model_parallel_size", pp),
-            ("context_parallel_size", cp),
-        ]
-    else:  # DTensor has no pipeline parallelism
-        section = "policy.dtensor_cfg"
-        factors = [("tensor_parallel_size", tp), ("context_parallel_size", cp)]
-    after = ", after the generation nodes)" if not lay.colocated else ")"
-    where = (
-        f"the {lay.training_gpus} training GPUs ({lay.training_nodes} nodes x "
-        f"{ctx.hardware.gpus_per_node}{after}"
+    nodes = lay.nodes
+    after = ", after the generation nodes)" if not nodes.colocated else ")"
+    yield from layout_issues(
+        LayoutContext(
+            layout=lay.parallel,
+            keys=lay.keys,
+            node=ctx.hardware.node,
+            model_name=ctx.model.name,
+            num_layers=ctx.model.num_layers,
+            num_experts=ctx.model.num_experts,
+            gpus_text=f"the {nodes.training_gpus} training GPUs ({nodes.training_nodes} nodes x "
+            f"{ctx.hardware.gpus_per_node}{after}",
+        )
     )
-    issue = model_parallel_issue(section, factors, lay.training_gpus, where)
-    if issue is not None:
-        yield issue
-
-
-def expert_layout_fits(ctx: CheckContext) -> Iterator[Issue]:
-    m, lay, model = ctx.megatron, ctx.layout, ctx.model
-    if m is None:
-        return
-    ep, etp = m.expert_model_parallel_size, m.expert_tensor_parallel_size
-    if not model.is_moe:
-        if ep > 1:
-            yield Issue(
-                f"{MEGATRON}.expert_model_parallel_size",
-                f"{model.name} is a dense model; expert parallelism has nothing to split",
-                value=ep,
-            )
-        return
-    if model.num_experts % ep:
-        yield Issue(
-            f"{MEGATRON}.expert_model_parallel_size",
-            f"{model.num_experts} experts per MoE layer cannot be split evenly over EP={ep}",
-            value=ep,
-        )
-    group = ep * etp * lay.pipeline_parallel
-    if lay.training_gpus > 0 and lay.training_gpus % group:
-        yield Issue(
-            f"{MEGATRON}.expert_model_parallel_size",
-            f"EP x ETP x PP = {ep} x {etp} x {lay.pipeline_parallel} = {group} does not divide "
-            f"the {lay.training_gpus} training GPUs",
-            value=ep,
-        )
-    if etp > ctx.hardware.gpus_per_node:
-        yield Issue(
-            f"{MEGATRON}.expert_tensor_parallel_size",
-            "expert tensor parallelism must stay inside one node "
-            f"({ctx.hardware.gpus_per_node} GPUs)",
-            value=etp,
-        )
-
-
-def pipeline_splits_layers(ctx: CheckContext) -> Iterator[Issue]:
-    m, layers = ctx.megatron, ctx.model.num_layers
-    if m is None or m.pipeline_model_parallel_size == 1:
-        return
-    pp = m.pipeline_model_parallel_size
-    uneven = m.num_layers_in_first_pipeline_stage or m.num_layers_in_last_pipeline_stage
-    if not uneven and layers % pp:
-        yield Issue(
-            f"{MEGATRON}.pipeline_model_parallel_size",
-            f"{ctx.model.name} has {layers} layers, which PP={pp} cannot split evenly",
-            value=pp,
-            hint="set num_layers_in_first/last_pipeline_stage for an uneven split",
-        )
 
 
 def batch_divides_data_parallel(ctx: CheckContext) -> Iterator[Issue]:
-    lay, policy, grpo = ctx.layout, ctx.config.policy, ctx.config.grpo
-    dp = lay.data_parallel
+    training, policy, grpo = ctx.layout.parallel, ctx.config.policy, ctx.config.grpo
+    dp = training.dp
     gbs, mbs = policy.train_global_batch_size, policy.train_micro_batch_size
     if not isinstance(gbs, int):
         return
@@ -264,8 +196,8 @@ def batch_divides_data_parallel(ctx: CheckContext) -> Iterator[Issue]:
             "samples of a step must split into whole global batches",
             value=gbs,
         )
-    if dp <= 0 or lay.training_gpus % lay.model_parallel:
-        return
+    if dp <= 0:
+        return  # the layout rules report it
     if gbs % dp:
         yield Issue(
             "policy.train_global_batch_size",
@@ -283,11 +215,11 @@ def batch_divides_data_parallel(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def micro_batches_agree_at_large_tp(ctx: CheckContext) -> Iterator[Issue]:
-    policy, lay = ctx.config.policy, ctx.layout
-    if lay.tensor_parallel >= 4 and policy.logprob_batch_size != policy.train_micro_batch_size:
+    policy, tp = ctx.config.policy, ctx.layout.parallel.tp
+    if tp >= 4 and policy.logprob_batch_size != policy.train_micro_batch_size:
         yield Issue(
             "policy.logprob_batch_size",
-            f"with TP={lay.tensor_parallel} (>= 4) NeMo-RL requires it to equal "
+            f"with TP={tp} (>= 4) NeMo-RL requires it to equal "
             f"train_micro_batch_size ({policy.train_micro_batch_size}) for logprob accuracy",
             value=policy.logprob_batch_size,
             hint="or set NRL_IGNORE_TP_ACCURACY_CHECK=1 in the job environment",
@@ -305,15 +237,15 @@ def dynamic_sampling_settings_agree(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def vllm_fits_generation_gpus(ctx: CheckContext) -> Iterator[Issue]:
-    vllm, lay = ctx.vllm, ctx.layout
+    vllm, nodes = ctx.vllm, ctx.layout.nodes
     if vllm is None or ctx.generation is None or ctx.generation.backend != "vllm":
         return
     per_instance = vllm.tensor_parallel_size * vllm.pipeline_parallel_size
-    if per_instance > lay.generation_gpus or lay.generation_gpus % per_instance:
+    if per_instance > nodes.generation_gpus or nodes.generation_gpus % per_instance:
         yield Issue(
             f"{VLLM}.tensor_parallel_size",
             f"vLLM TP x PP = {vllm.tensor_parallel_size} x {vllm.pipeline_parallel_size} = "
-            f"{per_instance} does not divide the {lay.generation_gpus} generation GPUs",
+            f"{per_instance} does not divide the {nodes.generation_gpus} generation GPUs",
             value=vllm.tensor_parallel_size,
         )
     if vllm.pipeline_parallel_size > 1 and not vllm.async_engine:
@@ -515,6 +447,15 @@ def math_verifier_is_set(ctx: CheckContext) -> Iterator[Issue]:
 # --- on-policy distillation (MOPD) ----------------------------------------------------------
 
 OPD = "on_policy_distillation"
+# A teacher's log-probability workers: Megatron-Core, with the sizes TeacherResourceConfig has.
+TEACHER = ParallelKeys(
+    f"{OPD}.non_colocated_teachers.default_teacher_cfg",
+    vpp=None,
+    etp=None,
+    sp=None,
+    first_stage_layers=None,
+    last_stage_layers=None,
+)
 
 
 def _distillation(ctx: CheckContext) -> OnPolicyDistillation | None:
@@ -545,7 +486,7 @@ def distillation_teachers_fit(ctx: CheckContext) -> Iterator[Issue]:
     if opd.non_colocated_teachers.enabled is not True or not isinstance(cfg, TeacherResources):
         return
     key = f"{OPD}.non_colocated_teachers.default_teacher_cfg"
-    hw, lay = ctx.hardware, ctx.layout
+    hw, nodes = ctx.hardware, ctx.layout.nodes
 
     def size(value: object) -> int:
         return value if isinstance(value, int) else 1
@@ -558,37 +499,22 @@ def distillation_teachers_fit(ctx: CheckContext) -> Iterator[Issue]:
             value=cfg.gpus_per_node,
         )
     gpus = size(cfg.num_nodes) * per_node
-    tp, pp, cp = (
-        size(cfg.tensor_model_parallel_size),
-        size(cfg.pipeline_model_parallel_size),
-        size(cfg.context_parallel_size),
+    yield from layout_issues(
+        LayoutContext(
+            layout=TEACHER.read(cfg, gpus),
+            keys=TEACHER,
+            node=hw.node,
+            model_name=ctx.model.name,
+            num_layers=ctx.model.num_layers,
+            num_experts=ctx.model.num_experts,
+            gpus_text=f"a teacher's {size(cfg.num_nodes)} x {per_node} = {gpus} GPUs",
+        )
     )
-    if gpus % (tp * pp * cp):
-        yield Issue(
-            f"{key}.tensor_model_parallel_size",
-            f"a teacher's TP x PP x CP = {tp} x {pp} x {cp} = {tp * pp * cp} does not divide "
-            f"its {size(cfg.num_nodes)} x {per_node} = {gpus} GPUs",
-            value=cfg.tensor_model_parallel_size,
-        )
-    problem = hw.node.tensor_parallel_problem(tp)
-    if problem:
-        yield Issue(
-            f"{key}.tensor_model_parallel_size",
-            f"tensor parallelism must stay inside NVLink: {problem}",
-            value=tp,
-        )
-    ep = size(cfg.expert_model_parallel_size)
-    if ctx.model.is_moe and ctx.model.num_experts % ep:
-        yield Issue(
-            f"{key}.expert_model_parallel_size",
-            f"{ctx.model.num_experts} experts do not split over EP={ep}",
-            value=ep,
-        )
-    if lay.training_nodes < 1:
+    if nodes.training_nodes < 1:
         yield Issue(
             f"{key}.num_nodes",
-            f"{lay.teachers} teachers x {size(cfg.num_nodes)} nodes and "
-            f"{lay.generation_nodes} generation nodes leave no training node of the "
+            f"{nodes.teachers} teachers x {size(cfg.num_nodes)} nodes and "
+            f"{nodes.generation_nodes} generation nodes leave no training node of the "
             f"{hw.num_nodes}",
             value=cfg.num_nodes,
             hint="add nodes to the stage's hardware",
@@ -599,10 +525,7 @@ ERROR_CHECKS: tuple[Check, ...] = (
     cluster_matches_hardware,
     generation_resources_fit,
     one_training_backend,
-    tensor_parallel_within_node,
-    model_parallel_divides_training_gpus,
-    expert_layout_fits,
-    pipeline_splits_layers,
+    parallel_layout_holds,
     batch_divides_data_parallel,
     micro_batches_agree_at_large_tp,
     dynamic_sampling_settings_agree,

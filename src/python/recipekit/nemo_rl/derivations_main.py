@@ -18,13 +18,14 @@ from recipekit.nemo_rl.derivations import (
     Derivation,
     same_rule,
 )
+from recipekit.nemo_rl.layout import cluster_nodes
 
 
 def _without_gym_nodes(nodes: Any, gym_nodes: Any) -> Any:
     if not isinstance(gym_nodes, int) or not isinstance(nodes, int):
         return nodes
     # None left: nothing to follow; the checks name env.nemo_gym.num_gpu_nodes.
-    return nodes - gym_nodes if nodes > gym_nodes else UNSET
+    return cluster_nodes(nodes, gym_nodes) if nodes > gym_nodes else UNSET
 
 
 def _sequence_divisor(megatron_enabled: Any, tp: Any, cp: Any, dtensor_tp: Any) -> Any:

@@ -1,8 +1,12 @@
-"""Which GPUs generate and which train, and the parallel sizes that result.
+"""Which nodes generate, which train, which serve teachers and judges, and how the policy's
+training GPUs are split.
 
-NeMo-RL (GRPO, non-colocated) gives generation ``colocated.resources.num_nodes`` whole nodes and
-trains on the rest; on a single node it splits the node's GPUs instead. Colocated, both share
-every GPU.
+NeMo-RL's cluster (``cluster.num_nodes``) is the stage's nodes less NeMo Gym's judges (main and
+super-v3.5-posttraining place Gym outside it; super-v3 has none). Inside it, MOPD's
+non-colocated teachers take their own nodes; what is left is the policy's. GRPO non-colocated
+gives generation ``colocated.resources.num_nodes`` whole nodes and trains on the rest (on a
+single node it splits the node's GPUs instead); colocated, both share every GPU. The training
+GPUs carry one Megatron-Core layout (:class:`recipekit.parallelism.ParallelLayout`).
 """
 
 from __future__ import annotations
@@ -16,49 +20,97 @@ from recipekit.hardware import Hardware
 from recipekit.markers import Marker
 from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
 from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig, Megatron, VllmConfig
-from recipekit.parallelism import SIZES, megatron_layouts
+from recipekit.parallelism import (
+    DTENSOR,
+    NEMO_RL,
+    SIZES,
+    ParallelKeys,
+    ParallelLayout,
+    megatron_layouts,
+)
+
+
+def cluster_nodes(stage_nodes: int, gym_nodes: int) -> int:
+    """NeMo-RL's ``cluster.num_nodes``: the stage's nodes less NeMo Gym's judges' nodes."""
+    return stage_nodes - gym_nodes
 
 
 @attrs.frozen(kw_only=True)
-class Layout:
-    total_gpus: int
+class NodeSplit:
+    """How a GRPO stage's nodes are shared out, each count computed here once."""
+
+    gpus_per_node: int
+    # NeMo-RL's cluster: every node but NeMo Gym's.
+    cluster_nodes: int
+    # NeMo Gym's own GPU nodes (its judges: the GenRM), allocated beside NeMo-RL's cluster.
+    gym_nodes: int = 0
+    # MOPD: distinct teacher checkpoints, each with its own log-probability workers' nodes.
+    teachers: int = 0
+    teacher_nodes: int = 0
     colocated: bool
     generation_nodes: int
     generation_gpus: int
     training_nodes: int
     training_gpus: int
+
+    @property
+    def policy_nodes(self) -> int:
+        """The nodes generation and training share out: the cluster less the teachers'."""
+        return self.cluster_nodes - self.teacher_nodes
+
+    @property
+    def total_gpus(self) -> int:
+        return self.cluster_nodes * self.gpus_per_node
+
+    def with_generation_nodes(self, generation_nodes: int) -> NodeSplit:
+        """The same stage with generation on ``generation_nodes`` whole nodes (non-colocated,
+        several nodes), training on the rest of the policy's."""
+        training_nodes = self.policy_nodes - generation_nodes
+        return attrs.evolve(
+            self,
+            generation_nodes=generation_nodes,
+            generation_gpus=generation_nodes * self.gpus_per_node,
+            training_nodes=training_nodes,
+            training_gpus=max(training_nodes * self.gpus_per_node, 0),
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Layout:
+    nodes: NodeSplit
     backend: str
-    tensor_parallel: int
-    pipeline_parallel: int
-    context_parallel: int
-    expert_parallel: int
-    expert_tensor_parallel: int
+    # The training GPUs' layout, and how this backend's config spells its sizes.
+    parallel: ParallelLayout
+    keys: ParallelKeys = attrs.field(eq=False)
     vllm_tensor_parallel: int
     vllm_pipeline_parallel: int
-    # MOPD: nodes of the non-colocated teachers' log-probability workers, one group per
-    # distinct teacher checkpoint.
-    teachers: int = 0
-    teacher_nodes: int = 0
-    # NeMo Gym's own GPU nodes (its judges: the GenRM), allocated beside NeMo-RL's cluster.
-    gym_nodes: int = 0
-
-    @property
-    def model_parallel(self) -> int:
-        return self.tensor_parallel * self.pipeline_parallel * self.context_parallel
-
-    @property
-    def data_parallel(self) -> int:
-        return self.training_gpus // self.model_parallel if self.model_parallel else 0
 
     @property
     def vllm_instances(self) -> int:
         per_instance = self.vllm_tensor_parallel * self.vllm_pipeline_parallel
-        return self.generation_gpus // per_instance if per_instance else 0
+        return self.nodes.generation_gpus // per_instance if per_instance else 0
 
     def as_json(self) -> dict[str, Any]:
+        n, t = self.nodes, self.parallel
         return {
-            **attrs.asdict(self),
-            "data_parallel": self.data_parallel,
+            "total_gpus": n.total_gpus,
+            "colocated": n.colocated,
+            "generation_nodes": n.generation_nodes,
+            "generation_gpus": n.generation_gpus,
+            "training_nodes": n.training_nodes,
+            "training_gpus": n.training_gpus,
+            "backend": self.backend,
+            "tensor_parallel": t.tp,
+            "pipeline_parallel": t.pp,
+            "context_parallel": t.cp,
+            "expert_parallel": t.ep,
+            "expert_tensor_parallel": t.etp,
+            "vllm_tensor_parallel": self.vllm_tensor_parallel,
+            "vllm_pipeline_parallel": self.vllm_pipeline_parallel,
+            "teachers": n.teachers,
+            "teacher_nodes": n.teacher_nodes,
+            "gym_nodes": n.gym_nodes,
+            "data_parallel": t.gpus // t.model_parallel if t.model_parallel else 0,
             "vllm_instances": self.vllm_instances,
         }
 
@@ -95,44 +147,54 @@ def gym_nodes(config: object) -> int:
     return _int(nemo_gym.num_gpu_nodes, 0)
 
 
-def compute_layout(config: GRPOMasterConfig | GRPOMasterConfigMain, hardware: Hardware) -> Layout:
-    policy = config.policy
+def node_split(config: GRPOMasterConfig | GRPOMasterConfigMain, hardware: Hardware) -> NodeSplit:
     teachers, teacher_nodes = _teacher_groups(config)
     gym = gym_nodes(config)
-    nodes = _int(config.cluster.num_nodes, hardware.num_nodes - gym) - teacher_nodes
+    nodes = _int(config.cluster.num_nodes, cluster_nodes(hardware.num_nodes, gym))
     per_node = _int(config.cluster.gpus_per_node, hardware.gpus_per_node)
-    total = nodes * per_node
-    generation = policy.generation
+    policy_nodes = nodes - teacher_nodes
+    policy_gpus = policy_nodes * per_node
+    generation = config.policy.generation
     colocation = None if isinstance(generation, Marker) else generation.colocated
-    colocated = colocation is None or isinstance(colocation, Marker) or colocation.enabled
-    if colocated or colocation is None or isinstance(colocation, Marker):
-        gen_nodes, gen_gpus, train_nodes, train_gpus = nodes, total, nodes, total
-    else:
-        resources = colocation.resources
-        gen_per_node = _int(resources.gpus_per_node, per_node)
-        if nodes == 1:
-            gen_nodes, gen_gpus = 1, gen_per_node
-            train_nodes, train_gpus = 1, per_node - gen_per_node
-        else:
-            gen_nodes = _int(resources.num_nodes)
-            gen_gpus = gen_nodes * gen_per_node
-            train_nodes = nodes - gen_nodes
-            train_gpus = train_nodes * per_node
-
-    megatron = policy.megatron_cfg
-    if isinstance(megatron, Megatron) and megatron.enabled:
-        backend = "megatron"
-        tp, pp, cp = (
-            megatron.tensor_model_parallel_size,
-            megatron.pipeline_model_parallel_size,
-            megatron.context_parallel_size,
+    split = NodeSplit(
+        gpus_per_node=per_node,
+        cluster_nodes=nodes,
+        gym_nodes=gym,
+        teachers=teachers,
+        teacher_nodes=teacher_nodes,
+        colocated=True,
+        generation_nodes=policy_nodes,
+        generation_gpus=policy_gpus,
+        training_nodes=policy_nodes,
+        training_gpus=max(policy_gpus, 0),
+    )
+    if colocation is None or isinstance(colocation, Marker) or colocation.enabled:
+        return split
+    resources = colocation.resources
+    gen_per_node = _int(resources.gpus_per_node, per_node)
+    if policy_nodes == 1:
+        return attrs.evolve(
+            split,
+            colocated=False,
+            generation_nodes=1,
+            generation_gpus=gen_per_node,
+            training_nodes=1,
+            training_gpus=max(per_node - gen_per_node, 0),
         )
-        ep, etp = megatron.expert_model_parallel_size, megatron.expert_tensor_parallel_size
+    split = attrs.evolve(split, colocated=False)
+    return split.with_generation_nodes(_int(resources.num_nodes))
+
+
+def compute_layout(config: GRPOMasterConfig | GRPOMasterConfigMain, hardware: Hardware) -> Layout:
+    policy = config.policy
+    nodes = node_split(config, hardware)
+    megatron = policy.megatron_cfg
+    section: object
+    if isinstance(megatron, Megatron) and megatron.enabled:
+        backend, keys, section = "megatron", NEMO_RL, megatron
     else:
-        backend = "dtensor"
-        tp = _int(policy.dtensor_cfg.tensor_parallel_size)
-        cp = _int(policy.dtensor_cfg.context_parallel_size)
-        pp, ep, etp = 1, 1, 1
+        backend, keys, section = "dtensor", DTENSOR, policy.dtensor_cfg
+    generation = policy.generation
     vllm = None if isinstance(generation, Marker) else generation.vllm_cfg
     vtp, vpp = (
         (vllm.tensor_parallel_size, vllm.pipeline_parallel_size)
@@ -140,33 +202,15 @@ def compute_layout(config: GRPOMasterConfig | GRPOMasterConfigMain, hardware: Ha
         else (1, 1)
     )
     return Layout(
-        total_gpus=total + teacher_nodes * per_node,
-        colocated=colocated,
-        generation_nodes=gen_nodes,
-        generation_gpus=gen_gpus,
-        training_nodes=train_nodes,
-        training_gpus=max(train_gpus, 0),
+        nodes=nodes,
         backend=backend,
-        tensor_parallel=tp,
-        pipeline_parallel=pp,
-        context_parallel=cp,
-        expert_parallel=ep,
-        expert_tensor_parallel=etp,
+        parallel=keys.read(section, nodes.training_gpus),
+        keys=keys,
         vllm_tensor_parallel=vtp,
         vllm_pipeline_parallel=vpp,
-        teachers=teachers,
-        teacher_nodes=teacher_nodes,
-        gym_nodes=gym,
     )
 
 
-MEGATRON_KEYS = {
-    "tp": "policy.megatron_cfg.tensor_model_parallel_size",
-    "pp": "policy.megatron_cfg.pipeline_model_parallel_size",
-    "cp": "policy.megatron_cfg.context_parallel_size",
-    "ep": "policy.megatron_cfg.expert_model_parallel_size",
-    "etp": "policy.megatron_cfg.expert_tensor_parallel_size",
-}
 VLLM_TP = "policy.generation.vllm_cfg.tensor_parallel_size"
 GENERATION_NODES = "policy.generation.colocated.resources.num_nodes"
 # Shares of the nodes the search gives generation when it may move the split.
@@ -182,37 +226,39 @@ def layout_candidates(
     if base.backend != "megatron":
         return
     per_node = hardware.gpus_per_node
-    nodes = hardware.num_nodes - base.teacher_nodes - base.gym_nodes
-    if base.colocated:
-        splits = [(nodes, nodes)]
+    split = attrs.evolve(
+        base.nodes,
+        gpus_per_node=per_node,
+        cluster_nodes=cluster_nodes(hardware.num_nodes, base.nodes.gym_nodes),
+    )
+    if split.colocated:
+        policy_gpus = split.policy_nodes * per_node
+        splits = [
+            attrs.evolve(
+                split,
+                generation_nodes=split.policy_nodes,
+                generation_gpus=policy_gpus,
+                training_nodes=split.policy_nodes,
+                training_gpus=policy_gpus,
+            )
+        ]
     else:
-        counts = {round(nodes * share) for share in GENERATION_SHARES}
-        if base.training_nodes + base.generation_nodes == nodes:
-            counts.add(base.generation_nodes)
-        splits = sorted((g, nodes - g) for g in counts if 0 < g < nodes)
+        policy = split.policy_nodes
+        counts = {round(policy * share) for share in GENERATION_SHARES}
+        if base.nodes.training_nodes + base.nodes.generation_nodes == policy:
+            counts.add(base.nodes.generation_nodes)
+        splits = [split.with_generation_nodes(g) for g in sorted(counts) if 0 < g < policy]
     vllm_sizes = [v for v in SIZES if v <= per_node and per_node % v == 0]
-    for gen_nodes, train_nodes in splits:
-        train_gpus = train_nodes * per_node
-        for sizes in megatron_layouts(train_gpus, hardware.node, num_layers, num_experts):
+    for nodes in splits:
+        for training in megatron_layouts(
+            nodes.training_gpus, hardware.node, num_layers, num_experts, base.parallel
+        ):
             for vtp in vllm_sizes:
                 layout = attrs.evolve(
-                    base,
-                    total_gpus=(nodes + base.teacher_nodes) * per_node,
-                    generation_nodes=gen_nodes,
-                    generation_gpus=gen_nodes * per_node,
-                    training_nodes=train_nodes,
-                    training_gpus=train_gpus,
-                    tensor_parallel=sizes.tp,
-                    pipeline_parallel=sizes.pp,
-                    context_parallel=sizes.cp,
-                    expert_parallel=sizes.ep,
-                    expert_tensor_parallel=sizes.etp,
-                    vllm_tensor_parallel=vtp,
+                    base, nodes=nodes, parallel=training, vllm_tensor_parallel=vtp
                 )
-                overrides: dict[str, Any] = {
-                    MEGATRON_KEYS[name]: getattr(sizes, name) for name in MEGATRON_KEYS
-                }
+                overrides = base.keys.overrides(training, base.parallel)
                 overrides[VLLM_TP] = vtp
-                if not base.colocated:
-                    overrides[GENERATION_NODES] = gen_nodes
+                if not nodes.colocated:
+                    overrides[GENERATION_NODES] = nodes.generation_nodes
                 yield layout, overrides

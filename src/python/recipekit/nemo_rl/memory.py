@@ -45,30 +45,17 @@ def megatron_setup(rendered: dict[str, Any], layout: Layout) -> MegatronSetup:
         tokens = policy["train_micro_batch_size"] * policy["max_total_sequence_length"]
         tokens_key = "policy.max_total_sequence_length"
     offload = optimizer.get("optimizer_offload_fraction") or 0.0
-    return MegatronSetup(
-        world=layout.training_gpus,
-        tp=layout.tensor_parallel,
-        pp=layout.pipeline_parallel,
-        cp=layout.context_parallel,
-        ep=layout.expert_parallel,
-        etp=layout.expert_tensor_parallel,
-        vpp=m.get("virtual_pipeline_model_parallel_size") or 1,
-        sequence_parallel=bool(m.get("sequence_parallel")),
+    return MegatronSetup.of(
+        layout.parallel,
         tokens=int(tokens),
         # NeMo-RL's activation_checkpointing is Megatron's full, uniform recompute of 1 layer.
         recompute="full" if m.get("activation_checkpointing") else "none",
         distributed_optimizer=optimizer.get("use_distributed_optimizer", True) is not False,
         optimizer_offload=float(offload) if optimizer.get("optimizer_cpu_offload") else 0.0,
         grad_bytes=4 if ddp.get("grad_reduce_in_fp32") else BF16,
-        first_stage_layers=m.get("num_layers_in_first_pipeline_stage"),
-        last_stage_layers=m.get("num_layers_in_last_pipeline_stage"),
         mtp=bool(m.get("mtp_num_layers")),
         keys={
-            "tp": f"{MEGATRON}.tensor_model_parallel_size",
-            "pp": f"{MEGATRON}.pipeline_model_parallel_size",
-            "cp": f"{MEGATRON}.context_parallel_size",
-            "ep": f"{MEGATRON}.expert_model_parallel_size",
-            "etp": f"{MEGATRON}.expert_tensor_parallel_size",
+            **layout.keys.size_keys(),
             "dp": "the training nodes",
             "optimizer_offload": f"{MEGATRON}.optimizer.optimizer_cpu_offload",
             "recompute": f"{MEGATRON}.activation_checkpointing",
@@ -121,7 +108,7 @@ def estimate(
 ) -> MemoryEstimate | None:
     arch = card.architecture
     policy = rendered.get("policy") or {}
-    if arch is None or layout.backend != "megatron" or not layout.training_gpus:
+    if arch is None or layout.backend != "megatron" or not layout.nodes.training_gpus:
         return None
     hbm = float(hardware.node.gpu.hbm_gib)
     training = training_terms(arch, megatron_setup(rendered, layout))
@@ -130,7 +117,7 @@ def estimate(
         return MemoryEstimate(phases=(Phase("training", "training GPUs", training, hbm),))
     serving = vllm_setup(rendered, layout)
     vllm_terms, budget, note = serving_terms(arch, serving, hbm)
-    where = "all GPUs" if layout.colocated else "generation GPUs"
+    where = "all GPUs" if layout.nodes.colocated else "generation GPUs"
     budget_phase = Phase(
         "generation (vLLM budget)",
         where,
@@ -140,7 +127,7 @@ def estimate(
         notes=(note,),
         warn_when_full=False,
     )
-    if not layout.colocated:
+    if not layout.nodes.colocated:
         return MemoryEstimate(
             phases=(budget_phase, Phase("training", "training GPUs", training, hbm))
         )

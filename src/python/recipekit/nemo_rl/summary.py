@@ -16,49 +16,50 @@ def grpo_summary(cfg: dict[str, Any], lay: Layout) -> list[tuple[str, str]]:
     gen = policy.get("generation") or {}
     vllm = gen.get("vllm_cfg") or {}
     rows: list[tuple[str, str]] = []
+    nodes, training = lay.nodes, lay.parallel
+    dp = training.gpus // training.model_parallel
     train_desc = (
-        f"{lay.backend} TP {lay.tensor_parallel} x PP {lay.pipeline_parallel} x "
-        f"CP {lay.context_parallel} -> DP {lay.data_parallel}"
+        f"{lay.backend} TP {training.tp} x PP {training.pp} x CP {training.cp} -> DP {dp}"
     )
     if lay.backend == "megatron":
-        train_desc += f"; experts EP {lay.expert_parallel} x ETP {lay.expert_tensor_parallel}"
+        train_desc += f"; experts EP {training.ep} x ETP {training.etp}"
     vllm_desc = (
         f"vLLM TP {lay.vllm_tensor_parallel} x PP {lay.vllm_pipeline_parallel} -> "
         f"{lay.vllm_instances} instance{'s' if lay.vllm_instances != 1 else ''}"
     )
-    if lay.colocated:
-        rows.append(("layout", f"colocated on all {lay.total_gpus} GPUs: {vllm_desc}"))
+    if nodes.colocated:
+        rows.append(("layout", f"colocated on all {nodes.total_gpus} GPUs: {vllm_desc}"))
         rows.append(("", f"training {train_desc}"))
     else:
         rows.append(
             (
                 "layout",
-                f"generation {_nodes(1, lay.generation_nodes)} "
-                f"({lay.generation_gpus} GPUs): {vllm_desc}",
+                f"generation {_nodes(1, nodes.generation_nodes)} "
+                f"({nodes.generation_gpus} GPUs): {vllm_desc}",
             )
         )
         rows.append(
             (
                 "",
-                f"training {_nodes(lay.generation_nodes + 1, lay.training_nodes)} "
-                f"({lay.training_gpus} GPUs): {train_desc}",
+                f"training {_nodes(nodes.generation_nodes + 1, nodes.training_nodes)} "
+                f"({nodes.training_gpus} GPUs): {train_desc}",
             )
         )
-    if lay.teacher_nodes:
-        first = lay.generation_nodes + lay.training_nodes + 1
+    if nodes.teacher_nodes:
+        first = nodes.generation_nodes + nodes.training_nodes + 1
         rows.append(
             (
                 "",
-                f"teachers {_nodes(first, lay.teacher_nodes)}: {lay.teachers} distinct "
-                f"checkpoints x {lay.teacher_nodes // lay.teachers} nodes",
+                f"teachers {_nodes(first, nodes.teacher_nodes)}: {nodes.teachers} distinct "
+                f"checkpoints x {nodes.teacher_nodes // nodes.teachers} nodes",
             )
         )
-    if lay.gym_nodes:
-        first = lay.generation_nodes + lay.training_nodes + lay.teacher_nodes + 1
+    if nodes.gym_nodes:
+        first = nodes.generation_nodes + nodes.training_nodes + nodes.teacher_nodes + 1
         rows.append(
             (
                 "",
-                f"NeMo Gym {_nodes(first, lay.gym_nodes)}: its judges "
+                f"NeMo Gym {_nodes(first, nodes.gym_nodes)}: its judges "
                 "(env.nemo_gym.num_gpu_nodes, outside cluster.num_nodes)",
             )
         )
