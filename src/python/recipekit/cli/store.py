@@ -1,12 +1,16 @@
-"""``recipekit store``: make, fill and list the artifact store (``recipekit.lineage.store``)."""
+"""``recipekit store``: make, fill, list and verify the artifact store (``lineage.store``)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from recipekit.cli.common import reports_recipe_errors
+
+# What ``store verify`` exits with when a listed version is damaged (2 is a user's mistake).
+EXIT_DAMAGED = 1
 
 
 @click.group()
@@ -17,6 +21,7 @@ def store() -> None:
       recipekit store init /lustre/your-team/shared/artifacts
       recipekit store import /lustre/.../artifacts super35-sft-data ./blend --name blend-v1
       recipekit store list /lustre/.../artifacts super35-rl-rlvr-model
+      recipekit store verify /lustre/.../artifacts super35-rl-rlvr-model:v3
 
     A cluster profile names it (ClusterProfile.artifact_store); every container sees it at
     /artifacts, as /artifacts/<artifact>/<latest|vN|step-N>.
@@ -40,27 +45,20 @@ def store_init(path: Path) -> None:
 @STORE_PATH
 @click.argument("artifact")
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
-@click.option("--name", required=True, help="The folder the copy gets in the store.")
+@click.option("--name", required=True, help="The folder the copy gets in the store (a name).")
 @reports_recipe_errors
 def store_import(path: Path, artifact: str, source: Path, name: str) -> None:
     """Copy SOURCE into the store as the next version of ARTIFACT (and its latest)."""
-    from recipekit.errors import Issue, RecipeError
-    from recipekit.lineage.refs import artifact_name_problem
     from recipekit.lineage.store import import_version
 
-    problem = artifact_name_problem(artifact)
-    if problem:
-        raise RecipeError([Issue("ARTIFACT", problem, value=artifact)])
-    try:
-        version = import_version(path, artifact, source, name=name)
-    except FileExistsError as exc:
-        raise RecipeError([Issue("--name", str(exc), value=name)]) from None
+    version = import_version(path, artifact, source, name=name)
     click.echo(f"{artifact}:v{version.version} (latest) = {path / artifact / version.path}")
 
 
 @store.command(name="list")
 @STORE_PATH
 @click.argument("artifact")
+@reports_recipe_errors
 def store_list(path: Path, artifact: str) -> None:
     """Every version of ARTIFACT, oldest first."""
     from recipekit.lineage.store import versions
@@ -68,3 +66,63 @@ def store_list(path: Path, artifact: str) -> None:
     for version in versions(path, artifact):
         kept = "  (kept for a later stage)" if version.kept else ""
         click.echo(f"{' '.join(version.aliases):<20} {version.path}{kept}")
+
+
+@store.command(name="verify")
+@STORE_PATH
+@click.argument("ref", required=False, metavar="[NAME[:VERSION]]")
+@reports_recipe_errors
+def store_verify(path: Path, ref: str | None) -> None:
+    """Check versions against their manifests: every file there, its size and its sha256.
+
+    Without NAME, every artifact in the store. First finishes what an interrupted import or
+    publish left (partial copies removed, aliases pointed from the index). Exits 1 when a
+    version is damaged, naming each file; a step the framework's keep policy deleted is
+    'deleted', not damaged.
+    """
+    from recipekit.errors import Issue, RecipeError
+    from recipekit.lineage.refs import parse_ref
+    from recipekit.lineage.store import (
+        check_version,
+        link_problems,
+        recover,
+        require_store,
+        resolve_selector,
+        versions,
+    )
+
+    root = require_store(path)
+    if ref is None:
+        names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+        wanted = [(name, None) for name in names]
+    else:
+        parsed = parse_ref(ref, path="NAME[:VERSION]")
+        if not (root / parsed.name).is_dir():
+            raise RecipeError([Issue("NAME", f"no artifact {parsed.name!r} in {root}")])
+        wanted = [(parsed.name, parsed.selector if ":" in ref else None)]
+    damaged = 0
+    for artifact, selector in wanted:
+        for line in recover(root, artifact):
+            click.echo(f"{artifact}: {line}")
+        listed = versions(root, artifact)
+        chosen = listed if selector is None else [resolve_selector(listed, selector)]
+        if None in chosen:
+            raise RecipeError([Issue("NAME[:VERSION]", "no such version", value=ref)])
+        for problem in link_problems(root, artifact, listed):
+            damaged += 1
+            click.echo(f"{artifact}: {problem}")
+        for version in chosen:
+            assert version is not None
+            state = check_version(root, artifact, version)
+            label = f"{artifact}:v{version.version}"
+            if state.gone and not version.kept and version.step is not None:
+                click.echo(f"{label} deleted ({version.path}: the framework's keep policy)")
+            elif state.whole:
+                click.echo(f"{label} ok")
+            else:
+                damaged += 1
+                gone = [f"{root / artifact / version.path} is gone"] if state.gone else []
+                for problem in [*state.problems, *gone]:
+                    click.echo(f"{label} DAMAGED: {problem}")
+    if damaged:
+        sys.exit(EXIT_DAMAGED)

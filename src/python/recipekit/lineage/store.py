@@ -7,14 +7,26 @@ every container of every stage sees it at ``ARTIFACTS_ROOT`` (``/artifacts``). I
                                         stage's run directory name, ``<stage>-<hash12>``)
     <artifact>/<run>/kept/step_120/     a hard-linked copy of a step a later stage pins, so that
                                         the framework's keep policy cannot delete it
+    <artifact>/<name>/                  data or a model imported from outside (``store import``)
     <artifact>/v3 -> <run>/step_120     one version per saved checkpoint, numbered as W&B
     <artifact>/step-120 -> ...          numbers them, with W&B's aliases: ``step-N`` and
     <artifact>/latest -> ...            ``latest`` (the newest)
-    <artifact>/versions.json            every version: number, step, run, path, kept
+    <artifact>/.versions/v3.json        v3's completion marker: its manifest (every file's
+                                        name, size and sha256), written once its files are
+    <artifact>/versions.json            the index: every version, oldest first
+    <artifact>/.partial/                an import being copied; removed by the next run
 
 A stage reads ``/artifacts/<artifact>/<selector>`` (``refs.artifact_path``), so a pin
 (``run.model=super35-rl-rlvr-model:step-120``) is a path that exists exactly when that version
 was published. Links are relative, so the same store works at its host path and in containers.
+
+A version is whole or absent. Every change happens under the artifact's lock (``flock``) in
+one order: the files (an import's into ``.partial/``), the completion marker (temporary file,
+fsync, rename), the aliases as temporary links, then the index (temporary file, fsync,
+rename): that rename is the moment the version exists. Only renames follow it. Whatever is
+killed or runs out of space before it leaves the previous state, plus debris that the next
+import, publish or ``store verify`` removes first (``_recover``); after it, the same recovery
+finishes the links.
 
 A stage writes its checkpoints to ``/artifacts/<artifact>/${oc.env:RECIPEKIT_RUN}``: NeMo-RL and
 Megatron-Bridge resolve OmegaConf's ``oc.env`` when they load the config, and the job exports
@@ -24,19 +36,23 @@ resumes from the newest.
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import os
 import re
 import shutil
-from collections.abc import Collection, Mapping
+import tempfile
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from recipekit.lineage.refs import ARTIFACTS_ROOT, LATEST
-from recipekit.shared_files import exclusive, write_whole
+from recipekit.errors import Issue, RecipeError
+from recipekit.lineage.refs import ARTIFACTS_ROOT, LATEST, artifact_name_problem
+from recipekit.shared_files import exclusive
 
 RUN_VARIABLE = "RECIPEKIT_RUN"
 RUN_PLACEHOLDER = "${oc.env:" + RUN_VARIABLE + "}"
@@ -44,8 +60,31 @@ VERSIONS_FILE = "versions.json"
 # In the store's top directory: tells a mounted store from an empty mount point.
 STORE_MARKER = ".recipekit-artifact-store"
 KEPT = "kept"
+# Completion markers (with their manifests), one per version, in each artifact's directory.
+MARKERS = ".versions"
+# Where an import is copied before it becomes a version; emptied by every recovery.
+PARTIAL = ".partial"
+# In PARTIAL while an import's directory is being moved in: what to undo if it never commits.
+IMPORT_JOURNAL = "import.json"
+MARKER_FORMAT = 1
 # Checkpoint directories by step: NeMo-RL writes step_<N>, Megatron-Bridge iter_<N, 7 digits>.
 STEP_DIR = re.compile(r"^(?:step_|iter_)(\d+)$")
+# Names the store gives itself inside an artifact: an import under one would shadow an alias.
+_RESERVED_NAME = re.compile(r"^(?:v\d+|step-\d+|latest|kept)$")
+_HASH_CHUNK = 1 << 20
+
+
+class StoreError(RecipeError):
+    """The store cannot do what was asked (no store there, a bad name, a damaged index, no
+    space): one line naming what and where, never a traceback."""
+
+    def __init__(self, where: str, message: str, hint: str = "") -> None:
+        super().__init__([Issue(where, message, hint=hint)])
+
+
+def _phase(name: str) -> None:
+    """Called as an import or publish passes each of its phases: where the fault-injection
+    tests (``store_faults_test``) kill the process or fill the disk. Does nothing."""
 
 
 def init_store(root: Path) -> None:
@@ -126,12 +165,223 @@ class StoredVersion:
         return [f"v{self.version}", *([f"step-{self.step}"] if self.step is not None else [])]
 
 
+def require_store(root: Path) -> Path:
+    """``root`` as a Path, when an artifact store is there; a StoreError giving the command
+    that makes one otherwise (a typo must not silently start a second store)."""
+    if not isinstance(root, str | os.PathLike):
+        raise StoreError("store", f"a store path is a path, not {type(root).__name__}")
+    root = Path(root)
+    if not is_store(root):
+        what = "no artifact store" if root.exists() else "no such directory"
+        raise StoreError(str(root), what, hint=f"make one with: recipekit store init {root}")
+    return root
+
+
+def artifact_dir(root: Path, artifact: str) -> Path:
+    """The directory of ``artifact`` in the store at ``root`` (the name checked as a name)."""
+    problem = artifact_name_problem(artifact)
+    if problem:
+        raise StoreError("ARTIFACT", f"{artifact!r}: {problem}")
+    return require_store(root) / artifact
+
+
+def version_name_problem(name: object) -> str:
+    """Why ``name`` cannot name an imported version's folder, or "" when it can: a name, never
+    a path, and none of the names the store gives itself."""
+    if isinstance(name, str) and ("/" in name or ":" in name or name in {".", ".."}):
+        return "a version's name is a folder's name, never a path (no '/' or ':')"
+    problem = artifact_name_problem(name).replace("an artifact name", "a version's name")
+    if problem:
+        return problem
+    if _RESERVED_NAME.match(str(name)):
+        return "vN, step-N, latest and kept are the store's own names (its aliases)"
+    return ""
+
+
 def versions(root: Path, artifact: str) -> list[StoredVersion]:
-    """Every version of ``artifact`` in the store at ``root``, oldest first."""
-    file = root / artifact / VERSIONS_FILE
-    if not file.is_file():
+    """Every version of ``artifact`` in the store at ``root``, oldest first (none for an
+    artifact nothing has published yet). A damaged index is a StoreError saying how to
+    rebuild it."""
+    directory = artifact_dir(root, artifact)
+    listed = _read_index(directory)
+    if listed is None:
+        raise StoreError(
+            str(directory / VERSIONS_FILE),
+            "the index is damaged",
+            hint=f"recipekit store verify {root} {artifact} rebuilds it from the versions' "
+            "completion markers",
+        )
+    return listed
+
+
+def _read_index(directory: Path) -> list[StoredVersion] | None:
+    """The index's versions; [] without one, None when it cannot be read."""
+    file = directory / VERSIONS_FILE
+    try:
+        text = file.read_text()
+    except FileNotFoundError:
         return []
-    return [StoredVersion(**entry) for entry in json.loads(file.read_text())["versions"]]
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        return [_as_version(entry) for entry in json.loads(text)["versions"]]
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _as_version(entry: Any) -> StoredVersion:
+    if not isinstance(entry, dict):
+        raise TypeError("not a version")
+    version = StoredVersion(
+        entry["version"], entry["step"], entry["run"], entry["path"], entry.get("kept", False)
+    )
+    if not isinstance(version.version, int) or not isinstance(version.path, str):
+        raise TypeError("not a version")
+    if Path(version.path).is_absolute() or ".." in Path(version.path).parts:
+        raise ValueError("a version's path stays inside its artifact")
+    return version
+
+
+# --- manifests and completion markers ------------------------------------------------------
+
+
+def _marker(directory: Path, version: int) -> Path:
+    return directory / MARKERS / f"v{version}.json"
+
+
+def _marker_text(version: StoredVersion, files: list[dict[str, Any]]) -> bytes:
+    # ``meta`` is for what a later pipeline records of how a version was made (its action key,
+    # plan hash, input versions); the store keeps it and checks nothing in it.
+    body = {"format": MARKER_FORMAT, **attrs.asdict(version), "meta": {}, "files": files}
+    return (json.dumps(body, indent=1) + "\n").encode()
+
+
+def read_marker(directory: Path, version: int) -> dict[str, Any] | None:
+    """A version's completion marker (its manifest under ``files``); None when it has none or
+    it cannot be read."""
+    try:
+        body = json.loads(_marker(directory, version).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(body, dict) or not isinstance(body.get("files"), list):
+        return None
+    return body
+
+
+def _markers(directory: Path) -> dict[int, StoredVersion]:
+    found: dict[int, StoredVersion] = {}
+    folder = directory / MARKERS
+    if not folder.is_dir():
+        return found
+    for file in folder.iterdir():
+        match = re.fullmatch(r"v(\d+)\.json", file.name)
+        body = read_marker(directory, int(match.group(1))) if match else None
+        if body is None:
+            continue
+        try:
+            found[int(match.group(1))] = _as_version(body)  # type: ignore[union-attr]
+        except (ValueError, TypeError, KeyError):
+            continue
+    return found
+
+
+def _hash_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _walk(top: Path) -> Iterator[Path]:
+    """Every file and link under ``top`` (or ``top`` itself, a file), in a stable order."""
+    if not top.is_dir() or top.is_symlink():
+        yield top
+        return
+    for folder, dirs, files in os.walk(top):
+        dirs.sort()
+        for name in sorted(files + [d for d in dirs if Path(folder, d).is_symlink()]):
+            yield Path(folder, name)
+
+
+def _entry(path: Path, name: str, sha256: str | None = None) -> dict[str, Any]:
+    if path.is_symlink():
+        return {"name": name, "link": os.readlink(path)}
+    size = path.stat().st_size
+    return {"name": name, "size": size, "sha256": sha256 or _hash_file(path)}
+
+
+def _manifest(version_dir: Path) -> list[dict[str, Any]]:
+    """The manifest of a directory a framework wrote (read once, as it is published)."""
+    return [_entry(p, p.relative_to(version_dir).as_posix()) for p in _walk(version_dir)]
+
+
+def _copy_hashing(source: Path, target: Path) -> list[dict[str, Any]]:
+    """Copy ``source`` (a file or a directory) into the new directory ``target``, hashing each
+    file as it is written and syncing it to disk: its manifest. A link is copied as a link
+    when it stays inside ``source``; one leaving it is refused (it would read outside the
+    store)."""
+    target.mkdir()
+    top = source if source.is_dir() else source.parent
+    files: list[dict[str, Any]] = []
+    for path in _walk(source):
+        name = path.relative_to(top).as_posix()
+        out = target / name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink():
+            link = os.readlink(path)
+            inside = (path.parent / link).resolve().is_relative_to(source.resolve())
+            if os.path.isabs(link) or not inside:
+                raise StoreError(str(path), f"a link to {link}, outside what is imported")
+            out.symlink_to(link)
+            files.append({"name": name, "link": link})
+            continue
+        if not path.is_file():
+            raise StoreError(str(path), "neither a file, a directory nor a link")
+        digest = hashlib.sha256()
+        with open(path, "rb") as read, open(out, "xb") as write:
+            while chunk := read.read(_HASH_CHUNK):
+                digest.update(chunk)
+                write.write(chunk)
+            write.flush()
+            os.fsync(write.fileno())
+        shutil.copystat(path, out)
+        files.append({"name": name, "size": out.stat().st_size, "sha256": digest.hexdigest()})
+    for folder in {target, *(p.parent for p in target.rglob("*"))}:
+        _fsync_dir(folder)
+    return files
+
+
+def _fsync_dir(directory: Path) -> None:
+    handle = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def _write_synced(target: Path, data: bytes) -> None:
+    """``target`` whole or not at all, and on disk before it is renamed into place: a crash
+    (of the host, not only the process) leaves the old file or the new one."""
+    handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(target.parent)
+
+
+def _index_text(listed: list[StoredVersion]) -> bytes:
+    return json.dumps({"versions": [attrs.asdict(v) for v in listed]}, indent=1).encode()
+
+
+# --- changing the store: under the artifact's lock -------------------------------------------
 
 
 def _locked(directory: Path) -> AbstractContextManager[None]:
@@ -140,36 +390,119 @@ def _locked(directory: Path) -> AbstractContextManager[None]:
     return exclusive(directory / ".lock")
 
 
-def _link(directory: Path, alias: str, target: str) -> None:
-    tmp = directory / f".{alias}.tmp"
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    tmp.symlink_to(target)
-    tmp.replace(directory / alias)
+def _temporary_links(directory: Path, listed: list[StoredVersion]) -> dict[str, Path]:
+    """Each alias of ``listed`` that does not point where it should yet, made as a temporary
+    link beside it (what a link costs on disk is spent here, before the commit)."""
+    wanted: dict[str, str] = {}
+    for version in listed:
+        wanted.update({alias: version.path for alias in version.aliases})
+    if listed:
+        wanted[LATEST] = listed[-1].path
+    made: dict[str, Path] = {}
+    for alias, target in wanted.items():
+        link = directory / alias
+        if link.is_symlink() and os.readlink(link) == target:
+            continue
+        tmp = directory / f".{alias}.link.tmp"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(target)
+        made[alias] = tmp
+    return made
 
 
-def _keep(source: Path, target: Path) -> None:
+def _move_links(directory: Path, links: dict[str, Path]) -> None:
+    for alias, tmp in links.items():
+        tmp.replace(directory / alias)
+    if links:
+        _fsync_dir(directory)
+
+
+def _commit(directory: Path, listed: list[StoredVersion]) -> None:
+    """Make ``listed`` the artifact's versions: the aliases first as temporary links, then the
+    index (the commit), then the links renamed into place."""
+    links = _temporary_links(directory, listed)
+    _phase("links")
+    _write_synced(directory / VERSIONS_FILE, _index_text(listed))
+    _phase("index")
+    _move_links(directory, links)
+
+
+def _recover(directory: Path) -> list[str]:
+    """Bring an artifact back to a consistent state after an import or publish that was
+    killed or failed (under the lock): what it did, one line each."""
+    done: list[str] = []
+    directory.mkdir(exist_ok=True)
+    listed = _read_index(directory)
+    markers = _markers(directory)
+    if markers and not (directory / VERSIONS_FILE).exists():
+        listed = None  # the index was deleted: the markers say what was published
+    if listed is None:
+        listed = [markers[n] for n in sorted(markers)]
+        if [v.version for v in listed] != list(range(len(listed))):
+            raise StoreError(
+                str(directory / VERSIONS_FILE),
+                "the index is damaged and the completion markers have gaps "
+                f"({', '.join(f'v{v.version}' for v in listed)})",
+                hint="restore versions.json from a backup",
+            )
+        done.append(f"rebuilt {VERSIONS_FILE} from {len(listed)} completion markers")
+    committed = {v.version for v in listed}
+    journal = directory / PARTIAL / IMPORT_JOURNAL
+    try:
+        pending = json.loads(journal.read_text())
+    except (OSError, ValueError):
+        pending = None
+    if isinstance(pending, dict) and pending.get("version") not in committed:
+        name = str(pending.get("name", ""))
+        if not version_name_problem(name) and name not in {v.path for v in listed}:
+            shutil.rmtree(directory / name, ignore_errors=True)
+            done.append(f"removed {name}/, an import that never finished")
+    for number in set(markers) - committed:
+        _marker(directory, number).unlink(missing_ok=True)
+        done.append(f"removed the marker of v{number}, which was never published")
+    partial = directory / PARTIAL
+    if partial.is_dir() and any(partial.iterdir()):
+        shutil.rmtree(partial)
+        done.append(f"removed {PARTIAL}/ (a copy that never finished)")
+    for folder in (directory, directory / MARKERS):
+        for tmp in folder.glob(".*.tmp") if folder.is_dir() else ():
+            tmp.unlink(missing_ok=True)
+    for run_kept in directory.glob(f"*/{KEPT}/*.tmp"):
+        shutil.rmtree(run_kept, ignore_errors=True)
+    if done and done[0].startswith("rebuilt"):
+        _write_synced(directory / VERSIONS_FILE, _index_text(listed))
+    links = _temporary_links(directory, listed)
+    if links:
+        _move_links(directory, links)
+        done.append("pointed " + ", ".join(sorted(links)) + " at their versions")
+    return done
+
+
+def _failed(directory: Path, what: str, exc: OSError) -> StoreError:
+    """An OSError while changing the store, as one line; the store is recovered first."""
+    try:
+        _recover(directory)
+    except (OSError, RecipeError):
+        pass  # the next import, publish or verify recovers it
+    reason = (
+        "no space left on the store's filesystem"
+        if exc.errno == errno.ENOSPC
+        else (exc.strerror or str(exc))
+    )
+    where = exc.filename or directory
+    return StoreError(str(where), f"{what} failed: {reason}; nothing of it was published")
+
+
+def _keep(source: Path, target: Path, partial: Path) -> None:
     """A copy of ``source`` made of hard links: the framework deleting ``source`` (its keep
     policy) leaves the files, and the copy costs no space."""
     if target.exists():
         return
-    tmp = target.with_name(target.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+    partial.mkdir(exist_ok=True)
+    tmp = partial / f"kept-{target.name}"
     shutil.copytree(source, tmp, copy_function=os.link, symlinks=True)
+    target.parent.mkdir(exist_ok=True)
     tmp.replace(target)
-
-
-def _record(directory: Path, known: list[StoredVersion], added: list[StoredVersion]) -> None:
-    """Give each added version its alias links, move ``latest`` to the newest, and write the
-    whole list (under the artifact's lock)."""
-    if not added:
-        return
-    for version in added:
-        for alias in version.aliases:
-            _link(directory, alias, version.path)
-    _link(directory, LATEST, added[-1].path)
-    everything = [attrs.asdict(v) for v in [*known, *added]]
-    write_whole(directory / VERSIONS_FILE, json.dumps({"versions": everything}, indent=1))
 
 
 def publish(
@@ -186,26 +519,44 @@ def publish(
 
     A run that saves no checkpoints by step (an export writes one model) is one version, its
     whole directory, once it has ``finished`` well."""
-    directory = root / artifact
+    directory = artifact_dir(root, artifact)
     with _locked(directory):
-        known = versions(root, artifact)
-        seen = {(v.run, v.step) for v in known}
-        added: list[StoredVersion] = []
-        steps = saved_steps(directory / run)
-        written = directory / run
-        if finished and not steps and (run, None) not in seen and _has_files(written):
-            added.append(StoredVersion(len(known), None, run, run))
-        for step, saved in sorted(steps.items()):
-            if (run, step) in seen:
-                continue
-            path = f"{run}/{saved.name}"
-            kept = step in keep_steps
-            if kept:
-                _keep(saved, directory / run / KEPT / saved.name)
-                path = f"{run}/{KEPT}/{saved.name}"
-            added.append(StoredVersion(len(known) + len(added), step, run, path, kept))
-        _record(directory, known, added)
-        return added
+        try:
+            _recover(directory)
+            return _publish(directory, run, keep_steps, finished)
+        except OSError as exc:
+            raise _failed(directory, f"publishing {artifact} from {run}", exc) from None
+
+
+def _publish(
+    directory: Path, run: str, keep_steps: Collection[int], finished: bool
+) -> list[StoredVersion]:
+    known = _read_index(directory) or []
+    seen = {(v.run, v.step) for v in known}
+    added: list[StoredVersion] = []
+    steps = saved_steps(directory / run)
+    written = directory / run
+    if finished and not steps and (run, None) not in seen and _has_files(written):
+        added.append(StoredVersion(len(known), None, run, run))
+    for step, saved in sorted(steps.items()):
+        if (run, step) in seen:
+            continue
+        path = f"{run}/{saved.name}"
+        kept = step in keep_steps
+        if kept:
+            _keep(saved, directory / run / KEPT / saved.name, directory / PARTIAL)
+            path = f"{run}/{KEPT}/{saved.name}"
+        added.append(StoredVersion(len(known) + len(added), step, run, path, kept))
+    if not added:
+        return []
+    _phase("files")
+    (directory / MARKERS).mkdir(exist_ok=True)
+    for version in added:
+        marker = _marker_text(version, _manifest(directory / version.path))
+        _write_synced(_marker(directory, version.version), marker)
+    _phase("marker")
+    _commit(directory, [*known, *added])
+    return added
 
 
 def _has_files(directory: Path) -> bool:
@@ -215,18 +566,172 @@ def _has_files(directory: Path) -> bool:
 def import_version(root: Path, artifact: str, source: Path, *, name: str) -> StoredVersion:
     """Register data or a checkpoint from outside the pipeline as the next version of
     ``artifact`` (what ``data import`` / ``model import`` do): copied under ``<name>/``."""
-    init_store(root)
-    directory = root / artifact
+    problem = version_name_problem(name)
+    if problem:
+        raise StoreError("--name", f"{name!r}: {problem}")
+    directory = artifact_dir(root, artifact)
     with _locked(directory):
-        known = versions(root, artifact)
-        target = directory / name
-        if target.exists():
-            raise FileExistsError(f"{target} exists: import under another name")
-        if source.is_dir():
-            shutil.copytree(source, target, symlinks=True)
-        else:
-            target.mkdir()
-            shutil.copy2(source, target / source.name)
-        version = StoredVersion(len(known), None, name, name)
-        _record(directory, known, [version])
-        return version
+        try:
+            _recover(directory)
+            return _import(directory, Path(source), name)
+        except OSError as exc:
+            raise _failed(directory, f"importing {source} as {artifact}", exc) from None
+        except BaseException:
+            _recover(directory)
+            raise
+
+
+def _import(directory: Path, source: Path, name: str) -> StoredVersion:
+    known = _read_index(directory) or []
+    target = directory / name
+    if target.exists() or target.is_symlink() or name in {v.path for v in known}:
+        raise StoreError("--name", f"{target} exists", hint="import under another name")
+    partial = directory / PARTIAL / name
+    partial.parent.mkdir(exist_ok=True)
+    files = _copy_hashing(source, partial)
+    version = StoredVersion(len(known), None, name, name)
+    _phase("files")
+    (directory / MARKERS).mkdir(exist_ok=True)
+    journal = directory / PARTIAL / IMPORT_JOURNAL
+    _write_synced(journal, json.dumps({"name": name, "version": version.version}).encode())
+    partial.replace(target)
+    _phase("moved")
+    _write_synced(_marker(directory, version.version), _marker_text(version, files))
+    _phase("marker")
+    _commit(directory, [*known, version])
+    journal.unlink()
+    return version
+
+
+def recover(root: Path, artifact: str) -> list[str]:
+    """Finish or undo what an interrupted import or publish of ``artifact`` left (under its
+    lock): what was done, one line each."""
+    directory = artifact_dir(root, artifact)
+    if not directory.is_dir():
+        return []
+    with _locked(directory):
+        return _recover(directory)
+
+
+# --- checking versions against their manifests ---------------------------------------------
+
+
+@attrs.frozen
+class VersionState:
+    """What ``check_version`` found: problems name the file, ``gone`` a deleted version."""
+
+    version: StoredVersion
+    problems: tuple[str, ...] = ()
+    gone: bool = False
+
+    @property
+    def whole(self) -> bool:
+        return not self.problems and not self.gone
+
+
+def check_version(
+    root: Path, artifact: str, version: StoredVersion, *, content: bool = True
+) -> VersionState:
+    """``version`` against its completion marker: every file there with its size, and with its
+    sha256 when ``content`` (reading every byte: what ``store verify`` does; ``submit`` and
+    the job's preflight compare sizes). Nothing is changed."""
+    directory = root / artifact
+    where = directory / version.path
+    marker = read_marker(directory, version.version)
+    if marker is None:
+        missing = not _marker(directory, version.version).exists()
+        what = "has no completion marker" if missing else "has a damaged completion marker"
+        return VersionState(
+            version, (f"v{version.version} {what} ({_marker(directory, version.version)})",)
+        )
+    problems: list[str] = []
+    recorded = {k: marker.get(k) for k in ("version", "step", "run", "path")}
+    if recorded != {k: getattr(version, k) for k in recorded}:
+        problems.append(f"{_marker(directory, version.version)} describes another version")
+    if not where.is_dir():
+        return VersionState(version, tuple(problems), gone=True)
+    expected: set[str] = set()
+    for entry in marker["files"]:
+        name = str(entry.get("name", ""))
+        path = where / name
+        expected.add(name)
+        if "link" in entry:
+            if not path.is_symlink() or os.readlink(path) != entry["link"]:
+                problems.append(f"{path} is not the link to {entry['link']} its manifest lists")
+            continue
+        try:
+            size = path.stat().st_size
+        except OSError:
+            problems.append(f"{path} is missing")
+            continue
+        if size != entry.get("size"):
+            problems.append(f"{path} is {size} bytes, its manifest says {entry.get('size')}")
+        elif content and _hash_file(path) != entry.get("sha256"):
+            problems.append(f"{path} does not hold what its manifest's sha256 says")
+    for path in _walk(where):
+        name = path.relative_to(where).as_posix()
+        if name not in expected:
+            problems.append(f"{path} is not in the version's manifest")
+    return VersionState(version, tuple(problems))
+
+
+def link_problems(root: Path, artifact: str, listed: list[StoredVersion]) -> list[str]:
+    """Aliases that do not point at the version the index says (an interrupted publish)."""
+    directory = root / artifact
+    problems = []
+    wanted: dict[str, str] = {}
+    for version in listed:
+        wanted.update({alias: version.path for alias in version.aliases})
+    if listed:
+        wanted[LATEST] = listed[-1].path
+    for alias, target in wanted.items():
+        link = directory / alias
+        if not link.is_symlink() or os.readlink(link) != target:
+            problems.append(f"{link} does not point at {target}")
+    return problems
+
+
+def resolve_selector(listed: list[StoredVersion], selector: str) -> StoredVersion | None:
+    """The version ``latest``, ``vN`` or ``step-N`` names, as the store's links point."""
+    if not listed:
+        return None
+    if selector == LATEST:
+        return listed[-1]
+    if re.fullmatch(r"v\d+", selector):
+        number = int(selector[1:])
+        return listed[number] if number < len(listed) else None
+    if re.fullmatch(r"step-\d+", selector):
+        step = int(selector[5:])
+        found = [v for v in listed if v.step == step]
+        return found[-1] if found else None
+    return None
+
+
+def input_problem(root: Path, artifact: str, selector: str) -> str | None:
+    """Why a stage must not read ``artifact:selector`` from the store at ``root`` (absent,
+    incomplete, deleted or damaged, naming the file), or None when it is whole by its
+    manifest's sizes. Cheap enough for every submit and every node's preflight."""
+    ref = f"{artifact}:{selector}"
+    try:
+        listed = versions(root, artifact)
+    except RecipeError as exc:
+        return f"{ref}: {exc.render()}"
+    version = resolve_selector(listed, selector)
+    if version is None:
+        return (
+            f"{ref} has no such version in the artifact store (has its producing stage "
+            "published it?)"
+        )
+    link = root / artifact / selector
+    if not link.is_symlink() or os.readlink(link) != version.path:
+        return (
+            f"{ref}: {link} does not point at v{version.version} ({version.path}), an "
+            f"interrupted publish (recipekit store verify STORE {artifact} repairs it)"
+        )
+    state = check_version(root, artifact, version, content=False)
+    if state.gone:
+        return f"{ref} (v{version.version}) was deleted: {root / artifact / version.path} is gone"
+    if state.problems:
+        more = f" (and {len(state.problems) - 1} more)" if len(state.problems) > 1 else ""
+        return f"{ref} (v{version.version}) is damaged: {state.problems[0]}{more}"
+    return None

@@ -5,8 +5,14 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from recipekit.lineage.store import (
     RUN_PLACEHOLDER,
+    StoreError,
+    check_version,
+    input_problem,
+    recover,
     import_version,
     init_store,
     is_store,
@@ -60,6 +66,7 @@ def test_every_saved_step_becomes_a_version_with_step_and_latest_aliases(tmp_pat
 
 
 def test_a_pinned_step_survives_the_frameworks_keep_policy(tmp_path: Path) -> None:
+    init_store(tmp_path)
     saved = _save(tmp_path, 120)
     [version] = publish(tmp_path, ARTIFACT, RUN, keep_steps=(120,))
     assert version.kept and version.path == f"{RUN}/kept/step_120"
@@ -71,6 +78,7 @@ def test_a_pinned_step_survives_the_frameworks_keep_policy(tmp_path: Path) -> No
 
 
 def test_a_second_run_adds_versions_after_the_first(tmp_path: Path) -> None:
+    init_store(tmp_path)
     _save(tmp_path, 10)
     publish(tmp_path, ARTIFACT, RUN)
     _save(tmp_path, 10, run="rlvr-000000000000")
@@ -79,14 +87,15 @@ def test_a_second_run_adds_versions_after_the_first(tmp_path: Path) -> None:
     assert os.readlink(tmp_path / ARTIFACT / "step-10") == "rlvr-000000000000/step_10"
 
 
-def test_imported_data_is_a_version_and_marks_the_store(tmp_path: Path) -> None:
+def test_imported_data_is_a_version(tmp_path: Path) -> None:
     source = tmp_path / "blend"
     source.mkdir()
     (source / "train.jsonl").write_text("{}\n")
     store = tmp_path / "store"
-    assert not is_store(store)
+    init_store(store)
+    assert is_store(store)
     version = import_version(store, "super35-sft-data", source, name="import-1")
-    assert is_store(store) and version.version == 0 and version.step is None
+    assert version.version == 0 and version.step is None
     assert (store / "super35-sft-data" / "latest" / "train.jsonl").read_text() == "{}\n"
 
 
@@ -127,3 +136,124 @@ def test_a_finished_run_that_wrote_nothing_publishes_nothing(tmp_path: Path) -> 
     (tmp_path / "model" / "run").mkdir(parents=True)
     assert publish(tmp_path, "model", "run", finished=True) == []
     assert versions(tmp_path, "model") == []
+
+
+# --- whole or absent -------------------------------------------------------------------------
+
+
+def _imported(tmp_path: Path, name: str = "blend-1") -> tuple[Path, str]:
+    source = tmp_path / "source"
+    (source / "shards").mkdir(parents=True, exist_ok=True)
+    (source / "train.jsonl").write_text('{"prompt": "2+2?"}\n')
+    (source / "shards" / "00.bin").write_bytes(b"\x00\x01" * 1000)
+    store = tmp_path / "store"
+    init_store(store)
+    import_version(store, DATA, source, name=name)
+    return store, name
+
+
+DATA = "super35-sft-data"
+
+
+def test_every_version_has_a_manifest_that_verify_checks(tmp_path: Path) -> None:
+    store, name = _imported(tmp_path)
+    [version] = versions(store, DATA)
+    marker = json.loads((store / DATA / ".versions" / "v0.json").read_text())
+    assert sorted(f["name"] for f in marker["files"]) == ["shards/00.bin", "train.jsonl"]
+    assert {f["name"]: f["size"] for f in marker["files"]}["shards/00.bin"] == 2000
+    assert marker["meta"] == {} and marker["path"] == name
+    assert check_version(store, DATA, version).whole
+    assert input_problem(store, DATA, "latest") is None
+
+    # Truncated to 0 bytes: the size says so, without reading the data.
+    shard = store / DATA / name / "shards" / "00.bin"
+    shard.write_bytes(b"")
+    problem = input_problem(store, DATA, "v0")
+    assert problem is not None and f"{shard} is 0 bytes, its manifest says 2000" in problem
+    # The same size, other bytes: only the hashes (store verify) tell.
+    shard.write_bytes(b"\x00\x02" * 1000)
+    assert input_problem(store, DATA, "v0") is None
+    [damaged] = check_version(store, DATA, version).problems
+    assert damaged == f"{shard} does not hold what its manifest's sha256 says"
+
+
+def test_an_emptied_or_deleted_version_is_refused(tmp_path: Path) -> None:
+    store, name = _imported(tmp_path)
+    for file in (store / DATA / name).rglob("*.*"):
+        file.unlink()
+    problem = input_problem(store, DATA, "latest")
+    assert problem is not None and "train.jsonl is missing" in problem
+    shutil.rmtree(store / DATA / name)
+    problem = input_problem(store, DATA, "latest")
+    assert problem is not None and "was deleted" in problem
+    [version] = versions(store, DATA)
+    assert check_version(store, DATA, version).gone
+
+
+def test_names_are_names_never_paths(tmp_path: Path) -> None:
+    store, _ = _imported(tmp_path)
+    source = tmp_path / "source"
+    before = sorted(p.name for p in (store / DATA).iterdir())
+    for bad in ("/abs/x", "../x", "a/b", ".hidden", "v1", "step-3", "latest", "kept", ""):
+        with pytest.raises(StoreError) as caught:
+            import_version(store, DATA, source, name=bad)
+        assert caught.value.issues[0].path == "--name", bad
+    for bad_artifact in ("../x", "a/b", "/abs"):
+        with pytest.raises(StoreError):
+            import_version(store, bad_artifact, source, name="ok")
+    assert sorted(p.name for p in (store / DATA).iterdir()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["source", "store"]
+    # A link leaving what is imported would read outside the store.
+    (source / "escape").symlink_to("/etc/passwd")
+    with pytest.raises(StoreError, match="outside what is imported"):
+        import_version(store, DATA, source, name="with-link")
+    assert not (store / DATA / "with-link").exists()
+    assert not list((store / DATA / ".partial").glob("*"))
+
+
+def test_a_missing_store_is_an_error_giving_the_command(tmp_path: Path) -> None:
+    missing = tmp_path / "typo"
+    with pytest.raises(StoreError, match=f"recipekit store init {missing}"):
+        import_version(missing, DATA, tmp_path, name="x")
+    with pytest.raises(StoreError, match="no such directory"):
+        versions(missing, DATA)
+    assert not missing.exists()
+    with pytest.raises(StoreError, match="a store path is a path, not int"):
+        versions(42, DATA)  # type: ignore[arg-type]
+
+
+def test_a_damaged_index_is_an_error_and_recovery_rebuilds_it(tmp_path: Path) -> None:
+    store, name = _imported(tmp_path)
+    import_version(store, DATA, tmp_path / "source", name="blend-2")
+    index = store / DATA / "versions.json"
+    index.write_text(index.read_text()[:20])
+    with pytest.raises(StoreError, match="the index is damaged"):
+        versions(store, DATA)
+    assert recover(store, DATA) == ["rebuilt versions.json from 2 completion markers"]
+    assert [v.path for v in versions(store, DATA)] == [name, "blend-2"]
+
+
+def test_a_killed_import_leaves_nothing_a_retry_trips_on(tmp_path: Path) -> None:
+    store, _ = _imported(tmp_path)
+    # What an import killed after moving its copy in (before the index) leaves.
+    artifact = store / DATA
+    shutil.copytree(artifact / "blend-1", artifact / ".partial" / "half")
+    shutil.copytree(artifact / "blend-1", artifact / "blend-2")
+    (artifact / ".partial" / "import.json").write_text('{"name": "blend-2", "version": 1}')
+    (artifact / ".versions" / "v1.json").write_text("{")
+    version = import_version(store, DATA, tmp_path / "source", name="blend-2")
+    assert version.version == 1
+    assert all(check_version(store, DATA, v).whole for v in versions(store, DATA))
+    assert not list((artifact / ".partial").glob("*"))
+
+
+def test_links_behind_the_index_are_refused_and_repaired(tmp_path: Path) -> None:
+    store, _ = _imported(tmp_path)
+    import_version(store, DATA, tmp_path / "source", name="blend-2")
+    latest = store / DATA / "latest"
+    latest.unlink()
+    latest.symlink_to("blend-1")
+    problem = input_problem(store, DATA, "latest")
+    assert problem is not None and "interrupted publish" in problem
+    assert recover(store, DATA) == ["pointed latest at their versions"]
+    assert input_problem(store, DATA, "latest") is None
