@@ -24,6 +24,12 @@ from recipekit.nemo_rl.derivations import RULES, Derivation
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
 from recipekit.nemo_rl.layout import Layout, compute_layout, layout_candidates
 from recipekit.nemo_rl.memory import estimate as estimate_memory
+from recipekit.nemo_rl.rules import (
+    ERROR_CHECKS_SUPER35,
+    ERROR_CHECKS_SUPER_V3,
+    WARNING_CHECKS_SUPER35,
+    WARNING_CHECKS_SUPER_V3,
+)
 from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
 from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig
 from recipekit.nemo_rl.summary import grpo_summary
@@ -39,8 +45,8 @@ class NemoRLGrpo(FrameworkBase):
     launch: Launch = "ray"
     image: str = "nemo-rl"
     rules: tuple[Derivation, ...] = RULES
-    error_checks: tuple[Check, ...] = ERROR_CHECKS
-    warning_checks: tuple[Check, ...] = WARNING_CHECKS
+    error_checks: tuple[Check, ...] = ERROR_CHECKS + ERROR_CHECKS_SUPER_V3
+    warning_checks: tuple[Check, ...] = WARNING_CHECKS + WARNING_CHECKS_SUPER_V3
     context_type: ClassVar[type] = CheckContext
 
     def layout(self, config: Any, hardware: Hardware) -> Layout:
@@ -112,5 +118,6 @@ NEMO_RL_SUPER35 = NemoRLGrpo(
     config_type=GRPOMasterConfigMain,
     image="nemo-rl-super35",
     rules=RULES_MAIN,
-    warning_checks=WARNING_CHECKS_MAIN,
+    error_checks=ERROR_CHECKS + ERROR_CHECKS_SUPER35,
+    warning_checks=WARNING_CHECKS_MAIN + WARNING_CHECKS_SUPER35,
 )

@@ -1,0 +1,23 @@
+"""Where an upstream rule lives, in the words a message quotes: ``file:line @ version``.
+
+A rule both NeMo-RL versions state sits at different lines; the config's type says which
+version runs (main's schema is super-v3.5-posttraining's).
+"""
+
+from __future__ import annotations
+
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
+
+SUPER_V3 = "super-v3"
+SUPER35 = "super-v3.5-posttraining"
+
+
+def on_super35(ctx: CheckContext) -> bool:
+    return isinstance(ctx.config, GRPOMasterConfigMain)
+
+
+def cite(ctx: CheckContext, file: str, *, v3: int = 0, v35: int = 0) -> str:
+    """``file:line @ version`` for the version the stage runs (0: the rule is not in it)."""
+    version, line = (SUPER35, v35) if on_super35(ctx) else (SUPER_V3, v3)
+    return f"{file}:{line} @ {version}"

@@ -1,0 +1,134 @@
+"""Rules on how generation is set up: NeMo Gym's server, the FP8 KV cache, internal keys."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.markers import UNSET
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.citation import cite, on_super35
+
+VLLM = "policy.generation.vllm_cfg"
+GRPO_PY = "nemo_rl/algorithms/grpo.py"
+NEMO_GYM_PY = "nemo_rl/environments/nemo_gym.py"
+
+
+def _uses_nemo_gym(ctx: CheckContext) -> bool:
+    return getattr(ctx.config.env, "should_use_nemo_gym", None) is True
+
+
+def nemo_gym_needs_the_async_engine(ctx: CheckContext) -> Iterator[Issue]:
+    """nemo_gym.py:90 (super-v3.5), grpo.py:1249 (super-v3): Gym's agents call an async engine."""
+    vllm = ctx.vllm
+    if _uses_nemo_gym(ctx) and vllm is not None and vllm.async_engine is not True:
+        where = cite(ctx, NEMO_GYM_PY, v35=90) if on_super35(ctx) else cite(ctx, GRPO_PY, v3=1249)
+        yield Issue(
+            f"{VLLM}.async_engine",
+            f"NeMo-RL refuses NeMo Gym rollouts without an async generation engine ({where})",
+            value=vllm.async_engine,
+            hint="set it true",
+        )
+
+
+def nemo_gym_needs_the_http_server(ctx: CheckContext) -> Iterator[Issue]:
+    """nemo_gym.py:113 (super-v3.5), grpo.py:1257 (super-v3): Gym reaches vLLM over HTTP."""
+    vllm = ctx.vllm
+    if _uses_nemo_gym(ctx) and vllm is not None and vllm.expose_http_server is not True:
+        where = cite(ctx, NEMO_GYM_PY, v35=113) if on_super35(ctx) else cite(ctx, GRPO_PY, v3=1257)
+        yield Issue(
+            f"{VLLM}.expose_http_server",
+            f"NeMo-RL refuses NeMo Gym rollouts unless the generation server is exposed ({where})",
+            value=None if vllm.expose_http_server is UNSET else vllm.expose_http_server,
+            hint="set it true",
+        )
+
+
+def _fp8_kv_cache(ctx: CheckContext) -> bool:
+    """An FP8 KV cache past upstream's first assert on it (precision fp8, which
+    ``recipekit.nemo_rl.checks.vllm_fits_generation_gpus`` reports): the asserts below run
+    only then."""
+    vllm, gen = ctx.vllm, ctx.generation
+    return (
+        vllm is not None
+        and gen is not None
+        and gen.backend == "vllm"
+        and vllm.kv_cache_dtype.startswith("fp8")
+        and vllm.precision == "fp8"
+    )
+
+
+def fp8_kv_cache_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:769 (super-v3), :1332 (super-v3.5): no FP8 KV cache with the DTensor backend."""
+    if _fp8_kv_cache(ctx) and ctx.config.policy.dtensor_cfg.enabled:
+        yield Issue(
+            f"{VLLM}.kv_cache_dtype",
+            "NeMo-RL's GRPO setup refuses an FP8 KV cache with policy.dtensor_cfg.enabled "
+            f"({cite(ctx, GRPO_PY, v3=769, v35=1332)})",
+            value=ctx.vllm.kv_cache_dtype if ctx.vllm else None,
+        )
+
+
+def fp8_kv_cache_without_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:772 (super-v3), :1335 (super-v3.5): no FP8 KV cache with async rollouts."""
+    vllm = ctx.vllm
+    if _fp8_kv_cache(ctx) and vllm is not None and vllm.async_engine:
+        yield Issue(
+            f"{VLLM}.kv_cache_dtype",
+            "NeMo-RL's GRPO setup refuses an FP8 KV cache with async rollouts "
+            f"(vllm_cfg.async_engine) ({cite(ctx, GRPO_PY, v3=772, v35=1335)})",
+            value=vllm.kv_cache_dtype,
+        )
+
+
+def fp8_kv_cache_needs_one_pipeline_stage(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:775 (super-v3), :1338 (super-v3.5): FP8 KV cache scales sync only at PP = 1."""
+    m = ctx.megatron
+    if _fp8_kv_cache(ctx) and m is not None and m.pipeline_model_parallel_size != 1:
+        yield Issue(
+            "policy.megatron_cfg.pipeline_model_parallel_size",
+            "NeMo-RL's GRPO setup refuses an FP8 KV cache in generation unless the Megatron "
+            f"policy has one pipeline stage ({cite(ctx, GRPO_PY, v3=775, v35=1338)})",
+            value=m.pipeline_model_parallel_size,
+        )
+
+
+def vlm_needs_the_tokenizer_in_vllm(ctx: CheckContext) -> Iterator[Issue]:
+    """run_grpo_nemo_gym.py:186 (super-v3.5): a vision-language model's prompts are
+    tokenised inside vLLM."""
+    vllm = ctx.vllm
+    is_vlm = getattr(ctx.config.policy, "is_vlm", None) is True
+    if is_vlm and vllm is not None and vllm.skip_tokenizer_init is True:
+        yield Issue(
+            f"{VLLM}.skip_tokenizer_init",
+            "NeMo-RL's NeMo Gym runner refuses it with policy.is_vlm: a VLM needs vLLM's "
+            "tokenizer (examples/nemo_gym/run_grpo_nemo_gym.py:186 @ super-v3.5-posttraining)",
+            value=True,
+            hint="set it false",
+        )
+
+
+def pad_token_id_is_overwritten(ctx: CheckContext) -> Iterator[Issue]:
+    """models/generation/__init__.py:31 (super-v3), :37 (super-v3.5): a warning; NeMo-RL
+    replaces ``_pad_token_id`` with the tokenizer's."""
+    gen = ctx.generation
+    value = getattr(gen, "pad_token_id", UNSET) if gen is not None else UNSET
+    if value is not UNSET:
+        where = cite(ctx, "nemo_rl/models/generation/__init__.py", v3=31, v35=37)
+        yield Issue(
+            "policy.generation._pad_token_id",
+            f"NeMo-RL overwrites it with the tokenizer's pad_token_id ({where})",
+            value=value,
+            hint="remove it",
+        )
+
+
+ERROR_CHECKS = (
+    nemo_gym_needs_the_async_engine,
+    nemo_gym_needs_the_http_server,
+    fp8_kv_cache_needs_megatron,
+    fp8_kv_cache_without_async_rollouts,
+    fp8_kv_cache_needs_one_pipeline_stage,
+    vlm_needs_the_tokenizer_in_vllm,
+)
+WARNING_CHECKS = (pad_token_id_is_overwritten,)
