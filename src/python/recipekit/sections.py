@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, get_args, get_origin
 
-import attr._make
 import attrs
 
 from recipekit.errors import FieldError, Issue, RecipeError, did_you_mean, join_path
@@ -32,35 +31,53 @@ def section(
 ) -> Callable[[type[T]], type[T]]:
     """Make the attrs class ``cls`` a config section found at ``path`` in the framework config.
 
-    Apply it over ``@frozen_section(kw_only=True, repr=False, eq=False)``, which type checkers
-    read as ``attrs.frozen``; the section gets an ``__init__``, ``__repr__``, ``__eq__`` and
-    ``__hash__`` written once here rather than compiled by attrs for each class.
+    Apply it over ``@frozen_section(kw_only=True, repr=False, eq=False)``, which is
+    ``attrs.frozen`` with attrs' ``__init__`` kept as ``__attrs_init__``: the section's
+    ``__init__`` checks every keyword (unknown keys, types, required keys) and then calls
+    attrs' own, so defaults, factories, validators and ``__attrs_post_init__`` run exactly as
+    attrs runs them; ``__repr__``, ``__eq__`` and ``__hash__`` are written once here and honour
+    each field's ``repr``, ``eq`` and ``hash``. What a section cannot honour (a converter, an
+    attrs alias) is refused when the class is made.
 
     ``aliases`` maps a Python field name to the framework's key where the key is not a valid
     or not a public Python name (``v2`` -> ``_v2``).
     """
 
     def wrap(cls: type[T]) -> type[T]:
-        decorated = cls
-        if not attrs.has(cls) or "__init__" in cls.__dict__:
+        if not attrs.has(cls) or "__init__" in cls.__dict__ or "__attrs_init__" not in cls.__dict__:
             raise TypeError(
                 f"@section goes above @frozen_section(kw_only=True, repr=False, eq=False) on "
                 f"{cls.__name__}"
             )
-        made = cls
+        made: Any = cls
         attrs.resolve_types(made)
+        _refuse_unsupported(made)
         setattr(made, SECTION_PATH, path)
         setattr(made, ALIASES, dict(aliases or {}))
-        checks = {f.name: _checker(f.type) for f in attrs.fields(made)}
+        fields = attrs.fields(made)
+        checks = {f.name: _checker(f.type) for f in fields if f.init}
         setattr(made, _CHECKS, checks)
-        set_fields = _fields_setter(made)
+        setattr(made, _COMPARED, _compared_fields(fields))
+        computed = frozenset(f.name for f in fields if not f.init)
         names = frozenset(checks)
-        required = frozenset(f.name for f in attrs.fields(made) if f.default is attrs.NOTHING)
+        by_name = attrs.fields_dict(made)
+        required = frozenset(n for n in names if by_name[n].default is attrs.NOTHING)
 
         def __init__(self: Any, **kwargs: Any) -> None:
+            if type(self) is not made and SECTION_PATH not in type(self).__dict__:
+                # A subclass attrs made without @section would be built by this class's
+                # __init__ and with this class's fields: refused, not silently wrong.
+                raise TypeError(
+                    f"{type(self).__name__} subclasses the section {made.__name__}: declare it "
+                    "with @section as well"
+                )
             unknown = [k for k in kwargs if k not in names]
             issues = [
-                Issue(key_of(made, k), "unknown key", hint=did_you_mean(k, key_names(made)))
+                Issue(
+                    key_of(made, k),
+                    "is computed by the section, not set" if k in computed else "unknown key",
+                    hint="" if k in computed else did_you_mean(k, key_names(made)),
+                )
                 for k in unknown
             ]
             issues += [
@@ -77,10 +94,18 @@ def section(
             if issues:
                 raise SectionError(made, issues)
             try:
-                set_fields(self, kwargs)
+                self.__attrs_init__(**kwargs)
             except FieldError as exc:
                 name = _failing_field(exc, made)
                 issue = Issue(key_of(made, name), exc.message, value=exc.value, hint=exc.hint)
+                raise SectionError(made, [issue]) from None
+            except (TypeError, ValueError) as exc:
+                # attrs' own validators pass the Attribute as their second argument.
+                field = exc.args[1] if len(exc.args) > 1 else None
+                if not isinstance(field, attrs.Attribute):
+                    raise
+                value = getattr(self, field.name, None)
+                issue = Issue(key_of(made, field.name), str(exc.args[0]), value=value)
                 raise SectionError(made, [issue]) from None
 
         setattr(made, "__init__", __init__)  # noqa: B010 - attrs made none (init=False)
@@ -89,17 +114,17 @@ def section(
         if "__eq__" not in made.__dict__:
             setattr(made, "__eq__", _section_eq)  # noqa: B010
             setattr(made, "__hash__", _section_hash)  # noqa: B010
-        return decorated
+        return made  # type: ignore[no-any-return]
 
     return wrap
 
 
 # attrs compiles an __init__, __repr__, __eq__ and __hash__ for every class it makes: for the
-# ~150 sections, about half of `plan`'s start-up. A section is therefore declared
-# @frozen_section(kw_only=True, repr=False, eq=False), and these four, written once, behave as
-# attrs' would: every field set from its keyword or default (a Factory called), then each
-# validator run in field order; the class name and its fields in order; equal when of one
-# class with equal fields; hashed by them.
+# ~150 sections, much of `plan`'s start-up. A section is therefore declared
+# @frozen_section(kw_only=True, repr=False, eq=False): attrs compiles only its __init__ (as
+# __attrs_init__, which the section's checking __init__ calls); __repr__, __eq__ and __hash__
+# are written once below and behave as attrs' would (sections_test.py compares them with plain
+# attrs classes for every section in the tree).
 
 if typing.TYPE_CHECKING:
     # Type checkers see attrs' own decorator, so mypy's attrs plugin knows each section's
@@ -108,74 +133,58 @@ if typing.TYPE_CHECKING:
 else:
 
     def frozen_section(**options: Any) -> Callable[[type[T]], type[T]]:
-        """``attrs.frozen(**options)`` without attrs' __init__: @section writes it."""
-        make = attrs.frozen(**options, init=False)
-
-        def frozen(cls: type[T]) -> type[T]:
-            # Given init=False, attrs still compiles an __attrs_init__ (for a hand-written
-            # __init__ to call); ours does not, so the class builder is told to skip it. attrs
-            # is pinned by the lockfile; sections_test.py fails if this stops holding.
-            builder = attr._make._ClassBuilder
-            add_attrs_init = builder.add_attrs_init
-            builder.add_attrs_init = _skip  # type: ignore[method-assign]
-            try:
-                return make(cls)
-            finally:
-                builder.add_attrs_init = add_attrs_init  # type: ignore[method-assign]
-
-        return frozen
-
-    def _skip(builder: Any) -> Any:
-        return builder
+        """``attrs.frozen(**options)`` with attrs' __init__ made as ``__attrs_init__``, for
+        @section's __init__ to call."""
+        return attrs.frozen(**options, init=False)
 
 
-def _fields_setter(cls: type) -> Callable[[Any, dict[str, Any]], None]:
-    fields = attrs.fields(cls)
-    # What attrs' __init__ would do and this one does not: refused here, not silently skipped.
-    unsupported = [f.name for f in fields if f.converter is not None or f.alias != f.name]
+def _refuse_unsupported(cls: type) -> None:
+    # A section's keys are checked against their annotations before attrs sees them, by the
+    # field's own name: a converter would change the value after the check, an alias the name.
+    unsupported = [
+        f.name for f in attrs.fields(cls) if f.converter is not None or f.alias != f.name
+    ]
     if unsupported:
         raise TypeError(
-            f"{cls.__name__}: a section's __init__ runs no converter and takes each field by "
-            f"its own name; {', '.join(unsupported)} would need attrs' (convert in a validator "
-            "or the recipe, and map a framework key with @section(aliases=...))"
+            f"{cls.__name__}: a section checks each value against its annotation and takes each "
+            f"field by its own name; {', '.join(unsupported)} would need a converter or an "
+            "attrs alias (convert in a validator or the recipe, and map a framework key with "
+            "@section(aliases=...))"
         )
-    validated = [f for f in fields if f.validator is not None]
-
-    def set_fields(self: Any, values: dict[str, Any]) -> None:
-        for f in fields:
-            if f.name in values:
-                value = values[f.name]
-            elif isinstance(f.default, attrs.Factory):  # type: ignore[arg-type]
-                factory = f.default.factory
-                value = factory(self) if f.default.takes_self else factory()
-            else:
-                value = f.default
-            object.__setattr__(self, f.name, value)
-        if attrs.validators.get_disabled():
-            return
-        for f in validated:
-            f.validator(self, f, getattr(self, f.name))
-
-    return set_fields
 
 
-def _values(obj: Any) -> tuple[Any, ...]:
-    return tuple(getattr(obj, f.name) for f in attrs.fields(type(obj)))
+_COMPARED = "__section_compared__"
+
+
+def _compared_fields(
+    fields: Sequence[attrs.Attribute[Any]],
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, Any], ...]]:
+    """The fields equality, hashing and repr read, as each field's eq, hash and repr say."""
+    eq = tuple(f.name for f in fields if f.eq)
+    hashed = tuple(f.name for f in fields if (f.eq if f.hash is None else f.hash))
+    shown = tuple((f.name, f.repr) for f in fields if f.repr is not False)
+    return eq, hashed, shown
 
 
 def _section_repr(self: Any) -> str:
-    fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in attrs.fields(type(self)))
-    return f"{type(self).__qualname__.rsplit('>.', 1)[-1]}({fields})"
+    _, _, shown = getattr(type(self), _COMPARED)
+    parts = []
+    for name, how in shown:
+        value = getattr(self, name)
+        parts.append(f"{name}={how(value) if callable(how) else repr(value)}")
+    return f"{type(self).__qualname__.rsplit('>.', 1)[-1]}({', '.join(parts)})"
 
 
 def _section_eq(self: Any, other: Any) -> Any:
     if other.__class__ is not self.__class__:
         return NotImplemented
-    return _values(self) == _values(other)
+    eq, _, _ = getattr(type(self), _COMPARED)
+    return tuple(getattr(self, n) for n in eq) == tuple(getattr(other, n) for n in eq)
 
 
 def _section_hash(self: Any) -> int:
-    return hash((type(self), _values(self)))
+    _, hashed, _ = getattr(type(self), _COMPARED)
+    return hash((type(self), tuple(getattr(self, name) for name in hashed)))
 
 
 class SectionError(RecipeError):

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-import attr._make
 import attrs
 import pytest
 
@@ -17,7 +17,14 @@ from recipekit.nemo_rl.schema_super_v3 import (
     SchedulerMilestones,
     VllmConfig,
 )
-from recipekit.sections import frozen_section, optional, required, section
+from recipekit.sections import (
+    SECTION_PATH,
+    frozen_section,
+    is_section,
+    optional,
+    required,
+    section,
+)
 
 
 def _only_issue(exc: pytest.ExceptionInfo[RecipeError]) -> str:
@@ -118,7 +125,7 @@ def test_a_sections_repr_eq_and_hash_behave_as_attrs_would() -> None:
     assert len({lean, twin}) == 1
 
 
-def test_a_sections_init_behaves_as_attrs_would_and_attrs_compiles_none() -> None:
+def test_a_sections_init_is_attrs_own() -> None:
     seen: list[tuple[str, int]] = []
 
     def note(instance: Any, attribute: Any, value: int) -> None:
@@ -136,7 +143,6 @@ def test_a_sections_init_behaves_as_attrs_would_and_attrs_compiles_none() -> Non
             default=attrs.Factory(lambda self: self.first * 10, takes_self=True)
         )
 
-    assert "__attrs_init__" not in Lean.__dict__
     lean = Lean(first=1)
     assert (lean.first, lean.second, lean.many, lean.derived_from_self) == (1, 7, {}, 10)
     assert seen == [("first", 1), ("second", 7)]
@@ -147,9 +153,73 @@ def test_a_sections_init_behaves_as_attrs_would_and_attrs_compiles_none() -> Non
     assert seen[-1] == ("second", 8)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         lean.first = 2  # type: ignore[misc]
-    # attrs' class builder still has the step frozen_section skips: an attrs upgrade that
-    # renames it fails here instead of compiling an __attrs_init__ per section again.
-    assert callable(attr._make._ClassBuilder.add_attrs_init)
+
+
+def test_post_init_runs_and_computed_fields_are_not_keywords() -> None:
+    @section("demo")
+    @frozen_section(kw_only=True, repr=False, eq=False)
+    class Lean:
+        size: int = required()
+        double: int = attrs.field(init=False)
+
+        def __attrs_post_init__(self) -> None:
+            object.__setattr__(self, "double", 2 * self.size)
+
+    assert Lean(size=3).double == 6
+    with pytest.raises(RecipeError) as exc:
+        Lean(size=3, double=5)  # type: ignore[call-arg]
+    assert _only_issue(exc) == "demo.double: is computed by the section, not set"
+
+
+def test_field_level_eq_repr_and_hash_are_honoured() -> None:
+    @section("demo")
+    @frozen_section(kw_only=True, repr=False, eq=False)
+    class Lean:
+        size: int = required()
+        note: str = attrs.field(default="", eq=False, repr=False)
+        shown: int = attrs.field(default=1, repr=lambda v: f"<{v}>")
+
+    @attrs.frozen(kw_only=True)
+    class Compiled:
+        size: int
+        note: str = attrs.field(default="", eq=False, repr=False)
+        shown: int = attrs.field(default=1, repr=lambda v: f"<{v}>")
+
+    a, b = Lean(size=1, note="x"), Lean(size=1, note="y")
+    assert a == b and hash(a) == hash(b)
+    assert repr(a) == repr(Compiled(size=1, note="x")).replace("Compiled", "Lean")
+
+
+def test_attrs_own_validators_are_answered_with_the_key_path() -> None:
+    @section("demo.part")
+    @frozen_section(kw_only=True, repr=False, eq=False)
+    class Lean:
+        mode: str = attrs.field(default="a", validator=attrs.validators.in_(("a", "b")))
+
+    with pytest.raises(RecipeError) as exc:
+        Lean(mode="c")
+    assert _only_issue(exc).startswith("demo.part.mode = 'c': ")
+
+
+def test_a_subclass_without_section_is_refused_not_built_as_its_parent() -> None:
+    @section("demo")
+    @frozen_section(kw_only=True, repr=False, eq=False)
+    class Parent:
+        y: int = 1
+
+    @frozen_section(kw_only=True, repr=False, eq=False)
+    class Child(Parent):
+        y: int = 5
+
+    with pytest.raises(TypeError, match="declare it with @section"):
+        Child()
+
+    @section("demo")
+    @frozen_section(kw_only=True, repr=False, eq=False)
+    class Declared(Parent):
+        y: int = 5
+
+    assert Declared().y == 5
 
 
 @pytest.mark.parametrize(
@@ -158,10 +228,127 @@ def test_a_sections_init_behaves_as_attrs_would_and_attrs_compiles_none() -> Non
     ids=["converter", "alias"],
 )
 def test_a_section_refuses_what_its_init_would_not_do(field: Any) -> None:
-    refused = r"Odd: a section's __init__ runs no converter.*; size would need"
+    refused = r"Odd: a section checks each value.*; size would need"
     with pytest.raises(TypeError, match=refused):
 
         @section("demo")
         @frozen_section(kw_only=True, repr=False, eq=False)
         class Odd:
             size: int = field
+
+
+# --- every section in the tree, against plain attrs ------------------------------------------
+
+
+def _all_section_classes() -> list[type]:
+    import gc
+    import importlib
+    import pkgutil
+
+    import recipekit
+    from recipekit.review.discover import discover_stages
+
+    for info in pkgutil.walk_packages(recipekit.__path__, "recipekit."):
+        if not info.name.endswith("_test") and ".cli" not in info.name:
+            importlib.import_module(info.name)
+    discover_stages(Path(__file__).resolve().parents[3])
+    gc.collect()
+    found: dict[type, None] = {}
+    todo: list[type] = [object]
+    while todo:
+        parent = todo.pop()
+        subs: list[type] = type.__subclasses__(parent)
+        for sub in subs:
+            if sub not in found:
+                found[sub] = None
+                todo.append(sub)
+    # attrs makes a slotted class anew; the class it started from lingers among __subclasses__
+    # until collected, and is no class of the tree: only classes attrs made count.
+    return [c for c in found if is_section(c) and "__attrs_attrs__" in c.__dict__]
+
+
+SECTIONS = _all_section_classes()
+
+
+def _twin(cls: type) -> type:
+    """The same fields as a plain attrs.frozen class: attrs' own __init__, __repr__, __eq__."""
+    fields = {
+        f.name: attrs.field(
+            default=f.default,
+            validator=f.validator,
+            eq=f.eq,
+            repr=f.repr,
+            hash=f.hash,
+            init=f.init,
+            kw_only=True,
+        )
+        for f in attrs.fields(cls)
+    }
+    return attrs.make_class(cls.__name__, fields, frozen=True, kw_only=True)
+
+
+def _instances() -> dict[type, list[Any]]:
+    from recipekit.review.discover import discover_stages
+
+    by_class: dict[type, list[Any]] = {}
+
+    def walk(value: Any) -> None:
+        if is_section(value):
+            by_class.setdefault(type(value), []).append(value)
+            for f in attrs.fields(type(value)):
+                walk(getattr(value, f.name))
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item)
+
+    for ref in discover_stages(Path(__file__).resolve().parents[3]):
+        walk(ref.stage.config)
+    return by_class
+
+
+INSTANCES = _instances()
+
+
+def _hash(value: Any) -> int | str:
+    try:
+        return hash(value)
+    except TypeError:  # a dict-valued field, in attrs' classes as in ours
+        return "unhashable"
+
+
+def test_every_subclass_of_a_section_is_declared_a_section() -> None:
+    assert len(SECTIONS) > 100
+    undeclared = [
+        f"{c.__module__}.{c.__qualname__}" for c in SECTIONS if SECTION_PATH not in c.__dict__
+    ]
+    assert not undeclared
+
+
+@pytest.mark.parametrize("cls", SECTIONS, ids=lambda c: f"{c.__module__}.{c.__qualname__}")
+def test_every_section_builds_compares_and_shows_as_plain_attrs(cls: type) -> None:
+    twin = _twin(cls)
+    values = [
+        {f.name: getattr(obj, f.name) for f in attrs.fields(cls) if f.init}
+        for obj in INSTANCES.get(cls, [])
+    ]
+    if all(f.default is not attrs.NOTHING for f in attrs.fields(cls) if f.init):
+        values.append({})  # every default
+    for kwargs in values:
+        ours, theirs = cls(**kwargs), twin(**kwargs)
+        for f in attrs.fields(cls):
+            assert getattr(ours, f.name) == getattr(theirs, f.name), f.name
+        assert repr(ours) == repr(theirs)
+        again = cls(**kwargs)
+        assert ours == again and _hash(ours) == _hash(again)
+        assert (_hash(ours) == "unhashable") is (_hash(theirs) == "unhashable")
+        assert (twin(**kwargs) == theirs) is (again == ours)
+        assert attrs.evolve(ours) == ours
+        for f in attrs.fields(cls):
+            if f.init and f.eq and isinstance(getattr(ours, f.name), bool):
+                flipped = attrs.evolve(ours, **{f.name: not getattr(ours, f.name)})
+                twin_flipped = attrs.evolve(theirs, **{f.name: not getattr(theirs, f.name)})
+                assert (flipped == ours) is (twin_flipped == theirs)
+                assert repr(flipped) == repr(twin_flipped)
