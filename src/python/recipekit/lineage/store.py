@@ -347,6 +347,7 @@ def _copy_hashing(source: Path, target: Path) -> list[dict[str, Any]]:
             os.fsync(write.fileno())
         shutil.copystat(path, out)
         files.append({"name": name, "size": out.stat().st_size, "sha256": digest.hexdigest()})
+        _phase("copying")
     for folder in {target, *(p.parent for p in target.rglob("*"))}:
         _fsync_dir(folder)
     return files

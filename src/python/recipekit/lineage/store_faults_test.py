@@ -1,0 +1,403 @@
+"""Fault injection on the artifact store: kill -9 and a full disk at every phase of import and
+publish, concurrent publishers, a damaged index and damaged files.
+
+Each scenario runs in a mount namespace of its own (``unshare --mount``, as root: tests run
+as root here and in CI) on an 8 MiB tmpfs, so a full disk is the kernel's own ENOSPC and fills
+nothing else. This file is both the test and, run as a script inside the namespace, the
+scenarios: an operation runs in a forked child whose phase hook (``store._phase``) kills it
+or fills the disk; the parent then checks what the store lists. After every fault the store
+is the state before, or the state after (once the index was committed), never anything
+between: every listed version is whole by its manifest, nothing else is left, and the same
+import or publish run again succeeds.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+IMPORT_PHASES = ("copying", "files", "moved", "marker", "links", "index")
+PUBLISH_PHASES = ("files", "marker", "links", "index")
+# After the index is renamed into place the version exists: only renames follow.
+COMMITTED = "index"
+DATA, MODEL, RUN = "super35-sft-data", "super35-rl-rlvr-model", "rlvr-66b782458180"
+TMPFS_SIZE = "8m"
+
+
+def _in_namespace(scenario: str) -> dict[str, Any]:
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", sys.executable, __file__, scenario],
+        capture_output=True,
+        text=True,
+        timeout=55,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="a mount namespace needs root and unshare(1) (tests run as root here and in CI)",
+)
+
+
+@needs_root
+@pytest.mark.parametrize("fault", ["kill", "fill"])
+def test_an_import_killed_or_out_of_space_at_any_phase_leaves_a_whole_store(fault: str) -> None:
+    results = _in_namespace(f"import-{fault}")
+    assert set(results) == set(IMPORT_PHASES)
+    for phase, found in results.items():
+        assert found["problems"] == [], (phase, found)
+        committed = phase == COMMITTED
+        assert found["listed"] == ["blend-1", *(["blend-2"] if committed else [])], phase
+        if fault == "kill":
+            assert found["status"] == -signal.SIGKILL, phase
+        elif not committed:
+            # One line, exit 2: no traceback (3), and the store took the space back.
+            assert found["status"] == 2 and "no space left" in found["message"], (phase, found)
+        assert found["debris"] == [], phase
+        assert found["retried"] == ["blend-1", "blend-2"], phase
+
+
+@needs_root
+@pytest.mark.parametrize("fault", ["kill", "fill"])
+def test_a_publish_killed_or_out_of_space_at_any_phase_leaves_a_whole_store(fault: str) -> None:
+    results = _in_namespace(f"publish-{fault}")
+    assert set(results) == set(PUBLISH_PHASES)
+    before, after = [[10, 20], [10, 20, 30, 40]]
+    for phase, found in results.items():
+        assert found["problems"] == [], (phase, found)
+        assert found["listed"] == (after if phase == COMMITTED else before), phase
+        if fault == "fill" and phase != COMMITTED:
+            assert found["status"] == 2 and "no space left" in found["message"], (phase, found)
+        assert found["debris"] == [], phase
+        assert found["retried"] == after, phase
+
+
+@needs_root
+def test_an_import_larger_than_the_disk_is_one_line_and_leaves_no_copy() -> None:
+    found = _in_namespace("import-too-large")
+    assert found["status"] == 2 and "no space left" in found["message"], found
+    assert found["listed"] == ["blend-1"] and found["problems"] == []
+    # The partial copy is gone: the disk is as full as before the import.
+    assert found["used_after"] <= found["used_before"] + 64 * 1024, found
+
+
+@needs_root
+def test_concurrent_publishers_and_importers_number_each_version_once() -> None:
+    found = _in_namespace("concurrent")
+    assert found["statuses"] == [0] * len(found["statuses"])
+    assert found["problems"] == []
+    assert found["versions"] == list(range(len(found["versions"])))
+    # Each (run, step) once: two runs of 5 steps, and 4 imports.
+    assert sorted(found["published"]) == sorted(
+        [[run, step] for run in ("a", "b") for step in (10, 20, 30, 40, 50)]
+    )
+    assert sorted(found["imported"]) == ["i0", "i1", "i2", "i3"]
+
+
+@needs_root
+def test_a_damaged_index_or_damaged_files_are_found_and_named() -> None:
+    found = _in_namespace("corruption")
+    assert found["list_status"] == 2 and "the index is damaged" in found["list_stderr"]
+    assert "Traceback" not in found["list_stderr"]
+    assert found["verify_rebuilt_status"] == 0, found
+    assert "rebuilt versions.json" in found["verify_rebuilt_out"]
+    assert found["verify_damaged_status"] == 1, found
+    damaged = found["verify_damaged_out"]
+    assert f"{found['truncated']} is 0 bytes" in damaged, damaged
+    assert f"{found['flipped']} does not hold what its manifest's sha256 says" in damaged
+    assert found["verify_one_status"] == 0, found
+
+
+# --- the scenarios, run inside the namespace -------------------------------------------------
+
+
+def _fill(mount: Path) -> None:
+    """Write one file until the tmpfs refuses: the next write anywhere on it is ENOSPC."""
+    with open(mount / "filler", "ab") as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+
+
+def _in_child(operation: Callable[[], object], hook: Callable[[str], None]) -> tuple[int, str]:
+    """Run ``operation`` in a forked child with ``hook`` at each phase: its exit status (the
+    negative signal when killed) and what it printed as an error."""
+    from recipekit.errors import RecipeError
+    from recipekit.lineage import store
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        store._phase = hook  # type: ignore[assignment]
+        status, message = 0, ""
+        try:
+            operation()
+        except RecipeError as exc:
+            status, message = 2, exc.render()
+        except BaseException:
+            status, message = 3, traceback.format_exc()
+        os.write(write, message.encode())
+        os._exit(status)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        message = pipe.read()
+    _, raw = os.waitpid(pid, 0)
+    status = -os.WTERMSIG(raw) if os.WIFSIGNALED(raw) else os.WEXITSTATUS(raw)
+    return status, message
+
+
+def _at(phase: str, fault: str, mount: Path) -> Callable[[str], None]:
+    def hook(reached: str) -> None:
+        if reached != phase:
+            return
+        if fault == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        _fill(mount)
+
+    return hook
+
+
+def _state(root: Path, artifact: str) -> dict[str, Any]:
+    """What the store lists after recovery, what of it is damaged, and what is left over."""
+    from recipekit.lineage.store import check_version, link_problems, recover, versions
+
+    recover(root, artifact)
+    listed = versions(root, artifact)
+    problems = [p for v in listed for p in check_version(root, artifact, v).problems]
+    problems += link_problems(root, artifact, listed)
+    directory = root / artifact
+    debris = [
+        str(p.relative_to(directory))
+        for p in directory.rglob("*")
+        if not p.is_dir() or p.is_symlink()
+        if ".partial" in p.parts[len(directory.parts) :] or p.name.endswith(".tmp")
+    ]
+    return {"listed": listed, "problems": problems, "debris": debris}
+
+
+def _source(where: Path, size: int = 3000) -> Path:
+    source = where / "blend"
+    (source / "shards").mkdir(parents=True, exist_ok=True)
+    (source / "train.jsonl").write_text('{"prompt": "2+2?"}\n')
+    (source / "shards" / "00.bin").write_bytes(os.urandom(size))
+    (source / "shards" / "01.bin").write_bytes(os.urandom(size))
+    return source
+
+
+def _save(root: Path, run: str, step: int) -> None:
+    saved = root / MODEL / run / f"step_{step}" / "policy"
+    saved.mkdir(parents=True, exist_ok=True)
+    (saved / "weights.bin").write_bytes(os.urandom(2000))
+
+
+def _fresh(mount: Path, name: str) -> Path:
+    from recipekit.lineage.store import init_store
+
+    (mount / "filler").unlink(missing_ok=True)
+    root = mount / name
+    init_store(root)
+    return root
+
+
+def _import_faults(mount: Path, scratch: Path, fault: str) -> dict[str, Any]:
+    from recipekit.lineage.store import import_version
+
+    source = _source(scratch)
+    results = {}
+    for phase in IMPORT_PHASES:
+        root = _fresh(mount, f"import-{phase}")
+        import_version(root, DATA, source, name="blend-1")
+        status, message = _in_child(
+            lambda root=root: import_version(root, DATA, source, name="blend-2"),
+            _at(phase, fault, mount),
+        )
+        (mount / "filler").unlink(missing_ok=True)
+        state = _state(root, DATA)
+        listed = [v.path for v in state["listed"]]
+        if "blend-2" not in listed:
+            import_version(root, DATA, source, name="blend-2")
+        retried = [v.path for v in _state(root, DATA)["listed"]]
+        results[phase] = {**state, "listed": listed, "status": status, "message": message}
+        results[phase]["retried"] = retried
+        shutil.rmtree(root)
+    return results
+
+
+def _publish_faults(mount: Path, fault: str) -> dict[str, Any]:
+    from recipekit.lineage.store import publish
+
+    results = {}
+    for phase in PUBLISH_PHASES:
+        root = _fresh(mount, f"publish-{phase}")
+        for step in (10, 20):
+            _save(root, RUN, step)
+        publish(root, MODEL, RUN)
+        for step in (30, 40):
+            _save(root, RUN, step)
+        status, message = _in_child(
+            lambda root=root: publish(root, MODEL, RUN, keep_steps=(30,)),
+            _at(phase, fault, mount),
+        )
+        (mount / "filler").unlink(missing_ok=True)
+        state = _state(root, MODEL)
+        listed = [v.step for v in state["listed"]]
+        publish(root, MODEL, RUN, keep_steps=(30,))
+        retried = [v.step for v in _state(root, MODEL)["listed"]]
+        results[phase] = {**state, "listed": listed, "status": status, "message": message}
+        results[phase]["retried"] = retried
+        shutil.rmtree(root)
+    return results
+
+
+def _too_large(mount: Path, scratch: Path) -> dict[str, Any]:
+    from recipekit.lineage.store import import_version
+
+    root = _fresh(mount, "too-large")
+    import_version(root, DATA, _source(scratch / "small"), name="blend-1")
+    used_before = shutil.disk_usage(mount).used
+    big = _source(scratch / "big", size=6 << 20)  # 12 MiB onto an 8 MiB disk
+    status, message = _in_child(
+        lambda: import_version(root, DATA, big, name="blend-2"), lambda _: None
+    )
+    state = _state(root, DATA)
+    return {
+        "status": status,
+        "message": message,
+        "listed": [v.path for v in state["listed"]],
+        "problems": state["problems"],
+        "used_before": used_before,
+        "used_after": shutil.disk_usage(mount).used,
+    }
+
+
+def _concurrent(mount: Path, scratch: Path) -> dict[str, Any]:
+    from recipekit.lineage.store import import_version, publish
+
+    root = _fresh(mount, "concurrent")
+    source = _source(scratch, size=500)
+    for run in ("a", "b"):
+        for step in (10, 20, 30, 40, 50):
+            _save(root, run, step)
+    children: list[int] = []
+
+    def start(operation: Callable[[], object]) -> None:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                operation()
+            except BaseException:
+                traceback.print_exc()
+                os._exit(3)
+            os._exit(0)
+        children.append(pid)
+
+    for _ in range(3):  # a requeued job's last sweep and its successor's first, and others
+        for run in ("a", "b"):
+            start(lambda run=run: [publish(root, MODEL, run) for _ in range(3)])
+    for i in range(4):
+        start(lambda i=i: import_version(root, MODEL, source, name=f"i{i}"))
+    statuses = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+    state = _state(root, MODEL)
+    listed = state["listed"]
+    return {
+        "statuses": statuses,
+        "problems": state["problems"],
+        "versions": [v.version for v in listed],
+        "published": [[v.run, v.step] for v in listed if v.step is not None],
+        "imported": [v.path for v in listed if v.step is None],
+    }
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    code = "from recipekit.cli.recipekit_cli import main; main()"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=30
+    )
+
+
+def _corruption(mount: Path, scratch: Path) -> dict[str, Any]:
+    from recipekit.lineage.store import import_version
+
+    root = _fresh(mount, "corruption")
+    source = _source(scratch)
+    for name in ("blend-1", "blend-2", "blend-3"):
+        import_version(root, DATA, source, name=name)
+    index = root / DATA / "versions.json"
+    index.write_text(index.read_text()[: len(index.read_text()) // 2])
+    listing = _cli("store", "list", str(root), DATA)
+    rebuilt = _cli("store", "verify", str(root))
+    truncated = root / DATA / "blend-1" / "shards" / "00.bin"
+    truncated.write_bytes(b"")
+    flipped = root / DATA / "blend-2" / "shards" / "01.bin"
+    data = bytearray(flipped.read_bytes())
+    data[100] ^= 0xFF
+    flipped.write_bytes(bytes(data))
+    damaged = _cli("store", "verify", str(root), DATA)
+    one = _cli("store", "verify", str(root), f"{DATA}:v2")
+    return {
+        "list_status": listing.returncode,
+        "list_stderr": listing.stderr,
+        "verify_rebuilt_status": rebuilt.returncode,
+        "verify_rebuilt_out": rebuilt.stdout + rebuilt.stderr,
+        "verify_damaged_status": damaged.returncode,
+        "verify_damaged_out": damaged.stdout + damaged.stderr,
+        "verify_one_status": one.returncode,
+        "truncated": str(truncated),
+        "flipped": str(flipped),
+    }
+
+
+def _json_ready(value: Any) -> Any:
+    import attrs
+
+    if attrs.has(type(value)):
+        return attrs.asdict(value)
+    raise TypeError(type(value).__name__)
+
+
+def main(scenario: str) -> None:
+    mount = Path(tempfile.mkdtemp(prefix="recipekit-store-faults-"))
+    scratch = Path(tempfile.mkdtemp(prefix="recipekit-store-sources-"))
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", str(mount)], check=True
+    )
+    try:
+        kind, _, fault = scenario.partition("-")
+        if scenario == "import-too-large":
+            result = _too_large(mount, scratch)
+        elif kind == "import":
+            result = _import_faults(mount, scratch, fault)
+        elif kind == "publish":
+            result = _publish_faults(mount, fault)
+        elif scenario == "concurrent":
+            result = _concurrent(mount, scratch)
+        else:
+            result = _corruption(mount, scratch)
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(json.dumps(result, default=_json_ready))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
