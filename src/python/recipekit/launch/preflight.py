@@ -27,11 +27,12 @@ from recipekit.launch.profile import ClusterProfile
 from recipekit.lineage.refs import ARTIFACTS_ROOT
 from recipekit.lineage.store import (
     STORE_MARKER,
+    input_problem,
     is_store,
     resolve_run,
     run_name,
     store_paths,
-    stored_artifact,
+    stored_input,
 )
 
 
@@ -128,16 +129,15 @@ def code_checkouts_pinned(ctx: NodeContext) -> str | None:
 
 
 def inputs_exist(ctx: NodeContext) -> str | None:
-    refs = ctx.plan.get("lineage", {}).get("inputs", {})
+    """Every input is there; one from the artifact store is a whole version (every file of
+    its manifest, at its size), so a stage never starts on a damaged checkpoint."""
     for role, path in ctx.plan.get("inputs", {}).items():
-        if path.startswith("/") and not Path(path).exists():
-            artifact = stored_artifact(path)
-            if artifact is not None:
-                ref = next((r for r in refs.values() if r.split(":")[0] == artifact), artifact)
-                return (
-                    f"{role} {path}: {ref} has no such version in the artifact store (has its "
-                    "producing stage published it?)"
-                )
+        stored = stored_input(path)
+        if stored is not None:
+            problem = input_problem(Path(ARTIFACTS_ROOT), *stored)
+            if problem is not None:
+                return f"{role} {path}: {problem}"
+        elif path.startswith("/") and not Path(path).exists():
             return f"{role} {path} does not exist on this node"
     return None
 

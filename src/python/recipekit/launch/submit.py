@@ -41,7 +41,7 @@ from recipekit.launch.run_dir import (
 from recipekit.launch.run_files import run_files
 from recipekit.launch.run_record import capture_provenance, record_finished_run
 from recipekit.lineage.refs import ARTIFACTS_ROOT
-from recipekit.lineage.store import is_store, store_paths
+from recipekit.lineage.store import input_problem, is_store, store_paths, stored_input
 from recipekit.plan import Plan
 
 
@@ -171,7 +171,22 @@ def artifact_store_issues(plan: Plan, profile: ClusterProfile) -> list[Issue]:
                 hint=f"mount the shared storage, or `recipekit store init {store.path}`",
             )
         ]
-    return []
+    return stored_input_issues(plan.as_json(), Path(store.path))
+
+
+def stored_input_issues(plan: Mapping[str, Any], root: Path) -> list[Issue]:
+    """Every input version the store holds must be whole (by its manifest's sizes): a
+    truncated, emptied or deleted version is refused, naming the file. One not published yet
+    is left to preflight: a pipeline's earlier stage publishes it before this one starts."""
+    issues = []
+    for role, path in plan.get("inputs", {}).items():
+        found = stored_input(str(path))
+        if found is None:
+            continue
+        problem = input_problem(root, *found, missing_ok=True)
+        if problem is not None:
+            issues.append(Issue(f"inputs.{role}", problem, hint="recipekit store verify"))
+    return issues
 
 
 def launcher_pex() -> Path:
@@ -343,12 +358,15 @@ def submit_delegated(
     run = write_run_dir(plan, profile, None)
     started = time.time()
     log = run.logs / f"submit-{int(started)}.out"
-    with log.open("w") as out, subprocess.Popen(
-        ["bash", str(run.file(JOB_SCRIPT)), *waiting],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    ) as process:
+    with (
+        log.open("w") as out,
+        subprocess.Popen(
+            ["bash", str(run.file(JOB_SCRIPT)), *waiting],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        ) as process,
+    ):
         assert process.stdout is not None
         for line in process.stdout:
             out.write(line)

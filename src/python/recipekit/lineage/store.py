@@ -708,10 +708,24 @@ def resolve_selector(listed: list[StoredVersion], selector: str) -> StoredVersio
     return None
 
 
-def input_problem(root: Path, artifact: str, selector: str) -> str | None:
+def stored_input(path: str) -> tuple[str, str] | None:
+    """(artifact, selector) of a path a plan reads from the store
+    (``/artifacts/<artifact>/<selector>[/...]``); None for a path elsewhere."""
+    artifact = stored_artifact(path)
+    if artifact is None:
+        return None
+    parts = path[len(ARTIFACTS_ROOT) + 1 :].split("/")
+    return artifact, parts[1] if len(parts) > 1 and parts[1] else LATEST
+
+
+def input_problem(
+    root: Path, artifact: str, selector: str, *, missing_ok: bool = False
+) -> str | None:
     """Why a stage must not read ``artifact:selector`` from the store at ``root`` (absent,
     incomplete, deleted or damaged, naming the file), or None when it is whole by its
-    manifest's sizes. Cheap enough for every submit and every node's preflight."""
+    manifest's sizes. Cheap enough for every submit and every node's preflight.
+    ``missing_ok``: a version not published yet is no problem (a pipeline's earlier stage
+    will publish it before this one starts)."""
     ref = f"{artifact}:{selector}"
     try:
         listed = versions(root, artifact)
@@ -719,6 +733,8 @@ def input_problem(root: Path, artifact: str, selector: str) -> str | None:
         return f"{ref}: {exc.render()}"
     version = resolve_selector(listed, selector)
     if version is None:
+        if missing_ok:
+            return None
         return (
             f"{ref} has no such version in the artifact store (has its producing stage "
             "published it?)"
