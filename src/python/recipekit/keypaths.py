@@ -8,6 +8,7 @@ on the way re-runs its checks.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -75,16 +76,59 @@ def parse_assignment(obj: Any, assignment: str) -> tuple[str, Any]:
         raise RecipeError(
             [Issue(assignment, "expected PATH=VALUE, e.g. policy.precision=bfloat16")]
         )
-    import yaml  # only `--set` reads YAML values; a plain `plan` does not load it (~20 ms)
-
-    try:
-        raw = yaml.safe_load(text) if text.strip() else ""
-    except yaml.YAMLError as exc:
-        raise RecipeError([Issue(path, f"cannot read value {text!r}: {exc}")]) from None
-    if raw == "":
-        raw = text
+    raw = read_value(path, text)
     tp = field_type_at(obj, path)
     return path, structure_value(raw, tp, path=path)
+
+
+def read_value(path: str, text: str) -> Any:
+    """An override's text as YAML, refusing what cannot be a config value: anchors and
+    aliases (``&a {x: *a}`` is a loop; a few hundred bytes of them expand to gigabytes), an
+    integer too long for Python to read, and NaN or infinity (``plan.json`` would not be JSON).
+    """
+    import yaml  # only `--set` reads YAML values; a plain `plan` does not load it (~20 ms)
+
+    if not text.strip():
+        return text
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise RecipeError(
+                    [
+                        Issue(
+                            path,
+                            "YAML anchors and aliases (&name, *name) are not read in --set",
+                            value=shown,
+                            hint="write the value out in full",
+                        )
+                    ]
+                )
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        problem, mark = getattr(exc, "problem", None), getattr(exc, "problem_mark", None)
+        reason = f"{problem} (column {mark.column + 1})" if problem and mark else str(exc)
+        raise RecipeError([Issue(path, f"cannot read value: {reason}", value=shown)]) from None
+    except ValueError as exc:  # an integer past Python's 4300-digit limit
+        reason = str(exc).split(";")[0]
+        raise RecipeError([Issue(path, f"cannot read value: {reason}", value=shown)]) from None
+    if raw == "":
+        return text
+    if not _finite(raw):
+        raise RecipeError(
+            [Issue(path, "not a finite number (NaN and infinity are not JSON)", value=shown)]
+        )
+    return raw
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(k) and _finite(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_finite(v) for v in value)
+    return True
 
 
 # --- walking -------------------------------------------------------------------------------

@@ -51,3 +51,23 @@ def test_replacing_leaves_the_original_untouched() -> None:
     assert CONFIG.policy.max_total_sequence_length == 1024
     assert changed.policy.max_total_sequence_length == 4096
     assert changed.grpo is CONFIG.grpo
+
+
+@pytest.mark.parametrize(
+    ("assignment", "message"),
+    [
+        ("loss_fn.ratio_clip_min=.nan", "not a finite number"),
+        ("loss_fn.ratio_clip_min=-.inf", "not a finite number"),
+        ("policy.generation.stop_strings=[a, .nan]", "not a finite number"),
+        ("grpo.max_num_steps=" + "9" * 5000, "Exceeds the limit (4300 digits)"),
+        ("policy.megatron_cfg.env_vars=&a {x: *a}", "anchors and aliases"),
+        # 430 bytes of these expanded to a 22 MB config before aliases were refused.
+        ("policy.megatron_cfg.env_vars={a: &a [x, x], b: &b [*a, *a], c: [*b, *b]}", "aliases"),
+        ("grpo.max_num_steps=[", "cannot read value: expected the node content"),
+    ],
+)
+def test_values_that_cannot_be_config_are_one_line(assignment: str, message: str) -> None:
+    with pytest.raises(RecipeError) as caught:
+        parse_assignment(CONFIG, assignment)
+    [issue] = caught.value.issues
+    assert message in issue.message and len(issue.render()) < 300
