@@ -17,8 +17,15 @@ import attrs
 from recipekit.errors import Issue, RecipeError, join_path
 from recipekit.framework import Layout
 from recipekit.keypaths import parse_assignment, replace_at
-from recipekit.lineage.graph import apply_overrides, is_lineage_override
-from recipekit.lineage.steps import keep_step_issues
+from recipekit.lineage.graph import Pipeline, apply_overrides, is_lineage_override
+from recipekit.lineage.steps import (
+    UNCHECKED,
+    PolicyOf,
+    SavePolicy,
+    Unchecked,
+    keep_step_issues,
+    lineage_pin_issues,
+)
 from recipekit.lineage.store import output_dir, stored_artifact
 from recipekit.markers import DERIVED, RunInput
 from recipekit.memory.estimate import MemoryEstimate
@@ -91,7 +98,10 @@ def config_type_issue(stage: Stage) -> Issue | None:
     )
 
 
-def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
+def make_plan(stage: Stage, overrides: Sequence[str] = (), *, check_pins: bool = True) -> Plan:
+    """``check_pins``: check the inputs against the stage's pipeline (known artifacts, steps
+    their producers save), planning each producer; ``pipeline plan``, which plans them anyway,
+    checks the whole chain itself."""
     config = stage.config
     mismatch = config_type_issue(stage)
     if mismatch is not None:
@@ -139,6 +149,10 @@ def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
         errors = keep_step_issues(stage.name, lineage.output, lineage.keep_steps, policy)
         if errors:
             raise RecipeError(errors, context=f"{stage.name}: cannot plan")
+    if check_pins and lineage is not None and lineage.pipeline is not None:
+        errors = lineage_pin_issues(lineage, recipe_policies(lineage.pipeline))
+        if errors:
+            raise RecipeError(errors, context=f"{stage.name}: cannot plan")
     planned = attrs.evolve(stage, config=config)
     return Plan(
         stage=planned,
@@ -151,6 +165,28 @@ def make_plan(stage: Stage, overrides: Sequence[str] = ()) -> Plan:
         run_inputs=run_inputs,
         memory=memory,
     )
+
+
+def save_policy(plan: Plan) -> SavePolicy | None:
+    """When the planned stage saves checkpoints, from its rendered config."""
+    return plan.stage.framework.save_policy(plan.framework_config)
+
+
+def recipe_policies(pipeline: Pipeline) -> PolicyOf:
+    """A producing stage's save policy, from its recipe (found beside the pipeline's module)."""
+    from recipekit.producers import producer_stage
+
+    def policy_of(name: str) -> SavePolicy | None | Unchecked:
+        producer = producer_stage(pipeline, name)
+        if producer is None:
+            return UNCHECKED
+        try:
+            stage = attrs.evolve(producer, lineage=pipeline.stage(name))
+            return save_policy(make_plan(stage, check_pins=False))
+        except RecipeError:
+            return UNCHECKED  # its own errors are reported where it is planned
+
+    return policy_of
 
 
 def _output_issue(stage: Stage, outputs: dict[str, str]) -> Issue | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import graphlib
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -81,6 +82,9 @@ class StageLineage:
     # What format an input arrives in and who converts it, where it is not the format the
     # framework saves (SFT's Megatron checkpoint read by NeMo-RL): shown in the plan.
     handoff: str = ""
+    # The pipeline the stage belongs to (``Pipeline.stage`` fills it in): a stage planned on its
+    # own checks its pins against the stages that produce them. Never part of its identity.
+    pipeline: Pipeline | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def teachers(self) -> dict[str, InputSource]:
@@ -165,6 +169,11 @@ def _imports(value: Iterable[Import]) -> tuple[Import, ...]:
     return tuple(value)
 
 
+def _defining_module() -> str:
+    # Called by attrs' __init__, called by the module that wrote ``Pipeline(...)``.
+    return str(sys._getframe(2).f_globals.get("__name__", ""))
+
+
 @attrs.frozen(kw_only=True)
 class Pipeline:
     """Stages (the launchable ones), steps that are not stages (an HF export) and imports."""
@@ -176,6 +185,9 @@ class Pipeline:
     imports: tuple[Import, ...] = attrs.field(converter=_imports, default=())
     # The artifact version that is the released model.
     release: ArtifactRef | None = None
+    # The module that built it: the recipes of its stages are that module's package's modules
+    # (``recipekit.producers`` finds a producer's Stage there). Never part of its identity.
+    module: str = attrs.field(factory=_defining_module, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         issues = pipeline_issues(self)
@@ -191,7 +203,7 @@ class Pipeline:
         for step in self.steps():
             if step.stage == name:
                 pinned = self.selected_steps().get(step.output or "", ())
-                return attrs.evolve(step, keep_steps=pinned) if pinned else step
+                return attrs.evolve(step, keep_steps=pinned or step.keep_steps, pipeline=self)
         raise KeyError(f"{self.name} has no stage {name!r}")
 
     def producers(self) -> dict[str, str]:

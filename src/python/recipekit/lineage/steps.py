@@ -11,11 +11,13 @@ keep policy.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import enum
+from collections.abc import Callable, Collection, Sequence
 
 import attrs
 
-from recipekit.errors import Issue
+from recipekit.errors import Issue, did_you_mean
+from recipekit.lineage.graph import StageLineage
 from recipekit.lineage.refs import ArtifactRef
 
 
@@ -112,3 +114,52 @@ def pin_issues(
             )
         ]
     return []
+
+
+class Unchecked(enum.Enum):
+    """A producer whose save policy is not known here (no recipe, or one that does not plan,
+    which is reported where it is planned): its pins are not checked."""
+
+    UNCHECKED = "unchecked"
+
+
+UNCHECKED = Unchecked.UNCHECKED
+PolicyOf = Callable[[str], "SavePolicy | None | Unchecked"]
+
+
+def lineage_pin_issues(
+    consumer: StageLineage, policy_of: PolicyOf, *, stored: Collection[str] | None = None
+) -> list[Issue]:
+    """What every planner (a single stage, ``pipeline plan``) checks of a stage's inputs, once
+    its overrides are applied: every artifact it reads is one its pipeline publishes or imports
+    (or ``stored`` holds), and every step it selects is one its producer saves and keeps.
+    ``policy_of`` gives a producing stage's save policy; ``stored`` the artifact names the store
+    holds (None: no store was consulted). A stage outside a pipeline: nothing."""
+    pipeline = consumer.pipeline
+    if pipeline is None:
+        return []
+    producers = pipeline.producers()
+    known = {*producers, *pipeline.imported(), *(stored or ())}
+    store_too = "" if stored is None else " and the artifact store does not hold it"
+    issues: list[Issue] = []
+    for role, ref in consumer.artifact_inputs().items():
+        if ref.name not in known:
+            issues.append(
+                Issue(
+                    f"{consumer.stage}: run.{role}",
+                    f"no stage of {pipeline.name} publishes {ref.name} and no import registers "
+                    f"it{store_too}",
+                    value=str(ref),
+                    hint=did_you_mean(ref.name, known),
+                )
+            )
+            continue
+        producer = producers.get(ref.name)
+        if ref.step is None or producer is None:
+            continue
+        policy = policy_of(producer)
+        if policy is UNCHECKED:
+            continue
+        kept = ref.step in pipeline.stage(producer).keep_steps
+        issues += pin_issues(consumer.stage, role, ref, producer, policy, kept_by_recipekit=kept)
+    return issues

@@ -9,7 +9,7 @@ selected step a stage pins (``super35-rl-rlvr-model:step-120``) is one its produ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +17,10 @@ import attrs
 
 from recipekit.errors import Issue, RecipeError, did_you_mean
 from recipekit.lineage.graph import Pipeline, StageLineage
-from recipekit.lineage.refs import ArtifactRef, artifact_path
-from recipekit.lineage.steps import pin_issues
+from recipekit.lineage.refs import artifact_path
+from recipekit.lineage.steps import UNCHECKED, SavePolicy, Unchecked, lineage_pin_issues
 from recipekit.loading import load_module
-from recipekit.plan import Plan, make_plan
+from recipekit.plan import Plan, make_plan, save_policy
 from recipekit.review.discover import recipe_modules
 from recipekit.stage import Stage
 
@@ -183,10 +183,15 @@ def stage_overrides(chain: Chain, assignments: Sequence[str]) -> dict[str, list[
 
 
 def plan_chain(
-    chain: Chain, names: Sequence[str], overrides: Sequence[str] = ()
+    chain: Chain,
+    names: Sequence[str],
+    overrides: Sequence[str] = (),
+    *,
+    stored: Collection[str] | None = None,
 ) -> list[PlannedStage]:
-    """Plan ``names`` (in order) and check every selected step against its producer; raises one
-    RecipeError listing every problem of every stage."""
+    """Plan ``names`` (in order) and check every input against the pipeline (``stored``: the
+    artifact names the store holds, None without a store) and every selected step against its
+    producer; raises one RecipeError listing every problem of every stage."""
     by_stage = stage_overrides(chain, overrides)
     planned: list[PlannedStage] = []
     issues: list[Issue] = []
@@ -196,48 +201,39 @@ def plan_chain(
         if entry.stage is not None:
             try:
                 stage = attrs.evolve(entry.stage, lineage=entry.lineage)
-                plan = make_plan(stage, by_stage.get(name, ()))
+                plan = make_plan(stage, by_stage.get(name, ()), check_pins=False)
                 lineage = plan.stage.lineage or lineage
             except RecipeError as exc:
                 issues += [attrs.evolve(i, path=f"{name}: {i.path}") for i in exc.issues]
         planned.append(PlannedStage(name, lineage, plan, entry.target))
-    issues += _pin_issues(chain, planned)
+    issues += _pin_issues(chain, planned, stored)
     if issues:
         raise RecipeError(issues, context=f"pipeline {chain.pipeline.name}: cannot plan")
     return planned
 
 
-def _pin_issues(chain: Chain, planned: Sequence[PlannedStage]) -> list[Issue]:
-    """Every pinned step of a planned stage, against the recipe of the stage that saves it."""
-    producers = chain.pipeline.producers()
+def _pin_issues(
+    chain: Chain, planned: Sequence[PlannedStage], stored: Collection[str] | None
+) -> list[Issue]:
+    """Every input of a planned stage against the pipeline, and every pinned step against the
+    recipe of the stage that saves it (the plans made here, or planned for the check)."""
     plans = {p.name: p.plan for p in planned}
+
+    def policy_of(producer: str) -> SavePolicy | None | Unchecked:
+        entry = chain.stages[producer]
+        if entry.stage is None:
+            return UNCHECKED  # a conversion with no recipe yet: nothing to check it against
+        plan = plans.get(producer)
+        if plan is None:
+            try:
+                plan = make_plan(attrs.evolve(entry.stage, lineage=entry.lineage), check_pins=False)
+            except RecipeError:
+                return UNCHECKED  # its own errors are reported where it is planned
+            plans[producer] = plan
+        return save_policy(plan)
+
     issues: list[Issue] = []
     for consumer in planned:
-        for role, ref in consumer.lineage.artifact_inputs().items():
-            producer = producers.get(ref.name)
-            if ref.step is None or producer is None:
-                continue
-            issues += _pin_issue(chain, plans, consumer.name, role, ref, producer)
+        lineage = attrs.evolve(consumer.lineage, pipeline=chain.pipeline)
+        issues += lineage_pin_issues(lineage, policy_of, stored=stored)
     return issues
-
-
-def _pin_issue(
-    chain: Chain,
-    plans: dict[str, Plan | None],
-    consumer: str,
-    role: str,
-    ref: ArtifactRef,
-    producer: str,
-) -> list[Issue]:
-    entry = chain.stages[producer]
-    if entry.stage is None:
-        return []  # a conversion with no recipe yet: nothing to check it against
-    plan = plans.get(producer)
-    if plan is None:
-        try:
-            plan = make_plan(attrs.evolve(entry.stage, lineage=entry.lineage))
-        except RecipeError:
-            return []  # its own errors are reported where it is planned
-    policy = plan.stage.framework.save_policy(plan.framework_config)
-    kept = ref.step in entry.lineage.keep_steps
-    return pin_issues(consumer, role, ref, producer, policy, kept_by_recipekit=kept)
