@@ -20,6 +20,7 @@ from recipekit.lineage import (
     ExternalInput,
     Import,
     Pipeline,
+    PipelinePhase,
     StageLineage,
 )
 
@@ -348,4 +349,14 @@ SUPER35 = Pipeline(
     conversions=(HF_EXPORT,),
     imports=IMPORTS,
     release=RELEASE,
+    # The seed's stages, in its order: what the drawing lays out as bands.
+    phases=(
+        PipelinePhase("pretrain", [s.stage for s in PRETRAIN]),
+        PipelinePhase("SFT", [s.stage for s in SFT]),
+        PipelinePhase("RL trunk (RLVR)", [RLVR.stage]),
+        PipelinePhase("teachers", [s.stage for s in TEACHERS]),
+        PipelinePhase("MOPD", [s.stage for s in MOPD]),
+        PipelinePhase("export", [HF_EXPORT.stage]),
+        PipelinePhase("eval", [EVAL.stage]),
+    ),
 )

@@ -1,7 +1,8 @@
 """Artifact lineage: what each stage reads (by role) and publishes, independent of any framework.
 
 ``refs``: artifact references (``NAME:latest|vN|step-N``); ``graph``: stage lineage, ``--set
-run.<role>=...`` overrides and pipeline checks; ``drawing``: the stage graph as SVG;
+run.<role>=...`` overrides and pipeline checks; ``drawing``: the stage graph laid out by Graphviz's
+``dot`` as SVG, with live status;
 ``tracking``: W&B runs that record a plan and its lineage, and a reader of offline runs.
 ``tracking`` imports ``wandb`` only inside its functions.
 """
@@ -11,6 +12,7 @@ from recipekit.lineage.graph import (
     MODEL,
     Import,
     Pipeline,
+    PipelinePhase,
     StageLineage,
     apply_overrides,
     is_lineage_override,
@@ -26,6 +28,7 @@ __all__ = [
     "Import",
     "InputSource",
     "Pipeline",
+    "PipelinePhase",
     "StageLineage",
     "apply_overrides",
     "is_lineage_override",

@@ -1,224 +1,334 @@
-"""The stage graph of a pipeline as SVG: stages, artifacts, selected steps, blocked stages.
+"""The stage graph of a pipeline, laid out by Graphviz's ``dot``: stages, artifacts, status.
 
-Hand-written SVG text from the standard library, no layout engine, top to bottom: layers by
-depth (an artifact one layer below its producer, a stage one below its latest input; a source
-artifact just above its first reader), each layer ordered by the mean position of what feeds
-it. The same
-pipeline always gives the same bytes.
+The graph is written as DOT text and laid out by the ``dot`` program (Debian's ``graphviz``),
+top to bottom, each of the pipeline's phases (pretrain, SFT, RL trunk, teachers, MOPD, export,
+eval) a labelled band. Imported data that one stage alone reads is folded into that stage's box,
+as are inputs from outside the store (an environment path) and a result that is not an artifact:
+only what links stages is drawn as its own node. Selected steps are purple edges labelled with
+the step; blocked stages are red and dashed; with a status, each stage is filled by its state
+and shows its job, elapsed time, saved step and store version.
 
-Every node is a ``<g>`` with ``id="stage:NAME"`` or ``id="artifact:NAME"``, a ``class`` saying
-what it is (``stage``, ``stage blocked``, ``conversion``, ``artifact``, ``artifact imported``,
-``input external``), and a ``<title>`` (the blocked reason, the import command), so tests and
-browsers can read it.
+Every node of the SVG is a ``<g>`` with ``id="stage:NAME"`` or ``id="artifact:NAME"`` and a
+``class`` saying what it is (``node stage``, ``node stage blocked``, ``node conversion``, ``node
+artifact imported``, ``node stage state-running``...); a folded artifact is a ``<text>`` of its
+consumer's box. Edges are ``<g class="edge [selected]">``. The same input always gives the
+same bytes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from xml.sax.saxutils import escape, quoteattr
+import json
+import shutil
+import subprocess
+from collections.abc import Mapping
+from typing import Any
+from xml.sax.saxutils import escape
 
 import attrs
 
-from recipekit.lineage.graph import Pipeline
+from recipekit.errors import Issue, RecipeError
+from recipekit.lineage.graph import Pipeline, StageLineage
 from recipekit.lineage.refs import ArtifactRef, ExternalInput
+from recipekit.lineage.status import StageState, StageStatus
 
-BOX_WIDTH = 320  # the longest Super 3.5 artifact name is 48 characters
-COLUMN_WIDTH = BOX_WIDTH + 24
-BOX_HEIGHT = 34
-ROW_HEIGHT = BOX_HEIGHT + 30
-MARGIN = 24
-HEADER = 40
+FONT = "DejaVu Sans"
+NAME_POINTS = 16  # readable at the drawing's natural size, without zooming
+DETAIL_POINTS = 12
+SELECTED = "#6a1b9a"
 
-_STYLE = """
-  text { font-family: DejaVu Sans, Helvetica, Arial, sans-serif; font-size: 11px; fill: #222; }
-  .stage rect { fill: #e8f5e9; stroke: #2e7d32; stroke-width: 1.5; }
-  .conversion rect { fill: #f5f5f5; stroke: #616161; stroke-width: 1.2; }
-  .blocked rect { fill: #ffebee; stroke: #c62828; stroke-width: 2; stroke-dasharray: 6 3; }
-  .blocked .mark { fill: #c62828; font-weight: bold; font-size: 9px; }
-  .artifact rect { fill: #e3f2fd; stroke: #1565c0; stroke-width: 1.2; }
-  .imported rect { fill: #fffde7; stroke: #f9a825; }
-  .external rect { fill: #fafafa; stroke: #9e9e9e; stroke-dasharray: 3 3; }
-  .release rect { stroke: #6a1b9a; stroke-width: 3; }
-  .sub { font-size: 9px; fill: #555; }
-  .edge { fill: none; stroke: #777; stroke-width: 1; }
-  .selected { stroke: #6a1b9a; stroke-width: 2; }
-  .step { font-size: 9px; fill: #6a1b9a; font-weight: bold; }
-"""
+# (fill, border, border style) of a stage by state; the legend lists them in this order.
+STATE_STYLE: dict[StageState, tuple[str, str, str]] = {
+    StageState.UP_TO_DATE: ("#b2dfdb", "#00695c", "solid"),
+    StageState.QUEUED: ("#fff59d", "#f9a825", "solid"),
+    StageState.RUNNING: ("#90caf9", "#1565c0", "bold"),
+    StageState.DONE: ("#a5d6a7", "#2e7d32", "solid"),
+    StageState.FAILED: ("#ef9a9a", "#b71c1c", "bold"),
+    StageState.REQUEUED: ("#ffcc80", "#e65100", "bold"),
+    StageState.BLOCKED: ("#eeeeee", "#c62828", "dashed"),
+    StageState.SKIPPED: ("#fafafa", "#9e9e9e", "dotted"),
+}
+_STAGE = ("#e8f5e9", "#2e7d32", "solid")
+_BLOCKED = ("#ffebee", "#c62828", "dashed")
+_CONVERSION = ("#f5f5f5", "#616161", "solid")
+_ARTIFACT = ("#e3f2fd", "#1565c0", "solid")
+_IMPORTED = ("#fffde7", "#f9a825", "solid")
+
+INSTALL_HINT = "install Debian's graphviz (tools/install-system-deps does)"
 
 
 @attrs.frozen
 class _Node:
     id: str
-    label: str
-    kind: str  # the class attribute
-    sub: str = ""  # a second, smaller line
-    title: str = ""
+    name: str
+    kind: str  # the SVG class, beside Graphviz's own "node"
+    lines: tuple[str, ...] = ()  # smaller lines under the name
+    tooltip: str = ""
+    style: tuple[str, str, str] = _STAGE
+    phase: str = ""
 
 
 @attrs.frozen
 class _Edge:
+    id: str
     source: str
     target: str
-    label: str = ""  # "step 120", "v3"
+    label: str = ""
     selected: bool = False
 
 
-def _graph(pipeline: Pipeline) -> tuple[dict[str, _Node], list[_Edge]]:
-    nodes: dict[str, _Node] = {}
-    edges: list[_Edge] = []
+def folded_artifacts(pipeline: Pipeline) -> dict[str, str]:
+    """Imported artifacts that no stage publishes and one stage alone reads -> that stage: the
+    drawing shows them inside the reader's box rather than as a node of their own."""
+    produced = set(pipeline.producers())
+    readers: dict[str, list[str]] = {}
+    for step in pipeline.steps():
+        for ref in step.artifact_inputs().values():
+            readers.setdefault(ref.name, []).append(step.stage)
+    return {
+        name: readers[name][0]
+        for name in pipeline.imported()
+        if name not in produced and len(readers.get(name, ())) == 1
+    }
+
+
+def _graph(
+    pipeline: Pipeline, status: Mapping[str, StageStatus] | None
+) -> tuple[list[_Node], list[_Edge]]:
+    folded = folded_artifacts(pipeline)
     imported = pipeline.imported()
-    steps = pipeline.selected_steps()
+    selected = pipeline.selected_steps()
     release = pipeline.release
+    phase_of = pipeline.phase_of()
+    producers = pipeline.producers()
+    nodes: list[_Node] = []
+    edges: list[_Edge] = []
+    for step in pipeline.steps():
+        nodes.append(_stage_node(pipeline, step, folded, phase_of, status))
+        for role, source in step.artifact_inputs().items():
+            if source.name in folded:
+                continue
+            label = source.selector if source.version is not None else ""
+            if source.step is not None:
+                label = f"step {source.step}"
+            edges.append(
+                _Edge(
+                    f"edge:{role}:artifact:{source.name}->stage:{step.stage}",
+                    f"artifact:{source.name}",
+                    f"stage:{step.stage}",
+                    label,
+                    selected=source.step is not None,
+                )
+            )
+        if step.output is not None:
+            edges.append(
+                _Edge(
+                    f"edge:output:stage:{step.stage}->artifact:{step.output}",
+                    f"stage:{step.stage}",
+                    f"artifact:{step.output}",
+                )
+            )
     for name in pipeline.artifacts():
-        kinds = ["artifact"]
-        notes = []
+        if name in folded:
+            continue
+        kinds, lines = ["artifact"], []
+        style = _ARTIFACT
         if name in imported:
             kinds.append("imported")
-            notes.append("importable")
-        if name in steps:
-            notes.append("selected: " + ", ".join(f"step {s}" for s in steps[name]))
+            lines.append("importable: " + imported[name])
+            style = _IMPORTED if name not in producers else style
+        if name in selected:
+            lines.append("selected: " + ", ".join(f"step {s}" for s in selected[name]))
         if release is not None and name == release.name:
             kinds.append("release")
-            notes.append(f"release: step {release.step}" if release.step is not None else "release")
-        nodes[f"artifact:{name}"] = _Node(
-            f"artifact:{name}", name, " ".join(kinds), "; ".join(notes), imported.get(name, "")
+            lines.append(f"RELEASE: step {release.step}" if release.step is not None else "RELEASE")
+        phase = phase_of.get(producers.get(name, ""), "")
+        nodes.append(
+            _Node(f"artifact:{name}", name, " ".join(kinds), tuple(lines), style=style, phase=phase)
         )
-    conversions = {c.stage for c in pipeline.conversions}
-    for step in pipeline.steps():
-        kind = "conversion" if step.stage in conversions else "stage"
-        if step.blocked:
-            kind += " blocked"
-        sub = step.command
-        node_id = f"stage:{step.stage}"
-        nodes[node_id] = _Node(node_id, step.stage, kind, sub, step.blocked)
-        for role, source in step.inputs.items():
-            if isinstance(source, ArtifactRef):
-                label = f"step {source.step}" if source.step is not None else ""
-                if source.version is not None:
-                    label = source.selector
-                selected = source.step is not None
-                edges.append(_Edge(f"artifact:{source.name}", node_id, label, selected))
-            else:
-                ext = _external(step.stage, role, source)
-                nodes[ext.id] = ext
-                edges.append(_Edge(ext.id, node_id))
-        if step.output is not None:
-            edges.append(_Edge(node_id, f"artifact:{step.output}"))
-        elif step.output_note:
-            result = _Node(f"result:{step.stage}", step.output_note, "result external")
-            nodes[result.id] = result
-            edges.append(_Edge(node_id, result.id))
     return nodes, edges
 
 
-def _external(stage: str, role: str, source: ExternalInput) -> _Node:
-    sub = f"${source.env_var}" if source.env_var else ""
-    return _Node(f"input:{stage}.{role}", source.description, "input external", sub)
+def _stage_node(
+    pipeline: Pipeline,
+    step: StageLineage,
+    folded: Mapping[str, str],
+    phase_of: Mapping[str, str],
+    status: Mapping[str, StageStatus] | None,
+) -> _Node:
+    conversion = any(c.stage == step.stage for c in pipeline.conversions)
+    kinds = ["conversion" if conversion else "stage"]
+    style = _CONVERSION if conversion else _STAGE
+    lines: list[str] = [step.command] if step.command else []
+    for role, source in step.inputs.items():
+        if isinstance(source, ExternalInput):
+            where = f" (${source.env_var})" if source.env_var else ""
+            lines.append(f"{role}: {source.description}{where}")
+        elif isinstance(source, ArtifactRef) and source.name in folded:
+            shown = source.name if source.selector == "latest" else str(source)
+            lines.append(f"{role}: {shown} (imported)")
+    if step.output is None and step.output_note:
+        lines.append(f"-> {step.output_note}")
+    if step.blocked:
+        kinds.append("blocked")
+        style = _BLOCKED
+        lines.insert(0, "BLOCKED")
+    shown = None if status is None else status.get(step.stage)
+    if shown is not None:
+        kinds.append("state-" + shown.state.name.lower().replace("_", "-"))
+        style = STATE_STYLE[shown.state]
+        lines = [*shown.lines(), *lines]
+    return _Node(
+        f"stage:{step.stage}",
+        step.stage,
+        " ".join(kinds),
+        tuple(lines),
+        tooltip=step.blocked,
+        style=style,
+        phase=phase_of.get(step.stage, ""),
+    )
 
 
-def _columns(nodes: dict[str, _Node], edges: list[_Edge]) -> dict[str, int]:
-    preds: dict[str, list[str]] = {n: [] for n in nodes}
-    succs: dict[str, list[str]] = {n: [] for n in nodes}
-    for e in edges:
-        preds[e.target].append(e.source)
-        succs[e.source].append(e.target)
-    column: dict[str, int] = {}
-
-    def depth(node: str) -> int:
-        if node not in column:
-            column[node] = 1 + max((depth(p) for p in preds[node]), default=-1)
-        return column[node]
-
-    for node in nodes:
-        depth(node)
-    # A source (imported data, an environment path) sits just before its first reader, not in
-    # column 0 with every other source.
-    for node in nodes:
-        if not preds[node] and succs[node]:
-            column[node] = max(0, min(column[s] for s in succs[node]) - 1)
-    return column
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _rows(nodes: dict[str, _Node], edges: list[_Edge], column: dict[str, int]) -> dict[str, int]:
-    preds: dict[str, list[str]] = {n: [] for n in nodes}
-    for e in edges:
-        preds[e.target].append(e.source)
-    order = list(nodes)  # declaration order breaks ties
-    rank = {n: i for i, n in enumerate(order)}
-    row: dict[str, float] = {}
-    for col in range(max(column.values(), default=-1) + 1):
-        members = [n for n in order if column[n] == col]
-
-        def key(node: str) -> tuple[float, int]:
-            placed = [row[p] for p in preds[node] if p in row]
-            return (sum(placed) / len(placed) if placed else rank[node], rank[node])
-
-        for i, node in enumerate(sorted(members, key=key)):
-            row[node] = i
-    return {n: int(r) for n, r in row.items()}
+def _label(node: _Node) -> str:
+    # An HTML-like label: the name in bold, each further line smaller. Graphviz escapes '&'
+    # itself only in plain labels, so the text is XML-escaped here.
+    rows = [f'<B><FONT POINT-SIZE="{NAME_POINTS}">{escape(node.name)}</FONT></B>']
+    rows += [f'<FONT POINT-SIZE="{DETAIL_POINTS}">{escape(line)}</FONT>' for line in node.lines]
+    return "<" + '<BR ALIGN="LEFT"/>'.join(rows) + '<BR ALIGN="LEFT"/>>'
 
 
-def _box(node: _Node, x: int, y: int) -> list[str]:
-    out = [f"<g id={quoteattr(node.id)} class={quoteattr(node.kind)}>"]
-    if node.title:
-        out.append(f"<title>{escape(node.title)}</title>")
-    out.append(f'<rect x="{x}" y="{y}" width="{BOX_WIDTH}" height="{BOX_HEIGHT}" rx="5"/>')
-    text_y = y + (14 if node.sub else 21)
-    out.append(f'<text x="{x + 8}" y="{text_y}">{escape(node.label)}</text>')
-    if node.sub:
-        out.append(f'<text class="sub" x="{x + 8}" y="{y + 27}">{escape(node.sub)}</text>')
-    if "blocked" in node.kind.split():
-        out.append(f'<text class="mark" x="{x + BOX_WIDTH - 56}" y="{y + 14}">BLOCKED</text>')
-    out.append("</g>")
-    return out
+def _node_line(node: _Node) -> str:
+    fill, border, line_style = node.style
+    shape = "box"
+    styles = ["filled", "rounded" if node.kind.startswith("stage") else ""]
+    if node.kind.startswith("artifact"):
+        shape = "note"
+        styles = ["filled"]
+    styles.append(line_style)
+    attributes = {
+        "id": _quote(node.id),
+        "class": _quote(node.kind),
+        "label": _label(node),
+        "shape": shape,
+        "style": _quote(",".join(s for s in styles if s and s != "solid")),
+        "fillcolor": _quote(fill),
+        "color": _quote(border),
+        "penwidth": "3" if "release" in node.kind.split() else "1.5",
+    }
+    if node.tooltip:
+        attributes["tooltip"] = _quote(node.tooltip)
+    body = " ".join(f"{k}={v}" for k, v in attributes.items())
+    return f"  {_quote(node.id)} [{body}];"
 
 
-def draw_svg(pipeline: Pipeline, *, title: str = "") -> str:
-    """The pipeline's stage graph as an SVG document."""
-    nodes, edges = _graph(pipeline)
-    column = _columns(nodes, edges)
-    row = _rows(nodes, edges, column)
-    # ``column`` is the depth (drawn as a layer, top to bottom), ``row`` the place in the layer.
-    width = MARGIN * 2 + (max(row.values()) + 1) * COLUMN_WIDTH - (COLUMN_WIDTH - BOX_WIDTH)
-    height = HEADER + MARGIN * 2 + (max(column.values()) + 1) * ROW_HEIGHT
+def _edge_line(edge: _Edge) -> str:
+    attributes = {"id": _quote(edge.id), "class": _quote("selected" if edge.selected else "")}
+    if edge.label:
+        attributes["xlabel"] = _quote(edge.label)
+    if edge.selected:
+        attributes |= {"color": _quote(SELECTED), "fontcolor": _quote(SELECTED), "penwidth": "2"}
+    body = " ".join(f"{k}={v}" for k, v in attributes.items())
+    return f"  {_quote(edge.source)} -> {_quote(edge.target)} [{body}];"
 
-    def at(node: str) -> tuple[int, int]:
-        return MARGIN + row[node] * COLUMN_WIDTH, HEADER + MARGIN + column[node] * ROW_HEIGHT
 
+def lineage_dot(
+    pipeline: Pipeline, *, status: Mapping[str, StageStatus] | None = None, title: str = ""
+) -> str:
+    """The pipeline as DOT text, each phase a cluster in the pipeline's order."""
+    nodes, edges = _graph(pipeline, status)
     heading = title or f"{pipeline.name}: artifact lineage"
     lines = [
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}">',
-        f"<style>{_STYLE}</style>",
-        f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
-        f'<text x="{MARGIN}" y="{MARGIN + 8}" style="font-size:15px;font-weight:bold">'
-        f"{escape(heading)}</text>",
-        f'<text class="sub" x="{MARGIN}" y="{MARGIN + 24}">green: stage; red dashed: blocked; '
-        "blue: artifact; yellow: importable; purple: selected step / release</text>",
+        f"digraph {_quote(pipeline.name)} {{",
+        f"  graph [label={_quote(heading)} labelloc=t fontsize=22 fontname={_quote(FONT)} "
+        "rankdir=TB newrank=true nodesep=0.3 ranksep=0.45 pad=0.3 "
+        'bgcolor="white" id="lineage"];',
+        f'  node [fontname={_quote(FONT)} margin="0.15,0.06"];',
+        f'  edge [fontname={_quote(FONT)} fontsize={DETAIL_POINTS} color="#666666" '
+        "arrowsize=0.7];",
     ]
-    lines += _edges(edges, at)
-    for node_id in sorted(nodes, key=lambda n: (column[n], row[n])):
-        lines += _box(nodes[node_id], *at(node_id))
-    lines.append("</svg>")
+    by_phase: dict[str, list[_Node]] = {}
+    for node in nodes:
+        by_phase.setdefault(node.phase, []).append(node)
+    for number, phase in enumerate(pipeline.phases):
+        members = by_phase.get(phase.name, [])
+        if not members:
+            continue
+        lines.append(f"  subgraph cluster_{number} {{")
+        lines.append(
+            f"    graph [label={_quote(phase.name)} id={_quote('phase:' + phase.name)} "
+            'class="phase" labeljust=l fontsize=18 style="rounded,filled" fillcolor="#fbfbfb" '
+            'color="#bdbdbd"];'
+        )
+        lines += ["  " + _node_line(n) for n in members]
+        lines.append("  }")
+    lines += [_node_line(n) for n in by_phase.get("", [])]
+    lines += [_edge_line(e) for e in edges]
+    lines += [
+        f"  {_quote(a)} -> {_quote(b)} [style=invis weight=0];" for a, b in _phase_order(pipeline)
+    ]
+    lines.append("}")
     return "\n".join(lines) + "\n"
 
 
-def _edges(edges: Iterable[_Edge], at: Callable[[str], tuple[int, int]]) -> list[str]:
-    out = ['<g id="edges">']
-    for e in edges:
-        sx, sy = at(e.source)
-        tx, ty = at(e.target)
-        x1, y1 = sx + BOX_WIDTH // 2, sy + BOX_HEIGHT
-        x2, y2 = tx + BOX_WIDTH // 2, ty
-        bend = max(12, (y2 - y1) // 2)
-        css = "edge selected" if e.selected else "edge"
-        data = f'data-source={quoteattr(e.source)} data-target={quoteattr(e.target)}'
-        out.append(
-            f'<path class="{css}" {data} '
-            f'd="M{x1},{y1} C{x1},{y1 + bend} {x2},{y2 - bend} {x2},{y2}"/>'
-        )
-        if e.label:
-            out.append(f'<text class="step" x="{x2 + 4}" y="{y2 - 4}">{escape(e.label)}</text>')
-    out.append("</g>")
-    return out
+def _phase_order(pipeline: Pipeline) -> list[tuple[str, str]]:
+    """Invisible edges that keep each phase wholly below the one before it: from every artifact
+    the phase before publishes to each stage that opens the phase (reads nothing of its own
+    phase). Without them a stage reading from further up (RLHF teacher 1 reads SFT, not RLVR),
+    or one whose inputs end early (MOPD phase 1), rises beside the phase before."""
+    phase_of = pipeline.phase_of()
+    producers = pipeline.producers()
+    steps = {s.stage: s for s in pipeline.steps()}
+    edges: list[tuple[str, str]] = []
+    phases = [p for p in pipeline.phases if p.stages]
+    for before, phase in zip(phases, phases[1:], strict=False):
+        published = [
+            f"artifact:{steps[n].output}" if steps[n].output else f"stage:{n}"
+            for n in before.stages
+        ]
+        for name in phase.stages:
+            reads = {
+                phase_of.get(producers.get(r.name, ""), "")
+                for r in steps[name].artifact_inputs().values()
+            }
+            if phase.name not in reads:
+                edges += [(source, f"stage:{name}") for source in published]
+    return edges
+
+
+def run_dot(dot_text: str, output_format: str) -> str:
+    """``dot -T<output_format>`` of ``dot_text``; a missing ``dot`` is one line with its fix."""
+    program = shutil.which("dot")
+    if program is None:
+        raise RecipeError([Issue("dot", "Graphviz's dot is not on PATH", hint=INSTALL_HINT)])
+    done = subprocess.run(
+        [program, f"-T{output_format}"],
+        input=dot_text,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RecipeError([Issue("dot", f"failed: {done.stderr.strip()}")])
+    return done.stdout
+
+
+def draw_svg(
+    pipeline: Pipeline, *, status: Mapping[str, StageStatus] | None = None, title: str = ""
+) -> str:
+    """The pipeline's stage graph as an SVG document laid out by ``dot``."""
+    svg = run_dot(lineage_dot(pipeline, status=status, title=title), "svg")
+    # Graphviz's XML prologue names an external DTD; an SVG inlined in HTML must start at <svg.
+    return svg[svg.index("<svg") :]
+
+
+def layout_json(pipeline: Pipeline, *, status: Mapping[str, StageStatus] | None = None) -> Any:
+    """``dot -Tjson``: the layout's nodes and edges with their coordinates (points)."""
+    return json.loads(run_dot(lineage_dot(pipeline, status=status), "json"))
+
+
+def legend_rows() -> list[tuple[str, str, str]]:
+    """(state, fill, border) for each state, in the legend's order."""
+    return [(state.value, fill, border) for state, (fill, border, _) in STATE_STYLE.items()]

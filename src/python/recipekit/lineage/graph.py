@@ -161,7 +161,20 @@ class Import:
     command: str
 
 
+@attrs.frozen
+class PipelinePhase:
+    """A named band of stages read as one step of the pipeline (SFT, the teachers, MOPD): the
+    drawing lays each phase out as one band, in the order the pipeline lists its phases."""
+
+    name: str
+    stages: tuple[str, ...] = attrs.field(converter=tuple)
+
+
 def _steps(value: Iterable[StageLineage]) -> tuple[StageLineage, ...]:
+    return tuple(value)
+
+
+def _phases(value: Iterable[PipelinePhase]) -> tuple[PipelinePhase, ...]:
     return tuple(value)
 
 
@@ -185,6 +198,8 @@ class Pipeline:
     imports: tuple[Import, ...] = attrs.field(converter=_imports, default=())
     # The artifact version that is the released model.
     release: ArtifactRef | None = None
+    # The phases in pipeline order (pretrain, SFT, ...); a stage in none is drawn unbanded.
+    phases: tuple[PipelinePhase, ...] = attrs.field(converter=_phases, default=())
     # The module that built it: the recipes of its stages are that module's package's modules
     # (``recipekit.producers`` finds a producer's Stage there). Never part of its identity.
     module: str = attrs.field(factory=_defining_module, eq=False, repr=False)
@@ -232,6 +247,10 @@ class Pipeline:
     def order(self) -> list[str]:
         """Stage names, every producer before its consumers (ties in declaration order)."""
         return _order(self.steps(), self.producers())
+
+    def phase_of(self) -> dict[str, str]:
+        """Stage name -> the name of its phase (stages in no phase are absent)."""
+        return {stage: phase.name for phase in self.phases for stage in phase.stages}
 
 
 def _order(steps: Iterable[StageLineage], producers: Mapping[str, str]) -> list[str]:
@@ -290,9 +309,26 @@ def pipeline_issues(pipeline: Pipeline) -> list[Issue]:
                     hint=did_you_mean(ref.name, known),
                 )
             )
+    issues += _phase_issues(pipeline, seen)
     try:
         _order(steps, producers)
     except graphlib.CycleError as exc:
         cycle = " -> ".join(exc.args[1])
         issues.append(Issue("", f"the stages form a cycle: {cycle}"))
+    return issues
+
+
+def _phase_issues(pipeline: Pipeline, stages: set[str]) -> list[Issue]:
+    issues: list[Issue] = []
+    placed: dict[str, str] = {}
+    for phase in pipeline.phases:
+        for stage in phase.stages:
+            if stage not in stages:
+                hint = did_you_mean(stage, stages)
+                issues.append(Issue(f"phases.{phase.name}", "no such stage", stage, hint))
+            elif stage in placed:
+                issues.append(
+                    Issue(f"phases.{phase.name}", f"already in phase {placed[stage]}", stage)
+                )
+            placed.setdefault(stage, phase.name)
     return issues
