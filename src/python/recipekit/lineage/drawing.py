@@ -321,7 +321,9 @@ def draw_svg(
     """The pipeline's stage graph as an SVG document laid out by ``dot``."""
     svg = run_dot(lineage_dot(pipeline, status=status, title=title), "svg")
     # Graphviz's XML prologue names an external DTD; an SVG inlined in HTML must start at <svg.
-    return svg[svg.index("<svg") :]
+    # It writes every '-' of a text as "&#45;", which is the same character to an XML reader
+    # and unreadable to grep.
+    return svg[svg.index("<svg") :].replace("&#45;", "-")
 
 
 def layout_json(pipeline: Pipeline, *, status: Mapping[str, StageStatus] | None = None) -> Any:
