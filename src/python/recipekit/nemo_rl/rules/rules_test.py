@@ -1,0 +1,130 @@
+"""One test per mirrored rule: a value that breaks it is refused, naming the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipekit.errors import RecipeError
+from recipekit.plan import make_plan
+from recipes.super3.dapo import dapo_h100
+from recipes.super35.rl import rlvr
+
+
+def _errors(stage: object, *overrides: str) -> list[str]:
+    with pytest.raises(RecipeError) as exc:
+        make_plan(stage, overrides)  # type: ignore[arg-type]
+    return [issue.render() for issue in exc.value.issues]
+
+
+def _warnings(stage: object, *overrides: str) -> list[str]:
+    return [issue.render() for issue in make_plan(stage, overrides).warnings]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key", "reason"),
+    [
+        (("policy.generation.val_top_k=5",), "policy.generation.val_top_k", "grpo.py:521"),
+        (
+            ("policy.megatron_cfg.use_fused_linear_logprobs=true",),
+            "policy.megatron_cfg.use_fused_linear_logprobs",
+            "does not support sequence packing",
+        ),
+        (
+            (
+                "grpo.skip_reference_policy_logprobs_calculation=true",
+                "loss_fn.reference_policy_kl_penalty=0.01",
+            ),
+            "loss_fn.reference_policy_kl_penalty",
+            "grpo.py:712",
+        ),
+        (
+            (
+                "grpo.stop_at_validation_metric=pass_k",
+                "grpo.stop_at_validation_threshold=0.5",
+                "grpo.val_num_generations_per_prompt=1",
+            ),
+            "grpo.val_num_generations_per_prompt",
+            "grpo.py:530",
+        ),
+        (("grpo.stop_at_validation_metric=accuracy",), "grpo.stop_at_validation_threshold", ":577"),
+        (("grpo.max_val_samples=16",), "grpo.max_val_samples", "run_grpo_nemo_gym.py:207"),
+        (
+            ("policy.generation.vllm_cfg.async_engine=false",),
+            "policy.generation.vllm_cfg.async_engine",
+            "nemo_gym.py:90",
+        ),
+        (
+            ("policy.generation.vllm_cfg.expose_http_server=false",),
+            "policy.generation.vllm_cfg.expose_http_server",
+            "nemo_gym.py:113",
+        ),
+        (
+            ("loss_fn.force_on_policy_ratio=true", "policy.train_global_batch_size=64"),
+            "policy.train_global_batch_size",
+            "force_on_policy_ratio",
+        ),
+        (
+            ("policy.generation.vllm_cfg.max_model_len=1024",),
+            "data.max_input_seq_length",
+            "RL#796",
+        ),
+        (
+            ("policy.generation.vllm_kwargs={max_num_batched_tokens: 8, max_num_seqs: 64}",),
+            "policy.generation.vllm_kwargs.max_num_batched_tokens",
+            "scheduler.py:287",
+        ),
+        (
+            (
+                "policy.generation.vllm_kwargs={enable_eplb: true}",
+                "policy.generation.vllm_cfg.expert_parallel_size=1",
+            ),
+            "policy.generation.vllm_kwargs.enable_eplb",
+            "parallel.py:482",
+        ),
+        (
+            ("checkpointing.checkpoint_dir=/tmp/ckpt",),
+            "checkpointing.checkpoint_dir",
+            "RL#1770",
+        ),
+    ],
+)
+def test_rlvr_refuses(overrides: tuple[str, ...], key: str, reason: str) -> None:
+    found = [e for e in _errors(rlvr, *overrides) if e.startswith(key)]
+    assert found and reason in found[0], _errors(rlvr, *overrides)
+
+
+def test_fused_logprobs_refuse_sampling_filters() -> None:
+    errors = _errors(
+        rlvr,
+        "policy.sequence_packing.enabled=false",
+        "policy.megatron_cfg.use_fused_linear_logprobs=true",
+        "policy.generation.top_p=0.9",
+    )
+    assert any(
+        e.startswith("policy.megatron_cfg.use_fused_linear_logprobs") and ":682" in e
+        for e in errors
+    )
+
+
+def test_expandable_segments_with_colocated_vllm_are_refused() -> None:
+    errors = _errors(
+        dapo_h100,
+        "policy.megatron_cfg.env_vars={PYTORCH_CUDA_ALLOC_CONF: 'expandable_segments:True'}",
+    )
+    assert any(e.startswith("policy.megatron_cfg.env_vars.PYTORCH_CUDA_ALLOC_CONF") for e in errors)
+
+
+def test_super_v3_skipped_reference_logprobs_need_zero_kl() -> None:
+    errors = _errors(
+        dapo_h100,
+        "grpo.skip_reference_policy_logprobs_calculation=true",
+        "loss_fn.reference_policy_kl_penalty=0.01",
+    )
+    assert any("grpo.py:1635 @ super-v3" in e for e in errors)
+
+
+def test_pad_token_id_is_a_warning() -> None:
+    assert any(
+        w.startswith("policy.generation._pad_token_id")
+        for w in _warnings(rlvr, "policy.generation._pad_token_id=0")
+    )

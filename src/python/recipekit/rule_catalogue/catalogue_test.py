@@ -1,0 +1,102 @@
+"""The catalogue's own rules: valid entries, checks that run, cited lines that hold a rule."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+from pathlib import Path
+
+import pytest
+
+from recipekit import rule_catalogue
+from recipekit.nemo_evaluator.framework import NEMO_EVALUATOR
+from recipekit.nemo_rl.framework import NEMO_RL_GRPO, NEMO_RL_SUPER35
+from tools import rule_catalogue as generator
+
+# pants.toml ([test] extra_env_vars) names the checkout and its .reference/.
+CHECKOUT = Path(os.environ.get("RECIPEKIT_CHECKOUT") or Path(__file__).resolve().parents[4])
+REFERENCE = Path(os.environ.get("RECIPEKIT_REFERENCE_DIR") or CHECKOUT / ".reference")
+ENTRIES = rule_catalogue.load()
+
+
+def _frameworks_running(source: str, framework: str) -> list[object]:
+    """The framework objects whose checks may mirror a rule of ``source``."""
+    if source == "nemo-rl/super-v3":
+        return [NEMO_RL_GRPO]
+    if source.startswith("nemo-rl/") or source.startswith("vllm/"):
+        return [NEMO_RL_SUPER35]
+    if source == rule_catalogue.ISSUE_SOURCE and framework == "nemo-rl":
+        return [NEMO_RL_GRPO, NEMO_RL_SUPER35]
+    if source.startswith("nemo-evaluator/"):
+        return [NEMO_EVALUATOR]
+    # Megatron-Core / Megatron-Bridge rules run under every Megatron-Bridge framework object and
+    # NeMo-RL's Megatron policy (any of its entry points).
+    modules = ("recipekit.megatron_bridge.framework", "recipekit.nemo_rl.algorithms")
+    return [
+        value
+        for module in modules
+        for value in vars(importlib.import_module(module)).values()
+        if hasattr(value, "error_checks")
+        and hasattr(value, "warning_checks")
+        and not isinstance(value, type)
+    ]
+
+
+def _resolve(dotted: str) -> object:
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def test_the_catalogue_loads_with_unique_ids() -> None:
+    assert {"nemo-rl", "vllm", "nemo-evaluator"} <= set(rule_catalogue.present())
+    assert len({e.id for e in ENTRIES}) == len(ENTRIES)
+
+
+def test_an_entry_needs_exactly_one_of_check_and_unchecked() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        rule_catalogue.RuleEntry(
+            framework="vllm",
+            id="vllm.x",
+            source="vllm/v0.25.1",
+            kind="raise",
+            phase="setup",
+            keys=(),
+            condition="c",
+            commit="v0.25.1",
+            file="f.py",
+            line=1,
+        )
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if e.check], ids=lambda e: e.id)
+def test_each_check_runs_in_a_framework_of_its_source(entry: rule_catalogue.RuleEntry) -> None:
+    check = _resolve(entry.check)
+    runs = _frameworks_running(entry.source, entry.framework)
+    assert any(
+        check in f.error_checks or check in f.warning_checks  # type: ignore[attr-defined]
+        for f in runs
+    ), f"{entry.check} is in no error or warning checks of {entry.source}"
+
+
+def _rule_lines(path: Path) -> set[int]:
+    lines = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Assert | ast.Raise):
+            lines.add(node.lineno)
+        elif isinstance(node, ast.Call) and "warn" in ast.unparse(node.func).rsplit(".", 1)[-1]:
+            lines.add(node.lineno)
+    return lines
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if not e.from_issue], ids=lambda e: e.id)
+def test_each_cited_line_holds_an_assert_raise_or_warning(entry: rule_catalogue.RuleEntry) -> None:
+    path = REFERENCE / entry.source / entry.file
+    if not path.is_file():
+        pytest.skip(f"{path} is not fetched (tools/fetch-reference)")
+    assert entry.line in _rule_lines(path), f"{entry.file}:{entry.line} holds no rule"
+
+
+def test_the_readme_table_is_what_the_generator_writes() -> None:
+    text = (CHECKOUT / "README.md").read_text(encoding="utf-8")
+    assert generator.with_table(text) == text, "run python3 tools/rule_catalogue.py"
