@@ -8,13 +8,14 @@ never part of a profile: their *names* are, and their values travel from the sub
 from __future__ import annotations
 
 import functools
+import math
 import re
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from recipekit.errors import Issue, RecipeError
+from recipekit.errors import FieldError, Issue, RecipeError
 from recipekit.hardware import NodeType
 from recipekit.launch.ray_ports import RayPorts, below_ephemeral
 from recipekit.lineage.refs import ARTIFACTS_ROOT
@@ -36,13 +37,107 @@ _SECRET_NAME = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNO
 
 _time_limit = matching(_TIME_LIMIT.pattern, "expected [D-]HH:MM:SS, e.g. 04:00:00")
 
+# Every value of a profile that reaches the job script is checked against what Slurm and the
+# shell accept, when the profile is made. sbatch reads its #SBATCH directives without quotes
+# (a space splits one, a newline ends the block and drops the directives after it), srun splits
+# --container-mounts at ',' and ':', and a comment line ends at a newline: so names and paths
+# come from a small alphabet, and no value holds a control character.
+_SLURM_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+_slurm_name = matching(
+    f"^{_SLURM_NAME}$", "must be a name of letters, digits, '.', '_' and '-' (as Slurm takes it)"
+)
+_partitions = matching(
+    f"^{_SLURM_NAME}(,{_SLURM_NAME})*$",
+    "must be a partition name, or several separated by ',' (letters, digits, '.', '_', '-')",
+)
+_path_alphabet = matching(
+    r"^/[A-Za-z0-9._+@=~/-]*$",
+    "must be a path of letters, digits and '._+@=~/-' (no space, ',', ':' or '%': sbatch "
+    "reads its directives unquoted and srun splits mounts at ',' and ':')",
+)
+
+
+def _job_path(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    # One function, not a list: attrs would run a list from its own frames, and a profile's
+    # mistake is reported at the innermost frame outside recipekit and attrs' generated code.
+    absolute_path(_, attribute, value)
+    if value is not None:
+        _path_alphabet(_, attribute, value)
+
+
+_image = matching(
+    r"^[A-Za-z0-9][A-Za-z0-9._/:@#+-]*$",
+    "must be an image reference (registry/name:tag or @sha256:digest), with no space",
+)
+_command = matching(r"^[A-Za-z0-9._/+-]+$", "must be a command or a path, with no space")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _path_text(value: Any) -> Any:
+    """A ``pathlib`` path is accepted where a profile takes a path, as its text."""
+    return str(value) if isinstance(value, PurePath) else value
+
+
+def _fail(attribute: attrs.Attribute[Any], message: str, value: Any) -> None:
+    error = FieldError(message, value)
+    error.field_name = attribute.name  # type: ignore[attr-defined]
+    raise error
+
+
+def _env_mapping(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """Environment the job script exports: names the shell takes, values it quotes (no
+    control character, which nothing means in a value)."""
+    str_mapping(_, attribute, value)
+    for key, text in value.items():
+        if not _ENV_NAME.match(key):
+            _fail(attribute, f"{key!r} is not an environment variable name", key)
+        if _CONTROL.search(text):
+            _fail(attribute, f"{key}'s value holds a control character", text)
+
+
+def _names(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """A tuple of environment variable names (a bare string would be read as its letters)."""
+    if isinstance(value, str) or not isinstance(value, tuple):
+        _fail(attribute, "must be a tuple of names, e.g. ('WANDB_API_KEY',)", value)
+    for name in value:
+        if not isinstance(name, str) or not _ENV_NAME.match(name):
+            _fail(attribute, f"{name!r} is not an environment variable name", name)
+
+
+def _as_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _path_mapping(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """Named paths on shared storage: names without control characters, paths as above."""
+    str_mapping(_, attribute, value)
+    for key, path in value.items():
+        if _CONTROL.search(key):
+            _fail(attribute, f"{key!r} holds a control character", key)
+        _job_path(_, attribute, path)
+
+
+def _text_mapping(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    str_mapping(_, attribute, value)
+    for key, text in value.items():
+        if _CONTROL.search(key + text):
+            _fail(attribute, f"{key!r} or its value holds a control character", key)
+
+
+def _interval(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    instance_of(int, float, what="seconds")(_, attribute, value)
+    if isinstance(value, float) and not math.isfinite(value):
+        _fail(attribute, "must be a finite number of seconds", value)
+    at_least(0.1)(_, attribute, value)
+
 
 @attrs.frozen
 class Mount:
     """A host path bind-mounted into the container."""
 
-    host: str
-    container: str
+    host: str = attrs.field(validator=_job_path)
+    container: str = attrs.field(validator=_job_path)
 
     @classmethod
     def parse(cls, text: str) -> Mount:
@@ -53,6 +148,11 @@ class Mount:
         return f"{self.host}:{self.container}"
 
 
+def _mounts(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, tuple) or not all(isinstance(m, Mount) for m in value):
+        _fail(attribute, "must be a tuple of Mount(host, container)", value)
+
+
 # Pyxis scopes a container's name to the job, so one name serves every job.
 CONTAINER_NAME = "recipekit"
 
@@ -61,10 +161,10 @@ CONTAINER_NAME = "recipekit"
 class Pyxis:
     """Run every job step in a container with pyxis/enroot (``srun --container-image``)."""
 
-    image: str
-    mounts: tuple[Mount, ...] = ()
+    image: str = attrs.field(validator=_image)
+    mounts: tuple[Mount, ...] = attrs.field(default=(), converter=_as_tuple, validator=_mounts)
     # Inside the container.
-    python: str = "python3"
+    python: str = attrs.field(default="python3", validator=_command)
 
     kind: str = "pyxis"
 
@@ -97,10 +197,10 @@ class OciBundle:
     """
 
     # A directory every node reaches at this path (shared storage), holding config.json and rootfs.
-    bundle: str
-    mounts: tuple[Mount, ...] = ()
+    bundle: str = attrs.field(validator=_job_path)
+    mounts: tuple[Mount, ...] = attrs.field(default=(), converter=_as_tuple, validator=_mounts)
     # Inside the container.
-    python: str = "python3"
+    python: str = attrs.field(default="python3", validator=_command)
 
     kind: str = "oci-bundle"
 
@@ -115,7 +215,7 @@ class OciBundle:
 class NoContainer:
     """Run job steps directly on the node, with this Python (it must have Ray)."""
 
-    python: str = "python3"
+    python: str = attrs.field(default="python3", validator=_command)
 
     kind: str = "none"
 
@@ -130,11 +230,20 @@ class NoContainer:
 class Gb200Settings:
     """Multi-node NVLink on GB200 NVL72: the IMEX channel the job's GPUs share memory through."""
 
-    imex_channel: int
-    nccl_mnnvl_enable: bool = True
+    imex_channel: int = attrs.field(
+        validator=instance_of(int, what="a channel number"),
+    )
+    nccl_mnnvl_enable: bool = attrs.field(
+        default=True, validator=instance_of(bool, what="True or False")
+    )
     # The interface Gloo binds to; the wrong one hangs torch.distributed at start-up.
-    gloo_socket_ifname: str = "enp0s1"
-    imex_device_dir: str = "/dev/nvidia-caps-imex-channels"
+    gloo_socket_ifname: str = attrs.field(
+        default="enp0s1",
+        validator=matching(r"^[A-Za-z0-9._-]{1,15}$", "must be a network interface's name"),
+    )
+    imex_device_dir: str = attrs.field(
+        default="/dev/nvidia-caps-imex-channels", validator=_job_path
+    )
 
     def environment(self) -> dict[str, str]:
         return {
@@ -151,22 +260,13 @@ class ArtifactStore:
     checkpoints. Without a container, every node must mount it at ``/artifacts`` itself."""
 
     # The host path, the same on every node (shared storage).
-    path: str
+    path: str = attrs.field(converter=_path_text, validator=_job_path)
 
     def mount(self) -> Mount:
         return Mount(self.path, ARTIFACTS_ROOT)
 
 
 TrackingMode = Literal["online", "offline", "off"]
-
-_STR = instance_of(str, what="a string")
-_OPTIONAL_STR = attrs.validators.optional(_STR)
-
-
-def _path_text(value: Any) -> Any:
-    """A ``pathlib`` path is accepted where a profile takes a path, as its text."""
-    return str(value) if isinstance(value, PurePath) else value
-
 
 
 @attrs.frozen(kw_only=True)
@@ -182,9 +282,9 @@ class Tracking:
         default="online", validator=attrs.validators.in_(("online", "offline", "off"))
     )
     # Seed 004, Configuration: env.toml's [wandb] project = "nemotron".
-    project: str = "nemotron"
+    project: str = attrs.field(default="nemotron", validator=_slurm_name)
     # None: the API key's default entity.
-    entity: str | None = None
+    entity: str | None = attrs.field(default=None, validator=attrs.validators.optional(_slurm_name))
 
 
 @attrs.frozen
@@ -192,21 +292,43 @@ class BaseContainer:
     """The container image a stage on one base (a name in ``containers/bases.py``) runs in on
     this cluster, and where that image holds the framework's checkout."""
 
-    image: str
-    framework_root: str
+    image: str = attrs.field(validator=_image)
+    framework_root: str = attrs.field(converter=_path_text, validator=_job_path)
+
+
+def _bases(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, dict):
+        _fail(attribute, "must be a dict of base names to BaseContainer(...)", value)
+    for base, found in value.items():
+        if not isinstance(base, str) or not re.match(f"^{_SLURM_NAME}$", base):
+            _fail(attribute, f"{base!r} is not a base's name", base)
+        if not isinstance(found, BaseContainer):
+            _fail(
+                attribute,
+                f"{base}: must be BaseContainer(image=..., framework_root=...), not "
+                f"{type(found).__name__}",
+                found,
+            )
 
 
 @attrs.frozen(kw_only=True)
 class ClusterProfile:
     # Every field is checked when the profile is made (a profile file that sets a field to the
     # wrong type fails when it loads, naming the field, before anything is written).
-    name: str = attrs.field(validator=_STR)
+    name: str = attrs.field(validator=_slurm_name)
     node: NodeType = attrs.field(validator=instance_of(NodeType, what="a NodeType"))
-    partition: str = attrs.field(validator=_STR)
-    account: str | None = attrs.field(default=None, validator=_OPTIONAL_STR)
+    partition: str = attrs.field(validator=_partitions)
+    account: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_slurm_name)
+    )
     # Where a framework that is its own Slurm client (a "delegated" stage: NeMo Evaluator's
     # launcher) submits from, over ssh: its execution.hostname. Usually the login node.
-    login_host: str | None = attrs.field(default=None, validator=_OPTIONAL_STR)
+    login_host: str | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(
+            matching(r"^[A-Za-z0-9._@-]+$", "must be a host name (or user@host)")
+        ),
+    )
     time_limit: str = attrs.field(default="04:00:00", validator=_time_limit)
     container: Pyxis | OciBundle | NoContainer = attrs.field(
         factory=NoContainer,
@@ -215,9 +337,9 @@ class ClusterProfile:
         ),
     )
     # Shared storage (host paths) for each run's plan, launcher and logs.
-    runs_dir: str = attrs.field(converter=_path_text, validator=absolute_path)
+    runs_dir: str = attrs.field(converter=_path_text, validator=_job_path)
     # Shared paths (as the job sees them) that must be mounted and writable on every node.
-    shared_paths: dict[str, str] = attrs.field(factory=dict, validator=str_mapping)
+    shared_paths: dict[str, str] = attrs.field(factory=dict, validator=_path_mapping)
     # Where artifact versions live; None: this cluster runs no stage that reads or publishes
     # artifacts (submit refuses such a stage).
     artifact_store: ArtifactStore | None = attrs.field(
@@ -227,17 +349,20 @@ class ClusterProfile:
     # How often the head of a Ray stage publishes new checkpoints while the framework runs
     # (a pinned step must be kept before the framework's keep policy deletes it).
     publish_interval_s: float = attrs.field(
-        default=60.0, validator=[instance_of(int, float, what="seconds"), at_least(0.1)]
+        default=60.0,
+        validator=_interval,
     )
-    hf_home: str | None = attrs.field(default=None, converter=_path_text, validator=_OPTIONAL_STR)
+    hf_home: str | None = attrs.field(
+        default=None, converter=_path_text, validator=attrs.validators.optional(_job_path)
+    )
     gb200: Gb200Settings | None = attrs.field(
         default=None,
         validator=attrs.validators.optional(instance_of(Gb200Settings, what="Gb200Settings")),
     )
-    extra_env: dict[str, str] = attrs.field(factory=dict, validator=str_mapping)
+    extra_env: dict[str, str] = attrs.field(factory=dict, validator=_env_mapping)
     # Names read from the submitting shell and handed to the job by Slurm's --export.
     secret_env: tuple[str, ...] = attrs.field(
-        default=("WANDB_API_KEY", "HF_TOKEN"), converter=tuple
+        default=("WANDB_API_KEY", "HF_TOKEN"), converter=_as_tuple, validator=_names
     )
     ray_ports: RayPorts = attrs.field(
         factory=RayPorts, validator=instance_of(RayPorts, what="a RayPorts")
@@ -255,10 +380,10 @@ class ClusterProfile:
     )
     # The framework's checkout inside the container (NeMo-RL's examples/ live here).
     framework_root: str = attrs.field(
-        default="/opt/nemo-rl", converter=_path_text, validator=absolute_path
+        default="/opt/nemo-rl", converter=_path_text, validator=_job_path
     )
     # Preflight checks to skip, with the reason (printed in the job log).
-    preflight_skip: dict[str, str] = attrs.field(factory=dict, validator=str_mapping)
+    preflight_skip: dict[str, str] = attrs.field(factory=dict, validator=_text_mapping)
     # How the launcher reaches the nodes. "mounted": the upstream image (by digest) runs the
     # launcher Pex copied to the run directory on shared storage, as ray.sub users work today.
     # "baked": the container image is the stage image `publish` pushed, launcher and plan inside.
@@ -270,12 +395,12 @@ class ClusterProfile:
     )
     # The base whose image ``container`` names; stages on other bases (Megatron-Bridge on NeMo,
     # evaluation on vLLM, Super 3.5 RL) run in the image ``bases`` gives for theirs.
-    default_base: str = attrs.field(default="nemo-rl", validator=_STR)
-    bases: dict[str, BaseContainer] = attrs.field(factory=dict)
+    default_base: str = attrs.field(default="nemo-rl", validator=_slurm_name)
+    bases: dict[str, BaseContainer] = attrs.field(factory=dict, validator=_bases)
     # Where the source checkouts stages mount live on shared storage (host paths), by name
     # (``CodeCheckout.name``, e.g. "megatron-bridge"): the job mounts each at the stage's
     # mount point, and submit and preflight check its commit.
-    code_checkouts: dict[str, str] = attrs.field(factory=dict, validator=str_mapping)
+    code_checkouts: dict[str, str] = attrs.field(factory=dict, validator=_path_mapping)
 
     def __attrs_post_init__(self) -> None:
         # The job reaches its run directory through the container's mounts.

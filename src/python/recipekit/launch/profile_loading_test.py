@@ -17,7 +17,8 @@ from recipekit.cli import stage_launcher
 HEADER = (
     "from pathlib import Path\n"
     "from recipekit.hardware import B200_NODE\n"
-    "from recipekit.launch.profile import ClusterProfile, NoContainer, Tracking\n"
+    "from recipekit.launch.profile import (ArtifactStore, BaseContainer, ClusterProfile, "
+    "Gb200Settings, NoContainer, Pyxis, Tracking)\n"
     "from recipekit.launch.ray_ports import RayPorts\n"
 )
 
@@ -57,6 +58,46 @@ BROKEN = {
         {"framework_root": "'opt/nemo-rl'"},
         "framework_root = 'opt/nemo-rl': must be an absolute path",
     ),
+    # A newline would end sbatch's directive block: the ones after it would be dropped.
+    "partition-with-a-newline": (
+        {"partition": repr("gpu\n#SBATCH --dependency=afterok:1")},
+        "partition = 'gpu\\n#SBATCH --dependency=afterok:1': must be a partition name",
+    ),
+    "name-with-a-newline": (
+        {"name": repr("local\nrm -rf /")},
+        "name = 'local\\nrm -rf /': must be a name of letters, digits",
+    ),
+    "runs_dir-with-a-space": (
+        {"runs_dir": repr("/shared/my runs")},
+        "runs_dir = '/shared/my runs': must be a path of letters, digits",
+    ),
+    "secret_env-a-string": (
+        {"secret_env": "'WANDB_API_KEY'"},
+        "secret_env = 'WANDB_API_KEY': must be a tuple of names",
+    ),
+    "extra_env-not-a-name": (
+        {"extra_env": "{'A=$(id)': 'x'}"},
+        "extra_env = 'A=$(id)': 'A=$(id)' is not an environment variable name",
+    ),
+    "imex_channel-a-word": (
+        {"gb200": "Gb200Settings(imex_channel='zero')"},
+        "imex_channel = 'zero': must be a channel number, not str",
+    ),
+    "artifact_store-an-int": (
+        {"artifact_store": "ArtifactStore(path=42)"},
+        "path = 42: must be an absolute path",
+    ),
+    "bases-a-string": (
+        {
+            "container": "Pyxis(image='nvcr.io/x/y@sha256:' + '0' * 64)",
+            "bases": "{'nemo': 'img'}",
+        },
+        "bases = 'img': nemo: must be BaseContainer(image=..., framework_root=...), not str",
+    ),
+    "image-with-a-space": (
+        {"container": "Pyxis(image='nvcr.io/x/y:1 --pty')"},
+        "image = 'nvcr.io/x/y:1 --pty': must be an image reference",
+    ),
 }
 
 
@@ -93,6 +134,18 @@ def test_a_field_of_the_wrong_type_is_named_with_its_line(
         (
             "import recipekit.no_such_module\n",
             "profile.py:1: cannot import recipekit.no_such_module",
+        ),
+        (
+            "import os\nprofile = os.environ['RECIPEKIT_NO_SUCH_VARIABLE']\n",
+            "profile.py:2: the profile raised KeyError: 'RECIPEKIT_NO_SUCH_VARIABLE'",
+        ),
+        (
+            "profile = open('/no/such/file').read()\n",
+            "profile.py:1: the profile raised FileNotFoundError: [Errno 2]",
+        ),
+        (
+            "def f():\n    return f()\nprofile = f()\n",
+            "profile.py:2: the profile raised RecursionError: maximum recursion depth",
         ),
     ],
 )
@@ -170,3 +223,51 @@ def _on_read_only_mount(folder: Path, runner: CliRunner, argv: list[str]) -> tup
     process.start()
     process.join(60)
     return results.get()
+
+
+def test_a_full_file_system_under_runs_dir_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    """ENOSPC while the run directory is written (a 64 KiB tmpfs in a mount namespace of the
+    child's own, as root): an error naming runs_dir, and no half-written run directory."""
+    from recipekit.errors import RecipeError
+    from recipekit.hardware import B200_NODE
+    from recipekit.launch.profile import ClusterProfile, NoContainer, Tracking
+    from recipekit.launch.submit import write_run_dir
+    from recipekit.plan import make_plan
+    from recipes.super3.dapo import dapo_b200
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    context = multiprocessing.get_context("fork")
+    results: multiprocessing.queues.SimpleQueue[tuple[str, list[str]]] = context.SimpleQueue()
+
+    def child() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(0x00020000) != 0:  # CLONE_NEWNS
+            results.put((f"unshare failed: errno {ctypes.get_errno()}", []))
+            return
+        subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(runs)], check=True)
+        profile = ClusterProfile(
+            name="local",
+            node=B200_NODE,
+            partition="gpu",
+            container=NoContainer(),
+            runs_dir=str(runs),
+            tracking=Tracking(mode="off"),
+        )
+        (runs / "filler").write_bytes(b"\0" * (60 << 10))
+        try:
+            write_run_dir(make_plan(dapo_b200), profile, None)
+            message = "written"
+        except RecipeError as exc:
+            message = exc.render()
+        except BaseException as exc:  # noqa: BLE001 (the test reports it)
+            message = f"traceback: {type(exc).__name__}: {exc}"
+        results.put((message, sorted(p.name for p in runs.iterdir())))
+
+    process = context.Process(target=child)
+    process.start()
+    process.join(60)
+    message, left = results.get()
+    assert "runs_dir = " in message and "(No space left on device)" in message, message
+    assert left == ["filler"]

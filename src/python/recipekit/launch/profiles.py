@@ -14,7 +14,7 @@ REGISTRY = "recipes.clusters:PROFILES"
 
 def find_profile(name: str) -> ClusterProfile:
     if ":" in name:
-        found = load_object(name)
+        found = _load_profile(name)
         if not isinstance(found, ClusterProfile):
             raise RecipeError([Issue(f"--cluster {name}", "is not a ClusterProfile")])
         return found
@@ -32,6 +32,31 @@ def find_profile(name: str) -> ClusterProfile:
     profile = profiles[name]
     assert isinstance(profile, ClusterProfile)
     return profile
+
+
+def _load_profile(name: str) -> object:
+    """A profile file's object; whatever the file raises while it runs (a missing environment
+    variable, a file it reads, a recursion) is one line naming the file's line, not a
+    traceback."""
+    try:
+        return load_object(name)
+    except RecipeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 (a profile file is code: anything may fail)
+        where = _profile_line(exc, name.partition(":")[0]) or f"--cluster {name}"
+        reason = str(exc).splitlines()[0] if str(exc) else ""
+        raise RecipeError(
+            [Issue(where, f"the profile raised {type(exc).__name__}: {reason}"[:300])]
+        ) from None
+
+
+def _profile_line(exc: BaseException, module: str) -> str:
+    """file:line of the profile file's innermost frame in the traceback."""
+    import traceback
+
+    ending = module if module.endswith(".py") else module.replace(".", "/") + ".py"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith(ending)]
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
 
 
 def default_profile_for(node_name: str) -> ClusterProfile | None:

@@ -235,7 +235,19 @@ def write_run_dir(
             staged.chmod(0o755)
             staged.replace(target.file(LAUNCHER))
 
-    create_whole(run, fill)
+    try:
+        create_whole(run, fill)
+    except OSError as exc:  # a full or failing file system under runs_dir: nothing submitted
+        raise RecipeError(
+            [
+                Issue(
+                    f"profile {profile.name}: runs_dir",
+                    f"cannot write the run directory {run.path} ({exc.strerror or exc})",
+                    value=profile.runs_dir,
+                )
+            ],
+            context=f"{plan.stage.name}: not submitted",
+        ) from None
     return run
 
 

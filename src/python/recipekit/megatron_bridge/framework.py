@@ -32,6 +32,10 @@ from recipekit.megatron_bridge.layout import Layout, compute_layout, layout_cand
 from recipekit.megatron_bridge.memory import estimate as estimate_memory
 from recipekit.megatron_bridge.schema import MegatronBridgeConfig, recipe_mode
 from recipekit.megatron_bridge.summary import megatron_bridge_summary
+from recipekit.megatron_core.checks import (
+    MEGATRON_BRIDGE_ERROR_CHECKS,
+    MEGATRON_BRIDGE_WARNING_CHECKS,
+)
 from recipekit.memory.estimate import MemoryEstimate
 from recipekit.model_card import ModelCard
 
@@ -47,8 +51,8 @@ class MegatronBridge(FrameworkBase):
     launch: Launch = "per-gpu"
     image: str = "nemo"
     rules: tuple[Derivation, ...] = RULES
-    error_checks: tuple[Check, ...] = ERROR_CHECKS
-    warning_checks: tuple[Check, ...] = WARNING_CHECKS
+    error_checks: tuple[Check, ...] = ERROR_CHECKS + MEGATRON_BRIDGE_ERROR_CHECKS
+    warning_checks: tuple[Check, ...] = WARNING_CHECKS + MEGATRON_BRIDGE_WARNING_CHECKS
     context_type: ClassVar[type] = CheckContext
 
     def layout(self, config: Any, hardware: Hardware) -> Layout:

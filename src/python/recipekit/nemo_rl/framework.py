@@ -10,6 +10,8 @@ import attrs
 from recipekit.framework import CONFIG_PLACEHOLDER, FrameworkBase, Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.steps import SavePolicy
+from recipekit.megatron_core.checks import NEMO_RL_ERROR_CHECKS as MCORE_ERRORS
+from recipekit.megatron_core.checks import NEMO_RL_WARNING_CHECKS as MCORE_WARNINGS
 from recipekit.memory.estimate import MemoryEstimate
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
@@ -45,8 +47,8 @@ class NemoRLGrpo(FrameworkBase):
     launch: Launch = "ray"
     image: str = "nemo-rl"
     rules: tuple[Derivation, ...] = RULES
-    error_checks: tuple[Check, ...] = ERROR_CHECKS + ERROR_CHECKS_SUPER_V3
-    warning_checks: tuple[Check, ...] = WARNING_CHECKS + WARNING_CHECKS_SUPER_V3
+    error_checks: tuple[Check, ...] = ERROR_CHECKS + ERROR_CHECKS_SUPER_V3 + MCORE_ERRORS
+    warning_checks: tuple[Check, ...] = WARNING_CHECKS + WARNING_CHECKS_SUPER_V3 + MCORE_WARNINGS
     context_type: ClassVar[type] = CheckContext
 
     def layout(self, config: Any, hardware: Hardware) -> Layout:
@@ -118,6 +120,6 @@ NEMO_RL_SUPER35 = NemoRLGrpo(
     config_type=GRPOMasterConfigMain,
     image="nemo-rl-super35",
     rules=RULES_MAIN,
-    error_checks=ERROR_CHECKS + ERROR_CHECKS_SUPER35,
-    warning_checks=WARNING_CHECKS_MAIN + WARNING_CHECKS_SUPER35,
+    error_checks=ERROR_CHECKS + ERROR_CHECKS_SUPER35 + MCORE_ERRORS,
+    warning_checks=WARNING_CHECKS_MAIN + WARNING_CHECKS_SUPER35 + MCORE_WARNINGS,
 )

@@ -1,0 +1,219 @@
+"""The Megatron-Core constructor arguments a framework passes for a rendered recipekit config.
+
+Written from what each framework does with its config, so that Megatron-Core's own
+``__post_init__`` can be run on exactly those arguments (``tools/record_megatron_verdicts.py``)
+and its verdicts compared with recipekit's rules (``verdicts_test.py``). This reads the
+*rendered* config (the dict the framework reads), not recipekit's typed one: the rules read the
+typed config through ``options``, so the replay compares two independent readings.
+
+Four classes, each a dict of keyword arguments; values are JSON (a dtype is its name, the
+activation function its name; the recorder turns them into torch objects):
+
+- ``model``: the TransformerConfig (a ModelParallelConfig) of the model provider. The provider's
+  own values for Nemotron-H models come first (Megatron-Bridge
+  ``src/megatron/bridge/models/nemotronh/nemotron_h_bridge.py:297-318`` @ 067f987df), then the
+  model card's sizes, then the stage's keys.
+- ``optimizer``: the OptimizerConfig. ``ddp``: the DistributedDataParallelConfig.
+- ``bridge``: what Megatron-Bridge's provider ``finalize()`` changes before it runs
+  Megatron-Core's ``__post_init__`` (``src/megatron/bridge/models/transformer_config.py:173-177``
+  @ 067f987df): a pipeline dtype defaulted to the params dtype, sequence parallelism turned off
+  at TP 1, the expert tensor-parallel size defaulted. Applied here, cited per key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recipekit.model_card import ModelCard
+
+Kwargs = dict[str, dict[str, Any]]
+
+# NeMo-RL's Megatron setup, super-v3.5-posttraining (5d63149a): nemo_rl/models/megatron/setup.py.
+NEMO_RL_SETUP = "nemo_rl/models/megatron/setup.py @ 5d63149a"
+
+# megatron_cfg key -> TransformerConfig field, copied one to one (setup.py:860-873, 890-893,
+# 901-917, 968, 1019, 1033-1039, 1103-1105).
+_NEMO_RL_COPIED = (
+    "tensor_model_parallel_size",
+    "pipeline_model_parallel_size",
+    "num_layers_in_first_pipeline_stage",
+    "num_layers_in_last_pipeline_stage",
+    "sequence_parallel",
+    "context_parallel_size",
+    "expert_tensor_parallel_size",
+    "expert_model_parallel_size",
+    "moe_router_dtype",
+    "moe_router_load_balancing_type",
+    "moe_router_bias_update_rate",
+    "moe_enable_deepep",
+    "moe_token_dispatcher_type",
+    "moe_shared_expert_overlap",
+    "moe_permute_fusion",
+    "mtp_num_layers",
+    "apply_rope_fusion",
+    "bias_activation_fusion",
+    "gradient_accumulation_fusion",
+    "moe_router_enable_expert_bias",
+    "moe_aux_loss_coeff",
+)
+# Megatron-Bridge model.* keys that are TransformerConfig fields (the rest, seq_length and the
+# VL provider's freeze_*, are the provider's own).
+_BRIDGE_MODEL_FIELDS = (
+    "tensor_model_parallel_size",
+    "pipeline_model_parallel_size",
+    "context_parallel_size",
+    "expert_model_parallel_size",
+    "expert_tensor_parallel_size",
+    "sequence_parallel",
+    "num_layers_in_first_pipeline_stage",
+    "num_layers_in_last_pipeline_stage",
+    "cp_comm_type",
+    "recompute_granularity",
+    "recompute_method",
+    "recompute_num_layers",
+    "recompute_modules",
+    "moe_token_dispatcher_type",
+)
+_BRIDGE_OPTIMIZER_FIELDS = (
+    "lr",
+    "min_lr",
+    "weight_decay",
+    "adam_beta1",
+    "adam_beta2",
+    "clip_grad",
+    "optimizer_cpu_offload",
+    "optimizer_offload_fraction",
+    "overlap_cpu_optimizer_d2h_h2d",
+)
+_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
+
+
+def model_kwargs(model: ModelCard) -> dict[str, Any]:
+    """The provider's TransformerConfig fields for ``model``, before the stage's keys."""
+    arch = model.architecture
+    out: dict[str, Any] = {"num_layers": model.num_layers}
+    if arch is None:
+        return out
+    out |= {
+        "hidden_size": arch.hidden,
+        "num_attention_heads": arch.attention_heads or 1,
+        "num_query_groups": arch.kv_heads or None,
+        "kv_channels": arch.head_dim or None,
+        "ffn_hidden_size": arch.ffn or (arch.moe.expert_ffn if arch.moe else 4 * arch.hidden),
+        "gated_linear_unit": arch.gated_mlp,
+    }
+    if arch.mamba is not None:
+        # nemotron_h_bridge.py:297 and 310-318: the hybrid Nemotron-H provider's own values.
+        out |= {"activation_func": "squared_relu", "add_bias_linear": False}
+    if arch.moe is not None:
+        moe = arch.moe
+        out |= {
+            "num_moe_experts": moe.num_experts,
+            "moe_ffn_hidden_size": moe.expert_ffn,
+            "moe_router_topk": moe.top_k,
+            "moe_shared_expert_intermediate_size": moe.shared_ffn or None,
+        }
+        if arch.mamba is not None:
+            out |= {
+                "moe_aux_loss_coeff": 0.0001,
+                "moe_router_score_function": "sigmoid",
+                "moe_router_enable_expert_bias": True,
+                "moe_router_load_balancing_type": "seq_aux_loss",
+                "moe_router_dtype": "fp32",
+                "moe_grouped_gemm": True,
+                "moe_token_dispatcher_type": "alltoall",
+                "moe_permute_fusion": True,
+                "moe_shared_expert_overlap": True,
+            }
+    return out
+
+
+def bridge_finalize(model: dict[str, Any]) -> dict[str, Any]:
+    """Megatron-Bridge's ``finalize()`` before Megatron-Core's ``__post_init__``
+    (transformer_config.py:173-177 @ 067f987df)."""
+    out = dict(model)
+    if out.get("pipeline_model_parallel_size", 1) > 1 and out.get("pipeline_dtype") is None:
+        out["pipeline_dtype"] = out.get("params_dtype", "float32")
+    if out.get("sequence_parallel") and out.get("tensor_model_parallel_size", 1) <= 1:
+        out["sequence_parallel"] = False
+    return out
+
+
+def nemo_rl_kwargs(rendered: dict[str, Any], model: ModelCard) -> Kwargs:
+    """What NeMo-RL's Megatron setup passes for a rendered GRPO config (``NEMO_RL_SETUP``)."""
+    policy = rendered["policy"]
+    cfg = policy["megatron_cfg"]
+    out = model_kwargs(model)
+    out |= {key: cfg[key] for key in _NEMO_RL_COPIED if key in cfg}
+    # setup.py:1042-1063: the dtype of policy.precision sets bf16/fp16/params_dtype; the
+    # pipeline dtype is megatron_cfg.pipeline_dtype's.
+    precision = policy["precision"]
+    out |= {
+        "bf16": precision == "bfloat16",
+        "fp16": precision == "float16",
+        "params_dtype": _DTYPES.get(precision, "float32"),
+        "pipeline_dtype": _DTYPES[cfg["pipeline_dtype"]],
+    }
+    # setup.py:1070-1085: activation checkpointing picks the granularity (full unless set);
+    # full recomputes one layer at a time, uniformly.
+    if cfg["activation_checkpointing"]:
+        granularity = cfg.get("recompute_granularity", "full")
+        out["recompute_granularity"] = granularity
+        if granularity == "full":
+            out |= {"recompute_method": "uniform", "recompute_num_layers": 1}
+        elif cfg.get("recompute_modules") is not None:
+            out["recompute_modules"] = list(cfg["recompute_modules"])
+    # setup.py:1171-1176: FP8 settings only when enabled.
+    fp8 = cfg.get("fp8_cfg")
+    if isinstance(fp8, dict) and fp8.get("enabled"):
+        out |= {key: fp8[key] for key in ("fp8", "fp8_recipe", "fp8_param") if key in fp8}
+    ddp_cfg = cfg["distributed_data_parallel_config"]
+    # setup.py:1411-1435: the optimizer section as it is, plus overlap_param_gather; the DDP
+    # config from four keys and the optimizer's use_distributed_optimizer.
+    optimizer = {
+        **{k: v for k, v in cfg["optimizer"].items() if k != "params_dtype"},
+        "overlap_param_gather": ddp_cfg["overlap_param_gather"],
+    }
+    ddp = {
+        "check_for_nan_in_grad": True,
+        "grad_reduce_in_fp32": ddp_cfg["grad_reduce_in_fp32"],
+        "overlap_grad_reduce": ddp_cfg["overlap_grad_reduce"],
+        "overlap_param_gather": ddp_cfg["overlap_param_gather"],
+        "average_in_collective": False,
+        "use_distributed_optimizer": cfg["optimizer"]["use_distributed_optimizer"],
+        "data_parallel_sharding_strategy": ddp_cfg["data_parallel_sharding_strategy"],
+    }
+    return {"model": bridge_finalize(out), "optimizer": optimizer, "ddp": ddp}
+
+
+def megatron_bridge_kwargs(rendered: dict[str, Any], model: ModelCard) -> Kwargs:
+    """What Megatron-Bridge's runner passes: the recipe's provider with the stage's ``model.*``
+    keys set on it, and its OptimizerConfig with ``optimizer.*`` set (run_recipe.py applies
+    them as overrides onto the recipe's ConfigContainer, then ``validate()`` finalizes).
+
+    The recipe function's own values are not visible before the job (they are upstream code);
+    the provider's Nemotron-H values stand in for them, bf16 as the Super-VL recipes train.
+    """
+    out = model_kwargs(model) | {"bf16": True, "params_dtype": "bfloat16"}
+    section = rendered["model"]
+    out |= {
+        key: (list(value) if isinstance(value, list | tuple) else value)
+        for key, value in section.items()
+        if key in _BRIDGE_MODEL_FIELDS
+    }
+    optimizer = {"optimizer": "adam", "bf16": True, "use_distributed_optimizer": True}
+    optimizer |= {
+        key: value
+        for key, value in rendered.get("optimizer", {}).items()
+        if key in _BRIDGE_OPTIMIZER_FIELDS
+    }
+    ddp = {"use_distributed_optimizer": True}
+    return {"model": bridge_finalize(out), "optimizer": optimizer, "ddp": ddp}
+
+
+def framework_kwargs(framework: str, rendered: dict[str, Any], model: ModelCard) -> Kwargs:
+    if framework == "nemo-rl":
+        return nemo_rl_kwargs(rendered, model)
+    if framework == "megatron-bridge":
+        return megatron_bridge_kwargs(rendered, model)
+    raise ValueError(f"{framework} does not run Megatron-Core")

@@ -1,0 +1,218 @@
+"""The Megatron-Core settings a stage passes, read from either framework's typed config.
+
+:class:`MegatronOptions` holds the values Megatron-Core's config classes check, as the
+framework hands them over (NeMo-RL's activation checkpointing already turned into a recompute
+granularity, a key the stage leaves unset already the model provider's value), and
+:class:`OptionKeys` says which user key sets each one, so a rule's Issue names the key of the
+framework in use. One key table per framework: ``NEMO_RL_KEYS``, ``MEGATRON_BRIDGE_KEYS``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from recipekit.markers import Marker
+from recipekit.model_card import ModelCard
+
+# A value the stage does not set: the model provider's (Megatron-Bridge
+# src/megatron/bridge/models/nemotronh/nemotron_h_bridge.py:315-318 @ 067f987df for Nemotron-H).
+PROVIDER_DEFAULTS: dict[str, Any] = {
+    "moe_token_dispatcher_type": "alltoall",
+    "moe_shared_expert_overlap": True,
+    "moe_router_dtype": "fp32",
+    "moe_enable_deepep": False,
+    "bias_activation_fusion": False,
+}
+
+
+@attrs.frozen(kw_only=True)
+class OptionKeys:
+    """The user key path of each option; None where the framework has no key for it (the
+    provider's value stands)."""
+
+    framework: str
+    tp: str | None
+    sp: str | None
+    ep: str | None
+    recompute_granularity: str | None
+    recompute_method: str | None
+    recompute_num_layers: str | None
+    recompute_modules: str | None
+    moe_token_dispatcher_type: str | None
+    moe_enable_deepep: str | None
+    moe_shared_expert_overlap: str | None
+    moe_router_dtype: str | None
+    bias_activation_fusion: str | None
+    optimizer: str | None
+    use_distributed_optimizer: str | None
+    use_precision_aware_optimizer: str | None
+
+
+_NRL = "policy.megatron_cfg"
+NEMO_RL_KEYS = OptionKeys(
+    framework="nemo-rl",
+    tp=f"{_NRL}.tensor_model_parallel_size",
+    sp=f"{_NRL}.sequence_parallel",
+    ep=f"{_NRL}.expert_model_parallel_size",
+    # NeMo-RL sets the granularity from activation_checkpointing (and, on main, this key).
+    recompute_granularity=f"{_NRL}.recompute_granularity",
+    recompute_method=None,
+    recompute_num_layers=None,
+    recompute_modules=f"{_NRL}.recompute_modules",
+    moe_token_dispatcher_type=f"{_NRL}.moe_token_dispatcher_type",
+    moe_enable_deepep=f"{_NRL}.moe_enable_deepep",
+    moe_shared_expert_overlap=f"{_NRL}.moe_shared_expert_overlap",
+    moe_router_dtype=f"{_NRL}.moe_router_dtype",
+    bias_activation_fusion=f"{_NRL}.bias_activation_fusion",
+    optimizer=f"{_NRL}.optimizer.optimizer",
+    use_distributed_optimizer=f"{_NRL}.optimizer.use_distributed_optimizer",
+    use_precision_aware_optimizer=f"{_NRL}.optimizer.use_precision_aware_optimizer",
+)
+MEGATRON_BRIDGE_KEYS = OptionKeys(
+    framework="megatron-bridge",
+    tp="model.tensor_model_parallel_size",
+    sp="model.sequence_parallel",
+    ep="model.expert_model_parallel_size",
+    recompute_granularity="model.recompute_granularity",
+    recompute_method="model.recompute_method",
+    recompute_num_layers="model.recompute_num_layers",
+    recompute_modules="model.recompute_modules",
+    moe_token_dispatcher_type="model.moe_token_dispatcher_type",
+    moe_enable_deepep=None,
+    moe_shared_expert_overlap=None,
+    moe_router_dtype=None,
+    bias_activation_fusion=None,
+    optimizer=None,
+    use_distributed_optimizer=None,
+    use_precision_aware_optimizer=None,
+)
+
+
+@attrs.frozen(kw_only=True)
+class MegatronOptions:
+    """What Megatron-Core's config classes receive from one stage."""
+
+    keys: OptionKeys
+    tp: int = 1
+    pp: int = 1
+    sp: bool = False
+    ep: int = 1
+    recompute_granularity: str | None = None
+    recompute_method: str | None = None
+    recompute_num_layers: int | None = None
+    # None: Megatron-Core's default, ["core_attn"] (transformer_config.py:1764).
+    recompute_modules: tuple[str, ...] | None = None
+    moe_token_dispatcher_type: str = "alltoall"
+    moe_enable_deepep: bool = False
+    moe_shared_expert_overlap: bool = False
+    moe_router_dtype: str | None = None
+    bias_activation_fusion: bool = False
+    optimizer: str = "adam"
+    use_distributed_optimizer: bool = True
+    use_precision_aware_optimizer: bool = False
+
+    def key(self, field: str, fallback: str | None = None) -> str:
+        """The user key that sets ``field``, else ``fallback``'s, else the field's own name."""
+        for name in (field, fallback):
+            if name is not None and (path := getattr(self.keys, name)) is not None:
+                return str(path)
+        return field
+
+    @property
+    def sequence_parallel(self) -> bool:
+        """Megatron-Bridge's finalize() turns sequence parallelism off at TP 1
+        (src/megatron/bridge/models/transformer_config.py:175-176 @ 067f987df); both frameworks
+        build the provider through it."""
+        return self.sp and self.tp > 1
+
+
+def _value(section: Any, name: str, default: Any) -> Any:
+    value = getattr(section, name, default)
+    return default if isinstance(value, Marker) else value
+
+
+def from_nemo_rl(megatron_cfg: Any) -> MegatronOptions:
+    """``policy.megatron_cfg`` as NeMo-RL's setup passes it (nemo_rl/models/megatron/setup.py
+    @ 5d63149a: 860-917 layout and MoE, 1070-1076 recompute, 1421 the optimizer section)."""
+    m, opt = megatron_cfg, megatron_cfg.optimizer
+    granularity = method = layers = None
+    modules = None
+    if m.activation_checkpointing is True:
+        granularity = _value(m, "recompute_granularity", "full")
+        if granularity == "full":
+            method, layers = "uniform", 1
+        else:
+            found = _value(m, "recompute_modules", None)
+            modules = tuple(found) if found is not None else None
+    return MegatronOptions(
+        keys=NEMO_RL_KEYS,
+        tp=m.tensor_model_parallel_size,
+        pp=m.pipeline_model_parallel_size,
+        sp=m.sequence_parallel is True,
+        ep=m.expert_model_parallel_size,
+        recompute_granularity=granularity,
+        recompute_method=method,
+        recompute_num_layers=layers,
+        recompute_modules=modules,
+        moe_token_dispatcher_type=m.moe_token_dispatcher_type,
+        moe_enable_deepep=m.moe_enable_deepep is True,
+        moe_shared_expert_overlap=m.moe_shared_expert_overlap is True,
+        moe_router_dtype=_value(m, "moe_router_dtype", PROVIDER_DEFAULTS["moe_router_dtype"]),
+        bias_activation_fusion=m.bias_activation_fusion is True,
+        optimizer=opt.optimizer,
+        use_distributed_optimizer=opt.use_distributed_optimizer is True,
+        use_precision_aware_optimizer=opt.use_precision_aware_optimizer is True,
+    )
+
+
+def from_megatron_bridge(config: Any) -> MegatronOptions:
+    """``model.*`` as Megatron-Bridge's runner sets it on the recipe's provider; what the stage
+    leaves unset is the provider's (``PROVIDER_DEFAULTS``)."""
+    m = config.model
+    modules = _value(m, "recompute_modules", None)
+    return MegatronOptions(
+        keys=MEGATRON_BRIDGE_KEYS,
+        tp=m.tensor_model_parallel_size,
+        pp=m.pipeline_model_parallel_size,
+        sp=m.sequence_parallel is True,
+        ep=m.expert_model_parallel_size,
+        recompute_granularity=_value(m, "recompute_granularity", None),
+        recompute_method=_value(m, "recompute_method", None),
+        recompute_num_layers=_value(m, "recompute_num_layers", None),
+        recompute_modules=tuple(modules) if modules is not None else None,
+        moe_token_dispatcher_type=_value(
+            m, "moe_token_dispatcher_type", PROVIDER_DEFAULTS["moe_token_dispatcher_type"]
+        ),
+        moe_enable_deepep=PROVIDER_DEFAULTS["moe_enable_deepep"],
+        moe_shared_expert_overlap=PROVIDER_DEFAULTS["moe_shared_expert_overlap"],
+        moe_router_dtype=PROVIDER_DEFAULTS["moe_router_dtype"],
+        bias_activation_fusion=PROVIDER_DEFAULTS["bias_activation_fusion"],
+    )
+
+
+def options_of(ctx: Any) -> MegatronOptions | None:
+    """The options of a framework's check context; None where the stage does not run
+    Megatron-Core (a NeMo-RL stage on DTensor)."""
+    policy = getattr(ctx.config, "policy", None)
+    if policy is None:
+        return from_megatron_bridge(ctx.config)
+    megatron_cfg = getattr(policy, "megatron_cfg", None)
+    if getattr(megatron_cfg, "enabled", False) is not True:
+        return None
+    return from_nemo_rl(megatron_cfg)
+
+
+def activation_of(model: ModelCard) -> str:
+    """The MLP activation of the model's provider: Nemotron-H's is squared ReLU
+    (nemotron_h_bridge.py:297 @ 067f987df), a gated MLP's SwiGLU (silu)."""
+    arch = model.architecture
+    if arch is not None and arch.mamba is not None:
+        return "squared_relu"
+    return "silu" if arch is not None and arch.gated_mlp else "gelu"
+
+
+def shared_experts(model: ModelCard) -> bool:
+    arch = model.architecture
+    return arch is not None and arch.moe is not None and arch.moe.shared_ffn > 0

@@ -1,0 +1,26 @@
+"""Kernel fusions: TransformerConfig.__post_init__'s checks on bias_activation_fusion."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from recipekit.errors import Issue
+from recipekit.megatron_core.options import activation_of, options_of
+from recipekit.megatron_core.rules import TRANSFORMER_CONFIG, cite
+
+
+def bias_activation_fusion_needs_gelu_or_silu(ctx: Any) -> Iterator[Issue]:
+    """transformer_config.py:2116: the fused bias-activation kernels exist for GeLU, SwiGLU and
+    quick-GeGLU only."""
+    o = options_of(ctx)
+    if o is None or not o.bias_activation_fusion:
+        return
+    activation = activation_of(ctx.model)
+    if activation not in ("gelu", "silu"):
+        yield Issue(
+            o.key("bias_activation_fusion"),
+            f"Megatron-Core fuses the bias and activation only for gelu, swiglu or quick_geglu; "
+            f"{ctx.model.name}'s MLP uses {activation} {cite(TRANSFORMER_CONFIG, 2116)}",
+            value=True,
+        )
