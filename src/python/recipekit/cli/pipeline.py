@@ -68,7 +68,10 @@ def pipeline() -> None:
 @format_option
 @reports_recipe_errors
 def plan_command(
-    folder: Path, start: str | None, until: str | None, overrides: tuple[str, ...],
+    folder: Path,
+    start: str | None,
+    until: str | None,
+    overrides: tuple[str, ...],
     output_format: str,
 ) -> None:
     """Plan every stage of the chain, in order: inputs, selected steps, hash, nodes."""
@@ -157,12 +160,35 @@ def submit_command(
 @CLUSTER
 @_range
 @format_option
+@click.option(
+    "--svg",
+    "svg_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also draw the lineage with each stage coloured by its state, as SVG.",
+)
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write that drawing and this text as one self-contained HTML page.",
+)
 @reports_recipe_errors
 def status_command(
-    folder: Path, cluster: str, start: str | None, until: str | None, overrides: tuple[str, ...],
+    folder: Path,
+    cluster: str,
+    start: str | None,
+    until: str | None,
+    overrides: tuple[str, ...],
     output_format: str,
+    svg_file: Path | None,
+    html_file: Path | None,
 ) -> None:
-    """Each stage's job and state, and the versions of its output in the artifact store."""
+    """Each stage's job and state, and the versions of its output in the artifact store.
+
+    --svg/--html draw the whole pipeline from the same records: up to date, queued, running,
+    done, failed, lost node and requeued, blocked or skipped, with each stage's job id, elapsed
+    time, newest saved step of its total and newest store version.
+    """
     from recipekit.launch.profiles import find_profile
     from recipekit.pipeline.chain import plan_chain
     from recipekit.pipeline.submit import chain_status
@@ -170,18 +196,39 @@ def status_command(
     chain = _chain(folder)
     planned = plan_chain(chain, chain.between(start, until), overrides)
     rows = chain_status(planned, find_profile(cluster))
+    text = "\n".join(_status_lines(rows))
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2))
+    else:
+        click.echo(text)
+    if svg_file is None and html_file is None:
         return
+    from recipekit.pipeline.status import status_svg
+
+    svg = status_svg(chain, planned, rows)
+    if svg_file is not None:
+        svg_file.write_text(svg)
+        click.echo(f"wrote {svg_file}", err=True)
+    if html_file is not None:
+        from recipekit.review.html_report import lineage_section, page, text_section
+
+        title = f"pipeline {chain.pipeline.name}: status on {cluster}"
+        sections = [lineage_section(svg, with_status=True), text_section("status", "Jobs", text)]
+        html_file.write_text(page(title, sections))
+        click.echo(f"wrote {html_file}", err=True)
+
+
+def _status_lines(rows: list[dict[str, Any]]) -> list[str]:
+    lines = []
     for row in rows:
         job = f"job {row['job']} {row['state']}" if row["job"] else row["state"]
         if row.get("restarts"):
             job += f" (requeued and restarted {row['restarts']} time(s))"
         if row.get("lost_nodes"):
             job += f"; lost node(s) {', '.join(row['lost_nodes'])}"
-        click.echo(f"{row['stage']:<34} {job}")
+        lines.append(f"{row['stage']:<34} {job}")
         for version in row.get("versions", []):
             step = f" step-{version['step']}" if version["step"] is not None else ""
             kept = " (kept)" if version["kept"] else ""
-            click.echo(f"       {row['output']}:{version['version']}{step}{kept}")
-
+            lines.append(f"       {row['output']}:{version['version']}{step}{kept}")
+    return lines

@@ -168,11 +168,12 @@ def _stage_node(
             lines.append(f"{role}: {shown} (imported)")
     if step.output is None and step.output_note:
         lines.append(f"-> {step.output_note}")
+    shown = None if status is None else status.get(step.stage)
     if step.blocked:
         kinds.append("blocked")
         style = _BLOCKED
-        lines.insert(0, "BLOCKED")
-    shown = None if status is None else status.get(step.stage)
+        if shown is None:  # a status's first line says it
+            lines.insert(0, "BLOCKED")
     if shown is not None:
         kinds.append("state-" + shown.state.name.lower().replace("_", "-"))
         style = STATE_STYLE[shown.state]

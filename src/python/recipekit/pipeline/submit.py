@@ -1,11 +1,13 @@
 """Submit a chain of stages as Slurm jobs that wait for each other, and report where they stand.
 
 Each stage is an ordinary run (its own run directory, job script and launcher) submitted with
-``--dependency=afterok:<the jobs of the stages it reads from>``. Nothing is resolved at submit:
-a stage reads ``/artifacts/<name>/<selector>``, which is whatever version the store holds when
-its job starts, and its preflight checks that version exists. Everything that can refuse the
-chain (a blocked stage, a stage with no recipe, a profile that cannot run a stage, a store that
-is not mounted) does so before the first job is submitted.
+``--dependency=afterok:<the jobs of the stages it reads from>``. Only the stages that run are
+submitted (``pipeline.actions``: a stage whose key and input versions already made a whole
+version is skipped), each pinned to the exact store version of every input it reads from the
+store (``/artifacts/<name>/vN``); an input a stage submitted before it makes is read as its
+selector once that job is done. Its preflight checks the version is whole. Everything that
+can refuse the chain (a blocked stage, a stage with no recipe, a profile that cannot run a
+stage, a store that is not mounted) does so before the first job is submitted.
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ from recipekit.launch.submit import (
     submit_delegated,
     submit_plan,
 )
-from recipekit.lineage.store import versions
+from recipekit.lineage.store import is_store, versions
+from recipekit.pipeline.actions import (
+    NoStore,
+    StageAction,
+    StoreRecords,
+    pinned_plans,
+    plan_actions,
+)
 from recipekit.pipeline.chain import Chain, PlannedStage, plan_chain
 
 
@@ -113,10 +122,17 @@ def submit_chain(
     profile: ClusterProfile,
     overrides: Sequence[str] = (),
     echo: Callable[[str], None] = print,
-) -> list[SubmittedStage]:
-    """Plan, check, then submit every stage in order, each after the stages it reads from.
-    A delegated stage's client runs here (its output to ``echo``), told to wait for them."""
-    planned = plan_chain(chain, names, overrides)
+    *,
+    rerun: Sequence[str] = (),
+) -> tuple[list[SubmittedStage], list[StageAction]]:
+    """Plan, check, then submit every stage that runs (``rerun``: and these), in order, each
+    after the stages it reads from; returns them and every stage's action. A delegated
+    stage's client runs here (its output to ``echo``), told to wait for them."""
+    records = chain_records(profile)
+    stored = records.names() if records is not None else None
+    planned = plan_chain(chain, names, overrides, stored=stored)
+    actions = plan_actions(chain, planned, records or NoStore(), rerun=rerun)
+    planned = pinned_plans(chain, planned, actions, overrides)
     issues = chain_issues(planned, profile)
     if issues:
         raise RecipeError(issues, context=f"pipeline {chain.pipeline.name}: nothing submitted")
@@ -157,12 +173,18 @@ def submit_chain(
         job_id, run = submit_plan(entry.plan, stage_profile, after=after)
         jobs[entry.name] = job_id
         submitted.append(SubmittedStage(entry.name, job_id, run, after))
-    return submitted
+    return submitted, actions
 
 
-def chain_status(
-    planned: Sequence[PlannedStage], profile: ClusterProfile
-) -> list[dict[str, Any]]:
+def chain_records(profile: ClusterProfile | None) -> StoreRecords | None:
+    """The profile's artifact store, read for planning; None without one on this host."""
+    store = profile.artifact_store if profile is not None else None
+    if store is None or not is_store(Path(store.path)):
+        return None
+    return StoreRecords(Path(store.path))
+
+
+def chain_status(planned: Sequence[PlannedStage], profile: ClusterProfile) -> list[dict[str, Any]]:
     """Each stage's job (from its run directory) and its output artifact's versions."""
     rows = []
     store = Path(profile.artifact_store.path) if profile.artifact_store else None
@@ -198,4 +220,6 @@ def _job(job_id: str) -> dict[str, Any]:
     return {
         "state": details.get("JobState", "UNKNOWN"),
         "restarts": int(restarts) if restarts.isdigit() else None,
+        # Since it last started ([D-]HH:MM:SS); Slurm says 00:00:00 for one still pending.
+        "elapsed": details.get("RunTime", ""),
     }
