@@ -111,11 +111,13 @@ def nemo_rl_save_policy(rendered: dict[str, Any], algorithm: str) -> SavePolicy 
 
 NEMO_RL_GRPO = NemoRLGrpo()
 
-# Super 3.5 RL (seed 004, "Software"): NeMo-RL's super-v3.5-posttraining branch at f299847f1,
+# Super 3.5 RL (seed 004, "Software"): NeMo-RL's super-v3.5-posttraining branch; the seed builds
+# its image at f299847f1, which is not public, so the version names 5d63149a, the branch head whose
+# source the rule catalogue reads (3rdparty/reference/manifest.toml),
 # whose config schema is main's. Its GRPO + NeMo Gym runner is the entry point of every RL stage
 # (RLVR, teachers, MOPD): main's docs launch Gym GRPO with it (nemotron-3-nano.md).
 NEMO_RL_SUPER35 = NemoRLGrpo(
-    version="super-v3.5-posttraining@f299847f1",
+    version="super-v3.5-posttraining@5d63149a",
     entry_point="examples/nemo_gym/run_grpo_nemo_gym.py",
     config_type=GRPOMasterConfigMain,
     image="nemo-rl-super35",
