@@ -1,0 +1,316 @@
+"""Property tests of what a user types: generated values for ``--set`` (one key of every type
+the config has) and for every field of a cluster profile, through the real command line.
+
+Whatever the value: exit 0 or 2, never a traceback; on 2 nothing is written; plan.json is
+always JSON (no NaN); and the job script, run by bash with stand-ins for srun and scontrol,
+runs exactly the job steps it means to, with every profile value as the data it was given:
+nothing in it is read by the shell as code, and sbatch's directive block is whole.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from click.testing import CliRunner, Result
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from recipekit.cli import stage_launcher
+from recipekit.keypaths import field_type_at, get_at
+from recipekit.launch.profile import ClusterProfile
+from recipekit.markers import Marker
+from recipekit.sections import key_names
+from recipes.super3.dapo import dapo_b200
+
+STAGE = "recipes.super3.dapo:dapo_b200"
+PROPERTY = settings(
+    max_examples=200,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+# What the shell, sbatch and YAML read specially, with a few plain letters to carry them.
+AWKWARD = "$`'\"\\;&|<>(){}[]*?!#%:,=~/ \t\n\r\x00-_.aZ9"
+TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30)
+AWKWARD_TEXT = st.text(alphabet=AWKWARD, max_size=24)
+SPECIAL_YAML = st.sampled_from(
+    [
+        ".nan",
+        "-.inf",
+        "[1, .nan]",
+        "9" * 5000,
+        "&a {x: *a}",
+        "{a: &a [x, x], b: [*a, *a]}",
+        "!!python/object:os.system [id]",
+        "{",
+        "null",
+        "~",
+        "[]",
+        "{}",
+        "1e400",
+        "0x1F",
+        "yes",
+    ]
+)
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def _strict_json(text: str) -> Any:
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def _run(runner: CliRunner, argv: list[str]) -> Result:
+    result = runner.invoke(stage_launcher.cli, argv, env={"RECIPEKIT_STAGE": STAGE})
+    output = result.output + (result.stderr if result.stderr_bytes is not None else "")
+    assert result.exit_code in (0, 2), output
+    assert "Traceback" not in output
+    if result.exception is not None:
+        assert isinstance(result.exception, SystemExit), repr(result.exception)
+    return result
+
+
+# --- --set: one key of every type --------------------------------------------------------------
+
+
+def _keys(section: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
+    for key in key_names(type(section)):
+        path = f"{prefix}{key}"
+        value = get_at(section, key)
+        if attrs.has(type(value)) and not isinstance(value, Marker):
+            yield from _keys(value, f"{path}.")
+        else:
+            yield path, str(field_type_at(section, key))
+
+
+def _one_key_per_type() -> list[str]:
+    first: dict[str, str] = {}
+    for path, annotation in _keys(dapo_b200.config):
+        first.setdefault(annotation, path)
+    return sorted(first.values())
+
+
+KEYS = _one_key_per_type()
+
+
+def test_the_config_has_keys_of_many_types() -> None:
+    assert len(KEYS) >= 8, KEYS  # the property below would prove little otherwise
+
+
+@PROPERTY
+@given(
+    key=st.sampled_from(KEYS),
+    value=st.one_of(TEXT, AWKWARD_TEXT, SPECIAL_YAML, JSONISH.map(json.dumps)),
+)
+def test_any_value_for_any_key_is_a_plan_or_one_line(key: str, value: str) -> None:
+    out = Path(tempfile.mkdtemp(prefix="recipekit-set-")) / "run"
+    try:
+        result = _run(CliRunner(), ["render", str(out), "--set", f"{key}={value}"])
+        event(f"exit {result.exit_code}")
+        if result.exit_code == 2:
+            assert not out.exists()  # nothing written
+            assert result.stderr.startswith("error: ")
+        else:
+            _strict_json((out / "plan.json").read_text())
+    finally:
+        shutil.rmtree(out.parent)
+
+
+# --- every field of a cluster profile -------------------------------------------------------
+
+HEADER = (
+    "from recipekit.hardware import B200_NODE\n"
+    "from recipekit.launch.profile import (ArtifactStore, BaseContainer, ClusterProfile, "
+    "Gb200Settings, Mount, NoContainer, Pyxis, Tracking)\n"
+)
+IMAGE = "nvcr.io/your-org/nemo-rl@sha256:" + "0" * 64
+
+
+def _base_fields(runs: Path) -> dict[str, str]:
+    return {
+        "name": "'local'",
+        "node": "B200_NODE",
+        "partition": "'gpu'",
+        "container": f"Pyxis(image={IMAGE!r}, mounts=(Mount({str(runs)!r}, '/runs'),))",
+        "runs_dir": repr(str(runs)),
+        "tracking": "Tracking(mode='off')",
+    }
+
+
+# Each field, and the fields of the classes a profile holds, as the expression that sets it.
+FIELDS: dict[str, str] = {
+    **{
+        f.name: "{}"
+        for f in attrs.fields(ClusterProfile)
+        if f.name not in ("node", "container", "gb200", "tracking", "artifact_store", "ray_ports")
+    },
+    "container.image": "Pyxis(image={}, mounts=(Mount(RUNS, '/runs'),))",
+    "container.python": f"Pyxis(image={IMAGE!r}, python={{}}, mounts=(Mount(RUNS, '/runs'),))",
+    "container.mounts": f"Pyxis(image={IMAGE!r}, mounts=(Mount(RUNS, '/runs'), Mount({{}}, '/x')))",
+    "gb200.imex_channel": "Gb200Settings(imex_channel={})",
+    "gb200.gloo_socket_ifname": "Gb200Settings(imex_channel=0, gloo_socket_ifname={})",
+    "gb200.imex_device_dir": "Gb200Settings(imex_channel=0, imex_device_dir={})",
+    "tracking.project": "Tracking(mode='off', project={})",
+    "tracking.entity": "Tracking(mode='off', entity={})",
+    "artifact_store.path": "ArtifactStore(path={})",
+    "bases.image": "{{'vllm': BaseContainer(image={}, framework_root='/opt/x')}}",
+}
+
+
+def _profile_source(runs: Path, field: str, value: Any) -> str:
+    fields = _base_fields(runs)
+    name = field.split(".")[0]
+    fields[name] = FIELDS[field].format(repr(value)).replace("RUNS", repr(str(runs)))
+    body = ", ".join(f"{k}={v}" for k, v in fields.items())
+    return f"{HEADER}profile = ClusterProfile({body})\n"
+
+
+# Values a profile accepts, often: the property is about what then reaches the script.
+NEARLY_VALID = st.one_of(
+    st.from_regex(r"/[a-z0-9._+@=~/-]{0,12}", fullmatch=True),
+    st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,8}", fullmatch=True),
+    st.dictionaries(
+        st.from_regex(r"[A-Z_][A-Z0-9_]{0,6}", fullmatch=True),
+        st.text(alphabet=AWKWARD.replace("\t", "").replace("\n", "").replace("\r", "")),
+        max_size=3,
+    ),
+    st.tuples(st.from_regex(r"[A-Z_][A-Z0-9_]{0,6}", fullmatch=True)),
+)
+PROFILE_VALUES = st.one_of(
+    NEARLY_VALID,
+    AWKWARD_TEXT,
+    TEXT,
+    st.integers(min_value=-(10**6), max_value=10**6),
+    st.floats(allow_nan=False),
+    st.booleans(),
+    st.none(),
+    st.tuples(AWKWARD_TEXT),
+    st.dictionaries(AWKWARD_TEXT, AWKWARD_TEXT, max_size=2),
+    st.sampled_from(["/shared/runs", "gpu", "04:00:00", "WANDB_API_KEY", ("HF_TOKEN",), 0]),
+)
+
+STUB = """#!{python}
+import json, os, sys
+with open({log!r}, "a") as out:
+    out.write(json.dumps({{"argv": sys.argv, "env": dict(os.environ)}}) + "\\n")
+if os.path.basename(sys.argv[0]) == "scontrol":
+    print("node-1")
+"""
+# The directives a job script of a Ray stage carries, each exactly once.
+DIRECTIVES = {
+    "job-name", "nodes", "ntasks-per-node", "gres", "exclusive", "time", "partition",
+    "account", "dependency", "requeue", "output", "open-mode",
+}  # fmt: skip
+
+
+def _directives(script: str) -> list[str]:
+    """The #SBATCH lines sbatch reads: those before the first line that is not a comment."""
+    found = []
+    for line in script.splitlines()[1:]:
+        if line and not line.startswith("#"):
+            break
+        if line.startswith("#SBATCH"):
+            found.append(line)
+    return found
+
+
+def _check_script(script_path: Path, profile: Any, plan: Any) -> None:
+    from recipekit.launch.job_script import job_environment
+
+    script = script_path.read_text()
+    directives = _directives(script)
+    names = [re.match(r"^#SBATCH --([a-z-]+)(=\S+)?$", d) for d in directives]
+    assert all(names), directives
+    seen = [m.group(1) for m in names if m]
+    assert len(seen) == len(set(seen)) and {"partition", "output", "dependency"} <= set(seen)
+    assert set(seen) <= DIRECTIVES, seen
+    stubs = script_path.parent / "stubs"
+    stubs.mkdir()
+    log = script_path.parent / "calls.jsonl"
+    for name in ("srun", "scontrol"):
+        (stubs / name).write_text(STUB.format(python=sys.executable, log=str(log)))
+        (stubs / name).chmod(0o755)
+    # Nothing but the stand-ins on PATH: an injected command would fail, a builtin would show
+    # as a step the script does not mean.
+    env = {"PATH": str(stubs), "SLURM_JOB_NODELIST": "node-1", "SLURM_JOB_ID": "7"}
+    done = subprocess.run(
+        ["/bin/bash", str(script_path)], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == "" and done.stderr == "", done.stdout + done.stderr
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [Path(c["argv"][0]).name for c in calls] == ["srun", "srun"]  # preflight, job-step
+    assert [c["argv"][-2] for c in calls] == ["preflight", "job-step"]
+    expected = job_environment(profile, plan)
+    for call in calls:
+        assert {k: call["env"].get(k) for k in expected} == expected
+
+
+@PROPERTY
+@given(field=st.sampled_from(sorted(FIELDS)), value=PROFILE_VALUES)
+def test_any_value_of_any_profile_field_is_a_safe_job_script_or_one_line(
+    field: str, value: Any
+) -> None:
+    from recipekit.launch.profiles import find_profile
+    from recipekit.plan import make_plan
+
+    work = Path(tempfile.mkdtemp(prefix="recipekit-profile-"))
+    try:
+        runs, out = work / "runs", work / "render"
+        runs.mkdir()
+        source = _profile_source(runs, field, value)
+        file = work / "profile.py"
+        file.write_text(source)
+        cluster = f"{file}:profile"
+        result = _run(CliRunner(), ["render", str(out), "--cluster", cluster])
+        event(f"exit {result.exit_code}")
+        if result.exit_code == 2:
+            assert not out.exists()
+            assert result.stderr.startswith("error: ") and result.stderr.count("\n") <= 12
+            return
+        profile = find_profile(cluster).for_base(dapo_b200.framework.image)
+        _strict_json((out / "plan.json").read_text())
+        _check_script(out / "job.sbatch", profile, make_plan(dapo_b200).as_json())
+    finally:
+        shutil.rmtree(work)
+
+
+def test_the_script_check_catches_an_injected_line(tmp_path: Path) -> None:
+    """The check above can fail: a job script with a value outside its quotes is caught."""
+    from recipekit.launch.profiles import find_profile
+    from recipekit.plan import make_plan
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (tmp_path / "profile.py").write_text(_profile_source(runs, "partition", "gpu"))
+    profile = find_profile(f"{tmp_path}/profile.py:profile")
+    out = tmp_path / "render"
+    _run(CliRunner(), ["render", str(out), "--cluster", f"{tmp_path}/profile.py:profile"])
+    script = (out / "job.sbatch").read_text()
+    (out / "job.sbatch").write_text(
+        script.replace("set -euo pipefail", "set -euo pipefail\nsrun --injected true", 1)
+    )
+    with pytest.raises(AssertionError):
+        _check_script(out / "job.sbatch", profile, make_plan(dapo_b200).as_json())
+    # And a directive block cut short by a newline in a value.
+    (out / "job.sbatch").write_text(script.replace("--partition=gpu", "--partition=gpu\nid", 1))
+    (out / "calls.jsonl").unlink(missing_ok=True)
+    shutil.rmtree(out / "stubs", ignore_errors=True)
+    with pytest.raises(AssertionError):
+        _check_script(out / "job.sbatch", profile, make_plan(dapo_b200).as_json())
