@@ -340,6 +340,98 @@ def lineage(pipeline: str, out: Path | None) -> None:
     click.echo(f"wrote {out}")
 
 
+@cli.command()
+@click.argument("target", metavar="FOLDER|FILE.py|TARGET")
+@click.option(
+    "--html",
+    "html_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report here: one HTML file, everything inline (no network to view it).",
+)
+@click.option(
+    "--diff-base",
+    metavar="REV",
+    help="Add `recipekit diff REV`'s key-by-key changes (a pull request's base).",
+)
+@click.option(
+    "--cluster",
+    metavar="NAME",
+    help="Draw the lineage with each stage's status on this cluster profile (its runs and "
+    "artifact store); without it, the lineage alone.",
+)
+@reports_recipe_errors
+def report(target: str, html_file: Path, diff_base: str | None, cluster: str | None) -> None:
+    """One self-contained HTML report of a chain (a recipe folder) or of one stage, for review.
+
+    It holds the plan summary, the memory per phase as bars with the limit, the parallel
+    layout, the pipeline's lineage (with status, --cluster) and, with --diff-base, the compiled
+    plans' changes.
+
+    \b
+      recipekit report recipes/super35 --html super35.html
+      recipekit report recipes.super35.rl:rlvr --html rlvr.html --diff-base origin/main
+    """
+    from recipekit.pipeline.chain import load_chain, plan_chain
+    from recipekit.review import html_report
+
+    root = _checkout_on_path()
+    sections: list[html_report.Section] = []
+    path = Path(target)
+    if path.exists():  # a chain: every stage of the recipe folder
+        chain = load_chain(path, root)
+        planned = plan_chain(chain, chain.order())
+        plans = [p.plan for p in planned if p.plan is not None]
+        targets = [p.target for p in planned if p.target]
+        title = f"pipeline {chain.pipeline.name} ({target})"
+    else:
+        resolved = _resolve_target(target)
+        from recipekit.plan import make_plan
+
+        plan = make_plan(_stage(resolved))
+        plans, targets, title = [plan], [resolved], f"stage {plan.stage.name} ({resolved})"
+        chain, planned = _chain_of(resolved, root), []
+        if chain is not None and plan.stage.name in chain.stages:
+            planned = plan_chain(chain, [plan.stage.name])
+    if chain is not None:
+        sections.append(_lineage_section(chain, planned, cluster))
+    for plan in plans:
+        sections += html_report.stage_sections(plan, one_of_many=len(plans) > 1)
+    if diff_base is not None:
+        from recipekit.review import plandiff
+
+        changes = plandiff.diff_revision(root, diff_base, targets)
+        sections.append(html_report.diff_section(f"{diff_base} -> this change", changes))
+    html_file.write_text(html_report.page(title, sections))
+    click.echo(f"wrote {html_file}")
+
+
+def _chain_of(target: str, root: Path) -> Any:
+    """The chain of the recipe folder that defines the stage ``target`` (None: it has none)."""
+    from recipekit.pipeline.chain import load_chain
+
+    module = target.split(":", 1)[0]
+    folder = Path(module) if module.endswith(".py") else Path(*module.split(".")[:-1])
+    try:
+        return load_chain(folder.parent if folder.suffix == ".py" else folder, root)
+    except RecipeError:
+        return None
+
+
+def _lineage_section(chain: Any, planned: list[Any], cluster: str | None) -> Any:
+    from recipekit.lineage.drawing import draw_svg
+    from recipekit.review.html_report import lineage_section
+
+    if cluster is None:
+        return lineage_section(draw_svg(chain.pipeline), with_status=False)
+    from recipekit.launch.profiles import find_profile
+    from recipekit.pipeline.status import status_svg
+    from recipekit.pipeline.submit import chain_status
+
+    rows = chain_status(planned, find_profile(cluster))
+    return lineage_section(status_svg(chain, planned, rows), with_status=True)
+
+
 # --- data import / model import ----------------------------------------------------------------
 
 

@@ -27,8 +27,9 @@ section { margin-bottom: 32px; }
 pre { background: #f7f7f7; padding: 12px; overflow-x: auto; font-size: 13px; }
 table { border-collapse: collapse; font-size: 13px; }
 td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
-.lineage { overflow-x: auto; border: 1px solid #ddd; }
-.lineage svg { max-width: none; }
+.lineage { border: 1px solid #ddd; }
+/* The whole pipeline in the page's width; the browser's zoom reads it at its natural size. */
+.lineage svg { width: 100%; height: auto; }
 .legend span { display: inline-block; padding: 2px 8px; margin: 0 6px 6px 0; border: 2px solid; }
 .added { color: #1b5e20; } .removed { color: #b71c1c; } .changed { color: #0d47a1; }
 .fine { color: #2e7d32; } .tight { color: #e65100; } .over { color: #b71c1c; font-weight: bold; }
