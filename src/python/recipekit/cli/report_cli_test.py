@@ -1,4 +1,4 @@
-"""``recipekit report``: one HTML file for a stage or a whole chain, with the sections review needs."""
+"""``recipekit report``: one HTML file for a stage or a chain, with the sections review needs."""
 
 from __future__ import annotations
 
