@@ -45,6 +45,9 @@ class Plan:
     run_inputs: dict[str, str] = attrs.field(factory=dict)
     # Per-GPU memory of each phase; None where the framework or the model card has none.
     memory: MemoryEstimate | None = None
+    # What a pipeline records of this run in the versions it publishes (its action key, the
+    # recipe's plan hash, the exact input versions: ``pipeline.actions``); never hashed.
+    action: dict[str, Any] = attrs.field(factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         stage, hw = self.stage, self.stage.hardware
@@ -82,6 +85,7 @@ class Plan:
             "warnings": [w.as_json() for w in self.warnings],
             "config": self.framework_config,
             "hash": self.hash,
+            **({"action": self.action} if self.action else {}),
         }
 
 
@@ -257,9 +261,16 @@ def resolve_run_inputs(stage: Stage) -> tuple[Any, dict[str, str]]:
 
 
 def content_hash(stage: Stage, rendered: dict[str, Any]) -> str:
-    """sha256 over what decides the run: the framework (and how it is launched, with which
-    arguments), the hardware, the model, the exact config and, for a stage in a pipeline, the
-    input artifacts it is pinned to."""
+    """sha256 over what decides the run (``plan_identity``)."""
+    identity = plan_identity(stage, rendered)
+    blob = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def plan_identity(stage: Stage, rendered: dict[str, Any]) -> dict[str, Any]:
+    """What decides the run: the framework (and how it is launched, with which arguments), the
+    hardware, the model, the exact config and, for a stage in a pipeline, the input artifacts
+    it is pinned to. A pipeline records it with a version, to say later which keys changed."""
     hw = stage.hardware
     identity: dict[str, Any] = {
         "framework": [
@@ -279,8 +290,7 @@ def content_hash(stage: Stage, rendered: dict[str, Any]) -> str:
         identity["environment"] = dict(stage.environment)
     if stage.code:
         identity["code"] = [c.as_json() for c in stage.code]
-    blob = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return identity
 
 
 def underived_keys(config: Any, path: str = "") -> list[Issue]:

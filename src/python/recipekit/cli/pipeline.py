@@ -62,9 +62,24 @@ def pipeline() -> None:
     """
 
 
+RERUN = click.option(
+    "--rerun",
+    multiple=True,
+    metavar="STAGE",
+    help="Run STAGE even when it is up to date (and so its readers).",
+)
+STORE_CLUSTER = click.option(
+    "--cluster",
+    metavar="NAME",
+    help="Read the artifact store of this cluster profile: which stages are up to date.",
+)
+
+
 @pipeline.command(name="plan")
 @FOLDER
 @_range
+@STORE_CLUSTER
+@RERUN
 @format_option
 @reports_recipe_errors
 def plan_command(
@@ -72,20 +87,50 @@ def plan_command(
     start: str | None,
     until: str | None,
     overrides: tuple[str, ...],
+    cluster: str | None,
+    rerun: tuple[str, ...],
     output_format: str,
 ) -> None:
-    """Plan every stage of the chain, in order: inputs, selected steps, hash, nodes."""
+    """Plan every stage of the chain, in order: inputs, selected steps, hash, nodes, and its
+    action key: up to date (the version), or why it runs (with --cluster, the store is read)."""
+    from recipekit.pipeline.actions import NoStore, plan_actions
     from recipekit.pipeline.chain import plan_chain
+    from recipekit.pipeline.submit import chain_records
 
     chain = _chain(folder)
-    planned = plan_chain(chain, chain.between(start, until), overrides)
+    records = chain_records(_find_profile(cluster))
+    stored = records.names() if records is not None else None
+    planned = plan_chain(chain, chain.between(start, until), overrides, stored=stored)
+    actions = plan_actions(chain, planned, records or NoStore(), rerun=rerun)
     if output_format == "json":
-        rows = [p.as_json() for p in planned]
+        pairs = zip(planned, actions, strict=True)
+        rows = [{**p.as_json(), "action": a.as_json()} for p, a in pairs]
         click.echo(json.dumps({"pipeline": chain.pipeline.name, "stages": rows}, indent=2))
         return
     click.echo(f"pipeline {chain.pipeline.name} ({folder}): {len(planned)} stages in order\n")
-    for number, entry in enumerate(planned, start=1):
+    for number, (entry, action) in enumerate(zip(planned, actions, strict=True), start=1):
         click.echo(_stage_lines(number, entry))
+        click.echo(_action_lines(action, entry.lineage.output))
+    if records is None:
+        click.echo("\n(no artifact store read: give --cluster to see which stages are up to date)")
+
+
+def _find_profile(cluster: str | None) -> Any:
+    from recipekit.launch.profiles import find_profile
+
+    return find_profile(cluster) if cluster else None
+
+
+def _action_lines(action: Any, output: str | None) -> str:
+    from recipekit.review.keydiff import changes_text
+
+    key = (action.key or "")[:12]
+    if not action.runs:
+        return f"       {'UP TO DATE':<26} {output}:v{action.version}, key {key}"
+    lines = [f"       {'RUNS':<26} {action.reason}, key {key}"]
+    lines += changes_text(list(action.changes), indent="         ")
+    lines += [f"         {change}" for change in action.changed_inputs]
+    return "\n".join(lines)
 
 
 def _stage_lines(number: int, entry: Any) -> str:
@@ -125,11 +170,21 @@ CLUSTER = click.option(
 @FOLDER
 @CLUSTER
 @_range
+@RERUN
 @reports_recipe_errors
 def submit_command(
-    folder: Path, cluster: str, start: str | None, until: str | None, overrides: tuple[str, ...]
+    folder: Path,
+    cluster: str,
+    start: str | None,
+    until: str | None,
+    overrides: tuple[str, ...],
+    rerun: tuple[str, ...],
 ) -> None:
-    """Submit the chain: one job per stage, each after the jobs of the stages it reads from.
+    """Submit the stages that run: one job each, after the jobs of the stages it reads from.
+
+    A stage whose action key and input versions already made a whole version of its output is
+    up to date and not submitted; the stages reading it are pinned to that version. --rerun
+    STAGE runs one anyway.
 
     A stage whose framework submits its own job (evaluation) has its client run here, told to
     make that job wait for the stages it reads from (afterok).
@@ -142,13 +197,19 @@ def submit_command(
     from recipekit.pipeline.submit import submit_chain
 
     chain = _chain(folder)
-    submitted = submit_chain(
+    submitted, actions = submit_chain(
         chain,
         chain.between(start, until),
         find_profile(cluster),
         overrides,
         echo=lambda line: click.echo(f"  | {line}"),
+        rerun=rerun,
     )
+    for action in actions:
+        if not action.runs:
+            output = chain.stages[action.stage].lineage.output
+            key = (action.key or "")[:12]
+            click.echo(f"{action.stage:<34} up to date: {output}:v{action.version}, key {key}")
     for entry in submitted:
         after = f" after {', '.join(entry.after)}" if entry.after else ""
         job = f"job {entry.job_id}" if entry.job_id else f"handed to {entry.delegated_to}"

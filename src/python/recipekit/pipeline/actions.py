@@ -1,0 +1,379 @@
+"""Action keys: which stages of a chain must run, and which already made their output.
+
+As a build tool keys an action by its command and the digests of its inputs, every stage run
+here has an **action key**: sha256 over its plan's hash (config, framework and version,
+hardware, model, images, the lineage as the recipe states it) and the identity of every input
+version it reads:
+
+- an input another stage of the pipeline produces: that stage's key and the step it selects
+  (``<key>:step-120``, ``<key>:latest``);
+- an imported input (or one whose version carries no key): the digest of its manifest (file
+  names, sizes and sha256 as the store took them, ``store.read_marker``).
+
+Each selector (``:latest``, ``step-120``) is resolved to one version of the store when the chain
+is planned, and a stage that runs is pinned to exactly that version (``vN``); an input made by
+a stage that runs first in the same submission is read as its selector once that job is done
+(it waits for it, afterok). A published version records the key, the recipe's plan hash, what
+the plan hash covers (to show which keys changed) and the input versions in its completion
+marker's ``meta`` (:func:`version_meta`). A stage is **up to date** when a whole version of its
+output (every file its manifest lists, at its size) records its key, its run's last step and
+the input versions it would read now; otherwise it runs, for one reason: the recipe changed
+(the keys that differ), an input changed (which), no complete output, or ``--rerun``. A stage
+that runs makes its readers run too: what it publishes is a new version of their input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import attrs
+
+from recipekit.errors import Issue, RecipeError, did_you_mean
+from recipekit.lineage.refs import LATEST, ArtifactRef
+from recipekit.lineage.store import (
+    StoredVersion,
+    check_version,
+    read_marker,
+    resolve_selector,
+    versions,
+)
+from recipekit.pipeline.chain import Chain, PlannedStage, stage_overrides
+from recipekit.plan import make_plan, plan_identity, save_policy
+from recipekit.review.keydiff import Change, diff
+
+KEY_FORMAT = 1
+# Set in a stage run again on the same key: part of its plan, so of its run's name.
+ATTEMPT_VARIABLE = "RECIPEKIT_ATTEMPT"
+
+UP_TO_DATE = "up to date"
+RECIPE_CHANGED = "the recipe changed"
+INPUT_CHANGED = "an input changed"
+NO_OUTPUT = "no complete output"
+RERUN = "--rerun"
+PUBLISHES_NOTHING = "it publishes no artifact, so no version records a run of it"
+NO_RECIPE = "it has no recipe"
+
+
+@attrs.frozen
+class RecordedVersion:
+    """A version of an artifact as the store holds it: whole or not, and what it records."""
+
+    version: StoredVersion
+    whole: bool
+    # The completion marker's ``meta``: the action that made it ({} for an import, or a version
+    # published before the store recorded actions).
+    meta: Mapping[str, Any]
+    # sha256 over the manifest (names, sizes, sha256 of every file); "" without a marker.
+    manifest_digest: str
+
+
+class VersionRecords(Protocol):
+    """What planning needs of the artifact store (``StoreRecords`` reads the real one)."""
+
+    def recorded(self, artifact: str) -> list[RecordedVersion]: ...
+
+    def names(self) -> list[str]: ...
+
+
+@attrs.define
+class StoreRecords:
+    """The artifact store at ``root``: each artifact's versions read once per plan."""
+
+    root: Path
+    _seen: dict[str, list[RecordedVersion]] = attrs.field(factory=dict, init=False)
+
+    def names(self) -> list[str]:
+        return sorted(p.name for p in self.root.iterdir() if (p / "versions.json").is_file())
+
+    def recorded(self, artifact: str) -> list[RecordedVersion]:
+        if artifact not in self._seen:
+            self._seen[artifact] = self._read(artifact)
+        return self._seen[artifact]
+
+    def _read(self, artifact: str) -> list[RecordedVersion]:
+        directory = self.root / artifact
+        if not directory.is_dir():
+            return []
+        out = []
+        for version in versions(self.root, artifact):
+            marker = read_marker(directory, version.version) or {}
+            files = marker.get("files")
+            digest = _digest(files) if files is not None else ""
+            whole = check_version(self.root, artifact, version, content=False).whole
+            meta = marker.get("meta")
+            out.append(
+                RecordedVersion(version, whole, meta if isinstance(meta, dict) else {}, digest)
+            )
+        return out
+
+
+class NoStore:
+    """No artifact store to read (planning without ``--cluster``): no input version is known,
+    so every stage runs for want of a complete output."""
+
+    def names(self) -> list[str]:
+        return []
+
+    def recorded(self, artifact: str) -> list[RecordedVersion]:
+        return []
+
+
+def _digest(value: Any) -> str:
+    blob = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@attrs.frozen
+class InputVersion:
+    """One input of a stage run: the version it reads and that version's identity."""
+
+    role: str
+    # As the recipe (or --set) selects it: super35-rl-rlvr-model:step-120.
+    ref: ArtifactRef
+    # The store's version it is pinned to; None when a stage that runs first makes it, or the
+    # store has no whole version it selects.
+    version: int | None
+    # What the key hashes: "<producer key>:<selector>" or "manifest:<sha256>"; "absent:..."
+    # when there is nothing to read.
+    identity: str
+    # The stage of the chain that makes it and runs before this one ("" otherwise).
+    made_by: str = ""
+
+    def recorded(self) -> dict[str, Any]:
+        """What a published version records of it (``completed_meta`` fills in the version of
+        one made by a stage that ran first)."""
+        version = None if self.version is None else f"v{self.version}"
+        return {"ref": str(self.ref), "version": version, "identity": self.identity}
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.recorded(), **({"made_by": self.made_by} if self.made_by else {})}
+
+
+@attrs.frozen
+class StageAction:
+    """A stage's key, the input versions it reads, and whether (and why) it runs."""
+
+    stage: str
+    key: str | None
+    plan_hash: str | None
+    inputs: tuple[InputVersion, ...]
+    runs: bool
+    reason: str
+    # Up to date: the version that is its output.
+    version: int | None = None
+    # The recipe changed: every key that differs from the recorded run's.
+    changes: tuple[Change, ...] = ()
+    # An input changed: the roles, each with what it was and is.
+    changed_inputs: tuple[str, ...] = ()
+    # What the versions it publishes record (``version_meta``).
+    record: Mapping[str, Any] = attrs.field(factory=dict)
+    # Runs of this key the store has seen already: a stage run again on the same key (its
+    # output damaged, an input re-made, --rerun) gets a run of its own instead of resuming
+    # the old run's checkpoints (a run is named by its plan's hash).
+    attempt: int = 0
+
+    def pins(self) -> dict[str, ArtifactRef]:
+        """Roles to re-point at the exact version resolved (``run.model=NAME:vN``)."""
+        return {
+            i.role: ArtifactRef.at_version(i.ref.name, i.version)
+            for i in self.inputs
+            if i.version is not None and not i.made_by
+        }
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "plan_hash": self.plan_hash,
+            "runs": self.runs,
+            "reason": self.reason,
+            **({"version": f"v{self.version}"} if self.version is not None else {}),
+            **({"changes": [c.as_json() for c in self.changes]} if self.changes else {}),
+            **({"changed_inputs": list(self.changed_inputs)} if self.changed_inputs else {}),
+            "inputs": {i.role: i.as_json() for i in self.inputs},
+        }
+
+
+def action_key(plan_hash: str, identities: Mapping[str, str]) -> str:
+    return _digest({"format": KEY_FORMAT, "plan": plan_hash, "inputs": dict(identities)})
+
+
+def plan_actions(
+    chain: Chain,
+    planned: Sequence[PlannedStage],
+    records: VersionRecords,
+    *,
+    rerun: Collection[str] = (),
+) -> list[StageAction]:
+    """Every planned stage's action, in order: each after the stages it reads from."""
+    names = [p.name for p in planned]
+    unknown = [
+        Issue("--rerun", f"{name!r} is not a stage of this plan", hint=did_you_mean(name, names))
+        for name in rerun
+        if name not in names
+    ]
+    if unknown:
+        raise RecipeError(unknown, context=f"pipeline {chain.pipeline.name}")
+    producers = chain.pipeline.producers()
+    done: dict[str, StageAction] = {}
+    for entry in planned:
+        inputs = tuple(
+            _input(role, ref, done.get(producers.get(ref.name, "")), records)
+            for role, ref in entry.lineage.artifact_inputs().items()
+        )
+        done[entry.name] = _decide(entry, inputs, records, entry.name in rerun)
+    return [done[entry.name] for entry in planned]
+
+
+def _select(listed: Sequence[RecordedVersion], selector: str) -> RecordedVersion | None:
+    ref = ArtifactRef("x", selector)
+    if selector == LATEST:
+        return listed[-1] if listed else None
+    matching = [r for r in listed if r.version.version == ref.version or r.version.step == ref.step]
+    return matching[-1] if matching else None
+
+
+def _input(
+    role: str, ref: ArtifactRef, producer: StageAction | None, records: VersionRecords
+) -> InputVersion:
+    if producer is not None and producer.key is not None:
+        identity = f"{producer.key}:{ref.selector}"
+        if producer.runs:
+            return InputVersion(role, ref, None, identity, made_by=producer.stage)
+        made = [
+            r for r in records.recorded(ref.name) if r.whole and r.meta.get("key") == producer.key
+        ]
+        found = _select(made, ref.selector)
+        return InputVersion(role, ref, found.version.version if found else None, identity)
+    found = _select([r for r in records.recorded(ref.name) if r.whole], ref.selector)
+    if found is None:
+        return InputVersion(role, ref, None, f"absent:{ref}")
+    key = found.meta.get("key")
+    identity = f"{key}:{ref.selector}" if key else f"manifest:{found.manifest_digest}"
+    return InputVersion(role, ref, found.version.version, identity)
+
+
+def _decide(
+    entry: PlannedStage,
+    inputs: tuple[InputVersion, ...],
+    records: VersionRecords,
+    forced: bool,
+) -> StageAction:
+    plan = entry.plan
+    if plan is None:
+        return StageAction(entry.name, None, None, inputs, runs=True, reason=NO_RECIPE)
+    key = action_key(plan.hash, {i.role: i.identity for i in inputs})
+    record = version_meta(key, plan.hash, plan_identity(plan.stage, plan.framework_config), inputs)
+    action = StageAction(
+        entry.name, key, plan.hash, inputs, runs=True, reason=NO_OUTPUT, record=record
+    )
+    output = entry.lineage.output
+    if output is None:
+        return attrs.evolve(action, reason=RERUN if forced else PUBLISHES_NOTHING)
+    runs = {r.version.run for r in records.recorded(output) if r.meta.get("key") == key}
+    action = attrs.evolve(action, attempt=len(runs))
+    if forced:
+        return attrs.evolve(action, reason=RERUN)
+    missing = tuple(
+        _input_change(i.role, None, i) for i in inputs if i.version is None and not i.made_by
+    )
+    if missing and not isinstance(records, NoStore):
+        return attrs.evolve(action, reason=INPUT_CHANGED, changed_inputs=missing)
+    policy = save_policy(plan)
+    last = None if policy is None else policy.last
+    whole = [r for r in records.recorded(output) if r.whole and r.meta.get("key")]
+    now = {i.role: i.recorded() for i in inputs}
+    finished = [
+        r
+        for r in whole
+        if r.meta.get("key") == key
+        and r.version.step in (None, last)
+        and r.meta.get("inputs") == now
+    ]
+    if finished:
+        return attrs.evolve(
+            action, runs=False, reason=UP_TO_DATE, version=finished[-1].version.version
+        )
+    previous = whole[-1].meta if whole else None
+    if previous is None:
+        return action
+    if previous.get("plan_hash") != plan.hash:
+        changes = diff(previous.get("identity", {}), record["identity"])
+        return attrs.evolve(action, reason=RECIPE_CHANGED, changes=tuple(changes))
+    before = previous.get("inputs", {})
+    changed = tuple(
+        _input_change(role, before.get(role), i)
+        for role, i in ((i.role, i) for i in inputs)
+        if before.get(role) != now[role]
+    )
+    if changed:
+        return attrs.evolve(action, reason=INPUT_CHANGED, changed_inputs=changed)
+    return action  # the recorded run did not reach its last step
+
+
+def _input_change(role: str, before: Mapping[str, Any] | None, now: InputVersion) -> str:
+    if now.made_by:
+        return f"run.{role}: {now.made_by} runs first and publishes a new {now.ref}"
+    if now.version is None:
+        return f"run.{role}: the store has no whole version of {now.ref}"
+    was = (before or {}).get("version") or "nothing"
+    return f"run.{role}: {now.ref} is v{now.version} now, the recorded run read {was}"
+
+
+def version_meta(
+    key: str, plan_hash: str, identity: Mapping[str, Any], inputs: Sequence[InputVersion]
+) -> dict[str, Any]:
+    """What each version a stage run publishes records in its completion marker's ``meta``:
+    the action key, the recipe's plan hash and what it covers, and the input versions."""
+    return {
+        "format": KEY_FORMAT,
+        "key": key,
+        "plan_hash": plan_hash,
+        "identity": dict(identity),
+        "inputs": {i.role: i.recorded() for i in inputs},
+    }
+
+
+def completed_meta(action: Mapping[str, Any], root: Path) -> dict[str, Any]:
+    """A plan's ``action`` as its versions record it, at publish time: an input made by a
+    stage that ran first in the same submission gets the version the job read (what its
+    selector names in the store now)."""
+    meta: dict[str, Any] = json.loads(json.dumps(dict(action)))
+    for entry in meta.get("inputs", {}).values():
+        if entry.get("version") is None:
+            ref = ArtifactRef(*str(entry["ref"]).split(":", 1))
+            found = resolve_selector(versions(root, ref.name), ref.selector)
+            entry["version"] = None if found is None else f"v{found.version}"
+    return meta
+
+
+def pinned_plans(
+    chain: Chain,
+    planned: Sequence[PlannedStage],
+    actions: Sequence[StageAction],
+    overrides: Sequence[str] = (),
+) -> list[PlannedStage]:
+    """The stages that run, each re-planned with every input it reads from the store pinned to
+    the version resolved (``run.<role>=NAME:vN``) and carrying what its versions record."""
+    by_stage = stage_overrides(chain, overrides)
+    out = []
+    for entry, action in zip(planned, actions, strict=True):
+        stage = chain.stages[entry.name].stage
+        if not action.runs or entry.plan is None or stage is None:
+            continue
+        pins = [f"run.{role}={ref}" for role, ref in action.pins().items()]
+        if action.attempt:
+            environment = {**stage.environment, ATTEMPT_VARIABLE: str(action.attempt)}
+            stage = attrs.evolve(stage, environment=environment)
+        lineage = chain.stages[entry.name].lineage
+        plan = make_plan(
+            attrs.evolve(stage, lineage=lineage),
+            [*by_stage.get(entry.name, ()), *pins],
+            check_pins=False,
+        )
+        plan = attrs.evolve(plan, action=dict(action.record))
+        out.append(attrs.evolve(entry, plan=plan, lineage=plan.stage.lineage or entry.lineage))
+    return out

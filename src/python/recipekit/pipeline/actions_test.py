@@ -1,0 +1,171 @@
+"""Action keys and the reason each stage runs, against a real artifact store in tmp_path.
+
+Each "run" of a stage is what its job leaves: its last checkpoint in the store, published with
+``store.publish``, and the action meta its plan carries written into the version's completion
+marker (``_record``: the store's ``publish`` takes no meta yet, so the test writes it where
+the job's publish will).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+import recipes
+from recipekit.errors import RecipeError
+from recipekit.lineage.store import import_version, init_store, publish, run_name
+from recipekit.pipeline.actions import (
+    INPUT_CHANGED,
+    NO_OUTPUT,
+    RECIPE_CHANGED,
+    RERUN,
+    UP_TO_DATE,
+    StageAction,
+    StoreRecords,
+    action_key,
+    completed_meta,
+    pinned_plans,
+    plan_actions,
+)
+from recipekit.pipeline.chain import Chain, load_chain, plan_chain
+from recipekit.plan import save_policy
+
+ROOT = Path(recipes.__file__).resolve().parent.parent
+UNTIL = "teacher-reasoning"  # pretrain -> sft -> sft-stage2 -> rlvr -> teacher-reasoning
+IMPORTED = [
+    "super35-sft-data",
+    "super35-sft-stage2-data",
+    "super35-rl-rlvr-data",
+    "super35-rl-teacher-reasoning-data",
+]
+
+
+@pytest.fixture(scope="module")
+def chain() -> Chain:
+    return load_chain(Path("recipes/super35"), ROOT)
+
+
+def _actions(
+    chain: Chain, store: Path, overrides: list[str] | None = None, rerun: tuple[str, ...] = ()
+) -> dict[str, StageAction]:
+    planned = plan_chain(chain, chain.between(None, UNTIL), overrides or [])
+    return {a.stage: a for a in plan_actions(chain, planned, StoreRecords(store), rerun=rerun)}
+
+
+def _record(store: Path, artifact: str, version: int, meta: dict[str, object]) -> None:
+    # Stands in for publish(..., meta=...): the marker's meta is what the job records.
+    marker = store / artifact / ".versions" / f"v{version}.json"
+    body = json.loads(marker.read_text())
+    body["meta"] = meta
+    marker.write_text(json.dumps(body))
+
+
+def _run(chain: Chain, store: Path, overrides: list[str] | None = None) -> None:
+    """Every stage that runs, in order, as its job would: pinned plan, checkpoint, publish."""
+    planned = plan_chain(chain, chain.between(None, UNTIL), overrides or [])
+    actions = plan_actions(chain, planned, StoreRecords(store))
+    for entry in pinned_plans(chain, planned, actions, overrides or []):
+        assert entry.plan is not None and entry.lineage.output is not None
+        policy = save_policy(entry.plan)
+        run = run_name(entry.name, entry.plan.hash)
+        steps = [*entry.lineage.keep_steps, policy.last] if policy else [None]
+        for step in steps:
+            saved = store / entry.lineage.output / run / (f"step_{step}" if step else "")
+            saved.mkdir(parents=True)
+            (saved / "weights.bin").write_bytes(entry.plan.hash.encode())
+        keep = entry.lineage.keep_steps
+        added = publish(store, entry.lineage.output, run, keep_steps=keep, finished=not policy)
+        meta = completed_meta(entry.plan.as_json()["action"], store)
+        for version in added:
+            _record(store, entry.lineage.output, version.version, meta)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    root = tmp_path / "store"
+    init_store(root)
+    for name in IMPORTED:
+        data = tmp_path / name
+        data.mkdir()
+        (data / "train.jsonl").write_text(f"{name}\n")
+        import_version(root, name, data, name="imported")
+    return root
+
+
+def test_a_chain_that_ran_is_up_to_date_and_each_key_covers_plan_and_inputs(
+    chain: Chain, store: Path
+) -> None:
+    before = _actions(chain, store)
+    assert {a.reason for a in before.values()} == {NO_OUTPUT}
+    _run(chain, store)
+    after = _actions(chain, store)
+    assert {name: a.reason for name, a in after.items()} == {n: UP_TO_DATE for n in after}
+    assert after["rlvr"].version == 1  # v0 is step-120, kept for the teachers
+    # The key is the plan's hash and the identity of every input version.
+    rlvr = after["rlvr"]
+    assert rlvr.key == action_key(rlvr.plan_hash or "", {i.role: i.identity for i in rlvr.inputs})
+    model, data = (i for i in rlvr.inputs)
+    assert model.identity == f"{after['sft-stage2'].key}:latest"  # produced: key and selector
+    assert data.identity.startswith("manifest:")  # imported: its manifest's digest
+    teacher_model = next(i for i in after[UNTIL].inputs if i.role == "model")
+    assert teacher_model.identity == f"{rlvr.key}:step-120"
+
+
+def test_a_changed_rlvr_value_runs_rlvr_and_its_readers_only(chain: Chain, store: Path) -> None:
+    _run(chain, store)
+    changed = _actions(chain, store, ["rlvr:grpo.seed=7"])
+    assert [n for n, a in changed.items() if not a.runs] == ["pretrain", "sft", "sft-stage2"]
+    assert changed["rlvr"].reason == RECIPE_CHANGED
+    assert [(c.key, c.new) for c in changed["rlvr"].changes] == [("config.grpo.seed", 7)]
+    teacher = changed[UNTIL]
+    assert teacher.reason == INPUT_CHANGED
+    assert teacher.changed_inputs[0].startswith("run.model: rlvr runs first")
+    # What runs is pinned to the versions that are up to date: rlvr reads sft-stage2's v0.
+    planned = plan_chain(chain, chain.between(None, UNTIL), ["rlvr:grpo.seed=7"])
+    pinned = pinned_plans(chain, planned, list(changed.values()), ["rlvr:grpo.seed=7"])
+    assert [p.name for p in pinned] == ["rlvr", UNTIL]
+    assert pinned[0].lineage.artifact_inputs()["model"].selector == "v0"
+    assert "/artifacts/super35-sft-model/v0" in json.dumps(pinned[0].plan.framework_config)  # type: ignore[union-attr]
+    assert (
+        pinned[1].lineage.artifact_inputs()["model"].selector == "step-120"
+    )  # rlvr makes it first
+
+
+def test_a_removed_file_makes_the_version_incomplete_and_it_and_its_readers_run(
+    chain: Chain, store: Path
+) -> None:
+    _run(chain, store)
+    (store / "super35-sft-stage1-model").joinpath("latest", "weights.bin").unlink()
+    after = _actions(chain, store)
+    assert [n for n, a in after.items() if not a.runs] == ["pretrain"]
+    assert after["sft"].reason == NO_OUTPUT
+    assert after["sft-stage2"].reason == INPUT_CHANGED
+    assert after["rlvr"].reason == INPUT_CHANGED and after[UNTIL].reason == INPUT_CHANGED
+    # Run again, every stage is up to date on the new versions.
+    _run(chain, store)
+    again = _actions(chain, store)
+    assert all(not a.runs for a in again.values())
+    assert again["sft"].version == 1 and again["sft-stage2"].version == 1
+
+
+def test_rerun_forces_one_stage_and_its_readers_and_a_typo_is_refused(
+    chain: Chain, store: Path
+) -> None:
+    _run(chain, store)
+    forced = _actions(chain, store, rerun=("sft-stage2",))
+    assert forced["sft-stage2"].reason == RERUN
+    assert not forced["sft"].runs and forced["rlvr"].runs
+    with pytest.raises(RecipeError, match="did you mean 'sft-stage2'"):
+        _actions(chain, store, rerun=("sft-stage3",))
+
+
+def test_the_whole_chain_plans_with_its_keys_in_under_two_seconds(
+    chain: Chain, store: Path
+) -> None:
+    start = time.perf_counter()
+    planned = plan_chain(chain, chain.between(None, None))
+    plan_actions(chain, planned, StoreRecords(store))
+    assert time.perf_counter() - start < 2.0
