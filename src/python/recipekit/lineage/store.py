@@ -52,6 +52,7 @@ import attrs
 
 from recipekit.errors import Issue, RecipeError
 from recipekit.lineage.refs import ARTIFACTS_ROOT, LATEST, artifact_name_problem
+from recipekit.progress import Tracker, progress, tree_bytes
 from recipekit.shared_files import exclusive
 
 RUN_VARIABLE = "RECIPEKIT_RUN"
@@ -316,7 +317,7 @@ def _manifest(version_dir: Path) -> list[dict[str, Any]]:
     return [_entry(p, p.relative_to(version_dir).as_posix()) for p in _walk(version_dir)]
 
 
-def _copy_hashing(source: Path, target: Path) -> list[dict[str, Any]]:
+def _copy_hashing(source: Path, target: Path, copied: Tracker) -> list[dict[str, Any]]:
     """Copy ``source`` (a file or a directory) into the new directory ``target``, hashing each
     file as it is written and syncing it to disk: its manifest. A link is copied as a link
     when it stays inside ``source``; one leaving it is refused (it would read outside the
@@ -343,6 +344,7 @@ def _copy_hashing(source: Path, target: Path) -> list[dict[str, Any]]:
             while chunk := read.read(_HASH_CHUNK):
                 digest.update(chunk)
                 write.write(chunk)
+                copied.advance(len(chunk))
             write.flush()
             os.fsync(write.fileno())
         shutil.copystat(path, out)
@@ -589,7 +591,8 @@ def _import(directory: Path, source: Path, name: str) -> StoredVersion:
         raise StoreError("--name", f"{target} exists", hint="import under another name")
     partial = directory / PARTIAL / name
     partial.parent.mkdir(exist_ok=True)
-    files = _copy_hashing(source, partial)
+    with progress(f"store import {name}", total=tree_bytes(source), counts_bytes=True) as bar:
+        files = _copy_hashing(source, partial, bar)
     version = StoredVersion(len(known), None, name, name)
     _phase("files")
     (directory / MARKERS).mkdir(exist_ok=True)
