@@ -206,7 +206,8 @@ def _checked(argv: list[str]) -> str:
 # would never apply. Each node is asked with a step of its own; one whose slurmd does not answer
 # is lost: the script says so, records it for `status`, and waits for Slurm to declare the node
 # down, which ends the job NODE_FAIL and requeues it (--requeue) on other nodes; past that
-# wait it requeues the job itself. A step that failed with every node alive ends the job with
+# wait (Slurm did not: a job run with --no-kill, say) it says so and requeues the job itself.
+# A step that failed with every node alive ends the job with
 # its status, as a crash.
 _LOST_NODE_CHECK = """\
 # A failed step: a lost node (requeue, resume) or a crash (end with its status)?
@@ -224,6 +225,8 @@ step_failed() {{
         "with $status): waiting for Slurm to requeue job $SLURM_JOB_ID on other nodes" >&2
     slurmd_timeout=$(scontrol show config | awk '/^SlurmdTimeout/ {{print $3}}')
     sleep $(( ${{slurmd_timeout:-300}} + 120 ))
+    echo "recipekit: Slurm has not requeued job $SLURM_JOB_ID (SlurmdTimeout" \\
+        "${{slurmd_timeout:-300}} s + 120 s): requeueing it with scontrol requeue" >&2
     scontrol requeue "$SLURM_JOB_ID"
     exit "$status"
 }}"""
