@@ -162,7 +162,10 @@ def lock(
         declared = bases[base]
     declared = attrs.evolve(declared, platforms=platforms)
     target = out or Path("containers") / f"{declared.name}.lock.json"
-    locked = lock_base(declared, tls_verify=tls_verify)
+    from recipekit.progress import progress
+
+    with progress(f"lock {declared.reference} (asking its registry)"):
+        locked = lock_base(declared, tls_verify=tls_verify)
     write_lock(locked, target)
     click.echo(f"locked {declared.reference} at {locked.index.digest} -> {target}")
 
@@ -182,9 +185,12 @@ def publish(
     from recipekit.images.registry import Reference
     from recipekit.images.ship import publish as publish_image
 
-    digest = publish_image(
-        Layout(layout), tag, destination, _read_lock(lock_file), tls_verify=tls_verify
-    )
+    from recipekit.progress import progress
+
+    with progress(f"publish {layout} -> {destination} (skopeo copy)"):
+        digest = publish_image(
+            Layout(layout), tag, destination, _read_lock(lock_file), tls_verify=tls_verify
+        )
     click.echo(f"published {Reference.parse(destination).by_digest(digest)}")
 
 
