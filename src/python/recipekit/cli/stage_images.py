@@ -184,7 +184,6 @@ def publish(
     from recipekit.images.oci import Layout
     from recipekit.images.registry import Reference
     from recipekit.images.ship import publish as publish_image
-
     from recipekit.progress import progress
 
     with progress(f"publish {layout} -> {destination} (skopeo copy)"):
