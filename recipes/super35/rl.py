@@ -21,6 +21,24 @@ the first draft). Values are SO's unless a comment says otherwise. Where the por
 
 The seed gives RL node counts only as "16 to 144 nodes depending on the stage"; its per-stage
 table (rl/index.md) is not available. 32 nodes keep SO's GPU count.
+
+Multimodal, not text-only. NVIDIA's Nemotron 3.5 Super training recipe says "Run text-only RLVR"
+in its ``rl --help`` only; its stage summary ("joint RLVR and RLHF across a broad environment
+mix from the SFT checkpoint", the SFT checkpoint being where the model becomes vision-language)
+and the public config this is a port of (SO, a ``vlm/`` recipe) are multimodal. This follows
+them: up to 3 images a prompt (``policy.generation.vllm_kwargs.limit_mm_per_prompt.image``),
+the vision encoder and projector trained, not frozen, NeMo Gym's data processor with dynamic
+image shapes. The help text is the one that disagrees with everything else the recipe says.
+
+Processor and tokenizer from the SFT checkpoint, not from the Hugging Face repo. The recipe
+names ``nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16`` as ``run.hf_architecture`` and "the
+source of the Hugging Face processor and tokenizer". Here ``policy.model_name`` and
+``policy.tokenizer.name`` are both ``run.model`` (SO's ``${policy.model_name}``), and the chat
+template is the checkpoint's own file: the nodes read the artifact store, not the Hub (a
+cluster's compute nodes usually cannot reach it, and a job that does would read whatever the
+repo holds that day), and the released repo is the post-trained model, MOPD's output after MTP
+boosting, not the checkpoint this stage trains from. An SFT checkpoint registered with
+``model import sft`` must therefore carry the processor and tokenizer files beside its weights.
 """
 
 from recipekit.hardware import GB200_NODE, Hardware
