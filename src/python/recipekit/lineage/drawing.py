@@ -164,8 +164,8 @@ def _stage_node(
             where = f" (${source.env_var})" if source.env_var else ""
             lines.append(f"{role}: {source.description}{where}")
         elif isinstance(source, ArtifactRef) and source.name in folded:
-            shown = source.name if source.selector == "latest" else str(source)
-            lines.append(f"{role}: {shown} (imported)")
+            ref = source.name if source.selector == "latest" else str(source)
+            lines.append(f"{role}: {ref} (imported)")
     if step.output is None and step.output_note:
         lines.append(f"-> {step.output_note}")
     shown = None if status is None else status.get(step.stage)

@@ -161,13 +161,17 @@ class Import:
     command: str
 
 
+def _names(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class PipelinePhase:
     """A named band of stages read as one step of the pipeline (SFT, the teachers, MOPD): the
     drawing lays each phase out as one band, in the order the pipeline lists its phases."""
 
     name: str
-    stages: tuple[str, ...] = attrs.field(converter=tuple)
+    stages: tuple[str, ...] = attrs.field(converter=_names)
 
 
 def _steps(value: Iterable[StageLineage]) -> tuple[StageLineage, ...]:

@@ -3,6 +3,7 @@
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ def _version(number: int, step: int | None) -> dict[str, object]:
 
 
 # One stage in each state a job can be in, as chain_status reports it.
-ROWS = [
+ROWS: list[dict[str, Any]] = [
     {
         "stage": "pretrain-tiny",
         "job": "11",
@@ -87,7 +88,7 @@ def chain() -> Chain:
 
 
 def test_each_state_has_its_colour_and_its_details(chain: Chain) -> None:
-    planned = plan_chain(chain, [row["stage"] for row in ROWS])  # type: ignore[misc]
+    planned = plan_chain(chain, [row["stage"] for row in ROWS])
     statuses = stage_statuses(chain, planned, ROWS)
     assert {name: statuses[name].state for name in EXPECTED} == EXPECTED
     assert set(statuses) == set(chain.order())
