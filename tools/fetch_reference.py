@@ -267,7 +267,9 @@ def unpack_wheel(wheel: Wheel, out: Path, timeout: float) -> None:
         raise FetchError(f"{wheel.url}: {exc}") from exc
     got = hashlib.sha256(data).hexdigest()
     if got != wheel.sha256:
-        raise FetchError(f"{wheel.label}: {wheel.url} has sha256 {got}, the manifest pins {wheel.sha256}")
+        raise FetchError(
+            f"{wheel.label}: {wheel.url} has sha256 {got}, the manifest pins {wheel.sha256}"
+        )
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         for path in wheel.files:
             write(out / wheel.label / path, archive.read(path))
@@ -376,13 +378,19 @@ def main(argv: list[str] | None = None) -> int:
             mirror = Path(mirror_setting).resolve()
             if not mirror.is_dir():
                 raise FetchError(f"{MIRROR_ENV}={mirror_setting} is not a folder")
-            fetched = materialise(manifest, out, from_mirror(mirror), str(mirror), args.jobs, args.timeout)
+            fetched = materialise(
+                manifest, out, from_mirror(mirror), str(mirror), args.jobs, args.timeout
+            )
         elif github_reachable(min(args.timeout, 10.0)):
-            fetched = materialise(manifest, out, from_github(args.timeout), "GitHub", args.jobs, args.timeout)
+            fetched = materialise(
+                manifest, out, from_github(args.timeout), "GitHub", args.jobs, args.timeout
+            )
         elif known := [root / m for m in manifest.mirrors if (root / m).is_dir()]:
             mirror = known[0].resolve()
             print(f"fetch-reference: GitHub is unreachable; using the mirror {mirror}")
-            fetched = materialise(manifest, out, from_mirror(mirror), str(mirror), args.jobs, args.timeout)
+            fetched = materialise(
+                manifest, out, from_mirror(mirror), str(mirror), args.jobs, args.timeout
+            )
         else:
             raise FetchError(
                 "the upstream reference data cannot be fetched: GitHub "

@@ -54,28 +54,47 @@ def mutations(framework: str, config: Any) -> Iterator[tuple[str, tuple[str, ...
     p = "policy.megatron_cfg." if framework == "nemo-rl" else "model."
     for tp in (1, 2, 4, 8):
         for sp in ("true", "false"):
-            yield f"tp{tp}-sp{sp}", (f"{p}tensor_model_parallel_size={tp}", f"{p}sequence_parallel={sp}")
+            yield (
+                f"tp{tp}-sp{sp}",
+                (f"{p}tensor_model_parallel_size={tp}", f"{p}sequence_parallel={sp}"),
+            )
     for pp in (1, 2, 3, 4, 8):
-        yield f"pp{pp}-even", (
-            f"{p}pipeline_model_parallel_size={pp}",
-            f"{p}num_layers_in_first_pipeline_stage=null",
-            f"{p}num_layers_in_last_pipeline_stage=null",
+        yield (
+            f"pp{pp}-even",
+            (
+                f"{p}pipeline_model_parallel_size={pp}",
+                f"{p}num_layers_in_first_pipeline_stage=null",
+                f"{p}num_layers_in_last_pipeline_stage=null",
+            ),
         )
-    for pp, first, last in ((4, 20, 20), (4, 21, 22), (2, 40, 48), (2, 44, 44), (3, 30, 29), (4, 88, 1)):
-        yield f"pp{pp}-{first}-{last}", (
-            f"{p}pipeline_model_parallel_size={pp}",
-            f"{p}num_layers_in_first_pipeline_stage={first}",
-            f"{p}num_layers_in_last_pipeline_stage={last}",
+    for pp, first, last in (
+        (4, 20, 20),
+        (4, 21, 22),
+        (2, 40, 48),
+        (2, 44, 44),
+        (3, 30, 29),
+        (4, 88, 1),
+    ):
+        yield (
+            f"pp{pp}-{first}-{last}",
+            (
+                f"{p}pipeline_model_parallel_size={pp}",
+                f"{p}num_layers_in_first_pipeline_stage={first}",
+                f"{p}num_layers_in_last_pipeline_stage={last}",
+            ),
         )
     for cp in (1, 2, 4):
         yield f"cp{cp}", (f"{p}context_parallel_size={cp}",)
     for ep in (1, 3, 8, 16, 64):
         yield f"ep{ep}", (f"{p}expert_model_parallel_size={ep}",)
     for ep, tp, sp in ((8, 2, "false"), (8, 2, "true"), (8, 1, "false")):
-        yield f"ep{ep}-tp{tp}-sp{sp}", (
-            f"{p}expert_model_parallel_size={ep}",
-            f"{p}tensor_model_parallel_size={tp}",
-            f"{p}sequence_parallel={sp}",
+        yield (
+            f"ep{ep}-tp{tp}-sp{sp}",
+            (
+                f"{p}expert_model_parallel_size={ep}",
+                f"{p}tensor_model_parallel_size={tp}",
+                f"{p}sequence_parallel={sp}",
+            ),
         )
     for etp in (1, 2):
         yield f"etp{etp}", (f"{p}expert_tensor_parallel_size={etp}",)
@@ -84,13 +103,19 @@ def mutations(framework: str, config: Any) -> Iterator[tuple[str, tuple[str, ...
     if framework == "nemo-rl":
         for dispatcher in ("alltoall", "allgather", "flex"):
             for deepep in ("true", "false"):
-                yield f"deepep{deepep}-{dispatcher}", (
-                    f"{p}moe_enable_deepep={deepep}",
-                    f"{p}moe_token_dispatcher_type={dispatcher}",
+                yield (
+                    f"deepep{deepep}-{dispatcher}",
+                    (
+                        f"{p}moe_enable_deepep={deepep}",
+                        f"{p}moe_token_dispatcher_type={dispatcher}",
+                    ),
                 )
-            yield f"shared-overlap-{dispatcher}", (
-                f"{p}moe_shared_expert_overlap=true",
-                f"{p}moe_token_dispatcher_type={dispatcher}",
+            yield (
+                f"shared-overlap-{dispatcher}",
+                (
+                    f"{p}moe_shared_expert_overlap=true",
+                    f"{p}moe_token_dispatcher_type={dispatcher}",
+                ),
             )
         for dtype in ("null", "fp32", "fp64"):
             yield f"router-dtype-{dtype}", (f"{p}moe_router_dtype={dtype}",)
@@ -103,40 +128,70 @@ def mutations(framework: str, config: Any) -> Iterator[tuple[str, tuple[str, ...
         o = f"{p}optimizer."
         yield "bf16-and-fp16", (f"{o}bf16=true", f"{o}fp16=true")
         yield "precision-aware-sgd", (f"{o}use_precision_aware_optimizer=true", f"{o}optimizer=sgd")
-        yield "precision-aware-no-distopt", (
-            f"{o}use_precision_aware_optimizer=true",
-            f"{o}use_distributed_optimizer=false",
+        yield (
+            "precision-aware-no-distopt",
+            (
+                f"{o}use_precision_aware_optimizer=true",
+                f"{o}use_distributed_optimizer=false",
+            ),
         )
-        yield "precision-aware-offload", (
-            f"{o}use_precision_aware_optimizer=true",
-            f"{o}optimizer_cpu_offload=true",
+        yield (
+            "precision-aware-offload",
+            (
+                f"{o}use_precision_aware_optimizer=true",
+                f"{o}optimizer_cpu_offload=true",
+            ),
         )
         yield "sgd", (f"{o}optimizer=sgd",)
         for layers in (0, 1, 2):
             yield f"mtp{layers}", (f"{p}mtp_num_layers={layers}",)
         if hasattr(config.policy.megatron_cfg, "recompute_modules"):
-            for modules in ("[core_attn]", "[moe_act]", "[mla_up_proj]", "[bogus]", "[moe, shared_experts]"):
-                yield f"selective-{modules}", (
-                    f"{p}activation_checkpointing=true",
-                    f"{p}recompute_granularity=selective",
-                    f"{p}recompute_modules={modules}",
+            for modules in (
+                "[core_attn]",
+                "[moe_act]",
+                "[mla_up_proj]",
+                "[bogus]",
+                "[moe, shared_experts]",
+            ):
+                yield (
+                    f"selective-{modules}",
+                    (
+                        f"{p}activation_checkpointing=true",
+                        f"{p}recompute_granularity=selective",
+                        f"{p}recompute_modules={modules}",
+                    ),
                 )
-            yield "full-recompute", (f"{p}activation_checkpointing=true", f"{p}recompute_granularity=full")
+            yield (
+                "full-recompute",
+                (f"{p}activation_checkpointing=true", f"{p}recompute_granularity=full"),
+            )
     else:
         for granularity in ("full", "selective", "null"):
             for method in ("uniform", "block", "null"):
-                for layers in ("1", "null", "200"):
-                    yield f"recompute-{granularity}-{method}-{layers}", (
-                        f"{p}recompute_granularity={granularity}",
-                        f"{p}recompute_method={method}",
-                        f"{p}recompute_num_layers={layers}",
+                for count in ("1", "null", "200"):
+                    yield (
+                        f"recompute-{granularity}-{method}-{count}",
+                        (
+                            f"{p}recompute_granularity={granularity}",
+                            f"{p}recompute_method={method}",
+                            f"{p}recompute_num_layers={count}",
+                        ),
                     )
-        for modules in ("[core_attn]", "[moe_act]", "[mla_up_proj]", "[bogus]", "[moe, shared_experts]"):
-            yield f"selective-{modules}", (
-                f"{p}recompute_granularity=selective",
-                f"{p}recompute_method=null",
-                f"{p}recompute_num_layers=null",
-                f"{p}recompute_modules={modules}",
+        for modules in (
+            "[core_attn]",
+            "[moe_act]",
+            "[mla_up_proj]",
+            "[bogus]",
+            "[moe, shared_experts]",
+        ):
+            yield (
+                f"selective-{modules}",
+                (
+                    f"{p}recompute_granularity=selective",
+                    f"{p}recompute_method=null",
+                    f"{p}recompute_num_layers=null",
+                    f"{p}recompute_modules={modules}",
+                ),
             )
         for comm in ("p2p", "a2a", "allgather", "a2a+p2p"):
             yield f"cp2-{comm}", (f"{p}context_parallel_size=2", f"{p}cp_comm_type={comm}")
@@ -160,7 +215,9 @@ def build_cases(root: Path) -> tuple[list[dict[str, Any]], int]:
             continue
         for name, overrides in mutations(framework, stage.config):
             try:
-                rendered = render(stage, overrides, parse_assignment, replace_at, resolve_run_inputs)
+                rendered = render(
+                    stage, overrides, parse_assignment, replace_at, resolve_run_inputs
+                )
             except RecipeError:
                 refused += 1
                 continue
@@ -220,7 +277,7 @@ def _stand_in_for_transformer_engine() -> None:
     def present(*_: Any, **__: Any) -> bool:
         return True
 
-    transformer_config.is_te_min_version = present  # type: ignore[attr-defined]
+    transformer_config.is_te_min_version = present
     stand_in = object()
     for name in ("fused_apply_rotary_pos_emb", "fused_apply_rotary_pos_emb_thd"):
         setattr(rope_utils, name, stand_in)
@@ -280,7 +337,6 @@ def _relative(filename: str) -> str:
 def _torch_values(kwargs: dict[str, Any]) -> dict[str, Any]:
     import torch
     import torch.nn.functional as F  # noqa: N812
-
     from megatron.core.activations import squared_relu
 
     activations = {"squared_relu": squared_relu, "silu": F.silu, "gelu": F.gelu}
@@ -333,13 +389,15 @@ def verdict_of(cls: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
 
     handler = Handler()
     logging.getLogger().addHandler(handler)
-    warnings.warn = warn  # type: ignore[assignment]
-    transformer_config.log_single_rank = log_single_rank  # type: ignore[attr-defined]
+    warnings.warn = warn
+    transformer_config.log_single_rank = log_single_rank
     error = None
     try:
         cls(**_torch_values(kwargs))
     except Exception as exc:  # noqa: BLE001 (the verdict is whatever it raised)
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/megatron/core/" in f.filename]
+        frames = [
+            f for f in traceback.extract_tb(exc.__traceback__) if "/megatron/core/" in f.filename
+        ]
         last = frames[-1] if frames else None
         error = {
             "type": type(exc).__name__,
@@ -365,7 +423,9 @@ def record(fixture: dict[str, Any]) -> dict[str, Any]:
         module, name = where.split(":")
         classes[part] = getattr(importlib.import_module(module), name)
     for case in fixture["cases"]:
-        case["verdict"] = {part: verdict_of(classes[part], case["kwargs"][part]) for part in CLASSES}
+        case["verdict"] = {
+            part: verdict_of(classes[part], case["kwargs"][part]) for part in CLASSES
+        }
     fixture["recorded_with"] = {"megatron_core": info.__version__, **_environment()}
     return fixture
 
@@ -375,14 +435,20 @@ def _environment() -> dict[str, str]:
 
     import torch
 
-    return {"torch": torch.__version__, "python": platform.python_version(), "machine": platform.node()}
+    return {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "machine": platform.node(),
+    }
 
 
 # --- the command --------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="record-megatron-verdicts", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="record-megatron-verdicts", description=__doc__.split("\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     cases = sub.add_parser("cases", help="write the fixture's cases (recipekit, no torch)")
     cases.add_argument("--out", type=Path, default=FIXTURE)
@@ -392,12 +458,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "cases":
         built, refused = build_cases(Path.cwd())
-        fixture = {"megatron_core": VERSION, "cases": built}
+        fixture: dict[str, Any] = {"megatron_core": VERSION, "cases": built}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(fixture, indent=1, sort_keys=True) + "\n")
-        print(f"record-megatron-verdicts: {len(built)} cases ({refused} mutations refused by the schema) -> {args.out}")
+        print(
+            f"record-megatron-verdicts: {len(built)} cases "
+            f"({refused} mutations refused by the schema) -> {args.out}"
+        )
         return 0
-    fixture = record(json.loads(args.cases.read_text()))
+    fixture = record(dict(json.loads(args.cases.read_text())))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(fixture, indent=1, sort_keys=True) + "\n")
     errors = sum(1 for c in fixture["cases"] for v in c["verdict"].values() if v["error"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from recipekit.errors import RecipeError
+from recipekit.errors import Issue, RecipeError
 from recipekit.plan import make_plan
 from recipes.super35.rl import rlvr
 from recipes.super35.sft import sft
@@ -15,57 +15,134 @@ SELECTIVE = (f"{P}activation_checkpointing=true", f"{P}recompute_granularity=sel
 
 ERRORS = [
     # (stage, overrides, the key named, the upstream line quoted)
-    (sft, ("model.recompute_granularity=full", "model.recompute_method=null"),
-     "model.recompute_method", "transformer_config.py:1737"),
-    (sft, ("model.recompute_granularity=full", "model.recompute_method=uniform",
-           "model.recompute_num_layers=null"), "model.recompute_num_layers",
-     "transformer_config.py:1743"),
-    (sft, ("model.recompute_granularity=selective", "model.recompute_method=null",
-           "model.recompute_num_layers=2"), "model.recompute_num_layers",
-     "transformer_config.py:1752"),
-    (rlvr, (*SELECTIVE, f"{P}recompute_modules=[core_atn]"), f"{P}recompute_modules",
-     "transformer_config.py:1779"),
-    (rlvr, (*SELECTIVE, f"{P}recompute_modules=[mla_up_proj]"), f"{P}recompute_modules",
-     "transformer_config.py:1790"),
-    (sft, ("model.recompute_granularity=selective", "model.recompute_method=null",
-           "model.recompute_num_layers=null", "model.recompute_modules=[shared_experts]"),
-     "model.recompute_modules", "transformer_config.py:1817"),
-    (rlvr, (f"{P}moe_enable_deepep=true", f"{P}moe_token_dispatcher_type=alltoall"),
-     f"{P}moe_token_dispatcher_type", "transformer_config.py:1591"),
-    (rlvr, (f"{P}moe_shared_expert_overlap=true", f"{P}moe_token_dispatcher_type=allgather"),
-     f"{P}moe_token_dispatcher_type", "transformer_config.py:1648"),
-    (sft, ("model.moe_token_dispatcher_type=allgather",), "model.moe_token_dispatcher_type",
-     "transformer_config.py:1648"),
-    (rlvr, (f"{P}bias_activation_fusion=true",), f"{P}bias_activation_fusion",
-     "transformer_config.py:2116"),
-    (rlvr, (f"{P}optimizer.use_precision_aware_optimizer=true", f"{P}optimizer.optimizer=sgd"),
-     f"{P}optimizer.optimizer", "optimizer_config.py:432"),
-    (rlvr, (f"{P}optimizer.use_precision_aware_optimizer=true",
-            f"{P}optimizer.use_distributed_optimizer=false"),
-     f"{P}optimizer.use_distributed_optimizer", "optimizer_config.py:435"),
+    (
+        sft,
+        ("model.recompute_granularity=full", "model.recompute_method=null"),
+        "model.recompute_method",
+        "transformer_config.py:1737",
+    ),
+    (
+        sft,
+        (
+            "model.recompute_granularity=full",
+            "model.recompute_method=uniform",
+            "model.recompute_num_layers=null",
+        ),
+        "model.recompute_num_layers",
+        "transformer_config.py:1743",
+    ),
+    (
+        sft,
+        (
+            "model.recompute_granularity=selective",
+            "model.recompute_method=null",
+            "model.recompute_num_layers=2",
+        ),
+        "model.recompute_num_layers",
+        "transformer_config.py:1752",
+    ),
+    (
+        rlvr,
+        (*SELECTIVE, f"{P}recompute_modules=[core_atn]"),
+        f"{P}recompute_modules",
+        "transformer_config.py:1779",
+    ),
+    (
+        rlvr,
+        (*SELECTIVE, f"{P}recompute_modules=[mla_up_proj]"),
+        f"{P}recompute_modules",
+        "transformer_config.py:1790",
+    ),
+    (
+        sft,
+        (
+            "model.recompute_granularity=selective",
+            "model.recompute_method=null",
+            "model.recompute_num_layers=null",
+            "model.recompute_modules=[shared_experts]",
+        ),
+        "model.recompute_modules",
+        "transformer_config.py:1817",
+    ),
+    (
+        rlvr,
+        (f"{P}moe_enable_deepep=true", f"{P}moe_token_dispatcher_type=alltoall"),
+        f"{P}moe_token_dispatcher_type",
+        "transformer_config.py:1591",
+    ),
+    (
+        rlvr,
+        (f"{P}moe_shared_expert_overlap=true", f"{P}moe_token_dispatcher_type=allgather"),
+        f"{P}moe_token_dispatcher_type",
+        "transformer_config.py:1648",
+    ),
+    (
+        sft,
+        ("model.moe_token_dispatcher_type=allgather",),
+        "model.moe_token_dispatcher_type",
+        "transformer_config.py:1648",
+    ),
+    (
+        rlvr,
+        (f"{P}bias_activation_fusion=true",),
+        f"{P}bias_activation_fusion",
+        "transformer_config.py:2116",
+    ),
+    (
+        rlvr,
+        (f"{P}optimizer.use_precision_aware_optimizer=true", f"{P}optimizer.optimizer=sgd"),
+        f"{P}optimizer.optimizer",
+        "optimizer_config.py:432",
+    ),
+    (
+        rlvr,
+        (
+            f"{P}optimizer.use_precision_aware_optimizer=true",
+            f"{P}optimizer.use_distributed_optimizer=false",
+        ),
+        f"{P}optimizer.use_distributed_optimizer",
+        "optimizer_config.py:435",
+    ),
 ]
 
 WARNINGS = [
-    (rlvr, (f"{P}expert_model_parallel_size=8", f"{P}tensor_model_parallel_size=2",
-            f"{P}sequence_parallel=false"), f"{P}sequence_parallel",
-     "model_parallel_config.py:562"),
-    (rlvr, (*SELECTIVE, f"{P}recompute_modules=[core_attn]"), f"{P}recompute_modules",
-     "transformer_config.py:1805"),
-    (rlvr, (f"{P}moe_enable_deepep=true", f"{P}moe_token_dispatcher_type=flex"),
-     f"{P}moe_enable_deepep", "transformer_config.py:1595"),
+    (
+        rlvr,
+        (
+            f"{P}expert_model_parallel_size=8",
+            f"{P}tensor_model_parallel_size=2",
+            f"{P}sequence_parallel=false",
+        ),
+        f"{P}sequence_parallel",
+        "model_parallel_config.py:562",
+    ),
+    (
+        rlvr,
+        (*SELECTIVE, f"{P}recompute_modules=[core_attn]"),
+        f"{P}recompute_modules",
+        "transformer_config.py:1805",
+    ),
+    (
+        rlvr,
+        (f"{P}moe_enable_deepep=true", f"{P}moe_token_dispatcher_type=flex"),
+        f"{P}moe_enable_deepep",
+        "transformer_config.py:1595",
+    ),
     (rlvr, (f"{P}moe_router_dtype=null",), f"{P}moe_router_dtype", "transformer_config.py:2799"),
 ]
 
 
-def _issues(stage: object, overrides: tuple[str, ...]) -> tuple[list, list]:
+def _issues(stage: object, overrides: tuple[str, ...]) -> tuple[list[Issue], list[Issue]]:
     try:
         plan = make_plan(stage, overrides)  # type: ignore[arg-type]
     except RecipeError as exc:
-        return exc.issues, []
+        return list(exc.issues), []
     return [], list(plan.warnings)
 
 
-@pytest.mark.parametrize(("stage", "overrides", "key", "line"), ERRORS, ids=[e[3] + " " + e[2] for e in ERRORS])
+@pytest.mark.parametrize(
+    ("stage", "overrides", "key", "line"), ERRORS, ids=[e[3] + " " + e[2] for e in ERRORS]
+)
 def test_a_violating_value_is_refused_naming_the_key(
     stage: object, overrides: tuple[str, ...], key: str, line: str
 ) -> None:
@@ -73,7 +150,9 @@ def test_a_violating_value_is_refused_naming_the_key(
     assert any(i.path == key and line in i.message for i in errors), errors
 
 
-@pytest.mark.parametrize(("stage", "overrides", "key", "line"), WARNINGS, ids=[w[3] for w in WARNINGS])
+@pytest.mark.parametrize(
+    ("stage", "overrides", "key", "line"), WARNINGS, ids=[w[3] for w in WARNINGS]
+)
 def test_a_warned_value_plans_with_the_warning_naming_the_key(
     stage: object, overrides: tuple[str, ...], key: str, line: str
 ) -> None:

@@ -97,9 +97,13 @@ def mirrored() -> dict[str, list[dict[str, Any]]]:
 def layout_context(ctx: Any) -> LayoutContext:
     """The parallel layout's rules read a LayoutContext: the layout as the stage's keys state it."""
     policy = getattr(ctx.config, "policy", None)
-    keys, section = (NEMO_RL, policy.megatron_cfg) if policy is not None else (
-        MEGATRON_BRIDGE,
-        ctx.config.model,
+    keys, section = (
+        (NEMO_RL, policy.megatron_cfg)
+        if policy is not None
+        else (
+            MEGATRON_BRIDGE,
+            ctx.config.model,
+        )
     )
     return LayoutContext(
         layout=keys.read(section, ctx.hardware.total_gpus),
@@ -144,7 +148,12 @@ def test_the_fixture_was_recorded_by_megatron_core_with_hundreds_of_cases() -> N
 
 def test_every_upstream_line_in_a_verdict_is_catalogued() -> None:
     missing = sorted(
-        {line for case in CASES for line in sum(upstream_lines(case), []) if line not in catalogue()}
+        {
+            line
+            for case in CASES
+            for line in sum(upstream_lines(case), [])
+            if line not in catalogue()
+        }
     )
     assert not missing, f"upstream lines in the verdicts but not in {CATALOGUE.name}: {missing}"
 

@@ -11,8 +11,16 @@ from recipekit.megatron_core.rules import TRANSFORMER_CONFIG, cite
 
 # transformer_config.py:1767-1776: the modules selective recomputation knows.
 RECOMPUTE_MODULES = frozenset(
-    {"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts",
-     "gdn_norm_out"}
+    {
+        "core_attn",
+        "moe_act",
+        "layernorm",
+        "mla_up_proj",
+        "mlp",
+        "moe",
+        "shared_experts",
+        "gdn_norm_out",
+    }
 )
 
 
@@ -32,7 +40,7 @@ def full_recompute_names_a_method(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("recompute_method", "recompute_granularity"),
             "Megatron-Core refuses full recomputation without a recompute_method: set "
-            f"\"block\" or \"uniform\" {cite(TRANSFORMER_CONFIG, 1737)}",
+            f'"block" or "uniform" {cite(TRANSFORMER_CONFIG, 1737)}',
             value=None,
         )
 
@@ -52,7 +60,11 @@ def full_recompute_names_its_layer_count(ctx: Any) -> Iterator[Issue]:
 def selective_recompute_takes_no_layer_count(ctx: Any) -> Iterator[Issue]:
     """transformer_config.py:1752: selective recomputation takes no recompute_num_layers."""
     o = options_of(ctx)
-    if o is not None and o.recompute_granularity == "selective" and o.recompute_num_layers is not None:
+    if (
+        o is not None
+        and o.recompute_granularity == "selective"
+        and o.recompute_num_layers is not None
+    ):
         yield Issue(
             o.key("recompute_num_layers"),
             "Megatron-Core refuses a layer count with selective recomputation: it must be null "
@@ -117,11 +129,7 @@ def shared_experts_recompute_excludes_overlap(ctx: Any) -> Iterator[Issue]:
     if found is None:
         return
     o, modules = found
-    if (
-        "shared_experts" in modules
-        and shared_experts(ctx.model)
-        and o.moe_shared_expert_overlap
-    ):
+    if "shared_experts" in modules and shared_experts(ctx.model) and o.moe_shared_expert_overlap:
         yield Issue(
             o.key("recompute_modules"),
             "Megatron-Core cannot recompute shared_experts while moe_shared_expert_overlap is "
