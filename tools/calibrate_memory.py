@@ -32,13 +32,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 GIB = 1024**3
 
-# Small models of the two kinds of layer that Megatron-Core's local spec builds without
-# Transformer Engine. Each runs at every (sequence, micro-batch, recompute) below.
+# The first grid (8 layers, hidden 2048, GQA 16/4, vocabulary 32k, 16 runs): every run of it
+# is in the fit set. Its file is tools/calibration/h200-megatron-core-0.19.2.json.
 MODELS: dict[str, dict[str, Any]] = {
     "dense": {
         "layers": 8, "hidden": 2048, "heads": 16, "kv_heads": 4, "ffn": 8192,
@@ -55,6 +56,95 @@ RUNS = [
     for micro in (1, 2)
     for recompute in ("none", "full")
 ]
+
+# The wide grid (tools/calibration/h200-megatron-core-0.19.2-wide.json): hidden 1024-4096, MHA
+# and GQA, vocabularies 32k-256k, dense (plain and SwiGLU) and MoE with 8-128 experts and top-k
+# 1-8, micro-batches 1-4, sequences 1k-16k, recompute none, selective (core attention) and full.
+# Each run says, before anything is fitted, whether it is fitted on ("fit") or only checked
+# against ("check"): two whole models (dense-3k-mha-256k, moe-64x-top8) are check-only, and
+# every other model holds back runs of shapes (16k, micro-batch 4, selective) it is not fitted on.
+# The "allocator" runs repeat three shapes with PyTorch's expandable segments, in neither set.
+WIDE_MODELS: dict[str, dict[str, Any]] = {
+    "dense-1k-mha": {
+        "layers": 8, "hidden": 1024, "heads": 8, "kv_heads": 8, "ffn": 4096,
+        "experts": 0, "top_k": 0, "expert_ffn": 0, "vocab": 32768,
+    },
+    "dense-2k-gqa": MODELS["dense"],
+    "dense-4k-gqa-swiglu": {
+        "layers": 4, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn": 11008, "gated": True,
+        "experts": 0, "top_k": 0, "expert_ffn": 0, "vocab": 131072,
+    },
+    "dense-3k-mha-256k": {
+        "layers": 4, "hidden": 3072, "heads": 24, "kv_heads": 24, "ffn": 8192,
+        "experts": 0, "top_k": 0, "expert_ffn": 0, "vocab": 256000,
+    },
+    "moe-8x-top1": {
+        "layers": 6, "hidden": 2048, "heads": 16, "kv_heads": 4, "ffn": 0,
+        "experts": 8, "top_k": 1, "expert_ffn": 4096, "vocab": 65536,
+    },
+    "moe-16x-top2": MODELS["moe"],
+    "moe-64x-top8": {
+        "layers": 4, "hidden": 1024, "heads": 8, "kv_heads": 2, "ffn": 0,
+        "experts": 64, "top_k": 8, "expert_ffn": 512, "vocab": 32768,
+    },
+    "moe-128x-top4": {
+        "layers": 4, "hidden": 2048, "heads": 16, "kv_heads": 4, "ffn": 0,
+        "experts": 128, "top_k": 4, "expert_ffn": 512, "vocab": 151936,
+    },
+}
+K = 1024
+# (model, sequence, micro-batch, recompute, set)
+WIDE_RUNS: list[tuple[str, int, int, str, str]] = [
+    *[("dense-1k-mha", s, b, r, "fit") for s, b, r in [
+        (1 * K, 1, "none"), (1 * K, 4, "none"), (4 * K, 1, "none"), (4 * K, 2, "selective"),
+        (8 * K, 1, "full"), (16 * K, 1, "full")]],
+    *[("dense-1k-mha", s, b, r, "check") for s, b, r in [
+        (16 * K, 1, "selective"), (8 * K, 2, "selective"), (4 * K, 4, "full")]],
+    *[("dense-4k-gqa-swiglu", s, b, r, "fit") for s, b, r in [
+        (1 * K, 1, "none"), (2 * K, 2, "none"), (4 * K, 1, "none"), (4 * K, 1, "selective"),
+        (8 * K, 1, "full")]],
+    *[("dense-4k-gqa-swiglu", s, b, r, "check") for s, b, r in [
+        (8 * K, 1, "selective"), (4 * K, 2, "full"), (2 * K, 4, "selective")]],
+    *[("moe-8x-top1", s, b, r, "fit") for s, b, r in [
+        (1 * K, 1, "none"), (1 * K, 4, "none"), (4 * K, 1, "none"), (4 * K, 2, "full"),
+        (8 * K, 1, "selective")]],
+    *[("moe-8x-top1", s, b, r, "check") for s, b, r in [
+        (16 * K, 1, "full"), (2 * K, 2, "selective"), (8 * K, 2, "full")]],
+    *[("moe-128x-top4", s, b, r, "fit") for s, b, r in [
+        (1 * K, 1, "none"), (2 * K, 2, "none"), (4 * K, 1, "selective"), (4 * K, 1, "full")]],
+    *[("moe-128x-top4", s, b, r, "check") for s, b, r in [
+        (8 * K, 1, "full"), (1 * K, 4, "selective"), (8 * K, 1, "selective")]],
+    *[("dense-3k-mha-256k", s, b, r, "check") for s, b, r in [
+        (1 * K, 1, "none"), (1 * K, 4, "none"), (2 * K, 2, "selective"), (4 * K, 1, "none"),
+        (4 * K, 2, "full"), (8 * K, 1, "full"), (8 * K, 1, "selective")]],
+    *[("moe-64x-top8", s, b, r, "check") for s, b, r in [
+        (1 * K, 1, "none"), (1 * K, 2, "selective"), (4 * K, 1, "none"), (4 * K, 4, "full"),
+        (8 * K, 2, "selective"), (16 * K, 1, "full"), (16 * K, 1, "selective")]],
+    *[("dense-2k-gqa", s, b, r, "check") for s, b, r in [
+        (8 * K, 1, "full"), (2 * K, 4, "selective"), (16 * K, 1, "full")]],
+    *[("moe-16x-top2", s, b, r, "check") for s, b, r in [
+        (8 * K, 1, "full"), (16 * K, 1, "full"), (4 * K, 4, "selective")]],
+]
+EXPANDABLE = [("moe-8x-top1", 4 * K, 2, "full"), ("dense-2k-gqa", 4 * K, 2, "full"),
+              ("moe-16x-top2", 4 * K, 1, "full")]
+STEPS = 3
+
+
+def wide_specs() -> list[dict[str, Any]]:
+    """Every run of the wide grid, the check set's after the fit set's."""
+    specs = [
+        {"name": name, **WIDE_MODELS[name], "seq": seq, "micro_batch": micro,
+         "recompute": recompute, "set": which}
+        for name, seq, micro, recompute, which in WIDE_RUNS
+    ]
+    specs.sort(key=lambda spec: spec["set"] != "fit")
+    specs += [
+        {"name": name, **WIDE_MODELS[name], "seq": seq, "micro_batch": micro,
+         "recompute": recompute, "set": "allocator",
+         "alloc_conf": "expandable_segments:True"}
+        for name, seq, micro, recompute in EXPANDABLE
+    ]
+    return specs
 
 
 def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
@@ -79,6 +169,7 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
     )
     model_parallel_cuda_manual_seed = mcore_random.model_parallel_cuda_manual_seed
     TransformerConfig = transformer_config.TransformerConfig
+    gelu = torch.nn.functional.gelu
 
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29517")
@@ -87,6 +178,9 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
     parallel_state.initialize_model_parallel(1, 1)
     model_parallel_cuda_manual_seed(1234)
     cuda = torch.cuda
+    torch.ones(1, device="cuda")  # the CUDA context, before any model or NCCL buffer
+    free, total = cuda.mem_get_info()
+    context = (total - free) - cuda.memory_reserved()
     base = cuda.memory_allocated()
 
     moe = spec["experts"] > 0
@@ -98,6 +192,8 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
         ffn_hidden_size=spec["expert_ffn"] if moe else spec["ffn"],
         num_moe_experts=spec["experts"] or None,
         moe_router_topk=spec["top_k"] or 2,
+        # Megatron-Core refuses top-1 routing with the softmax after the top-k (a constant 1).
+        moe_router_pre_softmax=spec["top_k"] == 1,
         moe_token_dispatcher_type="alltoall",
         moe_aux_loss_coeff=0.0,
         add_bias_linear=False,
@@ -107,7 +203,9 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
         bf16=True,
         params_dtype=torch.bfloat16,
         pipeline_dtype=torch.bfloat16,
-        recompute_granularity="full" if spec["recompute"] == "full" else None,
+        gated_linear_unit=spec.get("gated", False),
+        activation_func=torch.nn.functional.silu if spec.get("gated") else gelu,
+        recompute_granularity=None if spec["recompute"] == "none" else spec["recompute"],
         recompute_method="uniform" if spec["recompute"] == "full" else None,
         recompute_num_layers=1 if spec["recompute"] == "full" else None,
     )
@@ -142,7 +240,7 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
     position = torch.arange(seq, device="cuda").unsqueeze(0).expand(micro, -1)
     mask = torch.ones(1, 1, seq, seq, dtype=torch.bool, device="cuda").tril().logical_not()
 
-    def step(record: dict[str, int] | None) -> None:
+    def step(record: dict[str, int] | None) -> dict[str, int]:
         model.zero_grad_buffer()
         optimizer.zero_grad()
         before = cuda.memory_allocated()
@@ -150,36 +248,65 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
         loss = model(tokens, position, mask, labels=tokens).float().mean()
         stored = cuda.memory_allocated() - before
         loss.backward()
+        cuda.synchronize()
+        backward_peak = cuda.max_memory_allocated() - before
         optimizer.step()
         cuda.synchronize()
         if record is not None:
             record["stored_activations"] = stored
             record["step_peak_over_state"] = cuda.max_memory_allocated() - before
+        return {
+            "backward_peak_over_state": backward_peak,
+            "step_peak_over_state": cuda.max_memory_allocated() - before,
+            "reserved": cuda.memory_reserved(),
+        }
 
+    steps = []
     state_before = cuda.memory_allocated()
-    step(None)  # Adam's moments are allocated by the first step
+    steps.append(step(None))  # Adam's moments are allocated by the first step
     moments = cuda.memory_allocated() - state_before
     # The optimizer's own tensors, counted one by one: its fp32 master weights (the keys of its
     # state) and Adam's two moments. The allocation delta above also holds anything else the
     # first step left allocated.
     inner = getattr(optimizer, "optimizer", optimizer)
     counted = 0
+    optimizer_tensors = 0
     for param, state in inner.state.items():
         counted += param.numel() * param.element_size()
-        counted += sum(t.numel() * t.element_size() for t in state.values() if torch.is_tensor(t))
+        held = [t for t in state.values() if torch.is_tensor(t) and t.numel() > 1]
+        counted += sum(t.numel() * t.element_size() for t in held)
+        optimizer_tensors += 1 + len(held)
     record: dict[str, int] = {}
-    step(record)
+    steps.append(step(record))
+    for _ in range(spec.get("steps", STEPS) - 2):
+        steps.append(step(None))
     free, total = cuda.mem_get_info()
+    stats = cuda.memory_stats()
     result = {
         **spec,
         "weights": weights,
         "gradients": gradients,
         "optimizer": counted,
         "optimizer_allocated": master + moments,
+        "optimizer_tensors": optimizer_tensors,
         **record,
+        "backward_peak_over_state": steps[1]["backward_peak_over_state"],
+        "steps": steps,
         "peak_allocated": cuda.max_memory_allocated() - base,
         "reserved": cuda.memory_reserved(),
+        "max_reserved": cuda.max_memory_reserved(),
         "outside_pytorch": (total - free) - cuda.memory_reserved(),
+        "context": context,
+        "allocator": {
+            key: stats.get(key, 0)
+            for key in (
+                "requested_bytes.all.peak", "allocated_bytes.all.peak",
+                "reserved_bytes.all.peak", "reserved_bytes.small_pool.peak",
+                "reserved_bytes.large_pool.peak", "inactive_split_bytes.all.peak",
+                "segment.all.peak", "segment.large_pool.peak", "active.all.peak",
+                "num_alloc_retries",
+            )
+        },
         "gpu": cuda.get_device_name(),
         "torch": torch.__version__,
     }
@@ -187,27 +314,52 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def measure(out: Path) -> int:
-    results = []
-    specs = [
-        {"name": name, **model, "seq": seq, "micro_batch": micro, "recompute": recompute}
-        for name, model in MODELS.items()
-        for seq, micro, recompute in RUNS
-    ]
+def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) -> int:
+    """Each run in its own process; the file is rewritten after each run, so a run cut short by
+    the budget or the device's time limit keeps what it measured."""
+    if grid == "first":
+        specs = [
+            {"name": name, **model, "seq": seq, "micro_batch": micro, "recompute": recompute,
+             "set": "fit"}
+            for name, model in MODELS.items()
+            for seq, micro, recompute in RUNS
+        ]
+    else:
+        specs = wide_specs()
+    if only:
+        specs = [spec for spec in specs if spec["set"] == only]
+    if pick:
+        wanted = {tuple(item.split(":")) for item in pick.split(",")}
+        specs = [
+            spec for spec in specs
+            if (spec["name"], str(spec["seq"]), str(spec["micro_batch"]), spec["recompute"])
+            in wanted
+        ]
+    results: list[dict[str, Any]] = []
+    out.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
     for index, spec in enumerate(specs, 1):
-        print(f"[{index}/{len(specs)}] {spec['name']} seq {spec['seq']} x {spec['micro_batch']}"
-              f" recompute {spec['recompute']}", flush=True)
+        if time.monotonic() - started > budget_s:
+            print(f"budget of {budget_s:.0f} s spent: {len(specs) - index + 1} runs left out")
+            break
+        print(f"[{index}/{len(specs)}] {spec['set']} {spec['name']} seq {spec['seq']} x "
+              f"{spec['micro_batch']} recompute {spec['recompute']}", flush=True)
+        env = dict(os.environ)
+        if "alloc_conf" in spec:
+            env["PYTORCH_CUDA_ALLOC_CONF"] = spec["alloc_conf"]
+        one_started = time.monotonic()
         done = subprocess.run(
             [sys.executable, __file__, "one", json.dumps(spec)],
-            capture_output=True, text=True, check=False,
+            capture_output=True, text=True, check=False, env=env,
         )
+        seconds = round(time.monotonic() - one_started, 1)
         if done.returncode != 0:
             print(done.stderr[-3000:], file=sys.stderr)
-            results.append({**spec, "error": done.stderr[-500:]})
-            continue
-        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"runs": results}, indent=1) + "\n")
+            results.append({**spec, "error": done.stderr[-500:], "seconds": seconds})
+        else:
+            results.append({**json.loads(done.stdout.strip().splitlines()[-1]),
+                            "seconds": seconds})
+        out.write_text(json.dumps({"runs": results}, indent=1) + "\n")
     print(f"wrote {out}")
     return 0
 
@@ -295,13 +447,19 @@ def main() -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("measure", help="on a GPU: measure every run, write JSON")
     run.add_argument("--out", type=Path, required=True)
+    run.add_argument("--grid", choices=("first", "wide"), default="wide")
+    run.add_argument("--set", choices=("fit", "check", "allocator"), dest="only",
+                     help="only the runs of this set")
+    run.add_argument("--pick", default="", help="only these runs: NAME:SEQ:MICRO:RECOMPUTE,...")
+    run.add_argument("--budget-s", type=float, default=1e9,
+                     help="start no run after this many seconds")
     one = sub.add_parser("one", help="(internal) measure one run in this process")
     one.add_argument("spec")
     cmp = sub.add_parser("compare", help="measured against recipekit's estimate")
     cmp.add_argument("file", type=Path)
     args = parser.parse_args()
     if args.command == "measure":
-        return measure(args.out)
+        return measure(args.out, args.grid, args.only, args.pick, args.budget_s)
     if args.command == "one":
         print(json.dumps(measure_one(json.loads(args.spec))))
         return 0
