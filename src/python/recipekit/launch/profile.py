@@ -60,9 +60,10 @@ _path_alphabet = matching(
 def _job_path(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     # One function, not a list: attrs would run a list from its own frames, and a profile's
     # mistake is reported at the innermost frame outside recipekit and attrs' generated code.
+    if value is None:  # absolute_path lets None through, for the fields that are optional
+        _fail(attribute, "must be an absolute path, not None", value)
     absolute_path(_, attribute, value)
-    if value is not None:
-        _path_alphabet(_, attribute, value)
+    _path_alphabet(_, attribute, value)
 
 
 _image = matching(

@@ -83,6 +83,10 @@ BROKEN = {
         {"gb200": "Gb200Settings(imex_channel='zero')"},
         "imex_channel = 'zero': must be a channel number, not str",
     ),
+    "artifact_store-none": (
+        {"artifact_store": "ArtifactStore(path=None)"},
+        "path = None: must be an absolute path, not None",
+    ),
     "artifact_store-an-int": (
         {"artifact_store": "ArtifactStore(path=42)"},
         "path = 42: must be an absolute path",
