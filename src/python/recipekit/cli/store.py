@@ -92,6 +92,7 @@ def store_verify(path: Path, ref: str | None) -> None:
     )
 
     root = require_store(path)
+    wanted: list[tuple[str, str | None]]
     if ref is None:
         names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
         wanted = [(name, None) for name in names]

@@ -41,7 +41,7 @@ PROPERTY = settings(
 )
 # What the shell, sbatch and YAML read specially, with a few plain letters to carry them.
 AWKWARD = "$`'\"\\;&|<>(){}[]*?!#%:,=~/ \t\n\r\x00-_.aZ9"
-TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30)
+TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=30)
 AWKWARD_TEXT = st.text(alphabet=AWKWARD, max_size=24)
 SPECIAL_YAML = st.sampled_from(
     [

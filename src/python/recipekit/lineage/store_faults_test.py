@@ -14,6 +14,7 @@ import or publish run again succeeds.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import shutil
@@ -228,7 +229,7 @@ def _import_faults(mount: Path, scratch: Path, fault: str) -> dict[str, Any]:
         root = _fresh(mount, f"import-{phase}")
         import_version(root, DATA, source, name="blend-1")
         status, message = _in_child(
-            lambda root=root: import_version(root, DATA, source, name="blend-2"),
+            functools.partial(import_version, root, DATA, source, name="blend-2"),
             _at(phase, fault, mount),
         )
         (mount / "filler").unlink(missing_ok=True)
@@ -255,7 +256,7 @@ def _publish_faults(mount: Path, fault: str) -> dict[str, Any]:
         for step in (30, 40):
             _save(root, RUN, step)
         status, message = _in_child(
-            lambda root=root: publish(root, MODEL, RUN, keep_steps=(30,)),
+            functools.partial(publish, root, MODEL, RUN, keep_steps=(30,)),
             _at(phase, fault, mount),
         )
         (mount / "filler").unlink(missing_ok=True)
@@ -311,11 +312,15 @@ def _concurrent(mount: Path, scratch: Path) -> dict[str, Any]:
             os._exit(0)
         children.append(pid)
 
+    def sweeps(run: str) -> None:
+        for _ in range(3):
+            publish(root, MODEL, run)
+
     for _ in range(3):  # a requeued job's last sweep and its successor's first, and others
         for run in ("a", "b"):
-            start(lambda run=run: [publish(root, MODEL, run) for _ in range(3)])
+            start(functools.partial(sweeps, run))
     for i in range(4):
-        start(lambda i=i: import_version(root, MODEL, source, name=f"i{i}"))
+        start(functools.partial(import_version, root, MODEL, source, name=f"i{i}"))
     statuses = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
     state = _state(root, MODEL)
     listed = state["listed"]
