@@ -220,6 +220,32 @@ def _fresh(mount: Path, name: str) -> Path:
     return root
 
 
+def _faulted(
+    mount: Path,
+    root: Path,
+    artifact: str,
+    operation: Callable[[], object],
+    hook: Callable[[str], None],
+    shown: Callable[[Any], Any],
+) -> dict[str, Any]:
+    """Run ``operation`` with ``hook`` in a child, then free the disk, recover and look: what
+    is listed (each version as ``shown``), whether it is whole, and what running the same
+    operation again then lists."""
+    from recipekit.lineage.store import versions
+
+    status, message = _in_child(operation, hook)
+    (mount / "filler").unlink(missing_ok=True)
+    state = _state(root, artifact)
+    listed = [shown(v) for v in state["listed"]]
+    try:
+        operation()
+    except Exception as exc:  # noqa: BLE001 (an import already committed: "exists")
+        message += f"\nretry: {exc}"
+    retried = [shown(v) for v in versions(root, artifact)]
+    shutil.rmtree(root)
+    return {**state, "listed": listed, "status": status, "message": message, "retried": retried}
+
+
 def _import_faults(mount: Path, scratch: Path, fault: str) -> dict[str, Any]:
     from recipekit.lineage.store import import_version
 
@@ -228,19 +254,9 @@ def _import_faults(mount: Path, scratch: Path, fault: str) -> dict[str, Any]:
     for phase in IMPORT_PHASES:
         root = _fresh(mount, f"import-{phase}")
         import_version(root, DATA, source, name="blend-1")
-        status, message = _in_child(
-            functools.partial(import_version, root, DATA, source, name="blend-2"),
-            _at(phase, fault, mount),
-        )
-        (mount / "filler").unlink(missing_ok=True)
-        state = _state(root, DATA)
-        listed = [v.path for v in state["listed"]]
-        if "blend-2" not in listed:
-            import_version(root, DATA, source, name="blend-2")
-        retried = [v.path for v in _state(root, DATA)["listed"]]
-        results[phase] = {**state, "listed": listed, "status": status, "message": message}
-        results[phase]["retried"] = retried
-        shutil.rmtree(root)
+        operation = functools.partial(import_version, root, DATA, source, name="blend-2")
+        hook = _at(phase, fault, mount)
+        results[phase] = _faulted(mount, root, DATA, operation, hook, lambda v: v.path)
     return results
 
 
@@ -255,18 +271,9 @@ def _publish_faults(mount: Path, fault: str) -> dict[str, Any]:
         publish(root, MODEL, RUN)
         for step in (30, 40):
             _save(root, RUN, step)
-        status, message = _in_child(
-            functools.partial(publish, root, MODEL, RUN, keep_steps=(30,)),
-            _at(phase, fault, mount),
-        )
-        (mount / "filler").unlink(missing_ok=True)
-        state = _state(root, MODEL)
-        listed = [v.step for v in state["listed"]]
-        publish(root, MODEL, RUN, keep_steps=(30,))
-        retried = [v.step for v in _state(root, MODEL)["listed"]]
-        results[phase] = {**state, "listed": listed, "status": status, "message": message}
-        results[phase]["retried"] = retried
-        shutil.rmtree(root)
+        operation = functools.partial(publish, root, MODEL, RUN, keep_steps=(30,))
+        hook = _at(phase, fault, mount)
+        results[phase] = _faulted(mount, root, MODEL, operation, hook, lambda v: v.step)
     return results
 
 
