@@ -42,6 +42,8 @@ def field_type_at(obj: Any, path: str) -> Any:
     parent = get_at(obj, ".".join(head)) if head else obj
     if isinstance(parent, dict):
         return Any
+    if isinstance(parent, Marker) or not attrs.has(type(parent)):
+        _child(parent, last, head)  # raises: a value, not a section, has no keys
     name = _field_name(parent, last, head)
     return attrs.fields_dict(type(parent))[name].type
 

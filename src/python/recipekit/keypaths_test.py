@@ -71,3 +71,9 @@ def test_values_that_cannot_be_config_are_one_line(assignment: str, message: str
         parse_assignment(CONFIG, assignment)
     [issue] = caught.value.issues
     assert message in issue.message and len(issue.render()) < 300
+
+
+def test_a_key_below_a_plain_value_is_one_line() -> None:
+    config = replace_at(CONFIG, "policy.megatron_cfg.env_vars", {"NCCL_ALGO": "Ring"})
+    with pytest.raises(RecipeError, match="is not a section, so it has no key 'x'"):
+        parse_assignment(config, "policy.megatron_cfg.env_vars.NCCL_ALGO.x=1")

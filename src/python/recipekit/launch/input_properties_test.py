@@ -113,15 +113,20 @@ def test_the_config_has_keys_of_many_types() -> None:
     assert len(KEYS) >= 8, KEYS  # the property below would prove little otherwise
 
 
+# A key, or a path below it (a key of a dict-valued key, or of a plain value: refused).
+SET_KEYS = st.tuples(
+    st.sampled_from(KEYS), st.from_regex(r"(\.[A-Za-z_]{1,6}){0,2}", fullmatch=True)
+).map("".join)
+SET_VALUES = st.one_of(TEXT, AWKWARD_TEXT, SPECIAL_YAML, JSONISH.map(json.dumps))
+
+
 @PROPERTY
-@given(
-    key=st.sampled_from(KEYS),
-    value=st.one_of(TEXT, AWKWARD_TEXT, SPECIAL_YAML, JSONISH.map(json.dumps)),
-)
-def test_any_value_for_any_key_is_a_plan_or_one_line(key: str, value: str) -> None:
+@given(assignments=st.lists(st.tuples(SET_KEYS, SET_VALUES), min_size=1, max_size=2))
+def test_any_value_for_any_key_is_a_plan_or_one_line(assignments: list[tuple[str, str]]) -> None:
     out = Path(tempfile.mkdtemp(prefix="recipekit-set-")) / "run"
+    sets = [a for key, value in assignments for a in ("--set", f"{key}={value}")]
     try:
-        result = _run(CliRunner(), ["render", str(out), "--set", f"{key}={value}"])
+        result = _run(CliRunner(), ["render", str(out), *sets])
         event(f"exit {result.exit_code}")
         if result.exit_code == 2:
             assert not out.exists()  # nothing written
