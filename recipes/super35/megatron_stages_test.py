@@ -165,7 +165,11 @@ def test_the_variants_are_values_over_one_base() -> None:
 
 def test_a_sequence_length_override_moves_the_dataset_with_the_model() -> None:
     # 8192 tokens a micro-batch need full recompute to fit 80 GiB (the plan's memory check).
-    full = ["model.recompute_granularity=full", "model.recompute_method=uniform"]
+    full = [
+        "model.recompute_granularity=full",
+        "model.recompute_method=uniform",
+        "model.recompute_num_layers=1",
+    ]
     plan = make_plan(sft.sft, ["model.seq_length=8192", *full])
     assert plan.framework_config["model"]["seq_length"] == 8192
     assert plan.framework_config["dataset"]["seq_length"] == 8192

@@ -201,7 +201,8 @@ def sequence_parallel_without_tensor_parallel(ctx: CheckContext) -> Iterator[Iss
     if m.sequence_parallel and m.tensor_model_parallel_size == 1:
         yield Issue(
             "model.sequence_parallel",
-            "has no effect with tensor_model_parallel_size 1 (Megatron-Core turns it off)",
+            "has no effect with tensor_model_parallel_size 1: Megatron-Bridge's provider turns "
+            "it off before Megatron-Core would refuse it (models/transformer_config.py:175)",
             value=True,
         )
 

@@ -180,8 +180,9 @@ def test_fine_tuning_needs_weights_to_load() -> None:
 
 def test_sequence_parallel_with_one_tensor_rank_is_a_warning() -> None:
     assert _warnings(sft, "model.sequence_parallel=true") == [
-        "model.sequence_parallel = True: has no effect with tensor_model_parallel_size 1 "
-        "(Megatron-Core turns it off)"
+        "model.sequence_parallel = True: has no effect with tensor_model_parallel_size 1: "
+        "Megatron-Bridge's provider turns it off before Megatron-Core would refuse it "
+        "(models/transformer_config.py:175)"
     ]
 
 

@@ -17,7 +17,11 @@ def test_the_rules_name_their_sources() -> None:
 
 def test_an_override_of_a_source_moves_what_follows_it() -> None:
     # Two sequences a micro-batch need full recompute to fit 80 GiB (the plan's memory check).
-    full_recompute = ["model.recompute_granularity=full", "model.recompute_method=uniform"]
+    full_recompute = [
+        "model.recompute_granularity=full",
+        "model.recompute_method=uniform",
+        "model.recompute_num_layers=1",
+    ]
     plan = make_plan(sft, ["train.micro_batch_size=2", "train.train_iters=50", *full_recompute])
     assert plan.framework_config["dataset"]["micro_batch_size"] == 2
     assert plan.framework_config["scheduler"]["lr_decay_iters"] == 50
