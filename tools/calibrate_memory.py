@@ -34,7 +34,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from recipekit.memory.megatron import MegatronSetup
+    from recipekit.model_card import Architecture
 
 GIB = 1024**3
 
@@ -364,9 +368,9 @@ def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) 
     return 0
 
 
-def estimate(run: dict[str, Any]) -> dict[str, float]:
-    """recipekit's terms for the run's model and layout (bytes)."""
-    from recipekit.memory.megatron import MegatronSetup, training_terms
+def run_architecture_setup(run: dict[str, Any]) -> tuple[Architecture, MegatronSetup]:
+    """The run's model and layout as recipekit describes them."""
+    from recipekit.memory.megatron import MegatronSetup
     from recipekit.model_card import Architecture, MoE
 
     moe = run["experts"] > 0
@@ -379,6 +383,7 @@ def estimate(run: dict[str, Any]) -> dict[str, float]:
         kv_heads=run["kv_heads"],
         head_dim=run["hidden"] // run["heads"],
         ffn=run["ffn"],
+        gated_mlp=run.get("gated", False),
         moe=MoE(num_experts=run["experts"], top_k=run["top_k"], expert_ffn=run["expert_ffn"])
         if moe
         else None,
@@ -389,22 +394,61 @@ def estimate(run: dict[str, Any]) -> dict[str, float]:
         sequence=run["seq"],
         recompute=run["recompute"],
         fused_attention=False,  # the local spec's attention is unfused
+        fused_adam=False,  # no Transformer Engine or Apex: torch's AdamW
     )
+    return arch, setup
+
+
+def estimate(run: dict[str, Any]) -> dict[str, float]:
+    """recipekit's terms for the run's model and layout (bytes)."""
+    from recipekit.memory.megatron import ALLOCATOR, training_terms
+
+    arch, setup = run_architecture_setup(run)
     terms = {t.name: t.bytes for t in training_terms(arch, setup)}
     # After the forward pass the bf16 logits are gone; the fp32 ones stay for the loss's backward.
     fp32_logits = run["seq"] * run["micro_batch"] * run["vocab"] * 4
     stored = terms.get("activations", 0.0) + fp32_logits
+    allocated = sum(
+        v for k, v in terms.items() if not k.startswith("runtime") and k != ALLOCATOR
+    )
     return {
         "weights": terms["weights (bf16)"],
         "gradients": terms["gradients (fp32)"],
         "optimizer": terms["optimizer state (Adam)"],
         "stored_activations": stored,
-        "peak_allocated": sum(v for k, v in terms.items() if not k.startswith("runtime")),
+        "peak_allocated": allocated,
+        "allocator": terms[ALLOCATOR],
         "outside_pytorch": terms["runtime (CUDA, NCCL)"],
+        "whole_gpu": sum(terms.values()),
     }
 
 
-TERMS = ("weights", "gradients", "optimizer", "stored_activations", "peak_allocated")
+def measured(run: dict[str, Any], term: str) -> float:
+    """The run's measurement of a term: the allocator's share is what it reserved beyond the
+    allocated peak, the whole GPU what it reserved and what lies outside PyTorch."""
+    if term == "allocator":
+        return float(run["reserved"] - run["peak_allocated"])
+    if term == "whole_gpu":
+        return float(run["reserved"] + run["outside_pytorch"])
+    return float(run[term])
+
+
+TERMS = ("weights", "gradients", "optimizer", "stored_activations", "peak_allocated", "whole_gpu")
+# Each file's runs, and which of them the estimate's constants were chosen on: every run of the
+# first grid, and the wide grid's "fit" runs; its "check" runs only check. The "allocator" runs
+# (PyTorch's expandable segments) are in neither set.
+FILES = ("h200-megatron-core-0.19.2.json", "h200-megatron-core-0.19.2-wide.json")
+
+
+def measured_runs(which: str) -> list[dict[str, Any]]:
+    """The measured runs of one set ("fit" or "check") over every file in tools/calibration/."""
+    here = Path(__file__).parent / "calibration"
+    runs = [
+        {"set": "fit", **run}
+        for name in FILES
+        for run in json.loads((here / name).read_text())["runs"]
+    ]
+    return [run for run in runs if run["set"] == which and "error" not in run]
 
 
 def errors(runs: list[dict[str, Any]]) -> dict[str, list[float]]:
@@ -415,28 +459,38 @@ def errors(runs: list[dict[str, Any]]) -> dict[str, list[float]]:
             continue
         guess = estimate(run)
         for term in TERMS:
-            found[term].append((guess[term] - run[term]) / run[term])
+            found[term].append((guess[term] - measured(run, term)) / measured(run, term))
     return found
 
 
 def compare(path: Path) -> int:
     runs = json.loads(path.read_text())["runs"]
-    print("| run | term | measured GiB | estimate GiB | error |")
-    print("|---|---|---|---|---|")
+    print("| run | set | term | measured GiB | estimate GiB | error |")
+    print("|---|---|---|---|---|---|")
     for run in runs:
         label = f"{run['name']} s{run['seq']} b{run['micro_batch']} {run['recompute']}"
+        which = run.get("set", "fit")
         if "error" in run:
-            print(f"| {label} | failed | | | |")
+            print(f"| {label} | {which} | failed | | | |")
             continue
         guess = estimate(run)
-        for term in (*TERMS, "outside_pytorch"):
-            got, want = run[term], guess[term]
-            print(f"| {label} | {term} | {got / GIB:.3f} | {want / GIB:.3f} | "
+        for term in (*TERMS[:-1], "allocator", "outside_pytorch", "whole_gpu"):
+            got, want = measured(run, term), guess[term]
+            print(f"| {label} | {which} | {term} | {got / GIB:.3f} | {want / GIB:.3f} | "
                   f"{100 * (want - got) / got:+.0f}% |")
     print()
-    for term, values in errors(runs).items():
-        if values:
-            print(f"{term}: error {100 * min(values):+.0f}% to {100 * max(values):+.0f}%")
+    for which in sorted({run.get("set", "fit") for run in runs}):
+        chosen = [run for run in runs if run.get("set", "fit") == which]
+        found = errors(chosen)
+        print(f"{which} set, {len(found['weights'])} runs:")
+        for term, values in found.items():
+            if not values:
+                continue
+            low, high = 100 * min(values), 100 * max(values)
+            if term == "whole_gpu":
+                print(f"  whole GPU (reserved + outside PyTorch): error {low:+.0f}% to {high:+.0f}%")
+            else:
+                print(f"  {term}: error {low:+.0f}% to {high:+.0f}%")
     return 0
 
 

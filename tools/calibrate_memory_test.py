@@ -1,41 +1,49 @@
 """recipekit's training estimate against Megatron-Core measured on an H200 (tools/calibration/):
-the per-term errors the README states stay true as the formulas change."""
+the per-term and whole-GPU errors the README states stay true, on the runs the estimate's
+constants were chosen on (fit) and on those it only checks against (check)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
-from tools.calibrate_memory import errors
+from tools.calibrate_memory import errors, measured_runs
 
-MEASURED = Path(__file__).parent / "calibration" / "h200-megatron-core-0.19.2.json"
-# (lowest, highest) relative error of the estimate, per term, over every measured run. The
-# stored activations are over-estimated under full recompute because a GPT layer (attention and
-# MoE in one checkpointed layer) is two layers of the hybrid pattern (one checkpoint each, as
-# Nemotron's Mamba, attention and MoE layers are).
+# (lowest, highest) relative error of the estimate, per term, over every run of a set. The whole
+# GPU (reserved + outside PyTorch) is never more than 3% low; it is up to 21% high, past the +10%
+# the issue asks for (README, memory calibration). The stored activations are over-estimated
+# under full recompute because a GPT layer (attention and MoE in one checkpointed layer) is two
+# layers of the hybrid pattern; under-estimated up to 18% (SwiGLU, selective recompute), which
+# the peak terms of the backward pass cover.
 BOUNDS = {
     "weights": (-0.01, 0.01),
     "gradients": (-0.01, 0.01),
     "optimizer": (-0.01, 0.01),
-    "stored_activations": (0.0, 1.0),
-    "peak_allocated": (-0.05, 0.05),
+    "stored_activations": (-0.20, 1.0),
+    "peak_allocated": (-0.10, 0.05),
+    "whole_gpu": (-0.03, 0.21),
 }
+RUNS = {"fit": 30, "check": 9}
 
 
-@pytest.fixture(scope="module")
-def measured_errors() -> dict[str, list[float]]:
-    runs = json.loads(MEASURED.read_text())["runs"]
-    assert len(runs) == 16 and not [r for r in runs if "error" in r]
-    return errors(runs)
+@pytest.fixture(scope="module", params=sorted(RUNS))
+def measured_set(request: pytest.FixtureRequest) -> tuple[str, dict[str, list[float]]]:
+    which = request.param
+    runs = measured_runs(which)
+    assert len(runs) == RUNS[which]
+    return which, errors(runs)
 
 
 @pytest.mark.parametrize("term", sorted(BOUNDS))
 def test_each_term_stays_within_its_stated_error(
-    term: str, measured_errors: dict[str, list[float]]
+    term: str, measured_set: tuple[str, dict[str, list[float]]]
 ) -> None:
+    which, found = measured_set
     low, high = BOUNDS[term]
-    values = measured_errors[term]
-    assert len(values) == 16
-    assert low <= min(values) and max(values) <= high, (term, min(values), max(values))
+    values = found[term]
+    assert len(values) == RUNS[which]
+    assert low <= min(values) and max(values) <= high, (which, term, min(values), max(values))
+
+
+def test_the_whole_gpu_is_never_under_estimated_by_more_than_three_percent() -> None:
+    values = [v for which in RUNS for v in errors(measured_runs(which))["whole_gpu"]]
+    assert min(values) >= -0.03, min(values)

@@ -37,11 +37,26 @@ BF16 = 2
 FP32 = 4
 # fp32 master weights and Adam's two moments.
 ADAM_BYTES = 3 * FP32
-# A training process's CUDA context, NCCL communicators' buffers and cuBLAS/cuDNN workspaces:
-# an allowance, not a formula (tools/calibrate_memory.py measures what it is).
-RUNTIME_ALLOWANCE = 3.0 * GIB
+# What a training process holds outside PyTorch's allocator on one H200, measured
+# (tools/calibrate_memory.py, every run of both grids alike): the CUDA context, 0.60 GiB, and
+# what NCCL's first communicator and the math libraries add, 1.82 GiB (one GPU, world size 1).
+RUNTIME_MEASURED = 2.42 * GIB
+# NCCL's buffers grow with each communicator a rank joins across GPUs (TP, PP, DP, CP, EP), which
+# one GPU cannot measure: an allowance per parallel group larger than one.
+NCCL_PER_GROUP = 0.25 * GIB
+RUNTIME_ALLOWANCE = RUNTIME_MEASURED + 2 * NCCL_PER_GROUP
 WEIGHTS = "weights (bf16)"
 RUNTIME = "runtime (CUDA, NCCL)"
+ALLOCATOR = "caching allocator (PyTorch)"
+# The caching allocator (c10/cuda/CUDACachingAllocator.cpp) rounds each block to 512 bytes and
+# each segment to 2 MiB (20 MiB for blocks of 1-10 MiB, 2 MiB segments for the small pool):
+# measured, allocated over requested bytes is at most 1.001 (tools/calibrate_memory.py).
+ROUNDING = 0.001
+# A freed short-lived block as large as the largest one (one layer's fp32 attention scores, the
+# fp32 logits, an up projection's output) is split by smaller requests, and the next request of
+# that size takes a new segment: measured, the reserved peak holds 1.0-2.4 such blocks beyond the
+# allocated peak; 1.5 is taken on the fit set (tools/calibration/, README's table).
+LARGEST_BLOCKS = 1.5
 
 
 @attrs.frozen(kw_only=True)
@@ -78,6 +93,10 @@ class MegatronSetup:
     train_vision: bool = True
     # Unfused attention stores its a x s^2 score and softmax matrices.
     fused_attention: bool = True
+    # Transformer Engine's (or Apex's) FusedAdam updates every tensor in place; without either,
+    # Megatron-Core falls back to torch's AdamW (megatron/core/optimizer/__init__.py, line 33),
+    # whose multi-tensor step makes one fp32 temporary per parameter.
+    fused_adam: bool = True
     # What each setting is called in the framework's config, for the "change ..." hint.
     keys: dict[str, str] = attrs.field(factory=dict, eq=False, hash=False)
 
@@ -193,7 +212,12 @@ def conversion_terms(arch: Architecture, setup: MegatronSetup) -> tuple[Term, ..
     return (
         weights,
         Term("gathered tensor (bf16)", gathered, (), "the embedding, vocabulary x hidden"),
-        Term(RUNTIME, RUNTIME_ALLOWANCE, (), "CUDA context, NCCL buffers, workspaces"),
+        Term(
+            RUNTIME,
+            RUNTIME_ALLOWANCE,
+            (),
+            "CUDA context and libraries (measured), NCCL: two parallel groups' allowance",
+        ),
     )
 
 
@@ -218,13 +242,27 @@ def _stage_terms(
     optimizer = optimizer_params * ADAM_BYTES * (1 - s.optimizer_offload)
 
     activations, peak_layer = _activations(arch, s, pattern, first=first, last=last)
+    score_gradients = attention_backward(arch, s, pattern)
     logits = _logits(arch, s) if last else 0.0
+    # The loss and the output layer finish their backward pass (freeing the logits) before the
+    # first transformer layer's begins, so the layers' backward working set adds only what it
+    # holds beyond the logits: both its terms are scaled by that share.
+    backward = peak_layer + score_gradients
+    beyond_logits = max(0.0, backward - logits) / backward if backward else 0.0
+    peak_layer, score_gradients = peak_layer * beyond_logits, score_gradients * beyond_logits
     # The optimizer step comes after the backward pass, when the activations are gone: PyTorch's
     # multi-tensor Adam (torch/optim/adam.py, _multi_tensor_adam) builds one fp32 temporary per
     # parameter (the square root of the second moment). It adds to the peak only where it
     # exceeds what the forward and backward passes held (measured, tools/calibrate_memory.py).
-    step = optimizer_params * FP32 * (1 - s.optimizer_offload)
-    step_beyond = max(0.0, step - activations - peak_layer - logits)
+    step = 0.0 if s.fused_adam else optimizer_params * FP32 * (1 - s.optimizer_offload)
+    through_backward = activations + peak_layer + score_gradients + logits
+    step_beyond = max(0.0, step - through_backward)
+    allocations = (
+        weights.bytes + trained * s.grad_bytes + optimizer + through_backward + step_beyond
+    )
+    allocator = _allocator(
+        arch, s, allocations, through_backward, step, logits, last=last, pattern=pattern
+    )
     return terms(
         weights,
         Term(
@@ -260,6 +298,15 @@ def _stage_terms(
         if peak_layer
         else None,
         Term(
+            "attention backward (unfused softmax)",
+            score_gradients,
+            (s.key("recompute"), s.key("tokens"), s.key("tp")),
+            f"{BACKWARD_PER_SCORE if s.recompute != 'none' else BACKWARD_PER_SCORE - STORED_PER_SCORE}"
+            " bytes per score element of the layer being differentiated",
+        )
+        if score_gradients
+        else None,
+        Term(
             "logits and loss",
             logits,
             (s.key("tokens"), s.key("tp"), s.key("cp")),
@@ -275,12 +322,57 @@ def _stage_terms(
         )
         if step_beyond
         else None,
-        Term(
-            RUNTIME,
-            RUNTIME_ALLOWANCE,
-            (),
-            "CUDA context, NCCL buffers, workspaces: an allowance",
-        ),
+        allocator,
+        _runtime(s),
+    )
+
+
+def _runtime(s: MegatronSetup) -> Term:
+    groups = sum(size > 1 for size in (s.tp, s.pp, s.dp, s.cp, s.ep))
+    return Term(
+        RUNTIME,
+        RUNTIME_MEASURED + groups * NCCL_PER_GROUP,
+        (),
+        f"CUDA context and libraries {RUNTIME_MEASURED / GIB:.2f} GiB (measured), NCCL"
+        f" {NCCL_PER_GROUP / GIB:.2f} GiB x {groups} parallel groups (an allowance)",
+    )
+
+
+def _allocator(
+    arch: Architecture,
+    s: MegatronSetup,
+    allocations: float,
+    through_backward: float,
+    step: float,
+    logits: float,
+    *,
+    last: bool,
+    pattern: str,
+) -> Term:
+    """What PyTorch's caching allocator reserves beyond the allocated peak: block rounding, the
+    freed largest blocks that smaller requests split, and the optimizer step's fp32 temporaries,
+    which are shaped like the parameters and do not fit the blocks the backward pass freed
+    (nor do Adam's moments, made by the first step, leave those blocks whole): so the lesser of
+    the backward's working set and the step's is reserved twice (measured: the reserved peak
+    holds up to all of it, tools/calibrate_memory.py)."""
+    tokens = s.tokens / s.cp
+    largest = max(
+        logits * FP32 / (FP32 * (1 + (arch.mtp_depth if s.mtp else 0)) + BF16) if last else 0.0,
+        FP32 * attention_scores(arch, s, tokens)
+        if not s.fused_attention and params.ATTENTION in pattern
+        else 0.0,
+        BF16 * tokens * (2 if arch.gated_mlp else 1) * arch.ffn / s.tp,
+        BF16 * tokens * 2 * arch.hidden / (s.tp if s.sequence_parallel else 1),
+    )
+    split = LARGEST_BLOCKS * largest
+    unshared = min(through_backward, step)
+    return Term(
+        ALLOCATOR,
+        ROUNDING * allocations + split + unshared,
+        (s.key("tokens"), s.key("recompute"), s.key("dp")),
+        f"{LARGEST_BLOCKS} x the largest short-lived block ({largest / GIB:.2f} GiB), the"
+        f" optimizer step's temporaries beside the backward's blocks ({unshared / GIB:.2f} GiB),"
+        f" {ROUNDING:.1%} block rounding",
     )
 
 
@@ -304,6 +396,10 @@ def _activations(
         # the backward pass one layer at a time is rebuilt, and its activations' gradients sit
         # beside it (measured: twice the layer, tools/calibrate_memory.py).
         stored = len(pattern) * BF16 * tokens * arch.hidden / sp
+        # The rebuilt attention's scores are attention_backward's.
+        scores = STORED_PER_SCORE * attention_scores(arch, s, tokens)
+        if not s.fused_attention and params.ATTENTION in per_kind:
+            per_kind[params.ATTENTION] -= scores
         rebuilt = 2 * max(per_kind.values(), default=0.0)
     else:
         stored, rebuilt = sum(pattern.count(k) * v for k, v in per_kind.items()), 0.0
@@ -334,12 +430,12 @@ def layer_activations(
         elif "core_attn" in rebuilt:
             core = 0.0
         else:
-            # Unfused (Megatron-Core's local DotProductAttention): per score element, the fp32
-            # softmax output its backward reads, the bf16 probabilities the product with V reads
-            # and the causal mask's byte, 7 a s^2 b bytes (Korthikanti et al. count 2 a s^2 b for
-            # a bf16 softmax; measured 6.9 by tools/calibrate_memory.py on an H200).
-            scores = arch.attention_heads / t * (s.sequence or s.tokens) * tokens
-            core = (FP32 + BF16 + 1) * scores
+            # Unfused (Megatron-Core's local DotProductAttention, whose softmax runs in fp32:
+            # megatron/core/fusions/fused_softmax.py, forward_torch_softmax): per score element,
+            # the fp32 softmax output its backward reads and the bf16 probabilities the product
+            # with V reads, 6 a s^2 b bytes (Korthikanti et al. count 2 a s^2 b for a bf16
+            # softmax). The causal mask is one s x s tensor every layer shares.
+            core = STORED_PER_SCORE * attention_scores(arch, s, tokens)
         return norm + qkv + context + core
     if kind == params.MAMBA:
         m = arch.mamba
@@ -376,6 +472,33 @@ def layer_activations(
         up = 2 if arch.gated_mlp else 1
         return norm + (up + 1) * BF16 * tokens * arch.ffn / t
     raise ValueError(f"unknown layer kind {kind!r}")
+
+
+# Bytes per attention-score element of the unfused softmax: kept for the backward pass (the fp32
+# softmax output, the bf16 probabilities), and held at the backward's peak in the layer being
+# differentiated (those, the bf16 gradient of the probabilities, its fp32 cast and the fp32
+# gradient of the scores: 4 + 2 + 2 + 4 + 4).
+STORED_PER_SCORE = FP32 + BF16
+BACKWARD_PER_SCORE = FP32 + BF16 + BF16 + FP32 + FP32
+
+
+def attention_scores(arch: Architecture, s: MegatronSetup, tokens: float) -> float:
+    """Score elements of one unfused attention layer on one rank: heads / TP x the sequence each
+    query sees x the rank's tokens."""
+    return arch.attention_heads / s.tp * (s.sequence or s.tokens) * tokens
+
+
+def attention_backward(arch: Architecture, s: MegatronSetup, pattern: str) -> float:
+    """What the backward pass of one unfused attention layer holds beyond its stored activations:
+    the score-sized gradients (BACKWARD_PER_SCORE less what is stored), or, where the scores
+    are rebuilt (core_attn recomputed, or full recompute), the whole BACKWARD_PER_SCORE."""
+    if s.fused_attention or params.ATTENTION not in pattern:
+        return 0.0
+    rebuilt = s.recompute == "full" or (
+        s.recompute == "selective" and "core_attn" in s.recompute_modules
+    )
+    per_score = BACKWARD_PER_SCORE - (0 if rebuilt else STORED_PER_SCORE)
+    return per_score * attention_scores(arch, s, s.tokens / s.cp)
 
 
 def _logits(arch: Architecture, s: MegatronSetup) -> float:
