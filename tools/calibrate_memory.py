@@ -488,7 +488,8 @@ def compare(path: Path) -> int:
                 continue
             low, high = 100 * min(values), 100 * max(values)
             if term == "whole_gpu":
-                print(f"  whole GPU (reserved + outside PyTorch): error {low:+.0f}% to {high:+.0f}%")
+                print("  whole GPU (reserved + outside PyTorch):"
+                      f" error {low:+.0f}% to {high:+.0f}%")
             else:
                 print(f"  {term}: error {low:+.0f}% to {high:+.0f}%")
     return 0

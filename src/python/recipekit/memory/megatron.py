@@ -301,8 +301,8 @@ def _stage_terms(
             "attention backward (unfused softmax)",
             score_gradients,
             (s.key("recompute"), s.key("tokens"), s.key("tp")),
-            f"{BACKWARD_PER_SCORE if s.recompute != 'none' else BACKWARD_PER_SCORE - STORED_PER_SCORE}"
-            " bytes per score element of the layer being differentiated",
+            f"{BACKWARD_PER_SCORE} bytes a score where the scores are rebuilt, else"
+            f" {BACKWARD_PER_SCORE - STORED_PER_SCORE}, in the layer being differentiated",
         )
         if score_gradients
         else None,
