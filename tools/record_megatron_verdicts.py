@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 VERSION = "0.19.2"
+TRANSFORMER_ENGINE_STAND_IN_VERSION = "2.8.0"
 FIXTURE = Path(f"src/python/recipekit/megatron_core/verdicts/megatron-core-{VERSION}.json")
 CLASSES = {
     "model": "megatron.core.transformer.transformer_config:TransformerConfig",
@@ -308,6 +309,9 @@ def _stand_in_for_transformer_engine() -> None:
     for name in ("transformer_engine", "transformer_engine.pytorch"):
         sys.modules.setdefault(name, types.ModuleType(name))
     sys.modules["transformer_engine.pytorch.optimizers"] = optimizers
+    # utils.get_te_version reads __version__ (or the package metadata, which a stand-in has
+    # none of): the TE of the NeMo 25.x containers the stages run in.
+    sys.modules["transformer_engine"].__version__ = TRANSFORMER_ENGINE_STAND_IN_VERSION  # type: ignore[attr-defined]
 
 
 def _statement_line(filename: str, lineno: int) -> int:
