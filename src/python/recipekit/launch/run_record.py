@@ -24,7 +24,14 @@ from recipekit.launch.oci_bundle import bundle_image
 from recipekit.launch.profile import ClusterProfile, OciBundle, Pyxis, profile_from_json
 from recipekit.launch.run_dir import JOB_SCRIPT, PLAN_FILE, PROFILE_FILE, PROVENANCE_FILE, RunDir
 from recipekit.lineage.refs import ARTIFACTS_ROOT
-from recipekit.lineage.store import StoredVersion, publish, saved_steps, store_output, versions
+from recipekit.lineage.store import (
+    StoredVersion,
+    completed_meta,
+    publish,
+    saved_steps,
+    store_output,
+    versions,
+)
 from recipekit.lineage.tracking import OutputVersion
 
 Log = Callable[[str], None]
@@ -83,7 +90,12 @@ def publish_checkpoints(
         return []
     artifact, run_id = found
     keep = plan.get("lineage", {}).get("keep_steps", ())
-    added = publish(Path(ARTIFACTS_ROOT), artifact, run_id, keep_steps=keep, finished=finished)
+    root = Path(ARTIFACTS_ROOT)
+    # What the versions record of how they were made (the action key, plan hash and the input
+    # versions the job read): what `pipeline plan` compares to call a stage up to date.
+    action = plan.get("action")
+    meta = completed_meta(action, root) if isinstance(action, Mapping) else {}
+    added = publish(root, artifact, run_id, keep_steps=keep, finished=finished, meta=meta)
     for version in added:
         kept = " (kept for a later stage)" if version.kept else ""
         what = f"step-{version.step}" if version.step is not None else "the run's output"

@@ -51,7 +51,7 @@ from typing import Any
 import attrs
 
 from recipekit.errors import Issue, RecipeError
-from recipekit.lineage.refs import ARTIFACTS_ROOT, LATEST, artifact_name_problem
+from recipekit.lineage.refs import ARTIFACTS_ROOT, LATEST, ArtifactRef, artifact_name_problem
 from recipekit.progress import Tracker, progress, tree_bytes
 from recipekit.shared_files import exclusive
 
@@ -250,10 +250,13 @@ def _marker(directory: Path, version: int) -> Path:
     return directory / MARKERS / f"v{version}.json"
 
 
-def _marker_text(version: StoredVersion, files: list[dict[str, Any]]) -> bytes:
-    # ``meta`` is for what a later pipeline records of how a version was made (its action key,
-    # plan hash, input versions); the store keeps it and checks nothing in it.
-    body = {"format": MARKER_FORMAT, **attrs.asdict(version), "meta": {}, "files": files}
+def _marker_text(
+    version: StoredVersion, files: list[dict[str, Any]], meta: Mapping[str, Any]
+) -> bytes:
+    # ``meta`` is what the pipeline records of how a version was made (its action key, plan
+    # hash, input versions: recipekit.pipeline.actions); the store keeps it and checks nothing
+    # in it.
+    body = {"format": MARKER_FORMAT, **attrs.asdict(version), "meta": dict(meta), "files": files}
     return (json.dumps(body, indent=1) + "\n").encode()
 
 
@@ -515,10 +518,12 @@ def publish(
     *,
     keep_steps: Collection[int] = (),
     finished: bool = False,
+    meta: Mapping[str, Any] | None = None,
 ) -> list[StoredVersion]:
     """Make every checkpoint ``run`` saved of ``artifact`` a version, newest last, and move
     ``latest``. Steps in ``keep_steps`` are kept (hard-linked) before they are published.
-    Publishing again finds what is new; returns the versions this call added.
+    Publishing again finds what is new; returns the versions this call added. Each version's
+    marker records ``meta`` (how it was made).
 
     A run that saves no checkpoints by step (an export writes one model) is one version, its
     whole directory, once it has ``finished`` well."""
@@ -526,13 +531,17 @@ def publish(
     with _locked(directory):
         try:
             _recover(directory)
-            return _publish(directory, run, keep_steps, finished)
+            return _publish(directory, run, keep_steps, finished, meta or {})
         except OSError as exc:
             raise _failed(directory, f"publishing {artifact} from {run}", exc) from None
 
 
 def _publish(
-    directory: Path, run: str, keep_steps: Collection[int], finished: bool
+    directory: Path,
+    run: str,
+    keep_steps: Collection[int],
+    finished: bool,
+    meta: Mapping[str, Any],
 ) -> list[StoredVersion]:
     known = _read_index(directory) or []
     seen = {(v.run, v.step) for v in known}
@@ -555,7 +564,7 @@ def _publish(
     _phase("files")
     (directory / MARKERS).mkdir(exist_ok=True)
     for version in added:
-        marker = _marker_text(version, _manifest(directory / version.path))
+        marker = _marker_text(version, _manifest(directory / version.path), meta)
         _write_synced(_marker(directory, version.version), marker)
     _phase("marker")
     _commit(directory, [*known, *added])
@@ -600,7 +609,7 @@ def _import(directory: Path, source: Path, name: str) -> StoredVersion:
     _write_synced(journal, json.dumps({"name": name, "version": version.version}).encode())
     partial.replace(target)
     _phase("moved")
-    _write_synced(_marker(directory, version.version), _marker_text(version, files))
+    _write_synced(_marker(directory, version.version), _marker_text(version, files, {}))
     _phase("marker")
     _commit(directory, [*known, version])
     journal.unlink()
@@ -755,3 +764,16 @@ def input_problem(
         more = f" (and {len(state.problems) - 1} more)" if len(state.problems) > 1 else ""
         return f"{ref} (v{version.version}) is damaged: {state.problems[0]}{more}"
     return None
+
+
+def completed_meta(action: Mapping[str, Any], root: Path) -> dict[str, Any]:
+    """A plan's ``action`` as its versions record it, at publish time: an input made by a
+    stage that ran first in the same submission gets the version the job read (what its
+    selector names in the store now)."""
+    meta: dict[str, Any] = json.loads(json.dumps(dict(action)))
+    for entry in meta.get("inputs", {}).values():
+        if entry.get("version") is None:
+            ref = ArtifactRef(*str(entry["ref"]).split(":", 1))
+            found = resolve_selector(versions(root, ref.name), ref.selector)
+            entry["version"] = None if found is None else f"v{found.version}"
+    return meta

@@ -38,7 +38,6 @@ from recipekit.lineage.store import (
     StoredVersion,
     check_version,
     read_marker,
-    resolve_selector,
     versions,
 )
 from recipekit.pipeline.chain import Chain, PlannedStage, stage_overrides
@@ -337,17 +336,6 @@ def version_meta(
     }
 
 
-def completed_meta(action: Mapping[str, Any], root: Path) -> dict[str, Any]:
-    """A plan's ``action`` as its versions record it, at publish time: an input made by a
-    stage that ran first in the same submission gets the version the job read (what its
-    selector names in the store now)."""
-    meta: dict[str, Any] = json.loads(json.dumps(dict(action)))
-    for entry in meta.get("inputs", {}).values():
-        if entry.get("version") is None:
-            ref = ArtifactRef(*str(entry["ref"]).split(":", 1))
-            found = resolve_selector(versions(root, ref.name), ref.selector)
-            entry["version"] = None if found is None else f"v{found.version}"
-    return meta
 
 
 def pinned_plans(

@@ -1,9 +1,8 @@
 """Action keys and the reason each stage runs, against a real artifact store in tmp_path.
 
 Each "run" of a stage is what its job leaves: its last checkpoint in the store, published with
-``store.publish``, and the action meta its plan carries written into the version's completion
-marker (``_record``: the store's ``publish`` takes no meta yet, so the test writes it where
-the job's publish will).
+``store.publish`` and the action meta its plan carries (``completed_meta``, as the job's
+``run_record.publish_checkpoints`` passes it), which the version's completion marker records.
 """
 
 from __future__ import annotations
@@ -16,7 +15,13 @@ import pytest
 
 import recipes
 from recipekit.errors import RecipeError
-from recipekit.lineage.store import import_version, init_store, publish, run_name
+from recipekit.lineage.store import (
+    completed_meta,
+    import_version,
+    init_store,
+    publish,
+    run_name,
+)
 from recipekit.pipeline.actions import (
     INPUT_CHANGED,
     NO_OUTPUT,
@@ -26,7 +31,6 @@ from recipekit.pipeline.actions import (
     StageAction,
     StoreRecords,
     action_key,
-    completed_meta,
     pinned_plans,
     plan_actions,
 )
@@ -55,14 +59,6 @@ def _actions(
     return {a.stage: a for a in plan_actions(chain, planned, StoreRecords(store), rerun=rerun)}
 
 
-def _record(store: Path, artifact: str, version: int, meta: dict[str, object]) -> None:
-    # Stands in for publish(..., meta=...): the marker's meta is what the job records.
-    marker = store / artifact / ".versions" / f"v{version}.json"
-    body = json.loads(marker.read_text())
-    body["meta"] = meta
-    marker.write_text(json.dumps(body))
-
-
 def _run(chain: Chain, store: Path, overrides: list[str] | None = None) -> None:
     """Every stage that runs, in order, as its job would: pinned plan, checkpoint, publish."""
     planned = plan_chain(chain, chain.between(None, UNTIL), overrides or [])
@@ -77,10 +73,10 @@ def _run(chain: Chain, store: Path, overrides: list[str] | None = None) -> None:
             saved.mkdir(parents=True)
             (saved / "weights.bin").write_bytes(entry.plan.hash.encode())
         keep = entry.lineage.keep_steps
-        added = publish(store, entry.lineage.output, run, keep_steps=keep, finished=not policy)
         meta = completed_meta(entry.plan.as_json()["action"], store)
-        for version in added:
-            _record(store, entry.lineage.output, version.version, meta)
+        publish(
+            store, entry.lineage.output, run, keep_steps=keep, finished=not policy, meta=meta
+        )
 
 
 @pytest.fixture
