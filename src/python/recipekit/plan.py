@@ -184,9 +184,13 @@ def recipe_policies(pipeline: Pipeline) -> PolicyOf:
         producer = producer_stage(pipeline, name)
         if producer is None:
             return UNCHECKED
+        # Only what the save policy reads: the producer's rendered config (its checks, memory
+        # and hash are its own plan's, reported where it is planned).
         try:
             stage = attrs.evolve(producer, lineage=pipeline.stage(name))
-            return save_policy(make_plan(stage, check_pins=False))
+            config, _ = resolve_run_inputs(stage)
+            config, _ = stage.framework.derive(config, stage.hardware)
+            return stage.framework.save_policy(stage.framework.render(config))
         except RecipeError:
             return UNCHECKED  # its own errors are reported where it is planned
 
