@@ -188,21 +188,25 @@ def test_a_killed_job_step_leaves_nothing_and_the_plan_runs_again(b200: Workspac
     assert b200.cluster.wait_for_job(again, timeout=420) == "COMPLETED", log.read_text()
 
 
-def test_a_lost_node_requeues_the_job_which_completes_on_the_others(
-    tmp_path: Path, ray_python: Path
-) -> None:
-    # Four nodes for a three-node plan, so the job has somewhere to go. The controller declares
-    # a silent node down after SlurmdTimeout: long enough here that Ray, on the surviving nodes,
-    # sees the node go first and the step fails before Slurm knows (as on a real cluster,
-    # where it is 300 s).
+# What the job script says when it requeues the job itself (job_script._LOST_NODE_CHECK).
+FALLBACK_REQUEUE = "requeueing it with scontrol requeue"
+WAITING_FOR_SLURM = "waiting for Slurm to requeue job"
+
+
+def _lose_a_node(
+    tmp_path: Path, ray_python: Path, *, slurmd_timeout: int, env: dict[str, str]
+) -> tuple[LocalSlurm, str, str, list[dict[str, str]]]:
+    """Run a three-node plan on four nodes, kill one of its nodes mid-run (not the batch host),
+    and wait for the job to complete on the others: (cluster, job id, log text, the job's
+    jobcomp records, oldest first). Asserts what both ways of requeueing share."""
     with local_slurm(
-        tmp_path / "slurm", nodes=4, gpus_per_node=8, extra_conf="SlurmdTimeout=45"
+        tmp_path / "slurm", nodes=4, gpus_per_node=8, extra_conf=f"SlurmdTimeout={slurmd_timeout}"
     ) as cluster:
         workspace = Workspace(
             tmp_path / "ws", cluster, ray_python, "dapo-b200", LAUNCHERS["dapo-b200"], FAKE_DRIVER
         )
         profile = workspace.write_profile(node="B200_NODE")
-        job_id, log = workspace.submit(profile, env={"FAKE_GRPO_SLEEP": "60"})
+        job_id, log = workspace.submit(profile, env={"FAKE_GRPO_SLEEP": "60", **env})
         workspace.wait_for_log(log, "fake-grpo: training for 60 s")
         first = cluster.job_info(job_id)
         assert first is not None
@@ -214,12 +218,43 @@ def test_a_lost_node_requeues_the_job_which_completes_on_the_others(
         again = cluster.job_info(job_id)
         assert again is not None and int(again["Restarts"]) >= 1
         assert victim not in _hostnames(cluster, again["NodeList"])
+        assert f"lost node(s) {victim}" in text and WAITING_FOR_SLURM in text
         status = workspace.launcher(profile, "status")
         assert f"lost node {victim}" in status.stdout, status.stdout + status.stderr
         assert "restarted 1 time(s)" in status.stdout
         # Nothing of either attempt is left: every process in the cluster's namespace, by
         # where it runs, not by its name.
         assert cluster.wait_for_no_node_processes("", timeout=30) == []
+        return cluster, job_id, text, cluster.jobcomp_records(job_id)
+
+
+def test_a_lost_node_is_requeued_by_slurm_and_completes_on_the_others(
+    tmp_path: Path, ray_python: Path
+) -> None:
+    # The controller declares a silent node down after SlurmdTimeout: long enough here that Ray,
+    # on the surviving nodes, sees the node go first and the step fails before Slurm knows (as
+    # on a real cluster, where it is 300 s); then Slurm ends the job NODE_FAIL and requeues it
+    # (--requeue), while the script still waits (SlurmdTimeout + 120 s) before its fallback.
+    _, _, text, records = _lose_a_node(tmp_path, ray_python, slurmd_timeout=45, env={})
+    assert FALLBACK_REQUEUE not in text, text
+    states = [r["JobState"] for r in records]
+    assert states[:1] == ["NODE_FAIL"], states
+
+
+def test_a_lost_node_slurm_does_not_requeue_is_requeued_by_the_job_script(
+    tmp_path: Path, ray_python: Path
+) -> None:
+    # --no-kill (sbatch reads SBATCH_NO_KILL over the script's directives): Slurm marks the node
+    # down but keeps the job running on the others, so it never ends NODE_FAIL and never
+    # requeues it. The script's own wait runs out and it requeues the job itself. A short
+    # SlurmdTimeout keeps that wait (SlurmdTimeout + 120 s) short.
+    _, job_id, text, records = _lose_a_node(
+        tmp_path, ray_python, slurmd_timeout=15, env={"SBATCH_NO_KILL": "set"}
+    )
+    assert f"Slurm has not requeued job {job_id}" in text and FALLBACK_REQUEUE in text, text
+    # Slurm shrinks the job off the lost node (RESIZING) and keeps it; the script requeues it.
+    states = [r["JobState"] for r in records]
+    assert "REQUEUED" in states and "NODE_FAIL" not in states, states
 
 
 def _hostnames(cluster: LocalSlurm, nodelist: str) -> list[str]:

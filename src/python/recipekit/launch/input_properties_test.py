@@ -319,3 +319,22 @@ def test_the_script_check_catches_an_injected_line(tmp_path: Path) -> None:
     shutil.rmtree(out / "stubs", ignore_errors=True)
     with pytest.raises(AssertionError):
         _check_script(out / "job.sbatch", profile, make_plan(dapo_b200).as_json())
+
+
+def test_a_stage_whose_names_the_script_cannot_write_is_refused(tmp_path: Path) -> None:
+    """A stage's own environment and name reach the script unquoted as names: checked too."""
+    from recipekit.errors import RecipeError
+    from recipekit.launch.job_script import job_environment
+    from recipekit.launch.profiles import find_profile
+    from recipekit.plan import make_plan
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (tmp_path / "profile.py").write_text(_profile_source(runs, "partition", "gpu"))
+    profile = find_profile(f"{tmp_path}/profile.py:profile")
+    plan = make_plan(dapo_b200).as_json()
+    assert job_environment(profile, plan)["RECIPEKIT_RUN"].startswith("dapo-b200-")
+    with pytest.raises(RecipeError, match=r"environment\.A=\$\(id\): is not an environment"):
+        job_environment(profile, {**plan, "environment": {"A=$(id)": "x"}})
+    with pytest.raises(RecipeError, match="a stage's name is letters"):
+        job_environment(profile, {**plan, "stage": "dapo\nid"})

@@ -10,10 +10,12 @@ script is no batch job: ``submit`` runs it on the submit host (``_submit_host_sc
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable
 from typing import Any
 
+from recipekit.errors import Issue, RecipeError
 from recipekit.framework import SITE_PLACEHOLDERS
 from recipekit.images.paths import LAUNCHER_PEX as BAKED_LAUNCHER
 from recipekit.launch.framework_process import entry_point_command
@@ -21,8 +23,17 @@ from recipekit.launch.profile import ClusterProfile
 from recipekit.launch.run_dir import LAUNCHER, LOGS, LOST_NODES, RunDir, job_name
 from recipekit.lineage.store import RUN_VARIABLE, run_name, store_output
 
+# What the script writes unquoted: a stage's name (in --job-name and comments) and the names of
+# the variables it exports. The profile's own values are checked when it is made.
+_STAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
 
 def job_environment(profile: ClusterProfile, plan: dict[str, Any]) -> dict[str, str]:
+    if not _STAGE_NAME.match(str(plan["stage"])):
+        raise RecipeError(
+            [Issue("stage", "a stage's name is letters, digits, '.', '_' and '-'", plan["stage"])]
+        )
     # The run's name: its checkpoints' folder in the artifact store (configs name it as
     # ${oc.env:RECIPEKIT_RUN}); a requeued job has the same one, and resumes there.
     env: dict[str, str] = {RUN_VARIABLE: run_name(plan["stage"], plan["hash"])}
@@ -32,6 +43,11 @@ def job_environment(profile: ClusterProfile, plan: dict[str, Any]) -> dict[str, 
         env.update(profile.gb200.environment())
     env.update(plan.get("environment", {}))
     env.update(profile.extra_env)
+    wrong = [name for name in env if not _ENV_NAME.match(name)]
+    if wrong:
+        raise RecipeError(
+            [Issue(f"environment.{name}", "is not an environment variable name") for name in wrong]
+        )
     return env
 
 
