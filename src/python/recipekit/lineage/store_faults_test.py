@@ -341,10 +341,13 @@ def _concurrent(mount: Path, scratch: Path) -> dict[str, Any]:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    code = "from recipekit.cli.recipekit_cli import main; main()"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=30
-    )
+    """``recipekit ARGS`` as its command line runs it (in this process), as a finished process."""
+    from click.testing import CliRunner
+
+    from recipekit.cli.recipekit_cli import cli
+
+    result = CliRunner().invoke(cli, list(args))
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
 
 
 def _corruption(mount: Path, scratch: Path) -> dict[str, Any]:
