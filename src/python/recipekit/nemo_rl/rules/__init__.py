@@ -30,7 +30,7 @@ _SHARED_ERRORS: tuple[Check, ...] = (
 )
 
 ERROR_CHECKS_SUPER_V3: tuple[Check, ...] = _SHARED_ERRORS
-WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = generation.WARNING_CHECKS
+WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (*generation.WARNING_CHECKS, *storage.WARNING_CHECKS)
 
 ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
     *_SHARED_ERRORS,
@@ -43,6 +43,7 @@ ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
 )
 WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *generation.WARNING_CHECKS,
+    *storage.WARNING_CHECKS,
     *vllm_engine.WARNING_CHECKS,
 )
 
