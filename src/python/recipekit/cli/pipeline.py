@@ -256,7 +256,9 @@ def status_command(
 
     chain = _chain(folder)
     planned = plan_chain(chain, chain.between(start, until), overrides)
-    rows = chain_status(planned, find_profile(cluster))
+    profile = find_profile(cluster)
+    planned, runs = _as_submitted(chain, planned, profile, overrides)
+    rows = chain_status(planned, profile, runs)
     text = "\n".join(_status_lines(rows))
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2))
@@ -277,6 +279,32 @@ def status_command(
         sections = [lineage_section(svg, with_status=True), text_section("status", "Jobs", text)]
         html_file.write_text(page(title, sections))
         click.echo(f"wrote {html_file}", err=True)
+
+
+def _as_submitted(
+    chain: Any, planned: list[Any], profile: Any, overrides: tuple[str, ...]
+) -> tuple[list[Any], dict[str, str]]:
+    """The plans as `pipeline submit` submits them (a stage that runs is pinned to the input
+    versions resolved, so its run directory is the pinned plan's), and for a stage that is up
+    to date, the run that made its version."""
+    if profile.artifact_store is None:
+        return planned, {}
+    from recipekit.lineage.store import is_store, versions
+    from recipekit.pipeline.actions import StoreRecords, pinned_plans, plan_actions
+
+    store = Path(profile.artifact_store.path)
+    if not is_store(store):
+        return planned, {}
+    actions = plan_actions(chain, planned, StoreRecords(store))
+    pinned = {p.name: p for p in pinned_plans(chain, planned, actions, overrides)}
+    runs: dict[str, str] = {}
+    for entry, action in zip(planned, actions, strict=True):
+        output = entry.lineage.output
+        if not action.runs and action.version is not None and output is not None:
+            made = [v for v in versions(store, output) if v.version == action.version]
+            if made:
+                runs[entry.name] = made[0].run
+    return [pinned.get(p.name, p) for p in planned], runs
 
 
 def _status_lines(rows: list[dict[str, Any]]) -> list[str]:

@@ -12,7 +12,7 @@ stage, a store that is not mounted) does so before the first job is submitted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -184,14 +184,22 @@ def chain_records(profile: ClusterProfile | None) -> StoreRecords | None:
     return StoreRecords(Path(store.path))
 
 
-def chain_status(planned: Sequence[PlannedStage], profile: ClusterProfile) -> list[dict[str, Any]]:
-    """Each stage's job (from its run directory) and its output artifact's versions."""
+def chain_status(
+    planned: Sequence[PlannedStage],
+    profile: ClusterProfile,
+    runs: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Each stage's job (from its run directory) and its output artifact's versions. ``runs``
+    names a stage's run directory where it is not its plan's (an up-to-date stage: the run that
+    made its version)."""
     rows = []
     store = Path(profile.artifact_store.path) if profile.artifact_store else None
     for entry in planned:
         row: dict[str, Any] = {"stage": entry.name, "job": None, "state": "not submitted"}
         if entry.plan is not None:
             run = RunDir.for_plan(profile.runs_dir, entry.name, entry.plan.hash)
+            if runs and entry.name in runs:
+                run = RunDir(Path(profile.runs_dir) / runs[entry.name])
             job_id, client = run.job_id(), run.delegated_to()
             if job_id is not None:
                 row.update(job=job_id, run=str(run.path), **_job(job_id))
