@@ -93,7 +93,8 @@ def plan_command(
 ) -> None:
     """Plan every stage of the chain, in order: inputs, selected steps, hash, nodes, and its
     action key: up to date (the version), or why it runs (with --cluster, the store is read)."""
-    from recipekit.pipeline.actions import NoStore, plan_actions
+    from recipekit.errors import RecipeError
+    from recipekit.pipeline.actions import NoStore, damaged_inputs, plan_actions
     from recipekit.pipeline.chain import plan_chain
     from recipekit.pipeline.submit import chain_records
 
@@ -102,6 +103,9 @@ def plan_command(
     stored = records.names() if records is not None else None
     planned = plan_chain(chain, chain.between(start, until), overrides, stored=stored)
     actions = plan_actions(chain, planned, records or NoStore(), rerun=rerun)
+    damaged = damaged_inputs(records.root, actions) if records is not None else []
+    if damaged:
+        raise RecipeError(damaged, context="pipeline plan: a stage would read a damaged input")
     if output_format == "json":
         pairs = zip(planned, actions, strict=True)
         rows = [{**p.as_json(), "action": a.as_json()} for p, a in pairs]

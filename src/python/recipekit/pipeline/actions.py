@@ -37,6 +37,7 @@ from recipekit.lineage.refs import LATEST, ArtifactRef
 from recipekit.lineage.store import (
     StoredVersion,
     check_version,
+    input_problem,
     read_marker,
     versions,
 )
@@ -365,3 +366,19 @@ def pinned_plans(
         plan = attrs.evolve(plan, action=dict(action.record))
         out.append(attrs.evolve(entry, plan=plan, lineage=plan.stage.lineage or entry.lineage))
     return out
+
+
+def damaged_inputs(root: Path, actions: Sequence[StageAction]) -> list[Issue]:
+    """A stage that runs must not read a version of the store that is incomplete or damaged
+    (its files against its manifest), as submit and the job's preflight refuse it."""
+    issues = []
+    for action in actions:
+        if not action.runs:
+            continue
+        for read in action.inputs:
+            if read.made_by:
+                continue  # a stage that runs first in this submission makes it
+            problem = input_problem(root, read.ref.name, read.ref.selector, missing_ok=True)
+            if problem:
+                issues.append(Issue(f"{action.stage}: run.{read.role}", problem))
+    return issues

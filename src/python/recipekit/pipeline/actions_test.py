@@ -31,6 +31,7 @@ from recipekit.pipeline.actions import (
     StageAction,
     StoreRecords,
     action_key,
+    damaged_inputs,
     pinned_plans,
     plan_actions,
 )
@@ -165,3 +166,13 @@ def test_the_whole_chain_plans_with_its_keys_in_under_two_seconds(
     planned = plan_chain(chain, chain.between(None, None))
     plan_actions(chain, planned, StoreRecords(store))
     assert time.perf_counter() - start < 2.0
+
+
+def test_pipeline_plan_refuses_a_stage_that_would_read_a_damaged_version(
+    chain: Chain, store: Path
+) -> None:
+    assert damaged_inputs(store, list(_actions(chain, store).values())) == []
+    [data] = (store / "super35-sft-data").glob("imported/train.jsonl")
+    data.write_text("")  # truncated after import: its manifest says otherwise
+    [issue] = damaged_inputs(store, list(_actions(chain, store).values()))
+    assert issue.path == "sft: run.data" and "train.jsonl" in issue.message, issue.render()
