@@ -21,6 +21,7 @@ import attrs
 
 from recipekit.errors import Issue
 from recipekit.hardware import NodeType
+from recipekit.model_card import ModelCard
 from recipekit.validators import at_least
 
 # The sizes a field of ParallelLayout is called by, in the order the plan shows them.
@@ -360,6 +361,23 @@ LAYOUT_RULES: tuple[LayoutRule, ...] = (
 def layout_issues(ctx: LayoutContext) -> list[Issue]:
     """Every layout rule's issues for one layout."""
     return [issue for rule in LAYOUT_RULES for issue in rule(ctx)]
+
+
+def model_layout_issues(
+    layout: ParallelLayout, keys: ParallelKeys, node: NodeType, model: ModelCard, gpus_text: str
+) -> list[Issue]:
+    """Every layout rule's issues for ``layout`` of ``model`` on ``node`` nodes, in ``keys``."""
+    return layout_issues(
+        LayoutContext(
+            layout=layout,
+            keys=keys,
+            node=node,
+            model_name=model.name,
+            num_layers=model.num_layers,
+            num_experts=model.num_experts,
+            gpus_text=gpus_text,
+        )
+    )
 
 
 SIZES = (1, 2, 4, 8, 16, 32, 64)

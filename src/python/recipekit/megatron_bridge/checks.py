@@ -15,7 +15,7 @@ from recipekit import checking
 from recipekit.errors import Issue
 from recipekit.megatron_bridge.layout import Layout
 from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig
-from recipekit.parallelism import LayoutContext, layout_issues
+from recipekit.parallelism import model_layout_issues
 
 SEQ = "model.seq_length"
 
@@ -57,16 +57,8 @@ def parallel_layout_holds(ctx: CheckContext) -> Iterator[Issue]:
     """Every Megatron-Core layout rule (``recipekit.parallelism.LAYOUT_RULES``), in the keys of
     the stage's config."""
     lay = ctx.layout
-    yield from layout_issues(
-        LayoutContext(
-            layout=lay.parallel,
-            keys=lay.keys,
-            node=ctx.hardware.node,
-            model_name=ctx.model.name,
-            num_layers=ctx.model.num_layers,
-            num_experts=ctx.model.num_experts,
-            gpus_text=f"the {ctx.gpus}",
-        )
+    yield from model_layout_issues(
+        lay.parallel, lay.keys, ctx.hardware.node, ctx.model, f"the {ctx.gpus}"
     )
 
 

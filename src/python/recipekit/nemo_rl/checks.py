@@ -33,7 +33,7 @@ from recipekit.nemo_rl.schema_super_v3 import (
     SequencePacking,
     VllmConfig,
 )
-from recipekit.parallelism import LayoutContext, ParallelKeys, layout_issues
+from recipekit.parallelism import ParallelKeys, model_layout_issues
 
 # The GRPO config of either schema: the checks read keys both declare.
 GrpoConfig = GRPOMasterConfig | GRPOMasterConfigMain
@@ -168,17 +168,13 @@ def parallel_layout_holds(ctx: CheckContext) -> Iterator[Issue]:
     lay = ctx.layout
     nodes = lay.nodes
     after = ", after the generation nodes)" if not nodes.colocated else ")"
-    yield from layout_issues(
-        LayoutContext(
-            layout=lay.parallel,
-            keys=lay.keys,
-            node=ctx.hardware.node,
-            model_name=ctx.model.name,
-            num_layers=ctx.model.num_layers,
-            num_experts=ctx.model.num_experts,
-            gpus_text=f"the {nodes.training_gpus} training GPUs ({nodes.training_nodes} nodes x "
-            f"{ctx.hardware.gpus_per_node}{after}",
-        )
+    yield from model_layout_issues(
+        lay.parallel,
+        lay.keys,
+        ctx.hardware.node,
+        ctx.model,
+        f"the {nodes.training_gpus} training GPUs ({nodes.training_nodes} nodes x "
+        f"{ctx.hardware.gpus_per_node}{after}",
     )
 
 
@@ -499,16 +495,12 @@ def distillation_teachers_fit(ctx: CheckContext) -> Iterator[Issue]:
             value=cfg.gpus_per_node,
         )
     gpus = size(cfg.num_nodes) * per_node
-    yield from layout_issues(
-        LayoutContext(
-            layout=TEACHER.read(cfg, gpus),
-            keys=TEACHER,
-            node=hw.node,
-            model_name=ctx.model.name,
-            num_layers=ctx.model.num_layers,
-            num_experts=ctx.model.num_experts,
-            gpus_text=f"a teacher's {size(cfg.num_nodes)} x {per_node} = {gpus} GPUs",
-        )
+    yield from model_layout_issues(
+        TEACHER.read(cfg, gpus),
+        TEACHER,
+        hw.node,
+        ctx.model,
+        f"a teacher's {size(cfg.num_nodes)} x {per_node} = {gpus} GPUs",
     )
     if nodes.training_nodes < 1:
         yield Issue(
