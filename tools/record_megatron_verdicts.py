@@ -36,6 +36,8 @@ from typing import Any
 
 VERSION = "0.19.2"
 TRANSFORMER_ENGINE_STAND_IN_VERSION = "2.8.0"
+# The selective-recompute module lists both frameworks' cases try (one not a module at all).
+SELECTIVE_MODULES = ("[core_attn]", "[moe_act]", "[mla_up_proj]", "[bogus]", "[moe, shared_experts]")
 FIXTURE = Path(f"src/python/recipekit/megatron_core/verdicts/megatron-core-{VERSION}.json")
 CLASSES = {
     "model": "megatron.core.transformer.transformer_config:TransformerConfig",
@@ -147,13 +149,7 @@ def mutations(framework: str, config: Any) -> Iterator[tuple[str, tuple[str, ...
         for layers in (0, 1, 2):
             yield f"mtp{layers}", (f"{p}mtp_num_layers={layers}",)
         if hasattr(config.policy.megatron_cfg, "recompute_modules"):
-            for modules in (
-                "[core_attn]",
-                "[moe_act]",
-                "[mla_up_proj]",
-                "[bogus]",
-                "[moe, shared_experts]",
-            ):
+            for modules in SELECTIVE_MODULES:
                 yield (
                     f"selective-{modules}",
                     (
@@ -178,13 +174,7 @@ def mutations(framework: str, config: Any) -> Iterator[tuple[str, tuple[str, ...
                             f"{p}recompute_num_layers={count}",
                         ),
                     )
-        for modules in (
-            "[core_attn]",
-            "[moe_act]",
-            "[mla_up_proj]",
-            "[bogus]",
-            "[moe, shared_experts]",
-        ):
+        for modules in SELECTIVE_MODULES:
             yield (
                 f"selective-{modules}",
                 (
