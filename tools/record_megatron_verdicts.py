@@ -37,7 +37,13 @@ from typing import Any
 VERSION = "0.19.2"
 TRANSFORMER_ENGINE_STAND_IN_VERSION = "2.8.0"
 # The selective-recompute module lists both frameworks' cases try (one not a module at all).
-SELECTIVE_MODULES = ("[core_attn]", "[moe_act]", "[mla_up_proj]", "[bogus]", "[moe, shared_experts]")
+SELECTIVE_MODULES = (
+    "[core_attn]",
+    "[moe_act]",
+    "[mla_up_proj]",
+    "[bogus]",
+    "[moe, shared_experts]",
+)
 FIXTURE = Path(f"src/python/recipekit/megatron_core/verdicts/megatron-core-{VERSION}.json")
 CLASSES = {
     "model": "megatron.core.transformer.transformer_config:TransformerConfig",
