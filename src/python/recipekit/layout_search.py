@@ -138,7 +138,7 @@ def communication(layout: Any, hardware: Hardware, rendered: dict[str, Any]) -> 
 
 
 def _microbatches(parallel: ParallelLayout, rendered: dict[str, Any]) -> int:
-    dp = max(parallel.gpus // parallel.model_parallel, 1)
+    dp = max(parallel.whole_groups, 1)
     policy = rendered.get("policy") or {}
     train = rendered.get("train") or {}
     batch = policy.get("train_global_batch_size") or train.get("global_batch_size") or dp
@@ -231,7 +231,7 @@ def _node_constant(hardware: Hardware) -> str:
 
 def _layout_text(layout: Any) -> str:
     p: ParallelLayout = layout.parallel
-    dp = p.gpus // p.model_parallel
+    dp = p.whole_groups
     text = f"TP{p.tp} PP{p.pp} CP{p.cp} EP{p.ep} ETP{p.etp}"
     nodes = getattr(layout, "nodes", None)
     if nodes is None or isinstance(nodes, int):

@@ -56,7 +56,13 @@ class ParallelLayout:
     @property
     def dp(self) -> int:
         """GPUs / (TP x PP x CP); 0 when that does not divide (a layout rule reports it)."""
-        return self.gpus // self.model_parallel if self.fits else 0
+        return self.whole_groups if self.fits else 0
+
+    @property
+    def whole_groups(self) -> int:
+        """The model-parallel groups the GPUs hold, rounded down: what a plan shows as DP while
+        a layout rule reports that it does not divide."""
+        return self.gpus // self.model_parallel
 
     @property
     def expert_group(self) -> int:

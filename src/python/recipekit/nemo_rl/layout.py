@@ -110,7 +110,7 @@ class Layout:
             "teachers": n.teachers,
             "teacher_nodes": n.teacher_nodes,
             "gym_nodes": n.gym_nodes,
-            "data_parallel": t.gpus // t.model_parallel if t.model_parallel else 0,
+            "data_parallel": t.whole_groups,
             "vllm_instances": self.vllm_instances,
         }
 

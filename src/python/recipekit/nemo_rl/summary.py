@@ -17,7 +17,7 @@ def grpo_summary(cfg: dict[str, Any], lay: Layout) -> list[tuple[str, str]]:
     vllm = gen.get("vllm_cfg") or {}
     rows: list[tuple[str, str]] = []
     nodes, training = lay.nodes, lay.parallel
-    dp = training.gpus // training.model_parallel
+    dp = training.whole_groups
     train_desc = (
         f"{lay.backend} TP {training.tp} x PP {training.pp} x CP {training.cp} -> DP {dp}"
     )
