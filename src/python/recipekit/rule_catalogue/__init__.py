@@ -1,6 +1,7 @@
 """The run-time rules of the frameworks recipekit compiles for, as data (issue 24).
 
-One TOML file per framework beside this module (``nemo-rl.toml``, ``vllm.toml``,
+One TOML file per framework beside this module, or a few split by topic (``nemo-rl.toml`` and
+``nemo-rl.generation.toml``, ``vllm.toml``,
 ``nemo-evaluator.toml``, ``megatron-core.toml``, ``megatron-bridge.toml``). Each ``[[rule]]``
 names one upstream ``assert``/``raise``/warning on a config value at a pinned file and line, or
 (``source = "issue"``) a rule no single upstream line states, from an upstream thread. It is
@@ -80,8 +81,8 @@ class RuleEntry:
 _FIELDS = {a.name for a in attrs.fields(RuleEntry)} - {"framework"}
 
 
-def _entry(framework: str, index: int, raw: dict[str, Any]) -> RuleEntry:
-    where = f"{framework}.toml rule {index + 1}" + (f" ({raw['id']})" if "id" in raw else "")
+def _entry(framework: str, file: str, index: int, raw: dict[str, Any]) -> RuleEntry:
+    where = f"{file} rule {index + 1}" + (f" ({raw['id']})" if "id" in raw else "")
     unknown = sorted(set(raw) - _FIELDS)
     if unknown:
         hint = did_you_mean(unknown[0], sorted(_FIELDS))
@@ -92,10 +93,21 @@ def _entry(framework: str, index: int, raw: dict[str, Any]) -> RuleEntry:
         raise RecipeError([Issue("", str(exc))], context=where) from None
 
 
+def _files(framework: str) -> list[str]:
+    """A framework's catalogue: ``<framework>.toml`` and its topic parts, ``<framework>.<topic>.toml``
+    (a long catalogue split by topic, e.g. ``nemo-rl.generation.toml``), in name order."""
+    names = [entry.name for entry in resources.files(__name__).iterdir()]
+    return sorted(
+        name
+        for name in names
+        if name == f"{framework}.toml"
+        or (name.startswith(f"{framework}.") and name.endswith(".toml") and name.count(".") == 2)
+    )
+
+
 def present() -> tuple[str, ...]:
-    """The frameworks whose catalogue file exists (another engineer's may not yet)."""
-    folder = resources.files(__name__)
-    return tuple(name for name in FRAMEWORKS if folder.joinpath(f"{name}.toml").is_file())
+    """The frameworks with at least one catalogue file."""
+    return tuple(name for name in FRAMEWORKS if _files(name))
 
 
 def load(framework: str | None = None) -> tuple[RuleEntry, ...]:
@@ -103,9 +115,10 @@ def load(framework: str | None = None) -> tuple[RuleEntry, ...]:
     names = present() if framework is None else (framework,)
     entries: list[RuleEntry] = []
     for name in names:
-        text = resources.files(__name__).joinpath(f"{name}.toml").read_text(encoding="utf-8")
-        rules = tomllib.loads(text).get("rule", [])
-        entries += [_entry(name, i, raw) for i, raw in enumerate(rules)]
+        for file in _files(name):
+            text = resources.files(__name__).joinpath(file).read_text(encoding="utf-8")
+            rules = tomllib.loads(text).get("rule", [])
+            entries += [_entry(name, file, i, raw) for i, raw in enumerate(rules)]
     seen: set[str] = set()
     twice = [e.id for e in entries if e.id in seen or seen.add(e.id)]  # type: ignore[func-returns-value]
     if twice:
