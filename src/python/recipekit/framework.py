@@ -16,6 +16,7 @@ from recipekit.convert import to_dict
 from recipekit.derivation import Derivation, derive
 from recipekit.errors import Issue
 from recipekit.hardware import Hardware
+from recipekit.lineage.checkpoint_stamp import CheckpointReads
 from recipekit.lineage.steps import SavePolicy
 from recipekit.memory.estimate import MemoryEstimate
 from recipekit.model_card import ModelCard
@@ -107,6 +108,11 @@ class Framework(Protocol):
 
     def outputs(self, rendered: dict[str, Any]) -> dict[str, str]: ...
 
+    def checkpoint_reads(self, rendered: dict[str, Any]) -> CheckpointReads:
+        """The checkpoint directories the run loads, by key: those it resumes whole and those
+        it takes weights from (their stamps are checked against the run)."""
+        ...
+
     def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
         """When the run saves checkpoints by step, and which it keeps; None: it saves none."""
         ...
@@ -175,3 +181,6 @@ class FrameworkBase:
 
     def waiting_for(self, job_ids: Sequence[str]) -> list[str]:
         return []
+
+    def checkpoint_reads(self, rendered: dict[str, Any]) -> CheckpointReads:
+        return CheckpointReads()

@@ -17,6 +17,7 @@ import attrs
 from recipekit.errors import Issue, RecipeError, join_path
 from recipekit.framework import Layout
 from recipekit.keypaths import parse_assignment, replace_at
+from recipekit.lineage.checkpoint_stamp import CheckpointStamp, reads_verdict
 from recipekit.lineage.graph import Pipeline, apply_overrides, is_lineage_override
 from recipekit.lineage.steps import (
     UNCHECKED,
@@ -26,7 +27,7 @@ from recipekit.lineage.steps import (
     keep_step_issues,
     lineage_pin_issues,
 )
-from recipekit.lineage.store import output_dir, stored_artifact
+from recipekit.lineage.store import output_dir, run_name, stored_artifact
 from recipekit.markers import DERIVED, RunInput
 from recipekit.memory.estimate import MemoryEstimate
 from recipekit.stage import Stage
@@ -76,6 +77,7 @@ class Plan:
             "layout": self.layout.as_json(),
             "inputs": stage.framework.inputs(self.framework_config),
             "outputs": stage.framework.outputs(self.framework_config),
+            **self._checkpoint_reads(),
             **({"lineage": stage.lineage.as_json()} if stage.lineage is not None else {}),
             **({"environment": dict(stage.environment)} if stage.environment else {}),
             **({"code": [c.as_json() for c in stage.code]} if stage.code else {}),
@@ -87,6 +89,11 @@ class Plan:
             "hash": self.hash,
             **({"action": self.action} if self.action else {}),
         }
+
+
+    def _checkpoint_reads(self) -> dict[str, Any]:
+        reads = self.stage.framework.checkpoint_reads(self.framework_config)
+        return {"checkpoints": reads.as_json()} if reads.resumes or reads.starts else {}
 
 
 def config_type_issue(stage: Stage) -> Issue | None:
@@ -158,6 +165,20 @@ def make_plan(stage: Stage, overrides: Sequence[str] = (), *, check_pins: bool =
         if errors:
             raise RecipeError(errors, context=f"{stage.name}: cannot plan")
     planned = attrs.evolve(stage, config=config)
+    plan_hash = content_hash(planned, rendered)
+    # Checkpoints this machine can see are checked now; the job's preflight checks them all.
+    resumed = reads_verdict(
+        framework.checkpoint_reads(rendered),
+        CheckpointStamp(
+            model=stage.model.name, layout=layout.as_json(), stage=stage.name, plan_hash=plan_hash
+        ),
+        reshard=lineage is not None and lineage.reshard,
+        run=run_name(stage.name, plan_hash),
+        visible_only=True,
+    )
+    if resumed.errors:
+        raise RecipeError(list(resumed.errors), context=f"{stage.name}: cannot plan")
+    warnings += resumed.notes
     return Plan(
         stage=planned,
         overrides=tuple(overrides),
@@ -165,7 +186,7 @@ def make_plan(stage: Stage, overrides: Sequence[str] = (), *, check_pins: bool =
         layout=layout,
         warnings=tuple(warnings),
         framework_config=rendered,
-        hash=content_hash(planned, rendered),
+        hash=plan_hash,
         run_inputs=run_inputs,
         memory=memory,
     )

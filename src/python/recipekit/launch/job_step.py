@@ -37,7 +37,7 @@ from recipekit.launch.framework_process import (
     raise_on_termination,
     run_framework,
 )
-from recipekit.launch.preflight import NodeContext, run_preflight
+from recipekit.launch.preflight import NodeContext, run_preflight, stamp_checkpoint_directory
 from recipekit.launch.profile import ClusterProfile, profile_from_json
 from recipekit.launch.ray_cluster import (
     Log,
@@ -127,6 +127,14 @@ def run_node_preflight(run_path: str) -> int:
     if failures:
         node.log(f"PREFLIGHT FAILED on {node.name} ({node.address}): " + "; ".join(failures))
         return EXIT_PREFLIGHT
+    if node.index == 0:
+        try:
+            stamped = stamp_checkpoint_directory(node.plan)
+        except OSError as exc:
+            node.log(f"PREFLIGHT FAILED: cannot stamp the checkpoint directory: {exc}")
+            return EXIT_PREFLIGHT
+        if stamped is not None:
+            node.log(f"stamped {stamped} with this run's model and layout")
     if ctx.launch == "per-gpu" and node.index == 0:
         write_rendezvous(node.run, node.job_id, node.head_address)
     node.log(f"preflight passed; the framework starts once every node has passed ({ctx.launch})")

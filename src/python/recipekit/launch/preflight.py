@@ -24,6 +24,7 @@ from recipekit.checkouts import CodeCheckout, checkout_problem
 from recipekit.images.paths import PLAN_DIR as BAKED_PLAN_DIR
 from recipekit.launch.framework_process import runs_with_python
 from recipekit.launch.profile import ClusterProfile
+from recipekit.lineage.checkpoint_stamp import CheckpointStamp, planned_run_verdict, write_stamp
 from recipekit.lineage.refs import ARTIFACTS_ROOT
 from recipekit.lineage.store import (
     STORE_MARKER,
@@ -234,6 +235,25 @@ def baked_plan_matches(ctx: NodeContext) -> str | None:
     return None
 
 
+def checkpoints_match_the_run(ctx: NodeContext) -> str | None:
+    """Every checkpoint the run resumes or starts from was written by this model, and one it
+    resumes whole by this layout unless the plan allows a reshard (run.reshard=true): what the
+    plan checked where it could see the checkpoint, checked here on the cluster's storage."""
+    verdict = planned_run_verdict(ctx.plan, visible_only=False)
+    return "; ".join(issue.render() for issue in verdict.errors) or None
+
+
+def stamp_checkpoint_directory(plan: dict[str, Any]) -> Path | None:
+    """On the head node, once every check passed: stamp the directory the run saves its
+    checkpoints to with this run's model and layout, before the framework writes any."""
+    saves = plan.get("outputs", {}).get("checkpoints")
+    if not isinstance(saves, str):
+        return None
+    directory = Path(resolve_run(saves, run_name(str(plan["stage"]), str(plan["hash"]))))
+    write_stamp(directory, CheckpointStamp.of_plan(plan))
+    return directory
+
+
 CHECKS: dict[str, Check] = {
     "gpus": gpus_visible,
     "cpu-arch": cpu_architecture_matches,
@@ -241,6 +261,7 @@ CHECKS: dict[str, Check] = {
     "artifact-store": artifact_store_mounted,
     "code": code_checkouts_pinned,
     "inputs": inputs_exist,
+    "checkpoints": checkpoints_match_the_run,
     "outputs": outputs_writable,
     "imex-channel": imex_channel_present,
     "ray-ports": ray_ports_free,

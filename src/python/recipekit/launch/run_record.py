@@ -23,6 +23,7 @@ from recipekit.launch.framework_process import raise_on_termination
 from recipekit.launch.oci_bundle import bundle_image
 from recipekit.launch.profile import ClusterProfile, OciBundle, Pyxis, profile_from_json
 from recipekit.launch.run_dir import JOB_SCRIPT, PLAN_FILE, PROFILE_FILE, PROVENANCE_FILE, RunDir
+from recipekit.lineage.checkpoint_stamp import MARKER_KEY, CheckpointStamp
 from recipekit.lineage.refs import ARTIFACTS_ROOT
 from recipekit.lineage.store import (
     StoredVersion,
@@ -95,6 +96,9 @@ def publish_checkpoints(
     # versions the job read): what `pipeline plan` compares to call a stage up to date.
     action = plan.get("action")
     meta = completed_meta(action, root) if isinstance(action, Mapping) else {}
+    # Which model and layout wrote these checkpoints, for the runs that resume or start from
+    # them (recipekit.lineage.checkpoint_stamp).
+    meta = {**meta, MARKER_KEY: CheckpointStamp.of_plan(plan).as_json()}
     added = publish(root, artifact, run_id, keep_steps=keep, finished=finished, meta=meta)
     for version in added:
         kept = " (kept for a later stage)" if version.kept else ""

@@ -40,6 +40,7 @@ from recipekit.launch.run_dir import (
 )
 from recipekit.launch.run_files import run_files
 from recipekit.launch.run_record import capture_provenance, record_finished_run
+from recipekit.lineage.checkpoint_stamp import planned_run_verdict
 from recipekit.lineage.refs import ARTIFACTS_ROOT
 from recipekit.lineage.store import input_problem, is_store, store_paths, stored_input
 from recipekit.plan import Plan
@@ -171,7 +172,16 @@ def artifact_store_issues(plan: Plan, profile: ClusterProfile) -> list[Issue]:
                 hint=f"mount the shared storage, or `recipekit store init {store.path}`",
             )
         ]
-    return stored_input_issues(plan.as_json(), Path(store.path))
+    shown = plan.as_json()
+    return stored_input_issues(shown, Path(store.path)) + stamped_checkpoint_issues(
+        shown, Path(store.path)
+    )
+
+
+def stamped_checkpoint_issues(plan: Mapping[str, Any], root: Path) -> list[Issue]:
+    """The checkpoints the run resumes or starts from, in the store mounted at ``root``,
+    against the model and layout that wrote them (the job's preflight checks them again)."""
+    return list(planned_run_verdict(plan, root=root, visible_only=True).errors)
 
 
 def stored_input_issues(plan: Mapping[str, Any], root: Path) -> list[Issue]:

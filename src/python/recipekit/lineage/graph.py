@@ -30,6 +30,8 @@ DATA = "data"
 TEACHER_PREFIX = "teacher_"
 _TEACHER = re.compile(r"^teacher_[a-z][a-z0-9_]*[a-z0-9]$")
 OVERRIDE_PREFIX = "run."
+# ``run.reshard=true``: resume a checkpoint saved under another layout (lineage.checkpoint_stamp).
+RESHARD = "reshard"
 
 
 def role_problem(role: str) -> str:
@@ -85,6 +87,9 @@ class StageLineage:
     # The pipeline the stage belongs to (``Pipeline.stage`` fills it in): a stage planned on its
     # own checks its pins against the stages that produce them. Never part of its identity.
     pipeline: Pipeline | None = attrs.field(default=None, eq=False, repr=False)
+    # The user's leave to resume a checkpoint saved under another parallel layout
+    # (``--set run.reshard=true``); the plan says what is resharded.
+    reshard: bool = False
 
     @property
     def teachers(self) -> dict[str, InputSource]:
@@ -111,6 +116,8 @@ class StageLineage:
             out["keep_steps"] = list(self.keep_steps)
         if self.handoff:
             out["handoff"] = self.handoff
+        if self.reshard:
+            out["reshard"] = True
         return out
 
 
@@ -127,6 +134,7 @@ def apply_overrides(lineage: StageLineage, assignments: Sequence[str]) -> StageL
     at once, each at its ``run.<role>`` path.
     """
     inputs = dict(lineage.inputs)
+    reshard = lineage.reshard
     issues: list[Issue] = []
     for assignment in assignments:
         key, sep, value = assignment.partition("=")
@@ -135,12 +143,18 @@ def apply_overrides(lineage: StageLineage, assignments: Sequence[str]) -> StageL
             issues.append(Issue(key, "a lineage override is run.<role>=NAME[:VERSION]"))
             continue
         role = key[len(OVERRIDE_PREFIX) :]
+        if role == RESHARD:
+            flag = value.strip().lower()
+            if flag not in ("true", "false"):
+                issues.append(Issue(key, "is true or false", value=value))
+            reshard = flag == "true"
+            continue
         if role not in inputs:
             issues.append(
                 Issue(
                     key,
                     f"{lineage.stage} has no input {role!r}",
-                    hint=did_you_mean(role, inputs),
+                    hint=did_you_mean(role, [*inputs, RESHARD]),
                 )
             )
             continue
@@ -150,7 +164,7 @@ def apply_overrides(lineage: StageLineage, assignments: Sequence[str]) -> StageL
             issues += exc.issues
     if issues:
         raise RecipeError(issues, context=f"{lineage.stage}: --set")
-    return attrs.evolve(lineage, inputs=inputs)
+    return attrs.evolve(lineage, inputs=inputs, reshard=reshard)
 
 
 @attrs.frozen

@@ -23,6 +23,7 @@ import attrs
 from recipekit.derivation import Derivation
 from recipekit.framework import FrameworkBase, Launch
 from recipekit.hardware import Hardware
+from recipekit.lineage.checkpoint_stamp import CheckpointReads
 from recipekit.lineage.steps import SavePolicy
 from recipekit.megatron_bridge import MEGATRON_BRIDGE_VERSION
 from recipekit.megatron_bridge.checks import Check, CheckContext, parallel_layout_holds
@@ -132,6 +133,10 @@ class MegatronBridgeExport(FrameworkBase):
 
     def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
         return {"hf_model": rendered["export"]["hf_path"]}
+
+    def checkpoint_reads(self, rendered: dict[str, Any]) -> CheckpointReads:
+        # The conversion reads the weights alone, resharded to its own layout.
+        return CheckpointReads(starts={"export.megatron_path": rendered["export"]["megatron_path"]})
 
     def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
         return None  # one model, no steps: the finished run is the version

@@ -24,6 +24,7 @@ import attrs
 from recipekit.derivation import Derivation
 from recipekit.framework import FrameworkBase, Launch
 from recipekit.hardware import Hardware
+from recipekit.lineage.checkpoint_stamp import CheckpointReads
 from recipekit.lineage.steps import SavePolicy
 from recipekit.megatron_bridge import MEGATRON_BRIDGE_VERSION
 from recipekit.megatron_bridge.checks import ERROR_CHECKS, WARNING_CHECKS, Check, CheckContext
@@ -68,6 +69,18 @@ class MegatronBridge(FrameworkBase):
 
     def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
         return {"checkpoints": rendered["checkpoint"]["save"]}
+
+    def checkpoint_reads(self, rendered: dict[str, Any]) -> CheckpointReads:
+        """Megatron-Bridge resumes ``checkpoint.load`` whole and takes only the weights of
+        ``pretrained_checkpoint`` (training/checkpointing.py:2370-2384 @ 067f987df)."""
+        ckpt = rendered["checkpoint"]
+        load, pretrained = ckpt.get("load"), ckpt.get("pretrained_checkpoint")
+        return CheckpointReads(
+            resumes={"checkpoint.load": load} if isinstance(load, str) else {},
+            starts={"checkpoint.pretrained_checkpoint": pretrained}
+            if isinstance(pretrained, str)
+            else {},
+        )
 
     def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
         # Megatron-Bridge saves every save_interval iterations and at the last one, and keeps

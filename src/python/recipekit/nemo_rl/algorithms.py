@@ -21,12 +21,14 @@ from recipekit.derivation import Derivation
 from recipekit.errors import Issue, RecipeError
 from recipekit.framework import CONFIG_PLACEHOLDER, FrameworkBase, Launch
 from recipekit.hardware import Hardware
+from recipekit.lineage.checkpoint_stamp import CheckpointReads
 from recipekit.lineage.steps import SavePolicy
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.derivations import RULES
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
 from recipekit.nemo_rl.framework import (
+    nemo_rl_checkpoint_reads,
     NEMO_RL_GRPO,
     NEMO_RL_SUPER35,
     NemoRLGrpo,
@@ -112,6 +114,9 @@ class NemoRLRun(FrameworkBase):
     def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
         ckpt = rendered.get("checkpointing") or {}
         return {"checkpoints": ckpt["checkpoint_dir"]} if ckpt.get("enabled") else {}
+
+    def checkpoint_reads(self, rendered: dict[str, Any]) -> CheckpointReads:
+        return nemo_rl_checkpoint_reads(rendered)
 
     def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
         return nemo_rl_save_policy(rendered, self.algorithm.removeprefix("xtoken_"))

@@ -9,6 +9,7 @@ import attrs
 
 from recipekit.framework import CONFIG_PLACEHOLDER, FrameworkBase, Launch
 from recipekit.hardware import Hardware
+from recipekit.lineage.checkpoint_stamp import CheckpointReads
 from recipekit.lineage.steps import SavePolicy
 from recipekit.megatron_core.checks import NEMO_RL_ERROR_CHECKS as MCORE_ERRORS
 from recipekit.megatron_core.checks import NEMO_RL_WARNING_CHECKS as MCORE_WARNINGS
@@ -35,6 +36,23 @@ from recipekit.nemo_rl.rules import (
 from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
 from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig
 from recipekit.nemo_rl.summary import grpo_summary
+
+
+def nemo_rl_checkpoint_reads(rendered: dict[str, Any]) -> CheckpointReads:
+    """NeMo-RL resumes the newest checkpoint of ``checkpoint_dir`` whole (grpo.py:1121
+    @ super-v3.5-posttraining) and starts the policy from ``model_name``'s weights when it is a
+    directory (a Hub name is not)."""
+    ckpt = rendered.get("checkpointing") or {}
+    policy = rendered.get("policy") or {}
+    model = policy.get("model_name")
+    return CheckpointReads(
+        resumes={"checkpointing.checkpoint_dir": ckpt["checkpoint_dir"]}
+        if ckpt.get("enabled")
+        else {},
+        starts={"policy.model_name": model}
+        if isinstance(model, str) and model.startswith("/")
+        else {},
+    )
 
 
 @attrs.frozen
@@ -67,6 +85,9 @@ class NemoRLGrpo(FrameworkBase):
     def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
         ckpt = rendered["checkpointing"]
         return {"checkpoints": ckpt["checkpoint_dir"]} if ckpt["enabled"] else {}
+
+    def checkpoint_reads(self, rendered: dict[str, Any]) -> CheckpointReads:
+        return nemo_rl_checkpoint_reads(rendered)
 
     def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
         return nemo_rl_save_policy(rendered, "grpo")
