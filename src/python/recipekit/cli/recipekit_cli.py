@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -20,7 +21,7 @@ from recipekit.cli.common import (
 )
 from recipekit.cli.in_allocation import IN_ALLOCATION
 from recipekit.cli.pipeline import pipeline
-from recipekit.cli.store import store
+from recipekit.cli.store import STORE_LOCATION, store, store_root
 from recipekit.errors import Issue, RecipeError, did_you_mean
 from recipekit.loading import load_object
 
@@ -463,6 +464,7 @@ class ImportCommand(click.Command):
 
 def _import_options(fn: Any) -> Any:
     options = [
+        *STORE_LOCATION,
         click.option(
             "--name",
             metavar="NAME",
@@ -508,17 +510,58 @@ def _register(
     project: str,
     entity: str | None,
     mode: str,
+    cluster: str | None,
+    store_path: Path | None,
+    entries: dict[str, str] | None = None,
 ) -> None:
-    from recipekit.lineage.registry import choose_artifact, import_artifact, import_command
+    """Register ``paths`` (role -> path) as the next version of the artifact in the store the
+    stages read, and in W&B. ``entries`` places a role's path in the version (the file names
+    a stage reads); by default a directory's contents land at the version's top. Everything
+    that can refuse (names, paths, the store, its filesystem, W&B credentials) does before
+    anything is written."""
+    from recipekit.lineage.registry import (
+        IMPORT_FIX,
+        choose_artifact,
+        import_artifact,
+        import_command,
+        source_paths,
+    )
+    from recipekit.lineage.store import import_version, link_problem, read_marker
+    from recipekit.lineage.tracking import check_credentials
 
     pipeline = _pipeline(pipeline_target)
     artifact = choose_artifact(pipeline, group, kind, name)
     command = import_command(pipeline, group, kind) + (f" --name {name}" if name else "")
+    sources = source_paths(paths)
+    root = store_root(cluster, store_path)
+    # The version is made of hard links to PATH's files: terabytes of data are registered
+    # where they are, never copied, and a link cannot leave its filesystem.
+    off_store = [
+        Issue(
+            f"{role} path",
+            problem,
+            hint=f"move or copy it onto the store's filesystem (under {root.parent}) first",
+        )
+        for role, path in sources.items()
+        if (problem := link_problem(root, path))
+    ]
+    if off_store:
+        raise RecipeError(off_store, context=f"{group} import: nothing registered")
+    check_credentials(mode, other_fixes=IMPORT_FIX)
+    layout = {(entries or {}).get(role, ""): path for role, path in sources.items()}
+    imported = {"command": command, "sources": {role: str(p) for role, p in sources.items()}}
+    version = import_version(root, artifact, layout, link=True, meta={"imported": imported})
+    where = root / artifact / version.path
+    marker = read_marker(root / artifact, version.version) or {}
+    digest = str(marker.get("meta", {}).get("manifest_digest", ""))
+    stored = {"version": f"v{version.version}", "path": str(where), "manifest_digest": digest}
     run_dir = import_artifact(
-        artifact, paths, command=command, mode=mode, project=project, entity=entity
-    )
-    for entry, path in paths.items():
-        click.echo(f"{artifact}:latest  {entry}: {path.resolve().as_uri()} (referenced)")
+        artifact, paths, command=command, mode=mode, project=project, entity=entity,
+        stored=stored,
+    )  # fmt: skip
+    click.echo(f"{artifact}:v{version.version} (latest) = {where}  (manifest {digest[:12]})")
+    for entry, path in sources.items():
+        click.echo(f"{artifact}:latest  {entry}: {path.as_uri()} (referenced in W&B)")
     click.echo(f"W&B run: {run_dir}")
     if mode == "offline":
         click.echo(f"upload it with: wandb sync {run_dir}")
@@ -527,18 +570,36 @@ def _register(
 PATH_ARGUMENT = click.argument("path", type=click.Path(path_type=Path))
 
 
+# Where `data import rl` puts its files in the version: the names the RL stages read
+# (recipes/super35/rl.py: data.train.data_path = RunInput("data", "train.jsonl")).
+RL_DATA_FILES = {"train": "train.jsonl", "val": "val.jsonl"}
+
+IMPORT_STORE_NOTE = (
+    "The version is made of hard links to PATH's files, so PATH must be on the store's "
+    "filesystem (nothing is copied; change the files in place and the version is damaged: "
+    "`recipekit store verify` says so). W&B records a reference to PATH; nothing is uploaded."
+)
+
+
+def _with_store_note(command: click.Command) -> None:
+    command.help = f"{inspect.cleandoc(command.help or '')}\n\n{IMPORT_STORE_NOTE}"
+
+
 @cli.group()
 def data() -> None:
-    """Register your own data as the W&B dataset artifacts the stages read.
+    """Register your own data as the artifact versions the stages read.
 
     The SFT and RL data used for Super 3.5 is not public: every stage runs on data you
-    register under the artifact name it reads (`recipekit lineage` draws which).
+    register under the artifact name it reads (`recipekit lineage` draws which). An import
+    is the next version of that artifact in the cluster's artifact store (--cluster NAME, or
+    --store PATH), with a manifest of every file, and a W&B dataset artifact: the stage that
+    reads it then plans and submits with no other step.
     """
 
 
 @data.group(name="import")
 def data_import() -> None:
-    """Register data at PATH as a W&B dataset artifact: a reference to PATH, nothing uploaded."""
+    """Register data at PATH in the artifact store (hard links) and as a W&B dataset."""
 
 
 @data_import.command(name="sft", cls=ImportCommand, group="data", kind="sft")
@@ -546,15 +607,18 @@ def data_import() -> None:
 @_import_options
 @reports_recipe_errors
 def data_import_sft(path: Path, **options: Any) -> None:
-    """Register Energon SFT data (a directory on shared storage) as a dataset artifact.
-
-    W&B records a reference to PATH; nothing is uploaded. Stages read NAME:latest.
+    """Register Energon SFT data (a directory on the store's filesystem) as the next version
+    of a dataset artifact; stages read NAME:latest (pinned to that version by `pipeline`).
 
     \b
-    recipekit data import sft /shared/energon/stage1
-    recipekit data import sft /shared/energon/stage2 --name super35-sft-stage2-data
+    recipekit data import sft /lustre/.../energon/stage1 --cluster gb200-nvl72
+    recipekit data import sft /lustre/.../energon/stage2 --cluster gb200-nvl72
+        --name super35-sft-stage2-data
     """
     _register("data", "sft", {"data": path}, **options)
+
+
+_with_store_note(data_import_sft)
 
 
 @data_import.command(name="rl", cls=ImportCommand, group="data", kind="rl")
@@ -562,34 +626,43 @@ def data_import_sft(path: Path, **options: Any) -> None:
 @click.option(
     "--val",
     type=click.Path(path_type=Path),
-    help="Validation data, referenced as the artifact's `val` entry.",
+    help="Validation data (JSONL), the version's val.jsonl.",
 )
 @_import_options
 @reports_recipe_errors
 def data_import_rl(path: Path, val: Path | None, **options: Any) -> None:
-    """Register RL prompts (JSONL on shared storage) as a dataset artifact: PATH is its
-    `train` entry, --val its `val` entry.
-
-    W&B records references to the files; nothing is uploaded. Stages read NAME:latest.
+    """Register RL prompts (JSONL on the store's filesystem) as the next version of a dataset
+    artifact: PATH is its train.jsonl, --val its val.jsonl (the files the RL stages read).
 
     \b
-    recipekit data import rl /data/rlvr/train.jsonl --val /data/rlvr/val.jsonl
+    recipekit data import rl /lustre/.../rlvr/train.jsonl --val /lustre/.../rlvr/val.jsonl
+        --cluster gb200-nvl72
     """
     paths = {"train": path, **({"val": val} if val is not None else {})}
-    _register("data", "rl", paths, **options)
+    folders = [
+        Issue(f"{role} path", "is a directory", value=str(p), hint="give the JSONL file")
+        for role, p in paths.items()
+        if p.is_dir()
+    ]
+    if folders:
+        raise RecipeError(folders, context="data import rl")
+    _register("data", "rl", paths, entries=RL_DATA_FILES, **options)
+
+
+_with_store_note(data_import_rl)
 
 
 @cli.group()
 def model() -> None:
-    """Register a checkpoint trained elsewhere as the W&B model artifact a stage reads."""
+    """Register a checkpoint trained elsewhere as the artifact version a stage reads."""
 
 
 @model.group(name="import")
 def model_import() -> None:
-    """Register the checkpoint at PATH as a W&B model artifact: a reference, nothing uploaded.
+    """Register the checkpoint at PATH in the artifact store (hard links) and as a W&B model.
 
-    Stages never chain automatically to a new checkpoint: each reads `:latest` of its input
-    artifact (or a pinned version, --set run.model=NAME:v3).
+    Each stage reads `:latest` of its input artifact (or a pinned version, --set
+    run.model=NAME:v3); `recipekit pipeline` pins the version it resolved.
     """
 
 
@@ -602,9 +675,10 @@ def _model_import(kind: str, what: str) -> None:
         _register("model", kind, {"checkpoint": path}, **options)
 
     register.help = (
-        f"Register {what} checkpoint (a directory on shared storage) as a model artifact.\n\n"
-        "W&B records a reference to PATH; nothing is uploaded. Stages read NAME:latest.\n\n"
-        f"\b\nrecipekit model import {kind} /shared/checkpoints/{kind}"
+        f"Register {what} checkpoint (a directory on the store's filesystem) as the next "
+        "version of a model artifact; stages read NAME:latest.\n\n"
+        f"{IMPORT_STORE_NOTE}\n\n"
+        f"\b\nrecipekit model import {kind} /lustre/.../checkpoints/{kind} --cluster gb200-nvl72"
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -29,6 +30,64 @@ def store() -> None:
 
 
 STORE_PATH = click.argument("path", type=click.Path(file_okay=False, path_type=Path))
+
+# Where a command that is not given the store's path finds it: the cluster profile's, as
+# `pipeline plan/submit --cluster` read it (the store the stages read is the one it names).
+STORE_LOCATION = [
+    click.option(
+        "--cluster",
+        metavar="NAME",
+        help="The artifact store of this cluster profile (recipes/clusters.py, or "
+        "MODULE:ATTR / FILE.py:ATTR): the one its stages read.",
+    ),
+    click.option(
+        "--store",
+        "store_path",
+        metavar="PATH",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="The artifact store at PATH, where no profile names it.",
+    ),
+]
+
+
+def store_location(fn: Any) -> Any:
+    for option in reversed(STORE_LOCATION):
+        fn = option(fn)
+    return fn
+
+
+def store_root(cluster: str | None, store_path: Path | None) -> Path:
+    """The store ``--cluster`` or ``--store`` names (exactly one), checked to be a store."""
+    from recipekit.errors import Issue, RecipeError
+    from recipekit.lineage.store import require_store
+
+    if (cluster is None) == (store_path is None):
+        said = "both" if cluster else "neither"
+        raise RecipeError(
+            [
+                Issue(
+                    "--cluster/--store",
+                    f"{said} given: name the artifact store once",
+                    hint="--cluster NAME (its profile's artifact_store) or --store PATH",
+                )
+            ]
+        )
+    if store_path is not None:
+        return require_store(store_path)
+    from recipekit.launch.profiles import find_profile
+
+    profile = find_profile(str(cluster))
+    if profile.artifact_store is None:
+        raise RecipeError(
+            [
+                Issue(
+                    f"--cluster {cluster}",
+                    "the profile names no artifact store",
+                    hint="artifact_store=ArtifactStore(path=<shared storage>) in its profile",
+                )
+            ]
+        )
+    return require_store(Path(profile.artifact_store.path))
 
 
 @store.command(name="init")

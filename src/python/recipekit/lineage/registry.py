@@ -107,9 +107,11 @@ def import_artifact(
     project: str,
     entity: str | None = None,
     directory: Path | None = None,
+    stored: Mapping[str, str] | None = None,
 ) -> Path:
     """Log ``artifact`` referencing ``paths`` (entry name -> path); returns the W&B run's
-    directory (``.../wandb/offline-run-*`` offline)."""
+    directory (``.../wandb/offline-run-*`` offline). ``stored``: the artifact store's version
+    of the same import (its version, path and manifest digest), recorded in the metadata."""
     sources = source_paths(paths)
     check_credentials(mode, other_fixes=IMPORT_FIX)
     with wandb_run(
@@ -125,7 +127,11 @@ def import_artifact(
             run,
             artifact,
             {entry: path.as_uri() for entry, path in sources.items()},
-            metadata={"command": command, "sources": {e: str(p) for e, p in sources.items()}},
+            metadata={
+                "command": command,
+                "sources": {e: str(p) for e, p in sources.items()},
+                **({"store": dict(stored)} if stored else {}),
+            },
             aliases=["latest"],
         )
         run_dir = Path(run.dir).parent

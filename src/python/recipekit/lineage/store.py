@@ -320,42 +320,77 @@ def _manifest(version_dir: Path) -> list[dict[str, Any]]:
     return [_entry(p, p.relative_to(version_dir).as_posix()) for p in _walk(version_dir)]
 
 
-def _copy_hashing(source: Path, target: Path, copied: Tracker) -> list[dict[str, Any]]:
-    """Copy ``source`` (a file or a directory) into the new directory ``target``, hashing each
-    file as it is written and syncing it to disk: its manifest. A link is copied as a link
-    when it stays inside ``source``; one leaving it is refused (it would read outside the
-    store)."""
+def _copy_hashing(
+    sources: Mapping[str, Path], target: Path, copied: Tracker, *, link: bool = False
+) -> list[dict[str, Any]]:
+    """Copy each source (a file or a directory) into the new directory ``target``, under the
+    entry it is keyed by ("": a directory's contents at the top, a file under its own name),
+    hashing each file as it is written and syncing it to disk: its manifest. With ``link``,
+    each file is hard-linked instead (no byte is copied; the source must be on the store's
+    filesystem) and hashed where it is. A link is copied as a link when it stays inside its
+    source; one leaving it is refused (it would read outside the store)."""
     target.mkdir()
-    top = source if source.is_dir() else source.parent
     files: list[dict[str, Any]] = []
-    for path in _walk(source):
-        name = path.relative_to(top).as_posix()
-        out = target / name
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_symlink():
-            link = os.readlink(path)
-            inside = (path.parent / link).resolve().is_relative_to(source.resolve())
-            if os.path.isabs(link) or not inside:
-                raise StoreError(str(path), f"a link to {link}, outside what is imported")
-            out.symlink_to(link)
-            files.append({"name": name, "link": link})
-            continue
-        if not path.is_file():
-            raise StoreError(str(path), "neither a file, a directory nor a link")
-        digest = hashlib.sha256()
-        with open(path, "rb") as read, open(out, "xb") as write:
-            while chunk := read.read(_HASH_CHUNK):
-                digest.update(chunk)
-                write.write(chunk)
-                copied.advance(len(chunk))
-            write.flush()
-            os.fsync(write.fileno())
-        shutil.copystat(path, out)
-        files.append({"name": name, "size": out.stat().st_size, "sha256": digest.hexdigest()})
-        _phase("copying")
+    for entry, source in sources.items():
+        top = source if source.is_dir() else source.parent
+        for path in _walk(source):
+            name = path.relative_to(top).as_posix()
+            if entry:
+                name = entry if path == source else f"{entry}/{name}"
+            files.append(_copy_entry(path, source, target / name, name, copied, link))
+            _phase("copying")
     for folder in {target, *(p.parent for p in target.rglob("*"))}:
         _fsync_dir(folder)
     return files
+
+
+def _copy_entry(
+    path: Path, source: Path, out: Path, name: str, copied: Tracker, link: bool
+) -> dict[str, Any]:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink():
+        target = os.readlink(path)
+        inside = (path.parent / target).resolve().is_relative_to(source.resolve())
+        if os.path.isabs(target) or not inside:
+            raise StoreError(str(path), f"a link to {target}, outside what is imported")
+        out.symlink_to(target)
+        return {"name": name, "link": target}
+    if not path.is_file():
+        raise StoreError(str(path), "neither a file, a directory nor a link")
+    if link:
+        os.link(path, out)
+        copied.advance(out.stat().st_size)
+        return {"name": name, "size": out.stat().st_size, "sha256": _hash_file(out)}
+    digest = hashlib.sha256()
+    with open(path, "rb") as read, open(out, "xb") as write:
+        while chunk := read.read(_HASH_CHUNK):
+            digest.update(chunk)
+            write.write(chunk)
+            copied.advance(len(chunk))
+        write.flush()
+        os.fsync(write.fileno())
+    shutil.copystat(path, out)
+    return {"name": name, "size": out.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def manifest_digest(files: Any) -> str:
+    """The identity of a version's content: sha256 over its manifest (every file's name, size
+    and sha256, every link's target), in a canonical form. Two imports of the same bytes
+    under the same names have the same digest."""
+    blob = json.dumps(files, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def link_problem(root: Path, source: Path) -> str:
+    """Why ``source`` cannot be hard-linked into the store at ``root`` ("" when it can): a
+    hard link never leaves its filesystem."""
+    try:
+        here, there = os.stat(source).st_dev, os.stat(root).st_dev
+    except OSError as exc:
+        return f"{source}: {exc.strerror or exc}"
+    if here == there:
+        return ""
+    return f"{source} is not on the artifact store's filesystem ({root})"
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -575,33 +610,56 @@ def _has_files(directory: Path) -> bool:
     return directory.is_dir() and any(directory.iterdir())
 
 
-def import_version(root: Path, artifact: str, source: Path, *, name: str) -> StoredVersion:
+def import_version(
+    root: Path,
+    artifact: str,
+    source: Path | Mapping[str, Path],
+    *,
+    name: str | None = None,
+    link: bool = False,
+    meta: Mapping[str, Any] | None = None,
+) -> StoredVersion:
     """Register data or a checkpoint from outside the pipeline as the next version of
-    ``artifact`` (what ``data import`` / ``model import`` do): copied under ``<name>/``."""
-    problem = version_name_problem(name)
-    if problem:
-        raise StoreError("--name", f"{name!r}: {problem}")
+    ``artifact`` (what ``store import``, ``data import`` and ``model import`` do), under
+    ``<name>/`` (default ``import-vN``). ``source`` is one path, or entries of the version
+    (``{"train.jsonl": PATH}``, "" for a directory's contents at the top). ``link``: hard-link
+    the files instead of copying them. The marker records ``meta`` and the manifest's digest
+    (``manifest_digest``), the identity the pipeline keys the readers' actions by."""
+    if name is not None:
+        problem = version_name_problem(name)
+        if problem:
+            raise StoreError("--name", f"{name!r}: {problem}")
+    sources = {"": Path(source)} if isinstance(source, str | os.PathLike) else dict(source)
     directory = artifact_dir(root, artifact)
     with _locked(directory):
         try:
             _recover(directory)
-            return _import(directory, Path(source), name)
+            return _import(directory, sources, name, link, meta or {})
         except OSError as exc:
-            raise _failed(directory, f"importing {source} as {artifact}", exc) from None
+            what = ", ".join(str(p) for p in sources.values())
+            raise _failed(directory, f"importing {what} as {artifact}", exc) from None
         except BaseException:
             _recover(directory)
             raise
 
 
-def _import(directory: Path, source: Path, name: str) -> StoredVersion:
+def _import(
+    directory: Path,
+    sources: Mapping[str, Path],
+    name: str | None,
+    link: bool,
+    meta: Mapping[str, Any],
+) -> StoredVersion:
     known = _read_index(directory) or []
+    name = name or f"import-v{len(known)}"
     target = directory / name
     if target.exists() or target.is_symlink() or name in {v.path for v in known}:
         raise StoreError("--name", f"{target} exists", hint="import under another name")
     partial = directory / PARTIAL / name
     partial.parent.mkdir(exist_ok=True)
-    with progress(f"store import {name}", total=tree_bytes(source), counts_bytes=True) as bar:
-        files = _copy_hashing(source, partial, bar)
+    total = sum(tree_bytes(path) for path in sources.values())
+    with progress(f"store import {name}", total=total, counts_bytes=True) as bar:
+        files = _copy_hashing(sources, partial, bar, link=link)
     version = StoredVersion(len(known), None, name, name)
     _phase("files")
     (directory / MARKERS).mkdir(exist_ok=True)
@@ -609,7 +667,8 @@ def _import(directory: Path, source: Path, name: str) -> StoredVersion:
     _write_synced(journal, json.dumps({"name": name, "version": version.version}).encode())
     partial.replace(target)
     _phase("moved")
-    _write_synced(_marker(directory, version.version), _marker_text(version, files, {}))
+    recorded = {**meta, "manifest_digest": manifest_digest(files)}
+    _write_synced(_marker(directory, version.version), _marker_text(version, files, recorded))
     _phase("marker")
     _commit(directory, [*known, version])
     journal.unlink()

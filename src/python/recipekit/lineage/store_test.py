@@ -15,6 +15,7 @@ from recipekit.lineage.store import (
     init_store,
     input_problem,
     is_store,
+    manifest_digest,
     output_dir,
     publish,
     recover,
@@ -161,7 +162,9 @@ def test_every_version_has_a_manifest_that_verify_checks(tmp_path: Path) -> None
     marker = json.loads((store / DATA / ".versions" / "v0.json").read_text())
     assert sorted(f["name"] for f in marker["files"]) == ["shards/00.bin", "train.jsonl"]
     assert {f["name"]: f["size"] for f in marker["files"]}["shards/00.bin"] == 2000
-    assert marker["meta"] == {} and marker["path"] == name
+    # An import records the digest of its manifest: the identity its readers are keyed by.
+    assert marker["meta"] == {"manifest_digest": manifest_digest(marker["files"])}
+    assert marker["path"] == name
     assert check_version(store, DATA, version).whole
     assert input_problem(store, DATA, "latest") is None
 

@@ -38,6 +38,7 @@ from recipekit.lineage.store import (
     StoredVersion,
     check_version,
     input_problem,
+    manifest_digest,
     read_marker,
     versions,
 )
@@ -102,7 +103,7 @@ class StoreRecords:
         for version in versions(self.root, artifact):
             marker = read_marker(directory, version.version) or {}
             files = marker.get("files")
-            digest = _digest(files) if files is not None else ""
+            digest = manifest_digest(files) if files is not None else ""
             whole = check_version(self.root, artifact, version, content=False).whole
             meta = marker.get("meta")
             out.append(
