@@ -7,6 +7,7 @@ node has loaded a 120B checkpoint; here they fail before anything is queued.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 
 import attrs
@@ -14,6 +15,7 @@ import attrs
 from recipekit import checking
 from recipekit.errors import Issue
 from recipekit.megatron_bridge.layout import Layout
+from recipekit.megatron_bridge.rules import CONFIG, checkpoint, cite, dataset, parallel
 from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig
 from recipekit.parallelism import model_layout_issues
 
@@ -82,26 +84,33 @@ def global_batch_splits_over_data_parallel(ctx: CheckContext) -> Iterator[Issue]
 
 
 def sequence_splits_over_its_ranks(ctx: CheckContext) -> Iterator[Issue]:
+    """Megatron-Bridge's collate padding multiple (training/config.py:1369 for the dataset,
+    1575 for the model's 2 x CP @ 067f987df): context parallelism cuts each sequence into
+    2 x CP chunks (load balancing gives each rank one early and one late chunk), and sequence
+    parallelism splits a CP rank's share over TP, so the sequence is a multiple of
+    lcm(2 x CP, CP x TP)."""
     m = ctx.config.model
     tp, cp, seq = m.tensor_model_parallel_size, m.context_parallel_size, m.seq_length
-    if cp > 1:
-        # Context parallelism cuts each sequence into 2 x CP chunks (load balancing gives each
-        # rank one early and one late chunk); sequence parallelism then splits a chunk over TP.
-        divisor = 2 * tp * cp
-        if seq % divisor:
-            yield Issue(
-                SEQ,
-                f"with context parallelism the sequence must be a multiple of 2 x TP x CP = "
-                f"2 x {tp} x {cp} = {divisor}",
-                value=seq,
-            )
-    elif m.sequence_parallel and tp > 1 and seq % tp:
-        yield Issue(
-            SEQ,
-            f"sequence parallelism splits each sequence over the TP = {tp} ranks: "
-            f"it must be a multiple of {tp}",
-            value=seq,
+    cp_multiple = 2 * cp if cp > 1 else 1
+    sp_multiple = cp * tp if m.sequence_parallel and tp > 1 else 1
+    multiple = math.lcm(cp_multiple, sp_multiple)
+    if seq % multiple == 0:
+        return
+    if sp_multiple == 1:
+        why = f"context parallelism cuts each sequence into 2 x CP = {cp_multiple} chunks"
+    elif cp_multiple == 1:
+        why = f"sequence parallelism splits each sequence over the TP = {tp} ranks"
+    else:
+        why = (
+            f"context parallelism cuts each sequence into 2 x CP = {cp_multiple} chunks and "
+            f"sequence parallelism splits a CP rank's share over the TP = {tp} ranks"
         )
+    yield Issue(
+        SEQ,
+        f"{why}: it must be a multiple of {multiple}, to which Megatron-Bridge pads every batch "
+        f"{cite(CONFIG, 1369)}",
+        value=seq,
+    )
 
 
 def dataset_agrees_with_model_and_train(ctx: CheckContext) -> Iterator[Issue]:
@@ -144,7 +153,7 @@ def something_trains(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
-def peft_stage_has_adapter_and_base(ctx: CheckContext) -> Iterator[Issue]:
+def peft_stage_has_adapter(ctx: CheckContext) -> Iterator[Issue]:
     cfg = ctx.config
     if cfg.recipe.mode != "peft":
         return
@@ -154,12 +163,6 @@ def peft_stage_has_adapter_and_base(ctx: CheckContext) -> Iterator[Issue]:
             f"{cfg.recipe.function} is a PEFT recipe: set the adapter "
             "(LoRA dim, alpha, target_modules)",
             value=cfg.peft,
-        )
-    if not isinstance(cfg.checkpoint.pretrained_checkpoint, str):
-        yield Issue(
-            "checkpoint.pretrained_checkpoint",
-            "a PEFT stage trains adapters over pretrained weights: name the checkpoint to load",
-            value=cfg.checkpoint.pretrained_checkpoint,
         )
 
 
@@ -180,8 +183,12 @@ ERROR_CHECKS: tuple[Check, ...] = (
     sequence_splits_over_its_ranks,
     dataset_agrees_with_model_and_train,
     something_trains,
-    peft_stage_has_adapter_and_base,
+    peft_stage_has_adapter,
+    checkpoint.adapter_trains_over_pretrained_weights,
     finetune_has_weights_to_load,
+    dataset.energon_dataset_has_a_path,
+    dataset.energon_has_no_test_split,
+    parallel.hierarchical_context_parallel_needs_its_sizes,
 )
 
 
@@ -200,11 +207,18 @@ def sequence_parallel_without_tensor_parallel(ctx: CheckContext) -> Iterator[Iss
 
 
 def warmup_ends_within_the_run(ctx: CheckContext) -> Iterator[Issue]:
-    warmup, iters = ctx.config.scheduler.lr_warmup_iters, ctx.config.train.train_iters
-    if isinstance(warmup, int) and warmup >= iters:
+    """training/config.py:1800 @ 067f987df (a warning): a warm-up as long as the decay is cut to
+    one step short of it; the decay spans lr_decay_iters, or the whole run when unset."""
+    scheduler, iters = ctx.config.scheduler, ctx.config.train.train_iters
+    warmup, decay = scheduler.lr_warmup_iters, scheduler.lr_decay_iters
+    decay_iters, decay_key = (
+        (decay, "scheduler.lr_decay_iters") if isinstance(decay, int) else (iters, "train.train_iters")
+    )
+    if isinstance(warmup, int) and warmup >= decay_iters:
         yield Issue(
             "scheduler.lr_warmup_iters",
-            f"the run ends before the warm-up does (train.train_iters = {iters})",
+            f"the warm-up does not end before the decay does ({decay_key} = {decay_iters}): "
+            f"Megatron-Bridge warns and cuts it to one step less {cite(CONFIG, 1800)}",
             value=warmup,
         )
 

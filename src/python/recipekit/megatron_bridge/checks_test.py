@@ -116,15 +116,17 @@ def test_the_global_batch_must_split_into_micro_batches_over_data_parallel() -> 
 
 def test_context_parallel_sequences_split_into_two_chunks_a_rank() -> None:
     assert _errors(sft_long_context, "model.seq_length=131000") == [
-        "model.seq_length = 131000: with context parallelism the sequence must be a multiple of "
-        "2 x TP x CP = 2 x 1 x 32 = 64"
+        "model.seq_length = 131000: context parallelism cuts each sequence into 2 x CP = 64 "
+        "chunks: it must be a multiple of 64, to which Megatron-Bridge pads every batch "
+        "(src/megatron/bridge/training/config.py:1369 @ Megatron-Bridge 067f987df)"
     ]
 
 
 def test_sequence_parallel_sequences_split_over_tensor_parallel() -> None:
     assert _errors(sft_peft, "model.seq_length=4098") == [
         "model.seq_length = 4098: sequence parallelism splits each sequence over the TP = 4 "
-        "ranks: it must be a multiple of 4"
+        "ranks: it must be a multiple of 4, to which Megatron-Bridge pads every batch "
+        "(src/megatron/bridge/training/config.py:1369 @ Megatron-Bridge 067f987df)"
     ]
 
 
@@ -166,8 +168,9 @@ def test_a_peft_recipe_needs_an_adapter() -> None:
 def test_a_peft_recipe_needs_weights_to_adapt() -> None:
     errors = _errors(sft_peft, "checkpoint.pretrained_checkpoint=null")
     assert errors[0] == (
-        "checkpoint.pretrained_checkpoint = None: a PEFT stage trains adapters over pretrained "
-        "weights: name the checkpoint to load"
+        "checkpoint.pretrained_checkpoint = None: Megatron-Bridge asserts that PEFT trains "
+        "adapters over a pretrained checkpoint: name the checkpoint to load "
+        "(src/megatron/bridge/training/config.py:1627 @ Megatron-Bridge 067f987df)"
     )
 
 
@@ -188,6 +191,7 @@ def test_sequence_parallel_with_one_tensor_rank_is_a_warning() -> None:
 
 def test_a_warm_up_longer_than_the_run_is_a_warning() -> None:
     assert _warnings(pretrain_tiny, "scheduler.lr_warmup_iters=50") == [
-        "scheduler.lr_warmup_iters = 50: the run ends before the warm-up does "
-        "(train.train_iters = 20)"
+        "scheduler.lr_warmup_iters = 50: the warm-up does not end before the decay does "
+        "(scheduler.lr_decay_iters = 20): Megatron-Bridge warns and cuts it to one step less "
+        "(src/megatron/bridge/training/config.py:1800 @ Megatron-Bridge 067f987df)"
     ]

@@ -1,0 +1,32 @@
+"""Megatron-Bridge's own run-time rules on the keys a stage sets, one function per upstream
+check, grouped by topic (``dataset``, ``parallel``, ``checkpoint``).
+
+Each mirrors one ``assert``/``raise``/warning of Megatron-Bridge at the commit the stages run
+(``megatron-bridge/main`` in ``3rdparty/reference/manifest.toml``) and quotes its reason with
+its file and line; ``recipekit/rule_catalogue/megatron-bridge.toml`` lists every such line and
+says which function mirrors it, or why none can.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from recipekit.megatron_bridge.schema import MegatronBridgeConfig
+
+COMMIT = "067f987df"
+CONFIG = "src/megatron/bridge/training/config.py"
+ENERGON = "src/megatron/bridge/data/builders/energon.py"
+SUPER_VL_RECIPES = "megatron.bridge.recipes.nemotronh_multimodal."
+
+
+def cite(file: str, line: int) -> str:
+    """``(src/megatron/bridge/training/config.py:1683 @ Megatron-Bridge 067f987df)``."""
+    return f"({file}:{line} @ Megatron-Bridge {COMMIT})"
+
+
+def builds_energon_dataset(config: MegatronBridgeConfig) -> bool:
+    """Whether the recipe's dataset is an ``EnergonDatasetConfig``: every Super-VL recipe's is,
+    except the long-context one, which reads CoderForge through its own provider."""
+    recipe = config.recipe
+    return recipe.target.startswith(SUPER_VL_RECIPES) and "long_context" not in recipe.function

@@ -1,0 +1,27 @@
+"""The checkpoint rules on the Super 3.5 stages."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipekit.errors import RecipeError
+from recipekit.plan import make_plan
+from recipes.super35.sft import sft
+
+PEFT_NEEDS_WEIGHTS = (
+    "checkpoint.pretrained_checkpoint = None: Megatron-Bridge asserts that PEFT trains adapters "
+    "over a pretrained checkpoint: name the checkpoint to load "
+    "(src/megatron/bridge/training/config.py:1627 @ Megatron-Bridge 067f987df)"
+)
+
+
+def test_an_adapter_on_a_full_sft_recipe_needs_pretrained_weights() -> None:
+    # Upstream asserts on any peft section, not only on a PEFT recipe's.
+    overrides = [
+        'peft={"dim": 8, "alpha": 16, "target_modules": ["linear_qkv"]}',
+        "checkpoint.pretrained_checkpoint=null",
+        "checkpoint.finetune=false",
+    ]
+    with pytest.raises(RecipeError) as exc:
+        make_plan(sft, overrides)
+    assert [i.render() for i in exc.value.issues] == [PEFT_NEEDS_WEIGHTS]

@@ -1,0 +1,38 @@
+"""The Energon dataset: EnergonDatasetConfig.validate's checks on the keys a stage sets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from recipekit.errors import Issue
+from recipekit.markers import UNSET
+from recipekit.megatron_bridge.rules import ENERGON, builds_energon_dataset, cite
+
+if TYPE_CHECKING:
+    from recipekit.megatron_bridge.checks import CheckContext
+
+
+def energon_dataset_has_a_path(ctx: CheckContext) -> Iterator[Issue]:
+    """energon.py:165: an Energon dataset needs a non-empty path (the builder asserts it again
+    at energon.py:329)."""
+    path = ctx.config.dataset.path
+    if builds_energon_dataset(ctx.config) and (not isinstance(path, str) or not path.strip()):
+        yield Issue(
+            "dataset.path",
+            "Megatron-Bridge's Energon dataset refuses to start without a dataset path "
+            f"{cite(ENERGON, 165)}",
+            value=path if isinstance(path, str) else None,
+            hint="set it to the stage's data input",
+        )
+
+
+def energon_has_no_test_split(ctx: CheckContext) -> Iterator[Issue]:
+    """energon.py:197: the Energon dataset has no separate test split."""
+    if builds_energon_dataset(ctx.config) and ctx.config.dataset.do_test is True:
+        yield Issue(
+            "dataset.do_test",
+            f"Megatron-Bridge's Energon dataset has no distinct test split {cite(ENERGON, 197)}",
+            value=True,
+            hint="leave it unset (false)",
+        )
