@@ -23,6 +23,7 @@ def store() -> None:
       recipekit store import /lustre/.../artifacts super35-sft-data ./blend --name blend-v1
       recipekit store list /lustre/.../artifacts super35-rl-rlvr-model
       recipekit store verify /lustre/.../artifacts super35-rl-rlvr-model:v3
+      recipekit store lineage super35-rl-rlvr-model:step-120 --cluster gb200-nvl72
 
     A cluster profile names it (ClusterProfile.artifact_store); every container sees it at
     /artifacts, as /artifacts/<artifact>/<latest|vN|step-N>.
@@ -186,3 +187,36 @@ def store_verify(path: Path, ref: str | None) -> None:
                     click.echo(f"{label} DAMAGED: {problem}")
     if damaged:
         sys.exit(EXIT_DAMAGED)
+
+
+@store.command(name="lineage")
+@click.argument("ref", metavar="NAME:VERSION")
+@store_location
+@click.option("--json", "as_json", is_flag=True, help="The same tree as JSON, hashes in full.")
+@reports_recipe_errors
+def store_lineage(ref: str, cluster: str | None, store_path: Path | None, as_json: bool) -> None:
+    """The exact versions NAME:VERSION was made from, back to the imported data and models.
+
+    Each version a pipeline stage published records the action that made it: the stage's
+    run, its plan's hash (`recipekit pipeline plan` shows it), its action key and the exact
+    version of every input it read. Each import records where it came from. The tree follows
+    those records from marker to marker; a version shown once is not expanded again.
+
+    \b
+      recipekit store lineage super35-rl-rlvr-model:step-120 --cluster gb200-nvl72
+      recipekit store lineage super35-sft-model:v0 --store /lustre/.../artifacts --json
+
+    VERSION is latest, vN or step-N. A version whose files no longer match its manifest is
+    refused (`recipekit store verify` lists them); an input whose files the framework's keep
+    policy deleted since is shown DELETED.
+    """
+    import json
+
+    from recipekit.lineage.provenance import lineage_text, version_lineage
+    from recipekit.lineage.refs import parse_ref
+
+    tree = version_lineage(store_root(cluster, store_path), parse_ref(ref, path="NAME:VERSION"))
+    if as_json:
+        click.echo(json.dumps(tree.as_json(), indent=2))
+        return
+    click.echo("\n".join(lineage_text(tree)))

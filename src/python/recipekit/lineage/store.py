@@ -178,6 +178,13 @@ def require_store(root: Path) -> Path:
     return root
 
 
+def artifact_names(root: Path) -> list[str]:
+    """The artifacts the store at ``root`` holds: each directory with an index."""
+    return sorted(
+        p.name for p in require_store(root).iterdir() if (p / VERSIONS_FILE).is_file()
+    )
+
+
 def artifact_dir(root: Path, artifact: str) -> Path:
     """The directory of ``artifact`` in the store at ``root`` (the name checked as a name)."""
     problem = artifact_name_problem(artifact)

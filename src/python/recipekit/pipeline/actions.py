@@ -36,6 +36,7 @@ from recipekit.errors import Issue, RecipeError, did_you_mean
 from recipekit.lineage.refs import LATEST, ArtifactRef
 from recipekit.lineage.store import (
     StoredVersion,
+    artifact_names,
     check_version,
     input_problem,
     manifest_digest,
@@ -88,7 +89,7 @@ class StoreRecords:
     _seen: dict[str, list[RecordedVersion]] = attrs.field(factory=dict, init=False)
 
     def names(self) -> list[str]:
-        return sorted(p.name for p in self.root.iterdir() if (p / "versions.json").is_file())
+        return artifact_names(self.root)
 
     def recorded(self, artifact: str) -> list[RecordedVersion]:
         if artifact not in self._seen:

@@ -1,4 +1,5 @@
-"""Action keys and the reason each stage runs, against a real artifact store in tmp_path.
+"""Action keys and the reason each stage runs, against a real artifact store in tmp_path, and
+the lineage its versions then record (``recipekit store lineage``).
 
 Each "run" of a stage is what its job leaves: its last checkpoint in the store, published with
 ``store.publish`` and the action meta its plan carries (``completed_meta``, as the job's
@@ -8,12 +9,15 @@ Each "run" of a stage is what its job leaves: its last checkpoint in the store, 
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
 import recipes
+from recipekit.cli import recipekit_cli
 from recipekit.errors import RecipeError
 from recipekit.lineage.store import (
     completed_meta,
@@ -176,3 +180,64 @@ def test_pipeline_plan_refuses_a_stage_that_would_read_a_damaged_version(
     data.write_text("")  # truncated after import: its manifest says otherwise
     [issue] = damaged_inputs(store, list(_actions(chain, store).values()))
     assert issue.path == "sft: run.data" and "train.jsonl" in issue.message, issue.render()
+
+
+def _lineage(store: Path, ref: str, *extra: str) -> Result:
+    return CliRunner().invoke(
+        recipekit_cli.cli, ["store", "lineage", ref, "--store", str(store), *extra]
+    )
+
+
+def test_store_lineage_follows_the_recorded_input_versions_back_to_the_imports(
+    chain: Chain, store: Path
+) -> None:
+    _run(chain, store)
+    actions = _actions(chain, store)
+    result = _lineage(store, "super35-rl-teacher-reasoning-model:latest")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    teacher, rlvr = actions[UNTIL], actions["rlvr"]
+    assert lines[0].startswith("super35-rl-teacher-reasoning-model:v0 step-")
+    assert f"plan {teacher.plan_hash[:12]}  key {teacher.key[:12]}" in lines[0]  # type: ignore[index]
+    # The teacher read RLVR's step-120 (v0, kept), made from SFT stage 2's, SFT's, pretrain's.
+    text = result.stdout
+    # The run is the pinned plan's; the plan hash recorded is the recipe's, as plan shows it.
+    assert lines[1].startswith("├─ model: super35-rl-rlvr-model:v0 step-120  run rlvr-")
+    assert f"plan {rlvr.plan_hash[:12]}  key {rlvr.key[:12]}" in lines[1]  # type: ignore[index]
+    for made in ("super35-sft-model:v0", "super35-sft-stage1-model:v0", "super35-pretrain-model:v0"):
+        assert f"model: {made}" in text
+    imported = (store / "super35-rl-rlvr-data" / ".versions" / "v0.json").read_text()
+    digest = json.loads(imported)["meta"]["manifest_digest"]
+    assert f"data: super35-rl-rlvr-data:v0  imported (no action recorded)  manifest {digest[:12]}" in text
+    assert "data: super35-rl-teacher-reasoning-data:v0" in lines[-1]
+
+    as_json = json.loads(_lineage(store, "super35-rl-teacher-reasoning-model:latest", "--json").stdout)
+    model = as_json["inputs"]["model"]
+    assert (model["ref"], model["key"], model["plan_hash"]) == (
+        "super35-rl-rlvr-model:v0", rlvr.key, rlvr.plan_hash
+    )
+    assert model["inputs"]["data"]["manifest_digest"] == digest
+    assert model["inputs"]["model"]["ref"] == "super35-sft-model:v0"
+
+
+def test_store_lineage_refuses_an_unknown_name_and_a_damaged_version(
+    chain: Chain, store: Path
+) -> None:
+    _run(chain, store)
+    typo = _lineage(store, "super35-rl-rlvr-modle:latest")
+    assert typo.exit_code == 2 and "Traceback" not in typo.output
+    assert "holds no artifact 'super35-rl-rlvr-modle' (did you mean 'super35-rl-rlvr-model'" in (
+        typo.stderr
+    )
+    missing = _lineage(store, "super35-sft-model:v7")
+    assert missing.exit_code == 2 and "super35-sft-model:v7 is not a version" in missing.stderr
+    sft = store / "super35-sft-model"
+    weights = sft / os.readlink(sft / "v0") / "weights.bin"
+    weights.write_bytes(b"")
+    damaged = _lineage(store, "super35-sft-model:v0")
+    assert damaged.exit_code == 2, damaged.output
+    assert f"super35-sft-model:v0: is damaged: {weights} is 0 bytes" in damaged.stderr
+    # A reader of the damaged version still shows where it came from, marked so.
+    reader = _lineage(store, "super35-rl-rlvr-model:v0")
+    assert reader.exit_code == 0, reader.output
+    assert "model: super35-sft-model:v0" in reader.stdout and "DAMAGED" in reader.stdout
