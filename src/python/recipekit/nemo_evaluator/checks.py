@@ -14,6 +14,7 @@ import attrs
 from recipekit import checking
 from recipekit.errors import Issue
 from recipekit.hardware import Hardware
+from recipekit.lineage.model_files import belongs_to_model
 from recipekit.markers import Marker
 from recipekit.nemo_evaluator.schema import LauncherConfig, WandbExport
 
@@ -203,6 +204,26 @@ def exported_destinations_configured(ctx: CheckContext) -> Iterator[Issue]:
             )
 
 
+def tokenizer_is_the_checkpoints(ctx: CheckContext) -> Iterator[Issue]:
+    """The tasks count and format tokens with the evaluated checkpoint's own tokenizer (its HF
+    export carries the files): another model's gives wrong lengths and prompts, silently."""
+    checkpoint = ctx.config.deployment.checkpoint_path
+    params = ctx.config.evaluation.nemo_evaluator_config.config.params
+    tokenizer = getattr(getattr(params, "extra", None), "tokenizer", None)
+    if (
+        isinstance(checkpoint, str)
+        and isinstance(tokenizer, str)
+        and not belongs_to_model(tokenizer, checkpoint)
+    ):
+        yield Issue(
+            "evaluation.nemo_evaluator_config.config.params.extra.tokenizer",
+            f"is not the tokenizer of deployment.checkpoint_path ({checkpoint}): the tasks would "
+            "tokenize with another model's vocabulary and template",
+            value=tokenizer,
+            hint="leave it derived from deployment.checkpoint_path",
+        )
+
+
 ERROR_CHECKS: tuple[Check, ...] = (
     execution_matches_hardware,
     one_serving_node,
@@ -269,4 +290,6 @@ WARNING_CHECKS: tuple[Check, ...] = (
     port_outside_ephemeral_range,
     checkpoint_not_shadowed,
     wandb_entity_given,
+    # A tokenizer kept apart from the export may still be its own: a warning.
+    tokenizer_is_the_checkpoints,
 )
