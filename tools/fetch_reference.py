@@ -11,6 +11,10 @@ default) from one of two sources, and checks the blob id of every file it writes
 - when GitHub cannot be reached, the first existing mirror folder the manifest's ``[fetch]
   mirrors`` names (relative to the repository root), where a team keeps its copy.
 
+A source may name some of its files ``unmirrored``: pinned and verified like the rest, but the
+team's mirror does not hold them (Megatron-Bridge's sources, which the rule catalogue cites by
+line). A mirror that lacks one skips it with one line instead of failing; GitHub must serve it.
+
 A few files are derived rather than copied, each by a rule the manifest names and checked by a
 pinned hash: the two Super V3 DAPO configs that the GB200/B200 notebook writes with
 ``%%writefile``, the H100 config placed where the cookbook tells users to put it, and the three
@@ -49,6 +53,10 @@ class FetchError(Exception):
     """A failure the user can fix; printed as one line, exit status 1."""
 
 
+class NotInMirror(FetchError):
+    """The mirror folder has no copy of a pinned file."""
+
+
 def git_blob_id(data: bytes) -> str:
     """The id git gives a file's content: sha1 over ``blob <size>\\0<content>``."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
@@ -66,6 +74,8 @@ class Pinned:
     source: Source
     path: str  # inside the repository
     blob: str  # full git blob id
+    # The team's mirror does not hold it: a mirror without it skips it rather than failing.
+    unmirrored: bool = False
 
     @property
     def local(self) -> str:
@@ -112,7 +122,11 @@ class Manifest:
         files: list[Pinned] = []
         for label, entry in data["sources"].items():
             source = Source(label, entry["repository"], entry["commit"])
-            files.extend(Pinned(source, p, blob) for p, blob in entry["files"])
+            unmirrored = set(entry.get("unmirrored", ()))
+            unknown = sorted(unmirrored - {p for p, _ in entry["files"]})
+            if unknown:
+                raise FetchError(f"{label}: unmirrored names {unknown[0]}, which files does not pin")
+            files.extend(Pinned(source, p, blob, p in unmirrored) for p, blob in entry["files"])
         derived = tuple(Derived(**d) for d in data.get("derived", []))
         mirrors = tuple(data.get("fetch", {}).get("mirrors", ()))
         wheels = tuple(
@@ -137,7 +151,7 @@ def from_mirror(mirror: Path) -> Callable[[Pinned], bytes]:
     def read(pinned: Pinned) -> bytes:
         path = mirror / pinned.local
         if not path.is_file():
-            raise FetchError(f"{pinned.local} is not in the mirror {mirror}")
+            raise NotInMirror(f"{pinned.local} is not in the mirror {mirror}")
         return path.read_bytes()
 
     return read
@@ -312,8 +326,14 @@ def materialise(
     missing = [f for f in manifest.files if not _in_place(out, f)]
     print(f"fetch-reference: {len(missing)} of {len(manifest.files)} files from {where}")
 
-    def one(pinned: Pinned) -> None:
-        data = read(pinned)
+    def one(pinned: Pinned) -> str | None:
+        """Fetch and verify one file; the local path of an unmirrored file the mirror lacks."""
+        try:
+            data = read(pinned)
+        except NotInMirror:
+            if pinned.unmirrored:
+                return pinned.local
+            raise
         got = git_blob_id(data)
         if got != pinned.blob:
             raise FetchError(
@@ -321,13 +341,21 @@ def materialise(
                 f"({pinned.source.repository}@{pinned.source.commit[:12]})"
             )
         write(out / pinned.local, data)
+        return None
 
-    done = 0
+    done, skipped = 0, []
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for _ in pool.map(one, missing):
+        for lacking in pool.map(one, missing):
             done += 1
+            if lacking:
+                skipped.append(lacking)
             if done % 50 == 0:
                 print(f"fetch-reference: {done}/{len(missing)}", flush=True)
+    if skipped:
+        print(
+            f"fetch-reference: {len(skipped)} unmirrored files are not in {where}, skipped "
+            f"(GitHub serves them): {', '.join(sorted(skipped))}"
+        )
     for wheel in manifest.wheels:
         if not all((out / wheel.label / path).is_file() for path in wheel.files):
             unpack_wheel(wheel, out, timeout)

@@ -146,3 +146,28 @@ def test_a_pinned_wheel_is_unpacked_after_its_sha256_is_checked(
     (root / MANIFEST).write_text((root / MANIFEST).read_text().replace(digest, "0" * 64))
     assert main(["--root", str(root), "--mirror", str(mirror)]) == 1
     assert "the manifest pins" in capsys.readouterr().err
+
+
+def test_an_unmirrored_file_the_mirror_lacks_is_skipped_and_others_still_fail(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_github: None
+) -> None:
+    mirror = tmp_path / "mirror"
+    files = {"configs/parent.yaml": PARENT.encode(), "src/rules.py": b"assert x\n"}
+    root = _repo(tmp_path, mirror, files)
+    manifest = root / MANIFEST
+    manifest.write_text(manifest.read_text() + 'unmirrored = ["src/rules.py"]\n')
+    (mirror / "up/main/src/rules.py").unlink()
+    assert main(["--root", str(root), "--mirror", str(mirror)]) == 0
+    assert "1 unmirrored files are not in" in capsys.readouterr().out
+    assert (root / ".reference/up/main/configs/parent.yaml").is_file()
+    assert not (root / ".reference/up/main/src/rules.py").exists()
+    # A copy the mirror does hold is verified like any other.
+    (mirror / "up/main/src/rules.py").write_bytes(b"assert y\n")
+    assert main(["--root", str(root), "--mirror", str(mirror)]) == 1
+    assert "up/main/src/rules.py" in capsys.readouterr().err
+    # A file not named unmirrored still fails when the mirror lacks it.
+    (mirror / "up/main/src/rules.py").unlink()
+    (mirror / "up/main/configs/parent.yaml").unlink()
+    (root / ".reference/up/main/configs/parent.yaml").unlink()
+    assert main(["--root", str(root), "--mirror", str(mirror)]) == 1
+    assert "configs/parent.yaml is not in the mirror" in capsys.readouterr().err
