@@ -517,7 +517,11 @@ def _recover(directory: Path) -> list[str]:
             tmp.unlink(missing_ok=True)
     for run_kept in directory.glob(f"*/{KEPT}/*.tmp"):
         shutil.rmtree(run_kept, ignore_errors=True)
-    if done and done[0].startswith("rebuilt"):
+    kept = [n for n in _kept_since(listed, markers) if (directory / markers[n].path).is_dir()]
+    for number in kept:
+        listed[number] = markers[number]
+        done.append(f"pointed v{number} at its kept copy {markers[number].path}")
+    if kept or (done and done[0].startswith("rebuilt")):
         _write_synced(directory / VERSIONS_FILE, _index_text(listed))
     links = _temporary_links(directory, listed)
     if links:
@@ -611,6 +615,69 @@ def _publish(
     _phase("marker")
     _commit(directory, [*known, *added])
     return added
+
+
+def keep_version(root: Path, artifact: str, number: int, *, pinned_by: str) -> StoredVersion:
+    """Make version ``number`` of ``artifact`` safe from the keep policy of the run that saved
+    it, because a planned or running stage (``pinned_by``) reads it: its checkpoint is
+    hard-linked under ``<run>/kept/`` (no space spent) and the version re-pointed there, so the
+    framework deleting ``<run>/step_N`` (``keep_top_k``) leaves it whole. A version kept
+    already, an import or a run's whole folder (no keep policy deletes those) is returned as
+    it is; one whose files are already gone or damaged is a StoreError saying so."""
+    directory = artifact_dir(root, artifact)
+    with _locked(directory):
+        try:
+            _recover(directory)
+            return _keep_version(directory, number, pinned_by)
+        except OSError as exc:
+            raise _failed(directory, f"keeping {artifact}:v{number} for {pinned_by}", exc) from None
+
+
+def _keep_version(directory: Path, number: int, pinned_by: str) -> StoredVersion:
+    listed = _read_index(directory) or []
+    where = f"{directory.name}:v{number}"
+    if number >= len(listed):
+        raise StoreError(where, f"pinned by {pinned_by}, is not a version of the store")
+    version = listed[number]
+    if version.kept or version.step is None:
+        return version
+    state = check_version(directory.parent, directory.name, version, content=False)
+    marker = read_marker(directory, number)
+    if not state.whole or marker is None:
+        why = (
+            f"{directory / version.path} is gone (its run's keep policy deleted it first)"
+            if state.gone
+            else (state.problems or ("its completion marker cannot be read",))[0]
+        )
+        raise StoreError(
+            where,
+            f"pinned by {pinned_by}, cannot be kept: {why}",
+            hint=f"pin another version of {directory.name} (recipekit store list shows them)",
+        )
+    saved = directory / version.path
+    kept = attrs.evolve(version, path=f"{version.run}/{KEPT}/{saved.name}", kept=True)
+    _keep(saved, directory / kept.path, directory / PARTIAL)
+    _phase("files")
+    # The marker first, as a publish writes it before the index: a crash between the two is
+    # finished by _recover (the marker names the kept copy, the index still the original).
+    body = {**marker, "path": kept.path, "kept": True}
+    _write_synced(_marker(directory, number), (json.dumps(body, indent=1) + "\n").encode())
+    _phase("marker")
+    _commit(directory, [*listed[:number], kept, *listed[number + 1 :]])
+    return kept
+
+
+def _kept_since(listed: list[StoredVersion], markers: dict[int, StoredVersion]) -> list[int]:
+    """Versions whose marker names their kept copy while the index still names the original:
+    a keep_version interrupted between the two."""
+    return [
+        v.version
+        for v in listed
+        if (found := markers.get(v.version)) is not None
+        and found.kept
+        and not v.kept
+        and found.path == f"{v.run}/{KEPT}/{Path(v.path).name}"
+    ]
 
 
 def _has_files(directory: Path) -> bool:

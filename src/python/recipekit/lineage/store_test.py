@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from recipekit.lineage import store as store_module
 from recipekit.lineage.store import (
     RUN_PLACEHOLDER,
     StoreError,
@@ -15,6 +16,7 @@ from recipekit.lineage.store import (
     init_store,
     input_problem,
     is_store,
+    keep_version,
     manifest_digest,
     output_dir,
     publish,
@@ -260,3 +262,55 @@ def test_links_behind_the_index_are_refused_and_repaired(tmp_path: Path) -> None
     assert problem is not None and "interrupted publish" in problem
     assert recover(store, DATA) == ["pointed latest at their versions"]
     assert input_problem(store, DATA, "latest") is None
+
+
+def test_a_pinned_version_is_kept_from_its_runs_keep_policy(tmp_path: Path) -> None:
+    init_store(tmp_path)
+    for step in (10, 20, 30):
+        _save(tmp_path, step)
+    publish(tmp_path, ARTIFACT, RUN)
+    kept = keep_version(tmp_path, ARTIFACT, 1, pinned_by="teacher-reasoning: run.model")
+    assert (kept.path, kept.kept) == (f"{RUN}/kept/step_20", True)
+    # The framework's keep_top_k deletes the step as it saves newer ones: the pin stays whole.
+    shutil.rmtree(tmp_path / ARTIFACT / RUN / "step_20")
+    shutil.rmtree(tmp_path / ARTIFACT / RUN / "step_10")
+    assert input_problem(tmp_path, ARTIFACT, "v1") is None
+    assert input_problem(tmp_path, ARTIFACT, "step-20") is None
+    assert _read(tmp_path, "v1") == "step 20"
+    assert check_version(tmp_path, ARTIFACT, versions(tmp_path, ARTIFACT)[1], content=True).whole
+    # Asking again changes nothing; a version already deleted cannot be kept, and says why.
+    assert keep_version(tmp_path, ARTIFACT, 1, pinned_by="x") == kept
+    with pytest.raises(StoreError) as caught:
+        keep_version(tmp_path, ARTIFACT, 0, pinned_by="teacher-vision: run.model")
+    assert caught.value.render() == (
+        f"{ARTIFACT}:v0: pinned by teacher-vision: run.model, cannot be kept: "
+        f"{tmp_path / ARTIFACT / RUN / 'step_10'} is gone (its run's keep policy deleted it "
+        f"first) (pin another version of {ARTIFACT} (recipekit store list shows them))"
+    )
+
+
+def test_keeping_interrupted_after_the_marker_is_finished_by_the_next_recovery(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    init_store(tmp_path)
+    _save(tmp_path, 10)
+    publish(tmp_path, ARTIFACT, RUN)
+
+    def killed(phase: str) -> None:
+        if phase == "marker":
+            raise KeyboardInterrupt  # as a kill: nothing after this phase runs
+
+    monkeypatch.setattr(store_module, "_phase", killed)
+    with pytest.raises(KeyboardInterrupt):
+        keep_version(tmp_path, ARTIFACT, 0, pinned_by="teacher-reasoning: run.model")
+    monkeypatch.undo()
+    [listed] = versions(tmp_path, ARTIFACT)
+    assert not listed.kept  # the index was not committed
+    assert recover(tmp_path, ARTIFACT) == [
+        f"pointed v0 at its kept copy {RUN}/kept/step_10",
+        "pointed latest, step-10, v0 at their versions",
+    ]
+    [listed] = versions(tmp_path, ARTIFACT)
+    assert listed.kept and os.readlink(tmp_path / ARTIFACT / "v0") == f"{RUN}/kept/step_10"
+    shutil.rmtree(tmp_path / ARTIFACT / RUN / "step_10")
+    assert input_problem(tmp_path, ARTIFACT, "latest") is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -23,8 +24,10 @@ from recipekit.lineage.store import (
     completed_meta,
     import_version,
     init_store,
+    input_problem,
     publish,
     run_name,
+    versions,
 )
 from recipekit.pipeline.actions import (
     INPUT_CHANGED,
@@ -241,3 +244,27 @@ def test_store_lineage_refuses_an_unknown_name_and_a_damaged_version(
     reader = _lineage(store, "super35-rl-rlvr-model:v0")
     assert reader.exit_code == 0, reader.output
     assert "model: super35-sft-model:v0" in reader.stdout and "DAMAGED" in reader.stdout
+
+
+def test_submit_keeps_every_version_a_stage_that_runs_is_pinned_to(
+    chain: Chain, store: Path
+) -> None:
+    from recipekit.pipeline.submit import keep_pinned
+
+    _run(chain, store)
+    # The teacher pinned to RLVR's latest (its last step, which no lineage pin keeps), while
+    # RLVR's run may still be running or be requeued, its keep_top_k deleting old steps.
+    pin = [f"{UNTIL}:run.model=super35-rl-rlvr-model:latest", f"{UNTIL}:grpo.seed=9"]
+    planned = plan_chain(chain, [UNTIL], pin)
+    actions = plan_actions(chain, planned, StoreRecords(store))
+    [teacher] = actions
+    assert teacher.runs and teacher.pins()["model"].selector == "v1"
+    [line] = keep_pinned(store, actions)
+    assert line.startswith("kept super35-rl-rlvr-model:v1 (step-1000) for teacher-reasoning: rlvr-")
+    rlvr = store / "super35-rl-rlvr-model"
+    [listed] = [v for v in versions(store, "super35-rl-rlvr-model") if v.version == 1]
+    shutil.rmtree(rlvr / listed.run / "step_1000")  # the framework deletes it
+    assert input_problem(store, "super35-rl-rlvr-model", "v1") is None
+    assert keep_pinned(store, actions) == []  # kept already
+    # Up-to-date stages' outputs are not touched: only what a stage that runs reads.
+    assert [v.kept for v in versions(store, "super35-sft-model")] == [False]

@@ -29,7 +29,7 @@ from recipekit.launch.submit import (
     submit_delegated,
     submit_plan,
 )
-from recipekit.lineage.store import is_store, versions
+from recipekit.lineage.store import is_store, keep_version, versions
 from recipekit.pipeline.actions import (
     NoStore,
     StageAction,
@@ -137,6 +137,9 @@ def submit_chain(
     if issues:
         raise RecipeError(issues, context=f"pipeline {chain.pipeline.name}: nothing submitted")
     check_tracking(profile)
+    if records is not None:
+        for line in keep_pinned(records.root, actions):
+            echo(line)
     producers = chain.pipeline.producers()
     jobs: dict[str, str] = {}
     submitted = []
@@ -174,6 +177,27 @@ def submit_chain(
         jobs[entry.name] = job_id
         submitted.append(SubmittedStage(entry.name, job_id, run, after))
     return submitted, actions
+
+
+def keep_pinned(root: Path, actions: Sequence[StageAction]) -> list[str]:
+    """Before a stage that runs is submitted, every store version it is pinned to is kept
+    (``store.keep_version``): the run that saved it may still be running, or be requeued,
+    and its framework's keep policy (``keep_top_k``) must not delete what a planned stage
+    will read. Returns what was kept, one line each."""
+    lines = []
+    for action in actions:
+        if not action.runs:
+            continue
+        for role, ref in action.pins().items():
+            assert ref.version is not None
+            before = versions(root, ref.name)[ref.version]
+            kept = keep_version(root, ref.name, ref.version, pinned_by=f"{action.stage}: run.{role}")
+            if kept != before:
+                lines.append(
+                    f"kept {ref} (step-{kept.step}) for {action.stage}: {kept.path}, which its "
+                    "run's keep policy cannot delete"
+                )
+    return lines
 
 
 def chain_records(profile: ClusterProfile | None) -> StoreRecords | None:
