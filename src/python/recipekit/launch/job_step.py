@@ -161,14 +161,18 @@ def _job_step(node: _Node, interactive: bool) -> int:
     node.announce()
     ports = profile.ray_ports
     gpus = plan["hardware"]["gpus_per_node"]
-    if node_index > 0 and not wait_for_port(head_address, ports.gcs, profile.ray_start_timeout_s):
+    if node_index > 0 and not wait_for_port(
+        head_address, ports.gcs, profile.ray_start_timeout_s, what="the head's Ray GCS", log=log
+    ):
         log(f"head's Ray GCS {head_address}:{ports.gcs} did not answer; giving up")
         return EXIT_RAY
     if node_index > 1 and profile.start_workers_one_at_a_time:
         previous = _address(nodes[node_index - 1])
         raylet = ports.fixed_ports(node_index - 1)["node_manager"]
         log(f"waiting for the raylet of node {node_index} ({previous}:{raylet})")
-        if not wait_for_port(previous, raylet, profile.ray_start_timeout_s):
+        if not wait_for_port(
+            previous, raylet, profile.ray_start_timeout_s, what=f"node {node_index}'s raylet", log=log
+        ):
             log(f"node {node_index}'s raylet did not answer; giving up")
             return EXIT_RAY
     temp_dir = node_temp_dir(job_id, node_index, plan["hash"])
@@ -203,7 +207,7 @@ def _cluster_complete(
 ) -> bool:
     gcs_port, timeout_s = profile.ray_ports.gcs, profile.ray_start_timeout_s
     address = f"{head_address}:{gcs_port}"
-    if not wait_for_port(head_address, gcs_port, timeout_s):
+    if not wait_for_port(head_address, gcs_port, timeout_s, what="the Ray head's GCS", log=log):
         log(f"Ray head did not open {address}")
         return False
     started = time.monotonic()

@@ -70,11 +70,33 @@ def port_answers(address: str, port: int, timeout: float = 2.0) -> bool:
         return False
 
 
-def wait_for_port(address: str, port: int, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+# How often a wait that has not ended says so in the job's log.
+WAIT_REPORT_EVERY_S = 15.0
+
+
+def wait_for_port(
+    address: str,
+    port: int,
+    timeout_s: float,
+    *,
+    what: str = "",
+    log: Log | None = None,
+    every_s: float = WAIT_REPORT_EVERY_S,
+) -> bool:
+    """Whether ``address:port`` answers within ``timeout_s``. With ``log``, a wait longer than
+    ``every_s`` is reported every ``every_s`` seconds (``what``: what is awaited), so a job log
+    shows a node waiting rather than hanging."""
+    started = time.monotonic()
+    reported = started
+    while (now := time.monotonic()) < started + timeout_s:
         if port_answers(address, port):
             return True
+        if log is not None and now - reported >= every_s:
+            reported = now
+            log(
+                f"still waiting for {what or 'a listener'} at {address}:{port}: "
+                f"{now - started:.0f} s of {timeout_s:.0f} s"
+            )
         time.sleep(0.5)
     return False
 
