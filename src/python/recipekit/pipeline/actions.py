@@ -44,6 +44,7 @@ from recipekit.lineage.store import (
     versions,
 )
 from recipekit.pipeline.chain import Chain, PlannedStage, stage_overrides
+from recipekit.pipeline.derived import conversion_environment, converted_input
 from recipekit.plan import make_plan, plan_identity, save_policy
 from recipekit.review.keydiff import Change, diff
 
@@ -144,6 +145,8 @@ class InputVersion:
     identity: str
     # The stage of the chain that makes it and runs before this one ("" otherwise).
     made_by: str = ""
+    # The digest of the pinned version's manifest: what its bytes are ("" when not pinned).
+    content: str = ""
 
     def recorded(self) -> dict[str, Any]:
         """What a published version records of it (``completed_meta`` fills in the version of
@@ -249,13 +252,15 @@ def _input(
             r for r in records.recorded(ref.name) if r.whole and r.meta.get("key") == producer.key
         ]
         found = _select(made, ref.selector)
-        return InputVersion(role, ref, found.version.version if found else None, identity)
+        if found is None:
+            return InputVersion(role, ref, None, identity)
+        return InputVersion(role, ref, found.version.version, identity, content=found.manifest_digest)
     found = _select([r for r in records.recorded(ref.name) if r.whole], ref.selector)
     if found is None:
         return InputVersion(role, ref, None, f"absent:{ref}")
     key = found.meta.get("key")
     identity = f"{key}:{ref.selector}" if key else f"manifest:{found.manifest_digest}"
-    return InputVersion(role, ref, found.version.version, identity)
+    return InputVersion(role, ref, found.version.version, identity, content=found.manifest_digest)
 
 
 def _decide(
@@ -350,14 +355,21 @@ def pinned_plans(
     """The stages that run, each re-planned with every input it reads from the store pinned to
     the version resolved (``run.<role>=NAME:vN``) and carrying what its versions record."""
     by_stage = stage_overrides(chain, overrides)
+    attempts = {a.stage: a.attempt for a in actions}
     out = []
     for entry, action in zip(planned, actions, strict=True):
         stage = chain.stages[entry.name].stage
         if not action.runs or entry.plan is None or stage is None:
             continue
         pins = [f"run.{role}={ref}" for role, ref in action.pins().items()]
+        environment = dict(stage.environment)
         if action.attempt:
-            environment = {**stage.environment, ATTEMPT_VARIABLE: str(action.attempt)}
+            environment[ATTEMPT_VARIABLE] = str(action.attempt)
+        converted = converted_input(entry.plan)
+        read = next((i for i in action.inputs if i.ref.name == converted), None)
+        if read is not None:
+            environment.update(conversion_environment(entry.plan, _content(read, attempts)))
+        if environment != stage.environment:
             stage = attrs.evolve(stage, environment=environment)
         lineage = chain.stages[entry.name].lineage
         plan = make_plan(
@@ -368,6 +380,15 @@ def pinned_plans(
         plan = attrs.evolve(plan, action=dict(action.record))
         out.append(attrs.evolve(entry, plan=plan, lineage=plan.stage.lineage or entry.lineage))
     return out
+
+
+def _content(read: InputVersion, attempts: Mapping[str, int]) -> str:
+    """What an input's bytes are, as far as planning can know: its manifest's digest when it
+    is pinned to a version; for one a stage submitted first makes, that stage's key, attempt
+    (a run again on the same key makes other bytes) and selector."""
+    if read.content:
+        return f"manifest:{read.content}"
+    return f"{read.identity}#attempt-{attempts.get(read.made_by, 0)}"
 
 
 def damaged_inputs(root: Path, actions: Sequence[StageAction]) -> list[Issue]:

@@ -14,6 +14,7 @@ import shutil
 import time
 from pathlib import Path
 
+import attrs
 import pytest
 from click.testing import CliRunner, Result
 
@@ -25,6 +26,7 @@ from recipekit.lineage.store import (
     import_version,
     init_store,
     input_problem,
+    manifest_digest,
     publish,
     run_name,
     versions,
@@ -43,6 +45,11 @@ from recipekit.pipeline.actions import (
     plan_actions,
 )
 from recipekit.pipeline.chain import Chain, load_chain, plan_chain
+from recipekit.pipeline.derived import (
+    MEGATRON_CONVERSIONS_VARIABLE,
+    conversion_environment,
+    converted_input,
+)
 from recipekit.plan import save_policy
 
 ROOT = Path(recipes.__file__).resolve().parent.parent
@@ -268,3 +275,42 @@ def test_submit_keeps_every_version_a_stage_that_runs_is_pinned_to(
     assert keep_pinned(store, actions) == []  # kept already
     # Up-to-date stages' outputs are not touched: only what a stage that runs reads.
     assert [v.kept for v in versions(store, "super35-sft-model")] == [False]
+
+
+def _conversion_dir(chain: Chain, store: Path, rerun: tuple[str, ...] = ()) -> str:
+    planned = plan_chain(chain, chain.between(None, "rlvr"))
+    actions = plan_actions(chain, planned, StoreRecords(store), rerun=rerun)
+    [rlvr] = [p for p in pinned_plans(chain, planned, actions) if p.name == "rlvr"]
+    assert rlvr.plan is not None
+    return rlvr.plan.stage.environment[MEGATRON_CONVERSIONS_VARIABLE]
+
+
+def test_the_conversion_cache_is_keyed_by_content_converter_and_options(
+    chain: Chain, store: Path
+) -> None:
+    # rlvr (NeMo-RL, Megatron backend) converts the SFT model it starts from when it starts.
+    _run(chain, store)
+    marker = json.loads((store / "super35-sft-model" / ".versions" / "v0.json").read_text())
+    plan = plan_chain(chain, ["rlvr"])[0].plan
+    assert plan is not None and converted_input(plan) == "super35-sft-model"
+    source = f"manifest:{manifest_digest(marker['files'])}"
+    first = _conversion_dir(chain, store, rerun=("rlvr",))
+    assert {MEGATRON_CONVERSIONS_VARIABLE: first} == conversion_environment(plan, source)
+    assert first.startswith("/artifacts/.conversions/hf-to-megatron-")
+    # The same version, converter and options: the same conversion, found again.
+    assert _conversion_dir(chain, store, rerun=("rlvr",)) == first
+    # Other bytes at the same path (SFT stage 2 re-made after a file went missing): rebuilt.
+    (store / "super35-sft-model" / "latest" / "weights.bin").unlink()
+    _run(chain, store)
+    assert versions(store, "super35-sft-model")[-1].version == 1
+    assert _conversion_dir(chain, store, rerun=("rlvr",)) != first
+    # Another converter (NeMo-RL version) or other options: never the same directory.
+    other = attrs.evolve(plan.stage.framework, version="super-v3.5-posttraining@0000000")
+    moved = attrs.evolve(plan, stage=attrs.evolve(plan.stage, framework=other))
+    assert conversion_environment(moved, source) != conversion_environment(plan, source)
+    [fp64] = plan_chain(chain, ["rlvr"], ["rlvr:policy.megatron_cfg.moe_router_dtype=fp64"])
+    assert fp64.plan is not None
+    assert conversion_environment(fp64.plan, source) != conversion_environment(plan, source)
+    # A stage that converts nothing (Megatron-Bridge SFT) gets no cache.
+    sft = plan_chain(chain, ["sft"])[0].plan
+    assert sft is not None and conversion_environment(sft, source) == {}

@@ -13,10 +13,14 @@ from recipekit.nemo_rl.rules import (
     allocator,
     generation,
     loss,
+    rollouts,
     sequence_budget,
     storage,
     validation,
     vllm_engine,
+    vllm_quantization,
+    vllm_worker,
+    weight_sync,
 )
 
 # What both versions state (at their own lines) and the rules no single line states.
@@ -27,9 +31,19 @@ _SHARED_ERRORS: tuple[Check, ...] = (
     *sequence_budget.ERROR_CHECKS,
     *allocator.ERROR_CHECKS,
     *storage.ERROR_CHECKS,
+    *vllm_worker.ERROR_CHECKS,
 )
 
-ERROR_CHECKS_SUPER_V3: tuple[Check, ...] = _SHARED_ERRORS
+# The generation side's rules (nemo-rl.generation.toml) one version states.
+_GENERATION_ERRORS_SUPER_V3: tuple[Check, ...] = rollouts.SUPER_V3_ERROR_CHECKS
+_GENERATION_ERRORS_SUPER35: tuple[Check, ...] = (
+    *rollouts.SUPER35_ERROR_CHECKS,
+    *generation.SUPER35_ERROR_CHECKS,
+    *vllm_quantization.ERROR_CHECKS,
+    *weight_sync.ERROR_CHECKS,
+)
+
+ERROR_CHECKS_SUPER_V3: tuple[Check, ...] = (*_SHARED_ERRORS, *_GENERATION_ERRORS_SUPER_V3)
 WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (*generation.WARNING_CHECKS, *storage.WARNING_CHECKS)
 
 ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
@@ -40,11 +54,13 @@ ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
     loss.kl_in_reward_needs_prev_logprobs,
     loss.distillation_needs_prev_logprobs,
     *vllm_engine.ERROR_CHECKS,
+    *_GENERATION_ERRORS_SUPER35,
 )
 WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *generation.WARNING_CHECKS,
     *storage.WARNING_CHECKS,
     *vllm_engine.WARNING_CHECKS,
+    *vllm_worker.SUPER35_WARNING_CHECKS,
 )
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""Rules on how generation is set up: NeMo Gym's server, the FP8 KV cache, internal keys."""
+"""Rules on how generation is set up: NeMo Gym's server, the FP8 KV cache, speculative
+decoding's weights, the backend's engine, internal keys."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from recipekit.nemo_rl.rules.citation import cite, on_super35
 
 VLLM = "policy.generation.vllm_cfg"
 GRPO_PY = "nemo_rl/algorithms/grpo.py"
+GENERATION_INIT_PY = "nemo_rl/models/generation/__init__.py"
 NEMO_GYM_PY = "nemo_rl/environments/nemo_gym.py"
 
 
@@ -123,6 +125,60 @@ def pad_token_id_is_overwritten(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+def _speculative_config(ctx: CheckContext) -> dict[str, object] | None:
+    """vllm_kwargs.speculative_config when it is given (super-v3 reads the key's presence)."""
+    kwargs = getattr(ctx.generation, "vllm_kwargs", None)
+    if not isinstance(kwargs, dict) or "speculative_config" not in kwargs:
+        return None
+    spec = kwargs["speculative_config"]
+    return spec if isinstance(spec, dict) else {}
+
+
+def speculative_decoding_loads_real_weights(ctx: CheckContext) -> Iterator[Issue]:
+    """models/generation/__init__.py:51 (super-v3), :80 (super-v3.5): a warning; a drafter
+    that no refit updates is loaded from the checkpoint, so vLLM starts with load_format auto.
+
+    super-v3 warns for any speculative_config; super-v3.5 only for a non-MTP drafter
+    (MTP heads come with the policy's weights) when no draft model trains beside the policy.
+    """
+    gen, spec = ctx.generation, _speculative_config(ctx)
+    if gen is None or gen.backend != "vllm" or spec is None:
+        return
+    if on_super35(ctx):
+        draft = getattr(ctx.config.policy, "draft", None)
+        refits_draft = getattr(draft, "enabled", None) is True
+        if not spec or refits_draft or spec.get("method") in ("deepseek_mtp", "mtp"):
+            return
+    yield Issue(
+        "policy.generation.vllm_kwargs.speculative_config",
+        "NeMo-RL sets vllm_cfg.load_format to auto so the drafter is not left with dummy "
+        "weights: vLLM loads the full checkpoint at start-up "
+        f"({cite(ctx, GENERATION_INIT_PY, v3=51, v35=80)})",
+        value=spec,
+    )
+
+
+def trtllm_needs_its_async_engine(ctx: CheckContext) -> Iterator[Issue]:
+    """models/generation/interfaces.py:247 (super-v3.5; also experience/rollouts.py:590 and
+    async_utils/trajectory_collector.py:632): TRT-LLM runs only with its async engine.
+
+    recipekit's schema declares no trtllm_cfg, so no stage can switch that engine on.
+    """
+    gen = ctx.generation
+    if gen is None or gen.backend != "trtllm":
+        return
+    trtllm_cfg = getattr(gen, "trtllm_cfg", None)
+    if getattr(trtllm_cfg, "async_engine", None) is not True:
+        yield Issue(
+            "policy.generation.backend",
+            "NeMo-RL refuses the TRT-LLM backend without trtllm_cfg.async_engine: true, which "
+            "recipekit's schema cannot set "
+            "(nemo_rl/models/generation/interfaces.py:247 @ super-v3.5-posttraining)",
+            value=gen.backend,
+            hint="use vllm",
+        )
+
+
 ERROR_CHECKS = (
     nemo_gym_needs_the_async_engine,
     nemo_gym_needs_the_http_server,
@@ -131,4 +187,5 @@ ERROR_CHECKS = (
     fp8_kv_cache_needs_one_pipeline_stage,
     vlm_needs_the_tokenizer_in_vllm,
 )
-WARNING_CHECKS = (pad_token_id_is_overwritten,)
+WARNING_CHECKS = (pad_token_id_is_overwritten, speculative_decoding_loads_real_weights)
+SUPER35_ERROR_CHECKS = (trtllm_needs_its_async_engine,)

@@ -1,0 +1,80 @@
+"""Stages the generation-side rule tests plan: the shipped ones, and the same stages read as
+NeMo-RL's examples configure GRPO (refit transports, real quantisation, reward penalties and
+the TRT-LLM backend are keys of those schemas only)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import pytest
+
+from recipekit.convert import from_dict
+from recipekit.errors import RecipeError
+from recipekit.nemo_rl.algorithms import NEMO_RL_GRPO_EXAMPLES, NEMO_RL_SUPER35_GYM_GRPO
+from recipekit.nemo_rl.schema_grpo_examples import GRPOExamplesConfig, GRPOExamplesConfigMain
+from recipekit.plan import make_plan
+from recipekit.stage import Stage
+from recipes.super3.dapo import dapo_h100
+from recipes.super35.rl import rlvr
+
+Plan = Callable[..., list[str]]
+
+
+def _errors(stage: Stage, *overrides: str) -> list[str]:
+    with pytest.raises(RecipeError) as exc:
+        make_plan(stage, overrides)
+    return [issue.render() for issue in exc.value.issues]
+
+
+def _errors_or_none(stage: Stage, *overrides: str) -> list[str]:
+    try:
+        make_plan(stage, overrides)
+    except RecipeError as exc:
+        return [issue.render() for issue in exc.issues]
+    return []
+
+
+def _warnings(stage: Stage, *overrides: str) -> list[str]:
+    return [issue.render() for issue in make_plan(stage, overrides).warnings]
+
+
+@pytest.fixture
+def refused() -> Plan:
+    """The errors planning the stage with these overrides raises (it must raise)."""
+    return _errors
+
+
+@pytest.fixture
+def errors() -> Plan:
+    """The errors planning the stage with these overrides raises, none when it plans."""
+    return _errors_or_none
+
+
+@pytest.fixture
+def warned() -> Plan:
+    """The warnings of a stage that plans with these overrides."""
+    return _warnings
+
+
+def _as_examples(stage: Stage, config_type: type, framework: Any, **sections: Any) -> Stage:
+    """The stage's rendered config read back as the examples' schema, on its entry point."""
+    rendered = make_plan(stage, ()).framework_config
+    return attrs.evolve(
+        stage, config=from_dict({**rendered, **sections}, config_type), framework=framework
+    )
+
+
+@pytest.fixture(scope="session")
+def gym_examples() -> Stage:
+    """rlvr as super-v3.5's examples configure GRPO + NeMo Gym."""
+    return _as_examples(rlvr, GRPOExamplesConfigMain, NEMO_RL_SUPER35_GYM_GRPO)
+
+
+@pytest.fixture(scope="session")
+def v3_examples() -> Stage:
+    """dapo-h100 as super-v3's examples configure GRPO (run_grpo.py), whose env section
+    names its environments math and nemo_gym only."""
+    env = make_plan(dapo_h100, ()).framework_config["env"]
+    return _as_examples(dapo_h100, GRPOExamplesConfig, NEMO_RL_GRPO_EXAMPLES, env={"math": env["dapo"]})

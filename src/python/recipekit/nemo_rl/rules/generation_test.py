@@ -1,0 +1,47 @@
+"""Generation setup rules: speculative decoding's weights and the TRT-LLM backend."""
+
+from __future__ import annotations
+
+from recipekit.stage import Stage
+from recipes.super3.dapo import dapo_h100
+from recipes.super35.rl import rlvr
+
+from recipekit.nemo_rl.rules.conftest import Plan
+
+SPEC = "policy.generation.vllm_kwargs.speculative_config"
+
+
+def _speculation_warnings(warned: Plan, stage: Stage, method: str) -> list[str]:
+    override = f"{SPEC}={{method: {method}, num_speculative_tokens: 3}}"
+    return [w for w in warned(stage, override) if w.startswith(SPEC)]
+
+
+def test_a_drafter_no_refit_updates_is_loaded_from_the_checkpoint(warned: Plan) -> None:
+    found = _speculation_warnings(warned, rlvr, "eagle3")
+    assert found and "generation/__init__.py:80 @ super-v3.5" in found[0]
+
+
+def test_super35_mtp_heads_come_with_the_policy(warned: Plan) -> None:
+    assert _speculation_warnings(warned, rlvr, "mtp") == []
+
+
+def test_super_v3_warns_for_any_speculative_config(warned: Plan) -> None:
+    found = _speculation_warnings(warned, dapo_h100, "mtp")
+    assert found and "generation/__init__.py:51 @ super-v3" in found[0]
+
+
+def test_the_shipped_stages_have_no_speculation_warning(warned: Plan) -> None:
+    assert not [w for w in warned(rlvr) + warned(dapo_h100) if w.startswith(SPEC)]
+
+
+def test_trtllm_is_refused_without_its_async_engine(gym_examples: Stage, refused: Plan) -> None:
+    found = [
+        e
+        for e in refused(gym_examples, "policy.generation.backend=trtllm")
+        if e.startswith("policy.generation.backend")
+    ]
+    assert any("interfaces.py:247" in e for e in found), found
+
+
+def test_vllm_is_not_trtllm(gym_examples: Stage, errors: Plan) -> None:
+    assert errors(gym_examples) == []

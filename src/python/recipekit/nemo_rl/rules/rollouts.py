@@ -1,0 +1,80 @@
+"""Rules on how NeMo Gym rollouts run: the sampling settings the Gym path takes, and the reward
+penalties it applies to Gym's results."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.markers import Marker
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.citation import cite
+
+GEN = "policy.generation"
+ROLLOUTS_PY = "nemo_rl/experience/rollouts.py"
+
+
+def _uses_nemo_gym(ctx: CheckContext) -> bool:
+    return getattr(ctx.config.env, "should_use_nemo_gym", None) is True
+
+
+def _refuse_on_gym_path(ctx: CheckContext, key: str, line: int, what: str) -> Iterator[Issue]:
+    gen = ctx.generation
+    value = getattr(gen, key, None) if gen is not None else None
+    if _uses_nemo_gym(ctx) and not isinstance(value, Marker) and value:
+        yield Issue(
+            f"{GEN}.{key}",
+            f"NeMo-RL's NeMo Gym rollouts refuse it: Gym does not support {what} "
+            f"({cite(ctx, ROLLOUTS_PY, v3=line)})",
+            value=list(value) if isinstance(value, tuple) else value,
+            hint="set it null",
+        )
+
+
+def nemo_gym_takes_no_stop_strings(ctx: CheckContext) -> Iterator[Issue]:
+    """rollouts.py:1039 (super-v3): the Gym rollout path honours no stop strings.
+
+    run_grpo.py hands the generation config to the Gym rollouts as it is; super-v3's own Gym
+    runner would reset the value to null first (nemo_gym.py:449), so it has no effect there.
+    """
+    yield from _refuse_on_gym_path(ctx, "stop_strings", 1039, "stop strings")
+
+
+def nemo_gym_takes_no_stop_token_ids(ctx: CheckContext) -> Iterator[Issue]:
+    """rollouts.py:1042 (super-v3): the Gym rollout path honours no stop token ids.
+
+    Null is allowed here though configure_generation_config fills it with the EOS token under
+    run_grpo.py, which the assert then refuses; the plan does not know the tokenizer's EOS.
+    """
+    yield from _refuse_on_gym_path(ctx, "stop_token_ids", 1042, "stop token ids")
+
+
+def nemo_gym_takes_no_top_k(ctx: CheckContext) -> Iterator[Issue]:
+    """rollouts.py:1046 (super-v3): top-k is no OpenAI sampling parameter, so Gym takes none."""
+    yield from _refuse_on_gym_path(ctx, "top_k", 1046, "top-k sampling")
+
+
+def malformed_think_penalty_needs_both_tags(ctx: CheckContext) -> Iterator[Issue]:
+    """rollouts.py:2197 (super-v3.5): the malformed-think-tag penalty compares an opening and a
+    closing tag; Gym's thinking_tags, when given, replace NeMo-RL's two-tag default."""
+    penalties = getattr(ctx.config, "reward_penalties", None)
+    if getattr(penalties, "penalize_malformed_think_tag", None) is not True:
+        return
+    gym = getattr(ctx.config.env, "nemo_gym", None)
+    tags = getattr(gym, "thinking_tags", None)
+    if not isinstance(tags, tuple) or not tags or len(tags) >= 2:
+        return
+    yield Issue(
+        "env.nemo_gym.thinking_tags",
+        "NeMo-RL's reward penalties refuse it with reward_penalties.penalize_malformed_think_tag:"
+        f" they need an opening and a closing tag ({cite(ctx, ROLLOUTS_PY, v35=2197)})",
+        value=list(tags),
+    )
+
+
+SUPER_V3_ERROR_CHECKS = (
+    nemo_gym_takes_no_stop_strings,
+    nemo_gym_takes_no_stop_token_ids,
+    nemo_gym_takes_no_top_k,
+)
+SUPER35_ERROR_CHECKS = (malformed_think_penalty_needs_both_tags,)

@@ -1,0 +1,68 @@
+"""The NeMo Gym rollout rules: a value that breaks one is refused, naming its key."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipekit.stage import Stage
+from recipes.super3.dapo import dapo_h100
+from recipes.super35.rl import rlvr
+
+from recipekit.nemo_rl.rules.conftest import Plan
+
+# super-v3 checks NeMo Gym's needs (async engine, HTTP server) before the rollouts run.
+V3_GYM = (
+    "env.should_use_nemo_gym=true",
+    "policy.generation.vllm_cfg.async_engine=true",
+    "policy.generation.vllm_cfg.expose_http_server=true",
+)
+
+
+@pytest.mark.parametrize(
+    ("override", "key", "line"),
+    [
+        ("policy.generation.stop_strings=['</answer>']", "policy.generation.stop_strings", 1039),
+        ("policy.generation.stop_token_ids=[2]", "policy.generation.stop_token_ids", 1042),
+        ("policy.generation.top_k=20", "policy.generation.top_k", 1046),
+    ],
+)
+def test_super_v3_gym_rollouts_refuse_sampling_they_ignore(
+    v3_examples: Stage, refused: Plan, override: str, key: str, line: int
+) -> None:
+    found = [e for e in refused(v3_examples, *V3_GYM, override) if e.startswith(key)]
+    assert found and f"rollouts.py:{line} @ super-v3" in found[0]
+
+
+def test_super_v3_gym_rollouts_take_the_stage_as_shipped(v3_examples: Stage, errors: Plan) -> None:
+    assert errors(v3_examples, *V3_GYM) == []
+
+
+def test_without_gym_the_sampling_settings_stand(v3_examples: Stage, errors: Plan) -> None:
+    assert errors(v3_examples, "policy.generation.top_k=20") == []
+
+
+def test_the_think_tag_penalty_needs_two_tags(gym_examples: Stage, refused: Plan) -> None:
+    found = [
+        e
+        for e in refused(
+            gym_examples,
+            "reward_penalties={penalize_malformed_think_tag: true}",
+            "env.nemo_gym.thinking_tags=['<think>']",
+        )
+        if e.startswith("env.nemo_gym.thinking_tags")
+    ]
+    assert found and "rollouts.py:2197" in found[0]
+
+
+def test_the_think_tag_penalty_takes_an_open_and_a_close_tag(
+    gym_examples: Stage, errors: Plan
+) -> None:
+    assert not errors(
+        gym_examples,
+        "reward_penalties={penalize_malformed_think_tag: true}",
+        "env.nemo_gym.thinking_tags=['<think>', '</think>']",
+    )
+
+
+def test_the_shipped_stages_plan(errors: Plan) -> None:
+    assert errors(rlvr) == [] and errors(dapo_h100) == []

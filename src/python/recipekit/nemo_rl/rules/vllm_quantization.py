@@ -1,0 +1,53 @@
+"""Rules on quantised rollouts: how a real-quantised policy reaches vLLM."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.citation import cite
+
+GEN = "policy.generation"
+GENERATION_INIT_PY = "nemo_rl/models/generation/__init__.py"
+
+
+def _real_quant(ctx: CheckContext) -> bool:
+    gen = ctx.generation
+    return gen is not None and gen.backend == "vllm" and getattr(gen, "real_quant", None) is True
+
+
+def real_quant_names_its_export_offload(ctx: CheckContext) -> Iterator[Issue]:
+    """models/generation/__init__.py:56 (super-v3.5): real quantisation needs
+    real_quant_export_cpu_offload stated, true or false; it has no default."""
+    offload = getattr(ctx.generation, "real_quant_export_cpu_offload", None)
+    if _real_quant(ctx) and not isinstance(offload, bool):
+        yield Issue(
+            f"{GEN}.real_quant_export_cpu_offload",
+            "NeMo-RL refuses real_quant unless this is a boolean "
+            f"({cite(ctx, GENERATION_INIT_PY, v35=56)})",
+            hint="set it true or false",
+        )
+
+
+def real_quant_in_gpu_export_needs_colocated_ipc(ctx: CheckContext) -> Iterator[Issue]:
+    """models/generation/__init__.py:65 (super-v3.5): exporting the quantised weights without
+    a CPU copy works only over colocated CUDA-IPC refit, with no other refit transport."""
+    gen = ctx.generation
+    if gen is None or not _real_quant(ctx):
+        return
+    if getattr(gen, "real_quant_export_cpu_offload", None) is not False:
+        return
+    colocated = getattr(getattr(gen, "colocated", None), "enabled", None) is True
+    transport = getattr(gen, "refit_transport", None)
+    if not colocated or isinstance(transport, str):
+        yield Issue(
+            f"{GEN}.real_quant_export_cpu_offload",
+            "NeMo-RL refuses false unless generation is colocated and refit_transport is null "
+            f"(CUDA-IPC refit) ({cite(ctx, GENERATION_INIT_PY, v35=65)})",
+            value=False,
+            hint="set it true, or colocate generation with no refit_transport",
+        )
+
+
+ERROR_CHECKS = (real_quant_names_its_export_offload, real_quant_in_gpu_export_needs_colocated_ipc)

@@ -1,0 +1,36 @@
+"""Real-quantised rollouts: how the quantised policy reaches vLLM."""
+
+from __future__ import annotations
+
+from recipekit.stage import Stage
+
+from recipekit.nemo_rl.rules.conftest import Plan
+
+GEN = "policy.generation"
+
+
+def test_real_quant_states_its_export_offload(gym_examples: Stage, refused: Plan) -> None:
+    found = [
+        e
+        for e in refused(gym_examples, f"{GEN}.real_quant=true")
+        if e.startswith(f"{GEN}.real_quant_export_cpu_offload")
+    ]
+    assert found and "generation/__init__.py:56" in found[0]
+
+
+def test_a_gpu_export_needs_colocated_ipc_refit(gym_examples: Stage, refused: Plan) -> None:
+    # The stage generates on GPUs of its own (colocated.enabled false).
+    found = [
+        e
+        for e in refused(
+            gym_examples, f"{GEN}.real_quant=true", f"{GEN}.real_quant_export_cpu_offload=false"
+        )
+        if e.startswith(f"{GEN}.real_quant_export_cpu_offload")
+    ]
+    assert found and "generation/__init__.py:65" in found[0]
+
+
+def test_a_cpu_export_plans(gym_examples: Stage, errors: Plan) -> None:
+    assert not errors(
+        gym_examples, f"{GEN}.real_quant=true", f"{GEN}.real_quant_export_cpu_offload=true"
+    )

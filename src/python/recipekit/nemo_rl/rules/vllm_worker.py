@@ -1,0 +1,89 @@
+"""Rules NeMo-RL's vLLM workers state when they start: the metrics logger, speculative decoding
+switched off, and the compilation settings handed on to vLLM."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from recipekit.errors import Issue
+from recipekit.markers import UNSET
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.citation import cite
+
+VLLM = "policy.generation.vllm_cfg"
+KWARGS = "policy.generation.vllm_kwargs"
+WORKER_PY = "nemo_rl/models/generation/vllm/vllm_worker.py"
+ASYNC_WORKER_PY = "nemo_rl/models/generation/vllm/vllm_worker_async.py"
+
+
+def _kwargs(ctx: CheckContext) -> dict[str, Any]:
+    kwargs = getattr(ctx.generation, "vllm_kwargs", None)
+    return kwargs if isinstance(kwargs, dict) else {}
+
+
+def _async_vllm(ctx: CheckContext) -> bool:
+    """vLLM with its async engine: only then does NeMo-RL start its async worker."""
+    gen, vllm = ctx.generation, ctx.vllm
+    return gen is not None and gen.backend == "vllm" and vllm is not None and vllm.async_engine
+
+
+def vllm_metrics_logger_needs_an_interval(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm_worker_async.py:291 (super-v3), :249 (super-v3.5): the async worker's metrics
+    logger polls vLLM every vllm_metrics_logger_interval seconds and has no default."""
+    vllm = ctx.vllm
+    if (
+        _async_vllm(ctx)
+        and vllm is not None
+        and vllm.enable_vllm_metrics_logger is True
+        and vllm.vllm_metrics_logger_interval is UNSET
+    ):
+        yield Issue(
+            f"{VLLM}.vllm_metrics_logger_interval",
+            "NeMo-RL's vLLM worker refuses enable_vllm_metrics_logger without it "
+            f"({cite(ctx, ASYNC_WORKER_PY, v3=291, v35=249)})",
+            hint="set it, in seconds (NeMo-RL's configs use 0.5)",
+        )
+
+
+def disabled_speculation_wants_prefix_caching(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm_worker.py:393 (super-v3.5): a warning; num_speculative_tokens 0 drops the drafter,
+    and then prefix caching switched off costs generation speed.
+
+    Unset, NeMo-RL turns prefix caching on for GPUs of compute capability 8 and newer, which
+    every recipekit node is; so only an explicit false warns.
+    """
+    spec = _kwargs(ctx).get("speculative_config")
+    vllm = ctx.vllm
+    if (
+        isinstance(spec, dict)
+        and spec.get("num_speculative_tokens") == 0
+        and vllm is not None
+        and getattr(vllm, "enable_prefix_caching", None) is False
+    ):
+        yield Issue(
+            f"{VLLM}.enable_prefix_caching",
+            "NeMo-RL warns: speculative decoding is off (num_speculative_tokens 0), so prefix "
+            f"caching would speed generation up ({cite(ctx, WORKER_PY, v35=393)})",
+            value=False,
+        )
+
+
+def compilation_use_inductor_is_deprecated(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm_worker_async.py:182 (super-v3.5): a warning; vLLM 0.12 replaced
+    compilation_config.use_inductor by compilation_config.backend, which NeMo-RL translates."""
+    compilation = _kwargs(ctx).get("compilation_config")
+    if _async_vllm(ctx) and isinstance(compilation, dict) and "use_inductor" in compilation:
+        yield Issue(
+            f"{KWARGS}.compilation_config.use_inductor",
+            "NeMo-RL's async vLLM worker warns it is deprecated: use compilation_config.backend "
+            f"(inductor or eager) ({cite(ctx, ASYNC_WORKER_PY, v35=182)})",
+            value=compilation["use_inductor"],
+        )
+
+
+ERROR_CHECKS = (vllm_metrics_logger_needs_an_interval,)
+SUPER35_WARNING_CHECKS = (
+    disabled_speculation_wants_prefix_caching,
+    compilation_use_inductor_is_deprecated,
+)

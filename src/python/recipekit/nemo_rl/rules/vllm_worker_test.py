@@ -1,0 +1,56 @@
+"""The vLLM worker's start-up rules: the metrics logger, speculation off, compilation keys."""
+
+from __future__ import annotations
+
+from recipes.super3.dapo import dapo_h100
+from recipes.super35.rl import rlvr
+
+from recipekit.nemo_rl.rules.conftest import Plan
+
+VLLM = "policy.generation.vllm_cfg"
+KWARGS = "policy.generation.vllm_kwargs"
+
+
+def test_the_metrics_logger_needs_its_interval(refused: Plan) -> None:
+    found = [
+        e
+        for e in refused(rlvr, f"{VLLM}.enable_vllm_metrics_logger=true")
+        if e.startswith(f"{VLLM}.vllm_metrics_logger_interval")
+    ]
+    assert found and "vllm_worker_async.py:249 @ super-v3.5" in found[0]
+
+
+def test_super_v3_dapo_ships_the_logger_with_its_interval(errors: Plan) -> None:
+    assert errors(dapo_h100) == []
+
+
+def test_the_metrics_logger_with_an_interval_plans(errors: Plan) -> None:
+    assert not errors(
+        rlvr, f"{VLLM}.enable_vllm_metrics_logger=true", f"{VLLM}.vllm_metrics_logger_interval=0.5"
+    )
+
+
+def test_speculation_off_without_prefix_caching_warns(warned: Plan) -> None:
+    found = [
+        w
+        for w in warned(rlvr, f"{KWARGS}.speculative_config={{num_speculative_tokens: 0}}")
+        if w.startswith(f"{VLLM}.enable_prefix_caching")
+    ]
+    assert found and "vllm_worker.py:393" in found[0]
+
+
+def test_use_inductor_is_deprecated(warned: Plan) -> None:
+    found = [
+        w
+        for w in warned(rlvr, f"{KWARGS}.compilation_config={{use_inductor: false}}")
+        if w.startswith(f"{KWARGS}.compilation_config.use_inductor")
+    ]
+    assert found and "vllm_worker_async.py:182" in found[0]
+
+
+def test_the_shipped_stage_has_none_of_these_warnings(warned: Plan) -> None:
+    assert not [
+        w
+        for w in warned(rlvr)
+        if w.startswith((f"{VLLM}.enable_prefix_caching", f"{KWARGS}.compilation_config"))
+    ]

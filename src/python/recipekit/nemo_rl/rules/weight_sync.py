@@ -1,0 +1,136 @@
+"""Rules on how trained weights reach vLLM (refit): which transport goes with which deployment.
+
+``policy.generation.refit_transport`` null is NeMo-RL's collective/CUDA-IPC refit; the others
+are ``nccl_reshard``, the remote sparse transports ``vllm_s3_sparse`` / ``vllm_zmq_sparse``, and
+the checkpoint-engine ones: ``nixl`` or a ``module:ClassName`` plugin
+(nemo_rl/models/generation/vllm/config.py:261-275 @ super-v3.5-posttraining names them so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from recipekit.errors import Issue
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.citation import cite
+
+GEN = "policy.generation"
+TRANSPORT = f"{GEN}.refit_transport"
+VLLM_CONFIG_PY = "nemo_rl/models/generation/vllm/config.py"
+FACTORY_PY = "nemo_rl/weight_sync/factory.py"
+SPARSE_PY = "nemo_rl/weight_sync/vllm_remote_sparse_weight_synchronizer.py"
+SPARSE_TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse")
+
+
+def _vllm_transport(ctx: CheckContext) -> str | None:
+    """The refit transport a vLLM-backed stage names (None: the default refit)."""
+    gen = ctx.generation
+    if gen is None or gen.backend != "vllm":
+        return None
+    transport = getattr(gen, "refit_transport", None)
+    return transport if isinstance(transport, str) else None
+
+
+def _refit_cfg(ctx: CheckContext) -> dict[str, Any]:
+    refit_cfg = getattr(ctx.generation, "refit_cfg", None)
+    return refit_cfg if isinstance(refit_cfg, dict) else {}
+
+
+def _colocated(ctx: CheckContext) -> bool:
+    colocated = getattr(ctx.generation, "colocated", None)
+    return getattr(colocated, "enabled", None) is True
+
+
+def encoder_cache_reset_needs_collective_refit(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config.py:284 (super-v3.5): only the default and nccl_reshard refits reset vLLM's
+    multimodal encoder cache after a weight update."""
+    transport, vllm = _vllm_transport(ctx), ctx.vllm
+    resets = getattr(vllm, "reset_encoder_cache_after_weight_update", None) is True
+    if resets and transport is not None and transport != "nccl_reshard":
+        yield Issue(
+            f"{GEN}.vllm_cfg.reset_encoder_cache_after_weight_update",
+            f"NeMo-RL refuses it with refit_transport {transport!r}: that refit keeps stale "
+            f"vision embeddings ({cite(ctx, VLLM_CONFIG_PY, v35=284)})",
+            value=True,
+            hint="use refit_transport null or nccl_reshard",
+        )
+
+
+def plugin_refit_transport_needs_its_config(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config.py:295 (super-v3.5): a ``module:ClassName`` checkpoint-engine transport
+    reads its settings from refit_cfg under the same name."""
+    transport = _vllm_transport(ctx)
+    if transport is not None and ":" in transport and _refit_cfg(ctx).get(transport) is None:
+        yield Issue(
+            f"{GEN}.refit_cfg",
+            f"NeMo-RL refuses refit_transport {transport!r} without refit_cfg[{transport!r}] "
+            f"({cite(ctx, VLLM_CONFIG_PY, v35=295)})",
+        )
+
+
+def checkpoint_engine_refit_needs_separate_generation(ctx: CheckContext) -> Iterator[Issue]:
+    """weight_sync/factory.py:80 (super-v3.5): checkpoint-engine refit (nixl or a plugin)
+    only sends weights to generation GPUs of their own."""
+    transport = _vllm_transport(ctx)
+    engine = transport is not None and (transport == "nixl" or ":" in transport)
+    if engine and _colocated(ctx):
+        yield Issue(
+            TRANSPORT,
+            "NeMo-RL refuses checkpoint-engine refit with policy.generation.colocated.enabled "
+            f"({cite(ctx, FACTORY_PY, v35=80)})",
+            value=transport,
+            hint="set colocated.enabled false, or refit_transport null",
+        )
+
+
+def sparse_refit_needs_an_unquantised_megatron_policy(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm_remote_sparse_weight_synchronizer.py:71 (super-v3.5): the remote sparse refits
+    need separate generation GPUs, a Megatron policy and unquantised BF16/FP16 vLLM."""
+    transport, gen, vllm = _vllm_transport(ctx), ctx.generation, ctx.vllm
+    if transport not in SPARSE_TRANSPORTS or gen is None or vllm is None:
+        return
+    reasons = [
+        reason
+        for reason, applies in (
+            ("generation is colocated", _colocated(ctx)),
+            ("policy.megatron_cfg is not enabled", ctx.megatron is None),
+            ("vllm_cfg.precision is fp8", vllm.precision == "fp8"),
+            ("vllm_cfg.kv_cache_dtype is FP8", vllm.kv_cache_dtype.startswith("fp8")),
+            ("quant_cfg is set", isinstance(getattr(gen, "quant_cfg", None), str)),
+            ("real_quant is on", getattr(gen, "real_quant", None) is True),
+        )
+        if applies
+    ]
+    if reasons:
+        yield Issue(
+            TRANSPORT,
+            f"NeMo-RL refuses {transport} here: {'; '.join(reasons)} "
+            f"({cite(ctx, SPARSE_PY, v35=71)})",
+            value=transport,
+        )
+
+
+def s3_sparse_refit_needs_a_bucket(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm_remote_sparse_weight_synchronizer.py:78 (super-v3.5): vllm_s3_sparse stages the
+    weights in an S3 bucket, which refit_cfg.sparse.storage.s3_bucket names."""
+    if _vllm_transport(ctx) != "vllm_s3_sparse":
+        return
+    sparse = _refit_cfg(ctx).get("sparse")
+    storage = sparse.get("storage") if isinstance(sparse, dict) else None
+    bucket = storage.get("s3_bucket") if isinstance(storage, dict) else None
+    if not isinstance(bucket, str) or not bucket.strip():
+        yield Issue(
+            f"{GEN}.refit_cfg.sparse.storage.s3_bucket",
+            f"NeMo-RL refuses vllm_s3_sparse refit without it ({cite(ctx, SPARSE_PY, v35=78)})",
+            hint="name the bucket",
+        )
+
+
+ERROR_CHECKS = (
+    encoder_cache_reset_needs_collective_refit,
+    plugin_refit_transport_needs_its_config,
+    checkpoint_engine_refit_needs_separate_generation,
+    sparse_refit_needs_an_unquantised_megatron_policy,
+    s3_sparse_refit_needs_a_bucket,
+)

@@ -1,0 +1,56 @@
+"""Refit transports: which one goes with which deployment."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipekit.stage import Stage
+
+from recipekit.nemo_rl.rules.conftest import Plan
+
+GEN = "policy.generation"
+TRANSPORT = f"{GEN}.refit_transport"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key", "reason"),
+    [
+        (
+            (f"{TRANSPORT}=nixl", f"{GEN}.vllm_cfg.reset_encoder_cache_after_weight_update=true"),
+            f"{GEN}.vllm_cfg.reset_encoder_cache_after_weight_update",
+            "config.py:284",
+        ),
+        ((f"{TRANSPORT}=my_pkg.engine:Engine",), f"{GEN}.refit_cfg", "config.py:295"),
+        ((f"{TRANSPORT}=nixl", f"{GEN}.colocated.enabled=true"), TRANSPORT, "factory.py:80"),
+        (
+            (f"{TRANSPORT}=vllm_zmq_sparse", f"{GEN}.real_quant=true"),
+            TRANSPORT,
+            "vllm_remote_sparse_weight_synchronizer.py:71",
+        ),
+        (
+            (f"{TRANSPORT}=vllm_s3_sparse", f"{GEN}.refit_cfg={{sparse: {{storage: {{}}}}}}"),
+            f"{GEN}.refit_cfg.sparse.storage.s3_bucket",
+            "vllm_remote_sparse_weight_synchronizer.py:78",
+        ),
+    ],
+)
+def test_a_transport_the_deployment_cannot_use_is_refused(
+    gym_examples: Stage, refused: Plan, overrides: tuple[str, ...], key: str, reason: str
+) -> None:
+    found = [e for e in refused(gym_examples, *overrides) if e.startswith(key)]
+    assert any(reason in e for e in found), refused(gym_examples, *overrides)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        (f"{TRANSPORT}=nixl",),
+        (f"{TRANSPORT}=vllm_zmq_sparse",),
+        (f"{TRANSPORT}=vllm_s3_sparse", f"{GEN}.refit_cfg={{sparse: {{storage: {{s3_bucket: b}}}}}}"),
+        (f"{TRANSPORT}=nccl_reshard", f"{GEN}.vllm_cfg.reset_encoder_cache_after_weight_update=true"),
+    ],
+)
+def test_a_transport_the_deployment_can_use_plans(
+    gym_examples: Stage, errors: Plan, overrides: tuple[str, ...]
+) -> None:
+    assert not [e for e in errors(gym_examples, *overrides) if e.startswith(f"{GEN}.")]

@@ -1,0 +1,85 @@
+"""Derived caches keyed by what they are made from, never by where it was read.
+
+A framework that converts its input before training keeps the conversion for the next run.
+NeMo-RL's Megatron backend converts a Hugging Face model to a Megatron checkpoint once and
+caches it under ``$NRL_MEGATRON_CHECKPOINT_DIR/model_<the path, '/' as '_'>``
+(``nemo_rl/models/megatron/setup.py:571-577`` on super-v3.5-posttraining), and only checks that
+``iter_0000000`` exists there. Keyed by the path, the cache is stale as soon as the path names
+other bytes: ``/artifacts/super35-sft-model/latest`` after SFT publishes a new version, the
+same version re-made after a damaged one, or the same model converted by another NeMo-RL or
+Megatron-Bridge, or with other Megatron settings.
+
+So every stage run that converts gets a cache directory of its own kind, keyed by the content
+identity of what is converted (the digest of the store version's manifest; for an input a
+stage submitted first makes, that stage's action key, its attempt and the selector), the
+converter (the framework and its version, the pinned source checkouts) and the conversion's
+options (the whole ``policy.megatron_cfg`` and ``hf_config_overrides``: more than the
+conversion reads, so a change of, say, the optimizer converts again, but no change that
+matters can reuse a conversion). A change of any of them names a new directory, which NeMo-RL
+fills; an unchanged one finds its conversion. The directories live in the artifact store
+(``/artifacts/.conversions/``), which every node of every stage mounts.
+
+An HF export (the ``hf-export`` stage) is a stage like any other: its output version is keyed
+by its action key, which covers the exported version, the converter's checkout and options.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from recipekit.lineage.refs import ARTIFACTS_ROOT
+from recipekit.lineage.store import stored_input
+from recipekit.plan import Plan
+
+# In the store's top directory, beside the artifacts (a dot: never an artifact's name).
+CONVERSIONS = ".conversions"
+# NeMo-RL's own variable for where its HF -> Megatron conversions go.
+MEGATRON_CONVERSIONS_VARIABLE = "NRL_MEGATRON_CHECKPOINT_DIR"
+CONVERSION_FORMAT = 1
+
+
+def conversion_key(source: str, converter: Any, options: Mapping[str, Any]) -> str:
+    """sha256 over what a conversion is made from: the source's content identity, the
+    converter's identity and its options."""
+    blob = json.dumps(
+        {"format": CONVERSION_FORMAT, "source": source, "converter": converter, "options": options},
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def converted_input(plan: Plan) -> str | None:
+    """The store artifact a NeMo-RL stage on the Megatron backend converts from Hugging Face
+    format when it starts (its ``policy.model_name``), or None when it converts nothing."""
+    if plan.stage.framework.name != "nemo-rl":
+        return None
+    policy = plan.framework_config.get("policy") or {}
+    megatron = policy.get("megatron_cfg") or {}
+    # A Megatron-format start (pretrained_checkpoint) is read as it is: nothing is converted.
+    if not megatron.get("enabled") or policy.get("pretrained_checkpoint"):
+        return None
+    found = stored_input(str(policy.get("model_name", "")))
+    return found[0] if found else None
+
+
+def conversion_environment(plan: Plan, source: str) -> dict[str, str]:
+    """The environment that points the stage's conversion cache at the directory of its key
+    (``source``: the content identity of the version converted); {} for a stage that
+    converts nothing."""
+    if converted_input(plan) is None:
+        return {}
+    policy = plan.framework_config.get("policy") or {}
+    framework = plan.stage.framework
+    converter = [framework.name, framework.version, *(c.as_json() for c in plan.stage.code)]
+    options = {
+        "megatron_cfg": policy.get("megatron_cfg") or {},
+        "hf_config_overrides": policy.get("hf_config_overrides") or {},
+    }
+    key = conversion_key(source, converter, options)
+    where = f"{ARTIFACTS_ROOT}/{CONVERSIONS}/hf-to-megatron-{key[:24]}"
+    return {MEGATRON_CONVERSIONS_VARIABLE: where}
