@@ -399,11 +399,22 @@ def megatron_settings_agree(ctx: CheckContext) -> Iterator[Issue]:
     if m is None:
         return
     opt = m.optimizer
-    if opt.optimizer_cpu_offload and opt.optimizer_offload_fraction != 1.0:
+    fraction = opt.optimizer_offload_fraction
+    if isinstance(ctx.config, GRPOMasterConfigMain):
+        # super-v3.5-posttraining offloads any share: setup.py:1218-1219 @ 5d63149a.
+        if opt.optimizer_cpu_offload and not 0 < fraction <= 1:
+            yield Issue(
+                f"{MEGATRON}.optimizer.optimizer_offload_fraction",
+                "NeMo-RL's Megatron setup refuses it: optimizer_cpu_offload needs a fraction in"
+                " (0, 1] (nemo_rl/models/megatron/setup.py:1219 @ super-v3.5-posttraining)",
+                value=fraction,
+            )
+    elif opt.optimizer_cpu_offload and fraction != 1.0:
         yield Issue(
             f"{MEGATRON}.optimizer.optimizer_offload_fraction",
-            "NeMo-RL offloads the whole optimizer state: with optimizer_cpu_offload it must be 1.0",
-            value=opt.optimizer_offload_fraction,
+            "NeMo-RL offloads the whole optimizer state: with optimizer_cpu_offload it must be 1.0"
+            " (nemo_rl/models/megatron/setup.py:498 @ super-v3)",
+            value=fraction,
         )
     if opt.optimizer_cpu_offload and opt.optimizer != "adam":
         yield Issue(
