@@ -125,7 +125,7 @@ class Manifest:
             unmirrored = set(entry.get("unmirrored", ()))
             unknown = sorted(unmirrored - {p for p, _ in entry["files"]})
             if unknown:
-                raise FetchError(f"{label}: unmirrored names {unknown[0]}, which files does not pin")
+                raise FetchError(f"{label}: unmirrored names {unknown[0]}, not one of its files")
             files.extend(Pinned(source, p, blob, p in unmirrored) for p, blob in entry["files"])
         derived = tuple(Derived(**d) for d in data.get("derived", []))
         mirrors = tuple(data.get("fetch", {}).get("mirrors", ()))

@@ -211,9 +211,9 @@ def warmup_ends_within_the_run(ctx: CheckContext) -> Iterator[Issue]:
     one step short of it; the decay spans lr_decay_iters, or the whole run when unset."""
     scheduler, iters = ctx.config.scheduler, ctx.config.train.train_iters
     warmup, decay = scheduler.lr_warmup_iters, scheduler.lr_decay_iters
-    decay_iters, decay_key = (
-        (decay, "scheduler.lr_decay_iters") if isinstance(decay, int) else (iters, "train.train_iters")
-    )
+    decay_iters, decay_key = iters, "train.train_iters"
+    if isinstance(decay, int):
+        decay_iters, decay_key = decay, "scheduler.lr_decay_iters"
     if isinstance(warmup, int) and warmup >= decay_iters:
         yield Issue(
             "scheduler.lr_warmup_iters",

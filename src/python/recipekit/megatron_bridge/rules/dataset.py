@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from recipekit.errors import Issue
-from recipekit.markers import UNSET
 from recipekit.megatron_bridge.rules import ENERGON, builds_energon_dataset, cite
 
 if TYPE_CHECKING:

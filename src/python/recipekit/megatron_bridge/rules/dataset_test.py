@@ -1,4 +1,4 @@
-"""The Energon dataset's rules on the Super 3.5 stages: a breaking value is refused, naming the key."""
+"""The Energon dataset's rules on the Super 3.5 stages: a breaking value is refused, by key."""
 
 from __future__ import annotations
 
