@@ -77,4 +77,6 @@ def v3_examples() -> Stage:
     """dapo-h100 as super-v3's examples configure GRPO (run_grpo.py), whose env section
     names its environments math and nemo_gym only."""
     env = make_plan(dapo_h100, ()).framework_config["env"]
-    return _as_examples(dapo_h100, GRPOExamplesConfig, NEMO_RL_GRPO_EXAMPLES, env={"math": env["dapo"]})
+    return _as_examples(
+        dapo_h100, GRPOExamplesConfig, NEMO_RL_GRPO_EXAMPLES, env={"math": env["dapo"]}
+    )

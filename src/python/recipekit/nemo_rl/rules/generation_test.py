@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from recipekit.nemo_rl.rules.conftest import Plan
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
-
-from recipekit.nemo_rl.rules.conftest import Plan
 
 SPEC = "policy.generation.vllm_kwargs.speculative_config"
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from recipekit.nemo_rl.rules.conftest import Plan
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
-
-from recipekit.nemo_rl.rules.conftest import Plan
 
 # super-v3 checks NeMo Gym's needs (async engine, HTTP server) before the rollouts run.
 V3_GYM = (

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from recipekit.stage import Stage
-
 from recipekit.nemo_rl.rules.conftest import Plan
+from recipekit.stage import Stage
 
 GEN = "policy.generation"
 

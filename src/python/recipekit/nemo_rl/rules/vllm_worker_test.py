@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from recipekit.nemo_rl.rules.conftest import Plan
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
-
-from recipekit.nemo_rl.rules.conftest import Plan
 
 VLLM = "policy.generation.vllm_cfg"
 KWARGS = "policy.generation.vllm_kwargs"

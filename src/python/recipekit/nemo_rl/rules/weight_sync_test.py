@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from recipekit.stage import Stage
-
 from recipekit.nemo_rl.rules.conftest import Plan
+from recipekit.stage import Stage
 
 GEN = "policy.generation"
 TRANSPORT = f"{GEN}.refit_transport"
+ENCODER_RESET = "reset_encoder_cache_after_weight_update"
+S3_BUCKET = f"{GEN}.refit_cfg={{sparse: {{storage: {{s3_bucket: b}}}}}}"
 
 
 @pytest.mark.parametrize(
     ("overrides", "key", "reason"),
     [
         (
-            (f"{TRANSPORT}=nixl", f"{GEN}.vllm_cfg.reset_encoder_cache_after_weight_update=true"),
-            f"{GEN}.vllm_cfg.reset_encoder_cache_after_weight_update",
+            (f"{TRANSPORT}=nixl", f"{GEN}.vllm_cfg.{ENCODER_RESET}=true"),
+            f"{GEN}.vllm_cfg.{ENCODER_RESET}",
             "config.py:284",
         ),
         ((f"{TRANSPORT}=my_pkg.engine:Engine",), f"{GEN}.refit_cfg", "config.py:295"),
@@ -46,8 +47,8 @@ def test_a_transport_the_deployment_cannot_use_is_refused(
     [
         (f"{TRANSPORT}=nixl",),
         (f"{TRANSPORT}=vllm_zmq_sparse",),
-        (f"{TRANSPORT}=vllm_s3_sparse", f"{GEN}.refit_cfg={{sparse: {{storage: {{s3_bucket: b}}}}}}"),
-        (f"{TRANSPORT}=nccl_reshard", f"{GEN}.vllm_cfg.reset_encoder_cache_after_weight_update=true"),
+        (f"{TRANSPORT}=vllm_s3_sparse", S3_BUCKET),
+        (f"{TRANSPORT}=nccl_reshard", f"{GEN}.vllm_cfg.{ENCODER_RESET}=true"),
     ],
 )
 def test_a_transport_the_deployment_can_use_plans(
