@@ -11,8 +11,13 @@ from __future__ import annotations
 from recipekit.nemo_rl.checks import Check
 from recipekit.nemo_rl.rules import (
     allocator,
+    async_grpo,
+    distillation,
     generation,
+    grpo_setup,
     loss,
+    megatron_setup,
+    policy_workers,
     rollouts,
     sequence_budget,
     storage,
@@ -43,8 +48,57 @@ _GENERATION_ERRORS_SUPER35: tuple[Check, ...] = (
     *weight_sync.ERROR_CHECKS,
 )
 
-ERROR_CHECKS_SUPER_V3: tuple[Check, ...] = (*_SHARED_ERRORS, *_GENERATION_ERRORS_SUPER_V3)
-WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (*generation.WARNING_CHECKS, *storage.WARNING_CHECKS)
+# The training side's rules (nemo-rl.toml): GRPO setup, async GRPO, Megatron setup, workers.
+_TRAINING_ERRORS: tuple[Check, ...] = (
+    grpo_setup.grpo_needs_a_generation_config,
+    grpo_setup.checkpoint_metric_names_its_source,
+    grpo_setup.dapo_reward_shaping_needs_its_lengths,
+    async_grpo.async_grpo_without_dynamic_sampling,
+    async_grpo.async_grpo_without_reward_scaling,
+    async_grpo.async_grpo_without_reward_shaping,
+    async_grpo.async_grpo_needs_async_rollouts,
+    async_grpo.async_grpo_needs_importance_sampling,
+    megatron_setup.precision_aware_optimizer_states_bf16,
+    megatron_setup.precision_aware_optimizer_states_fp16,
+    megatron_setup.float32_optimizer_takes_no_half_flags,
+    megatron_setup.fp8_cfg_names_every_key,
+    policy_workers.dynamic_batching_needs_one_pipeline_stage,
+    policy_workers.lora_needs_dtensor_v2,
+    policy_workers.model_save_format_needs_dtensor_v2,
+)
+_TRAINING_ERRORS_SUPER35: tuple[Check, ...] = (
+    grpo_setup.gym_runner_needs_nemo_gym,
+    grpo_setup.message_penalties_need_nemo_gym,
+    grpo_setup.multimodal_dedup_needs_vllm,
+    async_grpo.async_grpo_with_one_dataloader,
+    megatron_setup.cpu_offload_needs_distributed_optimizer,
+    megatron_setup.d2h_overlap_needs_cpu_offload,
+    megatron_setup.fused_logprobs_without_context_parallel,
+    megatron_setup.fused_logprobs_without_param_gather_overlap,
+    megatron_setup.colocated_reshard_without_draft,
+    policy_workers.draft_without_sequence_packing,
+    *distillation.ERROR_CHECKS,
+)
+_TRAINING_WARNINGS_SUPER_V3: tuple[Check, ...] = (
+    megatron_setup.fp8_param_may_give_nan,
+    loss.forced_ratio_with_threshold_still_computes_logprobs,
+)
+_TRAINING_WARNINGS_SUPER35: tuple[Check, ...] = (
+    loss.forced_ratio_with_threshold_still_computes_logprobs,
+    grpo_setup.multiple_dataloaders_ignore_max_num_epochs,
+    *distillation.WARNING_CHECKS,
+)
+
+ERROR_CHECKS_SUPER_V3: tuple[Check, ...] = (
+    *_SHARED_ERRORS,
+    *_TRAINING_ERRORS,
+    *_GENERATION_ERRORS_SUPER_V3,
+)
+WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (
+    *generation.WARNING_CHECKS,
+    *storage.WARNING_CHECKS,
+    *_TRAINING_WARNINGS_SUPER_V3,
+)
 
 ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
     *_SHARED_ERRORS,
@@ -54,6 +108,9 @@ ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
     loss.kl_in_reward_needs_prev_logprobs,
     loss.distillation_needs_prev_logprobs,
     *vllm_engine.ERROR_CHECKS,
+    # After the loss rules: where both refuse one key, GRPO setup's reason comes first.
+    *_TRAINING_ERRORS,
+    *_TRAINING_ERRORS_SUPER35,
     *_GENERATION_ERRORS_SUPER35,
 )
 WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
@@ -61,6 +118,7 @@ WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *storage.WARNING_CHECKS,
     *vllm_engine.WARNING_CHECKS,
     *vllm_worker.SUPER35_WARNING_CHECKS,
+    *_TRAINING_WARNINGS_SUPER35,
 )
 
 __all__ = [

@@ -13,7 +13,7 @@ from recipekit.nemo_rl.schema_super_v3 import SequencePacking
 GRPO_PY = "nemo_rl/algorithms/grpo.py"
 
 
-def _fused_linear_logprobs(ctx: CheckContext) -> bool:
+def fused_linear_logprobs(ctx: CheckContext) -> bool:
     return (
         ctx.megatron is not None
         and getattr(ctx.megatron, "use_fused_linear_logprobs", None) is True
@@ -24,7 +24,7 @@ def fused_logprobs_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue
     """grpo.py:672 (super-v3.5): the fused linear log-probabilities are not validated with
     packed sequences (labels would roll across sequence boundaries)."""
     packing = ctx.config.policy.sequence_packing
-    if _fused_linear_logprobs(ctx) and isinstance(packing, SequencePacking) and packing.enabled:
+    if fused_linear_logprobs(ctx) and isinstance(packing, SequencePacking) and packing.enabled:
         yield Issue(
             "policy.megatron_cfg.use_fused_linear_logprobs",
             "NeMo-RL's GRPO setup refuses it with policy.sequence_packing.enabled: the fused path "
@@ -38,7 +38,7 @@ def fused_logprobs_without_sampling_filter(ctx: CheckContext) -> Iterator[Issue]
     """grpo.py:682 (super-v3.5): the fused path reads unfiltered logits, so training-time
     top-k / top-p filtering cannot apply."""
     gen = ctx.generation
-    if gen is None or not _fused_linear_logprobs(ctx):
+    if gen is None or not fused_linear_logprobs(ctx):
         return
     top_k_filters = isinstance(gen.top_k, int) and gen.top_k > 0
     top_p_filters = gen.top_p is not None and gen.top_p != 1.0
@@ -128,6 +128,28 @@ def distillation_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+def forced_ratio_with_threshold_still_computes_logprobs(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:3263 (super-v3, async GRPO only), :2503 (super-v3.5): a sequence-level error
+    threshold needs the previous log-probabilities, so forcing the ratio saves no pass."""
+    forced = getattr(ctx.config.loss_fn, "force_on_policy_ratio", None) is True
+    threshold = getattr(ctx.config.grpo, "seq_logprob_error_threshold", None)
+    if not forced or threshold is None or isinstance(threshold, Marker):
+        return
+    if not on_super35(ctx) and not _async_grpo_enabled(ctx):
+        return  # super-v3's synchronous loop does not warn
+    yield Issue(
+        "loss_fn.force_on_policy_ratio",
+        "NeMo-RL warns that with grpo.seq_logprob_error_threshold set it computes the previous "
+        f"log-probabilities anyway, for the sequence-level error mask "
+        f"({cite(ctx, GRPO_PY, v3=3263, v35=2503)})",
+        value=True,
+    )
+
+
+def _async_grpo_enabled(ctx: CheckContext) -> bool:
+    return getattr(getattr(ctx.config.grpo, "async_grpo", None), "enabled", None) is True
+
+
 ERROR_CHECKS = (
     fused_logprobs_without_sequence_packing,
     fused_logprobs_without_sampling_filter,
@@ -136,4 +158,4 @@ ERROR_CHECKS = (
     kl_in_reward_needs_prev_logprobs,
     distillation_needs_prev_logprobs,
 )
-WARNING_CHECKS: tuple[()] = ()
+WARNING_CHECKS = (forced_ratio_with_threshold_still_computes_logprobs,)

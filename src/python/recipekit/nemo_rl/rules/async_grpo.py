@@ -1,0 +1,124 @@
+"""Asynchronous GRPO (``grpo.async_grpo.enabled``): what the runners and the async training
+loop refuse, since rollouts of an older policy train the current one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.citation import cite, on_super35
+from recipekit.nemo_rl.rules.grpo_setup import GRPO_PY, runner_line
+from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO, RewardScaling
+
+VLLM = "policy.generation.vllm_cfg"
+
+
+def _async_grpo(ctx: CheckContext) -> bool:
+    section = ctx.config.grpo.async_grpo
+    return isinstance(section, AsyncGRPO) and section.enabled is True
+
+
+def async_rollouts(ctx: CheckContext) -> bool:
+    """Whether generation runs an async engine: vLLM's async_engine on both versions; on
+    super-v3.5 also Megatron inference (always async) and SGLang's use_async_rollouts
+    (interfaces.py:229 @ super-v3.5-posttraining, grpo.py:1224 @ super-v3)."""
+    gen, vllm = ctx.generation, ctx.vllm
+    if gen is None:
+        return False
+    if gen.backend == "vllm":
+        return vllm is not None and vllm.async_engine is True
+    if not on_super35(ctx):
+        return False
+    if gen.backend == "megatron":
+        return True
+    return gen.backend == "sglang" and getattr(gen, "use_async_rollouts", None) is True
+
+
+def async_grpo_without_dynamic_sampling(ctx: CheckContext) -> Iterator[Issue]:
+    """run_grpo.py:128 (super-v3), run_grpo_nemo_gym.py:289 (super-v3.5)."""
+    if _async_grpo(ctx) and ctx.config.grpo.use_dynamic_sampling:
+        yield Issue(
+            "grpo.use_dynamic_sampling",
+            "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO does not "
+            f"support dynamic sampling ({runner_line(ctx, v3=128, v35=289)})",
+            value=True,
+        )
+
+
+def async_grpo_without_reward_scaling(ctx: CheckContext) -> Iterator[Issue]:
+    """run_grpo.py:133 (super-v3), run_grpo_nemo_gym.py:293 (super-v3.5)."""
+    scaling = ctx.config.grpo.reward_scaling
+    if _async_grpo(ctx) and isinstance(scaling, RewardScaling) and scaling.enabled:
+        yield Issue(
+            "grpo.reward_scaling.enabled",
+            "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO does not "
+            f"support reward scaling ({runner_line(ctx, v3=133, v35=293)})",
+            value=True,
+        )
+
+
+def async_grpo_without_reward_shaping(ctx: CheckContext) -> Iterator[Issue]:
+    """run_grpo.py:133 (super-v3), run_grpo_nemo_gym.py:297 (super-v3.5)."""
+    # Either version's section (main's is not a subclass of super-v3's); absent is UNSET.
+    shaping = ctx.config.grpo.reward_shaping
+    if _async_grpo(ctx) and getattr(shaping, "enabled", None) is True:
+        yield Issue(
+            "grpo.reward_shaping.enabled",
+            "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO does not "
+            f"support reward shaping ({runner_line(ctx, v3=133, v35=297)})",
+            value=True,
+        )
+
+
+def async_grpo_with_one_dataloader(ctx: CheckContext) -> Iterator[Issue]:
+    """run_grpo_nemo_gym.py:303 (super-v3.5)."""
+    several = getattr(ctx.config.data, "use_multiple_dataloader", None) is True
+    if _async_grpo(ctx) and several:
+        yield Issue(
+            "data.use_multiple_dataloader",
+            "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO reads one "
+            f"dataloader ({runner_line(ctx, v35=303)})",
+            value=True,
+        )
+
+
+def async_grpo_needs_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:2785 (super-v3), :4120 (super-v3.5): the trajectory collector needs an engine
+    that generates while training runs."""
+    gen = ctx.generation
+    if not _async_grpo(ctx) or gen is None or async_rollouts(ctx):
+        return
+    on_vllm = gen.backend == "vllm"
+    vllm = ctx.vllm
+    yield Issue(
+        f"{VLLM}.async_engine" if on_vllm else "policy.generation.backend",
+        "NeMo-RL's async GRPO refuses it: it needs an asynchronous generation engine "
+        f"({cite(ctx, GRPO_PY, v3=2785, v35=4120)})",
+        value=(vllm.async_engine if vllm is not None else None) if on_vllm else gen.backend,
+        hint="set policy.generation.vllm_cfg.async_engine: true" if on_vllm else "",
+    )
+
+
+def async_grpo_needs_importance_sampling(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:2789 (super-v3), :4127 (super-v3.5): off-policy samples need the correction."""
+    loss = ctx.config.loss_fn
+    if _async_grpo(ctx) and loss.use_importance_sampling_correction is not True:
+        yield Issue(
+            "loss_fn.use_importance_sampling_correction",
+            "NeMo-RL's async GRPO refuses it false: rollouts from an older policy need the "
+            f"importance-sampling correction ({cite(ctx, GRPO_PY, v3=2789, v35=4127)})",
+            value=loss.use_importance_sampling_correction,
+            hint="set it true",
+        )
+
+
+ERROR_CHECKS = (
+    async_grpo_without_dynamic_sampling,
+    async_grpo_without_reward_scaling,
+    async_grpo_without_reward_shaping,
+    async_grpo_with_one_dataloader,
+    async_grpo_needs_async_rollouts,
+    async_grpo_needs_importance_sampling,
+)
+WARNING_CHECKS: tuple[()] = ()

@@ -1,0 +1,63 @@
+"""Async GRPO's rules: a value that breaks each is refused, naming the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipekit.nemo_rl.rules.conftest import Plan
+from recipes.super3.dapo import dapo_h100
+from recipes.super35.rl import rlvr
+
+V3_ASYNC = "grpo.async_grpo={enabled: true, max_trajectory_age_steps: 1}"
+DAPO_SHAPING = (
+    "grpo.reward_shaping={enabled: true, overlong_buffer_length: 512, "
+    "overlong_buffer_penalty: 1.0, max_response_length: 1024}"
+)
+
+
+@pytest.mark.parametrize(
+    ("stage", "overrides", "key", "reason"),
+    [
+        (dapo_h100, (V3_ASYNC,), "grpo.use_dynamic_sampling", "run_grpo.py:128 @ super-v3"),
+        (dapo_h100, (V3_ASYNC,), "grpo.reward_scaling.enabled", "run_grpo.py:133 @ super-v3"),
+        (dapo_h100, (V3_ASYNC,), "grpo.reward_shaping.enabled", "run_grpo.py:133 @ super-v3"),
+        (rlvr, ("grpo.use_dynamic_sampling=true",), "grpo.use_dynamic_sampling", ":289 @"),
+        (rlvr, ("grpo.reward_scaling.enabled=true",), "grpo.reward_scaling.enabled", ":293 @"),
+        (rlvr, (DAPO_SHAPING,), "grpo.reward_shaping.enabled", ":297 @"),
+        (rlvr, ("data.use_multiple_dataloader=true",), "data.use_multiple_dataloader", ":303 @"),
+        (
+            dapo_h100,
+            (V3_ASYNC, "policy.generation.vllm_cfg.async_engine=false"),
+            "policy.generation.vllm_cfg.async_engine",
+            "grpo.py:2785 @ super-v3",
+        ),
+        (
+            rlvr,
+            ("policy.generation.vllm_cfg.async_engine=false",),
+            "policy.generation.vllm_cfg.async_engine",
+            "grpo.py:4120",
+        ),
+        (
+            dapo_h100,
+            (V3_ASYNC,),
+            "loss_fn.use_importance_sampling_correction",
+            "grpo.py:2789 @ super-v3",
+        ),
+        (
+            rlvr,
+            ("loss_fn.use_importance_sampling_correction=false",),
+            "loss_fn.use_importance_sampling_correction",
+            "grpo.py:4127",
+        ),
+    ],
+)
+def test_refused(
+    refused: Plan, stage: object, overrides: tuple[str, ...], key: str, reason: str
+) -> None:
+    errors = refused(stage, *overrides)
+    found = [e for e in errors if e.startswith(key) and reason in e]
+    assert found, errors
+
+
+def test_synchronous_grpo_takes_dynamic_sampling(warned: Plan) -> None:
+    warned(rlvr, "grpo.async_grpo.enabled=false", "grpo.use_dynamic_sampling=true")

@@ -1,0 +1,116 @@
+"""On-policy distillation (``grpo.adv_estimator.name: opd``, super-v3.5-posttraining): where the
+teachers run and the loss settings the MOPD recipe recommends."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.markers import Marker
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.async_grpo import async_rollouts
+from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.schema_main import NonColocatedTeachers, OnPolicyDistillation
+
+GRPO_PY = "nemo_rl/algorithms/grpo.py"
+TEACHERS_PY = "nemo_rl/models/policy/teacher_worker_group.py"
+
+
+def _non_colocated_teachers(ctx: CheckContext) -> bool:
+    """opd.py:106: distillation is on and its teachers have GPUs of their own."""
+    opd = getattr(ctx.config, "on_policy_distillation", None)
+    if not isinstance(opd, OnPolicyDistillation) or opd.enabled is not True:
+        return False
+    teachers = opd.non_colocated_teachers
+    return isinstance(teachers, NonColocatedTeachers) and teachers.enabled is True
+
+
+def non_colocated_teachers_need_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:785: teachers on their own GPUs score rollouts while they are collected."""
+    if _non_colocated_teachers(ctx) and not async_rollouts(ctx):
+        yield Issue(
+            "on_policy_distillation.non_colocated_teachers.enabled",
+            "NeMo-RL's GRPO setup refuses it without an asynchronous generation engine "
+            f"(policy.generation.vllm_cfg.async_engine) ({cite(ctx, GRPO_PY, v35=785)})",
+            value=True,
+        )
+
+
+def teachers_need_a_megatron_student(ctx: CheckContext) -> Iterator[Issue]:
+    """teacher_worker_group.py:156: a teacher copies the student's policy config and runs only
+    on Megatron, so the student must not enable DTensor."""
+    if _non_colocated_teachers(ctx) and ctx.config.policy.dtensor_cfg.enabled:
+        yield Issue(
+            "policy.dtensor_cfg.enabled",
+            "NeMo-RL refuses non-colocated teachers with it: a teacher inherits the policy's "
+            f"config and runs only on Megatron ({cite(ctx, TEACHERS_PY, v35=156)})",
+            value=True,
+        )
+
+
+def teachers_fit_on_one_node(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:795: each teacher's placement group lies on one node, the default teacher's
+    and every override's (the default's layout is checks.distillation_teachers_fit's)."""
+    opd = getattr(ctx.config, "on_policy_distillation", None)
+    if not _non_colocated_teachers(ctx):
+        return
+    teachers = opd.non_colocated_teachers
+    named = {"default_teacher_cfg": teachers.default_teacher_cfg}
+    overrides = teachers.teacher_overrides
+    named |= {
+        f"teacher_overrides.{k}": v
+        for k, v in (overrides if isinstance(overrides, dict) else {}).items()
+    }
+    per_node = ctx.hardware.gpus_per_node
+    for where, cfg in named.items():
+        gpus = getattr(cfg, "gpus_per_node", None)
+        if isinstance(gpus, int) and gpus > per_node:
+            yield Issue(
+                f"on_policy_distillation.non_colocated_teachers.{where}.gpus_per_node",
+                f"NeMo-RL's GRPO setup refuses more than the {per_node} GPUs of a node: a "
+                f"teacher's placement group must fit on one ({cite(ctx, GRPO_PY, v35=795)})",
+                value=gpus,
+            )
+
+
+def _opd_estimator(ctx: CheckContext) -> bool:
+    est = getattr(ctx.config.grpo, "adv_estimator", None)
+    return not isinstance(est, Marker) and getattr(est, "name", None) == "opd"
+
+
+def _recommendation(ctx: CheckContext, key: str, wanted: object, line: int) -> Iterator[Issue]:
+    value = getattr(ctx.config.loss_fn, key, None)
+    if _opd_estimator(ctx) and value != wanted:
+        yield Issue(
+            f"loss_fn.{key}",
+            f"NeMo-RL warns that on-policy distillation recommends {wanted!r} here (MOPD) "
+            f"({cite(ctx, GRPO_PY, v35=line)})",
+            value=None if isinstance(value, Marker) else value,
+        )
+
+
+def opd_recommends_no_ppo_ratio(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:2279: MOPD's loss is REINFORCE-style, without the PPO ratio."""
+    yield from _recommendation(ctx, "disable_ppo_ratio", True, 2279)
+
+
+def opd_recommends_importance_sampling(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:2283: MOPD weighs tokens by the importance-sampling correction."""
+    yield from _recommendation(ctx, "use_importance_sampling_correction", True, 2283)
+
+
+def opd_recommends_icepop(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:2287: MOPD gates the correction hard (icepop)."""
+    yield from _recommendation(ctx, "truncated_importance_sampling_type", "icepop", 2287)
+
+
+ERROR_CHECKS = (
+    non_colocated_teachers_need_async_rollouts,
+    teachers_need_a_megatron_student,
+    teachers_fit_on_one_node,
+)
+WARNING_CHECKS = (
+    opd_recommends_no_ppo_ratio,
+    opd_recommends_importance_sampling,
+    opd_recommends_icepop,
+)

@@ -1,0 +1,54 @@
+"""On-policy distillation's rules: a value that breaks each is refused (or warned about)."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipekit.nemo_rl.rules.conftest import Plan
+from recipes.super35.mopd import mopd_phase1
+
+TEACHERS = "on_policy_distillation.non_colocated_teachers"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key", "reason"),
+    [
+        (
+            ("policy.generation.vllm_cfg.async_engine=false", "grpo.async_grpo.enabled=false"),
+            "on_policy_distillation.non_colocated_teachers.enabled",
+            "grpo.py:785",
+        ),
+        (
+            ("policy.megatron_cfg.enabled=false", "policy.dtensor_cfg.enabled=true"),
+            "policy.dtensor_cfg.enabled",
+            "teacher_worker_group.py:156",
+        ),
+        (
+            (f"{TEACHERS}.teacher_overrides={{big: {{gpus_per_node: 8}}}}",),
+            f"{TEACHERS}.teacher_overrides.big.gpus_per_node",
+            "grpo.py:795",
+        ),
+    ],
+)
+def test_refused(refused: Plan, overrides: tuple[str, ...], key: str, reason: str) -> None:
+    errors = refused(mopd_phase1, *overrides)
+    found = [e for e in errors if e.startswith(key) and reason in e]
+    assert found, errors
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("loss_fn.disable_ppo_ratio=false", "loss_fn.disable_ppo_ratio"),
+        (
+            "loss_fn.truncated_importance_sampling_type=tis",
+            "loss_fn.truncated_importance_sampling_type",
+        ),
+    ],
+)
+def test_mopd_recommendations_warn(warned: Plan, override: str, key: str) -> None:
+    assert any(w.startswith(key) and "MOPD" in w for w in warned(mopd_phase1, override))
+
+
+def test_shipped_mopd_follows_the_recommendations(warned: Plan) -> None:
+    assert not any("MOPD" in w for w in warned(mopd_phase1))

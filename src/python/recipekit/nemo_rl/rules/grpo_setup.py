@@ -1,0 +1,147 @@
+"""GRPO's own setup and training loop: the runner's preconditions, checkpoint ranking, DAPO's
+reward shaping, the features only one rollout path honours.
+
+super-v3 runs ``examples/run_grpo.py``, super-v3.5-posttraining the NeMo Gym runner
+``examples/nemo_gym/run_grpo_nemo_gym.py``; each check cites the line of the version it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.markers import Marker
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.citation import cite, on_super35
+
+GRPO_PY = "nemo_rl/algorithms/grpo.py"
+REWARD_PY = "nemo_rl/algorithms/reward_functions.py"
+RUN_GRPO = "examples/run_grpo.py"
+GYM_RUNNER = "examples/nemo_gym/run_grpo_nemo_gym.py"
+METRIC_SOURCES = ("train:", "val:")
+
+
+def runner_line(ctx: CheckContext, *, v3: int = 0, v35: int = 0) -> str:
+    """The entry point's own line: each version starts GRPO from a different script."""
+    return cite(ctx, GYM_RUNNER, v35=v35) if on_super35(ctx) else cite(ctx, RUN_GRPO, v3=v3)
+
+
+def is_set(value: object) -> bool:
+    """A key the config gives a value (neither absent nor null)."""
+    return value is not None and not isinstance(value, Marker)
+
+
+def uses_nemo_gym(ctx: CheckContext) -> bool:
+    return getattr(ctx.config.env, "should_use_nemo_gym", None) is True
+
+
+def grpo_needs_a_generation_config(ctx: CheckContext) -> Iterator[Issue]:
+    """run_grpo.py:84 (super-v3), run_grpo_nemo_gym.py:168 (super-v3.5): GRPO generates its
+    own rollouts, so the policy needs a generation section (grpo.py:283 / :483 repeat it)."""
+    if ctx.generation is None:
+        yield Issue(
+            "policy.generation",
+            "NeMo-RL's GRPO runner refuses a missing one: GRPO generates its own rollouts "
+            f"({runner_line(ctx, v3=84, v35=168)})",
+            hint="give the policy a generation section",
+        )
+
+
+def gym_runner_needs_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
+    """run_grpo_nemo_gym.py:195 (super-v3.5): the NeMo Gym runner's only environment is Gym."""
+    if on_super35(ctx) and not uses_nemo_gym(ctx):
+        value = getattr(ctx.config.env, "should_use_nemo_gym", None)
+        yield Issue(
+            "env.should_use_nemo_gym",
+            "NeMo-RL's NeMo Gym runner refuses it unless true: NeMo Gym is the only environment "
+            f"it starts ({runner_line(ctx, v35=195)})",
+            value=None if isinstance(value, Marker) else value,
+            hint="set it true",
+        )
+
+
+def message_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:1958 (super-v3.5): only NeMo Gym flags invalid tool calls and malformed
+    thinking, so without it these advantages would never apply."""
+    grpo = ctx.config.grpo
+    for key in ("invalid_tool_call_advantage", "malformed_thinking_advantage"):
+        value = getattr(grpo, key, None)
+        if on_super35(ctx) and is_set(value) and not uses_nemo_gym(ctx):
+            yield Issue(
+                f"grpo.{key}",
+                "NeMo-RL's GRPO refuses it without env.should_use_nemo_gym: only NeMo Gym marks "
+                f"the messages it penalises ({cite(ctx, GRPO_PY, v35=1958)})",
+                value=value,
+            )
+            return
+
+
+def multimodal_dedup_needs_vllm(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:383 (super-v3.5): de-duplicated multimodal data is qualified on vLLM only."""
+    gen = ctx.generation
+    dedup = getattr(ctx.config.grpo, "deduplicate_multimodal_data", None) is True
+    if dedup and gen is not None and gen.backend != "vllm":
+        yield Issue(
+            "grpo.deduplicate_multimodal_data",
+            f"NeMo-RL's GRPO setup refuses it with policy.generation.backend {gen.backend!r}: "
+            f"it is qualified only with vLLM ({cite(ctx, GRPO_PY, v35=383)})",
+            value=True,
+        )
+
+
+def checkpoint_metric_names_its_source(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:2354 (super-v3), :3540 (super-v3.5), and the async loop's :3572 / :5155: a
+    ranking metric says whether it is a training or a validation metric."""
+    ckpt = ctx.config.checkpointing
+    metric = ckpt.metric_name
+    if ckpt.enabled and isinstance(metric, str) and not metric.startswith(METRIC_SOURCES):
+        yield Issue(
+            "checkpointing.metric_name",
+            "NeMo-RL refuses it at the first checkpoint: the name must start with 'train:' or "
+            f"'val:' ({cite(ctx, GRPO_PY, v3=2354, v35=3540)})",
+            value=metric,
+            hint=f"e.g. 'val:{metric.split(':')[-1]}'",
+        )
+
+
+def dapo_reward_shaping_needs_its_lengths(ctx: CheckContext) -> Iterator[Issue]:
+    """reward_functions.py:121 (super-v3), :126 (super-v3.5): the only shaping besides the
+    stop-properly penalty is DAPO's overlong penalty, which needs all three of its values."""
+    # Either version's section (main's is not a subclass of super-v3's); absent is UNSET.
+    shaping = ctx.config.grpo.reward_shaping
+    if getattr(shaping, "enabled", None) is not True:
+        return
+    if is_set(shaping.stop_properly_penalty_coef):
+        return  # the stop-properly penalty replaces DAPO's; its lengths are not read
+    for key in ("overlong_buffer_length", "overlong_buffer_penalty", "max_response_length"):
+        if not is_set(getattr(shaping, key)):
+            yield Issue(
+                f"grpo.reward_shaping.{key}",
+                "NeMo-RL's reward shaping refuses a missing one: enabled shaping without "
+                "stop_properly_penalty_coef is DAPO's overlong penalty, which needs it "
+                f"({cite(ctx, REWARD_PY, v3=121, v35=126)})",
+                hint="set it, or disable grpo.reward_shaping",
+            )
+
+
+def multiple_dataloaders_ignore_max_num_epochs(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:2793 (super-v3.5): several dataloaders cycle without end, so only
+    max_num_steps stops training."""
+    if getattr(ctx.config.data, "use_multiple_dataloader", None) is True:
+        yield Issue(
+            "grpo.max_num_epochs",
+            "NeMo-RL ignores it with data.use_multiple_dataloader: the dataloaders never run "
+            f"out, so only grpo.max_num_steps ends training ({cite(ctx, GRPO_PY, v35=2793)})",
+            value=ctx.config.grpo.max_num_epochs,
+        )
+
+
+ERROR_CHECKS = (
+    grpo_needs_a_generation_config,
+    gym_runner_needs_nemo_gym,
+    message_penalties_need_nemo_gym,
+    multimodal_dedup_needs_vllm,
+    checkpoint_metric_names_its_source,
+    dapo_reward_shaping_needs_its_lengths,
+)
+WARNING_CHECKS = (multiple_dataloaders_ignore_max_num_epochs,)

@@ -1,0 +1,213 @@
+"""NeMo-RL's Megatron setup (``nemo_rl/models/megatron/setup.py``): precision flags of the
+optimizer, FP8, CPU offloading, and what the fused linear log-probabilities exclude."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.markers import UNSET, Marker
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.rules.loss import fused_linear_logprobs
+from recipekit.nemo_rl.schema_super_v3 import FP8, Colocation
+
+SETUP_PY = "nemo_rl/models/megatron/setup.py"
+MEGATRON = "policy.megatron_cfg"
+OPTIMIZER = f"{MEGATRON}.optimizer"
+FP8_KEYS = ("fp8", "fp8_recipe", "fp8_param")
+# The keys whose difference between training and the Megatron inference model makes NeMo-RL
+# build a second model and reshard into it (generation/megatron/config.py:117 @ super-v3.5).
+INFERENCE_LAYOUT_KEYS = (
+    "tensor_model_parallel_size",
+    "pipeline_model_parallel_size",
+    "expert_model_parallel_size",
+    "expert_tensor_parallel_size",
+)
+
+
+def _half_precision_optimizer(
+    ctx: CheckContext, precision: str, flag: str, v3: int, v35: int
+) -> Iterator[Issue]:
+    """The precision-aware optimizer keeps its states in the policy's half precision, which
+    NeMo-RL asks the optimizer section to state (the model's flags it sets itself)."""
+    m = ctx.megatron
+    if m is None or ctx.config.policy.precision != precision:
+        return
+    opt = m.optimizer
+    if opt.use_precision_aware_optimizer and getattr(opt, flag) is not True:
+        yield Issue(
+            f"{OPTIMIZER}.{flag}",
+            f"NeMo-RL's Megatron setup refuses it false with policy.precision {precision} and "
+            f"use_precision_aware_optimizer ({cite(ctx, SETUP_PY, v3=v3, v35=v35)})",
+            value=getattr(opt, flag),
+            hint="set it true, or use_precision_aware_optimizer false",
+        )
+
+
+def precision_aware_optimizer_states_bf16(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:564 (super-v3), :1338 (super-v3.5)."""
+    yield from _half_precision_optimizer(ctx, "bfloat16", "bf16", 564, 1338)
+
+
+def precision_aware_optimizer_states_fp16(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:574 (super-v3), :1348 (super-v3.5)."""
+    yield from _half_precision_optimizer(ctx, "float16", "fp16", 574, 1348)
+
+
+def float32_optimizer_takes_no_half_flags(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:584 (super-v3), :1358 (super-v3.5): a float32 policy's optimizer is float32."""
+    m = ctx.megatron
+    if m is None or ctx.config.policy.precision != "float32":
+        return
+    for flag in ("bf16", "fp16"):
+        if getattr(m.optimizer, flag) is True:
+            yield Issue(
+                f"{OPTIMIZER}.{flag}",
+                "NeMo-RL's Megatron setup refuses it with policy.precision float32 "
+                f"({cite(ctx, SETUP_PY, v3=584, v35=1358)})",
+                value=True,
+                hint="set it false",
+            )
+
+
+def _fp8(ctx: CheckContext) -> FP8 | None:
+    m = ctx.megatron
+    cfg = m.fp8_cfg if m is not None else None
+    return cfg if isinstance(cfg, FP8) and cfg.enabled else None
+
+
+def fp8_cfg_names_every_key(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:479 (super-v3), :1178 (super-v3.5): an enabled fp8_cfg is read key by key."""
+    fp8 = _fp8(ctx)
+    missing = [key for key in FP8_KEYS if fp8 is not None and getattr(fp8, key) is UNSET]
+    if missing:
+        yield Issue(
+            f"{MEGATRON}.fp8_cfg.{missing[0]}",
+            f"NeMo-RL's Megatron setup fails with a KeyError when an enabled fp8_cfg lacks it "
+            f"(it reads {', '.join(FP8_KEYS)}; {cite(ctx, SETUP_PY, v3=479, v35=1178)})",
+        )
+
+
+def fp8_param_may_give_nan(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:482 (super-v3): FP8 parameters sometimes make token_mult_prob_error NaN
+    (NVIDIA-NeMo/RL#1164)."""
+    fp8 = _fp8(ctx)
+    if fp8 is not None and fp8.fp8_param is True:
+        yield Issue(
+            f"{MEGATRON}.fp8_cfg.fp8_param",
+            "NeMo-RL warns that FP8 parameters sometimes give a NaN token_mult_prob_error "
+            f"(NVIDIA-NeMo/RL#1164; {cite(ctx, SETUP_PY, v3=482)})",
+            value=True,
+        )
+
+
+def cpu_offload_needs_distributed_optimizer(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:1223 (super-v3.5): the offloaded optimizer is the distributed one."""
+    m = ctx.megatron
+    if (
+        m is not None
+        and m.optimizer.optimizer_cpu_offload
+        and not m.optimizer.use_distributed_optimizer
+    ):
+        yield Issue(
+            f"{OPTIMIZER}.use_distributed_optimizer",
+            "NeMo-RL's Megatron setup refuses it false with optimizer_cpu_offload "
+            f"({cite(ctx, SETUP_PY, v35=1223)})",
+            value=False,
+            hint="set it true, or optimizer_cpu_offload false",
+        )
+
+
+def d2h_overlap_needs_cpu_offload(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:1233 (super-v3.5): overlapping host copies needs an optimizer on the host."""
+    m = ctx.megatron
+    if m is None or getattr(m.optimizer, "overlap_cpu_optimizer_d2h_h2d", None) is not True:
+        return
+    if not m.optimizer.optimizer_cpu_offload:
+        yield Issue(
+            f"{OPTIMIZER}.overlap_cpu_optimizer_d2h_h2d",
+            "NeMo-RL's Megatron setup refuses it without optimizer_cpu_offload "
+            f"({cite(ctx, SETUP_PY, v35=1233)})",
+            value=True,
+        )
+
+
+def fused_logprobs_without_context_parallel(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:883 (super-v3.5): the linear cross-entropy fusion does not split over CP."""
+    m = ctx.megatron
+    if m is not None and fused_linear_logprobs(ctx) and m.context_parallel_size > 1:
+        yield Issue(
+            f"{MEGATRON}.use_fused_linear_logprobs",
+            f"NeMo-RL's Megatron setup refuses it with context_parallel_size = "
+            f"{m.context_parallel_size}: the fused loss does not support context parallelism "
+            f"({cite(ctx, SETUP_PY, v35=883)})",
+            value=True,
+        )
+
+
+def fused_logprobs_without_param_gather_overlap(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:1397 (super-v3.5): the fused path skips the output layer's forward, which the
+    overlapped parameter gather waits on."""
+    m = ctx.megatron
+    if m is None or not fused_linear_logprobs(ctx):
+        return
+    if m.distributed_data_parallel_config.overlap_param_gather:
+        yield Issue(
+            f"{MEGATRON}.use_fused_linear_logprobs",
+            "NeMo-RL's Megatron setup refuses it with distributed_data_parallel_config."
+            "overlap_param_gather: the fused forward leaves a parameter gather pending "
+            f"({cite(ctx, SETUP_PY, v35=1397)})",
+            value=True,
+            hint="set one of them false",
+        )
+
+
+def _colocated_reshard(ctx: CheckContext) -> bool:
+    """Colocated Megatron generation whose inference model differs from training's
+    (another layout, another transformer_impl, or training CP > 1, since inference runs at
+    CP 1), which NeMo-RL reshards into (setup.py:1772-1780 @ super-v3.5)."""
+    m, gen = ctx.megatron, ctx.generation
+    if m is None or gen is None or gen.backend != "megatron":
+        return False
+    if not isinstance(gen.colocated, Colocation) or not gen.colocated.enabled:
+        return False
+    inference = gen.mcore_generation_config
+    if isinstance(inference, Marker):
+        return m.context_parallel_size > 1
+    differs = any(
+        not isinstance(getattr(inference, key, UNSET), Marker)
+        and getattr(inference, key) != getattr(m, key)
+        for key in INFERENCE_LAYOUT_KEYS
+    )
+    impl = getattr(inference, "transformer_impl", UNSET)
+    return differs or not isinstance(impl, Marker) or m.context_parallel_size > 1
+
+
+def colocated_reshard_without_draft(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:1801 (super-v3.5): resharding into a separate inference model does not carry
+    a draft model."""
+    draft = getattr(ctx.config.policy, "draft", None)
+    if getattr(draft, "enabled", None) is True and _colocated_reshard(ctx):
+        yield Issue(
+            "policy.draft.enabled",
+            "NeMo-RL's Megatron setup refuses a draft model when colocated Megatron generation "
+            "runs another layout than training (it reshards into a second model) "
+            f"({cite(ctx, SETUP_PY, v35=1801)})",
+            value=True,
+            hint="give mcore_generation_config training's layout, or disable the draft",
+        )
+
+
+ERROR_CHECKS = (
+    precision_aware_optimizer_states_bf16,
+    precision_aware_optimizer_states_fp16,
+    float32_optimizer_takes_no_half_flags,
+    fp8_cfg_names_every_key,
+    cpu_offload_needs_distributed_optimizer,
+    d2h_overlap_needs_cpu_offload,
+    fused_logprobs_without_context_parallel,
+    fused_logprobs_without_param_gather_overlap,
+    colocated_reshard_without_draft,
+)
+WARNING_CHECKS = (fp8_param_may_give_nan,)

@@ -1,0 +1,80 @@
+"""NeMo-RL's Megatron setup rules: a value that breaks each is refused (or warned about)."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipekit.markers import UNSET
+from recipekit.nemo_rl.rules.conftest import Plan
+from recipes.super3.dapo import dapo_h100
+from recipes.super35.rl import rlvr
+
+OPT = "policy.megatron_cfg.optimizer"
+FP8_ON = "policy.megatron_cfg.fp8_cfg.enabled=true"
+FUSED = "policy.megatron_cfg.use_fused_linear_logprobs=true"
+UNPACKED = "policy.sequence_packing.enabled=false"
+
+
+@pytest.mark.parametrize(
+    ("stage", "overrides", "key", "reason"),
+    [
+        (dapo_h100, (f"{OPT}.bf16=false",), f"{OPT}.bf16", "setup.py:564 @ super-v3"),
+        (rlvr, (f"{OPT}.bf16=false",), f"{OPT}.bf16", "setup.py:1338 @"),
+        (
+            rlvr,
+            ("policy.precision=float16", f"{OPT}.bf16=false"),
+            f"{OPT}.fp16",
+            "setup.py:1348 @",
+        ),
+        (dapo_h100, ("policy.precision=float32",), f"{OPT}.bf16", "setup.py:584 @ super-v3"),
+        (
+            dapo_h100.with_values({"policy.megatron_cfg.fp8_cfg.fp8_param": UNSET}),
+            (FP8_ON,),
+            "policy.megatron_cfg.fp8_cfg.fp8_param",
+            "setup.py:479 @ super-v3",
+        ),
+        (
+            rlvr,
+            (f"{OPT}.optimizer_cpu_offload=true", f"{OPT}.use_distributed_optimizer=false"),
+            f"{OPT}.use_distributed_optimizer",
+            "setup.py:1223 @",
+        ),
+        (
+            rlvr,
+            (f"{OPT}.overlap_cpu_optimizer_d2h_h2d=true",),
+            f"{OPT}.overlap_cpu_optimizer_d2h_h2d",
+            "setup.py:1233 @",
+        ),
+        (
+            rlvr,
+            (FUSED, "policy.megatron_cfg.context_parallel_size=2"),
+            "policy.megatron_cfg.use_fused_linear_logprobs",
+            "setup.py:883 @",
+        ),
+        (
+            rlvr,
+            (
+                FUSED,
+                UNPACKED,
+                "policy.megatron_cfg.distributed_data_parallel_config." "overlap_param_gather=true",
+            ),
+            "policy.megatron_cfg.use_fused_linear_logprobs",
+            "setup.py:1397 @",
+        ),
+    ],
+)
+def test_refused(
+    refused: Plan, stage: object, overrides: tuple[str, ...], key: str, reason: str
+) -> None:
+    errors = refused(stage, *overrides)
+    found = [e for e in errors if e.startswith(key) and reason in e]
+    assert found, errors
+
+
+def test_fp8_parameters_warn_on_super_v3(warned: Plan) -> None:
+    warnings = warned(dapo_h100, FP8_ON, "policy.megatron_cfg.fp8_cfg.fp8_param=true")
+    assert any(w.startswith("policy.megatron_cfg.fp8_cfg.fp8_param") for w in warnings)
+
+
+def test_an_optimizer_without_precision_awareness_takes_any_flags(warned: Plan) -> None:
+    warned(rlvr, f"{OPT}.use_precision_aware_optimizer=false", f"{OPT}.bf16=false")

@@ -1,0 +1,89 @@
+"""The policy (``nemo_rl/models/policy/lm_policy.py``): which worker NeMo-RL starts and what
+each worker supports (batching across pipeline stages, LoRA, save formats, the draft model)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.markers import Marker
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.schema_super_v3 import LoRA, SequencePacking
+
+LM_POLICY = "nemo_rl/models/policy/lm_policy.py"
+
+
+def _dtensor_v1(ctx: CheckContext) -> bool:
+    """The DTensor worker NeMo-RL starts when dtensor_cfg._v2 is not true."""
+    return ctx.config.policy.dtensor_cfg.v2 is not True
+
+
+def dynamic_batching_needs_one_pipeline_stage(ctx: CheckContext) -> Iterator[Issue]:
+    """lm_policy.py:232 (super-v3), :313 (super-v3.5)."""
+    m, policy = ctx.megatron, ctx.config.policy
+    if m is None or not policy.dynamic_batching.enabled or m.pipeline_model_parallel_size == 1:
+        return
+    yield Issue(
+        "policy.dynamic_batching.enabled",
+        f"NeMo-RL's policy refuses it with pipeline_model_parallel_size = "
+        f"{m.pipeline_model_parallel_size}: dynamic batching needs a single pipeline stage "
+        f"({cite(ctx, LM_POLICY, v3=232, v35=313)})",
+        value=True,
+        hint="disable it, or use sequence packing",
+    )
+
+
+def lora_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
+    """lm_policy.py:123 (super-v3), :175 (super-v3.5): only the v2 DTensor worker has LoRA."""
+    dtensor = ctx.config.policy.dtensor_cfg
+    lora = dtensor.lora_cfg
+    if ctx.megatron is not None or not dtensor.enabled or not _dtensor_v1(ctx):
+        return
+    if isinstance(lora, LoRA) and lora.enabled:
+        yield Issue(
+            "policy.dtensor_cfg.lora_cfg.enabled",
+            "NeMo-RL's policy refuses LoRA on the first DTensor worker "
+            f"({cite(ctx, LM_POLICY, v3=123, v35=175)})",
+            value=True,
+            hint="set policy.dtensor_cfg._v2: true",
+        )
+
+
+def model_save_format_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
+    """lm_policy.py:888 (super-v3), :1223 (super-v3.5): a save format is passed only to
+    workers started with dtensor_cfg._v2 (the flag is read whichever back-end trains)."""
+    ckpt = ctx.config.checkpointing
+    fmt = ckpt.model_save_format
+    if ckpt.enabled and isinstance(fmt, str) and _dtensor_v1(ctx):
+        yield Issue(
+            "checkpointing.model_save_format",
+            "NeMo-RL refuses it at the first checkpoint unless policy.dtensor_cfg._v2 is true "
+            f"({cite(ctx, LM_POLICY, v3=888, v35=1223)})",
+            value=fmt,
+            hint="leave it null, or set policy.dtensor_cfg._v2: true",
+        )
+
+
+def draft_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
+    """lm_policy.py:134 (super-v3.5): the draft model's training does not take packed rows."""
+    policy = ctx.config.policy
+    draft, packing = getattr(policy, "draft", None), policy.sequence_packing
+    packed = isinstance(packing, SequencePacking) and packing.enabled
+    if not isinstance(draft, Marker) and getattr(draft, "enabled", None) is True and packed:
+        yield Issue(
+            "policy.draft.enabled",
+            "NeMo-RL's policy refuses a draft model with policy.sequence_packing.enabled "
+            f"({cite(ctx, LM_POLICY, v35=134)})",
+            value=True,
+            hint="disable sequence packing or the draft",
+        )
+
+
+ERROR_CHECKS = (
+    dynamic_batching_needs_one_pipeline_stage,
+    lora_needs_dtensor_v2,
+    model_save_format_needs_dtensor_v2,
+    draft_without_sequence_packing,
+)
+WARNING_CHECKS: tuple[()] = ()

@@ -1,0 +1,75 @@
+"""The policy workers' rules: a value that breaks each is refused, naming the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipekit.nemo_rl.rules.conftest import Plan
+from recipes.super3.dapo import dapo_h100
+from recipes.super35.rl import rlvr
+
+DTENSOR_V1 = (
+    "policy.megatron_cfg.enabled=false",
+    "policy.dtensor_cfg.enabled=true",
+    "policy.dtensor_cfg._v2=false",
+)
+
+DYNAMIC_OVER_TWO_STAGES = (
+    "policy.sequence_packing.enabled=false",
+    "policy.dynamic_batching.enabled=true",
+    "policy.megatron_cfg.context_parallel_size=1",
+    "policy.megatron_cfg.pipeline_model_parallel_size=2",
+)
+
+
+@pytest.mark.parametrize(
+    ("stage", "overrides", "key", "reason"),
+    [
+        (
+            dapo_h100,
+            DYNAMIC_OVER_TWO_STAGES,
+            "policy.dynamic_batching.enabled",
+            "lm_policy.py:232 @ super-v3",
+        ),
+        (
+            rlvr,
+            DYNAMIC_OVER_TWO_STAGES,
+            "policy.dynamic_batching.enabled",
+            "lm_policy.py:313 @",
+        ),
+        (
+            dapo_h100,
+            (*DTENSOR_V1, "policy.dtensor_cfg.lora_cfg.enabled=true"),
+            "policy.dtensor_cfg.lora_cfg.enabled",
+            "lm_policy.py:123 @ super-v3",
+        ),
+        (
+            dapo_h100,
+            ("policy.dtensor_cfg._v2=false",),
+            "checkpointing.model_save_format",
+            "lm_policy.py:888 @ super-v3",
+        ),
+        (
+            rlvr,
+            ("policy.dtensor_cfg._v2=false", "checkpointing.model_save_format=safetensors"),
+            "checkpointing.model_save_format",
+            "lm_policy.py:1223 @",
+        ),
+        (
+            rlvr,
+            ("policy.draft={enabled: true}",),
+            "policy.draft.enabled",
+            "lm_policy.py:134 @",
+        ),
+    ],
+)
+def test_refused(
+    refused: Plan, stage: object, overrides: tuple[str, ...], key: str, reason: str
+) -> None:
+    errors = refused(stage, *overrides)
+    found = [e for e in errors if e.startswith(key) and reason in e]
+    assert found, errors
+
+
+def test_the_v2_worker_takes_a_save_format(warned: Plan) -> None:
+    warned(rlvr, "checkpointing.model_save_format=safetensors")
