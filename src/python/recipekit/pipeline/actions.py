@@ -254,7 +254,8 @@ def _input(
         found = _select(made, ref.selector)
         if found is None:
             return InputVersion(role, ref, None, identity)
-        return InputVersion(role, ref, found.version.version, identity, content=found.manifest_digest)
+        number, content = found.version.version, found.manifest_digest
+        return InputVersion(role, ref, number, identity, content=content)
     found = _select([r for r in records.recorded(ref.name) if r.whole], ref.selector)
     if found is None:
         return InputVersion(role, ref, None, f"absent:{ref}")

@@ -214,14 +214,16 @@ def test_store_lineage_follows_the_recorded_input_versions_back_to_the_imports(
     # The run is the pinned plan's; the plan hash recorded is the recipe's, as plan shows it.
     assert lines[1].startswith("├─ model: super35-rl-rlvr-model:v0 step-120  run rlvr-")
     assert f"plan {rlvr.plan_hash[:12]}  key {rlvr.key[:12]}" in lines[1]  # type: ignore[index]
-    for made in ("super35-sft-model:v0", "super35-sft-stage1-model:v0", "super35-pretrain-model:v0"):
-        assert f"model: {made}" in text
-    imported = (store / "super35-rl-rlvr-data" / ".versions" / "v0.json").read_text()
-    digest = json.loads(imported)["meta"]["manifest_digest"]
-    assert f"data: super35-rl-rlvr-data:v0  imported (no action recorded)  manifest {digest[:12]}" in text
+    for made in ("super35-sft-model", "super35-sft-stage1-model", "super35-pretrain-model"):
+        assert f"model: {made}:v0" in text
+    marker = (store / "super35-rl-rlvr-data" / ".versions" / "v0.json").read_text()
+    digest = json.loads(marker)["meta"]["manifest_digest"]
+    imported = "data: super35-rl-rlvr-data:v0  imported (no action recorded)"
+    assert f"{imported}  manifest {digest[:12]}" in text
     assert "data: super35-rl-teacher-reasoning-data:v0" in lines[-1]
 
-    as_json = json.loads(_lineage(store, "super35-rl-teacher-reasoning-model:latest", "--json").stdout)
+    teacher_ref = "super35-rl-teacher-reasoning-model:latest"
+    as_json = json.loads(_lineage(store, teacher_ref, "--json").stdout)
     model = as_json["inputs"]["model"]
     assert (model["ref"], model["key"], model["plan_hash"]) == (
         "super35-rl-rlvr-model:v0", rlvr.key, rlvr.plan_hash
@@ -305,7 +307,9 @@ def test_the_conversion_cache_is_keyed_by_content_converter_and_options(
     assert versions(store, "super35-sft-model")[-1].version == 1
     assert _conversion_dir(chain, store, rerun=("rlvr",)) != first
     # Another converter (NeMo-RL version) or other options: never the same directory.
-    other = attrs.evolve(plan.stage.framework, version="super-v3.5-posttraining@0000000")
+    framework = plan.stage.framework
+    assert attrs.has(type(framework))
+    other = attrs.evolve(framework, version="super-v3.5-posttraining@0000000")  # type: ignore[misc]
     moved = attrs.evolve(plan, stage=attrs.evolve(plan.stage, framework=other))
     assert conversion_environment(moved, source) != conversion_environment(plan, source)
     [fp64] = plan_chain(chain, ["rlvr"], ["rlvr:policy.megatron_cfg.moe_router_dtype=fp64"])

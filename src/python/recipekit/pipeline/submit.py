@@ -191,7 +191,8 @@ def keep_pinned(root: Path, actions: Sequence[StageAction]) -> list[str]:
         for role, ref in action.pins().items():
             assert ref.version is not None
             before = versions(root, ref.name)[ref.version]
-            kept = keep_version(root, ref.name, ref.version, pinned_by=f"{action.stage}: run.{role}")
+            holder = f"{action.stage}: run.{role}"
+            kept = keep_version(root, ref.name, ref.version, pinned_by=holder)
             if kept != before:
                 lines.append(
                     f"kept {ref} (step-{kept.step}) for {action.stage}: {kept.path}, which its "
