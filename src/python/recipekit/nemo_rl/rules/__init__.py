@@ -21,6 +21,7 @@ from recipekit.nemo_rl.rules import (
     rollouts,
     sequence_budget,
     storage,
+    tokenizer,
     validation,
     vllm_engine,
     vllm_quantization,
@@ -36,6 +37,7 @@ _SHARED_ERRORS: tuple[Check, ...] = (
     *sequence_budget.ERROR_CHECKS,
     *allocator.ERROR_CHECKS,
     *storage.ERROR_CHECKS,
+    *tokenizer.ERROR_CHECKS,
     *vllm_worker.ERROR_CHECKS,
 )
 
@@ -97,6 +99,7 @@ ERROR_CHECKS_SUPER_V3: tuple[Check, ...] = (
 WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (
     *generation.WARNING_CHECKS,
     *storage.WARNING_CHECKS,
+    *tokenizer.WARNING_CHECKS,
     *_TRAINING_WARNINGS_SUPER_V3,
 )
 
@@ -116,6 +119,7 @@ ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
 WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *generation.WARNING_CHECKS,
     *storage.WARNING_CHECKS,
+    *tokenizer.WARNING_CHECKS,
     *vllm_engine.WARNING_CHECKS,
     *vllm_worker.SUPER35_WARNING_CHECKS,
     *_TRAINING_WARNINGS_SUPER35,

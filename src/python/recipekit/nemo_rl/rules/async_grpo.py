@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import cite, on_super35
+from recipekit.nemo_rl.rules.generation import gym_runner_sets_the_server_on
 from recipekit.nemo_rl.rules.grpo_setup import GRPO_PY, runner_line
 from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO, RewardScaling
 
@@ -27,7 +28,9 @@ def async_rollouts(ctx: CheckContext) -> bool:
     if gen is None:
         return False
     if gen.backend == "vllm":
-        return vllm is not None and vllm.async_engine is True
+        return vllm is not None and (
+            vllm.async_engine is True or gym_runner_sets_the_server_on(ctx)
+        )
     if not on_super35(ctx):
         return False
     if gen.backend == "megatron":

@@ -14,7 +14,12 @@ TEACHERS = "on_policy_distillation.non_colocated_teachers"
     ("overrides", "key", "reason"),
     [
         (
-            ("policy.generation.vllm_cfg.async_engine=false", "grpo.async_grpo.enabled=false"),
+            (
+                "policy.generation.vllm_cfg.async_engine=false",
+                "grpo.async_grpo.enabled=false",
+                # NeMo Gym's runner would set async_engine true itself (rules/generation.py).
+                "env.should_use_nemo_gym=false",
+            ),
             "on_policy_distillation.non_colocated_teachers.enabled",
             "grpo.py:785",
         ),

@@ -20,24 +20,57 @@ def _uses_nemo_gym(ctx: CheckContext) -> bool:
     return getattr(ctx.config.env, "should_use_nemo_gym", None) is True
 
 
+def gym_runner_sets_the_server_on(ctx: CheckContext) -> bool:
+    """super-v3.5's NeMo Gym runner sets vLLM's async_engine and expose_http_server true before
+    setup reads them (nemo_gym.py:1116-1117, from run_grpo_nemo_gym.py:192)."""
+    return on_super35(ctx) and _uses_nemo_gym(ctx)
+
+
 def nemo_gym_needs_the_async_engine(ctx: CheckContext) -> Iterator[Issue]:
-    """nemo_gym.py:90 (super-v3.5), grpo.py:1249 (super-v3): Gym's agents call an async engine."""
+    """grpo.py:1249 (super-v3): Gym's agents call an async engine. super-v3.5's Gym runner sets
+    it true first (``nemo_gym_runner_turns_the_server_on``)."""
     vllm = ctx.vllm
+    if on_super35(ctx):
+        return
     if _uses_nemo_gym(ctx) and vllm is not None and vllm.async_engine is not True:
-        where = cite(ctx, NEMO_GYM_PY, v35=90) if on_super35(ctx) else cite(ctx, GRPO_PY, v3=1249)
         yield Issue(
             f"{VLLM}.async_engine",
-            f"NeMo-RL refuses NeMo Gym rollouts without an async generation engine ({where})",
+            "NeMo-RL refuses NeMo Gym rollouts without an async generation engine "
+            f"({cite(ctx, GRPO_PY, v3=1249)})",
             value=vllm.async_engine,
             hint="set it true",
         )
 
 
-def nemo_gym_needs_the_http_server(ctx: CheckContext) -> Iterator[Issue]:
-    """nemo_gym.py:113 (super-v3.5), grpo.py:1257 (super-v3): Gym reaches vLLM over HTTP."""
+def nemo_gym_runner_turns_the_server_on(ctx: CheckContext) -> Iterator[Issue]:
+    """nemo_gym.py:1116-1117 (super-v3.5), called by run_grpo_nemo_gym.py:192: the Gym runner
+    sets async_engine and expose_http_server true before the asserts of nemo_gym.py:90 and :113
+    run, so a false there is overwritten, not refused."""
     vllm = ctx.vllm
+    if not gym_runner_sets_the_server_on(ctx) or vllm is None:
+        return
+    for key, value in (
+        ("async_engine", vllm.async_engine),
+        ("expose_http_server", vllm.expose_http_server),
+    ):
+        if value is False:
+            yield Issue(
+                f"{VLLM}.{key}",
+                "NeMo Gym's runner sets it true before setup, whatever the config says "
+                f"({cite(ctx, NEMO_GYM_PY, v35=1116)})",
+                value=False,
+                hint="remove it, or set it true",
+            )
+
+
+def nemo_gym_needs_the_http_server(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:1257 (super-v3): Gym reaches vLLM over HTTP. super-v3.5's Gym runner sets it
+    true first (``nemo_gym_runner_turns_the_server_on``)."""
+    vllm = ctx.vllm
+    if on_super35(ctx):
+        return
     if _uses_nemo_gym(ctx) and vllm is not None and vllm.expose_http_server is not True:
-        where = cite(ctx, NEMO_GYM_PY, v35=113) if on_super35(ctx) else cite(ctx, GRPO_PY, v3=1257)
+        where = cite(ctx, GRPO_PY, v3=1257)
         yield Issue(
             f"{VLLM}.expose_http_server",
             f"NeMo-RL refuses NeMo Gym rollouts unless the generation server is exposed ({where})",
@@ -187,5 +220,9 @@ ERROR_CHECKS = (
     fp8_kv_cache_needs_one_pipeline_stage,
     vlm_needs_the_tokenizer_in_vllm,
 )
-WARNING_CHECKS = (pad_token_id_is_overwritten, speculative_decoding_loads_real_weights)
+WARNING_CHECKS = (
+    pad_token_id_is_overwritten,
+    speculative_decoding_loads_real_weights,
+    nemo_gym_runner_turns_the_server_on,
+)
 SUPER35_ERROR_CHECKS = (trtllm_needs_its_async_engine,)

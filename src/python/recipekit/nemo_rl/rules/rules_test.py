@@ -49,16 +49,6 @@ def _warnings(stage: object, *overrides: str) -> list[str]:
         (("grpo.stop_at_validation_metric=accuracy",), "grpo.stop_at_validation_threshold", ":577"),
         (("grpo.max_val_samples=16",), "grpo.max_val_samples", "run_grpo_nemo_gym.py:207"),
         (
-            ("policy.generation.vllm_cfg.async_engine=false",),
-            "policy.generation.vllm_cfg.async_engine",
-            "nemo_gym.py:90",
-        ),
-        (
-            ("policy.generation.vllm_cfg.expose_http_server=false",),
-            "policy.generation.vllm_cfg.expose_http_server",
-            "nemo_gym.py:113",
-        ),
-        (
             ("loss_fn.force_on_policy_ratio=true", "policy.train_global_batch_size=64"),
             "policy.train_global_batch_size",
             "force_on_policy_ratio",
@@ -134,3 +124,14 @@ def test_pad_token_id_is_a_warning() -> None:
         w.startswith("policy.generation._pad_token_id")
         for w in _warnings(rlvr, "policy.generation._pad_token_id=0")
     )
+
+
+@pytest.mark.parametrize("key", ["async_engine", "expose_http_server"])
+def test_nemo_gyms_runner_overwrites_a_false_server_setting(key: str) -> None:
+    """run_grpo_nemo_gym.py:192 sets both true before nemo_gym.py:90 and :113 assert them."""
+    found = [
+        w
+        for w in _warnings(rlvr, f"policy.generation.vllm_cfg.{key}=false")
+        if w.startswith(f"policy.generation.vllm_cfg.{key} = False")
+    ]
+    assert found and "nemo_gym.py:1116" in found[0]
