@@ -52,9 +52,11 @@ def teachers_fit_on_one_node(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py:795: each teacher's placement group lies on one node, the default teacher's
     and every override's (the default's layout is checks.distillation_teachers_fit's)."""
     opd = getattr(ctx.config, "on_policy_distillation", None)
-    if not _non_colocated_teachers(ctx):
+    if not _non_colocated_teachers(ctx) or not isinstance(opd, OnPolicyDistillation):
         return
     teachers = opd.non_colocated_teachers
+    if not isinstance(teachers, NonColocatedTeachers):
+        return
     named = {"default_teacher_cfg": teachers.default_teacher_cfg}
     overrides = teachers.teacher_overrides
     named |= {

@@ -109,7 +109,7 @@ def dapo_reward_shaping_needs_its_lengths(ctx: CheckContext) -> Iterator[Issue]:
     stop-properly penalty is DAPO's overlong penalty, which needs all three of its values."""
     # Either version's section (main's is not a subclass of super-v3's); absent is UNSET.
     shaping = ctx.config.grpo.reward_shaping
-    if getattr(shaping, "enabled", None) is not True:
+    if isinstance(shaping, Marker) or shaping.enabled is not True:
         return
     if is_set(shaping.stop_properly_penalty_coef):
         return  # the stop-properly penalty replaces DAPO's; its lengths are not read
