@@ -282,6 +282,11 @@ def reads_verdict(
     return ResumeVerdict(errors=tuple(errors), notes=tuple(notes))
 
 
+# The rules the plan, submit and every node's preflight run for any stage whatever its
+# framework (the rule catalogue cites them: recipekit.checkpoint.*).
+PLAN_RULES = (resume_verdict,)
+
+
 def planned_run_verdict(
     plan: Mapping[str, Any], *, root: Path = Path(ARTIFACTS_ROOT), visible_only: bool
 ) -> ResumeVerdict:
@@ -297,6 +302,7 @@ def planned_run_verdict(
 
 
 __all__ = [
+    "PLAN_RULES",
     "planned_run_verdict",
     "CheckpointReads",
     "MARKER_KEY",

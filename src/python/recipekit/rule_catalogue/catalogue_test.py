@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from recipekit.lineage.checkpoint_stamp import PLAN_RULES
 from recipekit import rule_catalogue
 from recipekit.nemo_evaluator.framework import NEMO_EVALUATOR
 from recipekit.nemo_rl.framework import NEMO_RL_GRPO, NEMO_RL_SUPER35
@@ -30,7 +31,9 @@ def _frameworks_running(source: str, framework: str) -> list[object]:
         return [NEMO_RL_SUPER35]
     if source == rule_catalogue.ISSUE_SOURCE and framework == "nemo-rl":
         return [NEMO_RL_GRPO, NEMO_RL_SUPER35]
-    if source.startswith("nemo-evaluator/"):
+    if source.startswith("nemo-evaluator/") or (
+        source == rule_catalogue.ISSUE_SOURCE and framework == "nemo-evaluator"
+    ):
         return [NEMO_EVALUATOR]
     # Megatron-Core / Megatron-Bridge rules run under every Megatron-Bridge framework object and
     # NeMo-RL's Megatron policy (any of its entry points).
@@ -74,6 +77,8 @@ def test_an_entry_needs_exactly_one_of_check_and_unchecked() -> None:
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if e.check], ids=lambda e: e.id)
 def test_each_check_runs_in_a_framework_of_its_source(entry: rule_catalogue.RuleEntry) -> None:
     check = _resolve(entry.check)
+    if check in PLAN_RULES:
+        return  # the plan, submit and preflight run it for every stage
     runs = _frameworks_running(entry.source, entry.framework)
     if check in LAYOUT_RULES:
         # The layout rules run through each framework's one layout check.
