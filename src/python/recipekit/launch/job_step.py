@@ -170,8 +170,9 @@ def _job_step(node: _Node, interactive: bool) -> int:
         previous = _address(nodes[node_index - 1])
         raylet = ports.fixed_ports(node_index - 1)["node_manager"]
         log(f"waiting for the raylet of node {node_index} ({previous}:{raylet})")
+        raylet_of = f"node {node_index}'s raylet"
         if not wait_for_port(
-            previous, raylet, profile.ray_start_timeout_s, what=f"node {node_index}'s raylet", log=log
+            previous, raylet, profile.ray_start_timeout_s, what=raylet_of, log=log
         ):
             log(f"node {node_index}'s raylet did not answer; giving up")
             return EXIT_RAY

@@ -16,7 +16,7 @@ def _free_port() -> int:
 
 
 def test_a_long_wait_is_reported_until_the_port_answers() -> None:
-    port, lines = _free_port(), []
+    port, lines = _free_port(), list[str]()
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 
@@ -33,7 +33,8 @@ def test_a_long_wait_is_reported_until_the_port_answers() -> None:
         opener.join()
         listener.close()
     assert lines, "a wait of over a second logged nothing"
-    assert all(line.startswith(f"still waiting for the GCS at 127.0.0.1:{port}: ") for line in lines)
+    prefix = f"still waiting for the GCS at 127.0.0.1:{port}: "
+    assert all(line.startswith(prefix) for line in lines)
     assert lines[-1].endswith(" s of 20 s")
 
 

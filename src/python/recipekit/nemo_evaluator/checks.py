@@ -208,8 +208,10 @@ def tokenizer_is_the_checkpoints(ctx: CheckContext) -> Iterator[Issue]:
     """The tasks count and format tokens with the evaluated checkpoint's own tokenizer (its HF
     export carries the files): another model's gives wrong lengths and prompts, silently."""
     checkpoint = ctx.config.deployment.checkpoint_path
-    params = ctx.config.evaluation.nemo_evaluator_config.config.params
-    tokenizer = getattr(getattr(params, "extra", None), "tokenizer", None)
+    # Each level may be UNSET (a Marker): getattr reads through it as absent.
+    evaluator = getattr(ctx.config.evaluation.nemo_evaluator_config, "config", None)
+    extra = getattr(getattr(evaluator, "params", None), "extra", None)
+    tokenizer = getattr(extra, "tokenizer", None)
     if (
         isinstance(checkpoint, str)
         and isinstance(tokenizer, str)

@@ -28,10 +28,10 @@ from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.derivations import RULES
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
 from recipekit.nemo_rl.framework import (
-    nemo_rl_checkpoint_reads,
     NEMO_RL_GRPO,
     NEMO_RL_SUPER35,
     NemoRLGrpo,
+    nemo_rl_checkpoint_reads,
     nemo_rl_save_policy,
 )
 from recipekit.nemo_rl.schema_distillation import (

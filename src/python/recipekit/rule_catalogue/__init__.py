@@ -94,8 +94,9 @@ def _entry(framework: str, file: str, index: int, raw: dict[str, Any]) -> RuleEn
 
 
 def _files(framework: str) -> list[str]:
-    """A framework's catalogue: ``<framework>.toml`` and its topic parts, ``<framework>.<topic>.toml``
-    (a long catalogue split by topic, e.g. ``nemo-rl.generation.toml``), in name order."""
+    """A framework's catalogue: ``<framework>.toml`` and its topic parts,
+    ``<framework>.<topic>.toml`` (a long catalogue split by topic, e.g.
+    ``nemo-rl.generation.toml``), in name order."""
     names = [entry.name for entry in resources.files(__name__).iterdir()]
     return sorted(
         name

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from recipekit.lineage.checkpoint_stamp import PLAN_RULES
 from recipekit import rule_catalogue
+from recipekit.lineage.checkpoint_stamp import PLAN_RULES
 from recipekit.nemo_evaluator.framework import NEMO_EVALUATOR
 from recipekit.nemo_rl.framework import NEMO_RL_GRPO, NEMO_RL_SUPER35
 from recipekit.parallelism import LAYOUT_RULES
