@@ -131,6 +131,18 @@ WIDE_RUNS: list[tuple[str, int, int, str, str]] = [
 ]
 EXPANDABLE = [("moe-8x-top1", 4 * K, 2, "full"), ("dense-2k-gqa", 4 * K, 2, "full"),
               ("moe-16x-top2", 4 * K, 1, "full")]
+# The optimizer real stages run is a fused Adam (Transformer Engine's FusedAdam: no fp32
+# temporaries, the moments made by the first step as torch's). The local spec has no TE, so
+# these runs stand in torch's fused AdamW (one kernel, no temporaries) for it: the same models
+# and shapes as wide-grid runs, in neither set, to see which of the allocator's excess is the
+# step's temporaries and which the moments' placement.
+FUSED_ADAM = [
+    ("dense-4k-gqa-swiglu", 4 * K, 1, "none"), ("dense-4k-gqa-swiglu", 8 * K, 1, "full"),
+    ("moe-128x-top4", 2 * K, 2, "none"), ("moe-128x-top4", 4 * K, 1, "selective"),
+    ("dense-3k-mha-256k", 4 * K, 2, "full"), ("dense-3k-mha-256k", 1 * K, 4, "none"),
+    ("moe-16x-top2", 4 * K, 1, "full"), ("dense-2k-gqa", 4 * K, 2, "full"),
+    ("dense-1k-mha", 16 * K, 1, "full"), ("moe-64x-top8", 4 * K, 4, "full"),
+]
 STEPS = 3
 
 
@@ -149,6 +161,15 @@ def wide_specs() -> list[dict[str, Any]]:
         for name, seq, micro, recompute in EXPANDABLE
     ]
     return specs
+
+
+def fused_adam_specs() -> list[dict[str, Any]]:
+    """The wide-grid shapes of FUSED_ADAM, with a fused Adam."""
+    return [
+        {"name": name, **WIDE_MODELS[name], "seq": seq, "micro_batch": micro,
+         "recompute": recompute, "set": "fused", "fused_adam": True}
+        for name, seq, micro, recompute in FUSED_ADAM
+    ]
 
 
 def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
@@ -230,6 +251,17 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
     )
     model = DistributedDataParallel(config, ddp_config, model)
     gradients = cuda.memory_allocated() - base - weights
+    if spec.get("fused_adam"):
+        # Without TE or Apex, Megatron-Core builds torch.optim.AdamW by that name when it builds
+        # the optimizer (optimizer/__init__.py:557): a fused one in its place, in this process.
+        unfused = torch.optim.AdamW
+
+        class FusedAdamW(unfused):  # type: ignore[misc, valid-type]
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                kwargs.pop("foreach", None)
+                super().__init__(*args, **{**kwargs, "fused": True})
+
+        torch.optim.AdamW = FusedAdamW  # type: ignore[misc]
     optimizer = get_megatron_optimizer(
         OptimizerConfig(
             optimizer="adam", lr=1e-5, bf16=True, use_distributed_optimizer=True,
@@ -311,6 +343,7 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
                 "num_alloc_retries",
             )
         },
+        "adam": f"{type(inner).__name__} fused={inner.defaults.get('fused')}",
         "gpu": cuda.get_device_name(),
         "torch": torch.__version__,
     }
@@ -328,6 +361,8 @@ def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) 
             for name, model in MODELS.items()
             for seq, micro, recompute in RUNS
         ]
+    elif grid == "fused":
+        specs = fused_adam_specs()
     else:
         specs = wide_specs()
     if only:
@@ -394,7 +429,8 @@ def run_architecture_setup(run: dict[str, Any]) -> tuple[Architecture, MegatronS
         sequence=run["seq"],
         recompute=run["recompute"],
         fused_attention=False,  # the local spec's attention is unfused
-        fused_adam=False,  # no Transformer Engine or Apex: torch's AdamW
+        # no Transformer Engine or Apex: torch's AdamW, or its fused kernel (FUSED_ADAM)
+        fused_adam=bool(run.get("fused_adam", False)),
     )
     return arch, setup
 
@@ -437,7 +473,13 @@ TERMS = ("weights", "gradients", "optimizer", "stored_activations", "peak_alloca
 # Each file's runs, and which of them the estimate's constants were chosen on: every run of the
 # first grid, and the wide grid's "fit" runs; its "check" runs only check. The "allocator" runs
 # (PyTorch's expandable segments) are in neither set.
-FILES = ("h200-megatron-core-0.19.2.json", "h200-megatron-core-0.19.2-wide.json")
+# The "fused" runs (fused_adam_specs: a fused Adam, as real stages run) are in neither set: they
+# were measured after the constants were chosen, so they check the estimate stages get.
+FILES = (
+    "h200-megatron-core-0.19.2.json",
+    "h200-megatron-core-0.19.2-wide.json",
+    "h200-megatron-core-0.19.2-fused-adam.json",
+)
 
 
 def measured_runs(which: str) -> list[dict[str, Any]]:
@@ -502,7 +544,7 @@ def main() -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("measure", help="on a GPU: measure every run, write JSON")
     run.add_argument("--out", type=Path, required=True)
-    run.add_argument("--grid", choices=("first", "wide"), default="wide")
+    run.add_argument("--grid", choices=("first", "wide", "fused"), default="wide")
     run.add_argument("--set", choices=("fit", "check", "allocator"), dest="only",
                      help="only the runs of this set")
     run.add_argument("--pick", default="", help="only these runs: NAME:SEQ:MICRO:RECOMPUTE,...")

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from recipekit.lineage.checkpoint_stamp import STAMP_FILE, CheckpointStamp, read_stamp
 from recipekit.lineage.tracking import read_offline_run
 from tests.integration.support.local_slurm import LocalSlurm
 from tests.integration.support.log_markers import RANK_LINE, RAY_LINE, preflight_passed
@@ -240,7 +241,11 @@ def test_per_gpu_runs_one_process_per_gpu_and_records_the_run(kinds: Any) -> Non
     assert (artifact.name, artifact.type) == ("super35-sft-model-tiny", "model")
     # fake_train.py saved iteration 20: the artifact can be pinned by step.
     assert set(artifact.aliases) == {"latest", "step-20"}  # in whatever order W&B keeps
-    assert artifact.references == (ws.output.as_uri(),)
+    # The head node stamped the checkpoint directory with the run's model and layout before
+    # the framework started (lineage.checkpoint_stamp); the stamp is part of what it published.
+    stamp = ws.output.parent / STAMP_FILE
+    assert set(artifact.references) == {ws.output.as_uri(), stamp.as_uri()}
+    assert read_stamp(stamp.parent) == CheckpointStamp.of_plan(plan)
     written = [p for p in ws.root.rglob("*") if p.is_file() and not p.is_symlink()]
     assert [p for p in written if SECRET.encode() in p.read_bytes()] == []
 
