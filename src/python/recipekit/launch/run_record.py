@@ -179,6 +179,14 @@ def record_finished_run(
         "job_script": run.file(JOB_SCRIPT).read_text(),
         **provenance,
     }
+    action = plan.get("action")
+    if isinstance(action, Mapping):
+        # The same keys the published versions' markers carry, so W&B and the store agree.
+        try:
+            record["action"] = completed_meta(action, Path(ARTIFACTS_ROOT))
+        except RecipeError as exc:  # the store unreadable here: the plan's own record
+            log(f"tracking: input versions not resolved ({exc.render()}); recording the plan's")
+            record["action"] = dict(action)
     lineage = lineage_from_json(plan["stage"], plan.get("lineage"))
     try:
         recorded = record_run(

@@ -82,7 +82,10 @@ def artifact_type(name: str) -> str:
 
 
 def _plan_config(plan: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("stage", "hash", "git_commit", "git_dirty", "images")
+    # ``action``: what the store's versions record of how the run was made (its action key, the
+    # recipe's plan hash, the exact input versions: recipekit.pipeline.actions), where a
+    # pipeline planned it.
+    keys = ("stage", "hash", "git_commit", "git_dirty", "images", "action")
     return {key: plan[key] for key in keys if key in plan}
 
 

@@ -131,3 +131,19 @@ def test_importing_tracking_does_not_import_wandb() -> None:
     code = "import recipekit.lineage.tracking, sys; print('wandb' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_pipeline_runs_record_carries_its_action_key_and_input_versions(offline: Path) -> None:
+    action = {
+        "key": "k" * 64,
+        "plan_hash": "3" * 64,
+        "inputs": {"model": {"ref": "sft-model:latest", "version": "v2", "key": "s" * 64}},
+    }
+    recorded = record_run(
+        {**_plan("rlvr", "3" * 64), "action": action},
+        RLVR,
+        directory=offline / "runs",
+        project="recipekit-test",
+        outputs=[],
+    )
+    assert read_offline_run(recorded).config["plan"]["action"] == action
