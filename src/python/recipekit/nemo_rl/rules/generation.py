@@ -81,7 +81,7 @@ def nemo_gym_needs_the_http_server(ctx: CheckContext) -> Iterator[Issue]:
 
 def _fp8_kv_cache(ctx: CheckContext) -> bool:
     """An FP8 KV cache past upstream's first assert on it (precision fp8, which
-    ``recipekit.nemo_rl.checks.vllm_fits_generation_gpus`` reports): the asserts below run
+    ``recipekit.nemo_rl.checks.resources.vllm_fits_generation_gpus`` reports): the asserts below run
     only then."""
     vllm, gen = ctx.vllm, ctx.generation
     return (

@@ -2,7 +2,7 @@
 
 Training takes sequences of at most ``policy.max_total_sequence_length``; vLLM generates within
 ``max_model_len``. The longer direction (vLLM generating what training cannot take) is
-``recipekit.nemo_rl.checks.response_budget_fits``. This is the other: a prompt the data
+``recipekit.nemo_rl.checks.sequence.response_budget_fits``. This is the other: a prompt the data
 admits must leave vLLM room for at least one new token, or the rollout raises
 (``_context_capped_max_new_tokens``, nemo_rl/models/generation/vllm/vllm_worker.py:77, and the
 async server's clamp, vllm_worker_async.py:442, at super-v3.5-posttraining). Responses longer

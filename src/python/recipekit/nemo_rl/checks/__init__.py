@@ -1,0 +1,66 @@
+"""Plan-time checks of a NeMo-RL GRPO stage that need more than one key, by topic.
+
+Each check is a small function named for what it guards; it yields an Issue naming the key, the
+value and the arithmetic. ``ERROR_CHECKS`` stop the plan, ``WARNING_CHECKS`` are printed with it
+(settings NeMo-RL silently ignores, or that look inherited by mistake). The mirrors of NeMo-RL's
+own run-time rules are ``recipekit.nemo_rl.rules``, in the same shape.
+"""
+
+from __future__ import annotations
+
+from recipekit.markers import Marker
+from recipekit.nemo_rl.checks import (
+    batch_and_layout,
+    distillation,
+    inherited,
+    resources,
+    sequence,
+    settings,
+)
+from recipekit.nemo_rl.checks.context import MEGATRON, RESOURCES, SEQ, VLLM, Check, CheckContext
+
+ERROR_CHECKS: tuple[Check, ...] = (
+    resources.cluster_matches_hardware,
+    resources.generation_resources_fit,
+    resources.one_training_backend,
+    batch_and_layout.parallel_layout_holds,
+    batch_and_layout.batch_divides_data_parallel,
+    batch_and_layout.micro_batches_agree_at_large_tp,
+    batch_and_layout.dynamic_sampling_settings_agree,
+    resources.vllm_fits_generation_gpus,
+    settings.megatron_settings_agree,
+    settings.math_verifier_is_set,
+    sequence.response_budget_fits,
+    sequence.token_budgets_hold_a_sequence,
+    sequence.sequence_divisible_for_parallelism,
+    distillation.default_teacher_is_routed,
+    distillation.distillation_teachers_fit,
+)
+
+WARNING_CHECKS: tuple[Check, ...] = (
+    inherited.megatron_keys_never_read,
+    inherited.leave_one_out_shadowed_by_adv_estimator,
+    inherited.dense_settings_on_moe_model,
+    inherited.tracking_names_mention_other_hardware,
+    inherited.checkpoint_metric_needs_validation,
+)
+
+# super-v3's own traps (keys it never reads, the shadowed baseline) are not main's.
+# main's Gym configs inherit from grpo_nanov3.yaml, a MoE model: its router settings are meant.
+WARNING_CHECKS_MAIN: tuple[Check, ...] = (
+    inherited.tracking_names_mention_other_hardware,
+    inherited.checkpoint_metric_needs_validation,
+)
+
+__all__ = [
+    "ERROR_CHECKS",
+    "MEGATRON",
+    "RESOURCES",
+    "SEQ",
+    "VLLM",
+    "WARNING_CHECKS",
+    "WARNING_CHECKS_MAIN",
+    "Check",
+    "CheckContext",
+    "Marker",
+]

@@ -1,0 +1,85 @@
+"""The training layout and the batch shape over it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.markers import UNSET
+from recipekit.nemo_rl.checks.context import (
+    CheckContext,
+)
+from recipekit.nemo_rl.schema_super_v3 import (
+    SequencePacking,
+)
+from recipekit.parallelism import model_layout_issues
+
+
+def parallel_layout_holds(ctx: CheckContext) -> Iterator[Issue]:
+    """Every Megatron-Core layout rule (``recipekit.parallelism.LAYOUT_RULES``) on the
+    training GPUs, in the keys of the backend that trains."""
+    lay = ctx.layout
+    nodes = lay.nodes
+    after = ", after the generation nodes)" if not nodes.colocated else ")"
+    yield from model_layout_issues(
+        lay.parallel,
+        lay.keys,
+        ctx.hardware.node,
+        ctx.model,
+        f"the {nodes.training_gpus} training GPUs ({nodes.training_nodes} nodes x "
+        f"{ctx.hardware.gpus_per_node}{after}",
+    )
+
+
+def batch_divides_data_parallel(ctx: CheckContext) -> Iterator[Issue]:
+    training, policy, grpo = ctx.layout.parallel, ctx.config.policy, ctx.config.grpo
+    dp = training.dp
+    gbs, mbs = policy.train_global_batch_size, policy.train_micro_batch_size
+    if not isinstance(gbs, int):
+        return
+    samples = grpo.num_prompts_per_step * grpo.num_generations_per_prompt
+    if samples % gbs:
+        yield Issue(
+            "policy.train_global_batch_size",
+            f"the {grpo.num_prompts_per_step} x {grpo.num_generations_per_prompt} = {samples} "
+            "samples of a step must split into whole global batches",
+            value=gbs,
+        )
+    if dp <= 0:
+        return  # the layout rules report it
+    if gbs % dp:
+        yield Issue(
+            "policy.train_global_batch_size",
+            f"must be a multiple of the data-parallel size DP = {dp}",
+            value=gbs,
+        )
+    packing = policy.sequence_packing
+    packed = isinstance(packing, SequencePacking) and packing.enabled
+    if not packed and gbs % dp == 0 and (gbs // dp) % mbs:
+        yield Issue(
+            "policy.train_micro_batch_size",
+            f"each DP rank gets {gbs} / {dp} = {gbs // dp} samples, not a multiple of this",
+            value=mbs,
+        )
+
+
+def micro_batches_agree_at_large_tp(ctx: CheckContext) -> Iterator[Issue]:
+    policy, tp = ctx.config.policy, ctx.layout.parallel.tp
+    if tp >= 4 and policy.logprob_batch_size != policy.train_micro_batch_size:
+        yield Issue(
+            "policy.logprob_batch_size",
+            f"with TP={tp} (>= 4) NeMo-RL requires it to equal "
+            f"train_micro_batch_size ({policy.train_micro_batch_size}) for logprob accuracy",
+            value=policy.logprob_batch_size,
+            hint="or set NRL_IGNORE_TP_ACCURACY_CHECK=1 in the job environment",
+        )
+
+
+def dynamic_sampling_settings_agree(ctx: CheckContext) -> Iterator[Issue]:
+    grpo = ctx.config.grpo
+    if not grpo.use_dynamic_sampling and grpo.batch_multiplier not in (UNSET, 1):
+        yield Issue(
+            "grpo.batch_multiplier",
+            "only dynamic sampling draws extra prompts; without it this must be 1",
+            value=grpo.batch_multiplier,
+        )

@@ -1,0 +1,51 @@
+"""What every NeMo-RL check reads: the GRPO config of either schema, its sections, and the
+key paths messages name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import attrs
+
+from recipekit import checking
+from recipekit.errors import Issue
+from recipekit.nemo_rl.layout import Layout
+from recipekit.nemo_rl.schema_main import (
+    GenerationMain,
+    GRPOMasterConfigMain,
+)
+from recipekit.nemo_rl.schema_super_v3 import (
+    Generation,
+    GRPOMasterConfig,
+    Megatron,
+    VllmConfig,
+)
+
+# The GRPO config of either schema: the checks read keys both declare.
+GrpoConfig = GRPOMasterConfig | GRPOMasterConfigMain
+
+
+@attrs.frozen
+class CheckContext(checking.CheckContext[GrpoConfig, Layout]):
+    @property
+    def megatron(self) -> Megatron | None:
+        m = self.config.policy.megatron_cfg
+        return m if isinstance(m, Megatron) and m.enabled else None
+
+    @property
+    def generation(self) -> Generation | GenerationMain | None:
+        g = self.config.policy.generation
+        return g if isinstance(g, Generation | GenerationMain) else None
+
+    @property
+    def vllm(self) -> VllmConfig | None:
+        g = self.generation
+        return g.vllm_cfg if g is not None and isinstance(g.vllm_cfg, VllmConfig) else None
+
+
+Check = Callable[[CheckContext], Iterator[Issue]]
+
+MEGATRON = "policy.megatron_cfg"
+VLLM = "policy.generation.vllm_cfg"
+RESOURCES = "policy.generation.colocated.resources"
+SEQ = "policy.max_total_sequence_length"

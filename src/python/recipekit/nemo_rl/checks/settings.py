@@ -1,0 +1,72 @@
+"""Settings that must agree with each other for NeMo-RL's Megatron policy and its environments."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.markers import Marker
+from recipekit.nemo_rl.checks.context import (
+    MEGATRON,
+    CheckContext,
+)
+from recipekit.nemo_rl.schema_main import (
+    GRPOMasterConfigMain,
+)
+
+
+def megatron_settings_agree(ctx: CheckContext) -> Iterator[Issue]:
+    m, policy = ctx.megatron, ctx.config.policy
+    if m is None:
+        return
+    opt = m.optimizer
+    fraction = opt.optimizer_offload_fraction
+    if isinstance(ctx.config, GRPOMasterConfigMain):
+        # super-v3.5-posttraining offloads any share: setup.py:1218-1219 @ 5d63149a.
+        if opt.optimizer_cpu_offload and not 0 < fraction <= 1:
+            yield Issue(
+                f"{MEGATRON}.optimizer.optimizer_offload_fraction",
+                "NeMo-RL's Megatron setup refuses it: optimizer_cpu_offload needs a fraction in"
+                " (0, 1] (nemo_rl/models/megatron/setup.py:1219 @ super-v3.5-posttraining)",
+                value=fraction,
+            )
+    elif opt.optimizer_cpu_offload and fraction != 1.0:
+        yield Issue(
+            f"{MEGATRON}.optimizer.optimizer_offload_fraction",
+            "NeMo-RL offloads the whole optimizer state: with optimizer_cpu_offload it must be 1.0"
+            " (nemo_rl/models/megatron/setup.py:498 @ super-v3)",
+            value=fraction,
+        )
+    if opt.optimizer_cpu_offload and opt.optimizer != "adam":
+        yield Issue(
+            f"{MEGATRON}.optimizer.optimizer",
+            "with optimizer_cpu_offload Megatron-Core silently switches anything but adam to SGD",
+            value=opt.optimizer,
+        )
+    if isinstance(policy.logprob_chunk_size, int) and m.defer_fp32_logits is not True:
+        yield Issue(
+            "policy.logprob_chunk_size",
+            "chunked logprobs need policy.megatron_cfg.defer_fp32_logits: true",
+            value=policy.logprob_chunk_size,
+        )
+    if m.moe_enable_deepep and m.moe_token_dispatcher_type != "flex":
+        yield Issue(
+            f"{MEGATRON}.moe_token_dispatcher_type",
+            "DeepEP (moe_enable_deepep) needs the flex dispatcher",
+            value=m.moe_token_dispatcher_type,
+        )
+
+
+def math_verifier_is_set(ctx: CheckContext) -> Iterator[Issue]:
+    envs = ctx.config.env
+    named = envs.items() if isinstance(envs, dict) else [("math", envs.math)]
+    for name, env in named:
+        if isinstance(env, Marker):
+            continue
+        if env.math_verify_impl is None:
+            yield Issue(
+                f"env.{name}.math_verify_impl",
+                "null makes every reward 0.0 silently (the verifier's error is swallowed)",
+                value=None,
+                hint="remove the key for hf_math_verify, or name a verifier",
+            )
