@@ -261,7 +261,7 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
                 kwargs.pop("foreach", None)
                 super().__init__(*args, **{**kwargs, "fused": True})
 
-        torch.optim.AdamW = FusedAdamW  # type: ignore[misc]
+        torch.optim.AdamW = FusedAdamW
     optimizer = get_megatron_optimizer(
         OptimizerConfig(
             optimizer="adam", lr=1e-5, bf16=True, use_distributed_optimizer=True,
