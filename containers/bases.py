@@ -22,23 +22,23 @@ NEMO_RL = BaseImage(
     description="NeMo-RL (GRPO/DAPO, RL stages)",
 )
 
-# Super 3.5 RL stages (RLVR, teachers, MOPD). Seed 004: "built from the stage-owned Dockerfile"
+# Super 3.5 RL stages (RLVR, teachers, MOPD). The recipe: "built from the stage-owned Dockerfile"
 # from NeMo-RL's super-v3.5-posttraining branch at f299847f1 (NeMo Gym e24db4e6). No public image
-# exists: this names where your build of it is pushed (NOT IN THE SEED); `lock` pins it.
+# exists: this names where your build of it is pushed (NOT IN THE RECIPE); `lock` pins it.
 NEMO_RL_SUPER35 = BaseImage(
     name="nemo-rl-super35",
     reference="nvcr.io/nvidia/nemo-rl:super-v3.5-posttraining-f299847f1",
     description="NeMo-RL super-v3.5-posttraining @ f299847f1 (Super 3.5 RL stages)",
 )
 
-# NeMo framework: Megatron-Bridge stages (pretraining, SFT). Seed 004: the NeMo 26.08 container.
+# NeMo framework: Megatron-Bridge stages (pretraining, SFT). The recipe: the NeMo 26.08 container.
 NEMO = BaseImage(
     name="nemo",
     reference="nvcr.io/nvidia/nemo:26.08",
     description="NeMo framework 26.08 (Megatron-Bridge stages)",
 )
 
-# vLLM's OpenAI server image: evaluation. Seed 004: vllm/vllm-openai:v0.30.0.
+# vLLM's OpenAI server image: evaluation. The recipe: vllm/vllm-openai:v0.30.0.
 VLLM = BaseImage(
     name="vllm",
     reference="docker.io/vllm/vllm-openai:v0.30.0",

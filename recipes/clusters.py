@@ -1,8 +1,8 @@
 """Cluster profiles, reviewed like recipes: ``submit --cluster NAME`` picks one by name.
 
-These describe the guide's clusters (seed 000): fill in account, partition, image and storage
-for yours, or add a profile here. Images are NeMo-RL containers built from the super-v3 branch
-(the guide's ``superv3-a90de923d`` tag); pin them by digest before submitting.
+These describe the Nemotron 3 Super GRPO/DAPO guide's clusters: fill in account, partition,
+image and storage for yours, or add a profile here. Images are NeMo-RL containers built from the
+super-v3 branch (the guide's ``superv3-a90de923d`` tag); pin them by digest before submitting.
 """
 
 import attrs
@@ -28,7 +28,7 @@ SHARED_PATHS = {
 
 # The images of the other bases (containers/bases.py), by reference: pin each by digest before
 # submitting. NVIDIA's NeMo image and vLLM's are multi-architecture; the Super 3.5 RL image is
-# your build of NeMo-RL super-v3.5-posttraining @ f299847f1 (seed 004: "built from the
+# your build of NeMo-RL super-v3.5-posttraining @ f299847f1 (the Super 3.5 recipe: "built from the
 # stage-owned Dockerfile"), pushed where your cluster pulls from.
 BASES = {
     "nemo-rl-super35": BaseContainer(
@@ -59,8 +59,8 @@ b200 = ClusterProfile(
     code_checkouts={"megatron-bridge": "/lustre/your-team/shared/code/Megatron-Bridge"},
     hf_home="/shared/HF_HOME",
     framework_root="/opt/nemo-rl",
-    # Every finished run is recorded in W&B: submit needs WANDB_API_KEY in the shell. Seed 004's
-    # env.toml: [wandb] project = "nemotron", entity = "YOUR-TEAM" (fill in yours).
+    # Every finished run is recorded in W&B: submit needs WANDB_API_KEY in the shell. The Super
+    # 3.5 recipe's env.toml: [wandb] project = "nemotron", entity = "YOUR-TEAM" (fill in yours).
     tracking=Tracking(mode="online", project="nemotron", entity="your-team"),
     bases=BASES,
 )

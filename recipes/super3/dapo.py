@@ -1,4 +1,4 @@
-"""Nemotron 3 Super GRPO/DAPO on DAPO-Math-17k (seed 000: the NeMo-RL super-v3 guide).
+"""Nemotron 3 Super GRPO/DAPO on DAPO-Math-17k (the guide: the NeMo-RL super-v3 guide).
 
 Single-domain RL with verifiable math rewards: DAPO is GRPO plus dynamic sampling, overlong
 reward shaping and clip-higher. Generation (vLLM) gets its own node on B200/GB200, whose HBM

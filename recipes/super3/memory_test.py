@@ -1,4 +1,4 @@
-"""Seed 000 on memory: B200/GB200 "HBM is not sufficient for full-weight co-located RL
+"""The guide on memory: B200/GB200 "HBM is not sufficient for full-weight co-located RL
 training", so the guide runs generation on its own node there, and colocates on 32 H100s with
 the optimizer state on the host. The plan must agree, with numbers."""
 

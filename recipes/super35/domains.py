@@ -1,11 +1,11 @@
-"""Which NeMo Gym environments each Super 3.5 specialist owns (seed 004, Stage 2.2 and 2.3).
+"""Which NeMo Gym environments each Super 3.5 specialist owns (the recipe, Stage 2.2 and 2.3).
 
 A teacher trains on its domain's environments; MOPD routes every prompt to the teacher that owns
 its Gym agent, and prompts no specialist owns to the self-anchor (``general``: a frozen copy of
 the MOPD student's starting checkpoint). One table serves both, so a domain moved here moves the
 teacher's environments and MOPD's routing together.
 
-NOT IN THE SEED: the seed names the teachers (agentic, reasoning, vision tool use, video
+NOT IN THE RECIPE: the recipe names the teachers (agentic, reasoning, vision tool use, video
 reasoning and tracking, vision reasoning, alignment) but its environment lists (rl/teachers.md)
 are not available. Agents and servers come from the closest public configs, each cited below:
 NeMo-RL main ``examples/nemo_gym/nemotron-3-ultra/`` ("Ultra": teachers and ``mopd.yaml``'s
@@ -74,7 +74,7 @@ VISION_REASONING = Domain(
 AGENTIC = Domain(
     teacher="agentic",
     # Ultra swe_teacher.yaml's coding agent. The Super 3.5 agentic environment is not public
-    # (seed: Open-Source Status), so this stage is blocked.
+    # (recipe: Open-Source Status), so this stage is blocked.
     agents=("swe_agents_train",),
     servers=("responses_api_agents/swe_agents/configs/swebench_openhands_training.yaml",),
 )

@@ -1,4 +1,4 @@
-"""Super 3.5 eval plans as seed 004 describes it: its lineage row, the seed's vLLM image, five
+"""Super 3.5 eval plans as the recipe describes it: its lineage row, the recipe's vLLM image, five
 benchmarks; pins and overrides move what follows them; mistakes fail at their keys."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from recipekit.plan import make_plan
 from recipekit.review.explain import explain
 from recipes.super35.evaluation import evaluation
 
-# Seed 004, "Artifact Lineage", the eval row: run.model is "an HF export of the RL output" (the
+# The recipe, "Artifact Lineage", the eval row: run.model is "an HF export of the RL output" (the
 # Quick Start's super35-rl-mopd-phase2-hf-model:latest), no data, "Evaluation results".
 SEED_ROW = {"model": "super35-rl-mopd-phase2-hf-model:latest"}
 TOKENIZER = ("evaluation", "nemo_evaluator_config", "config", "params", "extra", "tokenizer")
@@ -53,7 +53,7 @@ def test_vllm_serves_the_seeds_image_on_the_whole_node() -> None:
     deployment = plan.framework_config["deployment"]
     assert deployment["image"] == "vllm/vllm-openai:v0.30.0"
     assert plan.layout.as_json()["serving_gpus"] == plan.stage.hardware.total_gpus == 4
-    # The one warning: the W&B team is the user's to give (the seed's env.toml "YOUR-TEAM").
+    # The one warning: the W&B team is the user's to give (the recipe's env.toml "YOUR-TEAM").
     assert [w.path for w in plan.warnings] == ["export.wandb.entity"]
 
 

@@ -1,10 +1,10 @@
 """The GenRM that scores RLHF rewards in Nemotron 3.5 Super VL's RL: RLVR's RLHF part and the
-RLHF teachers (seed 004: "NeMo-RL's public Super 3.5 recipe uses
+RLHF teachers (the recipe: "NeMo-RL's public Super 3.5 recipe uses
 nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-GenRM"; the report's length-penalized GenRM is not
 public).
 
 NeMo Gym serves it on GPU nodes of its own (``env.nemo_gym.num_gpu_nodes``), which the job
-allocates beside NeMo-RL's cluster (``recipekit.nemo_rl.derivations_main``). NOT IN THE SEED:
+allocates beside NeMo-RL's cluster (``recipekit.nemo_rl.derivations_main``). NOT IN THE RECIPE:
 how it is served. The Nemotron 3 Ultra configs this repository ports from (NeMo-RL main
 ``examples/nemo_gym/nemotron-3-ultra/student_rlvr1.yaml``, ``rlhf_teacher.yaml``) serve it with
 vLLM at TP 4 x DP 4, 16 GPUs: ``GENRM_NODES`` GB200 nodes of 4. Ultra gives Gym 20 nodes because

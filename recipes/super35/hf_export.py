@@ -1,6 +1,6 @@
-"""Nemotron 3.5 Super VL: the Hugging Face export that ``eval`` serves (seed 004, "Stage 3").
+"""Nemotron 3.5 Super VL: the Hugging Face export that ``eval`` serves (the recipe, "Stage 3").
 
-The seed's Quick Start: "export the RL checkpoint to HF first", then ``super35 eval`` with
+The recipe's Quick Start: "export the RL checkpoint to HF first", then ``super35 eval`` with
 ``run.model=super35-rl-mopd-phase2-hf-model:latest``. The export reads the release (MOPD phase 2
 at step 30, a NeMo-RL Megatron checkpoint) and writes a Hugging Face model into the store.
 
@@ -8,8 +8,8 @@ at step 30, a NeMo-RL Megatron checkpoint) and writes a Hugging Face model into 
 |-----------|--------------|----------------------------|----------------|---------------------|
 | hf-export | 1 x 4 GB200  | 1 x 1, 4 x 1               | phase 2 step-30 | phase 2 HF model   |
 
-Seed 004, Verification: "HF <-> Megatron conversion | Megatron-Bridge verification: GPU import
-and export, 1 node x 4 GPUs | Verified". NOT IN THE SEED: that layout's split; EP 4 keeps every
+The recipe, Verification: "HF <-> Megatron conversion | Megatron-Bridge verification: GPU import
+and export, 1 node x 4 GPUs | Verified". NOT IN THE RECIPE: that layout's split; EP 4 keeps every
 expert on one GPU of the node, as Megatron-Bridge's Nemotron 3 Super card exports with EP over
 its node's GPUs (``megatron_to_hf_gpu``: TP 1, PP 1, EP 8, ETP 1 on 8 H100s).
 """
@@ -30,7 +30,7 @@ from recipes.super35.lineage import SUPER35
 from recipes.super35.sft import MEGATRON_BRIDGE_GB200
 
 LINEAGE = SUPER35.stage("hf-export")
-# Seed 004: "The recipes use nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16 as
+# The recipe: "The recipes use nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16 as
 # run.hf_architecture and as the source of the Hugging Face processor and tokenizer."
 HF_ARCHITECTURE = "nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16"
 

@@ -1,13 +1,13 @@
-"""Nemotron 3.5 Super VL: the artifact lineage of every stage (seed 004, "Artifact Lineage").
+"""Nemotron 3.5 Super VL: the artifact lineage of every stage (the recipe, "Artifact Lineage").
 
 Each stage reads its starting checkpoint from ``run.model`` and its data from ``run.data``
 (MOPD also reads one ``run.teacher_<name>`` per teacher) at ``:latest`` unless pinned, and
-publishes one model artifact. The selected steps are the reference run's (seed, "Stage 2"):
+publishes one model artifact. The selected steps are the reference run's (the recipe, "Stage 2"):
 RLVR step 120 is the MOPD phase-1 student and the start of every teacher except RLHF teacher 1,
 which starts from SFT; MOPD phase 2's step 30 is the release.
 
-Where the seed does not name something, the choice is marked ``NOT IN THE SEED`` with its
-reason. The seed's RL guide pages (``rl/teachers.md`` for the teachers' data artifacts,
+Where the recipe does not name something, the choice is marked ``NOT IN THE RECIPE`` with its
+reason. The recipe's RL guide pages (``rl/teachers.md`` for the teachers' data artifacts,
 ``rl/mopd.md`` for which teacher each MOPD phase distills) are not public (none is pinned in
 ``3rdparty/reference/manifest.toml``);
 replace those choices when the pages are available.
@@ -34,7 +34,7 @@ SFT_MODEL = "super35-sft-model"
 RLVR_MODEL = "super35-rl-rlvr-model"
 MOPD_PHASE1_MODEL = "super35-rl-mopd-phase1-model"
 MOPD_PHASE2_MODEL = "super35-rl-mopd-phase2-model"
-# The seed's Quick Start evaluates ``run.model=super35-rl-mopd-phase2-hf-model:latest``.
+# The recipe's Quick Start evaluates ``run.model=super35-rl-mopd-phase2-hf-model:latest``.
 MOPD_PHASE2_HF_MODEL = "super35-rl-mopd-phase2-hf-model"
 
 RLVR_AT_SELECTED_STEP = ArtifactRef.at_step(RLVR_MODEL, RLVR_SELECTED_STEP)
@@ -55,13 +55,13 @@ MOPD_BLOCKED = (
 
 
 def teacher_model(name: str) -> str:
-    """``super35-rl-teacher-<name>-model``, the seed's name for a teacher's output."""
+    """``super35-rl-teacher-<name>-model``, the recipe's name for a teacher's output."""
     return f"super35-rl-teacher-{name}-model"
 
 
 def teacher_data(name: str) -> str:
-    # NOT IN THE SEED: the seed's table says "per teacher, see Teachers" (rl/teachers.md, not
-    # available). Named like the seed's other RL data artifacts, super35-rl-<stage>-data.
+    # NOT IN THE RECIPE: the recipe's table says "per teacher, see Teachers" (rl/teachers.md, not
+    # available). Named like the recipe's other RL data artifacts, super35-rl-<stage>-data.
     return f"super35-rl-teacher-{name}-data"
 
 
@@ -70,12 +70,15 @@ def teacher_role(name: str) -> str:
     return "teacher_" + name.replace("-", "_")
 
 
-# Seed 004, Verification: "SFT -> RL hand-off | Automatic Megatron -> HF conversion in the RL
+# The recipe, Verification: "SFT -> RL hand-off | Automatic Megatron -> HF conversion in the RL
 # runner | Not tested end to end". The RL stages that start from SFT say so in their plan.
 SFT_TO_RL = (
     "run.model is a Megatron-Bridge checkpoint (SFT's output); NeMo-RL's runner converts it to "
-    "Hugging Face format when it loads it (seed 004: automatic Megatron -> HF conversion in the "
-    "RL runner, not tested end to end)"
+    "Hugging Face format when it loads it (NVIDIA's Nemotron 3.5 Super training recipe, "
+    "Verification: automatic Megatron -> HF conversion in the RL runner, not tested end to end). "
+    "The processor, tokenizer and chat template come from that checkpoint too, not from the "
+    "Hugging Face repo the recipe names: the nodes read the store, and the released repo is "
+    "the post-trained model, not this stage's start"
 )
 
 
@@ -119,7 +122,7 @@ PRETRAIN = (
         data=PRETRAIN_DATA,
         output=PRETRAIN_MODEL,
     ),
-    # NOT IN THE SEED: the tiny configs' artifacts. Named as Nemotron 3 Super's tiny configs name
+    # NOT IN THE RECIPE: the tiny configs' artifacts. Named as Nemotron 3 Super's tiny configs name
     # theirs (nemotron recipes/super3/stage{0_pretrain,1_sft}/config/test.yaml: "-tiny" suffix).
     _stage(
         "pretrain-tiny",
@@ -195,9 +198,9 @@ def _single_teacher(name: str, *, blocked: str = "") -> StageLineage:
 def _two_stage_teacher(
     name: str, command: str, first: ArtifactRef, *, blocked_second: str = ""
 ) -> tuple[StageLineage, StageLineage]:
-    # NOT IN THE SEED: the artifact between a teacher's two stages. Named as SFT names its own
+    # NOT IN THE RECIPE: the artifact between a teacher's two stages. Named as SFT names its own
     # (stage 1 publishes super35-sft-stage1-model, stage 2 the final super35-sft-model), so the
-    # final teacher artifact keeps the seed's super35-rl-teacher-<name>-model.
+    # final teacher artifact keeps the recipe's super35-rl-teacher-<name>-model.
     stage1_model = teacher_model(f"{name}-stage1")
     first_stage = _stage(
         f"teacher-{name}-stage1",
@@ -241,7 +244,7 @@ TEACHERS = (
     _single_teacher("video"),
     _single_teacher("agentic", blocked=NOT_PUBLIC),
     # The vision-reasoning teacher starts from RLVR step 120: the reference run's choice, which
-    # the seed says this recipe follows rather than the report.
+    # the recipe says this recipe follows rather than the report.
     *_two_stage_teacher(
         "vision-reasoning",
         "super35 rl teacher vision-reasoning",
@@ -254,7 +257,7 @@ TEACHERS = (
 )
 
 # --- Stage 2.3: MOPD ---------------------------------------------------------------------------
-# NOT IN THE SEED: which teacher each phase distills (rl/mopd.md). The seed fixes only that
+# NOT IN THE RECIPE: which teacher each phase distills (rl/mopd.md). The recipe fixes only that
 # vision tool use is distilled in both phases and every other teacher in one; that phase 1 has
 # the agentic teacher (single_stage is "phase 1 apart from the agentic teacher" and can run);
 # and that vision-reasoning stage 2 keeps the phases from running, so it is phase 2's. The rest
@@ -286,7 +289,7 @@ MOPD = (
             why="phase 2 starts from phase 1 and distills vision-reasoning stage 2, both blocked"
         ),
     ),
-    # NOT IN THE SEED: single_stage's artifacts. It is "a port of NeMo-RL's mopd.yaml; same
+    # NOT IN THE RECIPE: single_stage's artifacts. It is "a port of NeMo-RL's mopd.yaml; same
     # settings as phase 1 apart from the agentic teacher", so it reads phase 1's student and
     # data; its output is named like the other MOPD outputs.
     _stage(
@@ -309,16 +312,17 @@ EVAL = _stage(
     output_note="Evaluation results",
 )
 
-# Not a CLI stage: "export the RL checkpoint to HF first" (seed, Quick Start), from the release.
+# Not a CLI stage: "export the RL checkpoint to HF first" (the recipe, Quick Start), from the
+# release.
 HF_EXPORT = _stage(
     "hf-export",
-    "HF export of the release (seed: Evaluation)",
+    "HF export of the release (recipe: Evaluation)",
     model=RELEASE,
     data=None,
     output=MOPD_PHASE2_HF_MODEL,
 )
 
-# --- Imports (seed, CLI reference: data import / model import) ----------------------------------
+# --- Imports (the recipe, CLI reference: data import / model import) -----------------------
 _RL_DATA = [
     "super35-rl-rlvr-data",
     *(teacher_data(n) for n in ("reasoning", "vision", "video", "agentic")),
@@ -349,7 +353,7 @@ SUPER35 = Pipeline(
     conversions=(HF_EXPORT,),
     imports=IMPORTS,
     release=RELEASE,
-    # The seed's stages, in its order: what the drawing lays out as bands.
+    # The recipe's stages, in its order: what the drawing lays out as bands.
     phases=(
         PipelinePhase("pretrain", [s.stage for s in PRETRAIN]),
         PipelinePhase("SFT", [s.stage for s in SFT]),

@@ -1,4 +1,4 @@
-"""The Super 3.5 lineage as Graphviz lays it out: every stage and artifact once, the seed's
+"""The Super 3.5 lineage as Graphviz lays it out: every stage and artifact once, the recipe's
 phases as bands in order, blocked stages and selected steps marked, few edge crossings."""
 
 import xml.etree.ElementTree as ET
@@ -8,7 +8,7 @@ from recipekit.lineage.drawing import draw_svg, folded_artifacts, layout_json
 from recipes.super35.lineage import SUPER35
 
 SVG = "{http://www.w3.org/2000/svg}"
-# Set from the first layout that kept the seed's phases as bands (dot 2.43, Debian bookworm):
+# Set from the first layout that kept the recipe's phases as bands (dot 2.43, Debian bookworm):
 # 39. Most of them are the teachers' ten outputs fanning into the three MOPD stages.
 MAX_CROSSINGS = 39
 

@@ -1,13 +1,13 @@
-"""The Super 3.5 lineage is the seed's: seed 004, "Artifact Lineage" (the table under the
+"""The Super 3.5 lineage is the recipe's: the recipe, "Artifact Lineage" (the table under the
 diagram), "Stage 2: Reinforcement Learning" (the selected steps) and "Open-Source Status"
 (the blocked stages)."""
 
 from recipekit.lineage import ArtifactRef, StageLineage
 from recipes.super35.lineage import SUPER35, teacher_model
 
-# Seed 004, "Artifact Lineage", the table: stage -> (run.model, run.data, output). Rows that
-# the seed writes as "peft / long_context" are split; "(or an imported checkpoint)" is
-# `model import pretrain`, checked below. `model` carries the selected step where the seed's
+# The recipe, "Artifact Lineage", the table: stage -> (run.model, run.data, output). Rows that
+# the recipe writes as "peft / long_context" are split; "(or an imported checkpoint)" is
+# `model import pretrain`, checked below. `model` carries the selected step where the recipe's
 # Stage 2 text gives one ("Step 120 is the MOPD phase-1 student").
 SEED_TABLE: dict[str, tuple[str, str | None, str | None]] = {
     "pretrain": (
@@ -57,7 +57,7 @@ TEACHER_START = {
     "rlhf-teacher1": "super35-sft-model:latest",
     "rlhf-teacher2": "super35-rl-rlvr-model:step-120",
 }
-# Seed 004, "CLI Reference": one stage per built-in config.
+# The recipe, "CLI Reference": one stage per built-in config.
 CLI_TABLE_STAGES = {
     "pretrain", "pretrain-tiny",
     "sft", "sft-stage2", "sft-peft", "sft-long-context", "sft-tiny",
@@ -69,7 +69,7 @@ CLI_TABLE_STAGES = {
     "mopd-phase1", "mopd-phase2", "mopd-single-stage",
     "eval",
 }  # fmt: skip
-# Seed 004, "Open-Source Status": the agentic teacher and vision-reasoning stage 2 are blocked,
+# The recipe, "Open-Source Status": the agentic teacher and vision-reasoning stage 2 are blocked,
 # "so the report's two MOPD phases cannot run end to end".
 BLOCKED = {"teacher-agentic", "teacher-vision-reasoning-stage2", "mopd-phase1", "mopd-phase2"}
 
@@ -144,7 +144,7 @@ def test_every_input_is_published_or_imported_and_there_is_no_cycle() -> None:
         for ref in step.artifact_inputs().values():
             assert ref.name in known, (step.stage, str(ref))
     assert sorted(SUPER35.order()) == sorted(s.stage for s in SUPER35.steps())
-    # The seed's imports: data import sft|rl, model import pretrain|sft|rl.
+    # The recipe's imports: data import sft|rl, model import pretrain|sft|rl.
     imported = SUPER35.imported()
     assert imported["super35-sft-data"] == "super35 data import sft PATH"
     assert imported["super35-rl-rlvr-data"] == "super35 data import rl PATH"

@@ -1,6 +1,6 @@
 """The seven Megatron-Bridge stages of Super 3.5 VL (pretrain and SFT) plan: their lineage is
-the seed's table, their layouts fit their hardware, and their values are the seed's Megatron-Bridge
-verified configuration where it gives them."""
+the recipe's table, their layouts fit their hardware, and their values are the recipe's
+Megatron-Bridge verified configuration where it gives them."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ STAGES: dict[str, Stage] = {
     "sft-tiny": sft.sft_tiny,
 }
 
-# Seed 004, "Artifact Lineage", the table (model, data, output), as lineage_test reads it. The
-# tiny rows are not in the seed: lineage.py names them as Nemotron 3 Super's tiny configs do.
+# The recipe, "Artifact Lineage", the table (model, data, output), as lineage_test reads it. The
+# tiny rows are not in the recipe: lineage.py names them as Nemotron 3 Super's tiny configs do.
 LINEAGE = {
     **{name: row for name, row in SEED_TABLE.items() if name in STAGES},
     "pretrain-tiny": (
@@ -44,7 +44,7 @@ LINEAGE = {
 }
 
 # Seed: "8 nodes x 8 H100 (LoRA: 2 nodes x 8 H100; long-context SFT: 32 nodes x 4 GB200)";
-# the tiny stages are one node (not in the seed). Layout: TP, PP, CP, EP, ETP -> DP.
+# the tiny stages are one node (not in the recipe). Layout: TP, PP, CP, EP, ETP -> DP.
 HARDWARE = {
     "pretrain": (H100_NODE, 8, (1, 2, 1, 32, 1), 32),
     "pretrain-tiny": (H100_NODE, 1, (1, 1, 1, 8, 1), 8),
@@ -56,7 +56,7 @@ HARDWARE = {
 }
 
 # (language model, vision encoder, vision projector) frozen: the recipes' choices; the tiny
-# stages train the projector alone (not in the seed).
+# stages train the projector alone (not in the recipe).
 FROZEN = {
     "pretrain": (False, False, False),
     "pretrain-tiny": (True, True, False),

@@ -1,4 +1,4 @@
-"""Nemotron 3.5 Super VL, RL stage 3: multi-teacher on-policy distillation (seed 004, Stage 2.3).
+"""Nemotron 3.5 Super VL, RL stage 3: multi-teacher on-policy distillation (the recipe, Stage 2.3).
 
 MOPD distills the teachers into one student: every prompt goes to the teacher that owns its
 NeMo Gym agent (``domains.py``), which scores each student token; prompts no specialist owns go
@@ -18,8 +18,8 @@ included. Phases 1 and 2 are blocked (the agentic teacher and vision-reasoning s
 Ported from NeMo-RL main's Super Omni MOPD recipe ("SO MOPD": ``examples/configs/recipes/vlm/
 mopd-nemotron-super-omni-120ba12b-10n8g-megatron-tp8ep16cp2-async-gym.v1.yaml``) on ``rlvr``;
 the batch shape and the self-anchor's routing follow Nemotron 3 Ultra's ``mopd.yaml``
-("Ultra MOPD"). NOT IN THE SEED: the node counts, and which teacher each phase distills beyond
-what the seed says (see ``lineage.py``).
+("Ultra MOPD"). NOT IN THE RECIPE: the node counts, and which teacher each phase distills beyond
+what the recipe says (see ``lineage.py``).
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def _mopd(stage: str, description: str, *specialists: Domain) -> Stage:
     teachers = len(specialists) + 1  # the self-anchor has its own
     # The RLHF teachers' agents run their episodes against the GenRM judge, so a phase that
     # distills them serves it (Ultra mopd.yaml keeps genrm_compare and its model, on Gym's own
-    # nodes). NOT IN THE SEED: its settings, RLVR's (Ultra's MOPD judge is a close variant).
+    # nodes). NOT IN THE RECIPE: its settings, RLVR's (Ultra's MOPD judge is a close variant).
     judged = any(d in (RLHF_TEACHER1, RLHF_TEACHER2) for d in specialists)
     nodes = GENERATION_NODES + TRAINING_NODES + NODES_PER_TEACHER * teachers
     return rlvr.with_values(

@@ -1,4 +1,4 @@
-"""Every row of seed 004's CLI table is a stage target that plans, with the seed's lineage."""
+"""Every row of the recipe's CLI table is a stage target that plans, with the recipe's lineage."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ MODULES = (pretrain, sft, rl, teachers, mopd, hf_export, evaluation)
 STAGES: list[Stage] = [
     value for module in MODULES for value in vars(module).values() if isinstance(value, Stage)
 ]
-# Shared bases are stages too; the targets are the ones the pipeline names (the seed's CLI
+# Shared bases are stages too; the targets are the ones the pipeline names (the recipe's CLI
 # stages and the HF export between MOPD and eval).
 TARGETS = {s.name: s for s in STAGES if s.name in {step.stage for step in SUPER35.steps()}}
 

@@ -1,4 +1,4 @@
-"""Nemotron 3.5 Super VL vision-language pretraining on Megatron-Bridge (seed 004, "Stage 0").
+"""Nemotron 3.5 Super VL vision-language pretraining on Megatron-Bridge (the recipe, "Stage 0").
 
 The report's text-only pretraining is not reproducible (teacher logits and data are not
 public); ``super35 pretrain`` runs Megatron-Bridge's image-caption pretraining recipe instead,
@@ -10,8 +10,8 @@ image-caption data (``SUPER35_PRETRAIN_DATA``). Every part of the model trains.
 | pretrain      | 8 x 8 H100   | 1 x 2 x 1, 32 x 1 (DP 32)       | 1280 / 1          | 200        |
 | pretrain-tiny | 1 x 8 H100   | 1 x 1 x 1, 8 x 1 (DP 8)         | 8 / 1             | 20         |
 
-Defaults are the seed's Megatron-Bridge verified configuration (64 x H100, 200 steps, sequence
-length 4096); what the seed does not give comes from github:NVIDIA-NeMo/Megatron-Bridge's recipe
+Defaults are the recipe's Megatron-Bridge verified configuration (64 x H100, 200 steps, sequence
+length 4096); what the recipe does not give comes from github:NVIDIA-NeMo/Megatron-Bridge's recipe
 (``src/megatron/bridge/recipes/nemotronh_multimodal/h100/nemotron_35_super_vl.py``, read at
 7eafb558) and the Super-VL verification card
 (``examples/model_verification_cards/nemotron-3.5-super-vl-120b-a12b/card.yaml``, at 0e7a2ca3),
@@ -57,7 +57,7 @@ pretrain = sft.with_values(
             optimizer_offload_fraction=0.25,
             overlap_cpu_optimizer_d2h_h2d=False,
         ),
-        # A warm start from converted released weights (seed, "Stage 0"), as the card's
+        # A warm start from converted released weights (the recipe, "Stage 0"), as the card's
         # `--mode pretrain --pretrained_checkpoint` run; the optimizer starts fresh anyway.
         "checkpoint.pretrained_checkpoint": input_path(PRETRAIN, "model"),
         "checkpoint.finetune": UNSET,

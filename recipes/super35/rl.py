@@ -1,4 +1,4 @@
-"""Nemotron 3.5 Super VL, RL stage 1: RLVR with NeMo-RL GRPO and NeMo Gym (seed 004, Stage 2.1).
+"""Nemotron 3.5 Super VL, RL stage 1: RLVR with NeMo-RL GRPO and NeMo Gym (the recipe, Stage 2.1).
 
 RLVR runs joint RLVR and RLHF over a broad environment mix, from the SFT model; its step 120
 is the MOPD phase-1 student and the start of every teacher but RLHF teacher 1. The teachers
@@ -10,16 +10,16 @@ names it; "SO" in the comments): NeMo-RL main's Super Omni VL GRPO recipe,
 async-gym.v1.yaml`` on ``examples/nemo_gym/grpo_nanov3.yaml`` (``recipekit import-yaml`` wrote
 the first draft). Values are SO's unless a comment says otherwise. Where the port differs:
 
-| what             | SO                           | here (GB200, seed: "4 GPUs each")          |
+| what             | SO                           | here (GB200, recipe: "4 GPUs each")          |
 |------------------|------------------------------|--------------------------------------------|
-| nodes x GPUs     | 16 x 8 = 128 GPUs            | 32 x 4 = 128 GPUs (NOT IN THE SEED)        |
+| nodes x GPUs     | 16 x 8 = 128 GPUs            | 32 x 4 = 128 GPUs (NOT IN THE RECIPE)        |
 | RLHF (GenRM)     | none                         | Ultra's GenRM judge on 4 more nodes        |
 | generation       | 8 nodes, vLLM TP 4           | 16 nodes, vLLM TP 4 -> 16 instances        |
 | training         | 8 nodes: TP 8 x CP 2, EP 16  | 16 nodes, the same (TP 8 = 2 NVL72 trays)  |
 | checkpoint, data | /path/to/...                 | the lineage's run.model / run.data         |
-| W&B              | project grpo-superv3omni     | project "nemotron" (the seed's env.toml)   |
+| W&B              | project grpo-superv3omni     | project "nemotron" (the recipe's env.toml)   |
 
-The seed gives RL node counts only as "16 to 144 nodes depending on the stage"; its per-stage
+The recipe gives RL node counts only as "16 to 144 nodes depending on the stage"; its per-stage
 table (rl/index.md) is not available. 32 nodes keep SO's GPU count.
 
 Multimodal, not text-only. NVIDIA's Nemotron 3.5 Super training recipe says "Run text-only RLVR"
@@ -59,7 +59,7 @@ CHAT_TEMPLATE = RunInput("model", "chat_template.jinja")
 def run_names(stage: str) -> dict[str, str]:
     """Where a stage writes checkpoints and logs, and its W&B run name. Checkpoints go to the
     artifact store, under the stage's output artifact and run (``lineage.store``): the container
-    is gone when the job ends. Logs and the W&B name are named for the stage (NOT IN THE SEED;
+    is gone when the job ends. Logs and the W&B name are named for the stage (NOT IN THE RECIPE;
     SO writes results/ and logs/nemotron-super-omni-async-gym)."""
     output = SUPER35.stage(stage).output
     assert output is not None, f"{stage} publishes no artifact"
@@ -76,7 +76,10 @@ def run_names(stage: str) -> dict[str, str]:
 # what it reads and writes.
 rlvr = Stage(
     name="rlvr",
-    description="RLVR: GRPO with NeMo Gym environments from the SFT model (RL stage 1)",
+    description=(
+        "RLVR: GRPO with NeMo Gym environments from the SFT model (RL stage 1), multimodal as "
+        "the recipe's stage summary and NeMo-RL's public config are (its --help says text-only)"
+    ),
     hardware=Hardware(GB200_NODE, num_nodes=32),
     model=NEMOTRON_35_SUPER_VL_120B,
     framework=NEMO_RL_SUPER35,
@@ -92,7 +95,7 @@ rlvr = Stage(
         "cluster.num_nodes": DERIVED,
         "policy.train_global_batch_size": DERIVED,
         # Seed: `data import rl /data/rlvr/train.jsonl --val /data/rlvr/val.jsonl`.
-        # NOT IN THE SEED: the file names inside the artifact.
+        # NOT IN THE RECIPE: the file names inside the artifact.
         "policy.model_name": RunInput("model"),
         "policy.tokenizer.chat_template": CHAT_TEMPLATE,
         "policy.generation.vllm_cfg.http_server_serving_chat_kwargs.chat_template": (
@@ -106,7 +109,7 @@ rlvr = Stage(
     }
 )
 
-# Seed 004: RLVR is "joint RLVR + RLHF over a broad environment mix". SO's mix has verifiable
+# The recipe: RLVR is "joint RLVR + RLHF over a broad environment mix". SO's mix has verifiable
 # rewards only; Nemotron 3 Ultra's student RLVR (NeMo-RL main examples/nemo_gym/nemotron-3-ultra/
 # student_rlvr1.yaml) adds the GenRM's pairwise comparisons to them, and so does this: the
 # judge, its settings and its 4 nodes are genrm.py's.

@@ -25,8 +25,8 @@ RL_STAGES: list[Stage] = [rlvr, *TEACHERS, *MOPD]
 def test_each_rl_stage_plans_on_gb200_within_the_seeds_node_range(stage: Stage) -> None:
     plan = make_plan(stage)
     layout = plan.layout.as_json()
-    assert stage.hardware.node is GB200_NODE  # seed: "RL: GB200 nodes with 4 GPUs each"
-    assert 16 <= stage.hardware.num_nodes <= 144  # seed: "16 to 144 nodes depending on the stage"
+    assert stage.hardware.node is GB200_NODE  # recipe: "RL: GB200 nodes with 4 GPUs each"
+    assert 16 <= stage.hardware.num_nodes <= 144  # recipe: "16 to 144 nodes depending on the stage"
     # Every GPU is generation's, training's, a MOPD teacher's or NeMo Gym's (the GenRM), and
     # NeMo-RL's cluster is all but Gym's.
     nodes = layout["teacher_nodes"] + layout["gym_nodes"]
@@ -171,7 +171,7 @@ def test_teacher_tensor_parallelism_must_tile_nvlink() -> None:
 
 @pytest.mark.parametrize("stage", RL_STAGES, ids=lambda s: s.name)
 def test_the_genrm_judges_rlvr_and_the_rlhf_teachers_on_its_own_nodes(stage: Stage) -> None:
-    # Seed 004: RLVR is joint RLVR + RLHF, the RLHF teachers train on GenRM comparisons, and a
+    # The recipe: RLVR is joint RLVR + RLHF, the RLHF teachers train on GenRM comparisons, and a
     # MOPD phase that distills them runs their agents against it; the others judge nothing
     # with it and reserve no nodes for it.
     gym = make_plan(stage).framework_config["env"]["nemo_gym"]

@@ -1,4 +1,4 @@
-"""Nemotron 3.5 Super VL supervised fine-tuning on Megatron-Bridge (seed 004, "Stage 1").
+"""Nemotron 3.5 Super VL supervised fine-tuning on Megatron-Bridge (the recipe, "Stage 1").
 
 The base model is text-only, so SFT is where Super 3.5 becomes a vision-language model: the
 vision encoder stays frozen while the projector and the language model train. The report's two
@@ -13,8 +13,8 @@ are variants of the same base.
 | sft-long-context | 32 x 4 GB200 | 1 x 2 x 32, 64 x 1 (DP 2)       | 8 / 1     | 131072  | 100   |
 | sft-tiny         | 1 x 8 H100   | 1 x 1 x 1, 8 x 1 (DP 8)         | 8 / 1     | 4096    | 20    |
 
-Defaults are the seed's Megatron-Bridge verified configuration (sequence length 4096, not the
-report's 524,288-token packed sequences). What the seed does not give comes from
+Defaults are the recipe's Megatron-Bridge verified configuration (sequence length 4096, not the
+report's 524,288-token packed sequences). What the recipe does not give comes from
 github:NVIDIA-NeMo/Megatron-Bridge: the recipes
 ``src/megatron/bridge/recipes/nemotronh_multimodal/{h100,gb200}/nemotron_35_super_vl.py`` (read
 at 7eafb558 and 0f6afa6c) and the Super-VL verification card
@@ -48,7 +48,7 @@ _MODULE = "megatron.bridge.recipes.nemotronh_multimodal"
 # Hardware-agnostic aliases of the 64-GPU H100 SFT and 16-GPU H100 PEFT recipes.
 SFT_RECIPE = f"{_MODULE}.nemotron_35_super_vl.nemotron_35_super_vl_sft_config"
 PEFT_RECIPE = f"{_MODULE}.nemotron_35_super_vl.nemotron_35_super_vl_peft_config"
-# Long-context SFT has only a GB200 recipe (128 GPUs: the seed's 32 x 4 GB200).
+# Long-context SFT has only a GB200 recipe (128 GPUs: the recipe's 32 x 4 GB200).
 LONG_CONTEXT_RECIPE = (
     f"{_MODULE}.gb200.nemotron_35_super_vl."
     "nemotron_35_super_vl_sft_long_context_128gpu_gb200_bf16_config"
@@ -60,8 +60,8 @@ SFT_PEFT = SUPER35.stage("sft-peft")
 SFT_LONG_CONTEXT = SUPER35.stage("sft-long-context")
 SFT_TINY = SUPER35.stage("sft-tiny")
 
-# Seed 004: no public image ships the Super-VL recipes yet, so the stages mount "a pinned
-# Megatron-Bridge commit" into nemo:26.08. NOT IN THE SEED: which commit; these are the commits
+# The recipe: no public image ships the Super-VL recipes yet, so the stages mount "a pinned
+# Megatron-Bridge commit" into nemo:26.08. NOT IN THE RECIPE: which commit; these are the commits
 # the recipe modules were read at (above), H100 and GB200.
 MEGATRON_BRIDGE_H100 = CodeCheckout(
     name="megatron-bridge",
@@ -85,7 +85,7 @@ sft = Stage(
     config=MegatronBridgeConfig(
         recipe=Recipe(target=SFT_RECIPE),
         train=Train(
-            train_iters=200,  # seed: the verification ran 200 steps
+            train_iters=200,  # recipe: the verification ran 200 steps
             # Verification card, sft.H100: GBS/MBS 1280/1 (Nemotron 3 Super's 64-GPU stack).
             global_batch_size=1280,
             micro_batch_size=1,
@@ -98,7 +98,7 @@ sft = Stage(
             expert_model_parallel_size=32,
             expert_tensor_parallel_size=1,
             sequence_parallel=False,  # nothing to split with TP 1
-            seq_length=4096,  # seed: the verified configuration's sequence length
+            seq_length=4096,  # recipe: the verified configuration's sequence length
             # The recipe's: C-RADIO keeps its pretrained weights; SFT teaches the projector
             # and the (text-only) language model to use them.
             freeze_language_model=False,
@@ -206,7 +206,7 @@ sft_long_context = sft.with_values(
     lineage=SFT_LONG_CONTEXT,
 )
 
-# NOT IN THE SEED (its CLI table lists `-c tiny`, not its values): a one-node smoke test of a
+# NOT IN THE RECIPE (its CLI table lists `-c tiny`, not its values): a one-node smoke test of a
 # stage's recipe. EP 8 over the node is the verification card's 8-GPU conversion layout
 # (TP1/PP1/EP8/ETP1); with the language model and vision encoder frozen only the projector
 # keeps optimizer state, so the 120B weights fit 8 x 80 GiB.

@@ -1,4 +1,4 @@
-"""Nemotron 3.5 Super VL, RL stage 2: the specialist teachers (seed 004, Stage 2.2).
+"""Nemotron 3.5 Super VL, RL stage 2: the specialist teachers (the recipe, Stage 2.2).
 
 Each teacher is a short RL run that pushes one capability past the generalist: six teachers,
 ten configs. All start from RLVR step 120 except RLHF teacher 1, which starts from SFT (the
@@ -20,7 +20,7 @@ whose GB200 layouts they follow:
 | vision-reasoning 1, 2   | 32    | 128 x 16               | 16384    | 8 x 2 -> 4             |
 | rlhf teacher 1, 2 (x2)  | 32 + 4 | 128 x 16              | 49152    | 8 x 8 -> 1             |
 
-NOT IN THE SEED: every number in this table (the seed's per-stage table, rl/index.md, is not
+NOT IN THE RECIPE: every number in this table (the recipe's per-stage table, rl/index.md, is not
 available); generation keeps RLVR's 16 nodes throughout. The RLHF teachers add the GenRM's 4
 nodes (``genrm.py``); the others judge nothing with it.
 """

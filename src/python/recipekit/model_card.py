@@ -162,10 +162,10 @@ NEMOTRON_3_SUPER_ARCHITECTURE = Architecture(
     },
 )
 
-# Seed 004, "Model Specifications": the Super 3 backbone with the Omni vision stack (RADIO
+# The recipe, "Model Specifications": the Super 3 backbone with the Omni vision stack (RADIO
 # ViT-H/16 encoder, 32 layers of width 1280; pixel shuffle 0.5; a squared-ReLU projector
 # 5120 -> 20480 -> 4096; a two-frame video embedder). Encoder 653.6M and projector 188.8M make
-# the seed's 124.453B with the backbone and MTP.
+# the recipe's 124.453B with the backbone and MTP.
 NEMOTRON_35_SUPER_VL_ARCHITECTURE = attrs.evolve(
     NEMOTRON_3_SUPER_ARCHITECTURE,
     name="Nemotron 3.5 Super VL 120B-A12B",

@@ -62,10 +62,10 @@ class Stage:
     framework: Framework
     # What the stage reads (by role) and publishes; None for a stage outside a pipeline.
     lineage: StageLineage | None = None
-    # Environment the framework needs whatever the cluster (the seed's exports), set in the
+    # Environment the framework needs whatever the cluster (the recipe's exports), set in the
     # job before the framework starts. Never a secret: those come from the submitting shell.
     environment: Mapping[str, str] = attrs.field(factory=dict, converter=_environment)
-    # Source checkouts the stage's container must have, pinned by commit (seed 004's
+    # Source checkouts the stage's container must have, pinned by commit (the recipe's
     # Megatron-Bridge commit for the Super-VL recipes); the profile says where each lives.
     code: tuple[CodeCheckout, ...] = attrs.field(default=(), converter=_checkouts)
     # Provenance, for explaining a value; never part of a stage's identity (eq=False).

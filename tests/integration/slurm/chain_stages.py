@@ -5,7 +5,7 @@ eval, made from the repository's own recipes (their frameworks, configs and arti
 recipes keep their real sizes): the nodes are the test cluster's (2 x 4 fake GPUs), the RL
 layouts shrink to them, and RL trains for ``RL_STEPS`` steps, saving every ``SAVE_PERIOD`` and
 keeping only the newest checkpoint, so that the step the teacher and MOPD select
-(``SELECTED_STEP``) survives only because the pipeline pins it. The lineage is the seed's for
+(``SELECTED_STEP``) survives only because the pipeline pins it. The lineage is the recipe's for
 these stages, except that RLVR starts from the tiny SFT model, MOPD's teachers other than the
 reasoning one are imported (their stages are not in this chain) and share the training GPUs
 (two nodes hold no teacher of their own), and the export reads single-stage MOPD's output (the

@@ -37,11 +37,11 @@ def stand_in(stage: Stage, **changes: Any) -> Stage:
     return attrs.evolve(stage, model=model, **changes)
 
 
-# SFT smoke test (seed 004's `sft -c tiny`): 8 GPUs, here two nodes of four: 8 ranks.
+# SFT smoke test (the recipe's `sft -c tiny`): 8 GPUs, here two nodes of four: 8 ranks.
 # The stand-in for run_recipe.py needs no Megatron-Bridge checkout (code=()).
 per_gpu = stand_in(sft_tiny, hardware=Hardware(FAKE_NODE, num_nodes=2), code=())
 
-# Evaluation (seed 004's stage 3): `nemo-evaluator-launcher run --config config.yaml`, once,
+# Evaluation (the recipe's stage 3): `nemo-evaluator-launcher run --config config.yaml`, once,
 # on the submit host; the launcher submits the job.
 delegated = stand_in(evaluation, hardware=Hardware(FAKE_NODE, num_nodes=1))
 

@@ -123,7 +123,7 @@ class Chain:
                 vllm=VLLM_IMAGE,
             )
         )
-        # Pretraining reads its starting checkpoint and data from the environment (seed 004).
+        # Pretraining reads its starting checkpoint and data from the environment (the recipe).
         self.environment = {
             "SUPER35_INIT_CHECKPOINT": str(root / "init-checkpoint"),
             "SUPER35_PRETRAIN_DATA": str(root / "pretrain-data"),
@@ -277,7 +277,7 @@ def test_the_chain_hands_checkpoints_over_through_the_store(chain: Chain) -> Non
     assert seen["told"]["deployment.checkpoint_path"] == f"{STORE_MOUNT}/{HF_MODEL}/latest"
     assert seen["checkpoint files"] == ["config.json", "model.safetensors"]
 
-    # W&B (offline) recorded one run per stage, every version, and the seed's lineage.
+    # W&B (offline) recorded one run per stage, every version, and the recipe's lineage.
     recorded = {}
     for stage in [*jobs, "eval"]:
         [offline] = list(chain.runs.glob(f"{stage}-*/wandb/offline-run-*"))

@@ -1,6 +1,6 @@
 """``recipekit pipeline``: plan, submit and follow a chain of stages (a recipe folder).
 
-The seed's stages never chain by themselves: each is submitted on its own, reading ``:latest``
+The recipe's stages never chain by themselves: each is submitted on its own, reading ``:latest``
 of what the one before published. ``pipeline`` is the opt-in way to run a chain.
 """
 

@@ -483,7 +483,10 @@ def _import_options(fn: Any) -> Any:
             envvar="WANDB_PROJECT",
             default="nemotron",
             show_default=True,
-            help="W&B project (env WANDB_PROJECT; seed 004's env.toml uses nemotron).",
+            help=(
+                "W&B project (env WANDB_PROJECT; the Nemotron 3.5 Super recipe's env.toml uses "
+                "nemotron)."
+            ),
         ),
         click.option("--entity", envvar="WANDB_ENTITY", help="W&B entity (env WANDB_ENTITY)."),
         click.option(

@@ -45,7 +45,7 @@ from recipekit.stage import Stage
 NODES = {"GB200": GB200_NODE, "B200": B200_NODE, "H100": H100_NODE}
 # The node a YAML's cluster.gpus_per_node suggests; anything else (1 or 2 GPUs, as NeMo-RL's
 # small examples use) runs on part of an H100 node, the 8-GPU machine those examples name
-# ("1n8g"). NOT IN THE SEED.
+# ("1n8g"). NOT IN THE RECIPE.
 DEFAULT_NODE = {4: "GB200", 8: "B200"}
 FALLBACK_NODE = "H100"
 SCHEMAS = ("super-v3", "main")

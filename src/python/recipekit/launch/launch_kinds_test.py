@@ -61,7 +61,7 @@ from recipes.super3.dapo import dapo_b200
 from recipes.super35.evaluation import evaluation
 from recipes.super35.lineage import NOT_PUBLIC, SUPER35
 
-# Seed 004: the agentic teacher "depends on NeMo Gym components that are not public".
+# The recipe: the agentic teacher "depends on NeMo Gym components that are not public".
 blocked = attrs.evolve(dapo_b200, name="teacher-agentic", lineage=SUPER35.stage("teacher-agentic"))
 # A real framework implementation that launches per GPU (NeMo-RL's, with its launch changed).
 per_gpu = attrs.evolve(dapo_b200, framework=attrs.evolve(NEMO_RL_GRPO, launch="per-gpu"))

@@ -282,7 +282,7 @@ class Tracking:
     mode: TrackingMode = attrs.field(
         default="online", validator=attrs.validators.in_(("online", "offline", "off"))
     )
-    # Seed 004, Configuration: env.toml's [wandb] project = "nemotron".
+    # The recipe, Configuration: env.toml's [wandb] project = "nemotron".
     project: str = attrs.field(default="nemotron", validator=_slurm_name)
     # None: the API key's default entity.
     entity: str | None = attrs.field(default=None, validator=attrs.validators.optional(_slurm_name))
@@ -372,7 +372,7 @@ class ClusterProfile:
         default=300, validator=[instance_of(int, what="whole seconds"), at_least(1)]
     )
     # torch.distributed's MASTER_PORT for "per-gpu" stages, bound by rank 0 on the first node.
-    # NOT IN THE SEED: torch.distributed's default port (torchrun --master-port).
+    # NOT IN THE RECIPE: torch.distributed's default port (torchrun --master-port).
     master_port: int = attrs.field(default=29500, validator=below_ephemeral("port", "rank 0"))
     # Where several nodes share one host (tests), simultaneous Ray starts time out; worker k
     # then waits for worker k-1's raylet. Real clusters start every worker at once.

@@ -1,6 +1,6 @@
 """Stage lineage (what a stage reads, by role, and what it publishes) and a pipeline of them.
 
-Roles are the seed's ``run.*`` keys: ``model`` (the starting checkpoint), ``data``, and one
+Roles are the recipe's ``run.*`` keys: ``model`` (the starting checkpoint), ``data``, and one
 ``teacher_<name>`` per MOPD teacher. A :class:`Pipeline` refuses, when it is built, an input
 that no stage produces and no import registers, two producers of one artifact, and a cycle.
 """
@@ -74,7 +74,7 @@ class StageLineage:
     output: str | None = attrs.field(validator=_check_output)
     # What the output is when it is not an artifact ("Evaluation results").
     output_note: str = ""
-    # The seed's command for this stage (``super35 rl teacher rlhf -c teacher1_stage1``).
+    # The recipe's command for this stage (``super35 rl teacher rlhf -c teacher1_stage1``).
     command: str = ""
     # Why the stage cannot be launched; "" when it can. Blocked stages still plan and render.
     blocked: str = ""

@@ -116,7 +116,7 @@ def parse_ref(text: str, *, path: str = "") -> ArtifactRef:
 class ExternalInput:
     """An input that is not an artifact: a path from the environment, or data a framework ships.
 
-    The seed's ``pretrain`` reads its checkpoint from ``SUPER35_INIT_CHECKPOINT``; long-context
+    The recipe's ``pretrain`` reads its checkpoint from ``SUPER35_INIT_CHECKPOINT``; long-context
     SFT reads Megatron-Bridge's built-in dataset.
     """
 

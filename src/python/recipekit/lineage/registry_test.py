@@ -58,7 +58,7 @@ def _run_dir(result: Result) -> Path:
 
 
 def test_defaults_are_the_pipelines_imports() -> None:
-    # The seed's CLI table, as recipes/super35/lineage.py declares it (not written twice).
+    # The recipe's CLI table, as recipes/super35/lineage.py declares it (not written twice).
     assert {
         (group, kind): default_artifact(SUPER35, group, kind)
         for group, kinds in (("data", ("sft", "rl")), ("model", ("pretrain", "sft", "rl")))
@@ -270,7 +270,7 @@ def test_what_is_imported_is_what_the_reading_stage_plans_and_submits_with(
     (checkpoint / "model.safetensors").write_bytes(b"weights")
     train = offline / "train.jsonl"
     train.write_text('{"prompt": "1+1"}\n')
-    # The seed's Quick Start, with the cluster whose store the stages read.
+    # The recipe's Quick Start, with the cluster whose store the stages read.
     for args in (
         ("model", "import", "sft", str(offline / "sft")),
         ("data", "import", "rl", str(train), "--val", str(train)),

@@ -6,7 +6,7 @@ Megatron-Core's rules (``layout``, ``checks``), the plan rows (``summary``) and 
 targets (``framework``).
 """
 
-# Seed 004, "Containers": pretrain and SFT run in the NeMo 26.08 container
+# The recipe, "Containers": pretrain and SFT run in the NeMo 26.08 container
 # (nvcr.io/nvidia/nemo:26.08), with a pinned Megatron-Bridge commit mounted into it until a
 # public image ships the Super-VL recipes (megatron.bridge.recipes.nemotronh_multimodal).
 MEGATRON_BRIDGE_VERSION = "nemo:26.08"

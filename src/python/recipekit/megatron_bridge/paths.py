@@ -1,7 +1,7 @@
 """Where a Megatron-Bridge stage's inputs and outputs are, as values of its config.
 
-The seed names each stage's inputs and output (its "Artifact Lineage" table) but not the paths
-a job sees them at: NOT IN THE SEED, chosen here, in one place.
+The recipe names each stage's inputs and output (its "Artifact Lineage" table) but not the paths
+a job sees them at: NOT IN THE RECIPE, chosen here, in one place.
 
 - An artifact input is ``RunInput(role)``: the plan resolves it from the stage's lineage to
   where the cluster profile mounts that artifact version (``/artifacts/<name>/<version>``,

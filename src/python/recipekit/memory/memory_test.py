@@ -43,7 +43,7 @@ def test_super_has_the_checkpoints_parameter_count(reference_dir: Path) -> None:
 
 
 def test_super_vl_counts_the_seeds_124_453_billion() -> None:
-    # Seed 004, "Model Specifications": 124.453B with the vision stack and MTP.
+    # The recipe, "Model Specifications": 124.453B with the vision stack and MTP.
     arch = NEMOTRON_35_SUPER_VL_ARCHITECTURE
     assert arch.vision is not None
     total = params.language_model(arch).total + arch.vision.params

@@ -20,7 +20,7 @@ from recipekit.nemo_evaluator.schema import LauncherConfig, WandbExport
 
 DEPLOYMENT = "deployment"
 # The launcher's vllm.yaml serves the checkpoint as it is; an HF export of the BF16 release
-# (seed 004: NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16) holds two bytes per parameter.
+# (the recipe: NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16) holds two bytes per parameter.
 BYTES_PER_PARAMETER = 2
 # Linux's default ip_local_port_range: the kernel hands these ports to outgoing connections, so
 # one can be taken on the node when vLLM tries to listen on it.

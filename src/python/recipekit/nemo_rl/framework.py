@@ -132,7 +132,7 @@ def nemo_rl_save_policy(rendered: dict[str, Any], algorithm: str) -> SavePolicy 
 
 NEMO_RL_GRPO = NemoRLGrpo()
 
-# Super 3.5 RL (seed 004, "Software"): NeMo-RL's super-v3.5-posttraining branch; the seed builds
+# Super 3.5 RL (the recipe, "Software"): NeMo-RL's super-v3.5-posttraining branch; the recipe builds
 # its image at f299847f1, which is not public, so the version names 5d63149a, the branch head whose
 # source the rule catalogue reads (3rdparty/reference/manifest.toml),
 # whose config schema is main's. Its GRPO + NeMo Gym runner is the entry point of every RL stage
