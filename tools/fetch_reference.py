@@ -42,6 +42,8 @@ from typing import Any
 
 import attrs
 
+from recipekit.progress import progress
+
 MIRROR_ENV = "RECIPEKIT_REFERENCE_MIRROR"
 MANIFEST = Path("3rdparty/reference/manifest.toml")
 DEFAULT_OUT = Path(".reference")
@@ -276,7 +278,16 @@ def unpack_wheel(wheel: Wheel, out: Path, timeout: float) -> None:
 
     try:
         with urllib.request.urlopen(wheel.url, timeout=timeout) as response:
-            data = bytes(response.read())
+            size = int(response.headers.get("Content-Length") or 0) or None
+            chunks = []
+            # A wheel is hundreds of MB: bytes and rate on a terminal, timed lines in a log.
+            with progress(
+                f"fetch-reference: {wheel.label} from PyPI", total=size, counts_bytes=True
+            ) as tracker:
+                while chunk := response.read(1 << 20):
+                    chunks.append(chunk)
+                    tracker.advance(len(chunk))
+            data = b"".join(chunks)
     except (urllib.error.URLError, OSError) as exc:
         raise FetchError(f"{wheel.url}: {exc}") from exc
     got = hashlib.sha256(data).hexdigest()
@@ -343,14 +354,15 @@ def materialise(
         write(out / pinned.local, data)
         return None
 
-    done, skipped = 0, []
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    skipped = []
+    with (
+        ThreadPoolExecutor(max_workers=jobs) as pool,
+        progress(f"fetch-reference: files from {where}", total=len(missing)) as tracker,
+    ):
         for lacking in pool.map(one, missing):
-            done += 1
+            tracker.advance()
             if lacking:
                 skipped.append(lacking)
-            if done % 50 == 0:
-                print(f"fetch-reference: {done}/{len(missing)}", flush=True)
     if skipped:
         print(
             f"fetch-reference: {len(skipped)} unmirrored files are not in {where}, skipped "

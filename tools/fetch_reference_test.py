@@ -52,6 +52,13 @@ def test_mirror_fills_the_folder_and_a_second_run_only_checks(
     root = _repo(tmp_path, mirror, {"configs/parent.yaml": PARENT.encode()})
     assert main(["--root", str(root), "--mirror", str(mirror)]) == 0
     assert (root / ".reference/up/main/configs/parent.yaml").read_text() == PARENT
+    # Not a terminal: the fetch says what it does in timestamped lines on stderr, start and end.
+    said = [
+        line.split(": ", 2)[-1]
+        for line in capsys.readouterr().err.splitlines()
+        if ": files from " in line
+    ]
+    assert said[0] == "started (1)" and said[-1].startswith("done: 1 of 1 (100%)"), said
     assert main(["--root", str(root)]) == 0  # no source needed: everything is verified in place
     assert "is current (1 files verified)" in capsys.readouterr().out
 
