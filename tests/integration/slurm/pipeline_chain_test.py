@@ -302,6 +302,55 @@ def test_the_chain_hands_checkpoints_over_through_the_store(chain: Chain) -> Non
     assert chain.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
 
 
+def _reasons(chain: Chain, *args: str) -> dict[str, str]:
+    """Each stage's verdict in `pipeline plan --format json` over the store: "" when it is up
+    to date, else why it runs."""
+    cluster = ("--cluster", f"{chain.profile}:profile")
+    done = chain.recipekit("pipeline", "plan", str(CHAIN), *cluster, "--format", "json", *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = json.loads(done.stdout)["stages"]
+    return {row["stage"]: row["action"]["reason"] if row["action"]["runs"] else "" for row in rows}
+
+
+def test_a_changed_rlvr_value_reruns_rlvr_onward_reading_the_kept_versions(chain: Chain) -> None:
+    """After the whole chain ran: one changed RLVR value runs RLVR and what reads it, and the
+    new jobs read the versions of the stages that did not run; a file removed from SFT's
+    version makes SFT and everything after it run."""
+    output_dir = ("--set", f"eval:execution.output_dir={chain.evaluations}")
+    change = ("--set", "rlvr:grpo.seed=11", *output_dir)
+    before = {"pretrain-tiny": "", "sft-tiny": ""}
+    reasons = _reasons(chain, *change)
+    assert {stage: reasons[stage] for stage in before} == before, reasons
+    assert reasons["rlvr"] == "the recipe changed"
+    for later in ("teacher-reasoning", "mopd-single-stage", "hf-export"):
+        assert reasons[later] == "an input changed", (later, reasons)
+
+    jobs = chain.submit(*change)
+    assert list(jobs) == ["rlvr", "teacher-reasoning", "mopd-single-stage", "hf-export"]
+    for stage, job_id in jobs.items():
+        state = chain.cluster.wait_for_job(job_id, timeout=420)
+        assert state == "COMPLETED", f"{stage}: {state}\n{chain.log(stage, job_id)}"
+    # The new RLVR job read the SFT version the first chain published, pinned at planning.
+    [sft] = versions(chain.store, "super35-sft-model-tiny")
+    rlvr_log = chain.log("rlvr", jobs["rlvr"])
+    assert f"starting from {STORE_MOUNT}/super35-sft-model-tiny/{sft.path}" in rlvr_log, rlvr_log
+
+    # A file of SFT's version removed: it is not whole, so it and everything after it run.
+    version_dir = chain.store / "super35-sft-model-tiny" / sft.path
+    removed = next(p for p in sorted(version_dir.rglob("*")) if p.is_file())
+    kept = removed.read_bytes()
+    removed.unlink()
+    try:
+        reasons = _reasons(chain, *change)
+    finally:
+        removed.write_bytes(kept)  # the next test resumes RLVR from this chain's store
+    assert reasons["pretrain-tiny"] == ""
+    assert reasons["sft-tiny"] == "no complete output", reasons
+    for later in ("rlvr", "teacher-reasoning", "mopd-single-stage", "hf-export"):
+        assert reasons[later], (later, reasons)
+    assert chain.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
+
+
 def test_a_requeued_rl_stage_resumes_from_its_newest_checkpoint(chain: Chain) -> None:
     # A new plan of RLVR (another seed), so a run of its own; its inputs exist from the chain.
     chain.environment["FAKE_GRPO_STEP_SECONDS"] = "3"
