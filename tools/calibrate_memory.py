@@ -143,6 +143,15 @@ FUSED_ADAM = [
     ("moe-16x-top2", 4 * K, 1, "full"), ("dense-2k-gqa", 4 * K, 2, "full"),
     ("dense-1k-mha", 16 * K, 1, "full"), ("moe-64x-top8", 4 * K, 4, "full"),
 ]
+# Ten more shapes with a fused Adam, measured after the allocator's constant was chosen with
+# FUSED_ADAM in view: the clean hold-out of the estimate real stages get ("fused-check").
+FUSED_ADAM_CHECK = [
+    ("dense-1k-mha", 4 * K, 1, "none"), ("dense-1k-mha", 8 * K, 2, "selective"),
+    ("dense-4k-gqa-swiglu", 2 * K, 4, "selective"), ("moe-8x-top1", 4 * K, 2, "full"),
+    ("moe-8x-top1", 8 * K, 1, "selective"), ("moe-128x-top4", 8 * K, 1, "full"),
+    ("dense-3k-mha-256k", 8 * K, 1, "full"), ("moe-64x-top8", 16 * K, 1, "full"),
+    ("dense-2k-gqa", 16 * K, 1, "full"), ("moe-16x-top2", 4 * K, 4, "selective"),
+]
 STEPS = 3
 
 
@@ -163,12 +172,12 @@ def wide_specs() -> list[dict[str, Any]]:
     return specs
 
 
-def fused_adam_specs() -> list[dict[str, Any]]:
-    """The wide-grid shapes of FUSED_ADAM, with a fused Adam."""
+def fused_adam_specs(check: bool = False) -> list[dict[str, Any]]:
+    """The wide-grid shapes of FUSED_ADAM (or FUSED_ADAM_CHECK), with a fused Adam."""
     return [
         {"name": name, **WIDE_MODELS[name], "seq": seq, "micro_batch": micro,
-         "recompute": recompute, "set": "fused", "fused_adam": True}
-        for name, seq, micro, recompute in FUSED_ADAM
+         "recompute": recompute, "set": "fused-check" if check else "fused", "fused_adam": True}
+        for name, seq, micro, recompute in (FUSED_ADAM_CHECK if check else FUSED_ADAM)
     ]
 
 
@@ -361,8 +370,8 @@ def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) 
             for name, model in MODELS.items()
             for seq, micro, recompute in RUNS
         ]
-    elif grid == "fused":
-        specs = fused_adam_specs()
+    elif grid in ("fused", "fused-check"):
+        specs = fused_adam_specs(check=grid == "fused-check")
     else:
         specs = wide_specs()
     if only:
@@ -479,6 +488,7 @@ FILES = (
     "h200-megatron-core-0.19.2.json",
     "h200-megatron-core-0.19.2-wide.json",
     "h200-megatron-core-0.19.2-fused-adam.json",
+    "h200-megatron-core-0.19.2-fused-adam-check.json",
 )
 
 
@@ -544,7 +554,9 @@ def main() -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("measure", help="on a GPU: measure every run, write JSON")
     run.add_argument("--out", type=Path, required=True)
-    run.add_argument("--grid", choices=("first", "wide", "fused"), default="wide")
+    run.add_argument(
+        "--grid", choices=("first", "wide", "fused", "fused-check"), default="wide"
+    )
     run.add_argument("--set", choices=("fit", "check", "allocator"), dest="only",
                      help="only the runs of this set")
     run.add_argument("--pick", default="", help="only these runs: NAME:SEQ:MICRO:RECOMPUTE,...")

@@ -28,11 +28,13 @@ BOUNDS = {
 # fragment the backward's blocks or not, and the estimate takes the case where they do: up to
 # 23% high.
 FUSED_BOUNDS = {**BOUNDS, "whole_gpu": (-0.03, 0.10)}
-RUNS = {"fit": 30, "check": 9, "fused": 10}
+# "fused-check": ten more shapes with a fused Adam, measured after every constant was fixed (the
+# clean hold-out of what the plans estimate): whole GPU 0%..+6% there.
+RUNS = {"fit": 30, "check": 9, "fused": 10, "fused-check": 10}
 
 
 def _bounds(which: str) -> dict[str, tuple[float, float]]:
-    return FUSED_BOUNDS if which == "fused" else BOUNDS
+    return FUSED_BOUNDS if which.startswith("fused") else BOUNDS
 
 
 @pytest.fixture(scope="module", params=sorted(RUNS))
