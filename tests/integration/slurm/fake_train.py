@@ -103,6 +103,9 @@ def save_checkpoints(given: dict[str, str]) -> str | None:
         saved = directory / f"iter_{step:07d}"
         saved.mkdir(parents=True, exist_ok=True)
         (saved / OUTPUT_FILE).write_bytes(b"not really weights")
+        # As Megatron-Bridge finishes a save: the train state, then the tracker.
+        (saved / "train_state.pt").write_bytes(b"not really a train state")
+        (directory / "latest_checkpointed_iteration.txt").write_text(str(step))
     return None
 
 

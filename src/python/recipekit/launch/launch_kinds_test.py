@@ -400,6 +400,11 @@ def test_saved_steps_are_found_in_both_frameworks_layouts(tmp_path: Path) -> Non
     (megatron / "iter_0000200").mkdir(parents=True)
     (megatron / "latest_checkpointed_iteration.txt").write_text("200")
     assert saved_steps(megatron) == {200: megatron / "iter_0000200"}
+    # Iteration 300's shards are still being written: no train state, past the tracker.
+    (megatron / "iter_0000300").mkdir()
+    assert saved_steps(megatron) == {200: megatron / "iter_0000200"}
+    (megatron / "iter_0000300" / "train_state.pt").write_bytes(b"state")  # finalized
+    assert sorted(saved_steps(megatron)) == [200, 300]
     assert saved_steps(tmp_path / "absent") == {}
 
 

@@ -138,15 +138,39 @@ def store_output(plan: Mapping[str, Any]) -> tuple[str, str] | None:
     return artifact, run_name(str(plan["stage"]), str(plan["hash"]))
 
 
+# Megatron-Bridge writes a checkpoint's shards into iter_<N> where they land, then, once every
+# shard is saved (after an async save's finalize too), iter_<N>/train_state.pt and the tracker
+# (training/checkpointing.py:1482-1491 @ 067f987df). NeMo-RL saves into tmp_step_<N> and renames
+# it step_<N> when whole (utils/checkpoint.py:289-306 @ super-v3.5-posttraining).
+MEGATRON_SAVED = "train_state.pt"
+MEGATRON_TRACKER = "latest_checkpointed_iteration.txt"
+
+
+def _tracked_iteration(directory: Path) -> int:
+    try:
+        return int((directory / MEGATRON_TRACKER).read_text().strip())
+    except (OSError, ValueError):
+        return -1
+
+
 def saved_steps(directory: Path) -> dict[int, Path]:
-    """The checkpoints a framework saved in ``directory``, by step."""
+    """The checkpoints a framework has finished saving in ``directory``, by step: a Megatron
+    ``iter_<N>`` still being written (no ``train_state.pt`` yet, beyond the tracker) is not one,
+    so a publish while the run goes never records half a checkpoint as a version."""
     if not directory.is_dir():
         return {}
     found = {}
+    tracked = None
     for entry in directory.iterdir():
         match = STEP_DIR.match(entry.name)
-        if match and entry.is_dir():
-            found[int(match.group(1))] = entry
+        if not match or not entry.is_dir():
+            continue
+        step = int(match.group(1))
+        if entry.name.startswith("iter_") and not (entry / MEGATRON_SAVED).is_file():
+            tracked = _tracked_iteration(directory) if tracked is None else tracked
+            if step > tracked:
+                continue
+        found[step] = entry
     return found
 
 

@@ -20,6 +20,7 @@ from recipekit.lineage.store import (
     manifest_digest,
     output_dir,
     publish,
+    read_marker,
     recover,
     resolve_run,
     store_output,
@@ -314,3 +315,21 @@ def test_keeping_interrupted_after_the_marker_is_finished_by_the_next_recovery(
     assert listed.kept and os.readlink(tmp_path / ARTIFACT / "v0") == f"{RUN}/kept/step_10"
     shutil.rmtree(tmp_path / ARTIFACT / RUN / "step_10")
     assert input_problem(tmp_path, ARTIFACT, "latest") is None
+
+
+def test_a_megatron_checkpoint_still_being_written_is_not_published(tmp_path: Path) -> None:
+    """Megatron-Bridge writes iter_<N>'s shards in place and its train state last: a publish
+    while the run goes must not record the half-written iteration as a whole version."""
+    init_store(tmp_path)
+    run = tmp_path / "super35-sft-model" / "sft-0123456789ab"
+    writing = run / "iter_0000100"
+    writing.mkdir(parents=True)
+    (writing / "shard_0.distcp").write_bytes(b"half of")
+    assert publish(tmp_path, "super35-sft-model", run.name) == []
+    (writing / "shard_1.distcp").write_bytes(b"the weights")
+    (writing / "train_state.pt").write_bytes(b"iteration 100")
+    [version] = publish(tmp_path, "super35-sft-model", run.name)
+    assert version.step == 100
+    marker = read_marker(tmp_path / "super35-sft-model", version.version)
+    assert marker is not None
+    assert {entry["name"] for entry in marker["files"]} >= {"shard_0.distcp", "shard_1.distcp"}
