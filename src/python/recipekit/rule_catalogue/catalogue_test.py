@@ -121,7 +121,11 @@ def _pinned() -> set[tuple[str, str]]:
     import tomllib
 
     manifest = tomllib.loads((CHECKOUT / "3rdparty/reference/manifest.toml").read_text())
-    return {
+    # A wheel's files are pinned by the wheel's sha256 (Megatron-Core's, under its version).
+    unpacked = {
+        (label, path) for label, wheel in manifest.get("wheels", {}).items() for path in wheel["files"]
+    }
+    return unpacked | {
         (label, path)
         for label, source in manifest["sources"].items()
         for path, _ in source.get("files", [])
