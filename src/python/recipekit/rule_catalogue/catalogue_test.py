@@ -123,7 +123,9 @@ def _pinned() -> set[tuple[str, str]]:
     manifest = tomllib.loads((CHECKOUT / "3rdparty/reference/manifest.toml").read_text())
     # A wheel's files are pinned by the wheel's sha256 (Megatron-Core's, under its version).
     unpacked = {
-        (label, path) for label, wheel in manifest.get("wheels", {}).items() for path in wheel["files"]
+        (label, path)
+        for label, wheel in manifest.get("wheels", {}).items()
+        for path in wheel["files"]
     }
     return unpacked | {
         (label, path)
