@@ -42,14 +42,12 @@ WARNING_CHECKS: tuple[Check, ...] = (
     inherited.leave_one_out_shadowed_by_adv_estimator,
     inherited.dense_settings_on_moe_model,
     inherited.tracking_names_mention_other_hardware,
-    inherited.checkpoint_metric_needs_validation,
 )
 
 # super-v3's own traps (keys it never reads, the shadowed baseline) are not main's.
 # main's Gym configs inherit from grpo_nanov3.yaml, a MoE model: its router settings are meant.
 WARNING_CHECKS_MAIN: tuple[Check, ...] = (
     inherited.tracking_names_mention_other_hardware,
-    inherited.checkpoint_metric_needs_validation,
 )
 
 __all__ = [

@@ -92,22 +92,6 @@ def tracking_names_mention_other_hardware(ctx: CheckContext) -> Iterator[Issue]:
             )
 
 
-def checkpoint_metric_needs_validation(ctx: CheckContext) -> Iterator[Issue]:
-    ckpt, grpo = ctx.config.checkpointing, ctx.config.grpo
-    metric = ckpt.metric_name
-    if (
-        ckpt.enabled
-        and isinstance(metric, str)
-        and metric.startswith("val")
-        and grpo.val_period == 0
-    ):
-        yield Issue(
-            "checkpointing.metric_name",
-            "checkpoints are ranked by a validation metric but grpo.val_period is 0",
-            value=metric,
-        )
-
-
 # Keys that appear in upstream configs but that super-v3 never reads.
 
 

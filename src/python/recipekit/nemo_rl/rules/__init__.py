@@ -16,6 +16,8 @@ from recipekit.nemo_rl.rules import (
     generation,
     grpo_setup,
     loss,
+    megatron_peft,
+    megatron_performance,
     megatron_setup,
     policy_workers,
     rollouts,
@@ -68,32 +70,41 @@ _TRAINING_ERRORS: tuple[Check, ...] = (
     policy_workers.lora_needs_dtensor_v2,
     policy_workers.model_save_format_needs_dtensor_v2,
 )
+_TRAINING_ERRORS_SUPER_V3: tuple[Check, ...] = megatron_peft.SUPER_V3_ERROR_CHECKS
 _TRAINING_ERRORS_SUPER35: tuple[Check, ...] = (
     grpo_setup.gym_runner_needs_nemo_gym,
     grpo_setup.message_penalties_need_nemo_gym,
     grpo_setup.multimodal_dedup_needs_vllm,
+    grpo_setup.multimodal_dedup_needs_data_plane_off,
     async_grpo.async_grpo_with_one_dataloader,
     megatron_setup.cpu_offload_needs_distributed_optimizer,
     megatron_setup.d2h_overlap_needs_cpu_offload,
     megatron_setup.fused_logprobs_without_context_parallel,
     megatron_setup.fused_logprobs_without_param_gather_overlap,
     megatron_setup.colocated_reshard_without_draft,
+    megatron_setup.colocated_reshard_without_peft,
+    *megatron_peft.SUPER35_ERROR_CHECKS,
+    *megatron_performance.ERROR_CHECKS,
     policy_workers.draft_without_sequence_packing,
     *distillation.ERROR_CHECKS,
 )
 _TRAINING_WARNINGS_SUPER_V3: tuple[Check, ...] = (
     megatron_setup.fp8_param_may_give_nan,
     loss.forced_ratio_with_threshold_still_computes_logprobs,
+    grpo_setup.checkpoint_saved_without_its_validation_metric,
 )
 _TRAINING_WARNINGS_SUPER35: tuple[Check, ...] = (
     loss.forced_ratio_with_threshold_still_computes_logprobs,
     grpo_setup.multiple_dataloaders_ignore_max_num_epochs,
+    grpo_setup.checkpoint_saved_without_its_validation_metric,
+    *megatron_performance.WARNING_CHECKS,
     *distillation.WARNING_CHECKS,
 )
 
 ERROR_CHECKS_SUPER_V3: tuple[Check, ...] = (
     *_SHARED_ERRORS,
     *_TRAINING_ERRORS,
+    *_TRAINING_ERRORS_SUPER_V3,
     *_GENERATION_ERRORS_SUPER_V3,
 )
 WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (

@@ -21,6 +21,13 @@ from recipes.super35.rl import rlvr
 
 Plan = Callable[..., list[str]]
 
+# Overrides that generate with Megatron inside the training workers (rlvr trains at CP 2 and
+# Megatron inference runs at CP 1, so NeMo-RL reshards into a second model).
+COLOCATED_MEGATRON_GENERATION = (
+    "policy.generation.backend=megatron",
+    "policy.generation.colocated.enabled=true",
+)
+
 
 def _errors(stage: Stage, *overrides: str) -> list[str]:
     with pytest.raises(RecipeError) as exc:

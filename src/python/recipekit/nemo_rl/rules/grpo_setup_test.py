@@ -6,6 +6,7 @@ import pytest
 
 from recipekit.markers import UNSET
 from recipekit.nemo_rl.rules.conftest import Plan
+from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
 
@@ -85,3 +86,84 @@ def test_several_dataloaders_warn_that_epochs_are_ignored(warned: Plan) -> None:
 @pytest.mark.parametrize("stage", [dapo_h100, rlvr])
 def test_shipped_stages_pass(warned: Plan, stage: object) -> None:
     assert not any("grpo.py:2793" in w for w in warned(stage))
+
+
+DATA_PLANE_ON = (
+    "data_plane={enabled: true, impl: transfer_queue, backend: simple, storage_capacity: 8, "
+    "num_storage_units: 1, claim_meta_poll_interval_s: 0.1, global_segment_size: 1, "
+    "local_buffer_size: 1}"
+)
+
+
+def test_multimodal_dedup_needs_the_data_plane_off(gym_examples: Stage, refused: Plan) -> None:
+    errors = refused(gym_examples, "grpo.deduplicate_multimodal_data=true", DATA_PLANE_ON)
+    found = [e for e in errors if e.startswith("data_plane.enabled")]
+    assert found and "grpo.py:388 @ super-v3.5-posttraining" in found[0], errors
+
+
+def test_the_data_plane_without_dedup_plans(gym_examples: Stage, errors: Plan) -> None:
+    assert not errors(gym_examples, "grpo.deduplicate_multimodal_data=false", DATA_PLANE_ON)
+
+
+VAL_METRIC = "checkpointing.metric_name=val:accuracy"
+
+
+def _unranked(warnings: list[str]) -> list[str]:
+    return [w for w in warnings if "does not rank that checkpoint" in w]
+
+
+@pytest.mark.parametrize(
+    ("stage", "overrides", "key", "reason"),
+    [
+        # dapo-h100 saves and validates every 5 steps: a save every 3 misses step 3's.
+        (dapo_h100, ("checkpointing.save_period=3",), "checkpointing.save_period", "step 3"),
+        (dapo_h100, ("grpo.val_period=0",), "checkpointing.save_period", "step 5"),
+        # rlvr (async GRPO) validates never; saving every 10 steps, ranked by validation.
+        (rlvr, (VAL_METRIC,), "checkpointing.save_period", "step 10"),
+        (
+            rlvr,
+            (VAL_METRIC, "grpo.val_period=5", "grpo.val_start_at=20"),
+            "checkpointing.save_period",
+            "step 10",
+        ),
+        (
+            rlvr,
+            (VAL_METRIC, "grpo.val_period=5", "grpo.max_num_steps=1001"),
+            "grpo.val_at_end",
+            "step 1001",
+        ),
+    ],
+)
+def test_a_save_step_without_validation_metrics_warns(
+    warned: Plan, stage: object, overrides: tuple[str, ...], key: str, reason: str
+) -> None:
+    found = _unranked(warned(stage, *overrides))
+    assert len(found) == 1 and found[0].startswith(key) and reason in found[0], found
+
+
+def test_the_warning_cites_the_loop_that_saves(warned: Plan) -> None:
+    [sync_v3] = _unranked(warned(dapo_h100, "checkpointing.save_period=3"))
+    assert "grpo.py:2365 @ super-v3" in sync_v3
+    [async_v35] = _unranked(warned(rlvr, VAL_METRIC))
+    assert "grpo.py:5166 @ super-v3.5-posttraining" in async_v35
+    [sync_v35] = _unranked(warned(rlvr, VAL_METRIC, "grpo.async_grpo.enabled=false"))
+    assert "grpo.py:3551 @ super-v3.5-posttraining" in sync_v35
+
+
+@pytest.mark.parametrize(
+    ("stage", "overrides"),
+    [
+        (dapo_h100, ()),
+        (dapo_h100, ("checkpointing.save_period=10",)),
+        (dapo_h100, ("checkpointing.metric_name=train:reward", "grpo.val_period=0")),
+        (rlvr, (VAL_METRIC, "grpo.val_period=5", "grpo.val_start_at=10")),
+        (
+            rlvr,
+            (VAL_METRIC, "grpo.val_period=5", "grpo.max_num_steps=1001", "grpo.val_at_end=true"),
+        ),
+    ],
+)
+def test_every_save_step_validated_plans_quietly(
+    warned: Plan, stage: object, overrides: tuple[str, ...]
+) -> None:
+    assert not _unranked(warned(stage, *overrides))

@@ -10,6 +10,7 @@ from recipekit.markers import UNSET, Marker
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import cite
 from recipekit.nemo_rl.rules.loss import fused_linear_logprobs
+from recipekit.nemo_rl.rules.megatron_peft import enabled_peft
 from recipekit.nemo_rl.schema_super_v3 import FP8, Colocation
 
 SETUP_PY = "nemo_rl/models/megatron/setup.py"
@@ -199,6 +200,20 @@ def colocated_reshard_without_draft(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+def colocated_reshard_without_peft(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:1797 (super-v3.5): resharding into a separate inference model does not carry
+    LoRA adapters."""
+    if enabled_peft(ctx) is not None and _colocated_reshard(ctx):
+        yield Issue(
+            "policy.megatron_cfg.peft.enabled",
+            "NeMo-RL's Megatron setup refuses PEFT when colocated Megatron generation runs "
+            "another layout than training (it reshards into a second model) "
+            f"({cite(ctx, SETUP_PY, v35=1797)})",
+            value=True,
+            hint="give mcore_generation_config training's layout, or disable peft",
+        )
+
+
 ERROR_CHECKS = (
     precision_aware_optimizer_states_bf16,
     precision_aware_optimizer_states_fp16,
@@ -209,5 +224,6 @@ ERROR_CHECKS = (
     fused_logprobs_without_context_parallel,
     fused_logprobs_without_param_gather_overlap,
     colocated_reshard_without_draft,
+    colocated_reshard_without_peft,
 )
 WARNING_CHECKS = (fp8_param_may_give_nan,)

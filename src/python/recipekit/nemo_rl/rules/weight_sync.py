@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from recipekit.errors import Issue
+from recipekit.errors import Issue, did_you_mean
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import cite
 
@@ -20,7 +20,10 @@ TRANSPORT = f"{GEN}.refit_transport"
 VLLM_CONFIG_PY = "nemo_rl/models/generation/vllm/config.py"
 FACTORY_PY = "nemo_rl/weight_sync/factory.py"
 SPARSE_PY = "nemo_rl/weight_sync/vllm_remote_sparse_weight_synchronizer.py"
+GRPO_PY = "nemo_rl/algorithms/grpo.py"
 SPARSE_TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse")
+# The named transports (vllm/config.py:29 @ super-v3.5); any other needs a module:ClassName.
+NAMED_TRANSPORTS = ("nccl_reshard", *SPARSE_TRANSPORTS, "nixl")
 
 
 def _vllm_transport(ctx: CheckContext) -> str | None:
@@ -40,6 +43,39 @@ def _refit_cfg(ctx: CheckContext) -> dict[str, Any]:
 def _colocated(ctx: CheckContext) -> bool:
     colocated = getattr(ctx.generation, "colocated", None)
     return getattr(colocated, "enabled", None) is True
+
+
+def refit_transport_needs_vllm(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:1525 (super-v3.5): only vLLM generation takes a refit transport other than
+    NeMo-RL's default."""
+    gen = ctx.generation
+    transport = getattr(gen, "refit_transport", None)
+    if gen is not None and isinstance(transport, str) and gen.backend != "vllm":
+        yield Issue(
+            TRANSPORT,
+            f"NeMo-RL's GRPO setup refuses it with policy.generation.backend {gen.backend!r}: "
+            f"non-default refit transports are supported for vLLM only "
+            f"({cite(ctx, GRPO_PY, v35=1525)})",
+            value=transport,
+            hint="set it null",
+        )
+
+
+def refit_transport_is_known(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config.py:272 (super-v3.5): a transport is one NeMo-RL names or a checkpoint-engine
+    plugin's ``module:ClassName``."""
+    transport = _vllm_transport(ctx)
+    if transport is None or transport in NAMED_TRANSPORTS or ":" in transport:
+        return
+    close = did_you_mean(transport, NAMED_TRANSPORTS)
+    yield Issue(
+        TRANSPORT,
+        "NeMo-RL refuses an unknown vLLM refit transport: it takes null, "
+        f"{', '.join(NAMED_TRANSPORTS)} or a 'module:ClassName' checkpoint-engine path "
+        f"({cite(ctx, VLLM_CONFIG_PY, v35=272)})",
+        value=transport,
+        hint=close if close.startswith("did you mean") else "",
+    )
 
 
 def encoder_cache_reset_needs_collective_refit(ctx: CheckContext) -> Iterator[Issue]:
@@ -128,6 +164,8 @@ def s3_sparse_refit_needs_a_bucket(ctx: CheckContext) -> Iterator[Issue]:
 
 
 ERROR_CHECKS = (
+    refit_transport_needs_vllm,
+    refit_transport_is_known,
     encoder_cache_reset_needs_collective_refit,
     plugin_refit_transport_needs_its_config,
     checkpoint_engine_refit_needs_separate_generation,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recipekit.nemo_rl.rules.conftest import Plan
+from recipekit.nemo_rl.rules.conftest import COLOCATED_MEGATRON_GENERATION, Plan
 from recipekit.stage import Stage
 
 GEN = "policy.generation"
@@ -55,3 +55,17 @@ def test_a_transport_the_deployment_can_use_plans(
     gym_examples: Stage, errors: Plan, overrides: tuple[str, ...]
 ) -> None:
     assert not [e for e in errors(gym_examples, *overrides) if e.startswith(f"{GEN}.")]
+
+
+def test_an_unknown_transport_is_refused_with_the_nearest(
+    gym_examples: Stage, refused: Plan
+) -> None:
+    found = [e for e in refused(gym_examples, f"{TRANSPORT}=nixll") if e.startswith(TRANSPORT)]
+    assert found and "vllm/config.py:272 @ super-v3.5-posttraining" in found[0]
+    assert "did you mean 'nixl'?" in found[0]
+
+
+def test_a_transport_needs_vllm_generation(gym_examples: Stage, refused: Plan) -> None:
+    errors = refused(gym_examples, *COLOCATED_MEGATRON_GENERATION, f"{TRANSPORT}=nixl")
+    found = [e for e in errors if e.startswith(TRANSPORT)]
+    assert found and "grpo.py:1525 @ super-v3.5-posttraining" in found[0], errors

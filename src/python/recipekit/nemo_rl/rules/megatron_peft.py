@@ -1,0 +1,66 @@
+"""LoRA on NeMo-RL's Megatron back-end (``policy.megatron_cfg.peft``): what the Megatron setup
+needs of it and what it refuses beside it.
+
+``peft`` is a key of NeMo-RL's examples schema only (``schema_common.MegatronPeft``); NeMo-RL
+reads it with ``.get("peft", {})``, so an absent section means no LoRA.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.schema_common import MegatronPeft
+
+SETUP_PY = "nemo_rl/models/megatron/setup.py"
+PEFT = "policy.megatron_cfg.peft"
+
+
+def enabled_peft(ctx: CheckContext) -> MegatronPeft | None:
+    """The Megatron LoRA section when it is on (NeMo-RL's ``peft.enabled``)."""
+    peft = getattr(ctx.megatron, "peft", None)
+    return peft if isinstance(peft, MegatronPeft) and peft.enabled else None
+
+
+def frozen_router_without_peft(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:703 (super-v3): freezing the MoE router is not supported together with LoRA
+    (super-v3.5 dropped the refusal)."""
+    m = ctx.megatron
+    if m is not None and m.freeze_moe_router and enabled_peft(ctx) is not None:
+        yield Issue(
+            "policy.megatron_cfg.freeze_moe_router",
+            "NeMo-RL's Megatron setup refuses it with policy.megatron_cfg.peft.enabled: a "
+            f"frozen MoE router is not supported with PEFT ({cite(ctx, SETUP_PY, v3=703)})",
+            value=True,
+            hint="set it false, or disable peft",
+        )
+
+
+def _peft_names(ctx: CheckContext, key: str, line: int, ref_line: int) -> Iterator[Issue]:
+    """The policy's LoRA (setup.py ``line``) and the reference model's (``ref_line``) read
+    ``key`` and refuse it absent or null; the policy's is built first, so it is the one cited."""
+    peft = enabled_peft(ctx)
+    if peft is not None and not isinstance(getattr(peft, key), int):
+        yield Issue(
+            f"{PEFT}.{key}",
+            f"NeMo-RL's Megatron setup refuses enabled PEFT without a LoRA {key} "
+            f"({cite(ctx, SETUP_PY, v35=line)}; the reference model's setup again at "
+            f":{ref_line})",
+            hint=f"set {PEFT}.{key}",
+        )
+
+
+def peft_names_its_lora_dim(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:1747 and :2057 (reference model) (super-v3.5): LoRA's rank is not defaulted."""
+    yield from _peft_names(ctx, "dim", 1747, 2057)
+
+
+def peft_names_its_lora_alpha(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:1751 and :2061 (reference model) (super-v3.5): LoRA's scale is not defaulted."""
+    yield from _peft_names(ctx, "alpha", 1751, 2061)
+
+
+SUPER_V3_ERROR_CHECKS = (frozen_router_without_peft,)
+SUPER35_ERROR_CHECKS = (peft_names_its_lora_dim, peft_names_its_lora_alpha)

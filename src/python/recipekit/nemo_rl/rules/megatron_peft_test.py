@@ -1,0 +1,54 @@
+"""Megatron LoRA (policy.megatron_cfg.peft, an examples-schema key): what the setup needs of it."""
+
+from __future__ import annotations
+
+import pytest
+
+from recipekit.nemo_rl.rules.conftest import COLOCATED_MEGATRON_GENERATION, Plan
+from recipekit.stage import Stage
+
+PEFT = "policy.megatron_cfg.peft"
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "line", "reference_line"),
+    [
+        ("{enabled: true, alpha: 16}", f"{PEFT}.dim", 1747, 2057),
+        ("{enabled: true, dim: 8}", f"{PEFT}.alpha", 1751, 2061),
+    ],
+)
+def test_enabled_peft_names_its_lora_shape(
+    gym_examples: Stage, refused: Plan, section: str, key: str, line: int, reference_line: int
+) -> None:
+    errors = refused(gym_examples, f"{PEFT}={section}")
+    found = [e for e in errors if e.startswith(key)]
+    assert found, errors
+    assert f"setup.py:{line} @ super-v3.5-posttraining" in found[0]
+    assert f":{reference_line})" in found[0]
+
+
+def test_a_complete_or_disabled_peft_plans(gym_examples: Stage, errors: Plan) -> None:
+    assert not errors(gym_examples, f"{PEFT}={{enabled: true, dim: 8, alpha: 16}}")
+    assert not errors(gym_examples, f"{PEFT}={{enabled: false}}")
+
+
+def test_super_v3_refuses_a_frozen_router_with_peft(v3_examples: Stage, refused: Plan) -> None:
+    errors = refused(
+        v3_examples, f"{PEFT}={{enabled: true}}", "policy.megatron_cfg.freeze_moe_router=true"
+    )
+    found = [e for e in errors if e.startswith("policy.megatron_cfg.freeze_moe_router")]
+    assert found and "setup.py:703 @ super-v3" in found[0], errors
+
+
+def test_super_v3_takes_a_trainable_router_with_peft(v3_examples: Stage, errors: Plan) -> None:
+    assert not errors(
+        v3_examples, f"{PEFT}={{enabled: true}}", "policy.megatron_cfg.freeze_moe_router=false"
+    )
+
+
+def test_colocated_megatron_reshard_refuses_peft(gym_examples: Stage, refused: Plan) -> None:
+    errors = refused(
+        gym_examples, *COLOCATED_MEGATRON_GENERATION, f"{PEFT}={{enabled: true, dim: 8, alpha: 16}}"
+    )
+    found = [e for e in errors if e.startswith(f"{PEFT}.enabled")]
+    assert found and "setup.py:1797 @" in found[0], errors

@@ -1,0 +1,70 @@
+"""The Megatron performance keys of NeMo-RL's examples schema (``schema_common.MegatronExamples``:
+activation offloading and CUDA graphs), which NeMo-RL's ``apply_performance_config`` copies onto
+the model provider before the workers start (super-v3.5-posttraining only)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.citation import cite
+
+SETUP_PY = "nemo_rl/models/megatron/setup.py"
+WORKER_PY = "nemo_rl/models/policy/workers/megatron_policy_worker.py"
+MEGATRON = "policy.megatron_cfg"
+# The offloadable modules that exist only in MoE layers (setup.py:1197 @ super-v3.5).
+MOE_ONLY_OFFLOAD_MODULES = ("expert_fc1", "moe_act", "fused_group_mlp")
+
+
+def _offloaded_modules(ctx: CheckContext) -> tuple[str, ...] | None:
+    """The modules whose activations go to the host, when fine-grained offloading is on;
+    None when it is off (NeMo-RL then ignores offload_modules)."""
+    m = ctx.megatron
+    if getattr(m, "fine_grained_activation_offloading", None) is not True:
+        return None
+    modules = getattr(m, "offload_modules", None)
+    return modules if isinstance(modules, tuple) else ()
+
+
+def activation_offloading_names_its_modules(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:1193 (super-v3.5): fine-grained activation offloading needs a non-empty list
+    of the modules to offload."""
+    if _offloaded_modules(ctx) == ():
+        yield Issue(
+            f"{MEGATRON}.offload_modules",
+            "NeMo-RL's Megatron setup refuses fine_grained_activation_offloading without a "
+            f"non-empty list of modules to offload ({cite(ctx, SETUP_PY, v35=1193)})",
+            hint="list the modules, or set fine_grained_activation_offloading false",
+        )
+
+
+def moe_only_offload_modules_need_moe_model(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py:1203 (super-v3.5): the expert modules exist only in a MoE model."""
+    modules = _offloaded_modules(ctx) or ()
+    moe_only = sorted(set(modules) & set(MOE_ONLY_OFFLOAD_MODULES))
+    if moe_only and not ctx.model.is_moe:
+        yield Issue(
+            f"{MEGATRON}.offload_modules",
+            f"NeMo-RL's Megatron setup refuses {', '.join(moe_only)} on {ctx.model.name}, a "
+            f"dense model: they are MoE-only modules ({cite(ctx, SETUP_PY, v35=1203)})",
+            value=list(modules),
+            hint=f"drop {', '.join(moe_only)}",
+        )
+
+
+def full_iteration_cuda_graph_skips_nan_check(ctx: CheckContext) -> Iterator[Issue]:
+    """megatron_policy_worker.py:529 (super-v3.5): a graph of the whole iteration cannot stop
+    at a NaN loss, so NeMo-RL turns Megatron's NaN-in-loss check off."""
+    if getattr(ctx.megatron, "cuda_graph_impl", None) == "full_iteration":
+        yield Issue(
+            f"{MEGATRON}.cuda_graph_impl",
+            "NeMo-RL's Megatron worker warns and disables check_for_nan_in_loss: a "
+            "full-iteration CUDA graph cannot be interrupted, so a NaN loss goes unnoticed "
+            f"({cite(ctx, WORKER_PY, v35=529)})",
+            value="full_iteration",
+        )
+
+
+ERROR_CHECKS = (activation_offloading_names_its_modules, moe_only_offload_modules_need_moe_model)
+WARNING_CHECKS = (full_iteration_cuda_graph_skips_nan_check,)

@@ -1,0 +1,42 @@
+"""Activation offloading and CUDA graphs (examples-schema keys of policy.megatron_cfg)."""
+
+from __future__ import annotations
+
+import attrs
+
+from recipekit.model_card import QWEN3_1_7B
+from recipekit.nemo_rl.rules.conftest import Plan
+from recipekit.stage import Stage
+
+M = "policy.megatron_cfg"
+OFFLOAD_ON = f"{M}.fine_grained_activation_offloading=true"
+
+
+def test_offloading_without_modules_is_refused(gym_examples: Stage, refused: Plan) -> None:
+    for modules in ((), (f"{M}.offload_modules=[]",)):
+        errors = refused(gym_examples, OFFLOAD_ON, *modules)
+        found = [e for e in errors if e.startswith(f"{M}.offload_modules")]
+        assert found and "setup.py:1193 @ super-v3.5-posttraining" in found[0], errors
+
+
+def test_expert_modules_on_a_dense_model_are_refused(gym_examples: Stage, refused: Plan) -> None:
+    dense = attrs.evolve(gym_examples, model=QWEN3_1_7B)
+    errors = refused(dense, OFFLOAD_ON, f"{M}.offload_modules=[core_attn, moe_act]")
+    found = [e for e in errors if e.startswith(f"{M}.offload_modules")]
+    assert found and "refuses moe_act on Qwen3-1.7B" in found[0], errors
+    assert "setup.py:1203 @ super-v3.5-posttraining" in found[0]
+
+
+def test_expert_modules_on_the_moe_model_plan(gym_examples: Stage, errors: Plan) -> None:
+    assert not errors(gym_examples, OFFLOAD_ON, f"{M}.offload_modules=[expert_fc1, moe_act]")
+    # Off: NeMo-RL ignores the list, even an empty one.
+    assert not errors(gym_examples, f"{M}.offload_modules=[]")
+
+
+def test_full_iteration_cuda_graphs_warn_of_the_nan_check(
+    gym_examples: Stage, warned: Plan
+) -> None:
+    key = f"{M}.cuda_graph_impl"
+    found = [w for w in warned(gym_examples, f"{key}=full_iteration") if w.startswith(key)]
+    assert found and "megatron_policy_worker.py:529 @ super-v3.5-posttraining" in found[0]
+    assert not [w for w in warned(gym_examples, f"{key}=local") if w.startswith(key)]
