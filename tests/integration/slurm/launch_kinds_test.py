@@ -243,8 +243,13 @@ def test_per_gpu_runs_one_process_per_gpu_and_records_the_run(kinds: Any) -> Non
     assert set(artifact.aliases) == {"latest", "step-20"}  # in whatever order W&B keeps
     # The head node stamped the checkpoint directory with the run's model and layout before
     # the framework started (lineage.checkpoint_stamp); the stamp is part of what it published.
-    stamp = ws.output.parent.parent / STAMP_FILE  # the run directory, above iter_0000020/
-    assert set(artifact.references) == {ws.output.as_uri(), stamp.as_uri()}
+    saves = ws.output.parent.parent  # the run's checkpoint directory, above iter_0000020/
+    stamp = saves / STAMP_FILE
+    # With what the stand-in writes as Megatron-Bridge finishes a save: the train state, the
+    # tracker (recipekit.lineage.store.saved_steps reads them).
+    published = {ws.output, ws.output.parent / "train_state.pt", stamp}
+    published.add(saves / "latest_checkpointed_iteration.txt")
+    assert set(artifact.references) == {p.as_uri() for p in published}
     assert read_stamp(stamp.parent) == CheckpointStamp.of_plan(plan)
     written = [p for p in ws.root.rglob("*") if p.is_file() and not p.is_symlink()]
     assert [p for p in written if SECRET.encode() in p.read_bytes()] == []
