@@ -20,6 +20,7 @@ from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
 
 Plan = Callable[..., list[str]]
+RefusedAt = Callable[[Stage, tuple[str, ...], str, str], list[str]]
 
 # Overrides that generate with Megatron inside the training workers (rlvr trains at CP 2 and
 # Megatron inference runs at CP 1, so NeMo-RL reshards into a second model).
@@ -57,6 +58,20 @@ def refused() -> Plan:
 def errors() -> Plan:
     """The errors planning the stage with these overrides raises, none when it plans."""
     return _errors_or_none
+
+
+def _refused_at(stage: Stage, overrides: tuple[str, ...], key: str, reason: str) -> list[str]:
+    errors = _errors(stage, *overrides)
+    found = [e for e in errors if e.startswith(key) and reason in e]
+    assert found, errors
+    return found
+
+
+@pytest.fixture
+def refused_at() -> RefusedAt:
+    """Planning the stage with these overrides raises an error at ``key`` whose message holds
+    ``reason`` (the upstream citation); those errors."""
+    return _refused_at
 
 
 @pytest.fixture
