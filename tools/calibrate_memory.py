@@ -157,27 +157,31 @@ STEPS = 3
 
 def wide_specs() -> list[dict[str, Any]]:
     """Every run of the wide grid, the check set's after the fit set's."""
-    specs = [
-        {"name": name, **WIDE_MODELS[name], "seq": seq, "micro_batch": micro,
-         "recompute": recompute, "set": which}
-        for name, seq, micro, recompute, which in WIDE_RUNS
-    ]
+    specs = [_wide_spec(*run[:4], which=run[4]) for run in WIDE_RUNS]
     specs.sort(key=lambda spec: spec["set"] != "fit")
     specs += [
-        {"name": name, **WIDE_MODELS[name], "seq": seq, "micro_batch": micro,
-         "recompute": recompute, "set": "allocator",
-         "alloc_conf": "expandable_segments:True"}
-        for name, seq, micro, recompute in EXPANDABLE
+        _wide_spec(*run, which="allocator", alloc_conf="expandable_segments:True")
+        for run in EXPANDABLE
     ]
     return specs
 
 
+def _wide_spec(
+    name: str, seq: int, micro: int, recompute: str, *, which: str, **extra: Any
+) -> dict[str, Any]:
+    """One run of a wide-grid model: the model's sizes, the shape, its set."""
+    return {
+        "name": name, **WIDE_MODELS[name], "seq": seq, "micro_batch": micro,
+        "recompute": recompute, "set": which, **extra,
+    }  # fmt: skip
+
+
 def fused_adam_specs(check: bool = False) -> list[dict[str, Any]]:
     """The wide-grid shapes of FUSED_ADAM (or FUSED_ADAM_CHECK), with a fused Adam."""
+    which = "fused-check" if check else "fused"
     return [
-        {"name": name, **WIDE_MODELS[name], "seq": seq, "micro_batch": micro,
-         "recompute": recompute, "set": "fused-check" if check else "fused", "fused_adam": True}
-        for name, seq, micro, recompute in (FUSED_ADAM_CHECK if check else FUSED_ADAM)
+        _wide_spec(*run, which=which, fused_adam=True)
+        for run in (FUSED_ADAM_CHECK if check else FUSED_ADAM)
     ]
 
 

@@ -144,9 +144,17 @@ class ResumeVerdict:
 
 
 def resume_verdict(
-    key: str, path: str, found: CheckpointStamp, now: CheckpointStamp, *, reshard: bool
+    key: str,
+    path: str,
+    found: CheckpointStamp,
+    now: CheckpointStamp,
+    *,
+    reshard: bool,
+    whole_state: bool = True,
 ) -> ResumeVerdict:
-    """A run of ``now`` resuming the checkpoint ``found`` stamped, read from ``key``'s ``path``."""
+    """A run of ``now`` loading the checkpoint ``found`` stamped, read from ``key``'s ``path``:
+    its whole training state (``whole_state``), or its weights alone, which every loader
+    reshards, so that only another model is wrong."""
     if found.model != now.model:
         return ResumeVerdict(
             errors=(
@@ -160,7 +168,7 @@ def resume_verdict(
                 ),
             )
         )
-    changes = layout_changes(found, now)
+    changes = layout_changes(found, now) if whole_state else []
     if not changes:
         return ResumeVerdict()
     what = ", ".join(changes)
@@ -273,10 +281,9 @@ def reads_verdict(
                 continue
             if found is None:
                 continue
-            if not whole_state:
-                # Weights alone are resharded by every loader; only another model is wrong.
-                found = attrs.evolve(found, layout=now.layout)
-            verdict = resume_verdict(key, path, found, now, reshard=reshard)
+            verdict = resume_verdict(
+                key, path, found, now, reshard=reshard, whole_state=whole_state
+            )
             errors += verdict.errors
             notes += verdict.notes
     return ResumeVerdict(errors=tuple(errors), notes=tuple(notes))
