@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from recipekit.memory import caching_allocator
 from recipekit.memory import parameters as params
 from recipekit.memory.estimate import GIB, Term, terms
 from recipekit.model_card import Architecture
@@ -268,7 +269,7 @@ def _stage_terms(
         + buffer
     )
     allocator = _allocator(
-        arch, s, allocations, through_backward, step, logits, last=last, pattern=pattern
+        arch, s, allocations, through_backward, step, logits, pattern, first=first, last=last
     )
     return terms(
         weights,
@@ -360,16 +361,15 @@ def _allocator(
     through_backward: float,
     step: float,
     logits: float,
-    *,
-    last: bool,
     pattern: str,
+    *,
+    first: bool,
+    last: bool,
 ) -> Term:
     """What PyTorch's caching allocator reserves beyond the allocated peak: block rounding, the
-    freed largest blocks that smaller requests split, and the optimizer step's fp32 temporaries,
-    which are shaped like the parameters and do not fit the blocks the backward pass freed
-    (nor do Adam's moments, made by the first step, leave those blocks whole): so the lesser of
-    the backward's working set and the step's is reserved twice (measured: the reserved peak
-    holds up to all of it, tools/calibrate_memory.py)."""
+    freed largest blocks that smaller requests split, and, under torch's multi-tensor AdamW, the
+    step's fp32 temporaries that the next step's activations cannot reuse
+    (``_step_temporaries``)."""
     tokens = s.tokens / s.cp
     largest = max(
         logits * FP32 / (FP32 * (1 + (arch.mtp_depth if s.mtp else 0)) + BF16) if last else 0.0,
@@ -380,15 +380,142 @@ def _allocator(
         BF16 * tokens * 2 * arch.hidden / (s.tp if s.sequence_parallel else 1),
     )
     split = LARGEST_BLOCKS * largest
-    unshared = min(through_backward, step)
+    temporaries = (
+        _step_temporaries(
+            arch, s, through_backward, split, step, logits, pattern, first=first, last=last
+        )
+        if step
+        else 0.0
+    )
     return Term(
         ALLOCATOR,
-        ROUNDING * allocations + split + unshared,
+        ROUNDING * allocations + split + temporaries,
         (s.key("tokens"), s.key("recompute"), s.key("dp")),
         f"{LARGEST_BLOCKS} x the largest short-lived block ({largest / GIB:.2f} GiB), the"
-        f" optimizer step's temporaries beside the backward's blocks ({unshared / GIB:.2f} GiB),"
-        f" {ROUNDING:.1%} block rounding",
+        f" optimizer step's temporaries beside the backward's blocks ({temporaries / GIB:.2f}"
+        f" GiB), {ROUNDING:.1%} block rounding",
     )
+
+
+def _step_temporaries(
+    arch: Architecture,
+    s: MegatronSetup,
+    through_backward: float,
+    split: float,
+    step: float,
+    logits: float,
+    pattern: str,
+    *,
+    first: bool,
+    last: bool,
+) -> float:
+    """What torch's multi-tensor AdamW leaves reserved beyond the allocated peak.
+
+    Its first step makes Adam's two moments (``_init_group``, zeros_like each parameter, kept)
+    and then, in ``_multi_tensor_adam``, one fp32 square root of the second moment per parameter
+    (``torch._foreach_sqrt``; freed when the step returns): 3 x ``step`` bytes, after the
+    backward pass freed the activation blocks it reserved (``through_backward`` and the blocks
+    it split). Whatever of that does not fit there takes new segments, shaped like the
+    parameters, and since the moments stay, what overflows is temporaries (at most ``step``).
+    The next step's activations go into those freed segments only where one holds their block
+    (``caching_allocator.reused``: the scores and logits of a long sequence fit no parameter's
+    segment); the rest take new segments beside them. Reserved beyond the state and moments is
+    then the activations' reserve plus the overflow less what is reused, against an allocated
+    peak of the larger of the step and the backward pass. Which parameters' temporaries
+    overflow is not known, so each parameter overflows by the same share."""
+    moments = 2 * step
+    overflow = max(0.0, min(step, moments + step - (through_backward + split)))
+    if not overflow:
+        return 0.0
+    share = overflow / step
+    free = caching_allocator.segments(
+        (FP32 * size * (1 - s.optimizer_offload), count * share)
+        for size, count in _optimizer_shards(arch, s, pattern, first=first, last=last)
+    )
+    blocks = _backward_blocks(arch, s, pattern, through_backward, logits, last=last)
+    reused = min(overflow, caching_allocator.reused(blocks, free))
+    return max(0.0, through_backward + overflow - reused - max(step, through_backward))
+
+
+def _optimizer_shards(
+    arch: Architecture, s: MegatronSetup, pattern: str, *, first: bool, last: bool
+) -> list[tuple[float, float]]:
+    """(elements, how many) of the trained weight matrices' optimizer shards on one rank, one
+    per parameter tensor (norms and biases are small-pool blocks, left out)."""
+    dense_dp = s.dp * s.cp if s.distributed_optimizer else 1
+    expert_dp = s.expert_dp if s.distributed_optimizer else 1
+    h = arch.hidden
+    shards: list[tuple[float, float]] = []
+
+    def dense(elements: float, count: float = 1) -> None:
+        if s.train_language:
+            shards.append((elements / s.tp / dense_dp, count))
+
+    if first:
+        dense(params.embedding(arch))
+    if last and not arch.tied_embeddings:
+        dense(params.embedding(arch))
+    layers = pattern.count
+    q, kv = arch.attention_heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    dense(h * (q + 2 * kv), layers(params.ATTENTION))
+    dense(q * h, layers(params.ATTENTION))
+    dense(h * arch.ffn * (2 if arch.gated_mlp else 1), layers(params.MLP))
+    dense(arch.ffn * h, layers(params.MLP))
+    if arch.mamba is not None:
+        m = arch.mamba
+        dense(h * (2 * m.inner + 2 * m.groups * m.state_size + m.num_heads), layers(params.MAMBA))
+        dense(m.inner * h, layers(params.MAMBA))
+    if arch.moe is not None and s.train_language:
+        e, moe_layers = arch.moe, layers(params.MOE)
+        width, up = e.latent or h, 2 if e.gated else 1
+        experts = moe_layers * e.num_experts / s.ep
+        shards.append((width * e.expert_ffn * up / s.etp / expert_dp, experts))
+        shards.append((e.expert_ffn * width / s.etp / expert_dp, experts))
+        dense(e.num_experts * h, moe_layers)
+        dense(h * e.shared_ffn * up, moe_layers if e.shared_ffn else 0)
+        dense(e.shared_ffn * h, moe_layers if e.shared_ffn else 0)
+    return shards
+
+
+def _backward_blocks(
+    arch: Architecture,
+    s: MegatronSetup,
+    pattern: str,
+    through_backward: float,
+    logits: float,
+    *,
+    last: bool,
+) -> dict[float, float]:
+    """The blocks (size: how many) the backward pass holds at its peak: the unfused attention's
+    score-sized tensors (those stored per layer, and the layer being differentiated's, as
+    STORED_PER_SCORE and BACKWARD_PER_SCORE count them), each depth's fp32 logits, and the rest
+    in blocks of one token-sized activation (the widest of the hidden state and the MLP's up
+    projection)."""
+    tokens = s.tokens / s.cp
+    blocks: dict[float, float] = {}
+
+    def add(size: float, count: float) -> None:
+        if size > 0 and count > 0:
+            blocks[size] = blocks.get(size, 0.0) + count
+
+    attention_layers = pattern.count(params.ATTENTION)
+    scores = attention_scores(arch, s, tokens)
+    if not s.fused_attention and attention_layers:
+        rebuilt = s.recompute == "full" or (
+            s.recompute == "selective" and "core_attn" in s.recompute_modules
+        )
+        kept = 0 if rebuilt else attention_layers
+        # stored: fp32 softmax output and bf16 probabilities; the differentiated layer adds the
+        # bf16 gradient of the probabilities, its fp32 cast and the fp32 gradient of the scores
+        # (and holds its own rebuilt fp32 and bf16 scores where they are not kept)
+        add(FP32 * scores, kept + 2 + rebuilt)
+        add(BF16 * scores, kept + 1 + rebuilt)
+    if last:
+        add(FP32 * tokens * arch.vocab / s.tp, 1 + (arch.mtp_depth if s.mtp else 0))
+    rest = through_backward - sum(size * count for size, count in blocks.items())
+    widest = max(arch.ffn * (2 if arch.gated_mlp else 1) / s.tp, arch.hidden)
+    add(BF16 * tokens * widest, rest / (BF16 * tokens * widest))
+    return blocks
 
 
 def _in_flight(s: MegatronSetup) -> float:
