@@ -40,7 +40,7 @@ def _cold_estimate(plan: Any) -> Any:
     for cached in (training_terms, parameters.stack, parameters.layer):
         cached.cache_clear()
     stage = plan.stage
-    return stage.framework.memory(plan.framework_config, stage.hardware, stage.model, plan.layout)
+    return stage.framework.memory(plan.config, stage.hardware, stage.model, plan.layout)
 
 
 def main() -> int:

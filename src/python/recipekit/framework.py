@@ -98,31 +98,36 @@ class Framework(Protocol):
         """The entry point's arguments; ``{config}`` stands for the rendered config file.
 
         An entry point ending in ``.py`` runs with the container's Python, from the profile's
-        framework root; any other is a command on the container's PATH.
+        framework root; any other is a command on the container's PATH. (A command line is the
+        config written out, so this one hook reads the rendered dict.)
         """
         ...
 
-    def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
+    # The hooks below read the derived typed config (``Plan.config``), never the rendered
+    # dict: a key the config leaves unset is UNSET there, and what the framework does without
+    # it is said once, where the hook reads it (``recipekit.markers.given``).
+
+    def inputs(self, config: Any) -> dict[str, str]:
         """Paths the run reads, which every node must see (preflight checks them)."""
         ...
 
-    def outputs(self, rendered: dict[str, Any]) -> dict[str, str]: ...
+    def outputs(self, config: Any) -> dict[str, str]: ...
 
-    def checkpoint_reads(self, rendered: dict[str, Any]) -> CheckpointReads:
+    def checkpoint_reads(self, config: Any) -> CheckpointReads:
         """The checkpoint directories the run loads, by key: those it resumes whole and those
         it takes weights from (their stamps are checked against the run)."""
         ...
 
-    def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
+    def save_policy(self, config: Any) -> SavePolicy | None:
         """When the run saves checkpoints by step, and which it keeps; None: it saves none."""
         ...
 
-    def summary(self, rendered: dict[str, Any], layout: Layout) -> list[tuple[str, str]]:
+    def summary(self, config: Any, layout: Layout) -> list[tuple[str, str]]:
         """Rows of the one-screen plan: layout, batch, sequence, data, checkpoints."""
         ...
 
     def memory(
-        self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
+        self, config: Any, hardware: Hardware, model: ModelCard, layout: Any
     ) -> MemoryEstimate | None:
         """Per-GPU memory of each phase of the run; None where there is no estimate (the
         model card has no architecture, or the framework has no estimator)."""
@@ -170,7 +175,7 @@ class FrameworkBase:
         return out
 
     def memory(
-        self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
+        self, config: Any, hardware: Hardware, model: ModelCard, layout: Any
     ) -> MemoryEstimate | None:
         return None
 
@@ -182,5 +187,5 @@ class FrameworkBase:
     def waiting_for(self, job_ids: Sequence[str]) -> list[str]:
         return []
 
-    def checkpoint_reads(self, rendered: dict[str, Any]) -> CheckpointReads:
+    def checkpoint_reads(self, config: Any) -> CheckpointReads:
         return CheckpointReads()

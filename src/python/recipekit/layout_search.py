@@ -24,6 +24,8 @@ import attrs
 
 from recipekit.errors import RecipeError
 from recipekit.hardware import Hardware
+from recipekit.keypaths import with_values
+from recipekit.markers import given_at
 from recipekit.memory.estimate import MemoryEstimate
 from recipekit.parallelism import ParallelLayout
 from recipekit.plan import Plan, make_plan, resolve_run_inputs
@@ -92,20 +94,23 @@ def search(
     framework, hw, model = stage.framework, stage.hardware, stage.model
     config, _ = resolve_run_inputs(stage)
     config, _ = framework.derive(config, hw)
-    rendered = framework.render(config)
     base, _, _ = framework.check(config, hw, model)
     priced: list[tuple[float, int, float, dict[str, Any]]] = []
     tried = 0
     for layout, overrides in framework.layout_candidates(base, hw, model):
         tried += 1
-        estimate = framework.memory(_with(rendered, overrides), hw, model, layout)
+        try:
+            candidate = with_values(config, overrides)
+        except RecipeError:
+            continue  # a value its section refuses: make_plan would say why
+        estimate = framework.memory(candidate, hw, model, layout)
         if estimate is None:
             continue
         errors, _ = estimate.issues()
         if errors:
             continue
-        proxy = communication(layout, hw, rendered)
-        changes = sum(_lookup(rendered, k) != v for k, v in overrides.items())
+        proxy = communication(layout, hw, config)
+        changes = sum(_lookup(config, k) != v for k, v in overrides.items())
         priced.append((round(proxy, 3), changes, -estimate.headroom_gib, overrides))
     # Cheapest communication first; among equals, the fewest changes to the recipe, then the
     # most headroom.
@@ -118,7 +123,7 @@ def search(
             plan = make_plan(stage, [f"{k}={_yaml_value(v)}" for k, v in overrides.items()])
         except RecipeError:
             continue
-        changed = {k: v for k, v in overrides.items() if _lookup(rendered, k) != v}
+        changed = {k: v for k, v in overrides.items() if _lookup(config, k) != v}
         found.append(Candidate(changed, plan, -negative_headroom, proxy))
         if len(found) == top:
             break
@@ -126,46 +131,36 @@ def search(
     return SearchResult(stage, tuple(found), tried, len(priced), seconds, moved)
 
 
-def communication(layout: Any, hardware: Hardware, rendered: dict[str, Any]) -> float:
+def communication(layout: Any, hardware: Hardware, config: Any) -> float:
     node = hardware.node
     domain = node.gpus_per_node * node.nvlink_domain_nodes
     p: ParallelLayout = layout.parallel
     cost = float(p.tp > domain) + float(p.ep * p.etp > domain)
     if p.pp > 1:
-        microbatches = _microbatches(p, rendered)
+        microbatches = _microbatches(p, config)
         cost += (p.pp - 1) / (p.pp - 1 + microbatches)
     return cost
 
 
-def _microbatches(parallel: ParallelLayout, rendered: dict[str, Any]) -> int:
+def _microbatches(parallel: ParallelLayout, config: Any) -> int:
     dp = max(parallel.whole_groups, 1)
-    policy = rendered.get("policy") or {}
-    train = rendered.get("train") or {}
-    batch = policy.get("train_global_batch_size") or train.get("global_batch_size") or dp
-    micro = policy.get("train_micro_batch_size") or train.get("micro_batch_size") or 1
+    # NeMo-RL's policy or Megatron-Bridge's train section.
+    batch = (
+        given_at(config, "policy", "train_global_batch_size")
+        or given_at(config, "train", "global_batch_size")
+        or dp
+    )
+    micro = (
+        given_at(config, "policy", "train_micro_batch_size")
+        or given_at(config, "train", "micro_batch_size")
+        or 1
+    )
     return max(int(batch) // (dp * int(micro)), 1)
 
 
-def _with(rendered: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """``rendered`` with each dotted key set, copying only the dicts on the way."""
-    out = dict(rendered)
-    for key, value in overrides.items():
-        node = out
-        *head, last = key.split(".")
-        for part in head:
-            node[part] = dict(node.get(part) or {})
-            node = node[part]
-        node[last] = value
-    return out
-
-
-def _lookup(rendered: dict[str, Any], key: str) -> Any:
-    node: Any = rendered
-    for part in key.split("."):
-        if not isinstance(node, dict):
-            return None
-        node = node.get(part)
-    return node
+def _lookup(config: Any, key: str) -> Any:
+    """The config's value at ``key``; None where the key is unset or not in its schema."""
+    return given_at(config, *key.split("."))
 
 
 def _yaml_value(value: Any) -> str:

@@ -9,7 +9,10 @@ an override of its source, while an explicit value stays put.
 from __future__ import annotations
 
 import enum
-from typing import Final, Literal
+from typing import Any, Final, Literal, TypeVar
+
+T = TypeVar("T")
+D = TypeVar("D")
 
 
 class Marker(enum.Enum):
@@ -25,6 +28,23 @@ DERIVED: Final = Marker.DERIVED
 
 Unset = Literal[Marker.UNSET]
 Derived = Literal[Marker.DERIVED]
+
+
+def given(value: T | Unset, default: D) -> T | D:
+    """``value`` where the key is set; where it is absent, ``default``: what the framework does
+    without it (or None, where a reader only shows it)."""
+    return default if value is UNSET else value
+
+
+def given_at(section: object, *names: str) -> Any:
+    """The value at ``section.<names...>``; None where a step is absent (UNSET, None, or a key
+    that this schema version does not have). For what a plan shows, not what it decides."""
+    value: Any = section
+    for name in names:
+        if value is None or value is UNSET:
+            return None
+        value = getattr(value, name, None)
+    return None if value is UNSET else value
 
 
 class RunInput(str):

@@ -50,6 +50,11 @@ class Plan:
     # recipe's plan hash, the exact input versions: ``pipeline.actions``); never hashed.
     action: dict[str, Any] = attrs.field(factory=dict)
 
+    @property
+    def config(self) -> Any:
+        """The derived typed config: what every hook but ``arguments`` reads."""
+        return self.stage.config
+
     def as_json(self) -> dict[str, Any]:
         stage, hw = self.stage, self.stage.hardware
         return {
@@ -75,8 +80,8 @@ class Plan:
             },
             "model": stage.model.name,
             "layout": self.layout.as_json(),
-            "inputs": stage.framework.inputs(self.framework_config),
-            "outputs": stage.framework.outputs(self.framework_config),
+            "inputs": stage.framework.inputs(self.config),
+            "outputs": stage.framework.outputs(self.config),
             **self._checkpoint_reads(),
             **({"lineage": stage.lineage.as_json()} if stage.lineage is not None else {}),
             **({"environment": dict(stage.environment)} if stage.environment else {}),
@@ -92,7 +97,7 @@ class Plan:
 
 
     def _checkpoint_reads(self) -> dict[str, Any]:
-        reads = self.stage.framework.checkpoint_reads(self.framework_config)
+        reads = self.stage.framework.checkpoint_reads(self.config)
         return {"checkpoints": reads.as_json()} if reads.resumes or reads.starts else {}
 
 
@@ -145,18 +150,18 @@ def make_plan(stage: Stage, overrides: Sequence[str] = (), *, check_pins: bool =
     if errors:
         raise RecipeError(errors, context=f"{stage.name}: cannot plan")
     rendered = framework.render(config)
-    memory = framework.memory(rendered, stage.hardware, stage.model, layout)
+    memory = framework.memory(config, stage.hardware, stage.model, layout)
     if memory is not None:
         too_big, tight = memory.issues()
         if too_big:
             raise RecipeError(too_big, context=f"{stage.name}: cannot plan")
         warnings += tight
     lineage = stage.lineage
-    misplaced = _output_issue(stage, framework.outputs(rendered))
+    misplaced = _output_issue(stage, framework.outputs(config))
     if misplaced is not None:
         raise RecipeError([misplaced], context=f"{stage.name}: cannot plan")
     if lineage is not None and lineage.keep_steps and lineage.output is not None:
-        policy = framework.save_policy(rendered)
+        policy = framework.save_policy(config)
         errors = keep_step_issues(stage.name, lineage.output, lineage.keep_steps, policy)
         if errors:
             raise RecipeError(errors, context=f"{stage.name}: cannot plan")
@@ -168,7 +173,7 @@ def make_plan(stage: Stage, overrides: Sequence[str] = (), *, check_pins: bool =
     plan_hash = content_hash(planned, rendered)
     # Checkpoints this machine can see are checked now; the job's preflight checks them all.
     resumed = reads_verdict(
-        framework.checkpoint_reads(rendered),
+        framework.checkpoint_reads(config),
         CheckpointStamp(
             model=stage.model.name, layout=layout.as_json(), stage=stage.name, plan_hash=plan_hash
         ),
@@ -193,8 +198,8 @@ def make_plan(stage: Stage, overrides: Sequence[str] = (), *, check_pins: bool =
 
 
 def save_policy(plan: Plan) -> SavePolicy | None:
-    """When the planned stage saves checkpoints, from its rendered config."""
-    return plan.stage.framework.save_policy(plan.framework_config)
+    """When the planned stage saves checkpoints, from its derived config."""
+    return plan.stage.framework.save_policy(plan.config)
 
 
 def recipe_policies(pipeline: Pipeline) -> PolicyOf:
@@ -205,13 +210,13 @@ def recipe_policies(pipeline: Pipeline) -> PolicyOf:
         producer = producer_stage(pipeline, name)
         if producer is None:
             return UNCHECKED
-        # Only what the save policy reads: the producer's rendered config (its checks, memory
+        # Only what the save policy reads: the producer's derived config (its checks, memory
         # and hash are its own plan's, reported where it is planned).
         try:
             stage = attrs.evolve(producer, lineage=pipeline.stage(name))
             config, _ = resolve_run_inputs(stage)
             config, _ = stage.framework.derive(config, stage.hardware)
-            return stage.framework.save_policy(stage.framework.render(config))
+            return stage.framework.save_policy(config)
         except RecipeError:
             return UNCHECKED  # its own errors are reported where it is planned
 

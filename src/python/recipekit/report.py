@@ -50,7 +50,7 @@ def plan_text(plan: Plan) -> str:
             f"{node.interconnect.value}{extra}",
         )
     )
-    rows += stage.framework.summary(plan.framework_config, plan.layout)
+    rows += stage.framework.summary(plan.config, plan.layout)
     if plan.memory is not None:
         memory = phase_lines(plan.memory)
         rows.append(("memory", memory[0]))

@@ -128,35 +128,35 @@ class MegatronBridgeExport(FrameworkBase):
     def arguments(self, rendered: dict[str, Any]) -> list[str]:
         return export_arguments(rendered)
 
-    def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
-        return {"megatron_checkpoint": rendered["export"]["megatron_path"]}
+    def inputs(self, config: Any) -> dict[str, str]:
+        return {"megatron_checkpoint": config.export.megatron_path}
 
-    def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
-        return {"hf_model": rendered["export"]["hf_path"]}
+    def outputs(self, config: Any) -> dict[str, str]:
+        return {"hf_model": config.export.hf_path}
 
-    def checkpoint_reads(self, rendered: dict[str, Any]) -> CheckpointReads:
+    def checkpoint_reads(self, config: Any) -> CheckpointReads:
         # The conversion reads the weights alone, resharded to its own layout.
-        return CheckpointReads(starts={"export.megatron_path": rendered["export"]["megatron_path"]})
+        return CheckpointReads(starts={"export.megatron_path": config.export.megatron_path})
 
-    def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
+    def save_policy(self, config: Any) -> SavePolicy | None:
         return None  # one model, no steps: the finished run is the version
 
-    def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
-        export = rendered["export"]
-        save = "each rank writes its shards" if export["distributed_save"] else "rank 0 writes"
+    def summary(self, config: Any, layout: Any) -> list[tuple[str, str]]:
+        export = config.export
+        save = "each rank writes its shards" if export.distributed_save else "rank 0 writes"
         p = layout.parallel
         return [
             (
                 "layout",
                 f"TP {p.tp} x PP {p.pp} x EP {p.ep} x ETP {p.etp} on {layout.total_gpus} GPUs",
             ),
-            ("reads", f"{export['megatron_path']} (Megatron checkpoint)"),
-            ("writes", f"{export['hf_path']} (Hugging Face, {export['torch_dtype']}; {save})"),
-            ("as", f"{export['hf_model']}{'' if export['strict'] else ' (not strict)'}"),
+            ("reads", f"{export.megatron_path} (Megatron checkpoint)"),
+            ("writes", f"{export.hf_path} (Hugging Face, {export.torch_dtype}; {save})"),
+            ("as", f"{export.hf_model}{'' if export.strict else ' (not strict)'}"),
         ]
 
     def memory(
-        self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
+        self, config: Any, hardware: Hardware, model: ModelCard, layout: Any
     ) -> MemoryEstimate | None:
         arch = model.architecture
         if arch is None or not layout.parallel.dp:

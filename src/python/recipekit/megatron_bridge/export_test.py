@@ -36,7 +36,7 @@ def _options(argv: list[str]) -> dict[str, str | None]:
 def test_it_is_a_per_gpu_framework_in_the_nemo_image() -> None:
     framework: Framework = MEGATRON_BRIDGE_EXPORT
     assert (framework.launch, framework.image) == ("per-gpu", "nemo")
-    assert framework.save_policy(make_plan(hf_export).framework_config) is None
+    assert framework.save_policy(make_plan(hf_export).config) is None
 
 
 def test_the_command_has_the_options_of_megatron_bridges_verified_gpu_export(
@@ -69,10 +69,10 @@ def test_it_reads_the_release_and_publishes_what_eval_serves() -> None:
     assert plan.stage.lineage is not None
     assert plan.stage.lineage.output == "super35-rl-mopd-phase2-hf-model"
     framework = plan.stage.framework
-    assert framework.inputs(plan.framework_config) == {
+    assert framework.inputs(plan.config) == {
         "megatron_checkpoint": plan.framework_config["export"]["megatron_path"]
     }
-    assert list(framework.outputs(plan.framework_config)) == ["hf_model"]
+    assert list(framework.outputs(plan.config)) == ["hf_model"]
 
 
 def test_an_expert_split_that_does_not_divide_names_the_key() -> None:

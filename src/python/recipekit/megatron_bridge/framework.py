@@ -59,22 +59,21 @@ class MegatronBridge(FrameworkBase):
     def layout(self, config: Any, hardware: Hardware) -> Layout:
         return compute_layout(config, hardware)
 
-    def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
+    def inputs(self, config: Any) -> dict[str, str]:
         """Paths the run reads, which every node must see (preflight checks them)."""
         found = {
-            "pretrained_checkpoint": rendered["checkpoint"].get("pretrained_checkpoint"),
-            "data": rendered["dataset"].get("path"),
+            "pretrained_checkpoint": config.checkpoint.pretrained_checkpoint,
+            "data": config.dataset.path,
         }
         return {role: path for role, path in found.items() if isinstance(path, str)}
 
-    def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
-        return {"checkpoints": rendered["checkpoint"]["save"]}
+    def outputs(self, config: Any) -> dict[str, str]:
+        return {"checkpoints": config.checkpoint.save}
 
-    def checkpoint_reads(self, rendered: dict[str, Any]) -> CheckpointReads:
+    def checkpoint_reads(self, config: Any) -> CheckpointReads:
         """Megatron-Bridge resumes ``checkpoint.load`` whole and takes only the weights of
         ``pretrained_checkpoint`` (training/checkpointing.py:2370-2384 @ 067f987df)."""
-        ckpt = rendered["checkpoint"]
-        load, pretrained = ckpt.get("load"), ckpt.get("pretrained_checkpoint")
+        load, pretrained = config.checkpoint.load, config.checkpoint.pretrained_checkpoint
         return CheckpointReads(
             resumes={"checkpoint.load": load} if isinstance(load, str) else {},
             starts={"checkpoint.pretrained_checkpoint": pretrained}
@@ -82,23 +81,23 @@ class MegatronBridge(FrameworkBase):
             else {},
         )
 
-    def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
+    def save_policy(self, config: Any) -> SavePolicy | None:
         # Megatron-Bridge saves every save_interval iterations and at the last one, and keeps
         # every checkpoint unless most_recent_k is set (these recipes do not set it).
         return SavePolicy(
-            every=rendered["checkpoint"]["save_interval"],
-            last=rendered["train"]["train_iters"],
+            every=config.checkpoint.save_interval,
+            last=config.train.train_iters,
             every_key="checkpoint.save_interval",
             last_key="train.train_iters",
         )
 
-    def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
-        return megatron_bridge_summary(rendered, layout)
+    def summary(self, config: Any, layout: Any) -> list[tuple[str, str]]:
+        return megatron_bridge_summary(config, layout)
 
     def memory(
-        self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
+        self, config: Any, hardware: Hardware, model: ModelCard, layout: Any
     ) -> MemoryEstimate | None:
-        return estimate_memory(rendered, hardware, model, layout)
+        return estimate_memory(config, hardware, model, layout)
 
     def layout_candidates(
         self, layout: Any, hardware: Hardware, model: ModelCard

@@ -38,19 +38,19 @@ def test_the_rendered_config_is_the_recipe_and_its_overrides_without_run() -> No
 
 
 def test_inputs_and_outputs_are_the_paths_the_config_reads_and_writes() -> None:
-    rendered = make_plan(sft).framework_config
-    assert MEGATRON_BRIDGE.inputs(rendered) == {
+    config = make_plan(sft).config
+    assert MEGATRON_BRIDGE.inputs(config) == {
         "pretrained_checkpoint": "/artifacts/super35-pretrain-model/latest",
         "data": "/artifacts/super35-sft-data/latest",
     }
-    assert MEGATRON_BRIDGE.outputs(rendered) == {
+    assert MEGATRON_BRIDGE.outputs(config) == {
         "checkpoints": "/artifacts/super35-sft-stage1-model/${oc.env:RECIPEKIT_RUN}"
     }
 
 
 def test_a_recipe_that_ships_its_data_has_no_data_input() -> None:
-    rendered = make_plan(sft_long_context).framework_config
-    assert MEGATRON_BRIDGE.inputs(rendered) == {
+    config = make_plan(sft_long_context).config
+    assert MEGATRON_BRIDGE.inputs(config) == {
         "pretrained_checkpoint": "/artifacts/super35-pretrain-model/latest"
     }
 
@@ -93,7 +93,7 @@ def test_the_layout_as_json_carries_data_parallel() -> None:
 
 def test_the_summary_has_one_row_per_concern() -> None:
     plan = make_plan(sft_peft)
-    rows = dict(MEGATRON_BRIDGE.summary(plan.framework_config, plan.layout))
+    rows = dict(MEGATRON_BRIDGE.summary(plan.config, plan.layout))
     assert rows["layout"] == "TP 4 x PP 2 x CP 1 -> DP 2 on 16 GPUs; experts EP 8 x ETP 1"
     assert rows["batch"] == (
         "global_batch_size 16 = micro_batch_size 1 x DP 2 x 8 accumulation steps; 500 iterations"

@@ -10,39 +10,37 @@ optimizer.
 
 from __future__ import annotations
 
-from typing import Any
-
 from recipekit.hardware import Hardware
+from recipekit.markers import given
 from recipekit.megatron_bridge.layout import Layout
+from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig, Optimizer
 from recipekit.memory.estimate import MemoryEstimate, Phase
 from recipekit.memory.megatron import FP32, MegatronSetup, training_terms
 from recipekit.model_card import ModelCard
 
+RECIPE_RECOMPUTE = "selective"
 RECIPE_RECOMPUTE_MODULES = ("layernorm", "moe_act", "moe", "core_attn")
 
 
-def megatron_setup(rendered: dict[str, Any], layout: Layout) -> MegatronSetup:
-    model = rendered.get("model") or {}
-    train = rendered.get("train") or {}
-    optimizer = rendered.get("optimizer") or {}
-    ddp = rendered.get("ddp") or {}
-    granularity = model.get("recompute_granularity") or "selective"
-    modules = model.get("recompute_modules") or RECIPE_RECOMPUTE_MODULES
-    offload = optimizer.get("optimizer_offload_fraction") or 0.0
-    peft = bool(rendered.get("peft"))
+def megatron_setup(config: MegatronBridgeConfig, layout: Layout) -> MegatronSetup:
+    model, train = config.model, config.train
+    optimizer = given(config.optimizer, Optimizer())
+    offload = given(optimizer.optimizer_offload_fraction, 0.0)
     return MegatronSetup.of(
         layout.parallel,
-        tokens=int(model.get("seq_length") or 4096) * int(train.get("micro_batch_size") or 1),
-        recompute=str(granularity),
-        recompute_modules=tuple(modules),
-        distributed_optimizer=optimizer.get("use_distributed_optimizer", True) is not False,
-        optimizer_offload=float(offload) if optimizer.get("optimizer_cpu_offload") else 0.0,
-        grad_bytes=FP32 if ddp.get("grad_reduce_in_fp32", True) else 2,
-        mtp=bool(model.get("mtp_num_layers")),
-        train_language=not (peft or model.get("freeze_language_model")),
-        train_vision=not (
-            model.get("freeze_vision_model") and model.get("freeze_vision_projection")
-        ),
+        tokens=model.seq_length * train.micro_batch_size,
+        recompute=given(model.recompute_granularity, None) or RECIPE_RECOMPUTE,
+        recompute_modules=tuple(given(model.recompute_modules, None) or RECIPE_RECOMPUTE_MODULES),
+        # The stage sets neither (no ddp section): the recipes' distributed optimizer and fp32
+        # gradient reduction.
+        distributed_optimizer=True,
+        optimizer_offload=float(offload) if given(optimizer.optimizer_cpu_offload, False) else 0.0,
+        grad_bytes=FP32,
+        # The recipe function sets MTP from the model; no key of the stage does, and the
+        # estimate counts none.
+        mtp=False,
+        train_language=not (is_peft(config) or model.freeze_language_model),
+        train_vision=not (model.freeze_vision_model and model.freeze_vision_projection),
         keys={
             **layout.keys.size_keys(),
             "dp": "the number of nodes",
@@ -53,17 +51,22 @@ def megatron_setup(rendered: dict[str, Any], layout: Layout) -> MegatronSetup:
     )
 
 
+def is_peft(config: MegatronBridgeConfig) -> bool:
+    """The stage trains adapters (``peft`` set; null turns the recipe's adapter off)."""
+    return isinstance(config.peft, LoRA)
+
+
 def estimate(
-    rendered: dict[str, Any], hardware: Hardware, card: ModelCard, layout: Layout
+    config: MegatronBridgeConfig, hardware: Hardware, card: ModelCard, layout: Layout
 ) -> MemoryEstimate | None:
     arch = card.architecture
     if arch is None or not layout.parallel.dp:
         return None
-    setup = megatron_setup(rendered, layout)
+    setup = megatron_setup(config, layout)
     phase = Phase("training", "all GPUs", training_terms(arch, setup), hardware.node.gpu.hbm_gib)
-    assumed = [] if rendered.get("model", {}).get("recompute_granularity") else [
+    assumed = [] if given(config.model.recompute_granularity, None) else [
         "recompute: the recipe's selective recompute of " + ", ".join(RECIPE_RECOMPUTE_MODULES)
     ]
-    if rendered.get("peft"):
+    if is_peft(config):
         assumed.append("PEFT: the adapters' own parameters and state are not counted")
     return MemoryEstimate(phases=(phase,), assumptions=tuple(assumed))

@@ -3,10 +3,10 @@ data, checkpoints."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from recipekit.markers import given
 from recipekit.megatron_bridge.layout import Layout
-from recipekit.megatron_bridge.schema import recipe_mode
+from recipekit.megatron_bridge.memory import is_peft
+from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig, Model, recipe_mode
 
 _PARTS = (
     ("freeze_language_model", "language model"),
@@ -15,14 +15,15 @@ _PARTS = (
 )
 
 
-def _freeze_row(model: dict[str, Any]) -> str:
-    return ", ".join(f"{part} {'frozen' if model[key] else 'trains'}" for key, part in _PARTS)
+def _freeze_row(model: Model) -> str:
+    return ", ".join(
+        f"{part} {'frozen' if getattr(model, key) else 'trains'}" for key, part in _PARTS
+    )
 
 
-def megatron_bridge_summary(cfg: dict[str, Any], lay: Layout) -> list[tuple[str, str]]:
-    recipe, train, model, dataset = cfg["recipe"], cfg["train"], cfg["model"], cfg["dataset"]
-    ckpt, peft = cfg["checkpoint"], cfg.get("peft")
-    function = recipe["_target_"].rsplit(".", 1)[-1]
+def megatron_bridge_summary(cfg: MegatronBridgeConfig, lay: Layout) -> list[tuple[str, str]]:
+    train, model, dataset, ckpt = cfg.train, cfg.model, cfg.dataset, cfg.checkpoint
+    function = cfg.recipe.function
     rows: list[tuple[str, str]] = [("recipe", f"{function} ({recipe_mode(function)})")]
     p = lay.parallel
     rows.append(
@@ -32,34 +33,35 @@ def megatron_bridge_summary(cfg: dict[str, Any], lay: Layout) -> list[tuple[str,
             f"experts EP {p.ep} x ETP {p.etp}",
         )
     )
-    gbs, mbs, dp = train["global_batch_size"], train["micro_batch_size"], p.dp
+    gbs, mbs, dp = train.global_batch_size, train.micro_batch_size, p.dp
     steps = f" x {gbs // (mbs * dp)} accumulation steps" if dp and gbs % (mbs * dp) == 0 else ""
     rows.append(
         (
             "batch",
             f"global_batch_size {gbs} = micro_batch_size {mbs} x DP {dp}{steps}; "
-            f"{train['train_iters']} iterations",
+            f"{train.train_iters} iterations",
         )
     )
-    sp = "on" if model["sequence_parallel"] else "off"
-    data_seq = dataset.get("seq_length", "the recipe's")
-    seq = f"seq_length {model['seq_length']} (dataset {data_seq}), sequence_parallel {sp}"
+    sp = "on" if model.sequence_parallel else "off"
+    data_seq = given(dataset.seq_length, "the recipe's")
+    seq = f"seq_length {model.seq_length} (dataset {data_seq}), sequence_parallel {sp}"
     rows.append(("sequence", seq))
-    if isinstance(peft, dict):
+    if is_peft(cfg):
+        assert isinstance(cfg.peft, LoRA)
         # PEFT freezes every base weight itself; only the adapters train.
         rows.append(("freeze", "every base weight frozen (PEFT); LoRA adapters train"))
-        adapters = ", ".join(peft["target_modules"])
-        rows.append(("", f"LoRA dim {peft['dim']}, alpha {peft['alpha']} on {adapters}"))
+        adapters = ", ".join(cfg.peft.target_modules)
+        rows.append(("", f"LoRA dim {cfg.peft.dim}, alpha {cfg.peft.alpha} on {adapters}"))
     else:
         rows.append(("freeze", _freeze_row(model)))
-    rows.append(("data", dataset.get("path", "the recipe's own dataset")))
-    start = ckpt.get("pretrained_checkpoint")
+    rows.append(("data", given(dataset.path, "the recipe's own dataset")))
+    start = given(ckpt.pretrained_checkpoint, None)
     loads = (
-        f"from {start}" + (" (weights only)" if ckpt.get("finetune") else "") + "; "
+        f"from {start}" + (" (weights only)" if given(ckpt.finetune, False) else "") + "; "
         if start
         else ""
     )
     rows.append(
-        ("checkpoints", f"{loads}save to {ckpt['save']} every {ckpt['save_interval']} iterations")
+        ("checkpoints", f"{loads}save to {ckpt.save} every {ckpt.save_interval} iterations")
     )
     return rows

@@ -22,6 +22,7 @@ from recipekit.derivation import Derivation
 from recipekit.framework import CONFIG_PLACEHOLDER, FrameworkBase, Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.steps import SavePolicy
+from recipekit.markers import given_at
 from recipekit.memory.estimate import MemoryEstimate
 from recipekit.model_card import ModelCard
 from recipekit.nemo_evaluator import LAUNCHER_VERSION
@@ -35,7 +36,7 @@ from recipekit.nemo_evaluator.checks import (
 )
 from recipekit.nemo_evaluator.derivations import RULES
 from recipekit.nemo_evaluator.memory import estimate as estimate_memory
-from recipekit.nemo_evaluator.schema import LauncherConfig
+from recipekit.nemo_evaluator.schema import LauncherConfig, Task
 
 
 def hydra_defaults() -> list[Any]:
@@ -59,9 +60,9 @@ class NemoEvaluatorLauncher(FrameworkBase):
     context_type: ClassVar[type] = CheckContext
 
     def memory(
-        self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
+        self, config: Any, hardware: Hardware, model: ModelCard, layout: Any
     ) -> MemoryEstimate | None:
-        return estimate_memory(rendered, hardware, model, layout)
+        return estimate_memory(config, hardware, model, layout)
 
     def layout(self, config: Any, hardware: Hardware) -> ServingLayout:
         return compute_layout(config, hardware)
@@ -89,25 +90,30 @@ class NemoEvaluatorLauncher(FrameworkBase):
         dependency = "afterok:" + ":".join(job_ids)
         return ["-o", f"++execution.sbatch_extra_flags.dependency={dependency}"]
 
-    def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
+    def inputs(self, config: Any) -> dict[str, str]:
         """The checkpoint vLLM serves (and the tasks read the tokenizer from)."""
-        checkpoint = rendered["deployment"].get("checkpoint_path")
+        checkpoint = config.deployment.checkpoint_path
         return {"model": checkpoint} if isinstance(checkpoint, str) else {}
 
-    def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
-        return {"results": rendered["execution"]["output_dir"]}
+    def outputs(self, config: Any) -> dict[str, str]:
+        return {"results": config.execution.output_dir}
 
-    def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
+    def save_policy(self, config: Any) -> SavePolicy | None:
         return None  # evaluation saves no checkpoints
 
-    def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
-        return evaluation_summary(rendered, layout)
+    def summary(self, config: Any, layout: Any) -> list[tuple[str, str]]:
+        return evaluation_summary(config, layout)
 
 
-def evaluation_summary(cfg: dict[str, Any], lay: ServingLayout) -> list[tuple[str, str]]:
-    deployment, execution = cfg["deployment"], cfg["execution"]
-    evaluation = cfg["evaluation"]
+# What the plan shows of the sampling, in this order, where the evaluation sets it.
+_SAMPLING = ("temperature", "top_p", "max_new_tokens", "parallelism")
+
+
+def evaluation_summary(cfg: LauncherConfig, lay: ServingLayout) -> list[tuple[str, str]]:
+    deployment, execution = cfg.deployment, cfg.execution
+    evaluation = cfg.evaluation
     replicas = f"{lay.data_parallel} replica{'s' if lay.data_parallel != 1 else ''}"
+    served = deployment.checkpoint_path or given_at(deployment, "hf_model_handle")
     rows = [
         (
             "layout",
@@ -116,32 +122,28 @@ def evaluation_summary(cfg: dict[str, Any], lay: ServingLayout) -> list[tuple[st
         ),
         (
             "serving",
-            f"{deployment.get('checkpoint_path') or deployment.get('hf_model_handle')} as "
-            f"{deployment['served_model_name']!r} on port {deployment['port']}, "
-            f"{deployment['image']}",
+            f"{served} as {deployment.served_model_name!r} on port {deployment.port}, "
+            f"{deployment.image}",
         ),
     ]
-    params = evaluation.get("nemo_evaluator_config", {}).get("config", {}).get("params", {})
+    params = given_at(evaluation, "nemo_evaluator_config", "config", "params")
     sampling = ", ".join(
-        f"{key} {params[key]}"
-        for key in ("temperature", "top_p", "max_new_tokens", "parallelism")
-        if key in params
+        f"{key} {value}"
+        for key in _SAMPLING
+        if (value := given_at(params, key)) is not None
     )
     if sampling:
         rows.append(("sampling", sampling))
-    rows.append(("tasks", ", ".join(_task_text(task) for task in evaluation["tasks"])))
-    exported = execution.get("auto_export", {}).get("destinations", [])
+    rows.append(("tasks", ", ".join(_task_text(task) for task in evaluation.tasks)))
+    exported = given_at(execution, "auto_export", "destinations") or ()
     where = f"; exported to {', '.join(exported)}" if exported else ""
-    rows.append(("results", f"{execution['output_dir']}{where}, {execution['walltime']} limit"))
+    rows.append(("results", f"{execution.output_dir}{where}, {execution.walltime} limit"))
     return rows
 
 
-def _task_text(task: dict[str, Any]) -> str:
-    own = task.get("nemo_evaluator_config", {}).get("config", {}).get("params", {})
-    repeats = own.get("extra", {}).get("num_repeats")
-    return (
-        f"{task['name']} x{repeats}" if isinstance(repeats, int) and repeats > 1 else task["name"]
-    )
+def _task_text(task: Task) -> str:
+    repeats = given_at(task, "nemo_evaluator_config", "config", "params", "extra", "num_repeats")
+    return f"{task.name} x{repeats}" if isinstance(repeats, int) and repeats > 1 else task.name
 
 
 NEMO_EVALUATOR = NemoEvaluatorLauncher()

@@ -231,7 +231,7 @@ def test_the_file_is_merged_over_the_launchers_slurm_and_vllm_defaults() -> None
 
 def test_the_summary_shows_layout_serving_tasks_and_results() -> None:
     plan = make_plan(STAGE)
-    rows = dict(NEMO_EVALUATOR.summary(plan.framework_config, plan.layout))
+    rows = dict(NEMO_EVALUATOR.summary(plan.config, plan.layout))
     assert rows["layout"] == "vLLM TP 4 x PP 1 -> 1 replica on 4 of 4 GPUs"
     assert rows["tasks"] == "ns_ifbench"
     assert rows["results"] == "/shared/evaluations/test; exported to wandb, 01:00:00 limit"

@@ -10,13 +10,14 @@ takes the model's own maximum (the card's ``max_positions``). The evaluation sen
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 from recipekit.hardware import Hardware
+from recipekit.markers import given_at
 from recipekit.memory.estimate import GIB, MemoryEstimate, Phase
 from recipekit.memory.vllm import VllmSetup, serving_terms
 from recipekit.model_card import ModelCard
 from recipekit.nemo_evaluator.checks import ServingLayout
+from recipekit.nemo_evaluator.schema import LauncherConfig
 
 FP8 = ("fp8", "fp8_e4m3", "fp8_e5m2")
 
@@ -34,29 +35,27 @@ def _flags(extra_args: str) -> dict[str, str]:
 
 
 def estimate(
-    rendered: dict[str, Any], hardware: Hardware, card: ModelCard, layout: ServingLayout
+    config: LauncherConfig, hardware: Hardware, card: ModelCard, layout: ServingLayout
 ) -> MemoryEstimate | None:
     arch = card.architecture
-    deployment = rendered.get("deployment") or {}
-    if arch is None or deployment.get("type") != "vllm":
+    deployment = config.deployment
+    if arch is None or deployment.type != "vllm":
         return None
-    flags = _flags(str(deployment.get("extra_args", "")))
+    flags = _flags(deployment.extra_args)
     max_model_len = int(flags.get("max-model-len") or arch.max_positions or 0)
     if not max_model_len:
         return None
-    params = (
-        ((rendered.get("evaluation") or {}).get("nemo_evaluator_config") or {}).get("config") or {}
-    ).get("params") or {}
+    params = given_at(config.evaluation, "nemo_evaluator_config", "config", "params")
     setup = VllmSetup(
         tp=layout.tensor_parallel,
         pp=layout.pipeline_parallel,
-        util=float(deployment.get("gpu_memory_utilization", 0.9)),
+        util=float(deployment.gpu_memory_utilization),
         max_model_len=max_model_len,
         max_num_seqs=int(flags.get("max-num-seqs") or 256),
         max_num_batched_tokens=int(flags.get("max-num-batched-tokens") or 8192),
         kv_bytes=1 if flags.get("kv-cache-dtype") in FP8 else 2,
         ssm_state_bytes=4 if flags.get("mamba-ssm-cache-dtype") == "float32" else 2,
-        wanted_sequences=params.get("parallelism"),
+        wanted_sequences=given_at(params, "parallelism"),
         keys={
             "tp": "deployment.tensor_parallel_size",
             "util": "deployment.gpu_memory_utilization",

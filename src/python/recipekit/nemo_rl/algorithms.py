@@ -23,6 +23,7 @@ from recipekit.framework import CONFIG_PLACEHOLDER, FrameworkBase, Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.checkpoint_stamp import CheckpointReads
 from recipekit.lineage.steps import SavePolicy
+from recipekit.markers import UNSET, given
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.derivations import RULES
@@ -103,27 +104,27 @@ class NemoRLRun(FrameworkBase):
     def arguments(self, rendered: dict[str, Any]) -> list[str]:
         return ["--config", CONFIG_PLACEHOLDER]
 
-    def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
+    def inputs(self, config: Any) -> dict[str, str]:
         found: dict[str, str] = {}
         for role in ("policy", "teacher", "value"):
-            section = rendered.get(role)
-            if isinstance(section, dict) and isinstance(section.get("model_name"), str):
-                found["model" if role == "policy" else role] = section["model_name"]
+            model = getattr(getattr(config, role, None), "model_name", None)
+            if isinstance(model, str):
+                found["model" if role == "policy" else role] = model
         return found
 
-    def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
-        ckpt = rendered.get("checkpointing") or {}
-        return {"checkpoints": ckpt["checkpoint_dir"]} if ckpt.get("enabled") else {}
+    def outputs(self, config: Any) -> dict[str, str]:
+        ckpt = given(getattr(config, "checkpointing", UNSET), None)
+        return {"checkpoints": ckpt.checkpoint_dir} if ckpt is not None and ckpt.enabled else {}
 
-    def checkpoint_reads(self, rendered: dict[str, Any]) -> CheckpointReads:
-        return nemo_rl_checkpoint_reads(rendered)
+    def checkpoint_reads(self, config: Any) -> CheckpointReads:
+        return nemo_rl_checkpoint_reads(config)
 
-    def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
-        return nemo_rl_save_policy(rendered, self.algorithm.removeprefix("xtoken_"))
+    def save_policy(self, config: Any) -> SavePolicy | None:
+        return nemo_rl_save_policy(config, self.algorithm.removeprefix("xtoken_"))
 
-    def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
-        section = rendered.get(self.algorithm.removeprefix("xtoken_"), {})
-        steps = section.get("max_num_steps", "") if isinstance(section, dict) else ""
+    def summary(self, config: Any, layout: Any) -> list[tuple[str, str]]:
+        section = getattr(config, self.algorithm.removeprefix("xtoken_"), None)
+        steps = given(getattr(section, "max_num_steps", UNSET), "")
         return [
             ("algorithm", f"{self.algorithm} ({self.entry_point})"),
             ("cluster", f"{layout.num_nodes} x {layout.gpus_per_node} GPUs"),

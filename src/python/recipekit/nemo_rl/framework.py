@@ -11,6 +11,7 @@ from recipekit.framework import CONFIG_PLACEHOLDER, FrameworkBase, Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.checkpoint_stamp import CheckpointReads
 from recipekit.lineage.steps import SavePolicy
+from recipekit.markers import UNSET, given
 from recipekit.megatron_core.checks import NEMO_RL_ERROR_CHECKS as MCORE_ERRORS
 from recipekit.megatron_core.checks import NEMO_RL_WARNING_CHECKS as MCORE_WARNINGS
 from recipekit.memory.estimate import MemoryEstimate
@@ -38,16 +39,16 @@ from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig
 from recipekit.nemo_rl.summary import grpo_summary
 
 
-def nemo_rl_checkpoint_reads(rendered: dict[str, Any]) -> CheckpointReads:
+def nemo_rl_checkpoint_reads(config: Any) -> CheckpointReads:
     """NeMo-RL resumes the newest checkpoint of ``checkpoint_dir`` whole (grpo.py:1121
     @ super-v3.5-posttraining) and starts the policy from ``model_name``'s weights when it is a
     directory (a Hub name is not)."""
-    ckpt = rendered.get("checkpointing") or {}
-    policy = rendered.get("policy") or {}
-    model = policy.get("model_name")
+    ckpt = given(getattr(config, "checkpointing", UNSET), None)
+    policy = given(getattr(config, "policy", UNSET), None)
+    model = getattr(policy, "model_name", None)
     return CheckpointReads(
-        resumes={"checkpointing.checkpoint_dir": ckpt["checkpoint_dir"]}
-        if ckpt.get("enabled")
+        resumes={"checkpointing.checkpoint_dir": ckpt.checkpoint_dir}
+        if ckpt is not None and ckpt.enabled
         else {},
         starts={"policy.model_name": model}
         if isinstance(model, str) and model.startswith("/")
@@ -72,36 +73,36 @@ class NemoRLGrpo(FrameworkBase):
     def layout(self, config: Any, hardware: Hardware) -> Layout:
         return compute_layout(config, hardware)
 
-    def inputs(self, rendered: dict[str, Any]) -> dict[str, str]:
+    def inputs(self, config: Any) -> dict[str, str]:
         """Paths the run reads, which every node must see (preflight checks them)."""
-        policy, data = rendered["policy"], rendered.get("data", {})
-        found = {"model": policy["model_name"], "tokenizer": policy["tokenizer"]["name"]}
+        policy, data = config.policy, config.data
+        found = {"model": policy.model_name, "tokenizer": policy.tokenizer.name}
         for split in ("train", "validation", "default"):
-            entry = data.get(split)
-            if isinstance(entry, dict) and isinstance(entry.get("data_path"), str):
-                found[f"data.{split}"] = entry["data_path"]
+            path = getattr(getattr(data, split, None), "data_path", None)
+            if isinstance(path, str):
+                found[f"data.{split}"] = path
         return found
 
-    def outputs(self, rendered: dict[str, Any]) -> dict[str, str]:
-        ckpt = rendered["checkpointing"]
-        return {"checkpoints": ckpt["checkpoint_dir"]} if ckpt["enabled"] else {}
+    def outputs(self, config: Any) -> dict[str, str]:
+        ckpt = config.checkpointing
+        return {"checkpoints": ckpt.checkpoint_dir} if ckpt.enabled else {}
 
-    def checkpoint_reads(self, rendered: dict[str, Any]) -> CheckpointReads:
-        return nemo_rl_checkpoint_reads(rendered)
+    def checkpoint_reads(self, config: Any) -> CheckpointReads:
+        return nemo_rl_checkpoint_reads(config)
 
-    def save_policy(self, rendered: dict[str, Any]) -> SavePolicy | None:
-        return nemo_rl_save_policy(rendered, "grpo")
+    def save_policy(self, config: Any) -> SavePolicy | None:
+        return nemo_rl_save_policy(config, "grpo")
 
-    def summary(self, rendered: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
-        return grpo_summary(rendered, layout)
+    def summary(self, config: Any, layout: Any) -> list[tuple[str, str]]:
+        return grpo_summary(config, layout)
 
     def arguments(self, rendered: dict[str, Any]) -> list[str]:
         return ["--config", CONFIG_PLACEHOLDER]
 
     def memory(
-        self, rendered: dict[str, Any], hardware: Hardware, model: ModelCard, layout: Any
+        self, config: Any, hardware: Hardware, model: ModelCard, layout: Any
     ) -> MemoryEstimate | None:
-        return estimate_memory(rendered, hardware, model, layout)
+        return estimate_memory(config, hardware, model, layout)
 
     def layout_candidates(
         self, layout: Any, hardware: Hardware, model: ModelCard
@@ -109,23 +110,20 @@ class NemoRLGrpo(FrameworkBase):
         return layout_candidates(layout, hardware, model.num_layers, model.num_experts)
 
 
-def nemo_rl_save_policy(rendered: dict[str, Any], algorithm: str) -> SavePolicy | None:
+def nemo_rl_save_policy(config: Any, algorithm: str) -> SavePolicy | None:
     """NeMo-RL saves every ``save_period`` steps and at its last (``<algorithm>.max_num_steps``);
     with no ``metric_name``, ``keep_top_k`` keeps the newest (``utils/checkpoint.py``)."""
-    ckpt = rendered.get("checkpointing") or {}
-    section = rendered.get(algorithm)
-    if not ckpt.get("enabled") or not isinstance(section, dict):
+    ckpt = given(getattr(config, "checkpointing", UNSET), None)
+    steps = getattr(getattr(config, algorithm, None), "max_num_steps", None)
+    if ckpt is None or not ckpt.enabled or not isinstance(steps, int):
         return None
-    if not isinstance(section.get("max_num_steps"), int):
-        return None
-    keep = ckpt.get("keep_top_k")
-    by_metric = ckpt.get("metric_name") is not None
+    keep = given(ckpt.keep_top_k, None)
     return SavePolicy(
-        every=ckpt["save_period"],
-        last=section["max_num_steps"],
+        every=ckpt.save_period,
+        last=steps,
         every_key="checkpointing.save_period",
         last_key=f"{algorithm}.max_num_steps",
-        keep_latest=None if keep is None else (0 if by_metric else keep),
+        keep_latest=None if keep is None else (0 if ckpt.metric_name is not None else keep),
         keep_key="checkpointing.keep_top_k",
     )
 

@@ -12,14 +12,15 @@ step (``nemo_rl/algorithms/grpo.py``, the loop of ``grpo_train``):
 
 from __future__ import annotations
 
-from typing import Any
-
 from recipekit.hardware import Hardware
+from recipekit.markers import Marker, given
 from recipekit.memory.estimate import GIB, MemoryEstimate, Phase, Term
 from recipekit.memory.megatron import BF16, MegatronSetup, training_terms
 from recipekit.memory.vllm import EAGER_ALLOWANCE, VllmSetup, serving_terms
 from recipekit.model_card import ModelCard
+from recipekit.nemo_rl.checks.context import GrpoConfig
 from recipekit.nemo_rl.layout import Layout
+from recipekit.nemo_rl.schema_super_v3 import Megatron, VllmConfig
 
 MEGATRON = "policy.megatron_cfg"
 VLLM = "policy.generation.vllm_cfg"
@@ -30,30 +31,32 @@ VLLM_MAX_NUM_SEQS = 256
 VLLM_MAX_BATCHED_TOKENS = 8192
 
 
-def megatron_setup(rendered: dict[str, Any], layout: Layout) -> MegatronSetup:
-    policy = rendered["policy"]
-    m = policy["megatron_cfg"]
-    optimizer = m.get("optimizer") or {}
-    ddp = m.get("distributed_data_parallel_config") or {}
-    packing = policy.get("sequence_packing") or {}
-    dynamic = policy.get("dynamic_batching") or {}
-    if packing.get("enabled"):
-        tokens, tokens_key = packing["train_mb_tokens"], "policy.sequence_packing.train_mb_tokens"
-    elif dynamic.get("enabled"):
-        tokens, tokens_key = dynamic["train_mb_tokens"], "policy.dynamic_batching.train_mb_tokens"
+def megatron_setup(config: GrpoConfig, layout: Layout) -> MegatronSetup:
+    policy = config.policy
+    m = policy.megatron_cfg
+    assert isinstance(m, Megatron), "the layout's backend is megatron"
+    optimizer, ddp = m.optimizer, m.distributed_data_parallel_config
+    packing = given(policy.sequence_packing, None)
+    dynamic = policy.dynamic_batching
+    if packing is not None and packing.enabled:
+        tokens, tokens_key = packing.train_mb_tokens, "policy.sequence_packing.train_mb_tokens"
+    elif dynamic.enabled:
+        tokens, tokens_key = dynamic.train_mb_tokens, "policy.dynamic_batching.train_mb_tokens"
     else:
-        tokens = policy["train_micro_batch_size"] * policy["max_total_sequence_length"]
+        tokens = policy.train_micro_batch_size * policy.max_total_sequence_length
         tokens_key = "policy.max_total_sequence_length"
-    offload = optimizer.get("optimizer_offload_fraction") or 0.0
+    assert isinstance(tokens, int), "derived before the estimate"
     return MegatronSetup.of(
         layout.parallel,
-        tokens=int(tokens),
+        tokens=tokens,
         # NeMo-RL's activation_checkpointing is Megatron's full, uniform recompute of 1 layer.
-        recompute="full" if m.get("activation_checkpointing") else "none",
-        distributed_optimizer=optimizer.get("use_distributed_optimizer", True) is not False,
-        optimizer_offload=float(offload) if optimizer.get("optimizer_cpu_offload") else 0.0,
-        grad_bytes=4 if ddp.get("grad_reduce_in_fp32") else BF16,
-        mtp=bool(m.get("mtp_num_layers")),
+        recompute="full" if m.activation_checkpointing else "none",
+        distributed_optimizer=optimizer.use_distributed_optimizer,
+        optimizer_offload=float(optimizer.optimizer_offload_fraction)
+        if optimizer.optimizer_cpu_offload
+        else 0.0,
+        grad_bytes=4 if ddp.grad_reduce_in_fp32 else BF16,
+        mtp=bool(given(m.mtp_num_layers, 0)),
         keys={
             **layout.keys.size_keys(),
             "dp": "the training nodes",
@@ -64,33 +67,33 @@ def megatron_setup(rendered: dict[str, Any], layout: Layout) -> MegatronSetup:
     )
 
 
-def vllm_setup(rendered: dict[str, Any], layout: Layout) -> VllmSetup:
-    generation = rendered["policy"]["generation"]
-    vllm = generation["vllm_cfg"]
-    kwargs = generation.get("vllm_kwargs") or {}
-    precision = str(vllm.get("precision", "bfloat16"))
+def vllm_setup(config: GrpoConfig, layout: Layout) -> VllmSetup:
+    generation = config.policy.generation
+    assert not isinstance(generation, Marker), "the estimate reads vLLM's only where it is set"
+    vllm = generation.vllm_cfg
+    assert isinstance(vllm, VllmConfig), "the estimate reads vLLM's only where it is set"
+    kwargs = given(generation.vllm_kwargs, {})
+    # vLLM's dtype "auto" is the checkpoint's: bf16 for these models.
+    precision = str(given(vllm.precision, "bfloat16"))
     weight_bytes = 1 if precision in FP8 else DTYPE_BYTES.get(precision, 2)
-    kv_dtype = str(vllm.get("kv_cache_dtype", "auto"))
-    kv_bytes = 1 if kv_dtype in FP8 else 2
+    kv_bytes = 1 if vllm.kv_cache_dtype in FP8 else 2
     ssm = str(kwargs.get("mamba_ssm_cache_dtype", "auto"))
     max_num_seqs = int(kwargs.get("max_num_seqs") or VLLM_MAX_NUM_SEQS)
-    grpo = rendered.get("grpo") or {}
-    samples = (grpo.get("num_prompts_per_step") or 0) * (
-        grpo.get("num_generations_per_prompt") or 0
-    )
+    samples = config.grpo.num_prompts_per_step * config.grpo.num_generations_per_prompt
     instances = max(layout.vllm_instances, 1)
     wanted = min(max_num_seqs, -(-samples // instances)) if samples else None
+    assert isinstance(vllm.max_model_len, int), "derived before the estimate"
     return VllmSetup(
         tp=layout.vllm_tensor_parallel,
         pp=layout.vllm_pipeline_parallel,
-        util=float(vllm["gpu_memory_utilization"]),
-        max_model_len=int(vllm["max_model_len"]),
+        util=float(vllm.gpu_memory_utilization),
+        max_model_len=vllm.max_model_len,
         max_num_seqs=max_num_seqs,
         max_num_batched_tokens=int(kwargs.get("max_num_batched_tokens") or VLLM_MAX_BATCHED_TOKENS),
         weight_bytes=weight_bytes,
         kv_bytes=kv_bytes,
         ssm_state_bytes=DTYPE_BYTES.get(ssm, 2),
-        enforce_eager=bool(vllm.get("enforce_eager")),
+        enforce_eager=bool(given(vllm.enforce_eager, False)),
         wanted_sequences=wanted,
         keys={
             "tp": f"{VLLM}.tensor_parallel_size",
@@ -104,18 +107,21 @@ def vllm_setup(rendered: dict[str, Any], layout: Layout) -> VllmSetup:
 
 
 def estimate(
-    rendered: dict[str, Any], hardware: Hardware, card: ModelCard, layout: Layout
+    config: GrpoConfig, hardware: Hardware, card: ModelCard, layout: Layout
 ) -> MemoryEstimate | None:
     arch = card.architecture
-    policy = rendered.get("policy") or {}
     if arch is None or layout.backend != "megatron" or not layout.nodes.training_gpus:
         return None
     hbm = float(hardware.node.gpu.hbm_gib)
-    training = training_terms(arch, megatron_setup(rendered, layout))
-    generation = policy.get("generation") or {}
-    if generation.get("backend") != "vllm" or not generation.get("vllm_cfg"):
+    training = training_terms(arch, megatron_setup(config, layout))
+    generation = config.policy.generation
+    if (
+        isinstance(generation, Marker)
+        or generation.backend != "vllm"
+        or not isinstance(generation.vllm_cfg, VllmConfig)
+    ):
         return MemoryEstimate(phases=(Phase("training", "training GPUs", training, hbm),))
-    serving = vllm_setup(rendered, layout)
+    serving = vllm_setup(config, layout)
     vllm_terms, budget, note = serving_terms(arch, serving, hbm)
     where = "all GPUs" if layout.nodes.colocated else "generation GPUs"
     budget_phase = Phase(

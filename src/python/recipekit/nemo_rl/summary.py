@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from recipekit.markers import UNSET, given, given_at
+from recipekit.nemo_rl.checks.context import GrpoConfig
 from recipekit.nemo_rl.layout import Layout
 
 
@@ -11,10 +11,10 @@ def _nodes(first: int, count: int) -> str:
     return f"node {first}" if count == 1 else f"nodes {first}-{first + count - 1}"
 
 
-def grpo_summary(cfg: dict[str, Any], lay: Layout) -> list[tuple[str, str]]:
-    grpo, policy, data, ckpt = cfg["grpo"], cfg["policy"], cfg["data"], cfg["checkpointing"]
-    gen = policy.get("generation") or {}
-    vllm = gen.get("vllm_cfg") or {}
+def grpo_summary(cfg: GrpoConfig, lay: Layout) -> list[tuple[str, str]]:
+    grpo, policy, data, ckpt = cfg.grpo, cfg.policy, cfg.data, cfg.checkpointing
+    gen = given(policy.generation, None)
+    vllm = given_at(gen, "vllm_cfg")
     rows: list[tuple[str, str]] = []
     nodes, training = lay.nodes, lay.parallel
     dp = training.whole_groups
@@ -66,88 +66,90 @@ def grpo_summary(cfg: dict[str, Any], lay: Layout) -> list[tuple[str, str]]:
     rows.append(
         (
             "batch",
-            f"{grpo['num_prompts_per_step']} prompts x "
-            f"{grpo['num_generations_per_prompt']} generations = "
-            f"train_global_batch_size {policy['train_global_batch_size']}, "
-            f"micro batch {policy['train_micro_batch_size']}, "
-            f"{grpo['max_num_steps']} steps",
+            f"{grpo.num_prompts_per_step} prompts x "
+            f"{grpo.num_generations_per_prompt} generations = "
+            f"train_global_batch_size {policy.train_global_batch_size}, "
+            f"micro batch {policy.train_micro_batch_size}, "
+            f"{grpo.max_num_steps} steps",
         )
     )
-    if grpo.get("use_dynamic_sampling"):
+    if grpo.use_dynamic_sampling:
         rows.append(
             (
                 "",
-                f"dynamic sampling: batch_multiplier {grpo.get('batch_multiplier')}, "
-                f"up to {grpo.get('dynamic_sampling_max_gen_batches')} generation batches",
+                f"dynamic sampling: batch_multiplier {given_at(grpo, 'batch_multiplier')}, "
+                f"up to {given_at(grpo, 'dynamic_sampling_max_gen_batches')} generation batches",
             )
         )
     seq = (
-        f"max_total_sequence_length {policy['max_total_sequence_length']}, "
-        f"max_new_tokens {gen.get('max_new_tokens')}, "
-        f"vLLM max_model_len {vllm.get('max_model_len')}, "
-        f"prompt <= {data.get('max_input_seq_length')}"
+        f"max_total_sequence_length {policy.max_total_sequence_length}, "
+        f"max_new_tokens {given_at(gen, 'max_new_tokens')}, "
+        f"vLLM max_model_len {given_at(vllm, 'max_model_len')}, "
+        f"prompt <= {data.max_input_seq_length}"
     )
     rows.append(("sequence", seq))
-    shaping = grpo.get("reward_shaping", {})
-    if shaping.get("enabled"):
+    shaping = grpo.reward_shaping
+    if shaping.enabled:
         rows.append(
             (
                 "",
-                f"overlong buffer {shaping.get('overlong_buffer_length')} of "
-                f"{shaping.get('max_response_length')} tokens, penalty "
-                f"{shaping.get('overlong_buffer_penalty')}",
+                f"overlong buffer {given_at(shaping, 'overlong_buffer_length')} of "
+                f"{given_at(shaping, 'max_response_length')} tokens, penalty "
+                f"{given_at(shaping, 'overlong_buffer_penalty')}",
             )
         )
-    packing = policy.get("sequence_packing", {})
-    if packing.get("enabled"):
+    packing = given(policy.sequence_packing, None)
+    if packing is not None and packing.enabled:
         rows.append(
             (
                 "",
-                f"sequence packing {packing.get('algorithm')}: "
-                f"{packing.get('train_mb_tokens')} train / "
-                f"{packing.get('logprob_mb_tokens')} logprob tokens per micro-batch",
+                f"sequence packing {given_at(packing, 'algorithm')}: "
+                f"{given_at(packing, 'train_mb_tokens')} train / "
+                f"{given_at(packing, 'logprob_mb_tokens')} logprob tokens per micro-batch",
             )
         )
-    train, val = data.get("train", {}), data.get("validation") or {}
-    env_name = train.get("env_name") or (data.get("default") or {}).get("env_name")
+    train, val = data.train, data.validation
+    env_name = given_at(train, "env_name") or given_at(data.default, "env_name")
     validation = (
-        f"validation {val.get('dataset_name') or val.get('data_path')} every "
-        f"{grpo['val_period']} steps, {grpo['max_val_samples']} samples"
-        if grpo["val_period"]
+        f"validation {given_at(val, 'dataset_name') or given_at(val, 'data_path')} every "
+        f"{grpo.val_period} steps, {grpo.max_val_samples} samples"
+        if grpo.val_period
         else "no validation"
     )
     rows.append(
         (
             "data",
-            f"train {train.get('dataset_name') or train.get('data_path')} (env {env_name}); "
-            + validation,
+            f"train {given_at(train, 'dataset_name') or given_at(train, 'data_path')} "
+            f"(env {env_name}); " + validation,
         )
     )
-    gym = (cfg.get("env") or {}).get("nemo_gym") if isinstance(cfg.get("env"), dict) else None
-    if isinstance(gym, dict) and gym.get("config_paths"):
-        servers = [p.split("/")[1] for p in gym["config_paths"] if p.startswith("resources_")]
+    # main's env section names NeMo Gym; super-v3's is a dict of environments by name.
+    gym_paths = given_at(cfg.env, "nemo_gym", "config_paths")
+    if gym_paths:
+        servers = [p.split("/")[1] for p in gym_paths if p.startswith("resources_")]
         rows.append(("", f"NeMo Gym: {', '.join(servers)}"))
-    opd = cfg.get("on_policy_distillation") or {}
-    if opd.get("enabled"):
-        routes = opd.get("teacher_model_by_agent_name") or {}
+    opd = getattr(cfg, "on_policy_distillation", UNSET)
+    if given_at(opd, "enabled"):
+        routes = given_at(opd, "teacher_model_by_agent_name") or {}
         rows.append(
             (
                 "distillation",
                 f"{len(routes)} Gym agents routed to {len(set(routes.values()))} teachers; "
-                f"default {opd.get('default_teacher_alias')}",
+                f"default {given_at(opd, 'default_teacher_alias')}",
             )
         )
-    rows.append(("model", policy["model_name"]))
+    rows.append(("model", policy.model_name))
     keep = ""
-    if ckpt.get("keep_top_k"):
+    keep_top_k = given(ckpt.keep_top_k, None)
+    if keep_top_k:
         # Without a metric NeMo-RL ranks checkpoints by step: the latest are kept.
-        metric = ckpt.get("metric_name")
-        keep = f", keep {ckpt['keep_top_k']} " + (f"best by {metric}" if metric else "latest")
+        metric = ckpt.metric_name
+        keep = f", keep {keep_top_k} " + (f"best by {metric}" if metric else "latest")
     rows.append(
         (
             "checkpoints",
-            f"{ckpt['checkpoint_dir']} every {ckpt['save_period']} steps" f"{keep}"
-            if ckpt["enabled"]
+            f"{ckpt.checkpoint_dir} every {ckpt.save_period} steps{keep}"
+            if ckpt.enabled
             else "disabled",
         )
     )

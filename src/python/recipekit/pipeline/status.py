@@ -74,7 +74,7 @@ def stage_state(row: Mapping[str, Any], *, blocked: bool) -> tuple[StageState, s
 def _total_steps(entry: PlannedStage) -> int | None:
     if entry.plan is None:
         return None
-    policy = entry.plan.stage.framework.save_policy(entry.plan.framework_config)
+    policy = entry.plan.stage.framework.save_policy(entry.plan.config)
     return None if policy is None else policy.last
 
 
