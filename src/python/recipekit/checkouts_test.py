@@ -81,7 +81,7 @@ def test_the_job_mounts_the_checkout_and_submit_checks_its_commit(tmp_path: Path
     plan = make_plan(sft)
     checkout = tmp_path / "code" / "Megatron-Bridge"
     profile = _profile(tmp_path, code_checkouts={"megatron-bridge": str(checkout)})
-    script = render_job_script(plan.as_json(), profile, RunDir(tmp_path / "runs" / "x"))
+    script = render_job_script(plan, profile, RunDir(tmp_path / "runs" / "x"))
     assert f"{checkout}:/opt/Megatron-Bridge" in script
 
     def refused(profile: ClusterProfile) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Literal, Protocol
 
+import attrs
+
 from recipekit.checking import run_checks
 from recipekit.convert import to_dict
 from recipekit.derivation import Derivation, derive
@@ -41,6 +43,17 @@ SITE_PLACEHOLDERS = {
     "{partition}": "the Slurm partition (profile partition)",
     "{image}": "the stage's container image, by digest (profile container or bases)",
 }
+
+
+@attrs.frozen
+class FrameworkCall:
+    """What starts a stage's framework: its entry point and arguments (placeholders in), the
+    base image it runs on, and the run's name (``launch.framework_process`` fills them in)."""
+
+    entry_point: str
+    arguments: tuple[str, ...]
+    image: str
+    run: str
 
 
 class Layout(Protocol):

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from recipekit.errors import Issue, RecipeError, join_path
-from recipekit.framework import Layout
+from recipekit.framework import FrameworkCall, Layout
 from recipekit.keypaths import parse_assignment, replace_at
 from recipekit.lineage.checkpoint_stamp import CheckpointStamp, reads_verdict
 from recipekit.lineage.graph import Pipeline, apply_overrides, is_lineage_override
@@ -95,6 +95,22 @@ class Plan:
             **({"action": self.action} if self.action else {}),
         }
 
+
+    def published_run(self) -> tuple[str, str] | None:
+        """(artifact, run) when the run writes its checkpoints into the artifact store: its
+        first output, as ``store_output`` reads it from ``plan.json`` on a node."""
+        outputs = list(self.stage.framework.outputs(self.config).values())
+        artifact = stored_artifact(str(outputs[0])) if outputs else None
+        return None if artifact is None else (artifact, run_name(self.stage.name, self.hash))
+
+    def framework_call(self) -> FrameworkCall:
+        framework = self.stage.framework
+        return FrameworkCall(
+            entry_point=framework.entry_point,
+            arguments=tuple(framework.arguments(self.framework_config)),
+            image=framework.image,
+            run=run_name(self.stage.name, self.hash),
+        )
 
     def _checkpoint_reads(self) -> dict[str, Any]:
         reads = self.stage.framework.checkpoint_reads(self.config)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import Any
 
-from recipekit.framework import CONFIG_PLACEHOLDER
+from recipekit.framework import CONFIG_PLACEHOLDER, FrameworkCall
 from recipekit.launch.profile import ClusterProfile
 from recipekit.launch.run_dir import CONFIG_FILE, RunDir
 from recipekit.lineage.store import RUN_PLACEHOLDER, run_name
@@ -48,6 +48,22 @@ def runs_with_python(entry_point: str) -> bool:
 
 
 def entry_point_command(plan: Mapping[str, Any], profile: ClusterProfile, run: RunDir) -> list[str]:
+    """The entry point and the framework's arguments of a plan as ``plan.json`` holds it (what
+    a node reads), as ``framework_command`` makes them."""
+    framework = plan["framework"]
+    return framework_command(
+        FrameworkCall(
+            entry_point=framework["entry_point"],
+            arguments=tuple(framework["arguments"]),
+            image=str(framework["image"]),
+            run=run_name(str(plan["stage"]), str(plan["hash"])),
+        ),
+        profile,
+        run,
+    )
+
+
+def framework_command(call: FrameworkCall, profile: ClusterProfile, run: RunDir) -> list[str]:
     """The entry point and the framework's arguments, the rendered config file in for
     ``{config}`` (``Framework.arguments``) and the cluster's values (``site_values``) for a
     delegated stage's placeholders; a placeholder the profile has no value for stays.
@@ -55,15 +71,11 @@ def entry_point_command(plan: Mapping[str, Any], profile: ClusterProfile, run: R
     The run's name replaces ``${oc.env:RECIPEKIT_RUN}`` in the store paths of the arguments:
     an entry point that takes plain paths (the HF export's argparse) would otherwise write a
     folder of that name; one that resolves OmegaConf gets the value it would have resolved."""
-    framework = plan["framework"]
-    entry_point = framework["entry_point"]
-    known = {
-        CONFIG_PLACEHOLDER: str(run.file(CONFIG_FILE)),
-        RUN_PLACEHOLDER: run_name(str(plan["stage"]), str(plan["hash"])),
-    }
-    site = profile.site_values(str(framework["image"]))
+    known = {CONFIG_PLACEHOLDER: str(run.file(CONFIG_FILE)), RUN_PLACEHOLDER: call.run}
+    site = profile.site_values(call.image)
     known.update((k, v) for k, v in site.items() if v is not None)
-    arguments = [_fill(a, known) for a in framework["arguments"]]
+    arguments = [_fill(a, known) for a in call.arguments]
+    entry_point = call.entry_point
     program = [profile.python, entry_point] if runs_with_python(entry_point) else [entry_point]
     return [*program, *arguments]
 

@@ -29,6 +29,7 @@ from recipekit.cli import stage_launcher
 from recipekit.keypaths import field_type_at, get_at
 from recipekit.launch.profile import ClusterProfile
 from recipekit.markers import Marker
+from recipekit.plan import Plan
 from recipekit.sections import key_names
 from recipes.super3.dapo import dapo_b200
 
@@ -291,7 +292,7 @@ def test_any_value_of_any_profile_field_is_a_safe_job_script_or_one_line(
             return
         profile = find_profile(cluster).for_base(dapo_b200.framework.image)
         _strict_json((out / "plan.json").read_text())
-        _check_script(out / "job.sbatch", profile, make_plan(dapo_b200).as_json())
+        _check_script(out / "job.sbatch", profile, make_plan(dapo_b200))
     finally:
         shutil.rmtree(work)
 
@@ -312,13 +313,13 @@ def test_the_script_check_catches_an_injected_line(tmp_path: Path) -> None:
         script.replace("set -euo pipefail", "set -euo pipefail\nsrun --injected true", 1)
     )
     with pytest.raises(AssertionError):
-        _check_script(out / "job.sbatch", profile, make_plan(dapo_b200).as_json())
+        _check_script(out / "job.sbatch", profile, make_plan(dapo_b200))
     # And a directive block cut short by a newline in a value.
     (out / "job.sbatch").write_text(script.replace("--partition=gpu", "--partition=gpu\nid", 1))
     (out / "calls.jsonl").unlink(missing_ok=True)
     shutil.rmtree(out / "stubs", ignore_errors=True)
     with pytest.raises(AssertionError):
-        _check_script(out / "job.sbatch", profile, make_plan(dapo_b200).as_json())
+        _check_script(out / "job.sbatch", profile, make_plan(dapo_b200))
 
 
 def test_a_stage_whose_names_the_script_cannot_write_is_refused(tmp_path: Path) -> None:
@@ -332,9 +333,14 @@ def test_a_stage_whose_names_the_script_cannot_write_is_refused(tmp_path: Path) 
     runs.mkdir()
     (tmp_path / "profile.py").write_text(_profile_source(runs, "partition", "gpu"))
     profile = find_profile(f"{tmp_path}/profile.py:profile")
-    plan = make_plan(dapo_b200).as_json()
+    plan = make_plan(dapo_b200)
     assert job_environment(profile, plan)["RECIPEKIT_RUN"].startswith("dapo-b200-")
     with pytest.raises(RecipeError, match=r"environment\.A=\$\(id\): is not an environment"):
-        job_environment(profile, {**plan, "environment": {"A=$(id)": "x"}})
+        job_environment(profile, _with_stage(plan, environment={"A=$(id)": "x"}))
     with pytest.raises(RecipeError, match="a stage's name is letters"):
-        job_environment(profile, {**plan, "stage": "dapo\nid"})
+        job_environment(profile, _with_stage(plan, name="dapo\nid"))
+
+
+def _with_stage(plan: Plan, **changes: Any) -> Plan:
+    """``plan`` as if its stage had been written with ``changes``."""
+    return attrs.evolve(plan, stage=attrs.evolve(plan.stage, **changes))

@@ -13,15 +13,15 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable
-from typing import Any
 
 from recipekit.errors import Issue, RecipeError
 from recipekit.framework import SITE_PLACEHOLDERS
 from recipekit.images.paths import LAUNCHER_PEX as BAKED_LAUNCHER
-from recipekit.launch.framework_process import entry_point_command
+from recipekit.launch.framework_process import framework_command
 from recipekit.launch.profile import ClusterProfile
 from recipekit.launch.run_dir import LAUNCHER, LOGS, LOST_NODES, RunDir, job_name
-from recipekit.lineage.store import RUN_VARIABLE, run_name, store_output
+from recipekit.lineage.store import RUN_VARIABLE, run_name
+from recipekit.plan import Plan
 
 # What the script writes unquoted: a stage's name (in --job-name and comments) and the names of
 # the variables it exports. The profile's own values are checked when it is made.
@@ -29,19 +29,20 @@ _STAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def job_environment(profile: ClusterProfile, plan: dict[str, Any]) -> dict[str, str]:
-    if not _STAGE_NAME.match(str(plan["stage"])):
+def job_environment(profile: ClusterProfile, plan: Plan) -> dict[str, str]:
+    stage = plan.stage
+    if not _STAGE_NAME.match(stage.name):
         raise RecipeError(
-            [Issue("stage", "a stage's name is letters, digits, '.', '_' and '-'", plan["stage"])]
+            [Issue("stage", "a stage's name is letters, digits, '.', '_' and '-'", stage.name)]
         )
     # The run's name: its checkpoints' folder in the artifact store (configs name it as
     # ${oc.env:RECIPEKIT_RUN}); a requeued job has the same one, and resumes there.
-    env: dict[str, str] = {RUN_VARIABLE: run_name(plan["stage"], plan["hash"])}
+    env: dict[str, str] = {RUN_VARIABLE: run_name(stage.name, plan.hash)}
     if profile.hf_home:
         env["HF_HOME"] = profile.hf_home
     if profile.gb200 is not None:
         env.update(profile.gb200.environment())
-    env.update(plan.get("environment", {}))
+    env.update(stage.environment)
     env.update(profile.extra_env)
     wrong = [name for name in env if not _ENV_NAME.match(name)]
     if wrong:
@@ -52,13 +53,14 @@ def job_environment(profile: ClusterProfile, plan: dict[str, Any]) -> dict[str, 
 
 
 def render_job_script(
-    plan: dict[str, Any], profile: ClusterProfile, run: RunDir, *, interactive: bool = False
+    plan: Plan, profile: ClusterProfile, run: RunDir, *, interactive: bool = False
 ) -> str:
-    if plan["framework"]["launch"] == "delegated":
+    stage, hw = plan.stage, plan.stage.hardware
+    launch = stage.framework.launch
+    if launch == "delegated":
         return _submit_host_script(plan, profile, run)
-    hw = plan["hardware"]
-    nodes, gpus = hw["num_nodes"], hw["gpus_per_node"]
-    name = job_name(plan["stage"], plan["hash"])
+    nodes, gpus = hw.num_nodes, hw.gpus_per_node
+    name = job_name(stage.name, plan.hash)
     directives = [
         f"--job-name={name}",
         f"--nodes={nodes}",
@@ -75,7 +77,7 @@ def render_job_script(
         f"--output={run.path / LOGS}/slurm-%j.out",
         "--open-mode=append",
     ]
-    container = profile.job_container(plan)
+    container = profile.job_container(stage.code)
     launcher = (
         BAKED_LAUNCHER
         if profile.shipping == "baked"
@@ -90,8 +92,8 @@ def render_job_script(
     secrets = ", ".join(profile.secret_env) or "none"
     lines = [
         "#!/bin/bash",
-        f"# recipekit: stage {plan['stage']}, plan {plan['hash']}",
-        f"# cluster profile {profile.name}; {nodes} x {hw['node']} ({gpus} GPUs each)",
+        f"# recipekit: stage {stage.name}, plan {plan.hash}",
+        f"# cluster profile {profile.name}; {nodes} x {hw.node.name} ({gpus} GPUs each)",
         *[f"#SBATCH {d}" for d in directives],
         "",
         "set -euo pipefail",
@@ -101,7 +103,6 @@ def render_job_script(
     lines += [f"export {k}={shlex.quote(v)}" for k, v in job_environment(profile, plan).items()]
     record = shlex.quote(str(run.file(LOST_NODES)))
     lines += ["", *_LOST_NODE_CHECK.format(record=record).split("\n")]
-    launch = plan["framework"]["launch"]
     if interactive and launch != "ray":
         raise ValueError(f"an interactive job keeps a Ray cluster up; this stage launches {launch}")
     # Separate job steps, so that each starts only once the one before has ended well on every
@@ -128,7 +129,7 @@ def render_job_script(
         return "\n".join(lines)
     steps = [preflight, _framework_step(launch, nodes, gpus, launcher_step)]
     tracking = profile.tracking
-    publishes = store_output(plan) is not None
+    publishes = plan.published_run() is not None
     if tracking.mode != "off" or publishes:
         done = [
             *(["Publish the saved checkpoints as artifact versions"] if publishes else []),
@@ -149,23 +150,23 @@ def render_job_script(
     return "\n".join(lines) + "\n"
 
 
-def _submit_host_script(plan: dict[str, Any], profile: ClusterProfile, run: RunDir) -> str:
+def _submit_host_script(plan: Plan, profile: ClusterProfile, run: RunDir) -> str:
     """A "delegated" stage's script: run by ``submit`` on the submit host, not by sbatch. The
     framework's own Slurm client submits the job that does the work."""
-    hw = plan["hardware"]
+    stage, hw = plan.stage, plan.stage.hardware
     secrets = ", ".join(profile.secret_env) or "none"
     lines = [
         "#!/bin/bash",
-        f"# recipekit: stage {plan['stage']}, plan {plan['hash']}",
-        f"# cluster profile {profile.name}; {hw['num_nodes']} x {hw['node']}"
-        f" ({hw['gpus_per_node']} GPUs each), allocated by {plan['framework']['entry_point']}",
+        f"# recipekit: stage {stage.name}, plan {plan.hash}",
+        f"# cluster profile {profile.name}; {hw.num_nodes} x {hw.node.name}"
+        f" ({hw.gpus_per_node} GPUs each), allocated by {stage.framework.entry_point}",
         "# Run by `submit` on the submit host, not by sbatch: the framework is its own Slurm",
         "# client and submits the job that deploys and evaluates; recipekit allocates nothing.",
         # The job's environment is the framework's to set (its config's env_vars): exports
         # here would reach only this host.
         f"# Secrets ({secrets}) are read from the submitting shell; never written here.",
     ]
-    command = entry_point_command(plan, profile, run)
+    command = framework_command(plan.framework_call(), profile, run)
     unfilled = [p for p in SITE_PLACEHOLDERS if any(p in argument for argument in command)]
     lines += [f"# {p} unset in the profile: submit refuses until it is set." for p in unfilled]
     lines += ["", "set -euo pipefail", f"cd {shlex.quote(str(run.path))}"]

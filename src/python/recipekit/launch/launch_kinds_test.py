@@ -54,7 +54,7 @@ from recipekit.launch.submit import (
 from recipekit.lineage.store import init_store
 from recipekit.lineage.tracking import lineage_from_json
 from recipekit.nemo_rl.framework import NEMO_RL_GRPO
-from recipekit.plan import make_plan
+from recipekit.plan import Plan, make_plan
 from recipekit.stage import Stage
 from recipes.clusters import PROFILES, SHARED
 from recipes.super3.dapo import dapo_b200
@@ -74,14 +74,20 @@ def _profile(tmp_path: Path, **changes: Any) -> ClusterProfile:
     return attrs.evolve(PROFILES["b200"], **{"tracking": Tracking(mode="off"), **local, **changes})
 
 
+def _plan(stage: Stage, launch: str) -> Plan:
+    """``stage``'s plan, as if its framework were started the ``launch`` way."""
+    plan = make_plan(stage)
+    framework = attrs.evolve(plan.stage.framework, launch=launch)
+    return attrs.evolve(plan, stage=attrs.evolve(plan.stage, framework=framework))
+
+
 def _plan_json(stage: Stage, launch: str) -> dict[str, Any]:
-    plan = make_plan(stage).as_json()
-    plan["framework"]["launch"] = launch
-    return plan
+    """What a node reads of it (``plan.json``)."""
+    return _plan(stage, launch).as_json()
 
 
 def _script(tmp_path: Path, launch: str, **profile_changes: Any) -> list[str]:
-    plan = _plan_json(dapo_b200, launch)
+    plan = _plan(dapo_b200, launch)
     run = RunDir(tmp_path / "run")
     script = render_job_script(plan, _profile(tmp_path, **profile_changes), run)
     return [line.strip(" \\") for line in script.splitlines()]
@@ -157,7 +163,7 @@ def _eval_profile(tmp_path: Path, image: str = VLLM_IMAGE, **changes: Any) -> Cl
 def test_a_delegated_stage_is_handed_to_its_own_slurm_client_with_the_clusters_values(
     tmp_path: Path,
 ) -> None:
-    plan = make_plan(evaluation).as_json()
+    plan = make_plan(evaluation)
     profile = _eval_profile(tmp_path, login_host="login1", account="acct")
     run = RunDir(tmp_path / "run")
     script = render_job_script(plan, profile, run)
@@ -182,7 +188,7 @@ def test_a_delegated_stage_without_a_login_host_is_refused_and_nothing_written(
 ) -> None:
     plan = make_plan(evaluation)
     profile = _eval_profile(tmp_path, login_host=None)
-    script = render_job_script(plan.as_json(), profile, RunDir(tmp_path / "run"))
+    script = render_job_script(plan, profile, RunDir(tmp_path / "run"))
     assert "# {login_host} unset in the profile: submit refuses until it is set." in script
     monkeypatch.setenv("PATH", str(tmp_path))  # and no nemo-evaluator-launcher here
     with pytest.raises(RecipeError) as refused:
@@ -500,7 +506,7 @@ def test_preflight_names_an_output_its_user_cannot_write(tmp_path: Path) -> None
 def test_every_script_is_valid_bash_and_tells_a_lost_node_from_a_crash(
     tmp_path: Path, launch: str
 ) -> None:
-    plan, run = _plan_json(dapo_b200, launch), RunDir(tmp_path / "run")
+    plan, run = _plan(dapo_b200, launch), RunDir(tmp_path / "run")
     text = render_job_script(plan, _profile(tmp_path, tracking=Tracking(mode="offline")), run)
     lines = [line.strip(" \\") for line in text.splitlines()]
     script = tmp_path / "job.sbatch"

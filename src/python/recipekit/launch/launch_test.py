@@ -74,10 +74,10 @@ def test_node_offset_shifts_every_per_node_port() -> None:
 
 
 def test_job_script_asks_for_the_plans_nodes_and_gpus(tmp_path: Path) -> None:
-    plan = make_plan(dapo_gb200).as_json()
+    plan = make_plan(dapo_gb200)
     profile = PROFILES["gb200-nvl72"]
     script = render_job_script(
-        plan, profile, RunDir.for_plan(profile.runs_dir, "dapo-gb200", plan["hash"])
+        plan, profile, RunDir.for_plan(profile.runs_dir, "dapo-gb200", plan.hash)
     )
     for directive in (
         "--nodes=5",
@@ -89,9 +89,9 @@ def test_job_script_asks_for_the_plans_nodes_and_gpus(tmp_path: Path) -> None:
         assert f"#SBATCH {directive}" in script
     assert "export NCCL_MNNVL_ENABLE=1" in script and "export NVIDIA_IMEX_CHANNELS=0" in script
     assert "--container-image=" in script and "job-step" in script
-    b200 = make_plan(dapo_b200).as_json()
+    b200 = make_plan(dapo_b200)
     b200_profile = PROFILES["b200"]
-    b200_run = RunDir.for_plan(b200_profile.runs_dir, "dapo-b200", b200["hash"])
+    b200_run = RunDir.for_plan(b200_profile.runs_dir, "dapo-b200", b200.hash)
     assert "#SBATCH --gres=gpu:8" in render_job_script(b200, b200_profile, b200_run)
 
 
@@ -130,8 +130,8 @@ def test_baked_shipping_runs_the_launcher_inside_the_image(tmp_path: Path) -> No
     baked = attrs.evolve(
         PROFILES["b200"], container=Pyxis(image=digest, mounts=SHARED), shipping="baked"
     )
-    plan = make_plan(dapo_b200).as_json()
-    run = RunDir.for_plan(baked.runs_dir, "dapo-b200", plan["hash"])
+    plan = make_plan(dapo_b200)
+    run = RunDir.for_plan(baked.runs_dir, "dapo-b200", plan.hash)
     script = render_job_script(plan, baked, run)
     assert "python3 \\\n    /opt/recipekit/launcher \\\n    job-step" in script
     assert f"--container-image={digest}" in script

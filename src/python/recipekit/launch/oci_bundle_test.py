@@ -34,8 +34,8 @@ def _baked() -> ClusterProfile:
 def test_a_baked_profile_runs_every_step_in_the_bundle() -> None:
     profile = _baked()
     assert profile_from_json(profile_to_json(profile)) == profile
-    plan = make_plan(dapo_b200).as_json()
-    run = RunDir.for_plan(profile.runs_dir, "dapo-b200", plan["hash"])
+    plan = make_plan(dapo_b200)
+    run = RunDir.for_plan(profile.runs_dir, "dapo-b200", plan.hash)
     script = render_job_script(plan, profile, run)
     assert "--container=/shared/bundles/dapo-b200 \\\n    python3 \\\n" in script
     assert "/opt/recipekit/launcher" in script and "launcher.pex" not in script

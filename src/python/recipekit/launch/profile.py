@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Sequence
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,6 +31,8 @@ from recipekit.validators import (
 
 if TYPE_CHECKING:
     import cattrs
+
+    from recipekit.checkouts import CodeCheckout
 
 _TIME_LIMIT = re.compile(r"^(\d+-)?\d{1,2}:\d{2}:\d{2}$")
 _SECRET_NAME = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
@@ -441,16 +444,16 @@ class ClusterProfile:
             )
         return None
 
-    def job_container(self, plan: dict[str, Any]) -> Pyxis | OciBundle | NoContainer:
+    def job_container(self, code: Sequence[CodeCheckout]) -> Pyxis | OciBundle | NoContainer:
         """The container the job's steps run in: pyxis also mounts the artifact store and the
-        plan's source checkouts."""
+        stage's source checkouts (``code``)."""
         container = self.container
         if not isinstance(container, Pyxis):
             return container
         wanted = [self.artifact_store.mount()] if self.artifact_store is not None else []
-        for code in plan.get("code", ()):
-            if code["name"] in self.code_checkouts:
-                wanted.append(Mount(self.code_checkouts[code["name"]], code["mount"]))
+        for checkout in code:
+            if checkout.name in self.code_checkouts:
+                wanted.append(Mount(self.code_checkouts[checkout.name], checkout.mount))
         added = tuple(m for m in wanted if m not in container.mounts)
         return attrs.evolve(container, mounts=(*container.mounts, *added)) if added else container
 

@@ -79,4 +79,4 @@ def at_host_paths(value: Any, store: str) -> Any:
 def job_script(plan: Plan, profile: ClusterProfile, *, interactive: bool = False) -> str:
     """The Slurm script of ``plan`` on ``profile``, in the plan's run directory."""
     run = RunDir.for_plan(profile.runs_dir, plan.stage.name, plan.hash)
-    return render_job_script(plan.as_json(), profile, run, interactive=interactive)
+    return render_job_script(plan, profile, run, interactive=interactive)
