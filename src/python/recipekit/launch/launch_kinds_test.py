@@ -77,7 +77,8 @@ def _profile(tmp_path: Path, **changes: Any) -> ClusterProfile:
 def _plan(stage: Stage, launch: str) -> Plan:
     """``stage``'s plan, as if its framework were started the ``launch`` way."""
     plan = make_plan(stage)
-    framework = attrs.evolve(plan.stage.framework, launch=launch)
+    started: Any = plan.stage.framework  # an attrs class, as every framework is
+    framework = attrs.evolve(started, launch=launch)
     return attrs.evolve(plan, stage=attrs.evolve(plan.stage, framework=framework))
 
 

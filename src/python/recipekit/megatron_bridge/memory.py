@@ -26,11 +26,12 @@ def megatron_setup(config: MegatronBridgeConfig, layout: Layout) -> MegatronSetu
     model, train = config.model, config.train
     optimizer = given(config.optimizer, Optimizer())
     offload = given(optimizer.optimizer_offload_fraction, 0.0)
+    modules = given(model.recompute_modules, None)
     return MegatronSetup.of(
         layout.parallel,
         tokens=model.seq_length * train.micro_batch_size,
         recompute=given(model.recompute_granularity, None) or RECIPE_RECOMPUTE,
-        recompute_modules=tuple(given(model.recompute_modules, None) or RECIPE_RECOMPUTE_MODULES),
+        recompute_modules=tuple(modules or RECIPE_RECOMPUTE_MODULES),
         # The stage sets neither (no ddp section): the recipes' distributed optimizer and fp32
         # gradient reduction.
         distributed_optimizer=True,

@@ -89,7 +89,7 @@ def grpo_summary(cfg: GrpoConfig, lay: Layout) -> list[tuple[str, str]]:
     )
     rows.append(("sequence", seq))
     shaping = grpo.reward_shaping
-    if shaping.enabled:
+    if given_at(shaping, "enabled"):
         rows.append(
             (
                 "",
