@@ -55,6 +55,8 @@ from recipekit.launch.run_dir import (
     RunDir,
 )
 from recipekit.launch.run_record import CheckpointPublisher, record_finished_run
+from recipekit.lineage.conversions import MEGATRON_CONVERSIONS_VARIABLE, job_conversion_environment
+from recipekit.lineage.refs import ARTIFACTS_ROOT
 
 EXIT_PREFLIGHT = 3
 EXIT_RAY = 4
@@ -239,6 +241,11 @@ def run_driver(
     command = entry_point_command(plan, profile, run)
     log(f"driver: cd {profile.framework_root} && " + " ".join(command))
     env = {**os.environ, "RAY_ADDRESS": address, "RECIPEKIT_RUN_DIR": str(run.path)}
+    if MEGATRON_CONVERSIONS_VARIABLE not in env:  # a pipeline keyed it when it planned
+        cache = job_conversion_environment(plan, Path(ARTIFACTS_ROOT))
+        for name, where in cache.items():
+            log(f"driver: {name}={where} (the conversion of its input version, by content)")
+        env.update(cache)
     with CheckpointPublisher(plan, log, profile.publish_interval_s):
         status = run_framework(command, profile.framework_root, env)
     log(f"driver exited with status {status}")

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 import attrs
 
 from recipekit.errors import Issue, RecipeError, did_you_mean
+from recipekit.lineage.conversions import conversion_environment, converted_input
 from recipekit.lineage.refs import LATEST, ArtifactRef
 from recipekit.lineage.store import (
     StoredVersion,
@@ -44,7 +45,6 @@ from recipekit.lineage.store import (
     versions,
 )
 from recipekit.pipeline.chain import Chain, PlannedStage, stage_overrides
-from recipekit.pipeline.derived import conversion_environment, converted_input
 from recipekit.plan import make_plan, plan_identity, save_policy
 from recipekit.review.keydiff import Change, diff
 
@@ -366,10 +366,11 @@ def pinned_plans(
         environment = dict(stage.environment)
         if action.attempt:
             environment[ATTEMPT_VARIABLE] = str(action.attempt)
-        converted = converted_input(entry.plan)
+        shown = entry.plan.as_json()
+        converted = converted_input(shown)
         read = next((i for i in action.inputs if i.ref.name == converted), None)
         if read is not None:
-            environment.update(conversion_environment(entry.plan, _content(read, attempts)))
+            environment.update(conversion_environment(shown, _content(read, attempts)))
         if environment != stage.environment:
             stage = attrs.evolve(stage, environment=environment)
         lineage = chain.stages[entry.name].lineage

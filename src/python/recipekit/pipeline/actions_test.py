@@ -21,6 +21,12 @@ from click.testing import CliRunner, Result
 import recipes
 from recipekit.cli import recipekit_cli
 from recipekit.errors import RecipeError
+from recipekit.lineage.conversions import (
+    MEGATRON_CONVERSIONS_VARIABLE,
+    conversion_environment,
+    converted_input,
+    job_conversion_environment,
+)
 from recipekit.lineage.store import (
     completed_meta,
     import_version,
@@ -45,11 +51,6 @@ from recipekit.pipeline.actions import (
     plan_actions,
 )
 from recipekit.pipeline.chain import Chain, load_chain, plan_chain
-from recipekit.pipeline.derived import (
-    MEGATRON_CONVERSIONS_VARIABLE,
-    conversion_environment,
-    converted_input,
-)
 from recipekit.plan import save_policy
 
 ROOT = Path(recipes.__file__).resolve().parent.parent
@@ -294,10 +295,14 @@ def test_the_conversion_cache_is_keyed_by_content_converter_and_options(
     _run(chain, store)
     marker = json.loads((store / "super35-sft-model" / ".versions" / "v0.json").read_text())
     plan = plan_chain(chain, ["rlvr"])[0].plan
-    assert plan is not None and converted_input(plan) == "super35-sft-model"
+    assert plan is not None and converted_input(plan.as_json()) == "super35-sft-model"
     source = f"manifest:{manifest_digest(marker['files'])}"
     first = _conversion_dir(chain, store, rerun=("rlvr",))
-    assert {MEGATRON_CONVERSIONS_VARIABLE: first} == conversion_environment(plan, source)
+    assert {MEGATRON_CONVERSIONS_VARIABLE: first} == conversion_environment(plan.as_json(), source)
+    # rlvr submitted on its own (no pipeline pins it): its job keys the same cache from the
+    # version latest names when it starts.
+    alone = plan.as_json()
+    assert job_conversion_environment(alone, store) == {MEGATRON_CONVERSIONS_VARIABLE: first}
     assert first.startswith("/artifacts/.conversions/hf-to-megatron-")
     # The same version, converter and options: the same conversion, found again.
     assert _conversion_dir(chain, store, rerun=("rlvr",)) == first
@@ -305,16 +310,23 @@ def test_the_conversion_cache_is_keyed_by_content_converter_and_options(
     (store / "super35-sft-model" / "latest" / "weights.bin").unlink()
     _run(chain, store)
     assert versions(store, "super35-sft-model")[-1].version == 1
-    assert _conversion_dir(chain, store, rerun=("rlvr",)) != first
+    second = _conversion_dir(chain, store, rerun=("rlvr",))
+    assert second != first
+    assert job_conversion_environment(alone, store) == {MEGATRON_CONVERSIONS_VARIABLE: second}
     # Another converter (NeMo-RL version) or other options: never the same directory.
     framework = plan.stage.framework
     assert attrs.has(type(framework))
     other = attrs.evolve(framework, version="super-v3.5-posttraining@0000000")  # type: ignore[misc]
     moved = attrs.evolve(plan, stage=attrs.evolve(plan.stage, framework=other))
-    assert conversion_environment(moved, source) != conversion_environment(plan, source)
+    assert conversion_environment(moved.as_json(), source) != conversion_environment(
+        plan.as_json(), source
+    )
     [fp64] = plan_chain(chain, ["rlvr"], ["rlvr:policy.megatron_cfg.moe_router_dtype=fp64"])
     assert fp64.plan is not None
-    assert conversion_environment(fp64.plan, source) != conversion_environment(plan, source)
+    assert conversion_environment(fp64.plan.as_json(), source) != conversion_environment(
+        plan.as_json(), source
+    )
     # A stage that converts nothing (Megatron-Bridge SFT) gets no cache.
     sft = plan_chain(chain, ["sft"])[0].plan
-    assert sft is not None and conversion_environment(sft, source) == {}
+    assert sft is not None and conversion_environment(sft.as_json(), source) == {}
+    assert job_conversion_environment(sft.as_json(), store) == {}

@@ -19,6 +19,11 @@ matters can reuse a conversion). A change of any of them names a new directory, 
 fills; an unchanged one finds its conversion. The directories live in the artifact store
 (``/artifacts/.conversions/``), which every node of every stage mounts.
 
+A pipeline keys the cache when it plans the chain (it pins each input to one version). A stage
+submitted on its own reads its input's selector when its job starts, so the job keys the cache
+then, from the version the selector names at that moment (``job_conversion_environment``); a
+variable the pipeline already set is kept.
+
 An HF export (the ``hf-export`` stage) is a stage like any other: its output version is keyed
 by its action key, which covers the exported version, the converter's checkout and options.
 """
@@ -28,11 +33,18 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from recipekit.errors import RecipeError
 from recipekit.lineage.refs import ARTIFACTS_ROOT
-from recipekit.lineage.store import stored_input
-from recipekit.plan import Plan
+from recipekit.lineage.store import (
+    manifest_digest,
+    read_marker,
+    resolve_selector,
+    stored_input,
+    versions,
+)
 
 # In the store's top directory, beside the artifacts (a dot: never an artifact's name).
 CONVERSIONS = ".conversions"
@@ -53,12 +65,13 @@ def conversion_key(source: str, converter: Any, options: Mapping[str, Any]) -> s
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def converted_input(plan: Plan) -> str | None:
+def converted_input(plan: Mapping[str, Any]) -> str | None:
     """The store artifact a NeMo-RL stage on the Megatron backend converts from Hugging Face
-    format when it starts (its ``policy.model_name``), or None when it converts nothing."""
-    if plan.stage.framework.name != "nemo-rl":
+    format when it starts (its ``policy.model_name``), or None when it converts nothing.
+    ``plan``: the plan as ``plan.json`` holds it (a node reads no other)."""
+    if plan["framework"]["name"] != "nemo-rl":
         return None
-    policy = plan.framework_config.get("policy") or {}
+    policy = plan["config"].get("policy") or {}
     megatron = policy.get("megatron_cfg") or {}
     # A Megatron-format start (pretrained_checkpoint) is read as it is: nothing is converted.
     if not megatron.get("enabled") or policy.get("pretrained_checkpoint"):
@@ -67,15 +80,15 @@ def converted_input(plan: Plan) -> str | None:
     return found[0] if found else None
 
 
-def conversion_environment(plan: Plan, source: str) -> dict[str, str]:
+def conversion_environment(plan: Mapping[str, Any], source: str) -> dict[str, str]:
     """The environment that points the stage's conversion cache at the directory of its key
     (``source``: the content identity of the version converted); {} for a stage that
     converts nothing."""
     if converted_input(plan) is None:
         return {}
-    policy = plan.framework_config.get("policy") or {}
-    framework = plan.stage.framework
-    converter = [framework.name, framework.version, *(c.as_json() for c in plan.stage.code)]
+    policy = plan["config"].get("policy") or {}
+    framework = plan["framework"]
+    converter = [framework["name"], framework["version"], *plan.get("code", ())]
     options = {
         "megatron_cfg": policy.get("megatron_cfg") or {},
         "hf_config_overrides": policy.get("hf_config_overrides") or {},
@@ -83,3 +96,24 @@ def conversion_environment(plan: Plan, source: str) -> dict[str, str]:
     key = conversion_key(source, converter, options)
     where = f"{ARTIFACTS_ROOT}/{CONVERSIONS}/hf-to-megatron-{key[:24]}"
     return {MEGATRON_CONVERSIONS_VARIABLE: where}
+
+
+def job_conversion_environment(plan: Mapping[str, Any], root: Path) -> dict[str, str]:
+    """For a job submitted on its own (no pipeline set the cache): the cache of the version
+    the stage's input names when the job starts, keyed by that version's manifest, in the store
+    mounted at ``root``. {} for a stage that converts nothing, or an input the store does not
+    hold whole (preflight refuses that one)."""
+    artifact = converted_input(plan)
+    if artifact is None:
+        return {}
+    policy = plan["config"].get("policy") or {}
+    found = stored_input(str(policy.get("model_name", "")))
+    try:
+        version = resolve_selector(versions(root, artifact), found[1] if found else "")
+    except RecipeError:
+        return {}
+    marker = None if version is None else read_marker(root / artifact, version.version)
+    files = None if marker is None else marker.get("files")
+    if files is None:
+        return {}
+    return conversion_environment(plan, f"manifest:{manifest_digest(files)}")
