@@ -53,12 +53,21 @@ ALLOCATOR = "caching allocator (PyTorch)"
 # each segment to 2 MiB (20 MiB for blocks of 1-10 MiB, 2 MiB segments for the small pool):
 # measured, allocated over requested bytes is at most 1.001 (tools/calibrate_memory.py).
 ROUNDING = 0.001
-# A freed short-lived block as large as the largest one (one layer's fp32 attention scores, the
-# fp32 logits, an up projection's output) is split by smaller requests, and the next request of
-# that size takes a new segment: measured, the reserved peak holds 0.1-2.0 such blocks beyond the
-# allocated peak. 1.25 keeps every fit-set run above its measurement, and every run with a fused
-# Adam within -1%..+10% (tools/calibration/, README's table, which says how it was chosen).
+# A freed short-lived block of a layer (one layer's fp32 attention scores, an up projection's
+# output) is requested and freed again layer after layer, several of its size alive at once in
+# the layer being differentiated; once the first step's moments split their segments, the next
+# requests of that size take new ones: measured, the reserved peak holds 0.5-1.7 such blocks
+# beyond the allocated peak. 1.25 keeps every fit-set run above its measurement (README's table).
 LARGEST_BLOCKS = 1.25
+# The fp32 logits are one block per prediction depth, made once per micro-batch at the end of the
+# forward pass (the vocabulary-parallel cross entropy's upcast, softmax in place) and freed in the
+# loss's backward. The caching allocator hands out the smallest free block that holds a request
+# (c10/cuda/CUDACachingAllocator.cpp, its header comment), so the logits re-take their own
+# segment exactly, every micro-batch, unless the first step's moments split it; then the next
+# micro-batch's logits take one new segment and the old one's free remainder, at most one block of
+# that size, is the whole cost (best fit puts later requests in that remainder before another
+# depth's whole segment). So the logits cost at most 1 x one depth's fp32 logits, no constant.
+LOGITS_BLOCKS = 1.0
 
 
 @attrs.frozen(kw_only=True)
@@ -367,19 +376,23 @@ def _allocator(
     last: bool,
 ) -> Term:
     """What PyTorch's caching allocator reserves beyond the allocated peak: block rounding, the
-    freed largest blocks that smaller requests split, and, under torch's multi-tensor AdamW, the
-    step's fp32 temporaries that the next step's activations cannot reuse
-    (``_step_temporaries``)."""
+    freed largest blocks that smaller requests split (the larger of a layer's, LARGEST_BLOCKS
+    times, and the logits', LOGITS_BLOCKS times: best fit concentrates the first step's moments
+    in one class's segments, whichever are the smallest that hold them), and, under torch's
+    multi-tensor AdamW, the step's fp32 temporaries that the next step's activations cannot
+    reuse (``_step_temporaries``)."""
     tokens = s.tokens / s.cp
-    largest = max(
-        logits * FP32 / (FP32 * (1 + (arch.mtp_depth if s.mtp else 0)) + BF16) if last else 0.0,
+    fp32_logits = (
+        logits * FP32 / (FP32 * (1 + (arch.mtp_depth if s.mtp else 0)) + BF16) if last else 0.0
+    )
+    per_layer = max(
         FP32 * attention_scores(arch, s, tokens)
         if not s.fused_attention and params.ATTENTION in pattern
         else 0.0,
         BF16 * tokens * (2 if arch.gated_mlp else 1) * arch.ffn / s.tp,
         BF16 * tokens * 2 * arch.hidden / (s.tp if s.sequence_parallel else 1),
     )
-    split = LARGEST_BLOCKS * largest
+    split = max(LARGEST_BLOCKS * per_layer, LOGITS_BLOCKS * fp32_logits)
     temporaries = (
         _step_temporaries(
             arch, s, through_backward, split, step, logits, pattern, first=first, last=last
@@ -391,7 +404,8 @@ def _allocator(
         ALLOCATOR,
         ROUNDING * allocations + split + temporaries,
         (s.key("tokens"), s.key("recompute"), s.key("dp")),
-        f"{LARGEST_BLOCKS} x the largest short-lived block ({largest / GIB:.2f} GiB), the"
+        f"{LARGEST_BLOCKS} x a layer's largest short-lived block ({per_layer / GIB:.2f} GiB)"
+        f" or {LOGITS_BLOCKS:g} x one depth's fp32 logits ({fp32_logits / GIB:.2f} GiB), the"
         f" optimizer step's temporaries beside the backward's blocks ({temporaries / GIB:.2f}"
         f" GiB), {ROUNDING:.1%} block rounding",
     )
