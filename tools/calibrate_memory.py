@@ -152,6 +152,46 @@ FUSED_ADAM_CHECK = [
     ("dense-3k-mha-256k", 8 * K, 1, "full"), ("moe-64x-top8", 16 * K, 1, "full"),
     ("dense-2k-gqa", 16 * K, 1, "full"), ("moe-16x-top2", 4 * K, 4, "selective"),
 ]
+# The second clean hold-out ("check2", tools/calibration/h200-megatron-core-0.19.2-check2.json):
+# twelve shapes never measured before, chosen with the model frozen (after LOGITS_BLOCKS) and
+# before any of them ran. Three new models (hidden 1536 GQA with a 50k vocabulary, hidden 4096
+# MHA SwiGLU, 32 experts top-2 with a 100k vocabulary, 96 experts top-6) and new shapes of two
+# wide-grid models; micro-batches 1-4 (3 too), sequences 1k-16k, recompute none, selective and
+# full. Nine run torch's multi-tensor AdamW (Megatron-Core's default without TE or Apex), three a
+# fused Adam (the ``True`` runs).
+HOLDOUT_MODELS: dict[str, dict[str, Any]] = {
+    "dense-1.5k-gqa-50k": {
+        "layers": 6, "hidden": 1536, "heads": 12, "kv_heads": 4, "ffn": 6144,
+        "experts": 0, "top_k": 0, "expert_ffn": 0, "vocab": 50304,
+    },
+    "dense-4k-mha-swiglu-32k": {
+        "layers": 3, "hidden": 4096, "heads": 32, "kv_heads": 32, "ffn": 11008, "gated": True,
+        "experts": 0, "top_k": 0, "expert_ffn": 0, "vocab": 32000,
+    },
+    "moe-32x-top2-100k": {
+        "layers": 4, "hidden": 2048, "heads": 16, "kv_heads": 8, "ffn": 0,
+        "experts": 32, "top_k": 2, "expert_ffn": 1024, "vocab": 100352,
+    },
+    "moe-96x-top6": {
+        "layers": 4, "hidden": 1536, "heads": 12, "kv_heads": 2, "ffn": 0,
+        "experts": 96, "top_k": 6, "expert_ffn": 384, "vocab": 65536,
+    },
+}
+# (model, sequence, micro-batch, recompute, fused Adam)
+HOLDOUT_RUNS: list[tuple[str, int, int, str, bool]] = [
+    ("dense-1.5k-gqa-50k", 2 * K, 2, "none", False),
+    ("dense-1.5k-gqa-50k", 8 * K, 1, "selective", False),
+    ("dense-1.5k-gqa-50k", 16 * K, 1, "full", False),
+    ("dense-4k-mha-swiglu-32k", 4 * K, 1, "selective", False),
+    ("dense-4k-mha-swiglu-32k", 1 * K, 3, "none", False),
+    ("moe-32x-top2-100k", 4 * K, 2, "full", False),
+    ("moe-32x-top2-100k", 2 * K, 1, "none", False),
+    ("moe-96x-top6", 8 * K, 1, "selective", False),
+    ("dense-3k-mha-256k", 2 * K, 1, "none", False),
+    ("moe-96x-top6", 1 * K, 4, "none", True),
+    ("dense-4k-mha-swiglu-32k", 8 * K, 1, "full", True),
+    ("moe-128x-top4", 2 * K, 1, "full", True),
+]
 STEPS = 3
 
 
@@ -171,7 +211,7 @@ def _wide_spec(
 ) -> dict[str, Any]:
     """One run of a wide-grid model: the model's sizes, the shape, its set."""
     return {
-        "name": name, **WIDE_MODELS[name], "seq": seq, "micro_batch": micro,
+        "name": name, **{**WIDE_MODELS, **HOLDOUT_MODELS}[name], "seq": seq, "micro_batch": micro,
         "recompute": recompute, "set": which, **extra,
     }  # fmt: skip
 
@@ -182,6 +222,14 @@ def fused_adam_specs(check: bool = False) -> list[dict[str, Any]]:
     return [
         _wide_spec(*run, which=which, fused_adam=True)
         for run in (FUSED_ADAM_CHECK if check else FUSED_ADAM)
+    ]
+
+
+def holdout_specs() -> list[dict[str, Any]]:
+    """The second hold-out's runs (HOLDOUT_RUNS), in set "check2"."""
+    return [
+        _wide_spec(name, seq, micro, recompute, which="check2", fused_adam=fused)
+        for name, seq, micro, recompute, fused in HOLDOUT_RUNS
     ]
 
 
@@ -376,6 +424,8 @@ def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) 
         ]
     elif grid in ("fused", "fused-check"):
         specs = fused_adam_specs(check=grid == "fused-check")
+    elif grid == "check2":
+        specs = holdout_specs()
     else:
         specs = wide_specs()
     if only:
@@ -559,7 +609,7 @@ def main() -> int:
     run = sub.add_parser("measure", help="on a GPU: measure every run, write JSON")
     run.add_argument("--out", type=Path, required=True)
     run.add_argument(
-        "--grid", choices=("first", "wide", "fused", "fused-check"), default="wide"
+        "--grid", choices=("first", "wide", "fused", "fused-check", "check2"), default="wide"
     )
     run.add_argument("--set", choices=("fit", "check", "allocator"), dest="only",
                      help="only the runs of this set")
