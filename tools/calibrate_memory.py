@@ -154,7 +154,7 @@ FUSED_ADAM_CHECK = [
 ]
 # The second clean hold-out ("check2", tools/calibration/h200-megatron-core-0.19.2-check2.json):
 # twelve shapes never measured before, chosen with the model frozen (after LOGITS_BLOCKS) and
-# before any of them ran. Three new models (hidden 1536 GQA with a 50k vocabulary, hidden 4096
+# before any of them ran. Four new models (hidden 1536 GQA with a 50k vocabulary, hidden 4096
 # MHA SwiGLU, 32 experts top-2 with a 100k vocabulary, 96 experts top-6) and new shapes of two
 # wide-grid models; micro-batches 1-4 (3 too), sequences 1k-16k, recompute none, selective and
 # full. Nine run torch's multi-tensor AdamW (Megatron-Core's default without TE or Apex), three a
