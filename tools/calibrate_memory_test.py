@@ -32,7 +32,8 @@ CHECK_BOUNDS = BOUNDS
 # has no step term.
 FUSED_BOUNDS = BOUNDS
 # "fused-check": ten more shapes with a fused Adam, measured after every constant was fixed (the
-# clean hold-out of what the plans estimate): whole GPU -2%..+6% there (0%..+6% before LOGITS_BLOCKS).
+# clean hold-out of what the plans estimate): whole GPU -2%..+6% there (0%..+6% before
+# LOGITS_BLOCKS).
 RUNS = {"fit": 30, "check": 9, "fused": 10, "fused-check": 10}
 
 
