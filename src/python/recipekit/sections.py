@@ -134,8 +134,44 @@ else:
 
     def frozen_section(**options: Any) -> Callable[[type[T]], type[T]]:
         """``attrs.frozen(**options)`` with attrs' __init__ made as ``__attrs_init__``, for
-        @section's __init__ to call."""
-        return attrs.frozen(**options, init=False)
+        @section's __init__ to call, and the fields of a section derived from another in the
+        order ``_in_base_order`` gives them."""
+        return attrs.frozen(**options, init=False, field_transformer=_in_base_order)
+
+
+# A schema version derived from another states only what it changes: the keys it re-types or
+# re-checks (declared again), and the keys it adds. attrs would move a re-declared key after
+# every inherited one, and put added keys last; a framework's config lists its keys in its own
+# order, which the rendered file keeps. So a re-declared key keeps its base's place, and an
+# added key goes after the key its ``after=`` names, or after the added key declared before it
+# (last, if it is the first and names none).
+_AFTER = "recipekit.after"
+
+
+def _in_base_order(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
+    base = next((b for b in cls.__mro__[1:] if attrs.has(b)), None)
+    if base is None:
+        stray = [f.name for f in fields if f.metadata.get(_AFTER)]
+        if stray:
+            raise TypeError(f"{cls.__name__}: after= places an added key in a derived section; "
+                            f"{', '.join(stray)} derive from none")
+        return fields
+    by_name = {f.name: f for f in fields}
+    ordered = [by_name.pop(f.name) for f in attrs.fields(base) if f.name in by_name]
+    previous = ""
+    for field in fields:
+        if field.name not in by_name:
+            continue
+        anchor = field.metadata.get(_AFTER) or previous
+        names = [f.name for f in ordered]
+        if anchor and anchor not in names:
+            raise TypeError(
+                f"{cls.__name__}.{field.name}: after={anchor!r} names no key of the section"
+                f" (keys: {', '.join(names)})"
+            )
+        ordered.insert(names.index(anchor) + 1 if anchor else len(ordered), by_name.pop(field.name))
+        previous = field.name
+    return ordered
 
 
 def _refuse_unsupported(cls: type) -> None:
@@ -308,18 +344,25 @@ def _predicate(tp: Any) -> tuple[Callable[[Any], bool], str]:
 # (absent unless set: UNSET), and interpolated in the upstream YAML (DERIVED unless set).
 
 
-def required(*checks: Callable[..., None]) -> Any:
-    return attrs.field(validator=list(checks) if checks else None)
+# ``after`` places a key a derived section adds (``_in_base_order``).
 
 
-def optional(*checks: Callable[..., None]) -> Any:
-    return attrs.field(default=UNSET, validator=list(checks) if checks else None)
+def required(*checks: Callable[..., None], after: str = "") -> Any:
+    return attrs.field(validator=list(checks) or None, metadata=_placed(after))
 
 
-def derived(*checks: Callable[..., None]) -> Any:
-    return attrs.field(default=DERIVED, validator=list(checks) if checks else None)
+def optional(*checks: Callable[..., None], after: str = "") -> Any:
+    return attrs.field(default=UNSET, validator=list(checks) or None, metadata=_placed(after))
 
 
-def fixed(value: Any, *checks: Callable[..., None]) -> Any:
+def derived(*checks: Callable[..., None], after: str = "") -> Any:
+    return attrs.field(default=DERIVED, validator=list(checks) or None, metadata=_placed(after))
+
+
+def fixed(value: Any, *checks: Callable[..., None], after: str = "") -> Any:
     """A key the framework requires but whose value is almost never changed."""
-    return attrs.field(default=value, validator=list(checks) if checks else None)
+    return attrs.field(default=value, validator=list(checks) or None, metadata=_placed(after))
+
+
+def _placed(after: str) -> dict[str, str]:
+    return {_AFTER: after} if after else {}

@@ -222,6 +222,53 @@ def test_a_subclass_without_section_is_refused_not_built_as_its_parent() -> None
     assert Declared().y == 5
 
 
+def test_a_derived_section_keeps_its_bases_key_order() -> None:
+    # A schema version states only what it changes; its keys still come out in the framework's
+    # order: a re-declared key where the base had it, an added key after the one it names.
+    @section("demo")
+    @frozen_section(kw_only=True, repr=False, eq=False)
+    class Base:
+        a: int = 1
+        b: int = 2
+        c: int = 3
+
+    @section("demo")
+    @frozen_section(kw_only=True, repr=False, eq=False)
+    class Version(Base):
+        a: int | str = optional()
+        a2: int = optional(after="a")
+        a3: int = optional()
+        d: int = optional(after="c")
+
+    @section("demo")
+    @frozen_section(kw_only=True, repr=False, eq=False)
+    class Appended(Base):
+        z: int = optional()
+
+    assert [f.name for f in attrs.fields(Version)] == ["a", "a2", "a3", "b", "c", "d"]
+    assert [f.name for f in attrs.fields(Appended)] == ["a", "b", "c", "z"]
+    assert Version(a="x", b=5).b == 5
+
+
+def test_after_must_name_a_key_of_the_section() -> None:
+    @section("demo")
+    @frozen_section(kw_only=True, repr=False, eq=False)
+    class Base:
+        a: int = 1
+
+    with pytest.raises(TypeError, match=r"after='nope' names no key of the section \(keys: a\)"):
+
+        @frozen_section(kw_only=True, repr=False, eq=False)
+        class Version(Base):
+            b: int = optional(after="nope")
+
+    with pytest.raises(TypeError, match="derive from none"):
+
+        @frozen_section(kw_only=True, repr=False, eq=False)
+        class Alone:
+            b: int = optional(after="a")
+
+
 @pytest.mark.parametrize(
     "field",
     [attrs.field(converter=int), attrs.field(alias="other")],

@@ -3,8 +3,9 @@
 Super 3.5 RL runs on NeMo-RL's ``super-v3.5-posttraining`` branch, whose config schema matches
 ``main`` (NVIDIA-NeMo/RL@7ea279ab, ``nemo_rl/**``, pinned in 3rdparty/reference). Sections that
 did not change since ``super-v3`` are the ``schema_super_v3`` classes themselves; a section that
-gained keys is a subclass that adds them; a section that lost or re-typed keys is declared again
-here. Nothing in ``schema_super_v3`` changes, so the Super V3 recipes compile exactly as before.
+gained or re-typed keys is a subclass that states only those (a re-typed key keeps its place, an
+added one goes after the key its ``after=`` names: ``sections._in_base_order``); a section that
+lost keys is declared again here. Nothing in ``schema_super_v3`` changes, so the Super V3 recipes compile exactly as before.
 
 Keys that ``main``'s TypedDicts and pydantic models do not declare, but that the public Super Omni
 VL configs set and the branch passes through (pydantic ``extra='allow'`` models, Megatron
@@ -18,7 +19,6 @@ import attrs
 from recipekit.markers import Derived, Unset
 from recipekit.nemo_rl.schema_super_v3 import (
     FP8,
-    GENERATION_BACKENDS,
     PRECISIONS,
     AdvantageEstimator,
     AsyncGRPO,
@@ -30,13 +30,16 @@ from recipekit.nemo_rl.schema_super_v3 import (
     Dataset,
     DTensor,
     DynamicBatching,
+    Generation,
     Logger,
     MathEnvironment,
     Megatron,
     MegatronDDP,
     MegatronOptimizer,
     MegatronScheduler,
+    Policy,
     RewardScaling,
+    RewardShaping,
     SchedulerMilestones,
     SequencePacking,
     Tokenizer,
@@ -63,15 +66,14 @@ RECOMPUTE_GRANULARITIES = ("full", "selective")
 
 @section("grpo.reward_shaping")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class RewardShapingMain:
-    """DAPO's overlong penalty; declared again because main's ``max_response_length`` may be
-    null and is absent unless set (DERIVED follows policy.max_total_sequence_length)."""
+class RewardShapingMain(RewardShaping):
+    """DAPO's overlong penalty on main: the buffer's length and penalty may be null, and
+    ``max_response_length`` is absent unless set (DERIVED follows
+    policy.max_total_sequence_length on super-v3)."""
 
-    enabled: bool = required()
-    overlong_buffer_length: int | None | Unset = optional(at_least(0))
-    overlong_buffer_penalty: float | None | Unset = optional(at_least(0))
-    max_response_length: int | None | Derived | Unset = optional(at_least(1))
-    stop_properly_penalty_coef: float | None | Unset = optional(between(0, 1))
+    overlong_buffer_length: int | None | Unset = optional(at_least(0))  # type: ignore[assignment]
+    overlong_buffer_penalty: float | None | Unset = optional(at_least(0))  # type: ignore[assignment]
+    max_response_length: int | None | Derived | Unset = optional(at_least(1))  # type: ignore[assignment]
 
 
 @section("grpo.adv_estimator")
@@ -300,31 +302,19 @@ class VllmConfigMain(VllmConfig):
 
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
 @frozen_section(kw_only=True, repr=False, eq=False)
-class GenerationMain:
-    """main's GenerationConfig (+ vLLM and Megatron specifics), declared again because its
-    ``mcore_generation_config`` is not super-v3's."""
+class GenerationMain(Generation):
+    """main's GenerationConfig: super-v3's keys with main's vLLM and Megatron sections, plus
+    validation sampling, bad words and asynchronous rollouts."""
 
-    backend: str = required(one_of(GENERATION_BACKENDS))
-    max_new_tokens: int | Derived = derived(at_least(1))
-    temperature: float = required(at_least(0))
-    top_p: float = required(between(0, 1))
-    top_k: int | None = required()
     # Sampling for validation rollouts; the upstream YAML interpolates the training values.
-    val_temperature: float | Derived = derived(at_least(0))
+    val_temperature: float | Derived = derived(at_least(0), after="top_k")
     val_top_p: float | Derived = derived(between(0, 1))
     val_top_k: int | None | Derived = derived()
-    stop_token_ids: tuple[int, ...] | None = required()
-    stop_strings: tuple[str, ...] | None = required()
-    bad_words: tuple[str, ...] | None | Unset = optional()
-    model_name: str | Unset = optional()
-    mcore_generation_config: McoreGenerationMain | Unset = optional()
+    bad_words: tuple[str, ...] | None | Unset = optional(after="stop_strings")
+    # Another section than super-v3's (keys gone, keys now required), not a widening of it.
+    mcore_generation_config: McoreGenerationMain | Unset = optional()  # type: ignore[assignment]
     vllm_cfg: VllmConfigMain | Unset = optional()
-    vllm_kwargs: dict[str, Any] | Unset = optional()
-    colocated: Colocation | Unset = optional()
-    port_range_low: int | Unset = optional(at_least(1))
-    port_range_high: int | Unset = optional(at_least(1))
-    use_async_rollouts: bool | Unset = optional()
-    pad_token_id: int | Unset = optional()
+    use_async_rollouts: bool | Unset = optional(after="port_range_high")
 
 
 # --- policy -------------------------------------------------------------------------------
@@ -332,32 +322,15 @@ class GenerationMain:
 
 @section("policy")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class PolicyMain:
-    """main's PolicyConfig, declared again because its ``generation`` is not super-v3's."""
+class PolicyMain(Policy):
+    """main's PolicyConfig: super-v3's keys with main's sections, plus the draft model and
+    the vision-language switches."""
 
-    model_name: str = required()
     tokenizer: TokenizerMain = required()
-    hf_config_overrides: dict[str, Any] | Unset = optional()
-    train_global_batch_size: int | Derived = derived(at_least(1))
-    train_micro_batch_size: int = required(at_least(1))
-    generation_batch_size: int | Unset = optional(at_least(1))
-    logprob_batch_size: int | Derived | Unset = derived(at_least(1))
-    max_total_sequence_length: int = required(at_least(1))
-    precision: str = required(one_of(PRECISIONS))
-    logprob_chunk_size: int | None | Unset = optional(at_least(1))
-    offload_optimizer_for_logprob: bool | Unset = optional()
-    dtensor_cfg: DTensor = required()
     megatron_cfg: MegatronMain | Unset = optional()
-    draft: Draft | Unset = optional()
-    dynamic_batching: DynamicBatching = required()
+    draft: Draft | Unset = optional(after="megatron_cfg")
     sequence_packing: SequencePackingMain | Unset = optional()
-    make_sequence_length_divisible_by: int | Derived = derived(at_least(1))
-    max_grad_norm: float | None | Unset = optional(at_least(0))
-    refit_buffer_size_gb: float | Unset = optional(at_least(0))
-    optimizer: TorchOptimizer | None | Unset = optional()
-    scheduler: tuple[TorchScheduler | SchedulerMilestones, ...] | None | Unset = optional()
     generation: GenerationMain | Unset = optional()
-    load_optimizer_from_checkpoint: bool | Unset = optional()
     # The model takes images (and video): NeMo-RL loads the HF processor, not only the
     # tokenizer.
     is_vlm: bool | Unset = optional()
@@ -381,7 +354,7 @@ class DatasetMain(Dataset):
 @section("data")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DataMain(Data):
-    use_multiple_dataloader: bool | Unset = optional()
+    use_multiple_dataloader: bool | Unset = optional(after="num_workers")
     num_prompts_per_dataloader: int | Unset = optional(at_least(1))
     custom_dataloader: str | Unset = optional()
     train: DatasetMain = required()
