@@ -10,12 +10,17 @@ rely on and exits with the status the test chose:
 - the starting checkpoint (``policy.model_name``) exists: a stage that reads a missing input
   fails here, as NeMo-RL would when it loads the weights.
 
-A MOPD stage's teacher checkpoints (``on_policy_distillation.teacher_model_by_agent_name``)
-must exist too. Then it "trains" as NeMo-RL's GRPO loop saves: a ``step_N`` directory every
-``checkpointing.save_period`` steps and at ``grpo.max_num_steps``, keeping only the newest
-``checkpointing.keep_top_k`` (NeMo-RL's CheckpointManager with no metric), and resuming after
-the newest ``step_N`` already in ``checkpoint_dir`` (a requeued job). Paths are resolved as
-OmegaConf resolves ``${oc.env:VAR}`` when NeMo-RL loads the config.
+A MOPD stage's teacher checkpoints (``on_policy_distillation.teacher_model_by_agent_name``) must
+exist too. On the Megatron backend it then finds or makes the HF -> Megatron conversion where
+NeMo-RL's own code puts it: ``validate_model_paths`` (``nemo_rl/models/megatron/setup.py``) and
+``get_megatron_checkpoint_dir`` (``nemo_rl/models/policy/utils.py``), executed from the pinned
+sources of the stage's NeMo-RL version under ``FAKE_GRPO_NEMO_RL_SOURCE`` (they use only ``os``,
+``json`` and ``hashlib``; the modules around them need a GPU stack), so where the cache lands is
+decided by NeMo-RL, not by recipekit. Then it "trains" as NeMo-RL's GRPO loop saves: a
+``step_N`` directory every ``checkpointing.save_period`` steps and at ``grpo.max_num_steps``,
+keeping only the newest ``checkpointing.keep_top_k`` (NeMo-RL's CheckpointManager with no
+metric), and resuming after the newest ``step_N`` already in ``checkpoint_dir`` (a requeued
+job). Paths are resolved as OmegaConf resolves ``${oc.env:VAR}`` when NeMo-RL loads the config.
 
 FAKE_GRPO_EXIT (default 0), FAKE_GRPO_SLEEP (seconds, default 0) and FAKE_GRPO_STEP_SECONDS
 (seconds a training step takes, default 0) come from the submitting shell through Slurm's
@@ -23,6 +28,8 @@ FAKE_GRPO_EXIT (default 0), FAKE_GRPO_SLEEP (seconds, default 0) and FAKE_GRPO_S
 """
 
 import argparse
+import ast
+import hashlib
 import json
 import os
 import re
@@ -38,6 +45,44 @@ import yaml
 def resolve_env(value: str) -> str:
     """``${oc.env:VAR}`` as OmegaConf resolves it (an unset variable is an error there too)."""
     return re.sub(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ[m.group(1)], value)
+
+
+def nemo_rl_functions(source: Path) -> dict:
+    """NeMo-RL's own model-path functions, read from its pinned source and executed."""
+    wanted = {
+        "models/megatron/setup.py": (
+            "_canonicalize_hf_config_overrides",
+            "_get_hf_config_overrides_hash",
+            "_resolve_iter_dir_from_root",
+            "validate_model_paths",
+        ),
+        "models/policy/utils.py": ("get_megatron_checkpoint_dir",),
+    }
+    namespace: dict = {"os": os, "json": json, "hashlib": hashlib}
+    namespace.update(dict.fromkeys(("Any", "PolicyConfig", "Optional"), object))
+    for module, names in wanted.items():
+        tree = ast.parse((source / "nemo_rl" / module).read_text())
+        found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
+        exec(compile(ast.Module(body=found, type_ignores=[]), module, "exec"), namespace)
+    # super-v3's validate_model_paths has no helpers; both versions have these two.
+    assert "validate_model_paths" in namespace and "get_megatron_checkpoint_dir" in namespace
+    return namespace
+
+
+def megatron_start(policy: dict, version: str) -> None:
+    """Find or make the Megatron checkpoint NeMo-RL ``version`` converts ``policy.model_name``
+    into."""
+    sources = Path(os.environ["FAKE_GRPO_NEMO_RL_SOURCE"])
+    functions = nemo_rl_functions(sources / version.split("@")[0])
+    _, path, exists = functions["validate_model_paths"](policy)
+    if exists:
+        print(f"fake-grpo: conversion found in {path}", flush=True)
+        return
+    # What NeMo-RL's conversion leaves: the iteration directory its existence check reads.
+    converted = Path(path) / "iter_0000000"
+    converted.mkdir(parents=True)
+    (converted / "converted_from").write_text(f"{policy['model_name']}\n")
+    print(f"fake-grpo: converted {policy['model_name']} into {path}", flush=True)
 
 
 def train(config: dict) -> int:
@@ -115,6 +160,9 @@ def main() -> int:
             return 92
     if teachers:
         print(f"fake-grpo: {len(set(teachers.values()))} teacher checkpoints found", flush=True)
+    if (config["policy"].get("megatron_cfg") or {}).get("enabled"):
+        policy = {**config["policy"], "model_name": str(model)}
+        megatron_start(policy, plan["framework"]["version"])
     train(config)
     sleep = float(os.environ.get("FAKE_GRPO_SLEEP", "0"))
     if sleep:

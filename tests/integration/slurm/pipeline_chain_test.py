@@ -39,7 +39,7 @@ from recipekit.megatron_bridge.export import (
     VERIFIED_EXPORT,
 )
 from tests.integration.support.local_slurm import LocalSlurm, local_slurm, mount_prefix
-from tests.integration.support.stage_workspace import JOB_PROCESSES
+from tests.integration.support.stage_workspace import JOB_PROCESSES, nemo_rl_sources
 
 HERE = Path(__file__).resolve().parent
 CHAIN = HERE / "chain_stages.py"
@@ -128,6 +128,7 @@ class Chain:
             "SUPER35_INIT_CHECKPOINT": str(root / "init-checkpoint"),
             "SUPER35_PRETRAIN_DATA": str(root / "pretrain-data"),
             "FAKE_GRPO_STEP_SECONDS": "1.5",
+            "FAKE_GRPO_NEMO_RL_SOURCE": str(nemo_rl_sources()),
             "FAKE_EXPORT_OPTIONS": ",".join(export_options),
             "PATH": f"{self.bin}:{cluster.env()['PATH']}",
         }
@@ -265,7 +266,17 @@ def test_the_chain_hands_checkpoints_over_through_the_store(chain: Chain) -> Non
         assert selected in chain.log(stage, jobs[stage])
     mopd_log = chain.log("mopd-single-stage", jobs["mopd-single-stage"])
     assert "5 teacher checkpoints found" in mopd_log
-    assert "published super35-rl-rlvr-model" in chain.log("rlvr", jobs["rlvr"])
+    rlvr_log = chain.log("rlvr", jobs["rlvr"])
+    assert "published super35-rl-rlvr-model" in rlvr_log
+    # NeMo-RL's own model-path code (run by the stand-in) put RLVR's HF -> Megatron conversion
+    # in the store, in the directory the pipeline keyed by the SFT version's content: not in
+    # HF_HOME or ~/.cache, where NeMo-RL puts it when nothing sets NRL_MEGATRON_CHECKPOINT_DIR.
+    converted = re.search(
+        r"fake-grpo: converted \S+ into /artifacts/(\.conversions/hf-to-megatron-[0-9a-f]{24}/\S+)",
+        rlvr_log,
+    )
+    assert converted, rlvr_log
+    assert (chain.store / converted.group(1) / "iter_0000000").is_dir()
     # The export read MOPD's newest checkpoint and is one version: its whole run directory.
     [exported] = versions(chain.store, HF_MODEL)
     assert exported.step is None and exported.path.startswith("hf-export-")
@@ -334,6 +345,8 @@ def test_a_changed_rlvr_value_reruns_rlvr_onward_reading_the_kept_versions(chain
     [sft] = versions(chain.store, "super35-sft-model-tiny")
     rlvr_log = chain.log("rlvr", jobs["rlvr"])
     assert f"starting from {STORE_MOUNT}/super35-sft-model-tiny/{sft.path}" in rlvr_log, rlvr_log
+    # Its conversion is in the store too (reuse of the first run's is not yet shown here).
+    assert "/artifacts/.conversions/hf-to-megatron-" in rlvr_log
 
     # A file of SFT's version removed: it is not whole, so it and everything after it run.
     version_dir = chain.store / "super35-sft-model-tiny" / sft.path

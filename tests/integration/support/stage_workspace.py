@@ -7,6 +7,7 @@ stage launcher inside the cluster's network namespace.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -20,6 +21,16 @@ JOB_PROCESSES = (
     r"rk-ray-|raylet|gcs_server|launcher\.pex|run_grpo\.py|ray\.scripts|run_recipe\.py"
     r"|convert_checkpoints"
 )
+
+
+
+def nemo_rl_sources() -> Path:
+    """NeMo-RL's pinned sources (tools/fetch-reference), per version: fake_run_grpo.py runs
+    NeMo-RL's own model-path functions from them."""
+    checkout = Path(__file__).resolve().parents[3]
+    configured = os.environ.get("RECIPEKIT_REFERENCE_DIR")
+    return (Path(configured) if configured else checkout / ".reference") / "nemo-rl"
+
 
 PROFILE_TEMPLATE = """\
 from recipekit.hardware import {node}
@@ -72,7 +83,7 @@ class Workspace:
         self.runs = root / "runs"
         self.runs.mkdir()  # on the shared storage: submit never creates it
         # Set for every launcher call (a subclass's RECIPEKIT_STAGE, PATH, ...).
-        self.environment: dict[str, str] = {}
+        self.environment: dict[str, str] = {"FAKE_GRPO_NEMO_RL_SOURCE": str(nemo_rl_sources())}
         self.overrides = [
             f"policy.model_name={self.model}",
             f"checkpointing.checkpoint_dir={self.shared}/checkpoints/{stage}",

@@ -10,8 +10,7 @@ same version re-made after a damaged one, or the same model converted by another
 Megatron-Bridge, or with other Megatron settings.
 
 So every stage run that converts gets a cache directory of its own kind, keyed by the content
-identity of what is converted (the digest of the store version's manifest; for an input a
-stage submitted first makes, that stage's action key, its attempt and the selector), the
+identity of what is converted (the digest of the store version's manifest), the
 converter (the framework and its version, the pinned source checkouts) and the conversion's
 options (the whole ``policy.megatron_cfg`` and ``hf_config_overrides``: more than the
 conversion reads, so a change of, say, the optimizer converts again, but no change that
@@ -19,10 +18,12 @@ matters can reuse a conversion). A change of any of them names a new directory, 
 fills; an unchanged one finds its conversion. The directories live in the artifact store
 (``/artifacts/.conversions/``), which every node of every stage mounts.
 
-A pipeline keys the cache when it plans the chain (it pins each input to one version). A stage
-submitted on its own reads its input's selector when its job starts, so the job keys the cache
-then, from the version the selector names at that moment (``job_conversion_environment``); a
-variable the pipeline already set is kept.
+A pipeline keys the cache when it plans the chain, for an input it pins to a version of the
+store. An input that a stage of the same submission makes has no manifest yet, and a stage
+submitted on its own reads its input's selector when its job starts: the job keys the cache
+then, from the version the selector names at that moment (``job_conversion_environment``), so
+the same bytes find the same conversion however they were reached; a variable the pipeline
+already set is kept.
 
 An HF export (the ``hf-export`` stage) is a stage like any other: its output version is keyed
 by its action key, which covers the exported version, the converter's checkout and options.

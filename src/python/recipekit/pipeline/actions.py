@@ -356,7 +356,6 @@ def pinned_plans(
     """The stages that run, each re-planned with every input it reads from the store pinned to
     the version resolved (``run.<role>=NAME:vN``) and carrying what its versions record."""
     by_stage = stage_overrides(chain, overrides)
-    attempts = {a.stage: a.attempt for a in actions}
     out = []
     for entry, action in zip(planned, actions, strict=True):
         stage = chain.stages[entry.name].stage
@@ -366,11 +365,15 @@ def pinned_plans(
         environment = dict(stage.environment)
         if action.attempt:
             environment[ATTEMPT_VARIABLE] = str(action.attempt)
+        # The conversion cache is keyed by the converted version's manifest. An input a stage
+        # of this submission makes has none yet: its job keys the cache when it starts, from
+        # the version it reads then (job_step), so the same bytes find the same conversion
+        # whether they were made in this submission or an earlier one.
         shown = entry.plan.as_json()
         converted = converted_input(shown)
         read = next((i for i in action.inputs if i.ref.name == converted), None)
-        if read is not None:
-            environment.update(conversion_environment(shown, _content(read, attempts)))
+        if read is not None and read.content:
+            environment.update(conversion_environment(shown, f"manifest:{read.content}"))
         if environment != stage.environment:
             stage = attrs.evolve(stage, environment=environment)
         lineage = chain.stages[entry.name].lineage
@@ -382,15 +385,6 @@ def pinned_plans(
         plan = attrs.evolve(plan, action=dict(action.record))
         out.append(attrs.evolve(entry, plan=plan, lineage=plan.stage.lineage or entry.lineage))
     return out
-
-
-def _content(read: InputVersion, attempts: Mapping[str, int]) -> str:
-    """What an input's bytes are, as far as planning can know: its manifest's digest when it
-    is pinned to a version; for one a stage submitted first makes, that stage's key, attempt
-    (a run again on the same key makes other bytes) and selector."""
-    if read.content:
-        return f"manifest:{read.content}"
-    return f"{read.identity}#attempt-{attempts.get(read.made_by, 0)}"
 
 
 def damaged_inputs(root: Path, actions: Sequence[StageAction]) -> list[Issue]:
