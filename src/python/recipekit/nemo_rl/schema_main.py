@@ -5,7 +5,8 @@ Super 3.5 RL runs on NeMo-RL's ``super-v3.5-posttraining`` branch, whose config 
 did not change since ``super-v3`` are the ``schema_super_v3`` classes themselves; a section that
 gained or re-typed keys is a subclass that states only those (a re-typed key keeps its place, an
 added one goes after the key its ``after=`` names: ``sections._in_base_order``); a section that
-lost keys is declared again here. Nothing in ``schema_super_v3`` changes, so the Super V3 recipes compile exactly as before.
+lost keys is declared again here. Nothing in ``schema_super_v3`` changes, so the Super V3
+recipes compile exactly as before.
 
 Keys that ``main``'s TypedDicts and pydantic models do not declare, but that the public Super Omni
 VL configs set and the branch passes through (pydantic ``extra='allow'`` models, Megatron
