@@ -164,8 +164,10 @@ def test_the_variants_are_values_over_one_base() -> None:
 
 
 def test_a_sequence_length_override_moves_the_dataset_with_the_model() -> None:
-    # 8192 tokens a micro-batch need full recompute to fit 80 GiB (the plan's memory check).
+    # 8192 tokens a micro-batch (three depths of logits: the model's and its two MTP depths')
+    # need full recompute and TP 2 to fit 80 GiB (the plan's memory check).
     full = [
+        "model.tensor_model_parallel_size=2",
         "model.recompute_granularity=full",
         "model.recompute_method=uniform",
         "model.recompute_num_layers=1",

@@ -16,8 +16,10 @@ def test_the_rules_name_their_sources() -> None:
 
 
 def test_an_override_of_a_source_moves_what_follows_it() -> None:
-    # Two sequences a micro-batch need full recompute to fit 80 GiB (the plan's memory check).
+    # Two sequences a micro-batch (and three depths of logits: the model's and its two MTP
+    # depths') need full recompute and TP 2 to fit 80 GiB (the plan's memory check).
     full_recompute = [
+        "model.tensor_model_parallel_size=2",
         "model.recompute_granularity=full",
         "model.recompute_method=uniform",
         "model.recompute_num_layers=1",

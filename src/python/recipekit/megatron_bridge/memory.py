@@ -16,13 +16,15 @@ from recipekit.megatron_bridge.layout import Layout
 from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig, Optimizer
 from recipekit.memory.estimate import MemoryEstimate, Phase
 from recipekit.memory.megatron import FP32, MegatronSetup, training_terms
-from recipekit.model_card import ModelCard
+from recipekit.model_card import Architecture, ModelCard
 
 RECIPE_RECOMPUTE = "selective"
 RECIPE_RECOMPUTE_MODULES = ("layernorm", "moe_act", "moe", "core_attn")
 
 
-def megatron_setup(config: MegatronBridgeConfig, layout: Layout) -> MegatronSetup:
+def megatron_setup(
+    config: MegatronBridgeConfig, layout: Layout, arch: Architecture
+) -> MegatronSetup:
     model, train = config.model, config.train
     optimizer = given(config.optimizer, Optimizer())
     offload = given(optimizer.optimizer_offload_fraction, 0.0)
@@ -37,9 +39,10 @@ def megatron_setup(config: MegatronBridgeConfig, layout: Layout) -> MegatronSetu
         distributed_optimizer=True,
         optimizer_offload=float(offload) if given(optimizer.optimizer_cpu_offload, False) else 0.0,
         grad_bytes=FP32,
-        # The recipe function sets MTP from the model; no key of the stage does, and the
-        # estimate counts none.
-        mtp=False,
+        # No key of the stage sets MTP: the model's bridge takes it from the HF config
+        # (Megatron-Bridge models/nemotronh/nemotron_h_bridge.py, hf_config_to_model_config:
+        # mtp_num_layers = num_nextn_predict_layers), so a model with MTP depths trains them.
+        mtp=arch.mtp_depth > 0,
         train_language=not (is_peft(config) or model.freeze_language_model),
         train_vision=not (model.freeze_vision_model and model.freeze_vision_projection),
         keys={
@@ -63,7 +66,7 @@ def estimate(
     arch = card.architecture
     if arch is None or not layout.parallel.dp:
         return None
-    setup = megatron_setup(config, layout)
+    setup = megatron_setup(config, layout, arch)
     phase = Phase("training", "all GPUs", training_terms(arch, setup), hardware.node.gpu.hbm_gib)
     assumed = [] if given(config.model.recompute_granularity, None) else [
         "recompute: the recipe's selective recompute of " + ", ".join(RECIPE_RECOMPUTE_MODULES)
