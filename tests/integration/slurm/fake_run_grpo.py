@@ -52,6 +52,7 @@ def nemo_rl_functions(source: Path) -> dict:
     wanted = {
         "models/megatron/setup.py": (
             "_canonicalize_hf_config_overrides",
+            "_canonicalize_hf_config_overrides",
             "_get_hf_config_overrides_hash",
             "_resolve_iter_dir_from_root",
             "validate_model_paths",

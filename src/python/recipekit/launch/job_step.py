@@ -55,7 +55,11 @@ from recipekit.launch.run_dir import (
     RunDir,
 )
 from recipekit.launch.run_record import CheckpointPublisher, record_finished_run
-from recipekit.lineage.conversions import MEGATRON_CONVERSIONS_VARIABLE, job_conversion_environment
+from recipekit.lineage.conversions import (
+    MEGATRON_CONVERSIONS_VARIABLE,
+    job_conversion_environment,
+    reuse_conversion,
+)
 from recipekit.lineage.refs import ARTIFACTS_ROOT
 
 EXIT_PREFLIGHT = 3
@@ -246,6 +250,8 @@ def run_driver(
         for name, where in cache.items():
             log(f"driver: {name}={where} (the conversion of its input version, by content)")
         env.update(cache)
+    if env.get(MEGATRON_CONVERSIONS_VARIABLE):
+        reuse_conversion(plan, Path(env[MEGATRON_CONVERSIONS_VARIABLE]), log)
     with CheckpointPublisher(plan, log, profile.publish_interval_s):
         status = run_framework(command, profile.framework_root, env)
     log(f"driver exited with status {status}")

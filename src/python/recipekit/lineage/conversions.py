@@ -25,6 +25,14 @@ then, from the version the selector names at that moment (``job_conversion_envir
 the same bytes find the same conversion however they were reached; a variable the pipeline
 already set is kept.
 
+Inside that directory NeMo-RL names the conversion after the path it was handed (``model_``
+and the path with ``/`` as ``_``, setup.py:570-572), so the same bytes reached through another
+path (``latest`` in the run that made them, ``v3`` or the run's own folder once a pipeline pins
+them) would be converted again beside the first. Before the framework starts, the job links
+the name this run's path gives to the conversion already there (``reuse_conversion``): the
+directory's key says every conversion in it is of these bytes, by this converter, with these
+options.
+
 An HF export (the ``hf-export`` stage) is a stage like any other: its output version is keyed
 by its action key, which covers the exported version, the converter's checkout and options.
 """
@@ -33,7 +41,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +61,10 @@ CONVERSIONS = ".conversions"
 # NeMo-RL's own variable for where its HF -> Megatron conversions go.
 MEGATRON_CONVERSIONS_VARIABLE = "NRL_MEGATRON_CHECKPOINT_DIR"
 CONVERSION_FORMAT = 1
+# What NeMo-RL's existence check reads in a conversion (setup.py:578-580 on super-v3.5).
+CONVERTED_ITERATION = "iter_0000000"
+# The separator NeMo-RL puts before the hash of hf_config_overrides in the name (setup.py:576).
+OVERRIDES_MARK = "__hfovr_"
 
 
 def conversion_key(source: str, converter: Any, options: Mapping[str, Any]) -> str:
@@ -118,3 +131,30 @@ def job_conversion_environment(plan: Mapping[str, Any], root: Path) -> dict[str,
     if files is None:
         return {}
     return conversion_environment(plan, f"manifest:{manifest_digest(files)}")
+
+
+def reuse_conversion(plan: Mapping[str, Any], directory: Path, log: Callable[[str], None]) -> None:
+    """Link the name NeMo-RL gives this run's conversion in ``directory`` (the cache of its
+    input's content) to a conversion another path of the same bytes left there, so NeMo-RL
+    finds it instead of converting again. Nothing happens for a stage that converts nothing, a
+    path that is not there, or a directory that holds no finished conversion."""
+    if converted_input(plan) is None:
+        return
+    model_name = str(plan["config"]["policy"]["model_name"])
+    if not os.path.exists(model_name) or not directory.is_dir():
+        return  # NeMo-RL names the conversion after the path only when the path exists
+    done = sorted(p for p in directory.iterdir() if (p / CONVERTED_ITERATION).is_dir())
+    if not done:
+        return
+    found = done[0]
+    # The same options, so the same hf_config_overrides hash after the path's part, if any.
+    _, mark, overrides_hash = found.name.partition(OVERRIDES_MARK)
+    wanted = directory / f"model_{model_name.replace('/', '_')}{mark}{overrides_hash}"
+    if wanted.exists() or wanted.is_symlink():
+        return
+    try:
+        # Relative, so it resolves wherever a node mounts the store.
+        wanted.symlink_to(found.name, target_is_directory=True)
+    except FileExistsError:
+        return  # another node or job of the same bytes linked it first
+    log(f"driver: {model_name} was converted before (same content, converter and options): {found}")
