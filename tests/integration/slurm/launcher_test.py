@@ -4,6 +4,8 @@ Everything is the production path -- the packaged stage launcher submits, the ge
 script runs the launcher's job step on every node, which runs preflight, brings Ray up and
 starts the framework entry point -- except the entry point itself: NeMo-RL cannot run without
 GPUs, so ``examples/run_grpo.py`` in the profile's framework root is ``fake_run_grpo.py``.
+A lost node (lost_node_test.py, lost_node_fallback_test.py) and the GB200 plan
+(gb200_launch_test.py) have files of their own, so that Pants runs them beside this one.
 """
 
 from __future__ import annotations
@@ -20,17 +22,11 @@ from pathlib import Path
 import pytest
 
 from recipekit.lineage.tracking import read_offline_run
+from tests.integration.slurm.launch_scenarios import FAKE_DRIVER, LAUNCHERS
 from tests.integration.support.local_slurm import LocalSlurm, local_slurm
 from tests.integration.support.log_markers import RAY_LINE, preflight_passed
 from tests.integration.support.stage_workspace import JOB_PROCESSES, Workspace
 
-HERE = Path(__file__).parent
-# The stage launchers, as `./pants package` builds them (runtime_package_dependencies).
-LAUNCHERS = {
-    "dapo-b200": Path("recipes.super3/dapo-b200.pex"),
-    "dapo-gb200": Path("recipes.super3/dapo-gb200.pex"),
-}
-FAKE_DRIVER = HERE / "fake_run_grpo.py"
 SECRET = "sentinel-wandb-key-6b1f0c"
 
 
@@ -186,107 +182,6 @@ def test_a_killed_job_step_leaves_nothing_and_the_plan_runs_again(b200: Workspac
     # So the next submit of the plan passes preflight (its Ray ports are free) and runs.
     again, log = b200.submit(profile)
     assert b200.cluster.wait_for_job(again, timeout=420) == "COMPLETED", log.read_text()
-
-
-# What the job script says when it requeues the job itself (job_script._LOST_NODE_CHECK).
-FALLBACK_REQUEUE = "requeueing it with scontrol requeue"
-WAITING_FOR_SLURM = "waiting for Slurm to requeue job"
-
-
-def _lose_a_node(
-    tmp_path: Path, ray_python: Path, *, slurmd_timeout: int, env: dict[str, str]
-) -> tuple[LocalSlurm, str, str, list[dict[str, str]]]:
-    """Run a three-node plan on four nodes, kill one of its nodes mid-run (not the batch host),
-    and wait for the job to complete on the others: (cluster, job id, log text, the job's
-    jobcomp records, oldest first). Asserts what both ways of requeueing share."""
-    with local_slurm(
-        tmp_path / "slurm", nodes=4, gpus_per_node=8, extra_conf=f"SlurmdTimeout={slurmd_timeout}"
-    ) as cluster:
-        workspace = Workspace(
-            tmp_path / "ws", cluster, ray_python, "dapo-b200", LAUNCHERS["dapo-b200"], FAKE_DRIVER
-        )
-        profile = workspace.write_profile(node="B200_NODE")
-        job_id, log = workspace.submit(profile, env={"FAKE_GRPO_SLEEP": "60", **env})
-        workspace.wait_for_log(log, "fake-grpo: training for 60 s")
-        first = cluster.job_info(job_id)
-        assert first is not None
-        victim = sorted(set(_hostnames(cluster, first["NodeList"])) - {first["BatchHost"]})[0]
-        cluster.kill_node(victim)
-        state = cluster.wait_for_job(job_id, timeout=600)
-        text = log.read_text()
-        assert state == "COMPLETED", text + cluster.describe()
-        again = cluster.job_info(job_id)
-        assert again is not None and int(again["Restarts"]) >= 1
-        assert victim not in _hostnames(cluster, again["NodeList"])
-        assert f"lost node(s) {victim}" in text and WAITING_FOR_SLURM in text
-        status = workspace.launcher(profile, "status")
-        assert f"lost node {victim}" in status.stdout, status.stdout + status.stderr
-        assert "restarted 1 time(s)" in status.stdout
-        # Nothing of either attempt is left: every process in the cluster's namespace, by
-        # where it runs, not by its name.
-        assert cluster.wait_for_no_node_processes("", timeout=30) == []
-        return cluster, job_id, text, cluster.jobcomp_records(job_id)
-
-
-def test_a_lost_node_is_requeued_by_slurm_and_completes_on_the_others(
-    tmp_path: Path, ray_python: Path
-) -> None:
-    # The controller declares a silent node down after SlurmdTimeout: long enough here that Ray,
-    # on the surviving nodes, sees the node go first and the step fails before Slurm knows (as
-    # on a real cluster, where it is 300 s); then Slurm ends the job NODE_FAIL and requeues it
-    # (--requeue), while the script still waits (SlurmdTimeout + 120 s) before its fallback.
-    _, _, text, records = _lose_a_node(tmp_path, ray_python, slurmd_timeout=45, env={})
-    assert FALLBACK_REQUEUE not in text, text
-    states = [r["JobState"] for r in records]
-    assert states[:1] == ["NODE_FAIL"], states
-
-
-def test_a_lost_node_slurm_does_not_requeue_is_requeued_by_the_job_script(
-    tmp_path: Path, ray_python: Path
-) -> None:
-    # --no-kill (sbatch reads SBATCH_NO_KILL over the script's directives): Slurm marks the node
-    # down but keeps the job running on the others, so it never ends NODE_FAIL and never
-    # requeues it. The script's own wait runs out and it requeues the job itself. A short
-    # SlurmdTimeout keeps that wait (SlurmdTimeout + 120 s) short.
-    _, job_id, text, records = _lose_a_node(
-        tmp_path, ray_python, slurmd_timeout=15, env={"SBATCH_NO_KILL": "set"}
-    )
-    assert f"Slurm has not requeued job {job_id}" in text and FALLBACK_REQUEUE in text, text
-    # Slurm shrinks the job off the lost node (RESIZING) and keeps it; the script's scontrol
-    # requeue ends that attempt as PENDING (queued again), never NODE_FAIL; the next completes.
-    states = [r["JobState"] for r in records]
-    assert states == ["RESIZING", "PENDING", "COMPLETED"], states
-
-
-def _hostnames(cluster: LocalSlurm, nodelist: str) -> list[str]:
-    done = cluster.run(["scontrol", "show", "hostnames", nodelist], timeout=30)
-    return done.stdout.split()
-
-
-def test_gb200_plan_on_five_nodes(tmp_path: Path, ray_python: Path) -> None:
-    with local_slurm(tmp_path / "slurm", nodes=5, gpus_per_node=4) as cluster:
-        workspace = Workspace(
-            tmp_path / "ws", cluster, ray_python, "dapo-gb200", LAUNCHERS["dapo-gb200"], FAKE_DRIVER
-        )
-        channels = tmp_path / "imex"
-        channels.mkdir()
-        os.mknod(channels / "channel3")
-        profile = workspace.write_profile(
-            node="GB200_NODE",
-            gb200=f"Gb200Settings(imex_channel=3, imex_device_dir={str(channels)!r}, "
-            "gloo_socket_ifname='lo')",
-            skip={"cpu-arch": "the GB200 plan is for aarch64; this test host is x86_64"},
-        )
-        job_id, log = workspace.submit(profile)
-        state = cluster.wait_for_job(job_id, timeout=420)
-        text = log.read_text()
-        assert state == "COMPLETED", text
-        assert "ray cluster complete: 5 nodes, 20 GPUs" in text
-        assert "preflight imex-channel: ok" in text
-        assert "preflight cpu-arch: skipped (the GB200 plan is for aarch64" in text
-        script = (log.parent.parent / "job.sbatch").read_text()
-        assert "#SBATCH --gres=gpu:4" in script and "export NCCL_MNNVL_ENABLE=1" in script
-        assert cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
 
 
 def test_interactive_cluster_attach_run_down(b200: Workspace) -> None:
