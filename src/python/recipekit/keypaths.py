@@ -9,12 +9,13 @@ on the way re-runs its checks.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from recipekit.convert import structure_value
+from recipekit.convert import structure_value, union_members
 from recipekit.errors import Issue, RecipeError, did_you_mean, join_path
 from recipekit.markers import UNSET, Marker
 from recipekit.sections import SectionError, field_of, key_names
@@ -39,7 +40,10 @@ def get_at(obj: Any, path: str) -> Any:
 def field_type_at(obj: Any, path: str) -> Any:
     """The annotated type of the key at ``path`` (for parsing a command-line value)."""
     *head, last = split(path)
-    parent = get_at(obj, ".".join(head)) if head else obj
+    parent, walked = obj, []
+    for part in head:
+        parent = _opened(parent, part, walked)
+        walked.append(part)
     if isinstance(parent, dict):
         return Any
     if isinstance(parent, Marker) or not attrs.has(type(parent)):
@@ -80,7 +84,19 @@ def parse_assignment(obj: Any, assignment: str) -> tuple[str, Any]:
         )
     raw = read_value(path, text)
     tp = field_type_at(obj, path)
+    if isinstance(raw, str) and float in union_members(tp) and str not in union_members(tp):
+        raw = _yaml12_float(raw)
     return path, structure_value(raw, tp, path=path)
+
+
+# YAML 1.2's float, which PyYAML (YAML 1.1) reads as a string when it has no dot: 1e-5, 3E+2.
+_EXPONENT_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
+
+
+def _yaml12_float(text: str) -> Any:
+    """``1e-5`` for a number key is the number the user means, as YAML 1.2 and every framework
+    loading the config with OmegaConf (YAML 1.2 floats) read it; other text stays text."""
+    return float(text) if _EXPONENT_FLOAT.fullmatch(text.strip()) else text
 
 
 def read_value(path: str, text: str) -> Any:
@@ -158,6 +174,32 @@ def _child(value: Any, part: str, walked: list[str]) -> Any:
     return getattr(value, _field_name(value, part, walked))
 
 
+def _opened(value: Any, part: str, walked: list[str]) -> Any:
+    """The child ``part`` of ``value``, for setting a key below it: a section the recipe leaves
+    unset (the framework's defaults) opens as an empty one, so ``--set optimizer.lr=1e-5``
+    states one key of it, as the recipe would. Only a section every key of which may be left
+    out opens so; any other unset value has no keys to set."""
+    empty = _unset_section(value, part)
+    return empty() if empty is not None else _child(value, part, walked)
+
+
+def _unset_section(value: Any, part: str) -> type | None:
+    """The section class an unset key of ``value`` holds, when it holds one and the class can
+    be made with no keys; None otherwise."""
+    if isinstance(value, dict) or not attrs.has(type(value)):
+        return None
+    name = field_of(type(value), part)
+    if name is None or getattr(value, name) is not UNSET:
+        return None
+    sections = [t for t in union_members(attrs.fields_dict(type(value))[name].type)
+                if isinstance(t, type) and attrs.has(t)]
+    if len(sections) != 1:
+        return None
+    if any(f.default is attrs.NOTHING for f in attrs.fields(sections[0]) if f.init):
+        return None
+    return sections[0]
+
+
 def _field_name(section: Any, key: str, walked: list[str]) -> str:
     name = field_of(type(section), key)
     if name is None:
@@ -180,7 +222,7 @@ def _replace(obj: Any, parts: list[str], value: Any, walked: list[str]) -> Any:
             _child(obj, head, walked)
         new = _replace(obj[head], rest, value, [*walked, head]) if rest else value
         return {**obj, head: new}
-    child = _child(obj, head, walked)
+    child = _opened(obj, head, walked) if rest else _child(obj, head, walked)
     new = _replace(child, rest, value, [*walked, head]) if rest else value
     try:
         return attrs.evolve(obj, **{_field_name(obj, head, walked): new})

@@ -4,6 +4,7 @@ import pytest
 
 from recipekit.errors import RecipeError
 from recipekit.keypaths import get_at, parse_assignment, replace_at
+from recipekit.markers import UNSET
 from recipes.super3.dapo import dapo_gb200
 
 CONFIG = dapo_gb200.config
@@ -77,3 +78,41 @@ def test_a_key_below_a_plain_value_is_one_line() -> None:
     config = replace_at(CONFIG, "policy.megatron_cfg.env_vars", {"NCCL_ALGO": "Ring"})
     with pytest.raises(RecipeError, match="is not a section, so it has no key 'x'"):
         parse_assignment(config, "policy.megatron_cfg.env_vars.NCCL_ALGO.x=1")
+
+
+def test_a_key_of_a_section_the_recipe_leaves_unset_opens_it() -> None:
+    # Megatron-Bridge's SFT states no optimizer section (the recipe function's values): one
+    # key set on the command line is the section with that key, as a recipe would write it.
+    from recipes.super35.sft import sft
+
+    assert sft.config.optimizer is UNSET
+    path, value = parse_assignment(sft.config, "optimizer.lr=1e-5")
+    changed = replace_at(sft.config, path, value)
+    assert changed.optimizer.lr == 1e-5 and changed.optimizer.min_lr is UNSET
+    with pytest.raises(RecipeError, match=r"optimizer\.lrr: unknown key \(did you mean 'lr'"):
+        parse_assignment(sft.config, "optimizer.lrr=1")
+
+
+def test_a_section_with_required_keys_does_not_open_from_one_key() -> None:
+    config = replace_at(CONFIG, "grpo.async_grpo", UNSET)
+    with pytest.raises(RecipeError, match="grpo.async_grpo is not set, so it has no key"):
+        path, value = parse_assignment(config, "grpo.async_grpo.enabled=true")
+        replace_at(config, path, value)
+
+
+@pytest.mark.parametrize(
+    ("assignment", "expected"),
+    [
+        # YAML 1.2 (and OmegaConf, which the frameworks load configs with) reads these as
+        # numbers; PyYAML's YAML 1.1 as text without a dot.
+        ("policy.megatron_cfg.optimizer.lr=1e-6", 1e-6),
+        ("policy.megatron_cfg.optimizer.lr=5E-7", 5e-7),
+        ("loss_fn.ratio_clip_min=2e0", 2.0),
+        ("logger.wandb.name=1e-6", "1e-6"),  # a text key keeps the text
+    ],
+)
+def test_an_exponent_without_a_dot_is_a_number_for_a_number_key(
+    assignment: str, expected: object
+) -> None:
+    path, value = parse_assignment(CONFIG, assignment)
+    assert get_at(replace_at(CONFIG, path, value), path) == expected
