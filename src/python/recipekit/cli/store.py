@@ -143,13 +143,16 @@ def store_verify(path: Path, ref: str | None) -> None:
     from recipekit.errors import Issue, RecipeError
     from recipekit.lineage.refs import parse_ref
     from recipekit.lineage.store import (
+        StoredVersion,
         check_version,
         link_problems,
+        read_marker,
         recover,
         require_store,
         resolve_selector,
         versions,
     )
+    from recipekit.progress import progress
 
     root = require_store(path)
     wanted: list[tuple[str, str | None]]
@@ -161,30 +164,41 @@ def store_verify(path: Path, ref: str | None) -> None:
         if not (root / parsed.name).is_dir():
             raise RecipeError([Issue("NAME", f"no artifact {parsed.name!r} in {root}")])
         wanted = [(parsed.name, parsed.selector if ":" in ref else None)]
-    damaged = 0
+    # Recovery and the choice first, then one pass that reads every byte (hours for a store
+    # of checkpoints), shown as one progress over all of it.
+    chosen: list[tuple[str, list[StoredVersion], list[StoredVersion]]] = []
     for artifact, selector in wanted:
         for line in recover(root, artifact):
             click.echo(f"{artifact}: {line}")
         listed = versions(root, artifact)
-        chosen = listed if selector is None else [resolve_selector(listed, selector)]
-        if None in chosen:
+        picked = listed if selector is None else [resolve_selector(listed, selector)]
+        if None in picked:
             raise RecipeError([Issue("NAME[:VERSION]", "no such version", value=ref)])
-        for problem in link_problems(root, artifact, listed):
-            damaged += 1
-            click.echo(f"{artifact}: {problem}")
-        for version in chosen:
-            assert version is not None
-            state = check_version(root, artifact, version)
-            label = f"{artifact}:v{version.version}"
-            if state.gone and not version.kept and version.step is not None:
-                click.echo(f"{label} deleted ({version.path}: the framework's keep policy)")
-            elif state.whole:
-                click.echo(f"{label} ok")
-            else:
+        chosen.append((artifact, listed, [v for v in picked if v is not None]))
+    total = sum(
+        int(entry.get("size", 0))
+        for artifact, _, picked in chosen
+        for version in picked
+        for entry in (read_marker(root / artifact, version.version) or {}).get("files", ())
+    )
+    damaged = 0
+    with progress(f"store verify {ref or root}", total=total, counts_bytes=True) as hashed:
+        for artifact, listed, picked in chosen:
+            for problem in link_problems(root, artifact, listed):
                 damaged += 1
-                gone = [f"{root / artifact / version.path} is gone"] if state.gone else []
-                for problem in [*state.problems, *gone]:
-                    click.echo(f"{label} DAMAGED: {problem}")
+                click.echo(f"{artifact}: {problem}")
+            for version in picked:
+                state = check_version(root, artifact, version, hashed=hashed)
+                label = f"{artifact}:v{version.version}"
+                if state.gone and not version.kept and version.step is not None:
+                    click.echo(f"{label} deleted ({version.path}: the framework's keep policy)")
+                elif state.whole:
+                    click.echo(f"{label} ok")
+                else:
+                    damaged += 1
+                    gone = [f"{root / artifact / version.path} is gone"] if state.gone else []
+                    for problem in [*state.problems, *gone]:
+                        click.echo(f"{label} DAMAGED: {problem}")
     if damaged:
         sys.exit(EXIT_DAMAGED)
 

@@ -320,11 +320,13 @@ def _markers(directory: Path) -> dict[int, StoredVersion]:
     return found
 
 
-def _hash_file(path: Path) -> str:
+def _hash_file(path: Path, hashed: Tracker | None = None) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while chunk := handle.read(_HASH_CHUNK):
             digest.update(chunk)
+            if hashed is not None:
+                hashed.advance(len(chunk))
     return digest.hexdigest()
 
 
@@ -339,16 +341,23 @@ def _walk(top: Path) -> Iterator[Path]:
             yield Path(folder, name)
 
 
-def _entry(path: Path, name: str, sha256: str | None = None) -> dict[str, Any]:
+def _entry(
+    path: Path, name: str, sha256: str | None = None, hashed: Tracker | None = None
+) -> dict[str, Any]:
     if path.is_symlink():
         return {"name": name, "link": os.readlink(path)}
     size = path.stat().st_size
-    return {"name": name, "size": size, "sha256": sha256 or _hash_file(path)}
+    return {"name": name, "size": size, "sha256": sha256 or _hash_file(path, hashed)}
 
 
-def _manifest(version_dir: Path) -> list[dict[str, Any]]:
-    """The manifest of a directory a framework wrote (read once, as it is published)."""
-    return [_entry(p, p.relative_to(version_dir).as_posix()) for p in _walk(version_dir)]
+def _manifest(version_dir: Path, what: str) -> list[dict[str, Any]]:
+    """The manifest of a directory a framework wrote (read once, as it is published): every
+    byte is hashed, minutes for a large checkpoint, so it shows its progress as ``what``."""
+    with progress(what, total=tree_bytes(version_dir), counts_bytes=True) as hashed:
+        return [
+            _entry(p, p.relative_to(version_dir).as_posix(), hashed=hashed)
+            for p in _walk(version_dir)
+        ]
 
 
 def _copy_hashing(
@@ -634,7 +643,8 @@ def _publish(
     _phase("files")
     (directory / MARKERS).mkdir(exist_ok=True)
     for version in added:
-        marker = _marker_text(version, _manifest(directory / version.path), meta)
+        what = f"store publish {directory.name}:v{version.version} (hashing {version.path})"
+        marker = _marker_text(version, _manifest(directory / version.path, what), meta)
         _write_synced(_marker(directory, version.version), marker)
     _phase("marker")
     _commit(directory, [*known, *added])
@@ -800,11 +810,17 @@ class VersionState:
 
 
 def check_version(
-    root: Path, artifact: str, version: StoredVersion, *, content: bool = True
+    root: Path,
+    artifact: str,
+    version: StoredVersion,
+    *,
+    content: bool = True,
+    hashed: Tracker | None = None,
 ) -> VersionState:
     """``version`` against its completion marker: every file there with its size, and with its
-    sha256 when ``content`` (reading every byte: what ``store verify`` does; ``submit`` and
-    the job's preflight compare sizes). Nothing is changed."""
+    sha256 when ``content`` (reading every byte: what ``store verify`` does, telling
+    ``hashed`` the bytes as it reads them; ``submit`` and the job's preflight compare sizes).
+    Nothing is changed."""
     directory = root / artifact
     where = directory / version.path
     marker = read_marker(directory, version.version)
@@ -836,7 +852,7 @@ def check_version(
             continue
         if size != entry.get("size"):
             problems.append(f"{path} is {size} bytes, its manifest says {entry.get('size')}")
-        elif content and _hash_file(path) != entry.get("sha256"):
+        elif content and _hash_file(path, hashed) != entry.get("sha256"):
             problems.append(f"{path} does not hold what its manifest's sha256 says")
     for path in _walk(where):
         name = path.relative_to(where).as_posix()

@@ -333,3 +333,24 @@ def test_a_megatron_checkpoint_still_being_written_is_not_published(tmp_path: Pa
     marker = read_marker(tmp_path / "super35-sft-model", version.version)
     assert marker is not None
     assert {entry["name"] for entry in marker["files"]} >= {"shard_0.distcp", "shard_1.distcp"}
+
+
+def test_publish_and_verify_say_how_far_their_hashing_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Both read every byte of a checkpoint (minutes for a large one): off a terminal (a job's
+    # log, CI) each says what it hashes, the bytes of the total and the rate, on stderr.
+    from click.testing import CliRunner
+
+    from recipekit.cli.store import store
+
+    init_store(tmp_path)
+    _save(tmp_path, 40)
+    publish(tmp_path, ARTIFACT, RUN)
+    logged = capsys.readouterr().err
+    assert f"store publish {ARTIFACT}:v0 (hashing {RUN}/step_40): started (7 B)" in logged
+    assert "done: 7 B of 7 B (100%)" in logged
+    done = CliRunner().invoke(store, ["verify", str(tmp_path), ARTIFACT])
+    assert done.exit_code == 0, done.output
+    assert f"store verify {ARTIFACT}: done: 7 B of 7 B (100%)" in done.stderr
+    assert done.stdout == f"{ARTIFACT}:v0 ok\n"
