@@ -40,7 +40,7 @@ def get_at(obj: Any, path: str) -> Any:
 def field_type_at(obj: Any, path: str) -> Any:
     """The annotated type of the key at ``path`` (for parsing a command-line value)."""
     *head, last = split(path)
-    parent, walked = obj, []
+    parent, walked = obj, list[str]()
     for part in head:
         parent = _opened(parent, part, walked)
         walked.append(part)

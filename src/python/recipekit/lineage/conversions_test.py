@@ -49,7 +49,9 @@ def _nemo_rl(version: str) -> dict[str, Any]:
     namespace.update(dict.fromkeys(("Any", "PolicyConfig", "Optional"), object))
     for module, names in wanted.items():
         tree = ast.parse((REFERENCE / "nemo-rl" / version / "nemo_rl" / module).read_text())
-        found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
+        found: list[ast.stmt] = [
+            n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names
+        ]
         exec(compile(ast.Module(body=found, type_ignores=[]), module, "exec"), namespace)
     return namespace
 
