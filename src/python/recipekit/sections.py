@@ -140,24 +140,48 @@ else:
 
 
 # A schema version derived from another states only what it changes: the keys it re-types or
-# re-checks (declared again), and the keys it adds. attrs would move a re-declared key after
-# every inherited one, and put added keys last; a framework's config lists its keys in its own
-# order, which the rendered file keeps. So a re-declared key keeps its base's place, and an
-# added key goes after the key its ``after=`` names, or after the added key declared before it
-# (last, if it is the first and names none).
+# re-checks (declared again), the keys it adds and the keys it drops (``removed_keys``). attrs
+# would move a re-declared key after every inherited one, and put added keys last; a
+# framework's config lists its keys in its own order, which the rendered file keeps. So a
+# re-declared key keeps its base's place unless its ``after=`` moves it, and an added key goes
+# after the key its ``after=`` names, or after the key declared before it (last, if it is the
+# first and names none).
 _AFTER = "recipekit.after"
+# A version that drops keys of the one it derives from names them in a class attribute,
+# ``removed_keys: ClassVar[tuple[str, ...]] = (...)``: they are not fields of it.
+REMOVED_KEYS = "removed_keys"
 
 
 def _in_base_order(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
     base = next((b for b in cls.__mro__[1:] if attrs.has(b)), None)
+    removed = tuple(cls.__dict__.get(REMOVED_KEYS, ()))
     if base is None:
         stray = [f.name for f in fields if f.metadata.get(_AFTER)]
-        if stray:
-            raise TypeError(f"{cls.__name__}: after= places an added key in a derived section; "
-                            f"{', '.join(stray)} derive from none")
+        if stray or removed:
+            raise TypeError(f"{cls.__name__}: after= and removed_keys change a derived "
+                            f"section; {', '.join(stray or removed)} derive from none")
         return fields
+    inherited = [f.name for f in attrs.fields(base)]
+    unknown = [name for name in removed if name not in inherited]
+    if unknown:
+        raise TypeError(f"{cls.__name__}: removed_keys names no key of {base.__name__}: "
+                        f"{', '.join(unknown)} (keys: {', '.join(inherited)})")
+    # The keys this class itself declares (attrs' Attribute.inherited, which its stubs lack).
+    own = set(cls.__dict__.get("__annotations__", {}))
+    redeclared = [f.name for f in fields if f.name in removed and f.name in own]
+    if redeclared:
+        raise TypeError(f"{cls.__name__}: {', '.join(redeclared)} both removed and declared")
+    # attrs collects fields from every class of the MRO: one an ancestor removed is not its
+    # nearest base's, and stays removed.
+    fields = [
+        f for f in fields if f.name not in removed and (f.name in own or f.name in inherited)
+    ]
     by_name = {f.name: f for f in fields}
-    ordered = [by_name.pop(f.name) for f in attrs.fields(base) if f.name in by_name]
+    # A re-declared key stays where its base has it, unless its after= moves it.
+    moved = {f.name for f in fields if f.metadata.get(_AFTER) and f.name in own}
+    ordered = [
+        by_name.pop(f.name) for f in attrs.fields(base) if f.name in by_name and f.name not in moved
+    ]
     previous = ""
     for field in fields:
         if field.name not in by_name:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import pytest
@@ -399,3 +399,35 @@ def test_every_section_builds_compares_and_shows_as_plain_attrs(cls: type) -> No
                 twin_flipped = attrs.evolve(theirs, **{f.name: not getattr(theirs, f.name)})
                 assert (flipped == ours) is (twin_flipped == theirs)
                 assert repr(flipped) == repr(twin_flipped)
+
+
+def test_a_version_drops_the_keys_it_removes_and_moves_a_key_its_after_names() -> None:
+    @section("demo")
+    @frozen_section(kw_only=True, repr=False, eq=False)
+    class Base:
+        a: int = 1
+        gone: bool = False
+        b: int = 2
+        c: int = 3
+
+    @section("demo")
+    @frozen_section(kw_only=True, repr=False, eq=False)
+    class Version(Base):
+        removed_keys: ClassVar[tuple[str, ...]] = ("gone",)
+        c: int | None = optional(after="a")  # type: ignore[assignment]  # re-typed and moved
+
+    @section("demo")
+    @frozen_section(kw_only=True, repr=False, eq=False)
+    class Derived(Version):  # attrs collects every class's fields: removed stays removed
+        b: int = 5
+
+    assert [f.name for f in attrs.fields(Version)] == ["a", "c", "b"]
+    assert [f.name for f in attrs.fields(Derived)] == ["a", "c", "b"]
+    assert Derived().b == 5
+    with pytest.raises(RecipeError, match="gone"):
+        Version(gone=True)  # to mypy's attrs plugin it is still inherited
+    with pytest.raises(TypeError, match="removed_keys names no key of Base: nope"):
+
+        @frozen_section(kw_only=True, repr=False, eq=False)
+        class Wrong(Base):
+            removed_keys: ClassVar[tuple[str, ...]] = ("nope",)

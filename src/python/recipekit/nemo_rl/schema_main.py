@@ -13,7 +13,7 @@ VL configs set and the branch passes through (pydantic ``extra='allow'`` models,
 overrides), are declared as optional keys with a comment saying so.
 """
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 
@@ -32,6 +32,7 @@ from recipekit.nemo_rl.schema_super_v3 import (
     DTensor,
     DynamicBatching,
     Generation,
+    GRPOConfig,
     Logger,
     MathEnvironment,
     Megatron,
@@ -93,44 +94,34 @@ class AsyncGRPOMain(AsyncGRPO):
 
 @section("grpo")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class GRPOConfigMain:
-    """main's GRPOConfig: super-v3's keys without ``penalize_*`` (gone on main), plus the
-    validation-sampling, early-stop and filtering keys."""
+class GRPOConfigMain(GRPOConfig):
+    """main's GRPOConfig: super-v3's without ``penalize_*`` (gone on main), with its
+    validation-sampling, early-stop and filtering keys, looser types where main's are, and
+    main's sub-sections."""
 
-    num_prompts_per_step: int = required(at_least(1))
-    num_generations_per_prompt: int = required(at_least(1))
-    val_num_generations_per_prompt: int | Unset = optional(at_least(1))
-    max_rollout_turns: int = required(at_least(1))
-    max_num_epochs: int = required(at_least(1))
-    max_num_steps: int = required(at_least(1))
-    normalize_rewards: bool = required()
-    use_leave_one_out_baseline: bool = required()
-    val_period: int = required(at_least(0))
+    removed_keys: ClassVar[tuple[str, ...]] = (
+        "penalize_invalid_tool_call",
+        "penalize_malformed_thinking",
+    )
+
     # -1: validate from the first val_period on.
-    val_start_at: int | Unset = optional(at_least(-1))
-    val_at_start: bool = required()
-    val_at_end: bool = required()
-    overlong_filtering: bool | Unset = optional()
-    advantage_clip_low: float | None | Unset = optional()
-    advantage_clip_high: float | None | Unset = optional()
-    max_val_samples: int | None = required(at_least(1))
+    val_start_at: int | Unset = optional(at_least(-1), after="val_period")
+    advantage_clip_low: float | None | Unset = optional(after="overlong_filtering")
+    advantage_clip_high: float | None | Unset = optional(after="advantage_clip_low")
+    val_num_generations_per_prompt: int | Unset = optional(at_least(1), after="max_val_samples")
     stop_at_validation_metric: str | None | Unset = optional()
     stop_at_validation_threshold: float | None | Unset = optional()
-    val_batch_size: int | None = required(at_least(1))
-    seed: int = required()
-    async_grpo: AsyncGRPOMain | None | Unset = optional()
-    batch_multiplier: float | Unset = optional(at_least(1))
-    use_dynamic_sampling: bool = required()
-    dynamic_sampling_max_gen_batches: int | Unset = optional(at_least(1))
-    reward_shaping: RewardShapingMain | Unset = optional()
-    reward_scaling: RewardScaling | Unset = optional()
-    seq_logprob_error_threshold: float | None | Unset = optional()
-    invalid_tool_call_advantage: float | None | Unset = optional()
-    malformed_thinking_advantage: float | None | Unset = optional()
+    val_batch_size: int | None = required(at_least(1))  # type: ignore[assignment]
+    reward_shaping: RewardShapingMain | Unset = optional()  # type: ignore[assignment]
     adv_estimator: AdvantageEstimatorMain | Unset = optional()
-    skip_reference_policy_logprobs_calculation: bool | Unset = optional()
-    calculate_advantages_on_gpu: bool | Unset = optional()
-    deduplicate_multimodal_data: bool | Unset = optional()
+    reward_scaling: RewardScaling | Unset = optional()  # type: ignore[assignment]
+    seq_logprob_error_threshold: float | None | Unset = optional()  # type: ignore[assignment]
+    invalid_tool_call_advantage: float | None | Unset = optional()  # type: ignore[assignment]
+    malformed_thinking_advantage: float | None | Unset = optional()  # type: ignore[assignment]
+    async_grpo: AsyncGRPOMain | None | Unset = optional(  # type: ignore[assignment]
+        after="malformed_thinking_advantage"
+    )
+    deduplicate_multimodal_data: bool | Unset = optional(after="calculate_advantages_on_gpu")
     debug_payload_metrics: bool | Unset = optional()
     # Not a GRPOConfig field on main (extra='allow'); the branch's async GRPO reads it to drop
     # prompts whose generations all score the same. The Super Omni configs set it.
