@@ -53,13 +53,18 @@ def test_rlvr_moved_to_b200_gets_a_layout_that_fits() -> None:
     result = search(rlvr, Hardware(B200_NODE, num_nodes=rlvr.hardware.num_nodes))
     assert result.candidates
     best = result.candidates[0]
-    # EP 16 would leave a B200 node's NVLink; the smallest change keeps everything else.
-    assert best.overrides == {"policy.megatron_cfg.expert_model_parallel_size": 8}
+    # EP 16, and CP 2 beside TP 8 (ring attention's exchange on every layer), would leave a
+    # B200 node's NVLink; the smallest change that keeps both inside it keeps everything else.
+    assert best.overrides == {
+        "policy.megatron_cfg.expert_model_parallel_size": 8,
+        "policy.megatron_cfg.context_parallel_size": 1,
+    }
     assert best.communication == 0
     assert best.plan.stage.hardware.node == B200_NODE
     lines = list(table(result))
     assert "      hardware=Hardware(B200_NODE, num_nodes=36)," in lines
     assert "          'policy.megatron_cfg.expert_model_parallel_size': 8," in lines
+    assert "          'policy.megatron_cfg.context_parallel_size': 1," in lines
 
 
 def test_rlvr_on_its_own_cluster_keeps_its_layout() -> None:

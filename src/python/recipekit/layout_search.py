@@ -6,8 +6,10 @@ is arithmetic; those that fit are ranked by a communication proxy, then by headr
 in that order with every check of the plan until ``top`` pass.
 
 The communication proxy, lower is better (a proxy, not a model of time):
-- a tensor- or expert-parallel group that leaves the NVLink domain: +1 each (all-reduce and
-  all-to-all traffic on every layer would cross InfiniBand);
+- a tensor-, context- or expert-parallel group that leaves the NVLink domain: +1 each
+  (all-reduce, ring attention's key/value exchange and all-to-all traffic on every layer would
+  cross InfiniBand; a context-parallel group spans TP x CP ranks, Megatron-Core placing TP
+  innermost);
 - the 1F1B pipeline bubble, (PP - 1) / (PP - 1 + m) for m micro-batches a step (Narayanan et
   al. 2021).
 Inside NVLink, the recipe's own choices stand: among layouts of equal cost the one that changes
@@ -135,7 +137,7 @@ def communication(layout: Any, hardware: Hardware, config: Any) -> float:
     node = hardware.node
     domain = node.gpus_per_node * node.nvlink_domain_nodes
     p: ParallelLayout = layout.parallel
-    cost = float(p.tp > domain) + float(p.ep * p.etp > domain)
+    cost = float(p.tp > domain) + float(p.tp * p.cp > domain) + float(p.ep * p.etp > domain)
     if p.pp > 1:
         microbatches = _microbatches(p, config)
         cost += (p.pp - 1) / (p.pp - 1 + microbatches)
