@@ -2,7 +2,7 @@
 
 One mechanism serves a recipe variant (``with_values(base, {"policy.precision": ...})``), a
 command-line ``--set policy.precision=bfloat16`` and the derivations: a path is walked down
-the frozen sections and the change is rebuilt upwards with ``attrs.evolve``, so every section
+the frozen sections and the change is rebuilt upwards with ``sections.evolve``, so every section
 on the way re-runs its checks.
 """
 
@@ -18,7 +18,7 @@ import attrs
 from recipekit.convert import structure_value, union_members
 from recipekit.errors import Issue, RecipeError, did_you_mean, join_path
 from recipekit.markers import UNSET, Marker
-from recipekit.sections import SectionError, field_of, key_names
+from recipekit.sections import SectionError, evolve, field_of, key_names
 
 
 def split(path: str) -> list[str]:
@@ -225,7 +225,7 @@ def _replace(obj: Any, parts: list[str], value: Any, walked: list[str]) -> Any:
     child = _opened(obj, head, walked) if rest else _child(obj, head, walked)
     new = _replace(child, rest, value, [*walked, head]) if rest else value
     try:
-        return attrs.evolve(obj, **{_field_name(obj, head, walked): new})
+        return evolve(obj, **{_field_name(obj, head, walked): new})
     except SectionError as exc:
         raise RecipeError(
             [attrs.evolve(i, path=join_path(*walked, i.path)) for i in exc.relative]

@@ -9,6 +9,7 @@ rather than the Python class.
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +25,7 @@ T = TypeVar("T")
 SECTION_PATH = "__section_path__"
 ALIASES = "__key_aliases__"
 _CHECKS = "__type_checks__"
+_BUILD = "__section_build__"
 
 
 def section(
@@ -64,6 +66,11 @@ def section(
         required = frozenset(n for n in names if by_name[n].default is attrs.NOTHING)
 
         def __init__(self: Any, **kwargs: Any) -> None:
+            build(self, kwargs, frozenset())
+
+        def build(self: Any, kwargs: dict[str, Any], checked: frozenset[str]) -> None:
+            # ``checked``: keys whose values a section of this class already holds (evolve),
+            # whose types need no second look; attrs' validators still run on every key.
             if type(self) is not made and SECTION_PATH not in type(self).__dict__:
                 # A subclass attrs made without @section would be built by this class's
                 # __init__ and with this class's fields: refused, not silently wrong.
@@ -85,7 +92,7 @@ def section(
                 for k in sorted(required - kwargs.keys())
             ]
             for name, value in list(kwargs.items()):
-                if name in unknown:
+                if name in unknown or name in checked:
                     continue
                 coerce, ok, expected = checks[name]
                 value = kwargs[name] = coerce(value)
@@ -109,6 +116,7 @@ def section(
                 raise SectionError(made, [issue]) from None
 
         setattr(made, "__init__", __init__)  # noqa: B010 - attrs made none (init=False)
+        setattr(made, _BUILD, build)
         if "__repr__" not in made.__dict__:
             setattr(made, "__repr__", _section_repr)  # noqa: B010
         if "__eq__" not in made.__dict__:
@@ -262,6 +270,23 @@ class SectionError(RecipeError):
         super().__init__([attrs.evolve(i, path=join_path(base, i.path)) for i in relative])
 
 
+def evolve(obj: T, **changes: Any) -> T:
+    """``attrs.evolve`` for a section: a copy with ``changes``, in which only the changed keys'
+    types are checked (the rest are the values ``obj`` was checked with when it was made;
+    sections are frozen), so a change deep in a config does not re-check every key of every
+    section above it. attrs' validators, defaults and ``__attrs_post_init__`` run as in
+    ``attrs.evolve``. Any other attrs instance is ``attrs.evolve``'s."""
+    cls = type(obj)
+    build = cls.__dict__.get(_BUILD)
+    if build is None:
+        return attrs.evolve(obj, **changes)
+    kwargs = {name: getattr(obj, name) for name in getattr(cls, _CHECKS)}
+    kwargs.update(changes)
+    made = object.__new__(cls)
+    build(made, kwargs, frozenset(kwargs.keys() - changes.keys()))
+    return made
+
+
 def is_section(obj: Any) -> bool:
     return attrs.has(type(obj) if not isinstance(obj, type) else obj) and hasattr(obj, _CHECKS)
 
@@ -274,12 +299,16 @@ def key_of(cls: type, field_name: str) -> str:
 
 def field_of(cls: type, key: str) -> str | None:
     """The Python field name of a framework key, or None when the section has no such key."""
-    aliases: dict[str, str] = getattr(cls, ALIASES, {})
-    for name, alias in aliases.items():
-        if alias == key:
-            return name
-    names = {f.name for f in attrs.fields(cls)}
-    return key if key in names else None
+    return _fields_by_key(cls).get(key)
+
+
+@functools.cache
+def _fields_by_key(cls: type) -> dict[str, str]:
+    # Read on every step of every key path (a layout search walks hundreds of thousands).
+    by_key = {f.name: f.name for f in attrs.fields(cls)}
+    for name, alias in getattr(cls, ALIASES, {}).items():
+        by_key[alias] = name
+    return by_key
 
 
 def key_names(cls: type) -> list[str]:
