@@ -279,7 +279,8 @@ def evolve(obj: T, **changes: Any) -> T:
     cls = type(obj)
     build = cls.__dict__.get(_BUILD)
     if build is None:
-        return attrs.evolve(obj, **changes)
+        copy: T = attrs.evolve(obj, **changes)  # type: ignore[misc]  # T: an attrs instance
+        return copy
     kwargs = {name: getattr(obj, name) for name in getattr(cls, _CHECKS)}
     kwargs.update(changes)
     made = object.__new__(cls)
