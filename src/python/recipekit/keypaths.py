@@ -3,7 +3,7 @@
 One mechanism serves a recipe variant (``with_values(base, {"policy.precision": ...})``), a
 command-line ``--set policy.precision=bfloat16`` and the derivations: a path is walked down
 the frozen sections and the change is rebuilt upwards with ``sections.evolve``, so every section
-on the way re-runs its checks.
+on the way checks the value it changes and re-runs its validators.
 """
 
 from __future__ import annotations
