@@ -192,6 +192,51 @@ HOLDOUT_RUNS: list[tuple[str, int, int, str, bool]] = [
     ("dense-4k-mha-swiglu-32k", 8 * K, 1, "full", True),
     ("moe-128x-top4", 2 * K, 1, "full", True),
 ]
+# The third clean hold-out ("check3", tools/calibration/h200-megatron-core-0.19.2-check3.json):
+# chosen and measured before the session that re-derived the activation and allocator terms
+# (SwiGLU's stored tensors, GQA's expanded keys and values, the step's packing) changed the
+# model, and never shown to it. Shapes no earlier grid has: a Llama-like hidden 4096 GQA 32/8
+# SwiGLU with a 128k vocabulary, gated (SwiGLU) experts (64 top-8, 151k vocabulary), a
+# hidden 1024 MHA model with eight layers, 16 experts top-1 at hidden 3072, and hidden 2560
+# GQA 20/4 with a 200k vocabulary; micro-batches 1-4, sequences 1k-16k, recompute none,
+# selective and full; both optimizers.
+HOLDOUT3_MODELS: dict[str, dict[str, Any]] = {
+    "dense-4k-gqa8-swiglu-128k": {
+        "layers": 3, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336, "gated": True,
+        "experts": 0, "top_k": 0, "expert_ffn": 0, "vocab": 128256,
+    },
+    "moe-64x-top8-swiglu-151k": {
+        "layers": 4, "hidden": 2048, "heads": 16, "kv_heads": 4, "ffn": 0, "gated": True,
+        "experts": 64, "top_k": 8, "expert_ffn": 768, "vocab": 151936,
+    },
+    "dense-1k-mha-8l": {
+        "layers": 8, "hidden": 1024, "heads": 16, "kv_heads": 16, "ffn": 4096,
+        "experts": 0, "top_k": 0, "expert_ffn": 0, "vocab": 32768,
+    },
+    "moe-16x-top1-3k": {
+        "layers": 4, "hidden": 3072, "heads": 24, "kv_heads": 4, "ffn": 0,
+        "experts": 16, "top_k": 1, "expert_ffn": 4096, "vocab": 64000,
+    },
+    "dense-2.5k-gqa-200k": {
+        "layers": 4, "hidden": 2560, "heads": 20, "kv_heads": 4, "ffn": 10240,
+        "experts": 0, "top_k": 0, "expert_ffn": 0, "vocab": 200064,
+    },
+}
+# (model, sequence, micro-batch, recompute, fused Adam)
+HOLDOUT3_RUNS: list[tuple[str, int, int, str, bool]] = [
+    ("dense-4k-gqa8-swiglu-128k", 4 * K, 2, "none", False),
+    ("dense-4k-gqa8-swiglu-128k", 8 * K, 1, "selective", True),
+    ("dense-4k-gqa8-swiglu-128k", 16 * K, 1, "full", False),
+    ("moe-64x-top8-swiglu-151k", 4 * K, 1, "none", True),
+    ("moe-64x-top8-swiglu-151k", 8 * K, 2, "full", False),
+    ("moe-64x-top8-swiglu-151k", 2 * K, 3, "selective", False),
+    ("dense-1k-mha-8l", 1 * K, 4, "none", False),
+    ("dense-1k-mha-8l", 16 * K, 1, "selective", True),
+    ("moe-16x-top1-3k", 2 * K, 3, "selective", True),
+    ("moe-16x-top1-3k", 8 * K, 1, "none", False),
+    ("dense-2.5k-gqa-200k", 4 * K, 1, "full", False),
+    ("dense-2.5k-gqa-200k", 2 * K, 2, "none", True),
+]
 STEPS = 3
 
 
@@ -211,7 +256,8 @@ def _wide_spec(
 ) -> dict[str, Any]:
     """One run of a wide-grid model: the model's sizes, the shape, its set."""
     return {
-        "name": name, **{**WIDE_MODELS, **HOLDOUT_MODELS}[name], "seq": seq, "micro_batch": micro,
+        "name": name, **{**WIDE_MODELS, **HOLDOUT_MODELS, **HOLDOUT3_MODELS}[name], "seq": seq,
+        "micro_batch": micro,
         "recompute": recompute, "set": which, **extra,
     }  # fmt: skip
 
@@ -225,11 +271,12 @@ def fused_adam_specs(check: bool = False) -> list[dict[str, Any]]:
     ]
 
 
-def holdout_specs() -> list[dict[str, Any]]:
-    """The second hold-out's runs (HOLDOUT_RUNS), in set "check2"."""
+def holdout_specs(which: str = "check2") -> list[dict[str, Any]]:
+    """A hold-out's runs (HOLDOUT_RUNS as "check2", HOLDOUT3_RUNS as "check3")."""
+    runs = HOLDOUT3_RUNS if which == "check3" else HOLDOUT_RUNS
     return [
-        _wide_spec(name, seq, micro, recompute, which="check2", fused_adam=fused)
-        for name, seq, micro, recompute, fused in HOLDOUT_RUNS
+        _wide_spec(name, seq, micro, recompute, which=which, fused_adam=fused)
+        for name, seq, micro, recompute, fused in runs
     ]
 
 
@@ -424,8 +471,8 @@ def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) 
         ]
     elif grid in ("fused", "fused-check"):
         specs = fused_adam_specs(check=grid == "fused-check")
-    elif grid == "check2":
-        specs = holdout_specs()
+    elif grid in ("check2", "check3"):
+        specs = holdout_specs(grid)
     else:
         specs = wide_specs()
     if only:
@@ -610,7 +657,9 @@ def main() -> int:
     run = sub.add_parser("measure", help="on a GPU: measure every run, write JSON")
     run.add_argument("--out", type=Path, required=True)
     run.add_argument(
-        "--grid", choices=("first", "wide", "fused", "fused-check", "check2"), default="wide"
+        "--grid",
+        choices=("first", "wide", "fused", "fused-check", "check2", "check3"),
+        default="wide",
     )
     run.add_argument("--set", choices=("fit", "check", "allocator"), dest="only",
                      help="only the runs of this set")
