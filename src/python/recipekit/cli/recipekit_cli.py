@@ -427,9 +427,12 @@ def _lineage_section(chain: Any, planned: list[Any], cluster: str | None) -> Any
         return lineage_section(draw_svg(chain.pipeline), with_status=False)
     from recipekit.launch.profiles import find_profile
     from recipekit.pipeline.status import status_svg
-    from recipekit.pipeline.submit import chain_status
+    from recipekit.pipeline.submit import as_submitted, chain_status
 
-    rows = chain_status(planned, find_profile(cluster))
+    profile = find_profile(cluster)
+    # As `pipeline status` draws it: a stage not submitted is up to date by its action key.
+    planned, runs, actions = as_submitted(chain, planned, profile)
+    rows = chain_status(planned, profile, runs, actions)
     return lineage_section(status_svg(chain, planned, rows), with_status=True)
 
 
