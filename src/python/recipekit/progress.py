@@ -161,11 +161,30 @@ class _Bar:
         self.live.stop()
 
 
+class _Silent:
+    """Nothing shown: a caller that is not a command (a test, a library use) asked for quiet."""
+
+    def start(self) -> None:
+        pass
+
+    def advance(self, amount: int) -> None:
+        pass
+
+    def tick(self) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+    def stop(self, failed: bool) -> None:
+        pass
+
+
 @attrs.frozen
 class Tracker:
     """What the work tells as it goes: bytes or items done, or a short note."""
 
-    _shown: _Plain | _Bar
+    _shown: _Plain | _Bar | _Silent
 
     def advance(self, amount: int = 1) -> None:
         self._shown.advance(amount)
@@ -187,19 +206,23 @@ def progress(
     stream: TextIO | None = None,
     terminal: bool | None = None,
     every_s: float = PLAIN_EVERY_S,
+    silent: bool = False,
 ) -> Iterator[Tracker]:
     """Show ``what`` is being done for as long as the block runs.
 
     ``total``: how many bytes (``counts_bytes``) or items the work is, None when unknown (a
     wait). ``terminal`` overrides the choice :func:`on_terminal` makes for ``stream`` (stderr).
+    ``silent``: show nothing (the same code run where nobody watches).
     """
     out = sys.stderr if stream is None else stream
     bar = on_terminal(out) if terminal is None else terminal
-    shown: _Plain | _Bar = (
-        _Bar(what, total, counts_bytes, out)
-        if bar
-        else _Plain(what, total, counts_bytes, out, every_s)
-    )
+    shown: _Plain | _Bar | _Silent
+    if silent:
+        shown = _Silent()
+    elif bar:
+        shown = _Bar(what, total, counts_bytes, out)
+    else:
+        shown = _Plain(what, total, counts_bytes, out, every_s)
     shown.start()
     failed = True
     try:

@@ -240,10 +240,7 @@ def layout(
         node = {n.name: n for n in (GB200_NODE, B200_NODE, H100_NODE)}[node_name]
     hardware = Hardware(node, num_nodes=nodes or stage.hardware.num_nodes)
 
-    def progress(line: str) -> None:
-        click.echo(line, err=True)
-
-    result = search(stage, hardware, top=top, progress=progress)
+    result = search(stage, hardware, top=top, show_progress=True)
     if output_format == "json":
         click.echo(json.dumps(result.as_json(), indent=2))
     else:
