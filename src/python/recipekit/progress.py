@@ -107,6 +107,9 @@ class _Plain:
     def note(self, text: str) -> None:
         self.line(text)
 
+    def set_total(self, total: int) -> None:
+        self.total = total
+
     def stop(self, failed: bool) -> None:
         self.line(("failed after " if failed else "done: ") + self.so_far())
 
@@ -155,6 +158,9 @@ class _Bar:
     def note(self, text: str) -> None:
         self.live.update(self.task, note=text)
 
+    def set_total(self, total: int) -> None:
+        self.live.update(self.task, total=total)
+
     def stop(self, failed: bool) -> None:
         if failed:
             self.live.update(self.task, note="failed")
@@ -176,6 +182,9 @@ class _Silent:
     def note(self, text: str) -> None:
         pass
 
+    def set_total(self, total: int) -> None:
+        pass
+
     def stop(self, failed: bool) -> None:
         pass
 
@@ -195,6 +204,10 @@ class Tracker:
 
     def note(self, text: str) -> None:
         self._shown.note(text)
+
+    def set_total(self, total: int) -> None:
+        """The work's size, learnt once it started (a child process that counts first)."""
+        self._shown.set_total(total)
 
 
 @contextlib.contextmanager

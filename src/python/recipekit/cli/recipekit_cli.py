@@ -93,12 +93,12 @@ def snapshots(update: bool, root: Path) -> None:
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     if update:
-        changed = snaps.update(root)
+        changed = snaps.update(root, show_progress=True)
         for path in changed:
             click.echo(f"wrote {path}")
         click.echo(f"{len(changed)} snapshot files changed")
         return
-    mismatches = snaps.check(root)
+    mismatches = snaps.check(root, show_progress=True)
     if mismatches:
         click.echo(snaps.mismatch_text(mismatches), err=True, nl=False)
         sys.exit(1)
@@ -127,7 +127,7 @@ def diff(first: str, rest: tuple[str, ...], output_format: str) -> None:
         title = f"{first} -> {rest[0]}"
         extra = {"from": first, "to": rest[0]}
     else:
-        changes = plandiff.diff_revision(root, first, rest)
+        changes = plandiff.diff_revision(root, first, rest, show_progress=True)
         if rest and not changes:
             raise RecipeError([Issue(" ".join(rest), "no such stage at either revision")])
         title = f"{first} -> working tree"
@@ -398,7 +398,7 @@ def report(target: str, html_file: Path, diff_base: str | None, cluster: str | N
     if diff_base is not None:
         from recipekit.review import plandiff
 
-        changes = plandiff.diff_revision(root, diff_base, targets)
+        changes = plandiff.diff_revision(root, diff_base, targets, show_progress=True)
         sections.append(html_report.diff_section(f"{diff_base} -> this change", changes))
     html_file.write_text(html_report.page(title, sections))
     click.echo(f"wrote {html_file}")
