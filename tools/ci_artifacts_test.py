@@ -76,3 +76,20 @@ def test_the_workflow_is_a_thin_shell_over_the_scripts() -> None:
         assert (ROOT / script).stat().st_mode & 0o111, f"{script} is not executable"
     # Secrets reach the jobs as environment only.
     assert "secrets.RECIPEKIT_CACHE_TOKEN" in jobs["build"]["env"]["CACHE_TOKEN"]
+
+
+def test_each_job_installs_the_debian_packages_it_needs_on_debian() -> None:
+    jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
+    # The lists name Debian packages (Ubuntu 22.04's `chromium` is a stub for the snap): a job
+    # that installs any runs in Debian, the distribution `bash .ci/run` uses.
+    for name in ("build", "review"):
+        assert jobs[name]["container"]["image"] == "debian:bookworm", name
+    assert "--privileged" in jobs["build"]["container"]["options"]  # netns for Slurm, Chromium
+    runs = {name: [s.get("run", "") for s in job["steps"]] for name, job in jobs.items()}
+    # The review job installs only what drawing the report needs; the build job every list
+    # (tools/ci/build runs tools/install-system-deps with none named).
+    assert any(run == "tools/install-system-deps review" for run in runs["review"])
+    assert "tools/install-system-deps\n" in (ROOT / "tools/ci/build").read_text()
+    assert not any("install-system-deps" in run for run in runs["publish"])
+    review = (ROOT / "tools/system-packages/review.list").read_text()
+    assert "graphviz" in review and "chromium" not in review

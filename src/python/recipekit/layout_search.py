@@ -19,7 +19,7 @@ the fewest keys ranks first, so a stage moved to another cluster keeps what stil
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -86,9 +86,13 @@ def search(
     hardware: Hardware | None = None,
     *,
     top: int = 10,
-    progress: Callable[[str], None] | None = None,
+    show_progress: bool = False,
 ) -> SearchResult:
-    """The ``top`` best layouts of ``stage`` (on ``hardware``, when given)."""
+    """The ``top`` best layouts of ``stage`` (on ``hardware``, when given). ``show_progress``:
+    say how far the pricing and the planning are on stderr (``recipekit.progress``): pricing
+    thousands of candidates takes tens of seconds."""
+    from recipekit.progress import progress
+
     started = time.perf_counter()
     moved = hardware is not None and hardware != stage.hardware
     if hardware is not None:
@@ -98,37 +102,43 @@ def search(
     config, _ = framework.derive(config, hw)
     base, _, _ = framework.check(config, hw, model)
     priced: list[tuple[float, int, float, dict[str, Any]]] = []
-    tried = 0
-    for layout, overrides in framework.layout_candidates(base, hw, model):
-        tried += 1
-        try:
-            candidate = with_values(config, overrides)
-        except RecipeError:
-            continue  # a value its section refuses: make_plan would say why
-        estimate = framework.memory(candidate, hw, model, layout)
-        if estimate is None:
-            continue
-        errors, _ = estimate.issues()
-        if errors:
-            continue
-        proxy = communication(layout, hw, config)
-        changes = sum(_lookup(config, k) != v for k, v in overrides.items())
-        priced.append((round(proxy, 3), changes, -estimate.headroom_gib, overrides))
+    # Listed first (cheap: sizes, no pricing) so that the progress has a total.
+    candidates = list(framework.layout_candidates(base, hw, model))
+    tried = len(candidates)
+    what = f"layout {stage.name}"
+    with progress(f"{what}: pricing", total=tried, silent=not show_progress) as bar:
+        for layout, overrides in candidates:
+            bar.advance()
+            try:
+                candidate = with_values(config, overrides)
+            except RecipeError:
+                continue  # a value its section refuses: make_plan would say why
+            estimate = framework.memory(candidate, hw, model, layout)
+            if estimate is None:
+                continue
+            errors, _ = estimate.issues()
+            if errors:
+                continue
+            proxy = communication(layout, hw, config)
+            changes = sum(_lookup(config, k) != v for k, v in overrides.items())
+            priced.append((round(proxy, 3), changes, -estimate.headroom_gib, overrides))
+        bar.note(f"{len(priced)} fit in memory")
     # Cheapest communication first; among equals, the fewest changes to the recipe, then the
     # most headroom.
     priced.sort(key=lambda item: item[:3])
-    if progress is not None:
-        progress(f"{tried} layouts tried, {len(priced)} fit in memory; planning them in order")
     found: list[Candidate] = []
-    for proxy, _, negative_headroom, overrides in priced:
-        try:
-            plan = make_plan(stage, [f"{k}={_yaml_value(v)}" for k, v in overrides.items()])
-        except RecipeError:
-            continue
-        changed = {k: v for k, v in overrides.items() if _lookup(config, k) != v}
-        found.append(Candidate(changed, plan, -negative_headroom, proxy))
-        if len(found) == top:
-            break
+    wanted = min(top, len(priced))
+    with progress(f"{what}: planning the best", total=wanted, silent=not show_progress) as bar:
+        for proxy, _, negative_headroom, overrides in priced:
+            try:
+                plan = make_plan(stage, [f"{k}={_yaml_value(v)}" for k, v in overrides.items()])
+            except RecipeError:
+                continue
+            changed = {k: v for k, v in overrides.items() if _lookup(config, k) != v}
+            found.append(Candidate(changed, plan, -negative_headroom, proxy))
+            bar.advance()
+            if len(found) == top:
+                break
     seconds = time.perf_counter() - started
     return SearchResult(stage, tuple(found), tried, len(priced), seconds, moved)
 

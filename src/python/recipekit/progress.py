@@ -107,6 +107,9 @@ class _Plain:
     def note(self, text: str) -> None:
         self.line(text)
 
+    def set_total(self, total: int) -> None:
+        self.total = total
+
     def stop(self, failed: bool) -> None:
         self.line(("failed after " if failed else "done: ") + self.so_far())
 
@@ -155,17 +158,42 @@ class _Bar:
     def note(self, text: str) -> None:
         self.live.update(self.task, note=text)
 
+    def set_total(self, total: int) -> None:
+        self.live.update(self.task, total=total)
+
     def stop(self, failed: bool) -> None:
         if failed:
             self.live.update(self.task, note="failed")
         self.live.stop()
 
 
+class _Silent:
+    """Nothing shown: a caller that is not a command (a test, a library use) asked for quiet."""
+
+    def start(self) -> None:
+        pass
+
+    def advance(self, amount: int) -> None:
+        pass
+
+    def tick(self) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+    def set_total(self, total: int) -> None:
+        pass
+
+    def stop(self, failed: bool) -> None:
+        pass
+
+
 @attrs.frozen
 class Tracker:
     """What the work tells as it goes: bytes or items done, or a short note."""
 
-    _shown: _Plain | _Bar
+    _shown: _Plain | _Bar | _Silent
 
     def advance(self, amount: int = 1) -> None:
         self._shown.advance(amount)
@@ -177,6 +205,10 @@ class Tracker:
     def note(self, text: str) -> None:
         self._shown.note(text)
 
+    def set_total(self, total: int) -> None:
+        """The work's size, learnt once it started (a child process that counts first)."""
+        self._shown.set_total(total)
+
 
 @contextlib.contextmanager
 def progress(
@@ -187,19 +219,23 @@ def progress(
     stream: TextIO | None = None,
     terminal: bool | None = None,
     every_s: float = PLAIN_EVERY_S,
+    silent: bool = False,
 ) -> Iterator[Tracker]:
     """Show ``what`` is being done for as long as the block runs.
 
     ``total``: how many bytes (``counts_bytes``) or items the work is, None when unknown (a
     wait). ``terminal`` overrides the choice :func:`on_terminal` makes for ``stream`` (stderr).
+    ``silent``: show nothing (the same code run where nobody watches).
     """
     out = sys.stderr if stream is None else stream
     bar = on_terminal(out) if terminal is None else terminal
-    shown: _Plain | _Bar = (
-        _Bar(what, total, counts_bytes, out)
-        if bar
-        else _Plain(what, total, counts_bytes, out, every_s)
-    )
+    shown: _Plain | _Bar | _Silent
+    if silent:
+        shown = _Silent()
+    elif bar:
+        shown = _Bar(what, total, counts_bytes, out)
+    else:
+        shown = _Plain(what, total, counts_bytes, out, every_s)
     shown.start()
     failed = True
     try:

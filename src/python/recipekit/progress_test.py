@@ -27,12 +27,16 @@ print("stdout stays clean")
 """
 
 
-def _run_on_pty(environ: dict[str, str]) -> tuple[str, str]:
-    """Run SCRIPT with stderr on a pseudo-terminal; (stdout, what the terminal received)."""
+def _run_on_pty(environ: dict[str, str], *args: str) -> tuple[str, str]:
+    """Run SCRIPT (or ``args``, a Python command line) with stderr on a pseudo-terminal;
+    (stdout, what the terminal received)."""
     leader, follower = pty.openpty()
     env = {**environ, "PYTHONPATH": os.pathsep.join(sys.path), "TERM": "xterm"}
     with subprocess.Popen(
-        [sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE, stderr=follower, env=env
+        [sys.executable, *(args or ("-c", SCRIPT))],
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env=env,
     ) as child:
         os.close(follower)
         received = b""
@@ -95,3 +99,34 @@ def test_a_pipe_is_not_a_terminal() -> None:
     with os.fdopen(write, "w") as stream:
         assert not on_terminal(stream, environ={})
     os.close(read)
+
+
+# A real command: `recipekit layout` on the guide's DAPO stage moved to three B200 nodes
+# (about two thousand candidates priced, a few seconds).
+LAYOUT = [
+    "-c",
+    "from recipekit.cli.recipekit_cli import main; main()",
+    "layout", "recipes.super3.dapo:dapo_gb200", "--nodes", "3", "--node", "B200", "--top", "2",
+]  # fmt: skip
+
+
+def test_recipekit_layout_on_a_terminal_shows_a_bar_and_its_table_stays_on_stdout() -> None:
+    stdout, terminal = _run_on_pty(_without_ci(), *LAYOUT)
+    assert stdout.startswith("dapo-gb200 on 3 x B200 ")
+    assert "layout dapo-gb200: pricing" in terminal and "━" in terminal
+    assert re.search(r"(\d+)/\1", terminal)  # every candidate priced, of the total
+    assert "fit in memory" in terminal
+    assert not re.search(STAMP, terminal)
+
+
+def test_recipekit_layout_off_a_terminal_writes_timestamped_lines() -> None:
+    done = subprocess.run([sys.executable, *LAYOUT], capture_output=True, text=True, env={
+        **_without_ci(), "PYTHONPATH": os.pathsep.join(sys.path)
+    }, check=True)  # fmt: skip
+    assert done.stdout.startswith("dapo-gb200 on 3 x B200 ")
+    lines = done.stderr.splitlines()
+    assert all(re.match(rf"{STAMP} layout dapo-gb200: ", line) for line in lines), lines
+    assert re.match(rf"{STAMP} layout dapo-gb200: pricing: started \((\d+)\)$", lines[0])
+    total = lines[0].rsplit("(", 1)[1].rstrip(")")
+    assert f"pricing: done: {total} of {total} (100%)" in done.stderr
+    assert "planning the best: done: 2 of 2 (100%)" in done.stderr

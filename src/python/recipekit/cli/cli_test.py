@@ -142,7 +142,7 @@ def test_layout_moves_a_stage_to_other_nodes() -> None:
     header = ["#", "layout", "peak", "phase", "peak", "%", "headroom", "GiB", "comm"]
     assert lines[2].split() == header
     assert "      hardware=Hardware(B200_NODE, num_nodes=3)," in lines
-    assert "layouts tried" in result.stderr  # progress goes to stderr
+    assert "layout dapo-gb200: pricing: started (" in result.stderr  # progress: stderr
 
 
 def test_layout_json_and_a_stage_name_with_a_typo() -> None:

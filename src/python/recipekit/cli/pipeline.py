@@ -96,13 +96,15 @@ def plan_command(
     from recipekit.errors import RecipeError
     from recipekit.pipeline.actions import NoStore, damaged_inputs, plan_actions
     from recipekit.pipeline.chain import plan_chain
-    from recipekit.pipeline.submit import chain_records
+    from recipekit.pipeline.submit import chain_images, chain_records
 
     chain = _chain(folder)
-    records = chain_records(_find_profile(cluster))
+    profile = _find_profile(cluster)
+    records = chain_records(profile)
     stored = records.names() if records is not None else None
     planned = plan_chain(chain, chain.between(start, until), overrides, stored=stored)
-    actions = plan_actions(chain, planned, records or NoStore(), rerun=rerun)
+    images = chain_images(profile) if profile is not None else None
+    actions = plan_actions(chain, planned, records or NoStore(), rerun=rerun, images=images)
     damaged = damaged_inputs(records.root, actions) if records is not None else []
     if damaged:
         raise RecipeError(damaged, context="pipeline plan: a stage would read a damaged input")
@@ -256,13 +258,13 @@ def status_command(
     """
     from recipekit.launch.profiles import find_profile
     from recipekit.pipeline.chain import plan_chain
-    from recipekit.pipeline.submit import chain_status
+    from recipekit.pipeline.submit import as_submitted, chain_status
 
     chain = _chain(folder)
     planned = plan_chain(chain, chain.between(start, until), overrides)
     profile = find_profile(cluster)
-    planned, runs = _as_submitted(chain, planned, profile, overrides)
-    rows = chain_status(planned, profile, runs)
+    planned, runs, actions = as_submitted(chain, planned, profile, overrides)
+    rows = chain_status(planned, profile, runs, actions)
     text = "\n".join(_status_lines(rows))
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2))
@@ -283,32 +285,6 @@ def status_command(
         sections = [lineage_section(svg, with_status=True), text_section("status", "Jobs", text)]
         html_file.write_text(page(title, sections))
         click.echo(f"wrote {html_file}", err=True)
-
-
-def _as_submitted(
-    chain: Any, planned: list[Any], profile: Any, overrides: tuple[str, ...]
-) -> tuple[list[Any], dict[str, str]]:
-    """The plans as `pipeline submit` submits them (a stage that runs is pinned to the input
-    versions resolved, so its run directory is the pinned plan's), and for a stage that is up
-    to date, the run that made its version."""
-    if profile.artifact_store is None:
-        return planned, {}
-    from recipekit.lineage.store import is_store, versions
-    from recipekit.pipeline.actions import StoreRecords, pinned_plans, plan_actions
-
-    store = Path(profile.artifact_store.path)
-    if not is_store(store):
-        return planned, {}
-    actions = plan_actions(chain, planned, StoreRecords(store))
-    pinned = {p.name: p for p in pinned_plans(chain, planned, actions, overrides)}
-    runs: dict[str, str] = {}
-    for entry, action in zip(planned, actions, strict=True):
-        output = entry.lineage.output
-        if not action.runs and action.version is not None and output is not None:
-            made = [v for v in versions(store, output) if v.version == action.version]
-            if made:
-                runs[entry.name] = made[0].run
-    return [pinned.get(p.name, p) for p in planned], runs
 
 
 def _status_lines(rows: list[dict[str, Any]]) -> list[str]:

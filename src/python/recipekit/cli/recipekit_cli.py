@@ -93,12 +93,12 @@ def snapshots(update: bool, root: Path) -> None:
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     if update:
-        changed = snaps.update(root)
+        changed = snaps.update(root, show_progress=True)
         for path in changed:
             click.echo(f"wrote {path}")
         click.echo(f"{len(changed)} snapshot files changed")
         return
-    mismatches = snaps.check(root)
+    mismatches = snaps.check(root, show_progress=True)
     if mismatches:
         click.echo(snaps.mismatch_text(mismatches), err=True, nl=False)
         sys.exit(1)
@@ -127,7 +127,7 @@ def diff(first: str, rest: tuple[str, ...], output_format: str) -> None:
         title = f"{first} -> {rest[0]}"
         extra = {"from": first, "to": rest[0]}
     else:
-        changes = plandiff.diff_revision(root, first, rest)
+        changes = plandiff.diff_revision(root, first, rest, show_progress=True)
         if rest and not changes:
             raise RecipeError([Issue(" ".join(rest), "no such stage at either revision")])
         title = f"{first} -> working tree"
@@ -240,10 +240,7 @@ def layout(
         node = {n.name: n for n in (GB200_NODE, B200_NODE, H100_NODE)}[node_name]
     hardware = Hardware(node, num_nodes=nodes or stage.hardware.num_nodes)
 
-    def progress(line: str) -> None:
-        click.echo(line, err=True)
-
-    result = search(stage, hardware, top=top, progress=progress)
+    result = search(stage, hardware, top=top, show_progress=True)
     if output_format == "json":
         click.echo(json.dumps(result.as_json(), indent=2))
     else:
@@ -401,7 +398,7 @@ def report(target: str, html_file: Path, diff_base: str | None, cluster: str | N
     if diff_base is not None:
         from recipekit.review import plandiff
 
-        changes = plandiff.diff_revision(root, diff_base, targets)
+        changes = plandiff.diff_revision(root, diff_base, targets, show_progress=True)
         sections.append(html_report.diff_section(f"{diff_base} -> this change", changes))
     html_file.write_text(html_report.page(title, sections))
     click.echo(f"wrote {html_file}")
@@ -427,9 +424,12 @@ def _lineage_section(chain: Any, planned: list[Any], cluster: str | None) -> Any
         return lineage_section(draw_svg(chain.pipeline), with_status=False)
     from recipekit.launch.profiles import find_profile
     from recipekit.pipeline.status import status_svg
-    from recipekit.pipeline.submit import chain_status
+    from recipekit.pipeline.submit import as_submitted, chain_status
 
-    rows = chain_status(planned, find_profile(cluster))
+    profile = find_profile(cluster)
+    # As `pipeline status` draws it: a stage not submitted is up to date by its action key.
+    planned, runs, actions = as_submitted(chain, planned, profile)
+    rows = chain_status(planned, profile, runs, actions)
     return lineage_section(status_svg(chain, planned, rows), with_status=True)
 
 

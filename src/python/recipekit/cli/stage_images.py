@@ -106,6 +106,7 @@ def artifacts(
         lock=_read_lock(lock_file),
         base_blobs=Layout(base_blobs) if base_blobs else None,
         dependencies=DependenciesLayer.read(dependencies_record) if dependencies_record else None,
+        show_progress=True,
     )
     for entry in manifest["files"]:
         click.echo(f"{entry['sha256']}  {entry['size']:>10}  {out / entry['path']}")
@@ -151,7 +152,7 @@ def lock(
     import attrs
 
     from recipekit.errors import did_you_mean
-    from recipekit.images.lock import BaseImage, lock_base, write_lock
+    from recipekit.images.lock import BaseImage, lock_base, registry_requests, write_lock
 
     if "/" in base:
         declared = BaseImage(name=name or base.rsplit("/", 1)[-1].split(":")[0], reference=base)
@@ -164,8 +165,15 @@ def lock(
     target = out or Path("containers") / f"{declared.name}.lock.json"
     from recipekit.progress import progress
 
-    with progress(f"lock {declared.reference} (asking its registry)"):
-        locked = lock_base(declared, tls_verify=tls_verify)
+    # Each platform's manifest and config are a request each: counted, with what came back.
+    requests = registry_requests(declared)
+    with progress(f"lock {declared.reference} (registry requests)", total=requests) as bar:
+
+        def asked(what: str) -> None:
+            bar.advance()
+            bar.note(what)
+
+        locked = lock_base(declared, tls_verify=tls_verify, asked=asked)
     write_lock(locked, target)
     click.echo(f"locked {declared.reference} at {locked.index.digest} -> {target}")
 
@@ -184,12 +192,15 @@ def publish(
     from recipekit.images.oci import Layout
     from recipekit.images.registry import Reference
     from recipekit.images.ship import publish as publish_image
-    from recipekit.progress import progress
 
-    with progress(f"publish {layout} -> {destination} (skopeo copy)"):
-        digest = publish_image(
-            Layout(layout), tag, destination, _read_lock(lock_file), tls_verify=tls_verify
-        )
+    digest = publish_image(
+        Layout(layout),
+        tag,
+        destination,
+        _read_lock(lock_file),
+        tls_verify=tls_verify,
+        show_progress=True,
+    )
     click.echo(f"published {Reference.parse(destination).by_digest(digest)}")
 
 
@@ -217,6 +228,7 @@ def export_sqsh(
         _read_lock(lock_file),
         tls_verify=tls_verify,
         epoch=source_date_epoch(),
+        show_progress=True,
     )
     click.echo(f"wrote {path}")
 

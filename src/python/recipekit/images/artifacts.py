@@ -17,7 +17,7 @@ import hashlib
 import io
 import json
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -187,18 +187,54 @@ def build_artifacts(
     lock: BaseLock | None,
     base_blobs: Layout | None = None,
     dependencies: DependenciesLayer | None = None,
+    show_progress: bool = False,
 ) -> dict[str, Any]:
     """Write the stage's artifacts into ``out``; returns (and writes) their manifest.
 
     With ``dependencies`` (a layer built apart from a Pex of the same requirements), ``out`` gets
     neither ``stage.pex`` nor the dependencies layer (tar and blob): the manifest lists them, and
-    the caller places them."""
+    the caller places them. ``show_progress``: which of the parts (launcher layer, dependencies
+    layer, image, manifest) is done of all (stderr)."""
+    from recipekit.progress import progress
+
+    parts = 2 + (dependencies is None) + (lock is not None)
+    what = f"artifacts {info.stage}"
+    with progress(what, total=parts, silent=not show_progress) as bar:
+
+        def done(part: str) -> None:
+            bar.advance()
+            bar.note(part)
+
+        return _build_artifacts(
+            out,
+            pex=pex,
+            rendered=rendered,
+            info=info,
+            lock=lock,
+            base_blobs=base_blobs,
+            dependencies=dependencies,
+            done=done,
+        )
+
+
+def _build_artifacts(
+    out: Path,
+    *,
+    pex: bytes,
+    rendered: Mapping[str, bytes],
+    info: BuildInfo,
+    lock: BaseLock | None,
+    base_blobs: Layout | None,
+    dependencies: DependenciesLayer | None,
+    done: Callable[[str], None],
+) -> dict[str, Any]:
     if out.exists() and any(out.iterdir()):
         # Old blobs would sit in the layout and in the manifest beside the new ones.
         raise RecipeError([Issue(str(out), "is not empty", hint="give a new or empty directory")])
     out.mkdir(parents=True, exist_ok=True)
     launcher = launcher_layer(pex, rendered, mtime=info.epoch)
     (out / LAYER_FILE).write_bytes(launcher)
+    done("launcher layer")
     if dependencies is None:
         (out / PEX_FILE).write_bytes(pex)
         (out / PEX_FILE).chmod(0o755)
@@ -206,6 +242,7 @@ def build_artifacts(
         (out / DEPS_LAYER_FILE).write_bytes(deps_data)
         deps_layer = AppendedLayer(DEPS_LAYER_WHAT, data=deps_data)
         big = [_described(PEX_FILE, pex), _described(DEPS_LAYER_FILE, deps_data)]
+        done("dependencies layer")
     else:
         if dependencies.fingerprint != dependencies_fingerprint(pex):
             raise RecipeError(
@@ -240,6 +277,7 @@ def build_artifacts(
             IMAGE_TAG,
             base_blobs=base_blobs,
         )
+        done("image")
         missing = set(missing_blobs(layout, IMAGE_TAG)) - placed_apart
         manifest["image"] = {
             "layout": IMAGE_DIR,
@@ -254,4 +292,5 @@ def build_artifacts(
             image_files[blob] = dependencies.described_at(str(blob.relative_to(out)))
         manifest["files"] += [image_files[path] for path in sorted(image_files)]
     (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    done("manifest")
     return manifest

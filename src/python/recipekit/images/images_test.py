@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import shutil
 import tarfile
 import zipfile
 from pathlib import Path
@@ -30,6 +31,7 @@ from recipekit.images.oci import (
     Platform,
 )
 from recipekit.images.registry import Reference, is_loopback, pinned_image_issue
+from recipekit.progress import human_bytes
 
 
 def _pex(recipe: bytes = b"STAGE = 1\n") -> bytes:
@@ -230,3 +232,57 @@ def test_artifacts_refuse_a_directory_that_holds_an_older_build(tmp_path: Path) 
     build_artifacts(tmp_path / "out", pex=_pex(), rendered={}, info=info, lock=None)
     with pytest.raises(RecipeError, match="is not empty"):
         build_artifacts(tmp_path / "out", pex=_pex(), rendered={}, info=info, lock=None)
+
+
+@pytest.mark.skipif(shutil.which("skopeo") is None, reason="needs skopeo (Debian: skopeo)")
+def test_a_copy_names_each_blob_it_takes_up_so_publish_can_count_its_bytes(
+    tmp_path: Path,
+) -> None:
+    from recipekit.images.registry import copy_all
+    from recipekit.images.ship import image_blobs
+
+    base = Layout.create(tmp_path / "base")
+    lock = _base_lock(base)
+    info = BuildInfo(stage="s", plan_hash="abc", git_commit="c0ffee", lockfile_sha256="f", epoch=0)
+    build_artifacts(
+        tmp_path / "out", pex=_pex(), rendered={}, info=info, lock=lock, base_blobs=base
+    )
+    layout = Layout(tmp_path / "out" / "image")
+    sizes = image_blobs(layout, "stage")
+    # Per platform a config and its base layer; the dependencies and launcher layers shared.
+    assert len(sizes) == 6
+    named: list[str] = []
+    copy_all(f"oci:{layout.root}:stage", f"dir:{tmp_path / 'copy'}", flags=[], on_blob=named.append)
+    # Every blob is named (the layers both platforms share, once each time skopeo takes them up).
+    assert set(named) == set(sizes)
+
+
+@pytest.mark.skipif(
+    not (shutil.which("umoci") and shutil.which("mksquashfs")),
+    reason="needs umoci and mksquashfs (Debian: umoci, squashfs-tools)",
+)
+def test_artifacts_and_export_sqsh_say_how_far_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from recipekit.images.ship import export_sqsh
+
+    base = Layout.create(tmp_path / "base")
+    lock = _base_lock(base)
+    info = BuildInfo(stage="s", plan_hash="abc", git_commit="c0ffee", lockfile_sha256="f", epoch=0)
+    build_artifacts(
+        tmp_path / "out", pex=_pex(), rendered={}, info=info, lock=lock, base_blobs=base
+    )
+    build_artifacts(
+        tmp_path / "again", pex=_pex(), rendered={}, info=info, lock=lock, show_progress=True
+    )
+    parts = capsys.readouterr().err
+    assert "artifacts s: done: 4 of 4 (100%)" in parts, parts  # launcher, deps, image, manifest
+    out = tmp_path / "stage.sqsh"
+    layout = Layout(tmp_path / "out" / "image")
+    export_sqsh(layout, "stage", "amd64", out, None, tls_verify=True, show_progress=True)
+    assert out.stat().st_size > 0
+    # stderr is no terminal here: timestamped lines, each phase's bytes and rate at its end.
+    err = capsys.readouterr().err
+    assert "export-sqsh: unpacking amd64: done: " in err and "B/s" in err, err
+    written = f"export-sqsh: writing stage.sqsh (zstd): done: {human_bytes(out.stat().st_size)}"
+    assert written in err, err

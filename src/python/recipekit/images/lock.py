@@ -9,6 +9,7 @@ and checks every digest against the bytes it received.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -130,12 +131,19 @@ def _checked(data: bytes, digest: str, what: str) -> Any:
 
 
 def _lock_platform(
-    repository: Reference, manifest: Descriptor, platform: Platform, *, tls_verify: bool
+    repository: Reference,
+    manifest: Descriptor,
+    platform: Platform,
+    *,
+    tls_verify: bool,
+    asked: Callable[[str], None],
 ) -> LockedPlatform:
     where = repository.by_digest(manifest.digest)
     body = _checked(raw_manifest(where, tls_verify=tls_verify), manifest.digest, where)
+    asked(f"{platform} manifest")
     config_descriptor = Descriptor.from_json(body["config"])
     config_bytes = raw_config(where, tls_verify=tls_verify)
+    asked(f"{platform} config")
     config = _checked(config_bytes, config_descriptor.digest, f"{where} config")
     layers = tuple(Descriptor.from_json(layer) for layer in body["layers"])
     diff_ids = tuple(config["rootfs"]["diff_ids"])
@@ -151,10 +159,21 @@ def _lock_platform(
     )
 
 
-def lock_base(base: BaseImage, *, tls_verify: bool = True) -> BaseLock:
-    """Ask the registry what ``base.reference`` is now, for each of ``base.platforms``."""
+def registry_requests(base: BaseImage) -> int:
+    """How many times ``lock_base`` asks the registry: the index, then each platform's
+    manifest and config."""
+    return 1 + 2 * len(base.platforms)
+
+
+def lock_base(
+    base: BaseImage, *, tls_verify: bool = True, asked: Callable[[str], None] | None = None
+) -> BaseLock:
+    """Ask the registry what ``base.reference`` is now, for each of ``base.platforms``.
+    ``asked`` is told each answer the registry gave (``registry_requests`` in all)."""
+    told = asked or (lambda _: None)
     reference = Reference.parse(base.reference)
     raw = raw_manifest(str(reference), tls_verify=tls_verify)
+    told("index")
     index = json.loads(raw)
     media_type = oci_media_type(index.get("mediaType", INDEX_MEDIA_TYPE))
     if media_type != INDEX_MEDIA_TYPE:
@@ -177,7 +196,9 @@ def lock_base(base: BaseImage, *, tls_verify: bool = True) -> BaseLock:
             [Issue(base.reference, f"has no {', '.join(missing)} image", value=sorted(found))]
         )
     platforms = tuple(
-        _lock_platform(reference, found[name], Platform.parse(name), tls_verify=tls_verify)
+        _lock_platform(
+            reference, found[name], Platform.parse(name), tls_verify=tls_verify, asked=told
+        )
         for name in base.platforms
     )
     # The lock names the base by the digest it pinned, whatever the tag says tomorrow.

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from recipekit.errors import RecipeError
-from recipekit.images.lock import BaseImage, lock_base
+from recipekit.images.lock import BaseImage, lock_base, registry_requests
 from recipekit.images.oci import CONFIG_MEDIA_TYPE, INDEX_MEDIA_TYPE, MANIFEST_MEDIA_TYPE
 from recipekit.images.registry import tls_flags
 
@@ -125,8 +125,12 @@ def test_a_good_base_locks(registry: Registry) -> None:
     registry.index("good", [(digest, manifest, "amd64")])
     reference = f"{registry.host}/team/base:good"
     base = BaseImage(name="t", reference=reference, platforms=("linux/amd64",))
-    locked = lock_base(base, tls_verify=False)
+    asked: list[str] = []
+    locked = lock_base(base, tls_verify=False, asked=asked.append)
     assert locked.platform("linux/amd64").config.digest == _digest(CONFIG)
+    # What `recipekit lock` counts as it goes: every registry request, as many as it expects.
+    assert asked == ["index", "linux/amd64 manifest", "linux/amd64 config"]
+    assert len(asked) == registry_requests(base)
 
 
 def test_a_manifest_that_does_not_hash_to_its_digest_is_refused(registry: Registry) -> None:

@@ -11,6 +11,7 @@ import ipaddress
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -124,12 +125,39 @@ def raw_config(reference: str, *, tls_verify: bool = True) -> bytes:
 
 
 def copy_all(
-    source: str, destination: str, *, flags: list[str], digest_file: Path | None = None
+    source: str,
+    destination: str,
+    *,
+    flags: list[str],
+    digest_file: Path | None = None,
+    on_blob: Callable[[str], None] | None = None,
 ) -> None:
     """``skopeo copy --all``: every platform of an index, blobs the destination has are skipped.
 
     ``--preserve-digests``: without it skopeo gzips uncompressed layers on the way to a registry
     (and into an OCI layout), and every manifest and the index get new digests.
+
+    ``on_blob``: called with each blob's digest as skopeo starts copying it (off a terminal,
+    skopeo writes one "Copying blob sha256:..." line a blob), so a caller can count bytes.
     """
     extra = ["--digestfile", str(digest_file)] if digest_file else []
-    skopeo("copy", "--all", "--preserve-digests", "--quiet", *flags, *extra, source, destination)
+    arguments = ["copy", "--all", "--preserve-digests", *flags, *extra, source, destination]
+    if on_blob is None:
+        skopeo(arguments[0], "--quiet", *arguments[1:])
+        return
+    if shutil.which("skopeo") is None:
+        skopeo()  # says how to install it
+    # stderr joins stdout: one pipe read to its end cannot fill while the other waits.
+    other: list[str] = []
+    with subprocess.Popen(
+        ["skopeo", *arguments], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as child:
+        assert child.stdout is not None
+        for line in child.stdout:
+            words = line.split()
+            if len(words) >= 3 and words[0] == "Copying" and words[1] in ("blob", "config"):
+                on_blob(words[2])
+            else:
+                other.append(line)
+    if child.returncode != 0:
+        raise RecipeError([Issue("skopeo copy", "".join(other).strip())])

@@ -21,7 +21,13 @@ from typing import Any
 from recipekit.errors import RecipeError
 from recipekit.launch.framework_process import raise_on_termination
 from recipekit.launch.oci_bundle import bundle_image
-from recipekit.launch.profile import ClusterProfile, OciBundle, Pyxis, profile_from_json
+from recipekit.launch.profile import (
+    ClusterProfile,
+    NoContainer,
+    OciBundle,
+    Pyxis,
+    profile_from_json,
+)
 from recipekit.launch.run_dir import JOB_SCRIPT, PLAN_FILE, PROFILE_FILE, PROVENANCE_FILE, RunDir
 from recipekit.lineage.checkpoint_stamp import MARKER_KEY, CheckpointStamp
 from recipekit.lineage.refs import ARTIFACTS_ROOT
@@ -64,14 +70,27 @@ def checkout_state(cwd: Path) -> dict[str, Any]:
 
 def image_digests(plan: Mapping[str, Any], profile: ClusterProfile) -> dict[str, str]:
     """The container the job runs in, by digest, named for the base it is (or, baked, "stage")."""
-    container = profile.container
-    name = "stage" if profile.shipping == "baked" else str(plan["framework"]["image"])
-    if isinstance(container, OciBundle):
-        image = bundle_image(container.bundle)
-        return {name: image} if image is not None and "@sha256:" in image else {}
-    if not isinstance(container, Pyxis) or "@sha256:" not in container.image:
+    if isinstance(profile.container, NoContainer):
         return {}
-    return {name: container.image}
+    images = stage_images(str(plan["framework"]["image"]), profile)
+    return {name: image for name, image in images.items() if "@sha256:" in image}
+
+
+def stage_images(base: str, profile: ClusterProfile, *, delegated: bool = False) -> dict[str, str]:
+    """The image a stage on ``base`` runs in on ``profile`` (already ``for_base``), as the
+    profile names it: pinned by digest, or a tag (a tag still names what the job pulls, so a
+    new tag is a new image); an OCI bundle by the image ``pull_bundle`` unpacked into it, or by
+    its path where it records none. Named for the base (or, baked, "stage"); {} without a
+    container. The action key covers these (``pipeline.actions``)."""
+    container = profile.container
+    name = "stage" if profile.shipping == "baked" else base
+    if isinstance(container, OciBundle):
+        return {name: bundle_image(container.bundle) or f"bundle:{container.bundle}"}
+    if isinstance(container, Pyxis):
+        return {name: container.image}
+    # No container of ours: a delegated framework's client starts the base's image itself.
+    image = profile.site_values(base)["{image}"] if delegated else None
+    return {name: image} if image else {}
 
 
 def capture_provenance(plan: Mapping[str, Any], profile: ClusterProfile, cwd: Path) -> str:
@@ -134,9 +153,7 @@ class CheckpointPublisher:
                 self._log(f"publishing checkpoints failed for now: {exc}")
 
 
-def _published_outputs(
-    plan: Mapping[str, Any], profile: ClusterProfile
-) -> list[OutputVersion]:
+def _published_outputs(plan: Mapping[str, Any], profile: ClusterProfile) -> list[OutputVersion]:
     """What W&B records as the output artifact's versions, oldest first: every version the run
     published, those the framework has deleted since (its keep policy) marked so."""
     found = store_output(plan)

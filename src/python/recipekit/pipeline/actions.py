@@ -2,8 +2,10 @@
 
 As a build tool keys an action by its command and the digests of its inputs, every stage run
 here has an **action key**: sha256 over its plan's hash (config, framework and version,
-hardware, model, images, the lineage as the recipe states it) and the identity of every input
-version it reads:
+hardware, model, the lineage as the recipe states it), the container images it would run in
+(the cluster profile's, as submit resolves them for the stage's base: by digest, or the tag the
+profile names; none when planned without a profile) and the identity of every input version
+it reads:
 
 - an input another stage of the pipeline produces: that stage's key and the step it selects
   (``<key>:step-120``, ``<key>:latest``);
@@ -18,15 +20,22 @@ the plan hash covers (to show which keys changed) and the input versions in its 
 marker's ``meta`` (:func:`version_meta`). A stage is **up to date** when a whole version of its
 output (every file its manifest lists, at its size) records its key, its run's last step and
 the input versions it would read now; otherwise it runs, for one reason: the recipe changed
-(the keys that differ), an input changed (which), no complete output, or ``--rerun``. A stage
-that runs makes its readers run too: what it publishes is a new version of their input.
+(the keys that differ, images among them), the image changed (which), an input changed
+(which), an input is missing (the store has no whole version it selects), no complete output,
+or ``--rerun``. A stage that runs makes its readers run too: what it publishes is a new version
+of their input.
+
+An input read from a path in the environment (``ExternalInput``: pretraining's
+``${SUPER35_INIT_CHECKPOINT}``) is keyed by the variable's name only, as the lineage states it:
+its value is the submitting shell's, and its bytes (a converted checkpoint of hundreds of GB)
+too many to hash at plan time. A new checkpoint behind the same variable needs ``--rerun``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -55,6 +64,8 @@ ATTEMPT_VARIABLE = "RECIPEKIT_ATTEMPT"
 UP_TO_DATE = "up to date"
 RECIPE_CHANGED = "the recipe changed"
 INPUT_CHANGED = "an input changed"
+INPUT_MISSING = "an input is missing"
+IMAGE_CHANGED = "the image changed"
 NO_OUTPUT = "no complete output"
 RERUN = "--rerun"
 PUBLISHES_NOTHING = "it publishes no artifact, so no version records a run of it"
@@ -176,6 +187,8 @@ class StageAction:
     changed_inputs: tuple[str, ...] = ()
     # What the versions it publishes record (``version_meta``).
     record: Mapping[str, Any] = attrs.field(factory=dict)
+    # The container images it would run in, by name (``Images``): part of its key.
+    images: Mapping[str, str] = attrs.field(factory=dict)
     # Runs of this key the store has seen already: a stage run again on the same key (its
     # output damaged, an input re-made, --rerun) gets a run of its own instead of resuming
     # the old run's checkpoints (a run is named by its plan's hash).
@@ -198,12 +211,25 @@ class StageAction:
             **({"version": f"v{self.version}"} if self.version is not None else {}),
             **({"changes": [c.as_json() for c in self.changes]} if self.changes else {}),
             **({"changed_inputs": list(self.changed_inputs)} if self.changed_inputs else {}),
+            **({"images": dict(self.images)} if self.images else {}),
             "inputs": {i.role: i.as_json() for i in self.inputs},
         }
 
 
-def action_key(plan_hash: str, identities: Mapping[str, str]) -> str:
-    return _digest({"format": KEY_FORMAT, "plan": plan_hash, "inputs": dict(identities)})
+# The container images a planned stage would run in, by name (``submit.chain_images`` reads
+# them from the cluster profile).
+Images = Callable[[PlannedStage], Mapping[str, str]]
+
+
+def action_key(
+    plan_hash: str, identities: Mapping[str, str], images: Mapping[str, str] | None = None
+) -> str:
+    keyed: dict[str, Any] = {"format": KEY_FORMAT, "plan": plan_hash, "inputs": dict(identities)}
+    # Absent when there are none, so a stage run without a container keeps the key it had
+    # before images were keyed.
+    if images:
+        keyed["images"] = dict(images)
+    return _digest(keyed)
 
 
 def plan_actions(
@@ -212,8 +238,10 @@ def plan_actions(
     records: VersionRecords,
     *,
     rerun: Collection[str] = (),
+    images: Images | None = None,
 ) -> list[StageAction]:
-    """Every planned stage's action, in order: each after the stages it reads from."""
+    """Every planned stage's action, in order: each after the stages it reads from.
+    ``images`` gives the container images each would run in (none without it)."""
     names = [p.name for p in planned]
     unknown = [
         Issue("--rerun", f"{name!r} is not a stage of this plan", hint=did_you_mean(name, names))
@@ -229,7 +257,8 @@ def plan_actions(
             _input(role, ref, done.get(producers.get(ref.name, "")), records)
             for role, ref in entry.lineage.artifact_inputs().items()
         )
-        done[entry.name] = _decide(entry, inputs, records, entry.name in rerun)
+        used = images(entry) if images is not None and entry.plan is not None else {}
+        done[entry.name] = _decide(entry, inputs, records, entry.name in rerun, used)
     return [done[entry.name] for entry in planned]
 
 
@@ -269,14 +298,23 @@ def _decide(
     inputs: tuple[InputVersion, ...],
     records: VersionRecords,
     forced: bool,
+    images: Mapping[str, str],
 ) -> StageAction:
     plan = entry.plan
     if plan is None:
         return StageAction(entry.name, None, None, inputs, runs=True, reason=NO_RECIPE)
-    key = action_key(plan.hash, {i.role: i.identity for i in inputs})
-    record = version_meta(key, plan.hash, plan_identity(plan.stage, plan.framework_config), inputs)
+    key = action_key(plan.hash, {i.role: i.identity for i in inputs}, images)
+    identity = plan_identity(plan.stage, plan.framework_config)
+    record = version_meta(key, plan.hash, identity, inputs, images)
     action = StageAction(
-        entry.name, key, plan.hash, inputs, runs=True, reason=NO_OUTPUT, record=record
+        entry.name,
+        key,
+        plan.hash,
+        inputs,
+        runs=True,
+        reason=NO_OUTPUT,
+        record=record,
+        images=dict(images),
     )
     output = entry.lineage.output
     if output is None:
@@ -289,7 +327,7 @@ def _decide(
         _input_change(i.role, None, i) for i in inputs if i.version is None and not i.made_by
     )
     if missing and not isinstance(records, NoStore):
-        return attrs.evolve(action, reason=INPUT_CHANGED, changed_inputs=missing)
+        return attrs.evolve(action, reason=INPUT_MISSING, changed_inputs=missing)
     policy = save_policy(plan)
     last = None if policy is None else policy.last
     whole = [r for r in records.recorded(output) if r.whole and r.meta.get("key")]
@@ -308,9 +346,12 @@ def _decide(
     previous = whole[-1].meta if whole else None
     if previous is None:
         return action
+    image_changes = _image_changes(previous.get("images") or {}, images)
     if previous.get("plan_hash") != plan.hash:
-        changes = diff(previous.get("identity", {}), record["identity"])
-        return attrs.evolve(action, reason=RECIPE_CHANGED, changes=tuple(changes))
+        changes = (*diff(previous.get("identity", {}), record["identity"]), *image_changes)
+        return attrs.evolve(action, reason=RECIPE_CHANGED, changes=changes)
+    if image_changes:
+        return attrs.evolve(action, reason=IMAGE_CHANGED, changes=image_changes)
     before = previous.get("inputs", {})
     changed = tuple(
         _input_change(role, before.get(role), i)
@@ -320,6 +361,13 @@ def _decide(
     if changed:
         return attrs.evolve(action, reason=INPUT_CHANGED, changed_inputs=changed)
     return action  # the recorded run did not reach its last step
+
+
+def _image_changes(before: Mapping[str, str], now: Mapping[str, str]) -> tuple[Change, ...]:
+    """The images that differ from the recorded run's, as ``images.<name>`` keys (a run
+    recorded before images were keyed shows each image as added)."""
+    old = {f"images.{name}": image for name, image in before.items()}
+    return tuple(diff(old, {f"images.{name}": image for name, image in now.items()}))
 
 
 def _input_change(role: str, before: Mapping[str, Any] | None, now: InputVersion) -> str:
@@ -332,19 +380,23 @@ def _input_change(role: str, before: Mapping[str, Any] | None, now: InputVersion
 
 
 def version_meta(
-    key: str, plan_hash: str, identity: Mapping[str, Any], inputs: Sequence[InputVersion]
+    key: str,
+    plan_hash: str,
+    identity: Mapping[str, Any],
+    inputs: Sequence[InputVersion],
+    images: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """What each version a stage run publishes records in its completion marker's ``meta``:
-    the action key, the recipe's plan hash and what it covers, and the input versions."""
+    the action key, the recipe's plan hash and what it covers, the container images and the
+    input versions."""
     return {
         "format": KEY_FORMAT,
         "key": key,
         "plan_hash": plan_hash,
         "identity": dict(identity),
+        **({"images": dict(images)} if images else {}),
         "inputs": {i.role: i.recorded() for i in inputs},
     }
-
-
 
 
 def pinned_plans(

@@ -38,11 +38,14 @@ from recipekit.lineage.store import (
     versions,
 )
 from recipekit.pipeline.actions import (
+    IMAGE_CHANGED,
     INPUT_CHANGED,
+    INPUT_MISSING,
     NO_OUTPUT,
     RECIPE_CHANGED,
     RERUN,
     UP_TO_DATE,
+    Images,
     StageAction,
     StoreRecords,
     action_key,
@@ -69,16 +72,23 @@ def chain() -> Chain:
 
 
 def _actions(
-    chain: Chain, store: Path, overrides: list[str] | None = None, rerun: tuple[str, ...] = ()
+    chain: Chain,
+    store: Path,
+    overrides: list[str] | None = None,
+    rerun: tuple[str, ...] = (),
+    images: Images | None = None,
 ) -> dict[str, StageAction]:
     planned = plan_chain(chain, chain.between(None, UNTIL), overrides or [])
-    return {a.stage: a for a in plan_actions(chain, planned, StoreRecords(store), rerun=rerun)}
+    actions = plan_actions(chain, planned, StoreRecords(store), rerun=rerun, images=images)
+    return {a.stage: a for a in actions}
 
 
-def _run(chain: Chain, store: Path, overrides: list[str] | None = None) -> None:
+def _run(
+    chain: Chain, store: Path, overrides: list[str] | None = None, images: Images | None = None
+) -> None:
     """Every stage that runs, in order, as its job would: pinned plan, checkpoint, publish."""
     planned = plan_chain(chain, chain.between(None, UNTIL), overrides or [])
-    actions = plan_actions(chain, planned, StoreRecords(store))
+    actions = plan_actions(chain, planned, StoreRecords(store), images=images)
     for entry in pinned_plans(chain, planned, actions, overrides or []):
         assert entry.plan is not None and entry.lineage.output is not None
         policy = save_policy(entry.plan)
@@ -90,9 +100,7 @@ def _run(chain: Chain, store: Path, overrides: list[str] | None = None) -> None:
             (saved / "weights.bin").write_bytes(entry.plan.hash.encode())
         keep = entry.lineage.keep_steps
         meta = completed_meta(entry.plan.as_json()["action"], store)
-        publish(
-            store, entry.lineage.output, run, keep_steps=keep, finished=not policy, meta=meta
-        )
+        publish(store, entry.lineage.output, run, keep_steps=keep, finished=not policy, meta=meta)
 
 
 @pytest.fixture
@@ -227,7 +235,9 @@ def test_store_lineage_follows_the_recorded_input_versions_back_to_the_imports(
     as_json = json.loads(_lineage(store, teacher_ref, "--json").stdout)
     model = as_json["inputs"]["model"]
     assert (model["ref"], model["key"], model["plan_hash"]) == (
-        "super35-rl-rlvr-model:v0", rlvr.key, rlvr.plan_hash
+        "super35-rl-rlvr-model:v0",
+        rlvr.key,
+        rlvr.plan_hash,
     )
     assert model["inputs"]["data"]["manifest_digest"] == digest
     assert model["inputs"]["model"]["ref"] == "super35-sft-model:v0"
@@ -330,3 +340,120 @@ def test_the_conversion_cache_is_keyed_by_content_converter_and_options(
     sft = plan_chain(chain, ["sft"])[0].plan
     assert sft is not None and conversion_environment(sft.as_json(), source) == {}
     assert job_conversion_environment(sft.as_json(), store) == {}
+
+
+# A profile whose images are pinned by digest (``digest``: one hex digit, repeated), its
+# artifact store the test's. Only the Super 3.5 RL base's digest is ``rl_digest``.
+PROFILE = """
+import attrs
+from recipes.clusters import PROFILES
+from recipekit.launch.profile import ArtifactStore
+
+def _pinned(image, digit):
+    return image.split(":")[0] + "@sha256:" + digit * 64
+
+base = PROFILES["b200"]
+profile = attrs.evolve(
+    base,
+    container=attrs.evolve(base.container, image=_pinned(base.container.image, "0")),
+    bases={{
+        k: attrs.evolve(v, image=_pinned(v.image, {rl_digest!r} if k == "nemo-rl-super35" else "0"))
+        for k, v in base.bases.items()
+    }},
+    artifact_store=ArtifactStore(path={store!r}),
+)
+"""
+
+
+def _profile_file(tmp_path: Path, store: Path, rl_digest: str) -> str:
+    path = tmp_path / f"cluster_{rl_digest}.py"
+    path.write_text(PROFILE.format(store=str(store), rl_digest=rl_digest))
+    return f"{path}:profile"
+
+
+def test_a_new_image_digest_runs_the_stages_on_that_image_and_their_readers(
+    chain: Chain, store: Path, tmp_path: Path
+) -> None:
+    from recipekit.launch.profiles import find_profile
+    from recipekit.pipeline.submit import chain_images
+
+    first = _profile_file(tmp_path, store, "a")
+    images = chain_images(find_profile(first))
+    _run(chain, store, images=images)
+    same = _actions(chain, store, images=images)
+    assert all(not a.runs for a in same.values())
+    rl_image = "nvcr.io/your-org/nemo-rl@sha256:" + "a" * 64
+    assert same["rlvr"].images == {"nemo-rl-super35": rl_image}
+    # The key covers the images: with none (no profile) it is another key.
+    assert _actions(chain, store)["rlvr"].runs
+    # A new digest of the Super 3.5 RL image in the profile: the RL stages run, the
+    # Megatron-Bridge stages (NeMo image, unchanged) stay up to date.
+    second = _profile_file(tmp_path, store, "b")
+    changed = _actions(chain, store, images=chain_images(find_profile(second)))
+    assert [n for n, a in changed.items() if not a.runs] == ["pretrain", "sft", "sft-stage2"]
+    assert changed["rlvr"].reason == IMAGE_CHANGED
+    [change] = changed["rlvr"].changes
+    assert (change.key, change.old) == ("images.nemo-rl-super35", rl_image)
+    assert change.new == rl_image.replace("a" * 64, "b" * 64)
+    assert changed[UNTIL].reason == IMAGE_CHANGED
+    # pipeline plan says so, naming the image.
+    result = CliRunner().invoke(
+        recipekit_cli.cli,
+        ["pipeline", "plan", "recipes/super35", "--until", "rlvr", "--cluster", second],
+    )
+    assert result.exit_code == 0, result.output
+    assert "RUNS                       the image changed" in result.stdout
+    assert f'~ images.nemo-rl-super35: "{rl_image}" -> ' in result.stdout
+    as_json = CliRunner().invoke(
+        recipekit_cli.cli,
+        ["pipeline", "plan", "recipes/super35", "--until", "rlvr", "--cluster", second,
+         "--format", "json"],
+    )  # fmt: skip
+    [*_, rlvr] = json.loads(as_json.stdout)["stages"]
+    assert rlvr["action"]["reason"] == IMAGE_CHANGED
+    assert rlvr["action"]["images"] == {"nemo-rl-super35": change.new}
+
+
+def test_an_input_the_store_does_not_hold_is_missing_not_changed(chain: Chain, store: Path) -> None:
+    shutil.rmtree(store / "super35-rl-rlvr-data")
+    actions = _actions(chain, store)
+    assert actions["rlvr"].reason == INPUT_MISSING
+    assert actions["rlvr"].changed_inputs == (
+        "run.data: the store has no whole version of super35-rl-rlvr-data:latest",
+    )
+
+
+def test_status_draws_a_stage_up_to_date_only_when_its_action_does_not_run(
+    chain: Chain, store: Path, tmp_path: Path
+) -> None:
+    from recipekit.launch.profiles import find_profile
+    from recipekit.lineage.status import StageState
+    from recipekit.pipeline.status import stage_statuses
+    from recipekit.pipeline.submit import as_submitted, chain_images, chain_status
+
+    profile = find_profile(_profile_file(tmp_path, store, "a"))
+    _run(chain, store, images=chain_images(profile))
+    # An older SFT stage 1 model imported: it is latest now, and SFT stage 2 (planned from
+    # itself, so reading latest, not the version SFT's key made) reads it.
+    old = tmp_path / "old-sft-stage1"
+    old.mkdir()
+    (old / "weights.bin").write_bytes(b"older")
+    import_version(store, "super35-sft-stage1-model", old, name="older")
+    planned = plan_chain(chain, chain.between("sft-stage2", UNTIL))
+    planned, runs, actions = as_submitted(chain, planned, profile)
+    rows = chain_status(planned, profile, runs, actions)
+    by_stage = {row["stage"]: row for row in rows}
+    assert by_stage["sft-stage2"]["versions"]  # its output has a version, of other inputs
+    assert by_stage["sft-stage2"]["action"] == {"runs": True, "reason": INPUT_CHANGED}
+    statuses = stage_statuses(chain, planned, rows)
+    for name in ("sft-stage2", "rlvr", UNTIL):
+        assert statuses[name].state is StageState.SKIPPED, name
+    assert statuses["sft-stage2"].note == f"not submitted; it runs: {INPUT_CHANGED}"
+    # Planned from SFT, stage 2 reads the version SFT's key made: all up to date.
+    planned = plan_chain(chain, chain.between("sft", UNTIL))
+    planned, runs, actions = as_submitted(chain, planned, profile)
+    rows = chain_status(planned, profile, runs, actions)
+    assert rows[1]["action"] == {"runs": False, "reason": UP_TO_DATE, "version": "v0"}
+    statuses = stage_statuses(chain, planned, rows)
+    assert statuses["sft-stage2"].state is StageState.UP_TO_DATE
+    assert "(v0)" in statuses["sft-stage2"].note

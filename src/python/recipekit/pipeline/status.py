@@ -43,8 +43,16 @@ def stage_state(row: Mapping[str, Any], *, blocked: bool) -> tuple[StageState, s
     if row.get("job") is None:
         if state.startswith("handed to"):
             return StageState.QUEUED, state
+        # Up to date is the action key's word, not the store's: a version made from other
+        # inputs or another recipe is not this stage's output (pipeline plan runs it).
+        action = row.get("action")
+        if action is not None and not action.get("runs"):
+            held = f" ({action['version']})" if action.get("version") else ""
+            return StageState.UP_TO_DATE, f"not submitted; the store holds its output{held}"
+        if action is not None:
+            return StageState.SKIPPED, f"not submitted; it runs: {action.get('reason')}"
         if versions:
-            return StageState.UP_TO_DATE, "not submitted; the store holds its output"
+            return StageState.SKIPPED, "not submitted; no action key read for its versions"
         return StageState.SKIPPED, state
     notes = []
     restarts = row.get("restarts") or 0

@@ -31,7 +31,13 @@ ROWS: list[dict[str, Any]] = [
         "lost_nodes": [],
         "versions": [_version(1, 20)],
     },
-    {"stage": "sft-tiny", "job": None, "state": "not submitted", "versions": [_version(2, 20)]},
+    {
+        "stage": "sft-tiny",
+        "job": None,
+        "state": "not submitted",
+        "versions": [_version(2, 20)],
+        "action": {"runs": False, "reason": "up to date", "version": "v2"},
+    },
     {
         "stage": "rlvr",
         "job": "12",
@@ -117,3 +123,19 @@ def test_a_job_slurm_forgot_is_judged_by_the_store() -> None:
     finished = {"job": "9", "state": "COMPLETED", "restarts": 1, "lost_nodes": ["n1"]}
     state, note = stage_state(finished, blocked=False)
     assert state is StageState.DONE and "requeued 1x" in note
+
+
+def test_a_stage_not_submitted_is_up_to_date_only_when_its_action_does_not_run() -> None:
+    held = {"job": None, "state": "not submitted", "versions": [_version(1, 6)]}
+    runs = {"runs": True, "reason": "an input changed"}
+    assert stage_state({**held, "action": runs}, blocked=False) == (
+        StageState.SKIPPED,
+        "not submitted; it runs: an input changed",
+    )
+    # No action read (no store on this host): a version alone does not say up to date.
+    assert stage_state(held, blocked=False)[0] is StageState.SKIPPED
+    done = {"runs": False, "reason": "up to date", "version": "v1"}
+    assert stage_state({**held, "action": done}, blocked=False) == (
+        StageState.UP_TO_DATE,
+        "not submitted; the store holds its output (v1)",
+    )

@@ -31,6 +31,7 @@ from recipekit.launch.submit import (
 )
 from recipekit.lineage.store import is_store, keep_version, versions
 from recipekit.pipeline.actions import (
+    Images,
     NoStore,
     StageAction,
     StoreRecords,
@@ -131,7 +132,9 @@ def submit_chain(
     records = chain_records(profile)
     stored = records.names() if records is not None else None
     planned = plan_chain(chain, names, overrides, stored=stored)
-    actions = plan_actions(chain, planned, records or NoStore(), rerun=rerun)
+    actions = plan_actions(
+        chain, planned, records or NoStore(), rerun=rerun, images=chain_images(profile)
+    )
     planned = pinned_plans(chain, planned, actions, overrides)
     issues = chain_issues(planned, profile)
     if issues:
@@ -201,6 +204,25 @@ def keep_pinned(root: Path, actions: Sequence[StageAction]) -> list[str]:
     return lines
 
 
+def chain_images(profile: ClusterProfile) -> Images:
+    """The container images each stage would run in on ``profile``, as ``submit_plan`` (or a
+    delegated stage's client) is handed them: the profile ``for_base`` the stage's base."""
+    from recipekit.launch.run_record import stage_images
+
+    def images(entry: PlannedStage) -> dict[str, str]:
+        assert entry.plan is not None
+        framework = entry.plan.stage.framework
+        try:
+            stage_profile = profile.for_base(framework.image)
+        except RecipeError:
+            return {}  # no image for its base: submit refuses the stage (chain_issues)
+        return stage_images(
+            framework.image, stage_profile, delegated=framework.launch == "delegated"
+        )
+
+    return images
+
+
 def chain_records(profile: ClusterProfile | None) -> StoreRecords | None:
     """The profile's artifact store, read for planning; None without one on this host."""
     store = profile.artifact_store if profile is not None else None
@@ -209,18 +231,54 @@ def chain_records(profile: ClusterProfile | None) -> StoreRecords | None:
     return StoreRecords(Path(store.path))
 
 
+def as_submitted(
+    chain: Chain,
+    planned: list[PlannedStage],
+    profile: ClusterProfile,
+    overrides: Sequence[str] = (),
+) -> tuple[list[PlannedStage], dict[str, str], list[StageAction]]:
+    """The plans as ``submit_chain`` submits them (a stage that runs is pinned to the input
+    versions resolved, so its run directory is the pinned plan's), for a stage that is up
+    to date the run that made its version, and every stage's action (whether it runs now):
+    a stage not submitted is up to date only when its action does not run, not because its
+    output has some version. Without a store here: the plans as they are, and no actions."""
+    records = chain_records(profile)
+    if records is None:
+        return planned, {}, []
+    actions = plan_actions(chain, planned, records, images=chain_images(profile))
+    pinned = {p.name: p for p in pinned_plans(chain, planned, actions, overrides)}
+    runs: dict[str, str] = {}
+    for entry, action in zip(planned, actions, strict=True):
+        output = entry.lineage.output
+        if not action.runs and action.version is not None and output is not None:
+            made = [v for v in versions(records.root, output) if v.version == action.version]
+            if made:
+                runs[entry.name] = made[0].run
+    return [pinned.get(p.name, p) for p in planned], runs, actions
+
+
 def chain_status(
     planned: Sequence[PlannedStage],
     profile: ClusterProfile,
     runs: Mapping[str, str] | None = None,
+    actions: Sequence[StageAction] = (),
 ) -> list[dict[str, Any]]:
     """Each stage's job (from its run directory) and its output artifact's versions. ``runs``
     names a stage's run directory where it is not its plan's (an up-to-date stage: the run that
-    made its version)."""
+    made its version); ``actions`` (``plan_actions`` on the store) whether each would run now,
+    and why: the row's ``action``."""
     rows = []
     store = Path(profile.artifact_store.path) if profile.artifact_store else None
+    by_stage = {action.stage: action for action in actions}
     for entry in planned:
         row: dict[str, Any] = {"stage": entry.name, "job": None, "state": "not submitted"}
+        action = by_stage.get(entry.name)
+        if action is not None:
+            row["action"] = {
+                "runs": action.runs,
+                "reason": action.reason,
+                **({"version": f"v{action.version}"} if action.version is not None else {}),
+            }
         if entry.plan is not None:
             run = RunDir.for_plan(profile.runs_dir, entry.name, entry.plan.hash)
             if runs and entry.name in runs:

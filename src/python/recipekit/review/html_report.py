@@ -24,7 +24,9 @@ _CSS = """
 body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 24px; color: #212121; }
 h1 { font-size: 24px; } h2 { font-size: 19px; border-bottom: 1px solid #ccc; }
 section { margin-bottom: 32px; }
-pre { background: #f7f7f7; padding: 12px; overflow-x: auto; font-size: 13px; }
+/* Long plan lines (paths, key lists) wrap in the page instead of scrolling sideways. */
+pre { background: #f7f7f7; padding: 12px; font-size: 13px;
+      white-space: pre-wrap; overflow-wrap: anywhere; }
 table { border-collapse: collapse; font-size: 13px; }
 td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
 .lineage { border: 1px solid #ddd; }

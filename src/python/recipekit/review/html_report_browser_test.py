@@ -99,3 +99,19 @@ def test_a_page_that_logs_an_error_is_caught(tmp_path: Path) -> None:
     run = _chromium(page, tmp_path / "profile", "--dump-dom")
     messages = console_messages(run.stderr)
     assert any("notDefined is not defined" in m for m in messages), run.stderr
+
+
+def test_a_long_plan_line_wraps_in_the_page(tmp_path: Path) -> None:
+    # A plan's longest lines (a path, a list of keys) wrap: nothing to scroll sideways to.
+    long = "run.model <- /artifacts/" + "super35-sft-model/" * 40 + "v0 " + "x" * 300
+    page = tmp_path / "wide.html"
+    measure = (
+        "<script>const pre = document.querySelector('pre');"
+        "document.body.dataset.fits = String(pre.scrollWidth <= pre.clientWidth"
+        " && document.documentElement.scrollWidth <= window.innerWidth);</script>"
+    )
+    text = html_report.page("wide", [html_report.text_section("plan", "Plan", long)])
+    page.write_text(text.replace("</body>", measure + "</body>"))
+    dom = _chromium(page, tmp_path / "profile", "--window-size=800,600", "--dump-dom")
+    assert dom.returncode == 0, dom.stderr
+    assert 'data-fits="true"' in dom.stdout, dom.stdout[-2000:]

@@ -13,14 +13,17 @@ from recipekit.review.revision import compile_tree, select, stages_at
 ABSENT = "absent"
 
 
-def working_tree(root: Path) -> dict[str, dict[str, Any]]:
-    return compile_tree(root, label="working tree")
+def working_tree(root: Path, *, show_progress: bool = False) -> dict[str, dict[str, Any]]:
+    return compile_tree(root, label="working tree", show_progress=show_progress)
 
 
-def diff_revision(root: Path, rev: str, targets: Sequence[str] = ()) -> dict[str, list[Change]]:
-    """Per target: what changed from ``rev`` to the working tree (a new target: all added)."""
-    before = select(stages_at(root, rev), targets)
-    after = select(working_tree(root), targets)
+def diff_revision(
+    root: Path, rev: str, targets: Sequence[str] = (), *, show_progress: bool = False
+) -> dict[str, list[Change]]:
+    """Per target: what changed from ``rev`` to the working tree (a new target: all added).
+    ``show_progress``: each tree's compile says how far it is (stderr)."""
+    before = select(stages_at(root, rev, show_progress=show_progress), targets)
+    after = select(working_tree(root, show_progress=show_progress), targets)
     out: dict[str, list[Change]] = {}
     for target in [*before, *(t for t in after if t not in before)]:
         old = document(before[target]["files"]) if target in before else {}

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
 
 import recipes
 from recipekit.review import keydiff, plandiff
@@ -77,9 +80,20 @@ def test_diff_against_a_revision_names_each_changed_key(tmp_path: Path) -> None:
     assert {c.kind for c in added["recipes.super3.dapo:extra"]} == {"added"}
 
 
-def test_unchanged_revision_has_no_changes(tmp_path: Path) -> None:
+def test_unchanged_revision_has_no_changes_and_each_compile_says_how_far(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     repo = _repo(tmp_path)
-    assert all(not c for c in plandiff.diff_revision(repo, "HEAD").values())
+    assert all(not c for c in plandiff.diff_revision(repo, "HEAD", show_progress=True).values())
+    # stderr is no terminal here: timestamped lines, each stage the child compiled counted.
+    err = capsys.readouterr().err
+    stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+    assert re.search(rf"^{stamp} reading HEAD \(git archive\): done", err, re.M), err
+    for label in ("HEAD", "working tree"):
+        found = re.search(
+            rf"^{stamp} compiling the stages at {label}: done: (\d+) of (\d+)", err, re.M
+        )
+        assert found and found[1] == found[2] and int(found[1]) >= 3, err
 
 
 def test_diff_between_two_stages() -> None:

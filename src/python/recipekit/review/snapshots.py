@@ -12,6 +12,7 @@ from pathlib import Path
 
 import attrs
 
+from recipekit.progress import progress
 from recipekit.review.compiled import FILES, compile_files, document, read_files
 from recipekit.review.discover import StageRef, discover_stages
 from recipekit.review.keydiff import Change, diff
@@ -32,41 +33,51 @@ class Mismatch:
     problem: str = ""  # "missing", "stale": no keys to compare
 
 
-def check(root: Path) -> list[Mismatch]:
-    """Every stage whose snapshot is missing or differs, and every snapshot with no stage."""
-    refs = discover_stages(root)
+def _stages(root: Path, show_progress: bool) -> list[StageRef]:
+    with progress("snapshots: loading the recipes", silent=not show_progress):
+        return discover_stages(root)
+
+
+def check(root: Path, *, show_progress: bool = False) -> list[Mismatch]:
+    """Every stage whose snapshot is missing or differs, and every snapshot with no stage.
+    ``show_progress``: how many stages are compiled of all (stderr; 10 s or more)."""
+    refs = _stages(root, show_progress)
     out = []
-    for ref in refs:
-        directory = ref.snapshot_dir
-        if not all((directory / name).is_file() for name in FILES):
-            out.append(Mismatch(ref.target, _rel(directory, root), problem="missing"))
-            continue
-        now = document(compile_files(ref.stage))
-        then = document(read_files(directory))
-        changes = diff(then, now)
-        if changes:
-            out.append(Mismatch(ref.target, _rel(directory, root), tuple(changes)))
+    with progress("snapshots: compiling", total=len(refs), silent=not show_progress) as bar:
+        for ref in refs:
+            bar.advance()
+            directory = ref.snapshot_dir
+            if not all((directory / name).is_file() for name in FILES):
+                out.append(Mismatch(ref.target, _rel(directory, root), problem="missing"))
+                continue
+            now = document(compile_files(ref.stage))
+            then = document(read_files(directory))
+            changes = diff(then, now)
+            if changes:
+                out.append(Mismatch(ref.target, _rel(directory, root), tuple(changes)))
     for directory in _stale(root, refs):
         out.append(Mismatch("(no stage)", _rel(directory, root), problem="stale"))
     return out
 
 
-def update(root: Path) -> list[Path]:
+def update(root: Path, *, show_progress: bool = False) -> list[Path]:
     """Rewrite every stage's snapshot files; remove those of stages gone. Returns what changed."""
-    refs = discover_stages(root)
+    refs = _stages(root, show_progress)
     written: list[Path] = []
-    for ref in refs:
-        directory = ref.snapshot_dir
-        directory.mkdir(parents=True, exist_ok=True)
-        for name, text in compile_files(ref.stage).items():
-            path = directory / name
-            if not path.is_file() or path.read_text() != text:
-                path.write_text(text)
-                written.append(_rel(path, root))
-        build = directory.parent / "BUILD"
-        if not build.is_file():
-            build.write_text(BUILD_FILE)
-            written.append(_rel(build, root))
+    with progress("snapshots: compiling", total=len(refs), silent=not show_progress) as bar:
+        for ref in refs:
+            bar.advance()
+            directory = ref.snapshot_dir
+            directory.mkdir(parents=True, exist_ok=True)
+            for name, text in compile_files(ref.stage).items():
+                path = directory / name
+                if not path.is_file() or path.read_text() != text:
+                    path.write_text(text)
+                    written.append(_rel(path, root))
+            build = directory.parent / "BUILD"
+            if not build.is_file():
+                build.write_text(BUILD_FILE)
+                written.append(_rel(build, root))
     for directory in _stale(root, refs):
         shutil.rmtree(directory)
         written.append(_rel(directory, root))
