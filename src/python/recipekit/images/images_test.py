@@ -234,10 +234,10 @@ def test_artifacts_refuse_a_directory_that_holds_an_older_build(tmp_path: Path) 
         build_artifacts(tmp_path / "out", pex=_pex(), rendered={}, info=info, lock=None)
 
 
-@pytest.mark.skipif(shutil.which("skopeo") is None, reason="needs skopeo (Debian: skopeo)")
 def test_a_copy_names_each_blob_it_takes_up_so_publish_can_count_its_bytes(
     tmp_path: Path,
 ) -> None:
+    _require("skopeo")
     from recipekit.images.registry import copy_all
     from recipekit.images.ship import image_blobs
 
@@ -257,13 +257,10 @@ def test_a_copy_names_each_blob_it_takes_up_so_publish_can_count_its_bytes(
     assert set(named) == set(sizes)
 
 
-@pytest.mark.skipif(
-    not (shutil.which("umoci") and shutil.which("mksquashfs")),
-    reason="needs umoci and mksquashfs (Debian: umoci, squashfs-tools)",
-)
 def test_artifacts_and_export_sqsh_say_how_far_they_are(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    _require("umoci", "mksquashfs")
     from recipekit.images.ship import export_sqsh
 
     base = Layout.create(tmp_path / "base")
@@ -286,3 +283,10 @@ def test_artifacts_and_export_sqsh_say_how_far_they_are(
     assert "export-sqsh: unpacking amd64: done: " in err and "B/s" in err, err
     written = f"export-sqsh: writing stage.sqsh (zstd): done: {human_bytes(out.stat().st_size)}"
     assert written in err, err
+
+
+def _require(*programs: str) -> None:
+    """Fail, not skip, without the OCI tools: tools/install-system-deps installs them."""
+    missing = [program for program in programs if shutil.which(program) is None]
+    if missing:
+        pytest.fail(f"needs {', '.join(missing)}: run tools/install-system-deps")
