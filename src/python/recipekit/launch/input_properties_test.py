@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 import pytest
 from click.testing import CliRunner, Result
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from recipekit.cli import stage_launcher
@@ -61,7 +61,20 @@ SPECIAL_YAML = st.sampled_from(
         "1e400",
         "0x1F",
         "yes",
+        "[" * 500 + "]" * 500,
+        "{a: " * 500 + "1" + "}" * 500,
     ]
+)
+# Exponents around and past a float's range (1.8e308), as YAML 1.1 (a dot and a signed
+# exponent) and YAML 1.2 (either may be left out) write them: float() reads the far ones as
+# infinity.
+OVERFLOWING = st.builds(
+    "{}{}{}{}{}".format,
+    st.sampled_from(["", "-", "+"]),
+    st.sampled_from(["1", "1.0", "2", "9.99", ".5"]),
+    st.sampled_from(["e", "E"]),
+    st.sampled_from(["", "+", "-"]),
+    st.integers(min_value=300, max_value=5000),
 )
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | TEXT,
@@ -118,11 +131,16 @@ def test_the_config_has_keys_of_many_types() -> None:
 SET_KEYS = st.tuples(
     st.sampled_from(KEYS), st.from_regex(r"(\.[A-Za-z_]{1,6}){0,2}", fullmatch=True)
 ).map("".join)
-SET_VALUES = st.one_of(TEXT, AWKWARD_TEXT, SPECIAL_YAML, JSONISH.map(json.dumps))
+SET_VALUES = st.one_of(TEXT, AWKWARD_TEXT, SPECIAL_YAML, OVERFLOWING, JSONISH.map(json.dumps))
 
 
 @PROPERTY
 @given(assignments=st.lists(st.tuples(SET_KEYS, SET_VALUES), min_size=1, max_size=2))
+# Each was a plan with Infinity in plan.json (float() of an exponent past a float's range).
+@example(assignments=[("loss_fn.ratio_clip_min", "1e400")])
+@example(assignments=[("loss_fn.ratio_clip_min", "1.0e400")])
+@example(assignments=[("loss_fn.ratio_clip_min", "1E+400")])
+@example(assignments=[("loss_fn.ratio_clip_min", "2e308")])
 def test_any_value_for_any_key_is_a_plan_or_one_line(assignments: list[tuple[str, str]]) -> None:
     out = Path(tempfile.mkdtemp(prefix="recipekit-set-")) / "run"
     sets = [a for key, value in assignments for a in ("--set", f"{key}={value}")]
