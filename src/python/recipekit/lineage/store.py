@@ -71,7 +71,10 @@ MARKER_FORMAT = 1
 # Checkpoint directories by step: NeMo-RL writes step_<N>, Megatron-Bridge iter_<N, 7 digits>.
 STEP_DIR = re.compile(r"^(?:step_|iter_)(\d+)$")
 # Names the store gives itself inside an artifact: an import under one would shadow an alias.
-_RESERVED_NAME = re.compile(r"^(?:v\d+|step-\d+|latest|kept)$")
+_ALIAS_NAME = re.compile(r"^(?:v\d+|step-\d+|latest|kept)$")
+# The folders an import without --name gets (import-vN; import-vN-K where that was taken): a
+# user's import under one would take the name a later `data import` generates.
+_GENERATED_NAME = re.compile(r"^import-v\d+(?:-\d+)?$")
 _HASH_CHUNK = 1 << 20
 
 
@@ -204,9 +207,7 @@ def require_store(root: Path) -> Path:
 
 def artifact_names(root: Path) -> list[str]:
     """The artifacts the store at ``root`` holds: each directory with an index."""
-    return sorted(
-        p.name for p in require_store(root).iterdir() if (p / VERSIONS_FILE).is_file()
-    )
+    return sorted(p.name for p in require_store(root).iterdir() if (p / VERSIONS_FILE).is_file())
 
 
 def artifact_dir(root: Path, artifact: str) -> Path:
@@ -220,14 +221,21 @@ def artifact_dir(root: Path, artifact: str) -> Path:
 def version_name_problem(name: object) -> str:
     """Why ``name`` cannot name an imported version's folder, or "" when it can: a name, never
     a path, and none of the names the store gives itself."""
-    if isinstance(name, str) and ("/" in name or ":" in name or name in {".", ".."}):
-        return "a version's name is a folder's name, never a path (no '/' or ':')"
-    problem = artifact_name_problem(name).replace("an artifact name", "a version's name")
+    problem = _folder_name_problem(name)
     if problem:
         return problem
-    if _RESERVED_NAME.match(str(name)):
+    if _ALIAS_NAME.match(str(name)):
         return "vN, step-N, latest and kept are the store's own names (its aliases)"
+    if _GENERATED_NAME.match(str(name)):
+        return "import-vN is the name the store gives an import without --name"
     return ""
+
+
+def _folder_name_problem(name: object) -> str:
+    """Why ``name`` cannot be a folder directly inside an artifact's directory ("" if it can)."""
+    if isinstance(name, str) and ("/" in name or ":" in name or name in {".", ".."}):
+        return "a version's name is a folder's name, never a path (no '/' or ':')"
+    return artifact_name_problem(name).replace("an artifact name", "a version's name")
 
 
 def versions(root: Path, artifact: str) -> list[StoredVersion]:
@@ -535,7 +543,10 @@ def _recover(directory: Path) -> list[str]:
         pending = None
     if isinstance(pending, dict) and pending.get("version") not in committed:
         name = str(pending.get("name", ""))
-        if not version_name_problem(name) and name not in {v.path for v in listed}:
+        # The journal names a folder the import made: a user's name or a generated one, never
+        # a path or an alias (a damaged journal must not remove anything else).
+        named = not _folder_name_problem(name) and not _ALIAS_NAME.match(name)
+        if named and name not in {v.path for v in listed}:
             shutil.rmtree(directory / name, ignore_errors=True)
             done.append(f"removed {name}/, an import that never finished")
     for number in set(markers) - committed:
@@ -759,7 +770,7 @@ def _import(
     meta: Mapping[str, Any],
 ) -> StoredVersion:
     known = _read_index(directory) or []
-    name = name or f"import-v{len(known)}"
+    name = name or _free_name(directory, known)
     target = directory / name
     if target.exists() or target.is_symlink() or name in {v.path for v in known}:
         raise StoreError("--name", f"{target} exists", hint="import under another name")
@@ -781,6 +792,22 @@ def _import(
     _commit(directory, [*known, version])
     journal.unlink()
     return version
+
+
+def _free_name(directory: Path, known: list[StoredVersion]) -> str:
+    """``import-vN`` for version N, or ``import-vN-K`` where a folder has that name already
+    (one a user named so before the name was reserved): a default that is taken would fail
+    every later import."""
+    base = f"import-v{len(known)}"
+    taken = {v.path for v in known}
+    for name in (base, *(f"{base}-{k}" for k in range(2, 1000))):
+        if (
+            name not in taken
+            and not (directory / name).exists()
+            and not (directory / name).is_symlink()
+        ):
+            return name
+    return base  # 1000 folders of one version's name: the import says it exists
 
 
 def recover(root: Path, artifact: str) -> list[str]:

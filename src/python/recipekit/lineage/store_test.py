@@ -200,7 +200,8 @@ def test_names_are_names_never_paths(tmp_path: Path) -> None:
     store, _ = _imported(tmp_path)
     source = tmp_path / "source"
     before = sorted(p.name for p in (store / DATA).iterdir())
-    for bad in ("/abs/x", "../x", "a/b", ".hidden", "v1", "step-3", "latest", "kept", ""):
+    bad_names = ("/abs/x", "../x", "a/b", ".hidden", "v1", "step-3", "latest", "kept", "")
+    for bad in (*bad_names, "import-v1", "import-v0-2"):
         with pytest.raises(StoreError) as caught:
             import_version(store, DATA, source, name=bad)
         assert caught.value.issues[0].path == "--name", bad
@@ -215,6 +216,20 @@ def test_names_are_names_never_paths(tmp_path: Path) -> None:
         import_version(store, DATA, source, name="with-link")
     assert not (store / DATA / "with-link").exists()
     assert not list((store / DATA / ".partial").glob("*"))
+
+
+def test_an_import_without_a_name_never_trips_on_a_taken_default(tmp_path: Path) -> None:
+    # `store import ... --name import-v1` wedged every later `data import` (which names its
+    # folder import-vN): the name is the store's now, and a folder that has it already (made
+    # before it was reserved) is passed over.
+    store, _ = _imported(tmp_path)
+    with pytest.raises(StoreError, match="import-vN is the name the store gives"):
+        import_version(store, DATA, tmp_path / "source", name="import-v1")
+    shutil.copytree(store / DATA / "blend-1", store / DATA / "import-v1")
+    version = import_version(store, DATA, tmp_path / "source")
+    assert version.path == "import-v1-2"
+    assert import_version(store, DATA, tmp_path / "source").path == "import-v2"
+    assert all(check_version(store, DATA, v).whole for v in versions(store, DATA))
 
 
 def test_a_missing_store_is_an_error_giving_the_command(tmp_path: Path) -> None:
