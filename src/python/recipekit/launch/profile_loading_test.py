@@ -98,6 +98,41 @@ BROKEN = {
         },
         "bases = 'img': nemo: must be BaseContainer(image=..., framework_root=...), not str",
     ),
+    "imex_channel-negative": (
+        {"gb200": "Gb200Settings(imex_channel=-1)"},
+        "profile.py:5: imex_channel = -1: must be >= 0",
+    ),
+    # Optional fields: each named at the profile's line, not at attrs' optional validator.
+    "account-with-a-space": (
+        {"account": "'my account'"},
+        "profile.py:5: account = 'my account': must be a name of letters",
+    ),
+    "login_host-with-a-space": (
+        {"login_host": "'login 1'"},
+        "profile.py:5: login_host = 'login 1': must be a host name",
+    ),
+    "hf_home-relative": (
+        {"hf_home": "'hf'"},
+        "profile.py:5: hf_home = 'hf': must be an absolute path",
+    ),
+    "artifact_store-a-string": (
+        {"artifact_store": "'/shared/artifacts'"},
+        "profile.py:5: artifact_store = '/shared/artifacts': must be an ArtifactStore",
+    ),
+    "tracking-mode-unknown": (
+        {"tracking": "Tracking(mode='onlne')"},
+        "profile.py:5: mode = 'onlne': not an accepted value (allowed: 'online', 'offline'",
+    ),
+    "ray_start_timeout_s-zero": (
+        {"ray_start_timeout_s": "0"},
+        "profile.py:5: ray_start_timeout_s = 0: must be >= 1",
+    ),
+    # Python writes no integer of more than 4300 digits: the message says the range instead.
+    "master_port-huge": (
+        {"master_port": "10**5000"},
+        "profile.py:5: ValueError: port master_port=<a 16610-bit number> must be in "
+        "1024..32767 (a port number)",
+    ),
     "image-with-a-space": (
         {"container": "Pyxis(image='nvcr.io/x/y:1 --pty')"},
         "image = 'nvcr.io/x/y:1 --pty': must be an image reference",

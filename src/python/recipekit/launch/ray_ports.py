@@ -29,12 +29,21 @@ def below_ephemeral(what: str, binder: str) -> Callable[[object, attrs.Attribute
             raise error
         if not 1024 <= value < EPHEMERAL_PORTS_START:
             raise ValueError(
-                f"{what} {attribute.name}={value} must be in 1024..{EPHEMERAL_PORTS_START - 1}: "
+                f"{what} {attribute.name}={_shown(value)} must be in "
+                f"1024..{EPHEMERAL_PORTS_START - 1} (a port number): "
                 f"an ephemeral port can be taken by any outgoing connection before {binder} "
                 "binds it"
             )
 
     return check
+
+
+def _shown(value: int) -> str:
+    # 10**5000 has more digits than Python writes out (4300): its size says enough.
+    if abs(value) < 10**18:
+        return str(value)
+    sign = "-" if value < 0 else ""
+    return f"{sign}<a {value.bit_length()}-bit number>"
 
 
 _below_ephemeral = below_ephemeral("ray port", "Ray")
