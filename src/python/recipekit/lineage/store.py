@@ -354,8 +354,32 @@ def _entry(
 ) -> dict[str, Any]:
     if path.is_symlink():
         return {"name": name, "link": os.readlink(path)}
-    size = path.stat().st_size
-    return {"name": name, "size": size, "sha256": sha256 or _hash_file(path, hashed)}
+    digest = sha256 or _hash_file(path, hashed)
+    return {"name": name, **_stat_of(path), "sha256": digest}
+
+
+# What a manifest entry records beside the bytes' sha256 so that a cheap check (every submit,
+# every node's preflight, pipeline plan) notices a change without reading the file: a write
+# moves mtime, a file replaced by another has another inode, and ctime moves on any change,
+# even one that sets mtime back (touch -d). ctime is recorded only for a file with no other
+# link: a hard link made or removed (store keep, a framework's keep policy deleting the
+# step it was published from, data import's links) moves it with the bytes unchanged.
+STAT_KEYS = ("mtime_ns", "ino", "ctime_ns")
+
+
+def _stat_of(path: Path) -> dict[str, int]:
+    found = path.stat()
+    stat = {"size": found.st_size, "mtime_ns": found.st_mtime_ns, "ino": found.st_ino}
+    if found.st_nlink == 1:
+        stat["ctime_ns"] = found.st_ctime_ns
+    return stat
+
+
+def _stat_changed(entry: Mapping[str, Any], found: os.stat_result) -> bool:
+    """Whether ``found`` differs from what ``entry`` recorded of its file (a manifest from
+    before these were recorded records none: only its size is compared)."""
+    now = {"mtime_ns": found.st_mtime_ns, "ino": found.st_ino, "ctime_ns": found.st_ctime_ns}
+    return any(entry[key] != now[key] for key in STAT_KEYS if key in entry)
 
 
 def _manifest(version_dir: Path, what: str) -> list[dict[str, Any]]:
@@ -408,7 +432,7 @@ def _copy_entry(
     if link:
         os.link(path, out)
         copied.advance(out.stat().st_size)
-        return {"name": name, "size": out.stat().st_size, "sha256": _hash_file(out)}
+        return {"name": name, **_stat_of(out), "sha256": _hash_file(out)}
     digest = hashlib.sha256()
     with open(path, "rb") as read, open(out, "xb") as write:
         while chunk := read.read(_HASH_CHUNK):
@@ -418,13 +442,21 @@ def _copy_entry(
         write.flush()
         os.fsync(write.fileno())
     shutil.copystat(path, out)
-    return {"name": name, "size": out.stat().st_size, "sha256": digest.hexdigest()}
+    return {"name": name, **_stat_of(out), "sha256": digest.hexdigest()}
 
 
 def manifest_digest(files: Any) -> str:
     """The identity of a version's content: sha256 over its manifest (every file's name, size
     and sha256, every link's target), in a canonical form. Two imports of the same bytes
-    under the same names have the same digest."""
+    under the same names have the same digest: what the manifest records of the files' stat
+    (STAT_KEYS, for the cheap check) is left out, as it was before it was recorded."""
+    if isinstance(files, list):
+        files = [
+            {k: v for k, v in entry.items() if k not in STAT_KEYS}
+            if isinstance(entry, dict)
+            else entry
+            for entry in files
+        ]
     blob = json.dumps(files, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -705,11 +737,23 @@ def _keep_version(directory: Path, number: int, pinned_by: str) -> StoredVersion
     _phase("files")
     # The marker first, as a publish writes it before the index: a crash between the two is
     # finished by _recover (the marker names the kept copy, the index still the original).
-    body = {**marker, "path": kept.path, "kept": True}
+    # The version was whole just now (check_version read what had changed); linking it moved
+    # its files' ctime and link count: the manifest records their stat as they are now.
+    files = [
+        {**_without_stat(entry), **_stat_of(directory / kept.path / str(entry["name"]))}
+        if "sha256" in entry
+        else entry
+        for entry in marker["files"]
+    ]
+    body = {**marker, "path": kept.path, "kept": True, "files": files}
     _write_synced(_marker(directory, number), (json.dumps(body, indent=1) + "\n").encode())
     _phase("marker")
     _commit(directory, [*listed[:number], kept, *listed[number + 1 :]])
     return kept
+
+
+def _without_stat(entry: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k not in STAT_KEYS}
 
 
 def _kept_since(listed: list[StoredVersion], markers: dict[int, StoredVersion]) -> list[int]:
@@ -846,8 +890,10 @@ def check_version(
 ) -> VersionState:
     """``version`` against its completion marker: every file there with its size, and with its
     sha256 when ``content`` (reading every byte: what ``store verify`` does, telling
-    ``hashed`` the bytes as it reads them; ``submit`` and the job's preflight compare sizes).
-    Nothing is changed."""
+    ``hashed`` the bytes as it reads them). Without ``content`` (``submit``, the job's
+    preflight, ``pipeline plan``, ``store list``) only a file whose stat differs from what its
+    manifest recorded (STAT_KEYS) is read and hashed: a same-size change is found, and a
+    large checkpoint nobody touched costs one stat per file. Nothing is changed."""
     directory = root / artifact
     where = directory / version.path
     marker = read_marker(directory, version.version)
@@ -873,13 +919,16 @@ def check_version(
                 problems.append(f"{path} is not the link to {entry['link']} its manifest lists")
             continue
         try:
-            size = path.stat().st_size
+            found = path.stat()
         except OSError:
             problems.append(f"{path} is missing")
             continue
+        size = found.st_size
         if size != entry.get("size"):
             problems.append(f"{path} is {size} bytes, its manifest says {entry.get('size')}")
-        elif content and _hash_file(path, hashed) != entry.get("sha256"):
+        elif (content or _stat_changed(entry, found)) and _hash_file(path, hashed) != entry.get(
+            "sha256"
+        ):
             problems.append(f"{path} does not hold what its manifest's sha256 says")
     for path in _walk(where):
         name = path.relative_to(where).as_posix()

@@ -176,11 +176,64 @@ def test_every_version_has_a_manifest_that_verify_checks(tmp_path: Path) -> None
     shard.write_bytes(b"")
     problem = input_problem(store, DATA, "v0")
     assert problem is not None and f"{shard} is 0 bytes, its manifest says 2000" in problem
-    # The same size, other bytes: only the hashes (store verify) tell.
+    # The same size, other bytes: the write moved the file's stat, so the cheap check (submit,
+    # preflight, pipeline plan) reads that file and finds the hash changed.
     shard.write_bytes(b"\x00\x02" * 1000)
-    assert input_problem(store, DATA, "v0") is None
+    problem = input_problem(store, DATA, "v0")
+    assert problem is not None and f"{shard} does not hold what its manifest's sha256" in problem
     [damaged] = check_version(store, DATA, version).problems
     assert damaged == f"{shard} does not hold what its manifest's sha256 says"
+
+
+def test_the_cheap_check_finds_a_same_size_byte_flip_and_reads_only_changed_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, name = _imported(tmp_path)
+    [version] = versions(store, DATA)
+    marker = read_marker(store / DATA, 0)
+    assert marker is not None
+    stats = {f["name"]: f for f in marker["files"]}
+    assert {"mtime_ns", "ino", "ctime_ns"} <= set(stats["shards/00.bin"])
+    # The stat is not the content's identity: the digest is what it was before it was kept.
+    bare = [
+        {k: v for k, v in f.items() if k in ("name", "size", "sha256")} for f in marker["files"]
+    ]
+    assert manifest_digest(marker["files"]) == manifest_digest(bare)
+    hashed: list[Path] = []
+    real_hash = store_module._hash_file
+    monkeypatch.setattr(
+        store_module, "_hash_file", lambda path, *a: hashed.append(path) or real_hash(path, *a)
+    )
+    assert check_version(store, DATA, version, content=False).whole
+    assert hashed == []  # nothing changed: one stat per file, no byte read
+    shard = store / DATA / name / "shards" / "00.bin"
+    data = bytearray(shard.read_bytes())
+    data[1500] ^= 0xFF
+    before = shard.stat()
+    shard.write_bytes(bytes(data))
+    os.utime(shard, ns=(before.st_atime_ns, before.st_mtime_ns))  # mtime set back: ctime tells
+    state = check_version(store, DATA, version, content=False)
+    assert state.problems == (f"{shard} does not hold what its manifest's sha256 says",)
+    assert hashed == [shard]
+    # Touched, the same bytes: read once, and whole.
+    data[1500] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    assert check_version(store, DATA, version, content=False).whole
+
+
+def test_a_manifest_from_before_stats_were_recorded_is_checked_by_size(tmp_path: Path) -> None:
+    store, name = _imported(tmp_path)
+    marker_file = store / DATA / ".versions" / "v0.json"
+    body = json.loads(marker_file.read_text())
+    body["files"] = [
+        {k: v for k, v in f.items() if k not in store_module.STAT_KEYS} for f in body["files"]
+    ]
+    marker_file.write_text(json.dumps(body))
+    [version] = versions(store, DATA)
+    assert check_version(store, DATA, version, content=False).whole
+    assert input_problem(store, DATA, "latest") is None
+    (store / DATA / name / "train.jsonl").write_text("x")
+    assert "train.jsonl is 1 bytes" in str(input_problem(store, DATA, "latest"))
 
 
 def test_an_emptied_or_deleted_version_is_refused(tmp_path: Path) -> None:
@@ -280,7 +333,9 @@ def test_links_behind_the_index_are_refused_and_repaired(tmp_path: Path) -> None
     assert input_problem(store, DATA, "latest") is None
 
 
-def test_a_pinned_version_is_kept_from_its_runs_keep_policy(tmp_path: Path) -> None:
+def test_a_pinned_version_is_kept_from_its_runs_keep_policy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     init_store(tmp_path)
     for step in (10, 20, 30):
         _save(tmp_path, step)
@@ -293,6 +348,15 @@ def test_a_pinned_version_is_kept_from_its_runs_keep_policy(tmp_path: Path) -> N
     assert input_problem(tmp_path, ARTIFACT, "v1") is None
     assert input_problem(tmp_path, ARTIFACT, "step-20") is None
     assert _read(tmp_path, "v1") == "step 20"
+    # The links made and removed moved the files' ctime, not their bytes: the manifest records
+    # the kept files' stat, so the cheap check still reads nothing.
+    hashed: list[Path] = []
+    real_hash = store_module._hash_file
+    monkeypatch.setattr(
+        store_module, "_hash_file", lambda path, *a: hashed.append(path) or real_hash(path, *a)
+    )
+    assert check_version(tmp_path, ARTIFACT, versions(tmp_path, ARTIFACT)[1], content=False).whole
+    assert hashed == []
     assert check_version(tmp_path, ARTIFACT, versions(tmp_path, ARTIFACT)[1], content=True).whole
     # Asking again changes nothing; a version already deleted cannot be kept, and says why.
     assert keep_version(tmp_path, ARTIFACT, 1, pinned_by="x") == kept
