@@ -505,10 +505,10 @@ def _index_text(listed: list[StoredVersion]) -> bytes:
 # --- changing the store: under the artifact's lock -------------------------------------------
 
 
-def _locked(directory: Path) -> AbstractContextManager[None]:
+def _locked(directory: Path, *, wait: bool = True) -> AbstractContextManager[None]:
     # Two jobs may publish to one artifact at once (a requeued job's last sweep and its
     # successor's first): the lock keeps version numbers unique.
-    return exclusive(directory / ".lock")
+    return exclusive(directory / ".lock", wait=wait)
 
 
 def _temporary_links(directory: Path, listed: list[StoredVersion]) -> dict[str, Path]:
@@ -854,13 +854,14 @@ def _free_name(directory: Path, known: list[StoredVersion]) -> str:
     return base  # 1000 folders of one version's name: the import says it exists
 
 
-def recover(root: Path, artifact: str) -> list[str]:
+def recover(root: Path, artifact: str, *, wait: bool = True) -> list[str]:
     """Finish or undo what an interrupted import or publish of ``artifact`` left (under its
-    lock): what was done, one line each."""
+    lock): what was done, one line each. Without ``wait``, a lock another process holds (an
+    import or publish under way) is a BlockingIOError at once."""
     directory = artifact_dir(root, artifact)
     if not directory.is_dir():
         return []
-    with _locked(directory):
+    with _locked(directory, wait=wait):
         return _recover(directory)
 
 
@@ -980,18 +981,34 @@ def stored_input(path: str) -> tuple[str, str] | None:
 
 
 def input_problem(
-    root: Path, artifact: str, selector: str, *, missing_ok: bool = False
+    root: Path,
+    artifact: str,
+    selector: str,
+    *,
+    missing_ok: bool = False,
+    shown_root: str | Path | None = None,
+    repair: bool = False,
 ) -> str | None:
     """Why a stage must not read ``artifact:selector`` from the store at ``root`` (absent,
     incomplete, deleted or damaged, naming the file), or None when it is whole by its
-    manifest's sizes. Cheap enough for every submit and every node's preflight.
-    ``missing_ok``: a version not published yet is no problem (a pipeline's earlier stage
-    will publish it before this one starts)."""
+    manifest (check_version's cheap check: sizes, and the bytes of a file whose stat moved).
+    Cheap enough for every submit and every node's preflight. ``missing_ok``: a version not
+    published yet is no problem (a pipeline's earlier stage will publish it before this one
+    starts). ``shown_root``: the store's path for the commands a message gives, where
+    ``root`` is not the user's (``/artifacts`` in a container). ``repair``: aliases behind
+    the index (an import or publish killed after its commit) are pointed at their versions
+    first, when no other import or publish holds the artifact's lock (which finishes them)."""
     ref = f"{artifact}:{selector}"
     try:
         listed = versions(root, artifact)
     except RecipeError as exc:
         return f"{ref}: {exc.render()}"
+    if repair and link_problems(root, artifact, listed):
+        try:
+            recover(root, artifact, wait=False)
+            listed = versions(root, artifact)
+        except (OSError, RecipeError):
+            pass  # held by an import or publish under way, or not writable: said below
     version = resolve_selector(listed, selector)
     if version is None:
         if missing_ok:
@@ -1004,7 +1021,8 @@ def input_problem(
     if not link.is_symlink() or os.readlink(link) != version.path:
         return (
             f"{ref}: {link} does not point at v{version.version} ({version.path}), an "
-            f"interrupted publish (recipekit store verify STORE {artifact} repairs it)"
+            f"interrupted import or publish (recipekit store verify {shown_root or root} "
+            f"{artifact} repairs it)"
         )
     state = check_version(root, artifact, version, content=False)
     if state.gone:

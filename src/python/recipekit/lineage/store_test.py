@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -199,11 +200,7 @@ def test_the_cheap_check_finds_a_same_size_byte_flip_and_reads_only_changed_file
         {k: v for k, v in f.items() if k in ("name", "size", "sha256")} for f in marker["files"]
     ]
     assert manifest_digest(marker["files"]) == manifest_digest(bare)
-    hashed: list[Path] = []
-    real_hash = store_module._hash_file
-    monkeypatch.setattr(
-        store_module, "_hash_file", lambda path, *a: hashed.append(path) or real_hash(path, *a)
-    )
+    hashed = _counting_hashes(monkeypatch)
     assert check_version(store, DATA, version, content=False).whole
     assert hashed == []  # nothing changed: one stat per file, no byte read
     shard = store / DATA / name / "shards" / "00.bin"
@@ -234,6 +231,19 @@ def test_a_manifest_from_before_stats_were_recorded_is_checked_by_size(tmp_path:
     assert input_problem(store, DATA, "latest") is None
     (store / DATA / name / "train.jsonl").write_text("x")
     assert "train.jsonl is 1 bytes" in str(input_problem(store, DATA, "latest"))
+
+
+def _counting_hashes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files the store reads and hashes from now on, in order."""
+    hashed: list[Path] = []
+    real_hash = store_module._hash_file
+
+    def counting(path: Path, *args: Any) -> str:
+        hashed.append(path)
+        return real_hash(path, *args)
+
+    monkeypatch.setattr(store_module, "_hash_file", counting)
+    return hashed
 
 
 def test_an_emptied_or_deleted_version_is_refused(tmp_path: Path) -> None:
@@ -328,7 +338,7 @@ def test_links_behind_the_index_are_refused_and_repaired(tmp_path: Path) -> None
     latest.unlink()
     latest.symlink_to("blend-1")
     problem = input_problem(store, DATA, "latest")
-    assert problem is not None and "interrupted publish" in problem
+    assert problem is not None and "interrupted import or publish" in problem
     assert recover(store, DATA) == ["pointed latest at their versions"]
     assert input_problem(store, DATA, "latest") is None
 
@@ -350,11 +360,7 @@ def test_a_pinned_version_is_kept_from_its_runs_keep_policy(
     assert _read(tmp_path, "v1") == "step 20"
     # The links made and removed moved the files' ctime, not their bytes: the manifest records
     # the kept files' stat, so the cheap check still reads nothing.
-    hashed: list[Path] = []
-    real_hash = store_module._hash_file
-    monkeypatch.setattr(
-        store_module, "_hash_file", lambda path, *a: hashed.append(path) or real_hash(path, *a)
-    )
+    hashed = _counting_hashes(monkeypatch)
     assert check_version(tmp_path, ARTIFACT, versions(tmp_path, ARTIFACT)[1], content=False).whole
     assert hashed == []
     assert check_version(tmp_path, ARTIFACT, versions(tmp_path, ARTIFACT)[1], content=True).whole
