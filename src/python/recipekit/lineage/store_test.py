@@ -439,3 +439,43 @@ def test_publish_and_verify_say_how_far_their_hashing_is(
     assert done.exit_code == 0, done.output
     assert f"store verify {ARTIFACT}: done: 7 B of 7 B (100%)" in done.stderr
     assert done.stdout == f"{ARTIFACT}:v0 ok\n"
+
+
+def _store_cli(*args: str) -> Any:
+    from click.testing import CliRunner
+
+    from recipekit.cli.recipekit_cli import cli
+
+    return CliRunner().invoke(cli, ["store", *args])
+
+
+def test_store_list_marks_a_damaged_or_missing_version(tmp_path: Path) -> None:
+    store, name = _imported(tmp_path)
+    for other in ("blend-2", "blend-3", "blend-4"):
+        import_version(store, DATA, tmp_path / "source", name=other)
+    listed = _store_cli("list", str(store), DATA)
+    assert listed.exit_code == 0 and "DAMAGED" not in listed.output, listed.output
+    shard = store / DATA / "blend-2" / "shards" / "00.bin"
+    shard.write_bytes(b"")  # truncated
+    for file in (store / DATA / "blend-3").rglob("*.*"):
+        file.unlink()  # emptied
+    shutil.rmtree(store / DATA / "blend-4")  # deleted
+    flipped = store / DATA / name / "train.jsonl"
+    flipped.write_text(flipped.read_text().replace("2+2", "2+3"))  # the same size
+    lines = _store_cli("list", str(store), DATA).output.splitlines()
+    assert lines[0].endswith(f"DAMAGED: {flipped} does not hold what its manifest's sha256 says")
+    assert lines[1].endswith(f"DAMAGED: {shard} is 0 bytes, its manifest says 2000")
+    assert "blend-3  DAMAGED: " in lines[2] and "is missing (and 1 more)" in lines[2]
+    assert lines[3].endswith(f"MISSING ({store / DATA / 'blend-4'} is gone)")
+
+
+def test_store_list_of_an_unknown_artifact_is_one_line_with_a_suggestion(tmp_path: Path) -> None:
+    store, _ = _imported(tmp_path)
+    result = _store_cli("list", str(store), "super35-sft-dta")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: ARTIFACT: the artifact store {store} holds no artifact 'super35-sft-dta' "
+        f"(did you mean '{DATA}'?)\n"
+    )
+    assert _store_cli("list", str(store), "nothere").exit_code == 2
+    assert _store_cli("list", str(tmp_path / "typo"), DATA).exit_code == 2
