@@ -158,6 +158,17 @@ def _interval(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     at_least(0.1)(_, attribute, value)
 
 
+def _own_kind(kind: str) -> Validator:
+    """``kind`` names the class in the profile's JSON (the job reads the profile back by it):
+    Pyxis(kind='oci-bundle') would be read back as an OciBundle, a made-up kind not at all."""
+
+    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value != kind:
+            _fail(attribute, f"is {kind!r} (the container's class says which it is)", value)
+
+    return check
+
+
 @attrs.frozen
 class Mount:
     """A host path bind-mounted into the container."""
@@ -192,7 +203,7 @@ class Pyxis:
     # Inside the container.
     python: str = attrs.field(default="python3", validator=_command)
 
-    kind: str = "pyxis"
+    kind: str = attrs.field(default="pyxis", validator=_own_kind("pyxis"))
 
     def srun_flags(self) -> list[str]:
         # Named, the container is created once per node and job and reused by the job's later
@@ -228,7 +239,7 @@ class OciBundle:
     # Inside the container.
     python: str = attrs.field(default="python3", validator=_command)
 
-    kind: str = "oci-bundle"
+    kind: str = attrs.field(default="oci-bundle", validator=_own_kind("oci-bundle"))
 
     def srun_flags(self) -> list[str]:
         return [f"--container={self.bundle}"]
@@ -243,7 +254,7 @@ class NoContainer:
 
     python: str = attrs.field(default="python3", validator=_command)
 
-    kind: str = "none"
+    kind: str = attrs.field(default="none", validator=_own_kind("none"))
 
     def srun_flags(self) -> list[str]:
         return []

@@ -133,6 +133,11 @@ BROKEN = {
         "profile.py:5: ValueError: port master_port=<a 16610-bit number> must be in "
         "1024..32767 (a port number)",
     ),
+    # The kind names the class in the profile's JSON: the job would read back an OciBundle.
+    "container-kind-of-another-class": (
+        {"container": "Pyxis(image='nvcr.io/x/y@sha256:' + '0' * 64, kind='oci-bundle')"},
+        "profile.py:5: kind = 'oci-bundle': is 'pyxis' (the container's class says which it is)",
+    ),
     "image-with-a-space": (
         {"container": "Pyxis(image='nvcr.io/x/y:1 --pty')"},
         "image = 'nvcr.io/x/y:1 --pty': must be an image reference",
