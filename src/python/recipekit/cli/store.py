@@ -174,6 +174,7 @@ def store_verify(path: Path, ref: str | None) -> None:
         check_version,
         link_problems,
         read_marker,
+        record_stats,
         recover,
         require_store,
         resolve_selector,
@@ -220,7 +221,13 @@ def store_verify(path: Path, ref: str | None) -> None:
                 if state.gone and not version.kept and version.step is not None:
                     click.echo(f"{label} deleted ({version.path}: the framework's keep policy)")
                 elif state.whole:
-                    click.echo(f"{label} ok")
+                    # Read whole though their stat moved (a store copied elsewhere, a file
+                    # touched): recorded now, so submit and preflight need not read them again.
+                    recorded = record_stats(root, artifact, state)
+                    again = (
+                        f" (the stat of {recorded} unchanged files recorded)" if recorded else ""
+                    )
+                    click.echo(f"{label} ok{again}")
                 else:
                     damaged += 1
                     gone = [f"{root / artifact / version.path} is gone"] if state.gone else []

@@ -368,7 +368,10 @@ STAT_KEYS = ("mtime_ns", "ino", "ctime_ns")
 
 
 def _stat_of(path: Path) -> dict[str, int]:
-    found = path.stat()
+    return _stat_dict(path.stat())
+
+
+def _stat_dict(found: os.stat_result) -> dict[str, int]:
     stat = {"size": found.st_size, "mtime_ns": found.st_mtime_ns, "ino": found.st_ino}
     if found.st_nlink == 1:
         stat["ctime_ns"] = found.st_ctime_ns
@@ -875,6 +878,10 @@ class VersionState:
     version: StoredVersion
     problems: tuple[str, ...] = ()
     gone: bool = False
+    # Files read because their stat moved that hold their manifest's bytes (a store copied or
+    # restored elsewhere, a file touched): name -> the stat they were read with. record_stats
+    # writes it into the manifest, or every cheap check would read them again.
+    moved: Mapping[str, Mapping[str, int]] = attrs.field(factory=dict)
 
     @property
     def whole(self) -> bool:
@@ -905,6 +912,7 @@ def check_version(
             version, (f"v{version.version} {what} ({_marker(directory, version.version)})",)
         )
     problems: list[str] = []
+    moved: dict[str, dict[str, int]] = {}
     recorded = {k: marker.get(k) for k in ("version", "step", "run", "path")}
     if recorded != {k: getattr(version, k) for k in recorded}:
         problems.append(f"{_marker(directory, version.version)} describes another version")
@@ -927,15 +935,50 @@ def check_version(
         size = found.st_size
         if size != entry.get("size"):
             problems.append(f"{path} is {size} bytes, its manifest says {entry.get('size')}")
-        elif (content or _stat_changed(entry, found)) and _hash_file(path, hashed) != entry.get(
-            "sha256"
-        ):
-            problems.append(f"{path} does not hold what its manifest's sha256 says")
+        elif content or _stat_changed(entry, found):
+            if _hash_file(path, hashed) != entry.get("sha256"):
+                problems.append(f"{path} does not hold what its manifest's sha256 says")
+            elif _stat_changed(entry, found) or not set(STAT_KEYS[:2]) <= set(entry):
+                moved[name] = _stat_dict(found)
     for path in _walk(where):
         name = path.relative_to(where).as_posix()
         if name not in expected:
             problems.append(f"{path} is not in the version's manifest")
-    return VersionState(version, tuple(problems))
+    return VersionState(version, tuple(problems), moved=moved)
+
+
+def record_stats(root: Path, artifact: str, state: VersionState) -> int:
+    """Write into ``state``'s version's manifest the stat of the files ``check_version`` read
+    whole though their stat had moved (or a manifest from before stats were recorded), so the
+    cheap check reads them no more: each file whose stat is still what was read (under the
+    artifact's lock; a file changed since keeps its old stat and is read again). ``store
+    verify`` does it once it has read every byte. How many entries it wrote."""
+    if not state.moved or not state.whole:
+        return 0
+    directory = artifact_dir(root, artifact)
+    number = state.version.version
+    with _locked(directory):
+        marker = read_marker(directory, number)
+        if marker is None or marker.get("path") != state.version.path:
+            return 0
+        where = directory / state.version.path
+        changed = 0
+        files = []
+        for entry in marker["files"]:
+            seen = state.moved.get(str(entry.get("name")))
+            if seen is not None and "sha256" in entry:
+                try:
+                    now = _stat_dict((where / str(entry["name"])).stat())
+                except OSError:
+                    now = {}
+                if now == seen and now.get("size") == entry.get("size"):
+                    entry = {**_without_stat(entry), **now}
+                    changed += 1
+            files.append(entry)
+        if changed:
+            body = {**marker, "files": files}
+            _write_synced(_marker(directory, number), (json.dumps(body, indent=1) + "\n").encode())
+        return changed
 
 
 def link_problems(root: Path, artifact: str, listed: list[StoredVersion]) -> list[str]:

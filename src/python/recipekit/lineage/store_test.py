@@ -479,3 +479,30 @@ def test_store_list_of_an_unknown_artifact_is_one_line_with_a_suggestion(tmp_pat
     )
     assert _store_cli("list", str(store), "nothere").exit_code == 2
     assert _store_cli("list", str(tmp_path / "typo"), DATA).exit_code == 2
+
+
+def test_verify_records_the_stat_of_files_whose_bytes_did_not_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A store copied elsewhere (a restore, a move to other storage): every inode is new, so
+    # the cheap check reads every file, until store verify, having read them whole, records
+    # their stat. A manifest from before stats were recorded gets them the same way.
+    store, _ = _imported(tmp_path)
+    moved = tmp_path / "moved"
+    shutil.copytree(store, moved, symlinks=True)
+    body = json.loads((moved / DATA / ".versions" / "v0.json").read_text())
+    body["files"][0] = {
+        k: v for k, v in body["files"][0].items() if k not in store_module.STAT_KEYS
+    }
+    (moved / DATA / ".versions" / "v0.json").write_text(json.dumps(body))
+    hashed = _counting_hashes(monkeypatch)
+    [version] = versions(moved, DATA)
+    assert check_version(moved, DATA, version, content=False).whole
+    assert len(hashed) == 1  # the file whose manifest has its stat; the other by size only
+    verified = _store_cli("verify", str(moved), DATA)
+    assert verified.exit_code == 0
+    assert f"{DATA}:v0 ok (the stat of 2 unchanged files recorded)" in verified.output
+    hashed.clear()
+    assert check_version(moved, DATA, version, content=False).whole
+    assert hashed == []
+    assert f"{DATA}:v0 ok\n" in _store_cli("verify", str(moved), DATA).stdout
