@@ -115,6 +115,23 @@ def test_preflight_finishes_the_links_an_import_killed_at_its_index_left(
     assert not list((store / DATA).glob(".*.link.tmp"))
 
 
+def test_preflight_refuses_a_same_size_byte_flip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, source = tmp_path / "store", tmp_path / "blend"
+    source.mkdir()
+    (source / "train.jsonl").write_text('{"prompt": "2+2?"}\n')
+    init_store(store)
+    import_version(store, DATA, source, name="blend-1")
+    monkeypatch.setattr(preflight, "ARTIFACTS_ROOT", str(store))
+    ctx = _node(tmp_path, Path("/shared/artifacts"), "v0")
+    assert preflight.inputs_exist(ctx) is None
+    shard = store / DATA / "blend-1" / "train.jsonl"
+    shard.write_text('{"prompt": "2+3?"}\n')
+    problem = preflight.inputs_exist(ctx)
+    assert problem is not None and "does not hold what its manifest's sha256 says" in problem
+
+
 def test_submit_names_the_store_it_was_given_in_the_hint(tmp_path: Path) -> None:
     store = _killed_at_the_index(tmp_path)
     [issue] = stored_input_issues(_plan("latest"), store)
