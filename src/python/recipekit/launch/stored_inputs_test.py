@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from recipekit.launch import preflight
 from recipekit.launch.preflight import NodeContext
 from recipekit.launch.profile import ArtifactStore, ClusterProfile, Mount, Pyxis
 from recipekit.launch.submit import stored_input_issues
+from recipekit.lineage import store as store_module
 from recipekit.lineage.store import import_version, init_store
 from recipekit.shared_files import exclusive
 
@@ -103,7 +106,8 @@ def test_preflight_finishes_the_links_an_import_killed_at_its_index_left(
     monkeypatch.setattr(preflight, "ARTIFACTS_ROOT", str(store))
     ctx = _node(tmp_path, Path("/shared/artifacts"), "latest")
     # Another import or publish holding the artifact's lock finishes the links itself: the
-    # node leaves them, and the message gives the store's own path, not a placeholder.
+    # node waits for that a while, then says so with the store's own path, not a placeholder.
+    monkeypatch.setattr(store_module, "REPAIR_WAIT_S", 0.5)
     with exclusive(store / DATA / ".lock"):
         problem = preflight.inputs_exist(ctx)
     assert problem is not None and "does not point at v1 (blend-2)" in problem
@@ -130,6 +134,29 @@ def test_preflight_refuses_a_same_size_byte_flip(
     shard.write_text('{"prompt": "2+3?"}\n')
     problem = preflight.inputs_exist(ctx)
     assert problem is not None and "does not hold what its manifest's sha256 says" in problem
+
+
+def test_nodes_repairing_at_once_each_pass_preflight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every node of the job finds the links behind at once; the one that takes the lock
+    # repairs them, and the others, finding the lock held, wait for that and pass.
+    store = _killed_at_the_index(tmp_path)
+    monkeypatch.setattr(preflight, "ARTIFACTS_ROOT", str(store))
+    ctx = _node(tmp_path, Path("/shared/artifacts"), "latest")
+
+    def other_node() -> None:
+        with exclusive(store / DATA / ".lock"):
+            time.sleep(0.5)
+            store_module._recover(store / DATA)
+
+    repairing = threading.Thread(target=other_node)
+    repairing.start()
+    time.sleep(0.1)
+    try:
+        assert preflight.inputs_exist(ctx) is None
+    finally:
+        repairing.join()
 
 
 def test_submit_names_the_store_it_was_given_in_the_hint(tmp_path: Path) -> None:

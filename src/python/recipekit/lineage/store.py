@@ -43,6 +43,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -1047,11 +1048,7 @@ def input_problem(
     except RecipeError as exc:
         return f"{ref}: {exc.render()}"
     if repair and link_problems(root, artifact, listed):
-        try:
-            recover(root, artifact, wait=False)
-            listed = versions(root, artifact)
-        except (OSError, RecipeError):
-            pass  # held by an import or publish under way, or not writable: said below
+        listed = _repaired(root, artifact, listed)
     version = resolve_selector(listed, selector)
     if version is None:
         if missing_ok:
@@ -1074,6 +1071,34 @@ def input_problem(
         more = f" (and {len(state.problems) - 1} more)" if len(state.problems) > 1 else ""
         return f"{ref} (v{version.version}) is damaged: {state.problems[0]}{more}"
     return None
+
+
+# How long a node's preflight waits for the lock of an artifact whose aliases are behind its
+# index: every node of the job repairs at once and one takes the lock (milliseconds), and an
+# import or publish that holds it has already finished the links in its own recovery.
+REPAIR_WAIT_S = 10.0
+
+
+def _repaired(root: Path, artifact: str, listed: list[StoredVersion]) -> list[StoredVersion]:
+    """``listed`` once the artifact's aliases point at them: recovered here when the lock is
+    free, else by whoever holds it. As it was when neither happens in REPAIR_WAIT_S, or the
+    store cannot be written (input_problem then names the alias)."""
+    deadline = time.monotonic() + REPAIR_WAIT_S
+    while True:
+        try:
+            recover(root, artifact, wait=False)
+            return versions(root, artifact)
+        except BlockingIOError:
+            pass
+        except (OSError, RecipeError):
+            return listed
+        time.sleep(0.2)
+        try:
+            listed = versions(root, artifact)
+        except RecipeError:
+            return listed
+        if not link_problems(root, artifact, listed) or time.monotonic() > deadline:
+            return listed
 
 
 def completed_meta(action: Mapping[str, Any], root: Path) -> dict[str, Any]:
