@@ -25,7 +25,6 @@ from recipekit.validators import (
     at_least,
     instance_of,
     matching,
-    one_of,
     str_mapping,
 )
 
@@ -147,6 +146,18 @@ def _every(*validators: Validator) -> Validator:
     def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         for validator in validators:
             validator(instance, attribute, value)
+
+    return check
+
+
+def _choice(*allowed: str) -> Validator:
+    """One of ``allowed``, and never None (recipekit's one_of lets None through: a schema key
+    left unset; a profile's JSON would not read back with it)."""
+    listed = ", ".join(repr(a) for a in allowed)
+
+    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, str) or value not in allowed:
+            _fail(attribute, f"must be one of {listed}", value)
 
     return check
 
@@ -317,7 +328,7 @@ class Tracking:
     """
 
     mode: TrackingMode = attrs.field(
-        default="online", validator=one_of(("online", "offline", "off"))
+        default="online", validator=_choice("online", "offline", "off")
     )
     # The recipe, Configuration: env.toml's [wandb] project = "nemotron".
     project: str = attrs.field(default="nemotron", validator=_slurm_name)
@@ -422,7 +433,7 @@ class ClusterProfile:
     # launcher Pex copied to the run directory on shared storage, as ray.sub users work today.
     # "baked": the container image is the stage image `publish` pushed, launcher and plan inside.
     shipping: Literal["mounted", "baked"] = attrs.field(
-        default="mounted", validator=one_of(("mounted", "baked"))
+        default="mounted", validator=_choice("mounted", "baked")
     )
     tracking: Tracking = attrs.field(
         factory=Tracking, validator=instance_of(Tracking, what="a Tracking")

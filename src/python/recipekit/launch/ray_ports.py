@@ -49,6 +49,16 @@ def _shown(value: int) -> str:
 _below_ephemeral = below_ephemeral("ray port", "Ray")
 
 
+def _offset(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    # One function (not at_least alone, which lets None through and compares a string with
+    # 0 as a TypeError): a profile's mistake is named at its line.
+    if not isinstance(value, int) or isinstance(value, bool):
+        error = FieldError("must be a whole number of ports", value)
+        error.field_name = attribute.name  # type: ignore[attr-defined]
+        raise error
+    at_least(0)(_, attribute, value)
+
+
 @attrs.frozen(kw_only=True)
 class RayPorts:
     gcs: int = attrs.field(default=6379, validator=_below_ephemeral)
@@ -62,7 +72,7 @@ class RayPorts:
     min_worker: int = attrs.field(default=20100, validator=_below_ephemeral)
     max_worker: int = attrs.field(default=20999, validator=_below_ephemeral)
     # Several nodes on one host (tests): node k uses every per-node port + k * node_offset.
-    node_offset: int = attrs.field(default=0, validator=at_least(0))
+    node_offset: int = attrs.field(default=0, validator=_offset)
 
     def __attrs_post_init__(self) -> None:
         if self.max_worker <= self.min_worker:
