@@ -85,7 +85,7 @@ def parse_assignment(obj: Any, assignment: str) -> tuple[str, Any]:
     raw = read_value(path, text)
     tp = field_type_at(obj, path)
     if isinstance(raw, str) and float in union_members(tp) and str not in union_members(tp):
-        raw = _yaml12_float(raw)
+        raw = _yaml12_float(path, raw)
     return path, structure_value(raw, tp, path=path)
 
 
@@ -93,10 +93,29 @@ def parse_assignment(obj: Any, assignment: str) -> tuple[str, Any]:
 _EXPONENT_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
 
 
-def _yaml12_float(text: str) -> Any:
+def _yaml12_float(path: str, text: str) -> Any:
     """``1e-5`` for a number key is the number the user means, as YAML 1.2 and every framework
-    loading the config with OmegaConf (YAML 1.2 floats) read it; other text stays text."""
-    return float(text) if _EXPONENT_FLOAT.fullmatch(text.strip()) else text
+    loading the config with OmegaConf (YAML 1.2 floats) read it; other text stays text. An
+    exponent past a float's range (``1e400``, ``2e308``) is refused: float() reads it as
+    infinity, which read_value's check has already let through as text."""
+    if not _EXPONENT_FLOAT.fullmatch(text.strip()):
+        return text
+    number = float(text)
+    if not math.isfinite(number):
+        raise RecipeError([_not_finite(path, text, hint="a float is at most about 1.8e308")])
+    return number
+
+
+def _not_finite(path: str, text: str, hint: str = "") -> Issue:
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    return Issue(
+        path, "not a finite number (NaN and infinity are not JSON)", value=shown, hint=hint
+    )
+
+
+# How deep a --set value may nest lists and maps. A config value is a few levels deep; PyYAML
+# builds a value recursively, so a few hundred levels end in a RecursionError.
+MAX_DEPTH = 32
 
 
 def read_value(path: str, text: str) -> Any:
@@ -109,8 +128,23 @@ def read_value(path: str, text: str) -> Any:
     if not text.strip():
         return text
     shown = text if len(text) <= 80 else text[:77] + "..."
+    depth = 0
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise RecipeError(
+                        [
+                            Issue(
+                                path,
+                                f"nested more than {MAX_DEPTH} lists or maps deep",
+                                value=shown,
+                            )
+                        ]
+                    )
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                 raise RecipeError(
                     [
@@ -133,9 +167,7 @@ def read_value(path: str, text: str) -> Any:
     if raw == "":
         return text
     if not _finite(raw):
-        raise RecipeError(
-            [Issue(path, "not a finite number (NaN and infinity are not JSON)", value=shown)]
-        )
+        raise RecipeError([_not_finite(path, text)])
     return raw
 
 
@@ -191,8 +223,11 @@ def _unset_section(value: Any, part: str) -> type | None:
     name = field_of(type(value), part)
     if name is None or getattr(value, name) is not UNSET:
         return None
-    sections = [t for t in union_members(attrs.fields_dict(type(value))[name].type)
-                if isinstance(t, type) and attrs.has(t)]
+    sections = [
+        t
+        for t in union_members(attrs.fields_dict(type(value))[name].type)
+        if isinstance(t, type) and attrs.has(t)
+    ]
     if len(sections) != 1:
         return None
     if any(f.default is attrs.NOTHING for f in attrs.fields(sections[0]) if f.init):

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from recipekit.errors import RecipeError
-from recipekit.keypaths import get_at, parse_assignment, replace_at
+from recipekit.keypaths import get_at, parse_assignment, read_value, replace_at
 from recipekit.markers import UNSET
 from recipes.super3.dapo import dapo_gb200
 
@@ -65,6 +65,15 @@ def test_replacing_leaves_the_original_untouched() -> None:
         # 430 bytes of these expanded to a 22 MB config before aliases were refused.
         ("policy.megatron_cfg.env_vars={a: &a [x, x], b: &b [*a, *a], c: [*b, *b]}", "aliases"),
         ("grpo.max_num_steps=[", "cannot read value: expected the node content"),
+        # An exponent past a float's range: float() reads these as infinity.
+        ("loss_fn.ratio_clip_min=1e400", "not a finite number"),
+        ("loss_fn.ratio_clip_min=1.0e400", "not a finite number"),
+        ("loss_fn.ratio_clip_min=1E+400", "not a finite number"),
+        ("policy.megatron_cfg.optimizer.lr=2e308", "not a finite number"),
+        ("loss_fn.ratio_clip_min=-1e400", "not a finite number"),
+        # PyYAML builds a value recursively: 500 levels ended in a RecursionError.
+        ("policy.megatron_cfg.env_vars=" + "[" * 500 + "]" * 500, "nested more than 32"),
+        ("policy.megatron_cfg.env_vars=" + "{a: " * 500 + "1" + "}" * 500, "nested more than"),
     ],
 )
 def test_values_that_cannot_be_config_are_one_line(assignment: str, message: str) -> None:
@@ -72,6 +81,20 @@ def test_values_that_cannot_be_config_are_one_line(assignment: str, message: str
         parse_assignment(CONFIG, assignment)
     [issue] = caught.value.issues
     assert message in issue.message and len(issue.render()) < 300
+
+
+def test_a_megatron_bridge_float_past_its_range_is_refused() -> None:
+    from recipes.super35.sft import sft
+
+    with pytest.raises(RecipeError, match=r"optimizer\.lr = '1e400': not a finite number"):
+        parse_assignment(sft.config, "optimizer.lr=1e400")
+
+
+def test_values_nested_as_deep_as_allowed_are_read() -> None:
+    expected: list[object] = []
+    for _ in range(30):
+        expected = [expected]
+    assert read_value("x", "{a: " + "[" * 31 + "]" * 31 + "}") == {"a": expected}  # 32 deep
 
 
 def test_a_key_below_a_plain_value_is_one_line() -> None:

@@ -27,12 +27,13 @@ def write_whole(target: Path, text: str, mode: int = 0o644) -> Path:
 
 
 @contextmanager
-def exclusive(lock_file: Path) -> Iterator[None]:
+def exclusive(lock_file: Path, *, wait: bool = True) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``lock_file`` (created if missing) for the block: other
-    processes, on this host or another that shares the storage, wait for it."""
+    processes, on this host or another that shares the storage, wait for it. Without ``wait``,
+    a lock another holds is a BlockingIOError at once."""
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_file, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         try:
             yield
         finally:

@@ -120,12 +120,39 @@ def store_import(path: Path, artifact: str, source: Path, name: str) -> None:
 @click.argument("artifact")
 @reports_recipe_errors
 def store_list(path: Path, artifact: str) -> None:
-    """Every version of ARTIFACT, oldest first."""
-    from recipekit.lineage.store import versions
+    """Every version of ARTIFACT, oldest first, each checked as submit checks it: MISSING
+    beside a version whose folder is gone, DAMAGED beside one whose files differ from its
+    manifest (naming the file; `recipekit store verify` reads every byte)."""
+    from recipekit.errors import Issue, RecipeError, did_you_mean
+    from recipekit.lineage.store import artifact_dir, artifact_names, check_version, versions
 
+    names = artifact_names(path)
+    if artifact not in names:
+        if artifact_dir(path, artifact).is_dir():
+            click.echo(f"{artifact}: no version published yet", err=True)
+            return
+        raise RecipeError(
+            [
+                Issue(
+                    "ARTIFACT",
+                    f"the artifact store {path} holds no artifact {artifact!r}",
+                    hint=did_you_mean(artifact, names) if names else "it holds none yet",
+                )
+            ]
+        )
     for version in versions(path, artifact):
         kept = "  (kept for a later stage)" if version.kept else ""
-        click.echo(f"{' '.join(version.aliases):<20} {version.path}{kept}")
+        state = check_version(path, artifact, version, content=False)
+        if state.gone:
+            policy = version.step is not None and not version.kept
+            why = ", deleted by the framework's keep policy" if policy else ""
+            mark = f"  MISSING ({path / artifact / version.path} is gone{why})"
+        elif state.problems:
+            more = f" (and {len(state.problems) - 1} more)" if len(state.problems) > 1 else ""
+            mark = f"  DAMAGED: {state.problems[0]}{more}"
+        else:
+            mark = ""
+        click.echo(f"{' '.join(version.aliases):<20} {version.path}{kept}{mark}")
 
 
 @store.command(name="verify")
@@ -147,6 +174,7 @@ def store_verify(path: Path, ref: str | None) -> None:
         check_version,
         link_problems,
         read_marker,
+        record_stats,
         recover,
         require_store,
         resolve_selector,
@@ -193,7 +221,13 @@ def store_verify(path: Path, ref: str | None) -> None:
                 if state.gone and not version.kept and version.step is not None:
                     click.echo(f"{label} deleted ({version.path}: the framework's keep policy)")
                 elif state.whole:
-                    click.echo(f"{label} ok")
+                    # Read whole though their stat moved (a store copied elsewhere, a file
+                    # touched): recorded now, so submit and preflight need not read them again.
+                    recorded = record_stats(root, artifact, state)
+                    again = (
+                        f" (the stat of {recorded} unchanged files recorded)" if recorded else ""
+                    )
+                    click.echo(f"{label} ok{again}")
                 else:
                     damaged += 1
                     gone = [f"{root / artifact / version.path} is gone"] if state.gone else []

@@ -22,19 +22,36 @@ from typing import Any
 import attrs
 import pytest
 from click.testing import CliRunner, Result
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from recipekit.cli import stage_launcher
 from recipekit.keypaths import field_type_at, get_at
-from recipekit.launch.profile import ClusterProfile
+from recipekit.launch.profile import (
+    ArtifactStore,
+    BaseContainer,
+    ClusterProfile,
+    Gb200Settings,
+    Mount,
+    NoContainer,
+    OciBundle,
+    Pyxis,
+    Tracking,
+    profile_from_json,
+    profile_to_json,
+)
+from recipekit.launch.ray_ports import RayPorts
 from recipekit.markers import Marker
 from recipekit.plan import Plan
 from recipekit.sections import key_names
 from recipes.super3.dapo import dapo_b200
+from recipes.super35.sft import sft
 
 STAGE = "recipes.super3.dapo:dapo_b200"
+# A Megatron-Bridge stage: its config is another schema (and leaves sections unset).
+SFT_STAGE = "recipes.super35.sft:sft"
 PROPERTY = settings(
+    # Each property runs in a few seconds at this count (well under the file's minute).
     max_examples=200,
     deadline=None,
     database=None,
@@ -61,7 +78,20 @@ SPECIAL_YAML = st.sampled_from(
         "1e400",
         "0x1F",
         "yes",
+        "[" * 500 + "]" * 500,
+        "{a: " * 500 + "1" + "}" * 500,
     ]
+)
+# Exponents around and past a float's range (1.8e308), as YAML 1.1 (a dot and a signed
+# exponent) and YAML 1.2 (either may be left out) write them: float() reads the far ones as
+# infinity.
+OVERFLOWING = st.builds(
+    "{}{}{}{}{}".format,
+    st.sampled_from(["", "-", "+"]),
+    st.sampled_from(["1", "1.0", "2", "9.99", ".5"]),
+    st.sampled_from(["e", "E"]),
+    st.sampled_from(["", "+", "-"]),
+    st.integers(min_value=300, max_value=5000),
 )
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | TEXT,
@@ -77,8 +107,8 @@ def _strict_json(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-def _run(runner: CliRunner, argv: list[str]) -> Result:
-    result = runner.invoke(stage_launcher.cli, argv, env={"RECIPEKIT_STAGE": STAGE})
+def _run(runner: CliRunner, argv: list[str], stage: str = STAGE) -> Result:
+    result = runner.invoke(stage_launcher.cli, argv, env={"RECIPEKIT_STAGE": stage})
     output = result.output + (result.stderr if result.stderr_bytes is not None else "")
     assert result.exit_code in (0, 2), output
     assert "Traceback" not in output
@@ -100,34 +130,61 @@ def _keys(section: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
             yield path, str(field_type_at(section, key))
 
 
-def _one_key_per_type() -> list[str]:
+def _one_key_per_type(config: Any) -> list[str]:
     first: dict[str, str] = {}
-    for path, annotation in _keys(dapo_b200.config):
+    for path, annotation in _keys(config):
         first.setdefault(annotation, path)
     return sorted(first.values())
 
 
-KEYS = _one_key_per_type()
+KEYS = _one_key_per_type(dapo_b200.config)
+# With keys of a section the stage leaves unset (--set opens it): the optimizer's float lr.
+SFT_KEYS = [*_one_key_per_type(sft.config), "optimizer.lr", "optimizer.weight_decay"]
 
 
 def test_the_config_has_keys_of_many_types() -> None:
-    assert len(KEYS) >= 8, KEYS  # the property below would prove little otherwise
+    # The properties below would prove little otherwise.
+    assert len(KEYS) >= 8, KEYS
+    assert len(SFT_KEYS) >= 8, SFT_KEYS
 
 
 # A key, or a path below it (a key of a dict-valued key, or of a plain value: refused).
-SET_KEYS = st.tuples(
-    st.sampled_from(KEYS), st.from_regex(r"(\.[A-Za-z_]{1,6}){0,2}", fullmatch=True)
-).map("".join)
-SET_VALUES = st.one_of(TEXT, AWKWARD_TEXT, SPECIAL_YAML, JSONISH.map(json.dumps))
+def _set_keys(keys: list[str]) -> st.SearchStrategy[str]:
+    return st.tuples(
+        st.sampled_from(keys), st.from_regex(r"(\.[A-Za-z_]{1,6}){0,2}", fullmatch=True)
+    ).map("".join)
+
+
+SET_KEYS = _set_keys(KEYS)
+SET_VALUES = st.one_of(TEXT, AWKWARD_TEXT, SPECIAL_YAML, OVERFLOWING, JSONISH.map(json.dumps))
 
 
 @PROPERTY
 @given(assignments=st.lists(st.tuples(SET_KEYS, SET_VALUES), min_size=1, max_size=2))
+# Each was a plan with Infinity in plan.json (float() of an exponent past a float's range).
+@example(assignments=[("loss_fn.ratio_clip_min", "1e400")])
+@example(assignments=[("loss_fn.ratio_clip_min", "1.0e400")])
+@example(assignments=[("loss_fn.ratio_clip_min", "1E+400")])
+@example(assignments=[("loss_fn.ratio_clip_min", "2e308")])
 def test_any_value_for_any_key_is_a_plan_or_one_line(assignments: list[tuple[str, str]]) -> None:
+    _renders_or_refuses(assignments, STAGE)
+
+
+@PROPERTY
+@given(assignments=st.lists(st.tuples(_set_keys(SFT_KEYS), SET_VALUES), min_size=1, max_size=2))
+@example(assignments=[("optimizer.lr", "1e400")])
+@example(assignments=[("optimizer.lr", "[" * 500 + "]" * 500)])
+def test_any_value_for_any_key_of_a_megatron_bridge_stage_is_a_plan_or_one_line(
+    assignments: list[tuple[str, str]],
+) -> None:
+    _renders_or_refuses(assignments, SFT_STAGE)
+
+
+def _renders_or_refuses(assignments: list[tuple[str, str]], stage: str) -> None:
     out = Path(tempfile.mkdtemp(prefix="recipekit-set-")) / "run"
     sets = [a for key, value in assignments for a in ("--set", f"{key}={value}")]
     try:
-        result = _run(CliRunner(), ["render", str(out), *sets])
+        result = _run(CliRunner(), ["render", str(out), *sets], stage)
         event(f"exit {result.exit_code}")
         if result.exit_code == 2:
             assert not out.exists()  # nothing written
@@ -143,7 +200,8 @@ def test_any_value_for_any_key_is_a_plan_or_one_line(assignments: list[tuple[str
 HEADER = (
     "from recipekit.hardware import B200_NODE\n"
     "from recipekit.launch.profile import (ArtifactStore, BaseContainer, ClusterProfile, "
-    "Gb200Settings, Mount, NoContainer, Pyxis, Tracking)\n"
+    "Gb200Settings, Mount, NoContainer, OciBundle, Pyxis, Tracking)\n"
+    "from recipekit.launch.ray_ports import RayPorts\n"
 )
 IMAGE = "nvcr.io/your-org/nemo-rl@sha256:" + "0" * 64
 
@@ -164,25 +222,72 @@ FIELDS: dict[str, str] = {
     **{
         f.name: "{}"
         for f in attrs.fields(ClusterProfile)
-        if f.name not in ("node", "container", "gb200", "tracking", "artifact_store", "ray_ports")
+        if f.name not in ("container", "gb200", "tracking", "artifact_store", "ray_ports")
     },
     "container.image": "Pyxis(image={}, mounts=(Mount(RUNS, '/runs'),))",
     "container.python": f"Pyxis(image={IMAGE!r}, python={{}}, mounts=(Mount(RUNS, '/runs'),))",
     "container.mounts": f"Pyxis(image={IMAGE!r}, mounts=(Mount(RUNS, '/runs'), Mount({{}}, '/x')))",
+    "container.mounts.container": (
+        f"Pyxis(image={IMAGE!r}, mounts=(Mount(RUNS, '/runs'), Mount('/shared/x', {{}})))"
+    ),
+    "container.kind": f"Pyxis(image={IMAGE!r}, kind={{}}, mounts=(Mount(RUNS, '/runs'),))",
+    "container.none.python": "NoContainer(python={})",
+    "container.bundle.kind": (
+        "OciBundle(bundle='/shared/bundle', kind={}, mounts=(Mount(RUNS, '/runs'),))"
+    ),
+    "container.bundle": "OciBundle(bundle={}, mounts=(Mount(RUNS, '/runs'),))",
+    "container.bundle.mounts": (
+        "OciBundle(bundle='/shared/bundle', mounts=(Mount(RUNS, '/runs'), Mount({}, '/x')))"
+    ),
+    "container.bundle.mounts.container": (
+        "OciBundle(bundle='/shared/bundle', mounts=(Mount(RUNS, '/runs'), Mount('/x', {})))"
+    ),
+    "container.bundle.python": (
+        "OciBundle(bundle='/shared/bundle', python={}, mounts=(Mount(RUNS, '/runs'),))"
+    ),
+    **{f"ray_ports.{f.name}": f"RayPorts({f.name}={{}})" for f in attrs.fields(RayPorts)},
     "gb200.imex_channel": "Gb200Settings(imex_channel={})",
+    "gb200.nccl_mnnvl_enable": "Gb200Settings(imex_channel=0, nccl_mnnvl_enable={})",
     "gb200.gloo_socket_ifname": "Gb200Settings(imex_channel=0, gloo_socket_ifname={})",
     "gb200.imex_device_dir": "Gb200Settings(imex_channel=0, imex_device_dir={})",
+    "tracking.mode": "Tracking(mode={})",
     "tracking.project": "Tracking(mode='off', project={})",
     "tracking.entity": "Tracking(mode='off', entity={})",
     "artifact_store.path": "ArtifactStore(path={})",
     "bases.image": "{{'vllm': BaseContainer(image={}, framework_root='/opt/x')}}",
+    # The stage's own base (nemo-rl) from bases, so its framework_root is the one planned.
+    "bases.framework_root": (
+        f"{{{{'nemo-rl': BaseContainer(image={IMAGE!r}, framework_root={{}})}}}}"
+    ),
 }
+# The classes a profile holds: test_every_field_is_generated checks FIELDS names each field.
+HELD: tuple[type, ...] = (ClusterProfile, Pyxis, OciBundle, NoContainer, Mount, Gb200Settings)
+HELD += (Tracking, ArtifactStore, BaseContainer, RayPorts)
+# Fields a field above needs beside it.
+ALONGSIDE: dict[str, dict[str, str]] = {"bases.framework_root": {"default_base": "'vllm'"}}
+
+
+def test_every_field_is_generated() -> None:
+    """Every field of a profile and of each class it holds gets generated values: a field
+    added later without a line in FIELDS fails here."""
+    named = {label.rsplit(".", 1)[-1] for label in FIELDS} | {f.split(".")[0] for f in FIELDS}
+    named |= {m.group(1) for expr in FIELDS.values() for m in re.finditer(r"(\w+)=\{\}", expr)}
+    if any("Mount({}" in expr for expr in FIELDS.values()):
+        named.add("host")
+    missing = [
+        f"{cls.__name__}.{f.name}"
+        for cls in HELD
+        for f in attrs.fields(cls)
+        if f.init and f.name not in named
+    ]
+    assert missing == [], missing
 
 
 def _profile_source(runs: Path, field: str, value: Any) -> str:
     fields = _base_fields(runs)
     name = field.split(".")[0]
     fields[name] = FIELDS[field].format(repr(value)).replace("RUNS", repr(str(runs)))
+    fields.update(ALONGSIDE.get(field, {}))
     body = ", ".join(f"{k}={v}" for k, v in fields.items())
     return f"{HEADER}profile = ClusterProfile({body})\n"
 
@@ -270,6 +375,11 @@ def _check_script(script_path: Path, profile: Any, plan: Any) -> None:
 
 @PROPERTY
 @given(field=st.sampled_from(sorted(FIELDS)), value=PROFILE_VALUES)
+# Accepted, and read back by the job as an OciBundle: the round trip fails.
+@example(field="container.kind", value="oci-bundle")
+# Each passed recipekit's one_of, which lets None through, and did not read back.
+@example(field="shipping", value=None)
+@example(field="tracking.mode", value=None)
 def test_any_value_of_any_profile_field_is_a_safe_job_script_or_one_line(
     field: str, value: Any
 ) -> None:
@@ -291,6 +401,8 @@ def test_any_value_of_any_profile_field_is_a_safe_job_script_or_one_line(
             assert result.stderr.startswith("error: ") and result.stderr.count("\n") <= 12
             return
         profile = find_profile(cluster).for_base(dapo_b200.framework.image)
+        # The job reads the profile back from the JSON submit writes: the same profile.
+        assert profile_from_json(json.loads(json.dumps(profile_to_json(profile)))) == profile
         _strict_json((out / "plan.json").read_text())
         _check_script(out / "job.sbatch", profile, make_plan(dapo_b200))
     finally:

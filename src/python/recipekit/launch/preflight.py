@@ -131,11 +131,19 @@ def code_checkouts_pinned(ctx: NodeContext) -> str | None:
 
 def inputs_exist(ctx: NodeContext) -> str | None:
     """Every input is there; one from the artifact store is a whole version (every file of
-    its manifest, at its size), so a stage never starts on a damaged checkpoint."""
+    its manifest, at its size, and with its sha256 where its stat moved), so a stage never
+    starts on a damaged checkpoint."""
+    store = ctx.profile.artifact_store
+    # The store's path as the user knows it (the container sees it at /artifacts), for the
+    # command a message gives.
+    shown = store.path if store is not None else ARTIFACTS_ROOT
     for role, path in ctx.plan.get("inputs", {}).items():
         stored = stored_input(path)
         if stored is not None:
-            problem = input_problem(Path(ARTIFACTS_ROOT), *stored)
+            # An import or publish killed after its commit leaves the aliases behind the
+            # index: the node finishes them (under the artifact's lock, as the next import
+            # would) rather than refuse a version that is whole.
+            problem = input_problem(Path(ARTIFACTS_ROOT), *stored, shown_root=shown, repair=True)
             if problem is not None:
                 return f"{role} {path}: {problem}"
         elif path.startswith("/") and not Path(path).exists():

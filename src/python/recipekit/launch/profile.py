@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,7 +25,6 @@ from recipekit.validators import (
     at_least,
     instance_of,
     matching,
-    one_of,
     str_mapping,
 )
 
@@ -129,11 +128,56 @@ def _text_mapping(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
             _fail(attribute, f"{key!r} or its value holds a control character", key)
 
 
+Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+
+
+# attrs' own combinators (optional, in_, a list of validators) would run a validator from
+# attrs' frames, and a profile's mistake is reported at the innermost frame outside recipekit
+# (loading._recipe_frame): these run it from recipekit's, so the error names the profile's line.
+def _optional(validator: Validator) -> Validator:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value is not None:
+            validator(instance, attribute, value)
+
+    return check
+
+
+def _every(*validators: Validator) -> Validator:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        for validator in validators:
+            validator(instance, attribute, value)
+
+    return check
+
+
+def _choice(*allowed: str) -> Validator:
+    """One of ``allowed``, and never None (recipekit's one_of lets None through: a schema key
+    left unset; a profile's JSON would not read back with it)."""
+    listed = ", ".join(repr(a) for a in allowed)
+
+    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, str) or value not in allowed:
+            _fail(attribute, f"must be one of {listed}", value)
+
+    return check
+
+
 def _interval(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     instance_of(int, float, what="seconds")(_, attribute, value)
     if isinstance(value, float) and not math.isfinite(value):
         _fail(attribute, "must be a finite number of seconds", value)
     at_least(0.1)(_, attribute, value)
+
+
+def _own_kind(kind: str) -> Validator:
+    """``kind`` names the class in the profile's JSON (the job reads the profile back by it):
+    Pyxis(kind='oci-bundle') would be read back as an OciBundle, a made-up kind not at all."""
+
+    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value != kind:
+            _fail(attribute, f"is {kind!r} (the container's class says which it is)", value)
+
+    return check
 
 
 @attrs.frozen
@@ -170,7 +214,7 @@ class Pyxis:
     # Inside the container.
     python: str = attrs.field(default="python3", validator=_command)
 
-    kind: str = "pyxis"
+    kind: str = attrs.field(default="pyxis", validator=_own_kind("pyxis"))
 
     def srun_flags(self) -> list[str]:
         # Named, the container is created once per node and job and reused by the job's later
@@ -206,7 +250,7 @@ class OciBundle:
     # Inside the container.
     python: str = attrs.field(default="python3", validator=_command)
 
-    kind: str = "oci-bundle"
+    kind: str = attrs.field(default="oci-bundle", validator=_own_kind("oci-bundle"))
 
     def srun_flags(self) -> list[str]:
         return [f"--container={self.bundle}"]
@@ -221,7 +265,7 @@ class NoContainer:
 
     python: str = attrs.field(default="python3", validator=_command)
 
-    kind: str = "none"
+    kind: str = attrs.field(default="none", validator=_own_kind("none"))
 
     def srun_flags(self) -> list[str]:
         return []
@@ -234,8 +278,9 @@ class NoContainer:
 class Gb200Settings:
     """Multi-node NVLink on GB200 NVL72: the IMEX channel the job's GPUs share memory through."""
 
+    # /dev/nvidia-caps-imex-channels/channel<N>: N counts from 0.
     imex_channel: int = attrs.field(
-        validator=instance_of(int, what="a channel number"),
+        validator=_every(instance_of(int, what="a channel number"), at_least(0)),
     )
     nccl_mnnvl_enable: bool = attrs.field(
         default=True, validator=instance_of(bool, what="True or False")
@@ -283,12 +328,12 @@ class Tracking:
     """
 
     mode: TrackingMode = attrs.field(
-        default="online", validator=attrs.validators.in_(("online", "offline", "off"))
+        default="online", validator=_choice("online", "offline", "off")
     )
     # The recipe, Configuration: env.toml's [wandb] project = "nemotron".
     project: str = attrs.field(default="nemotron", validator=_slurm_name)
     # None: the API key's default entity.
-    entity: str | None = attrs.field(default=None, validator=attrs.validators.optional(_slurm_name))
+    entity: str | None = attrs.field(default=None, validator=_optional(_slurm_name))
 
 
 @attrs.frozen
@@ -322,16 +367,12 @@ class ClusterProfile:
     name: str = attrs.field(validator=_slurm_name)
     node: NodeType = attrs.field(validator=instance_of(NodeType, what="a NodeType"))
     partition: str = attrs.field(validator=_partitions)
-    account: str | None = attrs.field(
-        default=None, validator=attrs.validators.optional(_slurm_name)
-    )
+    account: str | None = attrs.field(default=None, validator=_optional(_slurm_name))
     # Where a framework that is its own Slurm client (a "delegated" stage: NeMo Evaluator's
     # launcher) submits from, over ssh: its execution.hostname. Usually the login node.
     login_host: str | None = attrs.field(
         default=None,
-        validator=attrs.validators.optional(
-            matching(r"^[A-Za-z0-9._@-]+$", "must be a host name (or user@host)")
-        ),
+        validator=_optional(matching(r"^[A-Za-z0-9._@-]+$", "must be a host name (or user@host)")),
     )
     time_limit: str = attrs.field(default="04:00:00", validator=_time_limit)
     container: Pyxis | OciBundle | NoContainer = attrs.field(
@@ -348,7 +389,7 @@ class ClusterProfile:
     # artifacts (submit refuses such a stage).
     artifact_store: ArtifactStore | None = attrs.field(
         default=None,
-        validator=attrs.validators.optional(instance_of(ArtifactStore, what="an ArtifactStore")),
+        validator=_optional(instance_of(ArtifactStore, what="an ArtifactStore")),
     )
     # How often the head of a Ray stage publishes new checkpoints while the framework runs
     # (a pinned step must be kept before the framework's keep policy deletes it).
@@ -357,11 +398,11 @@ class ClusterProfile:
         validator=_interval,
     )
     hf_home: str | None = attrs.field(
-        default=None, converter=_path_text, validator=attrs.validators.optional(_job_path)
+        default=None, converter=_path_text, validator=_optional(_job_path)
     )
     gb200: Gb200Settings | None = attrs.field(
         default=None,
-        validator=attrs.validators.optional(instance_of(Gb200Settings, what="Gb200Settings")),
+        validator=_optional(instance_of(Gb200Settings, what="Gb200Settings")),
     )
     extra_env: dict[str, str] = attrs.field(factory=dict, validator=_env_mapping)
     # Names read from the submitting shell and handed to the job by Slurm's --export.
@@ -372,7 +413,7 @@ class ClusterProfile:
         factory=RayPorts, validator=instance_of(RayPorts, what="a RayPorts")
     )
     ray_start_timeout_s: int = attrs.field(
-        default=300, validator=[instance_of(int, what="whole seconds"), at_least(1)]
+        default=300, validator=_every(instance_of(int, what="whole seconds"), at_least(1))
     )
     # torch.distributed's MASTER_PORT for "per-gpu" stages, bound by rank 0 on the first node.
     # NOT IN THE RECIPE: torch.distributed's default port (torchrun --master-port).
@@ -392,7 +433,7 @@ class ClusterProfile:
     # launcher Pex copied to the run directory on shared storage, as ray.sub users work today.
     # "baked": the container image is the stage image `publish` pushed, launcher and plan inside.
     shipping: Literal["mounted", "baked"] = attrs.field(
-        default="mounted", validator=one_of(("mounted", "baked"))
+        default="mounted", validator=_choice("mounted", "baked")
     )
     tracking: Tracking = attrs.field(
         factory=Tracking, validator=instance_of(Tracking, what="a Tracking")

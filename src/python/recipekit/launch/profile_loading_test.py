@@ -98,6 +98,60 @@ BROKEN = {
         },
         "bases = 'img': nemo: must be BaseContainer(image=..., framework_root=...), not str",
     ),
+    "imex_channel-negative": (
+        {"gb200": "Gb200Settings(imex_channel=-1)"},
+        "profile.py:5: imex_channel = -1: must be >= 0",
+    ),
+    # Optional fields: each named at the profile's line, not at attrs' optional validator.
+    "account-with-a-space": (
+        {"account": "'my account'"},
+        "profile.py:5: account = 'my account': must be a name of letters",
+    ),
+    "login_host-with-a-space": (
+        {"login_host": "'login 1'"},
+        "profile.py:5: login_host = 'login 1': must be a host name",
+    ),
+    "hf_home-relative": (
+        {"hf_home": "'hf'"},
+        "profile.py:5: hf_home = 'hf': must be an absolute path",
+    ),
+    "artifact_store-a-string": (
+        {"artifact_store": "'/shared/artifacts'"},
+        "profile.py:5: artifact_store = '/shared/artifacts': must be an ArtifactStore",
+    ),
+    "tracking-mode-unknown": (
+        {"tracking": "Tracking(mode='onlne')"},
+        "profile.py:5: mode = 'onlne': must be one of 'online', 'offline', 'off'",
+    ),
+    # None passed recipekit's one_of (an unset schema key), and the job could not read the
+    # profile's JSON back: the property test's round trip found both.
+    "tracking-mode-none": (
+        {"tracking": "Tracking(mode=None)"},
+        "profile.py:5: mode = None: must be one of 'online', 'offline', 'off'",
+    ),
+    "shipping-none": (
+        {"shipping": "None"},
+        "profile.py:5: shipping = None: must be one of 'mounted', 'baked'",
+    ),
+    "ray_ports-node_offset-a-word": (
+        {"ray_ports": "RayPorts(node_offset='x')"},
+        "profile.py:5: node_offset = 'x': must be a whole number of ports",
+    ),
+    "ray_start_timeout_s-zero": (
+        {"ray_start_timeout_s": "0"},
+        "profile.py:5: ray_start_timeout_s = 0: must be >= 1",
+    ),
+    # Python writes no integer of more than 4300 digits: the message says the range instead.
+    "master_port-huge": (
+        {"master_port": "10**5000"},
+        "profile.py:5: ValueError: port master_port=<a 16610-bit number> must be in "
+        "1024..32767 (a port number)",
+    ),
+    # The kind names the class in the profile's JSON: the job would read back an OciBundle.
+    "container-kind-of-another-class": (
+        {"container": "Pyxis(image='nvcr.io/x/y@sha256:' + '0' * 64, kind='oci-bundle')"},
+        "profile.py:5: kind = 'oci-bundle': is 'pyxis' (the container's class says which it is)",
+    ),
     "image-with-a-space": (
         {"container": "Pyxis(image='nvcr.io/x/y:1 --pty')"},
         "image = 'nvcr.io/x/y:1 --pty': must be an image reference",

@@ -29,7 +29,8 @@ def below_ephemeral(what: str, binder: str) -> Callable[[object, attrs.Attribute
             raise error
         if not 1024 <= value < EPHEMERAL_PORTS_START:
             raise ValueError(
-                f"{what} {attribute.name}={value} must be in 1024..{EPHEMERAL_PORTS_START - 1}: "
+                f"{what} {attribute.name}={_shown(value)} must be in "
+                f"1024..{EPHEMERAL_PORTS_START - 1} (a port number): "
                 f"an ephemeral port can be taken by any outgoing connection before {binder} "
                 "binds it"
             )
@@ -37,7 +38,25 @@ def below_ephemeral(what: str, binder: str) -> Callable[[object, attrs.Attribute
     return check
 
 
+def _shown(value: int) -> str:
+    # 10**5000 has more digits than Python writes out (4300): its size says enough.
+    if abs(value) < 10**18:
+        return str(value)
+    sign = "-" if value < 0 else ""
+    return f"{sign}<a {value.bit_length()}-bit number>"
+
+
 _below_ephemeral = below_ephemeral("ray port", "Ray")
+
+
+def _offset(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    # One function (not at_least alone, which lets None through and compares a string with
+    # 0 as a TypeError): a profile's mistake is named at its line.
+    if not isinstance(value, int) or isinstance(value, bool):
+        error = FieldError("must be a whole number of ports", value)
+        error.field_name = attribute.name  # type: ignore[attr-defined]
+        raise error
+    at_least(0)(_, attribute, value)
 
 
 @attrs.frozen(kw_only=True)
@@ -53,7 +72,7 @@ class RayPorts:
     min_worker: int = attrs.field(default=20100, validator=_below_ephemeral)
     max_worker: int = attrs.field(default=20999, validator=_below_ephemeral)
     # Several nodes on one host (tests): node k uses every per-node port + k * node_offset.
-    node_offset: int = attrs.field(default=0, validator=at_least(0))
+    node_offset: int = attrs.field(default=0, validator=_offset)
 
     def __attrs_post_init__(self) -> None:
         if self.max_worker <= self.min_worker:

@@ -185,8 +185,9 @@ def stamped_checkpoint_issues(plan: Mapping[str, Any], root: Path) -> list[Issue
 
 
 def stored_input_issues(plan: Mapping[str, Any], root: Path) -> list[Issue]:
-    """Every input version the store holds must be whole (by its manifest's sizes): a
-    truncated, emptied or deleted version is refused, naming the file. One not published yet
+    """Every input version the store holds must be whole (by its manifest: sizes, and the
+    sha256 of a file whose stat moved): a truncated, emptied, rewritten or deleted version is
+    refused, naming the file. One not published yet
     is left to preflight: a pipeline's earlier stage publishes it before this one starts."""
     issues = []
     for role, path in plan.get("inputs", {}).items():

@@ -43,6 +43,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -71,7 +72,10 @@ MARKER_FORMAT = 1
 # Checkpoint directories by step: NeMo-RL writes step_<N>, Megatron-Bridge iter_<N, 7 digits>.
 STEP_DIR = re.compile(r"^(?:step_|iter_)(\d+)$")
 # Names the store gives itself inside an artifact: an import under one would shadow an alias.
-_RESERVED_NAME = re.compile(r"^(?:v\d+|step-\d+|latest|kept)$")
+_ALIAS_NAME = re.compile(r"^(?:v\d+|step-\d+|latest|kept)$")
+# The folders an import without --name gets (import-vN; import-vN-K where that was taken): a
+# user's import under one would take the name a later `data import` generates.
+_GENERATED_NAME = re.compile(r"^import-v\d+(?:-\d+)?$")
 _HASH_CHUNK = 1 << 20
 
 
@@ -204,9 +208,7 @@ def require_store(root: Path) -> Path:
 
 def artifact_names(root: Path) -> list[str]:
     """The artifacts the store at ``root`` holds: each directory with an index."""
-    return sorted(
-        p.name for p in require_store(root).iterdir() if (p / VERSIONS_FILE).is_file()
-    )
+    return sorted(p.name for p in require_store(root).iterdir() if (p / VERSIONS_FILE).is_file())
 
 
 def artifact_dir(root: Path, artifact: str) -> Path:
@@ -220,14 +222,21 @@ def artifact_dir(root: Path, artifact: str) -> Path:
 def version_name_problem(name: object) -> str:
     """Why ``name`` cannot name an imported version's folder, or "" when it can: a name, never
     a path, and none of the names the store gives itself."""
-    if isinstance(name, str) and ("/" in name or ":" in name or name in {".", ".."}):
-        return "a version's name is a folder's name, never a path (no '/' or ':')"
-    problem = artifact_name_problem(name).replace("an artifact name", "a version's name")
+    problem = _folder_name_problem(name)
     if problem:
         return problem
-    if _RESERVED_NAME.match(str(name)):
+    if _ALIAS_NAME.match(str(name)):
         return "vN, step-N, latest and kept are the store's own names (its aliases)"
+    if _GENERATED_NAME.match(str(name)):
+        return "import-vN is the name the store gives an import without --name"
     return ""
+
+
+def _folder_name_problem(name: object) -> str:
+    """Why ``name`` cannot be a folder directly inside an artifact's directory ("" if it can)."""
+    if isinstance(name, str) and ("/" in name or ":" in name or name in {".", ".."}):
+        return "a version's name is a folder's name, never a path (no '/' or ':')"
+    return artifact_name_problem(name).replace("an artifact name", "a version's name")
 
 
 def versions(root: Path, artifact: str) -> list[StoredVersion]:
@@ -346,8 +355,35 @@ def _entry(
 ) -> dict[str, Any]:
     if path.is_symlink():
         return {"name": name, "link": os.readlink(path)}
-    size = path.stat().st_size
-    return {"name": name, "size": size, "sha256": sha256 or _hash_file(path, hashed)}
+    digest = sha256 or _hash_file(path, hashed)
+    return {"name": name, **_stat_of(path), "sha256": digest}
+
+
+# What a manifest entry records beside the bytes' sha256 so that a cheap check (every submit,
+# every node's preflight, pipeline plan) notices a change without reading the file: a write
+# moves mtime, a file replaced by another has another inode, and ctime moves on any change,
+# even one that sets mtime back (touch -d). ctime is recorded only for a file with no other
+# link: a hard link made or removed (store keep, a framework's keep policy deleting the
+# step it was published from, data import's links) moves it with the bytes unchanged.
+STAT_KEYS = ("mtime_ns", "ino", "ctime_ns")
+
+
+def _stat_of(path: Path) -> dict[str, int]:
+    return _stat_dict(path.stat())
+
+
+def _stat_dict(found: os.stat_result) -> dict[str, int]:
+    stat = {"size": found.st_size, "mtime_ns": found.st_mtime_ns, "ino": found.st_ino}
+    if found.st_nlink == 1:
+        stat["ctime_ns"] = found.st_ctime_ns
+    return stat
+
+
+def _stat_changed(entry: Mapping[str, Any], found: os.stat_result) -> bool:
+    """Whether ``found`` differs from what ``entry`` recorded of its file (a manifest from
+    before these were recorded records none: only its size is compared)."""
+    now = {"mtime_ns": found.st_mtime_ns, "ino": found.st_ino, "ctime_ns": found.st_ctime_ns}
+    return any(entry[key] != now[key] for key in STAT_KEYS if key in entry)
 
 
 def _manifest(version_dir: Path, what: str) -> list[dict[str, Any]]:
@@ -400,7 +436,7 @@ def _copy_entry(
     if link:
         os.link(path, out)
         copied.advance(out.stat().st_size)
-        return {"name": name, "size": out.stat().st_size, "sha256": _hash_file(out)}
+        return {"name": name, **_stat_of(out), "sha256": _hash_file(out)}
     digest = hashlib.sha256()
     with open(path, "rb") as read, open(out, "xb") as write:
         while chunk := read.read(_HASH_CHUNK):
@@ -410,13 +446,21 @@ def _copy_entry(
         write.flush()
         os.fsync(write.fileno())
     shutil.copystat(path, out)
-    return {"name": name, "size": out.stat().st_size, "sha256": digest.hexdigest()}
+    return {"name": name, **_stat_of(out), "sha256": digest.hexdigest()}
 
 
 def manifest_digest(files: Any) -> str:
     """The identity of a version's content: sha256 over its manifest (every file's name, size
     and sha256, every link's target), in a canonical form. Two imports of the same bytes
-    under the same names have the same digest."""
+    under the same names have the same digest: what the manifest records of the files' stat
+    (STAT_KEYS, for the cheap check) is left out, as it was before it was recorded."""
+    if isinstance(files, list):
+        files = [
+            {k: v for k, v in entry.items() if k not in STAT_KEYS}
+            if isinstance(entry, dict)
+            else entry
+            for entry in files
+        ]
     blob = json.dumps(files, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -465,10 +509,10 @@ def _index_text(listed: list[StoredVersion]) -> bytes:
 # --- changing the store: under the artifact's lock -------------------------------------------
 
 
-def _locked(directory: Path) -> AbstractContextManager[None]:
+def _locked(directory: Path, *, wait: bool = True) -> AbstractContextManager[None]:
     # Two jobs may publish to one artifact at once (a requeued job's last sweep and its
     # successor's first): the lock keeps version numbers unique.
-    return exclusive(directory / ".lock")
+    return exclusive(directory / ".lock", wait=wait)
 
 
 def _temporary_links(directory: Path, listed: list[StoredVersion]) -> dict[str, Path]:
@@ -535,7 +579,10 @@ def _recover(directory: Path) -> list[str]:
         pending = None
     if isinstance(pending, dict) and pending.get("version") not in committed:
         name = str(pending.get("name", ""))
-        if not version_name_problem(name) and name not in {v.path for v in listed}:
+        # The journal names a folder the import made: a user's name or a generated one, never
+        # a path or an alias (a damaged journal must not remove anything else).
+        named = not _folder_name_problem(name) and not _ALIAS_NAME.match(name)
+        if named and name not in {v.path for v in listed}:
             shutil.rmtree(directory / name, ignore_errors=True)
             done.append(f"removed {name}/, an import that never finished")
     for number in set(markers) - committed:
@@ -694,11 +741,23 @@ def _keep_version(directory: Path, number: int, pinned_by: str) -> StoredVersion
     _phase("files")
     # The marker first, as a publish writes it before the index: a crash between the two is
     # finished by _recover (the marker names the kept copy, the index still the original).
-    body = {**marker, "path": kept.path, "kept": True}
+    # The version was whole just now (check_version read what had changed); linking it moved
+    # its files' ctime and link count: the manifest records their stat as they are now.
+    files = [
+        {**_without_stat(entry), **_stat_of(directory / kept.path / str(entry["name"]))}
+        if "sha256" in entry
+        else entry
+        for entry in marker["files"]
+    ]
+    body = {**marker, "path": kept.path, "kept": True, "files": files}
     _write_synced(_marker(directory, number), (json.dumps(body, indent=1) + "\n").encode())
     _phase("marker")
     _commit(directory, [*listed[:number], kept, *listed[number + 1 :]])
     return kept
+
+
+def _without_stat(entry: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k not in STAT_KEYS}
 
 
 def _kept_since(listed: list[StoredVersion], markers: dict[int, StoredVersion]) -> list[int]:
@@ -759,7 +818,7 @@ def _import(
     meta: Mapping[str, Any],
 ) -> StoredVersion:
     known = _read_index(directory) or []
-    name = name or f"import-v{len(known)}"
+    name = name or _free_name(directory, known)
     target = directory / name
     if target.exists() or target.is_symlink() or name in {v.path for v in known}:
         raise StoreError("--name", f"{target} exists", hint="import under another name")
@@ -783,13 +842,30 @@ def _import(
     return version
 
 
-def recover(root: Path, artifact: str) -> list[str]:
+def _free_name(directory: Path, known: list[StoredVersion]) -> str:
+    """``import-vN`` for version N, or ``import-vN-K`` where a folder has that name already
+    (one a user named so before the name was reserved): a default that is taken would fail
+    every later import."""
+    base = f"import-v{len(known)}"
+    taken = {v.path for v in known}
+    for name in (base, *(f"{base}-{k}" for k in range(2, 1000))):
+        if (
+            name not in taken
+            and not (directory / name).exists()
+            and not (directory / name).is_symlink()
+        ):
+            return name
+    return base  # 1000 folders of one version's name: the import says it exists
+
+
+def recover(root: Path, artifact: str, *, wait: bool = True) -> list[str]:
     """Finish or undo what an interrupted import or publish of ``artifact`` left (under its
-    lock): what was done, one line each."""
+    lock): what was done, one line each. Without ``wait``, a lock another process holds (an
+    import or publish under way) is a BlockingIOError at once."""
     directory = artifact_dir(root, artifact)
     if not directory.is_dir():
         return []
-    with _locked(directory):
+    with _locked(directory, wait=wait):
         return _recover(directory)
 
 
@@ -803,6 +879,10 @@ class VersionState:
     version: StoredVersion
     problems: tuple[str, ...] = ()
     gone: bool = False
+    # Files read because their stat moved that hold their manifest's bytes (a store copied or
+    # restored elsewhere, a file touched): name -> the stat they were read with. record_stats
+    # writes it into the manifest, or every cheap check would read them again.
+    moved: Mapping[str, Mapping[str, int]] = attrs.field(factory=dict)
 
     @property
     def whole(self) -> bool:
@@ -819,8 +899,10 @@ def check_version(
 ) -> VersionState:
     """``version`` against its completion marker: every file there with its size, and with its
     sha256 when ``content`` (reading every byte: what ``store verify`` does, telling
-    ``hashed`` the bytes as it reads them; ``submit`` and the job's preflight compare sizes).
-    Nothing is changed."""
+    ``hashed`` the bytes as it reads them). Without ``content`` (``submit``, the job's
+    preflight, ``pipeline plan``, ``store list``) only a file whose stat differs from what its
+    manifest recorded (STAT_KEYS) is read and hashed: a same-size change is found, and a
+    large checkpoint nobody touched costs one stat per file. Nothing is changed."""
     directory = root / artifact
     where = directory / version.path
     marker = read_marker(directory, version.version)
@@ -831,6 +913,7 @@ def check_version(
             version, (f"v{version.version} {what} ({_marker(directory, version.version)})",)
         )
     problems: list[str] = []
+    moved: dict[str, dict[str, int]] = {}
     recorded = {k: marker.get(k) for k in ("version", "step", "run", "path")}
     if recorded != {k: getattr(version, k) for k in recorded}:
         problems.append(f"{_marker(directory, version.version)} describes another version")
@@ -846,19 +929,57 @@ def check_version(
                 problems.append(f"{path} is not the link to {entry['link']} its manifest lists")
             continue
         try:
-            size = path.stat().st_size
+            found = path.stat()
         except OSError:
             problems.append(f"{path} is missing")
             continue
+        size = found.st_size
         if size != entry.get("size"):
             problems.append(f"{path} is {size} bytes, its manifest says {entry.get('size')}")
-        elif content and _hash_file(path, hashed) != entry.get("sha256"):
-            problems.append(f"{path} does not hold what its manifest's sha256 says")
+        elif content or _stat_changed(entry, found):
+            if _hash_file(path, hashed) != entry.get("sha256"):
+                problems.append(f"{path} does not hold what its manifest's sha256 says")
+            elif _stat_changed(entry, found) or not set(STAT_KEYS[:2]) <= set(entry):
+                moved[name] = _stat_dict(found)
     for path in _walk(where):
         name = path.relative_to(where).as_posix()
         if name not in expected:
             problems.append(f"{path} is not in the version's manifest")
-    return VersionState(version, tuple(problems))
+    return VersionState(version, tuple(problems), moved=moved)
+
+
+def record_stats(root: Path, artifact: str, state: VersionState) -> int:
+    """Write into ``state``'s version's manifest the stat of the files ``check_version`` read
+    whole though their stat had moved (or a manifest from before stats were recorded), so the
+    cheap check reads them no more: each file whose stat is still what was read (under the
+    artifact's lock; a file changed since keeps its old stat and is read again). ``store
+    verify`` does it once it has read every byte. How many entries it wrote."""
+    if not state.moved or not state.whole:
+        return 0
+    directory = artifact_dir(root, artifact)
+    number = state.version.version
+    with _locked(directory):
+        marker = read_marker(directory, number)
+        if marker is None or marker.get("path") != state.version.path:
+            return 0
+        where = directory / state.version.path
+        changed = 0
+        files = []
+        for entry in marker["files"]:
+            seen = state.moved.get(str(entry.get("name")))
+            if seen is not None and "sha256" in entry:
+                try:
+                    now = _stat_dict((where / str(entry["name"])).stat())
+                except OSError:
+                    now = {}
+                if now == seen and now.get("size") == entry.get("size"):
+                    entry = {**_without_stat(entry), **now}
+                    changed += 1
+            files.append(entry)
+        if changed:
+            body = {**marker, "files": files}
+            _write_synced(_marker(directory, number), (json.dumps(body, indent=1) + "\n").encode())
+        return changed
 
 
 def link_problems(root: Path, artifact: str, listed: list[StoredVersion]) -> list[str]:
@@ -904,18 +1025,30 @@ def stored_input(path: str) -> tuple[str, str] | None:
 
 
 def input_problem(
-    root: Path, artifact: str, selector: str, *, missing_ok: bool = False
+    root: Path,
+    artifact: str,
+    selector: str,
+    *,
+    missing_ok: bool = False,
+    shown_root: str | Path | None = None,
+    repair: bool = False,
 ) -> str | None:
     """Why a stage must not read ``artifact:selector`` from the store at ``root`` (absent,
     incomplete, deleted or damaged, naming the file), or None when it is whole by its
-    manifest's sizes. Cheap enough for every submit and every node's preflight.
-    ``missing_ok``: a version not published yet is no problem (a pipeline's earlier stage
-    will publish it before this one starts)."""
+    manifest (check_version's cheap check: sizes, and the bytes of a file whose stat moved).
+    Cheap enough for every submit and every node's preflight. ``missing_ok``: a version not
+    published yet is no problem (a pipeline's earlier stage will publish it before this one
+    starts). ``shown_root``: the store's path for the commands a message gives, where
+    ``root`` is not the user's (``/artifacts`` in a container). ``repair``: aliases behind
+    the index (an import or publish killed after its commit) are pointed at their versions
+    first, when no other import or publish holds the artifact's lock (which finishes them)."""
     ref = f"{artifact}:{selector}"
     try:
         listed = versions(root, artifact)
     except RecipeError as exc:
         return f"{ref}: {exc.render()}"
+    if repair and link_problems(root, artifact, listed):
+        listed = _repaired(root, artifact, listed)
     version = resolve_selector(listed, selector)
     if version is None:
         if missing_ok:
@@ -928,7 +1061,8 @@ def input_problem(
     if not link.is_symlink() or os.readlink(link) != version.path:
         return (
             f"{ref}: {link} does not point at v{version.version} ({version.path}), an "
-            f"interrupted publish (recipekit store verify STORE {artifact} repairs it)"
+            f"interrupted import or publish (recipekit store verify {shown_root or root} "
+            f"{artifact} repairs it)"
         )
     state = check_version(root, artifact, version, content=False)
     if state.gone:
@@ -937,6 +1071,34 @@ def input_problem(
         more = f" (and {len(state.problems) - 1} more)" if len(state.problems) > 1 else ""
         return f"{ref} (v{version.version}) is damaged: {state.problems[0]}{more}"
     return None
+
+
+# How long a node's preflight waits for the lock of an artifact whose aliases are behind its
+# index: every node of the job repairs at once and one takes the lock (milliseconds), and an
+# import or publish that holds it has already finished the links in its own recovery.
+REPAIR_WAIT_S = 10.0
+
+
+def _repaired(root: Path, artifact: str, listed: list[StoredVersion]) -> list[StoredVersion]:
+    """``listed`` once the artifact's aliases point at them: recovered here when the lock is
+    free, else by whoever holds it. As it was when neither happens in REPAIR_WAIT_S, or the
+    store cannot be written (input_problem then names the alias)."""
+    deadline = time.monotonic() + REPAIR_WAIT_S
+    while True:
+        try:
+            recover(root, artifact, wait=False)
+            return versions(root, artifact)
+        except BlockingIOError:
+            pass
+        except (OSError, RecipeError):
+            return listed
+        time.sleep(0.2)
+        try:
+            listed = versions(root, artifact)
+        except RecipeError:
+            return listed
+        if not link_problems(root, artifact, listed) or time.monotonic() > deadline:
+            return listed
 
 
 def completed_meta(action: Mapping[str, Any], root: Path) -> dict[str, Any]:

@@ -50,10 +50,35 @@ def _in_namespace(scenario: str) -> dict[str, Any]:
     return result
 
 
-needs_root = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("unshare") is None,
-    reason="a mount namespace needs root and unshare(1) (tests run as root here and in CI)",
-)
+def _without_namespaces() -> None:
+    """Skip a test that needs a mount namespace where none can be made, or fail it in CI (the
+    CI variable set): there it would otherwise pass as a skip and prove nothing."""
+    if os.geteuid() == 0 and shutil.which("unshare") is not None:
+        return
+    reason = "a mount namespace needs root and unshare(1) (tests run as root here and in CI)"
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI is set, so not skipped")
+    pytest.skip(reason)
+
+
+@pytest.fixture()
+def mount_namespaces() -> None:
+    _without_namespaces()
+
+
+needs_root = pytest.mark.usefixtures("mount_namespaces")
+
+
+def test_without_namespaces_a_fault_test_fails_in_ci_and_skips_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI is set, so not skipped"):
+        _without_namespaces()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="needs root"):
+        _without_namespaces()
 
 
 @needs_root

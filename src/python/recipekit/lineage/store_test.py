@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -176,11 +177,73 @@ def test_every_version_has_a_manifest_that_verify_checks(tmp_path: Path) -> None
     shard.write_bytes(b"")
     problem = input_problem(store, DATA, "v0")
     assert problem is not None and f"{shard} is 0 bytes, its manifest says 2000" in problem
-    # The same size, other bytes: only the hashes (store verify) tell.
+    # The same size, other bytes: the write moved the file's stat, so the cheap check (submit,
+    # preflight, pipeline plan) reads that file and finds the hash changed.
     shard.write_bytes(b"\x00\x02" * 1000)
-    assert input_problem(store, DATA, "v0") is None
+    problem = input_problem(store, DATA, "v0")
+    assert problem is not None and f"{shard} does not hold what its manifest's sha256" in problem
     [damaged] = check_version(store, DATA, version).problems
     assert damaged == f"{shard} does not hold what its manifest's sha256 says"
+
+
+def test_the_cheap_check_finds_a_same_size_byte_flip_and_reads_only_changed_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, name = _imported(tmp_path)
+    [version] = versions(store, DATA)
+    marker = read_marker(store / DATA, 0)
+    assert marker is not None
+    stats = {f["name"]: f for f in marker["files"]}
+    assert {"mtime_ns", "ino", "ctime_ns"} <= set(stats["shards/00.bin"])
+    # The stat is not the content's identity: the digest is what it was before it was kept.
+    bare = [
+        {k: v for k, v in f.items() if k in ("name", "size", "sha256")} for f in marker["files"]
+    ]
+    assert manifest_digest(marker["files"]) == manifest_digest(bare)
+    hashed = _counting_hashes(monkeypatch)
+    assert check_version(store, DATA, version, content=False).whole
+    assert hashed == []  # nothing changed: one stat per file, no byte read
+    shard = store / DATA / name / "shards" / "00.bin"
+    data = bytearray(shard.read_bytes())
+    data[1500] ^= 0xFF
+    before = shard.stat()
+    shard.write_bytes(bytes(data))
+    os.utime(shard, ns=(before.st_atime_ns, before.st_mtime_ns))  # mtime set back: ctime tells
+    state = check_version(store, DATA, version, content=False)
+    assert state.problems == (f"{shard} does not hold what its manifest's sha256 says",)
+    assert hashed == [shard]
+    # Touched, the same bytes: read once, and whole.
+    data[1500] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    assert check_version(store, DATA, version, content=False).whole
+
+
+def test_a_manifest_from_before_stats_were_recorded_is_checked_by_size(tmp_path: Path) -> None:
+    store, name = _imported(tmp_path)
+    marker_file = store / DATA / ".versions" / "v0.json"
+    body = json.loads(marker_file.read_text())
+    body["files"] = [
+        {k: v for k, v in f.items() if k not in store_module.STAT_KEYS} for f in body["files"]
+    ]
+    marker_file.write_text(json.dumps(body))
+    [version] = versions(store, DATA)
+    assert check_version(store, DATA, version, content=False).whole
+    assert input_problem(store, DATA, "latest") is None
+    (store / DATA / name / "train.jsonl").write_text("x")
+    assert "train.jsonl is 1 bytes" in str(input_problem(store, DATA, "latest"))
+
+
+def _counting_hashes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files the store reads and hashes from now on, in order."""
+    hashed: list[Path] = []
+    real_hash = store_module._hash_file
+
+    def counting(path: Path, *args: Any) -> str:
+        hashed.append(path)
+        return real_hash(path, *args)
+
+    monkeypatch.setattr(store_module, "_hash_file", counting)
+    return hashed
 
 
 def test_an_emptied_or_deleted_version_is_refused(tmp_path: Path) -> None:
@@ -200,7 +263,8 @@ def test_names_are_names_never_paths(tmp_path: Path) -> None:
     store, _ = _imported(tmp_path)
     source = tmp_path / "source"
     before = sorted(p.name for p in (store / DATA).iterdir())
-    for bad in ("/abs/x", "../x", "a/b", ".hidden", "v1", "step-3", "latest", "kept", ""):
+    bad_names = ("/abs/x", "../x", "a/b", ".hidden", "v1", "step-3", "latest", "kept", "")
+    for bad in (*bad_names, "import-v1", "import-v0-2"):
         with pytest.raises(StoreError) as caught:
             import_version(store, DATA, source, name=bad)
         assert caught.value.issues[0].path == "--name", bad
@@ -215,6 +279,20 @@ def test_names_are_names_never_paths(tmp_path: Path) -> None:
         import_version(store, DATA, source, name="with-link")
     assert not (store / DATA / "with-link").exists()
     assert not list((store / DATA / ".partial").glob("*"))
+
+
+def test_an_import_without_a_name_never_trips_on_a_taken_default(tmp_path: Path) -> None:
+    # `store import ... --name import-v1` wedged every later `data import` (which names its
+    # folder import-vN): the name is the store's now, and a folder that has it already (made
+    # before it was reserved) is passed over.
+    store, _ = _imported(tmp_path)
+    with pytest.raises(StoreError, match="import-vN is the name the store gives"):
+        import_version(store, DATA, tmp_path / "source", name="import-v1")
+    shutil.copytree(store / DATA / "blend-1", store / DATA / "import-v1")
+    version = import_version(store, DATA, tmp_path / "source")
+    assert version.path == "import-v1-2"
+    assert import_version(store, DATA, tmp_path / "source").path == "import-v2"
+    assert all(check_version(store, DATA, v).whole for v in versions(store, DATA))
 
 
 def test_a_missing_store_is_an_error_giving_the_command(tmp_path: Path) -> None:
@@ -260,12 +338,14 @@ def test_links_behind_the_index_are_refused_and_repaired(tmp_path: Path) -> None
     latest.unlink()
     latest.symlink_to("blend-1")
     problem = input_problem(store, DATA, "latest")
-    assert problem is not None and "interrupted publish" in problem
+    assert problem is not None and "interrupted import or publish" in problem
     assert recover(store, DATA) == ["pointed latest at their versions"]
     assert input_problem(store, DATA, "latest") is None
 
 
-def test_a_pinned_version_is_kept_from_its_runs_keep_policy(tmp_path: Path) -> None:
+def test_a_pinned_version_is_kept_from_its_runs_keep_policy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     init_store(tmp_path)
     for step in (10, 20, 30):
         _save(tmp_path, step)
@@ -278,6 +358,11 @@ def test_a_pinned_version_is_kept_from_its_runs_keep_policy(tmp_path: Path) -> N
     assert input_problem(tmp_path, ARTIFACT, "v1") is None
     assert input_problem(tmp_path, ARTIFACT, "step-20") is None
     assert _read(tmp_path, "v1") == "step 20"
+    # The links made and removed moved the files' ctime, not their bytes: the manifest records
+    # the kept files' stat, so the cheap check still reads nothing.
+    hashed = _counting_hashes(monkeypatch)
+    assert check_version(tmp_path, ARTIFACT, versions(tmp_path, ARTIFACT)[1], content=False).whole
+    assert hashed == []
     assert check_version(tmp_path, ARTIFACT, versions(tmp_path, ARTIFACT)[1], content=True).whole
     # Asking again changes nothing; a version already deleted cannot be kept, and says why.
     assert keep_version(tmp_path, ARTIFACT, 1, pinned_by="x") == kept
@@ -354,3 +439,70 @@ def test_publish_and_verify_say_how_far_their_hashing_is(
     assert done.exit_code == 0, done.output
     assert f"store verify {ARTIFACT}: done: 7 B of 7 B (100%)" in done.stderr
     assert done.stdout == f"{ARTIFACT}:v0 ok\n"
+
+
+def _store_cli(*args: str) -> Any:
+    from click.testing import CliRunner
+
+    from recipekit.cli.recipekit_cli import cli
+
+    return CliRunner().invoke(cli, ["store", *args])
+
+
+def test_store_list_marks_a_damaged_or_missing_version(tmp_path: Path) -> None:
+    store, name = _imported(tmp_path)
+    for other in ("blend-2", "blend-3", "blend-4"):
+        import_version(store, DATA, tmp_path / "source", name=other)
+    listed = _store_cli("list", str(store), DATA)
+    assert listed.exit_code == 0 and "DAMAGED" not in listed.output, listed.output
+    shard = store / DATA / "blend-2" / "shards" / "00.bin"
+    shard.write_bytes(b"")  # truncated
+    for file in (store / DATA / "blend-3").rglob("*.*"):
+        file.unlink()  # emptied
+    shutil.rmtree(store / DATA / "blend-4")  # deleted
+    flipped = store / DATA / name / "train.jsonl"
+    flipped.write_text(flipped.read_text().replace("2+2", "2+3"))  # the same size
+    lines = _store_cli("list", str(store), DATA).output.splitlines()
+    assert lines[0].endswith(f"DAMAGED: {flipped} does not hold what its manifest's sha256 says")
+    assert lines[1].endswith(f"DAMAGED: {shard} is 0 bytes, its manifest says 2000")
+    assert "blend-3  DAMAGED: " in lines[2] and "is missing (and 1 more)" in lines[2]
+    assert lines[3].endswith(f"MISSING ({store / DATA / 'blend-4'} is gone)")
+
+
+def test_store_list_of_an_unknown_artifact_is_one_line_with_a_suggestion(tmp_path: Path) -> None:
+    store, _ = _imported(tmp_path)
+    result = _store_cli("list", str(store), "super35-sft-dta")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: ARTIFACT: the artifact store {store} holds no artifact 'super35-sft-dta' "
+        f"(did you mean '{DATA}'?)\n"
+    )
+    assert _store_cli("list", str(store), "nothere").exit_code == 2
+    assert _store_cli("list", str(tmp_path / "typo"), DATA).exit_code == 2
+
+
+def test_verify_records_the_stat_of_files_whose_bytes_did_not_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A store copied elsewhere (a restore, a move to other storage): every inode is new, so
+    # the cheap check reads every file, until store verify, having read them whole, records
+    # their stat. A manifest from before stats were recorded gets them the same way.
+    store, _ = _imported(tmp_path)
+    moved = tmp_path / "moved"
+    shutil.copytree(store, moved, symlinks=True)
+    body = json.loads((moved / DATA / ".versions" / "v0.json").read_text())
+    body["files"][0] = {
+        k: v for k, v in body["files"][0].items() if k not in store_module.STAT_KEYS
+    }
+    (moved / DATA / ".versions" / "v0.json").write_text(json.dumps(body))
+    hashed = _counting_hashes(monkeypatch)
+    [version] = versions(moved, DATA)
+    assert check_version(moved, DATA, version, content=False).whole
+    assert len(hashed) == 1  # the file whose manifest has its stat; the other by size only
+    verified = _store_cli("verify", str(moved), DATA)
+    assert verified.exit_code == 0
+    assert f"{DATA}:v0 ok (the stat of 2 unchanged files recorded)" in verified.output
+    hashed.clear()
+    assert check_version(moved, DATA, version, content=False).whole
+    assert hashed == []
+    assert f"{DATA}:v0 ok\n" in _store_cli("verify", str(moved), DATA).stdout

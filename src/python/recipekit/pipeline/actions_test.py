@@ -201,6 +201,18 @@ def test_pipeline_plan_refuses_a_stage_that_would_read_a_damaged_version(
     assert issue.path == "sft: run.data" and "train.jsonl" in issue.message, issue.render()
 
 
+def test_pipeline_plan_refuses_a_version_changed_at_the_same_size(
+    chain: Chain, store: Path
+) -> None:
+    [data] = (store / "super35-sft-data").glob("imported/train.jsonl")
+    flipped = bytearray(data.read_bytes())
+    flipped[0] ^= 0x01
+    data.write_bytes(bytes(flipped))  # one bit: the same size, other bytes
+    [issue] = damaged_inputs(store, list(_actions(chain, store).values()))
+    assert issue.path == "sft: run.data", issue.render()
+    assert f"{data} does not hold what its manifest's sha256 says" in issue.message
+
+
 def _lineage(store: Path, ref: str, *extra: str) -> Result:
     return CliRunner().invoke(
         recipekit_cli.cli, ["store", "lineage", ref, "--store", str(store), *extra]
