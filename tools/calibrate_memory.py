@@ -482,7 +482,13 @@ def run_architecture_setup(run: dict[str, Any]) -> tuple[Architecture, MegatronS
         head_dim=run["hidden"] // run["heads"],
         ffn=run["ffn"],
         gated_mlp=run.get("gated", False),
-        moe=MoE(num_experts=run["experts"], top_k=run["top_k"], expert_ffn=run["expert_ffn"])
+        # measure_one's gated_linear_unit makes every MLP gated, the experts' too.
+        moe=MoE(
+            num_experts=run["experts"],
+            top_k=run["top_k"],
+            expert_ffn=run["expert_ffn"],
+            gated=run.get("gated", False),
+        )
         if moe
         else None,
     )

@@ -99,3 +99,18 @@ def test_under_torch_multi_tensor_adamw_only_one_run_is_more_than_three_percent_
         if error < -0.03
     ]
     assert under == [("dense-4k-mha-swiglu-32k", 4096, "selective")]
+
+
+def test_a_gated_moe_run_is_estimated_with_gated_experts() -> None:
+    # measure_one's gated_linear_unit gates the experts as well as a dense MLP: a SwiGLU MoE
+    # run's experts have a gate beside their up projection, 3 x hidden x expert_ffn weights each.
+    from tools.calibrate_memory import WIDE_MODELS, estimate, run_architecture_setup
+
+    run = {**WIDE_MODELS["moe-8x-top1"], "name": "moe-8x-top1-swiglu", "gated": True,
+           "seq": 1024, "micro_batch": 1, "recompute": "none"}  # fmt: skip
+    arch, _ = run_architecture_setup(run)
+    assert arch.moe is not None and arch.moe.gated
+    plain, _ = run_architecture_setup({**run, "gated": False})
+    assert plain.moe is not None and not plain.moe.gated
+    gate = run["layers"] * run["experts"] * run["hidden"] * run["expert_ffn"] * 2  # bf16
+    assert estimate(run)["weights"] - estimate({**run, "gated": False})["weights"] == gate
