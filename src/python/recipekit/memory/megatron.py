@@ -540,6 +540,19 @@ def _in_flight(s: MegatronSetup) -> float:
     return s.pp * interleave
 
 
+def checkpoint_units(arch: Architecture, pattern: str) -> list[str]:
+    """The layers full recompute checkpoints one at a time (recompute_method uniform, one layer
+    a checkpoint: transformer_block.py, _checkpointed_forward). A GPT model's TransformerLayer
+    is attention and its MLP or MoE together, so a pattern of such pairs checkpoints pairs; a
+    hybrid (Mamba) stack makes every character its own layer."""
+    pairs = [pattern[i : i + 2] for i in range(0, len(pattern), 2)]
+    gpt = arch.mamba is None and all(
+        len(p) == 2 and p[0] == params.ATTENTION and p[1] in (params.MLP, params.MOE)
+        for p in pairs
+    )
+    return pairs if gpt and pairs else list(pattern)
+
+
 def _activations(
     arch: Architecture, s: MegatronSetup, pattern: str, *, first: bool, last: bool
 ) -> tuple[float, float]:
@@ -548,15 +561,16 @@ def _activations(
     sp = s.tp if s.sequence_parallel else 1
     per_kind = {kind: layer_activations(arch, s, kind, tokens, sp) for kind in set(pattern)}
     if s.recompute == "full":
-        # Only each layer's input survives the forward pass (sequence-parallel sharded). In
-        # the backward pass one layer at a time is rebuilt, and its activations' gradients sit
-        # beside it (measured: twice the layer, tools/calibrate_memory.py).
-        stored = len(pattern) * BF16 * tokens * arch.hidden / sp
+        units = checkpoint_units(arch, pattern)
+        # Only each checkpointed layer's input survives the forward pass (sequence-parallel
+        # sharded). In the backward pass one layer at a time is rebuilt, and its activations'
+        # gradients sit beside it (twice the layer, tools/calibrate_memory.py).
+        stored = len(units) * BF16 * tokens * arch.hidden / sp
         # The rebuilt attention's scores are attention_backward's.
         scores = STORED_PER_SCORE * attention_scores(arch, s, tokens)
         if not s.fused_attention and params.ATTENTION in per_kind:
             per_kind[params.ATTENTION] -= scores
-        rebuilt = 2 * max(per_kind.values(), default=0.0)
+        rebuilt = 2 * max((sum(per_kind[k] for k in unit) for unit in units), default=0.0)
     else:
         stored, rebuilt = sum(pattern.count(k) * v for k, v in per_kind.items()), 0.0
     if first:
@@ -578,9 +592,8 @@ def layer_activations(
     # recomputing the norm keeps only its input.
     norm = (1 if "layernorm" in rebuilt else 2) * BF16 * tokens * h / sp
     if kind == params.ATTENTION:
-        q, kv = arch.attention_heads * arch.head_dim, arch.kv_heads * arch.head_dim
-        qkv = BF16 * tokens * (q + 2 * kv) / t
-        context = BF16 * tokens * q / t  # the attention output, also the projection's input
+        qkv = BF16 * tokens * _stored_qkv(arch, s, rebuilt="core_attn" in rebuilt) / t
+        context = BF16 * tokens * arch.attention_heads * arch.head_dim / t  # the projection's input
         if s.fused_attention:
             core = FP32 * tokens * arch.attention_heads / t  # flash attention's log-sum-exp
         elif "core_attn" in rebuilt:
@@ -612,22 +625,54 @@ def layer_activations(
         width = e.latent or h
         up = 2 if e.gated else 1
         router = 2 * FP32 * local * e.num_experts  # logits and probabilities, fp32
-        shared = (up + 1) * BF16 * tokens * e.shared_ffn / t
         latent = 2 * BF16 * local * e.latent if e.latent else 0.0
         # Each token goes to top-k experts; balanced routing gives a rank as many tokens as it
         # sends. The experts keep their input, their up projection and its activation.
         routed = local * e.top_k
-        kept_act = 0 if "moe_act" in rebuilt else 1
-        experts = BF16 * routed * (2 * width * s.etp + (up + kept_act) * e.expert_ffn)
+        kept = up if "moe_act" in rebuilt else mlp_saved_widths(e.gated)
+        experts = BF16 * routed * (2 * width * s.etp + kept * e.expert_ffn)
+        shared = mlp_saved_widths(e.gated) * BF16 * tokens * e.shared_ffn / t
         if "shared_experts" in rebuilt:
             shared = 0.0
         return norm + router + shared + latent + experts
     if kind == params.MLP:
         if "mlp" in rebuilt:
             return norm
-        up = 2 if arch.gated_mlp else 1
-        return norm + (up + 1) * BF16 * tokens * arch.ffn / t
+        return norm + mlp_saved_widths(arch.gated_mlp) * BF16 * tokens * arch.ffn / t
     raise ValueError(f"unknown layer kind {kind!r}")
+
+
+def mlp_saved_widths(gated: bool) -> int:
+    """Tensors of the FFN's width that autograd keeps per token for one MLP's backward pass
+    (Megatron-Core 0.19.2, megatron/core/transformer/mlp.py, MLP.forward without
+    bias_activation_fusion, the provider's default). Plain: the up projection's output (the
+    activation's input) and the activation's output (the down projection's input), 2. Gated,
+    its glu: the up projection's output, 2 wide (silu keeps x_glu, a chunk, so the whole
+    tensor), silu's output and ``x_linear + glu_linear_offset`` (a new tensor even for the
+    offset 0.0), both kept by their product, and the product (the down projection's input): 5.
+    """
+    return 5 if gated else 2
+
+
+def _stored_qkv(arch: Architecture, s: MegatronSetup, *, rebuilt: bool) -> float:
+    """Elements per token that one attention layer keeps of its query, key and value (times TP).
+
+    Fused kernels (TE, flash) take grouped keys and values as they are: q + 2 kv. Megatron-Core's
+    unfused DotProductAttention (dot_product_attention.py, forward) repeat_interleaves K and V
+    to every query head before its two batched products, which keep those copies (2 q); the
+    query, split from the fused QKV projection, is a copy too where a partition has more than
+    one KV group (attention.py, get_query_key_value_tensors: the reshape cannot be a view), so
+    the QKV output itself is freed. One group per partition leaves the query a view, and the QKV
+    output (q + 2 kv) stays. With core_attn recomputed the checkpoint keeps its inputs: the
+    query and the key and value, views of the QKV output, so the copy and the whole output."""
+    q, kv = arch.attention_heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    if s.fused_attention or arch.kv_heads >= arch.attention_heads:
+        return q + 2 * kv
+    groups = max(1, arch.kv_heads // s.tp)
+    query_copied = groups > 1
+    if rebuilt:
+        return (q if query_copied else 0) + q + 2 * kv
+    return (q if query_copied else q + 2 * kv) + 2 * q
 
 
 # Bytes per attention-score element of the unfused softmax: kept for the backward pass (the fp32
