@@ -14,8 +14,10 @@ Sources, each cited where its formula is used:
 - Mamba-2 layers: the fused SSD scan (Dao & Gu 2024, section 6; mamba_ssm's
   ``mamba_split_conv1d_scan_combined``) saves its input projection and its output, and
   rebuilds the convolution and the chunk states in the backward pass;
-- in-flight micro-batches of the 1F1B schedule: Narayanan et al. 2021 (the first stage holds
-  ``PP`` micro-batches; an interleaved schedule adds ``(PP - 1) / (PP x VPP)`` of that);
+- in-flight micro-batches of the 1F1B schedule: Narayanan et al. 2021 and Megatron-Core's
+  ``schedules.get_pp_rank_microbatches`` (stage ``s`` runs ``PP - s - 1`` warm-up forwards, so
+  holds ``min(PP - s, micro-batches)``; interleaved, ``2 (PP - s - 1) + (VPP - 1) x PP``
+  warm-up model-chunk forwards, each chunk ``1 / VPP`` of the stage);
 - the loss: every prediction depth (the model's and each MTP depth's) keeps its logits in fp32
   for the backward pass of the vocabulary-parallel cross entropy, beside the bf16 logits of the
   depth being scored.
@@ -98,6 +100,9 @@ class MegatronSetup:
     first_stage_layers: int | None = None
     last_stage_layers: int | None = None
     mtp: bool = False
+    # Micro-batches per step and data-parallel rank (global batch / (micro-batch x DP)); a
+    # pipeline stage holds at most that many in flight. None: not known, PP - stage bounds it.
+    microbatches: int | None = None
     # Frozen parts keep their weights but have no gradients or optimizer state (PEFT freezes
     # the whole language model).
     train_language: bool = True
@@ -165,7 +170,7 @@ def training_terms(arch: Architecture, setup: MegatronSetup) -> tuple[Term, ...]
     best: tuple[Term, ...] = ()
     for index, pattern in enumerate(stages):
         candidate = _stage_terms(
-            arch, setup, pattern, first=index == 0, last=index == len(stages) - 1
+            arch, setup, pattern, first=index == 0, last=index == len(stages) - 1, stage=index
         )
         if sum(t.bytes for t in candidate) > sum(t.bytes for t in best):
             best = candidate
@@ -233,7 +238,13 @@ def conversion_terms(arch: Architecture, setup: MegatronSetup) -> tuple[Term, ..
 
 
 def _stage_terms(
-    arch: Architecture, setup: MegatronSetup, pattern: str, *, first: bool, last: bool
+    arch: Architecture,
+    setup: MegatronSetup,
+    pattern: str,
+    *,
+    first: bool,
+    last: bool,
+    stage: int = 0,
 ) -> tuple[Term, ...]:
     s = setup
     dense, vision, expert = _stage_weights(arch, s, pattern, first=first, last=last)
@@ -252,7 +263,7 @@ def _stage_terms(
         optimizer_params = trained
     optimizer = optimizer_params * ADAM_BYTES * (1 - s.optimizer_offload)
 
-    activations, peak_layer = _activations(arch, s, pattern, first=first, last=last)
+    activations, peak_layer = _activations(arch, s, pattern, first=first, last=last, stage=stage)
     score_gradients = attention_backward(arch, s, pattern)
     logits = _logits(arch, s) if last else 0.0
     # The loss and the output layer finish their backward pass (freeing the logits) before the
@@ -303,7 +314,7 @@ def _stage_terms(
             "activations",
             activations,
             (s.key("recompute"), s.key("tokens"), s.key("cp"), s.key("tp")),
-            f"{len(pattern)} layers x {_in_flight(s):.2f} micro-batches in flight"
+            f"{len(pattern)} layers x {_in_flight(s, stage):.2f} micro-batches in flight"
             f" of {s.tokens} tokens / CP {s.cp}",
         ),
         Term(
@@ -532,12 +543,22 @@ def _backward_blocks(
     return blocks
 
 
-def _in_flight(s: MegatronSetup) -> float:
-    """Micro-batches whose activations the first stage holds at the peak of 1F1B."""
+def _in_flight(s: MegatronSetup, stage: int = 0) -> float:
+    """Micro-batches (of the whole stage's layers) whose activations pipeline stage ``stage``
+    (0-based) holds at the peak of 1F1B: its warm-up forwards and the one that starts the
+    steady state, never more than the step has (Megatron-Core 0.19.2, schedules.py,
+    get_pp_rank_microbatches; microbatch_group_size_per_vp_stage defaults to PP). Interleaved,
+    each forward is of one model chunk, 1 / VPP of the stage's layers."""
     if s.pp == 1:
         return 1.0
-    interleave = 1 + (s.pp - 1) / (s.pp * s.vpp) if s.vpp > 1 else 1.0
-    return s.pp * interleave
+    chunks = s.vpp
+    warmup = s.pp - stage - 1
+    if chunks > 1:
+        warmup = 2 * (s.pp - stage - 1) + (chunks - 1) * s.pp
+    held = warmup + 1
+    if s.microbatches is not None:
+        held = min(held, s.microbatches * chunks)
+    return held / chunks
 
 
 def checkpoint_units(arch: Architecture, pattern: str) -> list[str]:
@@ -554,7 +575,7 @@ def checkpoint_units(arch: Architecture, pattern: str) -> list[str]:
 
 
 def _activations(
-    arch: Architecture, s: MegatronSetup, pattern: str, *, first: bool, last: bool
+    arch: Architecture, s: MegatronSetup, pattern: str, *, first: bool, last: bool, stage: int = 0
 ) -> tuple[float, float]:
     """(stored activations of the stage, one layer rebuilt under full recompute)."""
     tokens = s.tokens / s.cp
@@ -579,7 +600,7 @@ def _activations(
         stored += arch.mtp_depth * sum(
             layer_activations(arch, s, kind, tokens, sp) for kind in arch.mtp_pattern
         )
-    return stored * _in_flight(s), rebuilt
+    return stored * _in_flight(s, stage), rebuilt
 
 
 def layer_activations(
