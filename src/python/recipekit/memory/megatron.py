@@ -60,6 +60,9 @@ ROUNDING = 0.001
 # the layer being differentiated; once the first step's moments split their segments, the next
 # requests of that size take new ones: measured, the reserved peak holds 0.5-1.7 such blocks
 # beyond the allocated peak. 1.25 keeps every fit-set run above its measurement (README's table).
+# A fitted envelope: a block-level simulation of the allocator over Megatron-Core's op order
+# (commit 23ebf67, reverted) reproduced long sequences' fragmentation but misplaced the first
+# step's moments on 12 of 71 runs, so it does not yet replace this.
 LARGEST_BLOCKS = 1.25
 # The fp32 logits are one block per prediction depth, made once per micro-batch at the end of the
 # forward pass (the vocabulary-parallel cross entropy's upcast, softmax in place) and freed in the
@@ -561,6 +564,19 @@ def _in_flight(s: MegatronSetup, stage: int = 0) -> float:
     return held / chunks
 
 
+def _rebuilt_unit(unit: str, per_kind: dict[str, float]) -> float:
+    """The peak of one checkpointed unit's backward pass under full recompute: the unit is
+    rebuilt whole, then its layers are differentiated last first, each freeing what it kept
+    before the one before it starts; while a layer is differentiated its activations'
+    gradients sit beside it (twice the layer, tools/calibrate_memory.py) and the layers before
+    it in the unit still hold theirs. So a GPT layer peaks at attention + 2 x MLP or 2 x
+    attention, whichever is larger, not 2 x both."""
+    return max(
+        (sum(per_kind[k] for k in unit[:i]) + 2 * per_kind[unit[i]] for i in range(len(unit))),
+        default=0.0,
+    )
+
+
 def checkpoint_units(arch: Architecture, pattern: str) -> list[str]:
     """The layers full recompute checkpoints one at a time (recompute_method uniform, one layer
     a checkpoint: transformer_block.py, _checkpointed_forward). A GPT model's TransformerLayer
@@ -591,7 +607,7 @@ def _activations(
         scores = STORED_PER_SCORE * attention_scores(arch, s, tokens)
         if not s.fused_attention and params.ATTENTION in per_kind:
             per_kind[params.ATTENTION] -= scores
-        rebuilt = 2 * max((sum(per_kind[k] for k in unit) for unit in units), default=0.0)
+        rebuilt = max((_rebuilt_unit(unit, per_kind) for unit in units), default=0.0)
     else:
         stored, rebuilt = sum(pattern.count(k) * v for k, v in per_kind.items()), 0.0
     if first:
