@@ -97,6 +97,7 @@ def test_rlvr_reads_the_recompute_granularity_and_modules_it_sets() -> None:
     # NeMo-RL's activation_checkpointing turns recompute on at recompute_granularity (full by
     # default); selective rebuilds only recompute_modules (Super's MoE blocks here), so the layers
     # keep more.
+    from recipekit.nemo_rl.layout import Layout
     from recipekit.nemo_rl.memory import megatron_setup
 
     def activations(stage: Stage) -> float:
@@ -110,7 +111,12 @@ def test_rlvr_reads_the_recompute_granularity_and_modules_it_sets() -> None:
     selective = full.with_values({f"{key}.recompute_granularity": "selective"})
     moe = selective.with_values({f"{key}.recompute_modules": ["core_attn", "moe"]})
     plans = [make_plan(stage) for stage in (full, selective, moe)]
-    setups = [megatron_setup(plan.config, plan.layout) for plan in plans]
+    layouts = [plan.layout for plan in plans]
+    assert all(isinstance(layout, Layout) for layout in layouts)
+    setups = [
+        megatron_setup(plan.config, layout)  # type: ignore[arg-type]
+        for plan, layout in zip(plans, layouts, strict=True)
+    ]
     assert [(s.recompute, s.recompute_modules) for s in setups] == [
         ("full", ("core_attn",)),
         ("selective", ("core_attn",)),
