@@ -133,8 +133,9 @@ EXPANDABLE = [("moe-8x-top1", 4 * K, 2, "full"), ("dense-2k-gqa", 4 * K, 2, "ful
               ("moe-16x-top2", 4 * K, 1, "full")]
 # The optimizer real stages run is a fused Adam (Transformer Engine's FusedAdam: no fp32
 # temporaries, the moments made by the first step as torch's). The local spec has no TE, so
-# these runs stand in torch's fused AdamW (one kernel, no temporaries) for it: the same models
-# and shapes as wide-grid runs, in neither set, to see which of the allocator's excess is the
+# these runs stand in torch's fused AdamW (one kernel, no temporaries) for it: eight wide-grid
+# runs' shapes and two first-grid ones (moe-16x-top2 and dense-2k-gqa are the first grid's
+# models), in neither set, to see which of the allocator's excess is the
 # step's temporaries and which the moments' placement.
 FUSED_ADAM = [
     ("dense-4k-gqa-swiglu", 4 * K, 1, "none"), ("dense-4k-gqa-swiglu", 8 * K, 1, "full"),
@@ -143,8 +144,10 @@ FUSED_ADAM = [
     ("moe-16x-top2", 4 * K, 1, "full"), ("dense-2k-gqa", 4 * K, 2, "full"),
     ("dense-1k-mha", 16 * K, 1, "full"), ("moe-64x-top8", 4 * K, 4, "full"),
 ]
-# Ten more shapes with a fused Adam, measured after the allocator's constant was chosen with
-# FUSED_ADAM in view: the clean hold-out of the estimate real stages get ("fused-check").
+# Ten more shapes of WIDE_RUNS with a fused Adam (eight the wide file never measured, two it
+# did: dense-1k-mha at 4k, moe-64x-top8 at 16k full), measured after the allocator's constant
+# was chosen with FUSED_ADAM in view: the clean hold-out of the estimate real stages get
+# ("fused-check").
 FUSED_ADAM_CHECK = [
     ("dense-1k-mha", 4 * K, 1, "none"), ("dense-1k-mha", 8 * K, 2, "selective"),
     ("dense-4k-gqa-swiglu", 2 * K, 4, "selective"), ("moe-8x-top1", 4 * K, 2, "full"),
@@ -529,7 +532,13 @@ def run_architecture_setup(run: dict[str, Any]) -> tuple[Architecture, MegatronS
         head_dim=run["hidden"] // run["heads"],
         ffn=run["ffn"],
         gated_mlp=run.get("gated", False),
-        moe=MoE(num_experts=run["experts"], top_k=run["top_k"], expert_ffn=run["expert_ffn"])
+        # measure_one's gated_linear_unit makes every MLP gated, the experts' too.
+        moe=MoE(
+            num_experts=run["experts"],
+            top_k=run["top_k"],
+            expert_ffn=run["expert_ffn"],
+            gated=run.get("gated", False),
+        )
         if moe
         else None,
     )

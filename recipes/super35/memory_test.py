@@ -91,3 +91,35 @@ def test_the_eval_server_holds_the_models_full_context_for_every_concurrent_requ
     ).memory
     assert shorter is not None and shorter.assumptions == ()
     assert "per sequence of 32768 tokens" in shorter.phases[0].notes[0]
+
+
+def test_rlvr_reads_the_recompute_granularity_and_modules_it_sets() -> None:
+    # NeMo-RL's activation_checkpointing turns recompute on at recompute_granularity (full by
+    # default); selective rebuilds only recompute_modules (Super's MoE blocks here), so the layers
+    # keep more.
+    from recipekit.nemo_rl.layout import Layout
+    from recipekit.nemo_rl.memory import megatron_setup
+
+    def activations(stage: Stage) -> float:
+        memory = make_plan(stage).memory
+        assert memory is not None
+        training = memory.phases[-1]
+        return sum(t.bytes for t in training.terms if t.name == "activations")
+
+    key = "policy.megatron_cfg"
+    full = rlvr.with_values({f"{key}.activation_checkpointing": True})
+    selective = full.with_values({f"{key}.recompute_granularity": "selective"})
+    moe = selective.with_values({f"{key}.recompute_modules": ["core_attn", "moe"]})
+    plans = [make_plan(stage) for stage in (full, selective, moe)]
+    layouts = [plan.layout for plan in plans]
+    assert all(isinstance(layout, Layout) for layout in layouts)
+    setups = [
+        megatron_setup(plan.config, layout)  # type: ignore[arg-type]
+        for plan, layout in zip(plans, layouts, strict=True)
+    ]
+    assert [(s.recompute, s.recompute_modules) for s in setups] == [
+        ("full", ("core_attn",)),
+        ("selective", ("core_attn",)),
+        ("selective", ("core_attn", "moe")),
+    ]
+    assert activations(full) < activations(moe) < activations(selective)

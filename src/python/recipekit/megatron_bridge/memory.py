@@ -32,6 +32,12 @@ def megatron_setup(
     return MegatronSetup.of(
         layout.parallel,
         tokens=model.seq_length * train.micro_batch_size,
+        # A pipeline stage holds at most the step's micro-batches in flight.
+        microbatches=max(
+            1, train.global_batch_size // (train.micro_batch_size * layout.parallel.dp)
+        )
+        if layout.parallel.dp
+        else None,
         recompute=given(model.recompute_granularity, None) or RECIPE_RECOMPUTE,
         recompute_modules=tuple(modules or RECIPE_RECOMPUTE_MODULES),
         # The stage sets neither (no ddp section): the recipes' distributed optimizer and fp32
@@ -68,9 +74,13 @@ def estimate(
         return None
     setup = megatron_setup(config, layout, arch)
     phase = Phase("training", "all GPUs", training_terms(arch, setup), hardware.node.gpu.hbm_gib)
-    assumed = [] if given(config.model.recompute_granularity, None) else [
-        "recompute: the recipe's selective recompute of " + ", ".join(RECIPE_RECOMPUTE_MODULES)
-    ]
+    assumed = (
+        []
+        if given(config.model.recompute_granularity, None)
+        else [
+            "recompute: the recipe's selective recompute of " + ", ".join(RECIPE_RECOMPUTE_MODULES)
+        ]
+    )
     if is_peft(config):
         assumed.append("PEFT: the adapters' own parameters and state are not counted")
     return MemoryEstimate(phases=(phase,), assumptions=tuple(assumed))

@@ -14,8 +14,10 @@ Sources, each cited where its formula is used:
 - Mamba-2 layers: the fused SSD scan (Dao & Gu 2024, section 6; mamba_ssm's
   ``mamba_split_conv1d_scan_combined``) saves its input projection and its output, and
   rebuilds the convolution and the chunk states in the backward pass;
-- in-flight micro-batches of the 1F1B schedule: Narayanan et al. 2021 (the first stage holds
-  ``PP`` micro-batches; an interleaved schedule adds ``(PP - 1) / (PP x VPP)`` of that);
+- in-flight micro-batches of the 1F1B schedule: Narayanan et al. 2021 and Megatron-Core's
+  ``schedules.get_pp_rank_microbatches`` (stage ``s`` runs ``PP - s - 1`` warm-up forwards, so
+  holds ``min(PP - s, micro-batches)``; interleaved, ``2 (PP - s - 1) + (VPP - 1) x PP``
+  warm-up model-chunk forwards, each chunk ``1 / VPP`` of the stage);
 - the loss: every prediction depth (the model's and each MTP depth's) keeps its logits in fp32
   for the backward pass of the vocabulary-parallel cross entropy, beside the bf16 logits of the
   depth being scored.
@@ -58,6 +60,9 @@ ROUNDING = 0.001
 # the layer being differentiated; once the first step's moments split their segments, the next
 # requests of that size take new ones: measured, the reserved peak holds 0.5-1.7 such blocks
 # beyond the allocated peak. 1.25 keeps every fit-set run above its measurement (README's table).
+# A fitted envelope: a block-level simulation of the allocator over Megatron-Core's op order
+# (commit 23ebf67, reverted) reproduced long sequences' fragmentation but misplaced the first
+# step's moments on 12 of 71 runs, so it does not yet replace this.
 LARGEST_BLOCKS = 1.25
 # The fp32 logits are one block per prediction depth, made once per micro-batch at the end of the
 # forward pass (the vocabulary-parallel cross entropy's upcast, softmax in place) and freed in the
@@ -98,6 +103,9 @@ class MegatronSetup:
     first_stage_layers: int | None = None
     last_stage_layers: int | None = None
     mtp: bool = False
+    # Micro-batches per step and data-parallel rank (global batch / (micro-batch x DP)); a
+    # pipeline stage holds at most that many in flight. None: not known, PP - stage bounds it.
+    microbatches: int | None = None
     # Frozen parts keep their weights but have no gradients or optimizer state (PEFT freezes
     # the whole language model).
     train_language: bool = True
@@ -165,7 +173,7 @@ def training_terms(arch: Architecture, setup: MegatronSetup) -> tuple[Term, ...]
     best: tuple[Term, ...] = ()
     for index, pattern in enumerate(stages):
         candidate = _stage_terms(
-            arch, setup, pattern, first=index == 0, last=index == len(stages) - 1
+            arch, setup, pattern, first=index == 0, last=index == len(stages) - 1, stage=index
         )
         if sum(t.bytes for t in candidate) > sum(t.bytes for t in best):
             best = candidate
@@ -233,7 +241,13 @@ def conversion_terms(arch: Architecture, setup: MegatronSetup) -> tuple[Term, ..
 
 
 def _stage_terms(
-    arch: Architecture, setup: MegatronSetup, pattern: str, *, first: bool, last: bool
+    arch: Architecture,
+    setup: MegatronSetup,
+    pattern: str,
+    *,
+    first: bool,
+    last: bool,
+    stage: int = 0,
 ) -> tuple[Term, ...]:
     s = setup
     dense, vision, expert = _stage_weights(arch, s, pattern, first=first, last=last)
@@ -252,7 +266,7 @@ def _stage_terms(
         optimizer_params = trained
     optimizer = optimizer_params * ADAM_BYTES * (1 - s.optimizer_offload)
 
-    activations, peak_layer = _activations(arch, s, pattern, first=first, last=last)
+    activations, peak_layer = _activations(arch, s, pattern, first=first, last=last, stage=stage)
     score_gradients = attention_backward(arch, s, pattern)
     logits = _logits(arch, s) if last else 0.0
     # The loss and the output layer finish their backward pass (freeing the logits) before the
@@ -303,7 +317,7 @@ def _stage_terms(
             "activations",
             activations,
             (s.key("recompute"), s.key("tokens"), s.key("cp"), s.key("tp")),
-            f"{len(pattern)} layers x {_in_flight(s):.2f} micro-batches in flight"
+            f"{len(pattern)} layers x {_in_flight(s, stage):.2f} micro-batches in flight"
             f" of {s.tokens} tokens / CP {s.cp}",
         ),
         Term(
@@ -532,31 +546,68 @@ def _backward_blocks(
     return blocks
 
 
-def _in_flight(s: MegatronSetup) -> float:
-    """Micro-batches whose activations the first stage holds at the peak of 1F1B."""
+def _in_flight(s: MegatronSetup, stage: int = 0) -> float:
+    """Micro-batches (of the whole stage's layers) whose activations pipeline stage ``stage``
+    (0-based) holds at the peak of 1F1B: its warm-up forwards and the one that starts the
+    steady state, never more than the step has (Megatron-Core 0.19.2, schedules.py,
+    get_pp_rank_microbatches; microbatch_group_size_per_vp_stage defaults to PP). Interleaved,
+    each forward is of one model chunk, 1 / VPP of the stage's layers."""
     if s.pp == 1:
         return 1.0
-    interleave = 1 + (s.pp - 1) / (s.pp * s.vpp) if s.vpp > 1 else 1.0
-    return s.pp * interleave
+    chunks = s.vpp
+    warmup = s.pp - stage - 1
+    if chunks > 1:
+        warmup = 2 * (s.pp - stage - 1) + (chunks - 1) * s.pp
+    held = warmup + 1
+    if s.microbatches is not None:
+        held = min(held, s.microbatches * chunks)
+    return held / chunks
+
+
+def _rebuilt_unit(unit: str, per_kind: dict[str, float]) -> float:
+    """The peak of one checkpointed unit's backward pass under full recompute: the unit is
+    rebuilt whole, then its layers are differentiated last first, each freeing what it kept
+    before the one before it starts; while a layer is differentiated its activations'
+    gradients sit beside it (twice the layer, tools/calibrate_memory.py) and the layers before
+    it in the unit still hold theirs. So a GPT layer peaks at attention + 2 x MLP or 2 x
+    attention, whichever is larger, not 2 x both."""
+    return max(
+        (sum(per_kind[k] for k in unit[:i]) + 2 * per_kind[unit[i]] for i in range(len(unit))),
+        default=0.0,
+    )
+
+
+def checkpoint_units(arch: Architecture, pattern: str) -> list[str]:
+    """The layers full recompute checkpoints one at a time (recompute_method uniform, one layer
+    a checkpoint: transformer_block.py, _checkpointed_forward). A GPT model's TransformerLayer
+    is attention and its MLP or MoE together, so a pattern of such pairs checkpoints pairs; a
+    hybrid (Mamba) stack makes every character its own layer."""
+    pairs = [pattern[i : i + 2] for i in range(0, len(pattern), 2)]
+    gpt = arch.mamba is None and all(
+        len(p) == 2 and p[0] == params.ATTENTION and p[1] in (params.MLP, params.MOE)
+        for p in pairs
+    )
+    return pairs if gpt and pairs else list(pattern)
 
 
 def _activations(
-    arch: Architecture, s: MegatronSetup, pattern: str, *, first: bool, last: bool
+    arch: Architecture, s: MegatronSetup, pattern: str, *, first: bool, last: bool, stage: int = 0
 ) -> tuple[float, float]:
     """(stored activations of the stage, one layer rebuilt under full recompute)."""
     tokens = s.tokens / s.cp
     sp = s.tp if s.sequence_parallel else 1
     per_kind = {kind: layer_activations(arch, s, kind, tokens, sp) for kind in set(pattern)}
     if s.recompute == "full":
-        # Only each layer's input survives the forward pass (sequence-parallel sharded). In
-        # the backward pass one layer at a time is rebuilt, and its activations' gradients sit
-        # beside it (measured: twice the layer, tools/calibrate_memory.py).
-        stored = len(pattern) * BF16 * tokens * arch.hidden / sp
+        units = checkpoint_units(arch, pattern)
+        # Only each checkpointed layer's input survives the forward pass (sequence-parallel
+        # sharded). In the backward pass one layer at a time is rebuilt, and its activations'
+        # gradients sit beside it (twice the layer, tools/calibrate_memory.py).
+        stored = len(units) * BF16 * tokens * arch.hidden / sp
         # The rebuilt attention's scores are attention_backward's.
         scores = STORED_PER_SCORE * attention_scores(arch, s, tokens)
         if not s.fused_attention and params.ATTENTION in per_kind:
             per_kind[params.ATTENTION] -= scores
-        rebuilt = 2 * max(per_kind.values(), default=0.0)
+        rebuilt = max((_rebuilt_unit(unit, per_kind) for unit in units), default=0.0)
     else:
         stored, rebuilt = sum(pattern.count(k) * v for k, v in per_kind.items()), 0.0
     if first:
@@ -565,7 +616,7 @@ def _activations(
         stored += arch.mtp_depth * sum(
             layer_activations(arch, s, kind, tokens, sp) for kind in arch.mtp_pattern
         )
-    return stored * _in_flight(s), rebuilt
+    return stored * _in_flight(s, stage), rebuilt
 
 
 def layer_activations(
@@ -578,9 +629,8 @@ def layer_activations(
     # recomputing the norm keeps only its input.
     norm = (1 if "layernorm" in rebuilt else 2) * BF16 * tokens * h / sp
     if kind == params.ATTENTION:
-        q, kv = arch.attention_heads * arch.head_dim, arch.kv_heads * arch.head_dim
-        qkv = BF16 * tokens * (q + 2 * kv) / t
-        context = BF16 * tokens * q / t  # the attention output, also the projection's input
+        qkv = BF16 * tokens * _stored_qkv(arch, s, rebuilt="core_attn" in rebuilt) / t
+        context = BF16 * tokens * arch.attention_heads * arch.head_dim / t  # the projection's input
         if s.fused_attention:
             core = FP32 * tokens * arch.attention_heads / t  # flash attention's log-sum-exp
         elif "core_attn" in rebuilt:
@@ -612,22 +662,54 @@ def layer_activations(
         width = e.latent or h
         up = 2 if e.gated else 1
         router = 2 * FP32 * local * e.num_experts  # logits and probabilities, fp32
-        shared = (up + 1) * BF16 * tokens * e.shared_ffn / t
         latent = 2 * BF16 * local * e.latent if e.latent else 0.0
         # Each token goes to top-k experts; balanced routing gives a rank as many tokens as it
         # sends. The experts keep their input, their up projection and its activation.
         routed = local * e.top_k
-        kept_act = 0 if "moe_act" in rebuilt else 1
-        experts = BF16 * routed * (2 * width * s.etp + (up + kept_act) * e.expert_ffn)
+        kept = up if "moe_act" in rebuilt else mlp_saved_widths(e.gated)
+        experts = BF16 * routed * (2 * width * s.etp + kept * e.expert_ffn)
+        shared = mlp_saved_widths(e.gated) * BF16 * tokens * e.shared_ffn / t
         if "shared_experts" in rebuilt:
             shared = 0.0
         return norm + router + shared + latent + experts
     if kind == params.MLP:
         if "mlp" in rebuilt:
             return norm
-        up = 2 if arch.gated_mlp else 1
-        return norm + (up + 1) * BF16 * tokens * arch.ffn / t
+        return norm + mlp_saved_widths(arch.gated_mlp) * BF16 * tokens * arch.ffn / t
     raise ValueError(f"unknown layer kind {kind!r}")
+
+
+def mlp_saved_widths(gated: bool) -> int:
+    """Tensors of the FFN's width that autograd keeps per token for one MLP's backward pass
+    (Megatron-Core 0.19.2, megatron/core/transformer/mlp.py, MLP.forward without
+    bias_activation_fusion, the provider's default). Plain: the up projection's output (the
+    activation's input) and the activation's output (the down projection's input), 2. Gated,
+    its glu: the up projection's output, 2 wide (silu keeps x_glu, a chunk, so the whole
+    tensor), silu's output and ``x_linear + glu_linear_offset`` (a new tensor even for the
+    offset 0.0), both kept by their product, and the product (the down projection's input): 5.
+    """
+    return 5 if gated else 2
+
+
+def _stored_qkv(arch: Architecture, s: MegatronSetup, *, rebuilt: bool) -> float:
+    """Elements per token that one attention layer keeps of its query, key and value (times TP).
+
+    Fused kernels (TE, flash) take grouped keys and values as they are: q + 2 kv. Megatron-Core's
+    unfused DotProductAttention (dot_product_attention.py, forward) repeat_interleaves K and V
+    to every query head before its two batched products, which keep those copies (2 q); the
+    query, split from the fused QKV projection, is a copy too where a partition has more than
+    one KV group (attention.py, get_query_key_value_tensors: the reshape cannot be a view), so
+    the QKV output itself is freed. One group per partition leaves the query a view, and the QKV
+    output (q + 2 kv) stays. With core_attn recomputed the checkpoint keeps its inputs: the
+    query and the key and value, views of the QKV output, so the copy and the whole output."""
+    q, kv = arch.attention_heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    if s.fused_attention or arch.kv_heads >= arch.attention_heads:
+        return q + 2 * kv
+    groups = max(1, arch.kv_heads // s.tp)
+    query_copied = groups > 1
+    if rebuilt:
+        return (q if query_copied else 0) + q + 2 * kv
+    return (q if query_copied else q + 2 * kv) + 2 * q
 
 
 # Bytes per attention-score element of the unfused softmax: kept for the backward pass (the fp32

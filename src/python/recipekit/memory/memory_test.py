@@ -153,10 +153,13 @@ def test_the_verified_super_pretraining_fits_and_is_not_underestimated(reference
     # What PyTorch's allocator holds: all but the CUDA context and NCCL.
     allocator = estimate - terms["runtime (CUDA, NCCL)"]
     for allocated, reserved in measured:
-        # Never below what PyTorch reserved, and at most 12% above it (the card's runs use
-        # Transformer Engine, whose fused attention and Adam the calibration grid cannot run).
-        assert allocator > float(reserved) > float(allocated)
-        assert (allocator - float(reserved)) / float(reserved) < 0.12
+        # Above what PyTorch allocated, within the issue's -3%..+12% of what it reserved (the
+        # card's runs use Transformer Engine, whose fused attention and Adam the calibration
+        # grid cannot run). The last pipeline stage is the largest; under 1F1B it holds one
+        # micro-batch in flight, not PP (schedules.py), so it is within 0.1% of the card's
+        # largest reservation, not above it.
+        assert allocator > float(allocated)
+        assert -0.03 < (allocator - float(reserved)) / float(reserved) < 0.12
 
 
 def test_over_hbm_is_an_error_naming_the_two_largest_terms_and_their_keys() -> None:
@@ -192,3 +195,19 @@ def test_a_mamba_card_needs_its_mamba_block() -> None:
     with pytest.raises(ValueError, match="Mamba layers but the card none"):
         params.layer(broken, "M")
     assert Mamba2(num_heads=2, head_dim=4, state_size=8, groups=1).inner == 8
+
+
+def test_a_pipeline_stage_holds_pp_minus_its_rank_micro_batches_at_most_the_steps() -> None:
+    # 1F1B (schedules.py, get_pp_rank_microbatches): stage s runs PP - s - 1 warm-up forwards
+    # and one more before its first backward, never more than the step's micro-batches.
+    # Interleaved: 2 (PP - s - 1) + (VPP - 1) PP warm-up chunk forwards, each 1/VPP of a stage.
+    from recipekit.memory.megatron import _in_flight
+
+    setup = MegatronSetup(world=8, pp=4, tokens=4096)
+    assert [_in_flight(setup, stage) for stage in range(4)] == [4, 3, 2, 1]
+    few = attrs.evolve(setup, microbatches=2)
+    assert [_in_flight(few, stage) for stage in range(4)] == [2, 2, 2, 1]
+    interleaved = attrs.evolve(setup, vpp=2)
+    assert [_in_flight(interleaved, stage) for stage in range(4)] == [5.5, 4.5, 3.5, 2.5]
+    assert _in_flight(attrs.evolve(interleaved, microbatches=1), 0) == 1
+    assert _in_flight(MegatronSetup(world=1, tokens=4096), 0) == 1

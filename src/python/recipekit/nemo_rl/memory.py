@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from recipekit.hardware import Hardware
 from recipekit.markers import Marker, given
+from recipekit.megatron_core.options import from_nemo_rl
 from recipekit.memory.estimate import GIB, MemoryEstimate, Phase, Term
 from recipekit.memory.megatron import BF16, MegatronSetup, training_terms
 from recipekit.memory.vllm import EAGER_ALLOWANCE, VllmSetup, serving_terms
@@ -45,12 +46,29 @@ def megatron_setup(config: GrpoConfig, layout: Layout) -> MegatronSetup:
     else:
         tokens = policy.train_micro_batch_size * policy.max_total_sequence_length
         tokens_key = "policy.max_total_sequence_length"
+    # A pipeline stage holds at most the step's micro-batches in flight; packed or dynamic
+    # batches make as many as the sequences' lengths give, so no bound is taken from them.
+    global_batch, dp = policy.train_global_batch_size, layout.parallel.dp
+    microbatches = (
+        max(1, global_batch // (policy.train_micro_batch_size * dp))
+        if isinstance(global_batch, int)
+        and dp
+        and not (packing and packing.enabled)
+        and not dynamic.enabled
+        else None
+    )
     assert isinstance(tokens, int), "derived before the estimate"
+    # NeMo-RL's activation_checkpointing turns recompute on, at recompute_granularity (full,
+    # uniform, one layer, by default; selective rebuilds recompute_modules, Megatron-Core's
+    # core_attn by default): read as NeMo-RL's setup passes it, as the config checks read it.
+    options = from_nemo_rl(m)
+    modules = options.recompute_modules or ("core_attn",)
     return MegatronSetup.of(
         layout.parallel,
         tokens=tokens,
-        # NeMo-RL's activation_checkpointing is Megatron's full, uniform recompute of 1 layer.
-        recompute="full" if m.activation_checkpointing else "none",
+        recompute=options.recompute_granularity or "none",
+        recompute_modules=tuple(modules),
+        microbatches=microbatches,
         distributed_optimizer=optimizer.use_distributed_optimizer,
         optimizer_offload=float(optimizer.optimizer_offload_fraction)
         if optimizer.optimizer_cpu_offload
