@@ -600,6 +600,7 @@ FILES = (
     "h200-megatron-core-0.19.2-fused-adam.json",
     "h200-megatron-core-0.19.2-fused-adam-check.json",
     "h200-megatron-core-0.19.2-check2.json",
+    "h200-megatron-core-0.19.2-check3.json",
 )
 
 
