@@ -240,6 +240,48 @@ HOLDOUT3_RUNS: list[tuple[str, int, int, str, bool]] = [
     ("dense-2.5k-gqa-200k", 4 * K, 1, "full", False),
     ("dense-2.5k-gqa-200k", 2 * K, 2, "none", True),
 ]
+# The fourth clean hold-out ("check4"): chosen and measured before the allocator's share was
+# re-derived after check3 showed it under-estimated, and kept from that work. Five more models (a
+# hidden 3072 GQA 24/6 SwiGLU with a 64k vocabulary, 32 gated experts top-4 at hidden 2560, a
+# plain-MLP hidden 2048 MHA with a 160k vocabulary, 8 experts top-2 at hidden 4096, a hidden 1536
+# SwiGLU with a 256k vocabulary); a 12k sequence beside 1k-8k; micro-batches 1-4; every recompute
+# mode; both optimizers.
+HOLDOUT4_MODELS: dict[str, dict[str, Any]] = {
+    "dense-3k-gqa6-swiglu-64k": {
+        "layers": 4, "hidden": 3072, "heads": 24, "kv_heads": 6, "ffn": 8192, "gated": True,
+        "experts": 0, "top_k": 0, "expert_ffn": 0, "vocab": 64000,
+    },
+    "moe-32x-top4-swiglu-32k": {
+        "layers": 4, "hidden": 2560, "heads": 20, "kv_heads": 4, "ffn": 0, "gated": True,
+        "experts": 32, "top_k": 4, "expert_ffn": 1024, "vocab": 32768,
+    },
+    "dense-2k-mha-160k": {
+        "layers": 6, "hidden": 2048, "heads": 16, "kv_heads": 16, "ffn": 5632,
+        "experts": 0, "top_k": 0, "expert_ffn": 0, "vocab": 163840,
+    },
+    "moe-8x-top2-4k": {
+        "layers": 3, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn": 0,
+        "experts": 8, "top_k": 2, "expert_ffn": 8192, "vocab": 32000,
+    },
+    "dense-1.5k-swiglu-256k": {
+        "layers": 4, "hidden": 1536, "heads": 12, "kv_heads": 4, "ffn": 4096, "gated": True,
+        "experts": 0, "top_k": 0, "expert_ffn": 0, "vocab": 256000,
+    },
+}
+HOLDOUT4_RUNS: list[tuple[str, int, int, str, bool]] = [
+    ("dense-3k-gqa6-swiglu-64k", 4 * K, 3, "none", False),
+    ("dense-3k-gqa6-swiglu-64k", 8 * K, 2, "selective", True),
+    ("dense-3k-gqa6-swiglu-64k", 12 * K, 1, "full", True),
+    ("moe-32x-top4-swiglu-32k", 2 * K, 4, "selective", False),
+    ("moe-32x-top4-swiglu-32k", 8 * K, 1, "full", False),
+    ("moe-32x-top4-swiglu-32k", 4 * K, 2, "none", True),
+    ("dense-2k-mha-160k", 4 * K, 2, "full", False),
+    ("dense-2k-mha-160k", 2 * K, 1, "none", True),
+    ("moe-8x-top2-4k", 4 * K, 1, "selective", False),
+    ("moe-8x-top2-4k", 2 * K, 2, "none", True),
+    ("dense-1.5k-swiglu-256k", 8 * K, 1, "full", False),
+    ("dense-1.5k-swiglu-256k", 1 * K, 4, "none", False),
+]
 STEPS = 3
 
 
@@ -254,12 +296,15 @@ def wide_specs() -> list[dict[str, Any]]:
     return specs
 
 
+_ALL_MODELS = {**WIDE_MODELS, **HOLDOUT_MODELS, **HOLDOUT3_MODELS, **HOLDOUT4_MODELS}
+
+
 def _wide_spec(
     name: str, seq: int, micro: int, recompute: str, *, which: str, **extra: Any
 ) -> dict[str, Any]:
     """One run of a wide-grid model: the model's sizes, the shape, its set."""
     return {
-        "name": name, **{**WIDE_MODELS, **HOLDOUT_MODELS, **HOLDOUT3_MODELS}[name], "seq": seq,
+        "name": name, **_ALL_MODELS[name], "seq": seq,
         "micro_batch": micro,
         "recompute": recompute, "set": which, **extra,
     }  # fmt: skip
@@ -275,8 +320,8 @@ def fused_adam_specs(check: bool = False) -> list[dict[str, Any]]:
 
 
 def holdout_specs(which: str = "check2") -> list[dict[str, Any]]:
-    """A hold-out's runs (HOLDOUT_RUNS as "check2", HOLDOUT3_RUNS as "check3")."""
-    runs = HOLDOUT3_RUNS if which == "check3" else HOLDOUT_RUNS
+    """A hold-out's runs (HOLDOUT_RUNS as "check2", HOLDOUT3_RUNS as "check3", ...)."""
+    runs = {"check3": HOLDOUT3_RUNS, "check4": HOLDOUT4_RUNS}.get(which, HOLDOUT_RUNS)
     return [
         _wide_spec(name, seq, micro, recompute, which=which, fused_adam=fused)
         for name, seq, micro, recompute, fused in runs
@@ -474,7 +519,7 @@ def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) 
         ]
     elif grid in ("fused", "fused-check"):
         specs = fused_adam_specs(check=grid == "fused-check")
-    elif grid in ("check2", "check3"):
+    elif grid in ("check2", "check3", "check4"):
         specs = holdout_specs(grid)
     else:
         specs = wide_specs()
@@ -668,7 +713,7 @@ def main() -> int:
     run.add_argument("--out", type=Path, required=True)
     run.add_argument(
         "--grid",
-        choices=("first", "wide", "fused", "fused-check", "check2", "check3"),
+        choices=("first", "wide", "fused", "fused-check", "check2", "check3", "check4"),
         default="wide",
     )
     run.add_argument("--set", choices=("fit", "check", "allocator"), dest="only",
