@@ -181,6 +181,13 @@ def test_fine_tuning_needs_weights_to_load() -> None:
     ]
 
 
+def test_a_fine_tuning_recipe_without_weights_is_refused() -> None:
+    """Megatron-Bridge#1649: no pretrained_checkpoint trains from random weights, silently."""
+    errors = _errors(sft, "checkpoint.finetune=false", "checkpoint.pretrained_checkpoint=null")
+    assert len(errors) == 1 and errors[0].startswith("checkpoint.pretrained_checkpoint = None")
+    assert "Megatron-Bridge#1649" in errors[0]
+
+
 def test_sequence_parallel_with_one_tensor_rank_is_a_warning() -> None:
     assert _warnings(sft, "model.sequence_parallel=true") == [
         "model.sequence_parallel = True: has no effect with tensor_model_parallel_size 1: "
