@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recipekit import rule_catalogue
+from recipekit import job_rules, rule_catalogue
 from recipekit.lineage.checkpoint_stamp import PLAN_RULES
 from recipekit.nemo_evaluator.framework import NEMO_EVALUATOR
 from recipekit.nemo_rl.framework import NEMO_RL_GRPO, NEMO_RL_SUPER35
@@ -77,7 +77,7 @@ def test_an_entry_needs_exactly_one_of_check_and_unchecked() -> None:
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if e.check], ids=lambda e: e.id)
 def test_each_check_runs_in_a_framework_of_its_source(entry: rule_catalogue.RuleEntry) -> None:
     check = _resolve(entry.check)
-    if check in PLAN_RULES:
+    if check in PLAN_RULES or check in job_rules.PLAN_RULES:
         return  # the plan, submit and preflight run it for every stage
     runs = _frameworks_running(entry.source, entry.framework)
     if check in LAYOUT_RULES:
