@@ -179,7 +179,8 @@ def finetune_has_weights_to_load(ctx: CheckContext) -> Iterator[Issue]:
             "fine-tuning loads the weights of checkpoint.pretrained_checkpoint, which is not set",
             value=True,
         )
-    elif ctx.config.recipe.mode == "sft" and not isinstance(ckpt.load, str):
+    # With an adapter, adapter_trains_over_pretrained_weights refuses the same key already.
+    elif ctx.config.recipe.mode == "sft" and ctx.adapter is None and not isinstance(ckpt.load, str):
         yield Issue(
             "checkpoint.pretrained_checkpoint",
             f"{ctx.config.recipe.function} is a fine-tuning recipe and loads no weights (nor "
