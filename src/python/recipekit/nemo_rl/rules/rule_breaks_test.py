@@ -18,6 +18,10 @@ from recipekit.nemo_rl.rules.generation import (
     nemo_gym_needs_the_http_server,
     vlm_needs_the_tokenizer_in_vllm,
 )
+from recipekit.nemo_rl.rules.loss import (
+    distillation_needs_prev_logprobs,
+    kl_in_reward_needs_prev_logprobs,
+)
 from recipekit.nemo_rl.rules.megatron_setup import colocated_reshard_without_draft
 from recipekit.nemo_rl.rules.validation import (
     multiple_dataloaders_split_the_step,
@@ -31,6 +35,8 @@ from recipes.super35.rl import rlvr
 VLLM = "policy.generation.vllm_cfg"
 FP8_KV_CACHE = (f"{VLLM}.precision=fp8", f"{VLLM}.kv_cache_dtype=fp8")
 DTENSOR = ("policy.megatron_cfg.enabled=false", "policy.dtensor_cfg.enabled=true")
+# Forcing the on-policy ratio without an error threshold skips the student's log-probabilities.
+ZEROED_LOGPROBS = ("loss_fn.force_on_policy_ratio=true", "grpo.seq_logprob_error_threshold=null")
 
 Check = Callable[..., Iterator[Issue]]
 CASES: list[tuple[Check, Stage, tuple[str, ...], str, str]] = [
@@ -76,6 +82,24 @@ CASES: list[tuple[Check, Stage, tuple[str, ...], str, str]] = [
         ("data.use_multiple_dataloader=true", "data.num_prompts_per_dataloader=100"),
         "data.num_prompts_per_dataloader",
         "grpo.py:584",
+    ),
+    (
+        kl_in_reward_needs_prev_logprobs,
+        rlvr,
+        (
+            *ZEROED_LOGPROBS,
+            "loss_fn.use_kl_in_reward=true",
+            "loss_fn.reference_policy_kl_penalty=0.01",
+        ),
+        "loss_fn.force_on_policy_ratio",
+        "grpo.py:2480",
+    ),
+    (
+        distillation_needs_prev_logprobs,
+        mopd_phase1,
+        ZEROED_LOGPROBS,
+        "loss_fn.force_on_policy_ratio",
+        "opd.py:133",
     ),
     (
         colocated_reshard_without_draft,
