@@ -1,6 +1,12 @@
 """One test per plan-time rule, on the Super 3.5 stages: the error names the key, the value and
 the arithmetic."""
 
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by
+# name (recorded from the checks that produced an issue while these tests ran):
+# dataset_agrees_with_model_and_train, finetune_has_weights_to_load,
+# global_batch_splits_over_data_parallel, parallel_layout_holds, recipe_names_its_mode,
+# sequence_splits_over_its_ranks, warmup_ends_within_the_run.
+
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,17 @@
 """Each mirrored Megatron-Core rule, broken on a real stage with one ``--set``: the plan names the
 key (errors stop the plan, warnings come with it), and the stage as written plans cleanly."""
 
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by
+# name (recorded from the checks that produced an issue while these tests ran):
+# bias_activation_fusion_needs_gelu_or_silu, core_attn_recompute_may_be_fused,
+# deepep_flag_is_deprecated, deepep_needs_flex_dispatcher,
+# expert_and_tensor_parallel_want_sequence_parallel, full_recompute_names_a_method,
+# full_recompute_names_its_layer_count, many_experts_route_in_fp32, megatron_settings_agree,
+# mla_up_proj_recompute_needs_mla, precision_aware_optimizer_needs_adam,
+# precision_aware_optimizer_needs_distributed_optimizer, recompute_modules_are_known,
+# selective_recompute_takes_no_layer_count, shared_expert_overlap_needs_alltoall_or_flex,
+# shared_experts_recompute_excludes_overlap.
+
 from __future__ import annotations
 
 import attrs

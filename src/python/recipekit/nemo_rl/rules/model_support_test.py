@@ -1,5 +1,9 @@
 """Parallelism the model's own code does not support (NVIDIA-NeMo/RL#1525)."""
 
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by
+# name (recorded from the checks that produced an issue while these tests ran):
+# dtensor_sequence_parallel_on_nemotron_h.
+
 from __future__ import annotations
 
 from recipekit.nemo_rl.rules.conftest import RefusedAt

@@ -1,6 +1,10 @@
 """vLLM 0.25.1's engine checks on what NeMo-RL hands it: a value that breaks each is refused (or
 warned), naming the key. rules_test covers max_num_batched_tokens < max_num_seqs and EPLB."""
 
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by
+# name (recorded from the checks that produced an issue while these tests ran):
+# vllm_fits_generation_gpus.
+
 from __future__ import annotations
 
 import pytest
