@@ -111,7 +111,10 @@ def _paths(plan: Mapping[str, Any], roles: str, loads: str) -> Iterator[tuple[st
     for role, path in plan.get(roles, {}).items():
         if not isinstance(path, str):
             continue
-        key = by_path.pop(path, None) or _key_holding(plan.get("config", {}), path)
+        key = by_path.pop(path, None)
+        # The config is searched only for a path that is refused (a plan's usual paths are not).
+        if key is None and node_local(path):
+            key = _key_holding(plan.get("config", {}), path)
         yield key or f"{roles}.{role}", path
     yield from ((key, path) for path, key in by_path.items())
 
