@@ -16,6 +16,7 @@ import attrs
 
 from recipekit.errors import Issue, RecipeError, join_path
 from recipekit.framework import FrameworkCall, Layout
+from recipekit.job_rules import plan_rules
 from recipekit.keypaths import parse_assignment, replace_at
 from recipekit.lineage.checkpoint_stamp import CheckpointStamp, reads_verdict
 from recipekit.lineage.graph import Pipeline, apply_overrides, is_lineage_override
@@ -166,6 +167,10 @@ def make_plan(stage: Stage, overrides: Sequence[str] = (), *, check_pins: bool =
     if errors:
         raise RecipeError(errors, context=f"{stage.name}: cannot plan")
     rendered = framework.render(config)
+    errors, job_warnings = plan_rules(_run_paths(stage, config, rendered), stage.environment)
+    if errors:
+        raise RecipeError(errors, context=f"{stage.name}: cannot plan")
+    warnings += job_warnings
     memory = framework.memory(config, stage.hardware, stage.model, layout)
     if memory is not None:
         too_big, tight = memory.issues()
@@ -211,6 +216,19 @@ def make_plan(stage: Stage, overrides: Sequence[str] = (), *, check_pins: bool =
         run_inputs=run_inputs,
         memory=memory,
     )
+
+
+def _run_paths(stage: Stage, config: Any, rendered: dict[str, Any]) -> dict[str, Any]:
+    """What ``job_rules`` reads of a plan, before the plan is made (``Plan.as_json``'s keys)."""
+    framework = stage.framework
+    return {
+        "framework": {"name": framework.name, "launch": framework.launch},
+        "hardware": {"num_nodes": stage.hardware.num_nodes},
+        "inputs": framework.inputs(config),
+        "outputs": framework.outputs(config),
+        "checkpoints": framework.checkpoint_reads(config).as_json(),
+        "config": rendered,
+    }
 
 
 def save_policy(plan: Plan) -> SavePolicy | None:

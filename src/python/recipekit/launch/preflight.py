@@ -22,6 +22,7 @@ import attrs
 
 from recipekit.checkouts import CodeCheckout, checkout_problem
 from recipekit.images.paths import PLAN_DIR as BAKED_PLAN_DIR
+from recipekit.job_rules import preflight_rules
 from recipekit.launch.framework_process import runs_with_python
 from recipekit.launch.profile import ClusterProfile
 from recipekit.lineage.checkpoint_stamp import CheckpointStamp, planned_run_verdict, write_stamp
@@ -251,6 +252,15 @@ def checkpoints_match_the_run(ctx: NodeContext) -> str | None:
     return "; ".join(issue.render() for issue in verdict.errors) or None
 
 
+def job_environment_holds(ctx: NodeContext) -> str | None:
+    """``recipekit.job_rules`` on the environment the framework inherits on this node (the
+    container's own included): caches and checkpoints on storage every node sees, and no
+    expandable segments beside colocated vLLM."""
+    shared = [*ctx.profile.shared_paths.values(), ctx.run_path, ARTIFACTS_ROOT]
+    issues = preflight_rules(ctx.plan, shared)
+    return "; ".join(issue.render() for issue in issues) or None
+
+
 def stamp_checkpoint_directory(plan: dict[str, Any]) -> Path | None:
     """On the head node, once every check passed: stamp the directory the run saves its
     checkpoints to with this run's model and layout, before the framework writes any."""
@@ -270,6 +280,7 @@ CHECKS: dict[str, Check] = {
     "code": code_checkouts_pinned,
     "inputs": inputs_exist,
     "checkpoints": checkpoints_match_the_run,
+    "job-environment": job_environment_holds,
     "outputs": outputs_writable,
     "imex-channel": imex_channel_present,
     "ray-ports": ray_ports_free,

@@ -25,6 +25,7 @@ from recipekit.checkouts import checkout_problem
 from recipekit.errors import Issue, RecipeError
 from recipekit.framework import SITE_PLACEHOLDERS
 from recipekit.images.registry import pinned_image_issue
+from recipekit.job_rules import submit_rules
 from recipekit.launch import slurm
 from recipekit.launch.profile import ClusterProfile, NoContainer, Pyxis
 from recipekit.launch.run_dir import (
@@ -90,6 +91,7 @@ def check_submittable(plan: Plan, profile: ClusterProfile) -> None:
     issues += runs_dir_issues(profile)
     issues += artifact_store_issues(plan, profile)
     issues += code_checkout_issues(plan, profile)
+    issues += job_environment_issues(plan, profile)
     if issues:
         raise RecipeError(issues, context=f"{plan.stage.name}: cannot submit")
 
@@ -112,6 +114,30 @@ def runs_dir_issues(profile: ClusterProfile) -> list[Issue]:
     except OSError as exc:
         return [Issue(where, f"is not writable here ({exc.strerror})", value=str(path), hint=hint)]
     return []
+
+
+def job_environment_issues(plan: Plan, profile: ClusterProfile) -> list[Issue]:
+    """``recipekit.job_rules`` on the job's environment as this profile makes it (its
+    ``hf_home`` and ``extra_env`` over the stage's): a cache or checkpoint directory on a
+    node-local disk that the profile does not list as shared, and expandable segments beside
+    colocated vLLM. Preflight checks them again on each node's real environment."""
+    from recipekit.launch.job_script import job_environment
+
+    where = f"profile {profile.name}"
+    labels = {name: f"environment.{name}" for name in plan.stage.environment}
+    if profile.hf_home:
+        labels.setdefault("HF_HOME", f"{where}: hf_home")
+    labels |= {name: f"{where}: extra_env.{name}" for name in profile.extra_env}
+    return submit_rules(
+        plan.as_json(), job_environment(profile, plan), labels, shared_storage(profile)
+    )
+
+
+def shared_storage(profile: ClusterProfile) -> list[str]:
+    """Paths every node of this profile's jobs sees, as the job sees them."""
+    store = [ARTIFACTS_ROOT] if profile.artifact_store is not None else []
+    runs = profile.container.in_container(profile.runs_dir)
+    return [*profile.shared_paths.values(), runs, *store]
 
 
 def code_checkout_issues(plan: Plan, profile: ClusterProfile) -> list[Issue]:

@@ -1,6 +1,10 @@
 """A checkpoint is stamped with the model and layout that wrote it; resuming it under another
 model is refused, under another layout only with run.reshard=true (issue 24)."""
 
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by
+# name (recorded from the checks that produced an issue while these tests ran):
+# resume_verdict.
+
 from __future__ import annotations
 
 import json

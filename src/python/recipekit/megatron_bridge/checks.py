@@ -167,12 +167,26 @@ def peft_stage_has_adapter(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def finetune_has_weights_to_load(ctx: CheckContext) -> Iterator[Issue]:
+    """recipekit.checkpoint.fine-tuning-loads-pretrained-weights (NVIDIA-NeMo/Megatron-Bridge
+    #1649): without checkpoint.pretrained_checkpoint (nor a checkpoint.load to resume) a
+    fine-tuning run starts from the random weights Megatron-Bridge initialises, silently."""
     ckpt = ctx.config.checkpoint
-    if ckpt.finetune is True and not isinstance(ckpt.pretrained_checkpoint, str):
+    if isinstance(ckpt.pretrained_checkpoint, str):
+        return
+    if ckpt.finetune is True:
         yield Issue(
             "checkpoint.finetune",
             "fine-tuning loads the weights of checkpoint.pretrained_checkpoint, which is not set",
             value=True,
+        )
+    # With an adapter, adapter_trains_over_pretrained_weights refuses the same key already.
+    elif ctx.config.recipe.mode == "sft" and ctx.adapter is None and not isinstance(ckpt.load, str):
+        yield Issue(
+            "checkpoint.pretrained_checkpoint",
+            f"{ctx.config.recipe.function} is a fine-tuning recipe and loads no weights (nor "
+            "checkpoint.load): Megatron-Bridge would train from random initialisation "
+            "(NVIDIA-NeMo/Megatron-Bridge#1649)",
+            value=ckpt.pretrained_checkpoint,
         )
 
 

@@ -1,6 +1,12 @@
 """One test per plan-time rule, on the Super 3.5 stages: the error names the key, the value and
 the arithmetic."""
 
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by
+# name (recorded from the checks that produced an issue while these tests ran):
+# dataset_agrees_with_model_and_train, finetune_has_weights_to_load,
+# global_batch_splits_over_data_parallel, parallel_layout_holds, recipe_names_its_mode,
+# sequence_splits_over_its_ranks, warmup_ends_within_the_run.
+
 from __future__ import annotations
 
 import pytest
@@ -179,6 +185,13 @@ def test_fine_tuning_needs_weights_to_load() -> None:
         "checkpoint.finetune = True: fine-tuning loads the weights of "
         "checkpoint.pretrained_checkpoint, which is not set"
     ]
+
+
+def test_a_fine_tuning_recipe_without_weights_is_refused() -> None:
+    """Megatron-Bridge#1649: no pretrained_checkpoint trains from random weights, silently."""
+    errors = _errors(sft, "checkpoint.finetune=false", "checkpoint.pretrained_checkpoint=null")
+    assert len(errors) == 1 and errors[0].startswith("checkpoint.pretrained_checkpoint = None")
+    assert "Megatron-Bridge#1649" in errors[0]
 
 
 def test_sequence_parallel_with_one_tensor_rank_is_a_warning() -> None:

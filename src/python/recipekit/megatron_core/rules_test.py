@@ -1,8 +1,20 @@
 """Each mirrored Megatron-Core rule, broken on a real stage with one ``--set``: the plan names the
 key (errors stop the plan, warnings come with it), and the stage as written plans cleanly."""
 
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by
+# name (recorded from the checks that produced an issue while these tests ran):
+# bias_activation_fusion_needs_gelu_or_silu, core_attn_recompute_may_be_fused,
+# deepep_flag_is_deprecated, deepep_needs_flex_dispatcher,
+# expert_and_tensor_parallel_want_sequence_parallel, full_recompute_names_a_method,
+# full_recompute_names_its_layer_count, many_experts_route_in_fp32, megatron_settings_agree,
+# mla_up_proj_recompute_needs_mla, precision_aware_optimizer_needs_adam,
+# precision_aware_optimizer_needs_distributed_optimizer, recompute_modules_are_known,
+# selective_recompute_takes_no_layer_count, shared_expert_overlap_needs_alltoall_or_flex,
+# shared_experts_recompute_excludes_overlap.
+
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from recipekit.errors import Issue, RecipeError
@@ -165,3 +177,22 @@ def test_a_warned_value_plans_with_the_warning_naming_the_key(
 def test_the_stages_as_written_raise_no_megatron_core_issue(stage: object) -> None:
     errors, warnings = _issues(stage, ())
     assert not [i for i in errors + warnings if "megatron-core" in i.message]
+
+
+def test_moe_act_recompute_without_grouped_gemm_experts_is_refused() -> None:
+    """moe_act_recompute_needs_grouped_gemm (transformer_config.py:1785): every model recipekit
+    trains is a Nemotron-H MoE, whose provider uses grouped GEMM; one without Mamba layers
+    stands for a model whose provider does not."""
+    arch = sft.model.architecture
+    assert arch is not None
+    model = attrs.evolve(sft.model, architecture=attrs.evolve(arch, mamba=None))
+    stage = attrs.evolve(sft, model=model)
+    overrides = (
+        "model.recompute_granularity=selective",
+        "model.recompute_method=null",
+        "model.recompute_num_layers=null",
+        "model.recompute_modules=[moe_act]",
+    )
+    errors, _ = _issues(stage, overrides)
+    found = [i for i in errors if i.path == "model.recompute_modules"]
+    assert found and "transformer_config.py:1785" in found[0].message, errors

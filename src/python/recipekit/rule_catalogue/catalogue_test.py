@@ -5,12 +5,13 @@ from __future__ import annotations
 import ast
 import importlib
 import os
+import re
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from recipekit import rule_catalogue
+from recipekit import job_rules, rule_catalogue
 from recipekit.lineage.checkpoint_stamp import PLAN_RULES
 from recipekit.nemo_evaluator.framework import NEMO_EVALUATOR
 from recipekit.nemo_rl.framework import NEMO_RL_GRPO, NEMO_RL_SUPER35
@@ -77,7 +78,7 @@ def test_an_entry_needs_exactly_one_of_check_and_unchecked() -> None:
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if e.check], ids=lambda e: e.id)
 def test_each_check_runs_in_a_framework_of_its_source(entry: rule_catalogue.RuleEntry) -> None:
     check = _resolve(entry.check)
-    if check in PLAN_RULES:
+    if check in PLAN_RULES or check in job_rules.PLAN_RULES:
         return  # the plan, submit and preflight run it for every stage
     runs = _frameworks_running(entry.source, entry.framework)
     if check in LAYOUT_RULES:
@@ -176,3 +177,28 @@ def test_each_cited_line_holds_an_assert_raise_or_warning(entry: rule_catalogue.
 def test_the_readme_table_is_what_the_generator_writes() -> None:
     text = (CHECKOUT / "README.md").read_text(encoding="utf-8")
     assert generator.with_table(text) == text, "run python3 tools/rule_catalogue.py"
+
+
+def _test_texts() -> str:
+    """Every test file of the checkout but this one (which names no check)."""
+    here = Path(__file__).resolve().name
+    return "\n".join(
+        path.read_text(encoding="utf-8")
+        for root in ("src/python", "recipes")
+        for path in sorted((CHECKOUT / root).rglob("*_test.py"))
+        if path.name != here
+    )
+
+
+def test_every_catalogued_check_is_named_by_a_test_file() -> None:
+    """A mirrored rule is tested: some test file names its check (breaking it, or listing it
+    among the checks its tests break). A new catalogue entry without a test fails here."""
+    text = _test_texts()
+    untested = sorted(
+        {
+            e.check
+            for e in ENTRIES
+            if e.check and not re.search(rf"\b{re.escape(e.check.rsplit('.', 1)[1])}\b", text)
+        }
+    )
+    assert not untested, f"no test file names these checks: {untested}"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from recipekit.nemo_rl.checks import Check
 from recipekit.nemo_rl.rules import (
-    allocator,
     async_grpo,
     distillation,
     generation,
@@ -19,10 +18,10 @@ from recipekit.nemo_rl.rules import (
     megatron_peft,
     megatron_performance,
     megatron_setup,
+    model_support,
     policy_workers,
     rollouts,
     sequence_budget,
-    storage,
     tokenizer,
     validation,
     vllm_engine,
@@ -37,8 +36,7 @@ _SHARED_ERRORS: tuple[Check, ...] = (
     loss.force_on_policy_ratio_takes_one_batch_per_step,
     loss.skipped_reference_logprobs_need_zero_kl,
     *sequence_budget.ERROR_CHECKS,
-    *allocator.ERROR_CHECKS,
-    *storage.ERROR_CHECKS,
+    *model_support.ERROR_CHECKS,
     *tokenizer.ERROR_CHECKS,
     *vllm_worker.ERROR_CHECKS,
 )
@@ -109,7 +107,6 @@ ERROR_CHECKS_SUPER_V3: tuple[Check, ...] = (
 )
 WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (
     *generation.WARNING_CHECKS,
-    *storage.WARNING_CHECKS,
     *tokenizer.WARNING_CHECKS,
     *_TRAINING_WARNINGS_SUPER_V3,
 )
@@ -129,7 +126,6 @@ ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
 )
 WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *generation.WARNING_CHECKS,
-    *storage.WARNING_CHECKS,
     *tokenizer.WARNING_CHECKS,
     *vllm_engine.WARNING_CHECKS,
     *vllm_worker.SUPER35_WARNING_CHECKS,

@@ -1,5 +1,9 @@
 """Generation setup rules: speculative decoding's weights and the TRT-LLM backend."""
 
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by
+# name (recorded from the checks that produced an issue while these tests ran):
+# speculative_decoding_loads_real_weights, trtllm_needs_its_async_engine.
+
 from __future__ import annotations
 
 from recipekit.nemo_rl.rules.conftest import Plan

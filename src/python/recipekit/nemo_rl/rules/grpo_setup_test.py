@@ -1,5 +1,12 @@
 """GRPO setup's rules: a value that breaks each is refused (or warned about), naming the key."""
 
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by
+# name (recorded from the checks that produced an issue while these tests ran):
+# checkpoint_metric_names_its_source, checkpoint_saved_without_its_validation_metric,
+# dapo_reward_shaping_needs_its_lengths, generation_resources_fit, grpo_needs_a_generation_config,
+# gym_runner_needs_nemo_gym, message_penalties_need_nemo_gym, multimodal_dedup_needs_data_plane_off,
+# multimodal_dedup_needs_vllm, multiple_dataloaders_ignore_max_num_epochs.
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,10 @@
 """The NeMo Gym rollout rules: a value that breaks one is refused, naming its key."""
 
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by
+# name (recorded from the checks that produced an issue while these tests ran):
+# malformed_think_penalty_needs_both_tags, nemo_gym_takes_no_stop_strings,
+# nemo_gym_takes_no_stop_token_ids, nemo_gym_takes_no_top_k.
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,15 @@
 """One test per mirrored rule: a value that breaks it is refused, naming the key."""
 
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by
+# name (recorded from the checks that produced an issue while these tests ran):
+# batched_tokens_cover_the_sequences, early_stop_needs_a_threshold,
+# expert_load_balancing_needs_expert_parallel, force_on_policy_ratio_takes_one_batch_per_step,
+# forced_ratio_with_threshold_still_computes_logprobs, fused_logprobs_without_sampling_filter,
+# fused_logprobs_without_sequence_packing, nemo_gym_takes_no_max_val_samples,
+# nemo_gym_takes_no_val_top_k, pad_token_id_is_overwritten,
+# pass_k_needs_several_validation_generations, sequence_divisible_for_parallelism,
+# skipped_reference_logprobs_need_zero_kl.
+
 from __future__ import annotations
 
 import pytest

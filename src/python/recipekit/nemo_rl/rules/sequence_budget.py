@@ -2,11 +2,25 @@
 
 Training takes sequences of at most ``policy.max_total_sequence_length``; vLLM generates within
 ``max_model_len``. The longer direction (vLLM generating what training cannot take) is
-``recipekit.nemo_rl.checks.sequence.response_budget_fits``. This is the other: a prompt the data
-admits must leave vLLM room for at least one new token, or the rollout raises
-(``_context_capped_max_new_tokens``, nemo_rl/models/generation/vllm/vllm_worker.py:77, and the
-async server's clamp, vllm_worker_async.py:442, at super-v3.5-posttraining). Responses longer
-than what is left are cut to fit, silently; that is NeMo-RL's intended clamp, not refused.
+``recipekit.nemo_rl.checks.sequence.response_budget_fits``. This is the other: the longest
+prompt the data admits must leave vLLM room for at least one new token. With none left,
+super-v3.5-posttraining raises (``_context_capped_max_new_tokens``,
+nemo_rl/models/generation/vllm/vllm_worker.py:77, and the HTTP server's clamp,
+vllm_worker_async.py:442: ``remaining <= 0``) or its async engine returns the prompt with no
+response (:1054); super-v3's async engine does the latter (vllm_worker_async.py:890) and its
+synchronous one hands vLLM a prompt that fills the context.
+
+How long that prompt is differs by version, at the data processors (math_hf_data_processor:
+nemo_rl/data/processors.py:422 @ super-v3, :427 @ super-v3.5-posttraining; the others alike):
+super-v3 cuts only a prompt *longer* than
+``data.max_input_seq_length`` (``length > max_seq_length``), so one of exactly that length
+reaches vLLM; super-v3.5-posttraining cuts one that *reaches* it (``length >=
+max_seq_length``), so the longest is one token shorter. ``max_input_seq_length ==
+max_model_len`` is thus refused on super-v3 and accepted on super-v3.5-posttraining. NeMo
+Gym's ``policy_max_input_tokens`` is the limit NeMo-RL itself sets equal to ``max_model_len``
+(nemo_gym.py's setup_nemo_gym_config), and a prompt past it ends the rollout as
+context_length_exceeded, so only a larger value is refused. Responses longer than what is left
+are cut to fit, silently; that is NeMo-RL's intended clamp, not refused.
 """
 
 from __future__ import annotations
@@ -16,18 +30,29 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.markers import Marker
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.citation import cite, on_super35
 
 THREAD = "NVIDIA-NeMo/RL#796"
+VLLM_WORKER = "nemo_rl/models/generation/vllm/vllm_worker.py"
+# super-v3 states no rule: its async engine generates nothing for such a prompt.
+V3_WHERE = "nemo_rl/models/generation/vllm/vllm_worker_async.py:890 @ super-v3"
 
 
-def _prompt_budgets(ctx: CheckContext) -> Iterator[tuple[str, int]]:
+def _longest_prompts(ctx: CheckContext) -> Iterator[tuple[str, int, int, str]]:
+    """(key, its value, the longest prompt it lets reach vLLM, why that long)."""
     limit = ctx.config.data.max_input_seq_length
     if isinstance(limit, int):
-        yield "data.max_input_seq_length", limit
+        if on_super35(ctx):
+            why = "prompts that reach it are cut: nemo_rl/data/processors.py:427, length >= max"
+            yield "data.max_input_seq_length", limit, limit - 1, why
+        else:
+            why = "only longer prompts are cut: nemo_rl/data/processors.py:422, length > max"
+            yield "data.max_input_seq_length", limit, limit, why
     gym = getattr(ctx.config.env, "nemo_gym", None)
     tokens = getattr(gym, "policy_max_input_tokens", None)
     if isinstance(tokens, int) and not isinstance(tokens, Marker):
-        yield "env.nemo_gym.policy_max_input_tokens", tokens
+        why = "NeMo Gym ends a rollout whose prompt outgrows it"
+        yield "env.nemo_gym.policy_max_input_tokens", tokens, tokens - 1, why
 
 
 def prompts_leave_room_to_generate(ctx: CheckContext) -> Iterator[Issue]:
@@ -39,16 +64,18 @@ def prompts_leave_room_to_generate(ctx: CheckContext) -> Iterator[Issue]:
     if not isinstance(context, int):
         return
     total = ctx.config.policy.max_total_sequence_length
-    for key, prompt in _prompt_budgets(ctx):
+    for key, value, longest, why in _longest_prompts(ctx):
         # Longer than the whole budget is response_budget_fits' error already.
-        if context < prompt <= total:
+        if longest >= context and value <= total:
+            fits = context if longest < value else context - 1
+            where = cite(ctx, VLLM_WORKER, v35=77) if on_super35(ctx) else V3_WHERE
             yield Issue(
                 key,
-                f"a prompt this long leaves vLLM no room to generate within "
-                f"policy.generation.vllm_cfg.max_model_len = {context}; NeMo-RL raises at the "
-                f"first such rollout (nemo_rl/models/generation/vllm/vllm_worker.py:77; {THREAD})",
-                value=prompt,
-                hint=f"at most {context - 1}, or raise max_model_len",
+                f"a prompt of {longest} tokens ({why}) leaves vLLM no room to generate within "
+                f"policy.generation.vllm_cfg.max_model_len = {context}: NeMo-RL raises, or "
+                f"returns it with an empty response ({where}; {THREAD})",
+                value=value,
+                hint=f"at most {fits}, or raise max_model_len",
             )
 
 

@@ -1,5 +1,9 @@
 """Real-quantised rollouts: how the quantised policy reaches vLLM."""
 
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by
+# name (recorded from the checks that produced an issue while these tests ran):
+# real_quant_in_gpu_export_needs_colocated_ipc, real_quant_names_its_export_offload.
+
 from __future__ import annotations
 
 from recipekit.nemo_rl.rules.conftest import Plan

@@ -1,0 +1,177 @@
+"""The job rules every framework's stage obeys: shared storage (NVIDIA-NeMo/RL#1770) and no
+expandable segments beside colocated vLLM (NVIDIA-NeMo/RL#2319, #2471), at plan time, at
+submit and in preflight."""
+
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by
+# name (recorded from the checks that produced an issue while these tests ran):
+# no_expandable_segments_with_colocated_vllm, paths_on_shared_storage.
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from recipekit.errors import RecipeError
+from recipekit.hardware import H100_NODE
+from recipekit.job_rules import preflight_rules
+from recipekit.launch.profile import ClusterProfile, NoContainer
+from recipekit.launch.submit import job_environment_issues
+from recipekit.plan import Plan, make_plan
+from recipekit.stage import Stage
+from recipes.super3.dapo import dapo_h100
+from recipes.super35.evaluation import evaluation
+from recipes.super35.rl import rlvr
+from recipes.super35.sft import sft
+
+EXPANDABLE = "expandable_segments:True"
+
+
+def _warnings(stage: Stage, *overrides: str) -> list[str]:
+    return [issue.render() for issue in make_plan(stage, overrides).warnings]
+
+
+def _errors(stage: Stage, *overrides: str) -> list[str]:
+    with pytest.raises(RecipeError) as exc:
+        make_plan(stage, overrides)
+    return [issue.render() for issue in exc.value.issues]
+
+
+def _profile(tmp_path: Path, **changes: Any) -> ClusterProfile:
+    (tmp_path / "runs").mkdir(exist_ok=True)
+    return ClusterProfile(
+        name="local",
+        node=H100_NODE,
+        partition="gpu",
+        container=NoContainer(python="/usr/bin/python3"),
+        runs_dir=str(tmp_path / "runs"),
+        **changes,
+    )
+
+
+def _submit_refusals(plan: Plan, profile: ClusterProfile) -> list[str]:
+    return [issue.render() for issue in job_environment_issues(plan, profile)]
+
+
+# --- shared storage --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stage", "overrides", "environment", "key"),
+    [
+        (rlvr, ("checkpointing.checkpoint_dir=/tmp/ckpt",), {}, "checkpointing.checkpoint_dir"),
+        (rlvr, (), {"HF_HOME": "/tmp/hf"}, "environment.HF_HOME"),
+        (rlvr, (), {"NRL_MEGATRON_CHECKPOINT_DIR": "/dev/shm/c"}, "environment.NRL_MEGATRON"),
+        (
+            rlvr,
+            ("policy.megatron_cfg.env_vars={HF_HOME: /tmp/hf}",),
+            {},
+            "policy.megatron_cfg.env_vars.HF_HOME",
+        ),
+        (rlvr, ("policy.model_name=/tmp/model",), {}, "policy.model_name"),
+        (sft, ("checkpoint.save=/tmp/sft",), {}, "checkpoint.save"),
+        (sft, ("checkpoint.pretrained_checkpoint=/tmp/base",), {}, "checkpoint.pretrained"),
+        (sft, ("dataset.path=/var/tmp/data",), {}, "dataset.path"),
+        (sft, (), {"TRITON_CACHE_DIR": "/tmp/triton"}, "environment.TRITON_CACHE_DIR"),
+        (evaluation, ("execution.output_dir=/tmp/eval",), {}, "execution.output_dir"),
+        (evaluation, ("deployment.checkpoint_path=/tmp/m",), {}, "deployment.checkpoint_path"),
+    ],
+)
+def test_a_node_local_path_across_hosts_is_a_warning_at_plan_time(
+    stage: Stage, overrides: tuple[str, ...], environment: dict[str, str], key: str
+) -> None:
+    # The plan cannot see the cluster's mounts (a test cluster on one host shares /tmp):
+    # submit and preflight, which know the profile's shared storage, refuse a written one.
+    stage = attrs.evolve(stage, environment={**stage.environment, **environment})
+    found = [w for w in _warnings(stage, *overrides) if w.startswith(key)]
+    assert found and "RL#1770" in found[0], _warnings(stage, *overrides)
+
+
+def test_a_node_local_path_on_one_node_is_fine() -> None:
+    one_node = attrs.evolve(
+        rlvr, hardware=attrs.evolve(rlvr.hardware, num_nodes=1), environment={"HF_HOME": "/tmp"}
+    )
+    assert not any("RL#1770" in w for w in _warnings_or_errors(one_node))
+
+
+def _warnings_or_errors(stage: Stage) -> list[str]:
+    try:
+        return _warnings(stage)
+    except RecipeError as exc:
+        return [issue.render() for issue in exc.issues]
+
+
+def test_submit_refuses_the_profiles_node_local_hf_home(tmp_path: Path) -> None:
+    plan = make_plan(rlvr)
+    refused = _submit_refusals(plan, _profile(tmp_path, hf_home="/tmp/hf"))
+    assert any(r.startswith("profile local: hf_home") and "RL#1770" in r for r in refused)
+    local = _profile(tmp_path, extra_env={"HF_DATASETS_CACHE": "/dev/shm/d"})
+    refused = _submit_refusals(plan, local)
+    assert any(r.startswith("profile local: extra_env.HF_DATASETS_CACHE") for r in refused)
+
+
+def test_submit_takes_a_node_local_root_the_profile_shares(tmp_path: Path) -> None:
+    plan = make_plan(rlvr, ["checkpointing.checkpoint_dir=/tmp/shared/ckpt"])
+    refused = _submit_refusals(plan, _profile(tmp_path, hf_home="/tmp/shared/hf"))
+    assert {r.split(" = ")[0] for r in refused} == {
+        "profile local: hf_home",
+        "checkpointing.checkpoint_dir",
+    }
+    shared = _profile(tmp_path, hf_home="/tmp/shared/hf", shared_paths={"s": "/tmp/shared"})
+    assert _submit_refusals(plan, shared) == []
+
+
+def test_preflight_refuses_a_node_local_cache_in_the_job_environment() -> None:
+    plan = make_plan(rlvr).as_json()
+    refused = [i.render() for i in preflight_rules(plan, [], {"HF_HOME": "/tmp/hf"})]
+    assert refused and refused[0].startswith("job environment HF_HOME")
+    assert preflight_rules(plan, ["/tmp"], {"HF_HOME": "/tmp/hf"}) == []
+
+
+def test_preflight_refuses_nemo_rls_conversion_under_a_scratch_home() -> None:
+    plan = make_plan(rlvr).as_json()
+    refused = [i.render() for i in preflight_rules(plan, [], {"HOME": "/tmp/home"})]
+    assert refused and "unset, so /tmp/home/.cache/huggingface" in refused[0]
+    assert preflight_rules(plan, [], {"HOME": "/home/alice"}) == []
+    assert preflight_rules(plan, [], {"HOME": "/tmp/h", "HF_HOME": "/shared/hf"}) == []
+
+
+# --- expandable segments beside colocated vLLM ------------------------------------------------
+
+
+def test_expandable_segments_in_the_stage_environment_are_refused() -> None:
+    stage = attrs.evolve(
+        dapo_h100, environment={**dapo_h100.environment, "PYTORCH_CUDA_ALLOC_CONF": EXPANDABLE}
+    )
+    errors = _errors(stage)
+    assert any(
+        e.startswith("environment.PYTORCH_CUDA_ALLOC_CONF") and "RL#2319" in e for e in errors
+    )
+
+
+def test_expandable_segments_in_a_config_env_vars_section_are_refused() -> None:
+    key = "policy.dtensor_cfg.env_vars"
+    errors = _errors(dapo_h100, f"{key}={{PYTORCH_CUDA_ALLOC_CONF: '{EXPANDABLE}'}}")
+    assert any(e.startswith(f"{key}.PYTORCH_CUDA_ALLOC_CONF") for e in errors), errors
+
+
+def test_expandable_segments_without_colocated_vllm_plan() -> None:
+    # rlvr generates on nodes of its own: vLLM's sleep mode shares no GPU with training.
+    stage = attrs.evolve(rlvr, environment={"PYTORCH_CUDA_ALLOC_CONF": EXPANDABLE})
+    make_plan(stage)
+
+
+def test_submit_refuses_expandable_segments_in_the_profiles_extra_env(tmp_path: Path) -> None:
+    plan = make_plan(dapo_h100)
+    profile = _profile(tmp_path, extra_env={"PYTORCH_CUDA_ALLOC_CONF": EXPANDABLE})
+    refused = _submit_refusals(plan, profile)
+    assert any(r.startswith("profile local: extra_env.PYTORCH_CUDA_ALLOC_CONF") for r in refused)
+
+
+def test_preflight_refuses_expandable_segments_in_the_job_environment() -> None:
+    plan = make_plan(dapo_h100).as_json()
+    environ = {"PYTORCH_CUDA_ALLOC_CONF": f"max_split_size_mb:512, {EXPANDABLE}", "HOME": "/h"}
+    refused = [i.render() for i in preflight_rules(plan, [], environ)]
+    assert refused and refused[0].startswith("job environment PYTORCH_CUDA_ALLOC_CONF")

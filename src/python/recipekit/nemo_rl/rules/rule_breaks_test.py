@@ -1,0 +1,154 @@
+"""A value that breaks each NeMo-RL rule no other test broke (found by recording which checks
+produce an issue across the rule tests): the plan refuses it, naming the key and the line.
+Each case names the check it breaks (the catalogue's meta-test finds every check by name)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from recipekit.errors import Issue
+from recipekit.nemo_rl.rules.conftest import COLOCATED_MEGATRON_GENERATION, Plan, RefusedAt
+from recipekit.nemo_rl.rules.generation import (
+    fp8_kv_cache_needs_megatron,
+    fp8_kv_cache_needs_one_pipeline_stage,
+    fp8_kv_cache_without_async_rollouts,
+    nemo_gym_needs_the_async_engine,
+    nemo_gym_needs_the_http_server,
+    vlm_needs_the_tokenizer_in_vllm,
+)
+from recipekit.nemo_rl.rules.loss import (
+    distillation_needs_prev_logprobs,
+    kl_in_reward_needs_prev_logprobs,
+)
+from recipekit.nemo_rl.rules.megatron_setup import colocated_reshard_without_draft
+from recipekit.nemo_rl.rules.validation import (
+    multiple_dataloaders_split_the_step,
+    validation_sampling_only_on_gym_vllm,
+)
+from recipekit.stage import Stage
+from recipes.super3.dapo import dapo_h100
+from recipes.super35.mopd import mopd_phase1
+from recipes.super35.rl import rlvr
+
+VLLM = "policy.generation.vllm_cfg"
+FP8_KV_CACHE = (f"{VLLM}.precision=fp8", f"{VLLM}.kv_cache_dtype=fp8")
+DTENSOR = ("policy.megatron_cfg.enabled=false", "policy.dtensor_cfg.enabled=true")
+# Forcing the on-policy ratio without an error threshold skips the student's log-probabilities.
+ZEROED_LOGPROBS = ("loss_fn.force_on_policy_ratio=true", "grpo.seq_logprob_error_threshold=null")
+
+Check = Callable[..., Iterator[Issue]]
+CASES: list[tuple[Check, Stage, tuple[str, ...], str, str]] = [
+    # (the check, the stage, the overrides that break it, the key named, the line quoted)
+    (
+        fp8_kv_cache_needs_megatron,
+        dapo_h100,
+        (*FP8_KV_CACHE, *DTENSOR),
+        f"{VLLM}.kv_cache_dtype",
+        "grpo.py:769 @ super-v3",
+    ),
+    (
+        fp8_kv_cache_without_async_rollouts,
+        dapo_h100,
+        (*FP8_KV_CACHE, f"{VLLM}.async_engine=true"),
+        f"{VLLM}.kv_cache_dtype",
+        "grpo.py:772 @ super-v3",
+    ),
+    (
+        fp8_kv_cache_needs_one_pipeline_stage,
+        dapo_h100,
+        (*FP8_KV_CACHE, "policy.megatron_cfg.pipeline_model_parallel_size=2"),
+        "policy.megatron_cfg.pipeline_model_parallel_size",
+        "grpo.py:775 @ super-v3",
+    ),
+    (
+        validation_sampling_only_on_gym_vllm,
+        rlvr,
+        (*COLOCATED_MEGATRON_GENERATION, "policy.generation.val_temperature=0.5"),
+        "policy.generation.val_temperature",
+        "grpo.py:512",
+    ),
+    (
+        vlm_needs_the_tokenizer_in_vllm,
+        rlvr,
+        ("policy.is_vlm=true", f"{VLLM}.skip_tokenizer_init=true"),
+        f"{VLLM}.skip_tokenizer_init",
+        "run_grpo_nemo_gym.py:186",
+    ),
+    (
+        multiple_dataloaders_split_the_step,
+        rlvr,
+        ("data.use_multiple_dataloader=true", "data.num_prompts_per_dataloader=100"),
+        "data.num_prompts_per_dataloader",
+        "grpo.py:584",
+    ),
+    (
+        kl_in_reward_needs_prev_logprobs,
+        rlvr,
+        (
+            *ZEROED_LOGPROBS,
+            "loss_fn.use_kl_in_reward=true",
+            "loss_fn.reference_policy_kl_penalty=0.01",
+        ),
+        "loss_fn.force_on_policy_ratio",
+        "grpo.py:2480",
+    ),
+    (
+        distillation_needs_prev_logprobs,
+        mopd_phase1,
+        ZEROED_LOGPROBS,
+        "loss_fn.force_on_policy_ratio",
+        "opd.py:133",
+    ),
+    (
+        colocated_reshard_without_draft,
+        rlvr,
+        (*COLOCATED_MEGATRON_GENERATION, "policy.draft.enabled=true"),
+        "policy.draft.enabled",
+        "setup.py:1801",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("check", "stage", "overrides", "key", "reason"),
+    CASES,
+    ids=[case[0].__name__ for case in CASES],
+)
+def test_the_broken_rule_is_refused_at_its_key(
+    refused_at: RefusedAt,
+    check: Check,
+    stage: Stage,
+    overrides: tuple[str, ...],
+    key: str,
+    reason: str,
+) -> None:
+    refused_at(stage, overrides, key, reason)
+
+
+# super-v3 reads NeMo Gym's rollouts only through its examples' schema (rules/conftest.py).
+GYM_V3 = "env.should_use_nemo_gym=true"
+
+
+@pytest.mark.parametrize(
+    ("check", "override", "key", "line"),
+    [
+        (nemo_gym_needs_the_async_engine, f"{VLLM}.async_engine=false", "async_engine", 1249),
+        (nemo_gym_needs_the_http_server, f"{VLLM}.expose_http_server=false", "expose_http", 1257),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
+def test_super_v3_gym_rollouts_need_the_async_http_engine(
+    refused_at: RefusedAt, v3_examples: Stage, check: Check, override: str, key: str, line: int
+) -> None:
+    refused_at(v3_examples, (GYM_V3, override), f"{VLLM}.{key}", f"grpo.py:{line} @ super-v3")
+
+
+def test_opd_without_the_importance_sampling_correction_warns(warned: Plan) -> None:
+    """opd_recommends_importance_sampling (grpo.py:2283 @ super-v3.5): a warning where async
+    GRPO (which refuses the correction off) is not on."""
+    key = "loss_fn.use_importance_sampling_correction"
+    overrides = (f"{key}=false", "grpo.async_grpo.enabled=false")
+    found = [w for w in warned(mopd_phase1, *overrides) if w.startswith(key)]
+    assert found and "grpo.py:2283" in found[0]

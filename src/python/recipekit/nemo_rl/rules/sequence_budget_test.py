@@ -1,0 +1,47 @@
+"""The longest prompt the data admits leaves vLLM room to generate (NVIDIA-NeMo/RL#796), on
+each version's side of the boundary: super-v3's processors keep a prompt of exactly
+max_input_seq_length tokens, super-v3.5-posttraining's cut it."""
+
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by
+# name (recorded from the checks that produced an issue while these tests ran):
+# prompts_leave_room_to_generate.
+
+from __future__ import annotations
+
+from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
+from recipes.super3.dapo import dapo_h100
+from recipes.super35.rl import rlvr
+
+KEY = "data.max_input_seq_length"
+
+
+def test_super_v3_refuses_a_prompt_budget_equal_to_max_model_len(refused_at: RefusedAt) -> None:
+    # dapo-h100: max_model_len = max_total_sequence_length = 1024.
+    found = refused_at(dapo_h100, (f"{KEY}=1024",), KEY, "processors.py:422")
+    assert "RL#796" in found[0] and "at most 1023" in found[0]
+
+
+def test_super_v3_takes_one_token_less(errors: Plan) -> None:
+    assert not [e for e in errors(dapo_h100, f"{KEY}=1023") if e.startswith(KEY)]
+
+
+def test_super35_takes_a_prompt_budget_equal_to_max_model_len(errors: Plan) -> None:
+    # rlvr sits there (16384 = 16384): its processors cut a prompt of 16384 tokens.
+    assert not [e for e in errors(rlvr) if e.startswith(KEY)]
+
+
+def test_super35_refuses_a_prompt_budget_past_max_model_len(refused_at: RefusedAt) -> None:
+    found = refused_at(
+        rlvr, ("policy.generation.vllm_cfg.max_model_len=16383",), KEY, "vllm_worker.py:77"
+    )
+    assert "processors.py:427" in found[0] and "at most 16383" in found[0]
+
+
+def test_a_gym_prompt_budget_past_max_model_len_is_refused(refused_at: RefusedAt) -> None:
+    # NeMo-RL sets policy_max_input_tokens to max_model_len itself; only a larger one breaks.
+    refused_at(
+        rlvr,
+        ("policy.generation.vllm_cfg.max_model_len=16383",),
+        "env.nemo_gym.policy_max_input_tokens",
+        "RL#796",
+    )
