@@ -26,6 +26,16 @@ from recipekit.validators import at_least
 
 # The sizes a field of ParallelLayout is called by, in the order the plan shows them.
 SIZE_FIELDS = ("tp", "pp", "vpp", "cp", "ep", "etp")
+# A plan's name for each size (every framework's ``Layout.as_json``), the ParallelLayout
+# attribute it shows, and how a message names it (the checkpoint stamp compares these).
+PLAN_SIZES: dict[str, tuple[str, str]] = {
+    "tensor_parallel": ("tp", "TP"),
+    "pipeline_parallel": ("pp", "PP"),
+    "context_parallel": ("cp", "CP"),
+    "expert_parallel": ("ep", "EP"),
+    "expert_tensor_parallel": ("etp", "ETP"),
+    "data_parallel": ("whole_groups", "DP"),
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -76,6 +86,26 @@ class ParallelLayout:
     def as_json(self) -> dict[str, Any]:
         return {**attrs.asdict(self), "dp": self.dp}
 
+    def plan_sizes(self) -> dict[str, int]:
+        """The model-parallel sizes as a plan's layout names them (``tensor_parallel`` ...
+        ``expert_tensor_parallel``); each framework's ``as_json`` places them, and
+        ``plan_data_parallel``, among its own keys."""
+        return {
+            name: getattr(self, field)
+            for name, (field, _) in PLAN_SIZES.items()
+            if name != "data_parallel"
+        }
+
+    def plan_data_parallel(self) -> dict[str, int]:
+        """``{"data_parallel": ...}`` as a plan shows it: the whole model-parallel groups, so a
+        layout a rule refuses still shows what it would hold."""
+        return {"data_parallel": self.whole_groups}
+
+    @staticmethod
+    def plan_labels() -> dict[str, str]:
+        """Each plan size's name in a message: ``{"tensor_parallel": "TP", ...}``."""
+        return {name: label for name, (_, label) in PLAN_SIZES.items()}
+
 
 @attrs.frozen
 class ParallelKeys:
@@ -124,8 +154,10 @@ class ParallelKeys:
         etp_value = getattr(section, name, None) if name is not None else None
         # Megatron-Core: an expert tensor-parallel size of None is the TP size
         # (model_parallel_config.py, __post_init__).
-        etp = etp_value if isinstance(etp_value, int) and etp_value >= 1 else (
-            tp if etp_value is None and self.etp is not None else 1
+        etp = (
+            etp_value
+            if isinstance(etp_value, int) and etp_value >= 1
+            else (tp if etp_value is None and self.etp is not None else 1)
         )
         sp = getattr(section, self.sp, False) if self.sp is not None else False
         return ParallelLayout(
@@ -243,9 +275,7 @@ def experts_split_evenly(ctx: LayoutContext) -> Iterator[Issue]:
     ep, key = ctx.layout.ep, ctx.keys.key("ep")
     if not ctx.num_experts:
         if ep > 1:
-            yield Issue(
-                key, f"{ctx.model_name} is a dense model: no experts to split", value=ep
-            )
+            yield Issue(key, f"{ctx.model_name} is a dense model: no experts to split", value=ep)
         return
     if ctx.num_experts % ep:
         yield Issue(
@@ -405,9 +435,7 @@ def megatron_layouts(
         gpus_text="",
     )
     experts = [1] if not num_experts else [e for e in SIZES if num_experts % e == 0]
-    for tp, pp, cp, ep, etp in itertools.product(
-        SIZES, SIZES[:4], SIZES[:5], experts, SIZES[:4]
-    ):
+    for tp, pp, cp, ep, etp in itertools.product(SIZES, SIZES[:4], SIZES[:5], experts, SIZES[:4]):
         if not num_experts and etp > 1:
             continue
         same_pipeline = pp == base.pp
