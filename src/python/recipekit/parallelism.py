@@ -399,6 +399,12 @@ def layout_issues(ctx: LayoutContext) -> list[Issue]:
     return [issue for rule in LAYOUT_RULES for issue in rule(ctx)]
 
 
+def layout_passes(ctx: LayoutContext) -> bool:
+    """No layout rule refuses the layout: the search's test, stopping at the first issue (it
+    tries thousands of layouts a stage, most refused by the first rule that looks)."""
+    return not any(next(iter(rule(ctx)), None) is not None for rule in LAYOUT_RULES)
+
+
 def model_layout_issues(
     layout: ParallelLayout, keys: ParallelKeys, node: NodeType, model: ModelCard, gpus_text: str
 ) -> list[Issue]:
@@ -451,5 +457,5 @@ def megatron_layouts(
             first_stage_layers=base.first_stage_layers if same_pipeline else None,
             last_stage_layers=base.last_stage_layers if same_pipeline else None,
         )
-        if not layout_issues(attrs.evolve(probe, layout=layout)):
+        if layout_passes(attrs.evolve(probe, layout=layout)):
             yield layout
