@@ -138,7 +138,7 @@ def search(
         errors, _ = estimate.issues()
         if errors:
             continue
-        proxy = communication(layout, hw, config)
+        proxy = communication(layout, hw, framework.microbatches(config, layout.parallel))
         changes = sum(_lookup(config, k) != v for k, v in overrides.items())
         priced.append((round(proxy, 3), changes, -estimate.headroom_gib, overrides, layout))
     # Cheapest communication first; among equals, the fewest changes to the recipe, then the
@@ -182,31 +182,16 @@ class _Refusals:
         )
 
 
-def communication(layout: Any, hardware: Hardware, config: Any) -> float:
+def communication(layout: Any, hardware: Hardware, microbatches: int) -> float:
+    """The proxy of ``layout`` (module docstring), a step running ``microbatches`` micro-batches
+    per data-parallel rank (the framework's ``microbatches``)."""
     node = hardware.node
     domain = node.gpus_per_node * node.nvlink_domain_nodes
     p: ParallelLayout = layout.parallel
     cost = float(p.tp > domain) + float(p.tp * p.cp > domain) + float(p.ep * p.etp > domain)
     if p.pp > 1:
-        microbatches = _microbatches(p, config)
         cost += (p.pp - 1) / (p.pp - 1 + microbatches)
     return cost
-
-
-def _microbatches(parallel: ParallelLayout, config: Any) -> int:
-    dp = max(parallel.whole_groups, 1)
-    # NeMo-RL's policy or Megatron-Bridge's train section.
-    batch = (
-        given_at(config, "policy", "train_global_batch_size")
-        or given_at(config, "train", "global_batch_size")
-        or dp
-    )
-    micro = (
-        given_at(config, "policy", "train_micro_batch_size")
-        or given_at(config, "train", "micro_batch_size")
-        or 1
-    )
-    return max(int(batch) // (dp * int(micro)), 1)
 
 
 def _lookup(config: Any, key: str) -> Any:

@@ -86,6 +86,11 @@ class ParallelLayout:
     def as_json(self) -> dict[str, Any]:
         return {**attrs.asdict(self), "dp": self.dp}
 
+    def microbatches(self, global_batch: int, micro_batch: int) -> int:
+        """The micro-batches each data-parallel rank runs a step (at least 1): what fills the
+        pipeline's 1F1B schedule."""
+        return max(global_batch // (max(self.whole_groups, 1) * micro_batch), 1)
+
     def plan_sizes(self) -> dict[str, int]:
         """The model-parallel sizes as a plan's layout names them (``tensor_parallel`` ...
         ``expert_tensor_parallel``); each framework's ``as_json`` places them, and
