@@ -1,19 +1,29 @@
-"""The layout search and the frameworks agree: every layout a framework proposes for a stage
-is one its own plan accepts (no layout rule refuses it), and reads back as the same layout.
+"""The layout search and the frameworks agree: every layout ``layout_search.search`` proposes for
+a stage plans with no error, as the framework proposed it, and the search refuses no proposal
+at a layout key (a layout its framework proposes and its own plan refuses).
 
-A candidate may still fail the plan for a reason that is not its layout (a global batch that
-its data-parallel size does not divide): the search plans each and drops those, so the test
-allows them and requires only that no layout rule fires.
+A proposal may still be refused for a reason that is not its layout (a global batch that its
+data-parallel size does not divide): the search counts those by key (``SearchResult.refused``)
+and the test allows them. The search prices thousands of proposals for the RL stages (a few
+milliseconds each); to stay fast the test searches an even sample of each framework's proposals
+(``SAMPLE`` of them), through the search itself.
 """
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
-from recipekit.errors import RecipeError
+from recipekit.hardware import Hardware
+from recipekit.keypaths import with_values
+from recipekit.layout_search import SearchResult, search
+from recipekit.model_card import ModelCard
+from recipekit.nemo_rl.checks.context import RESOURCES as GENERATION_RESOURCES
+from recipekit.nemo_rl.layout import GENERATION_GPUS
 from recipekit.plan import make_plan, resolve_run_inputs
 from recipekit.review.discover import discover_stages
 from recipekit.stage import Stage
@@ -22,8 +32,48 @@ ROOT = Path(__file__).resolve().parent.parent
 STAGES = {ref.stage.name: ref.stage for ref in discover_stages(ROOT)}
 # NeMo Evaluator serves with vLLM and has no Megatron-Core layout to search.
 SEARCHED = sorted(name for name, s in STAGES.items() if s.framework.name != "nemo-evaluator")
-# Candidates planned per stage: an even spread over the framework's whole list.
-PER_STAGE = 12
+# Proposals searched per stage: an even spread over the framework's whole list.
+SAMPLE = 60
+# Candidates the search plans per stage (each is also planned again from its assignments).
+TOP = 3
+
+
+class SampledFramework:
+    """A stage's framework proposing every n-th of its layouts (all else its own)."""
+
+    def __init__(self, framework: Any, proposals: list[tuple[Any, dict[str, Any]]]) -> None:
+        self._framework = framework
+        # A prime step, so the sample does not alias with the inner loops of the proposals
+        # (four vLLM sizes per training layout would give every sample the same one).
+        step = _prime_at_least(max(len(proposals) // SAMPLE, 1))
+        self._proposals = proposals[::step]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._framework, name)
+
+    def layout_candidates(self, layout: Any, hardware: Hardware, model: ModelCard) -> Any:
+        return iter(self._proposals)
+
+
+def _prime_at_least(n: int) -> int:
+    while n > 2 and any(n % d == 0 for d in range(2, int(n**0.5) + 1)):
+        n += 1
+    return n
+
+
+def _proposals(stage: Stage) -> tuple[Any, list[tuple[Any, dict[str, Any]]]]:
+    """The stage's derived config and every layout its framework proposes."""
+    framework = stage.framework
+    config, _ = resolve_run_inputs(stage)
+    config, _ = framework.derive(config, stage.hardware)
+    base, _, _ = framework.check(config, stage.hardware, stage.model)
+    return config, list(framework.layout_candidates(base, stage.hardware, stage.model))
+
+
+def _layout_keys(layout: Any) -> set[str]:
+    keys = layout.keys
+    found = set(keys.size_keys().values()) | {keys.section}
+    return found | {keys.key(f) for f in ("first_stage_layers", "last_stage_layers") if keys.has(f)}
 
 
 def _value(value: Any) -> str:
@@ -32,36 +82,66 @@ def _value(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _candidates(stage: Stage) -> list[tuple[Any, dict[str, Any]]]:
-    framework = stage.framework
-    config, _ = resolve_run_inputs(stage)
-    config, _ = framework.derive(config, stage.hardware)
-    base, _, _ = framework.check(config, stage.hardware, stage.model)
-    return list(framework.layout_candidates(base, stage.hardware, stage.model))
-
-
-def _layout_keys(layout: Any) -> set[str]:
-    keys = set(layout.keys.size_keys().values()) | {layout.keys.section}
-    return keys | {layout.keys.key(f) for f in ("first_stage_layers", "last_stage_layers")
-                   if layout.keys.has(f)}
-
-
 @pytest.mark.parametrize("name", SEARCHED)
-def test_every_proposed_layout_passes_the_frameworks_layout_rules(name: str) -> None:
+def test_every_layout_the_search_proposes_plans_as_the_framework_proposed_it(name: str) -> None:
     stage = STAGES[name]
-    candidates = _candidates(stage)
-    assert candidates, f"{name}: the framework proposes no layout"
-    step = max(len(candidates) // PER_STAGE, 1)
-    for layout, overrides in candidates[::step][:PER_STAGE]:
-        assignments = [f"{k}={_value(v)}" for k, v in overrides.items()]
-        try:
-            plan = make_plan(stage, assignments)
-        except RecipeError as exc:
-            refused = [i.render() for i in exc.issues if i.path in _layout_keys(layout)]
-            assert not refused, (assignments, refused)
-            continue
-        planned: Any = plan.layout
-        assert planned.parallel == layout.parallel, assignments
+    _, proposals = _proposals(stage)
+    assert proposals, f"{name}: the framework proposes no layout"
+    sampled = attrs.evolve(stage, framework=SampledFramework(stage.framework, proposals))
+    result: SearchResult = search(sampled, top=TOP)
+    assert result.candidates, f"{name}: no proposal passes ({result.tried} tried)"
+    layout_keys = _layout_keys(proposals[0][0])
+    disagreements = [r for r in result.refused if r.key in layout_keys]
+    assert not disagreements, [r.as_json() for r in disagreements]
+    for candidate in result.candidates:
+        # The plan the search made is of the layout the framework proposed ...
+        assert candidate.plan.layout == candidate.proposed, candidate.assignments()
+        # ... and so is the plan a user gets from the change the search prints.
+        again = make_plan(stage, candidate.assignments())
+        assert again.layout == candidate.proposed, candidate.assignments()
+
+
+def test_a_refused_proposal_is_counted_by_its_key() -> None:
+    # An expert-parallel size no layout rule allows (512 experts over EP 3), slipped in among
+    # the real proposals with the best one's layout, so that it fits in memory and is planned:
+    # the search counts it at its key instead of dropping it without a word.
+    stage = STAGES["sft-tiny"]
+    _, proposals = _proposals(stage)
+    best = search(stage, top=1).candidates[0].proposed
+    layout, overrides = next((lay, o) for lay, o in proposals if lay == best)
+    ep_key = layout.keys.key("ep")
+    bad = [(layout, {**overrides, ep_key: 3})]
+    sampled = attrs.evolve(stage, framework=SampledFramework(stage.framework, bad + proposals))
+    result = search(sampled, top=len(proposals) + 1)
+    assert [(r.key, r.count) for r in result.refused] == [(ep_key, 1)]
+    assert "EP=3" in result.refused[0].example
+
+
+def test_a_single_node_non_colocated_stage_splits_the_nodes_gpus() -> None:
+    # dapo-b200 generates on one whole node of three; on one node, generation takes a share of
+    # the node's GPUs (colocated.resources.gpus_per_node) and training the rest. Before, the
+    # search proposed nothing here (it only moved whole nodes).
+    stage = STAGES["dapo-b200"]
+    hardware = Hardware(stage.hardware.node, num_nodes=1)
+    moved = attrs.evolve(stage, hardware=hardware)
+    config, proposals = _proposals(moved)
+    assert proposals
+    per_node = hardware.gpus_per_node
+    splits = {layout.nodes.generation_gpus for layout, _ in proposals}
+    assert splits and all(0 < g < per_node for g in splits)
+    framework = stage.framework
+    for layout, overrides in itertools.islice(proposals, 0, None, max(len(proposals) // 20, 1)):
+        nodes = layout.nodes
+        assert not nodes.colocated and nodes.generation_gpus + nodes.training_gpus == per_node
+        assert overrides[GENERATION_GPUS] == nodes.generation_gpus
+        # The framework reads the proposal back as the same layout, and no layout rule (nor
+        # the single-node resource rules) refuses it; a batch its DP does not divide may.
+        changed = with_values(config, overrides)
+        read, errors, _ = framework.check(changed, hardware, stage.model)
+        assert read == layout, overrides
+        refused = [e.render() for e in errors if e.path in _layout_keys(layout)]
+        refused += [e.render() for e in errors if e.path.startswith(GENERATION_RESOURCES)]
+        assert not refused, overrides
 
 
 def test_expert_tensor_parallel_across_nvl72_trays_is_one_rule_for_every_framework() -> None:

@@ -22,6 +22,7 @@ from recipekit.lineage.checkpoint_stamp import CheckpointReads
 from recipekit.lineage.steps import SavePolicy
 from recipekit.memory.estimate import MemoryEstimate
 from recipekit.model_card import ModelCard
+from recipekit.parallelism import ParallelLayout
 
 # How the job step starts the entry point once preflight passed on every node:
 # "ray": Ray on every node, the entry point once on the head (NeMo-RL);
@@ -152,6 +153,12 @@ class Framework(Protocol):
         """The layouts ``recipekit layout`` tries: each with the overrides that make it."""
         ...
 
+    def microbatches(self, config: Any, parallel: ParallelLayout) -> int:
+        """The micro-batches a data-parallel rank of ``parallel`` runs a training step, from the
+        typed config's batch keys (the layout search prices the pipeline bubble with it); 1
+        where the stage does not train."""
+        ...
+
     def waiting_for(self, job_ids: Sequence[str]) -> list[str]:
         """A "delegated" framework's arguments that make the job its client submits wait for
         these Slurm jobs to end well (a pipeline); empty where its client cannot."""
@@ -196,6 +203,9 @@ class FrameworkBase:
         self, layout: Any, hardware: Hardware, model: ModelCard
     ) -> Iterator[tuple[Any, dict[str, Any]]]:
         return iter(())
+
+    def microbatches(self, config: Any, parallel: ParallelLayout) -> int:
+        return 1
 
     def waiting_for(self, job_ids: Sequence[str]) -> list[str]:
         return []

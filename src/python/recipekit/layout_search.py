@@ -3,7 +3,9 @@
 Each candidate the framework proposes (``Framework.layout_candidates``: Megatron-Core sizes,
 vLLM's TP, the generation/training split) is first priced by the memory estimate alone, which
 is arithmetic; those that fit are ranked by a communication proxy, then by headroom, and planned
-in that order with every check of the plan until ``top`` pass.
+in that order with every check of the plan until ``top`` pass. A proposal the stage refuses (a
+value its section refuses, or a check of its plan) is counted, grouped by the key of its first
+issue (``SearchResult.refused``), so a framework proposing layouts its own plan refuses shows.
 
 The communication proxy, lower is better (a proxy, not a model of time):
 - a tensor-, context- or expert-parallel group that leaves the NVLink domain: +1 each
@@ -39,6 +41,8 @@ class Candidate:
     overrides: dict[str, Any]
     # The plan made with them, every check passed.
     plan: Plan
+    # The layout the framework proposed (its plan's layout must be the same).
+    proposed: Any
     headroom_gib: float
     communication: float
 
@@ -52,6 +56,20 @@ class Candidate:
 
 
 @attrs.frozen
+class Refusal:
+    """Proposals the stage refused (its sections, or its plan's checks), grouped by the key of
+    the first issue: a layout the framework proposes and its own plan refuses shows here."""
+
+    key: str
+    count: int
+    # One of them, rendered: what the user would read from `plan --set ...`.
+    example: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"key": self.key, "count": self.count, "example": self.example}
+
+
+@attrs.frozen
 class SearchResult:
     stage: Stage
     candidates: tuple[Candidate, ...]
@@ -60,6 +78,12 @@ class SearchResult:
     seconds: float
     # The search ran on other hardware than the recipe's.
     moved: bool = False
+    # Proposals refused when setting their values or planning them, most first.
+    refused: tuple[Refusal, ...] = ()
+
+    @property
+    def refused_count(self) -> int:
+        return sum(r.count for r in self.refused)
 
     def as_json(self) -> dict[str, Any]:
         hw = self.stage.hardware
@@ -68,6 +92,7 @@ class SearchResult:
             "hardware": {"node": hw.node.name, "num_nodes": hw.num_nodes},
             "tried": self.tried,
             "fit_in_memory": self.fitting,
+            "refused": [r.as_json() for r in self.refused],
             "candidates": [
                 {
                     "overrides": c.overrides,
@@ -101,7 +126,8 @@ def search(
     config, _ = resolve_run_inputs(stage)
     config, _ = framework.derive(config, hw)
     base, _, _ = framework.check(config, hw, model)
-    priced: list[tuple[float, int, float, dict[str, Any]]] = []
+    priced: list[tuple[float, int, float, dict[str, Any], Any]] = []
+    refusals = _Refusals()
     # Listed first (cheap: sizes, no pricing) so that the progress has a total.
     candidates = list(framework.layout_candidates(base, hw, model))
     tried = len(candidates)
@@ -111,17 +137,18 @@ def search(
             bar.advance()
             try:
                 candidate = with_values(config, overrides)
-            except RecipeError:
-                continue  # a value its section refuses: make_plan would say why
+            except RecipeError as exc:
+                refusals.add(exc)  # a value its section refuses
+                continue
             estimate = framework.memory(candidate, hw, model, layout)
             if estimate is None:
                 continue
             errors, _ = estimate.issues()
             if errors:
                 continue
-            proxy = communication(layout, hw, config)
+            proxy = communication(layout, hw, framework.microbatches(config, layout.parallel))
             changes = sum(_lookup(config, k) != v for k, v in overrides.items())
-            priced.append((round(proxy, 3), changes, -estimate.headroom_gib, overrides))
+            priced.append((round(proxy, 3), changes, -estimate.headroom_gib, overrides, layout))
         bar.note(f"{len(priced)} fit in memory")
     # Cheapest communication first; among equals, the fewest changes to the recipe, then the
     # most headroom.
@@ -129,45 +156,52 @@ def search(
     found: list[Candidate] = []
     wanted = min(top, len(priced))
     with progress(f"{what}: planning the best", total=wanted, silent=not show_progress) as bar:
-        for proxy, _, negative_headroom, overrides in priced:
+        for proxy, _, negative_headroom, overrides, layout in priced:
             try:
                 plan = make_plan(stage, [f"{k}={_yaml_value(v)}" for k, v in overrides.items()])
-            except RecipeError:
+            except RecipeError as exc:
+                refusals.add(exc)
                 continue
             changed = {k: v for k, v in overrides.items() if _lookup(config, k) != v}
-            found.append(Candidate(changed, plan, -negative_headroom, proxy))
+            found.append(Candidate(changed, plan, layout, -negative_headroom, proxy))
             bar.advance()
             if len(found) == top:
                 break
     seconds = time.perf_counter() - started
-    return SearchResult(stage, tuple(found), tried, len(priced), seconds, moved)
+    return SearchResult(stage, tuple(found), tried, len(priced), seconds, moved, refusals.grouped())
 
 
-def communication(layout: Any, hardware: Hardware, config: Any) -> float:
+class _Refusals:
+    """The refused proposals, counted by the key of each one's first issue."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, tuple[int, str]] = {}
+
+    def add(self, error: RecipeError) -> None:
+        first = error.issues[0] if error.issues else None
+        key = first.path if first is not None else ""
+        count, example = self._by_key.get(key, (0, first.render() if first else str(error)))
+        self._by_key[key] = (count + 1, example)
+
+    def grouped(self) -> tuple[Refusal, ...]:
+        return tuple(
+            Refusal(key, count, example)
+            for key, (count, example) in sorted(
+                self._by_key.items(), key=lambda item: (-item[1][0], item[0])
+            )
+        )
+
+
+def communication(layout: Any, hardware: Hardware, microbatches: int) -> float:
+    """The proxy of ``layout`` (module docstring), a step running ``microbatches`` micro-batches
+    per data-parallel rank (the framework's ``microbatches``)."""
     node = hardware.node
     domain = node.gpus_per_node * node.nvlink_domain_nodes
     p: ParallelLayout = layout.parallel
     cost = float(p.tp > domain) + float(p.tp * p.cp > domain) + float(p.ep * p.etp > domain)
     if p.pp > 1:
-        microbatches = _microbatches(p, config)
         cost += (p.pp - 1) / (p.pp - 1 + microbatches)
     return cost
-
-
-def _microbatches(parallel: ParallelLayout, config: Any) -> int:
-    dp = max(parallel.whole_groups, 1)
-    # NeMo-RL's policy or Megatron-Bridge's train section.
-    batch = (
-        given_at(config, "policy", "train_global_batch_size")
-        or given_at(config, "train", "global_batch_size")
-        or dp
-    )
-    micro = (
-        given_at(config, "policy", "train_micro_batch_size")
-        or given_at(config, "train", "micro_batch_size")
-        or 1
-    )
-    return max(int(batch) // (dp * int(micro)), 1)
 
 
 def _lookup(config: Any, key: str) -> Any:
@@ -191,6 +225,10 @@ def table(result: SearchResult) -> Iterator[str]:
         f"{result.fitting} fit in memory, {len(result.candidates)} pass every check "
         f"({result.seconds:.2f} s)"
     )
+    if result.refused:
+        yield f"{result.refused_count} refused by the stage's checks:"
+        for refusal in result.refused:
+            yield f"  {refusal.count} at {refusal.key or '<recipe>'}, e.g. {refusal.example}"
     if not result.candidates:
         yield "no layout fits: see the memory of the closest in `plan --set ...`"
         return

@@ -26,6 +26,16 @@ from recipekit.validators import at_least
 
 # The sizes a field of ParallelLayout is called by, in the order the plan shows them.
 SIZE_FIELDS = ("tp", "pp", "vpp", "cp", "ep", "etp")
+# A plan's name for each size (every framework's ``Layout.as_json``), the ParallelLayout
+# attribute it shows, and how a message names it (the checkpoint stamp compares these).
+PLAN_SIZES: dict[str, tuple[str, str]] = {
+    "tensor_parallel": ("tp", "TP"),
+    "pipeline_parallel": ("pp", "PP"),
+    "context_parallel": ("cp", "CP"),
+    "expert_parallel": ("ep", "EP"),
+    "expert_tensor_parallel": ("etp", "ETP"),
+    "data_parallel": ("whole_groups", "DP"),
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -76,6 +86,31 @@ class ParallelLayout:
     def as_json(self) -> dict[str, Any]:
         return {**attrs.asdict(self), "dp": self.dp}
 
+    def microbatches(self, global_batch: int, micro_batch: int) -> int:
+        """The micro-batches each data-parallel rank runs a step (at least 1): what fills the
+        pipeline's 1F1B schedule."""
+        return max(global_batch // (max(self.whole_groups, 1) * micro_batch), 1)
+
+    def plan_sizes(self) -> dict[str, int]:
+        """The model-parallel sizes as a plan's layout names them (``tensor_parallel`` ...
+        ``expert_tensor_parallel``); each framework's ``as_json`` places them, and
+        ``plan_data_parallel``, among its own keys."""
+        return {
+            name: getattr(self, field)
+            for name, (field, _) in PLAN_SIZES.items()
+            if name != "data_parallel"
+        }
+
+    def plan_data_parallel(self) -> dict[str, int]:
+        """``{"data_parallel": ...}`` as a plan shows it: the whole model-parallel groups, so a
+        layout a rule refuses still shows what it would hold."""
+        return {"data_parallel": self.whole_groups}
+
+    @staticmethod
+    def plan_labels() -> dict[str, str]:
+        """Each plan size's name in a message: ``{"tensor_parallel": "TP", ...}``."""
+        return {name: label for name, (_, label) in PLAN_SIZES.items()}
+
 
 @attrs.frozen
 class ParallelKeys:
@@ -124,8 +159,10 @@ class ParallelKeys:
         etp_value = getattr(section, name, None) if name is not None else None
         # Megatron-Core: an expert tensor-parallel size of None is the TP size
         # (model_parallel_config.py, __post_init__).
-        etp = etp_value if isinstance(etp_value, int) and etp_value >= 1 else (
-            tp if etp_value is None and self.etp is not None else 1
+        etp = (
+            etp_value
+            if isinstance(etp_value, int) and etp_value >= 1
+            else (tp if etp_value is None and self.etp is not None else 1)
         )
         sp = getattr(section, self.sp, False) if self.sp is not None else False
         return ParallelLayout(
@@ -243,9 +280,7 @@ def experts_split_evenly(ctx: LayoutContext) -> Iterator[Issue]:
     ep, key = ctx.layout.ep, ctx.keys.key("ep")
     if not ctx.num_experts:
         if ep > 1:
-            yield Issue(
-                key, f"{ctx.model_name} is a dense model: no experts to split", value=ep
-            )
+            yield Issue(key, f"{ctx.model_name} is a dense model: no experts to split", value=ep)
         return
     if ctx.num_experts % ep:
         yield Issue(
@@ -369,6 +404,12 @@ def layout_issues(ctx: LayoutContext) -> list[Issue]:
     return [issue for rule in LAYOUT_RULES for issue in rule(ctx)]
 
 
+def layout_passes(ctx: LayoutContext) -> bool:
+    """No layout rule refuses the layout: the search's test, stopping at the first issue (it
+    tries thousands of layouts a stage, most refused by the first rule that looks)."""
+    return not any(next(iter(rule(ctx)), None) is not None for rule in LAYOUT_RULES)
+
+
 def model_layout_issues(
     layout: ParallelLayout, keys: ParallelKeys, node: NodeType, model: ModelCard, gpus_text: str
 ) -> list[Issue]:
@@ -405,9 +446,7 @@ def megatron_layouts(
         gpus_text="",
     )
     experts = [1] if not num_experts else [e for e in SIZES if num_experts % e == 0]
-    for tp, pp, cp, ep, etp in itertools.product(
-        SIZES, SIZES[:4], SIZES[:5], experts, SIZES[:4]
-    ):
+    for tp, pp, cp, ep, etp in itertools.product(SIZES, SIZES[:4], SIZES[:5], experts, SIZES[:4]):
         if not num_experts and etp > 1:
             continue
         same_pipeline = pp == base.pp
@@ -423,5 +462,5 @@ def megatron_layouts(
             first_stage_layers=base.first_stage_layers if same_pipeline else None,
             last_stage_layers=base.last_stage_layers if same_pipeline else None,
         )
-        if not layout_issues(attrs.evolve(probe, layout=layout)):
+        if layout_passes(attrs.evolve(probe, layout=layout)):
             yield layout

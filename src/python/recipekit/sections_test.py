@@ -359,6 +359,134 @@ def _instances() -> dict[type, list[Any]]:
 INSTANCES = _instances()
 
 
+# --- values generated from each section's own field types -------------------------------------
+# The stages hold values for only some classes (none for SFT, DPO, RM, PPO, distillation or eval
+# master configs, nor the *Examples sections); these are made for every class from its fields'
+# types, each value one the class accepts, a default replaced where another value is taken.
+
+_INTS = (2, 1, 4, 0, 8, 64)
+_FLOATS = (0.5, 1.0, 0.0, 1e-5)
+_STRS = ("a", "/abs/path", "a.b.c_config", "01:00:00", "lora", "fp32", "bf16", "alltoall")
+
+
+def _strings_of(validator: Any) -> list[str]:
+    """The strings a validator closes over (``one_of``'s allowed values), to try as values."""
+    found: list[str] = []
+    inner = getattr(validator, "_validators", None) or getattr(validator, "validators", None)
+    for v in inner or ([validator] if validator is not None else []):
+        for cell in getattr(v, "__closure__", None) or ():
+            value = cell.cell_contents
+            if isinstance(value, str):
+                found.append(value)
+            elif isinstance(value, (tuple, list, set, frozenset)):
+                found += sorted(x for x in value if isinstance(x, str))
+    return found
+
+
+def _is_literal(tp: Any) -> bool:
+    from typing import Literal, get_origin
+
+    origin: Any = get_origin(tp)
+    return origin is Literal
+
+
+def _candidates(tp: Any, validator: Any = None, depth: int = 0) -> list[Any]:
+    """Values of type ``tp``, the likeliest to pass the field's validators first."""
+    import types
+    import typing
+    from typing import Literal, get_args, get_origin
+
+    origin: Any = get_origin(tp)
+    if tp is Any or tp is object:
+        return ["a", 1]
+    if origin in (typing.Union, types.UnionType):
+        # Plain types first, then the markers and null, whose values are one each.
+        members = sorted(get_args(tp), key=lambda t: t is type(None) or _is_literal(t))
+        return [v for m in members for v in _candidates(m, validator, depth)]
+    if origin is Literal:
+        return list(get_args(tp))
+    if tp is type(None):
+        return [None]
+    if tp is bool:
+        return [True, False]
+    if tp is int:
+        return list(_INTS)
+    if tp is float:
+        return list(_FLOATS)
+    if tp is str:
+        return [*_strings_of(validator), *_STRS]
+    if origin is tuple:
+        items = _candidates(get_args(tp)[0], None, depth + 1) if get_args(tp) else [1]
+        return [tuple(items[:1]), ()]
+    if origin is dict or tp is dict:
+        return [{}, {"k": "a"}]
+    if isinstance(tp, type) and is_section(tp):
+        made = _generated(tp, depth + 1) if depth < 6 else None
+        return [] if made is None else [tp(**made)]
+    return []
+
+
+def _refused_at(cls: type, kwargs: dict[str, Any], name: str) -> bool:
+    """Whether building ``cls`` with ``kwargs`` refuses the key ``name`` (other keys, still
+    missing, may be refused)."""
+    from recipekit.sections import SectionError, field_of
+
+    try:
+        cls(**kwargs)
+    except SectionError as exc:
+        return any(field_of(cls, i.path.split(".")[0]) == name for i in exc.relative)
+    except (TypeError, ValueError):
+        return True
+    return False
+
+
+_GENERATED: dict[type, dict[str, Any] | None] = {}
+
+
+def _generated(cls: type, depth: int = 0) -> dict[str, Any] | None:
+    """Keyword values ``cls`` accepts: every required key, and every other key set to a value
+    other than its default where the class takes one; None where none are found."""
+    if cls in _GENERATED:
+        return _GENERATED[cls]
+    _GENERATED[cls] = None  # a section nested in itself gets no value
+    fields = [f for f in attrs.fields(cls) if f.init]
+    # What a stage holds, last: a value only a registry knows (an evaluation task's name).
+    held = {f.name: [getattr(o, f.name) for o in INSTANCES.get(cls, [])[:1]] for f in fields}
+    kwargs: dict[str, Any] = {}
+    for f in fields:
+        if f.default is not attrs.NOTHING:
+            continue
+        for value in [*_candidates(f.type, f.validator, depth), *held[f.name]]:
+            if not _refused_at(cls, {**kwargs, f.name: value}, f.name):
+                kwargs[f.name] = value
+                break
+        else:
+            return None
+    # attrs' validators run only once every required key is there: choose again with all.
+    for f in fields:
+        if f.default is attrs.NOTHING and _refused_at(cls, kwargs, f.name):
+            for value in [*_candidates(f.type, f.validator, depth), *held[f.name]]:
+                if not _refused_at(cls, {**kwargs, f.name: value}, f.name):
+                    kwargs[f.name] = value
+                    break
+    for f in fields:
+        if f.default is attrs.NOTHING:
+            continue
+        default = f.default.factory() if isinstance(f.default, attrs.Factory) else f.default  # type: ignore[arg-type]
+        for value in [*_candidates(f.type, f.validator, depth), *held[f.name]]:
+            if value == default and type(value) is type(default):
+                continue
+            if not _refused_at(cls, {**kwargs, f.name: value}, f.name):
+                kwargs[f.name] = value
+                break
+    try:
+        cls(**kwargs)
+    except (RecipeError, TypeError, ValueError):
+        return None
+    _GENERATED[cls] = kwargs
+    return kwargs
+
+
 def _hash(value: Any) -> int | str:
     try:
         return hash(value)
@@ -374,13 +502,31 @@ def test_every_subclass_of_a_section_is_declared_a_section() -> None:
     assert not undeclared
 
 
+def test_every_section_gets_generated_values() -> None:
+    assert not [c.__qualname__ for c in SECTIONS if _generated(c) is None]
+
+
+def _outcome(make: Any) -> tuple[Any, ...]:
+    """What building gives: the object's repr and values, or the issues it is refused with."""
+    try:
+        made = make()
+    except RecipeError as exc:
+        return ("refused", sorted(i.render() for i in exc.issues))
+    return ("made", repr(made), [getattr(made, f.name) for f in attrs.fields(type(made))])
+
+
 @pytest.mark.parametrize("cls", SECTIONS, ids=lambda c: f"{c.__module__}.{c.__qualname__}")
 def test_every_section_builds_compares_and_shows_as_plain_attrs(cls: type) -> None:
+    from recipekit.sections import evolve
+
     twin = _twin(cls)
     values = [
         {f.name: getattr(obj, f.name) for f in attrs.fields(cls) if f.init}
         for obj in INSTANCES.get(cls, [])
     ]
+    generated = _generated(cls)
+    assert generated is not None
+    values.append(generated)
     if all(f.default is not attrs.NOTHING for f in attrs.fields(cls) if f.init):
         values.append({})  # every default
     for kwargs in values:
@@ -392,13 +538,23 @@ def test_every_section_builds_compares_and_shows_as_plain_attrs(cls: type) -> No
         assert ours == again and _hash(ours) == _hash(again)
         assert (_hash(ours) == "unhashable") is (_hash(theirs) == "unhashable")
         assert (twin(**kwargs) == theirs) is (again == ours)
-        assert attrs.evolve(ours) == ours
+        assert attrs.evolve(ours) == ours and evolve(ours) == ours
         for f in attrs.fields(cls):
-            if f.init and f.eq and isinstance(getattr(ours, f.name), bool):
-                flipped = attrs.evolve(ours, **{f.name: not getattr(ours, f.name)})
-                twin_flipped = attrs.evolve(theirs, **{f.name: not getattr(theirs, f.name)})
-                assert (flipped == ours) is (twin_flipped == theirs)
-                assert repr(flipped) == repr(twin_flipped)
+            if not f.init:
+                continue
+            # sections.evolve checks only the changed key's type; attrs.evolve builds the
+            # section anew, checking every key: both must give the same section, or refuse
+            # with the same issues (a value of the wrong type among them).
+            for value in [*_candidates(f.type, f.validator)[:3], object()]:
+                change = {f.name: value}
+                fast = _outcome(lambda o=ours, c=change: evolve(o, **c))
+                full = _outcome(lambda o=ours, c=change: attrs.evolve(o, **c))
+                assert fast == full, (f.name, value)
+                if fast[0] == "made":
+                    plain = attrs.evolve(theirs, **{f.name: value})
+                    assert fast[1] == repr(plain), f.name
+                    changed = evolve(ours, **{f.name: value})
+                    assert (changed == ours) is (plain == theirs), f.name
 
 
 def test_a_version_drops_the_keys_it_removes_and_moves_a_key_its_after_names() -> None:

@@ -353,6 +353,26 @@ def test_an_imported_sft_stage_plans_and_its_cluster_must_fit_the_hardware(
     assert "cluster.gpus_per_node = 16: a H100 node has 8 GPUs" in failure.value.render()
 
 
+def test_an_imported_megatron_sft_stage_gets_the_megatron_core_layout_rules(
+    reference_dir: Path, tmp_path: Path
+) -> None:
+    # NeMo-RL's SFT entry point builds the same Megatron-Core layout as GRPO: TP 3 cannot
+    # divide the one GPU its cluster asks for (before, a non-GRPO stage checked no layout).
+    from recipekit.plan import make_plan
+
+    _, module = _import(reference_dir, f"{MAIN}/configs/sft.yaml", tmp_path)
+    stage = _stage(module)
+    megatron = [
+        "policy.dtensor_cfg.enabled=false",
+        "policy.megatron_cfg.enabled=true",
+    ]
+    assert make_plan(stage, megatron).layout.parallel.tp == 1  # type: ignore[attr-defined]
+    with pytest.raises(RecipeError) as failure:
+        make_plan(stage, [*megatron, "policy.megatron_cfg.tensor_model_parallel_size=3"])
+    assert "tensor_model_parallel_size x pipeline_model_parallel_size x" in failure.value.render()
+    assert "does not divide the 1 GPUs of NeMo-RL's cluster" in failure.value.render()
+
+
 def test_a_typed_base_types_every_key_and_cites_its_pinned_source(reference_dir: Path) -> None:
     from recipekit.importers.upstream import Upstream
 

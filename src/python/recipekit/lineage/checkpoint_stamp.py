@@ -39,20 +39,14 @@ from recipekit.lineage.store import (
     stored_input,
     versions,
 )
+from recipekit.parallelism import ParallelLayout
 
 STAMP_FILE = "recipekit-checkpoint.json"
 STAMP_FORMAT = 1
 
 # The plan's layout keys (both frameworks' Layout.as_json) a checkpoint's sharding depends on,
 # and how a message names them.
-LAYOUT_SIZES: dict[str, str] = {
-    "tensor_parallel": "TP",
-    "pipeline_parallel": "PP",
-    "context_parallel": "CP",
-    "expert_parallel": "EP",
-    "expert_tensor_parallel": "ETP",
-    "data_parallel": "DP",
-}
+LAYOUT_SIZES: dict[str, str] = ParallelLayout.plan_labels()
 
 RESHARD_KEY = "run.reshard"
 

@@ -17,6 +17,7 @@ from recipekit.errors import Issue
 from recipekit.megatron_bridge.layout import Layout
 from recipekit.megatron_bridge.rules import CONFIG, checkpoint, cite, dataset, parallel
 from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig
+from recipekit.megatron_core.options import MegatronOptions, from_megatron_bridge
 from recipekit.parallelism import model_layout_issues
 
 SEQ = "model.seq_length"
@@ -33,6 +34,11 @@ class CheckContext(checking.CheckContext[MegatronBridgeConfig, Layout]):
     def adapter(self) -> LoRA | None:
         peft = self.config.peft
         return peft if isinstance(peft, LoRA) else None
+
+    def megatron_options(self) -> MegatronOptions:
+        """What the runner sets on the provider, with the layout's sizes (the Megatron-Core
+        rules read it through ``options_of``)."""
+        return from_megatron_bridge(self.config, self.layout.parallel, self.layout.keys)
 
 
 Check = Callable[[CheckContext], Iterator[Issue]]

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import attrs
 
+from recipekit.convert import structure_value
 from recipekit.derivation import Derivation
 from recipekit.framework import FrameworkBase, Launch
 from recipekit.hardware import Hardware
@@ -31,7 +32,7 @@ from recipekit.megatron_bridge.checks import ERROR_CHECKS, WARNING_CHECKS, Check
 from recipekit.megatron_bridge.derivations import RULES
 from recipekit.megatron_bridge.layout import Layout, compute_layout, layout_candidates
 from recipekit.megatron_bridge.memory import estimate as estimate_memory
-from recipekit.megatron_bridge.schema import MegatronBridgeConfig, recipe_mode
+from recipekit.megatron_bridge.schema import MegatronBridgeConfig, Recipe
 from recipekit.megatron_bridge.summary import megatron_bridge_summary
 from recipekit.megatron_core.checks import (
     MEGATRON_BRIDGE_ERROR_CHECKS,
@@ -39,6 +40,7 @@ from recipekit.megatron_core.checks import (
 )
 from recipekit.memory.estimate import MemoryEstimate
 from recipekit.model_card import ModelCard
+from recipekit.parallelism import ParallelLayout
 
 
 @attrs.frozen
@@ -104,15 +106,15 @@ class MegatronBridge(FrameworkBase):
     ) -> Iterator[tuple[Any, dict[str, Any]]]:
         return layout_candidates(layout, hardware, model.num_layers, model.num_experts)
 
+    def microbatches(self, config: Any, parallel: ParallelLayout) -> int:
+        return parallel.microbatches(config.train.global_batch_size, config.train.micro_batch_size)
+
     def arguments(self, rendered: dict[str, Any]) -> list[str]:
         """What follows the entry point on its command line (not ``--config FILE``)."""
         return run_recipe_arguments(rendered)
 
 
 MEGATRON_BRIDGE = MegatronBridge()
-
-# run_recipe.py's --mode: pretrain, sft, or the adapter scheme of a PEFT recipe.
-_DEFAULT_PEFT_SCHEME = "lora"
 
 
 def run_recipe_arguments(rendered: dict[str, Any]) -> list[str]:
@@ -123,11 +125,10 @@ def run_recipe_arguments(rendered: dict[str, Any]) -> list[str]:
     ``null``, ``true``); an OmegaConf interpolation such as ``${oc.env:VAR}`` inside a quoted
     string is resolved by Megatron-Bridge when it applies the overrides.
     """
-    recipe = rendered["recipe"]
-    target = recipe["_target_"]
-    mode = recipe_mode(target)
-    public_mode = recipe.get("peft_scheme", _DEFAULT_PEFT_SCHEME) if mode == "peft" else mode
-    args = ["--recipe", target.rsplit(".", 1)[-1], "--mode", str(public_mode)]
+    # The recipe section as the typed config holds it (this hook is handed the rendered dict):
+    # its run_mode says what the runner does where the recipe names no scheme.
+    recipe = structure_value(rendered["recipe"], Recipe, path="recipe")
+    args = ["--recipe", recipe.function, "--mode", str(recipe.run_mode)]
     for section, keys in rendered.items():
         if section == "recipe":
             continue

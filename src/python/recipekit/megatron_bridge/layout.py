@@ -40,23 +40,16 @@ class Layout:
         return self.nodes * self.gpus_per_node
 
     def as_json(self) -> dict[str, Any]:
-        p = self.parallel
         return {
             "nodes": self.nodes,
             "gpus_per_node": self.gpus_per_node,
-            "tensor_parallel": p.tp,
-            "pipeline_parallel": p.pp,
-            "context_parallel": p.cp,
-            "expert_parallel": p.ep,
-            "expert_tensor_parallel": p.etp,
+            **self.parallel.plan_sizes(),
             "total_gpus": self.total_gpus,
-            "data_parallel": p.dp,
+            **self.parallel.plan_data_parallel(),
         }
 
 
-def compute_layout(
-    config: Any, hardware: Hardware, keys: ParallelKeys = MEGATRON_BRIDGE
-) -> Layout:
+def compute_layout(config: Any, hardware: Hardware, keys: ParallelKeys = MEGATRON_BRIDGE) -> Layout:
     """The layout of a config whose ``model`` section holds Megatron-Core's parallel sizes
     (a training stage's, or the HF export's with ``EXPORT``)."""
     return Layout(

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import attrs
 
 from recipekit.errors import FieldError
-from recipekit.markers import Derived, Unset
+from recipekit.markers import Derived, Unset, given
 from recipekit.sections import derived, frozen_section, optional, required, section
 from recipekit.validators import at_least, between, one_of
 
@@ -35,6 +35,7 @@ MOE_TOKEN_DISPATCHERS = ("allgather", "alltoall", "flex")
 LR_DECAY_STYLES = ("constant", "linear", "cosine", "inverse-square-root", "WSD")
 LORA_DROPOUT_POSITIONS = ("pre", "post")
 PEFT_SCHEMES = ("lora", "dora")
+DEFAULT_PEFT_SCHEME = "lora"
 
 
 def recipe_mode(target: str) -> RecipeMode | None:
@@ -79,6 +80,14 @@ class Recipe:
     @property
     def mode(self) -> RecipeMode | None:
         return recipe_mode(self.target)
+
+    @property
+    def run_mode(self) -> str | None:
+        """``run_recipe.py``'s ``--mode``: pretrain, sft, or a PEFT recipe's adapter scheme,
+        LoRA where the recipe names none (the PEFT recipe functions' ``peft_scheme="lora"``)."""
+        if self.mode != "peft":
+            return self.mode
+        return given(self.peft_scheme, DEFAULT_PEFT_SCHEME)
 
 
 @section("train")

@@ -5,6 +5,12 @@ framework hands them over (NeMo-RL's activation checkpointing already turned int
 granularity, a key the stage leaves unset already the model provider's value), and
 :class:`OptionKeys` says which user key sets each one, so a rule's Issue names the key of the
 framework in use. One key table per framework: ``NEMO_RL_KEYS``, ``MEGATRON_BRIDGE_KEYS``.
+
+The parallel sizes are not options here: they are the stage's one
+:class:`recipekit.parallelism.ParallelLayout` (its layout's ``parallel``), spelled by the
+layout's own :class:`recipekit.parallelism.ParallelKeys`. Which framework a check context is,
+its ``CheckContext.megatron_options`` says (``options_of`` asks it), so nothing here guesses
+from the config's shape.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import attrs
 
 from recipekit.markers import Marker
 from recipekit.model_card import ModelCard
+from recipekit.parallelism import ParallelKeys, ParallelLayout
 
 # A value the stage does not set: the model provider's (Megatron-Bridge
 # src/megatron/bridge/models/nemotronh/nemotron_h_bridge.py:315-318 @ 067f987df for Nemotron-H).
@@ -33,9 +40,6 @@ class OptionKeys:
     provider's value stands)."""
 
     framework: str
-    tp: str | None
-    sp: str | None
-    ep: str | None
     recompute_granularity: str | None
     recompute_method: str | None
     recompute_num_layers: str | None
@@ -53,9 +57,6 @@ class OptionKeys:
 _NRL = "policy.megatron_cfg"
 NEMO_RL_KEYS = OptionKeys(
     framework="nemo-rl",
-    tp=f"{_NRL}.tensor_model_parallel_size",
-    sp=f"{_NRL}.sequence_parallel",
-    ep=f"{_NRL}.expert_model_parallel_size",
     # NeMo-RL sets the granularity from activation_checkpointing (and, on main, this key).
     recompute_granularity=f"{_NRL}.recompute_granularity",
     recompute_method=None,
@@ -72,9 +73,6 @@ NEMO_RL_KEYS = OptionKeys(
 )
 MEGATRON_BRIDGE_KEYS = OptionKeys(
     framework="megatron-bridge",
-    tp="model.tensor_model_parallel_size",
-    sp="model.sequence_parallel",
-    ep="model.expert_model_parallel_size",
     recompute_granularity="model.recompute_granularity",
     recompute_method="model.recompute_method",
     recompute_num_layers="model.recompute_num_layers",
@@ -90,15 +88,18 @@ MEGATRON_BRIDGE_KEYS = OptionKeys(
 )
 
 
+_OPTION_FIELDS = frozenset(attrs.fields_dict(OptionKeys)) - {"framework"}
+_PARALLEL_FIELDS = frozenset(attrs.fields_dict(ParallelKeys)) - {"section"}
+
+
 @attrs.frozen(kw_only=True)
 class MegatronOptions:
     """What Megatron-Core's config classes receive from one stage."""
 
     keys: OptionKeys
-    tp: int = 1
-    pp: int = 1
-    sp: bool = False
-    ep: int = 1
+    # The stage's layout, as its framework's layout read it, and how that framework spells it.
+    parallel: ParallelLayout
+    parallel_keys: ParallelKeys
     recompute_granularity: str | None = None
     recompute_method: str | None = None
     recompute_num_layers: int | None = None
@@ -114,10 +115,14 @@ class MegatronOptions:
     use_precision_aware_optimizer: bool = False
 
     def key(self, field: str, fallback: str | None = None) -> str:
-        """The user key that sets ``field``, else ``fallback``'s, else the field's own name."""
+        """The user key that sets ``field`` (an option, or a size of ``parallel``), else
+        ``fallback``'s, else the field's own name."""
         for name in (field, fallback):
-            if name is not None and (path := getattr(self.keys, name)) is not None:
-                return str(path)
+            if name in _OPTION_FIELDS:
+                if (path := getattr(self.keys, name)) is not None:
+                    return str(path)
+            elif name in _PARALLEL_FIELDS and self.parallel_keys.has(name):
+                return self.parallel_keys.key(name)
         return field
 
     @property
@@ -125,7 +130,7 @@ class MegatronOptions:
         """Megatron-Bridge's finalize() turns sequence parallelism off at TP 1
         (src/megatron/bridge/models/transformer_config.py:175-176 @ 067f987df); both frameworks
         build the provider through it."""
-        return self.sp and self.tp > 1
+        return self.parallel.sp and self.parallel.tp > 1
 
 
 def _value(section: Any, name: str, default: Any) -> Any:
@@ -133,9 +138,12 @@ def _value(section: Any, name: str, default: Any) -> Any:
     return default if isinstance(value, Marker) else value
 
 
-def from_nemo_rl(megatron_cfg: Any) -> MegatronOptions:
+def from_nemo_rl(
+    megatron_cfg: Any, parallel: ParallelLayout, parallel_keys: ParallelKeys
+) -> MegatronOptions:
     """``policy.megatron_cfg`` as NeMo-RL's setup passes it (nemo_rl/models/megatron/setup.py
-    @ 5d63149a: 860-917 layout and MoE, 1070-1076 recompute, 1421 the optimizer section)."""
+    @ 5d63149a: 860-917 layout and MoE, 1070-1076 recompute, 1421 the optimizer section), with
+    the stage's ``parallel`` layout."""
     m, opt = megatron_cfg, megatron_cfg.optimizer
     granularity = method = layers = None
     modules = None
@@ -148,10 +156,8 @@ def from_nemo_rl(megatron_cfg: Any) -> MegatronOptions:
             modules = tuple(found) if found is not None else None
     return MegatronOptions(
         keys=NEMO_RL_KEYS,
-        tp=m.tensor_model_parallel_size,
-        pp=m.pipeline_model_parallel_size,
-        sp=m.sequence_parallel is True,
-        ep=m.expert_model_parallel_size,
+        parallel=parallel,
+        parallel_keys=parallel_keys,
         recompute_granularity=granularity,
         recompute_method=method,
         recompute_num_layers=layers,
@@ -167,17 +173,18 @@ def from_nemo_rl(megatron_cfg: Any) -> MegatronOptions:
     )
 
 
-def from_megatron_bridge(config: Any) -> MegatronOptions:
-    """``model.*`` as Megatron-Bridge's runner sets it on the recipe's provider; what the stage
-    leaves unset is the provider's (``PROVIDER_DEFAULTS``)."""
+def from_megatron_bridge(
+    config: Any, parallel: ParallelLayout, parallel_keys: ParallelKeys
+) -> MegatronOptions:
+    """``model.*`` as Megatron-Bridge's runner sets it on the recipe's provider, with the
+    stage's ``parallel`` layout; what the stage leaves unset is the provider's
+    (``PROVIDER_DEFAULTS``)."""
     m = config.model
     modules = _value(m, "recompute_modules", None)
     return MegatronOptions(
         keys=MEGATRON_BRIDGE_KEYS,
-        tp=m.tensor_model_parallel_size,
-        pp=m.pipeline_model_parallel_size,
-        sp=m.sequence_parallel is True,
-        ep=m.expert_model_parallel_size,
+        parallel=parallel,
+        parallel_keys=parallel_keys,
         recompute_granularity=_value(m, "recompute_granularity", None),
         recompute_method=_value(m, "recompute_method", None),
         recompute_num_layers=_value(m, "recompute_num_layers", None),
@@ -193,15 +200,11 @@ def from_megatron_bridge(config: Any) -> MegatronOptions:
 
 
 def options_of(ctx: Any) -> MegatronOptions | None:
-    """The options of a framework's check context; None where the stage does not run
-    Megatron-Core (a NeMo-RL stage on DTensor)."""
-    policy = getattr(ctx.config, "policy", None)
-    if policy is None:
-        return from_megatron_bridge(ctx.config)
-    megatron_cfg = getattr(policy, "megatron_cfg", None)
-    if getattr(megatron_cfg, "enabled", False) is not True:
-        return None
-    return from_nemo_rl(megatron_cfg)
+    """The options of a framework's check context, as its framework reads them
+    (``CheckContext.megatron_options``); None where the stage does not run Megatron-Core (a
+    NeMo-RL stage on DTensor)."""
+    options: MegatronOptions | None = ctx.megatron_options()
+    return options
 
 
 def activation_of(model: ModelCard) -> str:

@@ -19,6 +19,9 @@ from recipekit.model_card import Architecture
 # CUDA graphs captured for decode batch sizes and the process's CUDA context: an allowance.
 GRAPHS_ALLOWANCE = 1.5 * GIB
 EAGER_ALLOWANCE = 0.5 * GIB
+# vLLM's engine defaults, for a stage whose config or command line leaves them out.
+VLLM_MAX_NUM_SEQS = 256
+VLLM_MAX_BATCHED_TOKENS = 8192
 
 
 @attrs.frozen(kw_only=True)
@@ -27,8 +30,8 @@ class VllmSetup:
     pp: int = 1
     util: float
     max_model_len: int
-    max_num_seqs: int = 256
-    max_num_batched_tokens: int = 8192
+    max_num_seqs: int = VLLM_MAX_NUM_SEQS
+    max_num_batched_tokens: int = VLLM_MAX_BATCHED_TOKENS
     weight_bytes: float = 2.0
     kv_bytes: float = 2.0
     ssm_state_bytes: float = 2.0
@@ -60,9 +63,9 @@ def weights_per_gpu(arch: Architecture) -> float:
     return params.language_model(arch).total
 
 
-def serving_terms(arch: Architecture, setup: VllmSetup, hbm_gib: float) -> tuple[
-    tuple[Term, ...], float, str
-]:
+def serving_terms(
+    arch: Architecture, setup: VllmSetup, hbm_gib: float
+) -> tuple[tuple[Term, ...], float, str]:
     """(terms, the budget in bytes, a note on the sequences that fit)."""
     s = setup
     shards = s.tp * s.pp

@@ -14,7 +14,12 @@ import shlex
 from recipekit.hardware import Hardware
 from recipekit.markers import given_at
 from recipekit.memory.estimate import GIB, MemoryEstimate, Phase
-from recipekit.memory.vllm import VllmSetup, serving_terms
+from recipekit.memory.vllm import (
+    VLLM_MAX_BATCHED_TOKENS,
+    VLLM_MAX_NUM_SEQS,
+    VllmSetup,
+    serving_terms,
+)
 from recipekit.model_card import ModelCard
 from recipekit.nemo_evaluator.checks import ServingLayout
 from recipekit.nemo_evaluator.schema import LauncherConfig
@@ -51,8 +56,8 @@ def estimate(
         pp=layout.pipeline_parallel,
         util=float(deployment.gpu_memory_utilization),
         max_model_len=max_model_len,
-        max_num_seqs=int(flags.get("max-num-seqs") or 256),
-        max_num_batched_tokens=int(flags.get("max-num-batched-tokens") or 8192),
+        max_num_seqs=int(flags.get("max-num-seqs") or VLLM_MAX_NUM_SEQS),
+        max_num_batched_tokens=int(flags.get("max-num-batched-tokens") or VLLM_MAX_BATCHED_TOKENS),
         kv_bytes=1 if flags.get("kv-cache-dtype") in FP8 else 2,
         ssm_state_bytes=4 if flags.get("mamba-ssm-cache-dtype") == "float32" else 2,
         wanted_sequences=given_at(params, "parallelism"),
@@ -75,7 +80,9 @@ def estimate(
         notes=(note,),
         warn_when_full=False,
     )
-    assumed = () if "max-model-len" in flags else (
-        f"max_model_len: the model's own {max_model_len} (no --max-model-len in extra_args)",
+    assumed = (
+        ()
+        if "max-model-len" in flags
+        else (f"max_model_len: the model's own {max_model_len} (no --max-model-len in extra_args)",)
     )
     return MemoryEstimate(phases=(phase,), assumptions=assumed)

@@ -49,6 +49,7 @@ from recipekit.nemo_rl.schema_grpo_examples import (
 from recipekit.nemo_rl.schema_ppo import PPOMasterConfig
 from recipekit.nemo_rl.schema_rm import RMMasterConfig, RMMasterConfigMain
 from recipekit.nemo_rl.schema_sft import SFTMasterConfig, SFTMasterConfigMain
+from recipekit.parallelism import NEMO_RL, ParallelLayout, model_layout_issues
 
 SUPER35_VERSION = NEMO_RL_SUPER35.version
 SUPER35_IMAGE = NEMO_RL_SUPER35.image
@@ -56,10 +57,12 @@ SUPER35_IMAGE = NEMO_RL_SUPER35.image
 
 @attrs.frozen
 class ClusterLayout:
-    """The GPUs a non-GRPO run asks NeMo-RL's virtual cluster for."""
+    """The GPUs a non-GRPO run asks NeMo-RL's virtual cluster for, and the Megatron-Core layout
+    of its policy on them (None on DTensor)."""
 
     num_nodes: int
     gpus_per_node: int
+    parallel: ParallelLayout | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"num_nodes": self.num_nodes, "gpus_per_node": self.gpus_per_node}
@@ -69,9 +72,10 @@ class ClusterLayout:
 class NemoRLRun(FrameworkBase):
     """A NeMo-RL entry point other than GRPO's: SFT, DPO, RM, distillation, PPO, evaluation.
 
-    What it checks is what the config itself says (its types, and the GPUs NeMo-RL's cluster
-    asks for against the stage's hardware); the layout checks of ``checks`` are GRPO's, and so
-    is the memory estimate (none here, FrameworkBase's default, as for the layout search).
+    What it checks is what the config itself says (its types, the GPUs NeMo-RL's cluster asks
+    for against the stage's hardware, and a Megatron policy's parallel layout on them, by the
+    rules every Megatron-Core framework runs); the other checks of ``checks`` are GRPO's, and
+    so is the memory estimate (none here, FrameworkBase's default, as for the layout search).
     """
 
     algorithm: str
@@ -86,8 +90,9 @@ class NemoRLRun(FrameworkBase):
     def check(
         self, config: Any, hardware: Hardware, model: ModelCard
     ) -> tuple[ClusterLayout, list[Issue], list[Issue]]:
-        """The GPUs NeMo-RL's cluster asks for must be in the stage's allocation."""
-        cluster = getattr(config, "cluster", None)
+        """The GPUs NeMo-RL's cluster asks for must be in the stage's allocation, and a
+        Megatron policy's layout must hold on them."""
+        cluster = given(getattr(config, "cluster", UNSET), None)  # an eval config has its own
         asked = {}
         errors = []
         for key, has, what in (
@@ -98,8 +103,13 @@ class NemoRLRun(FrameworkBase):
             asked[key] = value if isinstance(value, int) else has
             if asked[key] > has:
                 errors.append(Issue(f"cluster.{key}", what.format(has), value=value))
-        return ClusterLayout(asked["num_nodes"], asked["gpus_per_node"]), errors, []
-
+        nodes, per_node = asked["num_nodes"], asked["gpus_per_node"]
+        megatron = _megatron_policy(config)
+        parallel = None if megatron is None else NEMO_RL.read(megatron, nodes * per_node)
+        if parallel is not None:
+            gpus = f"the {nodes * per_node} GPUs of NeMo-RL's cluster ({nodes} x {per_node})"
+            errors += model_layout_issues(parallel, NEMO_RL, hardware.node, model, gpus)
+        return ClusterLayout(nodes, per_node, parallel), errors, []
 
     def arguments(self, rendered: dict[str, Any]) -> list[str]:
         return ["--config", CONFIG_PLACEHOLDER]
@@ -130,6 +140,14 @@ class NemoRLRun(FrameworkBase):
             ("cluster", f"{layout.num_nodes} x {layout.gpus_per_node} GPUs"),
             ("steps", str(steps)),
         ]
+
+
+def _megatron_policy(config: Any) -> Any:
+    """The policy's ``megatron_cfg`` when it trains with Megatron-Core (an eval config has no
+    policy; a DTensor one leaves it off)."""
+    policy = given(getattr(config, "policy", UNSET), None)
+    megatron = given(getattr(policy, "megatron_cfg", UNSET), None)
+    return megatron if megatron is not None and megatron.enabled is True else None
 
 
 def _main(run: NemoRLRun) -> NemoRLRun:

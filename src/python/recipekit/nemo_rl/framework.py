@@ -37,6 +37,7 @@ from recipekit.nemo_rl.rules import (
 from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
 from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig
 from recipekit.nemo_rl.summary import grpo_summary
+from recipekit.parallelism import ParallelLayout
 
 
 def nemo_rl_checkpoint_reads(config: Any) -> CheckpointReads:
@@ -108,6 +109,11 @@ class NemoRLGrpo(FrameworkBase):
         self, layout: Any, hardware: Hardware, model: ModelCard
     ) -> Iterator[tuple[Any, dict[str, Any]]]:
         return layout_candidates(layout, hardware, model.num_layers, model.num_experts)
+
+    def microbatches(self, config: Any, parallel: ParallelLayout) -> int:
+        # The global batch is derived (from the prompts and generations a step) before this.
+        policy = config.policy
+        return parallel.microbatches(policy.train_global_batch_size, policy.train_micro_batch_size)
 
 
 def nemo_rl_save_policy(config: Any, algorithm: str) -> SavePolicy | None:

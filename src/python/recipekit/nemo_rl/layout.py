@@ -62,12 +62,36 @@ class NodeSplit:
     def total_gpus(self) -> int:
         return self.cluster_nodes * self.gpus_per_node
 
-    def with_generation_nodes(self, generation_nodes: int) -> NodeSplit:
-        """The same stage with generation on ``generation_nodes`` whole nodes (non-colocated,
-        several nodes), training on the rest of the policy's."""
+    def colocated_on_every_gpu(self) -> NodeSplit:
+        """Colocated: generation and training share every GPU of the policy's nodes."""
+        gpus = self.policy_nodes * self.gpus_per_node
+        return attrs.evolve(
+            self,
+            colocated=True,
+            generation_nodes=self.policy_nodes,
+            generation_gpus=gpus,
+            training_nodes=self.policy_nodes,
+            training_gpus=max(gpus, 0),
+        )
+
+    def with_generation_nodes(self, generation_nodes: int, gpus_on_one_node: int) -> NodeSplit:
+        """Non-colocated: generation on ``generation_nodes`` whole nodes, training on the rest
+        of the policy's. On a single policy node there is no whole node to give: generation
+        takes ``gpus_on_one_node`` of its GPUs (``colocated.resources.gpus_per_node``) and
+        training the rest."""
+        if self.policy_nodes == 1:
+            return attrs.evolve(
+                self,
+                colocated=False,
+                generation_nodes=1,
+                generation_gpus=gpus_on_one_node,
+                training_nodes=1,
+                training_gpus=max(self.gpus_per_node - gpus_on_one_node, 0),
+            )
         training_nodes = self.policy_nodes - generation_nodes
         return attrs.evolve(
             self,
+            colocated=False,
             generation_nodes=generation_nodes,
             generation_gpus=generation_nodes * self.gpus_per_node,
             training_nodes=training_nodes,
@@ -100,17 +124,13 @@ class Layout:
             "training_nodes": n.training_nodes,
             "training_gpus": n.training_gpus,
             "backend": self.backend,
-            "tensor_parallel": t.tp,
-            "pipeline_parallel": t.pp,
-            "context_parallel": t.cp,
-            "expert_parallel": t.ep,
-            "expert_tensor_parallel": t.etp,
+            **t.plan_sizes(),
             "vllm_tensor_parallel": self.vllm_tensor_parallel,
             "vllm_pipeline_parallel": self.vllm_pipeline_parallel,
             "teachers": n.teachers,
             "teacher_nodes": n.teacher_nodes,
             "gym_nodes": n.gym_nodes,
-            "data_parallel": t.whole_groups,
+            **t.plan_data_parallel(),
             "vllm_instances": self.vllm_instances,
         }
 
@@ -152,8 +172,6 @@ def node_split(config: GRPOMasterConfig | GRPOMasterConfigMain, hardware: Hardwa
     gym = gym_nodes(config)
     nodes = _int(config.cluster.num_nodes, cluster_nodes(hardware.num_nodes, gym))
     per_node = _int(config.cluster.gpus_per_node, hardware.gpus_per_node)
-    policy_nodes = nodes - teacher_nodes
-    policy_gpus = policy_nodes * per_node
     generation = config.policy.generation
     colocation = None if isinstance(generation, Marker) else generation.colocated
     split = NodeSplit(
@@ -163,26 +181,17 @@ def node_split(config: GRPOMasterConfig | GRPOMasterConfigMain, hardware: Hardwa
         teachers=teachers,
         teacher_nodes=teacher_nodes,
         colocated=True,
-        generation_nodes=policy_nodes,
-        generation_gpus=policy_gpus,
-        training_nodes=policy_nodes,
-        training_gpus=max(policy_gpus, 0),
+        generation_nodes=0,
+        generation_gpus=0,
+        training_nodes=0,
+        training_gpus=0,
     )
     if colocation is None or isinstance(colocation, Marker) or colocation.enabled:
-        return split
+        return split.colocated_on_every_gpu()
     resources = colocation.resources
-    gen_per_node = _int(resources.gpus_per_node, per_node)
-    if policy_nodes == 1:
-        return attrs.evolve(
-            split,
-            colocated=False,
-            generation_nodes=1,
-            generation_gpus=gen_per_node,
-            training_nodes=1,
-            training_gpus=max(per_node - gen_per_node, 0),
-        )
-    split = attrs.evolve(split, colocated=False)
-    return split.with_generation_nodes(_int(resources.num_nodes))
+    return split.with_generation_nodes(
+        _int(resources.num_nodes), _int(resources.gpus_per_node, per_node)
+    )
 
 
 def compute_layout(config: GRPOMasterConfig | GRPOMasterConfigMain, hardware: Hardware) -> Layout:
@@ -213,6 +222,7 @@ def compute_layout(config: GRPOMasterConfig | GRPOMasterConfigMain, hardware: Ha
 
 VLLM_TP = "policy.generation.vllm_cfg.tensor_parallel_size"
 GENERATION_NODES = "policy.generation.colocated.resources.num_nodes"
+GENERATION_GPUS = "policy.generation.colocated.resources.gpus_per_node"
 # Shares of the nodes the search gives generation when it may move the split.
 GENERATION_SHARES = (1 / 4, 1 / 3, 1 / 2, 2 / 3, 3 / 4)
 
@@ -232,24 +242,26 @@ def layout_candidates(
         cluster_nodes=cluster_nodes(hardware.num_nodes, base.nodes.gym_nodes),
     )
     if split.colocated:
-        policy_gpus = split.policy_nodes * per_node
-        splits = [
-            attrs.evolve(
-                split,
-                generation_nodes=split.policy_nodes,
-                generation_gpus=policy_gpus,
-                training_nodes=split.policy_nodes,
-                training_gpus=policy_gpus,
-            )
-        ]
+        splits = [split.colocated_on_every_gpu()]
+    elif split.policy_nodes == 1:
+        # One node: generation takes a share of its GPUs, training the rest.
+        gpus = {round(per_node * share) for share in GENERATION_SHARES}
+        if base.nodes.policy_nodes == 1:
+            gpus.add(base.nodes.generation_gpus)
+        splits = [split.with_generation_nodes(1, g) for g in sorted(gpus) if 0 < g < per_node]
     else:
         policy = split.policy_nodes
         counts = {round(policy * share) for share in GENERATION_SHARES}
         if base.nodes.training_nodes + base.nodes.generation_nodes == policy:
             counts.add(base.nodes.generation_nodes)
-        splits = [split.with_generation_nodes(g) for g in sorted(counts) if 0 < g < policy]
-    vllm_sizes = [v for v in SIZES if v <= per_node and per_node % v == 0]
+        splits = [
+            split.with_generation_nodes(g, per_node) for g in sorted(counts) if 0 < g < policy
+        ]
     for nodes in splits:
+        # Generation's GPUs on each of its nodes (a share of the one node, or whole nodes);
+        # vLLM's TP stays inside them.
+        generation_per_node = min(nodes.generation_gpus, per_node)
+        vllm_sizes = [v for v in SIZES if v <= generation_per_node and generation_per_node % v == 0]
         for training in megatron_layouts(
             nodes.training_gpus, hardware.node, num_layers, num_experts, base.parallel
         ):
@@ -261,4 +273,5 @@ def layout_candidates(
                 overrides[VLLM_TP] = vtp
                 if not nodes.colocated:
                     overrides[GENERATION_NODES] = nodes.generation_nodes
+                    overrides[GENERATION_GPUS] = generation_per_node
                 yield layout, overrides

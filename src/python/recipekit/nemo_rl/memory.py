@@ -17,7 +17,13 @@ from recipekit.markers import Marker, given
 from recipekit.megatron_core.options import from_nemo_rl
 from recipekit.memory.estimate import GIB, MemoryEstimate, Phase, Term
 from recipekit.memory.megatron import BF16, MegatronSetup, training_terms
-from recipekit.memory.vllm import EAGER_ALLOWANCE, VllmSetup, serving_terms
+from recipekit.memory.vllm import (
+    EAGER_ALLOWANCE,
+    VLLM_MAX_BATCHED_TOKENS,
+    VLLM_MAX_NUM_SEQS,
+    VllmSetup,
+    serving_terms,
+)
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl.checks.context import GrpoConfig
 from recipekit.nemo_rl.layout import Layout
@@ -27,9 +33,6 @@ MEGATRON = "policy.megatron_cfg"
 VLLM = "policy.generation.vllm_cfg"
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "auto": 2, "half": 2, "float32": 4, "float": 4}
 FP8 = ("fp8", "fp8_e4m3", "fp8_e5m2")
-# vLLM's engine defaults where NeMo-RL's config leaves them out.
-VLLM_MAX_NUM_SEQS = 256
-VLLM_MAX_BATCHED_TOKENS = 8192
 
 
 def megatron_setup(config: GrpoConfig, layout: Layout) -> MegatronSetup:

@@ -15,10 +15,13 @@ def expert_and_tensor_parallel_want_sequence_parallel(ctx: Any) -> Iterator[Issu
     """model_parallel_config.py:562 (a warning): training with EP and TP wants sequence
     parallelism."""
     o = options_of(ctx)
-    if o is not None and o.ep > 1 and o.tp > 1 and not o.sp:
+    if o is None:
+        return
+    p = o.parallel
+    if p.ep > 1 and p.tp > 1 and not p.sp:
         yield Issue(
             o.key("sp"),
-            f"Megatron-Core warns: expert parallelism ({o.ep}) with tensor parallelism ({o.tp}) "
+            f"Megatron-Core warns: expert parallelism ({p.ep}) with tensor parallelism ({p.tp}) "
             f"must train with sequence parallelism {cite(MODEL_PARALLEL_CONFIG, 562)}",
             value=False,
         )

@@ -9,6 +9,7 @@ import attrs
 
 from recipekit import checking
 from recipekit.errors import Issue
+from recipekit.megatron_core.options import MegatronOptions, from_nemo_rl
 from recipekit.nemo_rl.layout import Layout
 from recipekit.nemo_rl.schema_main import (
     GenerationMain,
@@ -31,6 +32,14 @@ class CheckContext(checking.CheckContext[GrpoConfig, Layout]):
     def megatron(self) -> Megatron | None:
         m = self.config.policy.megatron_cfg
         return m if isinstance(m, Megatron) and m.enabled else None
+
+    def megatron_options(self) -> MegatronOptions | None:
+        """What NeMo-RL's setup hands Megatron-Core, with the layout's sizes (the Megatron-Core
+        rules read it through ``options_of``); None on DTensor."""
+        m = self.megatron
+        if m is None:
+            return None
+        return from_nemo_rl(m, self.layout.parallel, self.layout.keys)
 
     @property
     def generation(self) -> Generation | GenerationMain | None:
