@@ -64,7 +64,7 @@ def megatron_setup(config: GrpoConfig, layout: Layout) -> MegatronSetup:
     # NeMo-RL's activation_checkpointing turns recompute on, at recompute_granularity (full,
     # uniform, one layer, by default; selective rebuilds recompute_modules, Megatron-Core's
     # core_attn by default): read as NeMo-RL's setup passes it, as the config checks read it.
-    options = from_nemo_rl(m)
+    options = from_nemo_rl(m, layout.parallel, layout.keys)
     modules = options.recompute_modules or ("core_attn",)
     return MegatronSetup.of(
         layout.parallel,
