@@ -114,6 +114,13 @@ def _rule_lines(path: Path) -> set[int]:
         ):
             # Megatron-Bridge's print_rank_0("WARNING: ...").
             lines.add(node.lineno)
+        elif (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func) == "print"
+            and "[WARN]" in ast.unparse(node)
+        ):
+            # NeMo-RL's print(f"[WARN] ...") (loss_functions.py:192 @ super-v3).
+            lines.add(node.lineno)
     return lines
 
 

@@ -36,6 +36,7 @@ _SHARED_ERRORS: tuple[Check, ...] = (
     *generation.ERROR_CHECKS,
     loss.force_on_policy_ratio_takes_one_batch_per_step,
     loss.skipped_reference_logprobs_need_zero_kl,
+    *loss.CLIPPED_PG_ERROR_CHECKS,
     *sequence_budget.ERROR_CHECKS,
     *allocator.ERROR_CHECKS,
     *storage.ERROR_CHECKS,
@@ -70,7 +71,10 @@ _TRAINING_ERRORS: tuple[Check, ...] = (
     policy_workers.lora_needs_dtensor_v2,
     policy_workers.model_save_format_needs_dtensor_v2,
 )
-_TRAINING_ERRORS_SUPER_V3: tuple[Check, ...] = megatron_peft.SUPER_V3_ERROR_CHECKS
+_TRAINING_ERRORS_SUPER_V3: tuple[Check, ...] = (
+    *loss.CLIPPED_PG_SUPER_V3_ERROR_CHECKS,
+    *megatron_peft.SUPER_V3_ERROR_CHECKS,
+)
 _TRAINING_ERRORS_SUPER35: tuple[Check, ...] = (
     grpo_setup.gym_runner_needs_nemo_gym,
     grpo_setup.message_penalties_need_nemo_gym,
@@ -91,6 +95,7 @@ _TRAINING_ERRORS_SUPER35: tuple[Check, ...] = (
 _TRAINING_WARNINGS_SUPER_V3: tuple[Check, ...] = (
     megatron_setup.fp8_param_may_give_nan,
     loss.forced_ratio_with_threshold_still_computes_logprobs,
+    *loss.CLIPPED_PG_SUPER_V3_WARNING_CHECKS,
     grpo_setup.checkpoint_saved_without_its_validation_metric,
 )
 _TRAINING_WARNINGS_SUPER35: tuple[Check, ...] = (
@@ -121,6 +126,7 @@ ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
     loss.fused_logprobs_without_sampling_filter,
     loss.kl_in_reward_needs_prev_logprobs,
     loss.distillation_needs_prev_logprobs,
+    *loss.CLIPPED_PG_SUPER35_ERROR_CHECKS,
     *vllm_engine.ERROR_CHECKS,
     # After the loss rules: where both refuse one key, GRPO setup's reason comes first.
     *_TRAINING_ERRORS,
