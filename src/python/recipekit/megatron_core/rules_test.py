@@ -66,6 +66,16 @@ ERRORS = [
     ),
     (
         rlvr,
+        (
+            *SELECTIVE,
+            f"{P}recompute_modules=[layernorm]",
+            f"{P}fp8_cfg={{enabled: true, fp8: e4m3, fp8_recipe: delayed, fp8_param: false}}",
+        ),
+        f"{P}recompute_modules",
+        "transformer_config.py:1824",
+    ),
+    (
+        rlvr,
         (f"{P}moe_enable_deepep=true", f"{P}moe_token_dispatcher_type=alltoall"),
         f"{P}moe_token_dispatcher_type",
         "transformer_config.py:1591",
@@ -165,3 +175,11 @@ def test_a_warned_value_plans_with_the_warning_naming_the_key(
 def test_the_stages_as_written_raise_no_megatron_core_issue(stage: object) -> None:
     errors, warnings = _issues(stage, ())
     assert not [i for i in errors + warnings if "megatron-core" in i.message]
+
+
+def test_layernorm_recompute_under_fp8_needs_only_another_recipe() -> None:
+    # transformer_config.py:1824 refuses the delayed recipe only (tensorwise needs TE >= 2.6,
+    # :1829, which the container decides).
+    fp8 = f"{P}fp8_cfg={{enabled: true, fp8: e4m3, fp8_recipe: tensorwise, fp8_param: false}}"
+    errors, _ = _issues(rlvr, (*SELECTIVE, f"{P}recompute_modules=[layernorm]", fp8))
+    assert not [e for e in errors if "transformer_config.py:1824" in e.message], errors
