@@ -135,19 +135,20 @@ def distillation_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def forced_ratio_with_threshold_still_computes_logprobs(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:3263 (super-v3, async GRPO only), :2503 (super-v3.5): a sequence-level error
-    threshold needs the previous log-probabilities, so forcing the ratio saves no pass."""
+    """grpo.py:2044 (super-v3, grpo_train) and :3263 (super-v3, async_grpo_train), :2503
+    (super-v3.5): a sequence-level error threshold needs the previous log-probabilities, so
+    forcing the ratio saves no pass."""
     forced = getattr(ctx.config.loss_fn, "force_on_policy_ratio", None) is True
     threshold = getattr(ctx.config.grpo, "seq_logprob_error_threshold", None)
     if not forced or threshold is None or isinstance(threshold, Marker):
         return
-    if not on_super35(ctx) and not _async_grpo_enabled(ctx):
-        return  # super-v3's synchronous loop does not warn
+    # super-v3 warns in both training loops, each at its own line.
+    v3_line = 3263 if _async_grpo_enabled(ctx) else 2044
     yield Issue(
         "loss_fn.force_on_policy_ratio",
         "NeMo-RL warns that with grpo.seq_logprob_error_threshold set it computes the previous "
         f"log-probabilities anyway, for the sequence-level error mask "
-        f"({cite(ctx, GRPO_PY, v3=3263, v35=2503)})",
+        f"({cite(ctx, GRPO_PY, v3=v3_line, v35=2503)})",
         value=True,
     )
 

@@ -16,9 +16,11 @@ def test_forced_ratio_with_a_threshold_warns(warned: Plan) -> None:
     assert any(w.startswith("loss_fn.force_on_policy_ratio") and ":2503" in w for w in warnings)
 
 
-def test_super_v3_warns_only_in_async_grpo(warned: Plan) -> None:
+def test_super_v3_warns_in_either_training_loop(warned: Plan) -> None:
+    # dapo-h100 states a sequence-level error threshold and runs the synchronous loop
+    # (grpo.py:2044 @ super-v3); async GRPO warns at :3263.
     warnings = warned(dapo_h100, "loss_fn.force_on_policy_ratio=true")
-    assert not any(w.startswith("loss_fn.force_on_policy_ratio") for w in warnings)
+    assert any(w.startswith("loss_fn.force_on_policy_ratio") and ":2044" in w for w in warnings)
 
 
 # ClippedPGLossFn's checks: rlvr runs super-v3.5-posttraining (token_level_loss false,
