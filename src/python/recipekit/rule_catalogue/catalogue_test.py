@@ -117,9 +117,10 @@ def _rule_lines(path: Path) -> set[int]:
         elif (
             isinstance(node, ast.Call)
             and ast.unparse(node.func) == "print"
-            and "[WARN]" in ast.unparse(node)
+            and "WARN" in ast.unparse(node)
         ):
-            # NeMo-RL's print(f"[WARN] ...") (loss_functions.py:192 @ super-v3).
+            # NeMo-RL's print(f"[WARN] ...") and print("WARNING: ...") (loss_functions.py:192,
+            # nemo_gym.py:115 @ super-v3).
             lines.add(node.lineno)
     return lines
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recipekit.markers import UNSET
-from recipekit.nemo_rl.rules.conftest import Plan
+from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
@@ -167,3 +167,26 @@ def test_every_save_step_validated_plans_quietly(
     warned: Plan, stage: object, overrides: tuple[str, ...]
 ) -> None:
     assert not _unranked(warned(stage, *overrides))
+
+
+def test_stop_properly_penalty_warns_that_dapo_lengths_are_ignored(warned: Plan) -> None:
+    # dapo-h100 states DAPO's three overlong settings.
+    warnings = warned(dapo_h100, "grpo.reward_shaping.stop_properly_penalty_coef=0.5")
+    assert any(
+        w.startswith("grpo.reward_shaping.overlong_buffer_length")
+        and "reward_functions.py:79 @ super-v3" in w
+        for w in warnings
+    ), warnings
+
+
+def test_grpo_refuses_ppos_advantage_estimator(refused_at: RefusedAt) -> None:
+    refused_at(rlvr, ("grpo.adv_estimator={name: gae}",), "grpo.adv_estimator.name", ":2297 @")
+
+
+def test_reward_penalties_need_nemo_gym(gym_examples: Stage, refused_at: RefusedAt) -> None:
+    refused_at(
+        gym_examples,
+        ("env.should_use_nemo_gym=false", "reward_penalties={penalize_empty_final_answer: true}"),
+        "reward_penalties.penalize_empty_final_answer",
+        "grpo.py:1980 @",
+    )

@@ -62,6 +62,16 @@ DYNAMIC_OVER_TWO_STAGES = (
             "policy.draft.enabled",
             "lm_policy.py:134 @",
         ),
+        (
+            rlvr,
+            (
+                "policy.draft={enabled: true}",
+                "policy.megatron_cfg.enabled=false",
+                "policy.dtensor_cfg.enabled=true",
+            ),
+            "policy.draft.enabled",
+            "lm_policy.py:127 @",
+        ),
     ],
 )
 def test_refused(
