@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from recipekit.markers import UNSET
@@ -189,4 +190,20 @@ def test_reward_penalties_need_nemo_gym(gym_examples: Stage, refused_at: Refused
         ("env.should_use_nemo_gym=false", "reward_penalties={penalize_empty_final_answer: true}"),
         "reward_penalties.penalize_empty_final_answer",
         "grpo.py:1980 @",
+    )
+
+
+def test_one_node_non_colocated_generation_states_its_gpus(refused_at: RefusedAt) -> None:
+    # grpo.py:554 @ super-v3: unset, recipekit counts the whole node for generation.
+    one_node = attrs.evolve(dapo_h100, hardware=attrs.evolve(dapo_h100.hardware, num_nodes=1))
+    refused_at(
+        one_node,
+        (
+            "cluster.num_nodes=1",
+            "policy.generation.colocated.enabled=false",
+            "policy.generation.colocated.resources.gpus_per_node=null",
+            "policy.generation.colocated.resources.num_nodes=null",
+        ),
+        "policy.generation.colocated.resources.gpus_per_node",
+        "every GPU of the single node",
     )
