@@ -145,6 +145,7 @@ ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
 WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *generation.WARNING_CHECKS,
     *generation.SUPER35_WARNING_CHECKS,
+    *sequence_budget.SUPER35_WARNING_CHECKS,
     *storage.WARNING_CHECKS,
     *tokenizer.WARNING_CHECKS,
     *vllm_engine.WARNING_CHECKS,

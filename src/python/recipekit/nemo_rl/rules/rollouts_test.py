@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recipekit.nemo_rl.rules.conftest import Plan
+from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
@@ -66,3 +66,21 @@ def test_the_think_tag_penalty_takes_an_open_and_a_close_tag(
 
 def test_the_shipped_stages_plan(errors: Plan) -> None:
     assert errors(rlvr) == [] and errors(dapo_h100) == []
+
+
+def test_the_unwanted_token_penalty_needs_its_ids(
+    gym_examples: Stage, refused_at: RefusedAt
+) -> None:
+    refused_at(
+        gym_examples,
+        ("reward_penalties={penalize_unwanted_tokens: true}",),
+        "reward_penalties.token_ids.unwanted",
+        "rollouts.py:1936 @",
+    )
+
+
+def test_the_unwanted_token_penalty_with_ids_plans(gym_examples: Stage, errors: Plan) -> None:
+    assert not errors(
+        gym_examples,
+        "reward_penalties={penalize_unwanted_tokens: true, token_ids: {unwanted: [7]}}",
+    )
