@@ -24,6 +24,7 @@ ERROR_CHECKS: tuple[Check, ...] = (
     recompute.moe_act_recompute_needs_grouped_gemm,
     recompute.mla_up_proj_recompute_needs_mla,
     recompute.shared_experts_recompute_excludes_overlap,
+    recompute.delayed_fp8_recompute_excludes_moe_act_and_layernorm,
     moe.deepep_needs_flex_dispatcher,
     moe.shared_expert_overlap_needs_alltoall_or_flex,
     fusion.bias_activation_fusion_needs_gelu_or_silu,

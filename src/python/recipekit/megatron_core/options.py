@@ -52,6 +52,8 @@ class OptionKeys:
     optimizer: str | None
     use_distributed_optimizer: str | None
     use_precision_aware_optimizer: str | None
+    fp8: str | None
+    fp8_recipe: str | None
 
 
 _NRL = "policy.megatron_cfg"
@@ -70,6 +72,8 @@ NEMO_RL_KEYS = OptionKeys(
     optimizer=f"{_NRL}.optimizer.optimizer",
     use_distributed_optimizer=f"{_NRL}.optimizer.use_distributed_optimizer",
     use_precision_aware_optimizer=f"{_NRL}.optimizer.use_precision_aware_optimizer",
+    fp8=f"{_NRL}.fp8_cfg.fp8",
+    fp8_recipe=f"{_NRL}.fp8_cfg.fp8_recipe",
 )
 MEGATRON_BRIDGE_KEYS = OptionKeys(
     framework="megatron-bridge",
@@ -85,6 +89,9 @@ MEGATRON_BRIDGE_KEYS = OptionKeys(
     optimizer=None,
     use_distributed_optimizer=None,
     use_precision_aware_optimizer=None,
+    # The Megatron-Bridge stages have no FP8 key: the recipe's mixed-precision setting stands.
+    fp8=None,
+    fp8_recipe=None,
 )
 
 
@@ -113,6 +120,9 @@ class MegatronOptions:
     optimizer: str = "adam"
     use_distributed_optimizer: bool = True
     use_precision_aware_optimizer: bool = False
+    # None: FP8 off (TransformerConfig's default); else the format, "e4m3" or "hybrid".
+    fp8: str | None = None
+    fp8_recipe: str | None = None
 
     def key(self, field: str, fallback: str | None = None) -> str:
         """The user key that sets ``field`` (an option, or a size of ``parallel``), else
@@ -154,6 +164,13 @@ def from_nemo_rl(
         else:
             found = _value(m, "recompute_modules", None)
             modules = tuple(found) if found is not None else None
+    # setup.py:474-476 @ super-v3, :1173-1175 @ super-v3.5: an enabled fp8_cfg's format and
+    # recipe go onto the model config; a disabled one leaves FP8 off.
+    fp8_cfg = getattr(m, "fp8_cfg", None)
+    fp8 = fp8_recipe = None
+    if getattr(fp8_cfg, "enabled", False) is True:
+        fp8 = _value(fp8_cfg, "fp8", None)
+        fp8_recipe = _value(fp8_cfg, "fp8_recipe", None)
     return MegatronOptions(
         keys=NEMO_RL_KEYS,
         parallel=parallel,
@@ -170,6 +187,8 @@ def from_nemo_rl(
         optimizer=opt.optimizer,
         use_distributed_optimizer=opt.use_distributed_optimizer is True,
         use_precision_aware_optimizer=opt.use_precision_aware_optimizer is True,
+        fp8=fp8,
+        fp8_recipe=fp8_recipe,
     )
 
 

@@ -12,6 +12,10 @@ key (errors stop the plan, warnings come with it), and the stage as written plan
 # selective_recompute_takes_no_layer_count, shared_expert_overlap_needs_alltoall_or_flex,
 # shared_experts_recompute_excludes_overlap.
 
+# The catalogued checks these tests break (by the upstream line each cites), which the
+# rule catalogue's meta-test finds by name:
+# delayed_fp8_recompute_excludes_moe_act_and_layernorm.
+
 from __future__ import annotations
 
 import attrs
@@ -75,6 +79,16 @@ ERRORS = [
         ),
         "model.recompute_modules",
         "transformer_config.py:1817",
+    ),
+    (
+        rlvr,
+        (
+            *SELECTIVE,
+            f"{P}recompute_modules=[layernorm]",
+            f"{P}fp8_cfg={{enabled: true, fp8: e4m3, fp8_recipe: delayed, fp8_param: false}}",
+        ),
+        f"{P}recompute_modules",
+        "transformer_config.py:1824",
     ),
     (
         rlvr,
@@ -196,3 +210,11 @@ def test_moe_act_recompute_without_grouped_gemm_experts_is_refused() -> None:
     errors, _ = _issues(stage, overrides)
     found = [i for i in errors if i.path == "model.recompute_modules"]
     assert found and "transformer_config.py:1785" in found[0].message, errors
+
+
+def test_layernorm_recompute_under_fp8_needs_only_another_recipe() -> None:
+    # transformer_config.py:1824 refuses the delayed recipe only (tensorwise needs TE >= 2.6,
+    # :1829, which the container decides).
+    fp8 = f"{P}fp8_cfg={{enabled: true, fp8: e4m3, fp8_recipe: tensorwise, fp8_param: false}}"
+    errors, _ = _issues(rlvr, (*SELECTIVE, f"{P}recompute_modules=[layernorm]", fp8))
+    assert not [e for e in errors if "transformer_config.py:1824" in e.message], errors

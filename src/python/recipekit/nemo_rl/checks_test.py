@@ -5,6 +5,10 @@
 # dynamic_sampling_settings_agree, micro_batches_agree_at_large_tp, response_budget_fits,
 # token_budgets_hold_a_sequence.
 
+# The catalogued checks these tests break (by the upstream line each cites), which the
+# rule catalogue's meta-test finds by name:
+# one_training_backend.
+
 from __future__ import annotations
 
 import pytest

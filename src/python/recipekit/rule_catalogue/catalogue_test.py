@@ -115,6 +115,14 @@ def _rule_lines(path: Path) -> set[int]:
         ):
             # Megatron-Bridge's print_rank_0("WARNING: ...").
             lines.add(node.lineno)
+        elif (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func) == "print"
+            and "WARN" in ast.unparse(node)
+        ):
+            # NeMo-RL's print(f"[WARN] ...") and print("WARNING: ...") (loss_functions.py:192,
+            # nemo_gym.py:115 @ super-v3).
+            lines.add(node.lineno)
     return lines
 
 

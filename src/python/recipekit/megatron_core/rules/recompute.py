@@ -139,6 +139,27 @@ def shared_experts_recompute_excludes_overlap(ctx: Any) -> Iterator[Issue]:
         )
 
 
+def delayed_fp8_recompute_excludes_moe_act_and_layernorm(ctx: Any) -> Iterator[Issue]:
+    """transformer_config.py:1824: selective recomputation of moe_act or layernorm under FP8
+    needs a recipe other than delayed scaling (NeMo-RL sets fp8 and fp8_recipe from an enabled
+    policy.megatron_cfg.fp8_cfg; the Megatron-Bridge stages have no FP8 key)."""
+    found = _selective_modules(ctx)
+    if found is None:
+        return
+    o, modules = found
+    clashing = [name for name in ("moe_act", "layernorm") if name in modules]
+    if o.fp8 and o.fp8_recipe == "delayed" and clashing:
+        yield Issue(
+            o.key("recompute_modules"),
+            f"Megatron-Core refuses recomputing {' and '.join(clashing)} with delayed-scaling "
+            f'FP8: "Delayed scaling does not support moe_act and layernorm recompute for fp8" '
+            f"{cite(TRANSFORMER_CONFIG, 1824)}",
+            value=list(modules),
+            hint=f"drop {', '.join(clashing)}, or set {o.key('fp8_recipe')} to another recipe "
+            "(tensorwise, blockwise or mxfp8)",
+        )
+
+
 def core_attn_recompute_may_be_fused(ctx: Any) -> Iterator[Issue]:
     """transformer_config.py:1805 (a warning): Transformer Engine's attention may already be
     fused, so recomputing core_attn may buy nothing."""

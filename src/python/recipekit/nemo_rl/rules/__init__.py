@@ -35,6 +35,7 @@ _SHARED_ERRORS: tuple[Check, ...] = (
     *generation.ERROR_CHECKS,
     loss.force_on_policy_ratio_takes_one_batch_per_step,
     loss.skipped_reference_logprobs_need_zero_kl,
+    *loss.CLIPPED_PG_ERROR_CHECKS,
     *sequence_budget.ERROR_CHECKS,
     *model_support.ERROR_CHECKS,
     *tokenizer.ERROR_CHECKS,
@@ -60,6 +61,7 @@ _TRAINING_ERRORS: tuple[Check, ...] = (
     async_grpo.async_grpo_without_reward_shaping,
     async_grpo.async_grpo_needs_async_rollouts,
     async_grpo.async_grpo_needs_importance_sampling,
+    async_grpo.async_grpo_colocated_generation,
     megatron_setup.precision_aware_optimizer_states_bf16,
     megatron_setup.precision_aware_optimizer_states_fp16,
     megatron_setup.float32_optimizer_takes_no_half_flags,
@@ -68,13 +70,19 @@ _TRAINING_ERRORS: tuple[Check, ...] = (
     policy_workers.lora_needs_dtensor_v2,
     policy_workers.model_save_format_needs_dtensor_v2,
 )
-_TRAINING_ERRORS_SUPER_V3: tuple[Check, ...] = megatron_peft.SUPER_V3_ERROR_CHECKS
+_TRAINING_ERRORS_SUPER_V3: tuple[Check, ...] = (
+    *loss.CLIPPED_PG_SUPER_V3_ERROR_CHECKS,
+    *megatron_peft.SUPER_V3_ERROR_CHECKS,
+)
 _TRAINING_ERRORS_SUPER35: tuple[Check, ...] = (
     grpo_setup.gym_runner_needs_nemo_gym,
     grpo_setup.message_penalties_need_nemo_gym,
+    grpo_setup.reward_penalties_need_nemo_gym,
+    grpo_setup.grpo_adv_estimator_is_one_grpo_builds,
     grpo_setup.multimodal_dedup_needs_vllm,
     grpo_setup.multimodal_dedup_needs_data_plane_off,
     async_grpo.async_grpo_with_one_dataloader,
+    async_grpo.async_grpo_backend_has_a_replay_path,
     megatron_setup.cpu_offload_needs_distributed_optimizer,
     megatron_setup.d2h_overlap_needs_cpu_offload,
     megatron_setup.fused_logprobs_without_context_parallel,
@@ -84,15 +92,21 @@ _TRAINING_ERRORS_SUPER35: tuple[Check, ...] = (
     *megatron_peft.SUPER35_ERROR_CHECKS,
     *megatron_performance.ERROR_CHECKS,
     policy_workers.draft_without_sequence_packing,
+    policy_workers.draft_needs_megatron,
     *distillation.ERROR_CHECKS,
 )
 _TRAINING_WARNINGS_SUPER_V3: tuple[Check, ...] = (
     megatron_setup.fp8_param_may_give_nan,
     loss.forced_ratio_with_threshold_still_computes_logprobs,
+    *loss.CLIPPED_PG_SUPER_V3_WARNING_CHECKS,
+    async_grpo.stale_rollouts_want_in_flight_weight_updates,
+    grpo_setup.stop_properly_penalty_ignores_dapo_lengths,
     grpo_setup.checkpoint_saved_without_its_validation_metric,
 )
 _TRAINING_WARNINGS_SUPER35: tuple[Check, ...] = (
     loss.forced_ratio_with_threshold_still_computes_logprobs,
+    async_grpo.stale_rollouts_want_in_flight_weight_updates,
+    grpo_setup.stop_properly_penalty_ignores_dapo_lengths,
     grpo_setup.multiple_dataloaders_ignore_max_num_epochs,
     grpo_setup.checkpoint_saved_without_its_validation_metric,
     *megatron_performance.WARNING_CHECKS,
@@ -118,6 +132,7 @@ ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
     loss.fused_logprobs_without_sampling_filter,
     loss.kl_in_reward_needs_prev_logprobs,
     loss.distillation_needs_prev_logprobs,
+    *loss.CLIPPED_PG_SUPER35_ERROR_CHECKS,
     *vllm_engine.ERROR_CHECKS,
     # After the loss rules: where both refuse one key, GRPO setup's reason comes first.
     *_TRAINING_ERRORS,
@@ -126,6 +141,8 @@ ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
 )
 WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *generation.WARNING_CHECKS,
+    *generation.SUPER35_WARNING_CHECKS,
+    *sequence_budget.SUPER35_WARNING_CHECKS,
     *tokenizer.WARNING_CHECKS,
     *vllm_engine.WARNING_CHECKS,
     *vllm_worker.SUPER35_WARNING_CHECKS,

@@ -116,6 +116,60 @@ def async_grpo_needs_importance_sampling(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+def async_grpo_colocated_generation(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:2835 (super-v3): async GRPO refuses colocated generation; :4177 (super-v3.5):
+    only Megatron generation, which runs inside the training workers, may be colocated."""
+    gen = ctx.generation
+    if not _async_grpo(ctx) or gen is None:
+        return
+    if getattr(gen.colocated, "enabled", None) is not True:
+        return
+    if on_super35(ctx) and gen.backend == "megatron":
+        return
+    what = (
+        f"takes colocated generation only on the Megatron backend, not {gen.backend}"
+        if on_super35(ctx)
+        else "refuses colocated generation"
+    )
+    yield Issue(
+        "policy.generation.colocated.enabled",
+        f"NeMo-RL's async GRPO {what} ({cite(ctx, GRPO_PY, v3=2835, v35=4177)})",
+        value=True,
+        hint="set it false and give generation its own resources",
+    )
+
+
+def stale_rollouts_want_in_flight_weight_updates(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:2797 (super-v3), :4146 (super-v3.5), a printed warning: rollouts older than one
+    step buy nothing unless weights reach vLLM while it generates."""
+    section = ctx.config.grpo.async_grpo
+    if not _async_grpo(ctx) or not isinstance(section, AsyncGRPO):
+        return
+    if section.max_trajectory_age_steps > 1 and section.in_flight_weight_updates is not True:
+        yield Issue(
+            "grpo.async_grpo.in_flight_weight_updates",
+            "NeMo-RL warns that with grpo.async_grpo.max_trajectory_age_steps = "
+            f"{section.max_trajectory_age_steps} in-flight weight updates must be on, or the "
+            f"older trajectories give no speed-up ({cite(ctx, GRPO_PY, v3=2797, v35=4146)})",
+            value=section.in_flight_weight_updates,
+            hint="set it true, or max_trajectory_age_steps 1",
+        )
+
+
+def async_grpo_backend_has_a_replay_path(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:4116 (super-v3.5): SGLang's async rollouts have no async GRPO replay path."""
+    gen = ctx.generation
+    if not on_super35(ctx) or not _async_grpo(ctx) or gen is None:
+        return
+    if gen.backend not in ("vllm", "megatron", "trtllm", "dynamo"):
+        yield Issue(
+            "policy.generation.backend",
+            "NeMo-RL's async GRPO supports the vLLM, Megatron, TRT-LLM and Dynamo generation "
+            f"backends only ({cite(ctx, GRPO_PY, v35=4116)})",
+            value=gen.backend,
+        )
+
+
 ERROR_CHECKS = (
     async_grpo_without_dynamic_sampling,
     async_grpo_without_reward_scaling,
@@ -123,5 +177,7 @@ ERROR_CHECKS = (
     async_grpo_with_one_dataloader,
     async_grpo_needs_async_rollouts,
     async_grpo_needs_importance_sampling,
+    async_grpo_colocated_generation,
+    async_grpo_backend_has_a_replay_path,
 )
-WARNING_CHECKS: tuple[()] = ()
+WARNING_CHECKS = (stale_rollouts_want_in_flight_weight_updates,)

@@ -6,6 +6,11 @@
 # async_grpo_with_one_dataloader, async_grpo_without_dynamic_sampling,
 # async_grpo_without_reward_scaling, async_grpo_without_reward_shaping.
 
+# The catalogued checks these tests break (by the upstream line each cites), which the
+# rule catalogue's meta-test finds by name:
+# async_grpo_backend_has_a_replay_path, async_grpo_colocated_generation,
+# stale_rollouts_want_in_flight_weight_updates.
+
 from __future__ import annotations
 
 import pytest
@@ -62,3 +67,48 @@ def test_refused(
 
 def test_synchronous_grpo_takes_dynamic_sampling(warned: Plan) -> None:
     warned(rlvr, "grpo.async_grpo.enabled=false", "grpo.use_dynamic_sampling=true")
+
+
+@pytest.mark.parametrize(
+    ("stage", "overrides", "key", "reason"),
+    [
+        # dapo-h100 colocates vLLM with training.
+        (dapo_h100, (V3_ASYNC,), "policy.generation.colocated.enabled", "grpo.py:2835 @ super-v3"),
+        (
+            rlvr,
+            ("policy.generation.colocated.enabled=true",),
+            "policy.generation.colocated.enabled",
+            "grpo.py:4177 @ super-v3.5",
+        ),
+        (
+            rlvr,
+            ("policy.generation.backend=sglang",),
+            "policy.generation.backend",
+            "grpo.py:4116 @ super-v3.5",
+        ),
+    ],
+)
+def test_async_grpo_generation_backends(
+    refused_at: RefusedAt, stage: Stage, overrides: tuple[str, ...], key: str, reason: str
+) -> None:
+    refused_at(stage, overrides, key, reason)
+
+
+def test_colocated_megatron_generation_may_run_async(errors: Plan) -> None:
+    # The Megatron backend generates inside the training workers (grpo.py:4177 @ super-v3.5).
+    found = errors(
+        rlvr, "policy.generation.backend=megatron", "policy.generation.colocated.enabled=true"
+    )
+    assert not [e for e in found if ":4177" in e], found
+
+
+def test_older_trajectories_without_in_flight_updates_warn(warned: Plan) -> None:
+    warnings = warned(
+        rlvr,
+        "grpo.async_grpo.max_trajectory_age_steps=2",
+        "grpo.async_grpo.in_flight_weight_updates=false",
+    )
+    assert any(
+        w.startswith("grpo.async_grpo.in_flight_weight_updates") and "grpo.py:4146" in w
+        for w in warnings
+    ), warnings

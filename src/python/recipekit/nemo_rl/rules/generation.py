@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from recipekit.errors import Issue
-from recipekit.markers import UNSET
+from recipekit.markers import UNSET, Marker, given
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import cite, on_super35
 
@@ -14,6 +14,11 @@ VLLM = "policy.generation.vllm_cfg"
 GRPO_PY = "nemo_rl/algorithms/grpo.py"
 GENERATION_INIT_PY = "nemo_rl/models/generation/__init__.py"
 NEMO_GYM_PY = "nemo_rl/environments/nemo_gym.py"
+VLLM_GENERATION_PY = "nemo_rl/models/generation/vllm/vllm_generation.py"
+# vllm_generation.py:48-49 @ super-v3: the smallest top_k / top_p its vLLM sampler patch takes
+# (smaller ones would filter tokens whose log-probabilities vLLM V1 then does not return).
+V3_TOP_K_THRESHOLD = 8000
+V3_TOP_P_THRESHOLD = 0.99
 
 
 def _uses_nemo_gym(ctx: CheckContext) -> bool:
@@ -212,7 +217,91 @@ def trtllm_needs_its_async_engine(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+def _vllm_sampling(ctx: CheckContext) -> tuple[int | None, float] | None:
+    """The top_k and top_p VllmGeneration validates; None where generation is not vLLM."""
+    gen = ctx.generation
+    if gen is None or gen.backend != "vllm":
+        return None
+    top_k = gen.top_k if isinstance(gen.top_k, int) else None
+    return top_k, gen.top_p
+
+
+def vllm_top_k_is_supported(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm_generation.py:113 (super-v3): top_k below 8000 filters tokens whose
+    log-probabilities vLLM V1 does not return; :150 (super-v3.5): top_k is -1, null or >= 1."""
+    found = _vllm_sampling(ctx)
+    if found is None or found[0] in (None, -1):
+        return
+    top_k = found[0]
+    if on_super35(ctx) and top_k < 1:
+        reason = "its valid values are null or -1 (no filtering) and >= 1"
+    elif not on_super35(ctx) and top_k < V3_TOP_K_THRESHOLD:
+        reason = (
+            f"below {V3_TOP_K_THRESHOLD} the vLLM V1 engine does not return log-probabilities "
+            "after top-k filtering (NVIDIA-NeMo/RL#69)"
+        )
+    else:
+        return
+    yield Issue(
+        "policy.generation.top_k",
+        f"NeMo-RL's vLLM generation refuses it: {reason} "
+        f"({cite(ctx, VLLM_GENERATION_PY, v3=113, v35=150)})",
+        value=top_k,
+        hint="set it null (no filtering)",
+    )
+
+
+def vllm_top_p_is_supported(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm_generation.py:125 (super-v3): top_p below 0.99 filters tokens whose
+    log-probabilities vLLM V1 does not return; :156 (super-v3.5): top_p lies in (0, 1]."""
+    found = _vllm_sampling(ctx)
+    if found is None:
+        return
+    top_p = found[1]
+    if on_super35(ctx) and top_p <= 0:
+        reason = "its valid values are (0, 1], 1.0 for no filtering"
+    elif not on_super35(ctx) and top_p < V3_TOP_P_THRESHOLD:
+        reason = (
+            f"below {V3_TOP_P_THRESHOLD} the vLLM V1 engine does not return log-probabilities "
+            "after top-p filtering (NVIDIA-NeMo/RL#69)"
+        )
+    else:
+        return
+    yield Issue(
+        "policy.generation.top_p",
+        f"NeMo-RL's vLLM generation refuses it: {reason} "
+        f"({cite(ctx, VLLM_GENERATION_PY, v3=125, v35=156)})",
+        value=top_p,
+        hint="set it 1.0 (no filtering)",
+    )
+
+
+# virtual_cluster.py:112-113 @ super-v3.5: the ports NeMo-RL leaves to NeMo Gym's servers.
+GYM_PORT_RANGE = (5000, 5999)
+
+
+def gym_ports_stay_in_their_range(ctx: CheckContext) -> Iterator[Issue]:
+    """nemo_gym.py:581 (super-v3.5), a printed warning: Gym's ports outside the range NeMo-RL
+    leaves them may collide with its own (virtual_cluster.py's port layout)."""
+    gym = getattr(ctx.config.env, "nemo_gym", None)
+    if not on_super35(ctx) or not _uses_nemo_gym(ctx) or gym is None or isinstance(gym, Marker):
+        return
+    low = given(getattr(gym, "port_range_low", UNSET), GYM_PORT_RANGE[0])
+    high = given(getattr(gym, "port_range_high", UNSET), GYM_PORT_RANGE[1])
+    if low < GYM_PORT_RANGE[0] or high > GYM_PORT_RANGE[1]:
+        key = "port_range_low" if low < GYM_PORT_RANGE[0] else "port_range_high"
+        yield Issue(
+            f"env.nemo_gym.{key}",
+            f"NeMo-RL warns that Gym's port range [{low}, {high}) lies outside the default "
+            f"[{GYM_PORT_RANGE[0]}, {GYM_PORT_RANGE[1]}), where its own ports may collide "
+            f"({cite(ctx, NEMO_GYM_PY, v35=581)})",
+            value=low if key == "port_range_low" else high,
+        )
+
+
 ERROR_CHECKS = (
+    vllm_top_k_is_supported,
+    vllm_top_p_is_supported,
     nemo_gym_needs_the_async_engine,
     nemo_gym_needs_the_http_server,
     fp8_kv_cache_needs_megatron,
@@ -226,3 +315,4 @@ WARNING_CHECKS = (
     nemo_gym_runner_turns_the_server_on,
 )
 SUPER35_ERROR_CHECKS = (trtllm_needs_its_async_engine,)
+SUPER35_WARNING_CHECKS = (gym_ports_stay_in_their_range,)

@@ -1,12 +1,19 @@
-"""Generation setup rules: speculative decoding's weights and the TRT-LLM backend."""
+"""Generation setup rules: speculative decoding's weights, the TRT-LLM backend, and the
+sampling vLLM generation takes."""
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
 # speculative_decoding_loads_real_weights, trtllm_needs_its_async_engine.
 
+# The catalogued checks these tests break (by the upstream line each cites), which the
+# rule catalogue's meta-test finds by name:
+# gym_ports_stay_in_their_range, vllm_top_k_is_supported, vllm_top_p_is_supported.
+
 from __future__ import annotations
 
-from recipekit.nemo_rl.rules.conftest import Plan
+import pytest
+
+from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
@@ -48,3 +55,30 @@ def test_trtllm_is_refused_without_its_async_engine(gym_examples: Stage, refused
 
 def test_vllm_is_not_trtllm(gym_examples: Stage, errors: Plan) -> None:
     assert errors(gym_examples) == []
+
+
+@pytest.mark.parametrize(
+    ("stage", "override", "key", "reason"),
+    [
+        (dapo_h100, "policy.generation.top_k=50", "policy.generation.top_k", ":113 @ super-v3"),
+        (dapo_h100, "policy.generation.top_p=0.9", "policy.generation.top_p", ":125 @ super-v3"),
+        (rlvr, "policy.generation.top_k=0", "policy.generation.top_k", ":150 @ super-v3.5"),
+        (rlvr, "policy.generation.top_p=0.0", "policy.generation.top_p", ":156 @ super-v3.5"),
+    ],
+)
+def test_vllm_refuses_sampling_it_cannot_return_logprobs_for(
+    refused_at: RefusedAt, stage: Stage, override: str, key: str, reason: str
+) -> None:
+    refused_at(stage, (override,), key, "vllm_generation.py" + reason)
+
+
+def test_super_v3_takes_top_k_from_8000_as_no_filtering(errors: Plan) -> None:
+    assert not [e for e in errors(dapo_h100, "policy.generation.top_k=8000") if "top_k" in e]
+
+
+def test_gym_ports_outside_their_range_warn(warned: Plan) -> None:
+    warnings = warned(rlvr, "env.nemo_gym.port_range_high=7000")
+    assert any(
+        w.startswith("env.nemo_gym.port_range_high") and "nemo_gym.py:581 @ super-v3.5" in w
+        for w in warnings
+    ), warnings

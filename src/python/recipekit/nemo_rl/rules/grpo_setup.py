@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from recipekit.errors import Issue
-from recipekit.markers import Marker
+from recipekit.markers import UNSET, Marker
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import cite, on_super35
 from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO
@@ -173,8 +173,8 @@ def checkpoint_saved_without_its_validation_metric(ctx: CheckContext) -> Iterato
     # The async loop (grpo.async_grpo.enabled) saves and warns at lines of its own.
     section = grpo.async_grpo
     in_async = isinstance(section, AsyncGRPO) and section.enabled is True
-    line = cite(ctx, GRPO_PY, v3=3583, v35=5166) if in_async else cite(
-        ctx, GRPO_PY, v3=2365, v35=3551
+    line = (
+        cite(ctx, GRPO_PY, v3=3583, v35=5166) if in_async else cite(ctx, GRPO_PY, v3=2365, v35=3551)
     )
     yield Issue(
         key,
@@ -221,6 +221,77 @@ def multiple_dataloaders_ignore_max_num_epochs(ctx: CheckContext) -> Iterator[Is
         )
 
 
+def stop_properly_penalty_ignores_dapo_lengths(ctx: CheckContext) -> Iterator[Issue]:
+    """reward_functions.py:79 (super-v3), :81 (super-v3.5), a printed warning: with the
+    stop-properly penalty, DAPO's overlong settings are not read."""
+    shaping = ctx.config.grpo.reward_shaping
+    if isinstance(shaping, Marker) or shaping.enabled is not True:
+        return
+    if not is_set(shaping.stop_properly_penalty_coef):
+        return
+    # A derived max_response_length has a value (policy.max_total_sequence_length's).
+    ignored = [
+        key
+        for key in ("overlong_buffer_length", "overlong_buffer_penalty", "max_response_length")
+        if getattr(shaping, key) not in (None, UNSET)
+    ]
+    if ignored:
+        yield Issue(
+            f"grpo.reward_shaping.{ignored[0]}",
+            "NeMo-RL warns that with stop_properly_penalty_coef set it ignores DAPO's "
+            f"{', '.join(ignored)} ({cite(ctx, REWARD_PY, v3=79, v35=81)})",
+            hint="set grpo.reward_shaping.stop_properly_penalty_coef null for DAPO's overlong "
+            "penalty, or leave these out",
+        )
+
+
+# grpo.py:233-238 @ super-v3.5: the reward penalties only NeMo Gym's rollouts apply.
+REWARD_PENALTY_FLAGS = (
+    "penalize_duplicated_reasoning",
+    "penalize_empty_final_answer",
+    "penalize_unwanted_tokens",
+    "penalize_malformed_think_tag",
+)
+
+
+def reward_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:1980 (super-v3.5): the reward-zeroing penalties run in NeMo Gym's rollouts
+    only, so GRPO setup refuses them on the native generation path."""
+    penalties = getattr(ctx.config, "reward_penalties", None)
+    if not on_super35(ctx) or uses_nemo_gym(ctx) or penalties is None:
+        return
+    for flag in REWARD_PENALTY_FLAGS:
+        if getattr(penalties, flag, None) is True:
+            yield Issue(
+                f"reward_penalties.{flag}",
+                "NeMo-RL's GRPO setup refuses it without env.should_use_nemo_gym: the reward "
+                f"penalties run on the NeMo Gym path only ({cite(ctx, GRPO_PY, v35=1980)})",
+                value=True,
+            )
+            return
+
+
+# grpo.py:2267-2297 @ super-v3.5: the estimators GRPO builds (GAE is PPO's).
+GRPO_ADV_ESTIMATORS = ("gdpo", "grpo", "opd", "reinforce_plus_plus")
+
+
+def grpo_adv_estimator_is_one_grpo_builds(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:2297 (super-v3.5): main's schema also names gae, which only PPO builds."""
+    estimator = getattr(ctx.config.grpo, "adv_estimator", None)
+    if estimator is None or isinstance(estimator, Marker):
+        return  # absent: NeMo-RL's default, grpo
+    name = estimator.name
+    if on_super35(ctx) and is_set(name) and name not in GRPO_ADV_ESTIMATORS:
+        yield Issue(
+            "grpo.adv_estimator.name",
+            "NeMo-RL's GRPO refuses it: it builds the "
+            f"{', '.join(GRPO_ADV_ESTIMATORS)} advantage estimators only "
+            f"({cite(ctx, GRPO_PY, v35=2297)})",
+            value=name,
+            hint="gae is PPO's (examples/run_ppo.py)",
+        )
+
+
 ERROR_CHECKS = (
     grpo_needs_a_generation_config,
     gym_runner_needs_nemo_gym,
@@ -229,8 +300,11 @@ ERROR_CHECKS = (
     multimodal_dedup_needs_data_plane_off,
     checkpoint_metric_names_its_source,
     dapo_reward_shaping_needs_its_lengths,
+    reward_penalties_need_nemo_gym,
+    grpo_adv_estimator_is_one_grpo_builds,
 )
 WARNING_CHECKS = (
+    stop_properly_penalty_ignores_dapo_lengths,
     multiple_dataloaders_ignore_max_num_epochs,
     checkpoint_saved_without_its_validation_metric,
 )

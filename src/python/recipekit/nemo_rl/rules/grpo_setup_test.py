@@ -7,12 +7,18 @@
 # gym_runner_needs_nemo_gym, message_penalties_need_nemo_gym, multimodal_dedup_needs_data_plane_off,
 # multimodal_dedup_needs_vllm, multiple_dataloaders_ignore_max_num_epochs.
 
+# The catalogued checks these tests break (by the upstream line each cites), which the
+# rule catalogue's meta-test finds by name:
+# grpo_adv_estimator_is_one_grpo_builds, reward_penalties_need_nemo_gym,
+# stop_properly_penalty_ignores_dapo_lengths.
+
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from recipekit.markers import UNSET
-from recipekit.nemo_rl.rules.conftest import Plan
+from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
@@ -174,3 +180,42 @@ def test_every_save_step_validated_plans_quietly(
     warned: Plan, stage: object, overrides: tuple[str, ...]
 ) -> None:
     assert not _unranked(warned(stage, *overrides))
+
+
+def test_stop_properly_penalty_warns_that_dapo_lengths_are_ignored(warned: Plan) -> None:
+    # dapo-h100 states DAPO's three overlong settings.
+    warnings = warned(dapo_h100, "grpo.reward_shaping.stop_properly_penalty_coef=0.5")
+    assert any(
+        w.startswith("grpo.reward_shaping.overlong_buffer_length")
+        and "reward_functions.py:79 @ super-v3" in w
+        for w in warnings
+    ), warnings
+
+
+def test_grpo_refuses_ppos_advantage_estimator(refused_at: RefusedAt) -> None:
+    refused_at(rlvr, ("grpo.adv_estimator={name: gae}",), "grpo.adv_estimator.name", ":2297 @")
+
+
+def test_reward_penalties_need_nemo_gym(gym_examples: Stage, refused_at: RefusedAt) -> None:
+    refused_at(
+        gym_examples,
+        ("env.should_use_nemo_gym=false", "reward_penalties={penalize_empty_final_answer: true}"),
+        "reward_penalties.penalize_empty_final_answer",
+        "grpo.py:1980 @",
+    )
+
+
+def test_one_node_non_colocated_generation_states_its_gpus(refused_at: RefusedAt) -> None:
+    # grpo.py:554 @ super-v3: unset, recipekit counts the whole node for generation.
+    one_node = attrs.evolve(dapo_h100, hardware=attrs.evolve(dapo_h100.hardware, num_nodes=1))
+    refused_at(
+        one_node,
+        (
+            "cluster.num_nodes=1",
+            "policy.generation.colocated.enabled=false",
+            "policy.generation.colocated.resources.gpus_per_node=null",
+            "policy.generation.colocated.resources.num_nodes=null",
+        ),
+        "policy.generation.colocated.resources.gpus_per_node",
+        "every GPU of the single node",
+    )

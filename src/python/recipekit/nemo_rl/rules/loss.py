@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from recipekit.errors import Issue
-from recipekit.markers import Marker
+from recipekit.markers import Marker, given
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import cite, on_super35
 from recipekit.nemo_rl.schema_super_v3 import SequencePacking
 
 GRPO_PY = "nemo_rl/algorithms/grpo.py"
+# ClippedPGLossFn, which GRPO setup builds (grpo.py:362 @ super-v3, :695 @ super-v3.5); the
+# package moved between the versions.
+LOSS_PY_V3 = "nemo_rl/algorithms/loss_functions.py"
+LOSS_PY_V35 = "nemo_rl/algorithms/loss/loss_functions.py"
+LOSS = "loss_fn"
 
 
 def fused_linear_logprobs(ctx: CheckContext) -> bool:
@@ -129,25 +135,303 @@ def distillation_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def forced_ratio_with_threshold_still_computes_logprobs(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:3263 (super-v3, async GRPO only), :2503 (super-v3.5): a sequence-level error
-    threshold needs the previous log-probabilities, so forcing the ratio saves no pass."""
+    """grpo.py:2044 (super-v3, grpo_train) and :3263 (super-v3, async_grpo_train), :2503
+    (super-v3.5): a sequence-level error threshold needs the previous log-probabilities, so
+    forcing the ratio saves no pass."""
     forced = getattr(ctx.config.loss_fn, "force_on_policy_ratio", None) is True
     threshold = getattr(ctx.config.grpo, "seq_logprob_error_threshold", None)
     if not forced or threshold is None or isinstance(threshold, Marker):
         return
-    if not on_super35(ctx) and not _async_grpo_enabled(ctx):
-        return  # super-v3's synchronous loop does not warn
+    # super-v3 warns in both training loops, each at its own line.
+    v3_line = 3263 if _async_grpo_enabled(ctx) else 2044
     yield Issue(
         "loss_fn.force_on_policy_ratio",
         "NeMo-RL warns that with grpo.seq_logprob_error_threshold set it computes the previous "
         f"log-probabilities anyway, for the sequence-level error mask "
-        f"({cite(ctx, GRPO_PY, v3=3263, v35=2503)})",
+        f"({cite(ctx, GRPO_PY, v3=v3_line, v35=2503)})",
         value=True,
     )
 
 
 def _async_grpo_enabled(ctx: CheckContext) -> bool:
     return getattr(getattr(ctx.config.grpo, "async_grpo", None), "enabled", None) is True
+
+
+# --- ClippedPGLossFn's own checks (its constructor, and its call on each training batch) -------
+
+
+def _loss(ctx: CheckContext, name: str, default: Any) -> Any:
+    """loss_fn's value of ``name``; ``default`` where the stage leaves it out (or this schema
+    version has no such key): what ClippedPGLossFn reads then (cfg.get's default at super-v3,
+    the pydantic default of ClippedPGLossConfig at super-v3.5)."""
+    return given(getattr(ctx.config.loss_fn, name, default), default)
+
+
+def _cite_loss(ctx: CheckContext, *, v3: int = 0, v35: int = 0) -> str:
+    return cite(ctx, LOSS_PY_V35 if on_super35(ctx) else LOSS_PY_V3, v3=v3, v35=v35)
+
+
+def _truncated_is_on(ctx: CheckContext) -> bool:
+    """Whether ClippedPGLossFn validates truncated importance sampling: super-v3 keys it on the
+    ratio (loss_functions.py:164), super-v3.5 on the type (loss/loss_functions.py:292)."""
+    if on_super35(ctx):
+        return _loss(ctx, "truncated_importance_sampling_type", None) is not None
+    return _loss(ctx, "truncated_importance_sampling_ratio", None) is not None
+
+
+def _tis_key(ctx: CheckContext) -> str:
+    """The key that turns truncated importance sampling on in the stage's version."""
+    name = "type" if on_super35(ctx) else "ratio"
+    return f"{LOSS}.truncated_importance_sampling_{name}"
+
+
+def sequence_level_ratios_exclude_token_level_loss(ctx: CheckContext) -> Iterator[Issue]:
+    """loss_functions.py:161 (super-v3), loss/loss_functions.py:266 (super-v3.5): GSPO's
+    sequence-level importance ratios go with a sequence-level loss."""
+    if _loss(ctx, "sequence_level_importance_ratios", False) is True and _loss(
+        ctx, "token_level_loss", True
+    ):
+        yield Issue(
+            f"{LOSS}.sequence_level_importance_ratios",
+            "NeMo-RL's ClippedPGLossFn refuses it with loss_fn.token_level_loss true: "
+            '"sequence-level importance sampling (e.g. GSPO) is mutually exclusive with '
+            f'token-level loss" ({_cite_loss(ctx, v3=161, v35=266)})',
+            value=True,
+            hint="set loss_fn.token_level_loss false (GSPO), or this key false",
+        )
+
+
+def _cispo_excludes(
+    ctx: CheckContext, key: str, breaks: bool, reason: str, line: int
+) -> Iterator[Issue]:
+    """One of CISPO's exclusions (loss/loss_functions.py:271-291 @ super-v3.5): ``breaks`` says
+    whether ``key``'s value is one CISPO cannot take."""
+    if not on_super35(ctx) or _loss(ctx, "use_cispo", False) is not True or not breaks:
+        return
+    yield Issue(
+        f"{LOSS}.use_cispo",
+        f"NeMo-RL's ClippedPGLossFn refuses it with {LOSS}.{key} = "
+        f"{_loss(ctx, key, None)!r}: {reason} ({_cite_loss(ctx, v35=line)})",
+        value=True,
+        hint=f"set {LOSS}.use_cispo false, or change {LOSS}.{key}",
+    )
+
+
+def cispo_excludes_disabled_ppo_ratio(ctx: CheckContext) -> Iterator[Issue]:
+    """loss/loss_functions.py:272 (super-v3.5): CISPO clips the ratio disable_ppo_ratio drops."""
+    yield from _cispo_excludes(
+        ctx,
+        "disable_ppo_ratio",
+        _loss(ctx, "disable_ppo_ratio", False) is True,
+        '"CISPO needs the pi_theta/pi_theta_old ratio but disable_ppo_ratio removes it"',
+        272,
+    )
+
+
+def cispo_excludes_forced_on_policy_ratio(ctx: CheckContext) -> Iterator[Issue]:
+    """loss/loss_functions.py:276 (super-v3.5): a ratio forced to 1 leaves CISPO nothing to
+    clip."""
+    yield from _cispo_excludes(
+        ctx,
+        "force_on_policy_ratio",
+        _loss(ctx, "force_on_policy_ratio", False) is True,
+        '"forcing ratio=1 removes the clipped IS-weight that CISPO optimizes"',
+        276,
+    )
+
+
+def cispo_excludes_sequence_level_ratios(ctx: CheckContext) -> Iterator[Issue]:
+    """loss/loss_functions.py:280 (super-v3.5): CISPO weighs tokens, not sequences."""
+    yield from _cispo_excludes(
+        ctx,
+        "sequence_level_importance_ratios",
+        _loss(ctx, "sequence_level_importance_ratios", False) is True,
+        '"CISPO uses token-level importance weights"',
+        280,
+    )
+
+
+def cispo_excludes_dual_clip(ctx: CheckContext) -> Iterator[Issue]:
+    """loss/loss_functions.py:284 (super-v3.5): dual clipping would overwrite CISPO's loss."""
+    yield from _cispo_excludes(
+        ctx,
+        "ratio_clip_c",
+        _loss(ctx, "ratio_clip_c", None) is not None,
+        "the dual-clip block runs after the CISPO loss and would silently overwrite it; "
+        '"Set ratio_clip_c=null when use_cispo=True"',
+        284,
+    )
+
+
+def cispo_needs_token_level_loss(ctx: CheckContext) -> Iterator[Issue]:
+    """loss/loss_functions.py:289 (super-v3.5): CISPO's loss is token-level."""
+    yield from _cispo_excludes(
+        ctx,
+        "token_level_loss",
+        _loss(ctx, "token_level_loss", True) is not True,
+        '"use_cispo requires token_level_loss=True"',
+        289,
+    )
+
+
+def truncated_is_needs_is_correction(ctx: CheckContext) -> Iterator[Issue]:
+    """loss_functions.py:165 (super-v3), loss/loss_functions.py:293 (super-v3.5): truncation
+    bounds the importance weights, which exist only with the correction on."""
+    if (
+        _truncated_is_on(ctx)
+        and _loss(ctx, "use_importance_sampling_correction", False) is not True
+    ):
+        key = _tis_key(ctx)
+        yield Issue(
+            key,
+            "NeMo-RL's ClippedPGLossFn refuses it with "
+            f"{LOSS}.use_importance_sampling_correction false: truncated importance sampling "
+            '"is only supported when use_importance_sampling_correction is True" '
+            f"({_cite_loss(ctx, v3=165, v35=293)})",
+            value=_loss(ctx, key.rpartition(".")[2], None),
+            hint=f"set {LOSS}.use_importance_sampling_correction true, or this key null",
+        )
+
+
+def truncated_is_ratio_is_positive(ctx: CheckContext) -> Iterator[Issue]:
+    """loss_functions.py:168 (super-v3), loss/loss_functions.py:304 (super-v3.5, where a type
+    without a ratio fails it too): the truncation bound is a positive ratio."""
+    if not _truncated_is_on(ctx):
+        return
+    ratio = _loss(ctx, "truncated_importance_sampling_ratio", None)
+    if ratio is None or ratio <= 0:
+        yield Issue(
+            f"{LOSS}.truncated_importance_sampling_ratio",
+            "NeMo-RL's ClippedPGLossFn refuses it: "
+            '"truncated_importance_sampling_ratio should be positive"'
+            + (f" once {LOSS}.truncated_importance_sampling_type is set" if on_super35(ctx) else "")
+            + f" ({_cite_loss(ctx, v3=168, v35=304)})",
+            value=ratio,
+        )
+
+
+def truncated_is_names_its_type(ctx: CheckContext) -> Iterator[Issue]:
+    """loss_functions.py:171 (super-v3): a ratio without a type fails the type check (the
+    schema refuses any other value than the three types)."""
+    if on_super35(ctx) or not _truncated_is_on(ctx):
+        return
+    if _loss(ctx, "truncated_importance_sampling_type", None) is None:
+        yield Issue(
+            f"{LOSS}.truncated_importance_sampling_type",
+            f"NeMo-RL's ClippedPGLossFn refuses it unset with {LOSS}."
+            'truncated_importance_sampling_ratio set: "truncated_importance_sampling_type must '
+            f"be 'tis', 'icepop', or 'seq-mask-tis'\" ({_cite_loss(ctx, v3=171)})",
+            value=None,
+        )
+
+
+def truncated_is_min_within_ratio(ctx: CheckContext) -> Iterator[Issue]:
+    """loss/loss_functions.py:309 (super-v3.5): the lower bound is at most the upper one."""
+    if not on_super35(ctx) or not _truncated_is_on(ctx):
+        return
+    low = _loss(ctx, "truncated_importance_sampling_ratio_min", None)
+    high = _loss(ctx, "truncated_importance_sampling_ratio", None)
+    if low is not None and high is not None and low > high:
+        yield Issue(
+            f"{LOSS}.truncated_importance_sampling_ratio_min",
+            "NeMo-RL's ClippedPGLossFn refuses it above "
+            f"{LOSS}.truncated_importance_sampling_ratio "
+            f'({high!r}): "truncated_importance_sampling_ratio_min must be <= '
+            f'truncated_importance_sampling_ratio" ({_cite_loss(ctx, v35=309)})',
+            value=low,
+        )
+
+
+def filtering_tis_needs_its_min(ctx: CheckContext) -> Iterator[Issue]:
+    """loss/loss_functions.py:317 (super-v3.5): ICE-POP and seq-mask-tis keep what lies between
+    two bounds, so both are needed."""
+    kind = _loss(ctx, "truncated_importance_sampling_type", None)
+    if not on_super35(ctx) or kind not in ("icepop", "seq-mask-tis"):
+        return
+    if _loss(ctx, "truncated_importance_sampling_ratio_min", None) is None:
+        yield Issue(
+            f"{LOSS}.truncated_importance_sampling_ratio_min",
+            "NeMo-RL's ClippedPGLossFn refuses it unset: it \"should be set when "
+            "truncated_importance_sampling_type is 'icepop' or 'seq-mask-tis'\" "
+            f"({_cite_loss(ctx, v35=317)})",
+            value=None,
+        )
+
+
+def seq_mask_tis_excludes_sequence_level_ratios(ctx: CheckContext) -> Iterator[Issue]:
+    """loss_functions.py:180 (super-v3), loss/loss_functions.py:321 (super-v3.5): seq-mask-tis
+    masks whole sequences but corrects token by token."""
+    if not _truncated_is_on(ctx):
+        return
+    if _loss(ctx, "truncated_importance_sampling_type", None) != "seq-mask-tis":
+        return
+    if _loss(ctx, "sequence_level_importance_ratios", False) is True:
+        yield Issue(
+            f"{LOSS}.sequence_level_importance_ratios",
+            "NeMo-RL's ClippedPGLossFn refuses it with truncated_importance_sampling_type "
+            "'seq-mask-tis': \"seq-mask-tis uses token-level IS correction with sequence-level "
+            f'masking" ({_cite_loss(ctx, v3=180, v35=321)})',
+            value=True,
+        )
+
+
+def dual_clip_bound_above_one(ctx: CheckContext) -> Iterator[Issue]:
+    """loss_functions.py:394 (super-v3), loss/loss_functions.py:555 (super-v3.5): the dual-clip
+    bound is a lower bound on the ratio, asserted on every training step's first batch."""
+    bound = _loss(ctx, "ratio_clip_c", None)
+    if bound is not None and bound <= 1:
+        yield Issue(
+            f"{LOSS}.ratio_clip_c",
+            "NeMo-RL's ClippedPGLossFn refuses it on the first training step: "
+            '"ratio_clip_c must exceed 1 representing a lower bound of the ratios" '
+            f"({_cite_loss(ctx, v3=394, v35=555)})",
+            value=bound,
+            hint="set it above 1 (3 is usual), or null to turn dual clipping off",
+        )
+
+
+def truncation_settings_ignored_without_ratio(ctx: CheckContext) -> Iterator[Issue]:
+    """loss_functions.py:192 (super-v3, a printed warning): without a ratio the truncation's
+    type and lower bound do nothing."""
+    if on_super35(ctx) or _truncated_is_on(ctx):
+        return
+    ignored = [
+        name
+        for name in (
+            "truncated_importance_sampling_type",
+            "truncated_importance_sampling_ratio_min",
+        )
+        if _loss(ctx, name, None) is not None
+    ]
+    if ignored:
+        yield Issue(
+            f"{LOSS}.{ignored[0]}",
+            "NeMo-RL warns that truncated_importance_sampling_ratio is not set, so it ignores "
+            f"{', '.join(ignored)} ({_cite_loss(ctx, v3=192)})",
+            value=_loss(ctx, ignored[0], None),
+            hint=f"set {LOSS}.truncated_importance_sampling_ratio to truncate, or these null",
+        )
+
+
+# Both versions' ClippedPGLossFn checks, and super-v3.5's (CISPO and the bounds it adds).
+CLIPPED_PG_ERROR_CHECKS = (
+    sequence_level_ratios_exclude_token_level_loss,
+    truncated_is_needs_is_correction,
+    truncated_is_ratio_is_positive,
+    seq_mask_tis_excludes_sequence_level_ratios,
+    dual_clip_bound_above_one,
+)
+CLIPPED_PG_SUPER35_ERROR_CHECKS = (
+    cispo_excludes_disabled_ppo_ratio,
+    cispo_excludes_forced_on_policy_ratio,
+    cispo_excludes_sequence_level_ratios,
+    cispo_excludes_dual_clip,
+    cispo_needs_token_level_loss,
+    truncated_is_min_within_ratio,
+    filtering_tis_needs_its_min,
+)
+CLIPPED_PG_SUPER_V3_ERROR_CHECKS = (truncated_is_names_its_type,)
+CLIPPED_PG_SUPER_V3_WARNING_CHECKS = (truncation_settings_ignored_without_ratio,)
 
 
 ERROR_CHECKS = (

@@ -80,6 +80,21 @@ def draft_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+def draft_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
+    """lm_policy.py:127 (super-v3.5): the draft model trains only inside the Megatron
+    policy workers."""
+    draft = getattr(ctx.config.policy, "draft", None)
+    enabled = not isinstance(draft, Marker) and getattr(draft, "enabled", None) is True
+    if enabled and ctx.megatron is None:
+        yield Issue(
+            "policy.draft.enabled",
+            "NeMo-RL's policy refuses a draft model without policy.megatron_cfg.enabled: it "
+            f"is only supported with the Megatron backend ({cite(ctx, LM_POLICY, v35=127)})",
+            value=True,
+            hint="enable the Megatron backend, or disable the draft",
+        )
+
+
 ERROR_CHECKS = (
     dynamic_batching_needs_one_pipeline_stage,
     lora_needs_dtensor_v2,

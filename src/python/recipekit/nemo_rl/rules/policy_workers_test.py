@@ -5,6 +5,10 @@
 # draft_without_sequence_packing, dynamic_batching_needs_one_pipeline_stage, lora_needs_dtensor_v2,
 # model_save_format_needs_dtensor_v2.
 
+# The catalogued checks these tests break (by the upstream line each cites), which the
+# rule catalogue's meta-test finds by name:
+# draft_needs_megatron.
+
 from __future__ import annotations
 
 import pytest
@@ -66,6 +70,16 @@ DYNAMIC_OVER_TWO_STAGES = (
             ("policy.draft={enabled: true}",),
             "policy.draft.enabled",
             "lm_policy.py:134 @",
+        ),
+        (
+            rlvr,
+            (
+                "policy.draft={enabled: true}",
+                "policy.megatron_cfg.enabled=false",
+                "policy.dtensor_cfg.enabled=true",
+            ),
+            "policy.draft.enabled",
+            "lm_policy.py:127 @",
         ),
     ],
 )

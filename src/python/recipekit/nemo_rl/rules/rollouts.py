@@ -72,9 +72,29 @@ def malformed_think_penalty_needs_both_tags(ctx: CheckContext) -> Iterator[Issue
     )
 
 
+def unwanted_token_penalty_needs_its_ids(ctx: CheckContext) -> Iterator[Issue]:
+    """rollouts.py:1936 (super-v3.5), when the penalty config is resolved, and :1886 when the
+    rollouts apply it: penalising unwanted tokens needs the ids to look for."""
+    penalties = getattr(ctx.config, "reward_penalties", None)
+    if getattr(penalties, "penalize_unwanted_tokens", None) is not True:
+        return
+    ids = getattr(getattr(penalties, "token_ids", None), "unwanted", None)
+    if isinstance(ids, Marker) or not ids:
+        yield Issue(
+            "reward_penalties.token_ids.unwanted",
+            "NeMo-RL's reward penalties refuse it unset with "
+            "reward_penalties.penalize_unwanted_tokens: there is no token to penalise "
+            f"({cite(ctx, ROLLOUTS_PY, v35=1936)})",
+            value=None if isinstance(ids, Marker) else ids,
+        )
+
+
 SUPER_V3_ERROR_CHECKS = (
     nemo_gym_takes_no_stop_strings,
     nemo_gym_takes_no_stop_token_ids,
     nemo_gym_takes_no_top_k,
 )
-SUPER35_ERROR_CHECKS = (malformed_think_penalty_needs_both_tags,)
+SUPER35_ERROR_CHECKS = (
+    malformed_think_penalty_needs_both_tags,
+    unwanted_token_penalty_needs_its_ids,
+)

@@ -5,11 +5,15 @@
 # malformed_think_penalty_needs_both_tags, nemo_gym_takes_no_stop_strings,
 # nemo_gym_takes_no_stop_token_ids, nemo_gym_takes_no_top_k.
 
+# The catalogued checks these tests break (by the upstream line each cites), which the
+# rule catalogue's meta-test finds by name:
+# unwanted_token_penalty_needs_its_ids.
+
 from __future__ import annotations
 
 import pytest
 
-from recipekit.nemo_rl.rules.conftest import Plan
+from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
@@ -27,7 +31,8 @@ V3_GYM = (
     [
         ("policy.generation.stop_strings=['</answer>']", "policy.generation.stop_strings", 1039),
         ("policy.generation.stop_token_ids=[2]", "policy.generation.stop_token_ids", 1042),
-        ("policy.generation.top_k=20", "policy.generation.top_k", 1046),
+        # 8000 and up, as vLLM generation takes (vllm_generation.py:113 @ super-v3).
+        ("policy.generation.top_k=9000", "policy.generation.top_k", 1046),
     ],
 )
 def test_super_v3_gym_rollouts_refuse_sampling_they_ignore(
@@ -42,7 +47,7 @@ def test_super_v3_gym_rollouts_take_the_stage_as_shipped(v3_examples: Stage, err
 
 
 def test_without_gym_the_sampling_settings_stand(v3_examples: Stage, errors: Plan) -> None:
-    assert errors(v3_examples, "policy.generation.top_k=20") == []
+    assert errors(v3_examples, "policy.generation.top_k=9000") == []
 
 
 def test_the_think_tag_penalty_needs_two_tags(gym_examples: Stage, refused: Plan) -> None:
@@ -70,3 +75,21 @@ def test_the_think_tag_penalty_takes_an_open_and_a_close_tag(
 
 def test_the_shipped_stages_plan(errors: Plan) -> None:
     assert errors(rlvr) == [] and errors(dapo_h100) == []
+
+
+def test_the_unwanted_token_penalty_needs_its_ids(
+    gym_examples: Stage, refused_at: RefusedAt
+) -> None:
+    refused_at(
+        gym_examples,
+        ("reward_penalties={penalize_unwanted_tokens: true}",),
+        "reward_penalties.token_ids.unwanted",
+        "rollouts.py:1936 @",
+    )
+
+
+def test_the_unwanted_token_penalty_with_ids_plans(gym_examples: Stage, errors: Plan) -> None:
+    assert not errors(
+        gym_examples,
+        "reward_penalties={penalize_unwanted_tokens: true, token_ids: {unwanted: [7]}}",
+    )

@@ -149,6 +149,8 @@ def test_opd_without_the_importance_sampling_correction_warns(warned: Plan) -> N
     """opd_recommends_importance_sampling (grpo.py:2283 @ super-v3.5): a warning where async
     GRPO (which refuses the correction off) is not on."""
     key = "loss_fn.use_importance_sampling_correction"
-    overrides = (f"{key}=false", "grpo.async_grpo.enabled=false")
+    # mopd's truncated importance sampling needs the correction (loss_functions.py:293): off too.
+    tis = "loss_fn.truncated_importance_sampling_type=null"
+    overrides = (f"{key}=false", "grpo.async_grpo.enabled=false", tis)
     found = [w for w in warned(mopd_phase1, *overrides) if w.startswith(key)]
     assert found and "grpo.py:2283" in found[0]

@@ -32,6 +32,8 @@ from recipekit.markers import Marker
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import cite, on_super35
 
+ROLLOUTS_PY = "nemo_rl/experience/rollouts.py"
+
 THREAD = "NVIDIA-NeMo/RL#796"
 VLLM_WORKER = "nemo_rl/models/generation/vllm/vllm_worker.py"
 # super-v3 states no rule: its async engine generates nothing for such a prompt.
@@ -79,5 +81,24 @@ def prompts_leave_room_to_generate(ctx: CheckContext) -> Iterator[Issue]:
             )
 
 
+def policy_cap_above_max_model_len(ctx: CheckContext) -> Iterator[Issue]:
+    """rollouts.py:2355 (super-v3.5), a warning on NeMo Gym rollouts: vLLM truncates to its
+    own max_model_len, so a longer policy.max_total_sequence_length is never reached."""
+    vllm, gen = ctx.vllm, ctx.generation
+    gym = getattr(ctx.config.env, "should_use_nemo_gym", None) is True
+    if not on_super35(ctx) or not gym or vllm is None or gen is None or gen.backend != "vllm":
+        return
+    context, total = vllm.max_model_len, ctx.config.policy.max_total_sequence_length
+    if isinstance(context, int) and isinstance(total, int) and total > context:
+        yield Issue(
+            "policy.max_total_sequence_length",
+            f"NeMo-RL warns that it exceeds policy.generation.vllm_cfg.max_model_len = "
+            f"{context}: the engine truncates to its own limit, so this cap is never reached "
+            f"({cite(ctx, ROLLOUTS_PY, v35=2355)})",
+            value=total,
+            hint="lower it, or raise max_model_len",
+        )
+
+
 ERROR_CHECKS = (prompts_leave_room_to_generate,)
-WARNING_CHECKS: tuple[()] = ()
+SUPER35_WARNING_CHECKS = (policy_cap_above_max_model_len,)

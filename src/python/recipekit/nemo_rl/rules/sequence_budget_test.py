@@ -1,10 +1,15 @@
 """The longest prompt the data admits leaves vLLM room to generate (NVIDIA-NeMo/RL#796), on
 each version's side of the boundary: super-v3's processors keep a prompt of exactly
-max_input_seq_length tokens, super-v3.5-posttraining's cut it."""
+max_input_seq_length tokens, super-v3.5-posttraining's cut it; and the Gym rollouts' warning
+for a policy cap above vLLM's max_model_len."""
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
 # prompts_leave_room_to_generate.
+
+# The catalogued checks these tests break (by the upstream line each cites), which the
+# rule catalogue's meta-test finds by name:
+# policy_cap_above_max_model_len.
 
 from __future__ import annotations
 
@@ -45,3 +50,18 @@ def test_a_gym_prompt_budget_past_max_model_len_is_refused(refused_at: RefusedAt
         "env.nemo_gym.policy_max_input_tokens",
         "RL#796",
     )
+
+# rlvr's prompts may fill its whole 16384-token budget; shorter ones leave vLLM room to generate.
+SHORT_PROMPTS = ("data.max_input_seq_length=4096", "env.nemo_gym.policy_max_input_tokens=4096")
+
+
+def test_a_policy_cap_above_max_model_len_warns(warned: Plan) -> None:
+    warnings = warned(rlvr, *SHORT_PROMPTS, "policy.generation.vllm_cfg.max_model_len=15360")
+    assert any(
+        w.startswith("policy.max_total_sequence_length") and "rollouts.py:2355 @" in w
+        for w in warnings
+    ), warnings
+
+
+def test_rlvr_as_shipped_does_not_warn(warned: Plan) -> None:
+    assert not [w for w in warned(rlvr) if "rollouts.py:2355" in w]

@@ -82,7 +82,27 @@ def compilation_use_inductor_is_deprecated(ctx: CheckContext) -> Iterator[Issue]
         )
 
 
-ERROR_CHECKS = (vllm_metrics_logger_needs_an_interval,)
+def vllm_metrics_logger_interval_is_positive(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm_worker_async.py:295 (super-v3), :253 (super-v3.5): the polling interval is a
+    positive number of seconds (the schema admits 0)."""
+    vllm = ctx.vllm
+    if not _async_vllm(ctx) or vllm is None or vllm.enable_vllm_metrics_logger is not True:
+        return
+    interval = vllm.vllm_metrics_logger_interval
+    if isinstance(interval, int | float) and interval <= 0:
+        yield Issue(
+            f"{VLLM}.vllm_metrics_logger_interval",
+            "NeMo-RL's vLLM worker refuses it: it must be a positive number of seconds "
+            f"({cite(ctx, ASYNC_WORKER_PY, v3=295, v35=253)})",
+            value=interval,
+            hint="NeMo-RL's configs use 0.5",
+        )
+
+
+ERROR_CHECKS = (
+    vllm_metrics_logger_needs_an_interval,
+    vllm_metrics_logger_interval_is_positive,
+)
 SUPER35_WARNING_CHECKS = (
     disabled_speculation_wants_prefix_caching,
     compilation_use_inductor_is_deprecated,

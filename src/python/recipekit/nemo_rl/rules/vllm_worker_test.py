@@ -5,6 +5,10 @@
 # compilation_use_inductor_is_deprecated, disabled_speculation_wants_prefix_caching,
 # vllm_metrics_logger_needs_an_interval.
 
+# The catalogued checks these tests break (by the upstream line each cites), which the
+# rule catalogue's meta-test finds by name:
+# vllm_metrics_logger_interval_is_positive.
+
 from __future__ import annotations
 
 from recipekit.nemo_rl.rules.conftest import Plan
@@ -58,3 +62,17 @@ def test_the_shipped_stage_has_none_of_these_warnings(warned: Plan) -> None:
         for w in warned(rlvr)
         if w.startswith((f"{VLLM}.enable_prefix_caching", f"{KWARGS}.compilation_config"))
     ]
+
+
+def test_the_metrics_logger_interval_is_positive(refused: Plan) -> None:
+    # dapo-h100 ships the logger on (super-v3's async engine is off there, so turn it on).
+    found = [
+        e
+        for e in refused(
+            dapo_h100,
+            f"{VLLM}.async_engine=true",
+            f"{VLLM}.vllm_metrics_logger_interval=0.0",
+        )
+        if e.startswith(f"{VLLM}.vllm_metrics_logger_interval")
+    ]
+    assert found and "vllm_worker_async.py:295 @ super-v3" in found[0]
