@@ -49,7 +49,8 @@ profile = ClusterProfile(
     container=OciBundle(bundle={bundle!r}, mounts=(Mount({root!r}, {root!r}),)),
     shipping="baked",
     runs_dir={runs!r},
-    shared_paths={{"checkpoints": {checkpoints!r}}},
+    # The local cluster's nodes are one host: the test's whole folder is storage they all see.
+    shared_paths={{"checkpoints": {checkpoints!r}, "workspace": {root!r}}},
     framework_root={framework!r},
     tracking=Tracking(mode="off"),
 )

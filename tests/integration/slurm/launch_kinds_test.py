@@ -53,7 +53,8 @@ profile = ClusterProfile(
     time_limit="00:10:00",
     container=NoContainer(python={python!r}),
     runs_dir={runs!r},
-    shared_paths={{"checkpoints": {checkpoints!r}}},
+    # The local cluster's nodes are one host: the test's whole folder is storage they all see.
+    shared_paths={{"checkpoints": {checkpoints!r}, "workspace": {workspace!r}}},
     framework_root={framework_root!r},
     master_port={master_port},
     tracking={tracking},
@@ -78,6 +79,8 @@ profile = ClusterProfile(
     container=Pyxis(image={image!r}, mounts=(Mount({root!r}, "/shared"),)),
     default_base="vllm",
     runs_dir={runs!r},
+    # NeMo Evaluator's launcher runs on this host and writes its results under the test's folder.
+    shared_paths={{"workspace": {root!r}}},
     tracking=Tracking(mode="offline", project="rk-test"),
 )
 """
@@ -129,6 +132,7 @@ class KindsWorkspace(Workspace):
                 python=str(self.ray_python),
                 runs=str(self.runs),
                 checkpoints=str(checkpoints or self.shared / "checkpoints"),
+                workspace=str(self.root),
                 framework_root=str(self.framework_root),
                 master_port=MASTER_PORT,
                 tracking=tracking,

@@ -73,6 +73,8 @@ profile = ClusterProfile(
     time_limit="00:10:00",
     container=NoContainer(python={python!r}),
     runs_dir={runs!r},
+    # The local cluster's nodes are one host: the test's whole folder is storage they all see.
+    shared_paths={{"workspace": {root!r}}},
     framework_root={framework_root!r},
     artifact_store=ArtifactStore(path="/artifacts"),
     publish_interval_s=0.5,
@@ -119,6 +121,7 @@ class Chain:
                 here=str(HERE),
                 python=str(ray_python),
                 runs=str(self.runs),
+                root=str(root),
                 framework_root=str(framework),
                 vllm=VLLM_IMAGE,
             )

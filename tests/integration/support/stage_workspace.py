@@ -44,7 +44,10 @@ profile = ClusterProfile(
     time_limit="00:20:00",
     container=NoContainer(python={python!r}),
     runs_dir={runs!r},
-    shared_paths={{"checkpoints": {checkpoints!r}, "hf_home": {hf_home!r}}},
+    # The local cluster's nodes are one host: the test's whole folder is storage they all see.
+    shared_paths={{
+        "checkpoints": {checkpoints!r}, "hf_home": {hf_home!r}, "workspace": {workspace!r}
+    }},
     hf_home={hf_home!r},
     gb200={gb200},
     ray_ports=RayPorts(node_offset=1000),
@@ -106,6 +109,7 @@ class Workspace:
                 runs=str(self.runs),
                 checkpoints=str(checkpoints or self.shared / "checkpoints"),
                 hf_home=str(self.shared / "HF_HOME"),
+                workspace=str(self.root),
                 gb200=gb200,
                 framework_root=str(self.framework_root),
                 skip=skip or {},
