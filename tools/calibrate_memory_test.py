@@ -9,10 +9,13 @@ import pytest
 from tools.calibrate_memory import errors, measured_runs
 
 # (lowest, highest) relative error of the estimate, per term, over every run of a set. The whole
-# GPU (reserved + outside PyTorch) is within the issue's -3%..+10% on every run of every set but
-# three, named in test_only_three_runs_are_over_ten_percent (+10.3%..+10.9%: full recompute of a
-# hidden-4096 SwiGLU model at 8k tokens, where LARGEST_BLOCKS' 1.25 fp32 score blocks, 10 GiB,
-# stand for the 3.9-5.7 GiB the allocator reserved); the upper bound here is theirs. The stored
+# GPU (reserved + outside PyTorch) takes the allocator's share as the larger of the block-level
+# simulation (megatron._simulated_step) and the LARGEST_BLOCKS envelope; it is within the issue's
+# -3%..+10% on every run of every set but five, named in
+# test_only_the_named_runs_are_more_than_three_percent_under_or_ten_over: four over (+10.3%..
+# +10.9% where LARGEST_BLOCKS' 1.25 fp32 score blocks, 10 GiB, stand for the 3.9-5.7 GiB the
+# allocator reserved at 8k tokens under full recompute; check2's 32-expert run at 4k x 2, +11.4%,
+# where the simulation displaces one score block more than was measured) and one under. The stored
 # activations follow what autograd keeps (megatron.mlp_saved_widths, _stored_qkv, the checkpoint
 # units of full recompute): -5%..+58%, the high end the MoE runs under full recompute, whose
 # measured forward pass ends below the fp32 logits the harness adds to the estimate.
@@ -35,26 +38,28 @@ CHECK2_BOUNDS = {
     **BOUNDS,
     "weights": (-0.035, 0.01),
     "gradients": (-0.01, 0.02),
+    "whole_gpu": (-0.03, 0.115),
 }
 # "check3": twelve shapes chosen and measured before the activations followed autograd and never
 # shown to that work (tools/calibrate_memory.py HOLDOUT3_RUNS). Weights to activations within
-# -3%..+6%; the whole GPU -6.2%..+7.6%: three runs are more than 3% under, each on the allocator's
-# share alone (UNDER_ESTIMATED), so the -3% floor is not met on this hold-out (issue 25 stays open).
+# -3%..+6%; the whole GPU -6.2%..+7.6% with the envelope alone, -4.1%..+7.6% with the simulation:
+# one run is still more than 3% under, on the allocator's share alone (UNDER_ESTIMATED), so the
+# -3% floor is not met on this hold-out (issue 25 stays open).
 CHECK3_BOUNDS = {
     **BOUNDS,
     "stored_activations": (-0.04, 0.06),
     "peak_allocated": (-0.02, 0.07),
-    "whole_gpu": (-0.065, 0.10),
+    "whole_gpu": (-0.045, 0.08),
 }
 RUNS = {"fit": 30, "check": 9, "fused": 10, "fused-check": 10, "check2": 12, "check3": 11}
-# The runs the whole-GPU estimate is more than 3% under, every one of check3: what PyTorch
-# reserved beyond the allocated peak was 2.3-4 x the largest short-lived block (the envelope
-# allows 1.25) or 2.2 x the fp32 logits (allowed 1), where other runs reserve 0.5-1.7 blocks. Where
-# the first step's Adam moments land among the freed blocks decides it; nothing models that yet.
+# The run the whole-GPU estimate is more than 3% under (-4.1%), of check3: PyTorch reserved 9.3 GiB
+# beyond the allocated peak, 2.3 x its largest short-lived block (the envelope allows 1.25); its
+# second step took 19.9 GiB of new segments (four fp32 score blocks and the logits), the
+# simulation 15.9 (one score block fewer). check3's two other runs that were under (-6.2%, -6.1%)
+# the simulation finds: the 200k vocabulary's fp32 logits segment taken by an embedding moment,
+# the 16-expert model's activations displaced by its moments.
 UNDER_ESTIMATED = [
-    ("dense-2.5k-gqa-200k", 4096, "full", False),
     ("dense-4k-gqa8-swiglu-128k", 4096, "none", False),
-    ("moe-16x-top1-3k", 2048, "selective", True),
 ]
 
 
@@ -94,7 +99,7 @@ def test_with_a_fused_adam_the_whole_gpu_is_never_under_estimated_by_more_than_t
     known = [run for run in fused if _key(run) in UNDER_ESTIMATED]
     values = errors([run for run in fused if run not in known])["whole_gpu"]
     assert -0.03 <= min(values) and max(values) <= 0.11, (min(values), max(values))
-    assert [_key(run) for run in known] == [("moe-16x-top1-3k", 2048, "selective", True)]
+    assert known == []
 
 
 def _key(run: dict[str, object]) -> tuple[object, object, object, bool]:
@@ -111,6 +116,7 @@ def test_only_the_named_runs_are_more_than_three_percent_under_or_ten_over() -> 
         ("dense-4k-gqa-swiglu", 8192, "full", False),
         ("dense-4k-gqa-swiglu", 8192, "full", True),
         ("dense-4k-mha-swiglu-32k", 8192, "full", True),
+        ("moe-32x-top2-100k", 4096, "full", False),
     ]
 
 
