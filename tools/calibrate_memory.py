@@ -646,6 +646,7 @@ FILES = (
     "h200-megatron-core-0.19.2-fused-adam-check.json",
     "h200-megatron-core-0.19.2-check2.json",
     "h200-megatron-core-0.19.2-check3.json",
+    "h200-megatron-core-0.19.2-check4.json",
 )
 
 

@@ -51,7 +51,20 @@ CHECK3_BOUNDS = {
     "peak_allocated": (-0.02, 0.07),
     "whole_gpu": (-0.045, 0.08),
 }
-RUNS = {"fit": 30, "check": 9, "fused": 10, "fused-check": 10, "check2": 12, "check3": 11}
+# "check4": twelve shapes chosen and measured (03:05 UTC, 206 s on the H200) before the allocator's
+# simulation (memory/step_trace.py) joined the estimate, and never shown to that work: the clean
+# hold-out of the model as it is. Weights, gradients and optimizer 0%, allocated peak 0..+3%,
+# whole GPU -1.6%..+12.6%: none under -3%, one over +10% (the over list below). The estimate
+# before the simulation was -3.7%..+9% on it (moe-8x-top2-4k at 4k, selective, under).
+CHECK4_BOUNDS = {
+    **BOUNDS,
+    "stored_activations": (-0.10, 0.31),
+    "peak_allocated": (-0.01, 0.04),
+    "whole_gpu": (-0.03, 0.13),
+}
+RUNS = {
+    "fit": 30, "check": 9, "fused": 10, "fused-check": 10, "check2": 12, "check3": 11, "check4": 12,
+}  # fmt: skip
 # The run the whole-GPU estimate is more than 3% under (-4.1%), of check3: PyTorch reserved 9.3 GiB
 # beyond the allocated peak, 2.3 x its largest short-lived block (the envelope allows 1.25); its
 # second step took 19.9 GiB of new segments (four fp32 score blocks and the logits), the
@@ -64,7 +77,10 @@ UNDER_ESTIMATED = [
 
 
 def _bounds(which: str) -> dict[str, tuple[float, float]]:
-    chosen = {"check": CHECK_BOUNDS, "check2": CHECK2_BOUNDS, "check3": CHECK3_BOUNDS}
+    chosen = {
+        "check": CHECK_BOUNDS, "check2": CHECK2_BOUNDS, "check3": CHECK3_BOUNDS,
+        "check4": CHECK4_BOUNDS,
+    }  # fmt: skip
     return chosen.get(which, FUSED_BOUNDS if which.startswith("fused") else BOUNDS)
 
 
@@ -95,7 +111,7 @@ def test_with_a_fused_adam_the_whole_gpu_is_never_under_estimated_by_more_than_t
     fused = [
         run for which in RUNS for run in measured_runs(which) if run.get("fused_adam", False)
     ]
-    assert len(fused) == 28
+    assert len(fused) == 33
     known = [run for run in fused if _key(run) in UNDER_ESTIMATED]
     values = errors([run for run in fused if run not in known])["whole_gpu"]
     assert -0.03 <= min(values) and max(values) <= 0.11, (min(values), max(values))
@@ -117,6 +133,7 @@ def test_only_the_named_runs_are_more_than_three_percent_under_or_ten_over() -> 
         ("dense-4k-gqa-swiglu", 8192, "full", True),
         ("dense-4k-mha-swiglu-32k", 8192, "full", True),
         ("moe-32x-top2-100k", 4096, "full", False),
+        ("moe-32x-top4-swiglu-32k", 8192, "full", False),
     ]
 
 
