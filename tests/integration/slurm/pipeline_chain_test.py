@@ -344,6 +344,11 @@ def test_a_changed_rlvr_value_reruns_rlvr_onward_reading_the_kept_versions(chain
     for stage, job_id in jobs.items():
         state = chain.cluster.wait_for_job(job_id, timeout=420)
         assert state == "COMPLETED", f"{stage}: {state}\n{chain.log(stage, job_id)}"
+    # The drawing from the same records (issue 29): the stages the change does not reach are
+    # up to date by their action keys, the ones it reran are done.
+    drawn = _drawn_states(chain, *change)
+    assert {stage: drawn[stage] for stage in before} == dict.fromkeys(before, "up-to-date"), drawn
+    assert {stage: drawn[stage] for stage in jobs} == dict.fromkeys(jobs, "done"), drawn
     # The new RLVR job read the SFT version the first chain published, pinned at planning.
     [sft] = versions(chain.store, "super35-sft-model-tiny")
     rlvr_log = chain.log("rlvr", jobs["rlvr"])
@@ -394,6 +399,11 @@ def test_a_requeued_rl_stage_resumes_from_its_newest_checkpoint(chain: Chain) ->
     [log_file] = chain.runs.glob(pattern)
     requeued = chain.cluster.run(["scontrol", "requeue", job_id], timeout=30)
     assert requeued.returncode == 0, requeued.stderr
+    only_rlvr = ("--from", "rlvr", "--until", "rlvr", "--set", "rlvr:grpo.seed=7")
+    # Drawn from Slurm's records while it is back in the queue or running again: requeued
+    # (the record of the submission names its job, though planning now gives it an attempt
+    # of its own: its key has a saved version). Slurm counts the restart as it requeues.
+    assert _drawn_states(chain, *only_rlvr)["rlvr"] == "requeued"
     state = chain.cluster.wait_for_job(job_id, timeout=420)
     text = log_file.read_text(errors="replace")
     assert state == "COMPLETED", text
@@ -407,6 +417,31 @@ def test_a_requeued_rl_stage_resumes_from_its_newest_checkpoint(chain: Chain) ->
     assert f"job {job_id} COMPLETED (requeued and restarted 1 time(s))" in status.stdout, (
         status.stdout + status.stderr
     )
+    svg = _status_svg(chain, *only_rlvr)
+    assert _states_in(svg)["rlvr"] == "done"
+    assert f"job {job_id}" in svg and "requeued 1x" in svg, svg
     # One W&B run for both attempts; nothing of the first attempt is left running.
     assert len(list(log_file.parent.parent.glob("wandb/offline-run-*"))) == 1
     assert chain.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
+
+
+def _status_svg(chain: Chain, *args: str) -> str:
+    """`pipeline status --svg` of the chain: the drawing read from Slurm's and the store's
+    records, as a user draws it."""
+    out = chain.runs / f"status-{time.monotonic_ns()}.svg"
+    done = chain.recipekit(
+        "pipeline", "status", str(CHAIN), "--cluster", f"{chain.profile}:profile",
+        *args, "--svg", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out.read_text()
+
+
+def _states_in(svg: str) -> dict[str, str]:
+    """Each stage's drawn state: its group's state-* class."""
+    found = re.findall(r'<g id="stage:([^"]+)" class="[^"]*\bstate-([a-z-]+)', svg)
+    return dict(found)
+
+
+def _drawn_states(chain: Chain, *args: str) -> dict[str, str]:
+    return _states_in(_status_svg(chain, *args))

@@ -263,8 +263,8 @@ def status_command(
     chain = _chain(folder)
     planned = plan_chain(chain, chain.between(start, until), overrides)
     profile = find_profile(cluster)
-    planned, runs, actions = as_submitted(chain, planned, profile, overrides)
-    rows = chain_status(planned, profile, runs, actions)
+    planned, sources = as_submitted(chain, planned, profile, overrides)
+    rows = chain_status(planned, profile, sources)
     text = "\n".join(_status_lines(rows))
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2))
@@ -291,6 +291,11 @@ def _status_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines = []
     for row in rows:
         job = f"job {row['job']} {row['state']}" if row["job"] else row["state"]
+        action = row.get("action")
+        if not row["job"] and action is not None and not action["runs"]:
+            job = f"up to date ({action.get('version', 'its output')}), not submitted"
+            if row.get("made_by"):
+                job += f"; made by job {row['made_by']['job']}"
         if row.get("restarts"):
             job += f" (requeued and restarted {row['restarts']} time(s))"
         if row.get("lost_nodes"):

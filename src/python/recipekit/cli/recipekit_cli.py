@@ -428,8 +428,8 @@ def _lineage_section(chain: Any, planned: list[Any], cluster: str | None) -> Any
 
     profile = find_profile(cluster)
     # As `pipeline status` draws it: a stage not submitted is up to date by its action key.
-    planned, runs, actions = as_submitted(chain, planned, profile)
-    rows = chain_status(planned, profile, runs, actions)
+    planned, sources = as_submitted(chain, planned, profile)
+    rows = chain_status(planned, profile, sources)
     return lineage_section(status_svg(chain, planned, rows), with_status=True)
 
 

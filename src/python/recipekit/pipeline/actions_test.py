@@ -452,8 +452,8 @@ def test_status_draws_a_stage_up_to_date_only_when_its_action_does_not_run(
     (old / "weights.bin").write_bytes(b"older")
     import_version(store, "super35-sft-stage1-model", old, name="older")
     planned = plan_chain(chain, chain.between("sft-stage2", UNTIL))
-    planned, runs, actions = as_submitted(chain, planned, profile)
-    rows = chain_status(planned, profile, runs, actions)
+    planned, sources = as_submitted(chain, planned, profile)
+    rows = chain_status(planned, profile, sources)
     by_stage = {row["stage"]: row for row in rows}
     assert by_stage["sft-stage2"]["versions"]  # its output has a version, of other inputs
     assert by_stage["sft-stage2"]["action"] == {"runs": True, "reason": INPUT_CHANGED}
@@ -463,9 +463,76 @@ def test_status_draws_a_stage_up_to_date_only_when_its_action_does_not_run(
     assert statuses["sft-stage2"].note == f"not submitted; it runs: {INPUT_CHANGED}"
     # Planned from SFT, stage 2 reads the version SFT's key made: all up to date.
     planned = plan_chain(chain, chain.between("sft", UNTIL))
-    planned, runs, actions = as_submitted(chain, planned, profile)
-    rows = chain_status(planned, profile, runs, actions)
+    planned, sources = as_submitted(chain, planned, profile)
+    rows = chain_status(planned, profile, sources)
     assert rows[1]["action"] == {"runs": False, "reason": UP_TO_DATE, "version": "v0"}
     statuses = stage_statuses(chain, planned, rows)
     assert statuses["sft-stage2"].state is StageState.UP_TO_DATE
     assert "(v0)" in statuses["sft-stage2"].note
+
+
+def test_status_shows_each_stage_as_the_last_pipeline_submit_left_it(
+    chain: Chain, store: Path, tmp_path: Path
+) -> None:
+    """Planned again after its jobs ran, a stage's plan is not the one submitted (an input its
+    producer has made since is pinned now; a key with a run already gets a new attempt), and
+    an up-to-date stage's run directory holds the old job that made its version. Status reads
+    the submission's record instead: the job each stage was submitted as, and up to date for
+    the ones it did not submit, naming the job that made their version."""
+    from recipekit.launch.profiles import find_profile
+    from recipekit.launch.run_dir import JOB_RECORD
+    from recipekit.lineage.status import StageState
+    from recipekit.pipeline.status import stage_statuses
+    from recipekit.pipeline.submissions import StageRecord, record_submission
+    from recipekit.pipeline.submit import as_submitted, chain_images, chain_status
+
+    profile = find_profile(_profile_file(tmp_path, store, "a"))
+    _run(chain, store, images=chain_images(profile))
+    planned = plan_chain(chain, chain.between(None, UNTIL))
+    runs = Path(profile.runs_dir)
+
+    def job_in(run: str, job: str) -> str:
+        (runs / run).mkdir(parents=True, exist_ok=True)
+        (runs / run / JOB_RECORD).write_text(json.dumps({"job_id": job}))
+        return run
+
+    # pretrain's own run directory (the plan's) holds the job that made its version.
+    pretrain = next(e for e in planned if e.name == "pretrain")
+    assert pretrain.plan is not None
+    job_in(run_name("pretrain", pretrain.plan.hash), "7")
+    up_to_date = {"runs": False, "reason": UP_TO_DATE, "version": "v0"}
+    ran = {"runs": True, "reason": RECIPE_CHANGED}
+    record_submission(
+        runs,
+        chain.pipeline.name,
+        {
+            "pretrain": StageRecord(up_to_date),
+            "sft": StageRecord(up_to_date),
+            "sft-stage2": StageRecord(up_to_date),
+            "rlvr": StageRecord(ran, run=job_in("rlvr-000000000001", "42"), job="42"),
+        },
+    )
+    # A later submission of one stage adds to the record, run directories no plan names now.
+    record_submission(
+        runs,
+        chain.pipeline.name,
+        {UNTIL: StageRecord(ran, run=job_in(f"{UNTIL}-000000000002", "43"), job="43")},
+    )
+    planned, sources = as_submitted(chain, planned, profile)
+    rows = {row["stage"]: row for row in chain_status(planned, profile, sources)}
+    assert rows["rlvr"]["job"] == "42" and rows[UNTIL]["job"] == "43"
+    assert rows["rlvr"]["action"] == ran
+    assert rows["pretrain"]["job"] is None
+    assert rows["pretrain"]["made_by"]["job"] == "7"
+    statuses = stage_statuses(chain, planned, list(rows.values()))
+    for name in ("pretrain", "sft", "sft-stage2"):
+        assert statuses[name].state is StageState.UP_TO_DATE, name
+    assert statuses["pretrain"].note.endswith("(v0), made by job 7")
+    assert statuses["rlvr"].job == "42" and statuses[UNTIL].job == "43"
+    # Without the record, a stage is judged by its action now: all up to date, none a job.
+    (runs / ".pipelines" / f"{chain.pipeline.name}.json").unlink()
+    planned, sources = as_submitted(chain, planned, profile)
+    rows = {row["stage"]: row for row in chain_status(planned, profile, sources)}
+    assert all(row["job"] is None for row in rows.values()), rows
+    statuses = stage_statuses(chain, planned, list(rows.values()))
+    assert {statuses[n].state for n in rows} == {StageState.UP_TO_DATE}

@@ -48,7 +48,9 @@ def stage_state(row: Mapping[str, Any], *, blocked: bool) -> tuple[StageState, s
         action = row.get("action")
         if action is not None and not action.get("runs"):
             held = f" ({action['version']})" if action.get("version") else ""
-            return StageState.UP_TO_DATE, f"not submitted; the store holds its output{held}"
+            made_by = row.get("made_by")
+            by = f", made by job {made_by['job']}" if made_by else ""
+            return StageState.UP_TO_DATE, f"not submitted; the store holds its output{held}{by}"
         if action is not None:
             return StageState.SKIPPED, f"not submitted; it runs: {action.get('reason')}"
         if versions:

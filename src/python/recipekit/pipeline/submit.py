@@ -39,6 +39,7 @@ from recipekit.pipeline.actions import (
     plan_actions,
 )
 from recipekit.pipeline.chain import Chain, PlannedStage, plan_chain
+from recipekit.pipeline.submissions import StageRecord, last_submission, now, record_submission
 
 
 @attrs.frozen
@@ -179,7 +180,37 @@ def submit_chain(
         job_id, run = submit_plan(entry.plan, stage_profile, after=after)
         jobs[entry.name] = job_id
         submitted.append(SubmittedStage(entry.name, job_id, run, after))
+    _record(chain, profile, actions, submitted)
     return submitted, actions
+
+
+def _record(
+    chain: Chain,
+    profile: ClusterProfile,
+    actions: Sequence[StageAction],
+    submitted: Sequence[SubmittedStage],
+) -> None:
+    """What this submission did, for ``pipeline status``: each stage's action, and the run
+    directory and job of each one submitted."""
+    at = now()
+    by_stage = {s.name: s for s in submitted}
+    records = {}
+    for action in actions:
+        made = by_stage.get(action.stage)
+        records[action.stage] = StageRecord(
+            _action_row(action),
+            run=made.run.path.name if made else None,
+            job=made.job_id if made else None,
+            delegated_to=made.delegated_to if made else None,
+            at=at,
+        )
+    record_submission(profile.runs_dir, chain.pipeline.name, records)
+
+
+def _action_row(action: StageAction) -> dict[str, Any]:
+    """What a status row says of a stage's action: whether it runs, why, its version."""
+    version = {"version": f"v{action.version}"} if action.version is not None else {}
+    return {"runs": action.runs, "reason": action.reason, **version}
 
 
 def keep_pinned(root: Path, actions: Sequence[StageAction]) -> list[str]:
@@ -231,60 +262,77 @@ def chain_records(profile: ClusterProfile | None) -> StoreRecords | None:
     return StoreRecords(Path(store.path))
 
 
+@attrs.frozen
+class StatusSource:
+    """Where a stage's status row reads from: the run directory whose job it shows (None: the
+    plan's own), the action it shows, and whether that job is this chain's work (submitted by
+    the last ``pipeline submit``, or the plan's own run) rather than the old job that made
+    the version an up-to-date stage found."""
+
+    action: Mapping[str, Any] | None = None
+    run: str | None = None
+    submitted: bool = True
+
+
 def as_submitted(
     chain: Chain,
     planned: list[PlannedStage],
     profile: ClusterProfile,
     overrides: Sequence[str] = (),
-) -> tuple[list[PlannedStage], dict[str, str], list[StageAction]]:
+) -> tuple[list[PlannedStage], dict[str, StatusSource]]:
     """The plans as ``submit_chain`` submits them (a stage that runs is pinned to the input
-    versions resolved, so its run directory is the pinned plan's), for a stage that is up
-    to date the run that made its version, and every stage's action (whether it runs now):
-    a stage not submitted is up to date only when its action does not run, not because its
-    output has some version. Without a store here: the plans as they are, and no actions."""
+    versions resolved) and where each stage's status comes from. A stage the last ``pipeline
+    submit`` covered is shown as that submission left it (``submissions``): its job, or up to
+    date. Any other stage from its action now: a stage not submitted is up to date only when
+    its action does not run, not because its output has some version; the job that made that
+    version is named, not drawn as this chain's. Without a store here: the plans as they are."""
     records = chain_records(profile)
     if records is None:
-        return planned, {}, []
+        return planned, {}
     actions = plan_actions(chain, planned, records, images=chain_images(profile))
     pinned = {p.name: p for p in pinned_plans(chain, planned, actions, overrides)}
-    runs: dict[str, str] = {}
+    last = last_submission(profile.runs_dir, chain.pipeline.name)
+    sources: dict[str, StatusSource] = {}
     for entry, action in zip(planned, actions, strict=True):
+        recorded = last.get(entry.name)
+        if recorded is not None:
+            sources[entry.name] = StatusSource(recorded.action, recorded.run, recorded.submitted)
+            continue
+        source = StatusSource(_action_row(action))
         output = entry.lineage.output
         if not action.runs and action.version is not None and output is not None:
             made = [v for v in versions(records.root, output) if v.version == action.version]
             if made:
-                runs[entry.name] = made[0].run
-    return [pinned.get(p.name, p) for p in planned], runs, actions
+                source = attrs.evolve(source, run=made[0].run, submitted=False)
+        sources[entry.name] = source
+    return [pinned.get(p.name, p) for p in planned], sources
 
 
 def chain_status(
     planned: Sequence[PlannedStage],
     profile: ClusterProfile,
-    runs: Mapping[str, str] | None = None,
-    actions: Sequence[StageAction] = (),
+    sources: Mapping[str, StatusSource] | None = None,
 ) -> list[dict[str, Any]]:
-    """Each stage's job (from its run directory) and its output artifact's versions. ``runs``
-    names a stage's run directory where it is not its plan's (an up-to-date stage: the run that
-    made its version); ``actions`` (``plan_actions`` on the store) whether each would run now,
-    and why: the row's ``action``."""
+    """Each stage's job (from its run directory) and its output artifact's versions.
+    ``sources`` (``as_submitted``) says where a stage's job is when not in its plan's run
+    directory, and its action: the row's ``action`` (whether it runs, and why). A job that is
+    not this chain's (the one that made an up-to-date stage's version) is the row's
+    ``made_by``, not its ``job``."""
     rows = []
     store = Path(profile.artifact_store.path) if profile.artifact_store else None
-    by_stage = {action.stage: action for action in actions}
     for entry in planned:
         row: dict[str, Any] = {"stage": entry.name, "job": None, "state": "not submitted"}
-        action = by_stage.get(entry.name)
-        if action is not None:
-            row["action"] = {
-                "runs": action.runs,
-                "reason": action.reason,
-                **({"version": f"v{action.version}"} if action.version is not None else {}),
-            }
+        source = (sources or {}).get(entry.name, StatusSource())
+        if source.action is not None:
+            row["action"] = dict(source.action)
         if entry.plan is not None:
             run = RunDir.for_plan(profile.runs_dir, entry.name, entry.plan.hash)
-            if runs and entry.name in runs:
-                run = RunDir(Path(profile.runs_dir) / runs[entry.name])
+            if source.run is not None:
+                run = RunDir(Path(profile.runs_dir) / source.run)
             job_id, client = run.job_id(), run.delegated_to()
-            if job_id is not None:
+            if job_id is not None and not source.submitted:
+                row["made_by"] = {"job": job_id, "run": str(run.path)}
+            elif job_id is not None:
                 row.update(job=job_id, run=str(run.path), **_job(job_id))
                 row["lost_nodes"] = [node for _, _, node in run.lost_nodes()]
             elif client is not None:
