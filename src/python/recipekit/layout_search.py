@@ -31,6 +31,7 @@ from recipekit.hardware import Hardware
 from recipekit.keypaths import with_values
 from recipekit.markers import given_at
 from recipekit.memory.estimate import MemoryEstimate
+from recipekit.memory.megatron import lower_bound
 from recipekit.parallelism import ParallelLayout
 from recipekit.plan import Plan, make_plan, resolve_run_inputs
 from recipekit.stage import Stage
@@ -132,7 +133,13 @@ def search(
     candidates = list(framework.layout_candidates(base, hw, model))
     tried = len(candidates)
     what = f"layout {stage.name}"
-    with progress(f"{what}: pricing", total=tried, silent=not show_progress) as bar:
+    # Priced at the estimate's lower bound (no allocator simulation, a second or so a
+    # candidate): what it refuses the full estimate refuses too, and each layout shown is
+    # planned below, so estimated in full, before it counts as fitting.
+    with (
+        progress(f"{what}: pricing", total=tried, silent=not show_progress) as bar,
+        lower_bound(),
+    ):
         for layout, overrides in candidates:
             bar.advance()
             try:
@@ -163,7 +170,8 @@ def search(
                 refusals.add(exc)
                 continue
             changed = {k: v for k, v in overrides.items() if _lookup(config, k) != v}
-            found.append(Candidate(changed, plan, layout, -negative_headroom, proxy))
+            headroom = plan.memory.headroom_gib if plan.memory else -negative_headroom
+            found.append(Candidate(changed, plan, layout, headroom, proxy))
             bar.advance()
             if len(found) == top:
                 break

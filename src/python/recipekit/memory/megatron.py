@@ -25,8 +25,11 @@ Sources, each cited where its formula is used:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -170,15 +173,45 @@ def stage_patterns(arch: Architecture, setup: MegatronSetup) -> list[str]:
     return [s for s in ([head] if head else []) + chunks + ([tail] if tail else [])]
 
 
-@functools.lru_cache(maxsize=4096)
+# Whether the allocator's share plays the step through the allocator model (_simulated_step)
+# or keeps its envelope alone: a lower bound on the estimate, which the layout search prices
+# thousands of candidates with before it plans (and so estimates in full) the ones it shows.
+_SIMULATE: contextvars.ContextVar[bool] = contextvars.ContextVar("simulate", default=True)
+
+
+@contextlib.contextmanager
+def lower_bound() -> Iterator[None]:
+    """Within the block, estimates leave the allocator simulation out: every total is at most
+    the full estimate's, so a layout refused here is refused by the full estimate too."""
+    token = _SIMULATE.set(False)
+    try:
+        yield
+    finally:
+        _SIMULATE.reset(token)
+
+
 def training_terms(arch: Architecture, setup: MegatronSetup) -> tuple[Term, ...]:
-    """The terms of the pipeline stage with the largest total (cached: the layout search
-    prices one training layout with every vLLM size)."""
+    """The terms of the pipeline stage with the largest total."""
+    return _training_terms(arch, setup, simulate=_SIMULATE.get())
+
+
+@functools.lru_cache(maxsize=4096)
+def _training_terms(
+    arch: Architecture, setup: MegatronSetup, *, simulate: bool
+) -> tuple[Term, ...]:
+    """training_terms, cached: the layout search prices one training layout with every vLLM
+    size."""
     stages = stage_patterns(arch, setup)
     best: tuple[Term, ...] = ()
     for index, pattern in enumerate(stages):
         candidate = _stage_terms(
-            arch, setup, pattern, first=index == 0, last=index == len(stages) - 1, stage=index
+            arch,
+            setup,
+            pattern,
+            first=index == 0,
+            last=index == len(stages) - 1,
+            stage=index,
+            simulate=simulate,
         )
         if sum(t.bytes for t in candidate) > sum(t.bytes for t in best):
             best = candidate
@@ -253,6 +286,7 @@ def _stage_terms(
     first: bool,
     last: bool,
     stage: int = 0,
+    simulate: bool = True,
 ) -> tuple[Term, ...]:
     s = setup
     dense, vision, expert = _stage_weights(arch, s, pattern, first=first, last=last)
@@ -307,6 +341,7 @@ def _stage_terms(
         first=first,
         last=last,
         stage=stage,
+        simulate=simulate,
     )
     return terms(
         weights,
@@ -403,6 +438,7 @@ def _allocator(
     first: bool,
     last: bool,
     stage: int = 0,
+    simulate: bool = True,
 ) -> Term:
     """What PyTorch's caching allocator reserves beyond the allocated peak: block rounding and
     the segments the step's blocks take beyond what they hold at once.
@@ -419,7 +455,7 @@ def _allocator(
     (``_simulation_size``: a model of many layers and local experts) keeps the envelope alone."""
     shards = _optimizer_shards(arch, s, pattern, first=first, last=last)
     simulated = 0.0
-    if _simulation_size(arch, s, pattern, shards, stage) <= SIMULATED_BLOCKS:
+    if simulate and _simulation_size(arch, s, pattern, shards, stage) <= SIMULATED_BLOCKS:
         reserved, peak = _simulated_step(
             arch, s, pattern, shards, first=first, last=last, stage=stage
         )
@@ -579,9 +615,13 @@ def _optimizer_shards(
             width, up = e.latent or h, 2 if e.gated else 1
             dense(e.num_experts * h)
             if s.train_language:
-                for _ in range(max(1, e.num_experts // s.ep)):
-                    experts.append((width * e.expert_ffn * up / s.etp / expert_dp, 1))
-                    experts.append((e.expert_ffn * width / s.etp / expert_dp, 1))
+                # Each local expert's two matrices, in turn (one list operation: hundreds of
+                # local experts a layer, priced for thousands of layouts).
+                pair = [
+                    (width * e.expert_ffn * up / s.etp / expert_dp, 1.0),
+                    (e.expert_ffn * width / s.etp / expert_dp, 1.0),
+                ]
+                experts.extend(pair * max(1, e.num_experts // s.ep))
             dense(h * e.shared_ffn * up)
             dense(e.shared_ffn * h)
     if last and not arch.tied_embeddings:

@@ -211,3 +211,27 @@ def test_a_pipeline_stage_holds_pp_minus_its_rank_micro_batches_at_most_the_step
     assert [_in_flight(interleaved, stage) for stage in range(4)] == [5.5, 4.5, 3.5, 2.5]
     assert _in_flight(attrs.evolve(interleaved, microbatches=1), 0) == 1
     assert _in_flight(MegatronSetup(world=1, tokens=4096), 0) == 1
+
+
+def test_the_lower_bound_leaves_only_the_allocator_simulation_out() -> None:
+    # A GPT small enough to simulate, whose simulated share exceeds its envelope: the layout
+    # search prices with the bound and plans (in full) only what the bound lets through.
+    from recipekit.memory.megatron import ALLOCATOR, lower_bound
+
+    # The wide grid's dense-2k-gqa at two 4k sequences, full recompute: simulated 3.39 GiB
+    # beyond the allocated peak, its envelope 2.52 GiB.
+    arch = attrs.evolve(
+        GPT, pattern="*-" * 8, hidden=2048, vocab=32768, kv_heads=4, head_dim=128, ffn=8192
+    )
+    setup = MegatronSetup(
+        world=1, tokens=8192, sequence=4096, recompute="full", fused_attention=False,
+        fused_adam=False,
+    )  # fmt: skip
+    full = _terms(training_terms(arch, setup))
+    with lower_bound():
+        bound = _terms(training_terms(arch, setup))
+    assert _terms(training_terms(arch, setup)) == full  # the cache keeps the two apart
+    assert {k: v for k, v in bound.items() if k != ALLOCATOR} == {
+        k: v for k, v in full.items() if k != ALLOCATOR
+    }
+    assert bound[ALLOCATOR] < full[ALLOCATOR]

@@ -89,7 +89,7 @@ class CachingAllocator:
         for neighbour in (index + 1, index - 1):
             if 0 <= neighbour < len(blocks) and blocks[neighbour][2]:
                 other = blocks[neighbour]
-                self.free.remove((other[1], segment, other[0]))
+                del self.free[bisect.bisect_left(self.free, (other[1], segment, other[0]))]
                 low, high = sorted((index, neighbour))
                 blocks[low] = [blocks[low][0], blocks[low][1] + blocks[high][1], 1]
                 del blocks[high]
