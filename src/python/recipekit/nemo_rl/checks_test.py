@@ -188,6 +188,14 @@ def test_null_math_verifier_is_caught() -> None:
     assert "every reward 0.0 silently" in text
 
 
+def test_a_null_or_unknown_verifier_type_is_caught() -> None:
+    text = _one(dapo_gb200, "env.math.verifier_type=null")
+    assert "asserts verifier_type is a string" in text and "math_environment.py:245" in text
+    text = _one(dapo_gb200, "env.math.verifier_type=english_multichoise")
+    assert "did you mean 'english_multichoice'?" in text
+    make_plan(dapo_gb200, ["env.math.verifier_type=multilingual_multichoice"])
+
+
 def test_fp8_kv_cache_needs_fp8_generation() -> None:
     text = _one(dapo_gb200, "policy.generation.vllm_cfg.kv_cache_dtype=fp8")
     assert "needs vllm_cfg.precision: fp8" in text

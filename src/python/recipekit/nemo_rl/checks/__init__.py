@@ -30,6 +30,7 @@ ERROR_CHECKS: tuple[Check, ...] = (
     resources.vllm_fits_generation_gpus,
     settings.megatron_settings_agree,
     settings.math_verifier_is_set,
+    settings.math_verifier_type_is_known,
     sequence.response_budget_fits,
     sequence.token_budgets_hold_a_sequence,
     sequence.sequence_divisible_for_parallelism,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 
 from recipekit.errors import Issue
@@ -70,3 +71,43 @@ def math_verifier_is_set(ctx: CheckContext) -> Iterator[Issue]:
                 value=None,
                 hint="remove the key for hf_math_verify, or name a verifier",
             )
+
+
+# The verifier workers a math environment can start, by verifier_type: BaseMathEnvironment's
+# subclasses' WORKER_CLASS_DICT (math_environment.py:450 and :556 @ super-v3.5-posttraining).
+VERIFIER_TYPES = ("math", "english_multichoice", "multilingual_multichoice")
+
+
+def math_verifier_type_is_known(ctx: CheckContext) -> Iterator[Issue]:
+    """NeMo-RL's math environment reads verifier_type with "math" as the default, asserts the
+    value is a string, then looks its worker up (math_environment.py:245 @ super-v3, :384 and
+    :388 @ super-v3.5-posttraining): an explicit null fails the assert at setup, an unknown
+    name a KeyError."""
+    envs = ctx.config.env
+    named = envs.items() if isinstance(envs, dict) else [("math", envs.math)]
+    for name, env in named:
+        if isinstance(env, Marker) or isinstance(env.verifier_type, Marker):
+            continue
+        if env.verifier_type is None:
+            yield Issue(
+                f"env.{name}.verifier_type",
+                "NeMo-RL's math environment asserts verifier_type is a string "
+                "(math_environment.py:245 @ super-v3); an explicit null fails its setup",
+                value=None,
+                hint="remove the key for the default 'math', or name a verifier",
+            )
+        elif env.verifier_type not in VERIFIER_TYPES:
+            yield Issue(
+                f"env.{name}.verifier_type",
+                "no math environment has a verifier worker of that name "
+                "(math_environment.py:388 @ super-v3.5-posttraining looks it up in "
+                "WORKER_CLASS_DICT)",
+                value=env.verifier_type,
+                hint=_closest(env.verifier_type, VERIFIER_TYPES),
+            )
+
+
+def _closest(value: str, choices: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else "one of: " + ", ".join(choices)
+
