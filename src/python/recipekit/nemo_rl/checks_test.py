@@ -196,6 +196,16 @@ def test_a_null_or_unknown_verifier_type_is_caught() -> None:
     make_plan(dapo_gb200, ["env.math.verifier_type=multilingual_multichoice"])
 
 
+def test_a_model_override_of_a_first_class_megatron_key_is_refused() -> None:
+    from recipes.super35.rl import rlvr
+
+    text = _one(rlvr, "policy.megatron_cfg.model_overrides={sequence_parallel: false}")
+    assert text.startswith("policy.megatron_cfg.model_overrides.sequence_parallel = False")
+    assert "set policy.megatron_cfg.sequence_parallel instead" in text
+    # A Megatron-Bridge model field NeMo-RL has no key for is what model_overrides is for.
+    make_plan(rlvr, ["policy.megatron_cfg.model_overrides={hidden_dropout: 0.0}"])
+
+
 def test_fp8_kv_cache_needs_fp8_generation() -> None:
     text = _one(dapo_gb200, "policy.generation.vllm_cfg.kv_cache_dtype=fp8")
     assert "needs vllm_cfg.precision: fp8" in text

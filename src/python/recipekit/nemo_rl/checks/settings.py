@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
+import attrs
+
 from recipekit.errors import Issue
 from recipekit.markers import Marker
 from recipekit.nemo_rl.checks.context import (
@@ -110,4 +112,26 @@ def math_verifier_type_is_known(ctx: CheckContext) -> Iterator[Issue]:
 def _closest(value: str, choices: tuple[str, ...]) -> str:
     close = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
     return f"did you mean {close[0]!r}?" if close else "one of: " + ", ".join(choices)
+
+
+def model_overrides_name_no_first_class_key(ctx: CheckContext) -> Iterator[Issue]:
+    """NeMo-RL refuses a model override that a megatron_cfg key already sets: its conflict list
+    is MegatronConfig's keys and every key the rendered megatron_cfg holds, less
+    model_overrides itself (nemo_rl/models/megatron/setup.py:760-772 @ super-v3.5-posttraining).
+    recipekit's megatron_cfg section has exactly MegatronConfig's keys (the type oracle), and
+    its rendered dict holds no others, so the section's fields are that list."""
+    m = ctx.megatron
+    overrides = getattr(m, "model_overrides", None)
+    if m is None or not isinstance(overrides, dict):
+        return
+    first_class = {f.name for f in attrs.fields(type(m))} - {"model_overrides"}
+    for name in sorted(set(overrides) & first_class):
+        yield Issue(
+            f"{MEGATRON}.model_overrides.{name}",
+            f"conflicts with {MEGATRON}.{name}: NeMo-RL's Megatron setup raises, model_overrides"
+            " is only for Megatron-Bridge model fields without a first-class NeMo-RL key"
+            " (nemo_rl/models/megatron/setup.py:772 @ super-v3.5-posttraining)",
+            value=overrides[name],
+            hint=f"set {MEGATRON}.{name} instead",
+        )
 
