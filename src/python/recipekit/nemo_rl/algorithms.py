@@ -13,6 +13,7 @@ Two versions: ``super-v3`` (the Super V3 container, ``NEMO_RL_VERSION``) and the
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -35,6 +36,7 @@ from recipekit.nemo_rl.framework import (
     nemo_rl_checkpoint_reads,
     nemo_rl_save_policy,
 )
+from recipekit.nemo_rl.rules.xtoken_distillation import XTOKEN_ERROR_CHECKS
 from recipekit.nemo_rl.schema_distillation import (
     DistillationMasterConfig,
     DistillationMasterConfigMain,
@@ -86,12 +88,16 @@ class NemoRLRun(FrameworkBase):
     rules: tuple[Derivation, ...] = RULES
     name: str = "nemo-rl"
     launch: Launch = "ray"
+    # The entry point's own run-time rules, each reading the typed config: errors, warnings.
+    error_checks: tuple[Callable[[Any], Iterable[Issue]], ...] = ()
+    warning_checks: tuple[Callable[[Any], Iterable[Issue]], ...] = ()
 
     def check(
         self, config: Any, hardware: Hardware, model: ModelCard
     ) -> tuple[ClusterLayout, list[Issue], list[Issue]]:
-        """The GPUs NeMo-RL's cluster asks for must be in the stage's allocation, and a
-        Megatron policy's layout must hold on them."""
+        """The GPUs NeMo-RL's cluster asks for must be in the stage's allocation, a Megatron
+        policy's layout must hold on them, and the entry point's own rules (error_checks,
+        warning_checks) must hold."""
         cluster = given(getattr(config, "cluster", UNSET), None)  # an eval config has its own
         asked = {}
         errors = []
@@ -109,7 +115,9 @@ class NemoRLRun(FrameworkBase):
         if parallel is not None:
             gpus = f"the {nodes * per_node} GPUs of NeMo-RL's cluster ({nodes} x {per_node})"
             errors += model_layout_issues(parallel, NEMO_RL, hardware.node, model, gpus)
-        return ClusterLayout(nodes, per_node, parallel), errors, []
+        errors += [issue for rule in self.error_checks for issue in rule(config)]
+        warnings = [issue for rule in self.warning_checks for issue in rule(config)]
+        return ClusterLayout(nodes, per_node, parallel), errors, warnings
 
     def arguments(self, rendered: dict[str, Any]) -> list[str]:
         return ["--config", CONFIG_PLACEHOLDER]
@@ -191,6 +199,7 @@ NEMO_RL_SUPER35_XTOKEN_DISTILLATION = _main(
         "xtoken_distillation",
         "examples/run_xtoken_off_policy_distillation.py",
         XTokenDistillationMasterConfig,
+        error_checks=XTOKEN_ERROR_CHECKS,
     )
 )
 NEMO_RL_SUPER35_PPO = _main(NemoRLRun("ppo", "examples/run_ppo.py", PPOMasterConfig))

@@ -29,7 +29,15 @@ def _frameworks_running(source: str, framework: str) -> list[object]:
     if source == "nemo-rl/super-v3":
         return [NEMO_RL_GRPO]
     if source.startswith("nemo-rl/") or source.startswith("vllm/"):
-        return [NEMO_RL_SUPER35]
+        # GRPO's, and the other entry points' on super-v3.5-posttraining (xtoken distillation).
+        from recipekit.nemo_rl import algorithms
+
+        return [NEMO_RL_SUPER35] + [
+            value
+            for value in vars(algorithms).values()
+            if isinstance(value, algorithms.NemoRLRun)
+            and value.version == algorithms.SUPER35_VERSION
+        ]
     if source == rule_catalogue.ISSUE_SOURCE and framework == "nemo-rl":
         return [NEMO_RL_GRPO, NEMO_RL_SUPER35]
     if source.startswith("nemo-evaluator/") or (

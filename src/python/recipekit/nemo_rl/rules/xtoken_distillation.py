@@ -1,0 +1,118 @@
+"""Cross-tokenizer distillation's loss rules (``examples/run_xtoken_off_policy_distillation.py``,
+super-v3.5-posttraining): CrossTokenizerDistillationLossFn refuses these in its constructor at
+setup, or, per teacher, at the first training step.
+
+Each check reads the typed config (the entry point is a NemoRLRun, which has no GRPO
+CheckContext). An unset loss key is false, as in the config the recipe starts from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.markers import Marker
+from recipekit.nemo_rl.schema_distillation import XTokenDistillationMasterConfig
+
+LOSS_PY = "nemo_rl/algorithms/loss/loss_functions.py"
+
+
+def _cite(line: int) -> str:
+    return f"{LOSS_PY}:{line} @ super-v3.5-posttraining"
+# Teachers' static weight where a teacher states none (xtoken_off_policy_distillation.py:186).
+DEFAULT_WEIGHT = 1.0
+
+
+def _flag(value: object) -> bool:
+    return value is True
+
+
+def _mode(config: XTokenDistillationMasterConfig) -> str | None:
+    mode = config.loss_fn.kd_loss_mode
+    return None if isinstance(mode, Marker) else mode
+
+
+def xtoken_loss_needs_gold_loss(config: XTokenDistillationMasterConfig) -> Iterator[Issue]:
+    """loss_functions.py:1524: the shared xtoken_loss modifies the gold path, so it needs
+    gold_loss. :1778: in kd_loss_mode sum a teacher's own flags (its null falls back to the
+    shared one) must agree the same way; other modes use only the shared flags."""
+    loss = config.loss_fn
+    gold, xtoken = _flag(loss.gold_loss), _flag(loss.xtoken_loss)
+    if xtoken and not gold:
+        yield Issue(
+            "loss_fn.xtoken_loss",
+            f"cross-tokenizer distillation refuses it without loss_fn.gold_loss: xtoken_loss "
+            f"modifies the gold-loss path and is undefined in the P-KL path ({_cite(1524)})",
+            value=True,
+            hint="set loss_fn.gold_loss: true, or xtoken_loss false",
+        )
+    if _mode(config) != "sum":
+        return
+    for index, teacher in enumerate(config.teachers):
+        own_gold = None if isinstance(teacher.gold_loss, Marker) else teacher.gold_loss
+        own_xtoken = None if isinstance(teacher.xtoken_loss, Marker) else teacher.xtoken_loss
+        teacher_gold = gold if own_gold is None else own_gold
+        teacher_xtoken = xtoken if own_xtoken is None else own_xtoken
+        if teacher_xtoken and not teacher_gold and not (xtoken and not gold):
+            key = "xtoken_loss" if own_xtoken is not None else "gold_loss"
+            yield Issue(
+                f"teachers[{index}].{key}",
+                f"teacher {index} would have xtoken_loss without gold_loss (its own flags, or "
+                f"loss_fn's where it sets none): the loss raises at its first step "
+                f"({_cite(1778)})",
+                value=own_xtoken if key == "xtoken_loss" else own_gold,
+                hint=f"set teachers[{index}].gold_loss: true, or its xtoken_loss false",
+            )
+
+
+def sum_only_settings_need_sum_mode(config: XTokenDistillationMasterConfig) -> Iterator[Issue]:
+    """loss_functions.py:1534 and :1540: dynamic teacher weights (sum_weights_metric) and
+    normalize_teacher_by_vocab apply only in kd_loss_mode sum; the loss refuses them in any
+    other mode rather than ignore them."""
+    loss, mode = config.loss_fn, _mode(config)
+    if mode is None or mode == "sum":
+        return
+    metric = loss.sum_weights_metric
+    if not isinstance(metric, Marker) and metric is not None:
+        yield Issue(
+            "loss_fn.sum_weights_metric",
+            f"applies only in kd_loss_mode 'sum'; cross-tokenizer distillation refuses it "
+            f"with {mode!r} ({_cite(1534)})",
+            value=metric,
+            hint="set it null, or loss_fn.kd_loss_mode: sum",
+        )
+    if loss.normalize_teacher_by_vocab is True:
+        yield Issue(
+            "loss_fn.normalize_teacher_by_vocab",
+            f"applies only in kd_loss_mode 'sum'; cross-tokenizer distillation refuses it "
+            f"with {mode!r} ({_cite(1540)})",
+            value=True,
+            hint="set it false, or loss_fn.kd_loss_mode: sum",
+        )
+
+
+def averaged_logits_weights_do_not_cancel(
+    config: XTokenDistillationMasterConfig,
+) -> Iterator[Issue]:
+    """loss_functions.py:1554: averaged_logits mixes the teachers' logits by weight / sum of
+    weights, so the weights may not sum to zero."""
+    if _mode(config) != "averaged_logits":
+        return
+    weights = [
+        DEFAULT_WEIGHT if isinstance(t.weight, Marker) else t.weight for t in config.teachers
+    ]
+    if weights and sum(weights) == 0:
+        yield Issue(
+            "teachers",
+            f"the teachers' weights {weights} sum to zero, and kd_loss_mode averaged_logits "
+            f"divides by that sum ({_cite(1554)})",
+            value=weights,
+            hint="give at least one teacher a weight, or another kd_loss_mode",
+        )
+
+
+XTOKEN_ERROR_CHECKS = (
+    xtoken_loss_needs_gold_loss,
+    sum_only_settings_need_sum_mode,
+    averaged_logits_weights_do_not_cancel,
+)
