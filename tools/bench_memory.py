@@ -34,10 +34,10 @@ def _median_ms(action: Callable[[], Any], runs: int) -> float:
 def _cold_estimate(plan: Any) -> Any:
     """The estimate alone, its per-layer caches emptied first (the layout search keeps them
     warm; one plan computes them)."""
-    from recipekit.memory import parameters
-    from recipekit.memory.megatron import training_terms
+    from recipekit.memory import megatron, parameters
 
-    for cached in (training_terms, parameters.stack, parameters.layer):
+    megatron.clear_cache()
+    for cached in (parameters.stack, parameters.layer):
         cached.cache_clear()
     stage = plan.stage
     return stage.framework.memory(plan.config, stage.hardware, stage.model, plan.layout)

@@ -195,6 +195,11 @@ def training_terms(arch: Architecture, setup: MegatronSetup) -> tuple[Term, ...]
     return _training_terms(arch, setup, simulate=_SIMULATE.get())
 
 
+def clear_cache() -> None:
+    """Forget every cached training estimate (a benchmark of a cold estimate)."""
+    _training_terms.cache_clear()
+
+
 @functools.lru_cache(maxsize=4096)
 def _training_terms(
     arch: Architecture, setup: MegatronSetup, *, simulate: bool
