@@ -226,24 +226,6 @@ def sequence_parallel_without_tensor_parallel(ctx: CheckContext) -> Iterator[Iss
         )
 
 
-def warmup_ends_within_the_run(ctx: CheckContext) -> Iterator[Issue]:
-    """training/config.py:1800 @ 067f987df (a warning): a warm-up as long as the decay is cut to
-    one step short of it; the decay spans lr_decay_iters, or the whole run when unset."""
-    scheduler, iters = ctx.config.scheduler, ctx.config.train.train_iters
-    warmup, decay = scheduler.lr_warmup_iters, scheduler.lr_decay_iters
-    decay_iters, decay_key = iters, "train.train_iters"
-    if isinstance(decay, int):
-        decay_iters, decay_key = decay, "scheduler.lr_decay_iters"
-    if isinstance(warmup, int) and warmup >= decay_iters:
-        yield Issue(
-            "scheduler.lr_warmup_iters",
-            f"the warm-up does not end before the decay does ({decay_key} = {decay_iters}): "
-            f"Megatron-Bridge warns and cuts it to one step less {cite(CONFIG, 1800)}",
-            value=warmup,
-        )
-
-
 WARNING_CHECKS: tuple[Check, ...] = (
     sequence_parallel_without_tensor_parallel,
-    warmup_ends_within_the_run,
 )

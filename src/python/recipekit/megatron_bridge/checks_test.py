@@ -5,7 +5,7 @@ the arithmetic."""
 # name (recorded from the checks that produced an issue while these tests ran):
 # dataset_agrees_with_model_and_train, finetune_has_weights_to_load,
 # global_batch_splits_over_data_parallel, parallel_layout_holds, recipe_names_its_mode,
-# sequence_splits_over_its_ranks, warmup_ends_within_the_run.
+# sequence_splits_over_its_ranks, warmup_ends_before_the_decay.
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from recipekit.errors import Issue
-from recipekit.megatron_core.rules import fusion, moe, optimizer, parallel, recompute
+from recipekit.megatron_core.rules import fusion, moe, optimizer, parallel, recompute, scheduler
 
 Check = Callable[[Any], Iterator[Issue]]
 
@@ -30,12 +30,16 @@ ERROR_CHECKS: tuple[Check, ...] = (
     fusion.bias_activation_fusion_needs_gelu_or_silu,
     optimizer.precision_aware_optimizer_needs_adam,
     optimizer.precision_aware_optimizer_needs_distributed_optimizer,
+    scheduler.lr_at_least_min_lr,
+    scheduler.warmup_starts_at_most_lr,
+    scheduler.weight_decay_does_not_fall,
 )
 WARNING_CHECKS: tuple[Check, ...] = (
     parallel.expert_and_tensor_parallel_want_sequence_parallel,
     recompute.core_attn_recompute_may_be_fused,
     moe.deepep_flag_is_deprecated,
     moe.many_experts_route_in_fp32,
+    scheduler.warmup_ends_before_the_decay,
 )
 
 # Per framework: both run every rule (each names the framework's own keys).

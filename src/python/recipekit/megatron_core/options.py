@@ -54,6 +54,17 @@ class OptionKeys:
     use_precision_aware_optimizer: str | None
     fp8: str | None
     fp8_recipe: str | None
+    # The learning-rate schedule (OptimizerParamScheduler's arguments).
+    lr: str | None = None
+    min_lr: str | None = None
+    lr_warmup_init: str | None = None
+    lr_warmup_iters: str | None = None
+    lr_decay_iters: str | None = None
+    start_weight_decay: str | None = None
+    end_weight_decay: str | None = None
+    weight_decay_incr_style: str | None = None
+    # The key that bounds the run's optimizer steps (the decay's length when it names none).
+    run_iters: str | None = None
 
 
 _NRL = "policy.megatron_cfg"
@@ -74,6 +85,15 @@ NEMO_RL_KEYS = OptionKeys(
     use_precision_aware_optimizer=f"{_NRL}.optimizer.use_precision_aware_optimizer",
     fp8=f"{_NRL}.fp8_cfg.fp8",
     fp8_recipe=f"{_NRL}.fp8_cfg.fp8_recipe",
+    lr=f"{_NRL}.optimizer.lr",
+    min_lr=f"{_NRL}.optimizer.min_lr",
+    lr_warmup_init=f"{_NRL}.scheduler.lr_warmup_init",
+    lr_warmup_iters=f"{_NRL}.scheduler.lr_warmup_iters",
+    lr_decay_iters=f"{_NRL}.scheduler.lr_decay_iters",
+    start_weight_decay=f"{_NRL}.scheduler.start_weight_decay",
+    end_weight_decay=f"{_NRL}.scheduler.end_weight_decay",
+    weight_decay_incr_style=f"{_NRL}.scheduler.weight_decay_incr_style",
+    run_iters="grpo.max_num_steps",
 )
 MEGATRON_BRIDGE_KEYS = OptionKeys(
     framework="megatron-bridge",
@@ -92,6 +112,11 @@ MEGATRON_BRIDGE_KEYS = OptionKeys(
     # The Megatron-Bridge stages have no FP8 key: the recipe's mixed-precision setting stands.
     fp8=None,
     fp8_recipe=None,
+    lr="optimizer.lr",
+    min_lr="optimizer.min_lr",
+    lr_warmup_iters="scheduler.lr_warmup_iters",
+    lr_decay_iters="scheduler.lr_decay_iters",
+    run_iters="train.train_iters",
 )
 
 
@@ -123,6 +148,19 @@ class MegatronOptions:
     # None: FP8 off (TransformerConfig's default); else the format, "e4m3" or "hybrid".
     fp8: str | None = None
     fp8_recipe: str | None = None
+    # The learning-rate schedule OptimizerParamScheduler is built with, in optimizer steps;
+    # None where the stage leaves it to a value recipekit cannot see (the recipe's).
+    lr: float | None = None
+    min_lr: float | None = None
+    lr_warmup_init: float | None = None
+    lr_warmup_iters: int | None = None
+    # None: the decay spans the whole run (the framework's train_iters).
+    lr_decay_iters: int | None = None
+    start_weight_decay: float | None = None
+    end_weight_decay: float | None = None
+    weight_decay_incr_style: str | None = None
+    # The most optimizer steps the run takes (its train_iters, or a bound on it); None unknown.
+    run_iters: int | None = None
 
     def key(self, field: str, fallback: str | None = None) -> str:
         """The user key that sets ``field`` (an option, or a size of ``parallel``), else
@@ -149,12 +187,18 @@ def _value(section: Any, name: str, default: Any) -> Any:
 
 
 def from_nemo_rl(
-    megatron_cfg: Any, parallel: ParallelLayout, parallel_keys: ParallelKeys
+    megatron_cfg: Any,
+    parallel: ParallelLayout,
+    parallel_keys: ParallelKeys,
+    max_num_steps: int | None = None,
 ) -> MegatronOptions:
     """``policy.megatron_cfg`` as NeMo-RL's setup passes it (nemo_rl/models/megatron/setup.py
-    @ 5d63149a: 860-917 layout and MoE, 1070-1076 recompute, 1421 the optimizer section), with
-    the stage's ``parallel`` layout."""
+    @ 5d63149a: 860-917 layout and MoE, 1070-1076 recompute, 1421 the optimizer section, 1443
+    the scheduler section), with the stage's ``parallel`` layout. ``max_num_steps`` bounds
+    the scheduler's train_iters: GRPO sets it to the smaller of grpo.max_num_steps and the
+    epochs' batches (grpo.py:1125-1129 @ super-v3.5-posttraining, :652-656 @ super-v3)."""
     m, opt = megatron_cfg, megatron_cfg.optimizer
+    sched = getattr(m, "scheduler", None)
     granularity = method = layers = None
     modules = None
     if m.activation_checkpointing is True:
@@ -189,6 +233,15 @@ def from_nemo_rl(
         use_precision_aware_optimizer=opt.use_precision_aware_optimizer is True,
         fp8=fp8,
         fp8_recipe=fp8_recipe,
+        lr=_value(opt, "lr", None),
+        min_lr=_value(opt, "min_lr", None),
+        lr_warmup_init=_value(sched, "lr_warmup_init", None),
+        lr_warmup_iters=_value(sched, "lr_warmup_iters", None),
+        lr_decay_iters=_value(sched, "lr_decay_iters", None),
+        start_weight_decay=_value(sched, "start_weight_decay", None),
+        end_weight_decay=_value(sched, "end_weight_decay", None),
+        weight_decay_incr_style=_value(sched, "weight_decay_incr_style", None),
+        run_iters=max_num_steps,
     )
 
 
@@ -215,6 +268,11 @@ def from_megatron_bridge(
         moe_shared_expert_overlap=PROVIDER_DEFAULTS["moe_shared_expert_overlap"],
         moe_router_dtype=PROVIDER_DEFAULTS["moe_router_dtype"],
         bias_activation_fusion=PROVIDER_DEFAULTS["bias_activation_fusion"],
+        lr=_value(config.optimizer, "lr", None),
+        min_lr=_value(config.optimizer, "min_lr", None),
+        lr_warmup_iters=_value(config.scheduler, "lr_warmup_iters", None),
+        lr_decay_iters=_value(config.scheduler, "lr_decay_iters", None),
+        run_iters=_value(config.train, "train_iters", None),
     )
 
 

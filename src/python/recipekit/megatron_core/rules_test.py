@@ -10,7 +10,8 @@ key (errors stop the plan, warnings come with it), and the stage as written plan
 # mla_up_proj_recompute_needs_mla, precision_aware_optimizer_needs_adam,
 # precision_aware_optimizer_needs_distributed_optimizer, recompute_modules_are_known,
 # selective_recompute_takes_no_layer_count, shared_expert_overlap_needs_alltoall_or_flex,
-# shared_experts_recompute_excludes_overlap.
+# shared_experts_recompute_excludes_overlap, lr_at_least_min_lr, warmup_starts_at_most_lr,
+# weight_decay_does_not_fall, warmup_ends_before_the_decay.
 
 # The catalogued checks these tests break (by the upstream line each cites), which the
 # rule catalogue's meta-test finds by name:
@@ -129,6 +130,31 @@ ERRORS = [
         f"{P}optimizer.use_distributed_optimizer",
         "optimizer_config.py:435",
     ),
+    (rlvr, (f"{P}optimizer.min_lr=1e-5",), f"{P}optimizer.min_lr", "param_scheduler.py:151"),
+    (
+        sft,
+        ("optimizer.lr=1e-5", "optimizer.min_lr=1e-4"),
+        "optimizer.min_lr",
+        "param_scheduler.py:151",
+    ),
+    (
+        rlvr,
+        (f"{P}scheduler.lr_warmup_init=1e-3",),
+        f"{P}scheduler.lr_warmup_init",
+        "param_scheduler.py:152",
+    ),
+    (
+        rlvr,
+        (f"{P}scheduler.start_weight_decay=0.1",),
+        f"{P}scheduler.end_weight_decay",
+        "param_scheduler.py:169",
+    ),
+    (
+        rlvr,
+        (f"{P}scheduler.end_weight_decay=0.1",),
+        f"{P}scheduler.weight_decay_incr_style",
+        "param_scheduler.py:201",
+    ),
 ]
 
 WARNINGS = [
@@ -155,6 +181,14 @@ WARNINGS = [
         "transformer_config.py:1595",
     ),
     (rlvr, (f"{P}moe_router_dtype=null",), f"{P}moe_router_dtype", "transformer_config.py:2799"),
+    # A warm-up longer than grpo.max_num_steps (1000), which bounds the decay: Megatron-Bridge's
+    # validation cuts it before Megatron-Core's scheduler would assert.
+    (
+        rlvr,
+        (f"{P}scheduler.lr_warmup_iters=1000",),
+        f"{P}scheduler.lr_warmup_iters",
+        "config.py:1800",
+    ),
 ]
 
 

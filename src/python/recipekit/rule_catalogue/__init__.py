@@ -23,7 +23,7 @@ from recipekit.errors import Issue, RecipeError, did_you_mean
 
 FRAMEWORKS = ("nemo-rl", "vllm", "nemo-evaluator", "megatron-core", "megatron-bridge")
 KINDS = ("assert", "raise", "warning")
-PHASES = ("config-load", "setup", "worker-start", "rollout", "checkpoint-load")
+PHASES = ("config-load", "setup", "worker-start", "rollout", "training", "checkpoint-load")
 # A rule from an upstream thread rather than one line of upstream code.
 ISSUE_SOURCE = "issue"
 ISSUE_PREFIX = "recipekit."

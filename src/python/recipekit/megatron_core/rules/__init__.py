@@ -9,6 +9,7 @@ from recipekit.megatron_core import MEGATRON_CORE_VERSION
 TRANSFORMER_CONFIG = "megatron/core/transformer/transformer_config.py"
 MODEL_PARALLEL_CONFIG = "megatron/core/model_parallel_config.py"
 OPTIMIZER_CONFIG = "megatron/core/optimizer/optimizer_config.py"
+OPTIMIZER_PARAM_SCHEDULER = "megatron/core/optimizer_param_scheduler.py"
 
 
 def cite(file: str, line: int) -> str:

@@ -39,7 +39,9 @@ class CheckContext(checking.CheckContext[GrpoConfig, Layout]):
         m = self.megatron
         if m is None:
             return None
-        return from_nemo_rl(m, self.layout.parallel, self.layout.keys)
+        steps = getattr(getattr(self.config, "grpo", None), "max_num_steps", None)
+        bound = steps if isinstance(steps, int) else None
+        return from_nemo_rl(m, self.layout.parallel, self.layout.keys, bound)
 
     @property
     def generation(self) -> Generation | GenerationMain | None:
