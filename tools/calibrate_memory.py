@@ -588,7 +588,6 @@ def run_architecture_setup(run: dict[str, Any]) -> tuple[Architecture, MegatronS
         else None,
     )
     setup = MegatronSetup(
-        world=1,
         tokens=run["seq"] * run["micro_batch"],
         sequence=run["seq"],
         recompute=run["recompute"],

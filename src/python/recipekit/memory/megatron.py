@@ -85,16 +85,11 @@ SIMULATED_BLOCKS = 40_000
 
 @attrs.frozen(kw_only=True)
 class MegatronSetup:
-    """What decides a Megatron-Core rank's memory; key names are Megatron's."""
+    """What decides a Megatron-Core rank's memory: the stage's one parallel layout (its sizes
+    read through the properties below, by Megatron's names) and the rest of its settings."""
 
-    world: int
-    tp: int = 1
-    pp: int = 1
-    cp: int = 1
-    ep: int = 1
-    etp: int = 1
-    vpp: int = 1
-    sequence_parallel: bool = False
+    # The GPUs that train the model and how they are split (a single GPU by default).
+    parallel: ParallelLayout = ParallelLayout(gpus=1)
     # Tokens of one micro-batch (sequence length x micro-batch size, or the packed budget).
     tokens: int
     # One sequence's length, where it differs from ``tokens`` (micro-batches of several).
@@ -107,9 +102,6 @@ class MegatronSetup:
     # The share of the optimizer state kept in host memory (optimizer_cpu_offload).
     optimizer_offload: float = 0.0
     grad_bytes: int = FP32
-    # Layers on the first pipeline stage when it is not an even split (vision on it too).
-    first_stage_layers: int | None = None
-    last_stage_layers: int | None = None
     mtp: bool = False
     # Micro-batches per step and data-parallel rank (global batch / (micro-batch x DP)); a
     # pipeline stage holds at most that many in flight. None: not known, PP - stage bounds it.
@@ -131,27 +123,58 @@ class MegatronSetup:
     def of(cls, layout: ParallelLayout, **settings: Any) -> MegatronSetup:
         """The setup of one rank of ``layout``; ``settings`` are the rest (tokens, recompute,
         optimizer, ...)."""
-        return cls(
-            world=layout.gpus,
-            tp=layout.tp,
-            pp=layout.pp,
-            cp=layout.cp,
-            ep=layout.ep,
-            etp=layout.etp,
-            vpp=layout.vpp or 1,
-            sequence_parallel=layout.sp,
-            first_stage_layers=layout.first_stage_layers,
-            last_stage_layers=layout.last_stage_layers,
-            **settings,
-        )
+        return cls(parallel=layout, **settings)
+
+    @property
+    def world(self) -> int:
+        return self.parallel.gpus
+
+    @property
+    def tp(self) -> int:
+        return self.parallel.tp
+
+    @property
+    def pp(self) -> int:
+        return self.parallel.pp
+
+    @property
+    def cp(self) -> int:
+        return self.parallel.cp
+
+    @property
+    def ep(self) -> int:
+        return self.parallel.ep
+
+    @property
+    def etp(self) -> int:
+        return self.parallel.etp
+
+    @property
+    def vpp(self) -> int:
+        return self.parallel.vpp or 1
+
+    @property
+    def sequence_parallel(self) -> bool:
+        return self.parallel.sp
+
+    @property
+    def first_stage_layers(self) -> int | None:
+        """Layers on the first pipeline stage when it is not an even split (vision on it too)."""
+        return self.parallel.first_stage_layers
+
+    @property
+    def last_stage_layers(self) -> int | None:
+        return self.parallel.last_stage_layers
 
     @property
     def dp(self) -> int:
-        return self.world // (self.tp * self.pp * self.cp)
+        """The data-parallel ranks, rounded down where the layout does not divide (a layout
+        rule reports that; the estimate still prices the nearest whole split)."""
+        return self.parallel.whole_groups
 
     @property
     def expert_dp(self) -> int:
-        return self.world // (self.pp * self.ep * self.etp)
+        return self.parallel.gpus // self.parallel.expert_group
 
     def key(self, name: str) -> str:
         return self.keys.get(name, name)

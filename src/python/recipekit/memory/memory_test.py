@@ -19,6 +19,7 @@ from recipekit.model_card import (
     Architecture,
     Mamba2,
 )
+from recipekit.parallelism import ParallelLayout
 
 SUPER = NEMOTRON_3_SUPER_ARCHITECTURE
 CARD = "megatron-bridge/main/examples/model_verification_cards/nemotron-3-super-120b-a12b/card.yaml"
@@ -70,7 +71,7 @@ def test_a_gpt_layer_stores_korthikantis_activations_without_dropout() -> None:
     # probabilities and the mask's byte: 7as^2b (tools/calibrate_memory.py measured 6.9 on an
     # H200). s 2048, b 1, h 1024, a 16, no TP.
     s, b, h, a = 2048, 1, 1024, 16
-    setup = MegatronSetup(world=1, tokens=s * b, fused_attention=False)
+    setup = MegatronSetup(tokens=s * b, fused_attention=False)
     got = sum(layer_activations(GPT, setup, kind, s * b, 1) for kind in "*-")
     assert got == 32 * s * b * h + 6 * a * s * s * b
 
@@ -78,14 +79,15 @@ def test_a_gpt_layer_stores_korthikantis_activations_without_dropout() -> None:
 def test_tensor_and_sequence_parallelism_divide_every_term() -> None:
     # The paper's equation 5 for TP with SP: sbh(34/t + 5as/(ht)), here without dropout.
     s, h, a, t = 2048, 1024, 16, 4
-    setup = MegatronSetup(world=4, tp=t, tokens=s, sequence_parallel=True, fused_attention=False)
+    tp_sp = ParallelLayout(gpus=4, tp=t, sp=True)
+    setup = MegatronSetup.of(tp_sp, tokens=s, fused_attention=False)
     got = sum(layer_activations(GPT, setup, kind, s, t) for kind in "*-")
     assert got == (32 * s * h + 6 * a * s * s) / t
 
 
 def test_flash_attention_keeps_only_the_row_statistics() -> None:
     s, h, a = 2048, 1024, 16
-    setup = MegatronSetup(world=1, tokens=s)
+    setup = MegatronSetup(tokens=s)
     got = layer_activations(GPT, setup, "*", s, 1)
     assert got == 12 * s * h + 4 * s * a  # no s^2 term; fp32 log-sum-exp per head and token
 
@@ -96,7 +98,9 @@ def test_adam_with_the_distributed_optimizer_is_6_plus_12_over_dp_bytes() -> Non
     dense = Architecture(name="dense", pattern="-" * 8, hidden=4096, vocab=32000, ffn=16384)
     count = params.language_model(dense).total
     for distributed, per_param in ((True, 6 + 12 / 8), (False, 18)):
-        setup = MegatronSetup(world=8, tokens=1, distributed_optimizer=distributed)
+        setup = MegatronSetup.of(
+            ParallelLayout(gpus=8), tokens=1, distributed_optimizer=distributed
+        )
         got = _terms(training_terms(dense, setup))
         state = got["weights (bf16)"] + got["gradients (fp32)"] + got["optimizer state (Adam)"]
         assert state == pytest.approx(count * per_param)
@@ -104,7 +108,7 @@ def test_adam_with_the_distributed_optimizer_is_6_plus_12_over_dp_bytes() -> Non
 
 def test_experts_shard_over_ep_and_their_state_over_expert_dp() -> None:
     # Super on 64 GPUs at TP 1, EP 32: 64 / 32 = 2 expert-data-parallel ranks.
-    setup = MegatronSetup(world=64, ep=32, tokens=1)
+    setup = MegatronSetup.of(ParallelLayout(gpus=64, ep=32), tokens=1)
     got = _terms(training_terms(SUPER, setup))
     dense = params.language_model(SUPER, with_mtp=False).dense
     expert = params.language_model(SUPER, with_mtp=False).expert
@@ -116,7 +120,7 @@ def test_a_mamba2_layers_activations_and_serving_state_by_hand() -> None:
     # Training, one rank, 4096 tokens: the pre-norm's input and output (2 x 2Th), the fused
     # scan's saved input projection (2T x 18560) and its output (2T x 8192).
     tokens, h = 4096, 4096
-    setup = MegatronSetup(world=1, tokens=tokens)
+    setup = MegatronSetup(tokens=tokens)
     expected = tokens * (4 * h + 2 * 18560 + 2 * 8192)
     assert layer_activations(SUPER, setup, "M", tokens, 1) == expected
     # Serving at TP 4: per Mamba layer a conv window of 3 steps over (8192 + 2048) / 4 channels
@@ -144,8 +148,8 @@ def test_the_verified_super_pretraining_fits_and_is_not_underestimated(reference
     text = (reference_dir / CARD).read_text()
     measured = re.findall(r"Peak device memory is ([\d.]+) GiB allocated and\s+([\d.]+) GiB", text)
     assert measured
-    setup = MegatronSetup(
-        world=64, pp=2, ep=32, tokens=4096, recompute="selective",
+    setup = MegatronSetup.of(
+        ParallelLayout(gpus=64, pp=2, ep=32), tokens=4096, recompute="selective",
         recompute_modules=("layernorm", "moe_act", "moe", "core_attn"), mtp=True,
     )
     terms = {t.name: t.bytes / GIB for t in training_terms(SUPER, setup)}
@@ -203,14 +207,14 @@ def test_a_pipeline_stage_holds_pp_minus_its_rank_micro_batches_at_most_the_step
     # Interleaved: 2 (PP - s - 1) + (VPP - 1) PP warm-up chunk forwards, each 1/VPP of a stage.
     from recipekit.memory.megatron import _in_flight
 
-    setup = MegatronSetup(world=8, pp=4, tokens=4096)
+    setup = MegatronSetup.of(ParallelLayout(gpus=8, pp=4), tokens=4096)
     assert [_in_flight(setup, stage) for stage in range(4)] == [4, 3, 2, 1]
     few = attrs.evolve(setup, microbatches=2)
     assert [_in_flight(few, stage) for stage in range(4)] == [2, 2, 2, 1]
-    interleaved = attrs.evolve(setup, vpp=2)
+    interleaved = attrs.evolve(setup, parallel=attrs.evolve(setup.parallel, vpp=2))
     assert [_in_flight(interleaved, stage) for stage in range(4)] == [5.5, 4.5, 3.5, 2.5]
     assert _in_flight(attrs.evolve(interleaved, microbatches=1), 0) == 1
-    assert _in_flight(MegatronSetup(world=1, tokens=4096), 0) == 1
+    assert _in_flight(MegatronSetup(tokens=4096), 0) == 1
 
 
 def test_the_lower_bound_leaves_only_the_allocator_simulation_out() -> None:
@@ -224,7 +228,7 @@ def test_the_lower_bound_leaves_only_the_allocator_simulation_out() -> None:
         GPT, pattern="*-" * 8, hidden=2048, vocab=32768, kv_heads=4, head_dim=128, ffn=8192
     )
     setup = MegatronSetup(
-        world=1, tokens=8192, sequence=4096, recompute="full", fused_attention=False,
+        tokens=8192, sequence=4096, recompute="full", fused_attention=False,
         fused_adam=False,
     )  # fmt: skip
     full = _terms(training_terms(arch, setup))
