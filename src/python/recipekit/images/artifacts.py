@@ -88,12 +88,26 @@ def dependencies_fingerprint(pex: bytes) -> str:
     CRC-32s, sizes, modes): two Pexes with the same fingerprint give the same dependencies layer,
     whatever their sources and however they are compressed."""
     digest = hashlib.sha256()
+    for line in _dependency_lines(pex):
+        digest.update(line.encode())
+    return digest.hexdigest()
+
+
+def dependency_parts(pex: bytes) -> dict[str, str]:
+    """The fingerprint per part of the dependencies (each wheel under ``.deps``, the
+    bootstrap): which of them two Pexes disagree on, when their fingerprints differ."""
+    parts: dict[str, hashlib._Hash] = {}
+    for line in _dependency_lines(pex):
+        name = "/".join(line.split("\0", 1)[0].split("/")[:2])
+        parts.setdefault(name, hashlib.sha256()).update(line.encode())
+    return {name: digest.hexdigest()[:16] for name, digest in sorted(parts.items())}
+
+
+def _dependency_lines(pex: bytes) -> Iterator[str]:
     with zipfile.ZipFile(io.BytesIO(pex)) as archive:
         for member in sorted(_members(archive, dependencies=True), key=lambda m: m.filename):
             mode = "x" if _executable(member) else "-"
-            line = f"{member.filename}\0{member.CRC:08x}\0{member.file_size}\0{mode}\n"
-            digest.update(line.encode())
-    return digest.hexdigest()
+            yield f"{member.filename}\0{member.CRC:08x}\0{member.file_size}\0{mode}\n"
 
 
 def dependencies_layer(pex: bytes, *, mtime: int) -> bytes:
@@ -116,6 +130,8 @@ class DependenciesLayer:
     sha256: str
     size: int
     fingerprint: str
+    # dependency_parts of that Pex: what a mismatch names.
+    parts: dict[str, str] = attrs.field(factory=dict, eq=False)
 
     @property
     def blob(self) -> Descriptor:
@@ -124,7 +140,12 @@ class DependenciesLayer:
         )
 
     def as_json(self) -> dict[str, Any]:
-        return {"fingerprint": self.fingerprint, "sha256": self.sha256, "size": self.size}
+        return {
+            "fingerprint": self.fingerprint,
+            "sha256": self.sha256,
+            "size": self.size,
+            "parts": self.parts,
+        }
 
     def described_at(self, path: str) -> dict[str, Any]:
         """Its manifest entry at ``path`` in OUT (as ``_described`` gives), without its bytes."""
@@ -133,7 +154,12 @@ class DependenciesLayer:
     @classmethod
     def read(cls, path: Path) -> DependenciesLayer:
         data = json.loads(path.read_text())
-        return cls(sha256=data["sha256"], size=int(data["size"]), fingerprint=data["fingerprint"])
+        return cls(
+            sha256=data["sha256"],
+            size=int(data["size"]),
+            fingerprint=data["fingerprint"],
+            parts=dict(data.get("parts", {})),
+        )
 
 
 def write_dependencies_layer(out: Path, *, pex: bytes, mtime: int) -> DependenciesLayer:
@@ -148,6 +174,7 @@ def write_dependencies_layer(out: Path, *, pex: bytes, mtime: int) -> Dependenci
         sha256=hashlib.sha256(data).hexdigest(),
         size=len(data),
         fingerprint=dependencies_fingerprint(pex),
+        parts=dependency_parts(pex),
     )
     record_text = json.dumps(record.as_json(), indent=2, sort_keys=True) + "\n"
     (out / DEPS_RECORD_FILE).write_text(record_text)
@@ -245,11 +272,19 @@ def _build_artifacts(
         done("dependencies layer")
     else:
         if dependencies.fingerprint != dependencies_fingerprint(pex):
+            ours = dependency_parts(pex)
+            differ = sorted(
+                name
+                for name in {*ours, *dependencies.parts}
+                if ours.get(name) != dependencies.parts.get(name)
+            )
+            shown = ", ".join(differ[:6]) + (f" and {len(differ) - 6} more" if differ[6:] else "")
             raise RecipeError(
                 [
                     Issue(
                         DEPS_LAYER_FILE,
-                        "was built from other requirements than this Pex's",
+                        "was built from other requirements than this Pex's"
+                        + (f" (they differ in {shown})" if differ else ""),
                         hint="rebuild it from this Pex (dependencies-layer)",
                     )
                 ]
