@@ -61,12 +61,25 @@ class BuildInfo:
 
 
 def _members(archive: zipfile.ZipFile, *, dependencies: bool) -> list[zipfile.ZipInfo]:
-    """The Pex's files of one layer: its dependencies' (``.deps``, ``.bootstrap``) or the rest."""
+    """The Pex's files of one layer: its dependencies' (``.deps``, ``.bootstrap``) or the rest.
+
+    Bytecode is left out. Pex zips a wheel from the chroot it installed it to in its cache,
+    and a process that ran Python from that cache (a test, ``pants run``) may have written
+    ``__pycache__`` into it: two Pexes of one lockfile then differ by when they were built
+    (seen here: protobuf's and urllib3's chroots, after a run imported wandb). Python
+    compiles what it imports at start-up, so the layers stay the same bytes for the same
+    commit."""
     return [
         member
         for member in archive.infolist()
-        if not member.is_dir() and member.filename.startswith(DEPENDENCY_DIRS) == dependencies
+        if not member.is_dir()
+        and member.filename.startswith(DEPENDENCY_DIRS) == dependencies
+        and not _bytecode(member.filename)
     ]
+
+
+def _bytecode(name: str) -> bool:
+    return "/__pycache__/" in f"/{name}" or name.endswith((".pyc", ".pyo"))
 
 
 def _executable(member: zipfile.ZipInfo) -> bool:
