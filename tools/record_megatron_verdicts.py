@@ -9,10 +9,12 @@ recipekit:
   options (``--set`` overrides: TP/PP/CP/EP/ETP/SP, recompute, MoE, optimizer), each planned up
   to its rendered config and turned into the constructor arguments the framework passes
   (``recipekit.megatron_core.kwargs``). Writes the fixture with no verdicts.
-- ``record`` (where ``torch`` and ``megatron-core`` import: the device machine): instantiates
-  TransformerConfig, OptimizerConfig and DistributedDataParallelConfig for each case and writes
-  each one's verdict: ok, or the error (type, message, the upstream file and line that raised),
-  and the warnings (message, file and line of the call).
+- ``record`` (where ``torch`` and ``megatron-core`` import: no GPU is needed, PyPI's torch on a
+  CPU does, with the unzipped wheel on PYTHONPATH): instantiates TransformerConfig,
+  OptimizerConfig, DistributedDataParallelConfig and, for NeMo-RL's GRPO stages, the
+  OptimizerParamScheduler for each case and writes each one's verdict: ok, or the error (type,
+  message, the upstream file and line that raised), and the warnings (message, file and line of
+  the call).
 
 Re-recording for the next Megatron-Core version (change ``VERSION``, and the wheel carried):
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,6 +53,8 @@ CLASSES = {
     "optimizer": "megatron.core.optimizer.optimizer_config:OptimizerConfig",
     "ddp": "megatron.core.distributed.distributed_data_parallel_config:"
     "DistributedDataParallelConfig",
+    # Given a one-parameter SGD optimizer: its constructor reads only the param groups.
+    "scheduler": "megatron.core.optimizer_param_scheduler:OptimizerParamScheduler",
 }
 
 
@@ -152,6 +157,27 @@ def mutations(framework: str, config: Any) -> Iterator[tuple[str, tuple[str, ...
             ),
         )
         yield "sgd", (f"{o}optimizer=sgd",)
+        # The learning-rate schedule (OptimizerParamScheduler), broken and kept one way each.
+        sched = f"{p}scheduler."
+        yield "min-lr-above-lr", (f"{o}lr=1e-6", f"{o}min_lr=1e-5")
+        yield "min-lr-equals-lr", (f"{o}lr=1e-5", f"{o}min_lr=1e-5")
+        yield "warmup-init-above-lr", (f"{o}lr=1e-6", f"{sched}lr_warmup_init=1e-5")
+        yield "warmup-past-the-run", (f"{sched}lr_warmup_iters=100000",)
+        yield "warmup-past-the-decay", (f"{sched}lr_warmup_iters=20", f"{sched}lr_decay_iters=10")
+        for style, start, end in (
+            ("linear", "0.1", "0.01"),
+            ("linear", "0.0", "0.1"),
+            ("constant", "0.0", "0.1"),
+            ("constant", "0.1", "0.1"),
+        ):
+            yield (
+                f"weight-decay-{style}-{start}-{end}",
+                (
+                    f"{sched}weight_decay_incr_style={style}",
+                    f"{sched}start_weight_decay={start}",
+                    f"{sched}end_weight_decay={end}",
+                ),
+            )
         for layers in (0, 1, 2):
             yield f"mtp{layers}", (f"{p}mtp_num_layers={layers}",)
         if hasattr(config.policy.megatron_cfg, "recompute_modules"):
@@ -341,6 +367,8 @@ def _torch_values(kwargs: dict[str, Any]) -> dict[str, Any]:
 
     activations = {"squared_relu": squared_relu, "silu": F.silu, "gelu": F.gelu}
     out = dict(kwargs)
+    if "max_lr" in out:  # the scheduler: an optimizer whose param groups it sets
+        out["optimizer"] = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.0)
     for key in ("params_dtype", "pipeline_dtype", "main_grads_dtype", "main_params_dtype"):
         if isinstance(out.get(key), str):
             out[key] = getattr(torch, out[key])
@@ -418,13 +446,18 @@ def record(fixture: dict[str, Any]) -> dict[str, Any]:
     import megatron.core.package_info as info
 
     _stand_in_for_transformer_engine()
+    # A job's process knows its rank; the scheduler's logging asks for it (_rank_utils.py),
+    # and here, with no process group, would warn that it had to guess.
+    os.environ.setdefault("RANK", "0")
     classes = {}
     for part, where in CLASSES.items():
         module, name = where.split(":")
         classes[part] = getattr(importlib.import_module(module), name)
     for case in fixture["cases"]:
         case["verdict"] = {
-            part: verdict_of(classes[part], case["kwargs"][part]) for part in CLASSES
+            part: verdict_of(classes[part], case["kwargs"][part])
+            for part in CLASSES
+            if part in case["kwargs"]
         }
     fixture["recorded_with"] = {"megatron_core": info.__version__, **_environment()}
     return fixture

@@ -6,7 +6,7 @@ and its verdicts compared with recipekit's rules (``verdicts_test.py``). This re
 *rendered* config (the dict the framework reads), not recipekit's typed one: the rules read the
 typed config through ``options``, so the replay compares two independent readings.
 
-Four classes, each a dict of keyword arguments; values are JSON (a dtype is its name, the
+Five classes, each a dict of keyword arguments; values are JSON (a dtype is its name, the
 activation function its name; the recorder turns them into torch objects):
 
 - ``model``: the TransformerConfig (a ModelParallelConfig) of the model provider. The provider's
@@ -14,6 +14,8 @@ activation function its name; the recorder turns them into torch objects):
   ``src/megatron/bridge/models/nemotronh/nemotron_h_bridge.py:297-318`` @ 067f987df), then the
   model card's sizes, then the stage's keys.
 - ``optimizer``: the OptimizerConfig. ``ddp``: the DistributedDataParallelConfig.
+- ``scheduler`` (NeMo-RL only: a Megatron-Bridge stage's learning rates are its recipe's):
+  the OptimizerParamScheduler the optimizer is built with (``nemo_rl_scheduler``).
 - ``bridge``: what Megatron-Bridge's provider ``finalize()`` changes before it runs
   Megatron-Core's ``__post_init__`` (``src/megatron/bridge/models/transformer_config.py:173-177``
   @ 067f987df): a pipeline dtype defaulted to the params dtype, sequence parallelism turned off
@@ -183,7 +185,41 @@ def nemo_rl_kwargs(rendered: dict[str, Any], model: ModelCard) -> Kwargs:
         "use_distributed_optimizer": cfg["optimizer"]["use_distributed_optimizer"],
         "data_parallel_sharding_strategy": ddp_cfg["data_parallel_sharding_strategy"],
     }
-    return {"model": bridge_finalize(out), "optimizer": optimizer, "ddp": ddp}
+    out_kwargs = {"model": bridge_finalize(out), "optimizer": optimizer, "ddp": ddp}
+    if "grpo" in rendered:  # the run's length is GRPO's here
+        out_kwargs["scheduler"] = nemo_rl_scheduler(rendered)
+    return out_kwargs
+
+
+def nemo_rl_scheduler(rendered: dict[str, Any]) -> dict[str, Any]:
+    """The OptimizerParamScheduler arguments of a rendered GRPO config, in optimizer steps
+    (samples): NeMo-RL hands Megatron-Bridge the scheduler section (setup.py:1443) and
+    train_iters, the smaller of grpo.max_num_steps and the epochs' batches (grpo.py:1125-1129),
+    here max_num_steps, the most it can be; Megatron-Bridge scales iterations by the global
+    batch, lets the decay span train_iters when lr_decay_iters is unset, and cuts a warm-up as
+    long as the decay to one step less (training/config.py:1800 @ 067f987df)."""
+    policy = rendered["policy"]
+    cfg = policy["megatron_cfg"]
+    scheduler, optimizer = cfg["scheduler"], cfg["optimizer"]
+    batch = policy["train_global_batch_size"]
+    train_iters = rendered["grpo"]["max_num_steps"]
+    decay = (scheduler.get("lr_decay_iters") or train_iters) * batch
+    warmup = min(scheduler["lr_warmup_iters"] * batch, decay - 1)
+    return {
+        "init_lr": scheduler["lr_warmup_init"],
+        "max_lr": optimizer["lr"],
+        "min_lr": optimizer["min_lr"],
+        "lr_warmup_steps": warmup,
+        "lr_decay_steps": decay,
+        "lr_decay_style": scheduler["lr_decay_style"],
+        "start_wd": scheduler["start_weight_decay"],
+        "end_wd": scheduler["end_weight_decay"],
+        "wd_incr_steps": train_iters * batch,
+        "wd_incr_style": scheduler["weight_decay_incr_style"],
+        # Megatron-Bridge's SchedulerConfig leaves both at their defaults for NeMo-RL.
+        "use_checkpoint_opt_param_scheduler": False,
+        "override_opt_param_scheduler": False,
+    }
 
 
 def megatron_bridge_kwargs(rendered: dict[str, Any], model: ModelCard) -> Kwargs:

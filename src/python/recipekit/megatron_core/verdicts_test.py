@@ -43,6 +43,7 @@ RECORDED_FILES = (
     "megatron/core/model_parallel_config.py",
     "megatron/core/optimizer/optimizer_config.py",
     "megatron/core/distributed/distributed_data_parallel_config.py",
+    "megatron/core/optimizer_param_scheduler.py",
 )
 
 
