@@ -380,8 +380,11 @@ def test_a_changed_rlvr_value_reruns_rlvr_onward_reading_the_kept_versions(chain
     [sft] = versions(chain.store, "super35-sft-model-tiny")
     rlvr_log = chain.log("rlvr", jobs["rlvr"])
     assert f"starting from {STORE_MOUNT}/super35-sft-model-tiny/{sft.path}" in rlvr_log, rlvr_log
-    # The same SFT bytes, reached through the pin instead of `latest`: NeMo-RL's own code
-    # finds the first run's conversion, which the job linked under the pinned path's name.
+    # The same SFT version, pinned by both RLVR runs (the first chain submitted SFT apart, so
+    # its RLVR was pinned too): NeMo-RL's own code finds the first run's conversion in the
+    # cache keyed by that version's content, and converts nothing. (A run that reached the
+    # same bytes through another path has the conversion linked under its name:
+    # lineage/conversions_test.py.)
     found = re.search(
         r"fake-grpo: conversion found in "
         r"/artifacts/(\.conversions/hf-to-megatron-[0-9a-f]{24})/(\S+)",
@@ -389,9 +392,8 @@ def test_a_changed_rlvr_value_reruns_rlvr_onward_reading_the_kept_versions(chain
     )
     assert found, rlvr_log
     cache = chain.store / found.group(1)
-    assert (cache / found.group(2)).is_symlink(), sorted(p.name for p in cache.iterdir())
-    assert len(list(cache.iterdir())) == 2  # the first run's conversion and the link to it
-    assert "was converted before (same content, converter and options)" in rlvr_log, rlvr_log
+    assert [p.name for p in cache.iterdir()] == [found.group(2)]  # the first run's, and only it
+    assert "fake-grpo: converted" not in rlvr_log, rlvr_log
 
     # A file of SFT's version removed: it is not whole, so it and everything after it run.
     version_dir = chain.store / "super35-sft-model-tiny" / sft.path
