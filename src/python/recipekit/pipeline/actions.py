@@ -26,15 +26,18 @@ or ``--rerun``. A stage that runs makes its readers run too: what it publishes i
 of their input.
 
 An input read from a path in the environment (``ExternalInput``: pretraining's
-``${SUPER35_INIT_CHECKPOINT}``) is keyed by the variable's name only, as the lineage states it:
-its value is the submitting shell's, and its bytes (a converted checkpoint of hundreds of GB)
-too many to hash at plan time. A new checkpoint behind the same variable needs ``--rerun``.
+``${SUPER35_INIT_CHECKPOINT}``) is keyed by what the submitting shell's variable names, as
+``make`` keys a file: the path, and every file under it by name, size and modification time
+(``external_identity``). Its bytes (a converted checkpoint of hundreds of GB) are too many to
+hash at plan time; its metadata is not. A new checkpoint behind the same variable, or the
+variable pointing elsewhere, makes the stage run ("an input changed").
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,7 +46,7 @@ import attrs
 
 from recipekit.errors import Issue, RecipeError, did_you_mean
 from recipekit.lineage.conversions import conversion_environment, converted_input
-from recipekit.lineage.refs import LATEST, ArtifactRef
+from recipekit.lineage.refs import LATEST, ArtifactRef, ExternalInput
 from recipekit.lineage.store import (
     StoredVersion,
     artifact_names,
@@ -257,9 +260,33 @@ def plan_actions(
             _input(role, ref, done.get(producers.get(ref.name, "")), records)
             for role, ref in entry.lineage.artifact_inputs().items()
         )
+        externals = {
+            role: external_identity(source)
+            for role, source in entry.lineage.inputs.items()
+            if isinstance(source, ExternalInput) and source.env_var
+        }
         used = images(entry) if images is not None and entry.plan is not None else {}
-        done[entry.name] = _decide(entry, inputs, records, entry.name in rerun, used)
+        done[entry.name] = _decide(entry, inputs, externals, records, entry.name in rerun, used)
     return [done[entry.name] for entry in planned]
+
+
+def external_identity(source: ExternalInput, environ: Mapping[str, str] | None = None) -> str:
+    """``env:VAR=PATH@<digest>``: the path the variable names in the submitting shell and a
+    digest of every file under it by relative name, size and modification time; ``env:VAR``
+    unset, or ``...@missing`` where the path is not here."""
+    value = (os.environ if environ is None else environ).get(source.env_var)
+    if not value:
+        return f"env:{source.env_var} unset"
+    root = Path(value)
+    if not root.exists():
+        return f"env:{source.env_var}={value}@missing"
+    digest = hashlib.sha256()
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    for path in files:
+        stat = path.stat()
+        name = path.name if path == root else str(path.relative_to(root))
+        digest.update(f"{name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return f"env:{source.env_var}={value}@{digest.hexdigest()[:16]}"
 
 
 def _select(listed: Sequence[RecordedVersion], selector: str) -> RecordedVersion | None:
@@ -296,6 +323,7 @@ def _input(
 def _decide(
     entry: PlannedStage,
     inputs: tuple[InputVersion, ...],
+    externals: Mapping[str, str],
     records: VersionRecords,
     forced: bool,
     images: Mapping[str, str],
@@ -303,9 +331,9 @@ def _decide(
     plan = entry.plan
     if plan is None:
         return StageAction(entry.name, None, None, inputs, runs=True, reason=NO_RECIPE)
-    key = action_key(plan.hash, {i.role: i.identity for i in inputs}, images)
+    key = action_key(plan.hash, {**{i.role: i.identity for i in inputs}, **externals}, images)
     identity = plan_identity(plan.stage, plan.framework_config)
-    record = version_meta(key, plan.hash, identity, inputs, images)
+    record = version_meta(key, plan.hash, identity, inputs, images, externals)
     action = StageAction(
         entry.name,
         key,
@@ -338,6 +366,7 @@ def _decide(
         if r.meta.get("key") == key
         and r.version.step in (None, last)
         and r.meta.get("inputs") == now
+        and r.meta.get("external", {}) == dict(externals)
     ]
     if finished:
         return attrs.evolve(
@@ -357,6 +386,12 @@ def _decide(
         _input_change(role, before.get(role), i)
         for role, i in ((i.role, i) for i in inputs)
         if before.get(role) != now[role]
+    )
+    was = previous.get("external", {})
+    changed += tuple(
+        _external_change(role, was.get(role), identity)
+        for role, identity in externals.items()
+        if was.get(role) != identity
     )
     if changed:
         return attrs.evolve(action, reason=INPUT_CHANGED, changed_inputs=changed)
@@ -379,16 +414,29 @@ def _input_change(role: str, before: Mapping[str, Any] | None, now: InputVersion
     return f"run.{role}: {now.ref} is v{now.version} now, the recorded run read {was}"
 
 
+def _external_change(role: str, before: str | None, now: str) -> str:
+    """``run.model: ${VAR} names other files than the recorded run read (was -> now)``, each
+    side the path and its files' digest as ``external_identity`` gives them."""
+    variable, _, value = now.removeprefix("env:").partition("=")
+    variable = variable.removesuffix(" unset")
+    shown = (before or "nothing recorded").partition("=")[2] or before or "nothing recorded"
+    return (
+        f"run.{role}: ${{{variable}}} names other files than the recorded run read "
+        f"({shown} -> {value or 'unset'})"
+    )
+
+
 def version_meta(
     key: str,
     plan_hash: str,
     identity: Mapping[str, Any],
     inputs: Sequence[InputVersion],
     images: Mapping[str, str] | None = None,
+    externals: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """What each version a stage run publishes records in its completion marker's ``meta``:
-    the action key, the recipe's plan hash and what it covers, the container images and the
-    input versions."""
+    the action key, the recipe's plan hash and what it covers, the container images, the
+    input versions and the paths from the environment (``external_identity``)."""
     return {
         "format": KEY_FORMAT,
         "key": key,
@@ -396,6 +444,7 @@ def version_meta(
         "identity": dict(identity),
         **({"images": dict(images)} if images else {}),
         "inputs": {i.role: i.recorded() for i in inputs},
+        **({"external": dict(externals)} if externals else {}),
     }
 
 

@@ -536,3 +536,33 @@ def test_status_shows_each_stage_as_the_last_pipeline_submit_left_it(
     assert all(row["job"] is None for row in rows.values()), rows
     statuses = stage_statuses(chain, planned, list(rows.values()))
     assert {statuses[n].state for n in rows} == {StageState.UP_TO_DATE}
+
+
+def test_a_path_from_the_environment_is_keyed_by_the_files_it_names(
+    chain: Chain, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pretraining reads its checkpoint and data from ${SUPER35_INIT_CHECKPOINT} and
+    ${SUPER35_PRETRAIN_DATA}: too many bytes to hash, so keyed by the path and every file's
+    name, size and modification time. Another checkpoint behind the variable, or the variable
+    pointing elsewhere, runs pretraining and what reads it."""
+    checkpoint, data = tmp_path / "init", tmp_path / "data"
+    for folder in (checkpoint, data):
+        (folder / "shard").mkdir(parents=True)
+        (folder / "shard" / "part-0.bin").write_bytes(b"0" * 64)
+    monkeypatch.setenv("SUPER35_INIT_CHECKPOINT", str(checkpoint))
+    monkeypatch.setenv("SUPER35_PRETRAIN_DATA", str(data))
+    _run(chain, store)
+    assert not any(a.runs for a in _actions(chain, store).values())
+    # The same files again: still up to date.
+    (checkpoint / "shard" / "part-0.bin").touch()
+    changed = _actions(chain, store)
+    assert changed["pretrain"].reason == INPUT_CHANGED
+    [change] = changed["pretrain"].changed_inputs
+    assert change.startswith("run.model: ${SUPER35_INIT_CHECKPOINT} names other files"), change
+    assert f"({checkpoint}@" in change and f" -> {checkpoint}@" in change, change
+    assert changed["sft"].reason == INPUT_CHANGED  # it reads what pretraining makes anew
+    # Elsewhere, or unset: another identity each.
+    monkeypatch.setenv("SUPER35_INIT_CHECKPOINT", str(data))
+    assert _actions(chain, store)["pretrain"].runs
+    monkeypatch.delenv("SUPER35_INIT_CHECKPOINT")
+    assert "unset" in _actions(chain, store)["pretrain"].changed_inputs[0]
