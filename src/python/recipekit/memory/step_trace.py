@@ -52,49 +52,56 @@ class CachingAllocator:
     def malloc(self, tensor: int, size: float) -> None:
         if size <= SMALL_REQUEST:
             return
-        need = int(math.ceil(size / BLOCK_ROUNDING) * BLOCK_ROUNDING)
-        at = bisect.bisect_left(self.free, (need, -1, -1))
-        if at < len(self.free):
-            block_size, segment, offset = self.free.pop(at)
+        need = -(-int(math.ceil(size)) // BLOCK_ROUNDING) * BLOCK_ROUNDING
+        free = self.free
+        at = bisect.bisect_left(free, (need, -1, -1))
+        if at < len(free):
+            block_size, segment, offset = free.pop(at)
+            blocks = self.segments[segment]
+            # Blocks are in address order and offsets unique: the block that starts there.
+            index = bisect.bisect_left(blocks, [offset])
         else:
             segment_size = (
                 SHARED_SEGMENT
                 if need < OWN_SEGMENT_FROM
-                else int(math.ceil(need / SEGMENT_ROUNDING) * SEGMENT_ROUNDING)
+                else -(-need // SEGMENT_ROUNDING) * SEGMENT_ROUNDING
             )
-            segment, offset, block_size = len(self.segments), 0, segment_size
-            self.segments.append([[0, segment_size, 1]])
+            segment, offset, block_size, index = len(self.segments), 0, segment_size, 0
+            blocks = [[0, segment_size, 1]]
+            self.segments.append(blocks)
             self.reserved += segment_size
-        blocks = self.segments[segment]
-        index = next(i for i, b in enumerate(blocks) if b[0] == offset)
         if block_size - need > SMALL_REQUEST:
             blocks[index] = [offset, need, 0]
             blocks.insert(index + 1, [offset + need, block_size - need, 1])
-            bisect.insort(self.free, (block_size - need, segment, offset + need))
+            bisect.insort(free, (block_size - need, segment, offset + need))
         else:
             blocks[index][2], need = 0, block_size
         self.live[tensor] = (segment, offset)
-        self.allocated += need
-        self.peak = max(self.peak, self.allocated)
+        allocated = self.allocated + need
+        self.allocated = allocated
+        if allocated > self.peak:
+            self.peak = allocated
 
     def release(self, tensor: int) -> None:
-        if tensor not in self.live:
+        where = self.live.pop(tensor, None)
+        if where is None:
             return
-        segment, offset = self.live.pop(tensor)
+        segment, offset = where
         blocks = self.segments[segment]
-        index = next(i for i, b in enumerate(blocks) if b[0] == offset)
+        index = bisect.bisect_left(blocks, [offset])
         self.allocated -= blocks[index][1]
         blocks[index][2] = 1
+        free = self.free
         # Merge with the free neighbours, taking them out of the free list.
         for neighbour in (index + 1, index - 1):
             if 0 <= neighbour < len(blocks) and blocks[neighbour][2]:
                 other = blocks[neighbour]
-                del self.free[bisect.bisect_left(self.free, (other[1], segment, other[0]))]
-                low, high = sorted((index, neighbour))
+                del free[bisect.bisect_left(free, (other[1], segment, other[0]))]
+                low, high = (index, neighbour) if index < neighbour else (neighbour, index)
                 blocks[low] = [blocks[low][0], blocks[low][1] + blocks[high][1], 1]
                 del blocks[high]
                 index = low
-        bisect.insort(self.free, (blocks[index][1], segment, blocks[index][0]))
+        bisect.insort(free, (blocks[index][1], segment, blocks[index][0]))
 
 
 class Trace:
