@@ -252,6 +252,10 @@ def status_command(
 ) -> None:
     """Each stage's job and state, and the versions of its output in the artifact store.
 
+    A stage is shown as the last `pipeline submit` that covered it left it (its record beside
+    the runs): the job it submitted, or up to date, naming the older job that made its
+    version. A stage no submission covered is up to date only when its action key says so.
+
     --svg/--html draw the whole pipeline from the same records: up to date, queued, running,
     done, failed, lost node and requeued, blocked or skipped, with each stage's job id, elapsed
     time, newest saved step of its total and newest store version.
