@@ -164,6 +164,8 @@ def mutations(framework: str, config: Any) -> Iterator[tuple[str, tuple[str, ...
         yield "warmup-init-above-lr", (f"{o}lr=1e-6", f"{sched}lr_warmup_init=1e-5")
         yield "warmup-past-the-run", (f"{sched}lr_warmup_iters=100000",)
         yield "warmup-past-the-decay", (f"{sched}lr_warmup_iters=20", f"{sched}lr_decay_iters=10")
+        for style in ("cosine", "WSD"):
+            yield f"lr-decay-{style}", (f"{sched}lr_decay_style={style}",)
         for style, start, end in (
             ("linear", "0.1", "0.01"),
             ("linear", "0.0", "0.1"),

@@ -33,6 +33,7 @@ ERROR_CHECKS: tuple[Check, ...] = (
     scheduler.lr_at_least_min_lr,
     scheduler.warmup_starts_at_most_lr,
     scheduler.weight_decay_does_not_fall,
+    scheduler.wsd_has_its_decay_length,
 )
 WARNING_CHECKS: tuple[Check, ...] = (
     parallel.expert_and_tensor_parallel_want_sequence_parallel,

@@ -216,6 +216,8 @@ def nemo_rl_scheduler(rendered: dict[str, Any]) -> dict[str, Any]:
         "end_wd": scheduler["end_weight_decay"],
         "wd_incr_steps": train_iters * batch,
         "wd_incr_style": scheduler["weight_decay_incr_style"],
+        # Set from lr_wsd_decay_iters, which the section cannot state.
+        "wsd_decay_steps": None,
         # Megatron-Bridge's SchedulerConfig leaves both at their defaults for NeMo-RL.
         "use_checkpoint_opt_param_scheduler": False,
         "override_opt_param_scheduler": False,

@@ -63,6 +63,7 @@ class OptionKeys:
     start_weight_decay: str | None = None
     end_weight_decay: str | None = None
     weight_decay_incr_style: str | None = None
+    lr_decay_style: str | None = None
     # The key that bounds the run's optimizer steps (the decay's length when it names none).
     run_iters: str | None = None
 
@@ -93,6 +94,7 @@ NEMO_RL_KEYS = OptionKeys(
     start_weight_decay=f"{_NRL}.scheduler.start_weight_decay",
     end_weight_decay=f"{_NRL}.scheduler.end_weight_decay",
     weight_decay_incr_style=f"{_NRL}.scheduler.weight_decay_incr_style",
+    lr_decay_style=f"{_NRL}.scheduler.lr_decay_style",
     run_iters="grpo.max_num_steps",
 )
 MEGATRON_BRIDGE_KEYS = OptionKeys(
@@ -159,6 +161,9 @@ class MegatronOptions:
     start_weight_decay: float | None = None
     end_weight_decay: float | None = None
     weight_decay_incr_style: str | None = None
+    # Where the WSD style's decay length (lr_wsd_decay_iters) cannot be stated: the style as
+    # the stage sets it (None where the recipe's scheduler may state both).
+    lr_decay_style: str | None = None
     # The most optimizer steps the run takes (its train_iters, or a bound on it); None unknown.
     run_iters: int | None = None
 
@@ -241,6 +246,7 @@ def from_nemo_rl(
         start_weight_decay=_value(sched, "start_weight_decay", None),
         end_weight_decay=_value(sched, "end_weight_decay", None),
         weight_decay_incr_style=_value(sched, "weight_decay_incr_style", None),
+        lr_decay_style=_value(sched, "lr_decay_style", None),
         run_iters=max_num_steps,
     )
 

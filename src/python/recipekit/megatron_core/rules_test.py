@@ -11,7 +11,7 @@ key (errors stop the plan, warnings come with it), and the stage as written plan
 # precision_aware_optimizer_needs_distributed_optimizer, recompute_modules_are_known,
 # selective_recompute_takes_no_layer_count, shared_expert_overlap_needs_alltoall_or_flex,
 # shared_experts_recompute_excludes_overlap, lr_at_least_min_lr, warmup_starts_at_most_lr,
-# weight_decay_does_not_fall, warmup_ends_before_the_decay.
+# weight_decay_does_not_fall, warmup_ends_before_the_decay, wsd_has_its_decay_length.
 
 # The catalogued checks these tests break (by the upstream line each cites), which the
 # rule catalogue's meta-test finds by name:
@@ -155,6 +155,7 @@ ERRORS = [
         f"{P}scheduler.weight_decay_incr_style",
         "param_scheduler.py:201",
     ),
+    (rlvr, (f"{P}scheduler.lr_decay_style=WSD",), f"{P}scheduler.lr_decay_style", "py:164"),
 ]
 
 WARNINGS = [

@@ -97,3 +97,22 @@ def weight_decay_does_not_fall(ctx: Any) -> Iterator[Issue]:
             value="constant",
             hint="'linear' or 'cosine' to move between them, or make them equal",
         )
+
+
+def wsd_has_its_decay_length(ctx: Any) -> Iterator[Issue]:
+    """optimizer_param_scheduler.py:164: the WSD style needs its decay phase's length, which
+    Megatron-Bridge sets from lr_wsd_decay_iters and leaves None without it. NeMo-RL hands
+    Megatron-Bridge its scheduler section as it is (setup.py:1443 @ super-v3.5-posttraining),
+    and that section has no lr_wsd_decay_iters (nor does NeMo-RL's MegatronSchedulerConfig),
+    so WSD always stops there. (A Megatron-Bridge stage's recipe may state both: unread.)"""
+    o = options_of(ctx)
+    if o is None or o.lr_decay_style != "WSD":
+        return
+    yield Issue(
+        o.key("lr_decay_style"),
+        "needs its decay phase's length (lr_wsd_decay_iters), which this scheduler section "
+        "cannot state, so Megatron-Bridge leaves it unset and Megatron-Core's scheduler "
+        f"asserts WSD has one {cite(OPTIMIZER_PARAM_SCHEDULER, 164)}",
+        value="WSD",
+        hint="cosine, linear, constant or inverse-square-root",
+    )
