@@ -126,10 +126,6 @@ class MegatronSetup:
         return cls(parallel=layout, **settings)
 
     @property
-    def world(self) -> int:
-        return self.parallel.gpus
-
-    @property
     def tp(self) -> int:
         return self.parallel.tp
 
@@ -154,17 +150,10 @@ class MegatronSetup:
         return self.parallel.vpp or 1
 
     @property
-    def sequence_parallel(self) -> bool:
-        return self.parallel.sp
-
-    @property
-    def first_stage_layers(self) -> int | None:
-        """Layers on the first pipeline stage when it is not an even split (vision on it too)."""
-        return self.parallel.first_stage_layers
-
-    @property
-    def last_stage_layers(self) -> int | None:
-        return self.parallel.last_stage_layers
+    def sequence_shards(self) -> int:
+        """The ranks a sequence-parallel activation (outside attention and the MLP) is split
+        over: TP with sequence parallelism, else 1."""
+        return self.parallel.tp if self.parallel.sp else 1
 
     @property
     def dp(self) -> int:
@@ -185,8 +174,8 @@ def stage_patterns(arch: Architecture, setup: MegatronSetup) -> list[str]:
     layers, pp = arch.pattern, setup.pp
     if pp == 1:
         return [layers]
-    first = setup.first_stage_layers
-    last = setup.last_stage_layers
+    first = setup.parallel.first_stage_layers
+    last = setup.parallel.last_stage_layers
     head = layers[:first] if first else ""
     tail = layers[len(layers) - last :] if last else ""
     middle = layers[len(head) : len(layers) - len(tail)]
@@ -546,7 +535,7 @@ def _envelope(
         if not s.fused_attention and params.ATTENTION in pattern
         else 0.0,
         BF16 * tokens * (2 if arch.gated_mlp else 1) * arch.ffn / s.tp,
-        BF16 * tokens * 2 * arch.hidden / (s.tp if s.sequence_parallel else 1),
+        BF16 * tokens * 2 * arch.hidden / s.sequence_shards,
     )
     split = max(LARGEST_BLOCKS * per_layer, LOGITS_BLOCKS * fp32_logits)
     temporaries = (
@@ -747,7 +736,7 @@ def _activations(
 ) -> tuple[float, float]:
     """(stored activations of the stage, one layer rebuilt under full recompute)."""
     tokens = s.tokens / s.cp
-    sp = s.tp if s.sequence_parallel else 1
+    sp = s.sequence_shards
     per_kind = {kind: layer_activations(arch, s, kind, tokens, sp) for kind in set(pattern)}
     if s.recompute == "full":
         units = checkpoint_units(arch, pattern)
@@ -926,7 +915,7 @@ def _simulated_step(
     allocator = step_trace.CachingAllocator()
     t = step_trace.Trace(allocator)
     tokens = s.tokens / s.cp
-    sp = s.tp if s.sequence_parallel else 1
+    sp = s.sequence_shards
     hidden = BF16 * tokens * arch.hidden / sp
     heads_q = arch.attention_heads * arch.head_dim
     q = BF16 * tokens * heads_q / s.tp
