@@ -85,12 +85,15 @@ def join_path(*parts: str | int) -> str:
     return text
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """A 'did you mean' hint for a misspelt key, or the list of valid keys when nothing is close."""
+def did_you_mean(
+    word: str, choices: Iterable[str], *, what: str = "keys", most: int = 3
+) -> str:
+    """A 'did you mean' hint for a misspelt key (or value: ``what`` names them), the ``most``
+    closest, or the list of valid ones when nothing is close."""
     options = sorted(choices)
-    close = difflib.get_close_matches(word, options, n=3, cutoff=0.6)
+    close = difflib.get_close_matches(word, options, n=most, cutoff=0.6)
     if close:
         return "did you mean " + " or ".join(repr(c) for c in close) + "?"
     if len(options) <= 12:
-        return "valid keys: " + ", ".join(options)
-    return f"{len(options)} valid keys, none close to {word!r}"
+        return f"valid {what}: " + ", ".join(options)
+    return f"{len(options)} valid {what}, none close to {word!r}"

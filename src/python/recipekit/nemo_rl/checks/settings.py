@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
 import attrs
 
-from recipekit.errors import Issue
+from recipekit.errors import Issue, did_you_mean
 from recipekit.markers import Marker
 from recipekit.nemo_rl.checks.context import (
     MEGATRON,
@@ -16,6 +15,7 @@ from recipekit.nemo_rl.checks.context import (
 from recipekit.nemo_rl.schema_main import (
     GRPOMasterConfigMain,
 )
+from recipekit.nemo_rl.schema_super_v3 import MathEnvironment
 
 
 def megatron_settings_agree(ctx: CheckContext) -> Iterator[Issue]:
@@ -60,12 +60,18 @@ def megatron_settings_agree(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
-def math_verifier_is_set(ctx: CheckContext) -> Iterator[Issue]:
+def _math_environments(ctx: CheckContext) -> Iterator[tuple[str, MathEnvironment]]:
+    """Each math environment the config sets, by name (super-v3: ``env`` is a dict of them;
+    main: ``env.math``)."""
     envs = ctx.config.env
     named = envs.items() if isinstance(envs, dict) else [("math", envs.math)]
     for name, env in named:
-        if isinstance(env, Marker):
-            continue
+        if not isinstance(env, Marker):
+            yield name, env
+
+
+def math_verifier_is_set(ctx: CheckContext) -> Iterator[Issue]:
+    for name, env in _math_environments(ctx):
         if env.math_verify_impl is None:
             yield Issue(
                 f"env.{name}.math_verify_impl",
@@ -85,10 +91,8 @@ def math_verifier_type_is_known(ctx: CheckContext) -> Iterator[Issue]:
     value is a string, then looks its worker up (math_environment.py:245 @ super-v3, :384 and
     :388 @ super-v3.5-posttraining): an explicit null fails the assert at setup, an unknown
     name a KeyError."""
-    envs = ctx.config.env
-    named = envs.items() if isinstance(envs, dict) else [("math", envs.math)]
-    for name, env in named:
-        if isinstance(env, Marker) or isinstance(env.verifier_type, Marker):
+    for name, env in _math_environments(ctx):
+        if isinstance(env.verifier_type, Marker):
             continue
         if env.verifier_type is None:
             yield Issue(
@@ -105,13 +109,10 @@ def math_verifier_type_is_known(ctx: CheckContext) -> Iterator[Issue]:
                 "(math_environment.py:388 @ super-v3.5-posttraining looks it up in "
                 "WORKER_CLASS_DICT)",
                 value=env.verifier_type,
-                hint=_closest(env.verifier_type, VERIFIER_TYPES),
+                hint=did_you_mean(
+                    env.verifier_type, VERIFIER_TYPES, what="verifier types", most=1
+                ),
             )
-
-
-def _closest(value: str, choices: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else "one of: " + ", ".join(choices)
 
 
 def model_overrides_name_no_first_class_key(ctx: CheckContext) -> Iterator[Issue]:
