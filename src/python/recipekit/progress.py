@@ -53,7 +53,8 @@ def tree_bytes(path: Path) -> int:
     return total
 
 
-def _stamp() -> str:
+def utc_stamp() -> str:
+    """Now, in UTC, to the second (``2026-12-05T06:23:28Z``)."""
     # Imported here: lineage.store, on the plan path, imports this module (plan under 0.3 s).
     from datetime import UTC, datetime
 
@@ -74,7 +75,7 @@ class _Plain:
     last_line: float = attrs.field(factory=time.monotonic)
 
     def line(self, text: str) -> None:
-        self.stream.write(f"{_stamp()} {self.what}: {text}\n")
+        self.stream.write(f"{utc_stamp()} {self.what}: {text}\n")
         self.stream.flush()
 
     def amount(self, count: float) -> str:

@@ -270,11 +270,11 @@ def plan_actions(
     return [done[entry.name] for entry in planned]
 
 
-def external_identity(source: ExternalInput, environ: Mapping[str, str] | None = None) -> str:
+def external_identity(source: ExternalInput) -> str:
     """``env:VAR=PATH@<digest>``: the path the variable names in the submitting shell and a
-    digest of every file under it by relative name, size and modification time; ``env:VAR``
-    unset, or ``...@missing`` where the path is not here."""
-    value = (os.environ if environ is None else environ).get(source.env_var)
+    digest of every file under it by relative name, size and modification time; ``env:VAR
+    unset``, or ``...@missing`` where the path is not here."""
+    value = os.environ.get(source.env_var)
     if not value:
         return f"env:{source.env_var} unset"
     root = Path(value)
@@ -366,7 +366,6 @@ def _decide(
         if r.meta.get("key") == key
         and r.version.step in (None, last)
         and r.meta.get("inputs") == now
-        and r.meta.get("external", {}) == dict(externals)
     ]
     if finished:
         return attrs.evolve(
@@ -389,7 +388,8 @@ def _decide(
     )
     was = previous.get("external", {})
     changed += tuple(
-        _external_change(role, was.get(role), identity)
+        f"run.{role}: {entry.lineage.inputs[role]} names other files than the recorded run "
+        f"read ({_named(was.get(role))} -> {_named(identity)})"
         for role, identity in externals.items()
         if was.get(role) != identity
     )
@@ -414,16 +414,11 @@ def _input_change(role: str, before: Mapping[str, Any] | None, now: InputVersion
     return f"run.{role}: {now.ref} is v{now.version} now, the recorded run read {was}"
 
 
-def _external_change(role: str, before: str | None, now: str) -> str:
-    """``run.model: ${VAR} names other files than the recorded run read (was -> now)``, each
-    side the path and its files' digest as ``external_identity`` gives them."""
-    variable, _, value = now.removeprefix("env:").partition("=")
-    variable = variable.removesuffix(" unset")
-    shown = (before or "nothing recorded").partition("=")[2] or before or "nothing recorded"
-    return (
-        f"run.{role}: ${{{variable}}} names other files than the recorded run read "
-        f"({shown} -> {value or 'unset'})"
-    )
+def _named(identity: str | None) -> str:
+    """What an ``external_identity`` says the variable named: ``PATH@<digest>``, or unset."""
+    if identity is None:
+        return "nothing recorded"
+    return identity.partition("=")[2] or "unset"
 
 
 def version_meta(

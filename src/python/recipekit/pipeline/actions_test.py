@@ -509,14 +509,14 @@ def test_status_shows_each_stage_as_the_last_pipeline_submit_left_it(
             "pretrain": StageRecord(up_to_date),
             "sft": StageRecord(up_to_date),
             "sft-stage2": StageRecord(up_to_date),
-            "rlvr": StageRecord(ran, run=job_in("rlvr-000000000001", "42"), job="42"),
+            "rlvr": StageRecord(ran, run=job_in("rlvr-000000000001", "42")),
         },
     )
     # A later submission of one stage adds to the record, run directories no plan names now.
     record_submission(
         runs,
         chain.pipeline.name,
-        {UNTIL: StageRecord(ran, run=job_in(f"{UNTIL}-000000000002", "43"), job="43")},
+        {UNTIL: StageRecord(ran, run=job_in(f"{UNTIL}-000000000002", "43"))},
     )
     planned, sources = as_submitted(chain, planned, profile)
     rows = {row["stage"]: row for row in chain_status(planned, profile, sources)}

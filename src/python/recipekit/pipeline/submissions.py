@@ -12,7 +12,6 @@ merged stage by stage, so ``--from``/``--until`` submissions of one pipeline add
 
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,10 +30,10 @@ class StageRecord:
 
     # The action the submission decided on: runs, reason, and (up to date) the version.
     action: Mapping[str, Any]
-    # Where it was submitted; None when it was up to date and not submitted.
+    # The run directory it was submitted in (its job.json names the job, or the framework's
+    # client it was handed to); None when it was up to date and not submitted.
     run: str | None = None
-    job: str | None = None
-    delegated_to: str | None = None
+    # When the submission recorded it, for a reader of the file.
     at: str = ""
 
     @property
@@ -71,7 +70,3 @@ def last_submission(runs_dir: str | Path, pipeline: str) -> dict[str, StageRecor
         return {name: StageRecord(**fields) for name, fields in stages.items()}
     except (OSError, ValueError, KeyError, TypeError):
         return {}
-
-
-def now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -39,7 +39,8 @@ from recipekit.pipeline.actions import (
     plan_actions,
 )
 from recipekit.pipeline.chain import Chain, PlannedStage, plan_chain
-from recipekit.pipeline.submissions import StageRecord, last_submission, now, record_submission
+from recipekit.pipeline.submissions import StageRecord, last_submission, record_submission
+from recipekit.progress import utc_stamp
 
 
 @attrs.frozen
@@ -191,19 +192,13 @@ def _record(
     submitted: Sequence[SubmittedStage],
 ) -> None:
     """What this submission did, for ``pipeline status``: each stage's action, and the run
-    directory and job of each one submitted."""
-    at = now()
-    by_stage = {s.name: s for s in submitted}
-    records = {}
-    for action in actions:
-        made = by_stage.get(action.stage)
-        records[action.stage] = StageRecord(
-            _action_row(action),
-            run=made.run.path.name if made else None,
-            job=made.job_id if made else None,
-            delegated_to=made.delegated_to if made else None,
-            at=at,
-        )
+    directory of each one submitted."""
+    at = utc_stamp()
+    runs = {s.name: s.run.path.name for s in submitted}
+    records = {
+        action.stage: StageRecord(_action_row(action), run=runs.get(action.stage), at=at)
+        for action in actions
+    }
     record_submission(profile.runs_dir, chain.pipeline.name, records)
 
 
