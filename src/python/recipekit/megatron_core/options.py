@@ -164,8 +164,10 @@ class MegatronOptions:
     # Where the WSD style's decay length (lr_wsd_decay_iters) cannot be stated: the style as
     # the stage sets it (None where the recipe's scheduler may state both).
     lr_decay_style: str | None = None
-    # The most optimizer steps the run takes (its train_iters, or a bound on it); None unknown.
+    # The run's optimizer steps (its train_iters), None unknown; or, with run_iters_bound, the
+    # most it can take (NeMo-RL's GRPO stops earlier when its epochs' batches run out).
     run_iters: int | None = None
+    run_iters_bound: bool = False
 
     def key(self, field: str, fallback: str | None = None) -> str:
         """The user key that sets ``field`` (an option, or a size of ``parallel``), else
@@ -248,6 +250,7 @@ def from_nemo_rl(
         weight_decay_incr_style=_value(sched, "weight_decay_incr_style", None),
         lr_decay_style=_value(sched, "lr_decay_style", None),
         run_iters=max_num_steps,
+        run_iters_bound=True,
     )
 
 

@@ -59,7 +59,7 @@ def warmup_ends_before_the_decay(ctx: Any) -> Iterator[Issue]:
         decay, decay_key, bound = o.lr_decay_iters, o.key("lr_decay_iters"), ""
     elif o.run_iters is not None:
         decay, decay_key = o.run_iters, o.key("run_iters")
-        bound = ", which bounds the run's train_iters" if o.keys.framework == "nemo-rl" else ""
+        bound = ", which bounds the run's train_iters" if o.run_iters_bound else ""
     else:
         return
     if o.lr_warmup_iters < decay:
