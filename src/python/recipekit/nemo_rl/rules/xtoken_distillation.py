@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from recipekit.errors import Issue
-from recipekit.markers import Marker
+from recipekit.markers import given
 from recipekit.nemo_rl.schema_distillation import XTokenDistillationMasterConfig
 
 LOSS_PY = "nemo_rl/algorithms/loss/loss_functions.py"
@@ -28,8 +28,7 @@ def _flag(value: object) -> bool:
 
 
 def _mode(config: XTokenDistillationMasterConfig) -> str | None:
-    mode = config.loss_fn.kd_loss_mode
-    return None if isinstance(mode, Marker) else mode
+    return given(config.loss_fn.kd_loss_mode, None)
 
 
 def xtoken_loss_needs_gold_loss(config: XTokenDistillationMasterConfig) -> Iterator[Issue]:
@@ -49,8 +48,7 @@ def xtoken_loss_needs_gold_loss(config: XTokenDistillationMasterConfig) -> Itera
     if _mode(config) != "sum":
         return
     for index, teacher in enumerate(config.teachers):
-        own_gold = None if isinstance(teacher.gold_loss, Marker) else teacher.gold_loss
-        own_xtoken = None if isinstance(teacher.xtoken_loss, Marker) else teacher.xtoken_loss
+        own_gold, own_xtoken = given(teacher.gold_loss, None), given(teacher.xtoken_loss, None)
         teacher_gold = gold if own_gold is None else own_gold
         teacher_xtoken = xtoken if own_xtoken is None else own_xtoken
         if teacher_xtoken and not teacher_gold and not (xtoken and not gold):
@@ -73,7 +71,7 @@ def sum_only_settings_need_sum_mode(config: XTokenDistillationMasterConfig) -> I
     if mode is None or mode == "sum":
         return
     metric = loss.sum_weights_metric
-    if not isinstance(metric, Marker) and metric is not None:
+    if given(metric, None) is not None:
         yield Issue(
             "loss_fn.sum_weights_metric",
             f"applies only in kd_loss_mode 'sum'; cross-tokenizer distillation refuses it "
@@ -99,7 +97,7 @@ def averaged_logits_weights_do_not_cancel(
     if _mode(config) != "averaged_logits":
         return
     weights = [
-        DEFAULT_WEIGHT if isinstance(t.weight, Marker) else t.weight for t in config.teachers
+        given(t.weight, DEFAULT_WEIGHT) for t in config.teachers
     ]
     if weights and sum(weights) == 0:
         yield Issue(
