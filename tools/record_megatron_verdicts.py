@@ -53,7 +53,7 @@ CLASSES = {
     "optimizer": "megatron.core.optimizer.optimizer_config:OptimizerConfig",
     "ddp": "megatron.core.distributed.distributed_data_parallel_config:"
     "DistributedDataParallelConfig",
-    # Given a one-parameter SGD optimizer: its constructor reads only the param groups.
+    # Handed a one-parameter SGD optimizer too (verdict_of): it reads only the param groups.
     "scheduler": "megatron.core.optimizer_param_scheduler:OptimizerParamScheduler",
 }
 
@@ -369,8 +369,6 @@ def _torch_values(kwargs: dict[str, Any]) -> dict[str, Any]:
 
     activations = {"squared_relu": squared_relu, "silu": F.silu, "gelu": F.gelu}
     out = dict(kwargs)
-    if "max_lr" in out:  # the scheduler: an optimizer whose param groups it sets
-        out["optimizer"] = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.0)
     for key in ("params_dtype", "pipeline_dtype", "main_grads_dtype", "main_params_dtype"):
         if isinstance(out.get(key), str):
             out[key] = getattr(torch, out[key])
@@ -379,8 +377,9 @@ def _torch_values(kwargs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def verdict_of(cls: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``{"error": {...} | None, "warnings": [...]}`` of ``cls(**kwargs)``."""
+def verdict_of(cls: Any, kwargs: dict[str, Any], part: str = "") -> dict[str, Any]:
+    """``{"error": {...} | None, "warnings": [...]}`` of ``cls(**kwargs)``; the scheduler
+    (``part``) is also handed an optimizer, whose param groups are all it reads."""
     import logging
     import traceback
     import warnings
@@ -423,7 +422,12 @@ def verdict_of(cls: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     transformer_config.log_single_rank = log_single_rank
     error = None
     try:
-        cls(**_torch_values(kwargs))
+        arguments = _torch_values(kwargs)
+        if part == "scheduler":
+            import torch
+
+            arguments["optimizer"] = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.0)
+        cls(**arguments)
     except Exception as exc:  # noqa: BLE001 (the verdict is whatever it raised)
         frames = [
             f for f in traceback.extract_tb(exc.__traceback__) if "/megatron/core/" in f.filename
@@ -457,7 +461,7 @@ def record(fixture: dict[str, Any]) -> dict[str, Any]:
         classes[part] = getattr(importlib.import_module(module), name)
     for case in fixture["cases"]:
         case["verdict"] = {
-            part: verdict_of(classes[part], case["kwargs"][part])
+            part: verdict_of(classes[part], case["kwargs"][part], part)
             for part in CLASSES
             if part in case["kwargs"]
         }
