@@ -331,6 +331,21 @@ def _identity(value: Any) -> Any:
 
 
 def _checker(tp: Any) -> Check:
+    # ~1000 keys share a few dozen annotations; their checks are made once per annotation.
+    # (typing finds Literal["a", "b"] equal to Literal["b", "a"]: both then list the allowed
+    # values in the order of the one met first, which the import order fixes.)
+    try:
+        return _checker_of_annotation(tp)
+    except TypeError:  # an unhashable annotation: made for this key alone
+        return _make_checker(tp)
+
+
+@functools.cache
+def _checker_of_annotation(tp: Any) -> Check:
+    return _make_checker(tp)
+
+
+def _make_checker(tp: Any) -> Check:
     ok, text = _predicate(tp)
     return _coercer(tp), ok, text
 
