@@ -46,7 +46,7 @@ from recipekit.keypaths import get_at
 from recipekit.lineage.store import output_dir
 from recipekit.markers import DERIVED, RunInput
 from recipekit.model_card import NEMOTRON_35_SUPER_VL_120B
-from recipekit.nemo_rl.framework import NEMO_RL_SUPER35
+from recipekit.nemo_rl.framework_super35 import NEMO_RL_SUPER35
 from recipekit.stage import Stage
 from recipes.super35.genrm import GENRM_NODES, RLVR_JUDGE, genrm
 from recipes.super35.lineage import SUPER35

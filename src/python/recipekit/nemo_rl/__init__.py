@@ -8,4 +8,20 @@ with ``${...}`` (``derivations``, ``derivations_main``), the checks that know it
 its YAML loader (``yaml_loader``).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeGuard
+
+if TYPE_CHECKING:
+    from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
+
 NEMO_RL_VERSION = "super-v3"
+# The branch whose config schema is main's (``schema_main``): Super 3.5's RL stages run it.
+SUPER35_BRANCH = "super-v3.5-posttraining"
+
+
+def runs_super35(config: object) -> TypeGuard[GRPOMasterConfigMain]:
+    """Whether ``config`` is a master config of main's schema. Its class says so
+    (``nemo_rl_branch``), so a check need not import main's schema to ask: a Super 3 plan
+    never loads it."""
+    return getattr(type(config), "nemo_rl_branch", NEMO_RL_VERSION) == SUPER35_BRANCH

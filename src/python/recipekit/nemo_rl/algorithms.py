@@ -31,11 +31,11 @@ from recipekit.nemo_rl.derivations import RULES
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
 from recipekit.nemo_rl.framework import (
     NEMO_RL_GRPO,
-    NEMO_RL_SUPER35,
     NemoRLGrpo,
     nemo_rl_checkpoint_reads,
     nemo_rl_save_policy,
 )
+from recipekit.nemo_rl.framework_super35 import NEMO_RL_SUPER35
 from recipekit.nemo_rl.rules.xtoken_distillation import XTOKEN_ERROR_CHECKS
 from recipekit.nemo_rl.schema_distillation import (
     DistillationMasterConfig,

@@ -20,21 +20,13 @@ from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.checks import (
     ERROR_CHECKS,
     WARNING_CHECKS,
-    WARNING_CHECKS_MAIN,
     Check,
     CheckContext,
 )
 from recipekit.nemo_rl.derivations import RULES, Derivation
-from recipekit.nemo_rl.derivations_main import RULES_MAIN
 from recipekit.nemo_rl.layout import Layout, compute_layout, layout_candidates
 from recipekit.nemo_rl.memory import estimate as estimate_memory
-from recipekit.nemo_rl.rules import (
-    ERROR_CHECKS_SUPER35,
-    ERROR_CHECKS_SUPER_V3,
-    WARNING_CHECKS_SUPER35,
-    WARNING_CHECKS_SUPER_V3,
-)
-from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
+from recipekit.nemo_rl.rules import ERROR_CHECKS_SUPER_V3, WARNING_CHECKS_SUPER_V3
 from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig
 from recipekit.nemo_rl.summary import grpo_summary
 from recipekit.parallelism import ParallelLayout
@@ -135,18 +127,3 @@ def nemo_rl_save_policy(config: Any, algorithm: str) -> SavePolicy | None:
 
 
 NEMO_RL_GRPO = NemoRLGrpo()
-
-# Super 3.5 RL (the recipe, "Software"): NeMo-RL's super-v3.5-posttraining branch; the recipe builds
-# its image at f299847f1, which is not public, so the version names 5d63149a, the branch head whose
-# source the rule catalogue reads (3rdparty/reference/manifest.toml),
-# whose config schema is main's. Its GRPO + NeMo Gym runner is the entry point of every RL stage
-# (RLVR, teachers, MOPD): main's docs launch Gym GRPO with it (nemotron-3-nano.md).
-NEMO_RL_SUPER35 = NemoRLGrpo(
-    version="super-v3.5-posttraining@5d63149a",
-    entry_point="examples/nemo_gym/run_grpo_nemo_gym.py",
-    config_type=GRPOMasterConfigMain,
-    image="nemo-rl-super35",
-    rules=RULES_MAIN,
-    error_checks=ERROR_CHECKS + ERROR_CHECKS_SUPER35 + MCORE_ERRORS,
-    warning_checks=WARNING_CHECKS_MAIN + WARNING_CHECKS_SUPER35 + MCORE_WARNINGS,
-)

@@ -12,13 +12,13 @@ GPUs carry one Megatron-Core layout (:class:`recipekit.parallelism.ParallelLayou
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from recipekit.hardware import Hardware
 from recipekit.markers import Marker
-from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
+from recipekit.nemo_rl import runs_super35
 from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig, Megatron, VllmConfig
 from recipekit.parallelism import (
     DTENSOR,
@@ -28,6 +28,9 @@ from recipekit.parallelism import (
     ParallelLayout,
     megatron_layouts,
 )
+
+if TYPE_CHECKING:
+    from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
 
 
 def cluster_nodes(stage_nodes: int, gym_nodes: int) -> int:
@@ -158,7 +161,7 @@ def gym_nodes(config: object) -> int:
     """The nodes NeMo Gym serves its judges on outside NeMo-RL's cluster: main and
     super-v3.5-posttraining place nothing of NeMo-RL's there (``derivations_main``); super-v3's
     GRPO carves them out of ``cluster.num_nodes`` itself, so there they are inside it (0)."""
-    if not isinstance(config, GRPOMasterConfigMain):
+    if not runs_super35(config):
         return 0
     env = config.env
     nemo_gym = None if isinstance(env, Marker) else env.nemo_gym

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal
 import attrs
 
 from recipekit.markers import Derived, Unset
+from recipekit.nemo_rl import SUPER35_BRANCH
 from recipekit.nemo_rl.schema_super_v3 import (
     FP8,
     PRECISIONS,
@@ -473,6 +474,8 @@ class ClusterMain(Cluster):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOMasterConfigMain:
     """The GRPO (+ NeMo Gym, + MOPD) config of NeMo-RL main / super-v3.5-posttraining."""
+
+    nemo_rl_branch: ClassVar[str] = SUPER35_BRANCH
 
     grpo: GRPOConfigMain = required()
     loss_fn: ClippedPGLossMain = required()

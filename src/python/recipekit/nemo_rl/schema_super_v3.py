@@ -7,9 +7,10 @@ TypedDicts of ``super-v3`` (NVIDIA-NeMo/RL@8af543ad, ``nemo_rl/**``, pinned in
 reference configs set them.
 """
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from recipekit.markers import Derived, Unset
+from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.sections import derived, fixed, frozen_section, optional, required, section
 from recipekit.validators import at_least, between, one_of
 
@@ -595,6 +596,8 @@ class Cluster:
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOMasterConfig:
     """``examples/run_grpo.py --config``: the complete GRPO config, top-level sections."""
+
+    nemo_rl_branch: ClassVar[str] = NEMO_RL_VERSION
 
     grpo: GRPOConfig = required()
     loss_fn: ClippedPGLoss = required()

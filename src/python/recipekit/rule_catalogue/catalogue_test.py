@@ -14,7 +14,8 @@ import pytest
 from recipekit import job_rules, rule_catalogue
 from recipekit.lineage.checkpoint_stamp import PLAN_RULES
 from recipekit.nemo_evaluator.framework import NEMO_EVALUATOR
-from recipekit.nemo_rl.framework import NEMO_RL_GRPO, NEMO_RL_SUPER35
+from recipekit.nemo_rl.framework import NEMO_RL_GRPO
+from recipekit.nemo_rl.framework_super35 import NEMO_RL_SUPER35
 from recipekit.parallelism import LAYOUT_RULES
 from tools import rule_catalogue as generator
 

@@ -4,6 +4,7 @@ key paths messages name."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
 
@@ -11,10 +12,6 @@ from recipekit import checking
 from recipekit.errors import Issue
 from recipekit.megatron_core.options import MegatronOptions, from_nemo_rl
 from recipekit.nemo_rl.layout import Layout
-from recipekit.nemo_rl.schema_main import (
-    GenerationMain,
-    GRPOMasterConfigMain,
-)
 from recipekit.nemo_rl.schema_super_v3 import (
     Generation,
     GRPOMasterConfig,
@@ -22,12 +19,16 @@ from recipekit.nemo_rl.schema_super_v3 import (
     VllmConfig,
 )
 
+if TYPE_CHECKING:
+    # Main's schema is imported by the stages that run main, not by every NeMo-RL plan.
+    from recipekit.nemo_rl.schema_main import GenerationMain, GRPOMasterConfigMain
+
 # The GRPO config of either schema: the checks read keys both declare.
-GrpoConfig = GRPOMasterConfig | GRPOMasterConfigMain
+GrpoConfig: TypeAlias = "GRPOMasterConfig | GRPOMasterConfigMain"
 
 
 @attrs.frozen
-class CheckContext(checking.CheckContext[GrpoConfig, Layout]):
+class CheckContext(checking.CheckContext["GrpoConfig", Layout]):
     @property
     def megatron(self) -> Megatron | None:
         m = self.config.policy.megatron_cfg
@@ -46,7 +47,8 @@ class CheckContext(checking.CheckContext[GrpoConfig, Layout]):
     @property
     def generation(self) -> Generation | GenerationMain | None:
         g = self.config.policy.generation
-        return g if isinstance(g, Generation | GenerationMain) else None
+        # (main's GenerationMain derives from Generation)
+        return g if isinstance(g, Generation) else None
 
     @property
     def vllm(self) -> VllmConfig | None:

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from recipekit.errors import Issue, did_you_mean
-from recipekit.markers import UNSET
+from recipekit.markers import UNSET, Marker
 from recipekit.nemo_rl.checks.context import (
     CheckContext,
 )
-from recipekit.nemo_rl.schema_main import (
-    NonColocatedTeachers,
-    OnPolicyDistillation,
-    TeacherResources,
-)
 from recipekit.parallelism import ParallelKeys, model_layout_issues
+
+if TYPE_CHECKING:
+    # Main's schema is imported by the stages that run main, not by every NeMo-RL plan.
+    from recipekit.nemo_rl.schema_main import NonColocatedTeachers, OnPolicyDistillation
 
 OPD = "on_policy_distillation"
 # A teacher's log-probability workers: Megatron-Core, with the sizes TeacherResourceConfig has.
@@ -28,13 +28,26 @@ TEACHER = ParallelKeys(
 )
 
 
-def _distillation(ctx: CheckContext) -> OnPolicyDistillation | None:
-    opd = getattr(ctx.config, "on_policy_distillation", None)
-    return opd if isinstance(opd, OnPolicyDistillation) and opd.enabled is True else None
+def _section(value: Any) -> Any:
+    """A sub-section that is set: None for an absent key, null, UNSET or DERIVED."""
+    return None if value is None or isinstance(value, Marker) else value
+
+
+def distillation(ctx: CheckContext) -> OnPolicyDistillation | None:
+    """The on-policy distillation section when it is on (a key of main's schema only)."""
+    opd = _section(getattr(ctx.config, "on_policy_distillation", None))
+    return opd if opd is not None and opd.enabled is True else None
+
+
+def non_colocated_teachers(ctx: CheckContext) -> NonColocatedTeachers | None:
+    """opd.py:106: distillation is on and its teachers have GPUs of their own."""
+    opd = distillation(ctx)
+    teachers = None if opd is None else _section(opd.non_colocated_teachers)
+    return teachers if teachers is not None and teachers.enabled is True else None
 
 
 def default_teacher_is_routed(ctx: CheckContext) -> Iterator[Issue]:
-    opd = _distillation(ctx)
+    opd = distillation(ctx)
     if opd is None or not isinstance(opd.teacher_model_by_agent_name, dict):
         return
     alias, routes = opd.default_teacher_alias, opd.teacher_model_by_agent_name
@@ -49,11 +62,9 @@ def default_teacher_is_routed(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def distillation_teachers_fit(ctx: CheckContext) -> Iterator[Issue]:
-    opd = _distillation(ctx)
-    if opd is None or not isinstance(opd.non_colocated_teachers, NonColocatedTeachers):
-        return
-    cfg = opd.non_colocated_teachers.default_teacher_cfg
-    if opd.non_colocated_teachers.enabled is not True or not isinstance(cfg, TeacherResources):
+    teachers = non_colocated_teachers(ctx)
+    cfg = None if teachers is None else _section(teachers.default_teacher_cfg)
+    if cfg is None:
         return
     key = f"{OPD}.non_colocated_teachers.default_teacher_cfg"
     hw, nodes = ctx.hardware, ctx.layout.nodes

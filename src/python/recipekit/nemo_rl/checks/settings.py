@@ -8,12 +8,10 @@ import attrs
 
 from recipekit.errors import Issue, did_you_mean
 from recipekit.markers import Marker
+from recipekit.nemo_rl import runs_super35
 from recipekit.nemo_rl.checks.context import (
     MEGATRON,
     CheckContext,
-)
-from recipekit.nemo_rl.schema_main import (
-    GRPOMasterConfigMain,
 )
 from recipekit.nemo_rl.schema_super_v3 import MathEnvironment
 
@@ -24,7 +22,7 @@ def megatron_settings_agree(ctx: CheckContext) -> Iterator[Issue]:
         return
     opt = m.optimizer
     fraction = opt.optimizer_offload_fraction
-    if isinstance(ctx.config, GRPOMasterConfigMain):
+    if runs_super35(ctx.config):
         # super-v3.5-posttraining offloads any share: setup.py:1218-1219 @ 5d63149a.
         if opt.optimizer_cpu_offload and not 0 < fraction <= 1:
             yield Issue(

@@ -6,15 +6,14 @@ version runs (main's schema is super-v3.5-posttraining's).
 
 from __future__ import annotations
 
+from recipekit.nemo_rl import NEMO_RL_VERSION as SUPER_V3
+from recipekit.nemo_rl import SUPER35_BRANCH as SUPER35
+from recipekit.nemo_rl import runs_super35
 from recipekit.nemo_rl.checks import CheckContext
-from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain
-
-SUPER_V3 = "super-v3"
-SUPER35 = "super-v3.5-posttraining"
 
 
 def on_super35(ctx: CheckContext) -> bool:
-    return isinstance(ctx.config, GRPOMasterConfigMain)
+    return runs_super35(ctx.config)
 
 
 def cite(ctx: CheckContext, file: str, *, v3: int = 0, v35: int = 0) -> str:

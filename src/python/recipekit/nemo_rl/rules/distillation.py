@@ -8,26 +8,17 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.markers import Marker
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.checks.distillation import non_colocated_teachers
 from recipekit.nemo_rl.rules.async_grpo import async_rollouts
 from recipekit.nemo_rl.rules.citation import cite
-from recipekit.nemo_rl.schema_main import NonColocatedTeachers, OnPolicyDistillation
 
 GRPO_PY = "nemo_rl/algorithms/grpo.py"
 TEACHERS_PY = "nemo_rl/models/policy/teacher_worker_group.py"
 
 
-def _non_colocated_teachers(ctx: CheckContext) -> bool:
-    """opd.py:106: distillation is on and its teachers have GPUs of their own."""
-    opd = getattr(ctx.config, "on_policy_distillation", None)
-    if not isinstance(opd, OnPolicyDistillation) or opd.enabled is not True:
-        return False
-    teachers = opd.non_colocated_teachers
-    return isinstance(teachers, NonColocatedTeachers) and teachers.enabled is True
-
-
 def non_colocated_teachers_need_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py:785: teachers on their own GPUs score rollouts while they are collected."""
-    if _non_colocated_teachers(ctx) and not async_rollouts(ctx):
+    if non_colocated_teachers(ctx) is not None and not async_rollouts(ctx):
         yield Issue(
             "on_policy_distillation.non_colocated_teachers.enabled",
             "NeMo-RL's GRPO setup refuses it without an asynchronous generation engine "
@@ -39,7 +30,7 @@ def non_colocated_teachers_need_async_rollouts(ctx: CheckContext) -> Iterator[Is
 def teachers_need_a_megatron_student(ctx: CheckContext) -> Iterator[Issue]:
     """teacher_worker_group.py:156: a teacher copies the student's policy config and runs only
     on Megatron, so the student must not enable DTensor."""
-    if _non_colocated_teachers(ctx) and ctx.config.policy.dtensor_cfg.enabled:
+    if non_colocated_teachers(ctx) is not None and ctx.config.policy.dtensor_cfg.enabled:
         yield Issue(
             "policy.dtensor_cfg.enabled",
             "NeMo-RL refuses non-colocated teachers with it: a teacher inherits the policy's "
@@ -51,11 +42,8 @@ def teachers_need_a_megatron_student(ctx: CheckContext) -> Iterator[Issue]:
 def teachers_fit_on_one_node(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py:795: each teacher's placement group lies on one node, the default teacher's
     and every override's (the default's layout is checks.distillation_teachers_fit's)."""
-    opd = getattr(ctx.config, "on_policy_distillation", None)
-    if not _non_colocated_teachers(ctx) or not isinstance(opd, OnPolicyDistillation):
-        return
-    teachers = opd.non_colocated_teachers
-    if not isinstance(teachers, NonColocatedTeachers):
+    teachers = non_colocated_teachers(ctx)
+    if teachers is None:
         return
     named = {"default_teacher_cfg": teachers.default_teacher_cfg}
     overrides = teachers.teacher_overrides

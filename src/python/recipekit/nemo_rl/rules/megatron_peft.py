@@ -8,11 +8,16 @@ reads it with ``.get("peft", {})``, so an absent section means no LoRA.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from recipekit.errors import Issue
+from recipekit.markers import UNSET, Unset
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import cite
-from recipekit.nemo_rl.schema_common import MegatronPeft
+
+if TYPE_CHECKING:
+    # The examples' schema is imported by the stages that run an example, not by every plan.
+    from recipekit.nemo_rl.schema_common import MegatronPeft
 
 SETUP_PY = "nemo_rl/models/megatron/setup.py"
 PEFT = "policy.megatron_cfg.peft"
@@ -20,8 +25,8 @@ PEFT = "policy.megatron_cfg.peft"
 
 def enabled_peft(ctx: CheckContext) -> MegatronPeft | None:
     """The Megatron LoRA section when it is on (NeMo-RL's ``peft.enabled``)."""
-    peft = getattr(ctx.megatron, "peft", None)
-    return peft if isinstance(peft, MegatronPeft) and peft.enabled else None
+    peft: MegatronPeft | Unset | None = getattr(ctx.megatron, "peft", None)
+    return None if peft is None or peft is UNSET or not peft.enabled else peft
 
 
 def frozen_router_without_peft(ctx: CheckContext) -> Iterator[Issue]:
