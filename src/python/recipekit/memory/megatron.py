@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 
-from recipekit.memory import caching_allocator, step_trace
+from recipekit.memory import caching_allocator, simulation_cache, step_trace
 from recipekit.memory import parameters as params
 from recipekit.memory.estimate import GIB, Term, terms
 from recipekit.model_card import Architecture
@@ -473,8 +473,9 @@ def _allocator(
     shards = _optimizer_shards(arch, s, pattern, first=first, last=last)
     simulated = 0.0
     if simulate and _simulation_size(arch, s, pattern, shards, stage) <= SIMULATED_BLOCKS:
-        reserved, peak = _simulated_step(
-            arch, s, pattern, shards, first=first, last=last, stage=stage
+        reserved, peak = simulation_cache.cached_pair(
+            (arch, s, pattern, shards, first, last, stage),
+            lambda: _simulated_step(arch, s, pattern, shards, first=first, last=last, stage=stage),
         )
         simulated = max(0.0, reserved - peak)
     envelope, per_layer, fp32_logits = _envelope(
