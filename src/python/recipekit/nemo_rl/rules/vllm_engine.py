@@ -134,6 +134,420 @@ def expert_load_balancing_needs_expert_parallel(ctx: CheckContext) -> Iterator[I
         )
 
 
+def _sub(kwargs: dict[str, Any], name: str) -> dict[str, Any]:
+    """A nested vllm_kwargs section (``eplb_config``, ``compilation_config``), {} if absent."""
+    value = kwargs.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: object, default: int) -> int | None:
+    """An integer kwarg, its vLLM default when absent, None when it is not an integer."""
+    if value is None:
+        return default
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _sequence_parallel(kwargs: dict[str, Any]) -> bool:
+    """compilation_config.pass_config asks for sequence parallelism (async TP implies it)."""
+    passes = _sub(_sub(kwargs, "compilation_config"), "pass_config")
+    return passes.get("enable_sp") is True or passes.get("fuse_gemm_comms") is True
+
+
+def _decode_context_parallel(ctx: CheckContext) -> int:
+    dcp = _int(_kwargs(ctx).get("decode_context_parallel_size"), 1)
+    return dcp if dcp is not None else 1
+
+
+def _kv_heads(ctx: CheckContext) -> tuple[int, int]:
+    """(attention heads, KV heads) of a grouped-query model card; (0, 0) when unknown or when
+    the card gives as many KV heads as heads (vLLM skips these asserts for MLA models, which a
+    card does not mark, so only GQA/MQA cards are read)."""
+    arch = ctx.model.architecture
+    if arch is None or not arch.attention_heads or not 0 < arch.kv_heads < arch.attention_heads:
+        return 0, 0
+    return arch.attention_heads, arch.kv_heads
+
+
+def long_max_model_len_allowed_by_its_variable(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/model.py:2274: a warning; VLLM_ALLOW_LONG_MAX_MODEL_LEN lets max_model_len
+    pass the model's positions, which may give NaNs (RoPE) or out-of-bounds reads."""
+    vllm, arch = ctx.vllm, ctx.model.architecture
+    positions = arch.max_positions if arch is not None else 0
+    if vllm is None or not positions or not isinstance(vllm.max_model_len, int):
+        return
+    allowed = any(env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") for _, env in env_var_sections(ctx))
+    if vllm.max_model_len > positions and allowed:
+        yield Issue(
+            f"{VLLM}.max_model_len",
+            f"vLLM warns: past {ctx.model.name}'s {positions} positions, allowed only by "
+            f"VLLM_ALLOW_LONG_MAX_MODEL_LEN; positions beyond them can give NaNs "
+            f"(vllm/config/model.py:2274 {AT})",
+            value=vllm.max_model_len,
+        )
+
+
+def expert_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/model.py:1161: expert parallelism (NeMo-RL turns it on for
+    expert_parallel_size > 1) needs a model with experts. With expert_parallel_size above
+    tensor_parallel_size vLLM stops earlier, at parallel.py:860."""
+    vllm = ctx.vllm
+    if vllm is None or ctx.model.is_moe or vllm.expert_parallel_size <= 1:
+        return
+    if vllm.expert_parallel_size <= vllm.tensor_parallel_size:
+        yield Issue(
+            f"{VLLM}.expert_parallel_size",
+            f"vLLM refuses it: {ctx.model.name} has no experts to split "
+            f"(vllm/config/model.py:1161 {AT})",
+            value=vllm.expert_parallel_size,
+        )
+
+
+def external_data_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/parallel.py:860: NeMo-RL runs vLLM data-parallel (VLLM_DP_SIZE =
+    expert_parallel_size / tensor_parallel_size) when EP exceeds TP, which vLLM refuses for a
+    dense model."""
+    vllm = ctx.vllm
+    if vllm is None or ctx.model.is_moe:
+        return
+    if vllm.expert_parallel_size > vllm.tensor_parallel_size:
+        yield Issue(
+            f"{VLLM}.expert_parallel_size",
+            f"vLLM refuses it: above tensor_parallel_size it makes NeMo-RL start vLLM "
+            f"data-parallel, which {ctx.model.name} (no experts) cannot use "
+            f"(vllm/config/parallel.py:860 {AT})",
+            value=vllm.expert_parallel_size,
+        )
+
+
+def decode_context_parallel_divides_tensor_parallel(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/parallel.py:504: decode context parallelism splits each TP group, so its
+    size divides tensor_parallel_size."""
+    vllm, dcp = ctx.vllm, _decode_context_parallel(ctx)
+    if vllm is not None and dcp > 1 and vllm.tensor_parallel_size % dcp:
+        yield Issue(
+            f"{KWARGS}.decode_context_parallel_size",
+            f"vLLM refuses it: does not divide tensor_parallel_size "
+            f"({vllm.tensor_parallel_size}) (vllm/config/parallel.py:504 {AT})",
+            value=dcp,
+        )
+
+
+def dcp_all_to_all_needs_decode_context_parallel(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/parallel.py:510: the all-to-all DCP backend needs a DCP size above 1."""
+    kwargs = _kwargs(ctx)
+    if kwargs.get("dcp_comm_backend") == "a2a" and _decode_context_parallel(ctx) <= 1:
+        yield Issue(
+            f"{KWARGS}.dcp_comm_backend",
+            "vLLM refuses it: a2a needs decode_context_parallel_size > 1 "
+            f"(vllm/config/parallel.py:510 {AT})",
+            value="a2a",
+        )
+
+
+def dcp_tensor_parallel_above_kv_heads(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/model.py:1234: with decode context parallelism on a GQA model, TP exceeds
+    the KV heads (DCP reuses the ranks that would hold KV-head copies)."""
+    vllm, dcp = ctx.vllm, _decode_context_parallel(ctx)
+    _, kv = _kv_heads(ctx)
+    if vllm is None or dcp <= 1 or not kv or vllm.tensor_parallel_size % dcp:
+        return
+    if vllm.tensor_parallel_size <= kv:
+        yield Issue(
+            f"{KWARGS}.decode_context_parallel_size",
+            f"vLLM refuses it: needs tensor_parallel_size above {ctx.model.name}'s {kv} KV "
+            f"heads, not {vllm.tensor_parallel_size} (vllm/config/model.py:1234 {AT})",
+            value=dcp,
+        )
+
+
+def dcp_within_tensor_parallel_per_kv_head(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/model.py:1241: the DCP size is at most tensor_parallel_size // KV heads."""
+    vllm, dcp = ctx.vllm, _decode_context_parallel(ctx)
+    _, kv = _kv_heads(ctx)
+    if vllm is None or dcp <= 1 or not kv or vllm.tensor_parallel_size % dcp:
+        return
+    most = vllm.tensor_parallel_size // kv
+    if vllm.tensor_parallel_size > kv and dcp > most:
+        yield Issue(
+            f"{KWARGS}.decode_context_parallel_size",
+            f"vLLM refuses it: at most TP // KV heads = {vllm.tensor_parallel_size} // {kv} "
+            f"(vllm/config/model.py:1241 {AT})",
+            value=dcp,
+            hint=f"at most {most}",
+        )
+
+
+def dcp_divides_queries_per_kv_head(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/model.py:1249: the DCP size divides the query heads per KV head."""
+    vllm, dcp = ctx.vllm, _decode_context_parallel(ctx)
+    heads, kv = _kv_heads(ctx)
+    if vllm is None or dcp <= 1 or not kv or vllm.tensor_parallel_size % dcp:
+        return
+    tp, per_kv = vllm.tensor_parallel_size, heads // kv
+    if tp > kv and dcp <= tp // kv and per_kv % dcp:
+        yield Issue(
+            f"{KWARGS}.decode_context_parallel_size",
+            f"vLLM refuses it: does not divide {ctx.model.name}'s {per_kv} query heads per KV "
+            f"head (vllm/config/model.py:1249 {AT})",
+            value=dcp,
+        )
+
+
+def partial_prefills_need_chunked_prefill(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/scheduler.py:303: concurrent partial prefills need chunked prefill."""
+    kwargs = _kwargs(ctx)
+    partial = _int(kwargs.get("max_num_partial_prefills"), 1)
+    if partial is not None and partial > 1 and kwargs.get("enable_chunked_prefill") is False:
+        yield Issue(
+            f"{KWARGS}.max_num_partial_prefills",
+            "vLLM refuses it above 1 with chunked prefill off "
+            f"(vllm/config/scheduler.py:303 {AT})",
+            value=partial,
+        )
+
+
+def long_prefill_threshold_within_max_model_len(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/scheduler.py:309: with concurrent partial prefills, the long-prompt
+    threshold is at most max_model_len."""
+    vllm, kwargs = ctx.vllm, _kwargs(ctx)
+    partial = _int(kwargs.get("max_num_partial_prefills"), 1)
+    threshold = _int(kwargs.get("long_prefill_token_threshold"), 0)
+    if vllm is None or not isinstance(vllm.max_model_len, int) or not partial or not threshold:
+        return
+    if partial > 1 and kwargs.get("enable_chunked_prefill") is not False:
+        if threshold > vllm.max_model_len:
+            yield Issue(
+                f"{KWARGS}.long_prefill_token_threshold",
+                f"vLLM refuses it: above max_model_len ({vllm.max_model_len}) "
+                f"(vllm/config/scheduler.py:309 {AT})",
+                value=threshold,
+            )
+
+
+def long_partial_prefills_within_partial_prefills(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/scheduler.py:316: long-prompt partial prefills are a share of all
+    concurrent partial prefills (both default to 1)."""
+    kwargs = _kwargs(ctx)
+    long = _int(kwargs.get("max_long_partial_prefills"), 1)
+    partial = _int(kwargs.get("max_num_partial_prefills"), 1)
+    if long is not None and partial is not None and long > partial:
+        yield Issue(
+            f"{KWARGS}.max_long_partial_prefills",
+            f"vLLM refuses it: above max_num_partial_prefills ({partial}) "
+            f"(vllm/config/scheduler.py:316 {AT})",
+            value=long,
+        )
+
+
+def custom_scheduler_class_is_not_public(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/scheduler.py:192: a warning; a custom scheduler class uses an interface vLLM
+    does not keep stable, and a subclass of the synchronous Scheduler loses async scheduling."""
+    scheduler = _kwargs(ctx).get("scheduler_cls")
+    if scheduler is not None:
+        yield Issue(
+            f"{KWARGS}.scheduler_cls",
+            "vLLM warns: its scheduler interface is not public; a subclass of Scheduler (not "
+            f"AsyncScheduler) runs without async scheduling (vllm/config/scheduler.py:192 {AT})",
+            value=scheduler,
+        )
+
+
+def async_eplb_communicator_is_not_nccl(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/parallel.py:105: async EPLB (eplb_config.use_async, on by default) cannot
+    move experts over an NCCL communicator."""
+    eplb = _sub(_kwargs(ctx), "eplb_config")
+    communicator = eplb.get("communicator")
+    if eplb.get("use_async", True) is not False and communicator in ("torch_nccl", "pynccl"):
+        yield Issue(
+            f"{KWARGS}.eplb_config.communicator",
+            "vLLM refuses it with async EPLB (eplb_config.use_async, on unless set false): "
+            f"NCCL streams conflict (vllm/config/parallel.py:105 {AT})",
+            value=communicator,
+            hint="torch_gloo, nixl or unset; or eplb_config.use_async: false",
+        )
+
+
+def redundant_experts_need_eplb(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/parallel.py:491: redundant experts are placed by EPLB only."""
+    kwargs = _kwargs(ctx)
+    redundant = _sub(kwargs, "eplb_config").get("num_redundant_experts")
+    if isinstance(redundant, int) and redundant and kwargs.get("enable_eplb") is not True:
+        yield Issue(
+            f"{KWARGS}.eplb_config.num_redundant_experts",
+            f"vLLM refuses it without enable_eplb (vllm/config/parallel.py:491 {AT})",
+            value=redundant,
+        )
+
+
+def removed_all2all_backend_falls_back(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/parallel.py:450: a warning; the pplx and naive all2all backends are gone
+    and vLLM uses allgather_reducescatter instead."""
+    backend = _kwargs(ctx).get("all2all_backend")
+    if backend in ("pplx", "naive"):
+        yield Issue(
+            f"{KWARGS}.all2all_backend",
+            "vLLM warns: removed; it runs allgather_reducescatter instead "
+            f"(vllm/config/parallel.py:450 {AT})",
+            value=backend,
+        )
+
+
+def parallel_loading_workers_are_ignored(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/parallel.py:919: a warning; max_parallel_loading_workers has no effect."""
+    workers = _kwargs(ctx).get("max_parallel_loading_workers")
+    if workers is not None:
+        yield Issue(
+            f"{KWARGS}.max_parallel_loading_workers",
+            f"vLLM warns: not supported, ignored (vllm/config/parallel.py:919 {AT})",
+            value=workers,
+        )
+
+
+def nsight_workers_need_ray(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/parallel.py:997: nsight profiling of vLLM's workers needs the Ray
+    executor, which NeMo-RL picks only for TP x PP > 1 (one GPU runs in-process)."""
+    vllm = ctx.vllm
+    if vllm is None or _kwargs(ctx).get("ray_workers_use_nsight") is not True:
+        return
+    if vllm.tensor_parallel_size * vllm.pipeline_parallel_size == 1:
+        yield Issue(
+            f"{KWARGS}.ray_workers_use_nsight",
+            "vLLM refuses it: at TP x PP = 1 NeMo-RL runs vLLM without Ray workers "
+            f"(vllm/config/parallel.py:997 {AT})",
+            value=True,
+        )
+
+
+def attention_dtype_override_needs_rocm(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/model.py:536: a warning; override_attention_dtype acts on ROCm only."""
+    dtype = _kwargs(ctx).get("override_attention_dtype")
+    if dtype is not None:
+        yield Issue(
+            f"{KWARGS}.override_attention_dtype",
+            "vLLM warns: only ROCm honours it; NVIDIA GPUs ignore it "
+            f"(vllm/config/model.py:536 {AT})",
+            value=dtype,
+        )
+
+
+def kv_scales_calculation_is_deprecated(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/cache.py:267: a warning; calculate_kv_scales is deprecated (scales come
+    from the checkpoint, else 1.0)."""
+    if _kwargs(ctx).get("calculate_kv_scales") is True:
+        yield Issue(
+            f"{KWARGS}.calculate_kv_scales",
+            "vLLM warns: deprecated; KV scales are read from the checkpoint or default to 1.0 "
+            f"(vllm/config/cache.py:267 {AT})",
+            value=True,
+        )
+
+
+def mamba_stochastic_rounding_needs_float16_cache(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/vllm.py:917: stochastic rounding of the Mamba state needs a float16 SSM
+    cache."""
+    kwargs = _kwargs(ctx)
+    cache = kwargs.get("mamba_ssm_cache_dtype", "auto")
+    if kwargs.get("enable_mamba_cache_stochastic_rounding") is True and cache != "float16":
+        yield Issue(
+            f"{KWARGS}.enable_mamba_cache_stochastic_rounding",
+            f"vLLM refuses it: mamba_ssm_cache_dtype is {cache}, not float16 "
+            f"(vllm/config/vllm.py:917 {AT})",
+            value=True,
+        )
+
+
+def mamba_block_size_needs_prefix_caching(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/vllm.py:2222: a Mamba block size other than max_model_len needs prefix
+    caching (NeMo-RL passes vllm_cfg.enable_prefix_caching; unset, it is on from Ampere)."""
+    vllm, size = ctx.vllm, _kwargs(ctx).get("mamba_block_size")
+    if vllm is None or not isinstance(size, int) or size == vllm.max_model_len:
+        return
+    if getattr(vllm, "enable_prefix_caching", None) is False:
+        yield Issue(
+            f"{KWARGS}.mamba_block_size",
+            "vLLM refuses it with vllm_cfg.enable_prefix_caching false "
+            f"(vllm/config/vllm.py:2222 {AT})",
+            value=size,
+        )
+
+
+def sequence_parallelism_needs_tensor_parallel(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/vllm.py:1225: a warning; sequence parallelism (pass_config.enable_sp, or
+    fuse_gemm_comms which implies it) is switched off at TP = 1."""
+    vllm, kwargs = ctx.vllm, _kwargs(ctx)
+    if vllm is not None and _sequence_parallel(kwargs) and vllm.tensor_parallel_size == 1:
+        yield Issue(
+            f"{KWARGS}.compilation_config.pass_config",
+            "vLLM warns: sequence parallelism needs tensor_parallel_size > 1 and is turned off "
+            f"(vllm/config/vllm.py:1225 {AT})",
+            value=_sub(_sub(kwargs, "compilation_config"), "pass_config"),
+        )
+
+
+def sequence_parallelism_needs_vllm_compile(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/vllm.py:1411: a warning; sequence parallelism is a compile pass, so it
+    does not run when enforce_eager (or compilation_config.mode) leaves VLLM_COMPILE."""
+    vllm, kwargs = ctx.vllm, _kwargs(ctx)
+    if vllm is None or not _sequence_parallel(kwargs) or vllm.tensor_parallel_size == 1:
+        return
+    mode = _sub(kwargs, "compilation_config").get("mode")
+    other_mode = mode is not None and mode not in (3, "VLLM_COMPILE", "vllm_compile")
+    if vllm.enforce_eager is True or other_mode:
+        yield Issue(
+            f"{KWARGS}.compilation_config.pass_config",
+            "vLLM warns: sequence parallelism is on but compilation is not VLLM_COMPILE "
+            f"(enforce_eager or compilation_config.mode) (vllm/config/vllm.py:1411 {AT})",
+            value=_sub(_sub(kwargs, "compilation_config"), "pass_config"),
+        )
+
+
+def micro_batching_needs_an_expert_all2all(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/vllm.py:1463: dual-batch overlap / micro-batching (enable_dbo, or
+    ubatch_size > 1) needs the deepep or nixl_ep all2all backend."""
+    kwargs = _kwargs(ctx)
+    ubatch = _int(kwargs.get("ubatch_size"), 0)
+    if kwargs.get("enable_dbo") is not True and not (ubatch and ubatch > 1):
+        return
+    backend = kwargs.get("all2all_backend", "allgather_reducescatter")
+    if backend not in ("deepep_low_latency", "deepep_high_throughput", "nixl_ep"):
+        yield Issue(
+            f"{KWARGS}.all2all_backend",
+            "vLLM refuses micro-batching (enable_dbo / ubatch_size) with it: needs "
+            "deepep_low_latency, deepep_high_throughput or nixl_ep "
+            f"(vllm/config/vllm.py:1463 {AT})",
+            value=backend,
+        )
+
+
+def kv_sharing_fast_prefill_needs_model_support(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/vllm.py:1347: a warning; fast prefill for KV sharing is correct and faster
+    only where the model implements it."""
+    if _kwargs(ctx).get("kv_sharing_fast_prefill") is True:
+        yield Issue(
+            f"{KWARGS}.kv_sharing_fast_prefill",
+            "vLLM warns: the model must support it to stay correct and gain speed "
+            f"(vllm/config/vllm.py:1347 {AT})",
+            value=True,
+        )
+
+
+def dcp_interleave_overrides_cp_interleave(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/vllm.py:2171: a warning; under decode context parallelism a
+    dcp_kv_cache_interleave_size above 1 replaces a different cp_kv_cache_interleave_size."""
+    kwargs = _kwargs(ctx)
+    dcp_size = _int(kwargs.get("dcp_kv_cache_interleave_size"), 1)
+    cp_size = _int(kwargs.get("cp_kv_cache_interleave_size"), 1)
+    if _decode_context_parallel(ctx) <= 1 or not dcp_size or dcp_size <= 1:
+        return
+    if cp_size != dcp_size:
+        yield Issue(
+            f"{KWARGS}.dcp_kv_cache_interleave_size",
+            f"vLLM warns: it overrides cp_kv_cache_interleave_size ({cp_size}) "
+            f"(vllm/config/vllm.py:2171 {AT})",
+            value=dcp_size,
+        )
+
+
 ERROR_CHECKS = (
     attention_heads_split_over_tensor_parallel,
     max_model_len_within_the_model,
@@ -141,5 +555,33 @@ ERROR_CHECKS = (
     batched_tokens_hold_a_sequence,
     batched_tokens_cover_the_sequences,
     expert_load_balancing_needs_expert_parallel,
+    expert_parallel_needs_moe,
+    external_data_parallel_needs_moe,
+    decode_context_parallel_divides_tensor_parallel,
+    dcp_all_to_all_needs_decode_context_parallel,
+    dcp_tensor_parallel_above_kv_heads,
+    dcp_within_tensor_parallel_per_kv_head,
+    dcp_divides_queries_per_kv_head,
+    partial_prefills_need_chunked_prefill,
+    long_prefill_threshold_within_max_model_len,
+    long_partial_prefills_within_partial_prefills,
+    async_eplb_communicator_is_not_nccl,
+    redundant_experts_need_eplb,
+    nsight_workers_need_ray,
+    mamba_stochastic_rounding_needs_float16_cache,
+    mamba_block_size_needs_prefix_caching,
+    micro_batching_needs_an_expert_all2all,
 )
-WARNING_CHECKS = (batched_tokens_beyond_what_sequences_use,)
+WARNING_CHECKS = (
+    batched_tokens_beyond_what_sequences_use,
+    long_max_model_len_allowed_by_its_variable,
+    custom_scheduler_class_is_not_public,
+    removed_all2all_backend_falls_back,
+    parallel_loading_workers_are_ignored,
+    attention_dtype_override_needs_rocm,
+    kv_scales_calculation_is_deprecated,
+    sequence_parallelism_needs_tensor_parallel,
+    sequence_parallelism_needs_vllm_compile,
+    kv_sharing_fast_prefill_needs_model_support,
+    dcp_interleave_overrides_cp_interleave,
+)

@@ -7,15 +7,45 @@ warned), naming the key. rules_test covers max_num_batched_tokens < max_num_seqs
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
+from recipekit.model_card import QWEN3_1_7B
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
 from recipekit.nemo_rl.rules.vllm_engine import (
+    async_eplb_communicator_is_not_nccl,
+    attention_dtype_override_needs_rocm,
     attention_heads_split_over_tensor_parallel,
     batched_tokens_hold_a_sequence,
+    custom_scheduler_class_is_not_public,
+    dcp_all_to_all_needs_decode_context_parallel,
+    dcp_divides_queries_per_kv_head,
+    dcp_interleave_overrides_cp_interleave,
+    dcp_tensor_parallel_above_kv_heads,
+    dcp_within_tensor_parallel_per_kv_head,
+    decode_context_parallel_divides_tensor_parallel,
+    expert_parallel_needs_moe,
+    external_data_parallel_needs_moe,
+    kv_scales_calculation_is_deprecated,
+    kv_sharing_fast_prefill_needs_model_support,
+    long_max_model_len_allowed_by_its_variable,
+    long_partial_prefills_within_partial_prefills,
+    long_prefill_threshold_within_max_model_len,
+    mamba_block_size_needs_prefix_caching,
+    mamba_stochastic_rounding_needs_float16_cache,
     max_model_len_within_the_model,
+    micro_batching_needs_an_expert_all2all,
+    nsight_workers_need_ray,
+    parallel_loading_workers_are_ignored,
+    partial_prefills_need_chunked_prefill,
+    redundant_experts_need_eplb,
+    removed_all2all_backend_falls_back,
     routed_experts_without_pipeline_parallel,
+    sequence_parallelism_needs_tensor_parallel,
+    sequence_parallelism_needs_vllm_compile,
 )
+from recipekit.plan import make_plan
+from recipekit.stage import Stage
 from recipes.super35.rl import rlvr
 
 VLLM = "policy.generation.vllm_cfg"
@@ -52,6 +82,89 @@ KWARGS = "policy.generation.vllm_kwargs"
             f"{KWARGS}.max_num_batched_tokens",
             "scheduler.py:277",
         ),
+        (
+            decode_context_parallel_divides_tensor_parallel,
+            (f"{KWARGS}.decode_context_parallel_size=3",),
+            f"{KWARGS}.decode_context_parallel_size",
+            "parallel.py:504",
+        ),
+        (
+            dcp_all_to_all_needs_decode_context_parallel,
+            (f"{KWARGS}.dcp_comm_backend=a2a",),
+            f"{KWARGS}.dcp_comm_backend",
+            "parallel.py:510",
+        ),
+        (
+            # Super's 2 KV heads: TP 2 leaves no rank for decode context parallelism.
+            dcp_tensor_parallel_above_kv_heads,
+            (f"{VLLM}.tensor_parallel_size=2", f"{KWARGS}.decode_context_parallel_size=2"),
+            f"{KWARGS}.decode_context_parallel_size",
+            "model.py:1234",
+        ),
+        (
+            dcp_within_tensor_parallel_per_kv_head,
+            (f"{KWARGS}.decode_context_parallel_size=4",),
+            f"{KWARGS}.decode_context_parallel_size",
+            "model.py:1241",
+        ),
+        (
+            partial_prefills_need_chunked_prefill,
+            (f"{KWARGS}.max_num_partial_prefills=2", f"{KWARGS}.enable_chunked_prefill=false"),
+            f"{KWARGS}.max_num_partial_prefills",
+            "scheduler.py:303",
+        ),
+        (
+            long_prefill_threshold_within_max_model_len,
+            (
+                f"{KWARGS}.max_num_partial_prefills=2",
+                f"{KWARGS}.long_prefill_token_threshold=32768",
+            ),
+            f"{KWARGS}.long_prefill_token_threshold",
+            "scheduler.py:309",
+        ),
+        (
+            long_partial_prefills_within_partial_prefills,
+            (f"{KWARGS}.max_long_partial_prefills=2",),
+            f"{KWARGS}.max_long_partial_prefills",
+            "scheduler.py:316",
+        ),
+        (
+            async_eplb_communicator_is_not_nccl,
+            (f"{KWARGS}.eplb_config={{communicator: torch_nccl}}",),
+            f"{KWARGS}.eplb_config.communicator",
+            "parallel.py:105",
+        ),
+        (
+            redundant_experts_need_eplb,
+            (f"{KWARGS}.eplb_config={{num_redundant_experts: 32}}",),
+            f"{KWARGS}.eplb_config.num_redundant_experts",
+            "parallel.py:491",
+        ),
+        (
+            nsight_workers_need_ray,
+            (f"{VLLM}.tensor_parallel_size=1", f"{KWARGS}.ray_workers_use_nsight=true"),
+            f"{KWARGS}.ray_workers_use_nsight",
+            "parallel.py:997",
+        ),
+        (
+            mamba_stochastic_rounding_needs_float16_cache,
+            (f"{KWARGS}.enable_mamba_cache_stochastic_rounding=true",),
+            f"{KWARGS}.enable_mamba_cache_stochastic_rounding",
+            "vllm.py:917",
+        ),
+        (
+            # The seed turns prefix caching off.
+            mamba_block_size_needs_prefix_caching,
+            (f"{KWARGS}.mamba_block_size=1024",),
+            f"{KWARGS}.mamba_block_size",
+            "vllm.py:2222",
+        ),
+        (
+            micro_batching_needs_an_expert_all2all,
+            (f"{KWARGS}.enable_dbo=true",),
+            f"{KWARGS}.all2all_backend",
+            "vllm.py:1463",
+        ),
     ],
     ids=lambda value: getattr(value, "__name__", None),
 )
@@ -81,3 +194,167 @@ def test_more_batched_tokens_than_sequences_use_warns(warned: Plan) -> None:
         if w.startswith(f"{KWARGS}.max_num_batched_tokens")
     ]
     assert found and "scheduler.py:294" in found[0]
+
+
+def _dense(attention_heads: int = 0, kv_heads: int = 0) -> Stage:
+    """rlvr on a dense model card (Qwen3-1.7B: 16 heads, 8 KV heads), its heads changed."""
+    arch = QWEN3_1_7B.architecture
+    assert arch is not None
+    heads = attrs.evolve(
+        arch,
+        attention_heads=attention_heads or arch.attention_heads,
+        kv_heads=kv_heads or arch.kv_heads,
+    )
+    return attrs.evolve(rlvr, model=attrs.evolve(QWEN3_1_7B, architecture=heads))
+
+
+@pytest.mark.parametrize(
+    ("check", "stage", "overrides", "key", "reason"),
+    [
+        (
+            # EP = TP: the only dense case NeMo-RL's own EP % TP assertion lets through.
+            expert_parallel_needs_moe,
+            _dense(),
+            (f"{VLLM}.expert_parallel_size=4",),
+            f"{VLLM}.expert_parallel_size",
+            "model.py:1161",
+        ),
+        (
+            external_data_parallel_needs_moe,
+            _dense(),
+            (f"{VLLM}.expert_parallel_size=8",),
+            f"{VLLM}.expert_parallel_size",
+            "parallel.py:860",
+        ),
+        (
+            # 18 heads over 2 KV heads: 9 query heads per KV head, which DCP 2 does not divide.
+            dcp_divides_queries_per_kv_head,
+            _dense(attention_heads=18, kv_heads=2),
+            (f"{VLLM}.tensor_parallel_size=6", f"{KWARGS}.decode_context_parallel_size=2"),
+            f"{KWARGS}.decode_context_parallel_size",
+            "model.py:1249",
+        ),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
+def test_vllm_refuses_on_a_dense_model(
+    refused_at: RefusedAt,
+    check: object,
+    stage: Stage,
+    overrides: tuple[str, ...],
+    key: str,
+    reason: str,
+) -> None:
+    refused_at(stage, overrides, key, reason)
+
+
+def test_expert_parallelism_on_the_moe_model_passes_the_dense_model_rules(errors: Plan) -> None:
+    found = errors(rlvr, f"{VLLM}.expert_parallel_size=8")
+    assert not [e for e in found if "model.py:1161" in e or "parallel.py:860" in e], found
+
+
+@pytest.mark.parametrize(
+    ("check", "overrides", "key", "reason"),
+    [
+        (
+            long_max_model_len_allowed_by_its_variable,
+            (
+                f"{VLLM}.max_model_len=524288",
+                "policy.max_total_sequence_length=524288",
+                f"{VLLM}.env_vars.VLLM_ALLOW_LONG_MAX_MODEL_LEN='1'",
+            ),
+            f"{VLLM}.max_model_len",
+            "model.py:2274",
+        ),
+        (
+            custom_scheduler_class_is_not_public,
+            (f"{KWARGS}.scheduler_cls=my_pkg.MyScheduler",),
+            f"{KWARGS}.scheduler_cls",
+            "scheduler.py:192",
+        ),
+        (
+            removed_all2all_backend_falls_back,
+            (f"{KWARGS}.all2all_backend=pplx",),
+            f"{KWARGS}.all2all_backend",
+            "parallel.py:450",
+        ),
+        (
+            parallel_loading_workers_are_ignored,
+            (f"{KWARGS}.max_parallel_loading_workers=4",),
+            f"{KWARGS}.max_parallel_loading_workers",
+            "parallel.py:919",
+        ),
+        (
+            attention_dtype_override_needs_rocm,
+            (f"{KWARGS}.override_attention_dtype=float32",),
+            f"{KWARGS}.override_attention_dtype",
+            "model.py:536",
+        ),
+        (
+            kv_scales_calculation_is_deprecated,
+            (f"{KWARGS}.calculate_kv_scales=true",),
+            f"{KWARGS}.calculate_kv_scales",
+            "cache.py:267",
+        ),
+        (
+            sequence_parallelism_needs_tensor_parallel,
+            (
+                f"{VLLM}.tensor_parallel_size=1",
+                f"{KWARGS}.compilation_config.pass_config={{enable_sp: true}}",
+            ),
+            f"{KWARGS}.compilation_config.pass_config",
+            "vllm.py:1225",
+        ),
+        (
+            sequence_parallelism_needs_vllm_compile,
+            (
+                f"{VLLM}.enforce_eager=true",
+                f"{KWARGS}.compilation_config.pass_config={{fuse_gemm_comms: true}}",
+            ),
+            f"{KWARGS}.compilation_config.pass_config",
+            "vllm.py:1411",
+        ),
+        (
+            kv_sharing_fast_prefill_needs_model_support,
+            (f"{KWARGS}.kv_sharing_fast_prefill=true",),
+            f"{KWARGS}.kv_sharing_fast_prefill",
+            "vllm.py:1347",
+        ),
+        (
+            dcp_interleave_overrides_cp_interleave,
+            (
+                f"{KWARGS}.decode_context_parallel_size=2",
+                f"{KWARGS}.dcp_kv_cache_interleave_size=16",
+            ),
+            f"{KWARGS}.dcp_kv_cache_interleave_size",
+            "vllm.py:2171",
+        ),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
+def test_vllm_warns(
+    warned: Plan, check: object, overrides: tuple[str, ...], key: str, reason: str
+) -> None:
+    stage, sets = rlvr, overrides
+    if f"{VLLM}.tensor_parallel_size=1" in overrides:
+        # One GPU per engine holds the dense model only (whose trainer splits no experts).
+        stage, sets = _dense(), (*overrides, "policy.megatron_cfg.expert_model_parallel_size=1")
+    found = [w for w in warned(stage, *sets) if w.startswith(key) and reason in w]
+    assert found, warned(stage, *sets)
+
+
+def test_the_seed_stage_meets_vllms_engine_rules() -> None:
+    plan = make_plan(rlvr, ())
+    assert not [w.render() for w in plan.warnings if "@ vLLM 0.25.1" in w.render()]
+
+
+def test_eplb_settings_vllm_accepts_plan(errors: Plan) -> None:
+    found = errors(
+        rlvr,
+        f"{KWARGS}.eplb_config={{communicator: torch_nccl, use_async: false}}",
+        f"{KWARGS}.enable_dbo=true",
+        f"{KWARGS}.all2all_backend=deepep_low_latency",
+        f"{KWARGS}.decode_context_parallel_size=2",
+        f"{KWARGS}.mamba_block_size=16384",
+    )
+    assert not [e for e in found if "@ vLLM 0.25.1" in e], found
