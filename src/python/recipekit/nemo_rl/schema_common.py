@@ -24,6 +24,11 @@ subclasses that widen a key just so far:
   arguments (``generation.sglang_cfg``, super-v3 nemo_rl/algorithms/grpo.py), and where Gym
   runs (``env.nemo_gym.num_gpu_nodes``, ``uv_venv_dir``: main nemo_rl/environments/nemo_gym.py).
 
+Names follow one scheme across the schema modules: the algorithm first (``GRPO``, ``SFT``), a
+section of main's schema whose super-v3 twin shares its name ends in ``Main``, and a widening
+for the examples adds ``Examples`` before that (``PolicyExamples`` widens super-v3's ``Policy``,
+``PolicyExamplesMain`` widens main's ``PolicyMain``).
+
 A widened key's type is wider than its base class's, which mypy flags (ignored on those
 lines): these sections are compiled as they are and never read through the Super schema's
 types.
@@ -126,28 +131,28 @@ class MegatronPeft:
 
 @section("policy.megatron_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class MegatronV3Examples(Megatron):
+class MegatronExamples(Megatron):
     peft: MegatronPeft | Unset = optional()
 
 
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
 @frozen_section(kw_only=True, repr=False, eq=False)
-class GenerationV3Examples(Generation):
+class GenerationExamples(Generation):
     sglang_cfg: dict[str, Any] | Unset = optional()
 
 
 @section("policy")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class PolicyV3Examples(Policy):
+class PolicyExamples(Policy):
     """super-v3's policy section as every super-v3 example config writes it."""
 
-    megatron_cfg: MegatronV3Examples | Unset = optional()
-    generation: GenerationV3Examples | Unset = optional()
+    megatron_cfg: MegatronExamples | Unset = optional()
+    generation: GenerationExamples | Unset = optional()
 
 
 @section("policy.megatron_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class MegatronExamples(MegatronMain):
+class MegatronExamplesMain(MegatronMain):
     force_reconvert_from_hf: bool | Unset = optional()
     cuda_graph_impl: str | Unset = optional()
     cuda_graph_modules: str | tuple[str, ...] | None | Unset = optional()
@@ -165,7 +170,7 @@ class MegatronExamples(MegatronMain):
 
 @section("policy.generation.vllm_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class VllmConfigExamples(VllmConfigMain):
+class VllmConfigExamplesMain(VllmConfigMain):
     # Absent: NeMo-RL sets it (False for vision-language models, which need the tokenizer).
     skip_tokenizer_init: bool | Unset = optional()  # type: ignore[assignment]
     reasoning_parser_plugin: str | None | Unset = optional()  # type: ignore[assignment]
@@ -177,9 +182,9 @@ class VllmConfigExamples(VllmConfigMain):
 
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
 @frozen_section(kw_only=True, repr=False, eq=False)
-class GenerationExamples(GenerationMain):
+class GenerationExamplesMain(GenerationMain):
     backend: str = required(one_of(GENERATION_BACKENDS_MAIN))
-    vllm_cfg: VllmConfigExamples | Unset = optional()
+    vllm_cfg: VllmConfigExamplesMain | Unset = optional()
     # How weights reach a non-colocated generation engine (null: NeMo-RL picks).
     refit_transport: str | None | Unset = optional()
     refit_cfg: dict[str, Any] | None | Unset = optional()
@@ -191,21 +196,21 @@ class GenerationExamples(GenerationMain):
 
 @section("policy.tokenizer")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class TokenizerExamples(TokenizerMain):
+class TokenizerExamplesMain(TokenizerMain):
     # null: given on the command line, as the model is.
     name: str | None | Derived = derived()  # type: ignore[assignment]
 
 
 @section("policy")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class PolicyExamples(PolicyMain):
+class PolicyExamplesMain(PolicyMain):
     """main's policy section as every main example config writes it."""
 
     # null: given on the command line ("set by the launcher").
     model_name: str | None = required()  # type: ignore[assignment]
-    tokenizer: TokenizerExamples = required()
-    megatron_cfg: MegatronExamples | Unset = optional()
-    generation: GenerationExamples | Unset = optional()
+    tokenizer: TokenizerExamplesMain = required()
+    megatron_cfg: MegatronExamplesMain | Unset = optional()
+    generation: GenerationExamplesMain | Unset = optional()
 
 
 # --- environments -------------------------------------------------------------------------------
@@ -265,7 +270,7 @@ class TrainLoopMain:
 class RunMasterConfig:
     """The sections of every non-GRPO master config on super-v3; each adds its algorithm's."""
 
-    policy: PolicyV3Examples = required()
+    policy: PolicyExamples = required()
     data: DataList = required()
     logger: RunLogger = required()
     cluster: Cluster = fixed(Cluster())
@@ -276,7 +281,7 @@ class RunMasterConfig:
 class RunMasterConfigMain:
     """The same on main (super-v3.5-posttraining)."""
 
-    policy: PolicyExamples = required()
+    policy: PolicyExamplesMain = required()
     data: DataListMain = required()
     logger: RunLoggerMain = required()
     cluster: ClusterMain = attrs.field(factory=ClusterMain)

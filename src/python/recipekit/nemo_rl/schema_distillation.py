@@ -18,7 +18,7 @@ from recipekit.markers import Unset
 from recipekit.nemo_rl.schema_common import (
     EnvironmentsExamples,
     PolicyExamples,
-    PolicyV3Examples,
+    PolicyExamplesMain,
     RunMasterConfig,
     RunMasterConfigMain,
 )
@@ -112,7 +112,7 @@ class XTokenDistillationLoss(DistillationLossMain):
 
 @section("teachers[]")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class XTokenTeacher(PolicyExamples):
+class XTokenTeacher(PolicyExamplesMain):
     """One teacher: a policy section plus how its vocabulary maps onto the student's."""
 
     # null: the teacher shares the student's tokenizer (direct KL, no projection).
@@ -127,7 +127,7 @@ class XTokenTeacher(PolicyExamples):
 class DistillationMasterConfig(RunMasterConfig):
     """``examples/run_distillation.py --config`` on super-v3."""
 
-    teacher: PolicyV3Examples = required()
+    teacher: PolicyExamples = required()
     loss_fn: DistillationLoss = required()
     env: dict[str, MathEnvironment] = required()
     distillation: DistillationConfig = required()
@@ -138,7 +138,7 @@ class DistillationMasterConfig(RunMasterConfig):
 class DistillationMasterConfigMain(RunMasterConfigMain):
     """``examples/run_distillation.py --config`` on main (super-v3.5-posttraining)."""
 
-    teacher: PolicyExamples = required()
+    teacher: PolicyExamplesMain = required()
     loss_fn: DistillationLossMain = required()
     env: EnvironmentsExamples = required()
     distillation: DistillationConfigMain = required()
@@ -150,6 +150,6 @@ class XTokenDistillationMasterConfig(DistillationMasterConfigMain):
     """``examples/run_xtoken_off_policy_distillation.py --config`` (main only)."""
 
     # Inherited from distillation_math.yaml and unused (null): the teachers are listed below.
-    teacher: PolicyExamples | None = required()  # type: ignore[assignment]
+    teacher: PolicyExamplesMain | None = required()  # type: ignore[assignment]
     teachers: tuple[XTokenTeacher, ...] = required()
     loss_fn: XTokenDistillationLoss = required()

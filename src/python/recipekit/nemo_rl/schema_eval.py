@@ -11,7 +11,7 @@ from typing import Literal
 import attrs
 
 from recipekit.markers import Unset
-from recipekit.nemo_rl.schema_common import GenerationExamples, VllmConfigExamples
+from recipekit.nemo_rl.schema_common import GenerationExamplesMain, VllmConfigExamplesMain
 from recipekit.nemo_rl.schema_main import ClusterMain, Environments, TokenizerMain
 from recipekit.sections import frozen_section, optional, required, section
 from recipekit.validators import at_least
@@ -49,14 +49,14 @@ class EvalData:
 
 @section("generation.vllm_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class EvalVllmConfig(VllmConfigExamples):
+class EvalVllmConfig(VllmConfigExamplesMain):
     # The eval configs leave it to vLLM ("auto").
     kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3"] | Unset = optional()  # type: ignore[assignment]
 
 
 @section("generation", aliases={"pad_token_id": "_pad_token_id"})
 @frozen_section(kw_only=True, repr=False, eq=False)
-class EvalGeneration(GenerationExamples):
+class EvalGeneration(GenerationExamplesMain):
     # Prompts handed to the generation back-end at a time (-1: all at once).
     num_prompts_per_step: int | Unset = optional(at_least(-1))
     vllm_cfg: EvalVllmConfig | Unset = optional()

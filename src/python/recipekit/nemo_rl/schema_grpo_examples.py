@@ -15,7 +15,7 @@ from recipekit.nemo_rl.schema_common import (
     DataListMain,
     EnvironmentsExamples,
     PolicyExamples,
-    PolicyV3Examples,
+    PolicyExamplesMain,
 )
 from recipekit.nemo_rl.schema_main import GRPOConfigMain, GRPOMasterConfigMain
 from recipekit.nemo_rl.schema_super_v3 import GRPOConfig, GRPOMasterConfig
@@ -79,7 +79,7 @@ class GRPOExamplesConfig(GRPOMasterConfig):
     """GRPO on super-v3 as its examples configure it."""
 
     grpo: GRPOConfigExamples = required()
-    policy: PolicyV3Examples = required()
+    policy: PolicyExamples = required()
     data: DataList = required()
     # super-v3 reads env as dict[str, Any]; its Gym runner reads the switches and the Gym
     # config that main's Environments section declares (examples/configs/super/*.yaml).
@@ -92,7 +92,7 @@ class GRPOExamplesConfigMain(GRPOMasterConfigMain):
     """GRPO on main (super-v3.5-posttraining) as its examples configure it."""
 
     grpo: GRPOConfigExamplesMain = required()
-    policy: PolicyExamples = required()
+    policy: PolicyExamplesMain = required()
     data: DataListMain = required()
     env: EnvironmentsExamples = required()
     reward_penalties: RewardPenalties | Unset = optional()

@@ -11,7 +11,7 @@ Main only: super-v3 has no PPO entry point.
 from recipekit.markers import Unset
 from recipekit.nemo_rl.schema_common import (
     EnvironmentsExamples,
-    PolicyExamples,
+    PolicyExamplesMain,
     RunMasterConfigMain,
 )
 from recipekit.nemo_rl.schema_main import ClippedPGLossMain, RewardShapingMain
@@ -96,7 +96,7 @@ class RewardModelHead:
 
 @section("value")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class ValuePolicy(PolicyExamples):
+class ValuePolicy(PolicyExamplesMain):
     """The critic: a policy section with a scalar head instead of the language-model one."""
 
     reward_model_cfg: RewardModelHead | Unset = optional()

@@ -1,6 +1,7 @@
-"""The Megatron performance keys of NeMo-RL's examples schema (``schema_common.MegatronExamples``:
-activation offloading and CUDA graphs), which NeMo-RL's ``apply_performance_config`` copies onto
-the model provider before the workers start (super-v3.5-posttraining only)."""
+"""The Megatron performance keys of NeMo-RL's examples schema
+(``schema_common.MegatronExamplesMain``: activation offloading and CUDA graphs), which
+NeMo-RL's ``apply_performance_config`` copies onto the model provider before the workers start
+(super-v3.5-posttraining only)."""
 
 from __future__ import annotations
 
