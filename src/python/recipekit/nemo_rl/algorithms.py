@@ -36,6 +36,7 @@ from recipekit.nemo_rl.framework import (
     nemo_rl_save_policy,
 )
 from recipekit.nemo_rl.framework_super35 import NEMO_RL_SUPER35
+from recipekit.nemo_rl.rules.ppo import PPO_ERROR_CHECKS, PPO_WARNING_CHECKS
 from recipekit.nemo_rl.rules.xtoken_distillation import XTOKEN_ERROR_CHECKS
 from recipekit.nemo_rl.schema_distillation import (
     DistillationMasterConfig,
@@ -202,7 +203,15 @@ NEMO_RL_SUPER35_XTOKEN_DISTILLATION = _main(
         error_checks=XTOKEN_ERROR_CHECKS,
     )
 )
-NEMO_RL_SUPER35_PPO = _main(NemoRLRun("ppo", "examples/run_ppo.py", PPOMasterConfig))
+NEMO_RL_SUPER35_PPO = _main(
+    NemoRLRun(
+        "ppo",
+        "examples/run_ppo.py",
+        PPOMasterConfig,
+        error_checks=PPO_ERROR_CHECKS,
+        warning_checks=PPO_WARNING_CHECKS,
+    )
+)
 NEMO_RL_SUPER35_EVAL = _main(NemoRLRun("eval", "examples/run_eval.py", EvalMasterConfig))
 # NEMO_RL_SUPER35 (Gym, examples/nemo_gym/run_grpo_nemo_gym.py) is the Super 3.5 RL one; these
 # read GRPO as main's examples configure it.

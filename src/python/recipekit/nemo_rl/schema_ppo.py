@@ -28,7 +28,7 @@ class AsyncPPO(AsyncGRPO):
 
     # Generation steps ahead of training during the critic warm-up (null: the age limit);
     # needs policy_training_start_step > 0.
-    warmup_generation_lead_steps: int | None | Unset = optional(at_least(0))
+    warmup_generation_lead_steps: int | None | Unset = optional(at_least(1))  # ppo.py:125
     # true: rows restored half-generated are dropped and refilled from later prompts.
     drop_incomplete_targets_on_restore: bool | Unset = optional()
 
@@ -55,7 +55,8 @@ class PPOConfig:
     num_prompts_per_step: int = required(at_least(1))
     num_generations_per_prompt: int = required(at_least(1))
     max_rollout_turns: int = required(at_least(1))
-    max_num_epochs: int = required(at_least(1))
+    # -1: no epoch limit, which asynchronous PPO requires (run_ppo.py:69; rules/ppo.py).
+    max_num_epochs: int = required(at_least(-1))
     max_num_steps: int = required(at_least(1))
     # Optimiser passes over each batch of rollouts.
     ppo_epochs: int = required(at_least(1))

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.markers import UNSET, Marker
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.checkpoint_ranking import unranked_saves
 from recipekit.nemo_rl.rules.citation import cite, on_super35
 from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO
 
@@ -121,72 +122,19 @@ def checkpoint_metric_names_its_source(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
-def _first_unvalidated_multiple(period: int, val_period: int, val_start_at: int) -> int | None:
-    """The first multiple of ``period`` that is no validation step, or None when every one is:
-    NeMo-RL validates at step s when val_period > 0, s >= val_start_at and val_period divides
-    s. The first multiple is such a step unless val_period divides ``period``, and then every
-    multiple is one from val_start_at on."""
-    if val_period > 0 and period % val_period == 0 and period >= val_start_at:
-        return None
-    return period
-
-
-def _unvalidated_save(ctx: CheckContext) -> tuple[str, int, int] | None:
-    """The key, its value and the first step at which NeMo-RL saves a checkpoint without
-    having validated, among the saves the config fixes: every save_period (and
-    ft_save_period) steps up to grpo.max_num_steps, and the last step."""
-    ckpt, grpo = ctx.config.checkpointing, ctx.config.grpo
-    start = getattr(grpo, "val_start_at", None)
-    start = start if isinstance(start, int) else -1  # super-v3 has none: from the first on
-    last = grpo.max_num_steps
-    periodic = [
-        (f"checkpointing.{key}", period, step)
-        for key in ("save_period", "ft_save_period")
-        if isinstance(period := getattr(ckpt, key, None), int)
-        and (step := _first_unvalidated_multiple(period, grpo.val_period, start)) is not None
-        and step <= last
-    ]
-    if periodic:
-        return min(periodic, key=lambda found: found[2])
-    if not grpo.val_at_end and _first_unvalidated_multiple(last, grpo.val_period, start):
-        return "grpo.val_at_end", False, last
-    return None
-
-
 def checkpoint_saved_without_its_validation_metric(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py:2365 (super-v3), :3551 (super-v3.5), and the async loop's :3583 / :5166: a
     checkpoint ranked by a ``val:`` metric, saved at a step that ran no validation, is left
     out of the top-k. Saves the config cannot fix (checkpoint_must_save_by's time limit, the
     last step of a dataset that runs out before max_num_steps) are not foreseen."""
-    ckpt, grpo = ctx.config.checkpointing, ctx.config.grpo
-    metric = ckpt.metric_name
-    if not ckpt.enabled or not isinstance(metric, str) or not metric.startswith("val:"):
-        return
-    found = _unvalidated_save(ctx)
-    if found is None:
-        return
-    key, value, step = found
-    if grpo.val_period <= 0:
-        when, fix = "no periodic validation (grpo.val_period <= 0)", "set grpo.val_period"
-    else:
-        when, fix = f"validation every {grpo.val_period} steps", "save at its multiples"
+    grpo = ctx.config.grpo
     # The async loop (grpo.async_grpo.enabled) saves and warns at lines of its own.
     section = grpo.async_grpo
     in_async = isinstance(section, AsyncGRPO) and section.enabled is True
     line = (
         cite(ctx, GRPO_PY, v3=3583, v35=5166) if in_async else cite(ctx, GRPO_PY, v3=2365, v35=3551)
     )
-    yield Issue(
-        key,
-        f"NeMo-RL saves a checkpoint at step {step} but, with {when}, has no validation "
-        f"metrics there: it warns and does not rank that checkpoint by {metric} ({line})",
-        value=value,
-        hint=(
-            "set grpo.val_at_end true"
-            if key == "grpo.val_at_end"
-            else f"{fix}, or rank by a 'train:' metric"
-        ),
-    )
+    yield from unranked_saves(ctx.config.checkpointing, grpo, "grpo", "NeMo-RL", line)
 
 
 def dapo_reward_shaping_needs_its_lengths(ctx: CheckContext) -> Iterator[Issue]:

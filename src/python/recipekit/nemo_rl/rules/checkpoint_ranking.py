@@ -1,0 +1,71 @@
+"""A checkpoint ranked by a validation metric, saved where the loop ran no validation: GRPO's
+and PPO's training loops warn and leave it out of the top-k (grpo.py, ppo.py). Both loops save
+and validate on the same schedule keys, so the arithmetic and the warning are written once
+here; each rule module says which loop and which upstream line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from recipekit.errors import Issue
+
+
+def _first_unvalidated_multiple(period: int, val_period: int, val_start_at: int) -> int | None:
+    """The first multiple of ``period`` that is no validation step, or None when every one is:
+    NeMo-RL validates at step s when val_period > 0, s >= val_start_at and val_period divides
+    s. The first multiple is such a step unless val_period divides ``period``, and then every
+    multiple is one from val_start_at on."""
+    if val_period > 0 and period % val_period == 0 and period >= val_start_at:
+        return None
+    return period
+
+
+def _unvalidated_save(checkpointing: Any, loop: Any, name: str) -> tuple[str, object, int] | None:
+    """The key, its value and the first step at which the loop (``name``: its section, grpo or
+    ppo) saves a checkpoint without having validated, among the saves the config fixes: every
+    save_period (and ft_save_period) steps up to max_num_steps, and the last step."""
+    start = getattr(loop, "val_start_at", None)
+    start = start if isinstance(start, int) else -1  # absent (super-v3, PPO): from the first on
+    last = loop.max_num_steps
+    periodic = [
+        (f"checkpointing.{key}", period, step)
+        for key in ("save_period", "ft_save_period")
+        if isinstance(period := getattr(checkpointing, key, None), int)
+        and (step := _first_unvalidated_multiple(period, loop.val_period, start)) is not None
+        and step <= last
+    ]
+    if periodic:
+        return min(periodic, key=lambda found: found[2])
+    if not loop.val_at_end and _first_unvalidated_multiple(last, loop.val_period, start):
+        return f"{name}.val_at_end", False, last
+    return None
+
+
+def unranked_saves(
+    checkpointing: Any, loop: Any, name: str, who: str, citation: str
+) -> Iterator[Issue]:
+    """The warning for the first save a ``val:`` ranking cannot rank; ``who`` names the loop in
+    the message ("NeMo-RL", "PPO"), ``citation`` the upstream line that warns."""
+    metric = checkpointing.metric_name
+    if not checkpointing.enabled or not isinstance(metric, str) or not metric.startswith("val:"):
+        return
+    found = _unvalidated_save(checkpointing, loop, name)
+    if found is None:
+        return
+    key, value, step = found
+    if loop.val_period <= 0:
+        when, fix = f"no periodic validation ({name}.val_period <= 0)", f"set {name}.val_period"
+    else:
+        when, fix = f"validation every {loop.val_period} steps", "save at its multiples"
+    yield Issue(
+        key,
+        f"{who} saves a checkpoint at step {step} but, with {when}, has no validation "
+        f"metrics there: it warns and does not rank that checkpoint by {metric} ({citation})",
+        value=value,
+        hint=(
+            f"set {name}.val_at_end true"
+            if key == f"{name}.val_at_end"
+            else f"{fix}, or rank by a 'train:' metric"
+        ),
+    )

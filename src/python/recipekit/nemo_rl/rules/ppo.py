@@ -1,0 +1,871 @@
+"""PPO's own rules (``examples/run_ppo.py``, super-v3.5-posttraining): what the runner, PPO's
+setup and training loops (``nemo_rl/algorithms/ppo.py``) and the value model (the critic:
+``nemo_rl/models/value/lm_value.py`` and its DTensor and Megatron workers) refuse or warn about.
+
+Each check reads the typed config (the entry point is a NemoRLRun, which has no GRPO
+CheckContext). An absent key is NeMo-RL's default for it; a section NeMo-RL indexes without
+a default fails there anyway, and a check only flags what the rule itself says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from recipekit.errors import Issue
+from recipekit.markers import Marker, given
+from recipekit.nemo_rl import SUPER35_BRANCH
+from recipekit.nemo_rl.rules.checkpoint_ranking import unranked_saves
+from recipekit.nemo_rl.schema_ppo import AsyncPPO, PPOMasterConfig
+
+PPO_PY = "nemo_rl/algorithms/ppo.py"
+RUN_PPO = "examples/run_ppo.py"
+LM_VALUE = "nemo_rl/models/value/lm_value.py"
+DTENSOR_VALUE = "nemo_rl/models/value/workers/dtensor_value_worker_v2.py"
+MEGATRON_VALUE = "nemo_rl/models/value/workers/megatron_value_worker.py"
+RESOURCES = "policy.generation.colocated.resources"
+# The advantage estimators PPO's loop builds (ppo.py:1148-1155): both return (advantages,
+# returns), which the value model's update reads.
+PPO_ADV_ESTIMATORS = ("gae", "raw_reward")
+# The refit transports NeMo-RL streams as sparse deltas to remote vLLM servers
+# (nemo_rl/models/generation/vllm/config.py:30).
+SPARSE_REFIT_TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse")
+METRIC_SOURCES = ("train:", "val:")
+
+
+def _cite(file: str, *lines: int) -> str:
+    more = "".join(f", :{n}" for n in lines[1:])
+    return f"{file}:{lines[0]}{more} @ {SUPER35_BRANCH}"
+
+
+def _set(value: object) -> bool:
+    """A key the config gives a value (neither absent nor null)."""
+    return value is not None and not isinstance(value, Marker)
+
+
+def _on(section: object, key: str) -> bool:
+    """``section.key`` is true (an absent section or key is not)."""
+    return getattr(section, key, None) is True
+
+
+def _generation(config: PPOMasterConfig) -> Any:
+    gen = config.policy.generation
+    return None if isinstance(gen, Marker) else gen
+
+
+def _vllm(config: PPOMasterConfig) -> Any:
+    """The vLLM settings when the policy generates with vLLM."""
+    gen = _generation(config)
+    if gen is None or gen.backend != "vllm" or isinstance(gen.vllm_cfg, Marker):
+        return None
+    return gen.vllm_cfg
+
+
+def _colocated(config: PPOMasterConfig) -> bool | None:
+    """Whether generation shares the training GPUs; None where the config does not say."""
+    gen = _generation(config)
+    colocated = None if gen is None else given(gen.colocated, None)
+    enabled = getattr(colocated, "enabled", None)
+    return enabled if isinstance(enabled, bool) else None
+
+
+def _cluster(config: PPOMasterConfig) -> tuple[int, int] | None:
+    nodes, per_node = config.cluster.num_nodes, config.cluster.gpus_per_node
+    if isinstance(nodes, int) and isinstance(per_node, int):
+        return nodes, per_node
+    return None
+
+
+def _async(config: PPOMasterConfig) -> AsyncPPO | None:
+    section = config.ppo.async_ppo
+    return section if isinstance(section, AsyncPPO) and section.enabled is True else None
+
+
+def _megatron_value(config: PPOMasterConfig) -> Any:
+    megatron = config.value.megatron_cfg
+    return megatron if not isinstance(megatron, Marker) and megatron.enabled is True else None
+
+
+def _dtensor_value(config: PPOMasterConfig) -> bool:
+    """The critic trains on DTensor: ppo.py's setup takes that branch whenever value's
+    megatron_cfg is off."""
+    return _megatron_value(config) is None and config.value.dtensor_cfg.enabled is True
+
+
+def _fp8_kv_cache(config: PPOMasterConfig) -> str | None:
+    vllm = _vllm(config)
+    dtype = None if vllm is None else vllm.kv_cache_dtype
+    return dtype if isinstance(dtype, str) and dtype.startswith("fp8") else None
+
+
+# --- the runner and the config's own validators -------------------------------------------------
+
+
+def ppo_needs_a_generation_config(config: PPOMasterConfig) -> Iterator[Issue]:
+    """run_ppo.py:129 and ppo.py:340: PPO generates its own rollouts, so the policy needs a
+    generation section."""
+    if _generation(config) is None:
+        yield Issue(
+            "policy.generation",
+            "NeMo-RL's PPO refuses a policy without one: PPO samples its own rollouts "
+            f"({_cite(RUN_PPO, 129)}, {_cite(PPO_PY, 340)})",
+            hint="give the policy a generation section",
+        )
+
+
+def warmup_lead_covers_the_trajectory_age(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:139: generation may run further ahead during the critic warm-up, never less far
+    than the age limit it has afterwards."""
+    section = config.ppo.async_ppo
+    if not isinstance(section, AsyncPPO):
+        return
+    lead, age = given(section.warmup_generation_lead_steps, None), section.max_trajectory_age_steps
+    if isinstance(lead, int) and lead < age:
+        yield Issue(
+            "ppo.async_ppo.warmup_generation_lead_steps",
+            f"NeMo-RL refuses the config when it loads: the warm-up lead is below "
+            f"max_trajectory_age_steps ({age}), the lead generation keeps after the warm-up "
+            f"({_cite(PPO_PY, 139)})",
+            value=lead,
+            hint=f"at least {age}, or null for the age limit",
+        )
+
+
+def warmup_lead_needs_a_critic_warmup(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:225: a warm-up generation lead applies only while the critic warms up, so async
+    PPO refuses one without ppo.policy_training_start_step > 0."""
+    section = _async(config)
+    lead = None if section is None else given(section.warmup_generation_lead_steps, None)
+    start = given(config.ppo.policy_training_start_step, 0)
+    if lead is not None and start == 0:
+        yield Issue(
+            "ppo.async_ppo.warmup_generation_lead_steps",
+            "NeMo-RL refuses the config when it loads: there is no critic warm-up "
+            "(ppo.policy_training_start_step is 0) for the lead to apply to "
+            f"({_cite(PPO_PY, 225)})",
+            value=lead,
+            hint="set it null, or ppo.policy_training_start_step above 0",
+        )
+
+
+def async_ppo_needs_async_vllm(config: PPOMasterConfig) -> Iterator[Issue]:
+    """run_ppo.py:57: async PPO's collector streams rollouts from vLLM's async engine."""
+    gen = _generation(config)
+    if _async(config) is None or gen is None:
+        return  # no generation at all: ppo_needs_a_generation_config says so
+    vllm = _vllm(config)
+    if gen.backend != "vllm":
+        key, value = "policy.generation.backend", gen.backend
+    elif vllm is None or vllm.async_engine is not True:
+        key, value = "policy.generation.vllm_cfg.async_engine", getattr(vllm, "async_engine", None)
+    else:
+        return
+    yield Issue(
+        key,
+        "async PPO streams its rollouts from vLLM's async engine; the PPO runner refuses "
+        f"anything else ({_cite(RUN_PPO, 57)})",
+        value=value,
+        hint="policy.generation.backend: vllm and vllm_cfg.async_engine: true",
+    )
+
+
+def async_ppo_needs_importance_sampling(config: PPOMasterConfig) -> Iterator[Issue]:
+    """run_ppo.py:62: async PPO trains on rollouts of older weights, so the loss must correct
+    for them."""
+    if _async(config) is not None and config.loss_fn.use_importance_sampling_correction is not True:
+        yield Issue(
+            "loss_fn.use_importance_sampling_correction",
+            "async PPO trains on rollouts of older policy weights; the PPO runner refuses it "
+            f"without the importance-sampling correction ({_cite(RUN_PPO, 62)})",
+            value=config.loss_fn.use_importance_sampling_correction,
+            hint="set it true",
+        )
+
+
+def async_ppo_without_a_forced_ratio(config: PPOMasterConfig) -> Iterator[Issue]:
+    """run_ppo.py:66: forcing the PPO ratio to 1 assumes on-policy data, which async PPO's
+    replay buffer does not hold."""
+    if _async(config) is not None and config.loss_fn.force_on_policy_ratio is True:
+        yield Issue(
+            "loss_fn.force_on_policy_ratio",
+            "async PPO's rollouts are off-policy, so the PPO runner refuses a ratio forced to 1 "
+            f"({_cite(RUN_PPO, 66)})",
+            value=True,
+            hint="set it false",
+        )
+
+
+def async_ppo_needs_non_colocated_generation(config: PPOMasterConfig) -> Iterator[Issue]:
+    """run_ppo.py:68: async PPO generates while it trains, on GPUs of its own."""
+    if _async(config) is not None and _colocated(config) is True:
+        yield Issue(
+            "policy.generation.colocated.enabled",
+            "async PPO generates while it trains, so the PPO runner refuses generation on the "
+            f"training GPUs ({_cite(RUN_PPO, 68)})",
+            value=True,
+            hint="set it false and give generation its own resources",
+        )
+
+
+def async_ppo_has_no_epoch_limit(config: PPOMasterConfig) -> Iterator[Issue]:
+    """run_ppo.py:70: async PPO counts steps only; ppo.max_num_epochs must be -1 (no limit)."""
+    if _async(config) is not None and config.ppo.max_num_epochs != -1:
+        yield Issue(
+            "ppo.max_num_epochs",
+            "async PPO bounds training by ppo.max_num_steps only; the PPO runner refuses any "
+            f"epoch limit but -1 ({_cite(RUN_PPO, 70)})",
+            value=config.ppo.max_num_epochs,
+            hint="set ppo.max_num_epochs=-1 and bound the run with ppo.max_num_steps",
+        )
+
+
+def async_ppo_without_unsupported_features(config: PPOMasterConfig) -> Iterator[Issue]:
+    """run_ppo.py:88: dynamic sampling, reward scaling and shaping, several dataloaders,
+    NeMo Gym rollouts and FP8 KV-cache scale syncing have no async PPO path."""
+    if _async(config) is None:
+        return
+    ppo = config.ppo
+    features: list[tuple[str, str, object]] = [
+        ("ppo.use_dynamic_sampling", "dynamic sampling", ppo.use_dynamic_sampling is True),
+        ("ppo.reward_scaling.enabled", "reward scaling", _on(ppo.reward_scaling, "enabled")),
+        ("ppo.reward_shaping.enabled", "reward shaping", _on(ppo.reward_shaping, "enabled")),
+        (
+            "data.use_multiple_dataloader",
+            "several dataloaders",
+            _on(config.data, "use_multiple_dataloader"),
+        ),
+        ("env.should_use_nemo_gym", "NeMo Gym rollouts", _on(config.env, "should_use_nemo_gym")),
+        (
+            "policy.generation.vllm_cfg.kv_cache_dtype",
+            "FP8 KV-cache scale syncing",
+            _fp8_kv_cache(config) is not None,
+        ),
+    ]
+    for key, feature, enabled in features:
+        if enabled:
+            value = _fp8_kv_cache(config) if key.endswith("kv_cache_dtype") else True
+            yield Issue(
+                key,
+                f"async PPO has no path for {feature}; the PPO runner refuses it "
+                f"({_cite(RUN_PPO, 88)})",
+                value=value,
+                hint="turn it off, or run PPO synchronously",
+            )
+
+
+# --- ppo.py's setup -----------------------------------------------------------------------------
+
+
+def ppo_takes_no_refit_transport(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:348 and :354: PPO refits vLLM over its default collective path only; a sparse
+    remote transport is GRPO's alone, and every other named transport is refused too."""
+    gen = _generation(config)
+    if gen is None or gen.backend != "vllm":
+        return
+    transport = given(gen.refit_transport, None)
+    if transport is None:
+        return
+    sparse = transport in SPARSE_REFIT_TRANSPORTS
+    why = "sparse remote refit is GRPO's only" if sparse else "PPO refits over its own path"
+    yield Issue(
+        "policy.generation.refit_transport",
+        f"{why}; PPO's setup refuses any transport ({_cite(PPO_PY, 348 if sparse else 354)})",
+        value=transport,
+        hint="set it null",
+    )
+
+
+def critic_warmup_without_constant_checkpoint_structure(
+    config: PPOMasterConfig,
+) -> Iterator[Issue]:
+    """ppo.py:366: the policy's optimizer state appears only after the critic warm-up, so a
+    Megatron checkpoint layout cached as constant cannot hold both states."""
+    megatron = config.policy.megatron_cfg
+    if isinstance(megatron, Marker) or megatron.enabled is not True:
+        return
+    ckpt = config.checkpointing
+    warmup = given(config.ppo.policy_training_start_step, 0) > 0
+    saves_optimizer = ckpt.enabled is True and given(ckpt.save_optimizer, True) is True
+    if warmup and saves_optimizer and _on(megatron.checkpoint, "ckpt_assume_constant_structure"):
+        yield Issue(
+            "policy.megatron_cfg.checkpoint.ckpt_assume_constant_structure",
+            "the policy's optimizer state first appears after the critic warm-up "
+            "(ppo.policy_training_start_step > 0), which a checkpoint layout assumed constant "
+            f"cannot hold; PPO's setup refuses it while checkpoints save the optimizer "
+            f"({_cite(PPO_PY, 366)})",
+            value=True,
+            hint="set it false, ppo.policy_training_start_step: 0, or "
+            "checkpointing.save_optimizer: false",
+        )
+
+
+def megatron_value_context_parallel_needs_packing(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:385: a Megatron critic shards context-parallel work per packed sequence."""
+    megatron = _megatron_value(config)
+    if megatron is None or megatron.context_parallel_size <= 1:
+        return
+    if not _on(config.value.sequence_packing, "enabled"):
+        yield Issue(
+            "value.megatron_cfg.context_parallel_size",
+            "a Megatron value model splits context-parallel work per packed sequence; PPO's "
+            f"setup refuses CP > 1 without value.sequence_packing.enabled ({_cite(PPO_PY, 385)})",
+            value=megatron.context_parallel_size,
+            hint="set value.sequence_packing.enabled: true, or context_parallel_size: 1",
+        )
+
+
+def value_has_one_training_backend(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:391, lm_value.py:82 and :99: the critic trains on exactly one of DTensor and
+    Megatron-Core."""
+    megatron, dtensor = _megatron_value(config), config.value.dtensor_cfg.enabled is True
+    if megatron is not None and dtensor:
+        yield Issue(
+            "value.dtensor_cfg.enabled",
+            "the value model trains on one back-end; with value.megatron_cfg enabled too its "
+            f"workers refuse to start ({_cite(LM_VALUE, 82)})",
+            value=True,
+            hint="turn one of value.dtensor_cfg and value.megatron_cfg off",
+        )
+    elif megatron is None and not dtensor:
+        yield Issue(
+            "value.dtensor_cfg.enabled",
+            "neither value.dtensor_cfg nor value.megatron_cfg is enabled, and the value model "
+            f"needs one to train on ({_cite(PPO_PY, 391)}, {_cite(LM_VALUE, 99)})",
+            value=config.value.dtensor_cfg.enabled,
+            hint="enable one of them",
+        )
+
+
+def dtensor_value_without_sequence_packing(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:395: the DTensor critic does not pack sequences (NVIDIA-NeMo/RL#2951)."""
+    if _dtensor_value(config) and _on(config.value.sequence_packing, "enabled"):
+        yield Issue(
+            "value.sequence_packing.enabled",
+            "the DTensor value model cannot pack sequences yet; PPO's setup refuses it "
+            f"({_cite(PPO_PY, 395)})",
+            value=True,
+            hint="set it false, or train the value model with Megatron-Core",
+        )
+
+
+def dtensor_value_without_context_parallel(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:399: the DTensor critic has no context parallelism (NVIDIA-NeMo/RL#2951)."""
+    cp = given(config.value.dtensor_cfg.context_parallel_size, 1)
+    if _dtensor_value(config) and cp != 1:
+        yield Issue(
+            "value.dtensor_cfg.context_parallel_size",
+            "the DTensor value model has no context parallelism yet; PPO's setup refuses "
+            f"CP > 1 ({_cite(PPO_PY, 399)})",
+            value=cp,
+            hint="set it 1, or train the value model with Megatron-Core",
+        )
+
+
+def dtensor_value_without_dynamic_batching(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:403: dynamic batching is broken for the DTensor critic (NVIDIA-NeMo/RL#2953)."""
+    if _dtensor_value(config) and config.value.dynamic_batching.enabled is True:
+        yield Issue(
+            "value.dynamic_batching.enabled",
+            "dynamic batching misbehaves with the DTensor value model; PPO's setup refuses it "
+            f"({_cite(PPO_PY, 403)})",
+            value=True,
+            hint="set it false",
+        )
+
+
+def batch_multiplier_needs_dynamic_sampling(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:435: only dynamic sampling draws more prompts than a step trains on."""
+    ppo = config.ppo
+    multiplier = given(ppo.batch_multiplier, 1.0)
+    if multiplier != 1 and ppo.use_dynamic_sampling is not True:
+        yield Issue(
+            "ppo.batch_multiplier",
+            "only dynamic sampling draws extra prompts to filter; PPO's setup refuses a "
+            f"multiplier other than 1 without ppo.use_dynamic_sampling ({_cite(PPO_PY, 435)})",
+            value=multiplier,
+            hint="set it 1, or ppo.use_dynamic_sampling: true",
+        )
+
+
+def forced_ratio_needs_one_update_per_step(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:481: a ratio forced to 1 is exact only when each step's rollouts make one
+    optimizer batch."""
+    if config.loss_fn.force_on_policy_ratio is not True:
+        return
+    ppo, batch = config.ppo, config.policy.train_global_batch_size
+    rollouts = ppo.num_prompts_per_step * ppo.num_generations_per_prompt
+    if isinstance(batch, int) and batch != rollouts:
+        yield Issue(
+            "policy.train_global_batch_size",
+            f"loss_fn.force_on_policy_ratio needs one optimizer batch of all {rollouts} rollouts "
+            f"of a step (num_prompts_per_step x num_generations_per_prompt); PPO's setup "
+            f"refuses another size ({_cite(PPO_PY, 481)})",
+            value=batch,
+            hint=f"set it {rollouts}, or force_on_policy_ratio false",
+        )
+
+
+def non_colocated_generation_needs_vllm(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:497: only vLLM takes PPO's weight updates across clusters."""
+    gen = _generation(config)
+    if gen is not None and _colocated(config) is False and gen.backend != "vllm":
+        yield Issue(
+            "policy.generation.backend",
+            "PPO updates non-colocated generation's weights only on vLLM; its setup refuses "
+            f"another back-end there ({_cite(PPO_PY, 497)})",
+            value=gen.backend,
+            hint="use vllm, or colocate generation",
+        )
+
+
+def one_node_generation_leaves_training_gpus(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:558, :565 and :574: on one node, non-colocated generation takes some of its GPUs
+    (a number it states) and leaves the rest to the policy and the value model."""
+    gen, cluster = _generation(config), _cluster(config)
+    if gen is None or _colocated(config) is not False or cluster is None or cluster[0] != 1:
+        return
+    res, per_node = gen.colocated.resources, cluster[1]
+    gpus = res.gpus_per_node
+    if not isinstance(gpus, int):
+        yield Issue(
+            f"{RESOURCES}.gpus_per_node",
+            "on a one-node cluster PPO's setup needs the GPUs non-colocated generation takes "
+            f"stated ({_cite(PPO_PY, 558)})",
+            value=None if isinstance(gpus, Marker) else gpus,
+            hint=f"fewer than cluster.gpus_per_node ({per_node})",
+        )
+    elif gpus >= per_node:
+        yield Issue(
+            f"{RESOURCES}.gpus_per_node",
+            f"generation would take all {per_node} GPUs of the one node, leaving none to train "
+            f"the policy and the value model ({_cite(PPO_PY, 574)})",
+            value=gpus,
+            hint=f"at most {per_node - 1}",
+        )
+    if res.num_nodes not in (None, 1):
+        yield Issue(
+            f"{RESOURCES}.num_nodes",
+            "on a one-node cluster generation shares that node; PPO's setup refuses another "
+            f"count ({_cite(PPO_PY, 565)})",
+            value=res.num_nodes,
+            hint="null or 1",
+        )
+
+
+def nodes_split_between_generation_and_training(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:583, :588 and :599: on several nodes, non-colocated generation takes whole
+    nodes (a count it states) and leaves at least one to train on."""
+    gen, cluster = _generation(config), _cluster(config)
+    if gen is None or _colocated(config) is not False or cluster is None or cluster[0] == 1:
+        return
+    res, (nodes, per_node) = gen.colocated.resources, cluster
+    if not isinstance(res.num_nodes, int):
+        yield Issue(
+            f"{RESOURCES}.num_nodes",
+            f"on {nodes} nodes PPO's setup needs the nodes non-colocated generation takes "
+            f"stated ({_cite(PPO_PY, 583)})",
+            value=res.num_nodes,
+            hint=f"between 1 and {nodes - 1}",
+        )
+    elif res.num_nodes >= nodes:
+        yield Issue(
+            f"{RESOURCES}.num_nodes",
+            f"generation would take {res.num_nodes} of the cluster's {nodes} nodes, leaving "
+            f"none to train on ({_cite(PPO_PY, 599)})",
+            value=res.num_nodes,
+            hint=f"at most {nodes - 1}",
+        )
+    if res.gpus_per_node != per_node:
+        yield Issue(
+            f"{RESOURCES}.gpus_per_node",
+            f"on several nodes generation takes whole nodes: PPO's setup needs this to equal "
+            f"cluster.gpus_per_node ({per_node}) ({_cite(PPO_PY, 588)})",
+            value=None if isinstance(res.gpus_per_node, Marker) else res.gpus_per_node,
+            hint=str(per_node),
+        )
+
+
+def ppo_generates_with_vllm_or_sglang(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:847: PPO's setup builds a vLLM or an SGLang engine, nothing else."""
+    gen = _generation(config)
+    if gen is not None and gen.backend not in ("vllm", "sglang"):
+        yield Issue(
+            "policy.generation.backend",
+            f"PPO generates with vLLM or SGLang only; its setup refuses {gen.backend!r} "
+            f"({_cite(PPO_PY, 847)})",
+            value=gen.backend,
+            hint="vllm or sglang",
+        )
+
+
+def fp8_generation_needs_importance_sampling(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:856: FP8 generation's logprobs drift from training's; PPO insists on the
+    importance-sampling correction for convergence."""
+    vllm = _vllm(config)
+    if vllm is None or vllm.precision != "fp8":
+        return
+    if config.loss_fn.use_importance_sampling_correction is not True:
+        yield Issue(
+            "loss_fn.use_importance_sampling_correction",
+            "FP8 vLLM generation samples from a policy that differs from the trained one; "
+            f"PPO's setup refuses it without the importance-sampling correction "
+            f"({_cite(PPO_PY, 856)})",
+            value=config.loss_fn.use_importance_sampling_correction,
+            hint="set it true",
+        )
+
+
+def fp8_kv_cache_needs_fp8_weights(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:861: vLLM's FP8 KV cache comes with FP8 model weights only."""
+    dtype, vllm = _fp8_kv_cache(config), _vllm(config)
+    if dtype is not None and _set(vllm.precision) and vllm.precision != "fp8":
+        yield Issue(
+            "policy.generation.vllm_cfg.precision",
+            f"kv_cache_dtype {dtype!r} needs FP8 weights; PPO's setup refuses it with "
+            f"precision {vllm.precision!r} ({_cite(PPO_PY, 861)})",
+            value=vllm.precision,
+            hint="set it fp8, or kv_cache_dtype auto",
+        )
+
+
+def fp8_kv_cache_needs_megatron_policy(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:866: FP8 KV-cache scales are calibrated by the Megatron policy only."""
+    dtype = _fp8_kv_cache(config)
+    if dtype is not None and config.policy.dtensor_cfg.enabled is True:
+        yield Issue(
+            "policy.dtensor_cfg.enabled",
+            f"a DTensor policy cannot serve kv_cache_dtype {dtype!r}; PPO's setup refuses it "
+            f"({_cite(PPO_PY, 866)})",
+            value=True,
+            hint="train the policy with Megatron-Core, or kv_cache_dtype auto",
+        )
+
+
+def fp8_kv_cache_without_async_engine(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:869: FP8 KV-cache scales are not synced into asynchronous rollouts."""
+    dtype, vllm = _fp8_kv_cache(config), _vllm(config)
+    if dtype is not None and vllm.async_engine is True:
+        yield Issue(
+            "policy.generation.vllm_cfg.async_engine",
+            f"asynchronous rollouts cannot use kv_cache_dtype {dtype!r}; PPO's setup refuses "
+            f"the two together ({_cite(PPO_PY, 869)})",
+            value=True,
+            hint="set it false, or kv_cache_dtype auto",
+        )
+
+
+def fp8_kv_cache_needs_one_pipeline_stage(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:872: with an FP8 KV cache the Megatron policy runs one pipeline stage."""
+    dtype, megatron = _fp8_kv_cache(config), config.policy.megatron_cfg
+    if dtype is None or isinstance(megatron, Marker):
+        return
+    if megatron.pipeline_model_parallel_size != 1:
+        yield Issue(
+            "policy.megatron_cfg.pipeline_model_parallel_size",
+            f"with kv_cache_dtype {dtype!r} PPO's setup supports one pipeline stage only "
+            f"({_cite(PPO_PY, 872)})",
+            value=megatron.pipeline_model_parallel_size,
+            hint="set it 1, or kv_cache_dtype auto",
+        )
+
+
+# --- ppo.py's training loops --------------------------------------------------------------------
+
+
+def ppo_adv_estimator_is_gae_or_raw_reward(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:1157: PPO's loop needs (advantages, returns) from GAE or the raw reward;
+    group-relative estimators are GRPO's."""
+    name = config.ppo.adv_estimator.name
+    if name not in PPO_ADV_ESTIMATORS:
+        yield Issue(
+            "ppo.adv_estimator.name",
+            f"PPO's training loop builds only {' or '.join(map(repr, PPO_ADV_ESTIMATORS))} "
+            f"and refuses another estimator before the first step ({_cite(PPO_PY, 1157)})",
+            value=name,
+            hint="gae",
+        )
+
+
+def skipped_reference_logprobs_need_no_kl(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:1242 (sync loop) and :2115 (async loop): without the reference policy's
+    logprobs there is no KL penalty to compute. NeMo-RL skips them by default."""
+    skip = given(config.ppo.skip_reference_policy_logprobs_calculation, True)
+    penalty = config.loss_fn.reference_policy_kl_penalty
+    if skip is True and penalty != 0:
+        line = 2115 if _async(config) is not None else 1242
+        absent = isinstance(config.ppo.skip_reference_policy_logprobs_calculation, Marker)
+        yield Issue(
+            "ppo.skip_reference_policy_logprobs_calculation",
+            f"skipping the reference policy's logprobs{' (NeMo-RL default)' if absent else ''} "
+            f"leaves loss_fn.reference_policy_kl_penalty ({penalty}) nothing to penalise; PPO's "
+            f"training loop refuses it at its start ({_cite(PPO_PY, line)})",
+            value=True,
+            hint="set it false, or reference_policy_kl_penalty 0",
+        )
+
+
+def ppo_checkpoint_metric_names_its_source(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:1832 (sync loop) and :2812 (async loop): a ranking metric says whether it is a
+    training or a validation metric."""
+    ckpt = config.checkpointing
+    metric = ckpt.metric_name
+    if ckpt.enabled and isinstance(metric, str) and not metric.startswith(METRIC_SOURCES):
+        line = 2812 if _async(config) is not None else 1832
+        yield Issue(
+            "checkpointing.metric_name",
+            "PPO refuses it at the first checkpoint: the name must start with 'train:' or "
+            f"'val:' ({_cite(PPO_PY, line)})",
+            value=metric,
+            hint=f"e.g. 'val:{metric.split(':')[-1]}'",
+        )
+
+
+def ppo_checkpoint_saved_without_its_validation_metric(
+    config: PPOMasterConfig,
+) -> Iterator[Issue]:
+    """ppo.py:1841 (sync loop) and :2821 (async loop): a checkpoint ranked by a ``val:``
+    metric, saved at a step that ran no validation, is left out of the top-k. Saves the
+    config cannot fix (checkpoint_must_save_by's time limit, a dataset that runs out before
+    max_num_steps) are not foreseen."""
+    line = 2821 if _async(config) is not None else 1841
+    yield from unranked_saves(
+        config.checkpointing, config.ppo, "ppo", "PPO", _cite(PPO_PY, line)
+    )
+
+
+def stale_ppo_rollouts_bias_gae(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:2087: rollouts older than one step make GAE's value targets off-policy; 1 is
+    the validated age."""
+    section = _async(config)
+    if section is not None and section.max_trajectory_age_steps > 1:
+        yield Issue(
+            "ppo.async_ppo.max_trajectory_age_steps",
+            "rollouts older than one step bias GAE off-policy; async PPO warns, 1 is the value "
+            f"it was validated with ({_cite(PPO_PY, 2087)})",
+            value=section.max_trajectory_age_steps,
+            hint="1",
+        )
+
+
+def stale_ppo_rollouts_want_in_flight_updates(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py:2092: without in-flight weight updates a trajectory age above 1 buys no
+    speed."""
+    section = _async(config)
+    if section is None or section.max_trajectory_age_steps <= 1:
+        return
+    if section.in_flight_weight_updates is not True:
+        yield Issue(
+            "ppo.async_ppo.in_flight_weight_updates",
+            f"with max_trajectory_age_steps {section.max_trajectory_age_steps} async PPO warns: "
+            "without in-flight weight updates an older trajectory age gains no throughput "
+            f"({_cite(PPO_PY, 2092)})",
+            value=given(section.in_flight_weight_updates, False),
+            hint="set it true, or max_trajectory_age_steps 1",
+        )
+
+
+# --- the value model ----------------------------------------------------------------------------
+
+
+def _train_gpus(config: PPOMasterConfig) -> tuple[int, str] | None:
+    """The GPUs PPO's training cluster holds (the policy and the value model share it), and
+    how they were counted; None where the config leaves them open or its resources are
+    refused above."""
+    cluster = _cluster(config)
+    colocated = _colocated(config)
+    if cluster is None or colocated is None:
+        return None
+    nodes, per_node = cluster
+    if colocated:
+        return nodes * per_node, f"the cluster's {nodes} x {per_node}"
+    res = _generation(config).colocated.resources
+    if nodes == 1:
+        gpus = res.gpus_per_node
+        if not isinstance(gpus, int) or gpus >= per_node:
+            return None
+        return per_node - gpus, f"the {per_node - gpus} GPUs generation leaves on the node"
+    if not isinstance(res.num_nodes, int) or res.num_nodes >= nodes:
+        return None
+    train_nodes = nodes - res.num_nodes
+    return train_nodes * per_node, f"the {train_nodes} x {per_node} generation leaves"
+
+
+def value_parallelism_divides_its_gpus(config: PPOMasterConfig) -> Iterator[Issue]:
+    """lm_value.py:123 and :132: the value model's PP x CP x TP must divide the training
+    cluster's GPUs, leaving a whole data-parallel size of at least 1."""
+    megatron, dtensor = _megatron_value(config), config.value.dtensor_cfg
+    if megatron is not None:
+        tp, pp = megatron.tensor_model_parallel_size, megatron.pipeline_model_parallel_size
+        cp = megatron.context_parallel_size
+        factors = [
+            ("value.megatron_cfg.tensor_model_parallel_size", tp),
+            ("value.megatron_cfg.context_parallel_size", cp),
+            ("value.megatron_cfg.pipeline_model_parallel_size", pp),
+        ]
+    elif dtensor.enabled is True:
+        tp, pp = given(dtensor.tensor_parallel_size, 1), 1
+        cp = given(dtensor.context_parallel_size, 1)
+        factors = [
+            ("value.dtensor_cfg.tensor_parallel_size", tp),
+            ("value.dtensor_cfg.context_parallel_size", cp),
+        ]
+    else:
+        return
+    train = _train_gpus(config)
+    if train is None:
+        return
+    gpus, counted = train
+    size = tp * pp * cp
+    if size > gpus or gpus % size:
+        # The largest factor names the key (TP first among equals).
+        key, value = max(factors, key=lambda factor: factor[1])
+        yield Issue(
+            key,
+            f"the value model's PP x CP x TP = {pp} x {cp} x {tp} = {size} must divide the "
+            f"{gpus} GPUs it trains on ({counted}); its workers refuse to start "
+            f"({_cite(LM_VALUE, 123 if size > gpus else 132)})",
+            value=value,
+            hint=f"a PP x CP x TP that divides {gpus}",
+        )
+
+
+def dtensor_value_needs_v2(config: PPOMasterConfig) -> Iterator[Issue]:
+    """lm_value.py:105 (start) and :443 (checkpoint save): the DTensor critic exists only as
+    the v2 worker."""
+    if _dtensor_value(config) and config.value.dtensor_cfg.v2 is not True:
+        yield Issue(
+            "value.dtensor_cfg._v2",
+            "the DTensor value model has only a v2 worker; it refuses to start without "
+            f"value.dtensor_cfg._v2 true ({_cite(LM_VALUE, 105)})",
+            value=given(config.value.dtensor_cfg.v2, None),
+            hint="set it true",
+        )
+
+
+def value_dynamic_batching_needs_one_pipeline_stage(config: PPOMasterConfig) -> Iterator[Issue]:
+    """lm_value.py:196: the value model batches dynamically on one pipeline stage only."""
+    megatron = _megatron_value(config)
+    if megatron is None or config.value.dynamic_batching.enabled is not True:
+        return
+    if megatron.pipeline_model_parallel_size != 1:
+        yield Issue(
+            "value.megatron_cfg.pipeline_model_parallel_size",
+            "the value model refuses to start with dynamic batching on more than one pipeline "
+            f"stage ({_cite(LM_VALUE, 196)})",
+            value=megatron.pipeline_model_parallel_size,
+            hint="set it 1, or value.dynamic_batching.enabled false",
+        )
+
+
+def value_batching_excludes_packing(config: PPOMasterConfig) -> Iterator[Issue]:
+    """lm_value.py:208 and :229: the value model batches dynamically or packs sequences,
+    not both."""
+    value = config.value
+    if value.dynamic_batching.enabled is True and _on(value.sequence_packing, "enabled"):
+        yield Issue(
+            "value.sequence_packing.enabled",
+            "the value model either batches dynamically or packs sequences; with both on its "
+            f"workers refuse to start ({_cite(LM_VALUE, 208, 229)})",
+            value=True,
+            hint="turn off value.dynamic_batching or value.sequence_packing",
+        )
+
+
+def dtensor_value_needs_a_regression_head(config: PPOMasterConfig) -> Iterator[Issue]:
+    """dtensor_value_worker_v2.py:166: the DTensor critic is built as a one-label regression
+    reward model."""
+    if not _dtensor_value(config):
+        return
+    head = config.value.reward_model_cfg
+    enabled = getattr(head, "enabled", None)
+    kind = getattr(head, "reward_model_type", None)
+    if enabled is not True or kind != "regression":
+        key = "enabled" if enabled is not True else "reward_model_type"
+        yield Issue(
+            f"value.reward_model_cfg.{key}",
+            "the DTensor value model loads as a regression reward model; its worker refuses "
+            "to start without value.reward_model_cfg enabled and of type 'regression' "
+            f"({_cite(DTENSOR_VALUE, 166)})",
+            value=enabled if key == "enabled" else kind,
+            hint="enabled: true, reward_model_type: regression",
+        )
+
+
+def megatron_value_without_virtual_pipeline(config: PPOMasterConfig) -> Iterator[Issue]:
+    """megatron_value_worker.py:361: the Megatron critic has no interleaved (virtual)
+    pipeline schedule. Only model_overrides can set one: the model provider's default is
+    none, and NeMo-RL has no key of its own for it."""
+    megatron = _megatron_value(config)
+    overrides = None if megatron is None else given(megatron.model_overrides, None)
+    vpp = (overrides or {}).get("virtual_pipeline_model_parallel_size")
+    if vpp not in (None, 1):
+        yield Issue(
+            "value.megatron_cfg.model_overrides.virtual_pipeline_model_parallel_size",
+            "the Megatron value model has no virtual pipeline schedule; its worker refuses to "
+            f"start with one ({_cite(MEGATRON_VALUE, 361)})",
+            value=vpp,
+            hint="leave it out, or 1",
+        )
+
+
+def value_cache_clearing_costs_time(config: PPOMasterConfig) -> Iterator[Issue]:
+    """dtensor_value_worker_v2.py:329: emptying the CUDA cache every few micro-batches is
+    slow; the DTensor critic warns at each training step."""
+    steps = config.value.dtensor_cfg.clear_cache_every_n_steps
+    if _dtensor_value(config) and _set(steps) and steps:
+        yield Issue(
+            "value.dtensor_cfg.clear_cache_every_n_steps",
+            f"the DTensor value model empties the CUDA cache every {steps} micro-batches and "
+            f"warns that this costs much time when memory does not need it "
+            f"({_cite(DTENSOR_VALUE, 329)})",
+            value=steps,
+            hint="null, unless the value model runs out of memory",
+        )
+
+
+PPO_ERROR_CHECKS = (
+    ppo_needs_a_generation_config,
+    warmup_lead_covers_the_trajectory_age,
+    warmup_lead_needs_a_critic_warmup,
+    async_ppo_needs_async_vllm,
+    async_ppo_needs_importance_sampling,
+    async_ppo_without_a_forced_ratio,
+    async_ppo_needs_non_colocated_generation,
+    async_ppo_has_no_epoch_limit,
+    async_ppo_without_unsupported_features,
+    ppo_takes_no_refit_transport,
+    critic_warmup_without_constant_checkpoint_structure,
+    megatron_value_context_parallel_needs_packing,
+    value_has_one_training_backend,
+    dtensor_value_without_sequence_packing,
+    dtensor_value_without_context_parallel,
+    dtensor_value_without_dynamic_batching,
+    batch_multiplier_needs_dynamic_sampling,
+    forced_ratio_needs_one_update_per_step,
+    non_colocated_generation_needs_vllm,
+    one_node_generation_leaves_training_gpus,
+    nodes_split_between_generation_and_training,
+    ppo_generates_with_vllm_or_sglang,
+    fp8_generation_needs_importance_sampling,
+    fp8_kv_cache_needs_fp8_weights,
+    fp8_kv_cache_needs_megatron_policy,
+    fp8_kv_cache_without_async_engine,
+    fp8_kv_cache_needs_one_pipeline_stage,
+    ppo_adv_estimator_is_gae_or_raw_reward,
+    skipped_reference_logprobs_need_no_kl,
+    ppo_checkpoint_metric_names_its_source,
+    value_parallelism_divides_its_gpus,
+    dtensor_value_needs_v2,
+    value_dynamic_batching_needs_one_pipeline_stage,
+    value_batching_excludes_packing,
+    dtensor_value_needs_a_regression_head,
+    megatron_value_without_virtual_pipeline,
+)
+PPO_WARNING_CHECKS = (
+    ppo_checkpoint_saved_without_its_validation_metric,
+    stale_ppo_rollouts_bias_gae,
+    stale_ppo_rollouts_want_in_flight_updates,
+    value_cache_clearing_costs_time,
+)
+
+__all__ = ["PPO_ERROR_CHECKS", "PPO_WARNING_CHECKS"]

@@ -1,0 +1,560 @@
+"""PPO's rules (``examples/run_ppo.py``, super-v3.5-posttraining) on the stages ``recipekit
+import-yaml`` makes of NeMo-RL's own ppo_math_1B.yaml (DTensor policy and value model) and
+ppo_math_1B_megatron.yaml (both on Megatron-Core): a value that breaks each is refused at its
+key, citing the upstream line.
+
+The importer leaves ``policy.generation`` of these files untyped (their
+``mcore_generation_config`` has super-v3's shape, which main's schema refuses, and vLLM never
+reads it); the fixtures type the rest of the section, as the compiled config has it."""
+
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by name:
+# ppo_needs_a_generation_config, warmup_lead_covers_the_trajectory_age,
+# warmup_lead_needs_a_critic_warmup, async_ppo_needs_async_vllm,
+# async_ppo_needs_importance_sampling, async_ppo_without_a_forced_ratio,
+# async_ppo_needs_non_colocated_generation, async_ppo_has_no_epoch_limit,
+# async_ppo_without_unsupported_features, ppo_takes_no_refit_transport,
+# critic_warmup_without_constant_checkpoint_structure,
+# megatron_value_context_parallel_needs_packing, value_has_one_training_backend,
+# dtensor_value_without_sequence_packing, dtensor_value_without_context_parallel,
+# dtensor_value_without_dynamic_batching, batch_multiplier_needs_dynamic_sampling,
+# forced_ratio_needs_one_update_per_step, non_colocated_generation_needs_vllm,
+# one_node_generation_leaves_training_gpus, nodes_split_between_generation_and_training,
+# ppo_generates_with_vllm_or_sglang, fp8_generation_needs_importance_sampling,
+# fp8_kv_cache_needs_fp8_weights, fp8_kv_cache_needs_megatron_policy,
+# fp8_kv_cache_without_async_engine, fp8_kv_cache_needs_one_pipeline_stage,
+# ppo_adv_estimator_is_gae_or_raw_reward, skipped_reference_logprobs_need_no_kl,
+# ppo_checkpoint_metric_names_its_source, ppo_checkpoint_saved_without_its_validation_metric,
+# stale_ppo_rollouts_bias_gae, stale_ppo_rollouts_want_in_flight_updates,
+# value_parallelism_divides_its_gpus, dtensor_value_needs_v2,
+# value_dynamic_batching_needs_one_pipeline_stage, value_batching_excludes_packing,
+# dtensor_value_needs_a_regression_head, megatron_value_without_virtual_pipeline,
+# value_cache_clearing_costs_time.
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recipekit.convert import from_dict
+from recipekit.errors import RecipeError
+from recipekit.hardware import Hardware
+from recipekit.importers.nemo_rl_yaml import ImportedRecipe, import_yaml
+from recipekit.loading import load_object
+from recipekit.nemo_rl.algorithms import NEMO_RL_SUPER35_PPO
+from recipekit.nemo_rl.rules import ppo
+from recipekit.nemo_rl.schema_common import GenerationExamplesMain
+from recipekit.plan import make_plan
+from recipekit.stage import Stage
+
+CONFIGS = "nemo-rl/main/examples/configs"
+PPO_PY = "ppo.py"
+RUN_PPO = "run_ppo.py"
+LM_VALUE = "lm_value.py"
+NON_COLOCATED = (
+    "policy.generation.colocated.enabled=false",
+    "cluster.gpus_per_node=8",
+    "policy.generation.colocated.resources.gpus_per_node=4",
+)
+# Async PPO with everything the runner asks of it.
+ASYNC = (
+    "ppo.max_num_epochs=-1",
+    "ppo.async_ppo.enabled=true",
+    "policy.generation.vllm_cfg.async_engine=true",
+    "loss_fn.use_importance_sampling_correction=true",
+    "ppo.reward_shaping.enabled=false",
+    "ppo.reward_scaling.enabled=false",
+    *NON_COLOCATED,
+)
+# The upstream examples' one warning: they save every 10 steps and validate every 20.
+UNRANKED_SAVE = "checkpointing.save_period = 10: PPO saves a checkpoint at step 10"
+
+
+def _imported(reference_dir: Path, tmp: Path, name: str) -> ImportedRecipe:
+    module = tmp / name.replace(".yaml", ".py")
+    module.write_text(import_yaml(reference_dir / CONFIGS / name).source)
+    recipe = load_object(f"{module}:recipe")
+    assert isinstance(recipe, ImportedRecipe)
+    return recipe
+
+
+def _typed(recipe: ImportedRecipe) -> Stage:
+    generation = {
+        key: value
+        for key, value in recipe.untyped_keys["policy.generation"].items()
+        if key != "mcore_generation_config"
+    }
+    return recipe.stage.with_values(
+        {"policy.generation": from_dict(generation, GenerationExamplesMain)}
+    )
+
+
+@pytest.fixture(scope="module")
+def imported(reference_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> ImportedRecipe:
+    return _imported(reference_dir, tmp_path_factory.mktemp("ppo"), "ppo_math_1B.yaml")
+
+
+@pytest.fixture(scope="module")
+def dtensor(imported: ImportedRecipe) -> Stage:
+    return _typed(imported)
+
+
+@pytest.fixture(scope="module")
+def megatron(reference_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Stage:
+    tmp = tmp_path_factory.mktemp("ppo_megatron")
+    return _typed(_imported(reference_dir, tmp, "ppo_math_1B_megatron.yaml"))
+
+
+def _errors(stage: Stage, *overrides: str) -> list[str]:
+    with pytest.raises(RecipeError) as exc:
+        make_plan(stage, overrides)
+    return [issue.render() for issue in exc.value.issues]
+
+
+def _refused_at(stage: Stage, overrides: tuple[str, ...], key: str, cited: str) -> list[str]:
+    """Planning with these overrides raises an error at ``key`` citing ``cited``
+    (``file:line``); those errors."""
+    errors = _errors(stage, *overrides)
+    found = [e for e in errors if e.startswith(key) and cited in e and "@ super-v3.5" in e]
+    assert found, errors
+    return found
+
+
+def _warnings(stage: Stage, *overrides: str) -> list[str]:
+    return [issue.render() for issue in make_plan(stage, overrides).warnings]
+
+
+# --- the upstream examples ----------------------------------------------------------------------
+
+
+def test_the_upstream_examples_plan_with_ppos_rules(dtensor: Stage, megatron: Stage) -> None:
+    for stage in (dtensor, megatron):
+        assert stage.framework is NEMO_RL_SUPER35_PPO
+        [warning] = _warnings(stage)
+        assert warning.startswith(UNRANKED_SAVE) and f"{PPO_PY}:1841" in warning
+    assert ppo.ppo_checkpoint_saved_without_its_validation_metric in (
+        NEMO_RL_SUPER35_PPO.warning_checks
+    )
+    assert ppo.value_has_one_training_backend in NEMO_RL_SUPER35_PPO.error_checks
+
+
+def test_ppo_needs_a_generation_section(imported: ImportedRecipe) -> None:
+    # As imported, the section is untyped: the plan cannot see the generation NeMo-RL needs.
+    [error] = _errors(imported.stage)
+    assert error.startswith("policy.generation: ") and f"{RUN_PPO}:129" in error
+
+
+# --- the runner and the config's validators ---------------------------------------------------
+
+
+def test_a_warmup_lead_covers_the_trajectory_age(dtensor: Stage) -> None:
+    lead = (
+        "ppo.async_ppo.max_trajectory_age_steps=3",
+        "ppo.async_ppo.warmup_generation_lead_steps=2",
+    )
+    _refused_at(dtensor, lead, "ppo.async_ppo.warmup_generation_lead_steps = 2", f"{PPO_PY}:139")
+    make_plan(dtensor, ["ppo.async_ppo.warmup_generation_lead_steps=3", lead[0]])
+
+
+def test_an_async_warmup_lead_needs_a_critic_warmup(dtensor: Stage) -> None:
+    lead = "ppo.async_ppo.warmup_generation_lead_steps=2"
+    key = "ppo.async_ppo.warmup_generation_lead_steps"
+    _refused_at(dtensor, (*ASYNC, lead), key, f"{PPO_PY}:225")
+    make_plan(dtensor, (*ASYNC, lead, "ppo.policy_training_start_step=4"))
+
+
+def test_async_ppo_plans_with_no_epoch_limit_and_refuses_one(dtensor: Stage) -> None:
+    make_plan(dtensor, ASYNC)
+    [error] = _errors(dtensor, *ASYNC, "ppo.max_num_epochs=100000")
+    assert error.startswith("ppo.max_num_epochs = 100000: ") and f"{RUN_PPO}:70" in error
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key", "line"),
+    [
+        (("policy.generation.vllm_cfg.async_engine=false",), "policy.generation.vllm_cfg", 57),
+        (("loss_fn.use_importance_sampling_correction=false",), "loss_fn.use_importance", 62),
+        (("loss_fn.force_on_policy_ratio=true",), "loss_fn.force_on_policy_ratio", 66),
+        (
+            ("policy.generation.colocated.enabled=true",),
+            "policy.generation.colocated.enabled",
+            68,
+        ),
+        (("ppo.use_dynamic_sampling=true",), "ppo.use_dynamic_sampling", 88),
+        (("ppo.reward_scaling.enabled=true",), "ppo.reward_scaling.enabled", 88),
+        (("ppo.reward_shaping.enabled=true",), "ppo.reward_shaping.enabled", 88),
+        (("data.use_multiple_dataloader=true",), "data.use_multiple_dataloader", 88),
+        (("env.should_use_nemo_gym=true",), "env.should_use_nemo_gym", 88),
+        (
+            ("policy.generation.vllm_cfg.kv_cache_dtype=fp8",),
+            "policy.generation.vllm_cfg.kv_cache_dtype",
+            88,
+        ),
+    ],
+)
+def test_the_async_runner_refuses_what_async_ppo_lacks(
+    dtensor: Stage, overrides: tuple[str, ...], key: str, line: int
+) -> None:
+    _refused_at(dtensor, (*ASYNC, *overrides), key, f"{RUN_PPO}:{line}")
+
+
+def test_async_ppo_needs_vllm(dtensor: Stage) -> None:
+    sglang = ("policy.generation.backend=sglang",)
+    key = "policy.generation.backend = 'sglang'"
+    _refused_at(dtensor, (*ASYNC, *sglang), key, f"{RUN_PPO}:57")
+
+
+# --- ppo.py's setup -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("transport", "line"), [("vllm_zmq_sparse", 348), ("nccl_reshard", 354)])
+def test_ppo_takes_no_refit_transport(dtensor: Stage, transport: str, line: int) -> None:
+    setting = f"policy.generation.refit_transport={transport}"
+    _refused_at(dtensor, (setting,), "policy.generation.refit_transport", f"{PPO_PY}:{line}")
+    make_plan(dtensor, ["policy.generation.refit_transport=null"])
+
+
+def test_a_critic_warmup_excludes_a_constant_checkpoint_structure(megatron: Stage) -> None:
+    warmup = (
+        "ppo.policy_training_start_step=5",
+        "policy.megatron_cfg.checkpoint.ckpt_assume_constant_structure=true",
+    )
+    key = "policy.megatron_cfg.checkpoint.ckpt_assume_constant_structure"
+    _refused_at(megatron, warmup, key, f"{PPO_PY}:366")
+    make_plan(megatron, [*warmup, "checkpointing.save_optimizer=false"])
+    make_plan(megatron, [warmup[1]])  # no warm-up
+
+
+def test_a_megatron_value_model_at_cp_2_packs_sequences(megatron: Stage) -> None:
+    cp = ("value.megatron_cfg.context_parallel_size=2", "cluster.gpus_per_node=2")
+    _refused_at(megatron, cp, "value.megatron_cfg.context_parallel_size = 2", f"{PPO_PY}:385")
+    make_plan(megatron, [*cp, "value.sequence_packing.enabled=true"])
+
+
+@pytest.mark.parametrize(
+    ("stage_name", "setting", "cited"),
+    [
+        ("dtensor", "value.megatron_cfg.enabled=true", f"{LM_VALUE}:82"),
+        ("dtensor", "value.dtensor_cfg.enabled=false", f"{PPO_PY}:391"),
+        ("megatron", "value.megatron_cfg.enabled=false", f"{PPO_PY}:391"),
+    ],
+)
+def test_the_value_model_trains_on_one_back_end(
+    request: pytest.FixtureRequest, stage_name: str, setting: str, cited: str
+) -> None:
+    stage = request.getfixturevalue(stage_name)
+    _refused_at(stage, (setting,), "value.dtensor_cfg.enabled", cited)
+
+
+@pytest.mark.parametrize(
+    ("setting", "key", "line"),
+    [
+        ("value.sequence_packing.enabled=true", "value.sequence_packing.enabled", 395),
+        (
+            "value.dtensor_cfg.context_parallel_size=2",
+            "value.dtensor_cfg.context_parallel_size",
+            399,
+        ),
+        ("value.dynamic_batching.enabled=true", "value.dynamic_batching.enabled", 403),
+    ],
+)
+def test_the_dtensor_value_model_refuses_what_it_lacks(
+    dtensor: Stage, megatron: Stage, setting: str, key: str, line: int
+) -> None:
+    _refused_at(dtensor, (setting, "cluster.gpus_per_node=2"), key, f"{PPO_PY}:{line}")
+    make_plan(megatron, [setting])  # the Megatron value model reads no DTensor limits
+
+
+def test_a_batch_multiplier_needs_dynamic_sampling(dtensor: Stage) -> None:
+    _refused_at(dtensor, ("ppo.batch_multiplier=2",), "ppo.batch_multiplier = 2", f"{PPO_PY}:435")
+    make_plan(dtensor, ["ppo.batch_multiplier=2", "ppo.use_dynamic_sampling=true"])
+
+
+def test_a_forced_ratio_trains_each_steps_rollouts_as_one_batch(dtensor: Stage) -> None:
+    forced = "loss_fn.force_on_policy_ratio=true"
+    make_plan(dtensor, [forced])  # 32 prompts x 16 generations = 512, the global batch
+    [error] = _refused_at(
+        dtensor,
+        (forced, "ppo.num_prompts_per_step=16"),
+        "policy.train_global_batch_size = 512",
+        f"{PPO_PY}:481",
+    )
+    assert "all 256 rollouts" in error
+
+
+def test_non_colocated_generation_is_vllm(dtensor: Stage) -> None:
+    sglang = (*NON_COLOCATED, "policy.generation.backend=sglang")
+    _refused_at(dtensor, sglang, "policy.generation.backend = 'sglang'", f"{PPO_PY}:497")
+    make_plan(dtensor, ["policy.generation.backend=sglang"])  # colocated SGLang is fine
+    make_plan(dtensor, NON_COLOCATED)
+
+
+def test_ppo_generates_with_vllm_or_sglang(dtensor: Stage) -> None:
+    megatron = ("policy.generation.backend=megatron",)
+    _refused_at(dtensor, megatron, "policy.generation.backend = 'megatron'", f"{PPO_PY}:847")
+
+
+@pytest.mark.parametrize(
+    ("setting", "key", "line"),
+    [
+        ("policy.generation.colocated.resources.gpus_per_node=null", "gpus_per_node = None", 558),
+        ("policy.generation.colocated.resources.num_nodes=2", "num_nodes = 2", 565),
+        ("policy.generation.colocated.resources.gpus_per_node=8", "gpus_per_node = 8", 574),
+    ],
+)
+def test_one_node_generation_leaves_training_gpus(
+    dtensor: Stage, setting: str, key: str, line: int
+) -> None:
+    resources = "policy.generation.colocated.resources."
+    _refused_at(dtensor, (*NON_COLOCATED, setting), resources + key, f"{PPO_PY}:{line}")
+
+
+@pytest.mark.parametrize(
+    ("settings", "key", "line"),
+    [
+        (("resources.num_nodes=null",), "num_nodes = None", 583),
+        (("resources.num_nodes=1", "resources.gpus_per_node=4"), "gpus_per_node = 4", 588),
+        (("resources.num_nodes=2",), "num_nodes = 2", 599),
+    ],
+)
+def test_nodes_split_between_generation_and_training(
+    dtensor: Stage, settings: tuple[str, ...], key: str, line: int
+) -> None:
+    two_nodes = dtensor.with_values(hardware=Hardware(dtensor.hardware.node, 2))
+    cluster = (
+        "policy.generation.colocated.enabled=false",
+        "cluster.num_nodes=2",
+        "cluster.gpus_per_node=8",
+        "policy.generation.colocated.resources.gpus_per_node=8",
+    )
+    overrides = (*cluster, *(f"policy.generation.colocated.{s}" for s in settings))
+    resources = "policy.generation.colocated.resources."
+    _refused_at(two_nodes, overrides, resources + key, f"{PPO_PY}:{line}")
+    make_plan(two_nodes, [*cluster, "policy.generation.colocated.resources.num_nodes=1"])
+
+
+@pytest.mark.parametrize(
+    ("stage_name", "settings", "key", "line"),
+    [
+        (
+            "dtensor",
+            ("policy.generation.vllm_cfg.precision=fp8",),
+            "loss_fn.use_importance_sampling_correction",
+            856,
+        ),
+        (
+            "megatron",
+            ("policy.generation.vllm_cfg.kv_cache_dtype=fp8",),
+            "policy.generation.vllm_cfg.precision = 'bfloat16'",
+            861,
+        ),
+        (
+            "dtensor",
+            (
+                "policy.generation.vllm_cfg.kv_cache_dtype=fp8_e4m3",
+                "policy.generation.vllm_cfg.precision=fp8",
+                "loss_fn.use_importance_sampling_correction=true",
+            ),
+            "policy.dtensor_cfg.enabled",
+            866,
+        ),
+        (
+            "megatron",
+            (
+                "policy.generation.vllm_cfg.kv_cache_dtype=fp8",
+                "policy.generation.vllm_cfg.async_engine=true",
+            ),
+            "policy.generation.vllm_cfg.async_engine",
+            869,
+        ),
+        (
+            "megatron",
+            (
+                "policy.generation.vllm_cfg.kv_cache_dtype=fp8",
+                "policy.megatron_cfg.pipeline_model_parallel_size=2",
+                "cluster.gpus_per_node=2",
+            ),
+            "policy.megatron_cfg.pipeline_model_parallel_size = 2",
+            872,
+        ),
+    ],
+)
+def test_fp8_generation_rules(
+    request: pytest.FixtureRequest,
+    stage_name: str,
+    settings: tuple[str, ...],
+    key: str,
+    line: int,
+) -> None:
+    stage = request.getfixturevalue(stage_name)
+    _refused_at(stage, settings, key, f"{PPO_PY}:{line}")
+
+
+def test_an_fp8_kv_cache_plans_with_everything_it_needs(megatron: Stage) -> None:
+    make_plan(
+        megatron,
+        [
+            "policy.generation.vllm_cfg.kv_cache_dtype=fp8",
+            "policy.generation.vllm_cfg.precision=fp8",
+            "loss_fn.use_importance_sampling_correction=true",
+        ],
+    )
+
+
+# --- the training loops -------------------------------------------------------------------------
+
+
+def test_ppos_advantage_estimator_is_gae_or_raw_reward(dtensor: Stage) -> None:
+    grpo = ("ppo.adv_estimator.name=grpo",)
+    _refused_at(dtensor, grpo, "ppo.adv_estimator.name = 'grpo'", f"{PPO_PY}:1157")
+    make_plan(dtensor, ["ppo.adv_estimator.name=raw_reward"])
+
+
+def test_skipped_reference_logprobs_leave_no_kl_penalty(dtensor: Stage) -> None:
+    kl = "loss_fn.reference_policy_kl_penalty=0.01"
+    key = "ppo.skip_reference_policy_logprobs_calculation = True"
+    _refused_at(dtensor, (kl,), key, f"{PPO_PY}:1242")
+    _refused_at(dtensor, (*ASYNC, kl), key, f"{PPO_PY}:2115")
+    make_plan(dtensor, [kl, "ppo.skip_reference_policy_logprobs_calculation=false"])
+
+
+def test_a_ranking_metric_names_its_source(dtensor: Stage) -> None:
+    metric = "checkpointing.metric_name=accuracy"
+    _refused_at(dtensor, (metric,), "checkpointing.metric_name = 'accuracy'", f"{PPO_PY}:1832")
+    _refused_at(dtensor, (*ASYNC, metric), "checkpointing.metric_name", f"{PPO_PY}:2812")
+
+
+def test_a_save_without_validation_is_not_ranked(dtensor: Stage) -> None:
+    assert _warnings(dtensor, "checkpointing.save_period=20") == []
+    [warning] = _warnings(dtensor, "checkpointing.save_period=20", "ppo.val_period=0")
+    assert warning.startswith("checkpointing.save_period = 20") and "val_period <= 0" in warning
+    assert _warnings(dtensor, "checkpointing.metric_name=train:loss") == []
+    # The async loop warns at its own line.
+    config = dtensor.with_values({"ppo.async_ppo.enabled": True}).config
+    [issue] = ppo.ppo_checkpoint_saved_without_its_validation_metric(config)
+    assert f"{PPO_PY}:2821" in issue.message
+
+
+def test_async_ppo_warns_about_stale_rollouts(dtensor: Stage) -> None:
+    stale = {"ppo.async_ppo.enabled": True, "ppo.async_ppo.max_trajectory_age_steps": 2}
+    config = dtensor.with_values(stale).config
+    [bias] = ppo.stale_ppo_rollouts_bias_gae(config)
+    assert bias.path == "ppo.async_ppo.max_trajectory_age_steps" and ":2087" in bias.message
+    [in_flight] = ppo.stale_ppo_rollouts_want_in_flight_updates(config)
+    assert in_flight.path == "ppo.async_ppo.in_flight_weight_updates"
+    assert ":2092" in in_flight.message
+    updated = dtensor.with_values({**stale, "ppo.async_ppo.in_flight_weight_updates": True})
+    assert list(ppo.stale_ppo_rollouts_want_in_flight_updates(updated.config)) == []
+    fresh = dtensor.with_values({"ppo.async_ppo.enabled": True}).config
+    assert list(ppo.stale_ppo_rollouts_bias_gae(fresh)) == []
+
+
+# --- the value model ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stage_name", "settings", "key", "line"),
+    [
+        ("dtensor", ("value.dtensor_cfg.tensor_parallel_size=2",), "value.dtensor_cfg", 123),
+        (
+            "dtensor",
+            ("value.dtensor_cfg.tensor_parallel_size=2", "cluster.gpus_per_node=3"),
+            "value.dtensor_cfg",
+            132,
+        ),
+        (
+            "megatron",
+            ("value.megatron_cfg.tensor_model_parallel_size=2",),
+            "value.megatron_cfg.tensor_model_parallel_size = 2",
+            123,
+        ),
+        (
+            "megatron",
+            ("value.megatron_cfg.pipeline_model_parallel_size=2", "cluster.gpus_per_node=3"),
+            "value.megatron_cfg.pipeline_model_parallel_size = 2",
+            132,
+        ),
+        # Non-colocated, the value model trains on the 4 GPUs generation leaves.
+        (
+            "dtensor",
+            (*NON_COLOCATED, "value.dtensor_cfg.tensor_parallel_size=8"),
+            "value.dtensor_cfg",
+            123,
+        ),
+    ],
+)
+def test_the_value_models_parallelism_divides_its_gpus(
+    request: pytest.FixtureRequest,
+    stage_name: str,
+    settings: tuple[str, ...],
+    key: str,
+    line: int,
+) -> None:
+    stage = request.getfixturevalue(stage_name)
+    _refused_at(stage, settings, key, f"{LM_VALUE}:{line}")
+
+
+def test_the_value_model_takes_the_gpus_of_its_cluster(dtensor: Stage) -> None:
+    make_plan(dtensor, ["value.dtensor_cfg.tensor_parallel_size=2", "cluster.gpus_per_node=4"])
+    make_plan(dtensor, [*NON_COLOCATED, "value.dtensor_cfg.tensor_parallel_size=4"])
+
+
+def test_a_dtensor_value_model_needs_the_v2_worker(dtensor: Stage, megatron: Stage) -> None:
+    v1 = ("value.dtensor_cfg._v2=false",)
+    _refused_at(dtensor, v1, "value.dtensor_cfg._v2 = False", f"{LM_VALUE}:105")
+    make_plan(megatron, ["value.dtensor_cfg._v2=false"])
+
+
+def test_value_dynamic_batching_on_one_pipeline_stage(megatron: Stage) -> None:
+    batching = (
+        "value.dynamic_batching.enabled=true",
+        "value.megatron_cfg.pipeline_model_parallel_size=2",
+        "cluster.gpus_per_node=2",
+    )
+    key = "value.megatron_cfg.pipeline_model_parallel_size = 2"
+    _refused_at(megatron, batching, key, f"{LM_VALUE}:196")
+    make_plan(megatron, batching[1:])
+
+
+def test_value_dynamic_batching_excludes_packing(megatron: Stage) -> None:
+    both = ("value.dynamic_batching.enabled=true", "value.sequence_packing.enabled=true")
+    _refused_at(megatron, both, "value.sequence_packing.enabled", f"{LM_VALUE}:208, :229")
+    make_plan(megatron, [both[0]])
+    make_plan(megatron, [both[1]])
+
+
+@pytest.mark.parametrize(
+    ("setting", "key"),
+    [
+        ("value.reward_model_cfg.enabled=false", "value.reward_model_cfg.enabled = False"),
+        (
+            "value.reward_model_cfg.reward_model_type=bradley_terry",
+            "value.reward_model_cfg.reward_model_type = 'bradley_terry'",
+        ),
+    ],
+)
+def test_a_dtensor_value_model_is_a_regression_head(
+    dtensor: Stage, setting: str, key: str
+) -> None:
+    _refused_at(dtensor, (setting,), key, "dtensor_value_worker_v2.py:166")
+
+
+def test_the_megatron_value_model_needs_no_regression_head(megatron: Stage) -> None:
+    # ppo_math_1B_megatron.yaml turns it off: only the DTensor worker reads it.
+    assert megatron.config.value.reward_model_cfg.enabled is False
+    make_plan(megatron)
+
+
+def test_a_megatron_value_model_has_no_virtual_pipeline(megatron: Stage) -> None:
+    vpp = "value.megatron_cfg.model_overrides={virtual_pipeline_model_parallel_size: 2}"
+    key = "value.megatron_cfg.model_overrides.virtual_pipeline_model_parallel_size = 2"
+    _refused_at(megatron, (vpp,), key, "megatron_value_worker.py:361")
+    make_plan(megatron, [vpp.replace("size: 2", "size: 1")])
+
+
+def test_clearing_the_value_models_cache_warns(dtensor: Stage, megatron: Stage) -> None:
+    clear = "value.dtensor_cfg.clear_cache_every_n_steps=4"
+    warnings = _warnings(dtensor, clear)
+    [warning] = [w for w in warnings if w.startswith("value.dtensor_cfg.clear_cache")]
+    assert "dtensor_value_worker_v2.py:329" in warning
+    assert not [w for w in _warnings(megatron, clear) if "clear_cache" in w]
