@@ -322,6 +322,15 @@ def pipeline_splits_the_layers(ctx: LayoutContext) -> Iterator[Issue]:
             yield Issue(keys.key(field), "a pipeline stage needs at least one layer", value=n)
             return
     layers, pp = ctx.num_layers, lay.pp
+    if layers == 0:  # an imported stage's placeholder card: "fill in" (module_writer)
+        yield Issue(
+            keys.key("pp"),
+            f"{ctx.model_name}'s model card gives no layer count (num_layers = 0), so the "
+            f"split over PP={pp} stages cannot be checked",
+            value=pp,
+            hint="set num_layers on the stage's ModelCard",
+        )
+        return
     rest, stages = layers - sum(n for _, n in ends), pp - len(ends)
     even = rest > 0 and rest % stages == 0 if stages else rest == 0
     if even:
@@ -369,6 +378,8 @@ def virtual_pipeline_splits_each_stage(ctx: LayoutContext) -> Iterator[Issue]:
             value=vpp,
         )
         return
+    if ctx.num_layers == 0:
+        return  # no layer count: pipeline_splits_the_layers says so once
     first, last = lay.first_stage_layers, lay.last_stage_layers
     per_stage: list[tuple[str, int]] = []
     middle_layers, middle_stages = ctx.num_layers, lay.pp
