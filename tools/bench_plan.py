@@ -59,11 +59,11 @@ def main() -> int:
         "from recipekit.loading import load_object\n"
         "from recipekit.plan import make_plan\n"
         "stage = load_object(os.environ['RECIPEKIT_STAGE'])\n"
-        "make_plan(stage)\n"
+        "s = time.perf_counter(); make_plan(stage); first = time.perf_counter() - s\n"
         "t = []\n"
         "for _ in range(50):\n"
         "    s = time.perf_counter(); make_plan(stage); t.append(time.perf_counter() - s)\n"
-        "print(f'{statistics.median(t) * 1000:.1f}')\n"
+        "print(f'{first * 1000:.1f} {statistics.median(t) * 1000:.1f}')\n"
     )
     env = {**os.environ, "PEX_INTERPRETER": "1"}
     out = subprocess.run(
@@ -72,8 +72,12 @@ def main() -> int:
         capture_output=True,
         text=True,
         env=env,
-    ).stdout.strip()
-    print(f"{'make_plan in-process':24s} runs=50 median={out} ms")
+    ).stdout.split()
+    # The first call is the one a `plan` process makes; the later ones find the process's
+    # caches (section checks, memory terms) warm.
+    first, warm = out
+    print(f"{'make_plan first call':24s} {first} ms (the one a plan process makes)")
+    print(f"{'make_plan in-process':24s} runs=50 median={warm} ms (warm caches)")
     return 0
 
 
