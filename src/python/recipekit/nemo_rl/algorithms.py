@@ -36,7 +36,7 @@ from recipekit.nemo_rl.framework import (
     nemo_rl_save_policy,
 )
 from recipekit.nemo_rl.framework_super35 import NEMO_RL_SUPER35
-from recipekit.nemo_rl.rules.ppo import PPO_ERROR_CHECKS, PPO_WARNING_CHECKS
+from recipekit.nemo_rl.rules.ppo import PPO_ERROR_CHECKS, PPO_WARNING_CHECKS, ppo_training_gpus
 from recipekit.nemo_rl.rules.xtoken_distillation import XTOKEN_ERROR_CHECKS
 from recipekit.nemo_rl.schema_distillation import (
     DistillationMasterConfig,
@@ -92,6 +92,10 @@ class NemoRLRun(FrameworkBase):
     # The entry point's own run-time rules, each reading the typed config: errors, warnings.
     error_checks: tuple[Callable[[Any], Iterable[Issue]], ...] = ()
     warning_checks: tuple[Callable[[Any], Iterable[Issue]], ...] = ()
+    # Where the entry point trains on fewer GPUs than its cluster (generation on GPUs of its
+    # own): those GPUs and how they were counted, or None for the whole cluster. The policy's
+    # Megatron layout must hold on them.
+    training_gpus: Callable[[Any], tuple[int, str] | None] | None = None
 
     def check(
         self, config: Any, hardware: Hardware, model: ModelCard
@@ -113,8 +117,15 @@ class NemoRLRun(FrameworkBase):
         nodes, per_node = asked["num_nodes"], asked["gpus_per_node"]
         megatron = _megatron_policy(config)
         parallel = None if megatron is None else NEMO_RL.read(megatron, nodes * per_node)
+        training = None if self.training_gpus is None else self.training_gpus(config)
+        if megatron is not None and training is not None:
+            parallel = NEMO_RL.read(megatron, training[0])
         if parallel is not None:
-            gpus = f"the {nodes * per_node} GPUs of NeMo-RL's cluster ({nodes} x {per_node})"
+            gpus = (
+                f"the {nodes * per_node} GPUs of NeMo-RL's cluster ({nodes} x {per_node})"
+                if training is None
+                else f"the {training[0]} GPUs it trains on ({training[1]})"
+            )
             errors += model_layout_issues(parallel, NEMO_RL, hardware.node, model, gpus)
         errors += [issue for rule in self.error_checks for issue in rule(config)]
         warnings = [issue for rule in self.warning_checks for issue in rule(config)]
@@ -210,6 +221,7 @@ NEMO_RL_SUPER35_PPO = _main(
         PPOMasterConfig,
         error_checks=PPO_ERROR_CHECKS,
         warning_checks=PPO_WARNING_CHECKS,
+        training_gpus=ppo_training_gpus,
     )
 )
 NEMO_RL_SUPER35_EVAL = _main(NemoRLRun("eval", "examples/run_eval.py", EvalMasterConfig))

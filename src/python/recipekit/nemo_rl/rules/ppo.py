@@ -667,7 +667,7 @@ def stale_ppo_rollouts_want_in_flight_updates(config: PPOMasterConfig) -> Iterat
 # --- the value model ----------------------------------------------------------------------------
 
 
-def _train_gpus(config: PPOMasterConfig) -> tuple[int, str] | None:
+def ppo_training_gpus(config: PPOMasterConfig) -> tuple[int, str] | None:
     """The GPUs PPO's training cluster holds (the policy and the value model share it), and
     how they were counted; None where the config leaves them open or its resources are
     refused above."""
@@ -711,7 +711,7 @@ def value_parallelism_divides_its_gpus(config: PPOMasterConfig) -> Iterator[Issu
         ]
     else:
         return
-    train = _train_gpus(config)
+    train = ppo_training_gpus(config)
     if train is None:
         return
     gpus, counted = train

@@ -558,3 +558,13 @@ def test_clearing_the_value_models_cache_warns(dtensor: Stage, megatron: Stage) 
     [warning] = [w for w in warnings if w.startswith("value.dtensor_cfg.clear_cache")]
     assert "dtensor_value_worker_v2.py:329" in warning
     assert not [w for w in _warnings(megatron, clear) if "clear_cache" in w]
+
+
+def test_the_policy_layout_holds_on_the_gpus_ppo_trains_on(megatron: Stage) -> None:
+    # One node of 8 GPUs, 4 of them generating: TP 8 divides the cluster but not the 4 GPUs
+    # left for training, which NeMo-RL's training cluster holds (ppo_training_gpus).
+    tp = "policy.megatron_cfg.tensor_model_parallel_size"
+    errors = _errors(megatron, *NON_COLOCATED, f"{tp}=8")
+    ours = [e for e in errors if e.startswith("policy.megatron_cfg") and "8 x 1 x 1" in e]
+    assert ours and "the 4 GPUs it trains on" in ours[0], errors
+    make_plan(megatron, (*NON_COLOCATED, f"{tp}=4"))
