@@ -116,17 +116,16 @@ class NemoRLRun(FrameworkBase):
                 errors.append(Issue(f"cluster.{key}", what.format(has), value=value))
         nodes, per_node = asked["num_nodes"], asked["gpus_per_node"]
         megatron = _megatron_policy(config)
-        parallel = None if megatron is None else NEMO_RL.read(megatron, nodes * per_node)
         training = None if self.training_gpus is None else self.training_gpus(config)
-        if megatron is not None and training is not None:
-            parallel = NEMO_RL.read(megatron, training[0])
+        if training is None:
+            gpus = nodes * per_node
+            where = f"the {gpus} GPUs of NeMo-RL's cluster ({nodes} x {per_node})"
+        else:
+            gpus, counted = training
+            where = f"the {gpus} GPUs it trains on ({counted})"
+        parallel = None if megatron is None else NEMO_RL.read(megatron, gpus)
         if parallel is not None:
-            gpus = (
-                f"the {nodes * per_node} GPUs of NeMo-RL's cluster ({nodes} x {per_node})"
-                if training is None
-                else f"the {training[0]} GPUs it trains on ({training[1]})"
-            )
-            errors += model_layout_issues(parallel, NEMO_RL, hardware.node, model, gpus)
+            errors += model_layout_issues(parallel, NEMO_RL, hardware.node, model, where)
         errors += [issue for rule in self.error_checks for issue in rule(config)]
         warnings = [issue for rule in self.warning_checks for issue in rule(config)]
         return ClusterLayout(nodes, per_node, parallel), errors, warnings
