@@ -36,6 +36,12 @@ def given(value: T | Unset, default: D) -> T | D:
     return default if value is UNSET else value
 
 
+def is_set(value: object) -> bool:
+    """A key the config gives a value: neither absent (UNSET), left to be derived (DERIVED)
+    nor null."""
+    return value is not None and not isinstance(value, Marker)
+
+
 def given_at(section: object, *names: str) -> Any:
     """The value at ``section.<names...>``; None where a step is absent (UNSET, None, or a key
     that this schema version does not have). For what a plan shows, not what it decides."""

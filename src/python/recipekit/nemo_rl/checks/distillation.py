@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from recipekit.errors import Issue, did_you_mean
-from recipekit.markers import UNSET, Marker
+from recipekit.markers import UNSET, is_set
 from recipekit.nemo_rl.checks.context import (
     CheckContext,
 )
@@ -29,8 +29,8 @@ TEACHER = ParallelKeys(
 
 
 def _section(value: Any) -> Any:
-    """A sub-section that is set: None for an absent key, null, UNSET or DERIVED."""
-    return None if value is None or isinstance(value, Marker) else value
+    """A sub-section that is set (``is_set``), else None."""
+    return value if is_set(value) else None
 
 
 def distillation(ctx: CheckContext) -> OnPolicyDistillation | None:

@@ -1,7 +1,8 @@
-"""A checkpoint ranked by a validation metric, saved where the loop ran no validation: GRPO's
-and PPO's training loops warn and leave it out of the top-k (grpo.py, ppo.py). Both loops save
-and validate on the same schedule keys, so the arithmetic and the warning are written once
-here; each rule module says which loop and which upstream line."""
+"""How GRPO's and PPO's training loops rank checkpoints by ``checkpointing.metric_name``
+(grpo.py, ppo.py): the metric names its source, and a checkpoint ranked by a validation
+metric but saved where the loop ran no validation is warned about and left out of the top-k.
+Both loops save and validate on the same keys, so the rules are written once here; each rule
+module says which loop and which upstream line."""
 
 from __future__ import annotations
 
@@ -9,6 +10,23 @@ from collections.abc import Iterator
 from typing import Any
 
 from recipekit.errors import Issue
+
+# The prefixes a ranking metric starts with: a training or a validation metric.
+METRIC_SOURCES = ("train:", "val:")
+
+
+def metric_without_its_source(checkpointing: Any, who: str, citation: str) -> Iterator[Issue]:
+    """The refusal of a ranking metric that names no source; ``who`` names the loop in the
+    message ("NeMo-RL", "PPO"), ``citation`` the upstream line that refuses it."""
+    metric = checkpointing.metric_name
+    if checkpointing.enabled and isinstance(metric, str) and not metric.startswith(METRIC_SOURCES):
+        yield Issue(
+            "checkpointing.metric_name",
+            f"{who} refuses it at the first checkpoint: the name must start with 'train:' or "
+            f"'val:' ({citation})",
+            value=metric,
+            hint=f"e.g. 'val:{metric.split(':')[-1]}'",
+        )
 
 
 def _first_unvalidated_multiple(period: int, val_period: int, val_start_at: int) -> int | None:

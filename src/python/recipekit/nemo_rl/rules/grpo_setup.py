@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from recipekit.errors import Issue
-from recipekit.markers import UNSET, Marker
+from recipekit.markers import UNSET, Marker, is_set
 from recipekit.nemo_rl.checks import CheckContext
-from recipekit.nemo_rl.rules.checkpoint_ranking import unranked_saves
+from recipekit.nemo_rl.rules.checkpoint_ranking import metric_without_its_source, unranked_saves
 from recipekit.nemo_rl.rules.citation import cite, on_super35
 from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO
 
@@ -20,17 +20,11 @@ GRPO_PY = "nemo_rl/algorithms/grpo.py"
 REWARD_PY = "nemo_rl/algorithms/reward_functions.py"
 RUN_GRPO = "examples/run_grpo.py"
 GYM_RUNNER = "examples/nemo_gym/run_grpo_nemo_gym.py"
-METRIC_SOURCES = ("train:", "val:")
 
 
 def runner_line(ctx: CheckContext, *, v3: int = 0, v35: int = 0) -> str:
     """The entry point's own line: each version starts GRPO from a different script."""
     return cite(ctx, GYM_RUNNER, v35=v35) if on_super35(ctx) else cite(ctx, RUN_GRPO, v3=v3)
-
-
-def is_set(value: object) -> bool:
-    """A key the config gives a value (neither absent nor null)."""
-    return value is not None and not isinstance(value, Marker)
 
 
 def uses_nemo_gym(ctx: CheckContext) -> bool:
@@ -110,16 +104,8 @@ def multimodal_dedup_needs_data_plane_off(ctx: CheckContext) -> Iterator[Issue]:
 def checkpoint_metric_names_its_source(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py:2354 (super-v3), :3540 (super-v3.5), and the async loop's :3572 / :5155: a
     ranking metric says whether it is a training or a validation metric."""
-    ckpt = ctx.config.checkpointing
-    metric = ckpt.metric_name
-    if ckpt.enabled and isinstance(metric, str) and not metric.startswith(METRIC_SOURCES):
-        yield Issue(
-            "checkpointing.metric_name",
-            "NeMo-RL refuses it at the first checkpoint: the name must start with 'train:' or "
-            f"'val:' ({cite(ctx, GRPO_PY, v3=2354, v35=3540)})",
-            value=metric,
-            hint=f"e.g. 'val:{metric.split(':')[-1]}'",
-        )
+    line = cite(ctx, GRPO_PY, v3=2354, v35=3540)
+    yield from metric_without_its_source(ctx.config.checkpointing, "NeMo-RL", line)
 
 
 def checkpoint_saved_without_its_validation_metric(ctx: CheckContext) -> Iterator[Issue]:

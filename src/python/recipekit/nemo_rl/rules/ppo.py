@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from recipekit.errors import Issue
-from recipekit.markers import Marker, given
-from recipekit.nemo_rl import SUPER35_BRANCH
-from recipekit.nemo_rl.rules.checkpoint_ranking import unranked_saves
+from recipekit.markers import Marker, given, is_set
+from recipekit.nemo_rl.rules.checkpoint_ranking import metric_without_its_source, unranked_saves
+from recipekit.nemo_rl.rules.citation import cite_super35 as _cite
 from recipekit.nemo_rl.schema_ppo import AsyncPPO, PPOMasterConfig
 
 PPO_PY = "nemo_rl/algorithms/ppo.py"
@@ -30,17 +30,6 @@ PPO_ADV_ESTIMATORS = ("gae", "raw_reward")
 # The refit transports NeMo-RL streams as sparse deltas to remote vLLM servers
 # (nemo_rl/models/generation/vllm/config.py:30).
 SPARSE_REFIT_TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse")
-METRIC_SOURCES = ("train:", "val:")
-
-
-def _cite(file: str, *lines: int) -> str:
-    more = "".join(f", :{n}" for n in lines[1:])
-    return f"{file}:{lines[0]}{more} @ {SUPER35_BRANCH}"
-
-
-def _set(value: object) -> bool:
-    """A key the config gives a value (neither absent nor null)."""
-    return value is not None and not isinstance(value, Marker)
 
 
 def _on(section: object, key: str) -> bool:
@@ -225,6 +214,7 @@ def async_ppo_without_unsupported_features(config: PPOMasterConfig) -> Iterator[
     if _async(config) is None:
         return
     ppo = config.ppo
+    # (key, feature, its value: the feature is on where the value is truthy)
     features: list[tuple[str, str, object]] = [
         ("ppo.use_dynamic_sampling", "dynamic sampling", ppo.use_dynamic_sampling is True),
         ("ppo.reward_scaling.enabled", "reward scaling", _on(ppo.reward_scaling, "enabled")),
@@ -238,12 +228,11 @@ def async_ppo_without_unsupported_features(config: PPOMasterConfig) -> Iterator[
         (
             "policy.generation.vllm_cfg.kv_cache_dtype",
             "FP8 KV-cache scale syncing",
-            _fp8_kv_cache(config) is not None,
+            _fp8_kv_cache(config),
         ),
     ]
-    for key, feature, enabled in features:
-        if enabled:
-            value = _fp8_kv_cache(config) if key.endswith("kv_cache_dtype") else True
+    for key, feature, value in features:
+        if value:
             yield Issue(
                 key,
                 f"async PPO has no path for {feature}; the PPO runner refuses it "
@@ -518,7 +507,7 @@ def fp8_generation_needs_importance_sampling(config: PPOMasterConfig) -> Iterato
 def fp8_kv_cache_needs_fp8_weights(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py:861: vLLM's FP8 KV cache comes with FP8 model weights only."""
     dtype, vllm = _fp8_kv_cache(config), _vllm(config)
-    if dtype is not None and _set(vllm.precision) and vllm.precision != "fp8":
+    if dtype is not None and is_set(vllm.precision) and vllm.precision != "fp8":
         yield Issue(
             "policy.generation.vllm_cfg.precision",
             f"kv_cache_dtype {dtype!r} needs FP8 weights; PPO's setup refuses it with "
@@ -607,17 +596,8 @@ def skipped_reference_logprobs_need_no_kl(config: PPOMasterConfig) -> Iterator[I
 def ppo_checkpoint_metric_names_its_source(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py:1832 (sync loop) and :2812 (async loop): a ranking metric says whether it is a
     training or a validation metric."""
-    ckpt = config.checkpointing
-    metric = ckpt.metric_name
-    if ckpt.enabled and isinstance(metric, str) and not metric.startswith(METRIC_SOURCES):
-        line = 2812 if _async(config) is not None else 1832
-        yield Issue(
-            "checkpointing.metric_name",
-            "PPO refuses it at the first checkpoint: the name must start with 'train:' or "
-            f"'val:' ({_cite(PPO_PY, line)})",
-            value=metric,
-            hint=f"e.g. 'val:{metric.split(':')[-1]}'",
-        )
+    line = 2812 if _async(config) is not None else 1832
+    yield from metric_without_its_source(config.checkpointing, "PPO", _cite(PPO_PY, line))
 
 
 def ppo_checkpoint_saved_without_its_validation_metric(
@@ -812,7 +792,7 @@ def value_cache_clearing_costs_time(config: PPOMasterConfig) -> Iterator[Issue]:
     """dtensor_value_worker_v2.py:329: emptying the CUDA cache every few micro-batches is
     slow; the DTensor critic warns at each training step."""
     steps = config.value.dtensor_cfg.clear_cache_every_n_steps
-    if _dtensor_value(config) and _set(steps) and steps:
+    if _dtensor_value(config) and is_set(steps) and steps:
         yield Issue(
             "value.dtensor_cfg.clear_cache_every_n_steps",
             f"the DTensor value model empties the CUDA cache every {steps} micro-batches and "

@@ -39,20 +39,30 @@ def attention_heads_split_over_tensor_parallel(ctx: CheckContext) -> Iterator[Is
         )
 
 
-def max_model_len_within_the_model(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/model.py:2276: a context longer than the model's positions is refused
-    unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set."""
+def _beyond_positions(ctx: CheckContext) -> tuple[int, int, bool] | None:
+    """(max_model_len, the model's positions, whether VLLM_ALLOW_LONG_MAX_MODEL_LEN is set)
+    where max_model_len exceeds the positions the card gives; None otherwise."""
     vllm, arch = ctx.vllm, ctx.model.architecture
     positions = arch.max_positions if arch is not None else 0
     if vllm is None or not positions or not isinstance(vllm.max_model_len, int):
-        return
+        return None
+    if vllm.max_model_len <= positions:
+        return None
     allowed = any(env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") for _, env in env_var_sections(ctx))
-    if vllm.max_model_len > positions and not allowed:
+    return vllm.max_model_len, positions, allowed
+
+
+def max_model_len_within_the_model(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/model.py:2276: a context longer than the model's positions is refused
+    unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set."""
+    beyond = _beyond_positions(ctx)
+    if beyond is not None and not beyond[2]:
+        length, positions, _ = beyond
         yield Issue(
             f"{VLLM}.max_model_len",
             f"vLLM refuses it: {ctx.model.name} is configured for {positions} positions "
             f"(vllm/config/model.py:2276 {AT})",
-            value=vllm.max_model_len,
+            value=length,
             hint=f"at most {positions}",
         )
 
@@ -171,18 +181,15 @@ def _kv_heads(ctx: CheckContext) -> tuple[int, int]:
 def long_max_model_len_allowed_by_its_variable(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/model.py:2274: a warning; VLLM_ALLOW_LONG_MAX_MODEL_LEN lets max_model_len
     pass the model's positions, which may give NaNs (RoPE) or out-of-bounds reads."""
-    vllm, arch = ctx.vllm, ctx.model.architecture
-    positions = arch.max_positions if arch is not None else 0
-    if vllm is None or not positions or not isinstance(vllm.max_model_len, int):
-        return
-    allowed = any(env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") for _, env in env_var_sections(ctx))
-    if vllm.max_model_len > positions and allowed:
+    beyond = _beyond_positions(ctx)
+    if beyond is not None and beyond[2]:
+        length, positions, _ = beyond
         yield Issue(
             f"{VLLM}.max_model_len",
             f"vLLM warns: past {ctx.model.name}'s {positions} positions, allowed only by "
             f"VLLM_ALLOW_LONG_MAX_MODEL_LEN; positions beyond them can give NaNs "
             f"(vllm/config/model.py:2274 {AT})",
-            value=vllm.max_model_len,
+            value=length,
         )
 
 
@@ -244,33 +251,44 @@ def dcp_all_to_all_needs_decode_context_parallel(ctx: CheckContext) -> Iterator[
         )
 
 
+def _dcp_on_gqa(ctx: CheckContext) -> tuple[int, int, int, int] | None:
+    """(TP, DCP, attention heads, KV heads) where vLLM reaches its head checks of decode
+    context parallelism: DCP above 1 dividing TP (parallel.py:504 refuses the rest first) on a
+    grouped-query card; None otherwise."""
+    vllm, dcp = ctx.vllm, _decode_context_parallel(ctx)
+    heads, kv = _kv_heads(ctx)
+    if vllm is None or dcp <= 1 or not kv or vllm.tensor_parallel_size % dcp:
+        return None
+    return vllm.tensor_parallel_size, dcp, heads, kv
+
+
 def dcp_tensor_parallel_above_kv_heads(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/model.py:1234: with decode context parallelism on a GQA model, TP exceeds
     the KV heads (DCP reuses the ranks that would hold KV-head copies)."""
-    vllm, dcp = ctx.vllm, _decode_context_parallel(ctx)
-    _, kv = _kv_heads(ctx)
-    if vllm is None or dcp <= 1 or not kv or vllm.tensor_parallel_size % dcp:
+    found = _dcp_on_gqa(ctx)
+    if found is None:
         return
-    if vllm.tensor_parallel_size <= kv:
+    tp, dcp, _, kv = found
+    if tp <= kv:
         yield Issue(
             f"{KWARGS}.decode_context_parallel_size",
             f"vLLM refuses it: needs tensor_parallel_size above {ctx.model.name}'s {kv} KV "
-            f"heads, not {vllm.tensor_parallel_size} (vllm/config/model.py:1234 {AT})",
+            f"heads, not {tp} (vllm/config/model.py:1234 {AT})",
             value=dcp,
         )
 
 
 def dcp_within_tensor_parallel_per_kv_head(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/model.py:1241: the DCP size is at most tensor_parallel_size // KV heads."""
-    vllm, dcp = ctx.vllm, _decode_context_parallel(ctx)
-    _, kv = _kv_heads(ctx)
-    if vllm is None or dcp <= 1 or not kv or vllm.tensor_parallel_size % dcp:
+    found = _dcp_on_gqa(ctx)
+    if found is None:
         return
-    most = vllm.tensor_parallel_size // kv
-    if vllm.tensor_parallel_size > kv and dcp > most:
+    tp, dcp, _, kv = found
+    most = tp // kv
+    if tp > kv and dcp > most:
         yield Issue(
             f"{KWARGS}.decode_context_parallel_size",
-            f"vLLM refuses it: at most TP // KV heads = {vllm.tensor_parallel_size} // {kv} "
+            f"vLLM refuses it: at most TP // KV heads = {tp} // {kv} "
             f"(vllm/config/model.py:1241 {AT})",
             value=dcp,
             hint=f"at most {most}",
@@ -279,11 +297,11 @@ def dcp_within_tensor_parallel_per_kv_head(ctx: CheckContext) -> Iterator[Issue]
 
 def dcp_divides_queries_per_kv_head(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/model.py:1249: the DCP size divides the query heads per KV head."""
-    vllm, dcp = ctx.vllm, _decode_context_parallel(ctx)
-    heads, kv = _kv_heads(ctx)
-    if vllm is None or dcp <= 1 or not kv or vllm.tensor_parallel_size % dcp:
+    found = _dcp_on_gqa(ctx)
+    if found is None:
         return
-    tp, per_kv = vllm.tensor_parallel_size, heads // kv
+    tp, dcp, heads, kv = found
+    per_kv = heads // kv
     if tp > kv and dcp <= tp // kv and per_kv % dcp:
         yield Issue(
             f"{KWARGS}.decode_context_parallel_size",

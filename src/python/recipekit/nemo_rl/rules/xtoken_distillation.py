@@ -12,13 +12,16 @@ from collections.abc import Iterator
 
 from recipekit.errors import Issue
 from recipekit.markers import given
+from recipekit.nemo_rl.rules.citation import cite_super35
 from recipekit.nemo_rl.schema_distillation import XTokenDistillationMasterConfig
 
 LOSS_PY = "nemo_rl/algorithms/loss/loss_functions.py"
 
 
 def _cite(line: int) -> str:
-    return f"{LOSS_PY}:{line} @ super-v3.5-posttraining"
+    return cite_super35(LOSS_PY, line)
+
+
 # Teachers' static weight where a teacher states none (xtoken_off_policy_distillation.py:186).
 DEFAULT_WEIGHT = 1.0
 
