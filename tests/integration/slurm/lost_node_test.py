@@ -14,7 +14,7 @@ def test_a_lost_node_is_requeued_by_slurm_and_completes_on_the_others(
     # The controller declares a silent node down after SlurmdTimeout: long enough here that Ray,
     # on the surviving nodes, sees the node go first and the step fails before Slurm knows (as
     # on a real cluster, where it is 300 s); then Slurm ends the job NODE_FAIL and requeues it
-    # (--requeue), while the script still waits (SlurmdTimeout + 120 s) before its fallback.
+    # (--requeue), while the script still waits (45 + 15 + 10 + 30 s) before its fallback.
     _, _, text, records = lose_a_node(tmp_path, ray_python, slurmd_timeout=45, env={})
     assert FALLBACK_REQUEUE not in text, text
     states = [r["JobState"] for r in records]

@@ -224,12 +224,16 @@ def _checked(argv: list[str]) -> str:
 # is lost: the script says so, records it for `status`, and waits for Slurm to declare the node
 # down, which ends the job NODE_FAIL and requeues it (--requeue) on other nodes; past that
 # wait (Slurm did not: a job run with --no-kill, say) it says so and requeues the job itself.
+# The wait is the controller's own bound, read from its configuration: a node is declared down
+# at the first ping after SlurmdTimeout without an answer, the controller pings every
+# SlurmdTimeout / 3 (slurmctld/controller.c: "ping_interval = slurm_conf.slurmd_timeout / 3")
+# and waits MessageTimeout for the ping; 30 s more let the job be ended and requeued.
 # A step that failed with every node alive ends the job with
 # its status, as a crash.
 _LOST_NODE_CHECK = """\
 # A failed step: a lost node (requeue, resume) or a crash (end with its status)?
 step_failed() {{
-    local status=$1 node lost=() slurmd_timeout
+    local status=$1 node lost=() slurmd_timeout message_timeout wait_s
     for node in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do
         timeout 60 srun --nodes=1 --ntasks=1 --nodelist="$node" --overlap --gres=none \\
             true >/dev/null 2>&1 || lost+=("$node")
@@ -240,10 +244,16 @@ step_failed() {{
     done
     echo "recipekit: lost node(s) ${{lost[*]}} (slurmd does not answer; the step ended" \\
         "with $status): waiting for Slurm to requeue job $SLURM_JOB_ID on other nodes" >&2
-    slurmd_timeout=$(scontrol show config | awk '/^SlurmdTimeout/ {{print $3}}')
-    sleep $(( ${{slurmd_timeout:-300}} + 120 ))
-    echo "recipekit: Slurm has not requeued job $SLURM_JOB_ID (SlurmdTimeout" \\
-        "${{slurmd_timeout:-300}} s + 120 s): requeueing it with scontrol requeue" >&2
+    read -r slurmd_timeout message_timeout < <(scontrol show config | awk \\
+        '/^SlurmdTimeout/ {{t = $3}} /^MessageTimeout/ {{m = $3}} END {{print t, m}}')
+    # Slurm's defaults where the controller does not answer with a number.
+    [[ $slurmd_timeout =~ ^[0-9]+$ ]] || slurmd_timeout=300
+    [[ $message_timeout =~ ^[0-9]+$ ]] || message_timeout=10
+    wait_s=$(( slurmd_timeout + slurmd_timeout / 3 + message_timeout + 30 ))
+    sleep "$wait_s"
+    echo "recipekit: Slurm has not requeued job $SLURM_JOB_ID in $wait_s s (SlurmdTimeout" \\
+        "$slurmd_timeout s, a third of it between pings, MessageTimeout $message_timeout s," \\
+        "30 s to act): requeueing it with scontrol requeue" >&2
     scontrol requeue "$SLURM_JOB_ID"
     exit "$status"
 }}"""
