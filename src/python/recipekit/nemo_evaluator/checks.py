@@ -16,6 +16,7 @@ from recipekit.errors import Issue
 from recipekit.hardware import Hardware
 from recipekit.lineage.model_files import belongs_to_model
 from recipekit.markers import Marker
+from recipekit.nemo_evaluator import LAUNCHER_VERSION
 from recipekit.nemo_evaluator.schema import LauncherConfig, WandbExport
 
 DEPLOYMENT = "deployment"
@@ -25,6 +26,15 @@ BYTES_PER_PARAMETER = 2
 # Linux's default ip_local_port_range: the kernel hands these ports to outgoing connections, so
 # one can be taken on the node when vLLM tries to listen on it.
 EPHEMERAL_PORTS = range(32768, 61000)
+# OmegaConf resolvers that read a secret into the config itself; the launcher allows none of them
+# in an env var value (common/env_vars.py:82), whose source a host:/lit:/runtime: prefix names.
+SECRET_RESOLVERS = ("${oc.env:", "${oc.decode:")
+
+
+def cite(file: str, line: int) -> str:
+    """Where a launcher rule lives, as messages quote it: ``file:line @ launcher version``
+    (the file under the package, nemo_evaluator_launcher/)."""
+    return f"{file}:{line} @ nemo-evaluator-launcher {LAUNCHER_VERSION}"
 
 
 @attrs.frozen(kw_only=True)
@@ -189,6 +199,8 @@ def at_least_one_task(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def exported_destinations_configured(ctx: CheckContext) -> Iterator[Issue]:
+    """exporters/config.py:53 (and :57, its warning for no export section at all): the export
+    job reads each destination's settings from the run's export section."""
     auto_export, export = ctx.config.execution.auto_export, ctx.config.export
     if isinstance(auto_export, Marker):
         return
@@ -199,9 +211,39 @@ def exported_destinations_configured(ctx: CheckContext) -> Iterator[Issue]:
         if not configured:
             yield Issue(
                 "execution.auto_export.destinations",
-                f"exports to {destination!r}, but export.{destination} is not set",
+                f"exports to {destination!r}, but export.{destination} is not set: the "
+                "launcher's export job refuses a destination without its settings "
+                f"({cite('exporters/config.py', 53)})",
                 value=auto_export.destinations,
             )
+
+
+def _env_var_sections(config: LauncherConfig) -> Iterator[tuple[str, Any]]:
+    """Each env_vars mapping of the config, at its key path."""
+    yield f"{DEPLOYMENT}.env_vars", config.deployment.env_vars
+    yield "evaluation.env_vars", config.evaluation.env_vars
+    for index, task in enumerate(config.evaluation.tasks):
+        yield f"evaluation.tasks[{index}].env_vars", task.env_vars
+
+
+def env_values_without_resolvers(ctx: CheckContext) -> Iterator[Issue]:
+    """common/env_vars.py:82: no ${oc.env:...} or ${oc.decode:...} inside an env var value.
+    Written plainly in the YAML, OmegaConf resolves it before the launcher looks, so instead of
+    the refusal the secret is copied into the resolved config the launcher saves (run.sub's
+    debug comment, the task's metadata, the config auto-export uploads)."""
+    for path, env_vars in _env_var_sections(ctx.config):
+        if not isinstance(env_vars, dict):
+            continue
+        for name, value in env_vars.items():
+            if isinstance(value, str) and any(r in value for r in SECRET_RESOLVERS):
+                yield Issue(
+                    path,
+                    f"{name}: the launcher allows no Hydra resolver in an env var value, since it "
+                    "would put the secret itself into the config it saves and exports "
+                    f"({cite('common/env_vars.py', 82)})",
+                    value=value,
+                    hint=f"{name}: host:VAR reads the variable on the submit host instead",
+                )
 
 
 def tokenizer_is_the_checkpoints(ctx: CheckContext) -> Iterator[Issue]:
@@ -235,6 +277,7 @@ ERROR_CHECKS: tuple[Check, ...] = (
     something_to_serve,
     at_least_one_task,
     exported_destinations_configured,
+    env_values_without_resolvers,
 )
 
 
@@ -287,11 +330,27 @@ def wandb_entity_given(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+def wandb_log_logs_is_deprecated(ctx: CheckContext) -> Iterator[Issue]:
+    """exporters/base.py:68: the exporters' config warns on log_logs, which it reads as
+    copy_logs (whether the task's log files are uploaded too)."""
+    export = ctx.config.export
+    wandb = None if isinstance(export, Marker) else export.wandb
+    if isinstance(wandb, WandbExport) and isinstance(wandb.log_logs, bool):
+        yield Issue(
+            "export.wandb.log_logs",
+            "deprecated: the launcher's W&B export warns and reads it as copy_logs, the key "
+            f"it will keep ({cite('exporters/base.py', 68)})",
+            value=wandb.log_logs,
+            hint="leave it unset unless the task's log files must reach W&B",
+        )
+
+
 WARNING_CHECKS: tuple[Check, ...] = (
     idle_gpus,
     port_outside_ephemeral_range,
     checkpoint_not_shadowed,
     wandb_entity_given,
+    wandb_log_logs_is_deprecated,
     # A tokenizer kept apart from the export may still be its own: a warning.
     tokenizer_is_the_checkpoints,
 )

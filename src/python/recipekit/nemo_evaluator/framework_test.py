@@ -3,7 +3,7 @@ by its key), the rendered file and what the plan reads and writes."""
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
-# one_serving_node.
+# exported_destinations_configured, env_values_without_resolvers, wandb_log_logs_is_deprecated.
 
 from __future__ import annotations
 
@@ -169,7 +169,31 @@ def test_at_least_one_task() -> None:
 def test_auto_export_needs_the_destinations_config() -> None:
     (issue,) = _errors(STAGE, "export={}")
     assert issue.path == "execution.auto_export.destinations"
-    assert issue.message == "exports to 'wandb', but export.wandb is not set"
+    assert issue.message.startswith("exports to 'wandb', but export.wandb is not set: ")
+    assert "exporters/config.py:53 @ nemo-evaluator-launcher 0.2.6" in issue.message
+
+
+@pytest.mark.parametrize(
+    ("key", "path"),
+    [
+        ("evaluation.env_vars", "evaluation.env_vars"),
+        ("deployment.env_vars", "deployment.env_vars"),
+    ],
+)
+def test_env_values_read_no_secret_into_the_config(key: str, path: str) -> None:
+    # OmegaConf would resolve it when the launcher reads the value: the token lands in the
+    # config it saves instead of staying on the submit host (common/env_vars.py:82).
+    (issue,) = _errors(STAGE.with_values({key: {"HF_TOKEN": "lit:${oc.env:HF_TOKEN}"}}))
+    assert issue.path == path
+    assert issue.message.startswith("HF_TOKEN: the launcher allows no Hydra resolver")
+    assert "common/env_vars.py:82 @ nemo-evaluator-launcher 0.2.6" in issue.message
+
+
+def test_a_tasks_env_values_read_no_secret_into_the_config() -> None:
+    task = Task(name="ns_ifbench", env_vars={"TOKEN": "host:${oc.decode:T}"})
+    (issue,) = _errors(STAGE.with_values({"evaluation.tasks": (task,)}))
+    assert issue.path == "evaluation.tasks[0].env_vars"
+    assert issue.value == "host:${oc.decode:T}"
 
 
 def test_no_model_to_serve() -> None:
@@ -215,6 +239,13 @@ def test_warnings_name_their_keys() -> None:
     assert _warnings(plan)["deployment.data_parallel_size"] == (
         "vLLM uses 2 of the 4 GPUs; 2 stay idle"
     )
+
+
+def test_log_logs_is_deprecated_in_the_launchers_exporters() -> None:
+    plan = make_plan(STAGE.with_values({"export.wandb.log_logs": True}))
+    message = _warnings(plan)["export.wandb.log_logs"]
+    assert message.startswith("deprecated: the launcher's W&B export warns")
+    assert "exporters/base.py:68 @ nemo-evaluator-launcher 0.2.6" in message
 
 
 # --- the rendered file -----------------------------------------------------------------------

@@ -159,10 +159,12 @@ PINNED = _pinned()
 NOT_IN_THE_MIRROR = {
     ("nemo-rl/super-v3", "examples/run_grpo.py"),
     ("nemo-rl/super-v3.5-posttraining", "examples/nemo_gym/run_grpo_nemo_gym.py"),
-    (
-        "nemo-evaluator/launcher-v0.2.6",
-        "packages/nemo-evaluator-launcher/src/nemo_evaluator_launcher/executors/slurm/executor.py",
-    ),
+} | {
+    # The launcher's package, read from the PyPI wheel of the tag (nemo-evaluator.toml's header).
+    (e.source, e.file)
+    for e in ENTRIES
+    if e.source == "nemo-evaluator/launcher-v0.2.6"
+    and e.file.startswith("packages/nemo-evaluator-launcher/src/nemo_evaluator_launcher/")
 } | {
     (label, path)
     for label, source in tomllib.loads(
