@@ -422,20 +422,25 @@ def layout_passes(ctx: LayoutContext) -> bool:
 
 
 def model_layout_issues(
-    layout: ParallelLayout, keys: ParallelKeys, node: NodeType, model: ModelCard, gpus_text: str
+    layout: ParallelLayout,
+    keys: ParallelKeys,
+    node: NodeType,
+    model: ModelCard,
+    gpus_text: str,
+    rules: tuple[LayoutRule, ...] = LAYOUT_RULES,
 ) -> list[Issue]:
-    """Every layout rule's issues for ``layout`` of ``model`` on ``node`` nodes, in ``keys``."""
-    return layout_issues(
-        LayoutContext(
-            layout=layout,
-            keys=keys,
-            node=node,
-            model_name=model.name,
-            num_layers=model.num_layers,
-            num_experts=model.num_experts,
-            gpus_text=gpus_text,
-        )
+    """The layout rules' issues (every one, or ``rules``) for ``layout`` of ``model`` on
+    ``node`` nodes, in ``keys``."""
+    ctx = LayoutContext(
+        layout=layout,
+        keys=keys,
+        node=node,
+        model_name=model.name,
+        num_layers=model.num_layers,
+        num_experts=model.num_experts,
+        gpus_text=gpus_text,
     )
+    return [issue for rule in rules for issue in rule(ctx)]
 
 
 SIZES = (1, 2, 4, 8, 16, 32, 64)

@@ -36,7 +36,16 @@ from recipekit.nemo_rl.framework import (
     nemo_rl_save_policy,
 )
 from recipekit.nemo_rl.framework_super35 import NEMO_RL_SUPER35
-from recipekit.nemo_rl.rules.ppo import PPO_ERROR_CHECKS, PPO_WARNING_CHECKS, ppo_training_gpus
+from recipekit.nemo_rl.rules.dpo import DPO_ERROR_CHECKS, DPO_WARNING_CHECKS
+from recipekit.nemo_rl.rules.evaluation import EVAL_ERROR_CHECKS
+from recipekit.nemo_rl.rules.generation_split import training_gpus
+from recipekit.nemo_rl.rules.offpolicy_distillation import (
+    DISTILLATION_ERROR_CHECKS,
+    DISTILLATION_WARNING_CHECKS,
+)
+from recipekit.nemo_rl.rules.ppo import PPO_ERROR_CHECKS, PPO_WARNING_CHECKS
+from recipekit.nemo_rl.rules.rm import RM_ERROR_CHECKS, RM_WARNING_CHECKS
+from recipekit.nemo_rl.rules.sft import SFT_ERROR_CHECKS, SFT_WARNING_CHECKS
 from recipekit.nemo_rl.rules.xtoken_distillation import XTOKEN_ERROR_CHECKS
 from recipekit.nemo_rl.schema_distillation import (
     DistillationMasterConfig,
@@ -52,7 +61,13 @@ from recipekit.nemo_rl.schema_grpo_examples import (
 from recipekit.nemo_rl.schema_ppo import PPOMasterConfig
 from recipekit.nemo_rl.schema_rm import RMMasterConfig, RMMasterConfigMain
 from recipekit.nemo_rl.schema_sft import SFTMasterConfig, SFTMasterConfigMain
-from recipekit.parallelism import NEMO_RL, ParallelLayout, model_layout_issues
+from recipekit.parallelism import (
+    LAYOUT_RULES,
+    NEMO_RL,
+    ParallelLayout,
+    model_layout_issues,
+    model_parallel_divides_gpus,
+)
 
 SUPER35_VERSION = NEMO_RL_SUPER35.version
 SUPER35_IMAGE = NEMO_RL_SUPER35.image
@@ -115,7 +130,7 @@ class NemoRLRun(FrameworkBase):
             if asked[key] > has:
                 errors.append(Issue(f"cluster.{key}", what.format(has), value=value))
         nodes, per_node = asked["num_nodes"], asked["gpus_per_node"]
-        megatron = _megatron_policy(config)
+        megatron = _megatron_of(config, "policy")
         training = None if self.training_gpus is None else self.training_gpus(config)
         if training is None:
             gpus = nodes * per_node
@@ -126,6 +141,14 @@ class NemoRLRun(FrameworkBase):
         parallel = None if megatron is None else NEMO_RL.read(megatron, gpus)
         if parallel is not None:
             errors += model_layout_issues(parallel, NEMO_RL, hardware.node, model, where)
+        critic = _megatron_value_of_the_policys_model(config)
+        if critic is not None:
+            # PPO's critic is built from the policy's model (its card is the stage's) and trains
+            # on the same GPUs; whether its sizes divide them is its own catalogued rule
+            # (rules.ppo.value_parallelism_divides_its_gpus, lm_value.py:123/:132).
+            errors += model_layout_issues(
+                VALUE.read(critic, gpus), VALUE, hardware.node, model, where, VALUE_LAYOUT_RULES
+            )
         errors += [issue for rule in self.error_checks for issue in rule(config)]
         warnings = [issue for rule in self.warning_checks for issue in rule(config)]
         return ClusterLayout(nodes, per_node, parallel), errors, warnings
@@ -161,12 +184,27 @@ class NemoRLRun(FrameworkBase):
         ]
 
 
-def _megatron_policy(config: Any) -> Any:
-    """The policy's ``megatron_cfg`` when it trains with Megatron-Core (an eval config has no
-    policy; a DTensor one leaves it off)."""
-    policy = given(getattr(config, "policy", UNSET), None)
-    megatron = given(getattr(policy, "megatron_cfg", UNSET), None)
+def _megatron_of(config: Any, role: str) -> Any:
+    """``role``'s (``policy``, ``value``) ``megatron_cfg`` when it trains with Megatron-Core
+    (an eval config has no policy; a DTensor one leaves it off)."""
+    model = given(getattr(config, role, UNSET), None)
+    megatron = given(getattr(model, "megatron_cfg", UNSET), None)
     return megatron if megatron is not None and megatron.enabled is True else None
+
+
+# PPO's critic (``value``), laid out by the same Megatron keys as the policy.
+VALUE = attrs.evolve(NEMO_RL, section="value.megatron_cfg")
+VALUE_LAYOUT_RULES = tuple(rule for rule in LAYOUT_RULES if rule is not model_parallel_divides_gpus)
+
+
+def _megatron_value_of_the_policys_model(config: Any) -> Any:
+    """The critic's ``megatron_cfg`` where it trains with Megatron-Core and is built from the
+    policy's model (so the stage's model card describes it); None otherwise."""
+    megatron = _megatron_of(config, "value")
+    if megatron is None:
+        return None
+    same = config.value.model_name == getattr(config.policy, "model_name", None)
+    return megatron if same else None
 
 
 def _main(run: NemoRLRun) -> NemoRLRun:
@@ -198,12 +236,51 @@ NEMO_RL_SLIDING_PUZZLE_GRPO = NemoRLGrpo(
 
 # --- super-v3.5-posttraining (main's schema) ----------------------------------------------------
 
-NEMO_RL_SUPER35_SFT = _main(NemoRLRun("sft", "examples/run_sft.py", SFTMasterConfigMain))
-NEMO_RL_SUPER35_VLM_SFT = _main(NemoRLRun("sft", "examples/run_vlm_sft.py", SFTMasterConfigMain))
-NEMO_RL_SUPER35_DPO = _main(NemoRLRun("dpo", "examples/run_dpo.py", DPOMasterConfigMain))
-NEMO_RL_SUPER35_RM = _main(NemoRLRun("rm", "examples/run_rm.py", RMMasterConfigMain))
+NEMO_RL_SUPER35_SFT = _main(
+    NemoRLRun(
+        "sft",
+        "examples/run_sft.py",
+        SFTMasterConfigMain,
+        error_checks=SFT_ERROR_CHECKS,
+        warning_checks=SFT_WARNING_CHECKS,
+    )
+)
+NEMO_RL_SUPER35_VLM_SFT = _main(
+    NemoRLRun(
+        "sft",
+        "examples/run_vlm_sft.py",
+        SFTMasterConfigMain,
+        error_checks=SFT_ERROR_CHECKS,
+        warning_checks=SFT_WARNING_CHECKS,
+    )
+)
+NEMO_RL_SUPER35_DPO = _main(
+    NemoRLRun(
+        "dpo",
+        "examples/run_dpo.py",
+        DPOMasterConfigMain,
+        error_checks=DPO_ERROR_CHECKS,
+        warning_checks=DPO_WARNING_CHECKS,
+    )
+)
+NEMO_RL_SUPER35_RM = _main(
+    NemoRLRun(
+        "rm",
+        "examples/run_rm.py",
+        RMMasterConfigMain,
+        error_checks=RM_ERROR_CHECKS,
+        warning_checks=RM_WARNING_CHECKS,
+    )
+)
 NEMO_RL_SUPER35_DISTILLATION = _main(
-    NemoRLRun("distillation", "examples/run_distillation.py", DistillationMasterConfigMain)
+    NemoRLRun(
+        "distillation",
+        "examples/run_distillation.py",
+        DistillationMasterConfigMain,
+        error_checks=DISTILLATION_ERROR_CHECKS,
+        warning_checks=DISTILLATION_WARNING_CHECKS,
+        training_gpus=training_gpus,
+    )
 )
 NEMO_RL_SUPER35_XTOKEN_DISTILLATION = _main(
     NemoRLRun(
@@ -220,10 +297,12 @@ NEMO_RL_SUPER35_PPO = _main(
         PPOMasterConfig,
         error_checks=PPO_ERROR_CHECKS,
         warning_checks=PPO_WARNING_CHECKS,
-        training_gpus=ppo_training_gpus,
+        training_gpus=training_gpus,
     )
 )
-NEMO_RL_SUPER35_EVAL = _main(NemoRLRun("eval", "examples/run_eval.py", EvalMasterConfig))
+NEMO_RL_SUPER35_EVAL = _main(
+    NemoRLRun("eval", "examples/run_eval.py", EvalMasterConfig, error_checks=EVAL_ERROR_CHECKS)
+)
 # NEMO_RL_SUPER35 (Gym, examples/nemo_gym/run_grpo_nemo_gym.py) is the Super 3.5 RL one; these
 # read GRPO as main's examples configure it.
 NEMO_RL_SUPER35_GYM_GRPO = attrs.evolve(NEMO_RL_SUPER35, config_type=GRPOExamplesConfigMain)

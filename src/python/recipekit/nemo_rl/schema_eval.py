@@ -57,8 +57,9 @@ class EvalVllmConfig(VllmConfigExamplesMain):
 @section("generation", aliases={"pad_token_id": "_pad_token_id"})
 @frozen_section(kw_only=True, repr=False, eq=False)
 class EvalGeneration(GenerationExamplesMain):
-    # Prompts handed to the generation back-end at a time (-1: all at once).
-    num_prompts_per_step: int | Unset = optional(at_least(-1))
+    # Prompts handed to the generation back-end at a time (-1: all at once). Required: the
+    # evaluation's setup indexes it with no default (nemo_rl/evals/eval.py:124).
+    num_prompts_per_step: int = required(at_least(-1))
     vllm_cfg: EvalVllmConfig | Unset = optional()
 
 

@@ -1,18 +1,52 @@
-"""How GRPO's and PPO's training loops rank checkpoints by ``checkpointing.metric_name``
-(grpo.py, ppo.py): the metric names its source, and a checkpoint ranked by a validation
-metric but saved where the loop ran no validation is warned about and left out of the top-k.
-Both loops save and validate on the same keys, so the rules are written once here; each rule
-module says which loop and which upstream line."""
+"""How NeMo-RL's training loops (GRPO, PPO, SFT, DPO, RM, distillation) rank checkpoints by
+``checkpointing.metric_name``: the metric names its source, and a checkpoint ranked by a
+validation metric but saved where the loop ran no validation is warned about and left out of
+the top-k. The loops save and validate on the same keys, so the rules are written once here;
+each rule module says which loop and which upstream line."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
+
 from recipekit.errors import Issue
+from recipekit.markers import given
 
 # The prefixes a ranking metric starts with: a training or a validation metric.
 METRIC_SOURCES = ("train:", "val:")
+
+
+@attrs.frozen
+class LoopDefaults:
+    """A loop's defaults for the keys these rules read, where its section leaves them out
+    (each algorithm's pydantic config has its own: sft.py:80, dpo.py:77, rm.py:78,
+    distillation.py:97)."""
+
+    max_num_steps: int
+    val_period: int
+    val_at_end: bool = False
+
+
+@attrs.frozen
+class Loop:
+    """A loop's length and validation schedule with its defaults filled in. These loops have
+    no ``val_start_at``: they validate from the first step on."""
+
+    max_num_steps: int
+    val_period: int
+    val_at_end: bool
+
+
+def resolved_loop(section: Any, defaults: LoopDefaults) -> Loop:
+    """The loop ``section`` (``sft``, ``dpo``, ``rm``, ``distillation``) states, the
+    algorithm's default where a key is absent."""
+    return Loop(
+        max_num_steps=given(section.max_num_steps, defaults.max_num_steps),
+        val_period=given(section.val_period, defaults.val_period),
+        val_at_end=given(section.val_at_end, defaults.val_at_end),
+    )
 
 
 def metric_without_its_source(checkpointing: Any, who: str, citation: str) -> Iterator[Issue]:

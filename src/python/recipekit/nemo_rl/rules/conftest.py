@@ -1,10 +1,12 @@
-"""Stages the generation-side rule tests plan: the shipped ones, and the same stages read as
-NeMo-RL's examples configure GRPO (refit transports, real quantisation, reward penalties and
-the TRT-LLM backend are keys of those schemas only)."""
+"""Stages the rule tests plan: the shipped ones, the same stages read as NeMo-RL's examples
+configure GRPO (refit transports, real quantisation, reward penalties and the TRT-LLM backend
+are keys of those schemas only), and the stages ``recipekit import-yaml`` makes of NeMo-RL's
+own example configs (``imported_stage``) for the other entry points."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -12,6 +14,8 @@ import pytest
 
 from recipekit.convert import from_dict
 from recipekit.errors import RecipeError
+from recipekit.importers.nemo_rl_yaml import ImportedRecipe, import_yaml
+from recipekit.loading import load_object
 from recipekit.nemo_rl.algorithms import NEMO_RL_GRPO_EXAMPLES, NEMO_RL_SUPER35_GYM_GRPO
 from recipekit.nemo_rl.schema_grpo_examples import GRPOExamplesConfig, GRPOExamplesConfigMain
 from recipekit.plan import make_plan
@@ -28,6 +32,15 @@ COLOCATED_MEGATRON_GENERATION = (
     "policy.generation.backend=megatron",
     "policy.generation.colocated.enabled=true",
 )
+
+
+def imported_stage(yaml_file: Path, module_dir: Path, schema: str = "auto") -> Stage:
+    """The stage ``recipekit import-yaml`` makes of ``yaml_file``, written as a module into
+    ``module_dir`` and loaded as a user's recipe is."""
+    module = module_dir / (yaml_file.stem.replace(".", "_").replace("-", "_") + ".py")
+    module.write_text(import_yaml(yaml_file, schema=schema).source)
+    recipe = load_object(f"{module}:recipe")
+    return recipe.stage if isinstance(recipe, ImportedRecipe) else recipe
 
 
 def _errors(stage: Stage, *overrides: str) -> list[str]:

@@ -16,6 +16,15 @@ from recipekit.errors import Issue
 from recipekit.markers import Marker, given, is_set
 from recipekit.nemo_rl.rules.checkpoint_ranking import metric_without_its_source, unranked_saves
 from recipekit.nemo_rl.rules.citation import cite_super35 as _cite
+from recipekit.nemo_rl.rules.generation_split import (
+    SplitRules,
+    generation_colocated,
+    non_colocated_generation,
+    policy_generation,
+    split_issues,
+    stated_cluster,
+    training_gpus,
+)
 from recipekit.nemo_rl.schema_ppo import AsyncPPO, PPOMasterConfig
 
 PPO_PY = "nemo_rl/algorithms/ppo.py"
@@ -23,7 +32,6 @@ RUN_PPO = "examples/run_ppo.py"
 LM_VALUE = "nemo_rl/models/value/lm_value.py"
 DTENSOR_VALUE = "nemo_rl/models/value/workers/dtensor_value_worker_v2.py"
 MEGATRON_VALUE = "nemo_rl/models/value/workers/megatron_value_worker.py"
-RESOURCES = "policy.generation.colocated.resources"
 # The advantage estimators PPO's loop builds (ppo.py:1148-1155): both return (advantages,
 # returns), which the value model's update reads.
 PPO_ADV_ESTIMATORS = ("gae", "raw_reward")
@@ -37,32 +45,12 @@ def _on(section: object, key: str) -> bool:
     return getattr(section, key, None) is True
 
 
-def _generation(config: PPOMasterConfig) -> Any:
-    gen = config.policy.generation
-    return None if isinstance(gen, Marker) else gen
-
-
 def _vllm(config: PPOMasterConfig) -> Any:
     """The vLLM settings when the policy generates with vLLM."""
-    gen = _generation(config)
+    gen = policy_generation(config)
     if gen is None or gen.backend != "vllm" or isinstance(gen.vllm_cfg, Marker):
         return None
     return gen.vllm_cfg
-
-
-def _colocated(config: PPOMasterConfig) -> bool | None:
-    """Whether generation shares the training GPUs; None where the config does not say."""
-    gen = _generation(config)
-    colocated = None if gen is None else given(gen.colocated, None)
-    enabled = getattr(colocated, "enabled", None)
-    return enabled if isinstance(enabled, bool) else None
-
-
-def _cluster(config: PPOMasterConfig) -> tuple[int, int] | None:
-    nodes, per_node = config.cluster.num_nodes, config.cluster.gpus_per_node
-    if isinstance(nodes, int) and isinstance(per_node, int):
-        return nodes, per_node
-    return None
 
 
 def _async(config: PPOMasterConfig) -> AsyncPPO | None:
@@ -93,7 +81,7 @@ def _fp8_kv_cache(config: PPOMasterConfig) -> str | None:
 def ppo_needs_a_generation_config(config: PPOMasterConfig) -> Iterator[Issue]:
     """run_ppo.py:129 and ppo.py:340: PPO generates its own rollouts, so the policy needs a
     generation section."""
-    if _generation(config) is None:
+    if policy_generation(config) is None:
         yield Issue(
             "policy.generation",
             "NeMo-RL's PPO refuses a policy without one: PPO samples its own rollouts "
@@ -139,7 +127,7 @@ def warmup_lead_needs_a_critic_warmup(config: PPOMasterConfig) -> Iterator[Issue
 
 def async_ppo_needs_async_vllm(config: PPOMasterConfig) -> Iterator[Issue]:
     """run_ppo.py:57: async PPO's collector streams rollouts from vLLM's async engine."""
-    gen = _generation(config)
+    gen = policy_generation(config)
     if _async(config) is None or gen is None:
         return  # no generation at all: ppo_needs_a_generation_config says so
     vllm = _vllm(config)
@@ -186,7 +174,7 @@ def async_ppo_without_a_forced_ratio(config: PPOMasterConfig) -> Iterator[Issue]
 
 def async_ppo_needs_non_colocated_generation(config: PPOMasterConfig) -> Iterator[Issue]:
     """run_ppo.py:68: async PPO generates while it trains, on GPUs of its own."""
-    if _async(config) is not None and _colocated(config) is True:
+    if _async(config) is not None and generation_colocated(config) is True:
         yield Issue(
             "policy.generation.colocated.enabled",
             "async PPO generates while it trains, so the PPO runner refuses generation on the "
@@ -248,7 +236,7 @@ def async_ppo_without_unsupported_features(config: PPOMasterConfig) -> Iterator[
 def ppo_takes_no_refit_transport(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py:348 and :354: PPO refits vLLM over its default collective path only; a sparse
     remote transport is GRPO's alone, and every other named transport is refused too."""
-    gen = _generation(config)
+    gen = policy_generation(config)
     if gen is None or gen.backend != "vllm":
         return
     transport = given(gen.refit_transport, None)
@@ -396,8 +384,8 @@ def forced_ratio_needs_one_update_per_step(config: PPOMasterConfig) -> Iterator[
 
 def non_colocated_generation_needs_vllm(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py:497: only vLLM takes PPO's weight updates across clusters."""
-    gen = _generation(config)
-    if gen is not None and _colocated(config) is False and gen.backend != "vllm":
+    gen = policy_generation(config)
+    if gen is not None and generation_colocated(config) is False and gen.backend != "vllm":
         yield Issue(
             "policy.generation.backend",
             "PPO updates non-colocated generation's weights only on vLLM; its setup refuses "
@@ -407,76 +395,39 @@ def non_colocated_generation_needs_vllm(config: PPOMasterConfig) -> Iterator[Iss
         )
 
 
+# ppo.py:558-599: the split of the cluster between non-colocated generation and training.
+PPO_SPLIT = SplitRules(
+    who="PPO",
+    gpus_stated=_cite(PPO_PY, 558),
+    one_node_only=_cite(PPO_PY, 565),
+    nodes_stated=_cite(PPO_PY, 583),
+    whole_nodes=_cite(PPO_PY, 588),
+    leaves_gpus=_cite(PPO_PY, 574),
+    leaves_nodes=_cite(PPO_PY, 599),
+)
+
+
 def one_node_generation_leaves_training_gpus(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py:558, :565 and :574: on one node, non-colocated generation takes some of its GPUs
-    (a number it states) and leaves the rest to the policy and the value model."""
-    gen, cluster = _generation(config), _cluster(config)
-    if gen is None or _colocated(config) is not False or cluster is None or cluster[0] != 1:
+    (a number it states, above 0) and leaves the rest to the policy and the value model."""
+    gen, cluster = non_colocated_generation(config), stated_cluster(config)
+    if gen is None or cluster is None or cluster[0] != 1:
         return
-    res, per_node = gen.colocated.resources, cluster[1]
-    gpus = res.gpus_per_node
-    if not isinstance(gpus, int):
-        yield Issue(
-            f"{RESOURCES}.gpus_per_node",
-            "on a one-node cluster PPO's setup needs the GPUs non-colocated generation takes "
-            f"stated ({_cite(PPO_PY, 558)})",
-            value=None if isinstance(gpus, Marker) else gpus,
-            hint=f"fewer than cluster.gpus_per_node ({per_node})",
-        )
-    elif gpus >= per_node:
-        yield Issue(
-            f"{RESOURCES}.gpus_per_node",
-            f"generation would take all {per_node} GPUs of the one node, leaving none to train "
-            f"the policy and the value model ({_cite(PPO_PY, 574)})",
-            value=gpus,
-            hint=f"at most {per_node - 1}",
-        )
-    if res.num_nodes not in (None, 1):
-        yield Issue(
-            f"{RESOURCES}.num_nodes",
-            "on a one-node cluster generation shares that node; PPO's setup refuses another "
-            f"count ({_cite(PPO_PY, 565)})",
-            value=res.num_nodes,
-            hint="null or 1",
-        )
+    yield from split_issues(gen.colocated.resources, cluster, PPO_SPLIT)
 
 
 def nodes_split_between_generation_and_training(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py:583, :588 and :599: on several nodes, non-colocated generation takes whole
     nodes (a count it states) and leaves at least one to train on."""
-    gen, cluster = _generation(config), _cluster(config)
-    if gen is None or _colocated(config) is not False or cluster is None or cluster[0] == 1:
+    gen, cluster = non_colocated_generation(config), stated_cluster(config)
+    if gen is None or cluster is None or cluster[0] == 1:
         return
-    res, (nodes, per_node) = gen.colocated.resources, cluster
-    if not isinstance(res.num_nodes, int):
-        yield Issue(
-            f"{RESOURCES}.num_nodes",
-            f"on {nodes} nodes PPO's setup needs the nodes non-colocated generation takes "
-            f"stated ({_cite(PPO_PY, 583)})",
-            value=res.num_nodes,
-            hint=f"between 1 and {nodes - 1}",
-        )
-    elif res.num_nodes >= nodes:
-        yield Issue(
-            f"{RESOURCES}.num_nodes",
-            f"generation would take {res.num_nodes} of the cluster's {nodes} nodes, leaving "
-            f"none to train on ({_cite(PPO_PY, 599)})",
-            value=res.num_nodes,
-            hint=f"at most {nodes - 1}",
-        )
-    if res.gpus_per_node != per_node:
-        yield Issue(
-            f"{RESOURCES}.gpus_per_node",
-            f"on several nodes generation takes whole nodes: PPO's setup needs this to equal "
-            f"cluster.gpus_per_node ({per_node}) ({_cite(PPO_PY, 588)})",
-            value=None if isinstance(res.gpus_per_node, Marker) else res.gpus_per_node,
-            hint=str(per_node),
-        )
+    yield from split_issues(gen.colocated.resources, cluster, PPO_SPLIT)
 
 
 def ppo_generates_with_vllm_or_sglang(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py:847: PPO's setup builds a vLLM or an SGLang engine, nothing else."""
-    gen = _generation(config)
+    gen = policy_generation(config)
     if gen is not None and gen.backend not in ("vllm", "sglang"):
         yield Issue(
             "policy.generation.backend",
@@ -647,29 +598,6 @@ def stale_ppo_rollouts_want_in_flight_updates(config: PPOMasterConfig) -> Iterat
 # --- the value model ----------------------------------------------------------------------------
 
 
-def ppo_training_gpus(config: PPOMasterConfig) -> tuple[int, str] | None:
-    """The GPUs PPO's training cluster holds (the policy and the value model share it), and
-    how they were counted; None where the config leaves them open or its resources are
-    refused above."""
-    cluster = _cluster(config)
-    colocated = _colocated(config)
-    if cluster is None or colocated is None:
-        return None
-    nodes, per_node = cluster
-    if colocated:
-        return nodes * per_node, f"the cluster's {nodes} x {per_node}"
-    res = _generation(config).colocated.resources
-    if nodes == 1:
-        gpus = res.gpus_per_node
-        if not isinstance(gpus, int) or gpus >= per_node:
-            return None
-        return per_node - gpus, f"the {per_node - gpus} GPUs generation leaves on the node"
-    if not isinstance(res.num_nodes, int) or res.num_nodes >= nodes:
-        return None
-    train_nodes = nodes - res.num_nodes
-    return train_nodes * per_node, f"the {train_nodes} x {per_node} generation leaves"
-
-
 def value_parallelism_divides_its_gpus(config: PPOMasterConfig) -> Iterator[Issue]:
     """lm_value.py:123 and :132: the value model's PP x CP x TP must divide the training
     cluster's GPUs, leaving a whole data-parallel size of at least 1."""
@@ -691,7 +619,7 @@ def value_parallelism_divides_its_gpus(config: PPOMasterConfig) -> Iterator[Issu
         ]
     else:
         return
-    train = ppo_training_gpus(config)
+    train = training_gpus(config)
     if train is None:
         return
     gpus, counted = train

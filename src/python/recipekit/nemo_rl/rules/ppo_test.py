@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 
 from recipekit.convert import from_dict
@@ -506,14 +507,16 @@ def test_a_dtensor_value_model_needs_the_v2_worker(dtensor: Stage, megatron: Sta
 
 
 def test_value_dynamic_batching_on_one_pipeline_stage(megatron: Stage) -> None:
+    # Qwen2.5-1.5B's 28 layers on the card, which the critic's two stages split.
+    stage = attrs.evolve(megatron, model=attrs.evolve(megatron.model, num_layers=28))
     batching = (
         "value.dynamic_batching.enabled=true",
         "value.megatron_cfg.pipeline_model_parallel_size=2",
         "cluster.gpus_per_node=2",
     )
     key = "value.megatron_cfg.pipeline_model_parallel_size = 2"
-    _refused_at(megatron, batching, key, f"{LM_VALUE}:196")
-    make_plan(megatron, batching[1:])
+    _refused_at(stage, batching, key, f"{LM_VALUE}:196")
+    make_plan(stage, batching[1:])
 
 
 def test_value_dynamic_batching_excludes_packing(megatron: Stage) -> None:
@@ -562,9 +565,24 @@ def test_clearing_the_value_models_cache_warns(dtensor: Stage, megatron: Stage) 
 
 def test_the_policy_layout_holds_on_the_gpus_ppo_trains_on(megatron: Stage) -> None:
     # One node of 8 GPUs, 4 of them generating: TP 8 divides the cluster but not the 4 GPUs
-    # left for training, which NeMo-RL's training cluster holds (ppo_training_gpus).
+    # left for training, which NeMo-RL's training cluster holds (generation_split.training_gpus).
     tp = "policy.megatron_cfg.tensor_model_parallel_size"
     errors = _errors(megatron, *NON_COLOCATED, f"{tp}=8")
     ours = [e for e in errors if e.startswith("policy.megatron_cfg") and "8 x 1 x 1" in e]
     assert ours and "the 4 GPUs it trains on" in ours[0], errors
     make_plan(megatron, (*NON_COLOCATED, f"{tp}=4"))
+
+
+def test_the_critics_layout_holds_for_the_policys_model(megatron: Stage) -> None:
+    # The critic is built from the policy's model (value.model_name is policy.model_name), so
+    # the stage's model card describes it: PP 4 divides the 4 GPUs (lm_value.py's own rule
+    # holds) but not the card's 30 layers, which Megatron-Core refuses when it builds the
+    # critic. The policy (PP 1) is untouched.
+    card = attrs.evolve(megatron.model, num_layers=30)
+    stage = attrs.evolve(megatron, model=card)
+    pp = "value.megatron_cfg.pipeline_model_parallel_size"
+    errors = _errors(stage, "cluster.gpus_per_node=4", f"{pp}=4")
+    [error] = [e for e in errors if e.startswith(f"{pp} = 4")]
+    assert "30 layers" in error, errors
+    assert not [e for e in errors if e.startswith("policy.")], errors
+    make_plan(stage, ("cluster.gpus_per_node=4", f"{pp}=2"))

@@ -1,0 +1,116 @@
+"""DPO's own rules (``nemo_rl/algorithms/dpo.py``, super-v3.5-posttraining, run by
+``examples/run_dpo.py``): what its setup and training loop refuse or warn about.
+
+Each check reads the typed config; an absent key is NeMo-RL's default for it (DPOConfig,
+dpo.py:77). The loop and checkpoint-ranking helpers are ``rules.checkpoint_ranking``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.markers import given
+from recipekit.nemo_rl.rules.checkpoint_ranking import (
+    LoopDefaults,
+    metric_without_its_source,
+    resolved_loop,
+    unranked_saves,
+)
+from recipekit.nemo_rl.rules.citation import cite_super35 as _cite
+from recipekit.nemo_rl.rules.generation_split import stated_cluster
+from recipekit.nemo_rl.schema_dpo import DPOMasterConfigMain
+from recipekit.parallelism import DTENSOR, NEMO_RL, ParallelLayout
+
+DPO_PY = "nemo_rl/algorithms/dpo.py"
+# dpo.py:77-98: DPOConfig's defaults.
+DPO_LOOP = LoopDefaults(max_num_steps=150, val_period=25)
+
+
+def _policy_layout(config: DPOMasterConfigMain) -> ParallelLayout | None:
+    """The policy's layout on the cluster's GPUs (Megatron-Core, else DTensor); None where the
+    cluster's size is open or neither back-end is on (the policy refuses that itself)."""
+    cluster = stated_cluster(config)
+    if cluster is None:
+        return None
+    gpus = cluster[0] * cluster[1]
+    megatron = given(config.policy.megatron_cfg, None)
+    if megatron is not None and megatron.enabled is True:
+        return NEMO_RL.read(megatron, gpus)
+    if config.policy.dtensor_cfg.enabled is True:
+        return DTENSOR.read(config.policy.dtensor_cfg, gpus)
+    return None
+
+
+def dpo_without_dynamic_batching(config: DPOMasterConfigMain) -> Iterator[Issue]:
+    """dpo.py:163: dynamic batching reorders a batch's samples, which DPO's pairs cannot
+    take."""
+    if config.policy.dynamic_batching.enabled is True:
+        yield Issue(
+            "policy.dynamic_batching.enabled",
+            "DPO's setup refuses it: DPO keeps each chosen response beside its rejected one, and "
+            f"dynamic batching reorders the samples of a batch ({_cite(DPO_PY, 163)})",
+            value=True,
+            hint="set it false",
+        )
+
+
+def dpo_without_sequence_packing(config: DPOMasterConfigMain) -> Iterator[Issue]:
+    """dpo.py:167: sequence packing reorders a batch's samples too."""
+    packing = given(config.policy.sequence_packing, None)
+    if getattr(packing, "enabled", None) is True:
+        yield Issue(
+            "policy.sequence_packing.enabled",
+            "DPO's setup refuses it: DPO keeps each chosen response beside its rejected one, and "
+            f"sequence packing reorders the samples of a batch ({_cite(DPO_PY, 167)})",
+            value=True,
+            hint="set it false",
+        )
+
+
+def dpo_train_batches_fill_the_micro_batches(config: DPOMasterConfigMain) -> Iterator[Issue]:
+    """dpo.py:330: before each training step DPO computes the reference policy's logprobs
+    in micro-batches of train_micro_batch_size pairs on each data-parallel rank, and refuses
+    a training batch those do not fill (only a validation batch is padded)."""
+    policy = config.policy
+    gbs, mbs = policy.train_global_batch_size, policy.train_micro_batch_size
+    layout = _policy_layout(config)
+    if layout is None or layout.dp <= 0 or not isinstance(gbs, int):
+        return  # an unfit layout is refused by the layout rules
+    per_step = layout.dp * mbs
+    if gbs % per_step:
+        yield Issue(
+            "policy.train_global_batch_size",
+            f"DPO splits each training batch over {layout.dp} data-parallel ranks in "
+            f"micro-batches of {mbs} pairs (policy.train_micro_batch_size), so it must be a "
+            f"multiple of {layout.dp} x {mbs} = {per_step}; DPO refuses the partial batch at its "
+            f"first training step ({_cite(DPO_PY, 330)})",
+            value=gbs,
+            hint=f"a multiple of {per_step}",
+        )
+
+
+def dpo_checkpoint_metric_names_its_source(config: DPOMasterConfigMain) -> Iterator[Issue]:
+    """dpo.py:696: a ranking metric says whether it is a training or a validation metric."""
+    yield from metric_without_its_source(config.checkpointing, "DPO", _cite(DPO_PY, 696))
+
+
+def dpo_checkpoint_saved_without_its_validation_metric(
+    config: DPOMasterConfigMain,
+) -> Iterator[Issue]:
+    """dpo.py:707: a checkpoint ranked by a ``val:`` metric, saved at a step that ran no
+    validation, is warned about and left out of the top-k (saves the config cannot fix are
+    not foreseen, as for SFT)."""
+    loop = resolved_loop(config.dpo, DPO_LOOP)
+    yield from unranked_saves(config.checkpointing, loop, "dpo", "DPO", _cite(DPO_PY, 707))
+
+
+DPO_ERROR_CHECKS = (
+    dpo_without_dynamic_batching,
+    dpo_without_sequence_packing,
+    dpo_train_batches_fill_the_micro_batches,
+    dpo_checkpoint_metric_names_its_source,
+)
+DPO_WARNING_CHECKS = (dpo_checkpoint_saved_without_its_validation_metric,)
+
+__all__ = ["DPO_ERROR_CHECKS", "DPO_WARNING_CHECKS"]

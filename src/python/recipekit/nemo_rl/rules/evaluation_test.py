@@ -1,0 +1,88 @@
+"""Evaluation's rules (``examples/run_eval.py``, super-v3.5-posttraining) on the stage
+``recipekit import-yaml`` makes of NeMo-RL's own evals/eval.yaml (pass@1 on AIME with greedy
+vLLM decoding): a value that breaks each is refused at its key, citing the upstream line."""
+
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by name:
+# eval_metric_is_known, repeated_samples_need_sampling, k_value_within_the_samples,
+# eval_generates_with_vllm.
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recipekit.errors import RecipeError
+from recipekit.nemo_rl.algorithms import NEMO_RL_SUPER35_EVAL
+from recipekit.nemo_rl.rules import evaluation
+from recipekit.nemo_rl.rules.conftest import imported_stage
+from recipekit.plan import make_plan
+from recipekit.stage import Stage
+
+EXAMPLE = "nemo-rl/main/examples/configs/evals/eval.yaml"
+SAMPLED = ("generation.temperature=0.6", "eval.num_tests_per_prompt=4")
+
+
+@pytest.fixture(scope="module")
+def stage(reference_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Stage:
+    return imported_stage(reference_dir / EXAMPLE, tmp_path_factory.mktemp("eval"))
+
+
+def _error(stage: Stage, *overrides: str) -> str:
+    """The one error planning with these overrides raises."""
+    with pytest.raises(RecipeError) as exc:
+        make_plan(stage, overrides)
+    [error] = [issue.render() for issue in exc.value.issues]
+    assert "@ super-v3.5" in error
+    return error
+
+
+def test_the_upstream_example_plans_with_evaluations_rules(stage: Stage) -> None:
+    assert stage.framework is NEMO_RL_SUPER35_EVAL
+    assert not make_plan(stage).warnings
+    assert evaluation.eval_metric_is_known in NEMO_RL_SUPER35_EVAL.error_checks
+    make_plan(stage, [*SAMPLED, "eval.k_value=4", "eval.metric=cons@k"])
+
+
+def test_the_metric_is_pass_or_cons_at_k(stage: Stage) -> None:
+    error = _error(stage, "eval.metric=accuracy")
+    assert error.startswith("eval.metric = 'accuracy': ") and "eval.py:110" in error
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (("eval.num_tests_per_prompt=4",), "generation.temperature = 0.0"),
+        ((*SAMPLED, "generation.top_k=1"), "generation.top_k = 1"),
+    ],
+)
+def test_several_answers_per_prompt_need_sampling(
+    stage: Stage, overrides: tuple[str, ...], key: str
+) -> None:
+    error = _error(stage, *overrides)
+    assert error.startswith(key) and "eval.py:112" in error
+    make_plan(stage, SAMPLED)
+
+
+def test_k_is_within_the_answers_per_prompt(stage: Stage) -> None:
+    error = _error(
+        stage, "generation.temperature=0.6", "eval.num_tests_per_prompt=2", "eval.k_value=4"
+    )
+    assert error.startswith("eval.num_tests_per_prompt = 2: ") and "eval.py:117" in error
+
+
+def test_evaluation_generates_with_vllm(stage: Stage) -> None:
+    error = _error(stage, "generation.backend=sglang")
+    assert error.startswith("generation.backend = 'sglang': ") and "eval.py:154" in error
+
+
+def test_an_eval_config_states_its_prompts_per_step(reference_dir: Path, tmp_path: Path) -> None:
+    # eval.py:124 indexes generation.num_prompts_per_step with no default (a KeyError at the
+    # job's start): the schema requires it, so the config is refused when it is read.
+    text = (reference_dir / EXAMPLE).read_text()
+    line = next(x for x in text.splitlines() if x.strip().startswith("num_prompts_per_step:"))
+    yaml_file = tmp_path / "eval.yaml"
+    yaml_file.write_text(text.replace(line + "\n", ""))
+    with pytest.raises(RecipeError) as exc:
+        imported_stage(yaml_file, tmp_path, schema="main")
+    assert "generation.num_prompts_per_step" in str(exc.value), exc.value

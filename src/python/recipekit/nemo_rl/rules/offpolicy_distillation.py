@@ -1,0 +1,216 @@
+"""Distillation's own rules (``examples/run_distillation.py``, super-v3.5-posttraining): what
+``nemo_rl/algorithms/distillation.py``'s setup, training loop and checkpointing refuse or warn
+about. This is distillation as its own entry point (the student samples, the teacher scores the
+student's tokens, no GRPO loop); distillation inside GRPO is ``rules/distillation.py``, the
+cross-tokenizer variant ``rules/xtoken_distillation.py``.
+
+Each check reads the typed config (the entry point is a NemoRLRun, which has no GRPO
+CheckContext). An absent key is NeMo-RL's default for it (``DistillationConfig``,
+distillation.py:97-111); a check only flags what the rule itself says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.markers import given
+from recipekit.nemo_rl.rules.checkpoint_ranking import (
+    LoopDefaults,
+    metric_without_its_source,
+    resolved_loop,
+    unranked_saves,
+)
+from recipekit.nemo_rl.rules.citation import cite_super35
+from recipekit.nemo_rl.rules.generation_split import (
+    SplitRules,
+    non_colocated_generation,
+    policy_generation,
+    split_issues,
+    stated_cluster,
+)
+from recipekit.nemo_rl.schema_distillation import DistillationMasterConfigMain
+
+DISTILLATION_PY = "nemo_rl/algorithms/distillation.py"
+# The remote sparse refit transports, which only GRPO streams (vllm/config.py:30).
+SPARSE_REFIT_TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse")
+# DistillationConfig's defaults for the keys the loop's validation and saves read.
+DISTILLATION_LOOP = LoopDefaults(max_num_steps=1000, val_period=20)
+# How the checkpoint-ranking messages name the loop.
+WHO = "NeMo-RL's distillation"
+
+
+def _cite(*lines: int) -> str:
+    return cite_super35(DISTILLATION_PY, *lines)
+
+
+# --- distillation.py's setup --------------------------------------------------------------------
+
+
+def distillation_needs_a_generation_config(config: DistillationMasterConfigMain) -> Iterator[Issue]:
+    """distillation.py:237: the student samples its own responses, so it needs a generation
+    section."""
+    if policy_generation(config) is None:
+        yield Issue(
+            "policy.generation",
+            "NeMo-RL's distillation refuses a student without one: the student generates the "
+            f"responses the teacher scores ({_cite(237)})",
+            hint="give the policy a generation section",
+        )
+
+
+def distillation_refits_without_sparse_transport(
+    config: DistillationMasterConfigMain,
+) -> Iterator[Issue]:
+    """distillation.py:246: the remote sparse refit transports are GRPO's only
+    (NVIDIA-NeMo/RL#3275)."""
+    gen = policy_generation(config)
+    if gen is None or gen.backend != "vllm":
+        return
+    transport = given(gen.refit_transport, None)
+    if transport in SPARSE_REFIT_TRANSPORTS:
+        yield Issue(
+            "policy.generation.refit_transport",
+            "remote sparse refit is implemented for GRPO only; distillation's setup refuses it "
+            f"({_cite(246)})",
+            value=transport,
+            hint="set it null (NeMo-RL's collective refit), or another transport",
+        )
+
+
+def dtensor_sequence_parallel_excludes_packing(
+    config: DistillationMasterConfigMain,
+) -> Iterator[Issue]:
+    """distillation.py:270: for the student and for the teacher, a DTensor model does not
+    combine sequence parallelism with sequence packing (NVIDIA-NeMo/RL#1178)."""
+    for role, who in (("policy", "student"), ("teacher", "teacher")):
+        model = getattr(config, role)
+        dtensor = model.dtensor_cfg
+        packing = given(model.sequence_packing, None)
+        if (
+            dtensor.enabled is True
+            and given(dtensor.sequence_parallel, False) is True
+            and getattr(packing, "enabled", False) is True
+        ):
+            yield Issue(
+                f"{role}.dtensor_cfg.sequence_parallel",
+                f"with {role}.sequence_packing.enabled, sequence parallelism on the DTensor "
+                f"{who} may break some models; distillation's setup refuses the two together "
+                f"({_cite(270)})",
+                value=True,
+                hint=f"set it false, or {role}.sequence_packing.enabled false",
+            )
+
+
+def non_colocated_generation_is_not_megatron(
+    config: DistillationMasterConfigMain,
+) -> Iterator[Issue]:
+    """distillation.py:372: generation on GPUs of its own cannot be the Megatron back-end,
+    which generates inside the training workers."""
+    gen = non_colocated_generation(config)
+    if gen is not None and gen.backend == "megatron":
+        yield Issue(
+            "policy.generation.backend",
+            "Megatron generation runs inside the student's training workers; distillation's "
+            f"setup refuses it with policy.generation.colocated.enabled false ({_cite(372)})",
+            value="megatron",
+            hint="use vllm, or colocate generation",
+        )
+
+
+# distillation.py:387-407: the split of the cluster between non-colocated generation and
+# training (it does not assert that training keeps some, as PPO's does).
+DISTILLATION_SPLIT = SplitRules(
+    who="distillation",
+    gpus_stated=_cite(387),
+    one_node_only=_cite(394),
+    nodes_stated=_cite(402),
+    whole_nodes=_cite(407),
+)
+
+
+def one_node_generation_states_its_gpus(config: DistillationMasterConfigMain) -> Iterator[Issue]:
+    """distillation.py:387 and :394: on a one-node cluster, non-colocated generation takes a
+    stated number of that node's GPUs, and no other node."""
+    gen, cluster = non_colocated_generation(config), stated_cluster(config)
+    if gen is None or cluster is None or cluster[0] != 1:
+        return
+    yield from split_issues(gen.colocated.resources, cluster, DISTILLATION_SPLIT)
+
+
+def generation_nodes_are_whole_nodes(config: DistillationMasterConfigMain) -> Iterator[Issue]:
+    """distillation.py:402 and :407: on several nodes, non-colocated generation takes a
+    stated count of whole nodes."""
+    gen, cluster = non_colocated_generation(config), stated_cluster(config)
+    if gen is None or cluster is None or cluster[0] == 1:
+        return
+    yield from split_issues(gen.colocated.resources, cluster, DISTILLATION_SPLIT)
+
+
+# --- distillation.py's training loop ------------------------------------------------------------
+
+
+def distillation_checkpoint_metric_names_its_source(
+    config: DistillationMasterConfigMain,
+) -> Iterator[Issue]:
+    """distillation.py:1017: a ranking metric says whether it is a training or a validation
+    metric."""
+    yield from metric_without_its_source(config.checkpointing, WHO, _cite(1017))
+
+
+def distillation_checkpoint_saved_without_its_validation_metric(
+    config: DistillationMasterConfigMain,
+) -> Iterator[Issue]:
+    """distillation.py:1028: a checkpoint ranked by a ``val:`` metric, saved at a step that
+    ran no validation, is left out of the top-k. The loop validates every val_period steps
+    and, with val_at_end, at its last step, as GRPO's does. Saves the config cannot fix
+    (checkpoint_must_save_by's time limit, an epoch limit reached before max_num_steps) are
+    not foreseen."""
+    loop = resolved_loop(config.distillation, DISTILLATION_LOOP)
+    yield from unranked_saves(config.checkpointing, loop, "distillation", WHO, _cite(1028))
+
+
+def validation_counts_its_samples(config: DistillationMasterConfigMain) -> Iterator[Issue]:
+    """distillation.py:1206-1210: validation divides max_val_samples by val_batch_size to count
+    its batches, so a null limit (which DistillationConfig allows, for NeMo Gym) fails with a
+    TypeError the first time the loop validates, if it ever does (val_at_start, val_period,
+    val_at_end) with a validation dataset. No assert states it."""
+    section = config.distillation
+    if section.max_val_samples is not None:
+        return
+    loop = resolved_loop(section, DISTILLATION_LOOP)
+    when = [
+        label
+        for label, on in (
+            ("distillation.val_at_start", given(section.val_at_start, False) is True),
+            (f"distillation.val_period = {loop.val_period}", loop.val_period > 0),
+            ("distillation.val_at_end", loop.val_at_end),
+        )
+        if on
+    ]
+    if when:
+        yield Issue(
+            "distillation.max_val_samples",
+            f"validation runs ({', '.join(when)}) and counts its batches from this limit, so "
+            "with a validation dataset the job fails there with a TypeError "
+            f"({_cite(1206)})",
+            value=None,
+            hint="a number of samples, e.g. 512 (NeMo-RL's default)",
+        )
+
+
+DISTILLATION_ERROR_CHECKS = (
+    distillation_needs_a_generation_config,
+    distillation_refits_without_sparse_transport,
+    dtensor_sequence_parallel_excludes_packing,
+    non_colocated_generation_is_not_megatron,
+    one_node_generation_states_its_gpus,
+    generation_nodes_are_whole_nodes,
+    distillation_checkpoint_metric_names_its_source,
+)
+DISTILLATION_WARNING_CHECKS = (
+    distillation_checkpoint_saved_without_its_validation_metric,
+    validation_counts_its_samples,
+)
+
+__all__ = ["DISTILLATION_ERROR_CHECKS", "DISTILLATION_WARNING_CHECKS"]

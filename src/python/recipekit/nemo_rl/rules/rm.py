@@ -1,0 +1,67 @@
+"""Reward-model training's own rules (``nemo_rl/algorithms/rm.py``, super-v3.5-posttraining,
+run by ``examples/run_rm.py``): what its setup and training loop refuse or warn about.
+
+Each check reads the typed config; an absent key is NeMo-RL's default for it (RMConfig,
+rm.py:78). The loop and checkpoint-ranking helpers are ``rules.checkpoint_ranking``'s.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+import attrs
+
+from recipekit.errors import Issue
+from recipekit.markers import given
+from recipekit.nemo_rl.rules.checkpoint_ranking import (
+    LoopDefaults,
+    metric_without_its_source,
+    resolved_loop,
+    unranked_saves,
+)
+from recipekit.nemo_rl.rules.citation import cite_super35 as _cite
+from recipekit.nemo_rl.schema_rm import RMMasterConfigMain
+
+RM_PY = "nemo_rl/algorithms/rm.py"
+# rm.py:78-88: RMConfig's defaults; max_num_steps -1 trains for max_num_epochs.
+RM_LOOP = LoopDefaults(max_num_steps=-1, val_period=16)
+
+
+def rm_dtensor_without_context_parallel(config: RMMasterConfigMain) -> Iterator[Issue]:
+    """rm.py:145: the reward model's loss cannot run on a context-parallel DTensor mesh."""
+    dtensor = config.policy.dtensor_cfg
+    cp = given(dtensor.context_parallel_size, 1)
+    if dtensor.enabled is True and cp > 1:
+        yield Issue(
+            "policy.dtensor_cfg.context_parallel_size",
+            "reward-model training refuses context parallelism on DTensor: the log-sigmoid of "
+            "its loss has no DTensor sharding strategy for a context-parallel mesh "
+            f"({_cite(RM_PY, 145)})",
+            value=cp,
+            hint="set it 1",
+        )
+
+
+def rm_checkpoint_metric_names_its_source(config: RMMasterConfigMain) -> Iterator[Issue]:
+    """rm.py:631: a ranking metric says whether it is a training or a validation metric."""
+    yield from metric_without_its_source(config.checkpointing, "RM", _cite(RM_PY, 631))
+
+
+def rm_checkpoint_saved_without_its_validation_metric(
+    config: RMMasterConfigMain,
+) -> Iterator[Issue]:
+    """rm.py:642: a checkpoint ranked by a ``val:`` metric, saved at a step that ran no
+    validation, is warned about and left out of the top-k (saves the config cannot fix are
+    not foreseen, as for SFT). With max_num_steps -1 the run lasts max_num_epochs of a
+    dataset the plan does not read: its periodic saves are foreseen, its last step is not."""
+    loop = resolved_loop(config.rm, RM_LOOP)
+    if loop.max_num_steps == -1:
+        loop = attrs.evolve(loop, max_num_steps=sys.maxsize, val_at_end=True)
+    yield from unranked_saves(config.checkpointing, loop, "rm", "RM", _cite(RM_PY, 642))
+
+
+RM_ERROR_CHECKS = (rm_dtensor_without_context_parallel, rm_checkpoint_metric_names_its_source)
+RM_WARNING_CHECKS = (rm_checkpoint_saved_without_its_validation_metric,)
+
+__all__ = ["RM_ERROR_CHECKS", "RM_WARNING_CHECKS"]

@@ -1,0 +1,50 @@
+"""SFT's own rules (``nemo_rl/algorithms/sft.py``, super-v3.5-posttraining): what its training
+loop refuses or warns about, for ``examples/run_sft.py`` and ``examples/run_vlm_sft.py`` alike
+(both run sft.py's setup and loop).
+
+Each check reads the typed config (the entry point is a NemoRLRun, which has no GRPO
+CheckContext). An absent key is NeMo-RL's default for it, which each algorithm's pydantic
+config sets on its own (sft.py:80, dpo.py:77, rm.py:78).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.nemo_rl.rules.checkpoint_ranking import (
+    LoopDefaults,
+    metric_without_its_source,
+    resolved_loop,
+    unranked_saves,
+)
+from recipekit.nemo_rl.rules.citation import cite_super35 as _cite
+from recipekit.nemo_rl.schema_sft import SFTMasterConfigMain
+
+SFT_PY = "nemo_rl/algorithms/sft.py"
+
+
+# sft.py:80-90: SFTConfig's defaults.
+SFT_LOOP = LoopDefaults(max_num_steps=60, val_period=10)
+
+
+def sft_checkpoint_metric_names_its_source(config: SFTMasterConfigMain) -> Iterator[Issue]:
+    """sft.py:553: a ranking metric says whether it is a training or a validation metric."""
+    yield from metric_without_its_source(config.checkpointing, "SFT", _cite(SFT_PY, 553))
+
+
+def sft_checkpoint_saved_without_its_validation_metric(
+    config: SFTMasterConfigMain,
+) -> Iterator[Issue]:
+    """sft.py:564: a checkpoint ranked by a ``val:`` metric, saved at a step that ran no
+    validation, is warned about and left out of the top-k. Saves the config cannot fix (the
+    checkpoint_must_save_by deadline, the last step of an epoch-bounded run) are not
+    foreseen."""
+    loop = resolved_loop(config.sft, SFT_LOOP)
+    yield from unranked_saves(config.checkpointing, loop, "sft", "SFT", _cite(SFT_PY, 564))
+
+
+SFT_ERROR_CHECKS = (sft_checkpoint_metric_names_its_source,)
+SFT_WARNING_CHECKS = (sft_checkpoint_saved_without_its_validation_metric,)
+
+__all__ = ["SFT_ERROR_CHECKS", "SFT_WARNING_CHECKS"]
