@@ -197,13 +197,14 @@ def from_nemo_rl(
     megatron_cfg: Any,
     parallel: ParallelLayout,
     parallel_keys: ParallelKeys,
-    max_num_steps: int | None = None,
+    run_iters: tuple[str, int] | None = None,
 ) -> MegatronOptions:
     """``policy.megatron_cfg`` as NeMo-RL's setup passes it (nemo_rl/models/megatron/setup.py
     @ 5d63149a: 860-917 layout and MoE, 1070-1076 recompute, 1421 the optimizer section, 1443
-    the scheduler section), with the stage's ``parallel`` layout. ``max_num_steps`` bounds
-    the scheduler's train_iters: GRPO sets it to the smaller of grpo.max_num_steps and the
-    epochs' batches (grpo.py:1125-1129 @ super-v3.5-posttraining, :652-656 @ super-v3)."""
+    the scheduler section), with the stage's ``parallel`` layout. ``run_iters`` (the keys, the
+    value) bounds the scheduler's train_iters, which the entry point sets from its own step
+    budget (GRPO: the smaller of grpo.max_num_steps and the epochs' batches, grpo.py:1125-1129
+    @ super-v3.5-posttraining, :652-656 @ super-v3; nemo_rl.checks.context.train_iters_bound)."""
     m, opt = megatron_cfg, megatron_cfg.optimizer
     sched = getattr(m, "scheduler", None)
     granularity = method = layers = None
@@ -222,8 +223,11 @@ def from_nemo_rl(
     if getattr(fp8_cfg, "enabled", False) is True:
         fp8 = _value(fp8_cfg, "fp8", None)
         fp8_recipe = _value(fp8_cfg, "fp8_recipe", None)
+    keys = NEMO_RL_KEYS
+    if run_iters is not None:
+        keys = attrs.evolve(keys, run_iters=run_iters[0])
     return MegatronOptions(
-        keys=NEMO_RL_KEYS,
+        keys=keys,
         parallel=parallel,
         parallel_keys=parallel_keys,
         recompute_granularity=granularity,
@@ -249,7 +253,7 @@ def from_nemo_rl(
         end_weight_decay=_value(sched, "end_weight_decay", None),
         weight_decay_incr_style=_value(sched, "weight_decay_incr_style", None),
         lr_decay_style=_value(sched, "lr_decay_style", None),
-        run_iters=max_num_steps,
+        run_iters=None if run_iters is None else run_iters[1],
         run_iters_bound=True,
     )
 

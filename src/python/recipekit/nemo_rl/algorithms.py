@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from recipekit.checking import run_checks
 from recipekit.derivation import Derivation
 from recipekit.errors import Issue, RecipeError
 from recipekit.framework import CONFIG_PLACEHOLDER, FrameworkBase, Launch
@@ -27,6 +28,7 @@ from recipekit.lineage.steps import SavePolicy
 from recipekit.markers import UNSET, given
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
+from recipekit.nemo_rl.checks import Check, CheckContext
 from recipekit.nemo_rl.derivations import RULES
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
 from recipekit.nemo_rl.framework import (
@@ -36,6 +38,8 @@ from recipekit.nemo_rl.framework import (
     nemo_rl_save_policy,
 )
 from recipekit.nemo_rl.framework_super35 import NEMO_RL_SUPER35
+from recipekit.nemo_rl.layout import Layout, NodeSplit
+from recipekit.nemo_rl.rules import POLICY_ERROR_CHECKS_SUPER35, POLICY_WARNING_CHECKS_SUPER35
 from recipekit.nemo_rl.rules.dpo import DPO_ERROR_CHECKS, DPO_WARNING_CHECKS
 from recipekit.nemo_rl.rules.evaluation import EVAL_ERROR_CHECKS
 from recipekit.nemo_rl.rules.generation_split import training_gpus
@@ -62,6 +66,7 @@ from recipekit.nemo_rl.schema_ppo import PPOMasterConfig
 from recipekit.nemo_rl.schema_rm import RMMasterConfig, RMMasterConfigMain
 from recipekit.nemo_rl.schema_sft import SFTMasterConfig, SFTMasterConfigMain
 from recipekit.parallelism import (
+    DTENSOR,
     LAYOUT_RULES,
     NEMO_RL,
     ParallelLayout,
@@ -111,6 +116,11 @@ class NemoRLRun(FrameworkBase):
     # own): those GPUs and how they were counted, or None for the whole cluster. The policy's
     # Megatron layout must hold on them.
     training_gpus: Callable[[Any], tuple[int, str] | None] | None = None
+    # The policy's own rules (its class, workers, Megatron-Core setup and config classes), which
+    # every entry point that trains a policy starts: GRPO's checks, read through a CheckContext
+    # whose layout is the policy's on the GPUs it trains on.
+    policy_error_checks: tuple[Check, ...] = ()
+    policy_warning_checks: tuple[Check, ...] = ()
 
     def check(
         self, config: Any, hardware: Hardware, model: ModelCard
@@ -149,9 +159,53 @@ class NemoRLRun(FrameworkBase):
             errors += model_layout_issues(
                 VALUE.read(critic, gpus), VALUE, hardware.node, model, where, VALUE_LAYOUT_RULES
             )
+        policy_errors, warnings = self._policy_issues(
+            config, hardware, model, (nodes, per_node, gpus), parallel
+        )
+        errors += policy_errors
         errors += [issue for rule in self.error_checks for issue in rule(config)]
-        warnings = [issue for rule in self.warning_checks for issue in rule(config)]
+        warnings += [issue for rule in self.warning_checks for issue in rule(config)]
         return ClusterLayout(nodes, per_node, parallel), errors, warnings
+
+    def _policy_issues(
+        self,
+        config: Any,
+        hardware: Hardware,
+        model: ModelCard,
+        gpus: tuple[int, int, int],
+        megatron_layout: ParallelLayout | None,
+    ) -> tuple[list[Issue], list[Issue]]:
+        """The policy's own rules, on ``gpus`` = (cluster nodes, GPUs per node, training GPUs)
+        with the policy's Megatron layout there (None: it trains on DTensor)."""
+        policy = given(getattr(config, "policy", UNSET), None)
+        checks = self.policy_error_checks, self.policy_warning_checks
+        if policy is None or not any(checks):
+            return [], []
+        nodes, per_node, training = gpus
+        parallel, keys, backend = megatron_layout, NEMO_RL, "megatron"
+        if parallel is None:
+            dtensor = given(policy.dtensor_cfg, None)
+            if dtensor is None:
+                return [], []
+            parallel, keys, backend = DTENSOR.read(dtensor, training), DTENSOR, "dtensor"
+        split = NodeSplit(
+            gpus_per_node=per_node,
+            cluster_nodes=nodes,
+            colocated=True,
+            generation_nodes=0,
+            generation_gpus=0,
+            training_nodes=-(-training // per_node),
+            training_gpus=training,
+        )
+        layout = Layout(
+            nodes=split,
+            backend=backend,
+            parallel=parallel,
+            keys=keys,
+            vllm_tensor_parallel=1,
+            vllm_pipeline_parallel=1,
+        )
+        return run_checks(CheckContext(config, hardware, model, layout), *checks)
 
     def arguments(self, rendered: dict[str, Any]) -> list[str]:
         return ["--config", CONFIG_PLACEHOLDER]
@@ -209,7 +263,14 @@ def _megatron_value_of_the_policys_model(config: Any) -> Any:
 
 def _main(run: NemoRLRun) -> NemoRLRun:
     """The same entry point on the Super 3.5 container (main's schema and derivations)."""
-    return attrs.evolve(run, version=SUPER35_VERSION, image=SUPER35_IMAGE, rules=RULES_MAIN)
+    return attrs.evolve(
+        run,
+        version=SUPER35_VERSION,
+        image=SUPER35_IMAGE,
+        rules=RULES_MAIN,
+        policy_error_checks=POLICY_ERROR_CHECKS_SUPER35,
+        policy_warning_checks=POLICY_WARNING_CHECKS_SUPER35,
+    )
 
 
 # --- super-v3 ---------------------------------------------------------------------------------

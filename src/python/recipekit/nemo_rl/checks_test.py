@@ -170,7 +170,15 @@ def test_sequence_parallel_divisor_must_be_a_multiple_of_tp() -> None:
 
 def test_large_tp_needs_equal_micro_batches() -> None:
     text = _one(dapo_gb200, "policy.logprob_batch_size=2")
-    assert "NRL_IGNORE_TP_ACCURACY_CHECK" in text
+    assert text.startswith("policy.logprob_batch_size = 2: with TP=4 (>= 4)"), text
+    assert "force_on_policy_ratio" in text
+
+
+def test_forcing_the_on_policy_ratio_lifts_the_large_tp_check() -> None:
+    # GRPO sets NRL_IGNORE_TP_ACCURACY_CHECK itself under force_on_policy_ratio (grpo.py:373 @
+    # super-v3); what that mode asks of the batch is its own rule.
+    # (dapo-gb200's global batch is one step's samples, so the plan is green.)
+    make_plan(dapo_gb200, ("policy.logprob_batch_size=2", "loss_fn.force_on_policy_ratio=true"))
 
 
 def test_batch_multiplier_needs_dynamic_sampling() -> None:

@@ -34,11 +34,12 @@ lines): these sections are compiled as they are and never read through the Super
 types.
 """
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 
 from recipekit.markers import Derived, Unset
+from recipekit.nemo_rl import SUPER35_BRANCH
 from recipekit.nemo_rl.schema_main import (
     CheckpointingMain,
     ClusterMain,
@@ -280,6 +281,9 @@ class RunMasterConfig:
 @attrs.frozen(kw_only=True)
 class RunMasterConfigMain:
     """The same on main (super-v3.5-posttraining)."""
+
+    # The branch's checks cite its lines (recipekit.nemo_rl.runs_super35).
+    nemo_rl_branch: ClassVar[str] = SUPER35_BRANCH
 
     policy: PolicyExamplesMain = required()
     data: DataListMain = required()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from recipekit.errors import Issue
-from recipekit.markers import UNSET
+from recipekit.markers import UNSET, Marker
 from recipekit.nemo_rl.checks.context import (
     CheckContext,
 )
@@ -64,15 +64,24 @@ def batch_divides_data_parallel(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def micro_batches_agree_at_large_tp(ctx: CheckContext) -> Iterator[Issue]:
+    """lm_policy.py:212 @ super-v3.5-posttraining (:144 @ super-v3), asked only where the
+    policy's config has a logprob_batch_size. GRPO and PPO turn the check off themselves
+    (NRL_IGNORE_TP_ACCURACY_CHECK) under loss_fn.force_on_policy_ratio (grpo.py:707, ppo.py:487;
+    super-v3 grpo.py:373)."""
     policy, tp = ctx.config.policy, ctx.layout.parallel.tp
-    if tp >= 4 and policy.logprob_batch_size != policy.train_micro_batch_size:
-        yield Issue(
-            "policy.logprob_batch_size",
-            f"with TP={tp} (>= 4) NeMo-RL requires it to equal "
-            f"train_micro_batch_size ({policy.train_micro_batch_size}) for logprob accuracy",
-            value=policy.logprob_batch_size,
-            hint="or set NRL_IGNORE_TP_ACCURACY_CHECK=1 in the job environment",
-        )
+    logprob = policy.logprob_batch_size
+    if tp < 4 or isinstance(logprob, Marker) or logprob == policy.train_micro_batch_size:
+        return
+    forced = getattr(getattr(ctx.config, "loss_fn", None), "force_on_policy_ratio", None)
+    if forced is True and any(hasattr(ctx.config, name) for name in ("grpo", "ppo")):
+        return
+    yield Issue(
+        "policy.logprob_batch_size",
+        f"with TP={tp} (>= 4) NeMo-RL requires it to equal "
+        f"train_micro_batch_size ({policy.train_micro_batch_size}) for logprob accuracy",
+        value=logprob,
+        hint="or, for GRPO and PPO, loss_fn.force_on_policy_ratio: true, which skips the check",
+    )
 
 
 def dynamic_sampling_settings_agree(ctx: CheckContext) -> Iterator[Issue]:

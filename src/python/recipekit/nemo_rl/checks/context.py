@@ -40,8 +40,7 @@ class CheckContext(checking.CheckContext["GrpoConfig", Layout]):
         m = self.megatron
         if m is None:
             return None
-        steps = getattr(getattr(self.config, "grpo", None), "max_num_steps", None)
-        bound = steps if isinstance(steps, int) else None
+        bound = train_iters_bound(self.config)
         return from_nemo_rl(m, self.layout.parallel, self.layout.keys, bound)
 
     @property
@@ -54,6 +53,33 @@ class CheckContext(checking.CheckContext["GrpoConfig", Layout]):
     def vllm(self) -> VllmConfig | None:
         g = self.generation
         return g.vllm_cfg if g is not None and isinstance(g.vllm_cfg, VllmConfig) else None
+
+
+# The entry points' own step budgets, each a section of the config, and how many scheduler
+# ticks a step makes: each sets megatron_cfg.train_iters to min(max_num_steps, the epochs'
+# batches) times that (grpo.py:1125-1129, sft.py:208-212, distillation.py:602-606 as is; DPO
+# and RM double it, dpo.py:270 and rm.py:249; PPO ticks ppo_epochs times a step, ppo.py:741-750;
+# all @ super-v3.5-posttraining; super-v3's GRPO at grpo.py:652-656).
+_STEP_BUDGETS = (("grpo", 1), ("sft", 1), ("distillation", 1), ("dpo", 2), ("rm", 2), ("ppo", 0))
+
+
+def train_iters_bound(config: object) -> tuple[str, int] | None:
+    """The most scheduler iterations the entry point gives Megatron-Core (``train_iters``), and
+    the keys that set it; None where its step budget is left to NeMo-RL's default."""
+    for name, ticks in _STEP_BUDGETS:
+        loop = getattr(config, name, None)
+        if loop is None:
+            continue
+        steps = getattr(loop, "max_num_steps", None)
+        if ticks == 0:
+            epochs = getattr(loop, "ppo_epochs", None)
+            if isinstance(steps, int) and isinstance(epochs, int):
+                return f"{name}.max_num_steps x {name}.ppo_epochs", steps * epochs
+        elif isinstance(steps, int):
+            times = "" if ticks == 1 else f"{ticks} x "
+            return f"{times}{name}.max_num_steps", steps * ticks
+        return None
+    return None
 
 
 Check = Callable[[CheckContext], Iterator[Issue]]

@@ -8,7 +8,9 @@ super-v3.5-posttraining pins, so only the Super 3.5 tuples carry them.
 
 from __future__ import annotations
 
-from recipekit.nemo_rl.checks import Check
+from recipekit.megatron_core.checks import NEMO_RL_ERROR_CHECKS as MCORE_ERRORS
+from recipekit.megatron_core.checks import NEMO_RL_WARNING_CHECKS as MCORE_WARNINGS
+from recipekit.nemo_rl.checks import Check, batch_and_layout, resources, sequence, settings
 from recipekit.nemo_rl.rules import (
     async_grpo,
     distillation,
@@ -149,9 +151,44 @@ WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *_TRAINING_WARNINGS_SUPER35,
 )
 
+# The policy's own rules on super-v3.5-posttraining: its class (lm_policy.py), its workers,
+# Megatron-Core's setup and config classes, and the model card. Every entry point that trains a
+# policy starts them, so SFT, DPO, RM, PPO and off-policy distillation run these too (GRPO's
+# tuples above hold each of them: policy_rules_test.py).
+POLICY_ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
+    resources.one_training_backend,
+    batch_and_layout.micro_batches_agree_at_large_tp,
+    settings.megatron_settings_agree,
+    sequence.sequence_divisible_for_parallelism,
+    *model_support.ERROR_CHECKS,
+    megatron_setup.precision_aware_optimizer_states_bf16,
+    megatron_setup.precision_aware_optimizer_states_fp16,
+    megatron_setup.float32_optimizer_takes_no_half_flags,
+    megatron_setup.fp8_cfg_names_every_key,
+    megatron_setup.cpu_offload_needs_distributed_optimizer,
+    megatron_setup.d2h_overlap_needs_cpu_offload,
+    megatron_setup.fused_logprobs_without_context_parallel,
+    megatron_setup.fused_logprobs_without_param_gather_overlap,
+    *megatron_peft.SUPER35_ERROR_CHECKS,
+    *megatron_performance.ERROR_CHECKS,
+    policy_workers.dynamic_batching_needs_one_pipeline_stage,
+    policy_workers.lora_needs_dtensor_v2,
+    policy_workers.model_save_format_needs_dtensor_v2,
+    policy_workers.draft_without_sequence_packing,
+    policy_workers.draft_needs_megatron,
+    *MCORE_ERRORS,
+)
+POLICY_WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
+    *megatron_performance.WARNING_CHECKS,
+    *tokenizer.WARNING_CHECKS,
+    *MCORE_WARNINGS,
+)
+
 __all__ = [
     "ERROR_CHECKS_SUPER35",
     "ERROR_CHECKS_SUPER_V3",
+    "POLICY_ERROR_CHECKS_SUPER35",
+    "POLICY_WARNING_CHECKS_SUPER35",
     "WARNING_CHECKS_SUPER35",
     "WARNING_CHECKS_SUPER_V3",
 ]
