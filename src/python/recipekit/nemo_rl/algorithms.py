@@ -39,7 +39,12 @@ from recipekit.nemo_rl.framework import (
 )
 from recipekit.nemo_rl.framework_super35 import NEMO_RL_SUPER35
 from recipekit.nemo_rl.layout import Layout, NodeSplit
-from recipekit.nemo_rl.rules import POLICY_ERROR_CHECKS_SUPER35, POLICY_WARNING_CHECKS_SUPER35
+from recipekit.nemo_rl.rules import (
+    POLICY_ERROR_CHECKS_SUPER35,
+    POLICY_ERROR_CHECKS_SUPER_V3,
+    POLICY_WARNING_CHECKS_SUPER35,
+    POLICY_WARNING_CHECKS_SUPER_V3,
+)
 from recipekit.nemo_rl.rules.dpo import DPO_ERROR_CHECKS, DPO_WARNING_CHECKS
 from recipekit.nemo_rl.rules.evaluation import EVAL_ERROR_CHECKS
 from recipekit.nemo_rl.rules.generation_split import training_gpus
@@ -119,8 +124,8 @@ class NemoRLRun(FrameworkBase):
     # The policy's own rules (its class, workers, Megatron-Core setup and config classes), which
     # every entry point that trains a policy starts: GRPO's checks, read through a CheckContext
     # whose layout is the policy's on the GPUs it trains on.
-    policy_error_checks: tuple[Check, ...] = ()
-    policy_warning_checks: tuple[Check, ...] = ()
+    policy_error_checks: tuple[Check, ...] = POLICY_ERROR_CHECKS_SUPER_V3
+    policy_warning_checks: tuple[Check, ...] = POLICY_WARNING_CHECKS_SUPER_V3
 
     def check(
         self, config: Any, hardware: Hardware, model: ModelCard

@@ -184,11 +184,36 @@ POLICY_WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *MCORE_WARNINGS,
 )
 
+# The same on super-v3, at its own lines (GRPO's super-v3 tuples hold each of them).
+POLICY_ERROR_CHECKS_SUPER_V3: tuple[Check, ...] = (
+    resources.one_training_backend,
+    batch_and_layout.micro_batches_agree_at_large_tp,
+    settings.megatron_settings_agree,
+    sequence.sequence_divisible_for_parallelism,
+    *model_support.ERROR_CHECKS,
+    megatron_setup.precision_aware_optimizer_states_bf16,
+    megatron_setup.precision_aware_optimizer_states_fp16,
+    megatron_setup.float32_optimizer_takes_no_half_flags,
+    megatron_setup.fp8_cfg_names_every_key,
+    *megatron_peft.SUPER_V3_ERROR_CHECKS,
+    policy_workers.dynamic_batching_needs_one_pipeline_stage,
+    policy_workers.lora_needs_dtensor_v2,
+    policy_workers.model_save_format_needs_dtensor_v2,
+    *MCORE_ERRORS,
+)
+POLICY_WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (
+    megatron_setup.fp8_param_may_give_nan,
+    *tokenizer.WARNING_CHECKS,
+    *MCORE_WARNINGS,
+)
+
 __all__ = [
     "ERROR_CHECKS_SUPER35",
     "ERROR_CHECKS_SUPER_V3",
     "POLICY_ERROR_CHECKS_SUPER35",
+    "POLICY_ERROR_CHECKS_SUPER_V3",
     "POLICY_WARNING_CHECKS_SUPER35",
+    "POLICY_WARNING_CHECKS_SUPER_V3",
     "WARNING_CHECKS_SUPER35",
     "WARNING_CHECKS_SUPER_V3",
 ]

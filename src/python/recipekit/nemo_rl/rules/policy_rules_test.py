@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 
 from recipekit.nemo_rl.algorithms import (
+    NEMO_RL_DISTILLATION,
+    NEMO_RL_DPO,
+    NEMO_RL_RM,
+    NEMO_RL_SFT,
     NEMO_RL_SUPER35_DISTILLATION,
     NEMO_RL_SUPER35_DPO,
     NEMO_RL_SUPER35_PPO,
@@ -19,8 +23,14 @@ from recipekit.nemo_rl.algorithms import (
     NEMO_RL_SUPER35_XTOKEN_DISTILLATION,
     NemoRLRun,
 )
+from recipekit.nemo_rl.framework import NEMO_RL_GRPO
 from recipekit.nemo_rl.framework_super35 import NEMO_RL_SUPER35
-from recipekit.nemo_rl.rules import POLICY_ERROR_CHECKS_SUPER35, POLICY_WARNING_CHECKS_SUPER35
+from recipekit.nemo_rl.rules import (
+    POLICY_ERROR_CHECKS_SUPER35,
+    POLICY_ERROR_CHECKS_SUPER_V3,
+    POLICY_WARNING_CHECKS_SUPER35,
+    POLICY_WARNING_CHECKS_SUPER_V3,
+)
 from recipekit.nemo_rl.rules.conftest import Plan, imported_stage
 from recipekit.stage import Stage
 
@@ -52,12 +62,22 @@ def test_grpo_runs_every_policy_rule() -> None:
     # One list of functions: the entry points share GRPO's checks, not copies of them.
     assert set(POLICY_ERROR_CHECKS_SUPER35) <= set(NEMO_RL_SUPER35.error_checks)
     assert set(POLICY_WARNING_CHECKS_SUPER35) <= set(NEMO_RL_SUPER35.warning_checks)
+    assert set(POLICY_ERROR_CHECKS_SUPER_V3) <= set(NEMO_RL_GRPO.error_checks)
+    assert set(POLICY_WARNING_CHECKS_SUPER_V3) <= set(NEMO_RL_GRPO.warning_checks)
 
 
 @pytest.mark.parametrize("run", TRAINING_RUNS, ids=lambda run: run.entry_point)
 def test_every_entry_point_that_trains_a_policy_runs_its_rules(run: NemoRLRun) -> None:
     assert run.policy_error_checks == POLICY_ERROR_CHECKS_SUPER35
     assert run.policy_warning_checks == POLICY_WARNING_CHECKS_SUPER35
+
+
+@pytest.mark.parametrize(
+    "run", (NEMO_RL_SFT, NEMO_RL_DPO, NEMO_RL_RM, NEMO_RL_DISTILLATION), ids=lambda r: r.algorithm
+)
+def test_super_v3_entry_points_run_that_versions_policy_rules(run: NemoRLRun) -> None:
+    assert run.policy_error_checks == POLICY_ERROR_CHECKS_SUPER_V3
+    assert run.policy_warning_checks == POLICY_WARNING_CHECKS_SUPER_V3
 
 
 def test_sft_megatron_context_parallelism_needs_packing(
@@ -136,3 +156,16 @@ def test_ppo_precision_aware_optimizer_keeps_bf16_states(
         and "setup.py:1338 @ super-v3.5-posttraining" in e
         for e in errors
     ), errors
+
+
+def test_super_v3_rm_cites_that_versions_line(
+    reference_dir: Path, tmp_path: Path, refused: Plan
+) -> None:
+    stage = imported_stage(reference_dir / "nemo-rl/super-v3/examples/configs/rm.yaml", tmp_path)
+    assert stage.framework is NEMO_RL_RM
+    errors = refused(stage, "checkpointing.model_save_format=safetensors")
+    assert errors == [
+        "checkpointing.model_save_format = 'safetensors': NeMo-RL refuses it at the first "
+        "checkpoint unless policy.dtensor_cfg._v2 is true (nemo_rl/models/policy/lm_policy.py:888"
+        " @ super-v3) (leave it null, or set policy.dtensor_cfg._v2: true)"
+    ]
