@@ -156,6 +156,11 @@ class NemoRLRun(FrameworkBase):
         parallel = None if megatron is None else NEMO_RL.read(megatron, gpus)
         if parallel is not None:
             errors += model_layout_issues(parallel, NEMO_RL, hardware.node, model, where)
+        elif (dtensor := _dtensor_of(config)) is not None:
+            # The policy's class and its DTensor workers refuse sizes that do not divide the
+            # GPUs (lm_policy.py:233, dtensor_policy_worker.py:374), as for GRPO.
+            laid_out = DTENSOR.read(dtensor, gpus)
+            errors += model_layout_issues(laid_out, DTENSOR, hardware.node, model, where)
         critic = _megatron_value_of_the_policys_model(config)
         if critic is not None:
             # PPO's critic is built from the policy's model (its card is the stage's) and trains
@@ -189,7 +194,7 @@ class NemoRLRun(FrameworkBase):
         nodes, per_node, training = gpus
         parallel, keys, backend = megatron_layout, NEMO_RL, "megatron"
         if parallel is None:
-            dtensor = given(policy.dtensor_cfg, None)
+            dtensor = given(getattr(policy, "dtensor_cfg", UNSET), None)
             if dtensor is None:
                 return [], []
             parallel, keys, backend = DTENSOR.read(dtensor, training), DTENSOR, "dtensor"
@@ -249,6 +254,13 @@ def _megatron_of(config: Any, role: str) -> Any:
     model = given(getattr(config, role, UNSET), None)
     megatron = given(getattr(model, "megatron_cfg", UNSET), None)
     return megatron if megatron is not None and megatron.enabled is True else None
+
+
+def _dtensor_of(config: Any) -> Any:
+    """The policy's ``dtensor_cfg`` where it trains on DTensor (Megatron-Core off)."""
+    model = given(getattr(config, "policy", UNSET), None)
+    dtensor = given(getattr(model, "dtensor_cfg", UNSET), None)
+    return dtensor if dtensor is not None and dtensor.enabled is True else None
 
 
 # PPO's critic (``value``), laid out by the same Megatron keys as the policy.

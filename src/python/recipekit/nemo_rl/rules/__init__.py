@@ -13,7 +13,9 @@ from recipekit.megatron_core.checks import NEMO_RL_WARNING_CHECKS as MCORE_WARNI
 from recipekit.nemo_rl.checks import Check, batch_and_layout, resources, sequence, settings
 from recipekit.nemo_rl.rules import (
     async_grpo,
+    automodel,
     distillation,
+    dtensor_v1,
     generation,
     grpo_setup,
     loss,
@@ -24,6 +26,7 @@ from recipekit.nemo_rl.rules import (
     policy_workers,
     rollouts,
     sequence_budget,
+    sglang,
     tokenizer,
     validation,
     vllm_engine,
@@ -48,6 +51,7 @@ _SHARED_ERRORS: tuple[Check, ...] = (
 _GENERATION_ERRORS_SUPER_V3: tuple[Check, ...] = rollouts.SUPER_V3_ERROR_CHECKS
 _GENERATION_ERRORS_SUPER35: tuple[Check, ...] = (
     *rollouts.SUPER35_ERROR_CHECKS,
+    *sglang.ERROR_CHECKS,
     *generation.SUPER35_ERROR_CHECKS,
     *vllm_quantization.ERROR_CHECKS,
     *weight_sync.ERROR_CHECKS,
@@ -95,6 +99,8 @@ _TRAINING_ERRORS_SUPER35: tuple[Check, ...] = (
     *megatron_performance.ERROR_CHECKS,
     policy_workers.draft_without_sequence_packing,
     policy_workers.draft_needs_megatron,
+    *dtensor_v1.ERROR_CHECKS,
+    *automodel.ERROR_CHECKS,
     *distillation.ERROR_CHECKS,
 )
 _TRAINING_WARNINGS_SUPER_V3: tuple[Check, ...] = (
@@ -112,6 +118,8 @@ _TRAINING_WARNINGS_SUPER35: tuple[Check, ...] = (
     grpo_setup.multiple_dataloaders_ignore_max_num_epochs,
     grpo_setup.checkpoint_saved_without_its_validation_metric,
     *megatron_performance.WARNING_CHECKS,
+    *dtensor_v1.WARNING_CHECKS,
+    *automodel.WARNING_CHECKS,
     *distillation.WARNING_CHECKS,
 )
 
@@ -143,6 +151,7 @@ ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
 )
 WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *generation.WARNING_CHECKS,
+    *sglang.WARNING_CHECKS,
     *generation.SUPER35_WARNING_CHECKS,
     *sequence_budget.SUPER35_WARNING_CHECKS,
     *tokenizer.WARNING_CHECKS,
@@ -176,10 +185,14 @@ POLICY_ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
     policy_workers.model_save_format_needs_dtensor_v2,
     policy_workers.draft_without_sequence_packing,
     policy_workers.draft_needs_megatron,
+    *dtensor_v1.ERROR_CHECKS,
+    *automodel.ERROR_CHECKS,
     *MCORE_ERRORS,
 )
 POLICY_WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *megatron_performance.WARNING_CHECKS,
+    *dtensor_v1.WARNING_CHECKS,
+    *automodel.WARNING_CHECKS,
     *tokenizer.WARNING_CHECKS,
     *MCORE_WARNINGS,
 )

@@ -169,3 +169,19 @@ def test_super_v3_rm_cites_that_versions_line(
         "checkpoint unless policy.dtensor_cfg._v2 is true (nemo_rl/models/policy/lm_policy.py:888"
         " @ super-v3) (leave it null, or set policy.dtensor_cfg._v2: true)"
     ]
+
+
+def test_a_dtensor_layout_must_divide_the_gpus_outside_grpo(
+    reference_dir: Path, tmp_path: Path, refused: Plan
+) -> None:
+    # lm_policy.py:233 and the DTensor worker (dtensor_policy_worker.py:374) refuse it for
+    # every entry point, not only GRPO.
+    yaml = reference_dir / CONFIGS / "recipes/llm/sft-llama3.2-1b-1n8g-fsdp2tp1.v3.yaml"
+    stage = imported_stage(yaml, tmp_path)
+    assert stage.framework is NEMO_RL_SUPER35_SFT
+    errors = refused(stage, "policy.dtensor_cfg.tensor_parallel_size=3")
+    assert any(
+        e.startswith("policy.dtensor_cfg: tensor_parallel_size x context_parallel_size = 3 x 1")
+        and "does not divide the 8 GPUs of NeMo-RL's cluster (1 x 8)" in e
+        for e in errors
+    ), errors

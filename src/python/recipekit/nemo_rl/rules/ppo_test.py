@@ -286,7 +286,14 @@ def test_a_forced_ratio_trains_each_steps_rollouts_as_one_batch(dtensor: Stage) 
 def test_non_colocated_generation_is_vllm(dtensor: Stage) -> None:
     sglang = (*NON_COLOCATED, "policy.generation.backend=sglang")
     _refused_at(dtensor, sglang, "policy.generation.backend = 'sglang'", f"{PPO_PY}:497")
-    make_plan(dtensor, ["policy.generation.backend=sglang"])  # colocated SGLang is fine
+    # Colocated SGLang passes PPO's own rule, but PPO never tells the v2 DTensor worker the
+    # engines' GPU count its first refit streams by (only grpo.py:1442 does).
+    _refused_at(
+        dtensor,
+        ("policy.generation.backend=sglang",),
+        "policy.generation.backend = 'sglang'",
+        "dtensor_policy_worker_v2.py:1155",
+    )
     make_plan(dtensor, NON_COLOCATED)
 
 

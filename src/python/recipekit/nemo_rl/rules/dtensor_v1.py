@@ -1,0 +1,181 @@
+"""The first DTensor policy worker (``policy.dtensor_cfg`` with ``_v2`` not true):
+``nemo_rl/models/policy/workers/dtensor_policy_worker.py`` and the parallel plans it applies
+(``nemo_rl/models/dtensor/parallelize.py``), super-v3.5-posttraining. Catalogue:
+``rule_catalogue/nemo-rl.dtensor.toml``.
+
+Every check here fires only where that worker is the one NeMo-RL starts: no Megatron policy,
+DTensor enabled and ``_v2`` not true (lm_policy.py picks it so). The sizes are the DTensor
+layout on the training GPUs (``ctx.layout.parallel``). As ``rules.model_support`` does, a model
+card with Mamba layers is read as Nemotron-H, the family NeMo-RL parallelises with a plan of its
+own (``_parallelize_nm5_h``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from recipekit.errors import Issue
+from recipekit.nemo_rl.checks import Check, CheckContext
+from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.schema_super_v3 import Colocation, DTensor, SequencePacking
+
+WORKER = "nemo_rl/models/policy/workers/dtensor_policy_worker.py"
+PARALLELIZE = "nemo_rl/models/dtensor/parallelize.py"
+DTENSOR_CFG = "policy.dtensor_cfg"
+# The entry points that refit a generation engine from the policy between steps (GRPO's
+# refit_policy_generation, which distillation and PPO call too): their config's own section.
+REFITTING_SECTIONS = ("grpo", "distillation", "ppo")
+
+
+def _v1(ctx: CheckContext) -> DTensor | None:
+    """The DTensor section where the first DTensor worker trains the policy, else None."""
+    dtensor = ctx.config.policy.dtensor_cfg
+    if ctx.megatron is not None or dtensor.enabled is not True or dtensor.v2 is True:
+        return None
+    return dtensor
+
+
+def _packed(ctx: CheckContext) -> bool:
+    packing = ctx.config.policy.sequence_packing
+    return isinstance(packing, SequencePacking) and packing.enabled
+
+
+def _nemotron_h(ctx: CheckContext) -> bool:
+    architecture = ctx.model.architecture
+    return architecture is not None and architecture.mamba is not None
+
+
+def context_parallel_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
+    """dtensor_policy_worker.py:369: the first DTensor worker does not pack sequences at
+    context parallel size above 1."""
+    cp = ctx.layout.parallel.cp
+    if _v1(ctx) is not None and cp > 1 and _packed(ctx):
+        yield Issue(
+            f"{DTENSOR_CFG}.context_parallel_size",
+            "the first DTensor policy worker refuses context parallelism together with "
+            f"policy.sequence_packing.enabled when it starts ({cite(ctx, WORKER, v35=369)})",
+            value=cp,
+            hint="set it 1, disable sequence packing, or set policy.dtensor_cfg._v2: true",
+        )
+
+
+def context_parallel_without_sequence_parallel(ctx: CheckContext) -> Iterator[Issue]:
+    """dtensor_policy_worker.py:392: at context parallel size above 1 the first DTensor worker
+    takes no sequence parallelism over TP above 1 (NVIDIA-NeMo/RL#659)."""
+    dtensor, lay = _v1(ctx), ctx.layout.parallel
+    if dtensor is None or lay.cp <= 1 or lay.tp <= 1 or dtensor.sequence_parallel is not True:
+        return
+    yield Issue(
+        f"{DTENSOR_CFG}.sequence_parallel",
+        f"the first DTensor policy worker refuses it at context_parallel_size = {lay.cp} with "
+        f"tensor_parallel_size = {lay.tp}: context and sequence parallelism do not combine "
+        f"there ({cite(ctx, WORKER, v35=392)})",
+        value=True,
+        hint="set it false, or context_parallel_size: 1",
+    )
+
+
+def tensor_parallel_divides_the_heads(ctx: CheckContext) -> Iterator[Issue]:
+    """parallelize.py:666, :669: at TP above 1 the DTensor plan splits the key-value heads and
+    then the attention heads over TP, and asserts that TP divides each (a Nemotron-H model is
+    planned apart, before this). Heads the model card does not give are not checked."""
+    tp, architecture = ctx.layout.parallel.tp, ctx.model.architecture
+    if _v1(ctx) is None or tp <= 1 or architecture is None or _nemotron_h(ctx):
+        return
+    for heads, what, line in (
+        (architecture.kv_heads, "key-value heads", 666),
+        (architecture.attention_heads, "attention heads", 669),
+    ):
+        if heads > 0 and heads % tp:
+            fits = [n for n in range(2, heads + 1) if heads % n == 0]
+            yield Issue(
+                f"{DTENSOR_CFG}.tensor_parallel_size",
+                f"{ctx.model.name} has {heads} {what}, which TP = {tp} does not divide; the "
+                "first DTensor worker's parallel plan asserts that it does "
+                f"({cite(ctx, PARALLELIZE, v35=line)})",
+                value=tp,
+                hint="use 1 or one of " + ", ".join(map(str, fits)) if fits else "use 1",
+            )
+            return  # the first failed assert stops the worker
+
+
+def custom_parallel_plan_not_on_nemotron_h(ctx: CheckContext) -> Iterator[Issue]:
+    """parallelize.py:479: a Nemotron-H model gets NeMo-RL's own plan, which refuses a custom
+    one (at every TP size: that plan is picked before TP is looked at)."""
+    dtensor = _v1(ctx)
+    plan = None if dtensor is None else dtensor.custom_parallel_plan
+    if isinstance(plan, str) and _nemotron_h(ctx):
+        yield Issue(
+            f"{DTENSOR_CFG}.custom_parallel_plan",
+            f"{ctx.model.name} is a Nemotron-H model, whose DTensor parallel plan asserts that "
+            f"no custom plan is given ({cite(ctx, PARALLELIZE, v35=479)})",
+            value=plan,
+            hint="set it null",
+        )
+
+
+def sequence_parallel_needs_tensor_parallel(ctx: CheckContext) -> Iterator[Issue]:
+    """dtensor_policy_worker.py:379 (a warning): sequence parallelism shards over the TP group,
+    so at TP 1 it does nothing."""
+    dtensor, tp = _v1(ctx), ctx.layout.parallel.tp
+    if dtensor is not None and dtensor.sequence_parallel is True and tp == 1:
+        yield Issue(
+            f"{DTENSOR_CFG}.sequence_parallel",
+            "has no effect at tensor_parallel_size = 1; the first DTensor policy worker warns "
+            f"so when it starts ({cite(ctx, WORKER, v35=379)})",
+            value=True,
+            hint="set tensor_parallel_size above 1, or this false",
+        )
+
+
+def cache_clearing_costs_time(ctx: CheckContext) -> Iterator[Issue]:
+    """dtensor_policy_worker.py:726 (a warning): a set clear_cache_every_n_steps empties the
+    CUDA cache every that many micro-batches, which the worker warns about at every global
+    batch of every training step."""
+    dtensor = _v1(ctx)
+    steps = None if dtensor is None else dtensor.clear_cache_every_n_steps
+    if isinstance(steps, int) and not isinstance(steps, bool) and steps:
+        yield Issue(
+            f"{DTENSOR_CFG}.clear_cache_every_n_steps",
+            f"emptying the CUDA cache every {steps} micro-batches slows training down; the "
+            "first DTensor policy worker warns so at every global batch "
+            f"({cite(ctx, WORKER, v35=726)})",
+            value=steps,
+            hint="leave it null unless memory fragmentation makes training fail",
+        )
+
+
+def cpu_offload_with_separate_generation(ctx: CheckContext) -> Iterator[Issue]:
+    """dtensor_policy_worker.py:1917 (a warning): with generation on GPUs of its own and the
+    default refit (vLLM, refit_transport null), every refit broadcasts the weights from the
+    policy, which CPU offload moves onto the GPU and back off each time."""
+    dtensor, gen = _v1(ctx), ctx.generation
+    if dtensor is None or dtensor.cpu_offload is not True or gen is None:
+        return
+    if not any(hasattr(ctx.config, section) for section in REFITTING_SECTIONS):
+        return
+    colocated = gen.colocated
+    separate = isinstance(colocated, Colocation) and colocated.enabled is False
+    transport = getattr(gen, "refit_transport", None)
+    if gen.backend == "vllm" and separate and not isinstance(transport, str):
+        yield Issue(
+            f"{DTENSOR_CFG}.cpu_offload",
+            "with policy.generation.colocated.enabled false, every refit moves the policy's "
+            "weights onto the GPU and back to the CPU; the first DTensor policy worker warns "
+            f"so at each refit ({cite(ctx, WORKER, v35=1917)})",
+            value=True,
+            hint="set it false unless the policy does not fit in GPU memory",
+        )
+
+
+ERROR_CHECKS: tuple[Check, ...] = (
+    context_parallel_without_sequence_packing,
+    context_parallel_without_sequence_parallel,
+    tensor_parallel_divides_the_heads,
+    custom_parallel_plan_not_on_nemotron_h,
+)
+WARNING_CHECKS: tuple[Check, ...] = (
+    sequence_parallel_needs_tensor_parallel,
+    cache_clearing_costs_time,
+    cpu_offload_with_separate_generation,
+)

@@ -1,0 +1,118 @@
+"""The SGLang generation back-end (``policy.generation.backend: sglang``):
+``nemo_rl/models/generation/sglang/`` (the generation, its workers, the router), at
+super-v3.5-posttraining. Catalogue: ``rule_catalogue/nemo-rl.sglang.toml``.
+
+NeMo-RL reads SGLang's settings from ``policy.generation.sglang_cfg``, a free dict that only the
+examples' schemas declare (``GenerationExamples``, ``GenerationExamplesMain``); the Super 3.5
+recipes' schema has no such key, so these checks find nothing to read there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from recipekit.errors import Issue
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.citation import cite
+
+SGLANG = "policy.generation.sglang_cfg"
+SERVER = f"{SGLANG}.sglang_server_config"
+ROUTER = f"{SGLANG}.sglang_router_config"
+SGLANG_WORKER_PY = "nemo_rl/models/generation/sglang/sglang_worker.py"
+SGLANG_ROUTER_PY = "nemo_rl/models/generation/sglang/sglang_router.py"
+GRPO_PY = "nemo_rl/algorithms/grpo.py"
+
+
+def _sglang_cfg(ctx: CheckContext) -> dict[str, Any] | None:
+    """``policy.generation.sglang_cfg`` when generation runs on SGLang and the schema has it."""
+    gen = ctx.generation
+    if gen is None or gen.backend != "sglang":
+        return None
+    cfg = getattr(gen, "sglang_cfg", None)
+    return cfg if isinstance(cfg, dict) else None
+
+
+def _section(cfg: dict[str, Any], name: str) -> dict[str, Any]:
+    """A nested section of sglang_cfg; an absent or null one reads as empty, as NeMo-RL's
+    ``.get(name) or {}`` does."""
+    section = cfg.get(name)
+    return section if isinstance(section, dict) else {}
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def tp_size_matches_gpus_per_engine(ctx: CheckContext) -> Iterator[Issue]:
+    """sglang_worker.py:383 (super-v3.5): each SGLang engine spans num_gpus_per_engine GPUs,
+    split into pp_size pipeline stages of tp_size GPUs, and the worker asserts that split when
+    it computes its server arguments."""
+    cfg = _sglang_cfg(ctx)
+    if cfg is None:
+        return
+    tp, pp = _count(cfg.get("tp_size")), _count(cfg.get("pp_size"))
+    per_engine = _count(_section(cfg, "sglang_server_config").get("num_gpus_per_engine"))
+    if tp is None or pp is None or per_engine is None or pp < 1:
+        return
+    expected = per_engine // pp
+    if tp != expected:
+        yield Issue(
+            f"{SGLANG}.tp_size",
+            "NeMo-RL's SGLang worker refuses it with sglang_server_config.num_gpus_per_engine "
+            f"= {per_engine} and pp_size = {pp}: an engine's tensor-"
+            f"parallel size must be its GPUs divided by its pipeline stages, {expected} here "
+            f"({cite(ctx, SGLANG_WORKER_PY, v35=383)})",
+            value=tp,
+            hint=f"set tp_size to {expected}, or {SERVER}.num_gpus_per_engine to "
+            f"tp_size * pp_size ({tp * pp})",
+        )
+
+
+def external_router_needs_its_address(ctx: CheckContext) -> Iterator[Issue]:
+    """sglang_router.py:114 (super-v3.5): with use_external_router, NeMo-RL starts no router
+    of its own and sends every request to sglang_router_ip:sglang_router_port, so both must
+    be given."""
+    cfg = _sglang_cfg(ctx)
+    if cfg is None:
+        return
+    router = _section(cfg, "sglang_router_config")
+    if not router.get("use_external_router"):
+        return
+    missing = [k for k in ("sglang_router_ip", "sglang_router_port") if router.get(k) is None]
+    if missing:
+        yield Issue(
+            f"{ROUTER}.use_external_router",
+            "NeMo-RL's SGLang setup refuses an external router without its address: "
+            f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set "
+            f"({cite(ctx, SGLANG_ROUTER_PY, v35=114)})",
+            value=router.get("use_external_router"),
+            hint=f"set {ROUTER}.sglang_router_ip and .sglang_router_port, or set "
+            "use_external_router false to let NeMo-RL start the router",
+        )
+
+
+def sglang_needs_its_settings(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:1432 (super-v3.5): GRPO's setup indexes policy.generation.sglang_cfg when it
+    builds SGLang generation (a KeyError without it, no assert): a recipe of the Super 3.5
+    schema, which has no such key, cannot run on SGLang."""
+    gen = ctx.generation
+    if gen is None or gen.backend != "sglang" or isinstance(getattr(gen, "sglang_cfg", None), dict):
+        return
+    declared = hasattr(gen, "sglang_cfg")
+    yield Issue(
+        "policy.generation.backend",
+        "GRPO's setup reads SGLang's settings from policy.generation.sglang_cfg and fails "
+        f"without them ({cite(ctx, GRPO_PY, v35=1432)}); "
+        + ("it is not set" if declared else "this config's schema has no such key"),
+        value="sglang",
+        hint="vllm" if not declared else f"set {SGLANG}",
+    )
+
+
+ERROR_CHECKS = (
+    sglang_needs_its_settings,
+    tp_size_matches_gpus_per_engine,
+    external_router_needs_its_address,
+)
+WARNING_CHECKS: tuple[()] = ()

@@ -1,0 +1,109 @@
+"""The SGLang generation back-end's rules: a value that breaks each is refused, naming the key
+and the upstream line.
+
+The Super 3.5 recipes' schema has no ``policy.generation.sglang_cfg``; the examples' schema
+declares it, so these tests start from rlvr read as super-v3.5's examples configure GRPO
+(``gym_examples``), with synchronous GRPO (async GRPO has no SGLang path) on SGLang.
+"""
+
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by
+# name: tp_size_matches_gpus_per_engine, external_router_needs_its_address.
+# Not catalogued (no assert states it): sglang_needs_its_settings.
+
+from __future__ import annotations
+
+from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
+from recipekit.stage import Stage
+from recipes.super35.rl import rlvr
+
+SGLANG = "policy.generation.sglang_cfg"
+ROUTER = f"{SGLANG}.sglang_router_config"
+WORKER_PY = "nemo_rl/models/generation/sglang/sglang_worker.py"
+ROUTER_PY = "nemo_rl/models/generation/sglang/sglang_router.py"
+ON_SGLANG = ("policy.generation.backend=sglang", "grpo.async_grpo.enabled=false")
+
+
+def _engine(tp: int, pp: int, gpus: int) -> str:
+    return (
+        f"{SGLANG}={{tp_size: {tp}, pp_size: {pp}, dp_size: 1, ep_size: 1, "
+        f"sglang_server_config: {{num_gpus: 64, num_gpus_per_engine: {gpus}}}}}"
+    )
+
+
+def test_tp_size_must_split_an_engines_gpus(gym_examples: Stage, refused_at: RefusedAt) -> None:
+    (error,) = refused_at(
+        gym_examples,
+        (*ON_SGLANG, _engine(tp=2, pp=1, gpus=4)),
+        f"{SGLANG}.tp_size = 2",
+        f"{WORKER_PY}:383 @",
+    )
+    assert "num_gpus_per_engine = 4" in error and "set tp_size to 4" in error
+
+
+def test_tp_size_is_checked_against_the_pipeline_stages(
+    gym_examples: Stage, refused_at: RefusedAt
+) -> None:
+    refused_at(
+        gym_examples,
+        (*ON_SGLANG, _engine(tp=4, pp=2, gpus=4)),
+        f"{SGLANG}.tp_size = 4",
+        f"{WORKER_PY}:383 @",
+    )
+
+
+def test_matching_engine_sizes_plan(gym_examples: Stage, errors: Plan) -> None:
+    assert errors(gym_examples, *ON_SGLANG, _engine(tp=4, pp=1, gpus=4)) == []
+    # NeMo-RL divides with a floor: 4 GPUs over 3 stages take tensor-parallel size 1.
+    assert errors(gym_examples, *ON_SGLANG, _engine(tp=1, pp=3, gpus=4)) == []
+
+
+def test_tp_size_is_not_read_off_sglang(gym_examples: Stage, errors: Plan) -> None:
+    assert errors(gym_examples, "grpo.async_grpo.enabled=false", _engine(2, 1, 4)) == []
+
+
+def test_an_external_router_needs_its_address(gym_examples: Stage, refused_at: RefusedAt) -> None:
+    (error,) = refused_at(
+        gym_examples,
+        (
+            *ON_SGLANG,
+            f"{SGLANG}={{sglang_router_config: {{use_external_router: true, "
+            "sglang_router_ip: 10.0.0.1}}",
+        ),
+        f"{ROUTER}.use_external_router = True",
+        f"{ROUTER_PY}:114 @",
+    )
+    assert "sglang_router_port is not set" in error
+    (error,) = refused_at(
+        gym_examples,
+        (*ON_SGLANG, f"{SGLANG}={{sglang_router_config: {{use_external_router: true}}}}"),
+        f"{ROUTER}.use_external_router = True",
+        f"{ROUTER_PY}:114 @",
+    )
+    assert "sglang_router_ip and sglang_router_port are not set" in error
+
+
+def test_a_router_of_nemo_rls_own_or_an_addressed_one_plans(
+    gym_examples: Stage, errors: Plan
+) -> None:
+    addressed = "use_external_router: true, sglang_router_ip: 10.0.0.1, sglang_router_port: 30000"
+    for router in ("use_external_router: false", addressed):
+        config = f"{SGLANG}={{sglang_router_config: {{{router}}}}}"
+        assert errors(gym_examples, *ON_SGLANG, config) == []
+
+
+def test_the_super35_schema_cannot_configure_sglang(refused_at: RefusedAt) -> None:
+    # Its generation section has no sglang_cfg, which GRPO's setup indexes for SGLang.
+    (error,) = refused_at(
+        rlvr,
+        ("policy.generation.backend=sglang", "grpo.async_grpo.enabled=false"),
+        "policy.generation.backend = 'sglang'",
+        "grpo.py:1432 @",
+    )
+    assert "schema has no such key" in error and "(vllm)" in error
+
+
+def test_sglang_without_its_settings_is_refused(gym_examples: Stage, refused_at: RefusedAt) -> None:
+    (error,) = refused_at(
+        gym_examples, ON_SGLANG, "policy.generation.backend = 'sglang'", "grpo.py:1432 @"
+    )
+    assert f"set {SGLANG}" in error
