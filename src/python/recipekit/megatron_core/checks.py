@@ -17,6 +17,8 @@ from recipekit.megatron_core.rules import fusion, moe, optimizer, parallel, reco
 Check = Callable[[Any], Iterator[Issue]]
 
 ERROR_CHECKS: tuple[Check, ...] = (
+    parallel.tensor_parallel_divides_the_attention_heads,
+    parallel.tensor_parallel_fits_the_query_groups,
     recompute.full_recompute_names_a_method,
     recompute.full_recompute_names_its_layer_count,
     recompute.selective_recompute_takes_no_layer_count,

@@ -15,7 +15,8 @@ key (errors stop the plan, warnings come with it), and the stage as written plan
 
 # The catalogued checks these tests break (by the upstream line each cites), which the
 # rule catalogue's meta-test finds by name:
-# delayed_fp8_recompute_excludes_moe_act_and_layernorm.
+# delayed_fp8_recompute_excludes_moe_act_and_layernorm, tensor_parallel_divides_the_attention_heads,
+# tensor_parallel_fits_the_query_groups.
 
 from __future__ import annotations
 
@@ -253,3 +254,40 @@ def test_layernorm_recompute_under_fp8_needs_only_another_recipe() -> None:
     fp8 = f"{P}fp8_cfg={{enabled: true, fp8: e4m3, fp8_recipe: tensorwise, fp8_param: false}}"
     errors, _ = _issues(rlvr, (*SELECTIVE, f"{P}recompute_modules=[layernorm]", fp8))
     assert not [e for e in errors if "transformer_config.py:1824" in e.message], errors
+
+
+def _with_heads(stage: object, heads: int, groups: int) -> object:
+    """``stage`` with a model card of other attention heads and query groups (Nemotron-H's 32
+    and 2 fit every TP size the layout rules allow, so the rules need another model)."""
+    card = stage.model  # type: ignore[attr-defined]
+    arch = attrs.evolve(card.architecture, attention_heads=heads, kv_heads=groups)
+    return attrs.evolve(stage, model=attrs.evolve(card, architecture=arch))
+
+
+@pytest.mark.parametrize(
+    ("stage", "overrides", "key"),
+    [
+        (rlvr, (), f"{P}tensor_model_parallel_size = 8"),
+        (sft, ("model.tensor_model_parallel_size=4",), "model.tensor_model_parallel_size = 4"),
+    ],
+    ids=["nemo-rl", "megatron-bridge"],
+)
+def test_tensor_parallelism_must_fit_the_models_heads(
+    stage: object, overrides: tuple[str, ...], key: str
+) -> None:
+    errors, _ = _issues(_with_heads(stage, 10, 10), overrides)
+    texts = [e.render() for e in errors]
+    assert any(
+        t.startswith(key) and "10 attention heads" in t and "transformer_config.py:1324" in t
+        for t in texts
+    ), texts
+    errors, _ = _issues(_with_heads(stage, 32, 3), overrides)
+    texts = [e.render() for e in errors]
+    assert any(
+        t.startswith(key) and "3 query groups" in t and "transformer_config.py:1342" in t
+        for t in texts
+    ), texts
+    # Groups that TP divides, or that divide TP (replicated across it), plan.
+    for groups in (1, 2, 16):
+        errors, _ = _issues(_with_heads(stage, 32, groups), overrides)
+        assert not any("query groups" in e.render() for e in errors), errors

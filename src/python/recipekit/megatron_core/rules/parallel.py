@@ -8,7 +8,7 @@ from typing import Any
 
 from recipekit.errors import Issue
 from recipekit.megatron_core.options import options_of
-from recipekit.megatron_core.rules import MODEL_PARALLEL_CONFIG, cite
+from recipekit.megatron_core.rules import MODEL_PARALLEL_CONFIG, TRANSFORMER_CONFIG, cite
 
 
 def expert_and_tensor_parallel_want_sequence_parallel(ctx: Any) -> Iterator[Issue]:
@@ -25,3 +25,45 @@ def expert_and_tensor_parallel_want_sequence_parallel(ctx: Any) -> Iterator[Issu
             f"must train with sequence parallelism {cite(MODEL_PARALLEL_CONFIG, 562)}",
             value=False,
         )
+
+
+def _heads(ctx: Any) -> tuple[int, int]:
+    """The model card's attention heads and query groups (key-value heads; a card without them
+    has as many as heads, Megatron-Core's default); (0, 0) where the card gives no heads."""
+    arch = ctx.model.architecture
+    heads = 0 if arch is None else arch.attention_heads
+    return heads, (arch.kv_heads or heads) if heads else 0
+
+
+def tensor_parallel_divides_the_attention_heads(ctx: Any) -> Iterator[Issue]:
+    """transformer_config.py:1324: TP splits the attention heads, so it must divide them."""
+    o = options_of(ctx)
+    heads, _ = _heads(ctx)
+    if o is None or not heads or heads % o.parallel.tp == 0:
+        return
+    fits = [n for n in range(1, heads + 1) if heads % n == 0]
+    yield Issue(
+        o.key("tp"),
+        f"{ctx.model.name} has {heads} attention heads, which TP = {o.parallel.tp} does not "
+        f"divide: Megatron-Core's TransformerConfig raises {cite(TRANSFORMER_CONFIG, 1324)}",
+        value=o.parallel.tp,
+        hint="one of " + ", ".join(map(str, fits)),
+    )
+
+
+def tensor_parallel_fits_the_query_groups(ctx: Any) -> Iterator[Issue]:
+    """transformer_config.py:1342: the query groups (key-value heads) are split over TP, or
+    replicated across it: one of the two must divide the other."""
+    o = options_of(ctx)
+    heads, groups = _heads(ctx)
+    tp = 0 if o is None else o.parallel.tp
+    if o is None or not groups or groups % tp == 0 or tp % groups == 0:
+        return
+    yield Issue(
+        o.key("tp"),
+        f"{ctx.model.name} has {groups} query groups, which TP = {tp} neither divides nor is "
+        f"a multiple of: Megatron-Core's TransformerConfig raises "
+        f"{cite(TRANSFORMER_CONFIG, 1342)}",
+        value=tp,
+        hint=f"a divisor or a multiple of {groups}",
+    )
