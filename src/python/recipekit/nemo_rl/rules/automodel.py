@@ -235,7 +235,7 @@ def sglang_refit_outside_grpo(ctx: CheckContext) -> Iterator[Issue]:
             "only GRPO's setup gives it the engines' GPU count it streams weights by "
             f"({cite(ctx, WORKER, v35=1155)})",
             value="sglang",
-            hint="generate with vllm, or train on the Megatron back-end",
+            hint="generate with vllm (no other policy worker streams weights to SGLang)",
         )
 
 

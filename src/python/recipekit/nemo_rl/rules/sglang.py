@@ -22,6 +22,7 @@ ROUTER = f"{SGLANG}.sglang_router_config"
 SGLANG_WORKER_PY = "nemo_rl/models/generation/sglang/sglang_worker.py"
 SGLANG_ROUTER_PY = "nemo_rl/models/generation/sglang/sglang_router.py"
 GRPO_PY = "nemo_rl/algorithms/grpo.py"
+V2_WORKER_PY = "nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py"
 
 
 def _sglang_cfg(ctx: CheckContext) -> dict[str, Any] | None:
@@ -110,8 +111,31 @@ def sglang_needs_its_settings(ctx: CheckContext) -> Iterator[Issue]:
     )
 
 
+def sglang_needs_the_v2_dtensor_worker(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py:1442 (super-v3.5): with SGLang, GRPO's setup hands every policy worker the
+    engines' GPU count (lm_policy.py:1105), a method only the v2 DTensor worker defines
+    (dtensor_policy_worker_v2.py:397); the Megatron and first DTensor workers have no such
+    method, so the setup fails before the first step (no assert states it)."""
+    gen = ctx.generation
+    if gen is None or gen.backend != "sglang":
+        return
+    dtensor = ctx.config.policy.dtensor_cfg
+    if ctx.megatron is None and dtensor.enabled is True and dtensor.v2 is True:
+        return
+    worker = "Megatron" if ctx.megatron is not None else "first DTensor"
+    yield Issue(
+        "policy.generation.backend",
+        f"GRPO's setup gives the policy's workers SGLang's engine size through a method only "
+        f"the v2 DTensor worker has; the {worker} worker fails there "
+        f"({cite(ctx, GRPO_PY, v35=1442)}, {V2_WORKER_PY}:397)",
+        value="sglang",
+        hint="vllm, or train on DTensor with policy.dtensor_cfg._v2: true",
+    )
+
+
 ERROR_CHECKS = (
     sglang_needs_its_settings,
+    sglang_needs_the_v2_dtensor_worker,
     tp_size_matches_gpus_per_engine,
     external_router_needs_its_address,
 )

@@ -8,9 +8,12 @@ declares it, so these tests start from rlvr read as super-v3.5's examples config
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name: tp_size_matches_gpus_per_engine, external_router_needs_its_address.
-# Not catalogued (no assert states it): sglang_needs_its_settings.
+# Not catalogued (no assert states them): sglang_needs_its_settings,
+# sglang_needs_the_v2_dtensor_worker.
 
 from __future__ import annotations
+
+import pytest
 
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
 from recipekit.stage import Stage
@@ -20,7 +23,13 @@ SGLANG = "policy.generation.sglang_cfg"
 ROUTER = f"{SGLANG}.sglang_router_config"
 WORKER_PY = "nemo_rl/models/generation/sglang/sglang_worker.py"
 ROUTER_PY = "nemo_rl/models/generation/sglang/sglang_router.py"
-ON_SGLANG = ("policy.generation.backend=sglang", "grpo.async_grpo.enabled=false")
+# SGLang's weights come from the v2 DTensor worker only (grpo.py:1442).
+ON_V2 = (
+    "policy.megatron_cfg.enabled=false",
+    "policy.dtensor_cfg.enabled=true",
+    "policy.dtensor_cfg._v2=true",
+)
+ON_SGLANG = ("policy.generation.backend=sglang", "grpo.async_grpo.enabled=false", *ON_V2)
 
 
 def _engine(tp: int, pp: int, gpus: int) -> str:
@@ -107,3 +116,30 @@ def test_sglang_without_its_settings_is_refused(gym_examples: Stage, refused_at:
         gym_examples, ON_SGLANG, "policy.generation.backend = 'sglang'", "grpo.py:1432 @"
     )
     assert f"set {SGLANG}" in error
+
+
+DTENSOR_V1 = (
+    "policy.megatron_cfg.enabled=false",
+    "policy.dtensor_cfg.enabled=true",
+    "policy.dtensor_cfg._v2=false",
+)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "worker"),
+    [((), "Megatron"), (DTENSOR_V1, "first DTensor")],
+    ids=["megatron", "dtensor-v1"],
+)
+def test_sglang_needs_the_v2_dtensor_worker(
+    gym_examples: Stage, refused_at: RefusedAt, overrides: tuple[str, ...], worker: str
+) -> None:
+    sglang = (
+        "policy.generation.backend=sglang",
+        "grpo.async_grpo.enabled=false",
+        *overrides,
+        _engine(tp=4, pp=1, gpus=4),
+    )
+    (error,) = refused_at(
+        gym_examples, sglang, "policy.generation.backend = 'sglang'", "grpo.py:1442 @"
+    )
+    assert f"the {worker} worker fails there" in error
