@@ -25,6 +25,7 @@ import pytest
 
 from recipekit.errors import Issue, RecipeError
 from recipekit.plan import make_plan
+from recipekit.stage import Stage
 from recipes.super35.rl import rlvr
 from recipes.super35.sft import sft
 
@@ -256,10 +257,11 @@ def test_layernorm_recompute_under_fp8_needs_only_another_recipe() -> None:
     assert not [e for e in errors if "transformer_config.py:1824" in e.message], errors
 
 
-def _with_heads(stage: object, heads: int, groups: int) -> object:
+def _with_heads(stage: Stage, heads: int, groups: int) -> Stage:
     """``stage`` with a model card of other attention heads and query groups (Nemotron-H's 32
     and 2 fit every TP size the layout rules allow, so the rules need another model)."""
-    card = stage.model  # type: ignore[attr-defined]
+    card = stage.model
+    assert card.architecture is not None
     arch = attrs.evolve(card.architecture, attention_heads=heads, kv_heads=groups)
     return attrs.evolve(stage, model=attrs.evolve(card, architecture=arch))
 
@@ -273,7 +275,7 @@ def _with_heads(stage: object, heads: int, groups: int) -> object:
     ids=["nemo-rl", "megatron-bridge"],
 )
 def test_tensor_parallelism_must_fit_the_models_heads(
-    stage: object, overrides: tuple[str, ...], key: str
+    stage: Stage, overrides: tuple[str, ...], key: str
 ) -> None:
     errors, _ = _issues(_with_heads(stage, 10, 10), overrides)
     texts = [e.render() for e in errors]
