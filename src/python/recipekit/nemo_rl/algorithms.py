@@ -74,6 +74,7 @@ from recipekit.parallelism import (
     DTENSOR,
     LAYOUT_RULES,
     NEMO_RL,
+    ParallelKeys,
     ParallelLayout,
     model_layout_issues,
     model_parallel_divides_gpus,
@@ -145,7 +146,6 @@ class NemoRLRun(FrameworkBase):
             if asked[key] > has:
                 errors.append(Issue(f"cluster.{key}", what.format(has), value=value))
         nodes, per_node = asked["num_nodes"], asked["gpus_per_node"]
-        megatron = _megatron_of(config, "policy")
         training = None if self.training_gpus is None else self.training_gpus(config)
         if training is None:
             gpus = nodes * per_node
@@ -153,14 +153,14 @@ class NemoRLRun(FrameworkBase):
         else:
             gpus, counted = training
             where = f"the {gpus} GPUs it trains on ({counted})"
-        parallel = None if megatron is None else NEMO_RL.read(megatron, gpus)
-        if parallel is not None:
-            errors += model_layout_issues(parallel, NEMO_RL, hardware.node, model, where)
-        elif (dtensor := _dtensor_of(config)) is not None:
-            # The policy's class and its DTensor workers refuse sizes that do not divide the
-            # GPUs (lm_policy.py:233, dtensor_policy_worker.py:374), as for GRPO.
-            laid_out = DTENSOR.read(dtensor, gpus)
-            errors += model_layout_issues(laid_out, DTENSOR, hardware.node, model, where)
+        sizes = _policy_sizes(config, gpus)
+        if sizes is not None and sizes.enabled:
+            # On DTensor too: the policy's class and its DTensor workers refuse sizes that do
+            # not divide the GPUs (lm_policy.py:233, dtensor_policy_worker.py:374), as for GRPO.
+            errors += model_layout_issues(
+                sizes.parallel, sizes.keys, hardware.node, model, where
+            )
+        parallel = sizes.parallel if sizes is not None and sizes.keys is NEMO_RL else None
         critic = _megatron_value_of_the_policys_model(config)
         if critic is not None:
             # PPO's critic is built from the policy's model (its card is the stage's) and trains
@@ -170,7 +170,7 @@ class NemoRLRun(FrameworkBase):
                 VALUE.read(critic, gpus), VALUE, hardware.node, model, where, VALUE_LAYOUT_RULES
             )
         policy_errors, warnings = self._policy_issues(
-            config, hardware, model, (nodes, per_node, gpus), parallel
+            config, hardware, model, (nodes, per_node, gpus), sizes
         )
         errors += policy_errors
         errors += [issue for rule in self.error_checks for issue in rule(config)]
@@ -183,21 +183,14 @@ class NemoRLRun(FrameworkBase):
         hardware: Hardware,
         model: ModelCard,
         gpus: tuple[int, int, int],
-        megatron_layout: ParallelLayout | None,
+        sizes: PolicySizes | None,
     ) -> tuple[list[Issue], list[Issue]]:
         """The policy's own rules, on ``gpus`` = (cluster nodes, GPUs per node, training GPUs)
-        with the policy's Megatron layout there (None: it trains on DTensor)."""
-        policy = given(getattr(config, "policy", UNSET), None)
+        with the policy's ``sizes`` there (None: the config has no policy to read them on)."""
         checks = self.policy_error_checks, self.policy_warning_checks
-        if policy is None or not any(checks):
+        if sizes is None or not any(checks):
             return [], []
         nodes, per_node, training = gpus
-        parallel, keys, backend = megatron_layout, NEMO_RL, "megatron"
-        if parallel is None:
-            dtensor = given(getattr(policy, "dtensor_cfg", UNSET), None)
-            if dtensor is None:
-                return [], []
-            parallel, keys, backend = DTENSOR.read(dtensor, training), DTENSOR, "dtensor"
         split = NodeSplit(
             gpus_per_node=per_node,
             cluster_nodes=nodes,
@@ -209,9 +202,9 @@ class NemoRLRun(FrameworkBase):
         )
         layout = Layout(
             nodes=split,
-            backend=backend,
-            parallel=parallel,
-            keys=keys,
+            backend="megatron" if sizes.keys is NEMO_RL else "dtensor",
+            parallel=sizes.parallel,
+            keys=sizes.keys,
             vllm_tensor_parallel=1,
             vllm_pipeline_parallel=1,
         )
@@ -256,11 +249,28 @@ def _megatron_of(config: Any, role: str) -> Any:
     return megatron if megatron is not None and megatron.enabled is True else None
 
 
-def _dtensor_of(config: Any) -> Any:
-    """The policy's ``dtensor_cfg`` where it trains on DTensor (Megatron-Core off)."""
-    model = given(getattr(config, "policy", UNSET), None)
-    dtensor = given(getattr(model, "dtensor_cfg", UNSET), None)
-    return dtensor if dtensor is not None and dtensor.enabled is True else None
+@attrs.frozen
+class PolicySizes:
+    """The policy's parallel sizes on the GPUs it trains on, in its back-end's keys, and
+    whether that back-end is on."""
+
+    parallel: ParallelLayout
+    keys: ParallelKeys
+    enabled: bool
+
+
+def _policy_sizes(config: Any, gpus: int) -> PolicySizes | None:
+    """Megatron-Core's sizes where it trains the policy, else the DTensor section's, on or not
+    (the rule refusing a policy with neither back-end on reads them too); None where the
+    config has no policy (an evaluation's)."""
+    megatron = _megatron_of(config, "policy")
+    if megatron is not None:
+        return PolicySizes(NEMO_RL.read(megatron, gpus), NEMO_RL, True)
+    policy = given(getattr(config, "policy", UNSET), None)
+    dtensor = given(getattr(policy, "dtensor_cfg", UNSET), None)
+    if dtensor is None:
+        return None
+    return PolicySizes(DTENSOR.read(dtensor, gpus), DTENSOR, dtensor.enabled is True)
 
 
 # PPO's critic (``value``), laid out by the same Megatron keys as the policy.

@@ -57,6 +57,38 @@ _GENERATION_ERRORS_SUPER35: tuple[Check, ...] = (
     *weight_sync.ERROR_CHECKS,
 )
 
+# The policy's own rules (its class, lm_policy.py; its workers; Megatron-Core's setup), which
+# every entry point that trains a policy starts: GRPO's tuples below splice them in where they
+# stand, and the POLICY_ tuples at the end give them to the other entry points.
+_POLICY_SETUP_ERRORS: tuple[Check, ...] = (
+    megatron_setup.precision_aware_optimizer_states_bf16,
+    megatron_setup.precision_aware_optimizer_states_fp16,
+    megatron_setup.float32_optimizer_takes_no_half_flags,
+    megatron_setup.fp8_cfg_names_every_key,
+    policy_workers.dynamic_batching_needs_one_pipeline_stage,
+    policy_workers.lora_needs_dtensor_v2,
+    policy_workers.model_save_format_needs_dtensor_v2,
+)
+_POLICY_MEGATRON_SETUP_ERRORS_SUPER35: tuple[Check, ...] = (
+    megatron_setup.cpu_offload_needs_distributed_optimizer,
+    megatron_setup.d2h_overlap_needs_cpu_offload,
+    megatron_setup.fused_logprobs_without_context_parallel,
+    megatron_setup.fused_logprobs_without_param_gather_overlap,
+)
+_POLICY_WORKER_ERRORS_SUPER35: tuple[Check, ...] = (
+    *megatron_peft.SUPER35_ERROR_CHECKS,
+    *megatron_performance.ERROR_CHECKS,
+    policy_workers.draft_without_sequence_packing,
+    policy_workers.draft_needs_megatron,
+    *dtensor_v1.ERROR_CHECKS,
+    *automodel.ERROR_CHECKS,
+)
+_POLICY_WORKER_WARNINGS_SUPER35: tuple[Check, ...] = (
+    *megatron_performance.WARNING_CHECKS,
+    *dtensor_v1.WARNING_CHECKS,
+    *automodel.WARNING_CHECKS,
+)
+
 # The training side's rules (nemo-rl.toml): GRPO setup, async GRPO, Megatron setup, workers.
 _TRAINING_ERRORS: tuple[Check, ...] = (
     grpo_setup.grpo_needs_a_generation_config,
@@ -68,13 +100,7 @@ _TRAINING_ERRORS: tuple[Check, ...] = (
     async_grpo.async_grpo_needs_async_rollouts,
     async_grpo.async_grpo_needs_importance_sampling,
     async_grpo.async_grpo_colocated_generation,
-    megatron_setup.precision_aware_optimizer_states_bf16,
-    megatron_setup.precision_aware_optimizer_states_fp16,
-    megatron_setup.float32_optimizer_takes_no_half_flags,
-    megatron_setup.fp8_cfg_names_every_key,
-    policy_workers.dynamic_batching_needs_one_pipeline_stage,
-    policy_workers.lora_needs_dtensor_v2,
-    policy_workers.model_save_format_needs_dtensor_v2,
+    *_POLICY_SETUP_ERRORS,
 )
 _TRAINING_ERRORS_SUPER_V3: tuple[Check, ...] = (
     *loss.CLIPPED_PG_SUPER_V3_ERROR_CHECKS,
@@ -89,18 +115,10 @@ _TRAINING_ERRORS_SUPER35: tuple[Check, ...] = (
     grpo_setup.multimodal_dedup_needs_data_plane_off,
     async_grpo.async_grpo_with_one_dataloader,
     async_grpo.async_grpo_backend_has_a_replay_path,
-    megatron_setup.cpu_offload_needs_distributed_optimizer,
-    megatron_setup.d2h_overlap_needs_cpu_offload,
-    megatron_setup.fused_logprobs_without_context_parallel,
-    megatron_setup.fused_logprobs_without_param_gather_overlap,
+    *_POLICY_MEGATRON_SETUP_ERRORS_SUPER35,
     megatron_setup.colocated_reshard_without_draft,
     megatron_setup.colocated_reshard_without_peft,
-    *megatron_peft.SUPER35_ERROR_CHECKS,
-    *megatron_performance.ERROR_CHECKS,
-    policy_workers.draft_without_sequence_packing,
-    policy_workers.draft_needs_megatron,
-    *dtensor_v1.ERROR_CHECKS,
-    *automodel.ERROR_CHECKS,
+    *_POLICY_WORKER_ERRORS_SUPER35,
     *distillation.ERROR_CHECKS,
 )
 _TRAINING_WARNINGS_SUPER_V3: tuple[Check, ...] = (
@@ -117,9 +135,7 @@ _TRAINING_WARNINGS_SUPER35: tuple[Check, ...] = (
     grpo_setup.stop_properly_penalty_ignores_dapo_lengths,
     grpo_setup.multiple_dataloaders_ignore_max_num_epochs,
     grpo_setup.checkpoint_saved_without_its_validation_metric,
-    *megatron_performance.WARNING_CHECKS,
-    *dtensor_v1.WARNING_CHECKS,
-    *automodel.WARNING_CHECKS,
+    *_POLICY_WORKER_WARNINGS_SUPER35,
     *distillation.WARNING_CHECKS,
 )
 
@@ -160,58 +176,32 @@ WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *_TRAINING_WARNINGS_SUPER35,
 )
 
-# The policy's own rules on super-v3.5-posttraining: its class (lm_policy.py), its workers,
-# Megatron-Core's setup and config classes, and the model card. Every entry point that trains a
-# policy starts them, so SFT, DPO, RM, PPO and off-policy distillation run these too (GRPO's
-# tuples above hold each of them: policy_rules_test.py).
-POLICY_ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
+# The policy's own rules for the entry points other than GRPO: the groups above, the checks of
+# recipekit.nemo_rl.checks that read only the policy, the model card's, and Megatron-Core's
+# own (GRPO's tuples hold each of them: policy_rules_test.py).
+_POLICY_CHECKS: tuple[Check, ...] = (
     resources.one_training_backend,
     batch_and_layout.micro_batches_agree_at_large_tp,
     settings.megatron_settings_agree,
     sequence.sequence_divisible_for_parallelism,
     *model_support.ERROR_CHECKS,
-    megatron_setup.precision_aware_optimizer_states_bf16,
-    megatron_setup.precision_aware_optimizer_states_fp16,
-    megatron_setup.float32_optimizer_takes_no_half_flags,
-    megatron_setup.fp8_cfg_names_every_key,
-    megatron_setup.cpu_offload_needs_distributed_optimizer,
-    megatron_setup.d2h_overlap_needs_cpu_offload,
-    megatron_setup.fused_logprobs_without_context_parallel,
-    megatron_setup.fused_logprobs_without_param_gather_overlap,
-    *megatron_peft.SUPER35_ERROR_CHECKS,
-    *megatron_performance.ERROR_CHECKS,
-    policy_workers.dynamic_batching_needs_one_pipeline_stage,
-    policy_workers.lora_needs_dtensor_v2,
-    policy_workers.model_save_format_needs_dtensor_v2,
-    policy_workers.draft_without_sequence_packing,
-    policy_workers.draft_needs_megatron,
-    *dtensor_v1.ERROR_CHECKS,
-    *automodel.ERROR_CHECKS,
+)
+POLICY_ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
+    *_POLICY_CHECKS,
+    *_POLICY_SETUP_ERRORS,
+    *_POLICY_MEGATRON_SETUP_ERRORS_SUPER35,
+    *_POLICY_WORKER_ERRORS_SUPER35,
     *MCORE_ERRORS,
 )
 POLICY_WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
-    *megatron_performance.WARNING_CHECKS,
-    *dtensor_v1.WARNING_CHECKS,
-    *automodel.WARNING_CHECKS,
+    *_POLICY_WORKER_WARNINGS_SUPER35,
     *tokenizer.WARNING_CHECKS,
     *MCORE_WARNINGS,
 )
-
-# The same on super-v3, at its own lines (GRPO's super-v3 tuples hold each of them).
 POLICY_ERROR_CHECKS_SUPER_V3: tuple[Check, ...] = (
-    resources.one_training_backend,
-    batch_and_layout.micro_batches_agree_at_large_tp,
-    settings.megatron_settings_agree,
-    sequence.sequence_divisible_for_parallelism,
-    *model_support.ERROR_CHECKS,
-    megatron_setup.precision_aware_optimizer_states_bf16,
-    megatron_setup.precision_aware_optimizer_states_fp16,
-    megatron_setup.float32_optimizer_takes_no_half_flags,
-    megatron_setup.fp8_cfg_names_every_key,
+    *_POLICY_CHECKS,
+    *_POLICY_SETUP_ERRORS,
     *megatron_peft.SUPER_V3_ERROR_CHECKS,
-    policy_workers.dynamic_batching_needs_one_pipeline_stage,
-    policy_workers.lora_needs_dtensor_v2,
-    policy_workers.model_save_format_needs_dtensor_v2,
     *MCORE_ERRORS,
 )
 POLICY_WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (
