@@ -24,7 +24,9 @@ job). Paths are resolved as OmegaConf resolves ``${oc.env:VAR}`` when NeMo-RL lo
 
 FAKE_GRPO_EXIT (default 0), FAKE_GRPO_SLEEP (seconds, default 0) and FAKE_GRPO_STEP_SECONDS
 (seconds a training step takes, default 0) come from the submitting shell through Slurm's
---export, like any user environment.
+--export, like any user environment. FAKE_GRPO_SLEEP holds the first attempt only: it is the
+window in which a test kills a node or cancels the job, and a requeued attempt
+(SLURM_RESTART_COUNT > 0) has nothing left to wait for.
 """
 
 import argparse
@@ -166,7 +168,9 @@ def main() -> int:
         megatron_start(policy, plan["framework"]["version"])
     train(config)
     sleep = float(os.environ.get("FAKE_GRPO_SLEEP", "0"))
-    if sleep:
+    if sleep and int(os.environ.get("SLURM_RESTART_COUNT", "0") or "0") > 0:
+        print("fake-grpo: a requeued attempt: no wait", flush=True)
+    elif sleep:
         print(f"fake-grpo: training for {sleep:g} s", flush=True)
         time.sleep(sleep)
     status = int(os.environ.get("FAKE_GRPO_EXIT", "0"))
