@@ -62,8 +62,20 @@ CHECK4_BOUNDS = {
     "peak_allocated": (-0.01, 0.04),
     "whole_gpu": (-0.03, 0.13),
 }
+# "check5": fourteen shapes of five new models chosen and committed at 10593ad, before they ran,
+# and measured once (2026-12-05, 323 s on a lent H100 80GB: the device lent no H200 that day).
+# The ten that fit: weights, gradients and optimizer 0%, allocated peak -0.1%..+3.3%, whole GPU
+# -0.1%..+6.2%, inside the issue's -3%..+10% band on every run. The four that ran out of the
+# H100's memory the estimate puts past it (test_the_runs_that_ran_out_of_memory_...).
+CHECK5_BOUNDS = {
+    **BOUNDS,
+    "stored_activations": (-0.08, 0.09),
+    "peak_allocated": (-0.01, 0.04),
+    "whole_gpu": (-0.01, 0.07),
+}
 RUNS = {
     "fit": 30, "check": 9, "fused": 10, "fused-check": 10, "check2": 12, "check3": 11, "check4": 12,
+    "check5": 10,
 }  # fmt: skip
 # The run the whole-GPU estimate is more than 3% under (-4.1%), of check3: PyTorch reserved 9.3 GiB
 # beyond the allocated peak, 2.3 x its largest short-lived block (the envelope allows 1.25); its
@@ -79,7 +91,7 @@ UNDER_ESTIMATED = [
 def _bounds(which: str) -> dict[str, tuple[float, float]]:
     chosen = {
         "check": CHECK_BOUNDS, "check2": CHECK2_BOUNDS, "check3": CHECK3_BOUNDS,
-        "check4": CHECK4_BOUNDS,
+        "check4": CHECK4_BOUNDS, "check5": CHECK5_BOUNDS,
     }  # fmt: skip
     return chosen.get(which, FUSED_BOUNDS if which.startswith("fused") else BOUNDS)
 
@@ -111,7 +123,7 @@ def test_with_a_fused_adam_the_whole_gpu_is_never_under_estimated_by_more_than_t
     fused = [
         run for which in RUNS for run in measured_runs(which) if run.get("fused_adam", False)
     ]
-    assert len(fused) == 33
+    assert len(fused) == 36
     known = [run for run in fused if _key(run) in UNDER_ESTIMATED]
     values = errors([run for run in fused if run not in known])["whole_gpu"]
     assert -0.03 <= min(values) and max(values) <= 0.11, (min(values), max(values))
@@ -168,3 +180,28 @@ def test_a_run_that_ran_out_of_memory_is_estimated_past_the_gpu() -> None:
     assert "expandable_segments:True to avoid fragmentation" in died[0]["error"]
     h200 = 139.8 * 1024**3  # what torch reported as the GPU's total capacity in that run
     assert estimate(died[0])["whole_gpu"] > h200
+
+
+def test_the_runs_that_ran_out_of_memory_on_the_h100_are_estimated_past_it() -> None:
+    # check5's four runs that did not fit the lent H100 80GB: hidden 5120 at 8k under full
+    # recompute, 128 experts top-8 at 8k selective, the ten-layer hidden-1024 model at 16k (full)
+    # and at 4k x 4 (none). Each must be estimated past the GPU's capacity, not called a fit.
+    import json
+    from pathlib import Path
+
+    from tools.calibrate_memory import estimate
+
+    here = Path(__file__).parent / "calibration" / "h100-megatron-core-0.19.2-check5.json"
+    runs = json.loads(here.read_text())["runs"]
+    assert {run["gpu"] for run in runs if "gpu" in run} == {"NVIDIA H100 80GB HBM3"}
+    died = [run for run in runs if "error" in run]
+    assert sorted((run["name"], run["seq"], run["micro_batch"]) for run in died) == [
+        ("dense-1k-gqa2-10l", 4096, 4),
+        ("dense-1k-gqa2-10l", 16384, 1),
+        ("dense-5k-gqa8-swiglu-152k", 8192, 1),
+        ("moe-128x-top8-swiglu-hd64", 8192, 1),
+    ]
+    h100 = 79.18 * 1024**3  # what torch reported as the GPU's total capacity in those runs
+    for run in died:
+        assert "expandable_segments:True to avoid fragmentation" in run["error"], run["error"]
+        assert estimate(run)["whole_gpu"] > h100, run["name"]
