@@ -66,6 +66,8 @@ EXIT_PREFLIGHT = 3
 EXIT_RAY = 4
 # A worker treats the head as gone after this many missed GCS probes in a row.
 HEAD_GONE_AFTER_MISSES = 3
+# How long `ray start --block` gets to stop what it started after its SIGTERM.
+RAY_STOP_GRACE_S = 3.0
 
 
 def _address(node: str) -> str:
@@ -192,6 +194,7 @@ def _job_step(node: _Node, interactive: bool) -> int:
         temp_dir=temp_dir,
     )
     ray_node = RayNode.start(command, temp_dir, log)
+    head_gone = False
     try:
         if node_index == 0:
             address = f"{head_address}:{ports.gcs}"
@@ -201,12 +204,16 @@ def _job_step(node: _Node, interactive: bool) -> int:
                 return _hold_interactive(run, ray_node, address, nodes[0], job_id, log)
             status = run_driver(run, plan, profile, address, log)
             return status or record_finished_run(run, plan, profile, log)
-        return _follow_head(ray_node, head_address, ports.gcs, log)
+        status = _follow_head(ray_node, head_address, ports.gcs, log)
+        head_gone = status == 0
+        return status
     except Terminated as why:
         log(f"received {why}: stopping")
         return 128 + signal.SIGTERM
     finally:
-        ray_node.stop(log)
+        # A worker's Ray drains by reporting to the head's GCS: once that is gone, a SIGTERM
+        # only waits out the grace before the kill, so the worker is killed at once.
+        ray_node.stop(log, grace_s=0.0 if head_gone else RAY_STOP_GRACE_S)
 
 
 def _cluster_complete(

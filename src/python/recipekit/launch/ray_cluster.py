@@ -120,12 +120,13 @@ class RayNode:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def stop(self, log: Log, grace_s: float = 3.0) -> None:
-        """SIGTERM lets ``ray start --block`` stop what it started; then nothing may remain.
+    def stop(self, log: Log, grace_s: float) -> None:
+        """SIGTERM lets ``ray start --block`` stop what it started, for ``grace_s``; then
+        nothing may remain.
 
         Quick, because Slurm SIGKILLs the step ``KillWait`` seconds after its SIGTERM.
         """
-        if self.alive():
+        if self.alive() and grace_s > 0:
             with contextlib.suppress(ProcessLookupError):
                 self.process.send_signal(signal.SIGTERM)
             try:
