@@ -20,9 +20,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,7 +27,7 @@ import pytest
 import yaml
 
 from recipekit.lineage import Pipeline
-from recipekit.lineage.store import import_version, init_store, versions
+from recipekit.lineage.store import versions
 from recipekit.lineage.tracking import lineage_edges, read_offline_run
 from recipekit.megatron_bridge.export import (
     CONVERT_SH_OPTIONS,
@@ -38,126 +35,21 @@ from recipekit.megatron_bridge.export import (
     VERIFICATION_CARD,
     VERIFIED_EXPORT,
 )
-from tests.integration.support.local_slurm import LocalSlurm, local_slurm, mount_prefix
-from tests.integration.support.stage_workspace import JOB_PROCESSES, nemo_rl_sources
+from tests.integration.slurm.chain_support import (
+    CHAIN,
+    STORE_MOUNT,
+    Chain,
+    chain_on_two_nodes,
+    drawn_states,
+    new_store,
+)
+from tests.integration.support.stage_workspace import JOB_PROCESSES
 
-HERE = Path(__file__).resolve().parent
-CHAIN = HERE / "chain_stages.py"
-CLI = Path("tests.integration.slurm/recipekit-cli.pex")
-STORE_MOUNT = "/artifacts"
 RL_MODEL = "super35-rl-rlvr-model"
 MOPD_MODEL = "super35-rl-mopd-single-stage-model"
 HF_MODEL = "super35-rl-mopd-single-stage-hf-model"
-VLLM_IMAGE = "docker.io/vllm/vllm-openai@sha256:" + "3" * 64
 IMPORTED_TEACHERS = ("vision", "rlhf-teacher1", "rlhf-teacher2")
 STAGES = ["pretrain-tiny", "sft-tiny", "rlvr", "teacher-reasoning", "mopd-single-stage"]
-
-PROFILE = """\
-import sys
-
-sys.path.insert(0, {here!r})
-from fake_stages import FAKE_NODE
-from recipekit.launch.profile import (
-    ArtifactStore, BaseContainer, ClusterProfile, NoContainer, Tracking
-)
-from recipekit.launch.ray_ports import RayPorts
-
-profile = ClusterProfile(
-    name="local-chain",
-    node=FAKE_NODE,
-    partition="gpu",
-    account="chain-team",
-    # Where NeMo Evaluator's launcher submits from, and the vLLM image it is told to run.
-    login_host="localhost",
-    bases={{"vllm": BaseContainer(image={vllm!r}, framework_root="/unused")}},
-    time_limit="00:10:00",
-    container=NoContainer(python={python!r}),
-    runs_dir={runs!r},
-    # The local cluster's nodes are one host: the test's whole folder is storage they all see.
-    shared_paths={{"workspace": {root!r}}},
-    framework_root={framework_root!r},
-    artifact_store=ArtifactStore(path="/artifacts"),
-    publish_interval_s=0.5,
-    ray_ports=RayPorts(node_offset=1000),
-    ray_start_timeout_s=180,
-    start_workers_one_at_a_time=True,
-    master_port=29731,
-    tracking=Tracking(mode="offline", project="rk-chain"),
-)
-"""
-
-
-class Chain:
-    """The test's store, framework checkout, profile and the `recipekit` Pex that submits."""
-
-    def __init__(
-        self,
-        root: Path,
-        cluster: LocalSlurm,
-        ray_python: Path,
-        store: Path,
-        export_options: list[str],
-    ) -> None:
-        self.root, self.cluster, self.ray_python, self.store = root, cluster, ray_python, store
-        framework = root / "framework"
-        for fake, where in (
-            ("fake_train.py", "scripts/training/run_recipe.py"),
-            ("fake_train.py", "examples/conversion/convert_checkpoints_multi_gpu.py"),
-            ("fake_run_grpo.py", "examples/nemo_gym/run_grpo_nemo_gym.py"),
-        ):
-            (framework / where).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(HERE / fake, framework / where)
-        # NeMo Evaluator's console script on the submit host's PATH.
-        self.bin = root / "bin"
-        self.bin.mkdir()
-        shutil.copy(HERE / "fake_evaluator_launcher.py", self.bin / "nemo-evaluator-launcher")
-        os.chmod(self.bin / "nemo-evaluator-launcher", 0o755)
-        self.evaluations = root / "evaluations"
-        self.runs = root / "runs"
-        self.runs.mkdir()  # on the shared storage: submit never creates it
-        self.profile = root / "profile.py"
-        self.profile.write_text(
-            PROFILE.format(
-                here=str(HERE),
-                python=str(ray_python),
-                runs=str(self.runs),
-                root=str(root),
-                framework_root=str(framework),
-                vllm=VLLM_IMAGE,
-            )
-        )
-        # Pretraining reads its starting checkpoint and data from the environment (the recipe).
-        self.environment = {
-            "SUPER35_INIT_CHECKPOINT": str(root / "init-checkpoint"),
-            "SUPER35_PRETRAIN_DATA": str(root / "pretrain-data"),
-            "FAKE_GRPO_STEP_SECONDS": "1.5",
-            "FAKE_GRPO_NEMO_RL_SOURCE": str(nemo_rl_sources()),
-            "FAKE_EXPORT_OPTIONS": ",".join(export_options),
-            "PATH": f"{self.bin}:{cluster.env()['PATH']}",
-        }
-        for name in ("init-checkpoint", "pretrain-data"):
-            (root / name).mkdir()
-
-    def recipekit(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """`recipekit ARGS` on the submit host, which mounts the store where the nodes do."""
-        argv = [str(self.ray_python), str(CLI.resolve()), *args]
-        env = {**self.cluster.env(), **self.environment}
-        prefix = mount_prefix({STORE_MOUNT: self.store})
-        return self.cluster.run([*prefix, *argv], env=env, timeout=timeout, cwd=Path.cwd())
-
-    def submit(self, *args: str) -> dict[str, str]:
-        done = self.recipekit(
-            "pipeline", "submit", str(CHAIN), "--cluster", f"{self.profile}:profile", *args
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        self.submitted = done.stdout
-        jobs = dict(re.findall(r"^(\S+)\s+job (\d+)", done.stdout, re.MULTILINE))
-        assert jobs, done.stdout
-        return jobs
-
-    def log(self, stage: str, job_id: str) -> str:
-        [run] = self.runs.glob(f"{stage}-*/logs/slurm-{job_id}.out")
-        return run.read_text(errors="replace")
 
 
 def _chain_pipeline() -> Pipeline:
@@ -173,25 +65,11 @@ def _chain_pipeline() -> Pipeline:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The artifact store with the data the chain imports (as `recipekit store import` does)."""
-    root = tmp_path_factory.mktemp("store")
-    init_store(root)
-    data = tmp_path_factory.mktemp("data")
-    for name in ("train.jsonl", "val.jsonl"):
-        (data / name).write_text('{"prompt": "2+2?"}\n')
-    # super35-sft-data is registered by the first test, with `recipekit data import sft`.
-    for artifact in (
-        "super35-rl-rlvr-data",
-        "super35-rl-teacher-reasoning-data",
-        "super35-rl-mopd-phase1-data",
-    ):
-        import_version(root, artifact, data, name="imported")
-    # MOPD's teachers whose stages are not in the chain, as `model import` registers them.
-    teacher = tmp_path_factory.mktemp("teacher")
-    (teacher / "weights.bin").write_text("a teacher\n")
-    for name in IMPORTED_TEACHERS:
-        import_version(root, f"super35-rl-teacher-{name}-model", teacher, name="imported")
-    return root
+    """The artifact store with the data the chain imports (as `recipekit store import` does) and
+    MOPD's teachers whose stages are not in the chain (as `model import` registers them);
+    super35-sft-data is registered by the first test, with `recipekit data import sft`."""
+    teachers = [f"super35-rl-teacher-{name}-model" for name in IMPORTED_TEACHERS]
+    return new_store(tmp_path_factory, models=teachers)
 
 
 @pytest.fixture(scope="module")
@@ -210,13 +88,8 @@ def chain(
     store: Path,
     export_options: list[str],
 ) -> Iterator[Chain]:
-    mounts = {STORE_MOUNT: store}
-    with local_slurm(
-        tmp_path_factory.mktemp("slurm-chain"), nodes=2, gpus_per_node=4, node_mounts=mounts
-    ) as cluster:
-        root = tmp_path_factory.mktemp("chain")
-        yield Chain(root, cluster, ray_python, store, export_options)
-        cluster.cancel_all()
+    with chain_on_two_nodes(tmp_path_factory, ray_python, store, export_options) as chain:
+        yield chain
 
 
 def test_the_chain_hands_checkpoints_over_through_the_store(chain: Chain) -> None:
@@ -373,7 +246,7 @@ def test_a_changed_rlvr_value_reruns_rlvr_onward_reading_the_kept_versions(chain
         assert state == "COMPLETED", f"{stage}: {state}\n{chain.log(stage, job_id)}"
     # The drawing from the same records (issue 29): the stages the change does not reach are
     # up to date by their action keys, the ones it reran are done.
-    drawn = _drawn_states(chain, *change)
+    drawn = drawn_states(chain, *change)
     assert {stage: drawn[stage] for stage in before} == dict.fromkeys(before, "up-to-date"), drawn
     assert {stage: drawn[stage] for stage in jobs} == dict.fromkeys(jobs, "done"), drawn
     # The new RLVR job read the SFT version the first chain published, pinned at planning.
@@ -409,68 +282,3 @@ def test_a_changed_rlvr_value_reruns_rlvr_onward_reading_the_kept_versions(chain
     for later in ("rlvr", "teacher-reasoning", "mopd-single-stage", "hf-export"):
         assert reasons[later], (later, reasons)
     assert chain.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
-
-
-def test_a_requeued_rl_stage_resumes_from_its_newest_checkpoint(chain: Chain) -> None:
-    # A new plan of RLVR (another seed), so a run of its own; its inputs exist from the chain.
-    chain.environment["FAKE_GRPO_STEP_SECONDS"] = "3"
-    jobs = chain.submit("--from", "rlvr", "--until", "rlvr", "--set", "rlvr:grpo.seed=7")
-    job_id = jobs["rlvr"]
-    pattern = f"rlvr-*/logs/slurm-{job_id}.out"
-    deadline = time.monotonic() + 300
-    def saved_once() -> bool:
-        logs = chain.runs.glob(pattern)
-        return any("fake-grpo: saved" in p.read_text(errors="replace") for p in logs)
-
-    while not saved_once():
-        assert time.monotonic() < deadline, "the RL stage saved no checkpoint in 300 s"
-        time.sleep(0.5)
-    [log_file] = chain.runs.glob(pattern)
-    requeued = chain.cluster.run(["scontrol", "requeue", job_id], timeout=30)
-    assert requeued.returncode == 0, requeued.stderr
-    only_rlvr = ("--from", "rlvr", "--until", "rlvr", "--set", "rlvr:grpo.seed=7")
-    # Drawn from Slurm's records while it is back in the queue or running again: requeued
-    # (the record of the submission names its job, though planning now gives it an attempt
-    # of its own: its key has a saved version). Slurm counts the restart as it requeues.
-    assert _drawn_states(chain, *only_rlvr)["rlvr"] == "requeued"
-    state = chain.cluster.wait_for_job(job_id, timeout=420)
-    text = log_file.read_text(errors="replace")
-    assert state == "COMPLETED", text
-    # Two attempts in one run directory: preflight passed twice, and the second resumed.
-    assert text.count("preflight passed") >= 4, text  # two nodes, two attempts
-    assert re.search(r"fake-grpo: resuming from /artifacts/\S+/step_[246]", text), text
-    status = chain.recipekit(
-        "pipeline", "status", str(CHAIN), "--cluster", f"{chain.profile}:profile",
-        "--from", "rlvr", "--until", "rlvr", "--set", "rlvr:grpo.seed=7",
-    )
-    assert f"job {job_id} COMPLETED (requeued and restarted 1 time(s))" in status.stdout, (
-        status.stdout + status.stderr
-    )
-    svg = _status_svg(chain, *only_rlvr)
-    assert _states_in(svg)["rlvr"] == "done"
-    assert f"job {job_id}" in svg and "requeued 1x" in svg, svg
-    # One W&B run for both attempts; nothing of the first attempt is left running.
-    assert len(list(log_file.parent.parent.glob("wandb/offline-run-*"))) == 1
-    assert chain.cluster.wait_for_no_node_processes(JOB_PROCESSES, timeout=30) == []
-
-
-def _status_svg(chain: Chain, *args: str) -> str:
-    """`pipeline status --svg` of the chain: the drawing read from Slurm's and the store's
-    records, as a user draws it."""
-    out = chain.runs / f"status-{time.monotonic_ns()}.svg"
-    done = chain.recipekit(
-        "pipeline", "status", str(CHAIN), "--cluster", f"{chain.profile}:profile",
-        *args, "--svg", str(out),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    return out.read_text()
-
-
-def _states_in(svg: str) -> dict[str, str]:
-    """Each stage's drawn state: its group's state-* class."""
-    found = re.findall(r'<g id="stage:([^"]+)" class="[^"]*\bstate-([a-z-]+)', svg)
-    return dict(found)
-
-
-def _drawn_states(chain: Chain, *args: str) -> dict[str, str]:
-    return _states_in(_status_svg(chain, *args))
