@@ -330,7 +330,8 @@ HOLDOUT5_RUNS: list[tuple[str, int, int, str, bool]] = [
 # the allocator's event trace of one training step (``trace``): what the simulation in
 # step_trace.py is to reproduce. In no set. Measured on an H100 on 2026-12-05
 # (calibration/h100-megatron-core-0.19.2-traced.json.gz, gzipped: 4.6 MB of events); the 16k run
-# of dense-2k-gqa ran out of its 79.2 GiB.
+# of dense-2k-gqa ran out of its 79.2 GiB and was traced on an H200 instead
+# (calibration/h200-megatron-core-0.19.2-traced.json.gz).
 TRACED_RUNS: list[tuple[str, int, int, str, bool]] = [
     ("dense-4k-gqa-swiglu", 8 * K, 1, "full", True),
     ("dense-4k-mha-swiglu-32k", 8 * K, 1, "full", True),
@@ -759,8 +760,10 @@ FILES = (
     "h200-megatron-core-0.19.2-check3.json",
     "h200-megatron-core-0.19.2-check4.json",
     # Measured on an H100 80GB (the lent machine that day): the same bytes per term, and the four
-    # runs past its 79.2 GiB an OOM each (their errors kept).
+    # runs past its 79.2 GiB an OOM each (their errors kept); those four measured again on an
+    # H200 the same afternoon, in the next file.
     "h100-megatron-core-0.19.2-check5.json",
+    "h200-megatron-core-0.19.2-check5.json",
 )
 
 

@@ -63,19 +63,19 @@ CHECK4_BOUNDS = {
     "whole_gpu": (-0.03, 0.13),
 }
 # "check5": fourteen shapes of five new models chosen and committed at 10593ad, before they ran,
-# and measured once (2026-12-05, 323 s on a lent H100 80GB: the device lent no H200 that day).
-# The ten that fit: weights, gradients and optimizer 0%, allocated peak -0.1%..+3.3%, whole GPU
-# -0.1%..+6.2%, inside the issue's -3%..+10% band on every run. The four that ran out of the
-# H100's memory the estimate puts past it (test_the_runs_that_ran_out_of_memory_...).
+# and measured once on 2026-12-05: ten on a lent H100 80GB (323 s), and the four that ran out of
+# its memory (each estimated past it: test_the_runs_that_ran_out_of_memory_...) on an H200 that
+# afternoon. Weights, gradients and optimizer 0%, allocated peak -0.1%..+3.3%, whole GPU
+# -0.1%..+8.9%: inside the issue's -3%..+10% band on every run.
 CHECK5_BOUNDS = {
     **BOUNDS,
     "stored_activations": (-0.08, 0.09),
     "peak_allocated": (-0.01, 0.04),
-    "whole_gpu": (-0.01, 0.07),
+    "whole_gpu": (-0.01, 0.095),
 }
 RUNS = {
     "fit": 30, "check": 9, "fused": 10, "fused-check": 10, "check2": 12, "check3": 11, "check4": 12,
-    "check5": 10,
+    "check5": 14,
 }  # fmt: skip
 # The run the whole-GPU estimate is more than 3% under (-4.1%), of check3: PyTorch reserved 9.3 GiB
 # beyond the allocated peak, 2.3 x its largest short-lived block (the envelope allows 1.25); its
@@ -123,7 +123,7 @@ def test_with_a_fused_adam_the_whole_gpu_is_never_under_estimated_by_more_than_t
     fused = [
         run for which in RUNS for run in measured_runs(which) if run.get("fused_adam", False)
     ]
-    assert len(fused) == 36
+    assert len(fused) == 38
     known = [run for run in fused if _key(run) in UNDER_ESTIMATED]
     values = errors([run for run in fused if run not in known])["whole_gpu"]
     assert -0.03 <= min(values) and max(values) <= 0.11, (min(values), max(values))
@@ -205,3 +205,10 @@ def test_the_runs_that_ran_out_of_memory_on_the_h100_are_estimated_past_it() -> 
     for run in died:
         assert "expandable_segments:True to avoid fragmentation" in run["error"], run["error"]
         assert estimate(run)["whole_gpu"] > h100, run["name"]
+    # The same four, measured on an H200: what they really held is past the H100 too.
+    h200 = Path(__file__).parent / "calibration" / "h200-megatron-core-0.19.2-check5.json"
+    again = {_key(run): run for run in json.loads(h200.read_text())["runs"]}
+    assert {_key(run) for run in died} == set(again)
+    for run in again.values():
+        assert run["gpu"] == "NVIDIA H200" and "error" not in run
+        assert run["reserved"] + run["outside_pytorch"] > h100, run["name"]
