@@ -4,9 +4,15 @@ constants were chosen on (fit) and on those it only checks against (check)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from tools.calibrate_memory import errors, measured_runs
+from tools.calibrate_memory import errors, estimate, measured, measured_runs
+
+CALIBRATION = Path(__file__).parent / "calibration"
 
 # (lowest, highest) relative error of the estimate, per term, over every run of a set. The whole
 # GPU (reserved + outside PyTorch) takes the allocator's share as the larger of the block-level
@@ -152,7 +158,7 @@ def test_only_the_named_runs_are_more_than_three_percent_under_or_ten_over() -> 
 def test_a_gated_moe_run_is_estimated_with_gated_experts() -> None:
     # measure_one's gated_linear_unit gates the experts as well as a dense MLP: a SwiGLU MoE
     # run's experts have a gate beside their up projection, 3 x hidden x expert_ffn weights each.
-    from tools.calibrate_memory import WIDE_MODELS, estimate, run_architecture_setup
+    from tools.calibrate_memory import WIDE_MODELS, run_architecture_setup
 
     run = {**WIDE_MODELS["moe-8x-top1"], "name": "moe-8x-top1-swiglu", "gated": True,
            "seq": 1024, "micro_batch": 1, "recompute": "none"}  # fmt: skip
@@ -168,16 +174,8 @@ def test_a_run_that_ran_out_of_memory_is_estimated_past_the_gpu() -> None:
     # check3's hidden-4096 SwiGLU model at 16k tokens under full recompute died of an OOM on the
     # H200 (unfused attention's fp32 scores of 32 heads, 16 GiB a request, with 130.6 GiB in use):
     # the estimate must not call it a fit.
-    import json
-    from pathlib import Path
-
-    from tools.calibrate_memory import estimate
-
-    here = Path(__file__).parent / "calibration" / "h200-megatron-core-0.19.2-check3.json"
-    died = [run for run in json.loads(here.read_text())["runs"] if "error" in run]
+    died = _out_of_memory(_file_runs("h200-megatron-core-0.19.2-check3.json"))
     assert [(run["name"], run["seq"]) for run in died] == [("dense-4k-gqa8-swiglu-128k", 16384)]
-    # The file keeps the last 500 characters of the run's stderr: the end of torch's OOM message.
-    assert "expandable_segments:True to avoid fragmentation" in died[0]["error"]
     h200 = 139.8 * 1024**3  # what torch reported as the GPU's total capacity in that run
     assert estimate(died[0])["whole_gpu"] > h200
 
@@ -186,15 +184,9 @@ def test_the_runs_that_ran_out_of_memory_on_the_h100_are_estimated_past_it() -> 
     # check5's four runs that did not fit the lent H100 80GB: hidden 5120 at 8k under full
     # recompute, 128 experts top-8 at 8k selective, the ten-layer hidden-1024 model at 16k (full)
     # and at 4k x 4 (none). Each must be estimated past the GPU's capacity, not called a fit.
-    import json
-    from pathlib import Path
-
-    from tools.calibrate_memory import estimate
-
-    here = Path(__file__).parent / "calibration" / "h100-megatron-core-0.19.2-check5.json"
-    runs = json.loads(here.read_text())["runs"]
+    runs = _file_runs("h100-megatron-core-0.19.2-check5.json")
     assert {run["gpu"] for run in runs if "gpu" in run} == {"NVIDIA H100 80GB HBM3"}
-    died = [run for run in runs if "error" in run]
+    died = _out_of_memory(runs)
     assert sorted((run["name"], run["seq"], run["micro_batch"]) for run in died) == [
         ("dense-1k-gqa2-10l", 4096, 4),
         ("dense-1k-gqa2-10l", 16384, 1),
@@ -203,12 +195,24 @@ def test_the_runs_that_ran_out_of_memory_on_the_h100_are_estimated_past_it() -> 
     ]
     h100 = 79.18 * 1024**3  # what torch reported as the GPU's total capacity in those runs
     for run in died:
-        assert "expandable_segments:True to avoid fragmentation" in run["error"], run["error"]
         assert estimate(run)["whole_gpu"] > h100, run["name"]
     # The same four, measured on an H200: what they really held is past the H100 too.
-    h200 = Path(__file__).parent / "calibration" / "h200-megatron-core-0.19.2-check5.json"
-    again = {_key(run): run for run in json.loads(h200.read_text())["runs"]}
+    again = {_key(run): run for run in _file_runs("h200-megatron-core-0.19.2-check5.json")}
     assert {_key(run) for run in died} == set(again)
     for run in again.values():
         assert run["gpu"] == "NVIDIA H200" and "error" not in run
-        assert run["reserved"] + run["outside_pytorch"] > h100, run["name"]
+        assert measured(run, "whole_gpu") > h100, run["name"]
+
+
+def _file_runs(name: str) -> list[dict[str, Any]]:
+    runs: list[dict[str, Any]] = json.loads((CALIBRATION / name).read_text())["runs"]
+    return runs
+
+
+def _out_of_memory(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs that died; each file keeps the last 500 characters of a run's stderr, which
+    must be the end of torch's out-of-memory message."""
+    died = [run for run in runs if "error" in run]
+    for run in died:
+        assert "expandable_segments:True to avoid fragmentation" in run["error"], run["error"]
+    return died
