@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import sys
 from collections.abc import Callable
@@ -18,7 +19,9 @@ EXIT_USER_ERROR = 2
 
 
 def reports_recipe_errors(fn: F) -> F:
-    """A user's mistake is printed as a message with exit status 2, never as a traceback."""
+    """A user's mistake is printed as a message with exit status 2, never as a traceback; so
+    is what the file system refuses (a read-only mount, a full disk, a file where a folder
+    should be), which the command's own code has left consistent before it got here."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -27,8 +30,32 @@ def reports_recipe_errors(fn: F) -> F:
         except RecipeError as exc:
             click.echo(f"error: {exc.render()}", err=True)
             sys.exit(EXIT_USER_ERROR)
+        except OSError as exc:
+            click.echo(f"error: {os_error_text(exc)}", err=True)
+            sys.exit(EXIT_USER_ERROR)
 
     return wrapper  # type: ignore[return-value]
+
+
+# What the file system's refusals mean for a user, where strerror is terse or misleading.
+_OS_ERROR_TEXT = {
+    errno.ENOSPC: "no space left on the device (or no free inode)",
+    errno.EDQUOT: "over the disk quota",
+    errno.EROFS: "the file system is mounted read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENOTDIR: "a file is where a folder should be",
+    errno.EISDIR: "a folder is where a file should be",
+    errno.ELOOP: "too many levels of links (a link loop?)",
+    errno.ENAMETOOLONG: "a name or path is too long",
+}
+
+
+def os_error_text(exc: OSError) -> str:
+    """One line for an OSError: the path it names, then what the refusal means."""
+    reason = _OS_ERROR_TEXT.get(exc.errno or 0) or exc.strerror or str(exc)
+    where = exc.filename if exc.filename is not None else ""
+    return f"{where}: {reason}" if where else reason
 
 
 set_option = click.option(

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from recipekit.cli.common import reports_recipe_errors
+from recipekit.cli.common import os_error_text, reports_recipe_errors
 
 # What ``store verify`` exits with when a listed version is damaged (2 is a user's mistake).
 EXIT_DAMAGED = 1
@@ -195,9 +195,12 @@ def store_verify(path: Path, ref: str | None) -> None:
     # Recovery and the choice first, then one pass that reads every byte (hours for a store
     # of checkpoints), shown as one progress over all of it.
     chosen: list[tuple[str, list[StoredVersion], list[StoredVersion]]] = []
+    damaged = 0
     for artifact, selector in wanted:
         for line in recover(root, artifact):
             click.echo(f"{artifact}: {line}")
+            # Repairs a read-only store could not make: what it lists is not consistent.
+            damaged += line.startswith("not repaired")
         listed = versions(root, artifact)
         picked = listed if selector is None else [resolve_selector(listed, selector)]
         if None in picked:
@@ -209,7 +212,6 @@ def store_verify(path: Path, ref: str | None) -> None:
         for version in picked
         for entry in (read_marker(root / artifact, version.version) or {}).get("files", ())
     )
-    damaged = 0
     with progress(f"store verify {ref or root}", total=total, counts_bytes=True) as hashed:
         for artifact, listed, picked in chosen:
             for problem in link_problems(root, artifact, listed):
@@ -223,7 +225,11 @@ def store_verify(path: Path, ref: str | None) -> None:
                 elif state.whole:
                     # Read whole though their stat moved (a store copied elsewhere, a file
                     # touched): recorded now, so submit and preflight need not read them again.
-                    recorded = record_stats(root, artifact, state)
+                    try:
+                        recorded = record_stats(root, artifact, state)
+                    except OSError as exc:  # only a shortcut for later checks: not damage
+                        recorded = 0
+                        click.echo(f"{label}: the files' stat not recorded: {os_error_text(exc)}")
                     again = (
                         f" (the stat of {recorded} unchanged files recorded)" if recorded else ""
                     )

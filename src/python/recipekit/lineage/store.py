@@ -37,14 +37,16 @@ resumes from the newest.
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -68,7 +70,9 @@ MARKERS = ".versions"
 PARTIAL = ".partial"
 # In PARTIAL while an import's directory is being moved in: what to undo if it never commits.
 IMPORT_JOURNAL = "import.json"
-MARKER_FORMAT = 1
+# 2: the marker carries the sha256 of its own body (MARKER_DIGEST).
+MARKER_FORMAT = 2
+MARKER_DIGEST = "digest"
 # Checkpoint directories by step: NeMo-RL writes step_<N>, Megatron-Bridge iter_<N, 7 digits>.
 STEP_DIR = re.compile(r"^(?:step_|iter_)(\d+)$")
 # Names the store gives itself inside an artifact: an import under one would shadow an alias.
@@ -77,6 +81,10 @@ _ALIAS_NAME = re.compile(r"^(?:v\d+|step-\d+|latest|kept)$")
 # user's import under one would take the name a later `data import` generates.
 _GENERATED_NAME = re.compile(r"^import-v\d+(?:-\d+)?$")
 _HASH_CHUNK = 1 << 20
+# The lock every change of an artifact holds.
+LOCK_FILE = ".lock"
+# Names the store gives its own files in an artifact's directory: no version may take one.
+RESERVED_NAMES = frozenset({VERSIONS_FILE, MARKERS, PARTIAL, LOCK_FILE, STORE_MARKER})
 
 
 class StoreError(RecipeError):
@@ -222,12 +230,14 @@ def artifact_dir(root: Path, artifact: str) -> Path:
 def version_name_problem(name: object) -> str:
     """Why ``name`` cannot name an imported version's folder, or "" when it can: a name, never
     a path, and none of the names the store gives itself."""
+    if name in RESERVED_NAMES:
+        return f"{name} is a name the store uses for itself (its index, markers or lock)"
     problem = _folder_name_problem(name)
     if problem:
         return problem
-    if _ALIAS_NAME.match(str(name)):
+    if _ALIAS_NAME.fullmatch(str(name)):
         return "vN, step-N, latest and kept are the store's own names (its aliases)"
-    if _GENERATED_NAME.match(str(name)):
+    if _GENERATED_NAME.fullmatch(str(name)):
         return "import-vN is the name the store gives an import without --name"
     return ""
 
@@ -265,9 +275,13 @@ def _read_index(directory: Path) -> list[StoredVersion] | None:
     except (OSError, UnicodeDecodeError):
         return None
     try:
-        return [_as_version(entry) for entry in json.loads(text)["versions"]]
-    except (ValueError, TypeError, KeyError):
+        listed = [_as_version(entry) for entry in json.loads(text)["versions"]]
+    except (ValueError, TypeError, KeyError, RecursionError):
         return None
+    # Numbered in order from v0, as every commit writes it: anything else is damage.
+    if [v.version for v in listed] != list(range(len(listed))):
+        return None
+    return listed
 
 
 def _as_version(entry: Any) -> StoredVersion:
@@ -276,11 +290,25 @@ def _as_version(entry: Any) -> StoredVersion:
     version = StoredVersion(
         entry["version"], entry["step"], entry["run"], entry["path"], entry.get("kept", False)
     )
-    if not isinstance(version.version, int) or not isinstance(version.path, str):
+    typed = (
+        _whole_number(version.version)
+        and (version.step is None or _whole_number(version.step))
+        and isinstance(version.run, str)
+        and isinstance(version.path, str)
+        and isinstance(version.kept, bool)
+    )
+    if not typed:
         raise TypeError("not a version")
-    if Path(version.path).is_absolute() or ".." in Path(version.path).parts:
+    parts = Path(version.path).parts
+    if not parts or Path(version.path).is_absolute() or ".." in parts or "." in parts:
         raise ValueError("a version's path stays inside its artifact")
+    if _ALIAS_NAME.fullmatch(parts[0]) or parts[0] in RESERVED_NAMES:
+        raise ValueError("a version's path is not one of the store's own names")
     return version
+
+
+def _whole_number(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 # --- manifests and completion markers ------------------------------------------------------
@@ -290,26 +318,51 @@ def _marker(directory: Path, version: int) -> Path:
     return directory / MARKERS / f"v{version}.json"
 
 
-def _marker_text(
+def _marker_body(
     version: StoredVersion, files: list[dict[str, Any]], meta: Mapping[str, Any]
-) -> bytes:
+) -> dict[str, Any]:
     # ``meta`` is what the pipeline records of how a version was made (its action key, plan
     # hash, input versions: recipekit.pipeline.actions); the store keeps it and checks nothing
     # in it.
-    body = {"format": MARKER_FORMAT, **attrs.asdict(version), "meta": dict(meta), "files": files}
-    return (json.dumps(body, indent=1) + "\n").encode()
+    return {"format": MARKER_FORMAT, **attrs.asdict(version), "meta": dict(meta), "files": files}
+
+
+def _body_digest(body: Mapping[str, Any]) -> str:
+    """sha256 of a marker's body without its own digest, in a canonical form."""
+    rest = {k: v for k, v in body.items() if k != MARKER_DIGEST}
+    blob = json.dumps(rest, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _write_marker(directory: Path, number: int, body: Mapping[str, Any]) -> None:
+    """Version ``number``'s completion marker, sealed by the digest of everything in it: a
+    manifest edited or damaged in any JSON-valid way no longer reads as one."""
+    unsealed = {k: v for k, v in body.items() if k != MARKER_DIGEST}
+    sealed = {**unsealed, "format": MARKER_FORMAT}
+    sealed[MARKER_DIGEST] = _body_digest(sealed)
+    _write_synced(_marker(directory, number), (json.dumps(sealed, indent=1) + "\n").encode())
 
 
 def read_marker(directory: Path, version: int) -> dict[str, Any] | None:
-    """A version's completion marker (its manifest under ``files``); None when it has none or
-    it cannot be read."""
+    """A version's completion marker (its manifest under ``files``); None when it has none, it
+    cannot be read, or its digest does not hold (checked on every read). A marker written
+    before markers had digests (format 1) has none to check: ``store verify`` seals it once
+    it has read every byte of its version."""
     try:
         body = json.loads(_marker(directory, version).read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(body, dict) or not isinstance(body.get("files"), list):
         return None
+    if MARKER_DIGEST in body or body.get("format") != 1:
+        if body.get(MARKER_DIGEST) != _body_digest(body):
+            return None
     return body
+
+
+def marker_unsealed(body: Mapping[str, Any]) -> bool:
+    """Whether a marker is from before markers carried their own digest."""
+    return MARKER_DIGEST not in body
 
 
 def _markers(directory: Path) -> dict[int, StoredVersion]:
@@ -350,13 +403,18 @@ def _walk(top: Path) -> Iterator[Path]:
             yield Path(folder, name)
 
 
-def _entry(
-    path: Path, name: str, sha256: str | None = None, hashed: Tracker | None = None
-) -> dict[str, Any]:
+def _entry(top: Path, path: Path, hashed: Tracker | None = None) -> dict[str, Any]:
+    """The manifest entry of ``path`` in the folder ``top`` a framework wrote: a link is
+    recorded as a link, and only when it stays inside ``top`` (a version holds its own bytes)."""
+    name = path.relative_to(top).as_posix()
     if path.is_symlink():
-        return {"name": name, "link": os.readlink(path)}
-    digest = sha256 or _hash_file(path, hashed)
-    return {"name": name, **_stat_of(path), "sha256": digest}
+        target = os.readlink(path)
+        if not _link_stays_inside(top, name, target):
+            raise StoreError(str(path), f"a link to {target}, outside the checkpoint it is in")
+        return {"name": name, "link": target}
+    if not path.is_file():
+        raise StoreError(str(path), "neither a file, a folder nor a link")
+    return {"name": name, **_stat_of(path), "sha256": _hash_file(path, hashed)}
 
 
 # What a manifest entry records beside the bytes' sha256 so that a cheap check (every submit,
@@ -373,10 +431,10 @@ def _stat_of(path: Path) -> dict[str, int]:
 
 
 def _stat_dict(found: os.stat_result) -> dict[str, int]:
-    stat = {"size": found.st_size, "mtime_ns": found.st_mtime_ns, "ino": found.st_ino}
+    recorded = {"size": found.st_size, "mtime_ns": found.st_mtime_ns, "ino": found.st_ino}
     if found.st_nlink == 1:
-        stat["ctime_ns"] = found.st_ctime_ns
-    return stat
+        recorded["ctime_ns"] = found.st_ctime_ns
+    return recorded
 
 
 def _stat_changed(entry: Mapping[str, Any], found: os.stat_result) -> bool:
@@ -390,10 +448,7 @@ def _manifest(version_dir: Path, what: str) -> list[dict[str, Any]]:
     """The manifest of a directory a framework wrote (read once, as it is published): every
     byte is hashed, minutes for a large checkpoint, so it shows its progress as ``what``."""
     with progress(what, total=tree_bytes(version_dir), counts_bytes=True) as hashed:
-        return [
-            _entry(p, p.relative_to(version_dir).as_posix(), hashed=hashed)
-            for p in _walk(version_dir)
-        ]
+        return [_entry(version_dir, p, hashed) for p in _walk(version_dir)]
 
 
 def _copy_hashing(
@@ -407,7 +462,8 @@ def _copy_hashing(
     source; one leaving it is refused (it would read outside the store)."""
     target.mkdir()
     files: list[dict[str, Any]] = []
-    for entry, source in sources.items():
+    for entry, given in sources.items():
+        entry, source = _followed(entry, given)
         top = source if source.is_dir() else source.parent
         for path in _walk(source):
             name = path.relative_to(top).as_posix()
@@ -420,14 +476,26 @@ def _copy_hashing(
     return files
 
 
+def _followed(entry: str, source: Path) -> tuple[str, Path]:
+    """A source the user named through a link, as the file or folder it leads to (what
+    ``cp -rH`` copies): stored under the name the user gave it, never as the link itself,
+    which would lead out of the store."""
+    if not source.is_symlink():
+        return entry, source
+    real = Path(os.path.realpath(source))
+    if not real.exists():
+        raise StoreError(str(source), f"a link to {os.readlink(source)}, which does not exist")
+    return (entry or ("" if real.is_dir() else source.name)), real
+
+
 def _copy_entry(
     path: Path, source: Path, out: Path, name: str, copied: Tracker, link: bool
 ) -> dict[str, Any]:
     out.parent.mkdir(parents=True, exist_ok=True)
     if path.is_symlink():
         target = os.readlink(path)
-        inside = (path.parent / target).resolve().is_relative_to(source.resolve())
-        if os.path.isabs(target) or not inside:
+        top = source if source.is_dir() else source.parent
+        if not _link_stays_inside(top, path.relative_to(top).as_posix(), target):
             raise StoreError(str(path), f"a link to {target}, outside what is imported")
         out.symlink_to(target)
         return {"name": name, "link": target}
@@ -512,19 +580,24 @@ def _index_text(listed: list[StoredVersion]) -> bytes:
 def _locked(directory: Path, *, wait: bool = True) -> AbstractContextManager[None]:
     # Two jobs may publish to one artifact at once (a requeued job's last sweep and its
     # successor's first): the lock keeps version numbers unique.
-    return exclusive(directory / ".lock", wait=wait)
+    return exclusive(directory / LOCK_FILE, wait=wait)
 
 
-def _temporary_links(directory: Path, listed: list[StoredVersion]) -> dict[str, Path]:
-    """Each alias of ``listed`` that does not point where it should yet, made as a temporary
-    link beside it (what a link costs on disk is spent here, before the commit)."""
+def _alias_targets(listed: list[StoredVersion]) -> dict[str, str]:
+    """Every alias of ``listed`` (vN, step-N, latest) and the version path it points at."""
     wanted: dict[str, str] = {}
     for version in listed:
         wanted.update({alias: version.path for alias in version.aliases})
     if listed:
         wanted[LATEST] = listed[-1].path
+    return wanted
+
+
+def _temporary_links(directory: Path, listed: list[StoredVersion]) -> dict[str, Path]:
+    """Each alias of ``listed`` that does not point where it should yet, made as a temporary
+    link beside it (what a link costs on disk is spent here, before the commit)."""
     made: dict[str, Path] = {}
-    for alias, target in wanted.items():
+    for alias, target in _alias_targets(listed).items():
         link = directory / alias
         if link.is_symlink() and os.readlink(link) == target:
             continue
@@ -552,62 +625,210 @@ def _commit(directory: Path, listed: list[StoredVersion]) -> None:
     _move_links(directory, links)
 
 
-def _recover(directory: Path) -> list[str]:
-    """Bring an artifact back to a consistent state after an import or publish that was
-    killed or failed (under the lock): what it did, one line each."""
-    done: list[str] = []
-    directory.mkdir(exist_ok=True)
-    listed = _read_index(directory)
+def _version_links(directory: Path) -> dict[int, str]:
+    """Where each ``vN`` alias points (its link's text), by N."""
+    found: dict[int, str] = {}
+    for link in directory.glob("v*"):
+        match = re.fullmatch(r"v(\d+)", link.name)
+        if match and link.is_symlink():
+            found[int(match.group(1))] = os.readlink(link)
+    return found
+
+
+def _unkept_path(version: StoredVersion) -> str:
+    """Where a kept version was published before keep_version linked it under ``kept/``."""
+    return f"{version.run}/{Path(version.path).name}" if version.kept else version.path
+
+
+def committed_versions(directory: Path) -> tuple[list[StoredVersion], list[str]]:
+    """The versions the evidence shows were published, oldest first, and what the index says
+    otherwise (one line each; none when it agrees). The index is not the evidence: an index
+    restored from a backup is behind, a damaged one may say anything. A version was
+    published when its completion marker is whole and either its ``vN`` link points at it
+    (links are moved into place only after the index was written) or the index lists it as
+    its marker does (killed between the index and the links); every version below a
+    published one was published before it. A StoreError when a version below the newest
+    published one has neither a marker nor an index entry to rebuild it from."""
+    index = _read_index(directory)
     markers = _markers(directory)
-    if markers and not (directory / VERSIONS_FILE).exists():
-        listed = None  # the index was deleted: the markers say what was published
-    if listed is None:
-        listed = [markers[n] for n in sorted(markers)]
-        if [v.version for v in listed] != list(range(len(listed))):
+    links = _version_links(directory)
+    listed = index or []
+
+    def indexed(number: int) -> StoredVersion | None:
+        return listed[number] if number < len(listed) else None
+
+    published = [
+        n
+        for n, found in markers.items()
+        if links.get(n) in {found.path, _unkept_path(found)} or indexed(n) == found
+    ]
+    published += [
+        n
+        for n, entry in enumerate(listed)
+        if n not in markers and links.get(n) == entry.path
+    ]
+    count = max(published) + 1 if published else 0
+    evidence: list[StoredVersion] = []
+    for number in range(count):
+        found = markers.get(number) or indexed(number)
+        if found is None or found.version != number:
             raise StoreError(
-                str(directory / VERSIONS_FILE),
-                "the index is damaged and the completion markers have gaps "
-                f"({', '.join(f'v{v.version}' for v in listed)})",
-                hint="restore versions.json from a backup",
+                str(directory / MARKERS),
+                f"v{number} has no completion marker and the index does not list it, though "
+                f"v{count - 1} was published after it",
+                hint=f"restore {MARKERS}/v{number}.json or {VERSIONS_FILE} from a backup",
             )
-        done.append(f"rebuilt {VERSIONS_FILE} from {len(listed)} completion markers")
-    committed = {v.version for v in listed}
+        evidence.append(found)
+    return evidence, _index_disagreement(directory, index, evidence)
+
+
+def _index_disagreement(
+    directory: Path, index: list[StoredVersion] | None, evidence: list[StoredVersion]
+) -> list[str]:
+    file = directory / VERSIONS_FILE
+    if index == evidence:
+        return []
+    if index is None:
+        return ["it could not be read"]
+    if not file.exists():
+        return ["it was missing"]
+    said = [f"it listed {_span(index)}, the markers and links show {_span(evidence)}"]
+    differing = [(a, b) for a, b in zip(index, evidence, strict=False) if a != b]
+    # keep_version killed between the marker (naming the kept copy) and the index: finished.
+    kept = [b for a, b in differing if b.kept and not a.kept and _unkept_path(b) == a.path]
+    if len(kept) == len(differing) and len(index) == len(evidence):
+        return [f"pointed v{v.version} at its kept copy {v.path}" for v in kept]
+    if index == evidence[: len(index)]:
+        said.append("it was behind (an older copy restored?)")
+    if differing:
+        said.append(
+            "it disagreed with the markers of " + ", ".join(f"v{b.version}" for _, b in differing)
+        )
+    return said
+
+
+def _span(listed: list[StoredVersion]) -> str:
+    if not listed:
+        return "no version"
+    return f"v0..v{len(listed) - 1}" if len(listed) > 1 else "v0"
+
+
+@attrs.frozen
+class Repair:
+    """One thing recovery does: what it says, and the change."""
+
+    says: str
+    change: Callable[[], object]
+
+
+def _repairs(directory: Path) -> list[Repair]:
+    """What would bring an artifact to a consistent state after an import or publish that
+    was killed or failed, in order. Recovery only moves forward: a version published by the
+    evidence (committed_versions) is never removed, and an index that disagrees with the
+    evidence is rebuilt from it, never trimmed to match. What was never published (a marker
+    without its index entry or link, a copy that never finished) is removed."""
+    evidence, disagreement = committed_versions(directory)
+    published = {v.version for v in evidence}
+    repairs: list[Repair] = []
+    if disagreement:
+        text = _index_text(evidence)
+        rebuilt = f"rebuilt {VERSIONS_FILE} from {len(evidence)} completion markers"
+        finished = all(line.startswith("pointed ") for line in disagreement)
+        says = "; ".join(disagreement) if finished else f"{rebuilt}: " + "; ".join(disagreement)
+        repairs.append(
+            Repair(says, functools.partial(_write_synced, directory / VERSIONS_FILE, text))
+        )
     journal = directory / PARTIAL / IMPORT_JOURNAL
     try:
         pending = json.loads(journal.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         pending = None
-    if isinstance(pending, dict) and pending.get("version") not in committed:
+    if isinstance(pending, dict) and pending.get("version") not in published:
         name = str(pending.get("name", ""))
         # The journal names a folder the import made: a user's name or a generated one, never
-        # a path or an alias (a damaged journal must not remove anything else).
-        named = not _folder_name_problem(name) and not _ALIAS_NAME.match(name)
-        if named and name not in {v.path for v in listed}:
-            shutil.rmtree(directory / name, ignore_errors=True)
-            done.append(f"removed {name}/, an import that never finished")
-    for number in set(markers) - committed:
-        _marker(directory, number).unlink(missing_ok=True)
-        done.append(f"removed the marker of v{number}, which was never published")
+        # a path, an alias or a folder a version holds (a damaged journal removes nothing else).
+        named = not version_name_problem(name) or _GENERATED_NAME.fullmatch(name)
+        held = {Path(v.path).parts[0] for v in evidence}
+        if named and name not in held and (directory / name).exists():
+            repairs.append(
+                Repair(
+                    f"removed {name}/, an import that never finished",
+                    functools.partial(shutil.rmtree, directory / name, ignore_errors=True),
+                )
+            )
+    for number in sorted(set(_markers(directory)) - published):
+        repairs.append(
+            Repair(
+                f"removed the marker of v{number}, which was never published",
+                functools.partial(_marker(directory, number).unlink, missing_ok=True),
+            )
+        )
     partial = directory / PARTIAL
     if partial.is_dir() and any(partial.iterdir()):
-        shutil.rmtree(partial)
-        done.append(f"removed {PARTIAL}/ (a copy that never finished)")
-    for folder in (directory, directory / MARKERS):
-        for tmp in folder.glob(".*.tmp") if folder.is_dir() else ():
-            tmp.unlink(missing_ok=True)
-    for run_kept in directory.glob(f"*/{KEPT}/*.tmp"):
-        shutil.rmtree(run_kept, ignore_errors=True)
-    kept = [n for n in _kept_since(listed, markers) if (directory / markers[n].path).is_dir()]
-    for number in kept:
-        listed[number] = markers[number]
-        done.append(f"pointed v{number} at its kept copy {markers[number].path}")
-    if kept or (done and done[0].startswith("rebuilt")):
-        _write_synced(directory / VERSIONS_FILE, _index_text(listed))
-    links = _temporary_links(directory, listed)
-    if links:
-        _move_links(directory, links)
-        done.append("pointed " + ", ".join(sorted(links)) + " at their versions")
+        repairs.append(
+            Repair(
+                f"removed {PARTIAL}/ (a copy that never finished)",
+                functools.partial(shutil.rmtree, partial),
+            )
+        )
+    debris = [
+        *(directory.glob(".*.tmp")),
+        *((directory / MARKERS).glob(".*.tmp") if (directory / MARKERS).is_dir() else ()),
+        *directory.glob(f"*/{KEPT}/*.tmp"),
+    ]
+    if debris:
+        repairs.append(Repair("", functools.partial(_remove_all, debris)))
+    pointed = _links_to_move(directory, evidence)
+    if pointed:
+        names = ", ".join(sorted(pointed))
+        repairs.append(
+            Repair(
+                f"pointed {names} at their versions",
+                functools.partial(_point_links, directory, evidence),
+            )
+        )
+    return repairs
+
+
+def _remove_all(paths: list[Path]) -> None:
+    for path in paths:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def _links_to_move(directory: Path, listed: list[StoredVersion]) -> list[str]:
+    return [
+        alias
+        for alias, target in _alias_targets(listed).items()
+        if not (directory / alias).is_symlink() or os.readlink(directory / alias) != target
+    ]
+
+
+def _point_links(directory: Path, listed: list[StoredVersion]) -> None:
+    _move_links(directory, _temporary_links(directory, listed))
+
+
+def _recover(directory: Path) -> list[str]:
+    """Bring an artifact back to a consistent state (under the lock): what it did, one line
+    each."""
+    directory.mkdir(exist_ok=True)
+    done = []
+    for repair in _repairs(directory):
+        repair.change()
+        if repair.says:
+            done.append(repair.says)
     return done
+
+
+def pending_repairs(root: Path, artifact: str) -> list[str]:
+    """What the next recovery of ``artifact`` would do, changing nothing: for a store this
+    process cannot write (a read-only mount for ``store verify``)."""
+    directory = artifact_dir(root, artifact)
+    if not directory.is_dir():
+        return []
+    return [r.says for r in _repairs(directory) if r.says]
 
 
 def _failed(directory: Path, what: str, exc: OSError) -> StoreError:
@@ -660,6 +881,9 @@ def publish(
             return _publish(directory, run, keep_steps, finished, meta or {})
         except OSError as exc:
             raise _failed(directory, f"publishing {artifact} from {run}", exc) from None
+        except BaseException:
+            _recover(directory)
+            raise
 
 
 def _publish(
@@ -691,8 +915,8 @@ def _publish(
     (directory / MARKERS).mkdir(exist_ok=True)
     for version in added:
         what = f"store publish {directory.name}:v{version.version} (hashing {version.path})"
-        marker = _marker_text(version, _manifest(directory / version.path, what), meta)
-        _write_synced(_marker(directory, version.version), marker)
+        files = _manifest(directory / version.path, what)
+        _write_marker(directory, version.version, _marker_body(version, files, meta))
     _phase("marker")
     _commit(directory, [*known, *added])
     return added
@@ -750,7 +974,7 @@ def _keep_version(directory: Path, number: int, pinned_by: str) -> StoredVersion
         for entry in marker["files"]
     ]
     body = {**marker, "path": kept.path, "kept": True, "files": files}
-    _write_synced(_marker(directory, number), (json.dumps(body, indent=1) + "\n").encode())
+    _write_marker(directory, number, body)
     _phase("marker")
     _commit(directory, [*listed[:number], kept, *listed[number + 1 :]])
     return kept
@@ -758,19 +982,6 @@ def _keep_version(directory: Path, number: int, pinned_by: str) -> StoredVersion
 
 def _without_stat(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k not in STAT_KEYS}
-
-
-def _kept_since(listed: list[StoredVersion], markers: dict[int, StoredVersion]) -> list[int]:
-    """Versions whose marker names their kept copy while the index still names the original:
-    a keep_version interrupted between the two."""
-    return [
-        v.version
-        for v in listed
-        if (found := markers.get(v.version)) is not None
-        and found.kept
-        and not v.kept
-        and found.path == f"{v.run}/{KEPT}/{Path(v.path).name}"
-    ]
 
 
 def _has_files(directory: Path) -> bool:
@@ -835,7 +1046,7 @@ def _import(
     partial.replace(target)
     _phase("moved")
     recorded = {**meta, "manifest_digest": manifest_digest(files)}
-    _write_synced(_marker(directory, version.version), _marker_text(version, files, recorded))
+    _write_marker(directory, version.version, _marker_body(version, files, recorded))
     _phase("marker")
     _commit(directory, [*known, version])
     journal.unlink()
@@ -865,8 +1076,17 @@ def recover(root: Path, artifact: str, *, wait: bool = True) -> list[str]:
     directory = artifact_dir(root, artifact)
     if not directory.is_dir():
         return []
+    if not writable(directory):
+        return [f"not repaired (the store is read-only here): {line}" for line in
+                pending_repairs(root, artifact)]
     with _locked(directory, wait=wait):
         return _recover(directory)
+
+
+def writable(directory: Path) -> bool:
+    """Whether this process may change ``directory`` (not on a read-only mount, nor another
+    user's): a store mounted read-only can still be listed and verified."""
+    return os.access(directory, os.W_OK)
 
 
 # --- checking versions against their manifests ---------------------------------------------
@@ -917,21 +1137,38 @@ def check_version(
     recorded = {k: marker.get(k) for k in ("version", "step", "run", "path")}
     if recorded != {k: getattr(version, k) for k in recorded}:
         problems.append(f"{_marker(directory, version.version)} describes another version")
+    escape = _escaping_component(directory, version.path)
+    if escape:
+        return VersionState(version, (*problems, escape))
     if not where.is_dir():
         return VersionState(version, tuple(problems), gone=True)
     expected: set[str] = set()
+    folders: dict[Path, str] = {}
     for entry in marker["files"]:
         name = str(entry.get("name", ""))
         path = where / name
         expected.add(name)
+        # Never through a link: a folder of the version swapped for a link to the same bytes
+        # elsewhere is not the version (it reads outside the store).
+        escape = _linked_folder(where, name, folders)
+        if escape:
+            problems.append(escape)
+            continue
         if "link" in entry:
-            if not path.is_symlink() or os.readlink(path) != entry["link"]:
-                problems.append(f"{path} is not the link to {entry['link']} its manifest lists")
+            target = str(entry["link"])
+            if not path.is_symlink() or os.readlink(path) != target:
+                problems.append(f"{path} is not the link to {target} its manifest lists")
+            elif not _link_stays_inside(where, name, target):
+                problems.append(f"{path} is a link to {target}, outside its version")
             continue
         try:
-            found = path.stat()
+            found = path.lstat()
         except OSError:
             problems.append(f"{path} is missing")
+            continue
+        if not stat.S_ISREG(found.st_mode):
+            what = "a link" if stat.S_ISLNK(found.st_mode) else "not a file"
+            problems.append(f"{path} is {what}; its manifest lists a file")
             continue
         size = found.st_size
         if size != entry.get("size"):
@@ -948,16 +1185,65 @@ def check_version(
     return VersionState(version, tuple(problems), moved=moved)
 
 
+def _escaping_component(directory: Path, relative: str) -> str:
+    """Why the folder ``relative`` (a version's path) is not a real folder of the artifact's
+    directory all the way down ("" when it is, or when it is gone)."""
+    path = directory
+    for part in Path(relative).parts:
+        path = path / part
+        try:
+            mode = path.lstat().st_mode
+        except OSError:
+            return ""
+        if stat.S_ISLNK(mode):
+            return f"{path} is a link to {os.readlink(path)}, not the version's own folder"
+    return ""
+
+
+def _linked_folder(where: Path, name: str, seen: dict[Path, str]) -> str:
+    """Why a file ``name`` of the version at ``where`` is reached through a link ("" when
+    every folder above it is a real folder; ``seen`` keeps each folder's answer)."""
+    folder = where
+    for part in Path(name).parts[:-1]:
+        folder = folder / part
+        if folder not in seen:
+            seen[folder] = (
+                f"{folder} is a link to {os.readlink(folder)}, not a folder of the version"
+                if folder.is_symlink()
+                else ""
+            )
+        if seen[folder]:
+            return seen[folder]
+    return ""
+
+
+def _link_stays_inside(top: Path, name: str, target: str) -> bool:
+    """Whether the link ``name`` in the folder ``top``, pointing at ``target``, leads to
+    something inside ``top``: by its text (never absolute, never above ``top``, so it holds
+    wherever the store is mounted) and as the kernel resolves it (``sub/..`` where ``sub`` is
+    itself a link goes where that link goes)."""
+    if os.path.isabs(target):
+        return False
+    joined = os.path.normpath(os.path.join(os.path.dirname(name), target))
+    if joined == ".." or joined.startswith("../"):
+        return False
+    resolved = (top / name).parent.joinpath(target).resolve()
+    return resolved.is_relative_to(top.resolve())
+
+
 def record_stats(root: Path, artifact: str, state: VersionState) -> int:
     """Write into ``state``'s version's manifest the stat of the files ``check_version`` read
     whole though their stat had moved (or a manifest from before stats were recorded), so the
     cheap check reads them no more: each file whose stat is still what was read (under the
     artifact's lock; a file changed since keeps its old stat and is read again). ``store
     verify`` does it once it has read every byte. How many entries it wrote."""
-    if not state.moved or not state.whole:
+    if not state.whole:
         return 0
     directory = artifact_dir(root, artifact)
     number = state.version.version
+    unsealed = marker_unsealed(read_marker(directory, number) or {MARKER_DIGEST: ""})
+    if (not state.moved and not unsealed) or not writable(directory):
+        return 0
     with _locked(directory):
         marker = read_marker(directory, number)
         if marker is None or marker.get("path") != state.version.path:
@@ -969,16 +1255,15 @@ def record_stats(root: Path, artifact: str, state: VersionState) -> int:
             seen = state.moved.get(str(entry.get("name")))
             if seen is not None and "sha256" in entry:
                 try:
-                    now = _stat_dict((where / str(entry["name"])).stat())
+                    now = _stat_dict((where / str(entry["name"])).lstat())
                 except OSError:
                     now = {}
                 if now == seen and now.get("size") == entry.get("size"):
                     entry = {**_without_stat(entry), **now}
                     changed += 1
             files.append(entry)
-        if changed:
-            body = {**marker, "files": files}
-            _write_synced(_marker(directory, number), (json.dumps(body, indent=1) + "\n").encode())
+        if changed or marker_unsealed(marker):
+            _write_marker(directory, number, {**marker, "files": files})
         return changed
 
 
@@ -986,12 +1271,7 @@ def link_problems(root: Path, artifact: str, listed: list[StoredVersion]) -> lis
     """Aliases that do not point at the version the index says (an interrupted publish)."""
     directory = root / artifact
     problems = []
-    wanted: dict[str, str] = {}
-    for version in listed:
-        wanted.update({alias: version.path for alias in version.aliases})
-    if listed:
-        wanted[LATEST] = listed[-1].path
-    for alias, target in wanted.items():
+    for alias, target in _alias_targets(listed).items():
         link = directory / alias
         if not link.is_symlink() or os.readlink(link) != target:
             problems.append(f"{link} does not point at {target}")

@@ -225,12 +225,17 @@ def test_a_manifest_from_before_stats_were_recorded_is_checked_by_size(tmp_path:
     body["files"] = [
         {k: v for k, v in f.items() if k not in store_module.STAT_KEYS} for f in body["files"]
     ]
-    marker_file.write_text(json.dumps(body))
+    marker_file.write_text(json.dumps(_before_digests(body)))
     [version] = versions(store, DATA)
     assert check_version(store, DATA, version, content=False).whole
     assert input_problem(store, DATA, "latest") is None
     (store / DATA / name / "train.jsonl").write_text("x")
     assert "train.jsonl is 1 bytes" in str(input_problem(store, DATA, "latest"))
+
+
+def _before_digests(body: dict[str, Any]) -> dict[str, Any]:
+    """A marker as the store wrote it before markers carried their own digest (format 1)."""
+    return {**{k: v for k, v in body.items() if k != "digest"}, "format": 1}
 
 
 def _counting_hashes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
@@ -313,7 +318,9 @@ def test_a_damaged_index_is_an_error_and_recovery_rebuilds_it(tmp_path: Path) ->
     index.write_text(index.read_text()[:20])
     with pytest.raises(StoreError, match="the index is damaged"):
         versions(store, DATA)
-    assert recover(store, DATA) == ["rebuilt versions.json from 2 completion markers"]
+    assert recover(store, DATA) == [
+        "rebuilt versions.json from 2 completion markers: it could not be read"
+    ]
     assert [v.path for v in versions(store, DATA)] == [name, "blend-2"]
 
 
@@ -494,7 +501,7 @@ def test_verify_records_the_stat_of_files_whose_bytes_did_not_change(
     body["files"][0] = {
         k: v for k, v in body["files"][0].items() if k not in store_module.STAT_KEYS
     }
-    (moved / DATA / ".versions" / "v0.json").write_text(json.dumps(body))
+    (moved / DATA / ".versions" / "v0.json").write_text(json.dumps(_before_digests(body)))
     hashed = _counting_hashes(monkeypatch)
     [version] = versions(moved, DATA)
     assert check_version(moved, DATA, version, content=False).whole
