@@ -7,6 +7,7 @@ Every problem is an :class:`Issue` that names the key path, the value and the re
 from __future__ import annotations
 
 import difflib
+import errno
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -97,3 +98,29 @@ def did_you_mean(
     if len(options) <= 12:
         return f"valid {what}: " + ", ".join(options)
     return f"{len(options)} valid {what}, none close to {word!r}"
+
+
+# What the file system's refusals mean for a user, where strerror is terse or misleading.
+_OS_ERROR_TEXT = {
+    errno.ENOSPC: "no space left on the device (or no free inode)",
+    errno.EDQUOT: "over the disk quota",
+    errno.EROFS: "the file system is mounted read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENOTDIR: "a file is where a folder should be",
+    errno.EISDIR: "a folder is where a file should be",
+    errno.ELOOP: "too many levels of links (a link loop?)",
+    errno.ENAMETOOLONG: "a name or path is too long",
+}
+
+
+def os_error_reason(exc: OSError) -> str:
+    """What an OSError means for a user, without the path."""
+    return _OS_ERROR_TEXT.get(exc.errno or 0) or exc.strerror or str(exc)
+
+
+def os_error_text(exc: OSError) -> str:
+    """One line for an OSError: the path it names, then what the refusal means."""
+    reason = os_error_reason(exc)
+    where = exc.filename if exc.filename is not None else ""
+    return f"{where}: {reason}" if where else reason

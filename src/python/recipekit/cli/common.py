@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import functools
 import sys
 from collections.abc import Callable
@@ -11,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from recipekit.errors import RecipeError
+from recipekit.errors import RecipeError, os_error_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,25 +36,6 @@ def reports_recipe_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-# What the file system's refusals mean for a user, where strerror is terse or misleading.
-_OS_ERROR_TEXT = {
-    errno.ENOSPC: "no space left on the device (or no free inode)",
-    errno.EDQUOT: "over the disk quota",
-    errno.EROFS: "the file system is mounted read-only",
-    errno.EACCES: "permission denied",
-    errno.EPERM: "operation not permitted",
-    errno.ENOTDIR: "a file is where a folder should be",
-    errno.EISDIR: "a folder is where a file should be",
-    errno.ELOOP: "too many levels of links (a link loop?)",
-    errno.ENAMETOOLONG: "a name or path is too long",
-}
-
-
-def os_error_text(exc: OSError) -> str:
-    """One line for an OSError: the path it names, then what the refusal means."""
-    reason = _OS_ERROR_TEXT.get(exc.errno or 0) or exc.strerror or str(exc)
-    where = exc.filename if exc.filename is not None else ""
-    return f"{where}: {reason}" if where else reason
 
 
 set_option = click.option(

@@ -36,7 +36,7 @@ resumes from the newest.
 
 from __future__ import annotations
 
-import errno
+import contextlib
 import functools
 import hashlib
 import json
@@ -47,13 +47,12 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from recipekit.errors import Issue, RecipeError
+from recipekit.errors import Issue, RecipeError, os_error_reason
 from recipekit.lineage.refs import ARTIFACTS_ROOT, LATEST, ArtifactRef, artifact_name_problem
 from recipekit.progress import Tracker, progress, tree_bytes
 from recipekit.shared_files import exclusive
@@ -577,10 +576,22 @@ def _index_text(listed: list[StoredVersion]) -> bytes:
 # --- changing the store: under the artifact's lock -------------------------------------------
 
 
-def _locked(directory: Path, *, wait: bool = True) -> AbstractContextManager[None]:
+@contextlib.contextmanager
+def _locked(directory: Path, *, wait: bool = True) -> Iterator[None]:
     # Two jobs may publish to one artifact at once (a requeued job's last sweep and its
     # successor's first): the lock keeps version numbers unique.
-    return exclusive(directory / LOCK_FILE, wait=wait)
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(exclusive(directory / LOCK_FILE, wait=wait))
+        except BlockingIOError:
+            raise
+        except OSError as exc:
+            raise StoreError(
+                str(exc.filename or directory / LOCK_FILE),
+                f"cannot lock {directory.name} to change it: {os_error_reason(exc)}; "
+                "nothing was changed",
+            ) from None
+        yield
 
 
 def _alias_targets(listed: list[StoredVersion]) -> dict[str, str]:
@@ -837,11 +848,7 @@ def _failed(directory: Path, what: str, exc: OSError) -> StoreError:
         _recover(directory)
     except (OSError, RecipeError):
         pass  # the next import, publish or verify recovers it
-    reason = (
-        "no space left on the store's filesystem"
-        if exc.errno == errno.ENOSPC
-        else (exc.strerror or str(exc))
-    )
+    reason = os_error_reason(exc)
     where = exc.filename or directory
     return StoreError(str(where), f"{what} failed: {reason}; nothing of it was published")
 

@@ -31,6 +31,7 @@ import pytest
 
 IMPORT_PHASES = ("copying", "files", "moved", "marker", "links", "index")
 PUBLISH_PHASES = ("files", "marker", "links", "index")
+FIRST_PHASES = {"import": IMPORT_PHASES, "publish": PUBLISH_PHASES}
 # After the index is renamed into place the version exists: only renames follow.
 COMMITTED = "index"
 DATA, MODEL, RUN = "super35-sft-data", "super35-rl-rlvr-model", "rlvr-66b782458180"
@@ -148,6 +149,60 @@ def test_a_damaged_index_or_damaged_files_are_found_and_named() -> None:
     assert f"{found['truncated']} is 0 bytes" in damaged, damaged
     assert f"{found['flipped']} does not hold what its manifest's sha256 says" in damaged
     assert found["verify_one_status"] == 0, found
+
+
+@needs_root
+@pytest.mark.parametrize("fault", ["kill", "fill"])
+def test_a_first_version_that_failed_before_its_index_is_not_published(fault: str) -> None:
+    results = _in_namespace(f"first-{fault}")
+    assert set(results) == {f"{kind}-{phase}" for kind, phases in FIRST_PHASES.items()
+                            for phase in phases}
+    for where, found in results.items():
+        committed = where.endswith(COMMITTED)
+        assert found["problems"] == [] and found["debris"] == [], (where, found)
+        assert bool(found["listed"]) == committed, (where, found)
+        if fault == "fill" and not committed:
+            assert found["status"] == 2 and "no space left" in found["message"], (where, found)
+            assert "nothing of it was published" in found["message"], (where, found)
+        assert found["retried"], where
+
+
+@needs_root
+def test_an_import_killed_on_top_of_a_restored_index_loses_no_committed_version() -> None:
+    found = _in_namespace("rollback")
+    for phase, state in found.items():
+        assert state["problems"] == [] and state["debris"] == [], (phase, state)
+        assert state["listed"][:4] == ["blend-0", "blend-1", "blend-2", "blend-3"], phase
+        assert state["retried"] == ["blend-0", "blend-1", "blend-2", "blend-3", "blend-x"]
+
+
+@needs_root
+def test_a_read_only_store_is_listed_and_verified_and_refuses_changes_in_one_line() -> None:
+    found = _in_namespace("read-only")
+    assert found["verify_status"] == 0 and "v1 ok" in found["verify_out"], found
+    assert found["list_status"] == 0 and "blend-2" in found["list_out"], found
+    assert found["import_status"] == 2, found
+    assert "read-only" in found["import_out"] and "Traceback" not in found["import_out"]
+    # An index behind the markers: reported, not repaired, and verify fails.
+    assert found["behind_status"] == 1, found
+    assert "not repaired (the store is read-only here)" in found["behind_out"], found
+    assert found["unchanged"], found
+
+
+@needs_root
+@pytest.mark.parametrize("exhausted", ["inodes", "bytes"])
+def test_a_store_out_of_inodes_or_space_refuses_changes_and_still_verifies(
+    exhausted: str,
+) -> None:
+    found = _in_namespace(f"exhausted-{exhausted}")
+    for command in ("import", "publish"):
+        assert found[f"{command}_status"] == 2, found
+        assert "no space left" in found[f"{command}_out"], found
+        assert "Traceback" not in found[f"{command}_out"], found
+    # The stat of a touched file cannot be recorded: a note, and the version is still ok.
+    assert found["verify_status"] == 0, found
+    assert "stat not recorded" in found["verify_out"] and "v0 ok" in found["verify_out"]
+    assert found["listed"] == ["blend-1"] and found["problems"] == [], found
 
 
 # --- the scenarios, run inside the namespace -------------------------------------------------
@@ -407,6 +462,133 @@ def _corruption(mount: Path, scratch: Path) -> dict[str, Any]:
     }
 
 
+def _first_faults(mount: Path, scratch: Path, fault: str) -> dict[str, Any]:
+    """Each phase of an artifact's first import and first publish, faulted."""
+    from recipekit.lineage.store import import_version, publish
+
+    source = _source(scratch)
+    results = {}
+    for phase in IMPORT_PHASES:
+        root = _fresh(mount, f"first-import-{phase}")
+        operation = functools.partial(import_version, root, DATA, source, name="blend-1")
+        hook = _at(phase, fault, mount)
+        results[f"import-{phase}"] = _faulted(mount, root, DATA, operation, hook, str)
+    for phase in PUBLISH_PHASES:
+        root = _fresh(mount, f"first-publish-{phase}")
+        for step in (10, 20):
+            _save(root, RUN, step)
+        operation = functools.partial(publish, root, MODEL, RUN)
+        hook = _at(phase, fault, mount)
+        results[f"publish-{phase}"] = _faulted(mount, root, MODEL, operation, hook, str)
+    return results
+
+
+def _rollback(mount: Path, scratch: Path) -> dict[str, Any]:
+    """v0..v3 committed, versions.json restored to its copy after v1, then an import killed
+    at each phase: recovery must keep v2 and v3, and the retry is v4."""
+    from recipekit.lineage.store import import_version
+
+    results = {}
+    for phase in IMPORT_PHASES:
+        root = _fresh(mount, f"rollback-{phase}")
+        for number in range(4):
+            import_version(root, DATA, _source(scratch / str(number)), name=f"blend-{number}")
+            if number == 1:
+                older = (root / DATA / "versions.json").read_bytes()
+        (root / DATA / "versions.json").write_bytes(older)
+        source = _source(scratch / "x")
+        operation = functools.partial(import_version, root, DATA, source, name="blend-x")
+        results[phase] = _faulted(
+            mount, root, DATA, operation, _at(phase, "kill", mount), lambda v: v.path
+        )
+    return results
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): os.readlink(p) if p.is_symlink() else p.read_bytes().hex()
+        for p in sorted(root.rglob("*"))
+        if p.is_symlink() or p.is_file()
+    }
+
+
+def _read_only(mount: Path, scratch: Path) -> dict[str, Any]:
+    from recipekit.lineage.store import import_version
+
+    root = _fresh(mount, "read-only")
+    for name in ("blend-1", "blend-2"):
+        import_version(root, DATA, _source(scratch / name), name=name)
+    subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+    verified = _cli("store", "verify", str(root))
+    listing = _cli("store", "list", str(root), DATA)
+    imported = _cli("store", "import", str(root), DATA, str(_source(scratch)), "--name", "b3")
+    subprocess.run(["mount", "-o", "remount,rw", str(mount)], check=True)
+    index = root / DATA / "versions.json"
+    entries = json.loads(index.read_text())["versions"]
+    index.write_text(json.dumps({"versions": entries[:1]}))
+    before = _snapshot(root)
+    subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+    behind = _cli("store", "verify", str(root), DATA)
+    unchanged = _snapshot(root) == before
+    subprocess.run(["mount", "-o", "remount,rw", str(mount)], check=True)
+    return {
+        "verify_status": verified.returncode,
+        "verify_out": verified.stdout + verified.stderr,
+        "list_status": listing.returncode,
+        "list_out": listing.stdout + listing.stderr,
+        "import_status": imported.returncode,
+        "import_out": imported.stdout + imported.stderr,
+        "behind_status": behind.returncode,
+        "behind_out": behind.stdout + behind.stderr,
+        "unchanged": unchanged,
+    }
+
+
+def _exhausted(mount: Path, scratch: Path, what: str) -> dict[str, Any]:
+    """A store whose file system has no free inode (or no free byte): changes are refused in
+    one line and leave it as it was; verify still reads it."""
+    from recipekit.lineage.store import import_version
+
+    root = _fresh(mount, f"exhausted-{what}")
+    import_version(root, DATA, _source(scratch), name="blend-1")
+    _save(root, RUN, 10)
+    touched = root / DATA / "blend-1" / "train.jsonl"
+    os.utime(touched)  # its stat moves: verify reads it whole and would record the new stat
+    if what == "bytes":
+        _fill(mount)
+    else:
+        filler = mount / "inodes"
+        filler.mkdir()
+        try:
+            for number in range(1 << 20):
+                (filler / str(number)).touch()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+    imported = _cli("store", "import", str(root), DATA, str(_source(scratch / "2")), "--name", "b2")
+    published = _cli_publish(root)
+    verified = _cli("store", "verify", str(root), DATA)
+    shutil.rmtree(mount / "inodes", ignore_errors=True)
+    (mount / "filler").unlink(missing_ok=True)
+    state = _state(root, DATA)
+    return {
+        "import_status": imported.returncode,
+        "import_out": imported.stdout + imported.stderr,
+        "publish_status": published[0],
+        "publish_out": published[1],
+        "verify_status": verified.returncode,
+        "verify_out": verified.stdout + verified.stderr,
+        "listed": [v.path for v in state["listed"]],
+        "problems": state["problems"],
+    }
+
+
+def _cli_publish(root: Path) -> tuple[int, str]:
+    """A publish as the job's last sweep runs it: a StoreError is its one line."""
+    from recipekit.lineage.store import publish
+
+    return _in_child(lambda: publish(root, MODEL, RUN), lambda _: None)
+
+
 def _json_ready(value: Any) -> Any:
     import attrs
 
@@ -418,12 +600,23 @@ def _json_ready(value: Any) -> Any:
 def main(scenario: str) -> None:
     mount = Path(tempfile.mkdtemp(prefix="recipekit-store-faults-"))
     scratch = Path(tempfile.mkdtemp(prefix="recipekit-store-sources-"))
+    # Few inodes where a scenario runs out of them; the others never come near the bound.
+    inodes = ",nr_inodes=400" if scenario == "exhausted-inodes" else ""
     subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", str(mount)], check=True
+        ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}{inodes}", "tmpfs", str(mount)],
+        check=True,
     )
     try:
         kind, _, fault = scenario.partition("-")
-        if scenario == "import-too-large":
+        if kind == "first":
+            result = _first_faults(mount, scratch, fault)
+        elif kind == "rollback":
+            result = _rollback(mount, scratch)
+        elif kind == "read":
+            result = _read_only(mount, scratch)
+        elif kind == "exhausted":
+            result = _exhausted(mount, scratch, fault)
+        elif scenario == "import-too-large":
             result = _too_large(mount, scratch)
         elif kind == "import":
             result = _import_faults(mount, scratch, fault)
