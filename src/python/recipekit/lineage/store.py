@@ -674,9 +674,7 @@ def committed_versions(directory: Path) -> tuple[list[StoredVersion], list[str]]
         if links.get(n) in {found.path, _unkept_path(found)} or indexed(n) == found
     ]
     published += [
-        n
-        for n, entry in enumerate(listed)
-        if n not in markers and links.get(n) == entry.path
+        n for n, entry in enumerate(listed) if n not in markers and links.get(n) == entry.path
     ]
     count = max(published) + 1 if published else 0
     evidence: list[StoredVersion] = []
@@ -1084,8 +1082,10 @@ def recover(root: Path, artifact: str, *, wait: bool = True) -> list[str]:
     if not directory.is_dir():
         return []
     if not writable(directory):
-        return [f"not repaired (the store is read-only here): {line}" for line in
-                pending_repairs(root, artifact)]
+        return [
+            f"not repaired (the store is read-only here): {line}"
+            for line in pending_repairs(root, artifact)
+        ]
     with _locked(directory, wait=wait):
         return _recover(directory)
 

@@ -155,8 +155,9 @@ def test_a_damaged_index_or_damaged_files_are_found_and_named() -> None:
 @pytest.mark.parametrize("fault", ["kill", "fill"])
 def test_a_first_version_that_failed_before_its_index_is_not_published(fault: str) -> None:
     results = _in_namespace(f"first-{fault}")
-    assert set(results) == {f"{kind}-{phase}" for kind, phases in FIRST_PHASES.items()
-                            for phase in phases}
+    assert set(results) == {
+        f"{kind}-{phase}" for kind, phases in FIRST_PHASES.items() for phase in phases
+    }
     for where, found in results.items():
         committed = where.endswith(COMMITTED)
         assert found["problems"] == [] and found["debris"] == [], (where, found)
@@ -470,16 +471,16 @@ def _first_faults(mount: Path, scratch: Path, fault: str) -> dict[str, Any]:
     results = {}
     for phase in IMPORT_PHASES:
         root = _fresh(mount, f"first-import-{phase}")
-        operation = functools.partial(import_version, root, DATA, source, name="blend-1")
+        imports = functools.partial(import_version, root, DATA, source, name="blend-1")
         hook = _at(phase, fault, mount)
-        results[f"import-{phase}"] = _faulted(mount, root, DATA, operation, hook, str)
+        results[f"import-{phase}"] = _faulted(mount, root, DATA, imports, hook, str)
     for phase in PUBLISH_PHASES:
         root = _fresh(mount, f"first-publish-{phase}")
         for step in (10, 20):
             _save(root, RUN, step)
-        operation = functools.partial(publish, root, MODEL, RUN)
+        publishes = functools.partial(publish, root, MODEL, RUN)
         hook = _at(phase, fault, mount)
-        results[f"publish-{phase}"] = _faulted(mount, root, MODEL, operation, hook, str)
+        results[f"publish-{phase}"] = _faulted(mount, root, MODEL, publishes, hook, str)
     return results
 
 

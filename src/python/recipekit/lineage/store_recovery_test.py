@@ -17,8 +17,8 @@ import pytest
 
 from recipekit.lineage import store as store_module
 from recipekit.lineage.store import (
-    StoreError,
     StoredVersion,
+    StoreError,
     check_version,
     committed_versions,
     import_version,
@@ -90,9 +90,7 @@ def _damages() -> dict[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]
     """Ways to damage an index that leave it valid JSON."""
 
     def changed(key: str, value: Any, at: int = 2) -> Callable[[Any], Any]:
-        return lambda entries: [
-            {**e, key: value} if i == at else e for i, e in enumerate(entries)
-        ]
+        return lambda entries: [{**e, key: value} if i == at else e for i, e in enumerate(entries)]
 
     return {
         "empty": lambda entries: [],
