@@ -36,8 +36,6 @@ def reports_recipe_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-
-
 set_option = click.option(
     "--set",
     "overrides",
