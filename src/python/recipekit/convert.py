@@ -52,6 +52,9 @@ def to_dict(obj: Any) -> Any:
         return [to_dict(v) for v in obj]
     if isinstance(obj, dict):
         return {k: to_dict(v) for k, v in obj.items()}
+    if isinstance(obj, str):
+        # Plain text, whatever made it (an Interpolation): YAML and JSON write only str.
+        return str(obj)
     return obj
 
 

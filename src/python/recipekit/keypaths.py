@@ -113,57 +113,16 @@ def _not_finite(path: str, text: str, hint: str = "") -> Issue:
     )
 
 
-# How deep a --set value may nest lists and maps. A config value is a few levels deep; PyYAML
-# builds a value recursively, so a few hundred levels end in a RecursionError.
-MAX_DEPTH = 32
-
-
 def read_value(path: str, text: str) -> Any:
-    """An override's text as YAML, refusing what cannot be a config value: anchors and
-    aliases (``&a {x: *a}`` is a loop; a few hundred bytes of them expand to gigabytes), an
-    integer too long for Python to read, and NaN or infinity (``plan.json`` would not be JSON).
-    """
-    import yaml  # only `--set` reads YAML values; a plain `plan` does not load it (~20 ms)
+    """An override's text as YAML, within the limits every YAML recipekit reads shares
+    (``yaml_limits``: depth, size, no tag JSON cannot hold, and no anchors or aliases in an
+    override), refusing too an integer too long for Python to read and NaN or infinity
+    (``plan.json`` would not be JSON). ``2024-01-01`` is text, as the framework reads it."""
+    from recipekit.yaml_limits import load_yaml, override_source  # imports yaml (~20 ms)
 
     if not text.strip():
         return text
-    shown = text if len(text) <= 80 else text[:77] + "..."
-    depth = 0
-    try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    raise RecipeError(
-                        [
-                            Issue(
-                                path,
-                                f"nested more than {MAX_DEPTH} lists or maps deep",
-                                value=shown,
-                            )
-                        ]
-                    )
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise RecipeError(
-                    [
-                        Issue(
-                            path,
-                            "YAML anchors and aliases (&name, *name) are not read in --set",
-                            value=shown,
-                            hint="write the value out in full",
-                        )
-                    ]
-                )
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        problem, mark = getattr(exc, "problem", None), getattr(exc, "problem_mark", None)
-        reason = f"{problem} (column {mark.column + 1})" if problem and mark else str(exc)
-        raise RecipeError([Issue(path, f"cannot read value: {reason}", value=shown)]) from None
-    except ValueError as exc:  # an integer past Python's 4300-digit limit
-        reason = str(exc).split(";")[0]
-        raise RecipeError([Issue(path, f"cannot read value: {reason}", value=shown)]) from None
+    raw = load_yaml(text, override_source(path, text))
     if raw == "":
         return text
     if not _finite(raw):

@@ -18,6 +18,7 @@ from typing import Any, TypeVar, get_args, get_origin
 import attrs
 
 from recipekit.errors import FieldError, Issue, RecipeError, did_you_mean, join_path
+from recipekit.interpolation import HINT, REFUSED, smuggled
 from recipekit.markers import DERIVED, UNSET, Marker
 
 T = TypeVar("T")
@@ -98,6 +99,11 @@ def section(
                 value = kwargs[name] = coerce(value)
                 if not ok(value):
                     issues.append(Issue(key_of(made, name), f"expected {expected}", value=value))
+                    continue
+                found = smuggled(value)
+                if found is not None:
+                    where = join_path(key_of(made, name), found.path)
+                    issues.append(Issue(where, REFUSED, value=found.text, hint=HINT))
             if issues:
                 raise SectionError(made, issues)
             try:

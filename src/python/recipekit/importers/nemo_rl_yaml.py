@@ -178,7 +178,12 @@ def load_keeping_env(path: Path, expressions: Mapping[str, str]) -> Loaded:
     from omegaconf.errors import OmegaConfBaseException
 
     from recipekit.nemo_rl.run_env import ENV_REFERENCE
-    from recipekit.nemo_rl.yaml_loader import read_merged, register_resolvers
+    from recipekit.nemo_rl.yaml_loader import (
+        DEEP_INTERPOLATION,
+        read_merged,
+        register_resolvers,
+        resolve_error,
+    )
 
     register_resolvers()
     merged = read_merged(path)
@@ -191,11 +196,28 @@ def load_keeping_env(path: Path, expressions: Mapping[str, str]) -> Loaded:
         merged = OmegaConf.create(_escape_env(raw))
     try:
         resolved = OmegaConf.to_container(merged, resolve=True)
+    except RecursionError:
+        raise RecipeError([Issue(str(path), DEEP_INTERPOLATION)]) from None
     except OmegaConfBaseException as exc:
-        key = getattr(exc, "full_key", "") or ""
-        raise RecipeError([Issue(str(key), f"cannot resolve: {exc}")], context=str(path)) from None
+        raise resolve_error(exc, path) from None
     assert isinstance(resolved, dict)
-    return Loaded({str(k): v for k, v in resolved.items()}, interpolated)
+    return Loaded({str(k): _env_references(v) for k, v in resolved.items()}, interpolated)
+
+
+def _env_references(data: Any) -> Any:
+    """``data`` with each string whose only ``${...}`` are ``${oc.env:VAR}`` references made an
+    ``Interpolation``, as ``from_env`` writes them: a section takes those and refuses any other
+    ``${...}`` (``recipekit.interpolation``)."""
+    from recipekit.interpolation import OPENS, Interpolation
+    from recipekit.nemo_rl.run_env import ENV_REFERENCE
+
+    if isinstance(data, dict):
+        return {k: _env_references(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_env_references(v) for v in data]
+    if isinstance(data, str) and OPENS in data and OPENS not in ENV_REFERENCE.sub("", data):
+        return Interpolation(data)
+    return data
 
 
 def _escape_env(data: Any) -> Any:

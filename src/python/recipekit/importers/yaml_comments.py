@@ -28,6 +28,7 @@ import attrs
 import yaml
 
 from recipekit.nemo_rl.yaml_loader import OVERRIDE_MARK
+from recipekit.yaml_limits import parent_chain, read_checked
 
 _BANNER = re.compile(r"^[#=\-*~_\s]*$")
 
@@ -58,7 +59,7 @@ def chain_source(path: Path) -> YamlSource:
     comments: dict[str, tuple[str, ...]] = {}
     expressions: dict[str, str] = {}
     own = read_comments(path)
-    for file in _merge_order(path, own):
+    for file in _merge_order(path, own, (path.resolve(),)):
         for key, merges in file.sets.items():
             note = file.by_key.get(key, ())
             if not merges:
@@ -75,17 +76,23 @@ def chain_source(path: Path) -> YamlSource:
     return YamlSource(comments, expressions, own.header)
 
 
-def _merge_order(path: Path, own: FileComments) -> Iterator[FileComments]:
-    """Parents depth first, in order, then the file: the order NeMo-RL merges them."""
+def _merge_order(
+    path: Path, own: FileComments, chain: tuple[Path, ...]
+) -> Iterator[FileComments]:
+    """Parents depth first, in order, then the file: the order NeMo-RL merges them.
+    ``chain``: the files whose ``defaults:`` led here, ``path`` last (a cycle is refused)."""
     for parent in own.parents:
         parent_path = (path.parent / parent).resolve()
         if parent_path.is_file():
-            yield from _merge_order(parent_path, read_comments(parent_path))
+            yield from _merge_order(
+                parent_path, read_comments(parent_path), parent_chain(chain, parent_path)
+            )
     yield own
 
 
 def read_comments(path: Path) -> FileComments:
-    text = path.read_text()
+    # Within the limits every YAML loader shares, before PyYAML composes its nodes.
+    text = read_checked(path)
     lines = text.splitlines()
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:

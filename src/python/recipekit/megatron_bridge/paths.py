@@ -22,6 +22,7 @@ from __future__ import annotations
 from recipekit.lineage import ArtifactRef, StageLineage
 from recipekit.lineage.store import output_dir
 from recipekit.markers import UNSET, RunInput, Unset
+from recipekit.nemo_rl.run_env import from_env
 
 
 def input_path(lineage: StageLineage, role: str) -> str | Unset:
@@ -30,7 +31,7 @@ def input_path(lineage: StageLineage, role: str) -> str | Unset:
     if isinstance(source, ArtifactRef):
         return RunInput(role)
     if source.env_var:
-        return f"${{oc.env:{source.env_var}}}"
+        return from_env(source.env_var)
     return UNSET
 
 

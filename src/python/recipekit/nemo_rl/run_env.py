@@ -11,19 +11,25 @@ from __future__ import annotations
 import re
 
 from recipekit.errors import Issue, RecipeError
+from recipekit.interpolation import Interpolation
 
 # ${oc.env:VAR} or ${oc.env:VAR,default}: OmegaConf's own resolver, which NeMo-RL keeps.
 ENV_REFERENCE = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^${}]*))?\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DEFAULT = re.compile(r"[${}]")
 
 
-def from_env(variable: str, default: str | None = None) -> str:
-    """The text NeMo-RL replaces with ``$variable`` (or ``default`` when it is unset)."""
+def from_env(variable: str, default: str | None = None) -> Interpolation:
+    """The text NeMo-RL replaces with ``$variable`` (or ``default`` when it is unset): an
+    ``Interpolation``, which a section takes where it refuses ``${...}`` in plain text."""
     if not _NAME.fullmatch(variable):
         raise RecipeError([Issue("from_env", "not an environment variable name", value=variable)])
     if default is None:
-        return f"${{oc.env:{variable}}}"
-    return f"${{oc.env:{variable},{default}}}"
+        return Interpolation(f"${{oc.env:{variable}}}")
+    if _DEFAULT.search(default):
+        # A default holding "${" or a brace would be an interpolation of its own.
+        raise RecipeError([Issue("from_env", "a default holds no $, { or }", value=default)])
+    return Interpolation(f"${{oc.env:{variable},{default}}}")
 
 
 def env_variables(text: str) -> list[str]:

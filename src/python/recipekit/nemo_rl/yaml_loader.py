@@ -12,8 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from recipekit.errors import Issue, RecipeError
+from recipekit.yaml_limits import file_source, parent_chain, read_checked, yaml_error
 
 OVERRIDE_MARK = "_override_"
+# OmegaConf resolves an interpolation that names another recursively: a long enough chain
+# (within the size limit) runs out of Python's stack.
+DEEP_INTERPOLATION = "its ${...} refer to one another too deeply to resolve"
 
 
 def register_resolvers() -> None:
@@ -56,39 +60,51 @@ def _stamp(path: Path) -> tuple[int, int]:
     return stat.st_mtime_ns, stat.st_size
 
 
-def _load_cached(path: Path) -> tuple[Any, _Stamps]:
+def _load_cached(path: Path, chain: tuple[Path, ...] = ()) -> tuple[Any, _Stamps]:
+    """``chain``: the files whose ``defaults:`` led to ``path`` (a cycle is refused)."""
     if not path.is_file():
         raise RecipeError([Issue(str(path), "no such file")])
     key = path.resolve()
+    chain = parent_chain(chain, key)
     hit = _MERGED.get(key)
     if hit is not None and all(p.is_file() and _stamp(p) == s for p, s in hit[0]):
         return hit[1], hit[0]
-    merged, stamps = _load(key)
+    merged, stamps = _load(key, chain)
     _MERGED[key] = (stamps, merged)
     return merged, stamps
 
 
-def _load(path: Path) -> tuple[Any, _Stamps]:
+def _load(path: Path, chain: tuple[Path, ...]) -> tuple[Any, _Stamps]:
     import copy
+    import io
 
-    from omegaconf import DictConfig, OmegaConf
+    from omegaconf import DictConfig, ListConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
     from yaml import YAMLError
 
     stamps: _Stamps = ((path, _stamp(path)),)
+    # Checked against the limits every YAML loader shares before OmegaConf builds it.
+    text = read_checked(path)
     try:
-        config = OmegaConf.load(path)
-    except (YAMLError, OmegaConfBaseException) as exc:
-        raise RecipeError([Issue(str(path), f"not readable as YAML: {exc}")]) from None
+        config = OmegaConf.load(io.StringIO(text))
+    except YAMLError as exc:
+        raise yaml_error(exc, file_source(path)) from None
+    except (OmegaConfBaseException, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise RecipeError([Issue(str(path), f"not readable as YAML: {reason}")]) from None
     if not isinstance(config, DictConfig):
         raise RecipeError([Issue(str(path), "the top level must be a mapping")])
     if "defaults" not in config:
         return config, stamps
     defaults = config.pop("defaults")
-    parents = [defaults] if isinstance(defaults, str) else list(defaults)
+    parents = [defaults] if isinstance(defaults, str) else defaults
+    if not isinstance(parents, ListConfig | list) or not all(isinstance(p, str) for p in parents):
+        raise RecipeError(
+            [Issue(f"{path}: defaults", "names the parent files: a file name or a list of them")]
+        )
     merged = OmegaConf.create({})
     for parent in parents:
-        loaded, read = _load_cached((path.parent / str(parent)).resolve())
+        loaded, read = _load_cached((path.parent / str(parent)).resolve(), chain)
         # _merge takes the _override_ sections out of the child: a kept config that may still
         # hold one is merged as a copy.
         if any(OVERRIDE_MARK in p.read_text() for p, _ in read):
@@ -143,11 +159,17 @@ def expand(path: Path) -> dict[str, Any]:
     merged = read_merged(path)
     try:
         resolved = OmegaConf.to_container(merged, resolve=True)
+    except RecursionError:
+        raise RecipeError([Issue(str(path), DEEP_INTERPOLATION)]) from None
     except OmegaConfBaseException as exc:
-        key = getattr(exc, "full_key", "") or ""
-        raise RecipeError(
-            [Issue(str(key), f"cannot resolve: {exc.msg if hasattr(exc, 'msg') else exc}")],
-            context=str(path),
-        ) from None
+        raise resolve_error(exc, path) from None
     assert isinstance(resolved, dict)
     return {str(k): v for k, v in resolved.items()}
+
+
+def resolve_error(exc: Exception, path: Path) -> RecipeError:
+    """An interpolation OmegaConf could not resolve, as one line: the key and the reason
+    (OmegaConf's message goes on with the key and the object's type on lines of their own)."""
+    key = getattr(exc, "full_key", "") or ""
+    reason = str(getattr(exc, "msg", "") or exc).splitlines()[0]
+    return RecipeError([Issue(str(key), f"cannot resolve: {reason}")], context=str(path))

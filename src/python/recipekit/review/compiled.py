@@ -95,10 +95,16 @@ def _yaml(data: Any) -> str:
 
 def document(files: Mapping[str, str]) -> dict[str, Any]:
     """The nested document the comparison walks, from the files' text."""
+    from recipekit.yaml_limits import file_source, load_yaml
+
+    def read(name: str) -> Any:
+        # Within the limits every YAML loader shares (a snapshot is a file anyone can edit).
+        return load_yaml(files.get(name, ""), file_source(name)) or {}
+
     return {
-        "config": yaml.safe_load(files.get(CONFIG, "")) or {},
-        "plan": yaml.safe_load(files.get(PLAN, "")) or {},
-        "images": yaml.safe_load(files.get(IMAGES, "")) or {},
+        "config": read(CONFIG),
+        "plan": read(PLAN),
+        "images": read(IMAGES),
         "job": job_document(files.get(JOB, "")),
         **({"error": files[ERROR]} if ERROR in files else {}),
     }
