@@ -13,7 +13,7 @@ from pathlib import Path
 
 import attrs
 
-from recipekit.validators import absolute_path, matching
+from recipekit.validators import absolute_path, matching, single_line
 
 
 @attrs.frozen
@@ -21,11 +21,11 @@ class CodeCheckout:
     """A repository at one commit, mounted at ``mount`` in the stage's container."""
 
     # The key a cluster profile's ``code_checkouts`` uses for its path on shared storage.
-    name: str
+    name: str = attrs.field(validator=single_line)
     # owner/name on GitHub, for messages and provenance.
-    repository: str
+    repository: str = attrs.field(validator=single_line)
     commit: str = attrs.field(
-        validator=matching(r"^[0-9a-f]{7,40}$", "a commit is 7 to 40 lower-case hex digits")
+        validator=matching(r"[0-9a-f]{7,40}", "a commit is 7 to 40 lower-case hex digits")
     )
     # Where the container sees it.
     mount: str = attrs.field(validator=absolute_path)

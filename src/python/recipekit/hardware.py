@@ -10,7 +10,7 @@ import enum
 
 import attrs
 
-from recipekit.validators import at_least
+from recipekit.validators import at_least, single_line
 
 
 class CpuArch(enum.Enum):
@@ -30,7 +30,7 @@ class Interconnect(enum.Enum):
 
 @attrs.frozen
 class Gpu:
-    model: str
+    model: str = attrs.field(validator=single_line)
     hbm_gib: int
 
 
@@ -38,7 +38,8 @@ class Gpu:
 class NodeType:
     """One kind of compute node: its GPUs, CPU architecture and how nodes talk."""
 
-    name: str
+    # Written into the job script's comments, so one line (issue 39).
+    name: str = attrs.field(validator=single_line)
     gpu: Gpu
     gpus_per_node: int = attrs.field(validator=at_least(1))
     cpu_arch: CpuArch

@@ -7,6 +7,7 @@ whether those are allowed, and a derived value is checked again once it is compu
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -85,17 +86,70 @@ def str_mapping(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         _fail(attribute, "must be a dict of strings to strings", value)
 
 
+# What no value that reaches a job script, a file name or a store name may hold, anywhere:
+# Cc (C0, DEL and C1, whose NEL U+0085 ends a line for some readers), Zl and Zp (U+2028 and
+# U+2029, line ends to str.splitlines, YAML and editors), Cf (invisible: a bidi override shows a
+# name as other than it is) and Cs (a lone surrogate cannot be written as UTF-8). A newline in
+# an #SBATCH line ends sbatch's directive block, and the rest of the line becomes a command.
+_NOT_IN_A_LINE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_CALLED = {
+    "\n": "a newline",
+    "\r": "a carriage return",
+    "\t": "a tab",
+    "\x00": "a NUL",
+    "\x7f": "a DEL",
+    "\x85": "a next-line character",
+    "\u2028": "a line separator",
+    "\u2029": "a paragraph separator",
+}
+_CATEGORY = {"Cc": "a control character", "Cf": "an invisible format character"}
+
+
+def single_line_problem(text: str) -> str:
+    """What keeps ``text`` from being a single line of safe text, and where ("" when nothing
+    does): ``holds a newline (\\n) at position 3``."""
+    # isprintable() is False for every category refused here (and for a few it allows: Co,
+    # Cn, Zs but the space), so most text passes without a look at each character.
+    if text.isprintable():
+        return ""
+    for position, char in enumerate(text):
+        category = unicodedata.category(char)
+        if category in _NOT_IN_A_LINE:
+            what = _CALLED.get(char) or _CATEGORY.get(category, "a lone surrogate")
+            return f"holds {what} ({ascii(char)[1:-1]}) at position {position}"
+    return ""
+
+
+def single_line(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """A single line of safe text (see ``single_line_problem``); None and markers pass."""
+    if _skip(value):
+        return
+    if not isinstance(value, str):
+        _fail(attribute, f"must be text, not {type(value).__name__}", value)
+    problem = single_line_problem(value)
+    if problem:
+        _fail(attribute, problem, value)
+
+
 def absolute_path(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, str):  # first: "\n/x" is named for its newline, not as relative
+        single_line(_, attribute, value)
     if not _skip(value) and (not isinstance(value, str) or not value.startswith("/")):
         _fail(attribute, "must be an absolute path (every node resolves it alike)", value)
 
 
 def matching(pattern: str, message: str) -> Validator:
-    """A string that matches ``pattern`` (a regular expression, anchored by the caller)."""
+    """A single line of safe text that ``pattern`` matches whole: ``re.fullmatch``, as a
+    pattern's ``$`` also matches before a final newline (``re.match("^x$", "x\\n")``)."""
     compiled = re.compile(pattern)
 
     def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        if not isinstance(value, str) or not compiled.match(value):
+        if not isinstance(value, str):
+            _fail(attribute, message, value)
+        problem = single_line_problem(value)
+        if problem:
+            _fail(attribute, f"{problem}; {message}", value)
+        if not compiled.fullmatch(value):
             _fail(attribute, message, value)
 
     return check

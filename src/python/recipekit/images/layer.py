@@ -16,6 +16,8 @@ from pathlib import PurePosixPath
 
 import attrs
 
+from recipekit.validators import matching
+
 LAYER_MEDIA_TYPE = "application/vnd.oci.image.layer.v1.tar"
 
 
@@ -29,7 +31,10 @@ def source_date_epoch(default: int = 0) -> int:
 class LayerFile:
     """One regular file of a layer, at an absolute path inside the image."""
 
-    path: str = attrs.field(validator=attrs.validators.matches_re(r"^/[^\0]*[^/]$"))
+    # One line (no control character: it is a file's name in the image), absolute, not a folder.
+    path: str = attrs.field(
+        validator=matching(r"/.*[^/]", "a layer's file is an absolute path, not ending in '/'")
+    )
     data: bytes = attrs.field(repr=lambda data: f"<{len(data)} bytes>")
     mode: int = 0o644
 

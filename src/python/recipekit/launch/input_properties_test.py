@@ -44,6 +44,7 @@ from recipekit.launch.ray_ports import RayPorts
 from recipekit.markers import Marker
 from recipekit.plan import Plan
 from recipekit.sections import key_names
+from recipekit.validators import single_line_problem
 from recipes.super3.dapo import dapo_b200
 from recipes.super35.sft import sft
 
@@ -304,8 +305,25 @@ NEARLY_VALID = st.one_of(
     ),
     st.tuples(st.from_regex(r"[A-Z_][A-Z0-9_]{0,6}", fullmatch=True)),
 )
+# A value the profile accepts with a line end put at its start, middle or end: "$" in a pattern
+# matched before a final newline, and such a value reached the job script (issue 39).
+LINE_ENDS = st.sampled_from(["\n", "\r", "\x85", "\u2028", "\u2029"])
+LINE_ENDED = st.builds(
+    lambda text, end, at: text[: at * len(text) // 2] + end + text[at * len(text) // 2 :],
+    st.one_of(
+        st.sampled_from(["/shared/runs", "gpu", "04:00:00", "nemo-rl", IMAGE, "python3"]),
+        st.from_regex(r"/[a-z0-9._-]{0,12}", fullmatch=True),
+        st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,8}", fullmatch=True),
+    ),
+    LINE_ENDS,
+    st.integers(min_value=0, max_value=2),
+)
 PROFILE_VALUES = st.one_of(
     NEARLY_VALID,
+    LINE_ENDED,
+    st.tuples(LINE_ENDED),
+    st.dictionaries(LINE_ENDED, st.just("x"), min_size=1, max_size=1),
+    st.dictionaries(st.just("X"), LINE_ENDED, min_size=1, max_size=1),
     AWKWARD_TEXT,
     TEXT,
     st.integers(min_value=-(10**6), max_value=10**6),
@@ -381,6 +399,10 @@ def _check_script(script_path: Path, profile: Any, plan: Any) -> None:
 # Each passed recipekit's one_of, which lets None through, and did not read back.
 @example(field="shipping", value=None)
 @example(field="tracking.mode", value=None)
+# Each loaded ("$" matched before the final newline) and broke the job script (issue 39).
+@example(field="name", value="local\n")
+@example(field="runs_dir", value="/shared/runs\n")
+@example(field="extra_env", value={"A": "x\u2028y"})
 def test_any_value_of_any_profile_field_is_a_safe_job_script_or_one_line(
     field: str, value: Any
 ) -> None:
@@ -397,6 +419,8 @@ def test_any_value_of_any_profile_field_is_a_safe_job_script_or_one_line(
         cluster = f"{file}:profile"
         result = _run(CliRunner(), ["render", str(out), "--cluster", cluster])
         event(f"exit {result.exit_code}")
+        # No string the profile holds is more than one line of safe text.
+        assert result.exit_code == 2 or not _holds_a_control(value), result.output
         if result.exit_code == 2:
             assert not out.exists()
             assert result.stderr.startswith("error: ") and result.stderr.count("\n") <= 12
@@ -408,6 +432,15 @@ def test_any_value_of_any_profile_field_is_a_safe_job_script_or_one_line(
         _check_script(out / "job.sbatch", profile, make_plan(dapo_b200))
     finally:
         shutil.rmtree(work)
+
+
+def _holds_a_control(value: Any) -> bool:
+    """Whether ``value`` holds, in any string of it, a character no profile value may hold."""
+    if isinstance(value, str):
+        return single_line_problem(value) != ""
+    if isinstance(value, dict):
+        return any(_holds_a_control(k) or _holds_a_control(v) for k, v in value.items())
+    return isinstance(value, tuple) and any(_holds_a_control(v) for v in value)
 
 
 def test_the_script_check_catches_an_injected_line(tmp_path: Path) -> None:
@@ -448,7 +481,7 @@ def test_a_stage_whose_names_the_script_cannot_write_is_refused(tmp_path: Path) 
     profile = find_profile(f"{tmp_path}/profile.py:profile")
     plan = make_plan(dapo_b200)
     assert job_environment(profile, plan)["RECIPEKIT_RUN"].startswith("dapo-b200-")
-    with pytest.raises(RecipeError, match=r"environment\.A=\$\(id\): is not an environment"):
+    with pytest.raises(RecipeError, match=r"environment: 'A=\$\(id\)' is not an environment"):
         job_environment(profile, _with_stage(plan, environment={"A=$(id)": "x"}))
     with pytest.raises(RecipeError, match="a stage's name is letters"):
         job_environment(profile, _with_stage(plan, name="dapo\nid"))

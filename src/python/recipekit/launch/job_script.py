@@ -22,19 +22,22 @@ from recipekit.launch.profile import ClusterProfile
 from recipekit.launch.run_dir import LAUNCHER, LOGS, LOST_NODES, RunDir, job_name
 from recipekit.lineage.store import RUN_VARIABLE, run_name
 from recipekit.plan import Plan
+from recipekit.validators import single_line_problem
 
 # What the script writes unquoted: a stage's name (in --job-name and comments) and the names of
-# the variables it exports. The profile's own values are checked when it is made.
-_STAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# the variables it exports, matched whole (a pattern's "$" alone also matches before a final
+# newline). The profile's own values are checked when it is made.
+_STAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def job_environment(profile: ClusterProfile, plan: Plan) -> dict[str, str]:
     stage = plan.stage
-    if not _STAGE_NAME.match(stage.name):
-        raise RecipeError(
-            [Issue("stage", "a stage's name is letters, digits, '.', '_' and '-'", stage.name)]
-        )
+    if not _STAGE_NAME.fullmatch(stage.name):
+        problem = single_line_problem(stage.name)
+        letters = "a stage's name is letters, digits, '.', '_' and '-'"
+        message = f"{problem}; {letters}" if problem else letters
+        raise RecipeError([Issue("stage", message, stage.name)])
     # The run's name: its checkpoints' folder in the artifact store (configs name it as
     # ${oc.env:RECIPEKIT_RUN}); a requeued job has the same one, and resumes there.
     env: dict[str, str] = {RUN_VARIABLE: run_name(stage.name, plan.hash)}
@@ -44,11 +47,17 @@ def job_environment(profile: ClusterProfile, plan: Plan) -> dict[str, str]:
         env.update(profile.gb200.environment())
     env.update(stage.environment)
     env.update(profile.extra_env)
-    wrong = [name for name in env if not _ENV_NAME.match(name)]
-    if wrong:
-        raise RecipeError(
-            [Issue(f"environment.{name}", "is not an environment variable name") for name in wrong]
-        )
+    issues = []
+    for name, text in env.items():
+        if not _ENV_NAME.fullmatch(name):
+            # Shown quoted: a name with a newline would break the message's one line too.
+            issues.append(Issue("environment", f"{name!r} is not an environment variable name"))
+        # Values are quoted, yet one line each: review.compiled reads an export a line, and
+        # nothing means a control character in a value.
+        elif problem := single_line_problem(text):
+            issues.append(Issue(f"environment.{name}", f"the value {problem}", value=text))
+    if issues:
+        raise RecipeError(issues)
     return env
 
 

@@ -25,6 +25,7 @@ from recipekit.validators import (
     at_least,
     instance_of,
     matching,
+    single_line_problem,
     str_mapping,
 )
 
@@ -33,27 +34,27 @@ if TYPE_CHECKING:
 
     from recipekit.checkouts import CodeCheckout
 
-_TIME_LIMIT = re.compile(r"^(\d+-)?\d{1,2}:\d{2}:\d{2}$")
 _SECRET_NAME = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
 
 
-_time_limit = matching(_TIME_LIMIT.pattern, "expected [D-]HH:MM:SS, e.g. 04:00:00")
+_time_limit = matching(r"(\d+-)?\d{1,2}:\d{2}:\d{2}", "expected [D-]HH:MM:SS, e.g. 04:00:00")
 
 # Every value of a profile that reaches the job script is checked against what Slurm and the
 # shell accept, when the profile is made. sbatch reads its #SBATCH directives without quotes
 # (a space splits one, a newline ends the block and drops the directives after it), srun splits
 # --container-mounts at ',' and ':', and a comment line ends at a newline: so names and paths
-# come from a small alphabet, and no value holds a control character.
+# come from a small alphabet, matched whole, and no value holds a control character (every
+# string, keys and free text too, is one line: validators.single_line_problem).
 _SLURM_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _slurm_name = matching(
-    f"^{_SLURM_NAME}$", "must be a name of letters, digits, '.', '_' and '-' (as Slurm takes it)"
+    _SLURM_NAME, "must be a name of letters, digits, '.', '_' and '-' (as Slurm takes it)"
 )
 _partitions = matching(
-    f"^{_SLURM_NAME}(,{_SLURM_NAME})*$",
+    f"{_SLURM_NAME}(,{_SLURM_NAME})*",
     "must be a partition name, or several separated by ',' (letters, digits, '.', '_', '-')",
 )
 _path_alphabet = matching(
-    r"^/[A-Za-z0-9._+@=~/-]*$",
+    r"/[A-Za-z0-9._+@=~/-]*",
     "must be a path of letters, digits and '._+@=~/-' (no space, ',', ':' or '%': sbatch "
     "reads its directives unquoted and srun splits mounts at ',' and ':')",
 )
@@ -69,12 +70,11 @@ def _job_path(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
 
 
 _image = matching(
-    r"^[A-Za-z0-9][A-Za-z0-9._/:@#+-]*$",
+    r"[A-Za-z0-9][A-Za-z0-9._/:@#+-]*",
     "must be an image reference (registry/name:tag or @sha256:digest), with no space",
 )
-_command = matching(r"^[A-Za-z0-9._/+-]+$", "must be a command or a path, with no space")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_command = matching(r"[A-Za-z0-9._/+-]+", "must be a command or a path, with no space")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _path_text(value: Any) -> Any:
@@ -88,15 +88,27 @@ def _fail(attribute: attrs.Attribute[Any], message: str, value: Any) -> None:
     raise error
 
 
+def _one_line(attribute: attrs.Attribute[Any], text: str, what: str) -> None:
+    """``text`` (``what`` names it in the message: a key, a key's value) is one line."""
+    problem = single_line_problem(text)
+    if problem:
+        _fail(attribute, f"{what} {problem}", text)
+
+
+def _env_name(attribute: attrs.Attribute[Any], name: Any) -> None:
+    if isinstance(name, str):
+        _one_line(attribute, name, f"{name!r}")
+    if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+        _fail(attribute, f"{name!r} is not an environment variable name", name)
+
+
 def _env_mapping(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    """Environment the job script exports: names the shell takes, values it quotes (no
-    control character, which nothing means in a value)."""
+    """Environment the job script exports: names the shell takes, values it quotes (one line:
+    review.compiled reads an export per line, and nothing means a control character here)."""
     str_mapping(_, attribute, value)
     for key, text in value.items():
-        if not _ENV_NAME.match(key):
-            _fail(attribute, f"{key!r} is not an environment variable name", key)
-        if _CONTROL.search(text):
-            _fail(attribute, f"{key}'s value holds a control character", text)
+        _env_name(attribute, key)
+        _one_line(attribute, text, f"{key}'s value")
 
 
 def _names(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -104,8 +116,7 @@ def _names(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, str) or not isinstance(value, tuple):
         _fail(attribute, "must be a tuple of names, e.g. ('WANDB_API_KEY',)", value)
     for name in value:
-        if not isinstance(name, str) or not _ENV_NAME.match(name):
-            _fail(attribute, f"{name!r} is not an environment variable name", name)
+        _env_name(attribute, name)
 
 
 def _as_tuple(value: Any) -> Any:
@@ -116,16 +127,16 @@ def _path_mapping(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     """Named paths on shared storage: names without control characters, paths as above."""
     str_mapping(_, attribute, value)
     for key, path in value.items():
-        if _CONTROL.search(key):
-            _fail(attribute, f"{key!r} holds a control character", key)
+        _one_line(attribute, key, f"{key!r}")
         _job_path(_, attribute, path)
 
 
 def _text_mapping(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """Names and free text the job prints (a preflight check skipped, and why): one line each."""
     str_mapping(_, attribute, value)
     for key, text in value.items():
-        if _CONTROL.search(key + text):
-            _fail(attribute, f"{key!r} or its value holds a control character", key)
+        _one_line(attribute, key, f"{key!r}")
+        _one_line(attribute, text, f"{key}'s value")
 
 
 Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
@@ -156,6 +167,8 @@ def _choice(*allowed: str) -> Validator:
     listed = ", ".join(repr(a) for a in allowed)
 
     def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if isinstance(value, str):
+            _one_line(attribute, value, "the value")
         if not isinstance(value, str) or value not in allowed:
             _fail(attribute, f"must be one of {listed}", value)
 
@@ -174,6 +187,8 @@ def _own_kind(kind: str) -> Validator:
     Pyxis(kind='oci-bundle') would be read back as an OciBundle, a made-up kind not at all."""
 
     def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if isinstance(value, str):
+            _one_line(attribute, value, "the kind")
         if value != kind:
             _fail(attribute, f"is {kind!r} (the container's class says which it is)", value)
 
@@ -288,7 +303,7 @@ class Gb200Settings:
     # The interface Gloo binds to; the wrong one hangs torch.distributed at start-up.
     gloo_socket_ifname: str = attrs.field(
         default="enp0s1",
-        validator=matching(r"^[A-Za-z0-9._-]{1,15}$", "must be a network interface's name"),
+        validator=matching(r"[A-Za-z0-9._-]{1,15}", "must be a network interface's name"),
     )
     imex_device_dir: str = attrs.field(
         default="/dev/nvidia-caps-imex-channels", validator=_job_path
@@ -349,7 +364,9 @@ def _bases(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, dict):
         _fail(attribute, "must be a dict of base names to BaseContainer(...)", value)
     for base, found in value.items():
-        if not isinstance(base, str) or not re.match(f"^{_SLURM_NAME}$", base):
+        if isinstance(base, str):
+            _one_line(attribute, base, f"base {base!r}")
+        if not isinstance(base, str) or not re.fullmatch(_SLURM_NAME, base):
             _fail(attribute, f"{base!r} is not a base's name", base)
         if not isinstance(found, BaseContainer):
             _fail(
@@ -372,7 +389,7 @@ class ClusterProfile:
     # launcher) submits from, over ssh: its execution.hostname. Usually the login node.
     login_host: str | None = attrs.field(
         default=None,
-        validator=_optional(matching(r"^[A-Za-z0-9._@-]+$", "must be a host name (or user@host)")),
+        validator=_optional(matching(r"[A-Za-z0-9._@-]+", "must be a host name (or user@host)")),
     )
     time_limit: str = attrs.field(default="04:00:00", validator=_time_limit)
     container: Pyxis | OciBundle | NoContainer = attrs.field(

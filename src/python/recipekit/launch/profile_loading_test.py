@@ -61,11 +61,22 @@ BROKEN = {
     # A newline would end sbatch's directive block: the ones after it would be dropped.
     "partition-with-a-newline": (
         {"partition": repr("gpu\n#SBATCH --dependency=afterok:1")},
-        "partition = 'gpu\\n#SBATCH --dependency=afterok:1': must be a partition name",
+        "partition = 'gpu\\n#SBATCH --dependency=afterok:1': holds a newline (\\n) at position 3; "
+        "must be a partition name",
     ),
     "name-with-a-newline": (
         {"name": repr("local\nrm -rf /")},
-        "name = 'local\\nrm -rf /': must be a name of letters, digits",
+        "name = 'local\\nrm -rf /': holds a newline (\\n) at position 5; must be a name of",
+    ),
+    # A pattern's "$" also matches before a final newline: these loaded (issue 39), and sbatch
+    # then read none of the job's directives, or --output's line ended early.
+    "name-with-a-trailing-newline": (
+        {"name": repr("local\n")},
+        "profile.py:5: name = 'local\\n': holds a newline (\\n) at position 5; must be a name",
+    ),
+    "runs_dir-with-a-trailing-newline": (
+        {"runs_dir": repr("/shared/runs\n")},
+        "runs_dir = '/shared/runs\\n': holds a newline (\\n) at position 12",
     ),
     "runs_dir-with-a-space": (
         {"runs_dir": repr("/shared/my runs")},

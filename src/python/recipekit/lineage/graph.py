@@ -28,14 +28,14 @@ from recipekit.lineage.refs import (
 MODEL = "model"
 DATA = "data"
 TEACHER_PREFIX = "teacher_"
-_TEACHER = re.compile(r"^teacher_[a-z][a-z0-9_]*[a-z0-9]$")
+_TEACHER = re.compile(r"teacher_[a-z][a-z0-9_]*[a-z0-9]")  # matched whole (fullmatch)
 OVERRIDE_PREFIX = "run."
 # ``run.reshard=true``: resume a checkpoint saved under another layout (lineage.checkpoint_stamp).
 RESHARD = "reshard"
 
 
 def role_problem(role: str) -> str:
-    if role in (MODEL, DATA) or _TEACHER.match(role):
+    if role in (MODEL, DATA) or _TEACHER.fullmatch(role):
         return ""
     if role.startswith(TEACHER_PREFIX):
         return "a teacher role is teacher_<name>, the name in lower case letters, digits and '_'"

@@ -20,12 +20,14 @@ from typing import Any
 import attrs
 
 from recipekit.errors import FieldError, Issue, RecipeError, did_you_mean
+from recipekit.validators import single_line_problem
 
 # W&B's own rule for artifact names (letters, digits, '-', '_', '.'); recipekit also refuses a
-# leading or trailing separator, which W&B accepts but nobody means.
-_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$")
-_VERSION = re.compile(r"^v(0|[1-9][0-9]*)$")
-_STEP = re.compile(r"^step-(0|[1-9][0-9]*)$")
+# leading or trailing separator, which W&B accepts but nobody means. Each is matched whole
+# (fullmatch): "$" alone also matches before a final newline, and a name is a folder's name.
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?")
+_VERSION = re.compile(r"v(0|[1-9][0-9]*)")
+_STEP = re.compile(r"step-(0|[1-9][0-9]*)")
 LATEST = "latest"
 
 
@@ -35,11 +37,14 @@ def artifact_name_problem(name: object) -> str:
         return f"an artifact name is a string, not {type(name).__name__}"
     if not name:
         return "an artifact name cannot be empty"
+    problem = single_line_problem(name)
+    if problem:
+        return f"an artifact name {problem}"
     if ":" in name or "/" in name:
         return "an artifact name has no ':' or '/' (the version goes after ':' in a reference)"
     if len(name) > 128:
         return f"an artifact name has at most 128 characters, this one has {len(name)}"
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         return (
             "an artifact name uses letters, digits, '-', '_' and '.', and starts and ends "
             "with a letter or digit"
@@ -54,8 +59,11 @@ def _check_name(_: Any, __: Any, value: str) -> None:
 
 
 def _check_selector(_: Any, __: Any, value: str) -> None:
-    if value == LATEST or _VERSION.match(value) or _STEP.match(value):
+    if value == LATEST or _VERSION.fullmatch(value) or _STEP.fullmatch(value):
         return
+    problem = single_line_problem(value)
+    if problem:
+        raise FieldError(f"a version {problem}", value)
     raise FieldError(
         "a version is 'latest', 'vN' (a W&B version) or 'step-N' (a selected training step)",
         value,
@@ -80,13 +88,13 @@ class ArtifactRef:
 
     @property
     def version(self) -> int | None:
-        found = _VERSION.match(self.selector)
+        found = _VERSION.fullmatch(self.selector)
         return int(found.group(1)) if found else None
 
     @property
     def step(self) -> int | None:
         """The selected training step, when the reference names one."""
-        found = _STEP.match(self.selector)
+        found = _STEP.fullmatch(self.selector)
         return int(found.group(1)) if found else None
 
     def __str__(self) -> str:

@@ -31,7 +31,9 @@ EXPORT_DESTINATIONS = ("wandb", "mlflow", "gsheets", "local")
 # How the launcher reads an env var value (common/env_vars.py): from the submit host's
 # environment, a literal, or the job's environment at run time.
 ENV_VALUE_PREFIXES = ("host:", "lit:", "runtime:")
-_SLURM_TIME = re.compile(r"^(\d+-)?\d{1,3}:\d{2}:\d{2}$")
+# Matched whole (fullmatch): "$" alone also matches before a final newline, which would end
+# the #SBATCH --time line of the launcher's job script.
+_SLURM_TIME = re.compile(r"(\d+-)?\d{1,3}:\d{2}:\d{2}")
 
 
 def _raise(attribute: attrs.Attribute[Any], message: str, value: Any, hint: str = "") -> None:
@@ -49,7 +51,7 @@ def absolute_path(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
 
 
 def slurm_time(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, str) and not _SLURM_TIME.match(value):
+    if isinstance(value, str) and not _SLURM_TIME.fullmatch(value):
         _raise(attribute, "not a Slurm time limit", value, hint="HH:MM:SS or D-HH:MM:SS")
 
 

@@ -22,7 +22,7 @@ _DENSE_MOE_DEFAULTS = {
     "moe_router_bias_update_rate": 0.0,
 }
 
-_DENSE_CONVERTERS = re.compile(r"^(Qwen2|Llama|Mistral|Gemma\d?)ForCausalLM$")
+_DENSE_CONVERTERS = re.compile(r"(Qwen2|Llama|Mistral|Gemma\d?)ForCausalLM")
 
 _GPU_NAMES = re.compile(r"(gb200|b200|h100|h200|a100)", re.IGNORECASE)
 
@@ -57,7 +57,7 @@ def dense_settings_on_moe_model(ctx: CheckContext) -> Iterator[Issue]:
     m = ctx.megatron
     if m is None or not ctx.model.is_moe:
         return
-    if isinstance(m.converter_type, str) and _DENSE_CONVERTERS.match(m.converter_type):
+    if isinstance(m.converter_type, str) and _DENSE_CONVERTERS.fullmatch(m.converter_type):
         yield Issue(
             f"{MEGATRON}.converter_type",
             f"a dense-model converter on {ctx.model.name} (MoE), inherited from "
