@@ -60,9 +60,9 @@ DAPO_GB200 = {
     "policy.dynamic_batching.logprob_mb_tokens": DERIVED,
     "policy.sequence_packing.logprob_mb_tokens": DERIVED,
     # The guide's 1024 is vLLM's whole context: super-v3's data processors keep a prompt of
-    # exactly 1024 tokens (they cut only longer ones), which leaves vLLM no token to generate
-    # (NVIDIA-NeMo/RL#796; super-v3.5-posttraining cuts prompts that reach the limit).
-    "data.max_input_seq_length": 1023,
+    # exactly 1024 tokens (they cut only longer ones), which then gets an empty response
+    # (NVIDIA-NeMo/RL#796): plan warns, as the guide's config is the contract.
+    "data.max_input_seq_length": 1024,
     "grpo.max_num_steps": 2000,
     "grpo.val_period": 5,
     "grpo.val_at_start": True,

@@ -147,6 +147,7 @@ ERROR_CHECKS_SUPER_V3: tuple[Check, ...] = (
 )
 WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (
     *generation.WARNING_CHECKS,
+    *sequence_budget.SUPER_V3_WARNING_CHECKS,
     *tokenizer.WARNING_CHECKS,
     *_TRAINING_WARNINGS_SUPER_V3,
 )

@@ -16,7 +16,9 @@ super-v3 cuts only a prompt *longer* than
 ``data.max_input_seq_length`` (``length > max_seq_length``), so one of exactly that length
 reaches vLLM; super-v3.5-posttraining cuts one that *reaches* it (``length >=
 max_seq_length``), so the longest is one token shorter. ``max_input_seq_length ==
-max_model_len`` is thus refused on super-v3 and accepted on super-v3.5-posttraining. NeMo
+max_model_len`` is thus accepted on super-v3.5-posttraining; on super-v3 it is a warning, not
+a refusal: such a prompt gets an empty response there, nothing fails, and the Super V3 guide's
+own DAPO configs sit exactly there (1024 = 1024), a contract recipekit compiles key for key. NeMo
 Gym's ``policy_max_input_tokens`` is the limit NeMo-RL itself sets equal to ``max_model_len``
 (nemo_gym.py's setup_nemo_gym_config), and a prompt past it ends the rollout as
 context_length_exceeded, so only a larger value is refused. Responses longer than what is left
@@ -57,8 +59,9 @@ def _longest_prompts(ctx: CheckContext) -> Iterator[tuple[str, int, int, str]]:
         yield "env.nemo_gym.policy_max_input_tokens", tokens, tokens - 1, why
 
 
-def prompts_leave_room_to_generate(ctx: CheckContext) -> Iterator[Issue]:
-    """recipekit.sequence.prompt-fits-max-model-len (NVIDIA-NeMo/RL#796)."""
+def _no_room(ctx: CheckContext) -> Iterator[tuple[bool, Issue]]:
+    """Each prompt limit that leaves vLLM no room to generate, and whether NeMo-RL fails on
+    it (False: super-v3's processors, whose full-context prompt gets an empty response)."""
     vllm, gen = ctx.vllm, ctx.generation
     if vllm is None or gen is None or gen.backend != "vllm":
         return
@@ -66,19 +69,36 @@ def prompts_leave_room_to_generate(ctx: CheckContext) -> Iterator[Issue]:
     if not isinstance(context, int):
         return
     total = ctx.config.policy.max_total_sequence_length
+    super35 = on_super35(ctx)
     for key, value, longest, why in _longest_prompts(ctx):
         # Longer than the whole budget is response_budget_fits' error already.
         if longest >= context and value <= total:
             fits = context if longest < value else context - 1
-            where = cite(ctx, VLLM_WORKER, v35=77) if on_super35(ctx) else V3_WHERE
-            yield Issue(
+            fails = super35 or key != "data.max_input_seq_length"
+            where = cite(ctx, VLLM_WORKER, v35=77) if super35 else V3_WHERE
+            outcome = "NeMo-RL raises, or returns it with an empty response" if fails else (
+                "super-v3 returns it with an empty response (no error)"
+            )
+            yield fails, Issue(
                 key,
                 f"a prompt of {longest} tokens ({why}) leaves vLLM no room to generate within "
-                f"policy.generation.vllm_cfg.max_model_len = {context}: NeMo-RL raises, or "
-                f"returns it with an empty response ({where}; {THREAD})",
+                f"policy.generation.vllm_cfg.max_model_len = {context}: {outcome} "
+                f"({where}; {THREAD})",
                 value=value,
                 hint=f"at most {fits}, or raise max_model_len",
             )
+
+
+def prompts_leave_room_to_generate(ctx: CheckContext) -> Iterator[Issue]:
+    """recipekit.sequence.prompt-fits-max-model-len (NVIDIA-NeMo/RL#796): where NeMo-RL fails."""
+    yield from (issue for fails, issue in _no_room(ctx) if fails)
+
+
+def full_context_prompts_get_empty_responses(ctx: CheckContext) -> Iterator[Issue]:
+    """recipekit.sequence.prompt-fills-max-model-len-super-v3 (NVIDIA-NeMo/RL#796), a warning:
+    on super-v3 a prompt of exactly max_model_len tokens reaches vLLM and gets an empty
+    response, which the framework does not refuse."""
+    yield from (issue for fails, issue in _no_room(ctx) if not fails)
 
 
 def policy_cap_above_max_model_len(ctx: CheckContext) -> Iterator[Issue]:
@@ -101,4 +121,5 @@ def policy_cap_above_max_model_len(ctx: CheckContext) -> Iterator[Issue]:
 
 
 ERROR_CHECKS = (prompts_leave_room_to_generate,)
+SUPER_V3_WARNING_CHECKS = (full_context_prompts_get_empty_responses,)
 SUPER35_WARNING_CHECKS = (policy_cap_above_max_model_len,)
