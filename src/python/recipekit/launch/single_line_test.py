@@ -167,6 +167,7 @@ def _refusal(kind: str, site: Site, bad: str) -> str:
     with pytest.raises((FieldError, RecipeError)) as refused:
         _replaced(PROFILES[kind], site.path, bad)
     error = refused.value
+    assert isinstance(error, (FieldError, RecipeError))
     message = error.message if isinstance(error, FieldError) else error.render()
     assert "\n" not in message, message  # one line, as the CLI prints it
     return message
