@@ -24,7 +24,7 @@ from recipekit.errors import FieldError
 from recipekit.markers import Derived, RunInput, Unset
 from recipekit.nemo_evaluator.tasks import task_problem
 from recipekit.sections import derived, fixed, frozen_section, optional, required, section
-from recipekit.validators import at_least, between, one_of
+from recipekit.validators import at_least, between, one_of, single_line_problem
 
 # The exporters of nemo-evaluator-launcher 0.2.6 (exporters/registry.py); only W&B is typed here.
 EXPORT_DESTINATIONS = ("wandb", "mlflow", "gsheets", "local")
@@ -45,14 +45,19 @@ def _raise(attribute: attrs.Attribute[Any], message: str, value: Any, hint: str 
 def absolute_path(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     # The launcher passes paths to srun and container mounts on other machines: a relative path
     # would resolve against whatever directory the job happens to start in. An input artifact's
-    # path (RunInput) is checked once the plan has resolved it.
+    # path (RunInput) is checked once the plan has resolved it. A path is one line: the launcher
+    # writes it into its job script (issue 39).
+    if isinstance(value, str) and (problem := single_line_problem(value)):
+        _raise(attribute, problem, value)
     if isinstance(value, str) and not isinstance(value, RunInput) and not value.startswith("/"):
         _raise(attribute, "must be an absolute path, seen the same from every node", value)
 
 
 def slurm_time(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, str) and not _SLURM_TIME.fullmatch(value):
-        _raise(attribute, "not a Slurm time limit", value, hint="HH:MM:SS or D-HH:MM:SS")
+        problem = single_line_problem(value)
+        message = f"{problem}; not a Slurm time limit" if problem else "not a Slurm time limit"
+        _raise(attribute, message, value, hint="HH:MM:SS or D-HH:MM:SS")
 
 
 def env_var_values(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
