@@ -30,6 +30,7 @@ from recipekit.nemo_rl.rules import (
     tokenizer,
     validation,
     vllm_engine,
+    vllm_kwargs,
     vllm_quantization,
     vllm_worker,
     weight_sync,
@@ -45,6 +46,7 @@ _SHARED_ERRORS: tuple[Check, ...] = (
     *model_support.ERROR_CHECKS,
     *tokenizer.ERROR_CHECKS,
     *vllm_worker.ERROR_CHECKS,
+    *vllm_kwargs.ERROR_CHECKS,
 )
 
 # The generation side's rules (nemo-rl.generation.toml) one version states.
@@ -149,6 +151,7 @@ WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (
     *generation.WARNING_CHECKS,
     *sequence_budget.SUPER_V3_WARNING_CHECKS,
     *tokenizer.WARNING_CHECKS,
+    *vllm_kwargs.WARNING_CHECKS,
     *_TRAINING_WARNINGS_SUPER_V3,
 )
 
@@ -160,6 +163,7 @@ ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
     loss.kl_in_reward_needs_prev_logprobs,
     loss.distillation_needs_prev_logprobs,
     *loss.CLIPPED_PG_SUPER35_ERROR_CHECKS,
+    *vllm_kwargs.SUPER35_ERROR_CHECKS,
     *vllm_engine.ERROR_CHECKS,
     # After the loss rules: where both refuse one key, GRPO setup's reason comes first.
     *_TRAINING_ERRORS,
@@ -174,6 +178,7 @@ WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *tokenizer.WARNING_CHECKS,
     *vllm_engine.WARNING_CHECKS,
     *vllm_worker.SUPER35_WARNING_CHECKS,
+    *vllm_kwargs.WARNING_CHECKS,
     *_TRAINING_WARNINGS_SUPER35,
 )
 

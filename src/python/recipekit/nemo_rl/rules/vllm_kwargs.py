@@ -1,0 +1,194 @@
+"""``policy.generation.vllm_kwargs`` against what reads them: NeMo-RL's vLLM worker and vLLM.
+
+The worker spreads them into the call that builds the engine's arguments
+(``dict(model=..., gpu_memory_utilization=..., **vllm_kwargs)``, then ``vllm.LLM(**llm_kwargs)``
+or, with ``vllm_cfg.async_engine``, ``AsyncEngineArgs(**llm_kwargs)``). So a key the worker
+passes itself is a duplicate keyword (a TypeError when the worker starts), a key it writes
+itself is silently replaced, a key that is no argument of the engine is a TypeError, and a value
+vLLM's config classes refuse fails their pydantic validation. All four are read from the pinned
+sources (``recipekit.vllm.generated``, written by ``tools/generate_vllm_kwargs.py``); the vLLM
+ones are 0.25.1's, the version super-v3.5-posttraining pins, so only Super 3.5 asks them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from recipekit.errors import Issue, did_you_mean
+from recipekit.nemo_rl import NEMO_RL_VERSION, SUPER35_BRANCH
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.citation import on_super35
+from recipekit.sections import _checker
+
+KWARGS = "policy.generation.vllm_kwargs"
+AT = "@ vLLM 0.25.1"
+_BOUNDS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+
+
+def _kwargs(ctx: CheckContext) -> dict[str, Any]:
+    gen = ctx.generation
+    kwargs = getattr(gen, "vllm_kwargs", None)
+    if gen is None or gen.backend != "vllm" or not isinstance(kwargs, dict):
+        return {}
+    return kwargs
+
+
+def _async(ctx: CheckContext) -> bool:
+    return ctx.vllm is not None and ctx.vllm.async_engine is True
+
+
+def _worker(ctx: CheckContext) -> tuple[str, dict[str, Any]]:
+    from recipekit.vllm.generated.nemo_rl_workers import WORKERS
+
+    branch = SUPER35_BRANCH if on_super35(ctx) else NEMO_RL_VERSION
+    return branch, WORKERS[branch]
+
+
+def vllm_kwargs_not_passed_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm_worker.py:494 (super-v3), :570 (super-v3.5): the worker passes these keywords in
+    the call that spreads vllm_kwargs; one given again is a duplicate-keyword TypeError."""
+    kwargs = _kwargs(ctx)
+    if not kwargs:
+        return
+    branch, worker = _worker(ctx)
+    for key in kwargs:
+        if key not in worker["passed"]:
+            continue
+        setting, line = worker["passed"][key]
+        yield Issue(
+            f"{KWARGS}.{key}",
+            "NeMo-RL's vLLM worker passes it itself: a duplicate keyword, a TypeError when the "
+            f"worker starts ({worker['file']}:{line} @ {branch})",
+            hint=f"set {setting} instead" if setting else "remove it: NeMo-RL sets it",
+        )
+
+
+Argument = tuple[str, dict[str, float], str, str]
+
+
+def _arguments(ctx: CheckContext) -> tuple[str, dict[str, Argument]]:
+    """What the engine NeMo-RL starts takes: its name, and each argument's (type, bounds, where
+    the type is declared, where the bounds are)."""
+    from recipekit.vllm.generated import engine_args_0_25_1 as engine
+
+    arg_utils = "vllm/engine/arg_utils.py"
+    fields = dict(engine.ENGINE_ARGS)
+    if _async(ctx):
+        fields |= engine.ASYNC_ENGINE_ARGS
+    found = {k: (t, b, f"{arg_utils}:{line}", at) for k, (t, b, line, at) in fields.items()}
+    if _async(ctx):
+        return f"AsyncEngineArgs ({arg_utils})", found
+    llm = "vllm/entrypoints/llm.py"
+    for key, (text, line) in engine.LLM_PARAMETERS.items():
+        # LLM's own annotation, and EngineArgs' bounds where it hands the value on.
+        bounds, at = found[key][1::2] if key in found else ({}, "")
+        found[key] = (text, bounds, f"{llm}:{line}", at)
+    found |= {k: ("Any", {}, f"{llm}:{line}", "") for k, line in engine.LLM_DROPPED.items()}
+    return f"vllm.LLM ({llm}) or EngineArgs ({arg_utils})", found
+
+
+# A value that is not plain data yet (an interpolation, a marker): not checked.
+_OPAQUE = object()
+
+
+def _plain(value: Any) -> Any:
+    """The value as a section holds it (lists as tuples, at any depth), or _OPAQUE."""
+    if isinstance(value, list | tuple):
+        items = tuple(_plain(v) for v in value)
+        return _OPAQUE if any(i is _OPAQUE for i in items) else items
+    if isinstance(value, dict):
+        mapping = {k: _plain(v) for k, v in value.items()}
+        return _OPAQUE if any(v is _OPAQUE for v in mapping.values()) else mapping
+    if isinstance(value, str) and "${" in value:
+        return _OPAQUE
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return _OPAQUE
+
+
+def _type(text: str) -> Any:
+    return eval(text, {"Any": Any, "Literal": Literal})  # noqa: S307 (generated type texts)
+
+
+def _outside(value: Any, bounds: dict[str, float]) -> str:
+    """The bounds ``value`` breaks, as text ("" when it keeps them or is no number)."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or not bounds:
+        return ""
+    ok = {
+        "gt": value > bounds.get("gt", float("-inf")),
+        "ge": value >= bounds.get("ge", float("-inf")),
+        "lt": value < bounds.get("lt", float("inf")),
+        "le": value <= bounds.get("le", float("inf")),
+    }
+    if all(ok.values()):
+        return ""
+    return " and ".join(f"{_BOUNDS[b]} {bounds[b]:g}" for b in _BOUNDS if b in bounds)
+
+
+def vllm_kwargs_are_engine_arguments(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/engine/arg_utils.py (EngineArgs, AsyncEngineArgs), vllm/entrypoints/llm.py
+    (LLM.__init__), vllm/config/*.py (pydantic Field bounds) @ vLLM 0.25.1: each key is an
+    argument of the engine NeMo-RL starts, and its value is of the declared type and within the
+    declared bounds. Keys the worker passes itself are vllm_kwargs_not_passed_by_nemo_rl's."""
+    kwargs = _kwargs(ctx)
+    if not kwargs:
+        return
+    passed = _worker(ctx)[1]["passed"]
+    engine, arguments = _arguments(ctx)
+    for key, raw in kwargs.items():
+        if key in passed:
+            continue
+        if key not in arguments:
+            yield Issue(
+                f"{KWARGS}.{key}",
+                f"not an argument of {engine} {AT}: a TypeError when NeMo-RL's worker starts",
+                hint=did_you_mean(key, arguments, what="arguments"),
+            )
+            continue
+        text, bounds, declared, bounded = arguments[key]
+        value = _plain(raw)
+        if text == "Any" or value is _OPAQUE:
+            continue
+        coerce, ok, expected = _checker(_type(text))
+        if not ok(coerce(value)):
+            yield Issue(
+                f"{KWARGS}.{key}",
+                f"vLLM takes {expected} ({declared} {AT})",
+                value=raw,
+            )
+        elif broken := _outside(value, bounds):
+            yield Issue(
+                f"{KWARGS}.{key}",
+                f"vLLM refuses it: must be {broken} ({bounded} {AT})",
+                value=raw,
+            )
+
+
+def vllm_kwargs_replaced_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm_worker.py (super-v3: :408, super-v3.5: :422, ...): a warning; the worker writes
+    these keys into the engine's arguments itself, so the user's value is replaced."""
+    kwargs = _kwargs(ctx)
+    if not kwargs:
+        return
+    branch, worker = _worker(ctx)
+    engine = "async" if _async(ctx) else "sync"
+    for key in kwargs:
+        if key not in worker["replaced"] or key in worker["passed"]:
+            continue
+        condition, reads, file, line, only = worker["replaced"][key]
+        if only and only != engine:
+            continue
+        when = f" when `{condition}`" if condition else ""
+        read = f" ({reads})" if reads else ""
+        yield Issue(
+            f"{KWARGS}.{key}",
+            f"NeMo-RL's vLLM worker sets it itself: this value is replaced{when}{read} "
+            f"({file}:{line} @ {branch})",
+            value=kwargs[key],
+        )
+
+
+ERROR_CHECKS = (vllm_kwargs_not_passed_by_nemo_rl,)
+SUPER35_ERROR_CHECKS = (vllm_kwargs_are_engine_arguments,)
+WARNING_CHECKS = (vllm_kwargs_replaced_by_nemo_rl,)

@@ -1,0 +1,155 @@
+"""policy.generation.vllm_kwargs checked against NeMo-RL's vLLM worker and vLLM 0.25.1's
+engine arguments, as read from the pinned sources (recipekit.vllm.generated)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+import yaml
+
+from recipekit.errors import Issue
+from recipekit.nemo_rl import NEMO_RL_VERSION, SUPER35_BRANCH
+from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules import vllm_kwargs
+from recipekit.nemo_rl.rules.conftest import Plan
+from recipes.super3.dapo import dapo_h100
+from recipes.super35.rl import rlvr
+
+KWARGS = "policy.generation.vllm_kwargs"
+
+
+def _mine(found: list[str], key: str) -> list[str]:
+    return [e for e in found if e.startswith(f"{KWARGS}.{key}")]
+
+
+def test_a_key_nemo_rl_passes_itself_is_refused_naming_the_setting(refused: Plan) -> None:
+    found = _mine(
+        refused(rlvr, f"{KWARGS}={{gpu_memory_utilization: 0.5}}"), "gpu_memory_utilization"
+    )
+    assert len(found) == 1
+    assert "duplicate keyword" in found[0]
+    assert "vllm_worker.py:579 @ super-v3.5-posttraining" in found[0]
+    assert "set policy.generation.vllm_cfg.gpu_memory_utilization instead" in found[0]
+
+
+def test_super_v3_reads_its_own_worker(refused: Plan) -> None:
+    found = _mine(
+        refused(dapo_h100, f"{KWARGS}.gpu_memory_utilization=0.5"), "gpu_memory_utilization"
+    )
+    assert found and "vllm_worker.py:503 @ super-v3" in found[0]
+    # super-v3 also passes logprobs_mode itself, from no setting of its own.
+    found = _mine(refused(dapo_h100, f"{KWARGS}.logprobs_mode=raw_logits"), "logprobs_mode")
+    assert found and "remove it: NeMo-RL sets it" in found[0]
+
+
+def test_a_misspelt_key_gets_did_you_mean(refused: Plan) -> None:
+    found = _mine(refused(rlvr, f"{KWARGS}.max_num_seq=8"), "max_num_seq")
+    assert found and "not an argument of AsyncEngineArgs" in found[0]
+    assert "did you mean 'max_num_seqs'?" in found[0]
+
+
+@pytest.mark.parametrize(
+    ("override", "reason"),
+    [
+        ("max_num_seqs=0", "must be >= 1 (vllm/config/scheduler.py:63 @ vLLM 0.25.1)"),
+        ("watermark=1.0", "must be >= 0 and < 1 (vllm/config/scheduler.py:146"),
+        ("mamba_ssm_cache_dtype=fp64", "one of 'auto', 'float32', 'float16', 'bfloat16'"),
+        ("max_num_seqs=many", "vLLM takes an integer or null"),
+        ("disable_custom_all_reduce=[true]", "vLLM takes true or false"),
+        ("cudagraph_capture_sizes=[1, 2, x]", "a list of an integer"),
+    ],
+)
+def test_values_outside_the_declared_types_and_bounds_are_refused(
+    refused: Plan, override: str, reason: str
+) -> None:
+    key = override.split("=")[0]
+    found = _mine(refused(rlvr, f"{KWARGS}.{override}"), key)
+    assert found and reason in found[0], found
+
+
+def test_a_key_nemo_rl_replaces_warns(warned: Plan) -> None:
+    found = _mine(warned(rlvr, f"{KWARGS}.distributed_executor_backend=mp"), "distributed")
+    assert found and "this value is replaced (" in found[0]
+    assert "vllm_worker.py:422 @ super-v3.5-posttraining" in found[0]
+    found = _mine(warned(rlvr, f"{KWARGS}.logprobs_mode=raw_logits"), "logprobs_mode")
+    assert (
+        found
+        and "replaced when `logprobs_mode is not None` (policy.generation.vllm_cfg" in found[0]
+    )
+
+
+def test_the_shipped_stages_have_no_such_issue(warned: Plan, errors: Plan) -> None:
+    for stage in (rlvr, dapo_h100):
+        assert not [e for e in errors(stage) if e.startswith(KWARGS)]
+        assert not [w for w in warned(stage) if w.startswith(KWARGS)]
+
+
+# --- every key the pinned upstream example configs give -----------------------------------------
+
+
+def _ctx(branch: str, kwargs: dict[str, Any], async_engine: bool) -> CheckContext:
+    config = type("Config", (), {"nemo_rl_branch": branch})()
+    return cast(
+        CheckContext,
+        SimpleNamespace(
+            config=config,
+            generation=SimpleNamespace(backend="vllm", vllm_kwargs=kwargs),
+            vllm=SimpleNamespace(async_engine=async_engine),
+        ),
+    )
+
+
+def _example_kwargs(root: Path) -> list[tuple[str, dict[str, Any]]]:
+    found = []
+
+    def walk(node: object, file: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "vllm_kwargs" and isinstance(value, dict) and value:
+                    found.append((file, value))
+                else:
+                    walk(value, file)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, file)
+
+    for path in sorted(root.rglob("*.yaml")):
+        walk(yaml.safe_load(path.read_text()), str(path.relative_to(root)))
+    return found
+
+
+def _issues(ctx: CheckContext, super35: bool) -> list[Issue]:
+    checks = [*vllm_kwargs.ERROR_CHECKS, *vllm_kwargs.WARNING_CHECKS]
+    if super35:
+        checks += vllm_kwargs.SUPER35_ERROR_CHECKS
+    return [issue for check in checks for issue in check(ctx)]
+
+
+def test_the_sync_worker_takes_llm_parameters_the_async_one_does_not() -> None:
+    # vllm.LLM(**llm_kwargs) binds its own parameters and drops the deprecated swap_space;
+    # AsyncEngineArgs(**llm_kwargs) takes neither.
+    kwargs = {"chat_template": "t.jinja", "swap_space": 4, "compilation_config": 3}
+    assert not _issues(_ctx(SUPER35_BRANCH, kwargs, async_engine=False), super35=True)
+    found = {i.path for i in _issues(_ctx(SUPER35_BRANCH, kwargs, async_engine=True), True)}
+    assert found == {f"{KWARGS}.chat_template", f"{KWARGS}.swap_space"}
+
+
+@pytest.mark.parametrize("async_engine", [False, True])
+def test_every_example_config_key_passes(reference_dir: Path, async_engine: bool) -> None:
+    # main's and super-v3's example configs, each key and value as the worker would get it
+    # (super-v3's with its own worker only: it does not run vLLM 0.25.1).
+    cases = [
+        (SUPER35_BRANCH, reference_dir / "nemo-rl/main"),
+        (NEMO_RL_VERSION, reference_dir / "nemo-rl/super-v3"),
+    ]
+    seen = 0
+    for branch, root in cases:
+        for file, kwargs in _example_kwargs(root):
+            seen += len(kwargs)
+            ctx = _ctx(branch, kwargs, async_engine)
+            found = _issues(ctx, branch == SUPER35_BRANCH)
+            assert not found, f"{file}: {[i.render() for i in found]}"
+    assert seen > 100
