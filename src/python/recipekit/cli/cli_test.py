@@ -124,6 +124,26 @@ def test_expand_prints_resolved_json(reference_dir: Path) -> None:
     assert json.loads(result.stdout)["policy"]["train_global_batch_size"] == 512
 
 
+def test_set_refuses_interpolation_naming_the_key() -> None:
+    # NeMo-RL would resolve it when it loads config.yaml: the key would be the W&B run name.
+    result = CliRunner().invoke(
+        recipekit_cli.cli, ["plan", GB200, "--set", "logger.wandb.name=${oc.env:WANDB_API_KEY}"]
+    )
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert "logger.wandb.name = '${oc.env:WANDB_API_KEY}': holds OmegaConf interpolation" in line
+
+
+def test_expand_refuses_a_defaults_that_names_itself(tmp_path: Path) -> None:
+    source = tmp_path / "loop.yaml"
+    source.write_text("defaults: loop.yaml\npolicy: {}\n")
+    result = CliRunner().invoke(recipekit_cli.cli, ["expand", str(source)])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"error: {source}: defaults: is a cycle (loop.yaml -> loop.yaml) (a file is read once)"
+    ]
+
+
 def test_lineage_draws_the_super35_pipeline(tmp_path: Path) -> None:
     out = tmp_path / "lineage.svg"
     result = CliRunner().invoke(recipekit_cli.cli, ["lineage", "--out", str(out)])

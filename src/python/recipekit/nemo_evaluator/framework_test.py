@@ -14,9 +14,11 @@ import pytest
 
 from recipekit.errors import Issue, RecipeError
 from recipekit.hardware import GB200_NODE, H100_NODE, Hardware
+from recipekit.interpolation import Interpolation
 from recipekit.markers import DERIVED, UNSET
 from recipekit.model_card import NEMOTRON_35_SUPER_VL_120B
 from recipekit.nemo_evaluator.framework import NEMO_EVALUATOR
+from recipekit.nemo_rl.run_env import from_env
 from recipekit.nemo_evaluator.schema import (
     AutoExport,
     Evaluation,
@@ -182,15 +184,22 @@ def test_auto_export_needs_the_destinations_config() -> None:
 )
 def test_env_values_read_no_secret_into_the_config(key: str, path: str) -> None:
     # OmegaConf would resolve it when the launcher reads the value: the token lands in the
-    # config it saves instead of staying on the submit host (common/env_vars.py:82).
-    (issue,) = _errors(STAGE.with_values({key: {"HF_TOKEN": "lit:${oc.env:HF_TOKEN}"}}))
+    # config it saves instead of staying on the submit host (common/env_vars.py:82). Written
+    # as text, the section refuses it at once (recipekit.interpolation); written with from_env,
+    # the launcher's own rule does.
+    with pytest.raises(RecipeError) as caught:
+        STAGE.with_values({key: {"HF_TOKEN": "lit:${oc.env:HF_TOKEN}"}})
+    assert [i.path for i in caught.value.issues] == [f"{path}.HF_TOKEN"]
+    (issue,) = _errors(STAGE.with_values({key: {"HF_TOKEN": "lit:" + from_env("HF_TOKEN")}}))
     assert issue.path == path
     assert issue.message.startswith("HF_TOKEN: the launcher allows no Hydra resolver")
     assert "common/env_vars.py:82 @ nemo-evaluator-launcher 0.2.6" in issue.message
 
 
 def test_a_tasks_env_values_read_no_secret_into_the_config() -> None:
-    task = Task(name="ns_ifbench", env_vars={"TOKEN": "host:${oc.decode:T}"})
+    with pytest.raises(RecipeError, match="interpolation"):
+        Task(name="ns_ifbench", env_vars={"TOKEN": "host:${oc.decode:T}"})
+    task = Task(name="ns_ifbench", env_vars={"TOKEN": Interpolation("host:${oc.decode:T}")})
     (issue,) = _errors(STAGE.with_values({"evaluation.tasks": (task,)}))
     assert issue.path == "evaluation.tasks[0].env_vars"
     assert issue.value == "host:${oc.decode:T}"

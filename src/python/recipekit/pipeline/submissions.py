@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from recipekit.errors import RecipeError
 from recipekit.shared_files import exclusive, write_whole
 
 SUBMISSIONS = ".pipelines"
@@ -65,8 +66,11 @@ def last_submission(runs_dir: str | Path, pipeline: str) -> dict[str, StageRecor
     """Each stage's last submission; empty when the pipeline was never submitted here (or the
     record cannot be read: status then plans as it did before records existed)."""
     target = record_file(runs_dir, pipeline)
+    from recipekit.yaml_limits import file_source, load_json
+
     try:
-        stages = json.loads(target.read_text())["stages"]
+        # Within the shared limits: a record nested 10,000 deep is a RecursionError to json.
+        stages = load_json(target.read_text(), file_source(target))["stages"]
         return {name: StageRecord(**fields) for name, fields in stages.items()}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecipeError):
         return {}
