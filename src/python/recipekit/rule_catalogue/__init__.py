@@ -3,7 +3,8 @@
 One TOML file per framework beside this module, or a few split by topic (``nemo-rl.toml`` and
 ``nemo-rl.generation.toml``, ``vllm.toml``,
 ``nemo-evaluator.toml``, ``megatron-core.toml``, ``megatron-bridge.toml``). Each ``[[rule]]``
-names one upstream ``assert``/``raise``/warning on a config value at a pinned file and line, or
+names one upstream ``assert``/``raise``/warning (or a call whose keywords a config value gives:
+a duplicate or unknown keyword is a TypeError) at a pinned file and line, or
 (``source = "issue"``) a rule no single upstream line states, from an upstream thread. It is
 either mirrored by a plan-time check (``check``, a dotted name) or says why it cannot be checked
 before the job starts (``unchecked``).
@@ -22,7 +23,9 @@ import attrs
 from recipekit.errors import Issue, RecipeError, did_you_mean
 
 FRAMEWORKS = ("nemo-rl", "vllm", "nemo-evaluator", "megatron-core", "megatron-bridge")
-KINDS = ("assert", "raise", "warning")
+# "keyword": a call's keyword arguments, where a duplicate or unknown one is a TypeError (the
+# cited line is the call that spreads them with **).
+KINDS = ("assert", "raise", "warning", "keyword")
 PHASES = ("config-load", "setup", "worker-start", "rollout", "training", "checkpoint-load")
 # A rule from an upstream thread rather than one line of upstream code.
 ISSUE_SOURCE = "issue"

@@ -1,6 +1,9 @@
 """policy.generation.vllm_kwargs checked against NeMo-RL's vLLM worker and vLLM 0.25.1's
 engine arguments, as read from the pinned sources (recipekit.vllm.generated)."""
 
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by name:
+# vllm_kwargs_not_passed_by_nemo_rl, vllm_kwargs_are_engine_arguments.
+
 from __future__ import annotations
 
 from pathlib import Path
