@@ -12,8 +12,8 @@ upstream sources (``.reference/``, filled by ``tools/fetch-reference``):
   the setting each reads, and the keys it writes into the arguments itself (the user's value
   replaced).
 
-    python3 tools/generate_vllm_kwargs.py           # rewrites the two modules
-    python3 tools/generate_vllm_kwargs.py --check   # exit 1 if one differs
+    PYTHONPATH=src/python:. python3 tools/generate_vllm_kwargs.py           # rewrites them
+    PYTHONPATH=src/python:. python3 tools/generate_vllm_kwargs.py --check   # exit 1 if stale
 
 ``recipekit/vllm/generated_test.py`` regenerates them and fails on any difference. The plan
 imports the modules, never ``.reference/``.
@@ -21,21 +21,16 @@ imports the modules, never ``.reference/``.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
-import os
-import sys
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from recipekit.upstream.annotations import ANY, type_text
 from recipekit.upstream.classes import UpstreamSource
+from tools.generated_modules import CHECKOUT, pins, reference_dir, write_or_check
 
-CHECKOUT = Path(__file__).resolve().parent.parent
-MANIFEST = CHECKOUT / "3rdparty/reference/manifest.toml"
 PACKAGE = CHECKOUT / "src/python/recipekit"
 TOOL = "tools/generate_vllm_kwargs.py"
 # ruff's line length (ruff.toml): the modules are written as ruff formats them.
@@ -57,19 +52,6 @@ OUTPUTS = {
     "vllm": PACKAGE / "vllm/generated/engine_args_0_25_1.py",
     "workers": PACKAGE / "vllm/generated/nemo_rl_workers.py",
 }
-
-
-def _reference() -> Path:
-    configured = os.environ.get("RECIPEKIT_REFERENCE_DIR", "")
-    return Path(configured) if configured else CHECKOUT / ".reference"
-
-
-def _pins() -> dict[str, str]:
-    """Each pinned source's commit (a wheel's: its sha256, shortened)."""
-    manifest = tomllib.loads(MANIFEST.read_text())
-    pins = {label: s["commit"] for label, s in manifest["sources"].items()}
-    pins |= {label: f"sha256:{w['sha256'][:16]}" for label, w in manifest["wheels"].items()}
-    return pins
 
 
 def _header(labels: list[str], pins: dict[str, str], files: list[str], what: str) -> str:
@@ -499,8 +481,8 @@ def _dict(name: str, comment: str, annotation: str, items: dict[str, Any]) -> st
 
 def generate(reference: Path | None = None) -> dict[str, str]:
     """Each output's path (under the checkout) and its text."""
-    reference = reference or _reference()
-    pins = _pins()
+    reference = reference or reference_dir()
+    pinned = pins()
     source = UpstreamSource.from_tree(reference / VLLM / "vllm")
     engine = engine_fields(source, ENGINE_ARGS)
     async_only = {
@@ -509,7 +491,7 @@ def generate(reference: Path | None = None) -> dict[str, str]:
     params, dropped = llm_parameters(source)
     vllm_text = _header(
         [VLLM],
-        pins,
+        pinned,
         [ARG_UTILS, LLM_PY, "vllm/config/*.py"],
         "vLLM 0.25.1's engine arguments. Each type is the annotation's text\n"
         '(recipekit.upstream.annotations.type_text; "Any" where the source cannot tell, so that\n'
@@ -547,7 +529,7 @@ def generate(reference: Path | None = None) -> dict[str, str]:
     workers = {label.split("/", 1)[1]: worker_calls(reference / label) for label in NEMO_RL}
     workers_text = _header(
         list(NEMO_RL),
-        pins,
+        pinned,
         [WORKER_PY, ASYNC_WORKER_PY],
         "How each pinned NeMo-RL's vLLM worker spreads policy.generation.vllm_kwargs into the\n"
         "engine's arguments (vllm.LLM(**llm_kwargs) in the sync worker, AsyncEngineArgs in the\n"
@@ -573,25 +555,8 @@ def generate(reference: Path | None = None) -> dict[str, str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--check", action="store_true")
-    args = parser.parse_args()
-    stale = []
-    for path, text in generate().items():
-        target = CHECKOUT / path
-        if target.exists() and target.read_text() == text:
-            continue
-        stale.append(path)
-        if not args.check:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text)
-    if args.check and stale:
-        print("stale: " + ", ".join(stale) + f": run python3 {TOOL}", file=sys.stderr)
-        return 1
-    return 0
+    return write_or_check(generate(), TOOL, __doc__)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -1,0 +1,51 @@
+"""What every generator of a module read from the pinned sources shares: where ``.reference/``
+is, each pinned source's commit, and writing the modules or (``--check``) failing on a stale
+one. A generated module is never edited by hand; a test regenerates it and compares."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tomllib
+from pathlib import Path
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+MANIFEST = CHECKOUT / "3rdparty/reference/manifest.toml"
+
+
+def reference_dir() -> Path:
+    """``.reference/`` (``$RECIPEKIT_REFERENCE_DIR`` where set, as the tests set it)."""
+    configured = os.environ.get("RECIPEKIT_REFERENCE_DIR", "")
+    return Path(configured) if configured else CHECKOUT / ".reference"
+
+
+def pins() -> dict[str, str]:
+    """Each pinned source's commit by label (a wheel's: its sha256, shortened)."""
+    manifest = tomllib.loads(MANIFEST.read_text())
+    found = {label: s["commit"] for label, s in manifest["sources"].items()}
+    found |= {label: f"sha256:{w['sha256'][:16]}" for label, w in manifest["wheels"].items()}
+    return found
+
+
+def write_or_check(outputs: dict[str, str], tool: str, description: str | None) -> int:
+    """Write each output (a path under the checkout -> its text), or with ``--check`` exit 1
+    naming the ones that differ."""
+    parser = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--check", action="store_true", help="exit 1 if a module differs")
+    args = parser.parse_args()
+    stale = []
+    for path, text in outputs.items():
+        target = CHECKOUT / path
+        if target.exists() and target.read_text() == text:
+            continue
+        stale.append(path)
+        if not args.check:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+    if args.check and stale:
+        print("stale: " + ", ".join(stale) + f": run python3 {tool}", file=sys.stderr)
+        return 1
+    return 0
