@@ -12,7 +12,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from recipekit.errors import Issue
-from recipekit.megatron_core.rules import fusion, moe, optimizer, parallel, recompute, scheduler
+from recipekit.megatron_core.rules import (
+    fusion,
+    moe,
+    offload,
+    optimizer,
+    parallel,
+    recompute,
+    scheduler,
+)
 
 Check = Callable[[Any], Iterator[Issue]]
 
@@ -30,6 +38,9 @@ ERROR_CHECKS: tuple[Check, ...] = (
     moe.deepep_needs_flex_dispatcher,
     moe.shared_expert_overlap_needs_alltoall_or_flex,
     fusion.bias_activation_fusion_needs_gelu_or_silu,
+    offload.cpu_offloading_layers_fit_the_model,
+    offload.cpu_offloading_excludes_pipeline_parallelism,
+    offload.cpu_offloading_excludes_recompute,
     optimizer.precision_aware_optimizer_needs_adam,
     optimizer.precision_aware_optimizer_needs_distributed_optimizer,
     scheduler.lr_at_least_min_lr,

@@ -146,6 +146,8 @@ def nemo_rl_kwargs(rendered: dict[str, Any], model: ModelCard) -> Kwargs:
     policy = rendered["policy"]
     cfg = policy["megatron_cfg"]
     out = model_kwargs(model)
+    # setup.py:662-670: model_overrides are merged into the provider before NeMo-RL's own keys.
+    out |= cfg.get("model_overrides") or {}
     out |= {key: cfg[key] for key in _NEMO_RL_COPIED if key in cfg}
     # setup.py:1042-1063: the dtype of policy.precision sets bf16/fp16/params_dtype; the
     # pipeline dtype is megatron_cfg.pipeline_dtype's.

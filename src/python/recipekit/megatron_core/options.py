@@ -2,7 +2,8 @@
 
 :class:`MegatronOptions` holds the values Megatron-Core's config classes check, as the
 framework hands them over (NeMo-RL's activation checkpointing already turned into a recompute
-granularity, a key the stage leaves unset already the model provider's value), and
+granularity, a key the stage leaves unset already the model provider's value, a field that
+NeMo-RL's ``model_overrides`` sets on the provider already the override's: ``overrides``), and
 :class:`OptionKeys` says which user key sets each one, so a rule's Issue names the key of the
 framework in use. One key table per framework: ``NEMO_RL_KEYS``, ``MEGATRON_BRIDGE_KEYS``.
 
@@ -20,6 +21,7 @@ from typing import Any
 import attrs
 
 from recipekit.markers import Marker
+from recipekit.megatron_core.overrides import overridden_options
 from recipekit.model_card import ModelCard
 from recipekit.parallelism import ParallelKeys, ParallelLayout
 
@@ -66,6 +68,9 @@ class OptionKeys:
     lr_decay_style: str | None = None
     # The key that bounds the run's optimizer steps (the decay's length when it names none).
     run_iters: str | None = None
+    # Layer-wise activation offloading: no stage key sets it (NeMo-RL's model_overrides can).
+    cpu_offloading: str | None = None
+    cpu_offloading_num_layers: str | None = None
 
 
 _NRL = "policy.megatron_cfg"
@@ -123,6 +128,16 @@ MEGATRON_BRIDGE_KEYS = OptionKeys(
 
 
 _OPTION_FIELDS = frozenset(attrs.fields_dict(OptionKeys)) - {"framework"}
+# What NeMo-RL's setup always sets from its own keys, after the overrides.
+_NEMO_RL_SETS = frozenset(
+    {
+        "moe_token_dispatcher_type",
+        "moe_enable_deepep",
+        "moe_shared_expert_overlap",
+        "moe_router_dtype",
+        "bias_activation_fusion",
+    }
+)
 _PARALLEL_FIELDS = frozenset(attrs.fields_dict(ParallelKeys)) - {"section"}
 
 
@@ -168,6 +183,9 @@ class MegatronOptions:
     # most it can take (NeMo-RL's GRPO stops earlier when its epochs' batches run out).
     run_iters: int | None = None
     run_iters_bound: bool = False
+    # ModelParallelConfig's defaults (model_parallel_config.py:458-461).
+    cpu_offloading: bool = False
+    cpu_offloading_num_layers: int = 0
 
     def key(self, field: str, fallback: str | None = None) -> str:
         """The user key that sets ``field`` (an option, or a size of ``parallel``), else
@@ -226,7 +244,7 @@ def from_nemo_rl(
     keys = NEMO_RL_KEYS
     if run_iters is not None:
         keys = attrs.evolve(keys, run_iters=run_iters[0])
-    return MegatronOptions(
+    options = MegatronOptions(
         keys=keys,
         parallel=parallel,
         parallel_keys=parallel_keys,
@@ -256,6 +274,27 @@ def from_nemo_rl(
         run_iters=None if run_iters is None else run_iters[1],
         run_iters_bound=True,
     )
+    overrides = _value(m, "model_overrides", None)
+    if not overrides:
+        return options
+    # NeMo-RL merges model_overrides into the provider first, then sets its own keys on it
+    # (setup.py:662-670, then 888-1024 MoE, 1066-1104 recompute and fusions, 1171-1176 FP8 @
+    # super-v3.5-posttraining): an override stands where NeMo-RL sets nothing afterwards.
+    set_later = set(_NEMO_RL_SETS)
+    if m.activation_checkpointing is True:
+        set_later.add("recompute_granularity")
+        if granularity == "full":
+            set_later |= {"recompute_method", "recompute_num_layers"}
+        elif modules is not None:
+            set_later.add("recompute_modules")
+    if fp8 is not None:
+        set_later |= {"fp8", "fp8_recipe"}
+    # An option that is a field of the model provider (recompute_*, moe_*, fp8, cpu_offloading,
+    # ...; the optimizer's and scheduler's are not) may be overridden.
+    options_fields = frozenset(attrs.fields_dict(MegatronOptions))
+    found = overridden_options(overrides, options_fields, frozenset(set_later))
+    paths = {name: f"{_NRL}.model_overrides.{name}" for name in found}
+    return attrs.evolve(options, keys=attrs.evolve(options.keys, **paths), **found)
 
 
 def from_megatron_bridge(

@@ -41,6 +41,8 @@ class UpstreamField:
     # The module whose names the annotation uses.
     module: str = ""
     line: int = 0
+    # A dataclass field declared ``field(init=False)``: no constructor argument.
+    init: bool = True
 
 
 @attrs.frozen
@@ -220,6 +222,7 @@ class UpstreamSource:
                 bounds,
                 module,
                 stmt.lineno,
+                _init(stmt.value),
             )
         return ConfigClass(qualified, kind, fields, allows_extra)
 
@@ -247,6 +250,18 @@ def _extra_allowed(node: ast.ClassDef) -> bool:
         k.arg == "extra" and isinstance(k.value, ast.Constant) and k.value.value == "allow"
         for k in node.keywords
     ) or ("extra=" in text and "'allow'" in text.split("extra=", 1)[1][:12])
+
+
+def _init(value: ast.expr | None) -> bool:
+    """False for ``field(init=False)``."""
+    return not (
+        isinstance(value, ast.Call)
+        and ast.unparse(value.func).split(".")[-1] == "field"
+        and any(
+            k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False
+            for k in value.keywords
+        )
+    )
 
 
 def _default(value: ast.expr | None) -> tuple[str, dict[str, float], bool]:

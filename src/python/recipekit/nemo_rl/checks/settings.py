@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import attrs
 
 from recipekit.errors import Issue, did_you_mean
-from recipekit.markers import Marker
-from recipekit.nemo_rl import runs_super35
+from recipekit.markers import UNSET, Marker
+from recipekit.nemo_rl import SUPER35_BRANCH, runs_super35
 from recipekit.nemo_rl.checks.context import (
     MEGATRON,
     CheckContext,
@@ -117,13 +117,16 @@ def model_overrides_name_no_first_class_key(ctx: CheckContext) -> Iterator[Issue
     """NeMo-RL refuses a model override that a megatron_cfg key already sets: its conflict list
     is MegatronConfig's keys and every key the rendered megatron_cfg holds, less
     model_overrides itself (nemo_rl/models/megatron/setup.py:760-772 @ super-v3.5-posttraining).
-    recipekit's megatron_cfg section has exactly MegatronConfig's keys (the type oracle), and
-    its rendered dict holds no others, so the section's fields are that list."""
+    MegatronConfig's keys are read from the pinned source (generated.megatron_config_keys);
+    the rendered keys are those the section sets."""
+    from recipekit.nemo_rl.generated.megatron_config_keys import KEYS
+
     m = ctx.megatron
     overrides = getattr(m, "model_overrides", None)
     if m is None or not isinstance(overrides, dict):
         return
-    first_class = {f.name for f in attrs.fields(type(m))} - {"model_overrides"}
+    rendered = {f.name for f in attrs.fields(type(m)) if getattr(m, f.name) is not UNSET}
+    first_class = (KEYS[SUPER35_BRANCH] | rendered) - {"model_overrides"}
     for name in sorted(set(overrides) & first_class):
         yield Issue(
             f"{MEGATRON}.model_overrides.{name}",
@@ -134,3 +137,16 @@ def model_overrides_name_no_first_class_key(ctx: CheckContext) -> Iterator[Issue
             hint=f"set {MEGATRON}.{name} instead",
         )
 
+
+def model_overrides_are_provider_fields(ctx: CheckContext) -> Iterator[Issue]:
+    """NeMo-RL merges model_overrides into the Megatron-Bridge model provider, which raises on
+    a key that is none of its fields (nemo_rl/models/megatron/setup.py:826 @
+    super-v3.5-posttraining); a value is set as it is, so one of the wrong type fails later."""
+    m = ctx.megatron
+    overrides = getattr(m, "model_overrides", None)
+    if m is None or not isinstance(overrides, dict):
+        return
+    from recipekit.megatron_core.overrides import override_issues
+
+    where = "nemo_rl/models/megatron/setup.py:826 @ super-v3.5-posttraining"
+    yield from override_issues(overrides, f"{MEGATRON}.model_overrides", where)

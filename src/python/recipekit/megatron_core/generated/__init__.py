@@ -1,0 +1,1 @@
+"""Modules generated from pinned upstream sources by tools/generate_override_fields.py."""

@@ -1,0 +1,1 @@
+"""Modules generated from the pinned NeMo-RL sources by tools/ generators; do not edit."""
