@@ -19,6 +19,7 @@ from recipekit.nemo_rl.schema_main import (
     DataMain,
     DatasetMain,
     Draft,
+    DTensorMain,
     Environments,
     GenerationMain,
     GRPOConfigMain,
@@ -39,7 +40,6 @@ from recipekit.nemo_rl.schema_main import (
 )
 from recipekit.nemo_rl.schema_super_v3 import (
     Colocation,
-    DTensor,
     DynamicBatching,
     GenerationResources,
     GPUMonitoring,
@@ -134,7 +134,7 @@ config = GRPOMasterConfigMain(
         max_total_sequence_length=16384,
         precision='bfloat16',
         logprob_chunk_size=2048,
-        dtensor_cfg=DTensor(
+        dtensor_cfg=DTensorMain(
             v2=True,
             enabled=False,
             cpu_offload=False,

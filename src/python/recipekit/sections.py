@@ -10,6 +10,7 @@ rather than the Python class.
 from __future__ import annotations
 
 import functools
+import keyword
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -19,7 +20,7 @@ import attrs
 
 from recipekit.errors import FieldError, Issue, RecipeError, did_you_mean, join_path
 from recipekit.interpolation import HINT, REFUSED, smuggled
-from recipekit.markers import DERIVED, UNSET, Marker
+from recipekit.markers import DERIVED, UNSET, Marker, Unset
 
 T = TypeVar("T")
 
@@ -56,7 +57,7 @@ def section(
         attrs.resolve_types(made)
         _refuse_unsupported(made)
         setattr(made, SECTION_PATH, path)
-        setattr(made, ALIASES, dict(aliases or {}))
+        setattr(made, ALIASES, {**upstream_aliases(made), **(aliases or {})})
         fields = attrs.fields(made)
         checks = {f.name: _checker(f.type) for f in fields if f.init}
         setattr(made, _CHECKS, checks)
@@ -167,6 +168,10 @@ REMOVED_KEYS = "removed_keys"
 
 
 def _in_base_order(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
+    return _completed(cls, _ordered(cls, fields))
+
+
+def _ordered(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
     base = next((b for b in cls.__mro__[1:] if attrs.has(b)), None)
     removed = tuple(cls.__dict__.get(REMOVED_KEYS, ()))
     if base is None:
@@ -210,6 +215,109 @@ def _in_base_order(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.
         ordered.insert(names.index(anchor) + 1 if anchor else len(ordered), by_name.pop(field.name))
         previous = field.name
     return ordered
+
+
+# A section that models an upstream config class names it, ``upstream: ClassVar[Declared] =
+# recipekit.upstream.declared.declared(label, "module:Name")``: every key the pinned class
+# declares that the section does not state itself is then a field of it, typed as upstream
+# types it, absent unless set (UNSET), and a mapping under it checked against the config
+# classes upstream names. What recipekit states by hand (ranges, allowed values, derivations)
+# is the section's own fields. A key the section inherits only from another version's upstream
+# is dropped where its own upstream no longer declares it.
+UPSTREAM = "upstream"
+_FROM_UPSTREAM = "recipekit.upstream_key"
+
+
+# Keys a section states that its upstream class does not declare (a key NeMo-RL reads without
+# declaring it, one its example configs set): ``undeclared_keys: ClassVar[Mapping[str, str]]``,
+# each with why. One that upstream comes to declare, or that is no key of the section, stops
+# the import: the overlay must not outlive what it explains.
+UNDECLARED_KEYS = "undeclared_keys"
+
+
+def _completed(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
+    upstream = cls.__dict__.get(UPSTREAM)
+    if upstream is None:
+        return fields
+    from recipekit.upstream.declared import members
+
+    versions = members(upstream)
+    declared = {k: s for d in reversed(versions) for k, s in d.keys.items()}
+    owner = {k: d for d in reversed(versions) for k in d.keys}
+    fields = [
+        f for f in fields if f.metadata.get(_FROM_UPSTREAM) is None
+        or f.metadata[_FROM_UPSTREAM] in declared
+    ]
+    names = {f.name for f in fields}
+    _check_undeclared(cls, names, declared)
+    stated = names | {f.metadata.get(_FROM_UPSTREAM) for f in fields}
+    added: list[attrs.Attribute[Any]] = []
+    for key, spec in declared.items():
+        # A key written _x is the field x (the sections' alias convention).
+        if key in stated or key.lstrip("_") in names:
+            continue
+        name = key.lstrip("_") if key.startswith("_") else key
+        if keyword.iskeyword(name) or not name.isidentifier() or name in names:
+            name = f"{name}_"
+        checks = [_declared_mapping(owner[key], key, spec.nested)] if spec.nested else []
+        added.append(
+            attrs.Attribute(  # type: ignore[call-arg]
+                name=name,
+                default=UNSET,
+                validator=attrs.validators.and_(*checks) if checks else None,
+                repr=True,
+                cmp=None,
+                hash=None,
+                init=True,
+                inherited=False,
+                metadata={_FROM_UPSTREAM: key},
+                type=spec.type | Unset,
+                kw_only=True,
+                eq=True,
+                order=False,
+                alias=name,
+            )
+        )
+        names.add(name)
+    return [*fields, *added]
+
+
+def _check_undeclared(cls: type, names: set[str], declared: Mapping[str, Any]) -> None:
+    explained = dict(cls.__dict__.get(UNDECLARED_KEYS, {}))
+    declared_now = sorted(k for k in explained if k in declared)
+    unknown = sorted(k for k in explained if k not in names and k.lstrip("_") not in names)
+    if declared_now or unknown:
+        raise TypeError(
+            f"{cls.__name__}.{UNDECLARED_KEYS}: "
+            + "; ".join(
+                [
+                    *([f"upstream now declares {', '.join(declared_now)}"] if declared_now else []),
+                    *([f"no key of the section: {', '.join(unknown)}"] if unknown else []),
+                ]
+            )
+        )
+
+
+def _declared_mapping(declared: Any, key: str, nested: tuple[str, ...]) -> Any:
+    """A mapping under ``key`` checked against the config classes upstream names for it."""
+
+    def check(instance: Any, _: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, dict) or declared.table is None:
+            return
+        issues = declared.table.mapping_issues(value, nested, key)
+        if issues:
+            raise SectionError(type(instance), issues)
+
+    return check
+
+
+def upstream_aliases(cls: type) -> dict[str, str]:
+    """Field name -> upstream key of the keys ``upstream`` added under another name."""
+    return {
+        f.name: f.metadata[_FROM_UPSTREAM]
+        for f in attrs.fields(cls)
+        if f.metadata.get(_FROM_UPSTREAM) not in (None, f.name)
+    }
 
 
 def _refuse_unsupported(cls: type) -> None:
@@ -349,6 +457,22 @@ def _checker(tp: Any) -> Check:
 @functools.cache
 def _checker_of_annotation(tp: Any) -> Check:
     return _make_checker(tp)
+
+
+def type_check(tp: Any) -> tuple[Callable[[Any], bool], str]:
+    """Whether a plain value (lists as lists, as a framework's YAML gives them) is of type
+    ``tp`` as a section key of that type checks it, and the type in words."""
+    _, ok, text = _checker(tp)
+    return (lambda value: ok(_as_held(value))), text
+
+
+def _as_held(value: Any) -> Any:
+    """``value`` as a section holds it: lists as tuples, at every depth."""
+    if isinstance(value, list | tuple):
+        return tuple(_as_held(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _as_held(v) for k, v in value.items()}
+    return value
 
 
 def _make_checker(tp: Any) -> Check:

@@ -39,7 +39,7 @@ from typing import Any, ClassVar, Literal
 import attrs
 
 from recipekit.markers import Derived, Unset
-from recipekit.nemo_rl import SUPER35_BRANCH
+from recipekit.nemo_rl import SUPER35_BRANCH, upstream_v3, upstream_v35
 from recipekit.nemo_rl.schema_main import (
     CheckpointingMain,
     ClusterMain,
@@ -66,6 +66,7 @@ from recipekit.nemo_rl.schema_super_v3 import (
     Policy,
 )
 from recipekit.sections import derived, fixed, frozen_section, optional, required, section
+from recipekit.upstream.declared import undeclared
 from recipekit.validators import at_least, one_of
 
 # main's generation back-ends (policy.generation.backend in its examples).
@@ -80,12 +81,22 @@ class RunLogger(Logger):
     """NeMo-RL's ``LoggerConfig``, which SFT, DPO, RM and distillation read: GRPO's logger
     without its required ``num_val_samples_to_print``."""
 
+    upstream = upstream_v3(
+        "nemo_rl.utils.logger:LoggerConfig", "nemo_rl.algorithms.grpo:GRPOLoggerConfig"
+    )
+
     num_val_samples_to_print: int | Unset = optional(at_least(0))  # type: ignore[assignment]
 
 
 @section("logger")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class RunLoggerMain(RunLogger):
+    upstream = upstream_v35(
+        "nemo_rl.utils.logger:LoggerConfig",
+        "nemo_rl.algorithms.ppo:PPOLoggerConfig",
+        "nemo_rl.algorithms.grpo:GRPOLoggerConfig",
+    )
+
     wandb: WandbMain = required()
 
 
@@ -97,6 +108,8 @@ class RunLoggerMain(RunLogger):
 class DataList(Data):
     """``data`` whose ``train`` (and ``validation``) may list several datasets."""
 
+    upstream = upstream_v3("nemo_rl.data:DataConfig")
+
     train: Dataset | tuple[Dataset, ...] = required()  # type: ignore[assignment]
     validation: Dataset | tuple[Dataset, ...] | None | Unset = optional()  # type: ignore[assignment]
 
@@ -104,6 +117,8 @@ class DataList(Data):
 @section("data")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DataListMain(DataMain):
+    upstream = upstream_v35("nemo_rl.data:DataConfig")
+
     train: DatasetMain | tuple[DatasetMain, ...] = required()  # type: ignore[assignment]
     validation: DatasetMain | tuple[DatasetMain, ...] | None | Unset = optional()  # type: ignore[assignment]
 
@@ -115,6 +130,11 @@ class DataListMain(DataMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronPeft:
     """LoRA on the Megatron back-end (main's MegatronPeftConfig)."""
+
+    upstream = upstream_v35(
+        "nemo_rl.models.policy:MegatronPeftConfig",
+        "nemo_rl.models.policy:MegatronPeftConfigDisabled",
+    )
 
     enabled: bool = required()
     target_modules: tuple[str, ...] | Unset = optional()
@@ -133,12 +153,23 @@ class MegatronPeft:
 @section("policy.megatron_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronExamples(Megatron):
+    upstream = upstream_v3(
+        "nemo_rl.models.policy:MegatronConfig", "nemo_rl.models.policy:MegatronConfigDisabled"
+    )
+    undeclared_keys = undeclared(read=("peft",))
+
     peft: MegatronPeft | Unset = optional()
 
 
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GenerationExamples(Generation):
+    upstream = upstream_v3(
+        "nemo_rl.models.generation.vllm.config:VllmConfig",
+        "nemo_rl.models.generation.sglang.config:SGLangConfig",
+        "nemo_rl.models.generation.interfaces:GenerationConfig",
+    )
+
     sglang_cfg: dict[str, Any] | Unset = optional()
 
 
@@ -147,6 +178,8 @@ class GenerationExamples(Generation):
 class PolicyExamples(Policy):
     """super-v3's policy section as every super-v3 example config writes it."""
 
+    upstream = upstream_v3("nemo_rl.models.policy:PolicyConfig")
+
     megatron_cfg: MegatronExamples | Unset = optional()
     generation: GenerationExamples | Unset = optional()
 
@@ -154,6 +187,10 @@ class PolicyExamples(Policy):
 @section("policy.megatron_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronExamplesMain(MegatronMain):
+    upstream = upstream_v35(
+        "nemo_rl.models.policy:MegatronConfig", "nemo_rl.models.policy:MegatronConfigDisabled"
+    )
+
     force_reconvert_from_hf: bool | Unset = optional()
     cuda_graph_impl: str | Unset = optional()
     cuda_graph_modules: str | tuple[str, ...] | None | Unset = optional()
@@ -172,6 +209,8 @@ class MegatronExamplesMain(MegatronMain):
 @section("policy.generation.vllm_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class VllmConfigExamplesMain(VllmConfigMain):
+    upstream = upstream_v35("nemo_rl.models.generation.vllm.config:VllmSpecificArgs")
+
     # Absent: NeMo-RL sets it (False for vision-language models, which need the tokenizer).
     skip_tokenizer_init: bool | Unset = optional()  # type: ignore[assignment]
     reasoning_parser_plugin: str | None | Unset = optional()  # type: ignore[assignment]
@@ -184,6 +223,14 @@ class VllmConfigExamplesMain(VllmConfigMain):
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GenerationExamplesMain(GenerationMain):
+    upstream = upstream_v35(
+        "nemo_rl.models.generation.vllm.config:VllmConfig",
+        "nemo_rl.models.generation.sglang.config:SGLangConfig",
+        "nemo_rl.models.generation.trtllm.config:TrtllmConfig",
+        "nemo_rl.models.generation.interfaces:GenerationConfig",
+        "nemo_rl.models.generation.megatron.config:MCoreGenerationConfig",
+    )
+
     backend: str = required(one_of(GENERATION_BACKENDS_MAIN))
     vllm_cfg: VllmConfigExamplesMain | Unset = optional()
     # How weights reach a non-colocated generation engine (null: NeMo-RL picks).
@@ -198,6 +245,8 @@ class GenerationExamplesMain(GenerationMain):
 @section("policy.tokenizer")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class TokenizerExamplesMain(TokenizerMain):
+    upstream = upstream_v35("nemo_rl.models.policy:TokenizerConfig")
+
     # null: given on the command line, as the model is.
     name: str | None | Derived = derived()  # type: ignore[assignment]
 
@@ -206,6 +255,8 @@ class TokenizerExamplesMain(TokenizerMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class PolicyExamplesMain(PolicyMain):
     """main's policy section as every main example config writes it."""
+
+    upstream = upstream_v35("nemo_rl.models.policy:PolicyConfig")
 
     # null: given on the command line ("set by the launcher").
     model_name: str | None = required()  # type: ignore[assignment]

@@ -15,6 +15,7 @@ what they do; the schema file of the reference has no class for them.
 
 
 from recipekit.markers import Unset
+from recipekit.nemo_rl import upstream_v3, upstream_v35
 from recipekit.nemo_rl.schema_common import (
     EnvironmentsExamples,
     PolicyExamples,
@@ -24,6 +25,7 @@ from recipekit.nemo_rl.schema_common import (
 )
 from recipekit.nemo_rl.schema_super_v3 import MathEnvironment
 from recipekit.sections import frozen_section, optional, required, section
+from recipekit.upstream.declared import undeclared
 from recipekit.validators import at_least, between, one_of
 
 KL_TYPES = ("forward", "reverse", "mixed")
@@ -34,6 +36,8 @@ WEIGHT_METRICS = ("ce", "entropy", "max_prob")
 @section("distillation")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DistillationConfig:
+    upstream = upstream_v3("nemo_rl.algorithms.distillation:DistillationConfig")
+
     num_prompts_per_step: int = required(at_least(1))
     num_generations_per_prompt: int = required(at_least(1))
     max_rollout_turns: int = required(at_least(1))
@@ -54,6 +58,8 @@ class DistillationConfig:
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DistillationConfigMain:
     """main's DistillationConfig: every key has a default (128 prompts a step, top 64, ...)."""
+    upstream = upstream_v35("nemo_rl.algorithms.distillation:DistillationConfig")
+
 
     num_prompts_per_step: int | Unset = optional(at_least(1))
     num_generations_per_prompt: int | Unset = optional(at_least(1))
@@ -72,6 +78,8 @@ class DistillationConfigMain:
 @section("loss_fn")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DistillationLoss:
+    upstream = upstream_v3("nemo_rl.algorithms.loss_functions:DistillationLossConfig")
+
     kl_type: str = required(one_of(KL_TYPES))
     # mixed: this weight on the reverse KL, the rest on the forward one.
     mixed_kl_weight: float = required(between(0, 1))
@@ -92,6 +100,10 @@ class XTokenDistillationLoss(DistillationLossMain):
     """The loss modes of cross-tokenizer distillation (gold_loss off: P-KL over a projected
     top-k of the teacher's vocabulary; on: KL on the exactly mapped vocabulary + L1 on the
     rest; xtoken_loss relaxes the exact mapping and requires gold_loss)."""
+    upstream = upstream_v35(
+        "nemo_rl.algorithms.loss.loss_functions:CrossTokenizerDistillationLossConfig"
+    )
+    undeclared_keys = undeclared(read=('kl_type', 'mixed_kl_weight', 'zero_outside_topk'))
 
     gold_loss: bool | Unset = optional()
     xtoken_loss: bool | Unset = optional()
@@ -126,6 +138,7 @@ class XTokenTeacher(PolicyExamplesMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DistillationMasterConfig(RunMasterConfig):
     """``examples/run_distillation.py --config`` on super-v3."""
+    upstream = upstream_v3("nemo_rl.algorithms.distillation:MasterConfig")
 
     teacher: PolicyExamples = required()
     loss_fn: DistillationLoss = required()
@@ -137,6 +150,7 @@ class DistillationMasterConfig(RunMasterConfig):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DistillationMasterConfigMain(RunMasterConfigMain):
     """``examples/run_distillation.py --config`` on main (super-v3.5-posttraining)."""
+    upstream = upstream_v35("nemo_rl.algorithms.distillation:MasterConfig")
 
     teacher: PolicyExamplesMain = required()
     loss_fn: DistillationLossMain = required()
@@ -148,6 +162,8 @@ class DistillationMasterConfigMain(RunMasterConfigMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class XTokenDistillationMasterConfig(DistillationMasterConfigMain):
     """``examples/run_xtoken_off_policy_distillation.py --config`` (main only)."""
+    upstream = upstream_v35("nemo_rl.algorithms.xtoken_off_policy_distillation:MasterConfig")
+    undeclared_keys = undeclared(read=('env', 'teacher'))
 
     # Inherited from distillation_math.yaml and unused (null): the teachers are listed below.
     teacher: PolicyExamplesMain | None = required()  # type: ignore[assignment]

@@ -8,6 +8,7 @@ entries are preference datasets (``prompt_key``, ``chosen_key``, ``rejected_key`
 
 
 from recipekit.markers import Unset
+from recipekit.nemo_rl import upstream_v3, upstream_v35
 from recipekit.nemo_rl.schema_common import (
     RunMasterConfig,
     RunMasterConfigMain,
@@ -21,6 +22,8 @@ from recipekit.validators import at_least
 @section("dpo")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DPOConfig(TrainLoop):
+    upstream = upstream_v3("nemo_rl.algorithms.dpo:DPOConfig")
+
     # beta of the DPO loss: how far the policy may move from the reference policy.
     reference_policy_kl_penalty: float = required(at_least(0))
     preference_average_log_probs: bool = required()
@@ -33,6 +36,7 @@ class DPOConfig(TrainLoop):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DPOConfigMain(TrainLoopMain):
     """main's DPOConfig: every key has a default (150 steps, beta 0.05, ...)."""
+    upstream = upstream_v35("nemo_rl.algorithms.dpo:DPOConfig")
 
     reference_policy_kl_penalty: float | Unset = optional(at_least(0))
     preference_average_log_probs: bool | Unset = optional()
@@ -45,6 +49,7 @@ class DPOConfigMain(TrainLoopMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DPOMasterConfig(RunMasterConfig):
     """``examples/run_dpo.py --config`` on super-v3."""
+    upstream = upstream_v3("nemo_rl.algorithms.dpo:MasterConfig")
 
     dpo: DPOConfig = required()
 
@@ -53,5 +58,6 @@ class DPOMasterConfig(RunMasterConfig):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DPOMasterConfigMain(RunMasterConfigMain):
     """``examples/run_dpo.py --config`` on main (super-v3.5-posttraining)."""
+    upstream = upstream_v35("nemo_rl.algorithms.dpo:MasterConfig")
 
     dpo: DPOConfigMain = required()

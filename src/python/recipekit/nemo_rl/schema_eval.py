@@ -11,15 +11,19 @@ from typing import Literal
 import attrs
 
 from recipekit.markers import Unset
+from recipekit.nemo_rl import upstream_v35
 from recipekit.nemo_rl.schema_common import GenerationExamplesMain, VllmConfigExamplesMain
 from recipekit.nemo_rl.schema_main import ClusterMain, Environments, TokenizerMain
 from recipekit.sections import frozen_section, optional, required, section
+from recipekit.upstream.declared import undeclared
 from recipekit.validators import at_least
 
 
 @section("eval")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class EvalConfig:
+    upstream = upstream_v35("nemo_rl.evals.eval:EvalConfig")
+
     # "pass@k" (the reference configs' only metric).
     metric: str = required()
     num_tests_per_prompt: int = required(at_least(1))
@@ -50,6 +54,8 @@ class EvalData:
 @section("generation.vllm_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class EvalVllmConfig(VllmConfigExamplesMain):
+    upstream = upstream_v35("nemo_rl.models.generation.vllm.config:VllmSpecificArgs")
+
     # The eval configs leave it to vLLM ("auto").
     kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3"] | Unset = optional()  # type: ignore[assignment]
 
@@ -57,6 +63,15 @@ class EvalVllmConfig(VllmConfigExamplesMain):
 @section("generation", aliases={"pad_token_id": "_pad_token_id"})
 @frozen_section(kw_only=True, repr=False, eq=False)
 class EvalGeneration(GenerationExamplesMain):
+    upstream = upstream_v35(
+        "nemo_rl.models.generation.vllm.config:VllmConfig",
+        "nemo_rl.models.generation.sglang.config:SGLangConfig",
+        "nemo_rl.models.generation.trtllm.config:TrtllmConfig",
+        "nemo_rl.models.generation.interfaces:GenerationConfig",
+        "nemo_rl.models.generation.megatron.config:MCoreGenerationConfig",
+    )
+    undeclared_keys = undeclared(read=("num_prompts_per_step",))
+
     # Prompts handed to the generation back-end at a time (-1: all at once). Required: the
     # evaluation's setup indexes it with no default (nemo_rl/evals/eval.py:124).
     num_prompts_per_step: int = required(at_least(-1))
@@ -67,6 +82,8 @@ class EvalGeneration(GenerationExamplesMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class EvalMasterConfig:
     """``examples/run_eval.py --config`` (main, super-v3.5-posttraining)."""
+
+    upstream = upstream_v35("nemo_rl.evals.eval:MasterConfig")
 
     eval: EvalConfig = required()
     generation: EvalGeneration = required()

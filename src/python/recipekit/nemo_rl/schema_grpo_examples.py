@@ -10,6 +10,7 @@ schemas widened just so far, subclasses that change nothing the Super recipes us
 from typing import Literal
 
 from recipekit.markers import Unset
+from recipekit.nemo_rl import upstream_v3, upstream_v35
 from recipekit.nemo_rl.schema_common import (
     DataList,
     DataListMain,
@@ -26,6 +27,8 @@ from recipekit.validators import at_least
 @section("grpo")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOConfigExamples(GRPOConfig):
+    upstream = upstream_v3("nemo_rl.algorithms.grpo:GRPOConfig")
+
     # -1 (or 0): no periodic validation; NeMo-RL validates when val_period > 0.
     val_period: int = required(at_least(-1))
 
@@ -33,12 +36,16 @@ class GRPOConfigExamples(GRPOConfig):
 @section("grpo")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOConfigExamplesMain(GRPOConfigMain):
+    upstream = upstream_v35("nemo_rl.algorithms.grpo:GRPOConfig")
+
     val_period: int = required(at_least(-1))
 
 
 @section("reward_penalties.token_ids")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class PenaltyTokenIds:
+    upstream = upstream_v35("nemo_rl.algorithms.grpo:RewardPenaltyTokenIdsConfig")
+
     unwanted: tuple[int, ...] | None | Unset = optional()
     think_open: int | None | Unset = optional()
     think_close: int | None | Unset = optional()
@@ -48,6 +55,8 @@ class PenaltyTokenIds:
 @frozen_section(kw_only=True, repr=False, eq=False)
 class RewardPenalties:
     """main's RewardPenaltyConfig: zero the reward of Gym rollouts that misbehave."""
+
+    upstream = upstream_v35("nemo_rl.algorithms.grpo:RewardPenaltyConfig")
 
     penalize_duplicated_reasoning: bool | Unset = optional()
     penalize_empty_final_answer: bool | Unset = optional()
@@ -60,6 +69,8 @@ class RewardPenalties:
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DataPlane:
     """main's DataPlaneConfig: rollouts reach training through a TransferQueue store."""
+
+    upstream = upstream_v35("nemo_rl.data_plane.interfaces:DataPlaneConfig")
 
     enabled: bool = required()
     impl: Literal["transfer_queue"] = required()
@@ -78,6 +89,8 @@ class DataPlane:
 class GRPOExamplesConfig(GRPOMasterConfig):
     """GRPO on super-v3 as its examples configure it."""
 
+    upstream = upstream_v3("nemo_rl.algorithms.grpo:MasterConfig")
+
     grpo: GRPOConfigExamples = required()
     policy: PolicyExamples = required()
     data: DataList = required()
@@ -90,6 +103,8 @@ class GRPOExamplesConfig(GRPOMasterConfig):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOExamplesConfigMain(GRPOMasterConfigMain):
     """GRPO on main (super-v3.5-posttraining) as its examples configure it."""
+
+    upstream = upstream_v35("nemo_rl.algorithms.grpo:MasterConfig")
 
     grpo: GRPOConfigExamplesMain = required()
     policy: PolicyExamplesMain = required()

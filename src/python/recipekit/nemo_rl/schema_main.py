@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal
 import attrs
 
 from recipekit.markers import Derived, Unset
-from recipekit.nemo_rl import SUPER35_BRANCH
+from recipekit.nemo_rl import SUPER35_BRANCH, upstream_v35
 from recipekit.nemo_rl.schema_super_v3 import (
     FP8,
     PRECISIONS,
@@ -52,6 +52,7 @@ from recipekit.nemo_rl.schema_super_v3 import (
     Wandb,
 )
 from recipekit.sections import derived, frozen_section, optional, required, section
+from recipekit.upstream.declared import undeclared
 from recipekit.validators import at_least, between, one_of
 
 # The estimators NeMo-RL main's configs name (examples/configs/*.yaml); "opd" is on-policy
@@ -74,6 +75,8 @@ class RewardShapingMain(RewardShaping):
     ``max_response_length`` is absent unless set (DERIVED follows
     policy.max_total_sequence_length on super-v3)."""
 
+    upstream = upstream_v35("nemo_rl.algorithms.reward_functions:RewardShapingConfig")
+
     overlong_buffer_length: int | None | Unset = optional(at_least(0))  # type: ignore[assignment]
     overlong_buffer_penalty: float | None | Unset = optional(at_least(0))  # type: ignore[assignment]
     max_response_length: int | None | Derived | Unset = optional(at_least(1))  # type: ignore[assignment]
@@ -82,6 +85,8 @@ class RewardShapingMain(RewardShaping):
 @section("grpo.adv_estimator")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class AdvantageEstimatorMain(AdvantageEstimator):
+    upstream = upstream_v35("nemo_rl.algorithms.advantage_estimator:AdvEstimatorConfig")
+
     name: str = required(one_of(ADV_ESTIMATORS))
     reward_weights: tuple[float, ...] | None | Unset = optional()
 
@@ -89,6 +94,8 @@ class AdvantageEstimatorMain(AdvantageEstimator):
 @section("grpo.async_grpo")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class AsyncGRPOMain(AsyncGRPO):
+    upstream = upstream_v35("nemo_rl.algorithms.grpo:AsyncGRPOConfig")
+
     # Generation failures tolerated before the run stops (0: none).
     max_generation_failures: int | Unset = optional(at_least(0))
 
@@ -99,6 +106,9 @@ class GRPOConfigMain(GRPOConfig):
     """main's GRPOConfig: super-v3's without ``penalize_*`` (gone on main), with its
     validation-sampling, early-stop and filtering keys, looser types where main's are, and
     main's sub-sections."""
+
+    upstream = upstream_v35("nemo_rl.algorithms.grpo:GRPOConfig")
+    undeclared_keys = undeclared(configs=("zero_variance_prompt_filtering",))
 
     removed_keys: ClassVar[tuple[str, ...]] = (
         "penalize_invalid_tool_call",
@@ -142,6 +152,8 @@ class ClippedPGLossMain(ClippedPGLoss):
 @section("checkpointing")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class CheckpointingMain(Checkpointing):
+    upstream = upstream_v35("nemo_rl.utils.checkpoint:CheckpointingConfig")
+
     # A Super Omni checkpoint with optimizer state is ~1.4 TB; false saves weights only.
     save_optimizer: bool | Unset = optional()
     ft_keep_latest_k: int | None | Unset = optional(at_least(1))
@@ -155,12 +167,17 @@ class CheckpointingMain(Checkpointing):
 @section("policy.megatron_cfg.optimizer")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronOptimizerMain(MegatronOptimizer):
+    upstream = upstream_v35("nemo_rl.models.policy:MegatronOptimizerConfig")
+
     overlap_cpu_optimizer_d2h_h2d: bool | Unset = optional()
 
 
 @section("policy.megatron_cfg.distributed_data_parallel_config")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronDDPMain(MegatronDDP):
+    upstream = upstream_v35("nemo_rl.models.policy:MegatronDDPConfig")
+    undeclared_keys = undeclared(configs=("average_in_collective",))
+
     # Not in main's MegatronDDPConfig; passed on to Megatron-Core's DistributedDataParallelConfig.
     average_in_collective: bool | Unset = optional()
 
@@ -168,6 +185,8 @@ class MegatronDDPMain(MegatronDDP):
 @section("policy.megatron_cfg.checkpoint")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronCheckpoint:
+    upstream = upstream_v35("nemo_rl.models.policy:MegatronCheckpointConfig")
+
     async_save: bool | Unset = optional()
     ckpt_assume_constant_structure: bool | Unset = optional()
     ckpt_fully_parallel_save_process_group: str | Unset = optional()
@@ -180,6 +199,13 @@ class MegatronCheckpoint:
 class MegatronMain(Megatron):
     """main's MegatronConfig: super-v3's keys plus the vision-language freeze controls,
     recomputation, and Megatron checkpointing."""
+
+    upstream = upstream_v35(
+        "nemo_rl.models.policy:MegatronConfig", "nemo_rl.models.policy:MegatronConfigDisabled"
+    )
+    undeclared_keys = undeclared(
+        read=("force_overwrite_initial_ckpt",), configs=("moe_aux_loss_coeff",)
+    )
 
     optimizer: MegatronOptimizerMain = required()
     distributed_data_parallel_config: MegatronDDPMain = required()
@@ -206,6 +232,11 @@ class MegatronMain(Megatron):
 @section("policy.sequence_packing")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class SequencePackingMain(SequencePacking):
+    upstream = upstream_v35(
+        "nemo_rl.models.policy:SequencePackingConfig",
+        "nemo_rl.models.policy:SequencePackingConfigDisabled",
+    )
+
     # The order packed micro-batches train in; largest_first surfaces out-of-memory at once.
     microbatch_order: str | Unset = optional(one_of(MICROBATCH_ORDERS))
 
@@ -214,6 +245,10 @@ class SequencePackingMain(SequencePacking):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Draft:
     """An Eagle-style draft model trained beside the policy (off in the Super Omni configs)."""
+
+    upstream = upstream_v35(
+        "nemo_rl.models.policy:DraftConfig", "nemo_rl.models.policy:DraftConfigDisabled"
+    )
 
     enabled: bool = required()
     model_name: str | None | Unset = optional()
@@ -225,6 +260,8 @@ class Draft:
 @section("policy.tokenizer")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class TokenizerMain(Tokenizer):
+    upstream = upstream_v35("nemo_rl.models.policy:TokenizerConfig")
+
     audio: dict[str, Any] | Unset = optional()
     video: dict[str, Any] | Unset = optional()
     use_processor: bool | Unset = optional()
@@ -240,6 +277,23 @@ class McoreGenerationMain:
     """main's MCoreGenerationSpecificArgs (Megatron-Core dynamic inference), declared again:
     ``unified_memory_level`` and ``buffer_guaranteed_fraction`` are gone and most keys are now
     required."""
+
+    upstream = upstream_v35("nemo_rl.models.generation.megatron.config:MCoreGenerationSpecificArgs")
+    undeclared_keys = undeclared(
+        read=(
+            "activation_checkpointing",
+            "context_parallel_size",
+            "expert_model_parallel_size",
+            "expert_tensor_parallel_size",
+            "inference_grouped_gemm_backend",
+            "moe_router_group_topk",
+            "moe_router_num_groups",
+            "pipeline_model_parallel_size",
+            "sequence_parallel",
+            "tensor_model_parallel_size",
+            "transformer_impl",
+        )
+    )
 
     expose_http_server: bool = required()
     parsers: tuple[str, ...] = required()
@@ -279,6 +333,9 @@ class McoreGenerationMain:
 @section("policy.generation.vllm_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class VllmConfigMain(VllmConfig):
+    upstream = upstream_v35("nemo_rl.models.generation.vllm.config:VllmSpecificArgs")
+    undeclared_keys = undeclared(read=("enable_prefix_caching",))
+
     skip_tokenizer_init: bool = required()
     # raw_logprobs: the sampler's log-probabilities before temperature/top-p, which the
     # importance-sampling correction compares with the trainer's.
@@ -299,6 +356,14 @@ class GenerationMain(Generation):
     """main's GenerationConfig: super-v3's keys with main's vLLM and Megatron sections, plus
     validation sampling, bad words and asynchronous rollouts."""
 
+    upstream = upstream_v35(
+        "nemo_rl.models.generation.vllm.config:VllmConfig",
+        "nemo_rl.models.generation.sglang.config:SGLangConfig",
+        "nemo_rl.models.generation.trtllm.config:TrtllmConfig",
+        "nemo_rl.models.generation.interfaces:GenerationConfig",
+        "nemo_rl.models.generation.megatron.config:MCoreGenerationConfig",
+    )
+
     # Sampling for validation rollouts; the upstream YAML interpolates the training values.
     val_temperature: float | Derived = derived(at_least(0), after="top_k")
     val_top_p: float | Derived = derived(between(0, 1))
@@ -313,13 +378,27 @@ class GenerationMain(Generation):
 # --- policy -------------------------------------------------------------------------------
 
 
+@section("policy.dtensor_cfg", aliases={"v2": "_v2"})
+@frozen_section(kw_only=True, repr=False, eq=False)
+class DTensorMain(DTensor):
+    """super-v3.5's DTensor back-end: super-v3's keys and those its DTensorConfig adds (expert
+    parallelism, HSDP replication, deferred gradient sync), which upstream declares."""
+
+    upstream = upstream_v35(
+        "nemo_rl.models.policy:DTensorConfig", "nemo_rl.models.policy:DTensorConfigDisabled"
+    )
+
+
 @section("policy")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class PolicyMain(Policy):
     """main's PolicyConfig: super-v3's keys with main's sections, plus the draft model and
     the vision-language switches."""
 
+    upstream = upstream_v35("nemo_rl.models.policy:PolicyConfig")
+
     tokenizer: TokenizerMain = required()
+    dtensor_cfg: DTensorMain = required()
     megatron_cfg: MegatronMain | Unset = optional()
     draft: Draft | Unset = optional(after="megatron_cfg")
     sequence_packing: SequencePackingMain | Unset = optional()
@@ -336,6 +415,10 @@ class PolicyMain(Policy):
 @section()
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DatasetMain(Dataset):
+    upstream = upstream_v35(
+        "nemo_rl.data:ResponseDatasetConfig", "nemo_rl.data:PreferenceDatasetConfig"
+    )
+
     num_frames: int | Unset = optional(at_least(1))
     video_sampling_style: Literal["nemotron_vl"] | Unset = optional()
     video_target_num_patches: int | None | Unset = optional(at_least(1))
@@ -347,6 +430,8 @@ class DatasetMain(Dataset):
 @section("data")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DataMain(Data):
+    upstream = upstream_v35("nemo_rl.data:DataConfig")
+
     use_multiple_dataloader: bool | Unset = optional(after="num_workers")
     num_prompts_per_dataloader: int | Unset = optional(at_least(1))
     custom_dataloader: str | Unset = optional()
@@ -394,6 +479,16 @@ class NemoGym:
 class Environments:
     """``env``: the environments by name, and the GRPO + Gym runner's switches."""
 
+    upstream = upstream_v35("nemo_rl.evals.eval:_PassThroughEnvConfig")
+    undeclared_keys = undeclared(
+        read=(
+            "nemo_gym",
+            "should_log_nemo_gym_responses",
+            "should_mask_flagged_samples",
+            "should_use_nemo_gym",
+        )
+    )
+
     should_use_nemo_gym: bool | Unset = optional()
     should_log_nemo_gym_responses: bool | Unset = optional()
     # Drop samples the environment flagged (a failed tool server, a malformed trajectory).
@@ -409,6 +504,9 @@ class Environments:
 @frozen_section(kw_only=True, repr=False, eq=False)
 class TeacherResources:
     """Where one teacher's log-probability workers run and how they are laid out."""
+
+    upstream = upstream_v35("nemo_rl.algorithms.opd:TeacherResourceConfig")
+    undeclared_keys = undeclared(read=("moe_shared_expert_overlap",))
 
     tensor_model_parallel_size: int | Unset = optional(at_least(1))
     pipeline_model_parallel_size: int | Unset = optional(at_least(1))
@@ -427,6 +525,8 @@ class TeacherResources:
 @section("on_policy_distillation.non_colocated_teachers")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class NonColocatedTeachers:
+    upstream = upstream_v35("nemo_rl.algorithms.opd:NonColocatedTeachersConfig")
+
     enabled: bool | Unset = optional()
     default_teacher_cfg: TeacherResources | Unset = optional()
     teacher_overrides: dict[str, TeacherResources] | Unset = optional()
@@ -436,6 +536,8 @@ class NonColocatedTeachers:
 @frozen_section(kw_only=True, repr=False, eq=False)
 class OnPolicyDistillation:
     """MOPD: each prompt's Gym agent name picks the teacher that scores the student's tokens."""
+
+    upstream = upstream_v35("nemo_rl.algorithms.opd:OnPolicyDistillationConfig")
 
     enabled: bool | Unset = optional()
     teacher_model_by_agent_name: dict[str, str] | Unset = optional()
@@ -452,18 +554,24 @@ class OnPolicyDistillation:
 @section("logger.wandb")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class WandbMain(Wandb):
+    upstream = upstream_v35("nemo_rl.utils.logger:WandbConfig")
+
     log_nemo_gym_full_result_tables: bool | Unset = optional()
 
 
 @section("logger")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class LoggerMain(Logger):
+    upstream = upstream_v35("nemo_rl.algorithms.grpo:GRPOLoggerConfig")
+
     wandb: WandbMain = required()
 
 
 @section("cluster")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class ClusterMain(Cluster):
+    upstream = upstream_v35("nemo_rl.distributed.virtual_cluster:ClusterConfig")
+
     # Ports torch.distributed rendezvous may use; kept clear of Ray's and Gym's.
     master_port_range_low: int | Unset = optional(at_least(1))
     master_port_range_high: int | Unset = optional(at_least(1))
@@ -474,6 +582,8 @@ class ClusterMain(Cluster):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOMasterConfigMain:
     """The GRPO (+ NeMo Gym, + MOPD) config of NeMo-RL main / super-v3.5-posttraining."""
+
+    upstream = upstream_v35("nemo_rl.algorithms.grpo:MasterConfig")
 
     nemo_rl_branch: ClassVar[str] = SUPER35_BRANCH
 
@@ -499,6 +609,7 @@ __all__ = [
     "ClusterMain",
     "Colocation",
     "DTensor",
+    "DTensorMain",
     "DataMain",
     "DatasetMain",
     "Draft",

@@ -9,6 +9,7 @@ Main only: super-v3 has no PPO entry point.
 
 
 from recipekit.markers import Unset
+from recipekit.nemo_rl import upstream_v35
 from recipekit.nemo_rl.schema_common import (
     EnvironmentsExamples,
     PolicyExamplesMain,
@@ -25,6 +26,7 @@ from recipekit.validators import at_least, between
 class AsyncPPO(AsyncGRPO):
     """GRPO's asynchronous loop, for PPO; it needs non-colocated generation and the
     importance-sampling correction."""
+    upstream = upstream_v35("nemo_rl.algorithms.ppo:AsyncPPOConfig")
 
     # Generation steps ahead of training during the critic warm-up (null: the age limit);
     # needs policy_training_start_step > 0.
@@ -37,6 +39,7 @@ class AsyncPPO(AsyncGRPO):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GAE:
     """Generalised advantage estimation; VAPO decouples the critic's and the policy's lambda."""
+    upstream = upstream_v35("nemo_rl.algorithms.ppo:AdvEstimatorConfig")
 
     name: str = required()
     gae_lambda: float | Unset = optional(between(0, 1))
@@ -52,6 +55,8 @@ class GAE:
 @section("ppo")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class PPOConfig:
+    upstream = upstream_v35("nemo_rl.algorithms.ppo:PPOConfig")
+
     num_prompts_per_step: int = required(at_least(1))
     num_generations_per_prompt: int = required(at_least(1))
     max_rollout_turns: int = required(at_least(1))
@@ -83,6 +88,8 @@ class PPOConfig:
 @section("value_loss_fn")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class ValueLoss:
+    upstream = upstream_v35("nemo_rl.algorithms.loss.loss_functions:MseValueLossConfig")
+
     scale: float = required(at_least(0))
     # The critic's value may move this far from its old estimate per update.
     cliprange: float | None = required(at_least(0))
@@ -107,6 +114,7 @@ class ValuePolicy(PolicyExamplesMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class PPOMasterConfig(RunMasterConfigMain):
     """``examples/run_ppo.py --config`` (main, super-v3.5-posttraining)."""
+    upstream = upstream_v35("nemo_rl.algorithms.ppo:MasterConfig")
 
     ppo: PPOConfig = required()
     loss_fn: ClippedPGLossMain = required()

@@ -6,6 +6,7 @@ Every ``RMConfig`` key is required on ``super-v3`` and has a default on ``main``
 
 
 from recipekit.markers import Unset
+from recipekit.nemo_rl import upstream_v3, upstream_v35
 from recipekit.nemo_rl.schema_common import (
     RunMasterConfig,
     RunMasterConfigMain,
@@ -19,6 +20,8 @@ from recipekit.validators import at_least
 @section("rm")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class RMConfig(TrainLoop):
+    upstream = upstream_v3("nemo_rl.algorithms.rm:RMConfig")
+
     # -1: as many steps as the epochs give (rm.yaml).
     max_num_steps: int = required(at_least(-1))
 
@@ -26,6 +29,8 @@ class RMConfig(TrainLoop):
 @section("rm")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class RMConfigMain(TrainLoopMain):
+    upstream = upstream_v35("nemo_rl.algorithms.rm:RMConfig")
+
     max_num_steps: int | Unset = optional(at_least(-1))
 
 
@@ -33,6 +38,7 @@ class RMConfigMain(TrainLoopMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class RMMasterConfig(RunMasterConfig):
     """``examples/run_rm.py --config`` on super-v3."""
+    upstream = upstream_v3("nemo_rl.algorithms.rm:MasterConfig")
 
     rm: RMConfig = required()
 
@@ -41,5 +47,6 @@ class RMMasterConfig(RunMasterConfig):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class RMMasterConfigMain(RunMasterConfigMain):
     """``examples/run_rm.py --config`` on main (super-v3.5-posttraining)."""
+    upstream = upstream_v35("nemo_rl.algorithms.rm:MasterConfig")
 
     rm: RMConfigMain = required()

@@ -8,6 +8,7 @@ NVIDIA-NeMo/RL@7ea279ab). The other sections are those every non-GRPO entry poin
 
 
 from recipekit.markers import Unset
+from recipekit.nemo_rl import upstream_v3, upstream_v35
 from recipekit.nemo_rl.schema_common import (
     RunMasterConfig,
     RunMasterConfigMain,
@@ -20,12 +21,16 @@ from recipekit.sections import frozen_section, optional, required, section
 @section("sft")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class SFTConfig(TrainLoop):
+    upstream = upstream_v3("nemo_rl.algorithms.sft:SFTConfig")
+
     pass
 
 
 @section("sft")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class SFTConfigMain(TrainLoopMain):
+    upstream = upstream_v35("nemo_rl.algorithms.sft:SFTConfig")
+
     # Train on the last assistant turn only.
     only_unmask_final: bool | Unset = optional()
 
@@ -34,6 +39,7 @@ class SFTConfigMain(TrainLoopMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class SFTMasterConfig(RunMasterConfig):
     """``examples/run_sft.py --config`` on super-v3."""
+    upstream = upstream_v3("nemo_rl.algorithms.sft:MasterConfig")
 
     sft: SFTConfig = required()
 
@@ -42,5 +48,6 @@ class SFTMasterConfig(RunMasterConfig):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class SFTMasterConfigMain(RunMasterConfigMain):
     """``examples/run_sft.py --config`` on main (super-v3.5-posttraining)."""
+    upstream = upstream_v35("nemo_rl.algorithms.sft:MasterConfig")
 
     sft: SFTConfigMain = required()

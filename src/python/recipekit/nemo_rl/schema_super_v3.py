@@ -10,8 +10,9 @@ reference configs set them.
 from typing import Any, ClassVar, Literal
 
 from recipekit.markers import Derived, Unset
-from recipekit.nemo_rl import NEMO_RL_VERSION
+from recipekit.nemo_rl import NEMO_RL_VERSION, upstream_v3, upstream_v35
 from recipekit.sections import derived, fixed, frozen_section, optional, required, section
+from recipekit.upstream.declared import undeclared
 from recipekit.validators import at_least, between, one_of
 
 # Values NeMo-RL maps to torch dtypes; anything else fails at start-up after the queue wait.
@@ -58,6 +59,8 @@ class RewardShaping:
     """DAPO's overlong penalty: the last ``overlong_buffer_length`` tokens of the response budget
     cost up to ``overlong_buffer_penalty`` reward."""
 
+    upstream = upstream_v3("nemo_rl.algorithms.reward_functions:RewardShapingConfig")
+
     enabled: bool = required()
     overlong_buffer_length: int | Unset = optional(at_least(0))
     overlong_buffer_penalty: float | Unset = optional(at_least(0))
@@ -68,6 +71,8 @@ class RewardShaping:
 @section("grpo.adv_estimator")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class AdvantageEstimator:
+    upstream = upstream_v3("nemo_rl.algorithms.grpo:AdvEstimatorConfig")
+
     name: str = required(one_of(("grpo", "reinforce_plus_plus")))
     normalize_rewards: bool | Unset = optional()
     use_leave_one_out_baseline: bool | Unset = optional()
@@ -77,6 +82,11 @@ class AdvantageEstimator:
 @section("grpo.reward_scaling")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class RewardScaling:
+    upstream = (
+        upstream_v3("nemo_rl.algorithms.grpo:RewardScalingConfig"),
+        upstream_v35("nemo_rl.algorithms.grpo:RewardScalingConfig"),
+    )
+
     enabled: bool = required()
     source_min: float | Unset = optional()
     source_max: float | Unset = optional()
@@ -87,6 +97,8 @@ class RewardScaling:
 @section("grpo.async_grpo")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class AsyncGRPO:
+    upstream = upstream_v3("nemo_rl.algorithms.grpo:AsyncGRPOConfig")
+
     enabled: bool = required()
     max_trajectory_age_steps: int = required(at_least(1))
     in_flight_weight_updates: bool | Unset = optional()
@@ -96,6 +108,8 @@ class AsyncGRPO:
 @section("grpo")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOConfig:
+    upstream = upstream_v3("nemo_rl.algorithms.grpo:GRPOConfig")
+
     num_prompts_per_step: int = required(at_least(1))
     num_generations_per_prompt: int = required(at_least(1))
     max_rollout_turns: int = required(at_least(1))
@@ -136,6 +150,8 @@ class GRPOConfig:
 @section("loss_fn")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class ClippedPGLoss:
+    upstream = upstream_v3("nemo_rl.algorithms.loss_functions:ClippedPGLossConfig")
+
     reference_policy_kl_penalty: float = required(at_least(0))
     reference_policy_kl_type: str = required(one_of(KL_TYPES))
     kl_input_clamp_value: float | None = required()
@@ -161,6 +177,8 @@ class ClippedPGLoss:
 @section("checkpointing")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Checkpointing:
+    upstream = upstream_v3("nemo_rl.utils.checkpoint:CheckpointingConfig")
+
     enabled: bool = required()
     checkpoint_dir: str = required()
     metric_name: str | None = required()
@@ -183,6 +201,8 @@ class Checkpointing:
 @section("policy.tokenizer")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Tokenizer:
+    upstream = upstream_v3("nemo_rl.models.policy:TokenizerConfig")
+
     name: str | Derived = derived()
     chat_template: str | None | Unset = optional()
     chat_template_kwargs: dict[str, Any] | None | Unset = optional()
@@ -191,6 +211,13 @@ class Tokenizer:
 @section("policy.dtensor_cfg.lora_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class LoRA:
+    upstream = (
+        upstream_v3("nemo_rl.models.policy:LoRAConfig", "nemo_rl.models.policy:LoRAConfigDisabled"),
+        upstream_v35(
+            "nemo_rl.models.policy:LoRAConfig", "nemo_rl.models.policy:LoRAConfigDisabled"
+        ),
+    )
+
     enabled: bool = required()
     target_modules: tuple[str, ...] | Unset = optional()
     exclude_modules: tuple[str, ...] | Unset = optional()
@@ -207,6 +234,10 @@ class LoRA:
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DTensor:
     """The PyTorch-native (FSDP2 + DTensor) training back-end."""
+
+    upstream = upstream_v3(
+        "nemo_rl.models.policy:DTensorConfig", "nemo_rl.models.policy:DTensorConfigDisabled"
+    )
 
     v2: bool | Unset = optional()
     enabled: bool = required()
@@ -225,6 +256,8 @@ class DTensor:
 @section("policy.megatron_cfg.optimizer")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronOptimizer:
+    upstream = upstream_v3("nemo_rl.models.policy:MegatronOptimizerConfig")
+
     optimizer: str = required(one_of(MEGATRON_OPTIMIZERS))
     lr: float = required(at_least(0))
     min_lr: float = required(at_least(0))
@@ -246,6 +279,11 @@ class MegatronOptimizer:
 @section("policy.megatron_cfg.scheduler")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronScheduler:
+    upstream = (
+        upstream_v3("nemo_rl.models.policy:MegatronSchedulerConfig"),
+        upstream_v35("nemo_rl.models.policy:MegatronSchedulerConfig"),
+    )
+
     start_weight_decay: float | Derived = derived(at_least(0))
     end_weight_decay: float | Derived = derived(at_least(0))
     weight_decay_incr_style: str = required(one_of(WEIGHT_DECAY_STYLES))
@@ -258,6 +296,8 @@ class MegatronScheduler:
 @section("policy.megatron_cfg.distributed_data_parallel_config")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronDDP:
+    upstream = upstream_v3("nemo_rl.models.policy:MegatronDDPConfig")
+
     grad_reduce_in_fp32: bool = required()
     overlap_grad_reduce: bool = required()
     overlap_param_gather: bool = required()
@@ -268,6 +308,8 @@ class MegatronDDP:
 @section("policy.megatron_cfg.fp8_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class FP8:
+    upstream = upstream_v35("nemo_rl.models.policy:Fp8Config")
+
     enabled: bool = required()
     fp8: str | Unset = optional(one_of(("e4m3", "hybrid")))
     fp8_recipe: str | Unset = optional(
@@ -280,6 +322,30 @@ class FP8:
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Megatron:
     """The Megatron-Core training back-end: the parallel layout lives here."""
+
+    upstream = upstream_v3(
+        "nemo_rl.models.policy:MegatronConfig", "nemo_rl.models.policy:MegatronConfigDisabled"
+    )
+    undeclared_keys = undeclared(
+        read=(
+            "fp8_cfg",
+            "moe_aux_loss_coeff",
+            "moe_permute_fusion",
+            "moe_router_bias_update_rate",
+            "moe_router_dtype",
+            "moe_router_load_balancing_type",
+            "mtp_detach_heads",
+            "mtp_loss_scaling_factor",
+            "mtp_num_layers",
+            "mtp_use_repeated_layer",
+        ),
+        configs=(
+            "converter_type",
+            "error_path",
+            "moe_router_enable_expert_bias",
+            "track_moe_metrics",
+        ),
+    )
 
     enabled: bool = required()
     empty_unused_memory_level: int = required(between(0, 2))
@@ -330,6 +396,17 @@ class Megatron:
 @section("policy.dynamic_batching")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DynamicBatching:
+    upstream = (
+        upstream_v3(
+            "nemo_rl.models.policy:DynamicBatchingConfig",
+            "nemo_rl.models.policy:DynamicBatchingConfigDisabled",
+        ),
+        upstream_v35(
+            "nemo_rl.models.policy:DynamicBatchingConfig",
+            "nemo_rl.models.policy:DynamicBatchingConfigDisabled",
+        ),
+    )
+
     enabled: bool = required()
     train_mb_tokens: int | Derived | Unset = derived(at_least(1))
     logprob_mb_tokens: int | Derived | Unset = derived(at_least(1))
@@ -339,6 +416,12 @@ class DynamicBatching:
 @section("policy.sequence_packing")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class SequencePacking:
+    upstream = upstream_v3(
+        "nemo_rl.models.policy:SequencePackingConfig",
+        "nemo_rl.models.policy:SequencePackingConfigDisabled",
+    )
+    undeclared_keys = undeclared(read=("sequence_length_round",))
+
     enabled: bool = required()
     train_mb_tokens: int | Derived | Unset = derived(at_least(1))
     logprob_mb_tokens: int | Derived | Unset = derived(at_least(1))
@@ -352,6 +435,11 @@ class SequencePacking:
 @section("policy.optimizer")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class TorchOptimizer:
+    upstream = (
+        upstream_v3("nemo_rl.models.policy:PytorchOptimizerConfig"),
+        upstream_v35("nemo_rl.models.policy:PytorchOptimizerConfig"),
+    )
+
     name: str = required()
     kwargs: dict[str, Any] = required()
 
@@ -375,6 +463,17 @@ class SchedulerMilestones:
 @section("policy.generation.vllm_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class VllmConfig:
+    upstream = upstream_v3("nemo_rl.models.generation.vllm.config:VllmSpecificArgs")
+    undeclared_keys = undeclared(
+        read=(
+            "enable_vllm_metrics_logger",
+            "num_first_layers_in_bf16",
+            "num_last_layers_in_bf16",
+            "use_deep_gemm",
+            "vllm_metrics_logger_interval",
+        )
+    )
+
     async_engine: bool = required()
     precision: str | Derived | Unset = derived(one_of(VLLM_PRECISIONS))
     kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3"] = required()
@@ -414,6 +513,11 @@ class McoreGeneration:
 class GenerationResources:
     """Where generation runs when it is not colocated with training."""
 
+    upstream = (
+        upstream_v3("nemo_rl.models.generation.interfaces:OptionalResourcesConfig"),
+        upstream_v35("nemo_rl.models.generation.interfaces:OptionalResourcesConfig"),
+    )
+
     gpus_per_node: int | None | Derived = derived(at_least(1))
     num_nodes: int | None = required(at_least(1))
 
@@ -421,6 +525,11 @@ class GenerationResources:
 @section("policy.generation.colocated")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Colocation:
+    upstream = (
+        upstream_v3("nemo_rl.models.generation.interfaces:ColocationConfig"),
+        upstream_v35("nemo_rl.models.generation.interfaces:ColocationConfig"),
+    )
+
     enabled: bool = required()
     resources: GenerationResources = required()
 
@@ -428,6 +537,13 @@ class Colocation:
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Generation:
+    upstream = upstream_v3(
+        "nemo_rl.models.generation.vllm.config:VllmConfig",
+        "nemo_rl.models.generation.sglang.config:SGLangConfig",
+        "nemo_rl.models.generation.interfaces:GenerationConfig",
+    )
+    undeclared_keys = undeclared(read=("mcore_generation_config",))
+
     backend: str = required(one_of(GENERATION_BACKENDS))
     max_new_tokens: int | Derived = derived(at_least(1))
     temperature: float = required(at_least(0))
@@ -451,6 +567,11 @@ class Generation:
 @section("policy")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Policy:
+    upstream = upstream_v3("nemo_rl.models.policy:PolicyConfig")
+    undeclared_keys = undeclared(
+        read=("offload_optimizer_for_logprob",), configs=("load_optimizer_from_checkpoint",)
+    )
+
     model_name: str = required()
     tokenizer: Tokenizer = required()
     hf_config_overrides: dict[str, Any] | Unset = optional()
@@ -483,6 +604,10 @@ class Policy:
 class Dataset:
     """One dataset entry of ``data`` (``train``, ``validation`` or ``default``)."""
 
+    upstream = upstream_v3(
+        "nemo_rl.data:ResponseDatasetConfig", "nemo_rl.data:PreferenceDatasetConfig"
+    )
+
     dataset_name: str | Unset = optional()
     data_path: str | Unset = optional()
     input_key: str | Unset = optional()
@@ -504,6 +629,8 @@ class Dataset:
 @section("data")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Data:
+    upstream = upstream_v3("nemo_rl.data:DataConfig")
+
     max_input_seq_length: int | None | Derived = derived(at_least(1))
     add_bos: bool | Unset = optional()
     add_eos: bool | Unset = optional()
@@ -519,6 +646,8 @@ class Data:
 @section("env.<name>")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class MathEnvironment:
+    upstream = upstream_v35("nemo_rl.environments.math_environment:MathEnvConfig")
+
     num_workers: int = required(at_least(1))
     math_verify_impl: str | None | Unset = optional(one_of(MATH_VERIFIERS))
     verifier_type: str | None | Unset = optional()
@@ -531,6 +660,9 @@ class MathEnvironment:
 @section("logger.wandb")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Wandb:
+    upstream = upstream_v3("nemo_rl.utils.logger:WandbConfig")
+    undeclared_keys = undeclared(configs=("entity",))
+
     project: str | Unset = optional()
     name: str | Unset = optional()
     entity: str | Unset = optional()
@@ -539,6 +671,11 @@ class Wandb:
 @section("logger.swanlab")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Swanlab:
+    upstream = (
+        upstream_v3("nemo_rl.utils.logger:SwanlabConfig"),
+        upstream_v35("nemo_rl.utils.logger:SwanlabConfig"),
+    )
+
     project: str | Unset = optional()
     name: str | Unset = optional()
 
@@ -546,12 +683,22 @@ class Swanlab:
 @section("logger.tensorboard")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Tensorboard:
+    upstream = (
+        upstream_v3("nemo_rl.utils.logger:TensorboardConfig"),
+        upstream_v35("nemo_rl.utils.logger:TensorboardConfig"),
+    )
+
     log_dir: str | Unset = optional()
 
 
 @section("logger.mlflow")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class MLflow:
+    upstream = (
+        upstream_v3("nemo_rl.utils.logger:MLflowConfig"),
+        upstream_v35("nemo_rl.utils.logger:MLflowConfig"),
+    )
+
     experiment_name: str | None | Unset = optional()
     run_id: str | None | Unset = optional()
     run_name: str | None | Unset = optional()
@@ -562,6 +709,11 @@ class MLflow:
 @section("logger.gpu_monitoring")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GPUMonitoring:
+    upstream = (
+        upstream_v3("nemo_rl.utils.logger:GPUMonitoringConfig"),
+        upstream_v35("nemo_rl.utils.logger:GPUMonitoringConfig"),
+    )
+
     collection_interval: float = required(at_least(0))
     flush_interval: float = required(at_least(0))
 
@@ -569,6 +721,8 @@ class GPUMonitoring:
 @section("logger")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Logger:
+    upstream = upstream_v3("nemo_rl.algorithms.grpo:GRPOLoggerConfig")
+
     log_dir: str = required()
     num_val_samples_to_print: int = required(at_least(0))
     wandb_enabled: bool = required()
@@ -588,6 +742,8 @@ class Logger:
 class Cluster:
     """What NeMo-RL's virtual cluster is told; derived from the stage's hardware."""
 
+    upstream = upstream_v3("nemo_rl.distributed.virtual_cluster:ClusterConfig")
+
     gpus_per_node: int | Derived = derived(at_least(1))
     num_nodes: int | Derived = derived(at_least(1))
 
@@ -596,6 +752,8 @@ class Cluster:
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOMasterConfig:
     """``examples/run_grpo.py --config``: the complete GRPO config, top-level sections."""
+
+    upstream = upstream_v3("nemo_rl.algorithms.grpo:MasterConfig")
 
     nemo_rl_branch: ClassVar[str] = NEMO_RL_VERSION
 

@@ -2,9 +2,8 @@
 ``nemo_rl/models/generation/sglang/`` (the generation, its workers, the router), at
 super-v3.5-posttraining. Catalogue: ``rule_catalogue/nemo-rl.sglang.toml``.
 
-NeMo-RL reads SGLang's settings from ``policy.generation.sglang_cfg``, a free dict that only the
-examples' schemas declare (``GenerationExamples``, ``GenerationExamplesMain``); the Super 3.5
-recipes' schema has no such key, so these checks find nothing to read there.
+NeMo-RL reads SGLang's settings from ``policy.generation.sglang_cfg``, a free dict its
+``SGLangConfig`` declares; every schema whose upstream declares it has the key.
 """
 
 from __future__ import annotations

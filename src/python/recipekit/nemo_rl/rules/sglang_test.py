@@ -100,15 +100,16 @@ def test_a_router_of_nemo_rls_own_or_an_addressed_one_plans(
         assert errors(gym_examples, *ON_SGLANG, config) == []
 
 
-def test_the_super35_schema_cannot_configure_sglang(refused_at: RefusedAt) -> None:
-    # Its generation section has no sglang_cfg, which GRPO's setup indexes for SGLang.
+def test_super35_sglang_without_its_settings_is_refused(refused_at: RefusedAt) -> None:
+    # Super 3.5's generation section declares sglang_cfg (upstream's SGLangConfig does), which
+    # GRPO's setup indexes for SGLang: unset, the stage is refused naming it.
     (error,) = refused_at(
         rlvr,
         ("policy.generation.backend=sglang", "grpo.async_grpo.enabled=false"),
         "policy.generation.backend = 'sglang'",
         "grpo.py:1432 @",
     )
-    assert "schema has no such key" in error and "(vllm)" in error
+    assert "it is not set (set policy.generation.sglang_cfg)" in error
 
 
 def test_sglang_without_its_settings_is_refused(gym_examples: Stage, refused_at: RefusedAt) -> None:
