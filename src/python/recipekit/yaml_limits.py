@@ -111,7 +111,8 @@ def check_yaml(text: str, source: Source) -> None:
                 if stack:
                     stack[-1].deepest = max(stack[-1].deepest, done.deepest)
                 if done.anchor is not None:
-                    anchors[done.anchor] = (nodes - done.nodes_before, done.deepest - done.depth + 1)
+                    levels = done.deepest - done.depth + 1
+                    anchors[done.anchor] = (nodes - done.nodes_before, levels)
             elif isinstance(event, yaml.ScalarEvent):
                 nodes += 1
                 if anchor is not None:

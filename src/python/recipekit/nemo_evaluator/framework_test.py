@@ -18,7 +18,6 @@ from recipekit.interpolation import Interpolation
 from recipekit.markers import DERIVED, UNSET
 from recipekit.model_card import NEMOTRON_35_SUPER_VL_120B
 from recipekit.nemo_evaluator.framework import NEMO_EVALUATOR
-from recipekit.nemo_rl.run_env import from_env
 from recipekit.nemo_evaluator.schema import (
     AutoExport,
     Evaluation,
@@ -33,6 +32,7 @@ from recipekit.nemo_evaluator.schema import (
     VllmDeployment,
     WandbExport,
 )
+from recipekit.nemo_rl.run_env import from_env
 from recipekit.plan import Plan, make_plan
 from recipekit.stage import Stage
 
