@@ -7,12 +7,12 @@ pinned upstream sources (``.reference/``, filled by ``tools/fetch-reference``):
 - ``recipekit/megatron_bridge/generated/model_provider_fields.py``: the fields Megatron-Bridge's
   pinned model providers declare on top of it (a provider extends Megatron-Core's
   ``TransformerConfig``; NeMo-RL merges the overrides into the provider with
-  ``dataclasses.replace``, so a key must be one of its init fields);
-- ``recipekit/nemo_rl/generated/megatron_config_keys.py``: the keys of NeMo-RL's
-  ``MegatronConfig`` at each pinned NeMo-RL source (``__annotations__``, the conflict list of
-  ``_validate_model_override_conflicts``).
+  ``dataclasses.replace``, so a key must be one of its init fields).
 
-    python3 tools/generate_override_fields.py           # rewrites the three modules
+NeMo-RL's own ``MegatronConfig`` keys (the conflict list of
+``_validate_model_override_conflicts``) are its declared table's (tools/generate_declared.py).
+
+    python3 tools/generate_override_fields.py           # rewrites the two modules
     python3 tools/generate_override_fields.py --check   # exit 1 if one differs
 
 ``generated_test.py`` (megatron_core) regenerates them and fails on any difference. The plan
@@ -47,13 +47,10 @@ BRIDGE_FILES = (
     "src/megatron/bridge/models/mamba/mamba_provider.py",
     "src/megatron/bridge/models/nemotron_omni/nemotron_omni_provider.py",
 )
-NEMO_RL = ("nemo-rl/super-v3", "nemo-rl/super-v3.5-posttraining", "nemo-rl/main")
-POLICY = "nemo_rl/models/policy/__init__.py"
 
 OUTPUTS = {
     "mcore": PACKAGE / "megatron_core/generated/transformer_config_0_19_2.py",
     "bridge": PACKAGE / "megatron_bridge/generated/model_provider_fields.py",
-    "nemo_rl": PACKAGE / "nemo_rl/generated/megatron_config_keys.py",
 }
 
 
@@ -176,33 +173,9 @@ def generate(reference: Path | None = None) -> dict[str, str]:
         "FIELDS", "field -> type", {k: _union(v) for k, v in provider_types.items()}
     )
 
-    keys: dict[str, list[str]] = {}
-    for label in NEMO_RL:
-        policy = _source(reference / label, [POLICY])
-        found = policy.config_class(policy.find("MegatronConfig"))
-        assert found is not None
-        keys[label.split("/", 1)[1]] = sorted(found.fields)
-    nemo_text = _header(
-        list(NEMO_RL),
-        [POLICY],
-        "The keys of NeMo-RL's MegatronConfig (its __annotations__, the bases' included) at each\n"
-        "pinned source, by branch: NeMo-RL refuses a model_overrides key among them\n"
-        "(_validate_model_override_conflicts, nemo_rl/models/megatron/setup.py:756 @\n"
-        "super-v3.5-posttraining).",
-    )
-    # The names of each branch, space-separated in lines of at most 88 characters.
-    nemo_text += "\n_NAMES = {\n"
-    for branch, names in keys.items():
-        nemo_text += f"    {json.dumps(branch)}: (\n"
-        nemo_text += "".join(f"        {json.dumps(line + ' ')}\n" for line in _lines(names))
-        nemo_text += "    ),\n"
-    nemo_text += "}\n"
-    nemo_text += "KEYS = {branch: frozenset(names.split()) for branch, names in _NAMES.items()}\n"
-
     return {
         str(OUTPUTS["mcore"].relative_to(CHECKOUT)): mcore_text,
         str(OUTPUTS["bridge"].relative_to(CHECKOUT)): bridge_text,
-        str(OUTPUTS["nemo_rl"].relative_to(CHECKOUT)): nemo_text,
     }
 
 

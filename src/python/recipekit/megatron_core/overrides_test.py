@@ -17,8 +17,8 @@ import yaml
 
 from recipekit.errors import Issue, RecipeError
 from recipekit.megatron_core.overrides import override_issues, provider_fields
-from recipekit.nemo_rl import SUPER35_BRANCH
-from recipekit.nemo_rl.generated.megatron_config_keys import KEYS
+from recipekit.nemo_rl import upstream_v35
+from recipekit.nemo_rl.checks.settings import MEGATRON_CONFIG
 from recipekit.plan import make_plan
 from recipekit.upstream.classes import UpstreamSource
 from recipekit.upstream.values import matches
@@ -99,13 +99,13 @@ def test_an_override_of_the_wrong_type_is_refused(value: str) -> None:
 
 def test_a_first_class_key_is_a_conflict_by_nemo_rls_own_key_set() -> None:
     # attention_backend is a key of NeMo-RL's MegatronConfig (read from the pinned source).
-    assert "attention_backend" in KEYS[SUPER35_BRANCH]
+    assert "attention_backend" in set(upstream_v35(MEGATRON_CONFIG).keys)
     errors = _errors(f"{OV}={{attention_backend: flash}}")
     assert any(
         e.path == f"{OV}.attention_backend" and "setup.py:772" in e.message for e in errors
     ), errors
     # A key the rendered megatron_cfg holds conflicts too, though MegatronConfig lacks it.
-    assert "moe_router_dtype" not in KEYS[SUPER35_BRANCH]
+    assert "moe_router_dtype" not in set(upstream_v35(MEGATRON_CONFIG).keys)
     errors = _errors(f"{OV}={{moe_router_dtype: fp64}}")
     assert any(e.path == f"{OV}.moe_router_dtype" for e in errors), errors
 
@@ -131,7 +131,7 @@ def test_every_pinned_example_configs_overrides_pass(reference_dir: Path) -> Non
     assert found  # main's grpo_math_1B.yaml declares model_overrides: {}
     for overrides in found:
         assert not list(override_issues(overrides, OV, "")), overrides
-        assert not set(overrides) & KEYS[SUPER35_BRANCH], overrides
+        assert not set(overrides) & set(upstream_v35(MEGATRON_CONFIG).keys), overrides
 
 
 def test_every_declared_default_is_of_its_declared_type(reference_dir: Path) -> None:

@@ -8,7 +8,7 @@ import attrs
 
 from recipekit.errors import Issue, did_you_mean
 from recipekit.markers import UNSET, Marker
-from recipekit.nemo_rl import SUPER35_BRANCH, runs_super35
+from recipekit.nemo_rl import runs_super35
 from recipekit.nemo_rl.checks.context import (
     MEGATRON,
     CheckContext,
@@ -113,20 +113,25 @@ def math_verifier_type_is_known(ctx: CheckContext) -> Iterator[Issue]:
             )
 
 
+# NeMo-RL's MegatronConfig, whose keys its Megatron setup refuses as model overrides.
+MEGATRON_CONFIG = "nemo_rl.models.policy:MegatronConfig"
+
+
 def model_overrides_name_no_first_class_key(ctx: CheckContext) -> Iterator[Issue]:
     """NeMo-RL refuses a model override that a megatron_cfg key already sets: its conflict list
     is MegatronConfig's keys and every key the rendered megatron_cfg holds, less
     model_overrides itself (nemo_rl/models/megatron/setup.py:760-772 @ super-v3.5-posttraining).
-    MegatronConfig's keys are read from the pinned source (generated.megatron_config_keys);
-    the rendered keys are those the section sets."""
-    from recipekit.nemo_rl.generated.megatron_config_keys import KEYS
+    MegatronConfig's keys are the pinned source's (the generated table the section's upstream
+    names); the rendered keys are those the section sets."""
+    from recipekit.nemo_rl import upstream_v35
 
     m = ctx.megatron
     overrides = getattr(m, "model_overrides", None)
     if m is None or not isinstance(overrides, dict):
         return
     rendered = {f.name for f in attrs.fields(type(m)) if getattr(m, f.name) is not UNSET}
-    first_class = (KEYS[SUPER35_BRANCH] | rendered) - {"model_overrides"}
+    declared = set(upstream_v35(MEGATRON_CONFIG).keys)
+    first_class = (declared | rendered) - {"model_overrides"}
     for name in sorted(set(overrides) & first_class):
         yield Issue(
             f"{MEGATRON}.model_overrides.{name}",
