@@ -19,27 +19,70 @@ import json
 import sys
 from pathlib import Path
 
+import attrs
+
 from recipekit.upstream.annotations import type_text
-from recipekit.upstream.classes import ConfigClass, UpstreamSource
+from recipekit.upstream.classes import ConfigClass, UpstreamSource, tree_files
 from recipekit.upstream.declared import TABLES, Declared, DeclaredTable, Key
 from tools.generated_modules import CHECKOUT, pins, reference_dir, write_or_check
 
-# The NeMo-RL sources the typed sections model.
-SOURCES = ("nemo-rl/super-v3", "nemo-rl/super-v3.5-posttraining")
-# Where an entry point's config starts: every class a MasterConfig reaches is written.
-ROOT_CLASS = "MasterConfig"
+
+@attrs.frozen
+class Tree:
+    """A package folder of ``.reference/``: ``folder`` (under it), the pinned source it belongs
+    to, and the package name its modules have."""
+
+    folder: str
+    label: str
+    package: str
+
+
+@attrs.frozen
+class Table:
+    """One generated table: named by the pinned source of its root classes, read from
+    ``trees`` (several where a framework's config classes extend another's), starting at the
+    classes whose qualified name ends with one of ``roots``."""
+
+    label: str
+    trees: tuple[Tree, ...]
+    roots: tuple[str, ...]
+    # Megatron-Bridge imports from packages whose __init__ is not pinned.
+    packages_export: bool = False
+
+
+TABLES_WRITTEN = (
+    *(
+        Table(label, (Tree(f"{label}/nemo_rl", label, "nemo_rl"),), (":MasterConfig",))
+        for label in ("nemo-rl/super-v3", "nemo-rl/super-v3.5-posttraining")
+    ),
+    Table(
+        "megatron-bridge/main",
+        (
+            Tree("megatron-bridge/main/src/megatron", "megatron-bridge/main", "megatron"),
+            Tree("megatron-bridge/0.6.2-wheel/megatron", "megatron-bridge/0.6.2-wheel", "megatron"),
+            Tree("megatron-core/0.19.2/megatron", "megatron-core/0.19.2", "megatron"),
+        ),
+        ("megatron.bridge.training.config:ConfigContainer",),
+        packages_export=True,
+    ),
+)
+SOURCES = tuple(t.label for t in TABLES_WRITTEN)
 MAPPING = "dict[str, Any]"
 
 
 def read_table(label: str, reference: Path) -> DeclaredTable:
-    """The table of the pinned source ``label``: every config class its entry points'
-    MasterConfigs reach, and the subclasses that may stand in for one."""
-    root = reference / label / "nemo_rl"
-    source = UpstreamSource.from_tree(root)
+    """The table of the pinned source ``label``: every config class its root classes reach,
+    and the subclasses that may stand in for one."""
+    spec = next(t for t in TABLES_WRITTEN if t.label == label)
+    files: dict[str, str] = {}
+    for tree in spec.trees:
+        files.update(tree_files(reference / tree.folder, tree.package))
+    source = UpstreamSource(files, packages_export=spec.packages_export)
     classes = source.config_classes()
-    table = DeclaredTable(label, pins()[label], {})
+    commits = dict.fromkeys(pins()[t.label] for t in spec.trees)
+    table = DeclaredTable(label, " + ".join(commits), {})
     declared: dict[str, Declared] = {}
-    todo = sorted(q for q in classes if q.endswith(f":{ROOT_CLASS}"))
+    todo = sorted(q for q in classes if q.endswith(spec.roots))
     while todo:
         qualified = todo.pop(0)
         if qualified in declared:
@@ -47,14 +90,19 @@ def read_table(label: str, reference: Path) -> DeclaredTable:
         found = classes[qualified]
         keys = {}
         for name, field in found.fields.items():
+            if not field.init:
+                continue  # field(init=False): no key sets it
             nested = _nested(field.annotation, field.module, source, classes)
             todo += [n for n in nested if n not in declared]
             text = type_text(
                 field.annotation, field.module, source, lambda q: MAPPING if q in classes else None
             )
             keys[name] = Key(text, field.required, nested, field.line)
+        # A base no pinned file defines may declare keys this table cannot know: the class
+        # then takes keys it does not list (never refused for what upstream may accept).
+        open_ended = found.allows_extra or bool(found.open_bases)
         declared[qualified] = Declared(
-            qualified, keys, found.allows_extra, label, _path(root, qualified), table
+            qualified, keys, open_ended, label, _path(reference, spec, qualified), table
         )
     object.__setattr__(table, "classes", dict(sorted(declared.items())))
     return table
@@ -64,11 +112,18 @@ def table_text(label: str, reference: Path) -> str:
     return json.dumps(read_table(label, reference).as_json(), indent=1) + "\n"
 
 
-def _path(root: Path, qualified: str) -> str:
-    """The file (in its repository) that defines ``qualified``: a module or a package."""
-    module = Path(*qualified.split(":")[0].split("."))
-    package = module / "__init__.py"
-    return package.as_posix() if (root.parent / package).is_file() else f"{module.as_posix()}.py"
+def _path(reference: Path, spec: Table, qualified: str) -> str:
+    """The file that defines ``qualified``, in its repository (naming its pinned source where
+    that is not the table's)."""
+    parts = qualified.split(":")[0].split(".")
+    for tree in spec.trees:
+        folder = reference / tree.folder
+        module = folder.joinpath(*parts[1:])
+        for found in (module / "__init__.py", module.with_suffix(".py")):
+            if found.is_file():
+                path = found.relative_to(reference / tree.label).as_posix()
+                return path if tree.label == spec.label else f"{path} @ {tree.label}"
+    return ""
 
 
 def _nested(
@@ -94,7 +149,8 @@ def generated(label: str) -> Path:
 
 def main() -> int:
     reference = reference_dir()
-    missing = [label for label in SOURCES if not (reference / label / "nemo_rl").is_dir()]
+    folders = [tree.folder for table in TABLES_WRITTEN for tree in table.trees]
+    missing = [folder for folder in folders if not (reference / folder).is_dir()]
     if missing:
         print(
             f"error: {reference / missing[0]} is missing: run tools/fetch-reference",

@@ -49,3 +49,21 @@ def write_or_check(outputs: dict[str, str], tool: str, description: str | None) 
         print("stale: " + ", ".join(stale) + f": run python3 {tool}", file=sys.stderr)
         return 1
     return 0
+
+
+def absent_pins(reference: Path, labels: tuple[str, ...]) -> list[str]:
+    """The files of the pinned sources ``labels`` that ``reference`` lacks: only ones the
+    manifest marks unmirrored can be (GitHub serves them; tools/fetch-reference skips them
+    where it cannot reach GitHub), and a table read without them would differ."""
+    manifest = tomllib.loads(MANIFEST.read_text())
+    missing = []
+    for label in labels:
+        source = manifest["sources"].get(label)
+        if source is None:
+            continue
+        missing += [
+            f"{label}/{path}"
+            for path, _ in source["files"]
+            if not (reference / label / path).is_file()
+        ]
+    return missing

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import typing
 from collections.abc import Mapping
 from typing import Any
 
@@ -171,7 +172,24 @@ def _opened(value: Any, part: str, walked: list[str]) -> Any:
     states one key of it, as the recipe would. Only a section every key of which may be left
     out opens so; any other unset value has no keys to set."""
     empty = _unset_section(value, part)
-    return empty() if empty is not None else _child(value, part, walked)
+    if empty is not None:
+        return empty()
+    if _unset_mapping(value, part):
+        return {}
+    return _child(value, part, walked)
+
+
+def _unset_mapping(value: Any, part: str) -> bool:
+    """Whether ``part`` of ``value`` is an unset key that holds a mapping (a config class of the
+    framework's that recipekit types as a mapping checked against it): it opens as an empty
+    one, so ``--set ddp.overlap_grad_reduce=true`` states one key of it."""
+    if isinstance(value, dict) or not attrs.has(type(value)):
+        return False
+    name = field_of(type(value), part)
+    if name is None or getattr(value, name) is not UNSET:
+        return False
+    members = union_members(attrs.fields_dict(type(value))[name].type)
+    return any(m is dict or typing.get_origin(m) is dict for m in members)
 
 
 def _unset_section(value: Any, part: str) -> type | None:

@@ -23,9 +23,20 @@ import attrs
 from recipekit.errors import FieldError
 from recipekit.markers import Derived, Unset, given
 from recipekit.sections import derived, frozen_section, optional, required, section
+from recipekit.upstream.declared import Declared, declared, undeclared
 from recipekit.validators import at_least, between, one_of
 
 RecipeMode = Literal["pretrain", "sft", "peft"]
+
+# The pinned Megatron-Bridge whose ConfigContainer the sections model (with the Megatron-Core
+# and 0.6.2-release files its classes extend): recipekit.upstream.declared's table.
+BRIDGE_TYPES = "megatron-bridge/main"
+
+
+def upstream_bridge(*qualified: str) -> Declared:
+    """Megatron-Bridge's config class(es) ``module:Name``, as the generated table has them."""
+    return declared(BRIDGE_TYPES, *qualified)
+
 
 # Megatron-Core's enumerations, as Megatron-Bridge passes them through.
 RECOMPUTE_GRANULARITIES = ("full", "selective")
@@ -93,6 +104,8 @@ class Recipe:
 @section("train")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Train:
+    upstream = upstream_bridge("megatron.bridge.training.config:TrainingConfig")
+
     train_iters: int = required(at_least(1))
     global_batch_size: int = required(at_least(1))
     micro_batch_size: int = required(at_least(1))
@@ -104,6 +117,17 @@ class Train:
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Model:
     """The model provider's fields the stage sets: layout, sequence, freezing, recompute."""
+
+    upstream = upstream_bridge(
+        "megatron.bridge.models.nemotron_omni.nemotron_omni_provider:NemotronVLModelProvider",
+        "megatron.bridge.models.nemotron_omni.nemotron_omni_provider:NemotronOmniModelProvider",
+        "megatron.bridge.models.nemotron_omni.nemotron_omni_provider:NemotronOmniLlavaModelProvider",
+        "megatron.bridge.models.nemotron_omni.nemotron_omni_provider:_NemotronOmniModelProviderBase",
+        "megatron.bridge.models.hybrid.hybrid_provider:HybridModelProvider",
+        "megatron.bridge.models.mamba.mamba_provider:MambaModelProvider",
+        "megatron.bridge.models.gpt_provider:GPTModelProvider",
+        "megatron.bridge.models.t5_provider:T5ModelProvider",
+    )
 
     tensor_model_parallel_size: int = required(at_least(1))
     pipeline_model_parallel_size: int = required(at_least(1))
@@ -138,6 +162,16 @@ class Dataset:
     whose dataset has no such field (the long-context recipe's CoderForge dataset).
     """
 
+    upstream = upstream_bridge(
+        "megatron.bridge.data.builders.energon:EnergonDatasetConfig",
+        "megatron.bridge.training.config:GPTDatasetConfig",
+        "megatron.bridge.training.config:GPTFIMDatasetConfig",
+        "megatron.bridge.training.config:MockGPTDatasetConfig",
+        "megatron.bridge.data.base:DatasetProvider",
+        "megatron.bridge.data.builders.mock_vlm_sft:MockVLMSFTDatasetConfig",
+    )
+    undeclared_keys = undeclared(unpinned={"seed": "GPTSFTDatasetConfig"})
+
     path: str | Unset = optional()
     seq_length: int | Derived | Unset = derived(at_least(1))
     micro_batch_size: int | Derived | Unset = derived(at_least(1))
@@ -151,6 +185,8 @@ class Dataset:
 @section("optimizer")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Optimizer:
+    upstream = upstream_bridge("megatron.bridge.training.config:OptimizerConfig")
+
     lr: float | Unset = optional(at_least(0))
     min_lr: float | Unset = optional(at_least(0))
     weight_decay: float | Unset = optional(at_least(0))
@@ -165,6 +201,8 @@ class Optimizer:
 @section("scheduler")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Scheduler:
+    upstream = upstream_bridge("megatron.bridge.training.config:SchedulerConfig")
+
     lr_warmup_iters: int | Unset = optional(at_least(0))
     # The recipes decay over the whole run (``lr_decay_iters = train.train_iters``).
     lr_decay_iters: int | None | Derived | Unset = derived(at_least(1))
@@ -175,6 +213,8 @@ class Scheduler:
 @section("logger")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Logger:
+    upstream = upstream_bridge("megatron.bridge.training.config:LoggerConfig")
+
     log_interval: int | Unset = optional(at_least(1))
     log_throughput: bool | Unset = optional()
     tensorboard_dir: str | None | Unset = optional()
@@ -186,6 +226,8 @@ class Logger:
 @section("checkpoint")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class Checkpoint:
+    upstream = upstream_bridge("megatron.bridge.training.config:CheckpointConfig")
+
     save: str = required()
     save_interval: int = required(at_least(1))
     # Weights to start from (a converted or earlier checkpoint): usually RunInput("model").
@@ -204,6 +246,13 @@ class Checkpoint:
 class LoRA:
     """Megatron-Bridge's ``peft.LoRA`` settings over the recipe's adapter."""
 
+    upstream = upstream_bridge("megatron.bridge.peft.base:PEFT")
+    undeclared_keys = undeclared(
+        unpinned={
+            k: "LoRA" for k in ("dim", "alpha", "target_modules", "dropout", "dropout_position")
+        }
+    )
+
     dim: int = required(at_least(1))
     alpha: int = required(at_least(1))
     target_modules: tuple[str, ...] = required()
@@ -215,6 +264,9 @@ class LoRA:
 @frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronBridgeConfig:
     """What the entry point applies: the recipe, then each section's keys over its result."""
+
+    upstream = upstream_bridge("megatron.bridge.training.config:ConfigContainer")
+    undeclared_keys = undeclared(own=("recipe",))
 
     recipe: Recipe = required()
     train: Train = required()

@@ -18,8 +18,10 @@ def _issues(exc: pytest.ExceptionInfo[RecipeError]) -> list[str]:
 def test_a_misspelt_key_is_named_with_a_did_you_mean() -> None:
     with pytest.raises(RecipeError) as exc:
         Train(train_iter=100, global_batch_size=16, micro_batch_size=1)  # type: ignore[call-arg]
+    # The closest of TrainingConfig's keys first (train_sync_interval and train_samples too).
     assert _issues(exc) == [
-        "train.train_iter: unknown key (did you mean 'train_iters'?)",
+        "train.train_iter: unknown key (did you mean 'train_iters' or 'train_sync_interval' or "
+        "'train_samples'?)",
         "train.train_iters: required key is missing",
     ]
 

@@ -24,6 +24,23 @@ DATACLASS_DECORATORS = frozenset(
     {"dataclass", "dataclasses.dataclass", "pydantic.dataclasses.dataclass", "config"}
 )
 BOUNDS = ("gt", "ge", "lt", "le")
+# Bases that declare no config fields.
+_MARKER_BASES = frozenset(
+    {
+        *TYPED_DICT_BASES,
+        *MODEL_BASES,
+        "object",
+        "ABC",
+        "abc.ABC",
+        "Generic",
+        "typing.Generic",
+        "Protocol",
+        "typing.Protocol",
+        "Enum",
+        "enum.Enum",
+        "str",
+    }
+)
 
 
 @attrs.frozen
@@ -52,6 +69,9 @@ class ConfigClass:
     fields: Mapping[str, UpstreamField]
     # A pydantic model with extra="allow" takes keys it does not declare.
     allows_extra: bool = False
+    # Bases (its own or an ancestor's) that name no class of the sources read: fields they may
+    # declare are unknown here (typing's markers and ``object`` are not counted).
+    open_bases: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -64,7 +84,12 @@ class UpstreamSource:
     ``files`` maps a module's dotted name to its source text.
     """
 
-    def __init__(self, files: Mapping[str, str]) -> None:
+    def __init__(self, files: Mapping[str, str], *, packages_export: bool = False) -> None:
+        """``packages_export``: a name imported from a package whose ``__init__`` is not among
+        the files (``from megatron.training.config import TrainingConfig``, with only
+        ``megatron/training/config/training_config.py`` pinned) is the one class of that name
+        its read submodules define, as a package's ``__init__`` re-exports them."""
+        self.packages_export = packages_export
         self.trees: dict[str, ast.Module] = {m: ast.parse(text) for m, text in files.items()}
         self.nodes: dict[str, ast.ClassDef] = {}
         self.scope: dict[str, dict[str, str]] = {}
@@ -97,12 +122,7 @@ class UpstreamSource:
     def from_tree(cls, root: Path, package: str | None = None) -> UpstreamSource:
         """Every ``*.py`` under ``root`` (a package folder), named from ``package`` (default:
         the folder's own name)."""
-        package = package or root.name
-        files = {}
-        for path in sorted(root.rglob("*.py")):
-            parts = (package, *path.relative_to(root).with_suffix("").parts)
-            files[".".join(parts).removesuffix(".__init__")] = path.read_text()
-        return cls(files)
+        return cls(tree_files(root, package))
 
     @classmethod
     def from_files(cls, root: Path, paths: Iterable[str]) -> UpstreamSource:
@@ -130,6 +150,13 @@ class UpstreamSource:
         target_module, _, target = found.partition(":")
         if target_module in self.scope and target_module != module:
             return self.resolve(target_module, target)
+        if self.packages_export and target_module not in self.scope:
+            inside = [
+                q
+                for q in self.nodes
+                if q.startswith(f"{target_module}.") and q.split(":")[1] == target
+            ]
+            return inside[0] if len(inside) == 1 else None
         return None
 
     def alias(self, qualified: str) -> ast.expr | None:
@@ -190,11 +217,18 @@ class UpstreamSource:
         module = qualified.split(":")[0]
         fields: dict[str, UpstreamField] = {}
         allows_extra = _extra_allowed(node)
+        open_bases: list[str] = [
+            text
+            for b in node.bases
+            if (text := ast.unparse(b)).split("[")[0] not in _MARKER_BASES
+            and self.resolve(module, text.split("[")[0]) is None
+        ]
         for base in self.bases(qualified):
             inherited = self.config_class(base)
             if inherited is not None:
                 fields.update(inherited.fields)
                 allows_extra = allows_extra or inherited.allows_extra
+                open_bases += inherited.open_bases
         total = not any(
             k.arg == "total" and isinstance(k.value, ast.Constant) and k.value.value is False
             for k in node.keywords
@@ -224,7 +258,7 @@ class UpstreamSource:
                 stmt.lineno,
                 _init(stmt.value),
             )
-        return ConfigClass(qualified, kind, fields, allows_extra)
+        return ConfigClass(qualified, kind, fields, allows_extra, tuple(dict.fromkeys(open_bases)))
 
     def find(self, name: str) -> str:
         """The one ``module:Name`` of a class called ``name`` (a KeyError when none is, a
@@ -289,3 +323,14 @@ def _default(value: ast.expr | None) -> tuple[str, dict[str, float], bool]:
             return ast.unparse(value.args[0]), bounds, True
         return "", bounds, False
     return ast.unparse(value), {}, True
+
+
+def tree_files(root: Path, package: str | None = None) -> dict[str, str]:
+    """Module name -> source of every ``*.py`` under the package folder ``root`` (named from
+    ``package``, default the folder's own name)."""
+    package = package or root.name
+    files = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = (package, *path.relative_to(root).with_suffix("").parts)
+        files[".".join(parts).removesuffix(".__init__")] = path.read_text()
+    return files

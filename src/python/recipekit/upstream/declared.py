@@ -73,8 +73,9 @@ class Declared:
         return tuple(self.qualified.split(" | "))
 
     def cited(self) -> str:
-        line = f"{self.path} @ {self.source}"
-        return f"{self.name} ({line})"
+        # A class of another pinned source than the table's names it in its path.
+        where = self.path if " @ " in self.path else f"{self.path} @ {self.source}"
+        return f"{self.name} ({where})"
 
 
 @attrs.frozen
@@ -202,9 +203,24 @@ READ = "NeMo-RL reads it (cfg.get or cfg[...]) though no config class declares i
 CONFIGS = "set by the upstream example configs recipekit ports; NeMo-RL does not read it"
 
 
-def undeclared(read: tuple[str, ...] = (), configs: tuple[str, ...] = ()) -> dict[str, str]:
-    """A section's ``undeclared_keys``: the keys NeMo-RL ``read``s without declaring them, and
-    those only its example ``configs`` set (each kept so that a port compiles key for key).
-    ``declared_test`` finds each ``read`` key in the pinned source and each ``configs`` key in a
-    pinned example config."""
-    return {**{k: READ for k in read}, **{k: CONFIGS for k in configs}}
+OWN = "recipekit's own: the runner's command line, never a key of the framework's config"
+UNPINNED = "declared by {}, a class of the framework's union no pinned file holds"
+
+
+def undeclared(
+    read: tuple[str, ...] = (),
+    configs: tuple[str, ...] = (),
+    own: tuple[str, ...] = (),
+    unpinned: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """A section's ``undeclared_keys``: the keys the framework ``read``s without declaring
+    them, those only its example ``configs`` set (each kept so that a port compiles key for
+    key), recipekit's ``own`` (rendered on the command line), and those a class no pinned file
+    holds declares (``unpinned``: key -> the class). The completeness tests check each reason
+    against the pinned sources."""
+    return {
+        **{k: READ for k in read},
+        **{k: CONFIGS for k in configs},
+        **{k: OWN for k in own},
+        **{k: UNPINNED.format(c) for k, c in (unpinned or {}).items()},
+    }
