@@ -24,6 +24,7 @@ from recipekit.upstream.classes import UpstreamSource
 from recipekit.upstream.values import matches
 from recipes.super35.rl import rlvr
 from tools import generate_override_fields as generator
+from tools.generated_modules import absent_pins
 
 CHECKOUT = generator.CHECKOUT
 P = "policy.megatron_cfg."
@@ -39,6 +40,10 @@ def _errors(*overrides: str) -> list[Issue]:
 
 
 def test_the_generated_modules_are_what_the_generator_writes(reference_dir: Path) -> None:
+    absent = absent_pins(reference_dir, (generator.BRIDGE,))
+    if absent:
+        # Only files GitHub alone serves can be absent (fetch-reference without GitHub).
+        pytest.skip(f"{len(absent)} GitHub-only pinned files absent, e.g. {absent[0]}")
     for path, text in generator.generate(reference_dir).items():
         assert (CHECKOUT / path).read_text() == text, (
             f"{path} is stale: run python3 tools/generate_override_fields.py"
