@@ -40,6 +40,9 @@ def megatron_setup(
         else None,
         recompute=given(model.recompute_granularity, None) or RECIPE_RECOMPUTE,
         recompute_modules=tuple(modules or RECIPE_RECOMPUTE_MODULES),
+        # Megatron-Core requires both under full recompute (transformer_config.py:1731-1745).
+        recompute_method=given(model.recompute_method, None) or "uniform",
+        recompute_num_layers=given(model.recompute_num_layers, None) or 1,
         # The stage sets neither (no ddp section): the recipes' distributed optimizer and fp32
         # gradient reduction.
         distributed_optimizer=True,
@@ -56,6 +59,8 @@ def megatron_setup(
             "dp": "the number of nodes",
             "optimizer_offload": "optimizer.optimizer_cpu_offload",
             "recompute": "model.recompute_granularity",
+            "recompute_method": "model.recompute_method",
+            "recompute_num_layers": "model.recompute_num_layers",
             "tokens": "model.seq_length",
         },
     )

@@ -98,6 +98,12 @@ class MegatronSetup:
     # one layer rebuilt at a time).
     recompute: str = "none"
     recompute_modules: tuple[str, ...] = ("core_attn",)
+    # Full recompute as Megatron-Core runs it (megatron/core/recompute.py:157-181 @ 0.19.2):
+    # "uniform" checkpoints chunks of recompute_num_layers layers, each rebuilt whole in the
+    # backward pass; "block" checkpoints only the first recompute_num_layers layers of each
+    # pipeline stage, one at a time, and the rest keep every activation.
+    recompute_method: str = "uniform"
+    recompute_num_layers: int = 1
     distributed_optimizer: bool = True
     # The share of the optimizer state kept in host memory (optimizer_cpu_offload).
     optimizer_offload: float = 0.0
@@ -382,15 +388,21 @@ def _stage_terms(
         Term(
             "activations",
             activations,
-            (s.key("recompute"), s.key("tokens"), s.key("cp"), s.key("tp")),
+            (s.key("recompute"), *_recompute_keys(s), s.key("tokens"), s.key("cp"), s.key("tp")),
             f"{len(pattern)} layers x {_in_flight(s, stage):.2f} micro-batches in flight"
-            f" of {s.tokens} tokens / CP {s.cp}",
+            f" of {s.tokens} tokens / CP {s.cp}" + _recompute_note(arch, s, pattern),
         ),
         Term(
             "recomputed layer (backward)",
             peak_layer,
-            (s.key("tokens"), s.key("cp")),
-            "full recompute: one layer rebuilt at a time, and its gradients",
+            (s.key("tokens"), s.key("cp"), *_recompute_keys(s)),
+            "full recompute: one checkpoint rebuilt at a time"
+            + (
+                f" ({s.recompute_num_layers} layers, uniform)"
+                if s.recompute_method == "uniform" and s.recompute_num_layers > 1
+                else " (one layer)"
+            )
+            + ", and its gradients",
         )
         if peak_layer
         else None,
@@ -719,6 +731,38 @@ def _rebuilt_unit(unit: str, per_kind: dict[str, float]) -> float:
     )
 
 
+def _recompute_keys(s: MegatronSetup) -> tuple[str, ...]:
+    if s.recompute != "full":
+        return ()
+    return (s.key("recompute_method"), s.key("recompute_num_layers"))
+
+
+def _recompute_note(arch: Architecture, s: MegatronSetup, pattern: str) -> str:
+    """How full recompute splits the stage's layers, for the activations term."""
+    if s.recompute != "full":
+        return ""
+    checkpointed, kept = recompute_chunks(
+        checkpoint_units(arch, pattern), s.recompute_method, s.recompute_num_layers
+    )
+    if s.recompute_method == "block":
+        return (
+            f"; full recompute, block: {len(checkpointed)} checkpointed layers,"
+            f" {len(kept)} keep all their activations"
+        )
+    return f"; full recompute, uniform: {len(checkpointed)} checkpoints of {s.recompute_num_layers}"
+
+
+def recompute_chunks(units: list[str], method: str, layers: int) -> tuple[list[str], list[str]]:
+    """(the checkpoints full recompute makes of a stage's layers, the layers it leaves whole),
+    as Megatron-Core's _checkpointed_forward does (megatron/core/recompute.py:157-181 @ 0.19.2):
+    uniform joins ``layers`` consecutive layers into one checkpoint, block checkpoints each of
+    the first ``layers`` layers alone and runs the rest without one."""
+    layers = max(1, layers)
+    if method == "block":
+        return units[:layers], units[layers:]
+    return ["".join(units[i : i + layers]) for i in range(0, len(units), layers)], []
+
+
 def checkpoint_units(arch: Architecture, pattern: str) -> list[str]:
     """The layers full recompute checkpoints one at a time (recompute_method uniform, one layer
     a checkpoint: transformer_block.py, _checkpointed_forward). A GPT model's TransformerLayer
@@ -741,15 +785,21 @@ def _activations(
     per_kind = {kind: layer_activations(arch, s, kind, tokens, sp) for kind in set(pattern)}
     if s.recompute == "full":
         units = checkpoint_units(arch, pattern)
-        # Only each checkpointed layer's input survives the forward pass (sequence-parallel
-        # sharded). In the backward pass one layer at a time is rebuilt, and its activations'
-        # gradients sit beside it (twice the layer, tools/calibrate_memory.py).
-        stored = len(units) * BF16 * tokens * arch.hidden / sp
-        # The rebuilt attention's scores are attention_backward's.
+        checkpointed, kept = recompute_chunks(units, s.recompute_method, s.recompute_num_layers)
+        # Only each checkpoint's input survives the forward pass (sequence-parallel sharded);
+        # a layer outside every checkpoint (block's rest) keeps all it stores.
+        stored = len(checkpointed) * BF16 * tokens * arch.hidden / sp
+        stored += sum(per_kind[kind] for unit in kept for kind in unit)
+        # In the backward pass one checkpoint at a time is rebuilt, and its activations'
+        # gradients sit beside it (twice the layer, tools/calibrate_memory.py). The rebuilt
+        # attention's scores are attention_backward's.
         scores = STORED_PER_SCORE * attention_scores(arch, s, tokens)
+        rebuilt_per_kind = dict(per_kind)
         if not s.fused_attention and params.ATTENTION in per_kind:
-            per_kind[params.ATTENTION] -= scores
-        rebuilt = max((_rebuilt_unit(unit, per_kind) for unit in units), default=0.0)
+            rebuilt_per_kind[params.ATTENTION] -= scores
+        rebuilt = max(
+            (_rebuilt_unit(chunk, rebuilt_per_kind) for chunk in checkpointed), default=0.0
+        )
     else:
         stored, rebuilt = sum(pattern.count(k) * v for k, v in per_kind.items()), 0.0
     if first:

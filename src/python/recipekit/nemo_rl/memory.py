@@ -71,6 +71,8 @@ def megatron_setup(config: GrpoConfig, layout: Layout) -> MegatronSetup:
         tokens=tokens,
         recompute=options.recompute_granularity or "none",
         recompute_modules=tuple(modules),
+        recompute_method=options.recompute_method or "uniform",
+        recompute_num_layers=options.recompute_num_layers or 1,
         microbatches=microbatches,
         distributed_optimizer=optimizer.use_distributed_optimizer,
         optimizer_offload=float(optimizer.optimizer_offload_fraction)
