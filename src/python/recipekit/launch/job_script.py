@@ -19,7 +19,9 @@ from recipekit.framework import SITE_PLACEHOLDERS
 from recipekit.images.paths import LAUNCHER_PEX as BAKED_LAUNCHER
 from recipekit.launch.framework_process import framework_command
 from recipekit.launch.profile import ClusterProfile
+from recipekit.launch.ray_gcs import gcs_script_lines
 from recipekit.launch.run_dir import LAUNCHER, LOGS, LOST_NODES, RunDir, job_name
+from recipekit.launch.slurm import NODE_ADDRESSES_VARIABLE
 from recipekit.lineage.store import RUN_VARIABLE, run_name
 from recipekit.plan import Plan
 from recipekit.validators import single_line_problem
@@ -112,6 +114,9 @@ def render_job_script(
     lines += [f"export {k}={shlex.quote(v)}" for k, v in job_environment(profile, plan).items()]
     record = shlex.quote(str(run.file(LOST_NODES)))
     lines += ["", *_LOST_NODE_CHECK.format(record=record).split("\n")]
+    lines += ["", *_NODE_ADDRESSES.format(variable=NODE_ADDRESSES_VARIABLE).split("\n")]
+    if launch == "ray":
+        lines += ["", *gcs_script_lines(nodes)]
     if interactive and launch != "ray":
         raise ValueError(f"an interactive job keeps a Ray cluster up; this stage launches {launch}")
     # Separate job steps, so that each starts only once the one before has ended well on every
@@ -229,8 +234,11 @@ def _checked(argv: list[str]) -> str:
 
 # A step that fails may have lost a node (its slurmd and processes gone): srun ends before the
 # controller notices (SlurmdTimeout), so the job would end FAILED like a crash, and --requeue
-# would never apply. Each node is asked with a step of its own; one whose slurmd does not answer
-# is lost: the script says so, records it for `status`, and waits for Slurm to declare the node
+# would never apply. One step asks every node at once (one srun whatever the node count, as
+# NeMo-RL keeps its Slurm calls, #3132); a node whose slurmd does not answer prints no name and
+# is lost. The first node runs this script, so it answers unless the check itself failed: then
+# it is tried once more, and else the failure is a crash. A lost node: the script says so,
+# records it for `status`, and waits for Slurm to declare the node
 # down, which ends the job NODE_FAIL and requeues it (--requeue) on other nodes; past that
 # wait (Slurm did not: a job run with --no-kill, say) it says so and requeues the job itself.
 # The wait is the controller's own bound, read from its configuration: a node is declared down
@@ -242,10 +250,21 @@ def _checked(argv: list[str]) -> str:
 _LOST_NODE_CHECK = """\
 # A failed step: a lost node (requeue, resume) or a crash (end with its status)?
 step_failed() {{
-    local status=$1 node lost=() slurmd_timeout message_timeout wait_s
+    local status=$1 node answered="" lost=() slurmd_timeout message_timeout wait_s
+    for _ in 1 2; do
+        answered=$(timeout 60 srun --nodes="$SLURM_JOB_NUM_NODES" \\
+            --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --overlap --gres=none \\
+            printenv SLURMD_NODENAME 2>/dev/null || true)
+        grep -qx "$SLURMD_NODENAME" <<< "$answered" && break
+        answered=""
+    done
+    if [ -z "$answered" ]; then
+        echo "recipekit: cannot tell whether a node was lost (a step on every node got no" \\
+            "answer, from this node either); the step ended with $status" >&2
+        exit "$status"
+    fi
     for node in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do
-        timeout 60 srun --nodes=1 --ntasks=1 --nodelist="$node" --overlap --gres=none \\
-            true >/dev/null 2>&1 || lost+=("$node")
+        grep -qx "$node" <<< "$answered" || lost+=("$node")
     done
     [ ${{#lost[@]}} -eq 0 ] && exit "$status"
     for node in "${{lost[@]}}"; do
@@ -266,3 +285,14 @@ step_failed() {{
     scontrol requeue "$SLURM_JOB_ID"
     exit "$status"
 }}"""
+
+
+# Every node's address (NodeAddr), from one call to the controller, for the steps on every node
+# (slurm.node_addresses): a step that asked Slurm itself would make the calls grow with the
+# node count. Empty if the controller does not answer: each step then asks for its own.
+_NODE_ADDRESSES = """\
+# Each node's address, asked once for all (the steps read it; none asks Slurm).
+{variable}=$(timeout 60 scontrol show node --oneliner "$SLURM_JOB_NODELIST" | awk \\
+    '{{for (i = 1; i <= NF; i++) {{if ($i ~ /^NodeName=/) n = substr($i, 10)
+      if ($i ~ /^NodeAddr=/) a = substr($i, 10)}}; printf "%s=%s ", n, a}}' || true)
+export {variable}"""

@@ -37,6 +37,7 @@ from recipekit.launch.framework_process import (
     raise_on_termination,
     run_framework,
 )
+from recipekit.launch.hostlist import expand_hostlist
 from recipekit.launch.preflight import NodeContext, run_preflight, stamp_checkpoint_directory
 from recipekit.launch.profile import ClusterProfile, profile_from_json
 from recipekit.launch.ray_cluster import (
@@ -95,7 +96,8 @@ class _Node:
     @classmethod
     def from_environment(cls, run_path: str) -> _Node:
         run = RunDir(Path(run_path))
-        nodes = tuple(slurm.hostnames(os.environ["SLURM_JOB_NODELIST"]))
+        # Expanded here, not by `scontrol show hostnames`: a process per node and step.
+        nodes = tuple(expand_hostlist(os.environ["SLURM_JOB_NODELIST"]))
         name = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
         return cls(
             run=run,

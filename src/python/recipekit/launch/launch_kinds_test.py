@@ -514,9 +514,10 @@ def test_every_script_is_valid_bash_and_tells_a_lost_node_from_a_crash(
     script.write_text(text)
     checked = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr
-    # Each node is asked with a step of its own; a silent one is recorded for `status`, and
-    # the job waits for Slurm to requeue it rather than ending as a crash.
-    probe = 'srun --nodes=1 --ntasks=1 --nodelist="$node" --overlap --gres=none'
+    # One step asks every node at once (bringup_scale_test runs it); a silent one is recorded
+    # for `status`, and the job waits for Slurm to requeue it rather than ending as a crash.
+    probe = "--ntasks-per-node=1 --overlap --gres=none"
     assert any(probe in line for line in lines)
+    assert not any("--nodelist=" in line for line in lines)
     assert any(line.endswith(f">> {tmp_path / 'run' / 'lost-nodes'}") for line in lines)
     assert 'scontrol requeue "$SLURM_JOB_ID"' in lines

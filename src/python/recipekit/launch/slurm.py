@@ -6,9 +6,10 @@ With slurmctld down, Slurm clients retry for minutes; every call here gives up a
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from recipekit.errors import Issue, RecipeError
@@ -90,12 +91,28 @@ def hostnames(nodelist: str) -> list[str]:
     return _run(["scontrol", "show", "hostnames", nodelist]).split()
 
 
-def node_address(node: str) -> str:
+# Set by the job script from one ``scontrol show node`` over the allocation: "NAME=ADDR ...".
+NODE_ADDRESSES_VARIABLE = "RECIPEKIT_NODE_ADDRESSES"
+
+
+def node_addresses(environ: Mapping[str, str]) -> dict[str, str]:
+    """Each node's NodeAddr as the job script read it for every step at once (empty where it
+    did not: a job script of before, or the controller did not answer)."""
+    pairs = (item.partition("=") for item in environ.get(NODE_ADDRESSES_VARIABLE, "").split())
+    return {name: address for name, sep, address in pairs if sep and name and address}
+
+
+def node_address(node: str, environ: Mapping[str, str] | None = None) -> str:
     """The node's address as Slurm knows it (NodeAddr), which nodes use to reach each other.
 
-    Without ``scontrol`` (in a container image), the node's name: DNS resolves it on most
+    From the job script's one call for every node (``NODE_ADDRESSES_VARIABLE``) where it made
+    it: a call per node and step would make Slurm's load grow with the node count. Else from
+    ``scontrol``; without it (in a container image), the node's name: DNS resolves it on most
     clusters, as it does when Slurm knows no NodeAddr.
     """
+    known = node_addresses(os.environ if environ is None else environ)
+    if node in known:
+        return known[node]
     if shutil.which("scontrol") is None:
         return node
     out = _run(["scontrol", "show", "node", "--oneliner", node])
