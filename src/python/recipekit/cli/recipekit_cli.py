@@ -516,6 +516,7 @@ def _register(
     cluster: str | None,
     store_path: Path | None,
     entries: dict[str, str] | None = None,
+    tokenizer: Path | None = None,
 ) -> None:
     """Register ``paths`` (role -> path) as the next version of the artifact in the store the
     stages read, and in W&B. ``entries`` places a role's path in the version (the file names
@@ -552,8 +553,16 @@ def _register(
         raise RecipeError(off_store, context=f"{group} import: nothing registered")
     check_credentials(mode, other_fixes=IMPORT_FIX)
     layout = {(entries or {}).get(role, ""): path for role, path in sources.items()}
-    imported = {"command": command, "sources": {role: str(p) for role, p in sources.items()}}
-    version = import_version(root, artifact, layout, link=True, meta={"imported": imported})
+    imported: dict[str, Any] = {
+        "command": command,
+        "sources": {role: str(p) for role, p in sources.items()},
+    }
+    meta: dict[str, Any] = {"imported": imported}
+    if group == "data" and kind == "rl":
+        # Read whole before the store writes anything: a row the framework would fail on is
+        # refused here, not hours into the run (issue 43).
+        meta["content"] = _checked_rl_data(root, pipeline, artifact, layout, tokenizer)
+    version = import_version(root, artifact, layout, link=True, meta=meta)
     where = root / artifact / version.path
     marker = read_marker(root / artifact, version.version) or {}
     digest = str(marker.get("meta", {}).get("manifest_digest", ""))
@@ -571,6 +580,27 @@ def _register(
 
 
 PATH_ARGUMENT = click.argument("path", type=click.Path(path_type=Path))
+
+
+def _checked_rl_data(
+    root: Path,
+    pipeline: Any,
+    artifact: str,
+    layout: dict[str, Path],
+    tokenizer: Path | None,
+) -> dict[str, Any]:
+    """``data import rl``'s files checked against the pinned reader and the Gym configs of the
+    stages that read ``artifact``; their statistics, token lengths with ``tokenizer`` or else
+    the reading stage's model's tokenizer.json in the store where it has one."""
+    from recipekit.datacheck import check_rl_files, gym_of_readers
+    from recipekit.datacheck.readers import reading_stages, stage_tokenizer
+
+    stages = reading_stages(pipeline, artifact)
+    if tokenizer is None:
+        tokenizer = stage_tokenizer(root, stages)
+    return check_rl_files(
+        layout, gym=gym_of_readers(stages), tokenizer=tokenizer, what="data import rl: reading"
+    )
 
 
 # Where `data import rl` puts its files in the version: the names the RL stages read
@@ -631,15 +661,29 @@ _with_store_note(data_import_sft)
     type=click.Path(path_type=Path),
     help="Validation data (JSONL), the version's val.jsonl.",
 )
+@click.option(
+    "--tokenizer",
+    type=click.Path(path_type=Path),
+    help="A tokenizer.json (or a folder holding one) to count prompt tokens with; by default "
+    "the reading stage's model's, where the store holds it.",
+)
 @_import_options
 @reports_recipe_errors
-def data_import_rl(path: Path, val: Path | None, **options: Any) -> None:
+def data_import_rl(
+    path: Path, val: Path | None, tokenizer: Path | None, **options: Any
+) -> None:
     """Register RL prompts (JSONL on the store's filesystem) as the next version of a dataset
     artifact: PATH is its train.jsonl, --val its val.jsonl (the files the RL stages read).
 
     \b
     recipekit data import rl /lustre/.../rlvr/train.jsonl --val /lustre/.../rlvr/val.jsonl
         --cluster gb200-nvl72
+
+    Every line is read first (a progress bar): a row the pinned NeMo-RL or NeMo Gym would fail
+    on (not JSON, a missing or wrong-typed field, an agent the stage's Gym config does not
+    define, a missing image) is refused naming file, line and field, exit 2, nothing
+    registered. Rows per agent and prompt lengths go into the version's manifest; `pipeline
+    plan` reads them there.
     """
     paths = {"train": path, **({"val": val} if val is not None else {})}
     folders = [
@@ -649,7 +693,7 @@ def data_import_rl(path: Path, val: Path | None, **options: Any) -> None:
     ]
     if folders:
         raise RecipeError(folders, context="data import rl")
-    _register("data", "rl", paths, entries=RL_DATA_FILES, **options)
+    _register("data", "rl", paths, entries=RL_DATA_FILES, tokenizer=tokenizer, **options)
 
 
 _with_store_note(data_import_rl)

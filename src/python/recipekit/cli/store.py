@@ -107,11 +107,32 @@ def store_init(path: Path) -> None:
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 @click.option("--name", required=True, help="The folder the copy gets in the store (a name).")
 @reports_recipe_errors
-def store_import(path: Path, artifact: str, source: Path, name: str) -> None:
-    """Copy SOURCE into the store as the next version of ARTIFACT (and its latest)."""
-    from recipekit.lineage.store import import_version
+@click.option(
+    "--tokenizer",
+    type=click.Path(path_type=Path),
+    help="A tokenizer.json (or a folder holding one) to count the prompts' tokens with.",
+)
+def store_import(
+    path: Path, artifact: str, source: Path, name: str, tokenizer: Path | None
+) -> None:
+    """Copy SOURCE into the store as the next version of ARTIFACT (and its latest).
 
-    version = import_version(path, artifact, source, name=name)
+    NeMo Gym JSONL (SOURCE a .jsonl file, or a folder with .jsonl files at its top) is read
+    first, as `data import rl` reads it: a row the pinned reader would fail on is refused,
+    exit 2, nothing copied; rows and prompt lengths go into the version's manifest. Which
+    agents a row may name is checked at plan (no stage is known here).
+    """
+    from recipekit.datacheck import check_rl_files, jsonl_files
+    from recipekit.lineage.store import import_version, require_store
+
+    require_store(path)
+    files = jsonl_files(source)
+    meta: dict[str, Any] = {}
+    if files:
+        meta["content"] = check_rl_files(
+            files, tokenizer=tokenizer, what=f"store import {name}: reading"
+        )
+    version = import_version(path, artifact, source, name=name, meta=meta)
     click.echo(f"{artifact}:v{version.version} (latest) = {path / artifact / version.path}")
 
 

@@ -79,8 +79,11 @@ def test_defaults_are_the_pipelines_imports() -> None:
 
 def test_data_import_rl_references_train_and_val(offline: Path, store: Path) -> None:
     train, val = offline / "prompts.jsonl", offline / "held-out.jsonl"
-    train.write_text('{"prompt": "1+1"}\n')
-    val.write_text('{"prompt": "2+2"}\n')
+    # Rows as the pinned NeMo-RL reads them (datacheck/gym_rows.json: agent_ref.name and
+    # responses_create_params.input); data import reads every one before registering.
+    row = '{"agent_ref": {"name": "mcqa_simple_agent"}, "responses_create_params": {"input": "%s"}}'
+    train.write_text(row % "1+1" + "\n")
+    val.write_text(row % "2+2" + "\n")
     result = _import(store, "data", "import", "rl", str(train), "--val", str(val))
     assert result.exit_code == 0, result.output
     assert f"wandb sync {_run_dir(result)}" in result.stdout
@@ -269,7 +272,8 @@ def test_what_is_imported_is_what_the_reading_stage_plans_and_submits_with(
     checkpoint.mkdir(parents=True)
     (checkpoint / "model.safetensors").write_bytes(b"weights")
     train = offline / "train.jsonl"
-    train.write_text('{"prompt": "1+1"}\n')
+    row = {"agent_ref": {"name": "mcqa_simple_agent"}, "responses_create_params": {"input": "1+1"}}
+    train.write_text(json.dumps(row) + "\n")
     # The recipe's Quick Start, with the cluster whose store the stages read.
     for args in (
         ("model", "import", "sft", str(offline / "sft")),
