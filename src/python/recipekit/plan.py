@@ -18,6 +18,7 @@ from recipekit.errors import Issue, RecipeError, join_path
 from recipekit.framework import FrameworkCall, Layout
 from recipekit.job_rules import plan_rules
 from recipekit.keypaths import parse_assignment, replace_at
+from recipekit.launch.placement import plan_placement
 from recipekit.lineage.checkpoint_stamp import CheckpointStamp, reads_verdict
 from recipekit.lineage.graph import Pipeline, apply_overrides, is_lineage_override
 from recipekit.lineage.steps import (
@@ -57,6 +58,16 @@ class Plan:
         return self.stage.config
 
     def as_json(self) -> dict[str, Any]:
+        out = self._as_json()
+        # GB200: the groups kept inside one NVLink domain and the --segment that asks Slurm to
+        # (launch.placement); the job script and preflight read it from here.
+        placement = plan_placement(out, self.stage.hardware.node.nvlink_domain_nodes)
+        if placement is not None:
+            found = placement if isinstance(placement, str) else placement.as_json()
+            out = {**out, "placement": {"unplaced": found} if isinstance(found, str) else found}
+        return out
+
+    def _as_json(self) -> dict[str, Any]:
         stage, hw = self.stage, self.stage.hardware
         return {
             "stage": stage.name,

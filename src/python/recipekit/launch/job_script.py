@@ -18,6 +18,7 @@ from recipekit.errors import Issue, RecipeError
 from recipekit.framework import SITE_PLACEHOLDERS
 from recipekit.images.paths import LAUNCHER_PEX as BAKED_LAUNCHER
 from recipekit.launch.framework_process import framework_command
+from recipekit.launch.placement import INVENTORY_DIR, Placement
 from recipekit.launch.profile import ClusterProfile
 from recipekit.launch.ray_gcs import gcs_script_lines
 from recipekit.launch.run_dir import LAUNCHER, LOGS, LOST_NODES, RunDir, job_name
@@ -88,6 +89,9 @@ def render_job_script(
         f"--output={run.path / LOGS}/slurm-%j.out",
         "--open-mode=append",
     ]
+    placement = _placement(plan, profile)
+    if placement is not None:
+        directives.append(f"--segment={placement.segment}")
     container = profile.job_container(stage.code)
     launcher = (
         BAKED_LAUNCHER
@@ -106,6 +110,7 @@ def render_job_script(
         f"# recipekit: stage {stage.name}, plan {plan.hash}",
         f"# cluster profile {profile.name}; {nodes} x {hw.node.name} ({gpus} GPUs each)",
         *[f"#SBATCH {d}" for d in directives],
+        *_placement_comment(plan, placement),
         "",
         "set -euo pipefail",
         f"# Secrets ({secrets}) come from the submitting shell through Slurm's --export;",
@@ -130,6 +135,21 @@ def render_job_script(
         "1. Preflight on every node, one task each: the job ends here if any node fails.",
         launcher_step("preflight", f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1"),
     )
+    if placement is not None:
+        # Each node's NVLink domain, for preflight (and Ray's nvlink_domain_ resource): one step
+        # on the host, a file a node (srun's %N), freshly written for every attempt.
+        inventory = [
+            "srun", f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1",
+            "--open-mode=truncate", f"--output={run.path / INVENTORY_DIR}/%N.txt",
+            "nvidia-smi", "-q",
+        ]
+        # Not fatal here: preflight names a node whose file is missing or says no domain.
+        lines += [
+            "",
+            "# 0. Each node's NVLink domain (nvidia-smi -q): preflight checks the racks.",
+            f"mkdir -p {shlex.quote(str(run.path / INVENTORY_DIR))}",
+            _command(inventory) + ' \\\n    || echo "recipekit: nvidia-smi -q failed ($?)" >&2',
+        ]
     if launch == "ray":
         step = launcher_step(
             "job-step", "--kill-on-bad-exit=1", f"--nodes={nodes}", "--ntasks-per-node=1"
@@ -162,6 +182,42 @@ def render_job_script(
     for comment, step in steps:
         lines += ["", f"# {comment}", _checked(step)]
     return "\n".join(lines) + "\n"
+
+
+def _placement(plan: Plan, profile: ClusterProfile) -> Placement | None:
+    """The plan's --segment on this cluster: refused where the profile's NVLink domain is
+    smaller than the segment (Slurm would never start the job)."""
+    found = plan.as_json().get("placement")
+    if found is None or "unplaced" in found or profile.gb200 is None:
+        return None
+    placement = Placement.from_json(found)
+    domain = profile.gb200.nvlink_domain_nodes
+    if placement.segment > domain:
+        raise RecipeError(
+            [
+                Issue(
+                    f"profile {profile.name}: gb200.nvlink_domain_nodes",
+                    f"the plan asks Slurm for {placement.segment}-node segments inside one "
+                    f"NVLink domain; this cluster's hold {domain} nodes",
+                    value=domain,
+                )
+            ]
+        )
+    return placement
+
+
+def _placement_comment(plan: Plan, placement: Placement | None) -> list[str]:
+    found = plan.as_json().get("placement")
+    if found is not None and "unplaced" in found:
+        return [f"# Not placed by rack: {found['unplaced']}."]
+    if placement is None:
+        return []
+    return [
+        f"# --segment: {placement.segment}-node segments, each inside one NVLink domain (rack),",
+        *[f"#   for the {g.name} over {g.nodes} nodes" for g in placement.groups],
+        "# Needs Slurm 24.05+ with TopologyPlugin=topology/block; elsewhere Slurm ignores it",
+        "# (an older sbatch refuses it) and only preflight's nvlink-domains check stands.",
+    ]
 
 
 def _submit_host_script(plan: Plan, profile: ClusterProfile, run: RunDir) -> str:

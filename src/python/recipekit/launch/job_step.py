@@ -38,6 +38,7 @@ from recipekit.launch.framework_process import (
     run_framework,
 )
 from recipekit.launch.hostlist import expand_hostlist
+from recipekit.launch.placement import ray_domain_resource
 from recipekit.launch.preflight import NodeContext, run_preflight, stamp_checkpoint_directory
 from recipekit.launch.profile import ClusterProfile, profile_from_json
 from recipekit.launch.ray_cluster import (
@@ -195,6 +196,7 @@ def _job_step(node: _Node, interactive: bool) -> int:
         num_gpus=gpus,
         temp_dir=temp_dir,
     )
+    command += ray_domain_resource(plan, node.run.path, node.name, log)
     ray_node = RayNode.start(command, temp_dir, log)
     head_gone = False
     try:

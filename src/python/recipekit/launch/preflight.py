@@ -24,6 +24,14 @@ from recipekit.checkouts import CodeCheckout, checkout_problem
 from recipekit.images.paths import PLAN_DIR as BAKED_PLAN_DIR
 from recipekit.job_rules import preflight_rules
 from recipekit.launch.framework_process import runs_with_python
+from recipekit.launch.hostlist import expand_hostlist
+from recipekit.launch.placement import (
+    Domain,
+    Placement,
+    fabric_domain,
+    inventory_file,
+    placement_problem,
+)
 from recipekit.launch.profile import ClusterProfile
 from recipekit.lineage.checkpoint_stamp import CheckpointStamp, planned_run_verdict, write_stamp
 from recipekit.lineage.refs import ARTIFACTS_ROOT
@@ -177,6 +185,26 @@ def imex_channel_present(ctx: NodeContext) -> str | None:
     return None
 
 
+def nvlink_domains_hold_the_groups(ctx: NodeContext) -> str | None:
+    """GB200: the groups the plan keeps inside one NVLink domain are, on the nodes Slurm gave
+    (each node's ``nvidia-smi -q``, written by the job's inventory step: launch.placement).
+    Without it a group across racks hangs NCCL until its 600 s watchdog fires (NeMo-RL #2986).
+    The head checks every node; the others have nothing of their own to add."""
+    found = ctx.plan.get("placement")
+    if not ctx.is_head or found is None or "unplaced" in found:
+        return None
+    placement = Placement.from_json(found)
+    nodes = expand_hostlist(os.environ.get("SLURM_JOB_NODELIST", ctx.node_name))
+    domains: dict[str, Domain | str] = {}
+    for node in nodes:
+        path = Path(ctx.run_path) / inventory_file(node)
+        try:
+            domains[node] = fabric_domain(path.read_text(errors="replace"))
+        except OSError as exc:
+            domains[node] = f"no nvidia-smi -q at {path} ({exc.strerror})"
+    return placement_problem(placement, nodes, domains)
+
+
 def _taken_ports(address: str, ports: dict[str, int]) -> list[str]:
     taken = []
     for name, port in ports.items():
@@ -283,6 +311,7 @@ CHECKS: dict[str, Check] = {
     "job-environment": job_environment_holds,
     "outputs": outputs_writable,
     "imex-channel": imex_channel_present,
+    "nvlink-domains": nvlink_domains_hold_the_groups,
     "ray-ports": ray_ports_free,
     "master-port": master_port_free,
     "entry-point": framework_entry_point_present,

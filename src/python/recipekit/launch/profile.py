@@ -308,6 +308,11 @@ class Gb200Settings:
     imex_device_dir: str = attrs.field(
         default="/dev/nvidia-caps-imex-channels", validator=_job_path
     )
+    # Nodes of one NVLink domain as Slurm's topology/block sees it (BlockSizes): an NVL72 rack
+    # holds 18 compute trays of 4 GPUs. The job's --segment must fit in it (launch.placement).
+    nvlink_domain_nodes: int = attrs.field(
+        default=18, validator=_every(instance_of(int, what="a node count"), at_least(1))
+    )
 
     def environment(self) -> dict[str, str]:
         return {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from recipekit.launch.placement import training_segment_size
 from recipekit.markers import UNSET
 from recipekit.nemo_rl.derivations import (
     RULES,
@@ -34,6 +35,20 @@ def _sequence_divisor(megatron_enabled: Any, tp: Any, cp: Any, dtensor_tp: Any) 
     return dtensor_tp
 
 
+def _segment_size(node: Any, tp: Any, cp: Any, ep: Any, etp: Any, megatron: Any) -> Any:
+    # The nodes NeMo-RL keeps inside one NVLink domain (virtual_cluster.py select_segment_nodes
+    # @ super-v3.5-posttraining): its largest training group's; null (off) where every group
+    # stays in a node or the node has no multi-node NVLink.
+    if megatron is not True or not all(isinstance(v, int) for v in (tp, cp, ep, etp)):
+        return None
+    layout = {"tensor_parallel": tp, "context_parallel": cp, "expert_parallel": ep,
+              "expert_tensor_parallel": etp}
+    if node.nvlink_domain_nodes < 2:
+        return None
+    return training_segment_size(layout, node.gpus_per_node, node.nvlink_domain_nodes)
+
+
+_MEGATRON = "policy.megatron_cfg"
 _DIVISOR = "policy.make_sequence_length_divisible_by"
 _NODES = "cluster.num_nodes"
 GEN = "policy.generation"
@@ -52,6 +67,20 @@ RULES_MAIN: tuple[Derivation, ...] = (
         "hardware.num_nodes - env.nemo_gym.num_gpu_nodes (Gym's judges' nodes)",
     ),
     *(rule for rule in RULES if rule.target not in (_DIVISOR, _NODES)),
+    Derivation(
+        "cluster.segment_size",
+        (
+            "hardware.node",
+            f"{_MEGATRON}.tensor_model_parallel_size",
+            f"{_MEGATRON}.context_parallel_size",
+            f"{_MEGATRON}.expert_model_parallel_size",
+            f"{_MEGATRON}.expert_tensor_parallel_size",
+            f"{_MEGATRON}.enabled",
+        ),
+        _segment_size,
+        "nodes of the largest TP, TP x CP or EP x ETP group on multi-node NVLink, else null",
+        nullable=True,
+    ),
     Derivation(
         _DIVISOR,
         (

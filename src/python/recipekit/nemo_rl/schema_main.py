@@ -575,7 +575,9 @@ class ClusterMain(Cluster):
     # Ports torch.distributed rendezvous may use; kept clear of Ray's and Gym's.
     master_port_range_low: int | Unset = optional(at_least(1))
     master_port_range_high: int | Unset = optional(at_least(1))
-    segment_size: int | None | Unset = optional(at_least(1))
+    # Nodes per NVLink-domain segment NeMo-RL places its training groups in (GB200: the nodes
+    # the largest TP/CP/EP group spans; null elsewhere): derivations_main, launch.placement.
+    segment_size: int | None | Unset | Derived = derived(at_least(1))
 
 
 @section()
