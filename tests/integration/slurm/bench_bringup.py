@@ -1,70 +1,179 @@
-"""Benchmark: submit -> Ray cluster complete, for a 3-node plan on a real local Slurm.
+"""Benchmark: submit -> Ray up, at several node counts, on a real local Slurm; with the Slurm calls
+of each phase.
 
-    ./pants package 3rdparty/python:ray-runtime recipes/super3:dapo-b200-launcher
+    ./pants package 3rdparty/python:ray-runtime tests/integration/slurm:stage-launcher
     python3 -m tests.integration.slurm.bench_bringup \\
-        --launcher dist/recipes.super3/dapo-b200.pex \\
-        --ray-runtime dist/3rdparty.python/ray-runtime.pex --runs 3
+        --launcher dist/tests.integration.slurm/stage-launcher.pex \\
+        --ray-runtime dist/3rdparty.python/ray-runtime.pex --nodes 4 8 16 --runs 1
 
-(as root, from the repository root, after tools/install-system-deps). Each run submits the
-B200 stage to a fresh 3-node x 8-GPU Slurm in a loopback-only namespace and times, from the
-moment `submit` is called: the job starting, every node passing preflight, and the head seeing
-all 3 nodes and 24 GPUs. The whole job (fake driver included) is timed too.
+(as root, from the repository root, after tools/install-system-deps). Each run submits the B200
+GRPO stage at N nodes (bringup_stages.py) to a fresh N-node x 8-GPU Slurm in a loopback-only
+namespace and times, from the moment `submit` is called: the job starting, every node passing
+preflight, and the head seeing all N nodes and 8N GPUs ("Ray up"). Every Slurm client call up to
+Ray up is counted by phase (wrappers on the PATH: support/slurm_calls.py), and slurmctld's own
+RPC counters (sdiag, reset before the submit) are read at Ray up. Then a least-squares line
+through (N, seconds) gives the fixed and the per-node cost, and its value at --project nodes.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
+from tests.integration.slurm.bringup_stages import NODES_VARIABLE
 from tests.integration.support.local_slurm import local_slurm
 from tests.integration.support.ray_runtime import ray_python
+from tests.integration.support.slurm_calls import (
+    install_wrappers,
+    phases,
+    read_calls,
+    rpc_counts,
+    step_names,
+)
 from tests.integration.support.stage_workspace import Workspace
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parent
+STAGES = HERE / "bringup_stages.py"
+# Slurm's RPCs a job's bring-up makes itself (the rest are the daemons' own: pings, registrations).
+CLIENT_RPCS = (
+    "REQUEST_SUBMIT_BATCH_JOB",
+    "REQUEST_JOB_INFO",
+    "REQUEST_JOB_INFO_SINGLE",
+    "REQUEST_NODE_INFO",
+    "REQUEST_NODE_INFO_SINGLE",
+    "REQUEST_JOB_STEP_CREATE",
+    "REQUEST_STEP_COMPLETE",
+    "REQUEST_JOB_ALLOCATION_INFO",
+    "REQUEST_BUILD_INFO",
+)
 
 
-def one_run(root: Path, python: Path, launcher: Path) -> dict[str, float]:
-    with local_slurm(root / "slurm", nodes=3, gpus_per_node=8) as cluster:
-        ws = Workspace(
-            root / "ws", cluster, python, "dapo-b200", launcher, HERE / "fake_run_grpo.py"
+def bring_up(
+    root: Path, python: Path, launcher: Path, nodes: int, *, parallel_workers: bool = False
+) -> dict[str, Any]:
+    """One bring-up of the stage at ``nodes`` nodes: seconds from submit to each milestone, the
+    Slurm client calls by phase up to Ray up, and slurmctld's RPCs by type."""
+    with local_slurm(root / "slurm", nodes=nodes, gpus_per_node=8, start_timeout=120) as cluster:
+        stage = f"bringup-{nodes}n"
+        ws = Workspace(root / "ws", cluster, python, stage, launcher, HERE / "fake_run_grpo.py")
+        calls_log = root / "slurm-calls.log"
+        wrappers = install_wrappers(root / "slurm-bin", calls_log)
+        ws.environment.update(
+            {
+                "RECIPEKIT_STAGE": f"{STAGES}:dapo",
+                NODES_VARIABLE: str(nodes),
+                "PATH": f"{wrappers}:{cluster.env()['PATH']}",
+            }
         )
         profile = ws.write_profile(node="B200_NODE")
+        if parallel_workers:
+            path = Path(profile.partition(":")[0])
+            text = path.read_text().replace(
+                "start_workers_one_at_a_time=True", "start_workers_one_at_a_time=False"
+            )
+            path.write_text(text)
+        cluster.run(["sdiag", "--reset"], timeout=30, check=True)
         started = time.monotonic()
         job_id, log = ws.submit(profile)
-        ws.wait_for_log(log, "dapo-b200 plan")
+        submitted = time.monotonic() - started
+        ws.wait_for_log(log, f"{stage} plan", timeout=600)
         job_started = time.monotonic() - started
-        ws.wait_for_log(log, "ray cluster complete: 3 nodes, 24 GPUs")
-        ray_complete = time.monotonic() - started
+        deadline = time.monotonic() + 600
+        while log.read_text(errors="replace").count("preflight passed") < nodes:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"preflight did not pass on {nodes} nodes:\n{log.read_text()}")
+            time.sleep(0.2)
+        preflight = time.monotonic() - started
+        ws.wait_for_log(log, f"ray cluster complete: {nodes} nodes", timeout=900)
+        ray_up = time.monotonic() - started
+        ray_up_at = time.time()
+        rpcs = rpc_counts(cluster)
         state = cluster.wait_for_job(job_id, timeout=600)
         if state != "COMPLETED":
             raise SystemExit(f"job {job_id} ended {state}:\n{log.read_text()}")
+        script = (log.parent.parent / "job.sbatch").read_text()
+        calls = [c for c in read_calls(calls_log) if c.when <= ray_up_at]
+        by_phase = phases(calls, job_id, step_names(script))
+        by_client = Counter(
+            f"{c.client} {c.argv[1] if c.client == 'scontrol' else ''}".strip() for c in calls
+        )
         return {
-            "job started": job_started,
-            "ray complete": ray_complete,
-            "job done": time.monotonic() - started,
+            "nodes": nodes,
+            "seconds": {
+                "submitted": round(submitted, 1),
+                "job started": round(job_started, 1),
+                "preflight passed": round(preflight, 1),
+                "ray up": round(ray_up, 1),
+            },
+            "slurm calls by phase": dict(by_phase),
+            "slurm calls by client": dict(by_client),
+            "slurm calls": sum(by_phase.values()),
+            "controller RPCs (sdiag)": {k: v for k, v in rpcs.items() if k in CLIENT_RPCS},
+            "controller RPCs, all types (sdiag)": sum(rpcs.values()),
         }
+
+
+def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """Least squares ``seconds = fixed + per_node * nodes``: (fixed, per_node)."""
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    per_node = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x in xs)
+    return my - per_node * mx, per_node
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--launcher", type=Path, required=True)
+    parser.add_argument("--launcher", type=Path, required=True, help="the stage-launcher Pex")
     parser.add_argument("--ray-runtime", type=Path, required=True)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--nodes", type=int, nargs="+", default=[4, 8, 16])
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--project", type=int, default=144, help="node count to project to")
+    parser.add_argument(
+        "--parallel-workers",
+        action="store_true",
+        help="start every worker at once, as on a real cluster (the test profile starts them "
+        "one at a time: the fake nodes share one host)",
+    )
+    parser.add_argument("--json", type=Path, help="write every run's results here")
     args = parser.parse_args()
+    results = []
     with tempfile.TemporaryDirectory(prefix="rk-bench-") as tmp:
         python = ray_python(args.ray_runtime.resolve(), Path(tmp) / "ray-venv")
-        results = [one_run(Path(tmp) / f"run{i}", python, args.launcher) for i in range(args.runs)]
-    for key in results[0]:
-        values = [r[key] for r in results]
+        for nodes in args.nodes:
+            for i in range(args.runs):
+                root = Path(tmp) / f"n{nodes}-run{i}"
+                result = bring_up(
+                    root,
+                    python,
+                    args.launcher.resolve(),
+                    nodes,
+                    parallel_workers=args.parallel_workers,
+                )
+                print(json.dumps(result), flush=True)
+                results.append(result)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"{'nodes':>5} {'job start':>9} {'preflight':>9} {'Ray up':>7} {'s/node':>7} calls")
+    for r in results:
+        s = r["seconds"]
         print(
-            f"submit -> {key:13s} runs={len(values)} median={statistics.median(values):.1f} s "
-            f"min={min(values):.1f} s max={max(values):.1f} s"
+            f"{r['nodes']:>5} {s['job started']:>9.1f} {s['preflight passed']:>9.1f} "
+            f"{s['ray up']:>7.1f} {s['ray up'] / r['nodes']:>7.2f} {r['slurm calls by phase']}"
+        )
+    if len({r["nodes"] for r in results}) >= 2:
+        fixed, per_node = fit([(r["nodes"], r["seconds"]["ray up"]) for r in results])
+        print(
+            f"model: ray up = {fixed:.1f} s + {per_node:.2f} s x nodes; at {args.project} nodes "
+            f"{fixed + per_node * args.project:.0f} s"
         )
     return 0
 
