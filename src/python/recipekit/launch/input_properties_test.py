@@ -346,6 +346,7 @@ if os.path.basename(sys.argv[0]) == "scontrol":
 DIRECTIVES = {
     "job-name", "nodes", "ntasks-per-node", "gres", "exclusive", "time", "partition",
     "account", "dependency", "requeue", "output", "open-mode",
+    "signal",  # before the time limit, where it is long enough (continuation.SIGNAL_FROM_S)
 }  # fmt: skip
 
 

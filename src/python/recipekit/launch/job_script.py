@@ -17,12 +17,14 @@ from collections.abc import Callable
 from recipekit.errors import Issue, RecipeError
 from recipekit.framework import SITE_PLACEHOLDERS
 from recipekit.images.paths import LAUNCHER_PEX as BAKED_LAUNCHER
+from recipekit.launch import continuation
 from recipekit.launch.framework_process import framework_command
 from recipekit.launch.placement import INVENTORY_DIR, Placement
 from recipekit.launch.profile import ClusterProfile
 from recipekit.launch.ray_gcs import gcs_script_lines
 from recipekit.launch.run_dir import LAUNCHER, LOGS, LOST_NODES, RunDir, job_name
 from recipekit.launch.slurm import NODE_ADDRESSES_VARIABLE
+from recipekit.launch.time_budget import time_budget
 from recipekit.lineage.store import RUN_VARIABLE, run_name
 from recipekit.plan import Plan
 from recipekit.validators import single_line_problem
@@ -89,6 +91,9 @@ def render_job_script(
         f"--output={run.path / LOGS}/slurm-%j.out",
         "--open-mode=append",
     ]
+    # The framework's save deadline (time_budget); the signal is the last line of defence.
+    budget = time_budget(plan, profile)
+    directives += continuation.script_directives(budget)
     placement = _placement(plan, profile)
     if placement is not None:
         directives.append(f"--segment={placement.segment}")
@@ -119,6 +124,7 @@ def render_job_script(
     lines += [f"export {k}={shlex.quote(v)}" for k, v in job_environment(profile, plan).items()]
     record = shlex.quote(str(run.file(LOST_NODES)))
     lines += ["", *_LOST_NODE_CHECK.format(record=record).split("\n")]
+    lines += ["", *continuation.script_functions(budget, run)]
     lines += ["", *_NODE_ADDRESSES.format(variable=NODE_ADDRESSES_VARIABLE).split("\n")]
     if launch == "ray":
         lines += ["", *gcs_script_lines(nodes)]
@@ -159,13 +165,16 @@ def render_job_script(
             " on request (`run`): an interactive cluster." if interactive else "."
         )
         lines += ["", f"# {preflight[0]}", _checked(preflight[1])]
-        lines += ["", f"# {comment}", _checked(step), ""]
+        lines += ["", f"# {comment}", continuation.waited(_command(step), budget), ""]
+        lines += [*_CONTINUED, ""] if budget is not None else []
         return "\n".join(lines)
     steps = [preflight, _framework_step(launch, nodes, gpus, launcher_step)]
     tracking = profile.tracking
     publishes = plan.published_run() is not None
-    if tracking.mode != "off" or publishes:
+    # The head decides whether the stage goes on (continuation.finish_attempt) in this step.
+    if tracking.mode != "off" or publishes or budget is not None:
         done = [
+            *(["Whether the stage is done or continues"] if budget is not None else []),
             *(["Publish the saved checkpoints as artifact versions"] if publishes else []),
             *(
                 [f"record the run in W&B ({tracking.mode}, project {tracking.project})"]
@@ -179,9 +188,18 @@ def render_job_script(
                 launcher_step("record", *_HEAD_ONLY, "--gres=none"),
             )
         )
-    for comment, step in steps:
-        lines += ["", f"# {comment}", _checked(step)]
+    for index, (comment, step) in enumerate(steps):
+        framework = index == 1
+        shown = continuation.waited(_command(step), budget) if framework else _checked(step)
+        lines += ["", f"# {comment}", shown]
+    lines += ["", *_CONTINUED] if budget is not None else []
     return "\n".join(lines) + "\n"
+
+
+_CONTINUED = (
+    "# Stopped at its save deadline before its step budget: continue as this job.",
+    "continue_if_unfinished",
+)
 
 
 def _placement(plan: Plan, profile: ClusterProfile) -> Placement | None:

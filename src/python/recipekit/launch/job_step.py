@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 
 from recipekit.launch import slurm
+from recipekit.launch.continuation import finish_attempt, start_attempt
 from recipekit.launch.entry_point import write_rendezvous
 from recipekit.launch.framework_process import (
     Terminated,
@@ -146,6 +147,7 @@ def run_node_preflight(run_path: str) -> int:
             return EXIT_PREFLIGHT
         if stamped is not None:
             node.log(f"stamped {stamped} with this run's model and layout")
+        start_attempt(node.run, node.plan, node.log)
     if ctx.launch == "per-gpu" and node.index == 0:
         write_rendezvous(node.run, node.job_id, node.head_address)
     node.log(f"preflight passed; the framework starts once every node has passed ({ctx.launch})")
@@ -207,6 +209,10 @@ def _job_step(node: _Node, interactive: bool) -> int:
             if interactive:
                 return _hold_interactive(run, ray_node, address, nodes[0], job_id, log)
             status = run_driver(run, plan, profile, address, log)
+            # Stopped at its save deadline short of its step budget: the job continues.
+            verdict = finish_attempt(run, plan, status, log)
+            if verdict is not None:
+                return verdict
             return status or record_finished_run(run, plan, profile, log)
         status = _follow_head(ray_node, head_address, ports.gcs, log)
         head_gone = status == 0

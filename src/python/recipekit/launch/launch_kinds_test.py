@@ -102,12 +102,14 @@ def _steps(lines: list[str]) -> list[list[str]]:
     for line in lines:
         if line.startswith("srun"):
             steps.append([])
-        elif not line or line.startswith("#"):
+        elif not line or line.startswith("#") or line == "continue_if_unfinished":
             continue
-        if line == "|| step_failed $?":
+        # A framework step runs in the background where a trap must run beside it
+        # (continuation.waited): `srun ... &`, then `wait_step $! || step_failed $?`.
+        if line in ("|| step_failed $?", "wait_step $! || step_failed $?"):
             checked += 1
         elif steps and line:
-            steps[-1].append(line)
+            steps[-1].append(line.removesuffix(" &"))
     assert checked == len(steps), "a step without the lost-node check"
     return steps
 
@@ -129,9 +131,12 @@ def test_per_gpu_script_preflights_every_node_then_starts_a_task_per_gpu(tmp_pat
 def test_head_script_runs_the_entry_point_once_and_records_only_when_tracking(
     tmp_path: Path,
 ) -> None:
-    preflight, head = _steps(_script(tmp_path, "head"))
+    preflight, head, finish = _steps(_script(tmp_path, "head"))
     assert preflight[-2] == "preflight" and "--ntasks=3" in preflight
     assert head[-2] == "entry-point" and {"--nodes=1", "--ntasks=1", "--relative=0"} <= set(head)
+    # Tracking off, the last step still decides whether the stage is done or continues
+    # (continuation.finish_attempt): dapo saves checkpoints, so it has a save deadline.
+    assert finish[-2] == "record"
     assert len(_steps(_script(tmp_path, "head", tracking=Tracking(mode="online")))) == 3
 
 

@@ -382,6 +382,25 @@ def _bases(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
             )
 
 
+def _allowance_fits(profile: ClusterProfile) -> None:
+    """The start-up allowance leaves the framework some of the time limit."""
+    from recipekit.launch.time_budget import limit_seconds
+
+    limit = limit_seconds(profile.time_limit)
+    if profile.startup_allowance_s is not None and profile.startup_allowance_s >= limit:
+        raise RecipeError(
+            [
+                Issue(
+                    f"profile {profile.name}: startup_allowance_s",
+                    f"{profile.startup_allowance_s} s leaves no training time in the time "
+                    f"limit {profile.time_limit} ({limit} s)",
+                    value=profile.startup_allowance_s,
+                    hint="a longer time_limit, or the start-up this cluster's jobs measure",
+                )
+            ]
+        )
+
+
 @attrs.frozen(kw_only=True)
 class ClusterProfile:
     # Every field is checked when the profile is made (a profile file that sets a field to the
@@ -397,6 +416,16 @@ class ClusterProfile:
         validator=_optional(matching(r"[A-Za-z0-9._@-]+", "must be a host name (or user@host)")),
     )
     time_limit: str = attrs.field(default="04:00:00", validator=_time_limit)
+    # Seconds of each job that are not the framework's training time: image pull, preflight,
+    # Ray, loading weights and starting vLLM before its clock starts, the last save after it
+    # stops. The framework's save deadline is time_limit minus this (launch.time_budget):
+    # measure a stage's start-up in its log ("ray cluster complete", the framework's first
+    # step) and set this above it; too short, and Slurm's time limit comes first. None: a
+    # quarter of the time limit, at most 30 minutes (``startup_allowance``).
+    startup_allowance_s: int | None = attrs.field(
+        default=None,
+        validator=_optional(_every(instance_of(int, what="whole seconds"), at_least(0))),
+    )
     container: Pyxis | OciBundle | NoContainer = attrs.field(
         factory=NoContainer,
         validator=instance_of(
@@ -470,6 +499,7 @@ class ClusterProfile:
     code_checkouts: dict[str, str] = attrs.field(factory=dict, validator=_path_mapping)
 
     def __attrs_post_init__(self) -> None:
+        _allowance_fits(self)
         # The job reaches its run directory through the container's mounts.
         self.container.in_container(self.runs_dir)
         store_issue = self._artifact_store_issue()
@@ -523,6 +553,15 @@ class ClusterProfile:
     @property
     def python(self) -> str:
         return self.container.python
+
+    @property
+    def startup_allowance(self) -> int:
+        """``startup_allowance_s``, or by default a quarter of the time limit, at most 30 min."""
+        from recipekit.launch.time_budget import DEFAULT_STARTUP_ALLOWANCE_S, limit_seconds
+
+        if self.startup_allowance_s is not None:
+            return self.startup_allowance_s
+        return min(DEFAULT_STARTUP_ALLOWANCE_S, limit_seconds(self.time_limit) // 4)
 
     def for_base(self, base: str) -> ClusterProfile:
         """This profile as a stage on ``base`` runs on it: that base's image and checkout."""

@@ -15,6 +15,7 @@ import attrs
 from recipekit.launch.job_script import render_job_script
 from recipekit.launch.profile import ClusterProfile, profile_to_json
 from recipekit.launch.run_dir import CONFIG_FILE, JOB_SCRIPT, PLAN_FILE, PROFILE_FILE, RunDir
+from recipekit.launch.time_budget import time_budget, with_deadline
 from recipekit.lineage.refs import ARTIFACTS_ROOT
 from recipekit.lineage.store import stored_artifact
 from recipekit.plan import Plan
@@ -45,10 +46,20 @@ class RunFiles:
 def run_files(
     plan: Plan, profile: ClusterProfile | None, *, interactive: bool = False
 ) -> RunFiles:
-    """The files of ``plan`` run on ``profile`` (None: the framework's files alone)."""
-    config, summary = config_yaml(plan.framework_config), plan_json(plan)
+    """The files of ``plan`` run on ``profile`` (None: the framework's files alone).
+
+    On a profile the framework's save deadline comes from its time limit (``time_budget``):
+    in the config it reads, and as ``plan.json``'s ``time_budget`` for the job's
+    continuations. The plan's hash stays the plan's: the deadline decides where a run is cut
+    into attempts, not what it computes."""
     if profile is None:
-        return RunFiles(config=config, plan=summary)
+        return RunFiles(config=config_yaml(plan.framework_config), plan=plan_json(plan))
+    budget = time_budget(plan, profile)
+    plan = with_deadline(plan, budget)
+    config, summary = config_yaml(plan.framework_config), plan_json(plan)
+    if budget is not None:
+        summary = json.dumps({**json.loads(summary), "time_budget": budget.as_json()}, indent=2)
+        summary += "\n"
     store = profile.artifact_store
     if plan.stage.framework.launch == "delegated" and store is not None:
         config = config_yaml(at_host_paths(plan.framework_config, store.path))

@@ -237,4 +237,11 @@ def run_record_step(run_path: str) -> int:
     def log(message: str) -> None:
         print(f"[{node}] {message}", flush=True)
 
+    from recipekit.launch.continuation import finish_attempt
+
+    # The framework's step ended well (else the script stopped before this step): done, or
+    # stopped at its save deadline short of its step budget (the job continues).
+    verdict = finish_attempt(run, plan, 0, log)
+    if verdict is not None:
+        return verdict
     return record_finished_run(run, plan, profile, log)
