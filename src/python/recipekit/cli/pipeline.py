@@ -93,6 +93,7 @@ def plan_command(
 ) -> None:
     """Plan every stage of the chain, in order: inputs, selected steps, hash, nodes, and its
     action key: up to date (the version), or why it runs (with --cluster, the store is read)."""
+    from recipekit.datacheck.plan import chain_findings
     from recipekit.errors import RecipeError
     from recipekit.pipeline.actions import NoStore, damaged_inputs, plan_actions
     from recipekit.pipeline.chain import plan_chain
@@ -108,15 +109,25 @@ def plan_command(
     damaged = damaged_inputs(records.root, actions) if records is not None else []
     if damaged:
         raise RecipeError(damaged, context="pipeline plan: a stage would read a damaged input")
+    # What the data versions' recorded statistics mean for the stages that read them (issue
+    # 43): read from their manifests, never the files.
+    data = chain_findings(records.root, planned, actions) if records is not None else None
+    if data is not None and data.errors:
+        raise RecipeError(list(data.errors), context="pipeline plan: the framework would fail")
+    notes = [] if data is None else [issue.render() for issue in data.notes]
     if output_format == "json":
         pairs = zip(planned, actions, strict=True)
         rows = [{**p.as_json(), "action": a.as_json()} for p, a in pairs]
-        click.echo(json.dumps({"pipeline": chain.pipeline.name, "stages": rows}, indent=2))
+        shown = {"pipeline": chain.pipeline.name, "stages": rows, "data": notes}
+        click.echo(json.dumps(shown, indent=2))
         return
     click.echo(f"pipeline {chain.pipeline.name} ({folder}): {len(planned)} stages in order\n")
     for number, (entry, action) in enumerate(zip(planned, actions, strict=True), start=1):
         click.echo(_stage_lines(number, entry))
         click.echo(_action_lines(action, entry.lineage.output))
+    if notes:
+        click.echo("\ndata (the versions' recorded statistics):")
+        click.echo("\n".join(f"  {note}" for note in notes))
     if records is None:
         click.echo("\n(no artifact store read: give --cluster to see which stages are up to date)")
 
@@ -304,6 +315,8 @@ def _status_lines(rows: list[dict[str, Any]]) -> list[str]:
             job += f" (requeued and restarted {row['restarts']} time(s))"
         if row.get("lost_nodes"):
             job += f"; lost node(s) {', '.join(row['lost_nodes'])}"
+        if row.get("continued"):
+            job += f"; {row['continued']}"
         lines.append(f"{row['stage']:<34} {job}")
         for version in row.get("versions", []):
             step = f" step-{version['step']}" if version["step"] is not None else ""
