@@ -179,8 +179,19 @@ def store_list(path: Path, artifact: str) -> None:
 @store.command(name="verify")
 @STORE_PATH
 @click.argument("ref", required=False, metavar="[NAME[:VERSION]]")
+@click.option(
+    "--content",
+    is_flag=True,
+    help="Also read the data as its framework reads it: the checks `data import rl` runs "
+    "on NeMo Gym JSONL (every .jsonl of the version), against what the import recorded.",
+)
+@click.option(
+    "--tokenizer",
+    type=click.Path(path_type=Path),
+    help="With --content: a tokenizer.json (or a folder holding one) to count tokens with.",
+)
 @reports_recipe_errors
-def store_verify(path: Path, ref: str | None) -> None:
+def store_verify(path: Path, ref: str | None, content: bool, tokenizer: Path | None) -> None:
     """Check versions against their manifests: every file there, its size and its sha256.
 
     Without NAME, every artifact in the store. First finishes what an interrupted import or
@@ -255,6 +266,8 @@ def store_verify(path: Path, ref: str | None) -> None:
                         f" (the stat of {recorded} unchanged files recorded)" if recorded else ""
                     )
                     click.echo(f"{label} ok{again}")
+                    if content:
+                        damaged += _verify_content(root, artifact, version, label, tokenizer)
                 else:
                     damaged += 1
                     gone = [f"{root / artifact / version.path} is gone"] if state.gone else []
@@ -262,6 +275,38 @@ def store_verify(path: Path, ref: str | None) -> None:
                         click.echo(f"{label} DAMAGED: {problem}")
     if damaged:
         sys.exit(EXIT_DAMAGED)
+
+
+def _verify_content(
+    root: Path, artifact: str, version: Any, label: str, tokenizer: Path | None
+) -> int:
+    """``store verify --content`` of one whole version: its NeMo Gym JSONL read again with the
+    import's checks; 1 when a row is refused (printed as the import prints it), else 0."""
+    from recipekit.datacheck import check_rl_files
+    from recipekit.errors import RecipeError
+    from recipekit.lineage.store import read_marker
+
+    marker = read_marker(root / artifact, version.version) or {}
+    where = root / artifact / version.path
+    files = {
+        str(entry["name"]): where / str(entry["name"])
+        for entry in marker.get("files", ())
+        if str(entry.get("name", "")).endswith(".jsonl")
+    }
+    if not files:
+        click.echo(f"{label} content: no NeMo Gym JSONL to read (other formats are not checked)")
+        return 0
+    try:
+        found = check_rl_files(files, tokenizer=tokenizer, what=f"store verify --content {label}")
+    except RecipeError as exc:
+        click.echo(f"{label} CONTENT: {exc.render()}")
+        return 1
+    recorded = marker.get("meta", {}).get("content", {})
+    for name, stats in found.items():
+        before = recorded.get(name, {}).get("rows") if isinstance(recorded, dict) else None
+        said = "" if before in (None, stats["rows"]) else f" (the import recorded {before})"
+        click.echo(f"{label} content ok: {name}, {stats['rows']} rows{said}")
+    return 0
 
 
 @store.command(name="lineage")

@@ -338,3 +338,28 @@ def test_a_row_nested_past_the_parser_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RecipeError, match=f"{deep}:1: "):
         check_jsonl(deep)
     assert os.path.exists(deep)
+
+
+def test_store_verify_content_reads_a_stored_version_again(store: Path, tmp_path: Path) -> None:
+    from recipekit.lineage.store import import_version
+
+    good = tmp_path / "good"
+    good.mkdir()
+    _jsonl(good / "train.jsonl", [_row(), _row()])
+    result = _recipekit("store", "import", str(store), RLVR_DATA, str(good), "--name", "g")
+    assert result.exit_code == 0, result.output
+    # A version registered before imports read their data (import_version writes what it is
+    # given): verify --content finds the row the framework would fail on.
+    old = tmp_path / "old"
+    old.mkdir()
+    _jsonl(old / "train.jsonl", [_row(), {"responses_create_params": {"input": "hi"}}])
+    import_version(store, RLVR_DATA, old, name="old")
+    result = _recipekit("store", "verify", str(store), f"{RLVR_DATA}:v0", "--content")
+    assert result.exit_code == 0, result.output
+    assert f"{RLVR_DATA}:v0 content ok: train.jsonl, 2 rows" in result.stdout
+    result = _recipekit("store", "verify", str(store), f"{RLVR_DATA}:v1", "--content")
+    assert result.exit_code == 1, result.output
+    assert (
+        f"{RLVR_DATA}:v1 CONTENT: {store / RLVR_DATA / 'old' / 'train.jsonl'}:2: agent_ref: missing"
+        in (result.stdout)
+    )
