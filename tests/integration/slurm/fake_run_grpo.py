@@ -88,9 +88,28 @@ def megatron_start(policy: dict, version: str) -> None:
     print(f"fake-grpo: converted {policy['model_name']} into {path}", flush=True)
 
 
+def must_save_by(ckpt: dict) -> float | None:
+    """``checkpointing.checkpoint_must_save_by`` (DD:HH:MM:SS) in seconds, as NeMo-RL reads it."""
+    text = ckpt.get("checkpoint_must_save_by")
+    if not text:
+        return None
+    days, hours, minutes, seconds = (int(part) for part in str(text).split(":"))
+    return float(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
+
+
 def train(config: dict) -> int:
-    """Save checkpoints as NeMo-RL's GRPO loop does; returns the last step reached."""
+    """Save checkpoints as NeMo-RL's GRPO loop does; returns the last step reached.
+
+    The save deadline counts from here, the start of the training loop, as NeMo-RL's
+    TimeoutChecker does (``timeout.start_iterations()`` at the top of ``grpo_train``,
+    grpo.py:2703 @ super-v3.5-posttraining): once the next step would pass it (the last step's
+    time, ``fit_last_save_time=True``), it saves, says "Timeout has been reached, stopping
+    training early" (grpo.py:3800) and returns. FAKE_GRPO_CRASH_ATTEMPT=N exits 1 after the
+    first step of attempt N (SLURM_RESTART_COUNT + 1), saving nothing."""
     ckpt, steps = config["checkpointing"], config["grpo"]["max_num_steps"]
+    started, deadline = time.monotonic(), must_save_by(ckpt)
+    attempt = int(os.environ.get("SLURM_RESTART_COUNT", "0") or "0") + 1
+    crash = os.environ.get("FAKE_GRPO_CRASH_ATTEMPT") == str(attempt)
     if not ckpt.get("enabled"):
         return 0
     directory = Path(resolve_env(ckpt["checkpoint_dir"]))
@@ -101,8 +120,15 @@ def train(config: dict) -> int:
         print(f"fake-grpo: resuming from {directory}/step_{start}", flush=True)
     step_seconds = float(os.environ.get("FAKE_GRPO_STEP_SECONDS", "0"))
     for step in range(start + 1, steps + 1):
+        began = time.monotonic()
         time.sleep(step_seconds)
-        if step % ckpt["save_period"] and step != steps:
+        print(f"fake-grpo: step {step} done", flush=True)
+        if crash:
+            print(f"fake-grpo: crashing in attempt {attempt}", flush=True)
+            sys.exit(1)
+        now = time.monotonic()
+        timeout = deadline is not None and now - started + (now - began) >= deadline
+        if step % ckpt["save_period"] and step != steps and not timeout:
             continue
         saved = directory / f"step_{step}"
         tmp = directory / f"tmp_step_{step}"
@@ -117,6 +143,9 @@ def train(config: dict) -> int:
             kept = sorted((int(p.name[5:]) for p in directory.glob("step_*")), reverse=True)
             for old in kept[keep:]:
                 shutil.rmtree(directory / f"step_{old}")
+        if timeout and step != steps:
+            print("Timeout has been reached, stopping training early", flush=True)
+            return step
     return steps
 
 

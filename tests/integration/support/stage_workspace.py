@@ -41,7 +41,7 @@ profile = ClusterProfile(
     name="local-test",
     node={node},
     partition="gpu",
-    time_limit="00:20:00",
+    time_limit={time_limit!r},{startup_allowance}
     container=NoContainer(python={python!r}),
     runs_dir={runs!r},
     # The local cluster's nodes are one host: the test's whole folder is storage they all see.
@@ -100,6 +100,8 @@ class Workspace:
         skip: dict[str, str] | None = None,
         checkpoints: Path | None = None,
         tracking: str = "Tracking(mode='off')",
+        time_limit: str = "00:20:00",
+        startup_allowance_s: int | None = None,
     ) -> str:
         path = self.root / f"profile_{len(list(self.root.glob('profile_*.py')))}.py"
         path.write_text(
@@ -114,6 +116,12 @@ class Workspace:
                 framework_root=str(self.framework_root),
                 skip=skip or {},
                 tracking=tracking,
+                time_limit=time_limit,
+                startup_allowance=(
+                    ""
+                    if startup_allowance_s is None
+                    else f"\n    startup_allowance_s={startup_allowance_s},"
+                ),
             )
         )
         return f"{path}:profile"

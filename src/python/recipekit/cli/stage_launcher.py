@@ -73,6 +73,13 @@ def plan(output_format: str, overrides: tuple[str, ...], cluster: str | None) ->
         if profile is not None:
             click.echo(f"\njob script for cluster profile {profile.name!r}:\n")
             click.echo(job_script(the_plan, profile), nl=False)
+            from recipekit.launch.time_budget import time_budget
+
+            budget = time_budget(the_plan, profile)
+            if budget is not None:  # how the stage meets the time limit (launch.time_budget)
+                click.echo(f"\ntime budget on {profile.name!r}:")
+                for line in [*budget.lines(), *(i.render() for i in budget.issues())]:
+                    click.echo(f"  {line}")
 
 
 @cli.command()
@@ -168,6 +175,11 @@ def status(overrides: tuple[str, ...], cluster: str | None) -> None:
     for job, when, node in run.lost_nodes():
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
         click.echo(f"  lost node {node} at {stamp} (job {job}): its slurmd stopped answering")
+    from recipekit.launch.continuation import continuation_summary
+
+    continued = continuation_summary(run.path, job_id)
+    if continued:  # stopped at its save deadline and requeued itself (launch.continuation)
+        click.echo(f"  {continued}")
     for key in ("NodeList", "RunTime", "ExitCode", "Reason", "Requeue", "Restarts"):
         if key in details:
             click.echo(f"  {key}: {details[key]}")

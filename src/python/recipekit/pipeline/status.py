@@ -62,6 +62,8 @@ def stage_state(row: Mapping[str, Any], *, blocked: bool) -> tuple[StageState, s
         notes.append(f"requeued {restarts}x")
     if row.get("lost_nodes"):
         notes.append("lost " + ", ".join(row["lost_nodes"]))
+    if row.get("continued"):  # "continued 2x (attempt 1: steps 0-6, ...)"
+        notes.append(str(row["continued"]))
     slurm_state = state.split()[0] if state else ""
     if slurm_state in QUEUED | RUNNING and notes:
         return StageState.REQUEUED, f"{slurm_state}; " + "; ".join(notes)

@@ -20,6 +20,7 @@ import attrs
 
 from recipekit.errors import Issue, RecipeError
 from recipekit.launch import slurm
+from recipekit.launch.continuation import continuation_summary
 from recipekit.launch.profile import ClusterProfile
 from recipekit.launch.run_dir import RunDir
 from recipekit.launch.submit import (
@@ -330,6 +331,8 @@ def chain_status(
             elif job_id is not None:
                 row.update(job=job_id, run=str(run.path), **_job(job_id))
                 row["lost_nodes"] = [node for _, _, node in run.lost_nodes()]
+                # Stopped at its save deadline and continued (launch.continuation).
+                row["continued"] = continuation_summary(run.path, job_id)
             elif client is not None:
                 where = f"`{client} status` follows its job"
                 row.update(run=str(run.path), state=f"handed to {client} ({where})")
