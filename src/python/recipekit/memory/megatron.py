@@ -396,13 +396,12 @@ def _stage_terms(
             "recomputed layer (backward)",
             peak_layer,
             (s.key("tokens"), s.key("cp"), *_recompute_keys(s)),
-            "full recompute: one checkpoint rebuilt at a time"
-            + (
-                f" ({s.recompute_num_layers} layers, uniform)"
+            (
+                f"full recompute: one checkpoint of {s.recompute_num_layers} layers rebuilt at a"
+                " time, and its gradients"
                 if s.recompute_method == "uniform" and s.recompute_num_layers > 1
-                else " (one layer)"
-            )
-            + ", and its gradients",
+                else "full recompute: one layer rebuilt at a time, and its gradients"
+            ),
         )
         if peak_layer
         else None,
@@ -738,8 +737,9 @@ def _recompute_keys(s: MegatronSetup) -> tuple[str, ...]:
 
 
 def _recompute_note(arch: Architecture, s: MegatronSetup, pattern: str) -> str:
-    """How full recompute splits the stage's layers, for the activations term."""
-    if s.recompute != "full":
+    """How full recompute splits the stage's layers, for the activations term (nothing to add
+    for Megatron-Core's usual one layer a checkpoint)."""
+    if s.recompute != "full" or (s.recompute_method, s.recompute_num_layers) == ("uniform", 1):
         return ""
     checkpointed, kept = recompute_chunks(
         checkpoint_units(arch, pattern), s.recompute_method, s.recompute_num_layers

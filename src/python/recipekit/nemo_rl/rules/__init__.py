@@ -12,6 +12,7 @@ from recipekit.megatron_core.checks import NEMO_RL_ERROR_CHECKS as MCORE_ERRORS
 from recipekit.megatron_core.checks import NEMO_RL_WARNING_CHECKS as MCORE_WARNINGS
 from recipekit.nemo_rl.checks import Check, batch_and_layout, resources, sequence, settings
 from recipekit.nemo_rl.rules import (
+    allocator,
     async_grpo,
     automodel,
     distillation,
@@ -148,6 +149,7 @@ ERROR_CHECKS_SUPER_V3: tuple[Check, ...] = (
     *_GENERATION_ERRORS_SUPER_V3,
 )
 WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (
+    allocator.memory_switches_not_modelled,
     *generation.WARNING_CHECKS,
     *sequence_budget.SUPER_V3_WARNING_CHECKS,
     *tokenizer.WARNING_CHECKS,
@@ -171,6 +173,7 @@ ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
     *_GENERATION_ERRORS_SUPER35,
 )
 WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
+    allocator.memory_switches_not_modelled,
     *generation.WARNING_CHECKS,
     *sglang.WARNING_CHECKS,
     *generation.SUPER35_WARNING_CHECKS,

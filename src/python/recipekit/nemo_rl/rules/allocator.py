@@ -9,6 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from recipekit.errors import Issue
+from recipekit.memory.switches import (
+    CHECKPOINT,
+    MEGATRON_CORE,
+    expandable_segments,
+    section_values,
+    switched_on,
+)
 from recipekit.nemo_rl.checks import CheckContext
 
 
@@ -24,3 +32,23 @@ def env_var_sections(ctx: CheckContext) -> Iterator[tuple[str, dict[str, str]]]:
         env = getattr(section, "env_vars", None) if section is not None else None
         if isinstance(env, dict):
             yield path, env
+
+
+def memory_switches_not_modelled(ctx: CheckContext) -> Iterator[Issue]:
+    """A warning for each memory switch the stage turns on that the estimate does not model
+    (recipekit.memory.switches): Megatron-Core's, set first-class or through model_overrides,
+    the Megatron checkpoint's asynchronous saves, and expandable segments."""
+    m = ctx.megatron
+    if m is None:
+        return
+    path = "policy.megatron_cfg"
+    values = [
+        *section_values(path, m, MEGATRON_CORE),
+        *section_values(
+            f"{path}.model_overrides", getattr(m, "model_overrides", None), MEGATRON_CORE
+        ),
+    ]
+    yield from switched_on(values, MEGATRON_CORE)
+    checkpoint = getattr(m, "checkpoint", None)
+    yield from switched_on(section_values(f"{path}.checkpoint", checkpoint, CHECKPOINT), CHECKPOINT)
+    yield from expandable_segments(env_var_sections(ctx))
