@@ -173,7 +173,7 @@ def saved_steps(directory: Path) -> dict[int, Path]:
     found = {}
     tracked = None
     for entry in directory.iterdir():
-        match = STEP_DIR.match(entry.name)
+        match = STEP_DIR.fullmatch(entry.name)
         if not match or not entry.is_dir():
             continue
         step = int(match.group(1))
