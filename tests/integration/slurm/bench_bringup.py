@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.integration.slurm.bringup_stages import NODES_VARIABLE
-from tests.integration.support.local_slurm import local_slurm
+from tests.integration.support.local_slurm import TERMINAL_STATES, local_slurm
 from tests.integration.support.ray_runtime import ray_python
 from tests.integration.support.slurm_calls import (
     install_wrappers,
@@ -53,6 +54,10 @@ CLIENT_RPCS = (
     "REQUEST_JOB_ALLOCATION_INFO",
     "REQUEST_BUILD_INFO",
 )
+
+
+class BringUpFailed(Exception):
+    """The job ended, or waited too long, before Ray was up."""
 
 
 def bring_up(
@@ -83,16 +88,28 @@ def bring_up(
         started = time.monotonic()
         job_id, log = ws.submit(profile)
         submitted = time.monotonic() - started
-        ws.wait_for_log(log, f"{stage} plan", timeout=600)
-        job_started = time.monotonic() - started
-        deadline = time.monotonic() + 600
-        while log.read_text(errors="replace").count("preflight passed") < nodes:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"preflight did not pass on {nodes} nodes:\n{log.read_text()}")
-            time.sleep(0.2)
-        preflight = time.monotonic() - started
-        ws.wait_for_log(log, f"ray cluster complete: {nodes} nodes", timeout=900)
-        ray_up = time.monotonic() - started
+
+        def reached(text: str, count: int = 1) -> float:
+            """Seconds from submit until ``text`` is in the job's log ``count`` times; a job that
+            ends first (a Ray node that timed out starting, say) ends the run."""
+            deadline = time.monotonic() + 900
+            while True:
+                content = log.read_text(errors="replace") if log.exists() else ""
+                if content.count(text) >= count:
+                    return round(time.monotonic() - started, 1)
+                state = (cluster.job_state(job_id) or "").split()
+                if state and state[0] in TERMINAL_STATES:
+                    raise BringUpFailed(
+                        f"{nodes} nodes: job {job_id} ended {state[0]} before {text!r}:\n"
+                        + content[-3000:]
+                    )
+                if time.monotonic() > deadline:
+                    raise BringUpFailed(f"{nodes} nodes: no {text!r} in 900 s")
+                time.sleep(0.2)
+
+        job_started = reached(f"{stage} plan")
+        preflight = reached("preflight passed", nodes)
+        ray_up = reached(f"ray cluster complete: {nodes} nodes")
         ray_up_at = time.time()
         rpcs = rpc_counts(cluster)
         state = cluster.wait_for_job(job_id, timeout=600)
@@ -108,9 +125,9 @@ def bring_up(
             "nodes": nodes,
             "seconds": {
                 "submitted": round(submitted, 1),
-                "job started": round(job_started, 1),
-                "preflight passed": round(preflight, 1),
-                "ray up": round(ray_up, 1),
+                "job started": job_started,
+                "preflight passed": preflight,
+                "ray up": ray_up,
             },
             "slurm calls by phase": dict(by_phase),
             "slurm calls by client": dict(by_client),
@@ -144,22 +161,32 @@ def main() -> int:
         "one at a time: the fake nodes share one host)",
     )
     parser.add_argument("--json", type=Path, help="write every run's results here")
+    parser.add_argument(
+        "--retries", type=int, default=1, help="runs again a bring-up that failed (counted)"
+    )
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="rk-bench-") as tmp:
         python = ray_python(args.ray_runtime.resolve(), Path(tmp) / "ray-venv")
         for nodes in args.nodes:
             for i in range(args.runs):
-                root = Path(tmp) / f"n{nodes}-run{i}"
-                result = bring_up(
-                    root,
-                    python,
-                    args.launcher.resolve(),
-                    nodes,
-                    parallel_workers=args.parallel_workers,
-                )
-                print(json.dumps(result), flush=True)
-                results.append(result)
+                for attempt in range(1 + args.retries):
+                    root = Path(tmp) / f"n{nodes}-run{i}-{attempt}"
+                    try:
+                        result = bring_up(
+                            root,
+                            python,
+                            args.launcher.resolve(),
+                            nodes,
+                            parallel_workers=args.parallel_workers,
+                        )
+                    except BringUpFailed as failed:
+                        print(f"FAILED (attempt {attempt + 1}): {failed}", flush=True)
+                        continue
+                    result["load average"] = round(os.getloadavg()[0], 1)
+                    print(json.dumps(result), flush=True)
+                    results.append(result)
+                    break
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
     print(f"{'nodes':>5} {'job start':>9} {'preflight':>9} {'Ray up':>7} {'s/node':>7} calls")
