@@ -393,7 +393,9 @@ def _line_refusal(
 
 
 def _flush(scan: _Scan, tokenizer: Tokenizer) -> None:
-    encoded = tokenizer.encode_batch(scan.pending, add_special_tokens=False)
+    # encode_batch_fast (tokenizers >= 0.20) skips the character offsets no length needs.
+    encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+    encoded = encode(scan.pending, add_special_tokens=False)
     scan.tokens.extend(len(e.ids) for e in encoded)
     scan.pending.clear()
 
