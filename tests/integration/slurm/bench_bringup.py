@@ -61,7 +61,13 @@ class BringUpFailed(Exception):
 
 
 def bring_up(
-    root: Path, python: Path, launcher: Path, nodes: int, *, parallel_workers: bool = False
+    root: Path,
+    python: Path,
+    launcher: Path,
+    nodes: int,
+    *,
+    parallel_workers: bool = False,
+    environment: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """One bring-up of the stage at ``nodes`` nodes: seconds from submit to each milestone, the
     Slurm client calls by phase up to Ray up, and slurmctld's RPCs by type."""
@@ -75,6 +81,7 @@ def bring_up(
                 "RECIPEKIT_STAGE": f"{STAGES}:dapo",
                 NODES_VARIABLE: str(nodes),
                 "PATH": f"{wrappers}:{cluster.env()['PATH']}",
+                **(environment or {}),
             }
         )
         profile = ws.write_profile(node="B200_NODE")
@@ -164,6 +171,14 @@ def main() -> int:
     )
     parser.add_argument("--json", type=Path, help="write every run's results here")
     parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set in the submitting shell, so in the job (sbatch --export=ALL); e.g. "
+        "RAY_agent_register_timeout_ms=120000 where this loaded host's Ray agents start slowly",
+    )
+    parser.add_argument(
         "--retries", type=int, default=1, help="runs again a bring-up that failed (counted)"
     )
     args = parser.parse_args()
@@ -181,6 +196,7 @@ def main() -> int:
                             args.launcher.resolve(),
                             nodes,
                             parallel_workers=args.parallel_workers,
+                            environment=dict(v.split("=", 1) for v in args.env),
                         )
                     except BringUpFailed as failed:
                         print(f"FAILED (attempt {attempt + 1}): {failed}", flush=True)
