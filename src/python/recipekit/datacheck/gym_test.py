@@ -19,7 +19,7 @@ from recipekit.cli import recipekit_cli
 from recipekit.datacheck import check_rl_files, gym_of_readers
 from recipekit.datacheck.gym import check_jsonl, gym_rows
 from recipekit.errors import RecipeError
-from recipekit.lineage.store import init_store, read_marker, versions
+from recipekit.lineage.store import read_marker, versions
 from tools import generate_gym_rows as generator
 
 GYM = "nemo-gym/0.7.0"
@@ -62,21 +62,6 @@ def test_rlvrs_gym_config_defines_the_agents() -> None:
 
 
 # --- through the CLI ---------------------------------------------------------------------
-
-
-@pytest.fixture
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv("WANDB_API_KEY", raising=False)
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    monkeypatch.setenv("WANDB_SILENT", "true")
-    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
-    for var in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR", "WANDB_ARTIFACT_DIR"):
-        monkeypatch.setenv(var, str(tmp_path / "wandb-files" / var.lower()))
-    # The reading stages are found from the recipe folder, relative to the checkout.
-    monkeypatch.chdir(Path(__file__).resolve().parents[4])
-    root = tmp_path / "artifacts"
-    init_store(root)
-    return root
 
 
 def _recipekit(*args: str) -> Result:

@@ -15,7 +15,7 @@ from recipekit.cli import recipekit_cli
 from recipekit.datacheck.gym import summary
 from recipekit.datacheck.plan import count_over, stage_findings
 from recipekit.lineage.registry_test import PROFILE
-from recipekit.lineage.store import init_store, read_marker
+from recipekit.lineage.store import read_marker
 
 V35 = "super-v3.5-posttraining@5d63149a"
 
@@ -44,18 +44,8 @@ def _row(words: int) -> dict[str, Any]:
     }
 
 
-def test_rlvrs_plan_counts_prompts_vllm_cannot_take(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("WANDB_API_KEY", raising=False)
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    monkeypatch.setenv("WANDB_SILENT", "true")
-    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
-    for var in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR", "WANDB_ARTIFACT_DIR"):
-        monkeypatch.setenv(var, str(tmp_path / "wandb-files" / var.lower()))
-    monkeypatch.chdir(Path(__file__).resolve().parents[4])
-    store, runs = tmp_path / "artifacts", tmp_path / "runs"
-    init_store(store)
+def test_rlvrs_plan_counts_prompts_vllm_cannot_take(tmp_path: Path, store: Path) -> None:
+    runs = tmp_path / "runs"
     runs.mkdir()
     cluster_file = tmp_path / "cluster.py"
     cluster_file.write_text(PROFILE.format(store=str(store), runs=str(runs)))
