@@ -73,7 +73,10 @@ def test_bad_input_is_a_message_not_a_traceback(launcher: CliRunner) -> None:
 def test_render_writes_what_nemo_rl_reads(launcher: CliRunner, tmp_path: Path) -> None:
     result = launcher.invoke(stage_launcher.cli, ["render", str(tmp_path / "out")])
     assert result.exit_code == 0, result.stderr
+    # With the default profile's save deadline (launch.time_budget): from its time limit.
     config = make_plan(dapo_gb200).framework_config
+    deadline = {"checkpoint_must_save_by": "00:07:30:00"}
+    config = {**config, "checkpointing": {**config["checkpointing"], **deadline}}
     written = tmp_path / "out" / "config.yaml"
     assert yaml.safe_load(written.read_text()) == config
     # NeMo-RL reads it with OmegaConf (YAML 1.1): floats must stay floats.
