@@ -8,6 +8,8 @@
   ``./pants run recipes/<folder>:<stage>`` a stage target that exists.
 - Every ``console`` block that starts with ``$ recipekit`` is run, and what it quotes is what
   the command prints (whitespace aside; a line ``...`` skips lines).
+- The built site opens in Debian's headless Chromium with the network off: its search finds
+  "layout", and screenshots of the start page and of one guide go to dist/docs/screenshots/.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -225,3 +228,41 @@ def test_the_reference_is_generated_from_the_code(site: Path) -> None:
     assert "vllm/config/model.py:1213" in rules  # each rule with its upstream line
     stages = (site / "reference" / "_generated" / "stages.html").read_text(encoding="utf-8")
     assert "rlvr" in stages and "dapo-gb200" in stages
+
+
+def _chromium(url: str, profile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """Debian's headless Chromium with the network off (``unshare -n``), as the report's test."""
+    browser = shutil.which("chromium")
+    if browser is None or shutil.which("unshare") is None:
+        pytest.fail("needs Debian's chromium and unshare: run tools/install-system-deps")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars"]
+    command = ["unshare", "-n", browser, *flags, f"--user-data-dir={profile}", *extra, url]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_the_site_opens_in_a_browser_and_its_search_finds_layout(
+    site: Path, tmp_path: Path
+) -> None:
+    search = _chromium(
+        (site / "search.html").as_uri() + "?q=layout",
+        tmp_path / "profile-search",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+    )
+    assert search.returncode == 0, search.stderr
+    assert "will-it-fit.html" in search.stdout, "the search for 'layout' finds no guide page"
+    # Screenshots of the start page and of one guide, kept with the checkout's build output.
+    shots = Path(os.environ.get("RECIPEKIT_CHECKOUT", tmp_path)) / "dist" / "docs" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    for name, page in (("start", "index.html"), ("will-it-fit", "guides/will-it-fit.html")):
+        png = shots / f"{name}.png"
+        png.unlink(missing_ok=True)
+        shot = _chromium(
+            (site / page).as_uri(),
+            tmp_path / f"profile-{name}",
+            f"--screenshot={png}",
+            "--window-size=1400,1800",
+        )
+        assert shot.returncode == 0, shot.stderr
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert png.stat().st_size > 20_000, f"{png} looks blank"
