@@ -68,6 +68,7 @@ def bring_up(
     *,
     parallel_workers: bool = False,
     environment: dict[str, str] | None = None,
+    ray_start_timeout_s: int = 180,
 ) -> dict[str, Any]:
     """One bring-up of the stage at ``nodes`` nodes: seconds from submit to each milestone, the
     Slurm client calls by phase up to Ray up, and slurmctld's RPCs by type."""
@@ -85,12 +86,16 @@ def bring_up(
             }
         )
         profile = ws.write_profile(node="B200_NODE")
+        # The test profile's choices for a few nodes on one host, changed where asked.
+        path = Path(profile.partition(":")[0])
+        text = path.read_text().replace(
+            "ray_start_timeout_s=180", f"ray_start_timeout_s={ray_start_timeout_s}"
+        )
         if parallel_workers:
-            path = Path(profile.partition(":")[0])
-            text = path.read_text().replace(
+            text = text.replace(
                 "start_workers_one_at_a_time=True", "start_workers_one_at_a_time=False"
             )
-            path.write_text(text)
+        path.write_text(text)
         cluster.run(["sdiag", "--reset"], timeout=30, check=True)
         started = time.monotonic()
         job_id, log = ws.submit(profile)
@@ -171,6 +176,13 @@ def main() -> int:
     )
     parser.add_argument("--json", type=Path, help="write every run's results here")
     parser.add_argument(
+        "--ray-start-timeout",
+        type=int,
+        default=180,
+        help="the profile's ray_start_timeout_s: how long the head waits for every node (one "
+        "host starts its fake nodes one at a time: 16 of them need more than the tests' 180 s)",
+    )
+    parser.add_argument(
         "--env",
         action="append",
         default=[],
@@ -197,6 +209,7 @@ def main() -> int:
                             nodes,
                             parallel_workers=args.parallel_workers,
                             environment=dict(v.split("=", 1) for v in args.env),
+                            ray_start_timeout_s=args.ray_start_timeout,
                         )
                     except BringUpFailed as failed:
                         print(f"FAILED (attempt {attempt + 1}): {failed}", flush=True)
