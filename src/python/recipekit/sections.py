@@ -236,11 +236,17 @@ UNDECLARED_KEYS = "undeclared_keys"
 
 
 def _completed(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
-    upstream = cls.__dict__.get(UPSTREAM)
-    if upstream is None:
-        return fields
     from recipekit.upstream.declared import members
 
+    upstream = cls.__dict__.get(UPSTREAM)
+    if upstream is None:
+        # A subclass of the same version inherits its base's upstream and the keys it added;
+        # its own overlay is still checked against them.
+        inherited = getattr(cls, UPSTREAM, None)
+        if inherited is not None and UNDECLARED_KEYS in cls.__dict__:
+            keys = {k for d in members(inherited) for k in d.keys}
+            _check_undeclared(cls, {f.name for f in fields}, dict.fromkeys(keys))
+        return fields
     versions = members(upstream)
     declared = {k: s for d in reversed(versions) for k, s in d.keys.items()}
     owner = {k: d for d in reversed(versions) for k in d.keys}

@@ -223,14 +223,6 @@ class VllmConfigExamplesMain(VllmConfigMain):
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GenerationExamplesMain(GenerationMain):
-    upstream = upstream_v35(
-        "nemo_rl.models.generation.vllm.config:VllmConfig",
-        "nemo_rl.models.generation.sglang.config:SGLangConfig",
-        "nemo_rl.models.generation.trtllm.config:TrtllmConfig",
-        "nemo_rl.models.generation.interfaces:GenerationConfig",
-        "nemo_rl.models.generation.megatron.config:MCoreGenerationConfig",
-    )
-
     backend: str = required(one_of(GENERATION_BACKENDS_MAIN))
     vllm_cfg: VllmConfigExamplesMain | Unset = optional()
     # How weights reach a non-colocated generation engine (null: NeMo-RL picks).

@@ -63,13 +63,6 @@ class EvalVllmConfig(VllmConfigExamplesMain):
 @section("generation", aliases={"pad_token_id": "_pad_token_id"})
 @frozen_section(kw_only=True, repr=False, eq=False)
 class EvalGeneration(GenerationExamplesMain):
-    upstream = upstream_v35(
-        "nemo_rl.models.generation.vllm.config:VllmConfig",
-        "nemo_rl.models.generation.sglang.config:SGLangConfig",
-        "nemo_rl.models.generation.trtllm.config:TrtllmConfig",
-        "nemo_rl.models.generation.interfaces:GenerationConfig",
-        "nemo_rl.models.generation.megatron.config:MCoreGenerationConfig",
-    )
     undeclared_keys = undeclared(read=("num_prompts_per_step",))
 
     # Prompts handed to the generation back-end at a time (-1: all at once). Required: the

@@ -60,7 +60,8 @@ def problems(found: Iterable[Found]) -> list[str]:
     out = []
     for one in found:
         name, where = one.section.__name__, f"{one.path or '<root>'} @ {one.label}"
-        named = members(one.section.__dict__.get(UPSTREAM) or ())
+        # Its own, or inherited from a base of the same version.
+        named = members(getattr(one.section, UPSTREAM, None) or ())
         own = [m for m in named if m.source == one.label]
         if not own:
             out.append(f"{name} at {where}: names no upstream class of {one.label}")
