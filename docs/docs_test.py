@@ -58,7 +58,7 @@ def _command_lines(language: str, block: str) -> list[str]:
 
 def _cli_invocations(line: str) -> list[tuple[click.Command, str, list[str]]]:
     """(root command, how it was named, the words after it) for each CLI call in a line."""
-    found = []
+    found: list[tuple[click.Command, str, list[str]]] = []
     for part in re.split(r"&&|\|\||;|\|", line):
         words = part.split()
         if not words:
