@@ -126,9 +126,8 @@ def bring_up(
         ray_up = reached(f"ray cluster complete: {nodes} nodes")
         ray_up_at = time.time()
         rpcs = rpc_counts(cluster)
+        # Bring-up is measured; how the job ends after it is the stand-in's business (recorded).
         state = cluster.wait_for_job(job_id, timeout=600)
-        if state != "COMPLETED":
-            raise SystemExit(f"job {job_id} ended {state}:\n{log.read_text()}")
         script = (log.parent.parent / "job.sbatch").read_text()
         calls = [c for c in read_calls(calls_log) if c.when <= ray_up_at]
         by_phase = phases(calls, job_id, step_names(script))
@@ -146,6 +145,7 @@ def bring_up(
             "slurm calls by phase": dict(by_phase),
             "slurm calls by client": dict(by_client),
             "slurm calls": sum(by_phase.values()),
+            "job ended": state,
             "controller RPCs (sdiag)": {k: v for k, v in rpcs.items() if k in CLIENT_RPCS},
             "controller RPCs, all types (sdiag)": sum(rpcs.values()),
         }
