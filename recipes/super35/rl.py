@@ -93,6 +93,8 @@ rlvr = Stage(
         "policy.generation.colocated.resources.gpus_per_node": DERIVED,
         "cluster.gpus_per_node": DERIVED,
         "cluster.num_nodes": DERIVED,
+        # NOT IN SO: its training groups kept inside one NVL72 rack (recipekit.launch.placement).
+        "cluster.segment_size": DERIVED,
         "policy.train_global_batch_size": DERIVED,
         # Seed: `data import rl /data/rlvr/train.jsonl --val /data/rlvr/val.jsonl`.
         # NOT IN THE RECIPE: the file names inside the artifact.

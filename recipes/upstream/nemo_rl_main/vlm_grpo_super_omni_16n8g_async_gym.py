@@ -10,7 +10,7 @@ Do not edit: a stage starts from `config` and states what it changes.
 # Generated: upstream paths and strings stay whole, however long.
 # ruff: noqa: E501
 
-from recipekit.markers import DERIVED
+from recipekit.markers import DERIVED, UNSET
 from recipekit.nemo_rl.schema_main import (
     AsyncGRPOMain,
     CheckpointingMain,
@@ -50,8 +50,8 @@ from recipekit.nemo_rl.schema_super_v3 import (
 )
 
 # The pinned file (3rdparty/reference/manifest.toml), under the reference folder.
-UPSTREAM = 'nemo-rl/main/examples/configs/recipes/vlm/vlm_grpo-nemotron-super-omni-120ba12b-16n8g-megatron-tp8ep16cp2-async-gym.v1.yaml'
-SCHEMA = 'main'
+UPSTREAM = "nemo-rl/main/examples/configs/recipes/vlm/vlm_grpo-nemotron-super-omni-120ba12b-16n8g-megatron-tp8ep16cp2-async-gym.v1.yaml"
+SCHEMA = "main"
 
 config = GRPOMasterConfigMain(
     grpo=GRPOConfigMain(
@@ -97,7 +97,7 @@ config = GRPOMasterConfigMain(
     ),
     loss_fn=ClippedPGLossMain(
         reference_policy_kl_penalty=0,
-        reference_policy_kl_type='k3',
+        reference_policy_kl_type="k3",
         kl_input_clamp_value=None,
         kl_output_clamp_value=None,
         ratio_clip_min=0.2,
@@ -108,31 +108,31 @@ config = GRPOMasterConfigMain(
         sequence_level_importance_ratios=False,
         token_level_loss=False,
         truncated_importance_sampling_ratio=2.0,
-        truncated_importance_sampling_type='tis',
+        truncated_importance_sampling_type="tis",
         truncated_importance_sampling_ratio_min=0.5,
     ),
     checkpointing=CheckpointingMain(
         enabled=True,
-        checkpoint_dir='results/nemotron-super-omni-async-gym',
+        checkpoint_dir="results/nemotron-super-omni-async-gym",
         metric_name=None,
         higher_is_better=True,
         keep_top_k=5,
         save_period=10,
-        checkpoint_must_save_by='00:03:45:00',
+        checkpoint_must_save_by="00:03:45:00",
         save_optimizer=True,
     ),
     policy=PolicyMain(
-        model_name='/path/to/nemotron-super-omni-hf-checkpoint',
+        model_name="/path/to/nemotron-super-omni-hf-checkpoint",
         tokenizer=TokenizerMain(
             name=DERIVED,
-            chat_template='/path/to/nemotron-super-omni-hf-checkpoint/chat_template.jinja',
+            chat_template="/path/to/nemotron-super-omni-hf-checkpoint/chat_template.jinja",
         ),
         train_global_batch_size=4096,
         train_micro_batch_size=1,
         generation_batch_size=64,
         logprob_batch_size=1,
         max_total_sequence_length=16384,
-        precision='bfloat16',
+        precision="bfloat16",
         logprob_chunk_size=2048,
         dtensor_cfg=DTensorMain(
             v2=True,
@@ -162,12 +162,12 @@ config = GRPOMasterConfigMain(
             pipeline_dtype=DERIVED,
             sequence_parallel=True,
             freeze_moe_router=True,
-            moe_router_dtype='fp32',
-            moe_router_load_balancing_type='none',
+            moe_router_dtype="fp32",
+            moe_router_load_balancing_type="none",
             moe_router_bias_update_rate=0.001,
             moe_permute_fusion=True,
             moe_enable_deepep=False,
-            moe_token_dispatcher_type='alltoall',
+            moe_token_dispatcher_type="alltoall",
             moe_aux_loss_coeff=0.0,
             moe_router_enable_expert_bias=True,
             apply_rope_fusion=True,
@@ -178,13 +178,13 @@ config = GRPOMasterConfigMain(
             gradient_accumulation_fusion=False,
             use_fused_weighted_squared_relu=False,
             optimizer=MegatronOptimizerMain(
-                optimizer='adam',
+                optimizer="adam",
                 lr=3e-06,
                 min_lr=2e-09,
                 weight_decay=0.0,
                 bf16=True,
                 fp16=False,
-                params_dtype='float32',
+                params_dtype="float32",
                 adam_beta1=0.9,
                 adam_beta2=0.99,
                 adam_eps=1e-08,
@@ -199,8 +199,8 @@ config = GRPOMasterConfigMain(
             scheduler=MegatronScheduler(
                 start_weight_decay=DERIVED,
                 end_weight_decay=DERIVED,
-                weight_decay_incr_style='constant',
-                lr_decay_style='constant',
+                weight_decay_incr_style="constant",
+                lr_decay_style="constant",
                 lr_decay_iters=None,
                 lr_warmup_iters=10,
                 lr_warmup_init=3e-08,
@@ -211,13 +211,13 @@ config = GRPOMasterConfigMain(
                 overlap_param_gather=False,
                 average_in_collective=False,
                 use_custom_fsdp=False,
-                data_parallel_sharding_strategy='optim_grads_params',
+                data_parallel_sharding_strategy="optim_grads_params",
             ),
             env_vars={
-                'NCCL_ALGO': 'Ring',
-                'NCCL_PROTO': 'Simple',
-                'NRL_REFIT_BUFFER_MEMORY_RATIO': '0.006',
-                'NRL_REFIT_NUM_BUFFERS': '1',
+                "NCCL_ALGO": "Ring",
+                "NCCL_PROTO": "Simple",
+                "NRL_REFIT_BUFFER_MEMORY_RATIO": "0.006",
+                "NRL_REFIT_NUM_BUFFERS": "1",
             },
             mtp_num_layers=0,
             radio_force_cpe_eval_mode=True,
@@ -243,8 +243,8 @@ config = GRPOMasterConfigMain(
             enabled=True,
             train_mb_tokens=DERIVED,
             logprob_mb_tokens=DERIVED,
-            algorithm='modified_first_fit_decreasing',
-            microbatch_order='largest_first',
+            algorithm="modified_first_fit_decreasing",
+            microbatch_order="largest_first",
             sequence_length_round=64,
         ),
         make_sequence_length_divisible_by=DERIVED,
@@ -255,7 +255,7 @@ config = GRPOMasterConfigMain(
         generation=GenerationMain(
             port_range_low=3000,
             port_range_high=4999,
-            backend='vllm',
+            backend="vllm",
             max_new_tokens=DERIVED,
             temperature=1.0,
             top_p=1.0,
@@ -267,12 +267,12 @@ config = GRPOMasterConfigMain(
             stop_strings=None,
             mcore_generation_config=McoreGenerationMain(
                 max_model_len=DERIVED,
-                transformer_impl='inference_optimized',
-                cuda_graph_impl='local',
-                inference_cuda_graph_scope='block',
+                transformer_impl="inference_optimized",
+                cuda_graph_impl="local",
+                inference_cuda_graph_scope="block",
                 activation_checkpointing=False,
-                mamba_inference_ssm_states_dtype='float32',
-                inference_grouped_gemm_backend='vllm',
+                mamba_inference_ssm_states_dtype="float32",
+                inference_grouped_gemm_backend="vllm",
                 moe_router_num_groups=None,
                 moe_router_group_topk=None,
                 pipeline_model_parallel_size=1,
@@ -287,17 +287,17 @@ config = GRPOMasterConfigMain(
                 use_cuda_graphs_for_non_decode_steps=True,
                 enable_chunked_prefill=True,
                 max_tokens=DERIVED,
-                kv_cache_management_mode='persist',
+                kv_cache_management_mode="persist",
                 materialize_only_last_token_logits=True,
                 num_speculative_tokens=0,
-                refit_backend='nccl',
+                refit_backend="nccl",
                 expose_http_server=True,
                 enable_prefix_caching=True,
-                parsers=('deepseek-r1-reasoning', 'qwen3-coder-tool'),
+                parsers=("deepseek-r1-reasoning", "qwen3-coder-tool"),
             ),
             vllm_cfg=VllmConfigMain(
                 async_engine=True,
-                kv_cache_dtype='auto',
+                kv_cache_dtype="auto",
                 precision=DERIVED,
                 tensor_parallel_size=4,
                 pipeline_parallel_size=1,
@@ -309,37 +309,37 @@ config = GRPOMasterConfigMain(
                 num_last_layers_in_bf16=0,
                 num_first_layers_in_bf16=0,
                 expose_http_server=True,
-                reasoning_parser_plugin='nemo_rl/models/generation/vllm/reasoning_parsers/nano_v3_reasoning_parser.py',
+                reasoning_parser_plugin="nemo_rl/models/generation/vllm/reasoning_parsers/nano_v3_reasoning_parser.py",
                 http_server_serving_chat_kwargs={
-                    'enable_auto_tools': True,
-                    'tool_parser': 'qwen3_coder',
-                    'reasoning_parser': 'deepseek_r1',
-                    'chat_template': '/path/to/nemotron-super-omni-hf-checkpoint/chat_template.jinja',
-                    'chat_template_content_format': 'openai',
+                    "enable_auto_tools": True,
+                    "tool_parser": "qwen3_coder",
+                    "reasoning_parser": "deepseek_r1",
+                    "chat_template": "/path/to/nemotron-super-omni-hf-checkpoint/chat_template.jinja",
+                    "chat_template_content_format": "openai",
                 },
-                load_format='auto',
+                load_format="auto",
                 enable_prefix_caching=False,
                 skip_tokenizer_init=False,
-                logprobs_mode='raw_logprobs',
+                logprobs_mode="raw_logprobs",
                 env_vars={
-                    'NCCL_ALGO': 'Ring',
-                    'NCCL_PROTO': 'Simple',
-                    'NRL_REFIT_BUFFER_MEMORY_RATIO': '0.006',
-                    'NRL_REFIT_NUM_BUFFERS': '1',
+                    "NCCL_ALGO": "Ring",
+                    "NCCL_PROTO": "Simple",
+                    "NRL_REFIT_BUFFER_MEMORY_RATIO": "0.006",
+                    "NRL_REFIT_NUM_BUFFERS": "1",
                 },
             ),
             vllm_kwargs={
-                'mamba_ssm_cache_dtype': 'float32',
-                'compilation_config': {'backend': 'eager', 'cudagraph_mode': 'PIECEWISE'},
-                'moe_backend': 'flashinfer_cutlass',
-                'limit_mm_per_prompt': {'image': 3},
-                'mm_processor_cache_gb': 0,
-                'max_num_batched_tokens': 16384,
-                'max_num_seqs': 32,
-                'skip_mm_profiling': True,
-                'disable_custom_all_reduce': True,
-                'attention_backend': 'FLASH_ATTN',
-                'attention_config': {'use_trtllm_attention': False},
+                "mamba_ssm_cache_dtype": "float32",
+                "compilation_config": {"backend": "eager", "cudagraph_mode": "PIECEWISE"},
+                "moe_backend": "flashinfer_cutlass",
+                "limit_mm_per_prompt": {"image": 3},
+                "mm_processor_cache_gb": 0,
+                "max_num_batched_tokens": 16384,
+                "max_num_seqs": 32,
+                "skip_mm_profiling": True,
+                "disable_custom_all_reduce": True,
+                "attention_backend": "FLASH_ATTN",
+                "attention_config": {"use_trtllm_attention": False},
             },
             colocated=Colocation(
                 enabled=False,
@@ -348,7 +348,7 @@ config = GRPOMasterConfigMain(
                     num_nodes=8,
                 ),
             ),
-            bad_words=('<image>', '<img>', '</img>', '<so_embedding>', '<so_start>', '<so_end>'),
+            bad_words=("<image>", "<img>", "</img>", "<so_embedding>", "<so_start>", "<so_end>"),
         ),
         is_vlm=True,
     ),
@@ -358,17 +358,17 @@ config = GRPOMasterConfigMain(
         num_workers=1,
         use_multiple_dataloader=False,
         train=DatasetMain(
-            data_path='/path/to/super-omni-gym-train.jsonl',
+            data_path="/path/to/super-omni-gym-train.jsonl",
         ),
         validation=DatasetMain(
-            data_path='/path/to/super-omni-gym-validation.jsonl',
+            data_path="/path/to/super-omni-gym-validation.jsonl",
         ),
         default=DatasetMain(
-            dataset_name='NemoGymDataset',
-            env_name='nemo_gym',
+            dataset_name="NemoGymDataset",
+            env_name="nemo_gym",
             prompt_file=None,
             system_prompt_file=None,
-            processor='nemo_gym_data_processor',
+            processor="nemo_gym_data_processor",
         ),
     ),
     env=Environments(
@@ -379,39 +379,46 @@ config = GRPOMasterConfigMain(
             port_range_low=5000,
             port_range_high=5999,
             config_paths=(
-                'responses_api_models/vllm_model/configs/vllm_model_for_training.yaml',
-                'resources_servers/math_with_judge/configs/math_with_judge.yaml',
-                'resources_servers/mcqa/configs/mcqa.yaml',
-                'resources_servers/gui_coordinate/configs/gui_coordinate.yaml',
-                'resources_servers/string_match/configs/string_match.yaml',
+                "responses_api_models/vllm_model/configs/vllm_model_for_training.yaml",
+                "resources_servers/math_with_judge/configs/math_with_judge.yaml",
+                "resources_servers/mcqa/configs/mcqa.yaml",
+                "resources_servers/gui_coordinate/configs/gui_coordinate.yaml",
+                "resources_servers/string_match/configs/string_match.yaml",
             ),
             math_with_judge={
-                'resources_servers': {
-                    'math_with_judge': {'judge_model_server': {'name': 'policy_model'}, 'should_use_judge': False},
+                "resources_servers": {
+                    "math_with_judge": {
+                        "judge_model_server": {"name": "policy_model"},
+                        "should_use_judge": False,
+                    },
                 },
             },
             code_gen={
-                'resources_servers': {
-                    'code_gen': {'num_processes': 1024, 'unit_test_timeout_secs': 10, 'debug': False},
+                "resources_servers": {
+                    "code_gen": {
+                        "num_processes": 1024,
+                        "unit_test_timeout_secs": 10,
+                        "debug": False,
+                    },
                 },
             },
             policy_max_input_tokens=DERIVED,
             skip_venv_if_present=True,
             pad_dynamic_image_shapes=True,
             policy_model={
-                'responses_api_models': {
-                    'vllm_model': {
-                        'uses_reasoning_parser': True,
-                        'extra_body': {
-                            'bad_words': [
-                                '<image>',
-                                '<img>',
-                                '</img>',
-                                '<so_embedding>',
-                                '<so_start>',
-                                '<so_end>',
+                "responses_api_models": {
+                    "vllm_model": {
+                        "uses_reasoning_parser": True,
+                        "extra_body": {
+                            "bad_words": [
+                                "<image>",
+                                "<img>",
+                                "</img>",
+                                "<so_embedding>",
+                                "<so_start>",
+                                "<so_end>",
                             ],
-                            'chat_template_kwargs': {'enable_thinking': True},
+                            "chat_template_kwargs": {"enable_thinking": True},
                         },
                     },
                 },
@@ -419,7 +426,7 @@ config = GRPOMasterConfigMain(
         ),
     ),
     logger=LoggerMain(
-        log_dir='logs/nemotron-super-omni-async-gym',
+        log_dir="logs/nemotron-super-omni-async-gym",
         num_val_samples_to_print=0,
         wandb_enabled=True,
         tensorboard_enabled=True,
@@ -427,14 +434,14 @@ config = GRPOMasterConfigMain(
         monitor_gpus=True,
         swanlab_enabled=False,
         wandb=WandbMain(
-            project='grpo-superv3omni',
-            name='nemotron-super-omni-async-gym',
+            project="grpo-superv3omni",
+            name="nemotron-super-omni-async-gym",
             log_nemo_gym_full_result_tables=False,
         ),
         tensorboard=Tensorboard(),
         mlflow=MLflow(
-            experiment_name='grpo-dev',
-            run_name='grpo-dev-logger',
+            experiment_name="grpo-dev",
+            run_name="grpo-dev-logger",
         ),
         gpu_monitoring=GPUMonitoring(
             collection_interval=10,
@@ -446,5 +453,6 @@ config = GRPOMasterConfigMain(
         num_nodes=16,
         master_port_range_low=1400,
         master_port_range_high=1999,
+        segment_size=UNSET,
     ),
 )

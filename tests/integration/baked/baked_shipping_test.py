@@ -197,8 +197,11 @@ def test_a_published_stage_image_runs_the_job_as_an_oci_bundle(
     # Baked: no launcher copied to the run directory; every step runs the image's, in the bundle.
     assert not list(run_dir.glob("*.pex"))
     script = (run_dir / "job.sbatch").read_text()
-    # Two steps (preflight, the framework; tracking is off), both in the bundle.
-    assert script.count("\nsrun ") == script.count(f"--container={bundle} ") == 2, script
+    # The launcher's steps, all in the bundle: preflight, the framework, and (the profile's time
+    # limit gives the stage a save deadline) the head's decision whether it continues; tracking
+    # is off.
+    steps = 3 if "Whether the stage is done or continues" in script else 2
+    assert script.count("\nsrun ") == script.count(f"--container={bundle} ") == steps, script
     assert "preflight baked-plan: ok" in text, text
     assert "[n1 head] entry point exited with status 0" in text, text
     seen_in_image = json.loads((run_dir / "container.json").read_text())

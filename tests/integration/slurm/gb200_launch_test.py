@@ -21,8 +21,9 @@ def test_gb200_plan_on_five_nodes(tmp_path: Path, ray_python: Path) -> None:
         os.mknod(channels / "channel3")
         profile = workspace.write_profile(
             node="GB200_NODE",
+            # The local Slurm (Debian's 22.05) predates sbatch --segment (24.05).
             gb200=f"Gb200Settings(imex_channel=3, imex_device_dir={str(channels)!r}, "
-            "gloo_socket_ifname='lo')",
+            "gloo_socket_ifname='lo', slurm_segment=False)",
             skip={
                 "cpu-arch": "the GB200 plan is for aarch64; this test host is x86_64",
                 # No nvidia-smi here; placement_test.py checks racks from nvidia-smi -q files.

@@ -341,8 +341,10 @@ def test_head_runs_the_entry_point_once_on_the_first_node(kinds: Any) -> None:
     run_dir = log.parent.parent
     [seen] = _seen(run_dir)
     assert seen["SLURMD_NODENAME"] == "n1" and seen["RANK"] is None
-    # Tracking off: the job script has no record step, and nothing is recorded.
+    # Tracking off: the head's last step only decides whether the stage continues (the
+    # profile's time limit gives it a save deadline, launch.continuation); nothing goes to W&B.
     script = (run_dir / "job.sbatch").read_text()
-    assert "record" not in [line.strip(" \\") for line in script.splitlines()]
+    assert "record the run in W&B" not in script
+    assert "# 3. Whether the stage is done or continues" in script
     assert not (run_dir / "wandb").exists()
     assert ws.cluster.wait_for_no_node_processes(PROCESSES, timeout=30) == []

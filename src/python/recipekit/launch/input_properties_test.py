@@ -252,6 +252,8 @@ FIELDS: dict[str, str] = {
     "gb200.nccl_mnnvl_enable": "Gb200Settings(imex_channel=0, nccl_mnnvl_enable={})",
     "gb200.gloo_socket_ifname": "Gb200Settings(imex_channel=0, gloo_socket_ifname={})",
     "gb200.imex_device_dir": "Gb200Settings(imex_channel=0, imex_device_dir={})",
+    "gb200.nvlink_domain_nodes": "Gb200Settings(imex_channel=0, nvlink_domain_nodes={})",
+    "gb200.slurm_segment": "Gb200Settings(imex_channel=0, slurm_segment={})",
     "tracking.mode": "Tracking(mode={})",
     "tracking.project": "Tracking(mode='off', project={})",
     "tracking.entity": "Tracking(mode='off', entity={})",
@@ -339,7 +341,9 @@ STUB = """#!{python}
 import json, os, sys
 with open({log!r}, "a") as out:
     out.write(json.dumps({{"argv": sys.argv, "env": dict(os.environ)}}) + "\\n")
-if os.path.basename(sys.argv[0]) == "scontrol":
+if os.path.basename(sys.argv[0]) == "scontrol" and sys.argv[1:3] == ["show", "node"]:
+    print("NodeName=node-1 NodeAddr=10.0.0.1 State=ALLOCATED")
+elif os.path.basename(sys.argv[0]) == "scontrol":
     print("node-1")
 """
 # The directives a job script of a Ray stage carries, each exactly once.
@@ -377,8 +381,13 @@ def _check_script(script_path: Path, profile: Any, plan: Any) -> None:
     for name in ("srun", "scontrol"):
         (stubs / name).write_text(STUB.format(python=sys.executable, log=str(log)))
         (stubs / name).chmod(0o755)
-    # Nothing but the stand-ins on PATH: an injected command would fail, a builtin would show
-    # as a step the script does not mean.
+    # The tools the script itself uses around Slurm's (bounding a call, reading its answer).
+    for tool in ("timeout", "awk"):
+        found = shutil.which(tool)
+        assert found, tool
+        (stubs / tool).symlink_to(found)
+    # Nothing but these on PATH: an injected command would fail, a builtin would show as a
+    # step the script does not mean.
     env = {"PATH": str(stubs), "SLURM_JOB_NODELIST": "node-1", "SLURM_JOB_ID": "7"}
     done = subprocess.run(
         ["/bin/bash", str(script_path)], env=env, capture_output=True, text=True, timeout=30
@@ -386,7 +395,12 @@ def _check_script(script_path: Path, profile: Any, plan: Any) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout == "" and done.stderr == "", done.stdout + done.stderr
     calls = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [Path(c["argv"][0]).name for c in calls] == ["srun", "srun"]  # preflight, job-step
+    # One question for every node's address (launch.ray_cluster), then the two steps.
+    assert [c["argv"][1:3] for c in calls if Path(c["argv"][0]).name == "scontrol"] == [
+        ["show", "node"]
+    ]
+    calls = [c for c in calls if Path(c["argv"][0]).name == "srun"]
+    assert len(calls) == 2  # preflight, job-step
     assert [c["argv"][-2] for c in calls] == ["preflight", "job-step"]
     expected = job_environment(profile, plan)
     for call in calls:

@@ -95,6 +95,8 @@ def render_job_script(
     budget = time_budget(plan, profile)
     directives += continuation.script_directives(budget)
     placement = _placement(plan, profile)
+    if placement is not None and profile.gb200 is not None and not profile.gb200.slurm_segment:
+        placement = None  # its sbatch predates --segment (the profile says so)
     if placement is not None:
         directives.append(f"--segment={placement.segment}")
     container = profile.job_container(stage.code)

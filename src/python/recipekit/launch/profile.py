@@ -313,6 +313,12 @@ class Gb200Settings:
     nvlink_domain_nodes: int = attrs.field(
         default=18, validator=_every(instance_of(int, what="a node count"), at_least(1))
     )
+    # Whether the cluster's sbatch takes --segment (Slurm 24.05+; an older sbatch refuses the
+    # whole script as an unrecognized option). Off, the job asks for no segment and only
+    # preflight's rack check keeps the groups together.
+    slurm_segment: bool = attrs.field(
+        default=True, validator=instance_of(bool, what="true or false")
+    )
 
     def environment(self) -> dict[str, str]:
         return {

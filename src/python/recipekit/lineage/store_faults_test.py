@@ -280,7 +280,9 @@ def _state(root: Path, artifact: str) -> dict[str, Any]:
 def _source(where: Path, size: int = 3000) -> Path:
     source = where / "blend"
     (source / "shards").mkdir(parents=True, exist_ok=True)
-    (source / "train.jsonl").write_text('{"prompt": "2+2?"}\n')
+    # Not JSONL: what a store import checks of NeMo Gym rows (recipekit.datacheck) is not what
+    # these scenarios test.
+    (source / "notes.txt").write_text("2+2?\n")
     (source / "shards" / "00.bin").write_bytes(os.urandom(size))
     (source / "shards" / "01.bin").write_bytes(os.urandom(size))
     return source
@@ -553,7 +555,7 @@ def _exhausted(mount: Path, scratch: Path, what: str) -> dict[str, Any]:
     root = _fresh(mount, f"exhausted-{what}")
     import_version(root, DATA, _source(scratch), name="blend-1")
     _save(root, RUN, 10)
-    touched = root / DATA / "blend-1" / "train.jsonl"
+    touched = root / DATA / "blend-1" / "notes.txt"
     os.utime(touched)  # its stat moves: verify reads it whole and would record the new stat
     if what == "bytes":
         _fill(mount)
