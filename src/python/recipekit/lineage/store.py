@@ -651,7 +651,9 @@ def _unkept_path(version: StoredVersion) -> str:
     return f"{version.run}/{Path(version.path).name}" if version.kept else version.path
 
 
-def committed_versions(directory: Path) -> tuple[list[StoredVersion], list[str]]:
+def committed_versions(
+    directory: Path, markers: dict[int, StoredVersion] | None = None
+) -> tuple[list[StoredVersion], list[str]]:
     """The versions the evidence shows were published, oldest first, and what the index says
     otherwise (one line each; none when it agrees). The index is not the evidence: an index
     restored from a backup is behind, a damaged one may say anything. A version was
@@ -659,9 +661,10 @@ def committed_versions(directory: Path) -> tuple[list[StoredVersion], list[str]]
     (links are moved into place only after the index was written) or the index lists it as
     its marker does (killed between the index and the links); every version below a
     published one was published before it. A StoreError when a version below the newest
-    published one has neither a marker nor an index entry to rebuild it from."""
+    published one has neither a marker nor an index entry to rebuild it from. ``markers``:
+    the artifact's markers where the caller has read them already."""
     index = _read_index(directory)
-    markers = _markers(directory)
+    markers = _markers(directory) if markers is None else markers
     links = _version_links(directory)
     listed = index or []
 
@@ -736,7 +739,9 @@ def _repairs(directory: Path) -> list[Repair]:
     evidence (committed_versions) is never removed, and an index that disagrees with the
     evidence is rebuilt from it, never trimmed to match. What was never published (a marker
     without its index entry or link, a copy that never finished) is removed."""
-    evidence, disagreement = committed_versions(directory)
+    # Every marker is read (and its digest checked) once, for the evidence and the clean-up.
+    markers = _markers(directory)
+    evidence, disagreement = committed_versions(directory, markers)
     published = {v.version for v in evidence}
     repairs: list[Repair] = []
     if disagreement:
@@ -765,7 +770,7 @@ def _repairs(directory: Path) -> list[Repair]:
                     functools.partial(shutil.rmtree, directory / name, ignore_errors=True),
                 )
             )
-    for number in sorted(set(_markers(directory)) - published):
+    for number in sorted(set(markers) - published):
         repairs.append(
             Repair(
                 f"removed the marker of v{number}, which was never published",
