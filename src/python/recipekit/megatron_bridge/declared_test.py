@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from recipekit.errors import RecipeError
 from recipekit.megatron_bridge.framework import run_recipe_arguments
 from recipekit.megatron_bridge.schema import BRIDGE_TYPES, MegatronBridgeConfig
+from recipekit.nemo_rl.rules.conftest import plan_errors
 from recipekit.plan import make_plan
 from recipekit.upstream.completeness import problems, sections_below
 from recipekit.upstream.declared import OWN, table
@@ -33,14 +33,6 @@ def test_recipekits_own_keys_never_reach_the_runner_as_keys() -> None:
     assert own and not [a for a in arguments for k in own if a.startswith(f"{k}.")]
 
 
-def _errors(*overrides: str) -> list[str]:
-    try:
-        make_plan(pretrain, overrides)
-    except RecipeError as exc:
-        return [issue.render() for issue in exc.issues]
-    return []
-
-
 @pytest.mark.parametrize(
     "override",
     [
@@ -56,24 +48,24 @@ def _errors(*overrides: str) -> list[str]:
     ],
 )
 def test_a_key_megatron_bridge_declares_plans_and_reaches_the_runner(override: str) -> None:
-    assert _errors(override) == []
+    assert plan_errors(pretrain, override) == []
     key, value = override.split("=", 1)
     arguments = run_recipe_arguments(make_plan(pretrain, (override,)).framework_config)
     assert any(a.startswith(f"{key}=") for a in arguments), arguments
 
 
 def test_a_typo_in_a_declared_section_or_mapping_gets_a_suggestion() -> None:
-    [error] = _errors("train.exit_duration_in_minz=230")
+    [error] = plan_errors(pretrain, "train.exit_duration_in_minz=230")
     assert "did you mean 'exit_duration_in_mins'" in error
-    [mapped] = _errors("ddp.overlap_grad_reduc=true")
+    [mapped] = plan_errors(pretrain, "ddp.overlap_grad_reduc=true")
     assert mapped.startswith("ddp.overlap_grad_reduc: unknown key: DistributedDataParallelConfig")
     assert "did you mean 'overlap_grad_reduce'" in mapped
 
 
 def test_a_value_of_the_wrong_type_is_refused() -> None:
-    [error] = _errors("model.num_layers=many")
+    [error] = plan_errors(pretrain, "model.num_layers=many")
     assert "expected an integer" in error
-    [mapped] = _errors("ddp.bucket_size=big")
+    [mapped] = plan_errors(pretrain, "ddp.bucket_size=big")
     assert mapped.startswith("ddp.bucket_size = 'big': expected an integer")
 
 

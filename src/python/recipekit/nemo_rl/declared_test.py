@@ -12,12 +12,11 @@ from __future__ import annotations
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from recipekit.errors import RecipeError
 from recipekit.nemo_rl import SUPER35_TYPES, SUPER_V3_TYPES, algorithms
+from recipekit.nemo_rl.rules.conftest import plan_errors
 from recipekit.nemo_rl.schema_distillation import (
     DistillationMasterConfig,
     DistillationMasterConfigMain,
@@ -31,7 +30,6 @@ from recipekit.nemo_rl.schema_ppo import PPOMasterConfig
 from recipekit.nemo_rl.schema_rm import RMMasterConfig, RMMasterConfigMain
 from recipekit.nemo_rl.schema_sft import SFTMasterConfig, SFTMasterConfigMain
 from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig
-from recipekit.plan import make_plan
 from recipekit.sections import UPSTREAM, frozen_section, optional, section
 from recipekit.upstream.completeness import Found, problems, sections_below
 from recipekit.upstream.declared import CONFIGS, READ, members
@@ -139,14 +137,6 @@ def test_each_undeclared_key_is_what_its_reason_says(reference_dir: Path) -> Non
 # --- what a user sees --------------------------------------------------------------------
 
 
-def _plan_errors(stage: Any, *overrides: str) -> list[str]:
-    try:
-        make_plan(stage, overrides)
-    except RecipeError as exc:
-        return [issue.render() for issue in exc.issues]
-    return []
-
-
 @pytest.mark.parametrize(
     "override",
     [
@@ -159,27 +149,27 @@ def _plan_errors(stage: Any, *overrides: str) -> list[str]:
 )
 def test_a_key_upstream_declares_plans(override: str) -> None:
     key = override.split("=")[0]
-    assert not [e for e in _plan_errors(rlvr, override) if e.startswith(key)]
+    assert not [e for e in plan_errors(rlvr, override) if e.startswith(key)]
 
 
 def test_a_key_the_version_does_not_declare_is_refused_with_a_suggestion() -> None:
     # super-v3's MegatronConfig has no attention_backend: the Super V3 stages refuse it.
-    [error] = _plan_errors(dapo_gb200, "policy.megatron_cfg.attention_backend=flash")
+    [error] = plan_errors(dapo_gb200, "policy.megatron_cfg.attention_backend=flash")
     assert error.startswith("policy.megatron_cfg.attention_backend: unknown key")
-    [typo] = _plan_errors(rlvr, "policy.megatron_cfg.attention_backnd=flash")
+    [typo] = plan_errors(rlvr, "policy.megatron_cfg.attention_backnd=flash")
     assert "did you mean 'attention_backend'" in typo
 
 
 def test_a_declared_key_is_checked_against_its_upstream_type() -> None:
-    [error] = _plan_errors(rlvr, "policy.megatron_cfg.moe_router_num_groups=many")
+    [error] = plan_errors(rlvr, "policy.megatron_cfg.moe_router_num_groups=many")
     assert "expected an integer or null" in error
 
 
 def test_a_mapping_under_a_declared_key_is_checked_against_its_upstream_class() -> None:
-    [error] = _plan_errors(rlvr, "policy.megatron_cfg.peft={enabled: true, dimm: 8}")
+    [error] = plan_errors(rlvr, "policy.megatron_cfg.peft={enabled: true, dimm: 8}")
     assert error.startswith("policy.megatron_cfg.peft.dimm: unknown key: MegatronPeftConfig")
     assert "did you mean 'dim'" in error
-    [typed] = _plan_errors(rlvr, "policy.megatron_cfg.peft={enabled: true, dim: eight}")
+    [typed] = plan_errors(rlvr, "policy.megatron_cfg.peft={enabled: true, dim: eight}")
     assert typed.startswith("policy.megatron_cfg.peft.dim = 'eight': expected an integer")
 
 

@@ -49,7 +49,8 @@ def _errors(stage: Stage, *overrides: str) -> list[str]:
     return [issue.render() for issue in exc.value.issues]
 
 
-def _errors_or_none(stage: Stage, *overrides: str) -> list[str]:
+def plan_errors(stage: Stage, *overrides: str) -> list[str]:
+    """The errors planning ``stage`` with ``overrides`` raises (rendered), none when it plans."""
     try:
         make_plan(stage, overrides)
     except RecipeError as exc:
@@ -57,7 +58,8 @@ def _errors_or_none(stage: Stage, *overrides: str) -> list[str]:
     return []
 
 
-def _warnings(stage: Stage, *overrides: str) -> list[str]:
+def plan_warnings(stage: Stage, *overrides: str) -> list[str]:
+    """The warnings (rendered) of ``stage`` planned with ``overrides``."""
     return [issue.render() for issue in make_plan(stage, overrides).warnings]
 
 
@@ -70,7 +72,7 @@ def refused() -> Plan:
 @pytest.fixture
 def errors() -> Plan:
     """The errors planning the stage with these overrides raises, none when it plans."""
-    return _errors_or_none
+    return plan_errors
 
 
 def _refused_at(stage: Stage, overrides: tuple[str, ...], key: str, reason: str) -> list[str]:
@@ -90,7 +92,7 @@ def refused_at() -> RefusedAt:
 @pytest.fixture
 def warned() -> Plan:
     """The warnings of a stage that plans with these overrides."""
-    return _warnings
+    return plan_warnings
 
 
 def _as_examples(stage: Stage, config_type: type, framework: Any, **sections: Any) -> Stage:
