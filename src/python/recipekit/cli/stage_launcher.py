@@ -198,18 +198,23 @@ def logs(follow: bool, overrides: tuple[str, ...], cluster: str | None) -> None:
     run, job_id = _submitted(overrides, cluster)
     path = run.logs / f"slurm-{job_id}.out"
     offset = 0
-    while True:
+
+    def print_new_bytes() -> None:
+        # Bytes as written, never decoded between reads: a read that ends inside a line (a
+        # "\r\n" cut in two, a UTF-8 character, a colour code) would otherwise print it changed.
+        nonlocal offset
         if path.is_file():
-            with path.open() as log_file:
+            with path.open("rb") as log_file:
                 log_file.seek(offset)
                 chunk = log_file.read()
-                offset = log_file.tell()
+            offset += len(chunk)
             click.echo(chunk, nl=False)
+
+    while True:
+        print_new_bytes()
         if not follow or slurm.job_state(job_id) not in slurm.ACTIVE_STATES:
-            if follow and path.is_file():
-                with path.open() as log_file:
-                    log_file.seek(offset)
-                    click.echo(log_file.read(), nl=False)
+            if follow:
+                print_new_bytes()  # what the job wrote between the last read and its end
             return
         time.sleep(1.0)
 
