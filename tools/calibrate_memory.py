@@ -340,6 +340,61 @@ TRACED_RUNS: list[tuple[str, int, int, str, bool]] = [
     ("dense-4k-gqa8-swiglu-128k", 4 * K, 2, "none", False),
     ("dense-2k-gqa", 16 * K, 1, "full", False),
 ]
+# Issue 44, chosen and committed before any of it ran. "block": full recompute as Megatron-Core
+# runs it (recompute.py:157-181 @ 0.19.2) beside no recompute, on two models no grid has (a
+# twelve-layer hidden 2048 GQA 16/8 SwiGLU with a 64k vocabulary, 32 experts top-2 in eight
+# layers): uniform over one and over several layers a checkpoint, and block over the first 2 to 9
+# layers, the rest keeping every activation. "expandable": PyTorch's expandable segments
+# (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) on two more new models (hidden 3072 GQA 24/4
+# SwiGLU with a 100k vocabulary, 48 experts top-4), every recompute mode, both optimizers, and on
+# one block-recompute shape; three of its shapes again with the default allocator ("twin"), for
+# the allocator's share alone.
+ISSUE44_MODELS: dict[str, dict[str, Any]] = {
+    "dense-2k-gqa8-swiglu-12l": {
+        "layers": 12, "hidden": 2048, "heads": 16, "kv_heads": 8, "ffn": 5632, "gated": True,
+        "experts": 0, "top_k": 0, "expert_ffn": 0, "vocab": 65536,
+    },
+    "moe-32x-top2-8l": {
+        "layers": 8, "hidden": 2048, "heads": 16, "kv_heads": 4, "ffn": 0,
+        "experts": 32, "top_k": 2, "expert_ffn": 1024, "vocab": 32768,
+    },
+    "dense-3k-gqa4-swiglu-100k": {
+        "layers": 4, "hidden": 3072, "heads": 24, "kv_heads": 4, "ffn": 8192, "gated": True,
+        "experts": 0, "top_k": 0, "expert_ffn": 0, "vocab": 100352,
+    },
+    "moe-48x-top4-2k": {
+        "layers": 4, "hidden": 2048, "heads": 16, "kv_heads": 4, "ffn": 0,
+        "experts": 48, "top_k": 4, "expert_ffn": 1024, "vocab": 65536,
+    },
+}
+EXPANDABLE_SEGMENTS = "expandable_segments:True"
+# (model, sequence, micro-batch, recompute, method, layers a checkpoint or blocked, fused Adam,
+#  set)
+ISSUE44_RUNS: list[tuple[str, int, int, str, str, int, bool, str]] = [
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, "none", "", 0, True, "block"),
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, "full", "uniform", 1, True, "block"),
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, "full", "uniform", 3, True, "block"),
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, "full", "block", 3, True, "block"),
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, "full", "block", 6, True, "block"),
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, "full", "block", 9, True, "block"),
+    ("dense-2k-gqa8-swiglu-12l", 2 * K, 2, "full", "block", 4, False, "block"),
+    ("moe-32x-top2-8l", 4 * K, 1, "none", "", 0, False, "block"),
+    ("moe-32x-top2-8l", 4 * K, 1, "full", "uniform", 1, False, "block"),
+    ("moe-32x-top2-8l", 4 * K, 1, "full", "uniform", 2, False, "block"),
+    ("moe-32x-top2-8l", 4 * K, 1, "full", "block", 2, False, "block"),
+    ("moe-32x-top2-8l", 4 * K, 1, "full", "block", 5, False, "block"),
+    ("dense-3k-gqa4-swiglu-100k", 4 * K, 1, "none", "", 0, True, "expandable"),
+    ("dense-3k-gqa4-swiglu-100k", 8 * K, 1, "full", "uniform", 1, True, "expandable"),
+    ("dense-3k-gqa4-swiglu-100k", 2 * K, 2, "selective", "", 0, False, "expandable"),
+    ("moe-48x-top4-2k", 4 * K, 1, "selective", "", 0, False, "expandable"),
+    ("moe-48x-top4-2k", 2 * K, 2, "none", "", 0, True, "expandable"),
+    ("moe-48x-top4-2k", 8 * K, 1, "full", "uniform", 1, False, "expandable"),
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, "full", "block", 6, True, "expandable"),
+    ("moe-32x-top2-8l", 4 * K, 1, "none", "", 0, False, "expandable"),
+    ("dense-3k-gqa4-swiglu-100k", 4 * K, 1, "none", "", 0, True, "twin"),
+    ("moe-48x-top4-2k", 4 * K, 1, "selective", "", 0, False, "twin"),
+    ("moe-48x-top4-2k", 8 * K, 1, "full", "uniform", 1, False, "twin"),
+]
 STEPS = 3
 
 
@@ -356,6 +411,7 @@ def wide_specs() -> list[dict[str, Any]]:
 
 _ALL_MODELS = {
     **WIDE_MODELS, **HOLDOUT_MODELS, **HOLDOUT3_MODELS, **HOLDOUT4_MODELS, **HOLDOUT5_MODELS,
+    **ISSUE44_MODELS,
 }
 
 
@@ -390,6 +446,19 @@ def holdout_specs(which: str = "check2") -> list[dict[str, Any]]:
         _wide_spec(name, seq, micro, recompute, which=which, fused_adam=fused, **extra)
         for name, seq, micro, recompute, fused in runs
     ]
+
+
+def issue44_specs() -> list[dict[str, Any]]:
+    """The block-recompute and expandable-segments runs (ISSUE44_RUNS), in that order."""
+    specs = []
+    for name, seq, micro, recompute, method, layers, fused, which in ISSUE44_RUNS:
+        extra: dict[str, Any] = {"fused_adam": fused}
+        if recompute == "full":
+            extra |= {"recompute_method": method, "recompute_num_layers": layers}
+        if which == "expandable":
+            extra["alloc_conf"] = EXPANDABLE_SEGMENTS
+        specs.append(_wide_spec(name, seq, micro, recompute, which=which, **extra))
+    return specs
 
 
 def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
@@ -451,8 +520,12 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
         gated_linear_unit=spec.get("gated", False),
         activation_func=torch.nn.functional.silu if spec.get("gated") else gelu,
         recompute_granularity=None if spec["recompute"] == "none" else spec["recompute"],
-        recompute_method="uniform" if spec["recompute"] == "full" else None,
-        recompute_num_layers=1 if spec["recompute"] == "full" else None,
+        recompute_method=spec.get("recompute_method", "uniform")
+        if spec["recompute"] == "full"
+        else None,
+        recompute_num_layers=spec.get("recompute_num_layers", 1)
+        if spec["recompute"] == "full"
+        else None,
     )
     layer_spec = get_gpt_layer_local_spec(
         num_experts=spec["experts"] or None, moe_grouped_gemm=False, normalization="RMSNorm"
@@ -634,6 +707,8 @@ def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) 
         specs = fused_adam_specs(check=grid == "fused-check")
     elif grid in ("check2", "check3", "check4", "check5", "traced"):
         specs = holdout_specs(grid)
+    elif grid == "issue44":
+        specs = issue44_specs()
     else:
         specs = wide_specs()
     if only:
@@ -652,8 +727,11 @@ def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) 
         if time.monotonic() - started > budget_s:
             print(f"budget of {budget_s:.0f} s spent: {len(specs) - index + 1} runs left out")
             break
+        method = (f" {spec['recompute_method']} {spec['recompute_num_layers']}"
+                  if "recompute_method" in spec else "")
         print(f"[{index}/{len(specs)}] {spec['set']} {spec['name']} seq {spec['seq']} x "
-              f"{spec['micro_batch']} recompute {spec['recompute']}", flush=True)
+              f"{spec['micro_batch']} recompute {spec['recompute']}{method}"
+              f" {spec.get('alloc_conf', '')}", flush=True)
         env = dict(os.environ)
         if "alloc_conf" in spec:
             env["PYTORCH_CUDA_ALLOC_CONF"] = spec["alloc_conf"]
@@ -704,6 +782,8 @@ def run_architecture_setup(run: dict[str, Any]) -> tuple[Architecture, MegatronS
         tokens=run["seq"] * run["micro_batch"],
         sequence=run["seq"],
         recompute=run["recompute"],
+        recompute_method=run.get("recompute_method", "uniform"),
+        recompute_num_layers=run.get("recompute_num_layers", 1),
         fused_attention=False,  # the local spec's attention is unfused
         # no Transformer Engine or Apex: torch's AdamW, or its fused kernel (FUSED_ADAM)
         fused_adam=bool(run.get("fused_adam", False)),
@@ -833,7 +913,7 @@ def main() -> int:
         "--grid",
         choices=(
             "first", "wide", "fused", "fused-check", "check2", "check3", "check4", "check5",
-            "traced",
+            "traced", "issue44",
         ),
         default="wide",
     )
