@@ -21,26 +21,45 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import heapq
 import json
-from array import array
-from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
+from recipekit.datacheck.scan import (
+    LONGEST_KEPT,
+    Measured,
+    Refusal,
+    Tokenizer,
+    check_file,
+    refusal_issue,
+    summary,
+)
 from recipekit.errors import Issue, RecipeError, did_you_mean
 from recipekit.upstream.values import matches
 
+__all__ = [
+    "FORMAT",
+    "LONGEST_KEPT",
+    "GymRows",
+    "Refusal",
+    "StageGym",
+    "Tokenizer",
+    "agents_of",
+    "check_jsonl",
+    "gym_rows",
+    "load_tokenizer",
+    "media_refusal",
+    "prompt_text",
+    "refusal_issue",
+    "row_refusal",
+    "summary",
+]
+
 FORMAT = "nemo-gym-jsonl"
-# The longest prompts kept exactly in the statistics: the plan counts those over a limit
-# exactly up to this many, and from the percentiles beyond.
-LONGEST_KEPT = 1000
-# Rows tokenized per call: the Rust tokenizer parallelises a batch over its threads.
-TOKEN_BATCH = 2048
 # The leading bytes of the image formats PIL opens that a training image is stored in: a
 # file that starts otherwise is not an image NeMo-RL's Image.open reads.
 IMAGE_MAGIC = (
@@ -59,21 +78,6 @@ def gym_rows() -> dict[str, Any]:
     """What tools/generate_gym_rows.py read from the pinned NeMo-RL and NeMo Gym."""
     loaded: dict[str, Any] = json.loads((Path(__file__).parent / "gym_rows.json").read_text())
     return loaded
-
-
-class Tokenizer(Protocol):
-    """What is used of a ``tokenizers.Tokenizer``."""
-
-    def encode_batch(
-        self, input: Sequence[Any], is_pretokenized: bool = ..., add_special_tokens: bool = ...
-    ) -> list[Any]: ...
-
-
-@attrs.frozen
-class Refusal:
-    line: int
-    field: str
-    rule: str
 
 
 @attrs.frozen
@@ -275,37 +279,25 @@ def prompt_text(row: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def summary(lengths: array[int]) -> dict[str, Any]:
-    """max, p50/p90/p99, every percentile (for the plan's counts) and the longest exactly."""
-    if not lengths:
-        return {"max": 0, "p50": 0, "p90": 0, "p99": 0, "percentiles": [], "longest": []}
-    ordered = sorted(lengths)
-    n = len(ordered)
+@attrs.frozen
+class GymRows:
+    """NeMo Gym JSONL as the RL stages read it (a :class:`~recipekit.datacheck.scan.RowFormat`)."""
 
-    def at(q: float) -> int:
-        return ordered[min(n - 1, int(q * n))]
+    agents: frozenset[str] | None = None
+    name: str = FORMAT
+    groups_key: str = "agents"
+    length_key: str = "prompt"
+    measured: str = "message text only: the chat template's tokens are not included"
 
-    return {
-        "max": ordered[-1],
-        "p50": at(0.50),
-        "p90": at(0.90),
-        "p99": at(0.99),
-        "percentiles": [at(p / 100) for p in range(101)],
-        "longest": heapq.nlargest(LONGEST_KEPT, ordered),
-    }
+    def line_rule(self) -> tuple[str, str]:
+        first = gym_rows()["reads"][0]
+        return first["rule"], _site(first)
 
+    def refusal(self, row: Any, folder: Path) -> Refusal | None:
+        return row_refusal(row, self.agents, folder)
 
-@attrs.define
-class _Scan:
-    """What one pass over a file gathers."""
-
-    rows: int = 0
-    agents: Counter[str] = attrs.field(factory=Counter)
-    chars: array[int] = attrs.field(factory=lambda: array("I"))
-    tokens: array[int] = attrs.field(factory=lambda: array("I"))
-    pending: list[str] = attrs.field(factory=list)
-    first: Refusal | None = None
-    refused: int = 0
+    def measure(self, row: Any) -> Measured:
+        return Measured(row["agent_ref"]["name"], (prompt_text(row),))
 
 
 def check_jsonl(
@@ -319,85 +311,10 @@ def check_jsonl(
 ) -> dict[str, Any]:
     """Read ``path`` whole; its statistics, or a RecipeError (one line) naming the first row the
     pinned reader would fail on. ``bar``: a progress Tracker told the bytes read."""
-    scan = _Scan()
-    name = shown or str(path)
-    folder = path.parent
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if bar is not None:
-                bar.advance(len(raw))
-            problem = _line_refusal(raw, agents, folder, scan, tokenizer)
-            if problem is not None:
-                scan.refused += 1
-                if scan.first is None:
-                    scan.first = attrs.evolve(problem, line=number)
-    if scan.first is None and scan.rows == 0:
-        scan.first = Refusal(0, "", "holds no rows: the stage would have no data")
-        scan.refused = 1
-    if scan.first is not None:
-        raise RecipeError([refusal_issue(name, scan.first, scan.refused - 1)])
-    if tokenizer is not None and scan.pending:
-        _flush(scan, tokenizer)
-    stats: dict[str, Any] = {
-        "format": FORMAT,
-        "rows": scan.rows,
-        "agents": dict(sorted(scan.agents.items())),
-        "prompt_chars": summary(scan.chars),
-    }
-    if tokenizer is not None:
-        stats["prompt_tokens"] = {
-            **summary(scan.tokens),
-            "tokenizer": tokenizer_id,
-            "counts": "message text only: the chat template's tokens are not included",
-        }
-    return stats
-
-
-def refusal_issue(name: str, refusal: Refusal, others: int) -> Issue:
-    where = f"{name}:{refusal.line}" if refusal.line else name
-    field = f"{refusal.field}: " if refusal.field else ""
-    more = f" (and {others} more line{'s' if others != 1 else ''} refused)" if others else ""
-    return Issue(where, f"{field}{refusal.rule}{more}", hint="nothing was registered")
-
-
-def _line_refusal(
-    raw: bytes,
-    agents: frozenset[str] | None,
-    folder: Path,
-    scan: _Scan,
-    tokenizer: Tokenizer | None,
-) -> Refusal | None:
-    reads = gym_rows()["reads"]
-    try:
-        row = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        why = "a blank line" if not raw.strip() else f"not JSON ({str(exc).split(':')[0]})"
-        return Refusal(0, "", f"{why}: {reads[0]['rule']} ({_site(reads[0])})")
-    try:
-        problem = row_refusal(row, agents, folder)
-    except RecursionError:
-        problem = Refusal(0, "", "nested too deeply to check")
-    if problem is not None:
-        return problem
-    if scan.first is not None:
-        return None  # refused already: only the count of other bad lines matters now
-    scan.rows += 1
-    scan.agents[row["agent_ref"]["name"]] += 1
-    text = prompt_text(row)
-    scan.chars.append(len(text))
-    if tokenizer is not None:
-        scan.pending.append(text)
-        if len(scan.pending) >= TOKEN_BATCH:
-            _flush(scan, tokenizer)
-    return None
-
-
-def _flush(scan: _Scan, tokenizer: Tokenizer) -> None:
-    # encode_batch_fast (tokenizers >= 0.20) skips the character offsets no length needs.
-    encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
-    encoded = encode(scan.pending, add_special_tokens=False)
-    scan.tokens.extend(len(e.ids) for e in encoded)
-    scan.pending.clear()
+    return check_file(
+        path, GymRows(agents), tokenizer=tokenizer, tokenizer_id=tokenizer_id, bar=bar,
+        shown=shown,
+    )  # fmt: skip
 
 
 def load_tokenizer(path: Path) -> tuple[Tokenizer, str]:
