@@ -28,6 +28,7 @@ its backward pass (see ``recipekit/memory/megatron.py``).
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import subprocess
@@ -457,6 +458,10 @@ def issue44_specs() -> list[dict[str, Any]]:
             extra |= {"recompute_method": method, "recompute_num_layers": layers}
         if which == "expandable":
             extra["alloc_conf"] = EXPANDABLE_SEGMENTS
+        if which in ("expandable", "twin"):
+            # The allocator's own events of two steps (sizes, addresses, segments mapped), to
+            # replay through recipekit's model of each allocator.
+            extra["trace"] = True
         specs.append(_wide_spec(name, seq, micro, recompute, which=which, **extra))
     return specs
 
@@ -672,7 +677,11 @@ def _allocator_trace(marks: list[tuple[str, int]]) -> dict[str, Any]:
 
     snapshot = torch.cuda.memory._snapshot()
     torch.cuda.memory._record_memory_history(enabled=None)
-    keep = {"alloc": "a", "free_completed": "f", "segment_alloc": "s", "segment_free": "x"}
+    keep = {
+        "alloc": "a", "free_completed": "f", "segment_alloc": "s", "segment_free": "x",
+        # expandable segments map and unmap pages of one segment instead
+        "segment_map": "m", "segment_unmap": "u",
+    }  # fmt: skip
     events = []
     for entry in snapshot["device_traces"][0]:
         action = keep.get(entry["action"])
@@ -747,7 +756,11 @@ def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) 
         else:
             results.append({**json.loads(done.stdout.strip().splitlines()[-1]),
                             "seconds": seconds})
-        out.write_text(json.dumps({"runs": results}, indent=1) + "\n")
+        text = json.dumps({"runs": results}, indent=1) + "\n"
+        if out.suffix == ".gz":  # a traced grid: megabytes of events
+            out.write_bytes(gzip.compress(text.encode()))
+        else:
+            out.write_text(text)
     print(f"wrote {out}")
     return 0
 
