@@ -12,6 +12,15 @@ from recipekit.cli.common import os_error_text, reports_recipe_errors
 
 # What ``store verify`` exits with when a listed version is damaged (2 is a user's mistake).
 EXIT_DAMAGED = 1
+# The JSONL formats store import reads (recipekit.datacheck: FORMAT and chat.FORMATS; written out
+# so the CLI imports no checker until it runs one; datacheck's chat_test checks they agree).
+DATA_FORMATS = (
+    "nemo-gym-jsonl",
+    "nemo-rl-messages",
+    "nemo-rl-response",
+    "nemo-rl-preference",
+    "nemo-rl-binary-preference",
+)
 
 
 @click.group()
@@ -110,27 +119,40 @@ def store_init(path: Path) -> None:
 @click.option(
     "--tokenizer",
     type=click.Path(path_type=Path),
-    help="A tokenizer.json (or a folder holding one) to count the prompts' tokens with.",
+    help="A tokenizer.json (or a folder holding one) to count the rows' tokens with.",
+)
+@click.option(
+    "--format",
+    "data_format",
+    type=click.Choice(["auto", *DATA_FORMATS]),
+    default="auto",
+    show_default=True,
+    help="The rows' format: NeMo Gym rows (the RL stages'), or NeMo-RL's SFT (messages, "
+    "input/output) or preference (context/completions, prompt/chosen/rejected) rows; auto "
+    "finds it from each file's first row.",
 )
 def store_import(
-    path: Path, artifact: str, source: Path, name: str, tokenizer: Path | None
+    path: Path, artifact: str, source: Path, name: str, tokenizer: Path | None, data_format: str
 ) -> None:
     """Copy SOURCE into the store as the next version of ARTIFACT (and its latest).
 
-    NeMo Gym JSONL (SOURCE a .jsonl file, or a folder with .jsonl files at its top) is read
-    first, as `data import rl` reads it: a row the pinned reader would fail on is refused,
-    exit 2, nothing copied; rows and prompt lengths go into the version's manifest. Which
-    agents a row may name is checked at plan (no stage is known here).
+    JSONL (SOURCE a .jsonl file, or a folder with .jsonl files at its top) is read first, as
+    the pinned reader of its format reads it: a row it would fail on is refused, exit 2,
+    nothing copied; rows and lengths go into the version's manifest. Which agents a NeMo Gym
+    row may name is checked at plan (no stage is known here).
     """
-    from recipekit.datacheck import check_rl_files, jsonl_files
+    from recipekit.datacheck import check_files, jsonl_files
     from recipekit.lineage.store import import_version, require_store
 
     require_store(path)
     files = jsonl_files(source)
     meta: dict[str, Any] = {}
     if files:
-        meta["content"] = check_rl_files(
-            files, tokenizer=tokenizer, what=f"store import {name}: reading"
+        meta["content"] = check_files(
+            files,
+            fmt=None if data_format == "auto" else data_format,
+            tokenizer=tokenizer,
+            what=f"store import {name}: reading",
         )
     version = import_version(path, artifact, source, name=name, meta=meta)
     click.echo(f"{artifact}:v{version.version} (latest) = {path / artifact / version.path}")
@@ -280,9 +302,10 @@ def store_verify(path: Path, ref: str | None, content: bool, tokenizer: Path | N
 def _verify_content(
     root: Path, artifact: str, version: Any, label: str, tokenizer: Path | None
 ) -> int:
-    """``store verify --content`` of one whole version: its NeMo Gym JSONL read again with the
-    import's checks; 1 when a row is refused (printed as the import prints it), else 0."""
-    from recipekit.datacheck import check_rl_files
+    """``store verify --content`` of one whole version: its JSONL read again with the import's
+    checks, each file in the format the import recorded (else found from its first row); 1
+    when a row is refused (printed as the import prints it), else 0."""
+    from recipekit.datacheck import check_files
     from recipekit.errors import RecipeError
     from recipekit.lineage.store import read_marker
 
@@ -294,14 +317,23 @@ def _verify_content(
         if str(entry.get("name", "")).endswith(".jsonl")
     }
     if not files:
-        click.echo(f"{label} content: no NeMo Gym JSONL to read (other formats are not checked)")
+        click.echo(f"{label} content: no JSONL to read (other formats are not checked)")
         return 0
+    recorded = marker.get("meta", {}).get("content", {})
     try:
-        found = check_rl_files(files, tokenizer=tokenizer, what=f"store verify --content {label}")
+        found: dict[str, Any] = {}
+        for name, file in files.items():
+            stats = recorded.get(name) if isinstance(recorded, dict) else None
+            fmt = stats.get("format") if isinstance(stats, dict) else None
+            found |= check_files(
+                {name: file},
+                fmt=fmt if fmt in DATA_FORMATS else None,
+                tokenizer=tokenizer,
+                what=f"store verify --content {label}",
+            )
     except RecipeError as exc:
         click.echo(f"{label} CONTENT: {exc.render()}")
         return 1
-    recorded = marker.get("meta", {}).get("content", {})
     for name, stats in found.items():
         before = recorded.get(name, {}).get("rows") if isinstance(recorded, dict) else None
         said = "" if before in (None, stats["rows"]) else f" (the import recorded {before})"
