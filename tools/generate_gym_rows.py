@@ -10,6 +10,10 @@ from a row of NeMo Gym JSONL, found in their sources with ``ast`` (issue 43).
   whether other keys are refused (``extra="forbid"``).
 - ``media``: the content part types whose URL NeMo-RL resolves to a file before dispatch, and
   the keys it reads the URL from.
+- ``opd``: how on-policy distillation (MOPD) routes a row to a teacher by its agent
+  (``resolve_reference_aliases``): the line that raises for an agent with no teacher under
+  ``strict_agent_name_match``, the fallback to ``default_teacher_alias``, and the line that raises
+  without one.
 - ``agents``: for each pinned NeMo Gym config file, the agents it defines (top-level keys holding
   ``responses_api_agents``): the names a row's ``agent_ref.name`` may take where a stage's
   ``env.nemo_gym.config_paths`` are all pinned.
@@ -51,6 +55,7 @@ GYM_PY = "nemo_rl/environments/nemo_gym.py"
 ROLLOUTS_PY = "nemo_rl/experience/rollouts.py"
 MEDIA_PY = "nemo_rl/data/multimodal_utils.py"
 VIDEO_PY = "nemo_rl/environments/nemo_gym_video.py"
+OPD_PY = "nemo_rl/algorithms/opd.py"
 
 
 def _key(node: ast.AST) -> str | None:
@@ -245,6 +250,29 @@ def _request(gym: Path) -> dict[str, Any]:
     }
 
 
+def _opd(nemo_rl: Path) -> dict[str, str]:
+    tree = ast.parse((nemo_rl / OPD_PY).read_text())
+    route = _function(tree, "resolve_reference_aliases")
+    chain = next(
+        (n for n in ast.walk(route) if isinstance(n, ast.If) and ast.unparse(n.test)
+         == "name in teacher_model_by_agent_name"),
+        None,
+    )  # fmt: skip
+    if chain is None or not chain.orelse or not isinstance(chain.orelse[0], ast.If):
+        raise SystemExit(f"{TOOL}: {OPD_PY} routes agents otherwise")
+    strict = chain.orelse[0]
+    fallback = strict.orelse[0] if strict.orelse and isinstance(strict.orelse[0], ast.If) else None
+    if ast.unparse(strict.test) != "strict_agent_name_match" or fallback is None:
+        raise SystemExit(f"{TOOL}: {OPD_PY} routes agents otherwise")
+    unmapped = fallback.orelse[0] if fallback.orelse else None
+    return {
+        "key": "on_policy_distillation.teacher_model_by_agent_name",
+        "strict": f"{OPD_PY}:{strict.body[0].lineno}",
+        "fallback": f"{OPD_PY}:{fallback.lineno}",
+        "unmapped": f"{OPD_PY}:{getattr(unmapped, 'lineno', fallback.lineno)}",
+    }
+
+
 def _agents(gym: Path) -> dict[str, list[str]]:
     found = {}
     for path in GYM_CONFIGS:
@@ -266,6 +294,7 @@ def generate(reference: Path | None = None) -> dict[str, str]:
         "reads": _reads(reference / NEMO_RL),
         "request": _request(reference / GYM),
         "media": _media(reference / NEMO_RL),
+        "opd": _opd(reference / NEMO_RL),
         "agents": _agents(reference / GYM),
     }
     return {str(OUTPUT.relative_to(CHECKOUT)): json.dumps(table, indent=1, sort_keys=True) + "\n"}

@@ -13,6 +13,21 @@ For NeMo Gym rows on NeMo-RL super-v3.5-posttraining, per prompt limit (recipeki
   NeMo-RL raises (vllm_worker.py:77, vllm_worker_async.py:442 @ super-v3.5-posttraining): refused,
   unless ``policy_max_input_tokens`` is below it, which ends those rollouts first.
 
+For NeMo-RL's SFT and preference rows (``datacheck.chat``) on an SFT, DPO or RM stage:
+
+- the stage's ``data.*.dataset_name`` must name the class that reads the recorded format;
+- ``data.max_input_seq_length`` is the length past which a processor cuts a row to a few tokens
+  and sets its loss multiplier to 0 (``>=`` for SFT, ``>`` for a preference pair's longer side):
+  those rows train on nothing. A warning with the count; refused when it is every row;
+- an SFT stage's chat template (``policy.tokenizer.chat_template``, or the model's own) is
+  rendered on the data's role sequences (``datacheck.template``): refused where NeMo-RL's
+  per-message split would train on a sequence the template never produces.
+
+A MOPD stage (``on_policy_distillation``) routes each row to a teacher by its agent: an agent
+with no teacher is refused under ``strict_agent_name_match`` (NeMo-RL raises), else said with
+its count (the default teacher scores it). Token counts recorded with another tokenizer than
+the stage's model's (its ``tokenizer.json`` in the store) are a warning naming both.
+
 Counts are of the message text's tokens (the chat template adds more), so they are at least the
 number of prompts past a limit. Without token statistics (no tokenizer at import) lengths are not
 compared, and the plan says so. A row's agent is checked against the stage's Gym config from the
@@ -27,7 +42,8 @@ from typing import Any
 
 import attrs
 
-from recipekit.datacheck.gym import FORMAT, LONGEST_KEPT, agents_of
+from recipekit.datacheck.chat import FORMATS, MESSAGES, RESPONSE, chat_rows
+from recipekit.datacheck.gym import FORMAT, LONGEST_KEPT, agents_of, gym_rows
 from recipekit.errors import Issue
 
 SUPER35 = "super-v3.5-posttraining"
@@ -64,27 +80,66 @@ def _get(config: Mapping[str, Any], path: str) -> Any:
     return value
 
 
+_ABSENT = object()
+
+
+def _lookup(config: Mapping[str, Any], path: str) -> Any:
+    """The value at ``path``, or _ABSENT where a key on the way is missing (None is a value)."""
+    value: Any = config
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return _ABSENT
+        value = value[part]
+    return value
+
+
 def stage_findings(
     stage: str,
     config: Mapping[str, Any],
     version: str,
     content: Mapping[str, Any],
+    *,
+    model_dir: Path | None = None,
 ) -> DataFindings:
     """What ``content`` (a data version's recorded statistics, by file) means for one stage's
-    framework config at NeMo-RL ``version``."""
+    framework config at NeMo-RL ``version``; ``model_dir``: the version of the stage's model it
+    reads, where the store holds it (its tokenizer and chat template)."""
+    if SUPER35 not in version:
+        return DataFindings()
     errors: list[Issue] = []
     notes: list[Issue] = []
-    if SUPER35 not in version or _get(config, "env.should_use_nemo_gym") is not True:
-        return DataFindings()
+    gym = {n: s for n, s in content.items() if isinstance(s, Mapping) and s.get("format") == FORMAT}
+    chat = {
+        n: s for n, s in content.items() if isinstance(s, Mapping) and s.get("format") in FORMATS
+    }
+    if gym and _get(config, "env.should_use_nemo_gym") is True:
+        found = _gym_findings(stage, config, gym)
+        errors += found.errors
+        notes += found.notes
+    if chat:
+        found = _chat_findings(stage, config, chat, model_dir)
+        errors += found.errors
+        notes += found.notes
+    notes += _tokenizer_notes(stage, content, model_dir)
+    return DataFindings(tuple(errors), tuple(notes))
+
+
+def _gym_findings(
+    stage: str, config: Mapping[str, Any], content: Mapping[str, Any]
+) -> DataFindings:
+    """NeMo Gym rows against the stage's Gym config, prompt limits and MOPD routing."""
+    errors: list[Issue] = []
+    notes: list[Issue] = []
     paths = _get(config, "env.nemo_gym.config_paths")
     agents = agents_of(paths) if isinstance(paths, list | tuple) else None
     limit_in = _get(config, "data.max_input_seq_length")
     context = _get(config, "policy.generation.vllm_cfg.max_model_len")
     gym_limit = _get(config, "env.nemo_gym.policy_max_input_tokens")
     for name, stats in content.items():
-        if not isinstance(stats, Mapping) or stats.get("format") != FORMAT:
-            continue
         where = f"{stage}: {name}"
+        opd = _opd_findings(where, config, stats)
+        errors += opd.errors
+        notes += opd.notes
         rows = int(stats.get("rows", 0))
         if agents is not None:
             unknown = {a: n for a, n in stats.get("agents", {}).items() if a not in agents}
@@ -146,6 +201,163 @@ def stage_findings(
     return DataFindings(tuple(errors), tuple(notes))
 
 
+def _opd_findings(where: str, config: Mapping[str, Any], stats: Mapping[str, Any]) -> DataFindings:
+    """A MOPD stage's rows whose agent routes to no teacher (opd.py's resolve_reference_aliases)."""
+    opd = gym_rows()["opd"]
+    distill = _get(config, "on_policy_distillation")
+    if not isinstance(distill, Mapping) or distill.get("enabled") is not True:
+        return DataFindings()
+    routes = distill.get("teacher_model_by_agent_name") or {}
+    unrouted = {a: n for a, n in stats.get("agents", {}).items() if a not in routes}
+    if not unrouted:
+        return DataFindings()
+    shown = ", ".join(f"{a!r} ({n} rows)" for a, n in sorted(unrouted.items()))
+    key = opd["key"]
+    default = distill.get("default_teacher_alias")
+    if distill.get("strict_agent_name_match") is True:
+        why = f"strict_agent_name_match is on, so NeMo-RL raises on the first ({opd['strict']})"
+    elif not default:
+        why = f"no default_teacher_alias is set, so NeMo-RL raises on the first ({opd['unmapped']})"
+    else:
+        said = f"rows name agents {key} does not route: {shown}: the default teacher {default!r}"
+        return DataFindings(notes=(Issue(where, f"{said} scores them ({opd['fallback']})"),))
+    return DataFindings(
+        errors=(
+            Issue(
+                where,
+                f"rows name agents {key} does not route to a teacher: {shown}; {why}",
+                hint="route the agent to a teacher, or drop its rows",
+            ),
+        )
+    )
+
+
+def _algorithm(config: Mapping[str, Any]) -> str | None:
+    """sft, dpo or rm: the NeMo-RL entry point a config is for, by its own section."""
+    return next(
+        (name for name in ("sft", "dpo", "rm") if isinstance(config.get(name), Mapping)), None
+    )
+
+
+def _dataset_names(config: Mapping[str, Any]) -> dict[str, str]:
+    """``data.<split>.dataset_name`` (and ``data.dataset_name``) where set, by where."""
+    found: dict[str, str] = {}
+    data = config.get("data")
+    if not isinstance(data, Mapping):
+        return found
+    if isinstance(data.get("dataset_name"), str):
+        found["data.dataset_name"] = data["dataset_name"]
+    for split, section in data.items():
+        if isinstance(section, Mapping) and isinstance(section.get("dataset_name"), str):
+            found[f"data.{split}.dataset_name"] = section["dataset_name"]
+    return found
+
+
+def _chat_findings(
+    stage: str, config: Mapping[str, Any], content: Mapping[str, Any], model_dir: Path | None
+) -> DataFindings:
+    """NeMo-RL's SFT and preference rows against an SFT, DPO or RM stage."""
+    from recipekit.datacheck.template import nemo_rl_findings, read_template, shapes
+
+    algorithm = _algorithm(config)
+    if algorithm is None:
+        return DataFindings()
+    errors: list[Issue] = []
+    notes: list[Issue] = []
+    formats = chat_rows()["formats"]
+    readers = {spec["dataset_name"]: name for name, spec in formats.items()}
+    truncation = chat_rows()["truncation"]
+    rule = truncation["sft" if algorithm == "sft" else "preference"]
+    limit = _get(config, "data.max_input_seq_length")
+    roles: dict[str, int] = {}
+    for name, stats in content.items():
+        where = f"{stage}: {name}"
+        recorded = str(stats.get("format"))
+        for key, dataset in _dataset_names(config).items():
+            reads = readers.get(dataset)
+            fits = reads == recorded or (reads == RESPONSE and recorded == MESSAGES)
+            if reads is not None and not fits:
+                errors.append(
+                    Issue(
+                        where,
+                        f"holds {recorded} rows, and {key} = {dataset!r} reads {reads} rows "
+                        f"({formats[reads]['class']})",
+                        hint=f"set {key} to {formats[recorded]['dataset_name']!r}, or import "
+                        "the data in the format it reads",
+                    )
+                )
+        for shape, count in stats.get("roles", {}).items():
+            roles[shape] = roles.get(shape, 0) + int(count)
+        tokens = stats.get("conversation_tokens")
+        rows = int(stats.get("rows", 0))
+        if not isinstance(tokens, Mapping):
+            notes.append(
+                Issue(where, "row token lengths not recorded (imported without a tokenizer)")
+            )
+            continue
+        if not isinstance(limit, int):
+            continue
+        over = limit if rule["op"] == ">=" else limit + 1
+        if tokens.get("max", 0) < over:
+            continue
+        count, exact = count_over(tokens, rows, over)
+        verb = "reach" if rule["op"] == ">=" else "exceed"
+        side = " (a pair: its longer side)" if algorithm != "sft" else ""
+        message = (
+            f"{_count(count, exact)} of {rows} rows{side} {verb} data.max_input_seq_length = "
+            f"{limit} tokens: NeMo-RL cuts each to a few tokens and sets its loss multiplier to "
+            f"0, so they train on nothing ({rule['site']}; the limit passed at {rule['passed']})"
+        )
+        if exact and count >= rows:
+            errors.append(Issue(where, message, hint="raise data.max_input_seq_length"))
+        else:
+            notes.append(Issue(where, message))
+    if algorithm == "sft":
+        value = _lookup(config, "policy.tokenizer.chat_template")
+        template = read_template("default" if value is _ABSENT else value, model_dir)
+        if template is None:
+            notes.append(
+                Issue(
+                    f"{stage}: policy.tokenizer.chat_template",
+                    "not checked: the template is the model's and the store holds no "
+                    "tokenizer_config.json or chat_template.jinja for it, or a .jinja file "
+                    "recipekit cannot read here",
+                )
+            )
+        else:
+            found, said = nemo_rl_findings(template, shapes(roles))
+            errors += [Issue(f"{stage}: {i.path}", i.message, hint=i.hint) for i in found]
+            notes += [Issue(f"{stage}: {i.path}", i.message, hint=i.hint) for i in said]
+    return DataFindings(tuple(errors), tuple(notes))
+
+
+def _tokenizer_notes(stage: str, content: Mapping[str, Any], model_dir: Path | None) -> list[Issue]:
+    """Token counts recorded with another tokenizer than the stage's model's."""
+    import hashlib
+
+    file = model_dir / "tokenizer.json" if model_dir is not None else None
+    if file is None or not file.is_file():
+        return []
+    own = f"sha256:{hashlib.sha256(file.read_bytes()).hexdigest()}"
+    notes = []
+    for name, stats in content.items():
+        if not isinstance(stats, Mapping):
+            continue
+        for key, lengths in stats.items():
+            made = lengths.get("tokenizer") if isinstance(lengths, Mapping) else None
+            if key.endswith("_tokens") and isinstance(made, str) and made != own:
+                notes.append(
+                    Issue(
+                        f"{stage}: {name}",
+                        f"{key} were counted with tokenizer {made[:19]}, and the stage's model "
+                        f"({file}) has {own[:19]}: the counts and the limits compared with "
+                        "them are another tokenizer's",
+                        hint=f"re-import with --tokenizer {file}",
+                    )
+                )
+    return notes
+
+
 def _count(count: int, exact: bool) -> str:
     return f"at least {count}" if exact else f"about {count} or more"
 
@@ -160,6 +372,11 @@ def chain_findings(root: Path, planned: Sequence[Any], actions: Sequence[Any]) -
         if not action.runs or entry.plan is None:
             continue
         version = str(getattr(entry.plan.stage.framework, "version", ""))
+        model_dir = next(
+            (_version_dir(root, read.ref.name, read.version) for read in action.inputs
+             if read.role == "model" and read.version is not None),
+            None,
+        )  # fmt: skip
         for read in action.inputs:
             if read.version is None:
                 continue
@@ -167,7 +384,18 @@ def chain_findings(root: Path, planned: Sequence[Any], actions: Sequence[Any]) -
             content = marker.get("meta", {}).get("content")
             if not isinstance(content, Mapping):
                 continue
-            found = stage_findings(entry.name, entry.plan.framework_config, version, content)
+            found = stage_findings(
+                entry.name, entry.plan.framework_config, version, content, model_dir=model_dir
+            )
             errors += found.errors
             notes += found.notes
     return DataFindings(tuple(errors), tuple(notes))
+
+
+def _version_dir(root: Path, artifact: str, number: int) -> Path | None:
+    from recipekit.lineage.store import versions
+
+    for stored in versions(root, artifact):
+        if stored.version == number:
+            return root / artifact / stored.path
+    return None

@@ -114,3 +114,127 @@ def test_counts_past_the_longest_kept_come_from_percentiles() -> None:
     assert count_over(lengths, 10_000, 9_500) == (500, True)
     count, exact = count_over(lengths, 10_000, 5_000)
     assert not exact and 4_900 <= count <= 5_000
+
+
+# --- NeMo-RL's SFT and preference rows, MOPD routing, the tokenizer -------------------------
+
+
+def _chat_content(fmt: str, lengths: list[int], **extra: Any) -> dict[str, Any]:
+    summed = summary(array("I", lengths))
+    return {
+        "train.jsonl": {
+            "format": fmt,
+            "rows": len(lengths),
+            "roles": {"system,user,assistant": len(lengths)},
+            "conversation_chars": summed,
+            "conversation_tokens": {**summed, "tokenizer": "sha256:" + "0" * 64},
+            **extra,
+        }
+    }
+
+
+def _sft(template: Any = "default", **data: Any) -> dict[str, Any]:
+    return {
+        "sft": {"max_num_epochs": 1},
+        "policy": {"tokenizer": {"name": "model", "chat_template": template}},
+        "data": {"max_input_seq_length": 1000, **data},
+    }
+
+
+def test_sft_rows_past_max_input_seq_length_are_counted_with_what_nemo_rl_does() -> None:
+    content = _chat_content("nemo-rl-messages", [10, 500, 999, 1000, 3000])
+    found = stage_findings("sft", _sft(None), V35, content)
+    assert found.errors == ()
+    [note] = [n.render() for n in found.notes]
+    assert note.startswith(
+        "sft: train.jsonl: at least 2 of 5 rows reach data.max_input_seq_length = 1000 tokens: "
+        "NeMo-RL cuts each to a few tokens and sets its loss multiplier to 0"
+    )
+    assert "nemo_rl/data/processors.py:172" in note and "examples/run_sft.py:99" in note
+    # A pair counts when its longer side passes the limit (>, processors.py:278).
+    pairs = _chat_content("nemo-rl-preference", [1000, 1001])
+    dpo = {"dpo": {}, "data": {"max_input_seq_length": 1000}}
+    [note] = [n.render() for n in stage_findings("dpo", dpo, V35, pairs).notes]
+    assert "at least 1 of 2 rows (a pair: its longer side) exceed" in note
+
+
+def test_an_sft_stage_where_every_row_trains_on_nothing_is_refused() -> None:
+    content = _chat_content("nemo-rl-messages", [2000, 3000])
+    [error] = stage_findings("sft", _sft(None), V35, content).errors
+    assert "at least 2 of 2 rows reach data.max_input_seq_length = 1000" in error.render()
+
+
+def test_a_dataset_name_reading_another_format_is_refused() -> None:
+    content = _chat_content("nemo-rl-preference", [10])
+    config = _sft(None, train={"dataset_name": "openai_format"})
+    [error] = stage_findings("sft", config, V35, content).errors
+    assert error.render().startswith(
+        "sft: train.jsonl: holds nemo-rl-preference rows, and data.train.dataset_name = "
+        "'openai_format' reads nemo-rl-messages rows"
+    )
+    assert "(set data.train.dataset_name to 'PreferenceDataset'" in error.render()
+
+
+def test_an_sft_stages_template_is_rendered_on_the_datas_roles(tmp_path: Path) -> None:
+    from recipekit.datacheck.template_test import HISTORY_REWRITTEN, ROLE_HEADER
+
+    content = _chat_content("nemo-rl-messages", [10])
+    content["train.jsonl"]["roles"] = {"user,assistant,user,assistant": 1}
+    assert stage_findings("sft", _sft(ROLE_HEADER.text), V35, content).errors == ()
+    [error] = stage_findings("sft", _sft(HISTORY_REWRITTEN.text), V35, content).errors
+    assert error.render().startswith(
+        "sft: policy.tokenizer.chat_template (the template text in the config): renders the "
+        "messages before message 2 (user) of a user,assistant,user,assistant conversation"
+    )
+    # No key: the model's own template, from its version in the store.
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "chat_template.jinja").write_text(HISTORY_REWRITTEN.text)
+    config = _sft()
+    del config["policy"]["tokenizer"]["chat_template"]
+    [error] = stage_findings("sft", config, V35, content, model_dir=model).errors
+    assert f"policy.tokenizer.chat_template ({model / 'chat_template.jinja'})" in error.render()
+    notes = stage_findings("sft", config, V35, content).notes
+    assert any("policy.tokenizer.chat_template: not checked" in n.render() for n in notes)
+
+
+def test_counts_made_with_another_tokenizer_are_a_warning(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    _tokenizer(model / "tokenizer.json")
+    content = _chat_content("nemo-rl-messages", [10])
+    [note] = [
+        n.render()
+        for n in stage_findings("sft", _sft(None), V35, content, model_dir=model).notes
+        if "another tokenizer" in n.render()
+    ]
+    assert "conversation_tokens were counted with tokenizer sha256:000000000000" in note
+    assert f"the stage's model ({model / 'tokenizer.json'}) has sha256:" in note
+
+
+def test_mopd_rows_of_an_agent_no_teacher_owns() -> None:
+    lengths = summary(array("I", [10]))
+    content = {"train.jsonl": {"format": "nemo-gym-jsonl", "rows": 3,
+                               "agents": {"mcqa_simple_agent": 2, "my_agent": 1},
+                               "prompt_chars": lengths, "prompt_tokens": lengths}}  # fmt: skip
+    distill = {
+        "enabled": True,
+        "teacher_model_by_agent_name": {"mcqa_simple_agent": "/teachers/reasoning"},
+        "default_teacher_alias": "mcqa_simple_agent",
+        "strict_agent_name_match": True,
+    }
+    config = {"env": {"should_use_nemo_gym": True, "nemo_gym": {}},
+              "on_policy_distillation": distill}  # fmt: skip
+    [error] = stage_findings("mopd", config, V35, content).errors
+    assert error.render().startswith(
+        "mopd: train.jsonl: rows name agents on_policy_distillation.teacher_model_by_agent_name "
+        "does not route to a teacher: 'my_agent' (1 rows); strict_agent_name_match is on, so "
+        "NeMo-RL raises on the first (nemo_rl/algorithms/opd.py:162)"
+    )
+    distill["strict_agent_name_match"] = False
+    found = stage_findings("mopd", config, V35, content)
+    assert found.errors == ()
+    assert (
+        "the default teacher 'mcqa_simple_agent' scores them (nemo_rl/algorithms/opd.py:166)"
+        in (found.notes[0].render())
+    )
