@@ -377,6 +377,7 @@ def chain_findings(root: Path, planned: Sequence[Any], actions: Sequence[Any]) -
              if read.role == "model" and read.version is not None),
             None,
         )  # fmt: skip
+        chat_roles: dict[str, int] = {}
         for read in action.inputs:
             if read.version is None:
                 continue
@@ -389,7 +390,41 @@ def chain_findings(root: Path, planned: Sequence[Any], actions: Sequence[Any]) -
             )
             errors += found.errors
             notes += found.notes
+            for stats in content.values():
+                if isinstance(stats, Mapping) and isinstance(stats.get("roles"), Mapping):
+                    for shape, count in stats["roles"].items():
+                        chat_roles[shape] = chat_roles.get(shape, 0) + int(count)
+        found = bridge_stage_findings(
+            entry.name, entry.plan.stage, entry.plan.framework_config, model_dir, chat_roles
+        )
+        errors += found.errors
     return DataFindings(tuple(errors), tuple(notes))
+
+
+def bridge_stage_findings(
+    stage: str,
+    spec: Any,
+    config: Mapping[str, Any],
+    model_dir: Path | None,
+    roles: Mapping[str, int] | None = None,
+) -> DataFindings:
+    """A Megatron-Bridge fine-tuning stage (its recipe an SFT or PEFT one) against the chat
+    template of the model version it starts from, where that version holds one: refused where
+    Bridge could not build the assistant-only loss mask (``datacheck.template``)."""
+    from recipekit.datacheck.template import bridge_findings, model_template, shapes
+
+    if getattr(getattr(spec, "framework", None), "name", "") != "megatron-bridge":
+        return DataFindings()
+    target = str(_get(config, "recipe._target_") or "")
+    # The fine-tuning recipes train on chat turns (nemotron_35_super_vl_sft_config, _peft_);
+    # pretraining's image captions have no assistant turn to mask.
+    if not any(part in target.rsplit(".", 1)[-1] for part in ("sft", "peft")):
+        return DataFindings()
+    template = model_template(model_dir)
+    if template is None:
+        return DataFindings()
+    found = bridge_findings(template, shapes(roles))
+    return DataFindings(tuple(Issue(f"{stage}: {i.path}", i.message, hint=i.hint) for i in found))
 
 
 def _version_dir(root: Path, artifact: str, number: int) -> Path | None:

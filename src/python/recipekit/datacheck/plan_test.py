@@ -238,3 +238,43 @@ def test_mopd_rows_of_an_agent_no_teacher_owns() -> None:
         "the default teacher 'mcqa_simple_agent' scores them (nemo_rl/algorithms/opd.py:166)"
         in (found.notes[0].render())
     )
+
+
+def test_the_sft_stages_plan_refuses_a_model_template_bridge_cannot_mask(
+    tmp_path: Path, store: Path
+) -> None:
+    from recipekit.datacheck.template_test import PASSTHROUGH, ROLE_HEADER
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    cluster_file = tmp_path / "cluster.py"
+    cluster_file.write_text(PROFILE.format(store=str(store), runs=str(runs)))
+    cluster = f"{cluster_file}:profile"
+    energon = tmp_path / "energon"
+    (energon / ".nv-meta").mkdir(parents=True)
+    (energon / ".nv-meta" / "split.yaml").write_text("split_parts: {}\n")
+
+    def plan_with(template: str, name: str) -> Result:
+        model = tmp_path / name
+        model.mkdir()
+        (model / "model.safetensors").write_bytes(b"weights")
+        (model / "tokenizer_config.json").write_text(json.dumps({"chat_template": template}))
+        for args in (("model", "import", "pretrain", str(model)),
+                     ("data", "import", "sft", str(energon))):  # fmt: skip
+            result = _recipekit(*args, "--cluster", cluster)
+            assert result.exit_code == 0, result.output
+        return _recipekit(
+            "pipeline", "plan", "recipes/super35", "--from", "sft", "--until", "sft",
+            "--cluster", cluster,
+        )  # fmt: skip
+
+    # NeMo-RL's passthrough template: no generation block, no role markers.
+    planned = plan_with(PASSTHROUGH.text, "hf-passthrough")
+    assert planned.exit_code == 2, planned.output
+    assert "Traceback" not in planned.output
+    assert "sft: chat template (" in planned.stderr
+    assert "has no {% generation %} block" in planned.stderr
+    assert "conversation_processing.py:1823" in planned.stderr
+    # A Llama 3 style template: Bridge finds the assistant by its role markers.
+    planned = plan_with(ROLE_HEADER.text, "hf-role-header")
+    assert planned.exit_code == 0, planned.output

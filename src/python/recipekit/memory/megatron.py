@@ -122,6 +122,10 @@ class MegatronSetup:
     # Megatron-Core falls back to torch's AdamW (megatron/core/optimizer/__init__.py, line 33),
     # whose multi-tensor step makes one fp32 temporary per parameter.
     fused_adam: bool = True
+    # PyTorch's caching allocator with expandable segments (PYTORCH_CUDA_ALLOC_CONF=
+    # expandable_segments:True in the workers' environment): one segment that grows in 20 MiB
+    # pages instead of a segment per large request (step_trace.ExpandableSegments).
+    expandable_segments: bool = False
     # What each setting is called in the framework's config, for the "change ..." hint.
     keys: dict[str, str] = attrs.field(factory=dict, eq=False, hash=False)
 
@@ -480,24 +484,50 @@ def _allocator(
     (its order of the unfused softmax's frees and of the moments is not exact), so the share
     is never taken below the earlier envelope (``_envelope``): the larger of the two. Playing
     every block costs about 40 us a block, so a stage of more than SIMULATED_BLOCKS blocks
-    (``_simulation_size``: a model of many layers and local experts) keeps the envelope alone."""
+    (``_simulation_size``: a model of many layers and local experts) keeps the envelope alone.
+
+    With expandable segments (``s.expandable_segments``) the simulation plays the same blocks
+    through ``step_trace.ExpandableSegments`` and is the share alone: free space merges in one
+    segment, so no freed block strands a segment of its own, and what is mapped beyond the peak
+    is the holes below the mapped end and the last page's rest."""
     shards = _optimizer_shards(arch, s, pattern, first=first, last=last)
     simulated = 0.0
-    if simulate and _simulation_size(arch, s, pattern, shards, stage) <= SIMULATED_BLOCKS:
+    played = simulate and _simulation_size(arch, s, pattern, shards, stage) <= SIMULATED_BLOCKS
+    if played:
         reserved, peak = simulation_cache.cached_pair(
             (arch, s, pattern, shards, first, last, stage),
             lambda: _simulated_step(arch, s, pattern, shards, first=first, last=last, stage=stage),
         )
         simulated = max(0.0, reserved - peak)
+    keys = (s.key("tokens"), s.key("recompute"), s.key("dp"))
+    if s.expandable_segments and (played or not simulate):
+        # One segment that grows in pages: what it maps beyond the peak is the holes between live
+        # blocks at the peak and the last page's rest, both in the simulation; the fixed-segment
+        # envelope (a freed block split by smaller requests costing a new segment) does not
+        # apply. Under lower_bound, block rounding alone.
+        return Term(
+            ALLOCATOR,
+            ROUNDING * allocations + simulated,
+            keys,
+            f"expandable segments: free space below the mapped end at the peak and the last"
+            f" 20 MiB page's rest ({simulated / GIB:.2f} GiB: three steps' large blocks through"
+            f" PyTorch's best fit in one segment that grows a page at a time),"
+            f" {ROUNDING:.1%} block rounding",
+        )
     envelope, per_layer, fp32_logits = _envelope(
         arch, s, through_backward, step, logits, pattern, first=first, last=last
     )
     beyond = max(simulated, envelope)
+    # Expandable segments on a stage too large to simulate keep the fixed segments' envelope,
+    # which counts more than one growing segment leaves free: high, never low.
+    fixed = "expandable segments, priced as fixed segments (too many blocks to simulate): " * (
+        s.expandable_segments
+    )
     return Term(
         ALLOCATOR,
         ROUNDING * allocations + beyond,
-        (s.key("tokens"), s.key("recompute"), s.key("dp")),
-        f"segments the step's blocks take beyond what they hold at once ({beyond / GIB:.2f} GiB:"
+        keys,
+        f"{fixed}segments the step's blocks take beyond what they hold at once ({beyond / GIB:.2f} GiB:"
         f" three steps' large blocks through PyTorch's best fit {simulated / GIB:.2f} GiB, no"
         f" less than {LARGEST_BLOCKS} x a layer's largest short-lived block"
         f" ({per_layer / GIB:.2f} GiB) or {LOGITS_BLOCKS:g} x one depth's fp32 logits"
@@ -963,7 +993,9 @@ def _simulated_step(
     """(reserved, allocated peak) of the large blocks of three training steps, played through
     step_trace's model of the caching allocator in Megatron-Core's order (step_trace's
     docstring): the allocator's share is the difference."""
-    allocator = step_trace.CachingAllocator()
+    allocator: step_trace.CachingAllocator | step_trace.ExpandableSegments = (
+        step_trace.ExpandableSegments() if s.expandable_segments else step_trace.CachingAllocator()
+    )
     t = step_trace.Trace(allocator)
     tokens = s.tokens / s.cp
     sp = s.sequence_shards
