@@ -32,6 +32,7 @@ from recipekit.lineage.steps import (
 from recipekit.lineage.store import output_dir, run_name, stored_artifact
 from recipekit.markers import DERIVED, RunInput
 from recipekit.memory.estimate import MemoryEstimate
+from recipekit.memory.switches import worker_environment
 from recipekit.stage import Stage
 
 
@@ -182,7 +183,9 @@ def make_plan(stage: Stage, overrides: Sequence[str] = (), *, check_pins: bool =
     if errors:
         raise RecipeError(errors, context=f"{stage.name}: cannot plan")
     warnings += job_warnings
-    memory = framework.memory(config, stage.hardware, stage.model, layout)
+    # The workers inherit the stage's environment (its PYTORCH_CUDA_ALLOC_CONF, say).
+    with worker_environment(stage.environment):
+        memory = framework.memory(config, stage.hardware, stage.model, layout)
     if memory is not None:
         too_big, tight = memory.issues()
         if too_big:

@@ -44,6 +44,7 @@ from recipekit.launch.run_record import capture_provenance, record_finished_run
 from recipekit.lineage.checkpoint_stamp import planned_run_verdict
 from recipekit.lineage.refs import ARTIFACTS_ROOT
 from recipekit.lineage.store import input_problem, is_store, store_paths, stored_input
+from recipekit.memory.switches import ALLOC_CONF, worker_environment
 from recipekit.plan import Plan
 
 
@@ -92,6 +93,7 @@ def check_submittable(plan: Plan, profile: ClusterProfile) -> None:
     issues += artifact_store_issues(plan, profile)
     issues += code_checkout_issues(plan, profile)
     issues += job_environment_issues(plan, profile)
+    issues += job_memory_issues(plan, profile)
     if issues:
         raise RecipeError(issues, context=f"{plan.stage.name}: cannot submit")
 
@@ -131,6 +133,29 @@ def job_environment_issues(plan: Plan, profile: ClusterProfile) -> list[Issue]:
     return submit_rules(
         plan.as_json(), job_environment(profile, plan), labels, shared_storage(profile)
     )
+
+
+def job_memory_issues(plan: Plan, profile: ClusterProfile) -> list[Issue]:
+    """The memory estimate again in the job's environment as this profile makes it, where the
+    profile's ``extra_env`` changes what the plan assumed of PyTorch's allocator
+    (``PYTORCH_CUDA_ALLOC_CONF``): a profile that turns expandable segments off raises the
+    allocator's share, and a stage that fit in its plan may not fit on this cluster."""
+    from recipekit.launch.job_script import job_environment
+
+    job = job_environment(profile, plan)
+    if job.get(ALLOC_CONF) == plan.stage.environment.get(ALLOC_CONF):
+        return []
+    stage = plan.stage
+    with worker_environment(job):
+        memory = stage.framework.memory(plan.config, stage.hardware, stage.model, plan.layout)
+    if memory is None:
+        return []
+    too_big, _ = memory.issues()
+    where = f"profile {profile.name}: extra_env.{ALLOC_CONF}"
+    return [
+        attrs.evolve(issue, message=f"{issue.message} (with {where} = {job.get(ALLOC_CONF)!r})")
+        for issue in too_big
+    ]
 
 
 def shared_storage(profile: ClusterProfile) -> list[str]:

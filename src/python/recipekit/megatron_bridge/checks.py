@@ -21,7 +21,6 @@ from recipekit.megatron_core.options import MegatronOptions, from_megatron_bridg
 from recipekit.memory.switches import (
     CHECKPOINT,
     MEGATRON_CORE,
-    expandable_segments,
     section_values,
     switched_on,
 )
@@ -235,14 +234,12 @@ def sequence_parallel_without_tensor_parallel(ctx: CheckContext) -> Iterator[Iss
 
 def memory_switches_not_modelled(ctx: CheckContext) -> Iterator[Issue]:
     """A warning for each memory switch the stage turns on that the estimate does not model
-    (recipekit.memory.switches): the model provider's, asynchronous checkpoint saves, and
-    expandable segments in the config's env_vars."""
+    (recipekit.memory.switches): the model provider's and asynchronous checkpoint saves.
+    Expandable segments (env_vars' PYTORCH_CUDA_ALLOC_CONF) are modelled: the estimate's
+    allocator term names them."""
     config = ctx.config
     yield from switched_on(section_values("model", config.model, MEGATRON_CORE), MEGATRON_CORE)
     yield from switched_on(section_values("checkpoint", config.checkpoint, CHECKPOINT), CHECKPOINT)
-    env = getattr(config, "env_vars", None)
-    if isinstance(env, dict):
-        yield from expandable_segments([("env_vars", {k: str(v) for k, v in env.items()})])
 
 
 WARNING_CHECKS: tuple[Check, ...] = (

@@ -16,6 +16,7 @@ from recipekit.megatron_bridge.layout import Layout
 from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig, Optimizer
 from recipekit.memory.estimate import MemoryEstimate, Phase
 from recipekit.memory.megatron import FP32, MegatronSetup, training_terms
+from recipekit.memory.switches import allocator_conf, expandable
 from recipekit.model_card import Architecture, ModelCard
 
 RECIPE_RECOMPUTE = "selective"
@@ -54,6 +55,10 @@ def megatron_setup(
         mtp=arch.mtp_depth > 0,
         train_language=not (is_peft(config) or model.freeze_language_model),
         train_vision=not (model.freeze_vision_model and model.freeze_vision_projection),
+        # The job's environment first: Megatron-Bridge only setdefaults its env_vars.
+        expandable_segments=expandable(
+            allocator_conf(given(config.env_vars, None), config_first=False)
+        ),
         keys={
             **layout.keys.size_keys(),
             "dp": "the number of nodes",

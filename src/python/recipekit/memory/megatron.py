@@ -527,7 +527,8 @@ def _allocator(
         ALLOCATOR,
         ROUNDING * allocations + beyond,
         keys,
-        f"{fixed}segments the step's blocks take beyond what they hold at once ({beyond / GIB:.2f} GiB:"
+        f"{fixed}segments the step's blocks take beyond what they hold at once"
+        f" ({beyond / GIB:.2f} GiB:"
         f" three steps' large blocks through PyTorch's best fit {simulated / GIB:.2f} GiB, no"
         f" less than {LARGEST_BLOCKS} x a layer's largest short-lived block"
         f" ({per_layer / GIB:.2f} GiB) or {LOGITS_BLOCKS:g} x one depth's fp32 logits"

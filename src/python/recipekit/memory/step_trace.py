@@ -104,10 +104,102 @@ class CachingAllocator:
         bisect.insort(free, (blocks[index][1], segment, blocks[index][0]))
 
 
+# c10/cuda/CUDACachingAllocator.cpp, Note [Expandable Segments]: with expandable_segments:True
+# the large pool maps physical memory into its one reserved address range in 20 MiB pages
+# (kLargeBuffer; the small pool in 2 MiB ones).
+LARGE_PAGE = 20 * 1024**2
+
+
+class ExpandableSegments:
+    """The large pool of PyTorch's caching allocator under ``expandable_segments:True``
+    (c10/cuda/CUDACachingAllocator.cpp, Note [Expandable Segments] and the code it names):
+    one segment per stream, an address range as large as the GPU of which only the front is
+    mapped, in 20 MiB pages. A request takes the smallest free block that holds it
+    (``get_free_block``), the free block at the mapped end counted as the size it can grow to,
+    so taken only where no other holds the request; a block is split wherever 512 bytes or more
+    are left (``should_split``); a freed block merges with its free neighbours, so free space
+    is never stranded in separate segments. Where no free block holds a request, the free block
+    at the end grows by as many pages as the request lacks (``find_expandable_block``,
+    ``map_block``). Pages are unmapped only on an out-of-memory retry or ``empty_cache``, which
+    a training step does not reach: reserved memory is the mapped pages, and what it holds
+    beyond the allocated peak is the free blocks below the end (holes between live blocks) and
+    the last page's rest."""
+
+    def __init__(self) -> None:
+        # Its blocks, [offset, size, free], in address order, covering [0, mapped).
+        self.blocks: list[list[int]] = []
+        self.free: list[tuple[int, int]] = []  # (size, offset), sorted
+        self.live: dict[int, int] = {}  # tensor -> offset
+        self.reserved = 0
+        self.allocated = 0
+        self.peak = 0
+        self.marks: list[int] = []
+        self.reserved_before = 0
+
+    def _tail(self) -> int | None:
+        """The offset of the free block at the mapped end, if the last block is free."""
+        if self.blocks and self.blocks[-1][2]:
+            return self.blocks[-1][0]
+        return None
+
+    def malloc(self, tensor: int, size: float) -> None:
+        if size <= SMALL_REQUEST:
+            return
+        need = -(-int(math.ceil(size)) // BLOCK_ROUNDING) * BLOCK_ROUNDING
+        free, blocks = self.free, self.blocks
+        tail = self._tail()
+        at = bisect.bisect_left(free, (need, -1))
+        if at < len(free) and free[at][1] == tail:
+            # The end block counts as all it can grow to: any other that holds the request first.
+            at = at + 1 if at + 1 < len(free) else at
+        if at < len(free):
+            block_size, offset = free.pop(at)
+            index = bisect.bisect_left(blocks, [offset])
+        else:
+            # Grow the end: the free end block (if any) and the pages the request still lacks.
+            start = tail if tail is not None else self.reserved
+            have = self.reserved - start
+            pages = -(-(need - have) // LARGE_PAGE)
+            self.reserved += pages * LARGE_PAGE
+            if tail is not None:
+                del free[bisect.bisect_left(free, (have, tail))]
+                blocks[-1][1] += pages * LARGE_PAGE
+            else:
+                blocks.append([start, pages * LARGE_PAGE, 1])
+            offset, block_size, index = start, self.reserved - start, len(blocks) - 1
+        if block_size - need >= BLOCK_ROUNDING:
+            blocks[index] = [offset, need, 0]
+            blocks.insert(index + 1, [offset + need, block_size - need, 1])
+            bisect.insort(free, (block_size - need, offset + need))
+        else:
+            blocks[index][2], need = 0, block_size
+        self.live[tensor] = offset
+        self.allocated += need
+        self.peak = max(self.peak, self.allocated)
+
+    def release(self, tensor: int) -> None:
+        offset = self.live.pop(tensor, None)
+        if offset is None:
+            return
+        blocks, free = self.blocks, self.free
+        index = bisect.bisect_left(blocks, [offset])
+        self.allocated -= blocks[index][1]
+        blocks[index][2] = 1
+        for neighbour in (index + 1, index - 1):
+            if 0 <= neighbour < len(blocks) and blocks[neighbour][2]:
+                other = blocks[neighbour]
+                del free[bisect.bisect_left(free, (other[1], other[0]))]
+                low, high = (index, neighbour) if index < neighbour else (neighbour, index)
+                blocks[low] = [blocks[low][0], blocks[low][1] + blocks[high][1], 1]
+                del blocks[high]
+                index = low
+        bisect.insort(free, (blocks[index][1], blocks[index][0]))
+
+
 class Trace:
     """Allocations and frees, as tensor ids, played into a CachingAllocator as they come."""
 
-    def __init__(self, allocator: CachingAllocator) -> None:
+    def __init__(self, allocator: CachingAllocator | ExpandableSegments) -> None:
         self.allocator = allocator
         self.next = 0
 

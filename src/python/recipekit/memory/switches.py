@@ -1,24 +1,27 @@
-"""Memory switches of the pinned frameworks the estimate does not model: each one a stage turns
-on is a plan warning naming it, never silence.
+"""Memory switches of the pinned frameworks: what the estimate reads of them, and a plan warning
+for each one a stage turns on that the estimate does not model, never silence.
 
 The estimate (``memory/megatron.py``) models recompute (every granularity and method), the
-distributed optimizer and its host offload fraction, frozen parts, MTP and fused attention.
-These change what a GPU holds and are not modelled yet; where a stage switches one on, the plan
-says the estimate does not cover it and which way it may move the total:
+distributed optimizer and its host offload fraction, frozen parts, MTP, fused attention and the
+CUDA caching allocator's expandable segments (``PYTORCH_CUDA_ALLOC_CONF``; read here from the
+environment the training workers see, ``allocator_conf``). These change what a GPU holds and
+are not modelled yet; where a stage switches one on, the plan says the estimate does not cover
+it and which way it may move the total:
 
 - training CUDA graphs (``cuda_graph_impl``, ``enable_cuda_graph``, ``external_cuda_graph``:
   static input and output buffers and a private memory pool per graph; Megatron-Bridge #5356 was
   an out-of-memory from them);
 - activation offloading to the host (``fine_grained_activation_offloading``, ``cpu_offloading``,
   ``activation_offload_fraction``: fewer activations on the GPU, plus pinned staging buffers);
-- asynchronous checkpoint saves (``async_save``: a copy of the state being written);
-- the CUDA caching allocator's expandable segments (``PYTORCH_CUDA_ALLOC_CONF``): the allocator
-  term assumes fixed segments, so the estimate is then high, not low.
+- asynchronous checkpoint saves (``async_save``: a copy of the state being written).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -100,14 +103,43 @@ def section_values(
             yield f"{prefix}.{key}", key, value
 
 
-def expandable_segments(env: Iterable[tuple[str, Mapping[str, str]]]) -> Iterator[Issue]:
-    """A warning where an environment section turns on the allocator's expandable segments."""
-    for path, variables in env:
-        conf = variables.get(ALLOC_CONF, "")
-        if isinstance(conf, str) and "expandable_segments:true" in conf.replace(" ", "").lower():
-            yield Issue(
-                f"{path}.{ALLOC_CONF}",
-                "expandable segments: the memory estimate's caching-allocator term assumes fixed "
-                "segments, so the estimate is high here (measured +9% and +18% on two runs)",
-                value=conf,
-            )
+# The environment the training workers inherit from their job (the stage's ``environment``, or
+# the job's as a cluster profile makes it), which estimates made inside worker_environment read.
+_INHERITED: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
+    "worker_environment", default=MappingProxyType({})
+)
+
+
+@contextlib.contextmanager
+def worker_environment(environment: Mapping[str, str]) -> Iterator[None]:
+    """Within the block, the training workers inherit ``environment``: the plan estimates a
+    stage inside its own ``environment``, and submit again inside the job's (the profile's
+    ``extra_env`` over the stage's), where that changes the allocator."""
+    token = _INHERITED.set(MappingProxyType(dict(environment)))
+    try:
+        yield
+    finally:
+        _INHERITED.reset(token)
+
+
+def allocator_conf(config_env: Any, *, config_first: bool) -> str | None:
+    """The ``PYTORCH_CUDA_ALLOC_CONF`` the training workers see: the config's ``env_vars``
+    section (``config_env``, a mapping or None) or what they inherit (``worker_environment``).
+    ``config_first``: the framework sets its section over the inherited environment (NeMo-RL
+    hands it to Ray as the workers' runtime_env, lm_policy.py); else the inherited value wins
+    (Megatron-Bridge's apply_environment_variables only ``os.environ.setdefault``s its
+    env_vars, training/config.py:1971-1990)."""
+    configured = config_env.get(ALLOC_CONF) if isinstance(config_env, Mapping) else None
+    inherited = _INHERITED.get().get(ALLOC_CONF)
+    first, second = (configured, inherited) if config_first else (inherited, configured)
+    chosen = first if first is not None else second
+    return None if chosen is None or isinstance(chosen, Marker) else str(chosen)
+
+
+def expandable(conf: str | None) -> bool:
+    """Whether an allocator configuration turns on expandable segments (PyTorch reads the
+    comma-separated ``key:value`` options of ``PYTORCH_CUDA_ALLOC_CONF``)."""
+    if not conf:
+        return False
+    options = (part.strip().replace(" ", "") for part in conf.split(","))
+    return any(option.lower() == "expandable_segments:true" for option in options)

@@ -1,11 +1,21 @@
 """A memory switch a stage turns on that the estimate does not model is a plan warning naming
-it, on both frameworks and wherever it is set; never silent."""
+it, on both frameworks and wherever it is set; never silent. Expandable segments are modelled:
+the allocator term shows them, wherever the workers get the setting."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import attrs
 import pytest
 
+from recipekit.hardware import H100_NODE
+from recipekit.launch.profile import ClusterProfile, NoContainer
+from recipekit.launch.submit import job_memory_issues
+from recipekit.memory.switches import allocator_conf, expandable, worker_environment
 from recipekit.nemo_rl.rules.conftest import plan_warnings
+from recipekit.plan import Plan, make_plan
 from recipes.super35.pretrain import pretrain
 from recipes.super35.rl import rlvr
 
@@ -46,7 +56,60 @@ def test_shipped_async_saves_are_named_and_a_switch_left_off_is_not() -> None:
     assert not [w for w in plan_warnings(pretrain, "model.cuda_graph_impl=none") if MODEL_NOTE in w]
 
 
-def test_expandable_segments_say_the_estimate_is_high() -> None:
-    conf = "env_vars={PYTORCH_CUDA_ALLOC_CONF: 'expandable_segments:True'}"
-    found = [w for w in plan_warnings(pretrain, conf) if "PYTORCH_CUDA_ALLOC_CONF" in w]
-    assert found and "the estimate is high" in found[0]
+EXPANDABLE = "expandable_segments:True"
+
+
+def _allocator_term(plan: Plan) -> dict[str, Any]:
+    assert plan.memory is not None
+    [term] = [t for t in plan.memory.as_json()["phases"][0]["terms"] if "allocator" in t["name"]]
+    return term
+
+
+def test_expandable_segments_are_modelled_wherever_the_workers_get_them() -> None:
+    # Not a warning: the allocator term shows the growing segment, from the config's env_vars
+    # or the stage's environment, and is below the fixed segments' share.
+    conf = f"env_vars={{PYTORCH_CUDA_ALLOC_CONF: '{EXPANDABLE}'}}"
+    assert not [w for w in plan_warnings(pretrain, conf) if "PYTORCH_CUDA_ALLOC_CONF" in w]
+    fixed = _allocator_term(make_plan(pretrain))
+    assert "expandable" not in fixed["detail"]
+    from_config = _allocator_term(make_plan(pretrain, (conf,)))
+    inherited = attrs.evolve(
+        pretrain, environment={**pretrain.environment, "PYTORCH_CUDA_ALLOC_CONF": EXPANDABLE}
+    )
+    for term in (from_config, _allocator_term(make_plan(inherited))):
+        assert term["detail"].startswith("expandable segments") and term["gib"] < fixed["gib"]
+
+
+def test_the_job_environment_wins_over_megatron_bridge_env_vars_not_nemo_rls() -> None:
+    # Megatron-Bridge setdefaults its env_vars; NeMo-RL hands the policy's to Ray over them.
+    off = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}
+    on = {"PYTORCH_CUDA_ALLOC_CONF": EXPANDABLE}
+    with worker_environment(off):
+        assert not expandable(allocator_conf(on, config_first=False))
+        assert expandable(allocator_conf(on, config_first=True))
+    with worker_environment(on):
+        assert expandable(allocator_conf(None, config_first=True))
+    assert not expandable(allocator_conf(None, config_first=False))
+    assert expandable("max_split_size_mb:512, Expandable_Segments:true")
+
+
+def test_submit_estimates_again_where_the_profile_changes_the_allocator(tmp_path: Path) -> None:
+    # Without a quarter of Adam's state on the host, pretrain fits an H100 only with expandable
+    # segments (77.6 GiB; 81.2 with fixed segments): a profile that turns them off is refused.
+    stage = attrs.evolve(
+        pretrain, environment={**pretrain.environment, "PYTORCH_CUDA_ALLOC_CONF": EXPANDABLE}
+    )
+    plan = make_plan(stage, ("optimizer.optimizer_offload_fraction=0.0",))
+    (tmp_path / "runs").mkdir()
+    profile = ClusterProfile(
+        name="local",
+        node=H100_NODE,
+        partition="gpu",
+        container=NoContainer(python="/usr/bin/python3"),
+        runs_dir=str(tmp_path / "runs"),
+    )
+    assert job_memory_issues(plan, profile) == []
+    off = attrs.evolve(profile, extra_env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"})
+    [refused] = [issue.render() for issue in job_memory_issues(plan, off)]
+    assert refused.startswith("memory.training: does not fit: 81.2 GiB"), refused
+    assert "profile local: extra_env.PYTORCH_CUDA_ALLOC_CONF" in refused

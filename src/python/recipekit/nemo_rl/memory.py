@@ -17,6 +17,7 @@ from recipekit.markers import Marker, given
 from recipekit.megatron_core.options import from_nemo_rl
 from recipekit.memory.estimate import GIB, MemoryEstimate, Phase, Term
 from recipekit.memory.megatron import BF16, MegatronSetup, training_terms
+from recipekit.memory.switches import allocator_conf, expandable
 from recipekit.memory.vllm import (
     EAGER_ALLOWANCE,
     VLLM_MAX_BATCHED_TOKENS,
@@ -80,6 +81,10 @@ def megatron_setup(config: GrpoConfig, layout: Layout) -> MegatronSetup:
         else 0.0,
         grad_bytes=4 if ddp.grad_reduce_in_fp32 else BF16,
         mtp=bool(given(m.mtp_num_layers, 0)),
+        # NeMo-RL sets the policy's env_vars over what the workers inherit (lm_policy.py).
+        expandable_segments=expandable(
+            allocator_conf(given(m.env_vars, None), config_first=True)
+        ),
         keys={
             **layout.keys.size_keys(),
             "dp": "the training nodes",

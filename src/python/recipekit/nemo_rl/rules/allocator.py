@@ -13,7 +13,6 @@ from recipekit.errors import Issue
 from recipekit.memory.switches import (
     CHECKPOINT,
     MEGATRON_CORE,
-    expandable_segments,
     section_values,
     switched_on,
 )
@@ -37,7 +36,8 @@ def env_var_sections(ctx: CheckContext) -> Iterator[tuple[str, dict[str, str]]]:
 def memory_switches_not_modelled(ctx: CheckContext) -> Iterator[Issue]:
     """A warning for each memory switch the stage turns on that the estimate does not model
     (recipekit.memory.switches): Megatron-Core's, set first-class or through model_overrides,
-    the Megatron checkpoint's asynchronous saves, and expandable segments."""
+    and the Megatron checkpoint's asynchronous saves. Expandable segments are modelled (the
+    estimate reads policy.megatron_cfg.env_vars and the inherited environment)."""
     m = ctx.megatron
     if m is None:
         return
@@ -51,4 +51,3 @@ def memory_switches_not_modelled(ctx: CheckContext) -> Iterator[Issue]:
     yield from switched_on(values, MEGATRON_CORE)
     checkpoint = getattr(m, "checkpoint", None)
     yield from switched_on(section_values(f"{path}.checkpoint", checkpoint, CHECKPOINT), CHECKPOINT)
-    yield from expandable_segments(env_var_sections(ctx))
