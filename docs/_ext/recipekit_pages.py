@@ -56,9 +56,14 @@ def rule_coverage_page() -> str:
 
 
 def _citation(entry: Any) -> str:
+    from recipekit import rule_catalogue
+
     if entry.from_issue:
         return f"upstream thread {entry.thread}"
-    return f"{entry.source} @ {entry.commit}: {entry.file}:{entry.line}"
+    # The line where the pinned file is fetched (the anchor finds it), else the anchor.
+    line = rule_catalogue.locate_line(entry)
+    where = f"{entry.file}:{line}" if line else f"{entry.file} ({entry.anchor})"
+    return f"{entry.source} @ {entry.commit}: {where}"
 
 
 def rules_page(framework: str) -> str:
@@ -77,7 +82,7 @@ def rules_page(framework: str) -> str:
     ]
     for e in entries:
         keys = ", ".join(_code(k) for k in e.keys) or "(none)"
-        verdict = _code(e.check) if e.check else _cell(e.unchecked)
+        verdict = _code(e.check) if e.check else f"{e.reason}: {_cell(e.detail)}"
         lines.append(
             f"| {_code(e.id)} | {_cell(_citation(e))} | {e.kind}, {e.phase} | {keys} "
             f"| {_cell(e.condition)} | {verdict} |"

@@ -4,7 +4,8 @@
 hundreds of ``--set`` mutations of it, the constructor arguments the framework passes
 (``kwargs``) and what Megatron-Core 0.19.2's config classes did with them, recorded on the
 device machine by ``tools/record_megatron_verdicts.py``. Each upstream line in a verdict is
-looked up in the catalogue (``rule_catalogue/megatron-core.toml``):
+looked up in the catalogue (``rule_catalogue/megatron-core.toml``, each entry's line found from
+its anchor in the pinned wheel's file):
 
 - an error from a mirrored line: that rule must fire, naming one of the entry's keys;
 - a case the framework accepts: no mirrored error rule may fire, and the mirrored warnings
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import tomllib
 from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 import pytest
 
+from recipekit import rule_catalogue
 from recipekit.errors import Issue
 from recipekit.keypaths import parse_assignment, replace_at
 from recipekit.megatron_core.kwargs import framework_kwargs
@@ -36,7 +37,7 @@ from recipekit.plan import resolve_run_inputs
 
 HERE = Path(__file__).parent
 FIXTURE = HERE / "verdicts" / "megatron-core-0.19.2.json"
-CATALOGUE = HERE.parent / "rule_catalogue" / "megatron-core.toml"
+CATALOGUE = "megatron-core.toml"
 # The classes whose __post_init__ the recorder runs: the lines they raise from.
 RECORDED_FILES = (
     "megatron/core/transformer/transformer_config.py",
@@ -53,9 +54,14 @@ def fixture() -> dict[str, Any]:
 
 
 @cache
-def catalogue() -> dict[tuple[str, int], dict[str, Any]]:
-    entries = tomllib.loads(CATALOGUE.read_text())["rule"]
-    return {(e["file"], e["line"]): e for e in entries}
+def catalogue() -> dict[tuple[str, int], rule_catalogue.RuleEntry]:
+    """(file, line) -> the entry, the line read from the entry's anchor in the pinned file."""
+    found = {}
+    for entry in rule_catalogue.load("megatron-core"):
+        line = rule_catalogue.locate_line(entry)
+        assert line is not None, f"{entry.id}: {entry.anchor} is not in {entry.file}"
+        found[(entry.file, line)] = entry
+    return found
 
 
 def resolve(dotted: str) -> Callable[[Any], Iterable[Issue]]:
@@ -86,12 +92,12 @@ def context(stage: Any, config: Any) -> Any:
     return fw.context_type(config, stage.hardware, stage.model, fw.layout(config, stage.hardware))
 
 
-def mirrored() -> dict[str, list[dict[str, Any]]]:
+def mirrored() -> dict[str, list[rule_catalogue.RuleEntry]]:
     """check name -> the catalogue entries (of the recorded files) it mirrors."""
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[rule_catalogue.RuleEntry]] = {}
     for entry in catalogue().values():
-        if entry["file"] in RECORDED_FILES and "check" in entry:
-            out.setdefault(entry["check"], []).append(entry)
+        if entry.file in RECORDED_FILES and entry.check:
+            out.setdefault(entry.check, []).append(entry)
     return out
 
 
@@ -121,7 +127,7 @@ def fired(ctx: Any, kinds: tuple[str, ...]) -> dict[str, list[Issue]]:
     """Each mirrored check of those kinds -> the issues it yields for ``ctx``."""
     out = {}
     for name, entries in mirrored().items():
-        if any(e["kind"] in kinds for e in entries):
+        if any(e.kind in kinds for e in entries):
             arg = layout_context(ctx) if name.startswith("recipekit.parallelism.") else ctx
             issues = list(resolve(name)(arg))
             if issues:
@@ -156,7 +162,7 @@ def test_every_upstream_line_in_a_verdict_is_catalogued() -> None:
             if line not in catalogue()
         }
     )
-    assert not missing, f"upstream lines in the verdicts but not in {CATALOGUE.name}: {missing}"
+    assert not missing, f"upstream lines in the verdicts but not in {CATALOGUE}: {missing}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
@@ -169,12 +175,12 @@ def test_recipekit_agrees_with_megatron_core(case: dict[str, Any]) -> None:
     got_errors = fired(ctx, ("assert", "raise"))
     for line in errors:
         entry = catalogue()[line]
-        if "check" not in entry:
-            assert entry["unchecked"], entry["id"]
+        if not entry.check:
+            assert entry.reason, entry.id
             continue
-        issues = got_errors.get(entry["check"])
-        assert issues, f"Megatron-Core refused it at {line} ({entry['id']}); recipekit did not"
-        keys = {key for key in entry["keys"]}
+        issues = got_errors.get(entry.check)
+        assert issues, f"Megatron-Core refused it at {line} ({entry.id}); recipekit did not"
+        keys = set(entry.keys)
         assert any(issue.path in keys for issue in issues), (issues, keys)
     if errors:
         return  # Megatron-Core stops at its first error; recipekit may report more
@@ -183,9 +189,9 @@ def test_recipekit_agrees_with_megatron_core(case: dict[str, Any]) -> None:
     # the config classes do not run: a layout rule may refuse what they accept.
     beyond = {name for name in got_errors if name.startswith("recipekit.parallelism.")}
     assert set(got_errors) <= beyond, f"Megatron-Core accepts it; recipekit refused: {got_errors}"
-    expected = {catalogue()[line]["check"] for line in warnings if "check" in catalogue()[line]}
+    expected = {catalogue()[line].check for line in warnings if catalogue()[line].check}
     for line in warnings:
         entry = catalogue()[line]
-        assert "check" in entry or entry["unchecked"], entry["id"]
+        assert entry.check or entry.reason, entry.id
     got_warnings = set(fired(ctx, ("warning",)))
     assert got_warnings == expected

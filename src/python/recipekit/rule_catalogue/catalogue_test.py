@@ -1,8 +1,8 @@
-"""The catalogue's own rules: valid entries, checks that run, cited lines that hold a rule."""
+"""The catalogue's own rules: valid entries, checks that run, anchors that name one rule site."""
 
 from __future__ import annotations
 
-import ast
+import functools
 import importlib
 import os
 import re
@@ -17,6 +17,7 @@ from recipekit.nemo_evaluator.framework import NEMO_EVALUATOR
 from recipekit.nemo_rl.framework import NEMO_RL_GRPO
 from recipekit.nemo_rl.framework_super35 import NEMO_RL_SUPER35
 from recipekit.parallelism import LAYOUT_RULES
+from recipekit.upstream.anchors import RuleSite, rule_sites
 from tools import rule_catalogue as generator
 
 # pants.toml ([test] extra_env_vars) names the checkout and its .reference/.
@@ -68,20 +69,63 @@ def test_the_catalogue_loads_with_unique_ids() -> None:
     assert len({e.id for e in ENTRIES}) == len(ENTRIES)
 
 
-def test_an_entry_needs_exactly_one_of_check_and_unchecked() -> None:
+def _entry(**changes: object) -> rule_catalogue.RuleEntry:
+    fields: dict[str, object] = {
+        "framework": "vllm",
+        "id": "vllm.config.x",
+        "source": "vllm/v0.25.1",
+        "kind": "raise",
+        "phase": "setup",
+        "keys": (),
+        "condition": "c",
+        "file": "f.py",
+        "anchor": "f#0123456789ab",
+        "reason": "needs-job",
+        "detail": "d",
+    }
+    return rule_catalogue.RuleEntry(**(fields | changes))  # type: ignore[arg-type]
+
+
+def test_an_entry_needs_exactly_one_of_check_and_reason() -> None:
     with pytest.raises(ValueError, match="exactly one"):
-        rule_catalogue.RuleEntry(
-            framework="vllm",
-            id="vllm.x",
-            source="vllm/v0.25.1",
-            kind="raise",
-            phase="setup",
-            keys=(),
-            condition="c",
-            commit="v0.25.1",
-            file="f.py",
-            line=1,
-        )
+        _entry(reason="", detail="")
+    with pytest.raises(ValueError, match="exactly one"):
+        _entry(check="recipekit.x.y")
+
+
+def test_a_reason_is_one_of_the_closed_set_and_comes_with_its_detail() -> None:
+    with pytest.raises(ValueError, match="reason"):
+        _entry(reason="not yet classified")
+    with pytest.raises(ValueError, match="detail"):
+        _entry(detail=" ")
+    assert {e.reason for e in ENTRIES if not e.check} == set(rule_catalogue.REASONS)
+
+
+def test_ids_carry_no_line_numbers() -> None:
+    for numbered in ("vllm.config.917", "vllm.config.setup.assert-917"):
+        with pytest.raises(ValueError, match="ends in a number"):
+            _entry(id=numbered)
+    _entry(id="vllm.config.fp8-needs-cuda")  # a number inside a word is no line
+    assert not [
+        e.id
+        for e in ENTRIES
+        if any(segment.isdigit() or re.search(r"-\d+$", segment) for segment in e.id.split("."))
+    ]
+
+
+def test_an_upstream_entry_names_its_anchor_and_takes_its_commit_from_the_manifest() -> None:
+    with pytest.raises(ValueError, match="anchor"):
+        _entry(anchor="")
+    manifest = tomllib.loads((CHECKOUT / "3rdparty/reference/manifest.toml").read_text())
+    for entry in ENTRIES:
+        if entry.from_issue:
+            continue
+        if entry.source in manifest["sources"]:
+            assert entry.commit == manifest["sources"][entry.source]["commit"], entry.id
+        else:
+            # A wheel: its version, under the label the manifest gives it.
+            assert entry.source in manifest["wheels"], entry.id
+            assert entry.commit == entry.source.split("/", 1)[1]
 
 
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if e.check], ids=lambda e: e.id)
@@ -92,51 +136,20 @@ def test_each_check_runs_in_a_framework_of_its_source(entry: rule_catalogue.Rule
     runs = _frameworks_running(entry.source, entry.framework)
     if check in LAYOUT_RULES:
         # The layout rules run through each framework's one layout check.
-        check = [
-            c
-            for f in runs
-            for c in (*f.error_checks, *f.warning_checks)  # type: ignore[attr-defined]
-            if c.__name__ == "parallel_layout_holds"
-        ][:1] or [check]
+        check = (
+            [
+                c
+                for f in runs
+                for c in (*f.error_checks, *f.warning_checks)  # type: ignore[attr-defined]
+                if c.__name__ == "parallel_layout_holds"
+            ][:1]
+            or [check]
+        )
         check = check[0]
     assert any(
         check in f.error_checks or check in f.warning_checks  # type: ignore[attr-defined]
         for f in runs
     ), f"{entry.check} is in no error or warning checks of {entry.source}"
-
-
-def _warns(function: str) -> bool:
-    # warnings.warn, logger.warning, and Megatron-Core's log_single_rank(logger, WARNING, ...).
-    return "warn" in function or function == "log_single_rank"
-
-
-def _rule_lines(path: Path) -> set[int]:
-    lines = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Assert | ast.Raise):
-            lines.add(node.lineno)
-        elif isinstance(node, ast.Call) and any(k.arg is None for k in node.keywords):
-            # A call spreading **kwargs a config gives: a duplicate or unknown keyword
-            # (kind "keyword").
-            lines.add(node.lineno)
-        elif isinstance(node, ast.Call) and _warns(ast.unparse(node.func).rsplit(".", 1)[-1]):
-            lines.add(node.lineno)
-        elif (
-            isinstance(node, ast.Call)
-            and ast.unparse(node.func).endswith("print_rank_0")
-            and "warning" in ast.unparse(node).lower()
-        ):
-            # Megatron-Bridge's print_rank_0("WARNING: ...").
-            lines.add(node.lineno)
-        elif (
-            isinstance(node, ast.Call)
-            and ast.unparse(node.func) == "print"
-            and "WARN" in ast.unparse(node)
-        ):
-            # NeMo-RL's print(f"[WARN] ...") and print("WARNING: ...") (loss_functions.py:192,
-            # nemo_gym.py:115 @ super-v3).
-            lines.add(node.lineno)
-    return lines
 
 
 def _pinned() -> set[tuple[str, str]]:
@@ -158,22 +171,18 @@ def _pinned() -> set[tuple[str, str]]:
 
 PINNED = _pinned()
 # Cited files that CI cannot fetch: GitHub is out of its reach and the mirror it reads
-# (../shared/reference) lacks them, so their entries' lines were read by hand at the commit;
-# the manifest's unmirrored files are pinned, and their lines checked wherever they are fetched.
+# (../shared/reference) lacks them. The two entry points are not pinned (pinning them would make
+# the typed-base tables of their labels skip without GitHub); their anchors were taken from the
+# repository at the manifest's commit. The manifest's unmirrored files are pinned, and their
+# anchors checked wherever they are fetched.
 NOT_IN_THE_MIRROR = {
     ("nemo-rl/super-v3", "examples/run_grpo.py"),
     ("nemo-rl/super-v3.5-posttraining", "examples/nemo_gym/run_grpo_nemo_gym.py"),
 } | {
-    # The launcher's package, read from the PyPI wheel of the tag (nemo-evaluator.toml's header).
-    (e.source, e.file)
-    for e in ENTRIES
-    if e.source == "nemo-evaluator/launcher-v0.2.6"
-    and e.file.startswith("packages/nemo-evaluator-launcher/src/nemo_evaluator_launcher/")
-} | {
     (label, path)
-    for label, source in tomllib.loads(
-        (CHECKOUT / "3rdparty/reference/manifest.toml").read_text()
-    )["sources"].items()
+    for label, source in tomllib.loads((CHECKOUT / "3rdparty/reference/manifest.toml").read_text())[
+        "sources"
+    ].items()
     for path in source.get("unmirrored", [])
 }
 CITED = [e for e in ENTRIES if not e.from_issue and (e.source, e.file) in PINNED]
@@ -188,14 +197,23 @@ def test_every_cited_file_is_pinned_or_named_as_out_of_the_mirror() -> None:
     assert unpinned <= NOT_IN_THE_MIRROR, sorted(unpinned - NOT_IN_THE_MIRROR)
 
 
+@functools.cache
+def _rule_sites(path: Path) -> list[RuleSite]:
+    return rule_sites(path.read_text(encoding="utf-8"))
+
+
 @pytest.mark.parametrize("entry", CITED, ids=lambda e: e.id)
-def test_each_cited_line_holds_a_rule(entry: rule_catalogue.RuleEntry) -> None:
+def test_each_anchor_names_one_rule_site_of_its_kind(entry: rule_catalogue.RuleEntry) -> None:
     # An assert, a raise, a warning, or (kind keyword) a call spreading **kwargs.
     path = REFERENCE / entry.source / entry.file
     if not path.is_file() and (entry.source, entry.file) in NOT_IN_THE_MIRROR:
         pytest.skip(f"{entry.file} is unmirrored and not fetched here (no GitHub)")
     assert path.is_file(), f"{path} is pinned but not fetched: run tools/fetch-reference"
-    assert entry.line in _rule_lines(path), f"{entry.file}:{entry.line} holds no rule"
+    sites = [s for s in _rule_sites(path) if s.anchor == entry.anchor]
+    assert len(sites) == 1, f"{entry.file} holds {len(sites)} rule sites {entry.anchor}"
+    assert sites[0].kind == entry.kind, (entry.kind, sites[0])
+    # The line comes from the anchor, in one place.
+    assert rule_catalogue.locate_line(entry, REFERENCE) == sites[0].line
 
 
 def test_the_guide_generates_the_coverage_table() -> None:
