@@ -216,3 +216,76 @@ def _out_of_memory(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for run in died:
         assert "expandable_segments:True to avoid fragmentation" in run["error"], run["error"]
     return died
+
+
+# --- Megatron-Bridge's published runs of Nemotron 3.5 Lightning (tools/published_runs.py) -------
+
+# (lowest, highest) relative error of the estimate's peak allocated and peak reserved against
+# the verification card's rank-0 peaks, per run, as measured at 067f987df with the allocator's
+# expandable segments modelled. Within the issue's -3%..+10% on reserved: pretrain.GB200,
+# pretrain_fsdp.GB200 bf16, pretrain_performance.GB200. Outside it, each named with why in
+# docs/design/memory-model.md: pretrain.H100 and sft.GB200 under, pretrain_fsdp.GB200 fp8_mx
+# (MXFP8 not modelled) and pretrain_performance.H100 (BF16 moments, activation offloading) over.
+PUBLISHED_BOUNDS: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
+    "pretrain.H100": ((-0.175, -0.165), (-0.233, -0.223)),
+    "pretrain.GB200": ((0.043, 0.053), (0.036, 0.046)),
+    "pretrain_fsdp.GB200.variants.bf16": ((0.027, 0.037), (0.012, 0.022)),
+    "pretrain_fsdp.GB200.variants.fp8_mx": ((0.260, 0.270), (0.255, 0.265)),
+    "sft.GB200": ((-0.089, -0.079), (-0.102, -0.092)),
+    "pretrain_performance.H100": ((0.212, 0.222), (0.181, 0.191)),
+    "pretrain_performance.GB200": ((0.052, 0.062), (0.043, 0.053)),
+}
+# The runs the whole band holds, and those it does not because a feature they turn on is not
+# modelled (their Missing entries say which and by how much).
+IN_BAND = {"pretrain.GB200", "pretrain_fsdp.GB200.variants.bf16", "pretrain_performance.GB200"}
+UNMODELLED_OVER = {"pretrain_fsdp.GB200.variants.fp8_mx", "pretrain_performance.H100"}
+UNDER = {"pretrain.H100", "sft.GB200"}
+
+
+@pytest.fixture(scope="module")
+def lightning_card() -> dict[str, Any]:
+    import os
+
+    from tools.published_runs import read_card
+
+    reference = Path(os.environ.get("RECIPEKIT_REFERENCE_DIR", "") or ".reference")
+    card = read_card(reference)
+    if card is None:
+        pytest.skip("the pinned Lightning verification card is absent: run tools/fetch-reference")
+    return card
+
+
+def test_the_published_runs_errors_stay_within_their_bounds(lightning_card: dict[str, Any]) -> None:
+    from tools.published_runs import RUNS, errors
+
+    found = errors(lightning_card)
+    assert set(found) == set(PUBLISHED_BOUNDS) == {run.name for run in RUNS}
+    for name, (allocated, reserved) in found.items():
+        (low_a, high_a), (low_r, high_r) = PUBLISHED_BOUNDS[name]
+        assert low_a <= allocated <= high_a, (name, "allocated", allocated)
+        assert low_r <= reserved <= high_r, (name, "reserved", reserved)
+    band = {name for name, (_, reserved) in found.items() if -0.03 <= reserved <= 0.10}
+    assert band == IN_BAND
+    assert {name for name, (_, r) in found.items() if r > 0.10} == UNMODELLED_OVER
+    assert {name for name, (_, r) in found.items() if r < -0.03} == UNDER
+
+
+def test_every_published_run_is_the_cards_and_lists_what_is_not_modelled(
+    lightning_card: dict[str, Any],
+) -> None:
+    # Each run is the recipe its card item ran, on the GPUs its command asked for; a run over the
+    # band names the features that are not modelled.
+    from tools.published_runs import RUNS
+
+    for run in RUNS:
+        node: Any = lightning_card["items"]
+        for key in run.item:
+            node = node[key]
+        command = " ".join(node["command"].split())
+        assert f"--recipe {run.recipe}" in command, run.name
+        nodes = int(command.split("--nodes ")[1].split()[0])
+        per_node = int(command.split("--gpus-per-node ")[1].split()[0])
+        assert nodes * per_node == run.gpus == run.setup.parallel.gpus, run.name
+        assert run.setup.expandable_segments and run.setup.mtp, run.name
+        if run.name in UNMODELLED_OVER:
+            assert run.missing, run.name

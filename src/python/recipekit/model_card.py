@@ -245,3 +245,37 @@ NEMOTRON_3_NANO_30B = ModelCard(
         sources={"all": "Megatron-Bridge nemotron_3_nano.py and Megatron-LM's modelopt config"},
     ),
 )
+
+# Nemotron 3.5 Lightning 30B-A3B: Nemotron 3 Nano's architecture, trained natively with two MTP
+# depths of one shared attention + MoE block. Every value is read from Megatron-Bridge at
+# 067f987df (pinned in 3rdparty/reference/manifest.toml, checked by memory/published_test.py).
+_BRIDGE_LIGHTNING = "NVIDIA-NeMo/Megatron-Bridge@067f987df "
+_NANO = NEMOTRON_3_NANO_30B.architecture
+assert _NANO is not None
+NEMOTRON_35_LIGHTNING_30B = ModelCard(
+    name="NVIDIA-Nemotron-3.5-Lightning-30B-A3B",
+    total_params_b=32.9,
+    active_params_b=3.6,
+    num_layers=52,
+    num_experts=128,
+    architecture=attrs.evolve(
+        _NANO,
+        name="Nemotron 3.5 Lightning 30B-A3B",
+        mtp_pattern="*E",
+        mtp_depth=2,
+        sources={
+            "pattern, hidden, heads, Mamba, experts, top-k, expert and shared sizes": (
+                _BRIDGE_LIGHTNING + "src/megatron/bridge/recipes/nemotronh/h100/nemotron_3_nano.py"
+                " (HybridModelProvider of nemotron_3_nano_pretrain_8gpu_h100_bf16_config)"
+            ),
+            "MTP: 2 depths of one *E block (mtp_use_repeated_layer)": (
+                _BRIDGE_LIGHTNING + "src/megatron/bridge/recipes/nemotronh/h100/nemotron_3_nano.py"
+                " (nemotron_3_5_lightning_pretrain_config)"
+            ),
+            "vocab 131072, untied head: the parameter count of": (
+                _BRIDGE_LIGHTNING + "examples/model_verification_cards/nemotron-3.5-lightning/"
+                "card.yaml (32,913,266,240 parameters with the MTP layers)"
+            ),
+        },
+    ),
+)

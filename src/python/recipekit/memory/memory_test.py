@@ -239,3 +239,60 @@ def test_the_lower_bound_leaves_only_the_allocator_simulation_out() -> None:
         k: v for k, v in full.items() if k != ALLOCATOR
     }
     assert bound[ALLOCATOR] < full[ALLOCATOR]
+
+
+BRIDGE_MAIN = "megatron-bridge/main/"
+LIGHTNING_SOURCES = BRIDGE_MAIN + "src/megatron/bridge/recipes/nemotronh/h100/nemotron_3_nano.py"
+LIGHTNING_CARD = BRIDGE_MAIN + "examples/model_verification_cards/nemotron-3.5-lightning/card.yaml"
+
+
+def _pinned(name: str) -> str:
+    # The reference folder may predate these pins (tools/fetch-reference adds them): skip then.
+    import os
+
+    configured = os.environ.get("RECIPEKIT_REFERENCE_DIR", "")
+    root = Path(configured) if configured else Path(__file__).parents[4] / ".reference"
+    path = root / name
+    if not path.is_file():
+        pytest.skip(f"{name} is not in {root}: run tools/fetch-reference")
+    return path.read_text()
+
+
+def test_the_lightning_card_is_the_pinned_provider_and_the_checkpoints_parameter_count() -> None:
+    # Nemotron 3.5 Lightning is Nemotron 3 Nano's HybridModelProvider (the 8-GPU H100 pretrain
+    # recipe states every size) with two MTP depths of one *E block, and the HF checkpoint the
+    # verification card converted has 32,913,266,240 parameters.
+    from recipekit.model_card import NEMOTRON_35_LIGHTNING_30B
+
+    arch = NEMOTRON_35_LIGHTNING_30B.architecture
+    assert arch is not None and arch.mamba is not None and arch.moe is not None
+    source = _pinned(LIGHTNING_SOURCES)
+    provider = source.split("cfg.model = HybridModelProvider(", 1)[1].split("\n    )\n", 1)[0]
+
+    def value(key: str) -> str:
+        found = re.search(rf"\b{key}=([^,\n]+),", provider)
+        assert found is not None, key
+        return found.group(1).strip('"')
+
+    assert value("hybrid_layer_pattern") == arch.pattern and int(value("num_layers")) == 52
+    assert int(value("hidden_size")) == arch.hidden
+    assert int(value("num_attention_heads")) == arch.attention_heads
+    assert int(value("num_query_groups")) == arch.kv_heads
+    assert int(value("kv_channels")) == arch.head_dim
+    assert int(value("mamba_num_heads")) == arch.mamba.num_heads
+    assert int(value("mamba_head_dim")) == arch.mamba.head_dim
+    assert int(value("mamba_state_dim")) == arch.mamba.state_size
+    assert int(value("mamba_num_groups")) == arch.mamba.groups
+    assert int(value("num_moe_experts")) == arch.moe.num_experts
+    assert int(value("moe_router_topk")) == arch.moe.top_k
+    assert int(value("moe_ffn_hidden_size")) == arch.moe.expert_ffn
+    assert int(value("moe_shared_expert_intermediate_size")) == arch.moe.shared_ffn
+    assert value("activation_func") == "squared_relu" and not arch.moe.gated
+    lightning = source.split("def nemotron_3_5_lightning_pretrain_config", 1)[1]
+    lightning = lightning.split("\ndef ", 1)[0]
+    assert f"cfg.model.mtp_num_layers = {arch.mtp_depth}" in lightning
+    assert f'cfg.model.mtp_hybrid_override_pattern = "{arch.mtp_pattern}"' in lightning
+    assert "cfg.model.mtp_use_repeated_layer = True" in lightning  # one block, shared
+    found = re.search(r"([\d,]+) parameters match the pinned source", _pinned(LIGHTNING_CARD))
+    assert found is not None
+    assert params.language_model(arch).total == int(found.group(1).replace(",", ""))
