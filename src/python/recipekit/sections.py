@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import keyword
+import os
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -233,6 +234,11 @@ _FROM_UPSTREAM = "recipekit.upstream_key"
 # each with why. One that upstream comes to declare, or that is no key of the section, stops
 # the import: the overlay must not outlive what it explains.
 UNDECLARED_KEYS = "undeclared_keys"
+# Set by `recipekit upgrade` in the interpreter that imports the sections after a pin moved: a
+# key upstream now declares is recorded here (class, keys) instead of stopping the import, so
+# that the upgrade can drop it from the overlay in the source.
+RECORD_STALE_ENV = "RECIPEKIT_RECORD_STALE_OVERLAYS"
+STALE_OVERLAYS: list[tuple[type, tuple[str, ...]]] = []
 
 
 def _completed(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
@@ -292,6 +298,9 @@ def _check_undeclared(cls: type, names: set[str], declared: Mapping[str, Any]) -
     explained = dict(cls.__dict__.get(UNDECLARED_KEYS, {}))
     declared_now = sorted(k for k in explained if k in declared)
     unknown = sorted(k for k in explained if k not in names and k.lstrip("_") not in names)
+    if declared_now and os.environ.get(RECORD_STALE_ENV):
+        STALE_OVERLAYS.append((cls, tuple(declared_now)))
+        declared_now = []
     if declared_now or unknown:
         raise TypeError(
             f"{cls.__name__}.{UNDECLARED_KEYS}: "

@@ -22,6 +22,7 @@ from recipekit.cli.common import (
 from recipekit.cli.in_allocation import IN_ALLOCATION
 from recipekit.cli.pipeline import pipeline
 from recipekit.cli.store import STORE_LOCATION, store, store_root
+from recipekit.cli.upgrade import upgrade
 from recipekit.errors import Issue, RecipeError, did_you_mean
 from recipekit.loading import load_object
 
@@ -744,6 +745,7 @@ for _command in IN_ALLOCATION:
 
 cli.add_command(pipeline)
 cli.add_command(store)
+cli.add_command(upgrade)
 
 
 def main() -> None:

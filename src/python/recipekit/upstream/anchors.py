@@ -36,10 +36,19 @@ class RuleSite:
     text: str
     # 1 for the first statement of this text in its scope, 2 for the second, ...
     ordinal: int = 1
+    # The test of the innermost ``if`` around it ("" at none; ``not (...)`` in an else): a
+    # raise's condition. Not part of the anchor, so that a changed condition reads as changed
+    # rather than as one rule gone and another come.
+    condition: str = ""
 
     @property
     def fingerprint(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()[:FINGERPRINT_DIGITS]
+
+    @property
+    def shown(self) -> str:
+        """The statement with the condition it stands under, as a reviewer reads it."""
+        return f"if {self.condition}: {self.text}" if self.condition else self.text
 
     @property
     def anchor(self) -> str:
@@ -80,16 +89,28 @@ def _kind(node: ast.AST) -> str | None:
 class _Collector(ast.NodeVisitor):
     def __init__(self) -> None:
         self.scope: list[str] = []
-        self.found: list[tuple[int, str, str, str]] = []
+        self.conditions: list[str] = []
+        self.found: list[tuple[int, str, str, str, str]] = []
 
     def _scoped(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         # Decorators and defaults belong to the enclosing scope, as Python evaluates them.
         for decorator in node.decorator_list:
             self.visit(decorator)
         self.scope.append(node.name)
+        outer, self.conditions = self.conditions, []
         for child in node.body:
             self.visit(child)
+        self.conditions = outer
         self.scope.pop()
+
+    def visit_If(self, node: ast.If) -> None:  # noqa: N802 (ast.NodeVisitor's naming)
+        self.visit(node.test)
+        test = " ".join(ast.unparse(node.test).split())
+        for body, condition in ((node.body, test), (node.orelse, f"not ({test})")):
+            self.conditions.append(condition)
+            for child in body:
+                self.visit(child)
+            self.conditions.pop()
 
     visit_FunctionDef = _scoped  # noqa: N815 (ast.NodeVisitor's naming)
     visit_AsyncFunctionDef = _scoped  # noqa: N815
@@ -100,7 +121,9 @@ class _Collector(ast.NodeVisitor):
         if kind is not None:
             lineno = getattr(node, "lineno", 0)
             scope = ".".join(self.scope) or TOP_LEVEL
-            self.found.append((lineno, kind, scope, " ".join(ast.unparse(node).split())))
+            text = " ".join(ast.unparse(node).split())
+            condition = self.conditions[-1] if self.conditions else ""
+            self.found.append((lineno, kind, scope, text, condition))
         super().generic_visit(node)
 
 
@@ -110,9 +133,9 @@ def rule_sites(source: str) -> list[RuleSite]:
     collector.visit(ast.parse(source))
     seen: Counter[tuple[str, str]] = Counter()
     sites = []
-    for line, kind, scope, text in sorted(collector.found, key=lambda found: found[0]):
+    for line, kind, scope, text, condition in sorted(collector.found, key=lambda f: f[0]):
         seen[(scope, text)] += 1
-        sites.append(RuleSite(line, kind, scope, text, seen[(scope, text)]))
+        sites.append(RuleSite(line, kind, scope, text, seen[(scope, text)], condition))
     return sites
 
 
@@ -134,8 +157,9 @@ class Moved:
 
 @attrs.frozen
 class Changed:
-    """The statement is gone from its scope, and the scope holds a new one of the same kind
-    where it stood: its condition or message changed (a reviewer decides)."""
+    """The statement stands under another ``if``, or it is gone from its scope and the scope
+    holds a new one of the same kind where it stood: its condition or message changed (a
+    reviewer decides)."""
 
     anchor: str
     old: RuleSite
@@ -178,6 +202,10 @@ def compare(old: Sequence[RuleSite], new: Sequence[RuleSite], anchors: Sequence[
         after = new_by_anchor.get(anchor)
         if before is None:
             continue  # not an anchor of the old text: the caller reports it
+        if after is not None and after.condition != before.condition:
+            changed.append(Changed(anchor, before, after))
+            unclaimed = [s for s in unclaimed if s is not after]
+            continue
         if after is not None:
             if after.line == before.line:
                 unmoved.append(anchor)
