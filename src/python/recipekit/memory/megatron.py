@@ -334,6 +334,7 @@ def _stage_terms(
 
     activations, peak_layer = _activations(arch, s, pattern, first=first, last=last, stage=stage)
     score_gradients = attention_backward(arch, s, pattern)
+    peak_layer, score_gradients = _block_backward(arch, s, pattern, peak_layer, score_gradients)
     logits = _logits(arch, s) if last else 0.0
     # The loss and the output layer finish their backward pass (freeing the logits) before the
     # first transformer layer's begins, so the layers' backward working set adds only what it
@@ -972,6 +973,42 @@ def attention_backward(arch: Architecture, s: MegatronSetup, pattern: str) -> fl
     return per_score * attention_scores(arch, s, s.tokens / s.cp)
 
 
+def _block_backward(
+    arch: Architecture, s: MegatronSetup, pattern: str, peak_layer: float, score_gradients: float
+) -> tuple[float, float]:
+    """(the recomputed layer's share, the score gradients' share) of the backward pass's peak
+    beyond the stored activations, under full recompute's block method with layers left whole.
+
+    The backward pass runs the last layers first: the whole layers (every activation stored,
+    each freed as its own backward ends) and only then the checkpointed first ones. So its peak
+    is the larger of two moments: the last whole layer differentiated with everything stored
+    (its scores kept, BACKWARD_PER_SCORE less STORED_PER_SCORE a score), or a checkpoint rebuilt
+    after one micro-batch's whole layers are gone (twice the layer, BACKWARD_PER_SCORE a score).
+    Counting both beside every stored activation, as uniform's one moment, prices a rebuilt
+    layer that never coexists with the whole layers' activations."""
+    if s.recompute != "full" or s.recompute_method != "block":
+        return peak_layer, score_gradients
+    chunks, whole = recompute_chunks(
+        checkpoint_units(arch, pattern), s.recompute_method, s.recompute_num_layers
+    )
+    if not whole:
+        return peak_layer, score_gradients
+    kept, rebuilt = "".join(whole), "".join(chunks)
+    tokens, sp = s.tokens / s.cp, s.sequence_shards
+    scores = 0.0
+    if not s.fused_attention:
+        scores = attention_scores(arch, s, tokens)
+    last_whole = (
+        (BACKWARD_PER_SCORE - STORED_PER_SCORE) * scores if params.ATTENTION in kept else 0.0
+    )
+    one_batch_whole = sum(layer_activations(arch, s, kind, tokens, sp) for kind in kept)
+    rebuilt_scores = BACKWARD_PER_SCORE * scores if params.ATTENTION in rebuilt else 0.0
+    checkpoint = peak_layer + rebuilt_scores - one_batch_whole
+    if last_whole >= checkpoint:
+        return 0.0, last_whole
+    return checkpoint - min(rebuilt_scores, checkpoint), min(rebuilt_scores, checkpoint)
+
+
 def _logits(arch: Architecture, s: MegatronSetup) -> float:
     """Each prediction depth's fp32 logits, which the vocabulary-parallel cross entropy keeps
     for its backward pass, and the bf16 logits of the depth being scored (measured: 4 bytes a
@@ -1008,9 +1045,17 @@ def _simulated_step(
     copied = grouped and max(1, arch.kv_heads // s.tp) > 1
     scores = attention_scores(arch, s, tokens)
     rebuilt = set(s.recompute_modules) if s.recompute == "selective" else set()
-    full = s.recompute == "full"
     in_flight = max(1, math.ceil(_in_flight(s, stage)))
-    units = checkpoint_units(arch, pattern) if full else [pattern]
+    # Under full recompute, the checkpoints (each rebuilt whole in the backward pass) and, under
+    # the block method, the layers after them that keep every activation; else the stage as one.
+    if s.recompute == "full":
+        chunks, whole = recompute_chunks(
+            checkpoint_units(arch, pattern), s.recompute_method, s.recompute_num_layers
+        )
+        units = [*chunks, *whole]
+        checkpointed = [True] * len(chunks) + [False] * len(whole)
+    else:
+        units, checkpointed = [pattern], [False]
     buffer: list[int] = []
     # The softmax's fp32 output and bf16 probabilities of each attention layer, by its kept list.
     cores: dict[int, list[int]] = {}
@@ -1204,8 +1249,8 @@ def _simulated_step(
 
     def micro_batch_forward() -> tuple[list[list[list[int]]], list[int]]:
         per_unit: list[list[list[int]]] = []
-        for unit in units:
-            if full:
+        for unit, rebuilt_later in zip(units, checkpointed, strict=True):
+            if rebuilt_later:
                 scratch: list[int] = []
                 for kind in unit:
                     layer_forward(kind, scratch, grad=False)
@@ -1233,8 +1278,10 @@ def _simulated_step(
             t.f(t.a(hidden))  # the output layer's input gradient
             weight_grad(BF16 * arch.vocab * arch.hidden / s.tp)
             t.f(grad)
-        for unit, layers in zip(reversed(units), reversed(per_unit), strict=True):
-            if full:
+        for unit, layers, rebuilt_now in zip(
+            reversed(units), reversed(per_unit), reversed(checkpointed), strict=True
+        ):
+            if rebuilt_now:
                 t.f(*layers[0])
                 layers = []
                 for kind in unit:

@@ -70,3 +70,23 @@ def test_pretrain_under_block_recompute_of_four_layers_does_not_fit() -> None:
     assert "model.recompute_method" in issue.hint
     found = float(issue.message.split("activations ")[1].split(" GiB")[0])
     assert found > 5 * activations["activations"]
+
+
+def test_block_rebuilds_a_checkpoint_only_after_the_whole_layers_are_gone() -> None:
+    # The backward pass runs the whole layers first, freeing each, then rebuilds the
+    # checkpoints: a rebuilt layer never sits beside the whole layers' activations.
+    setup = MegatronSetup(tokens=4096)
+    attention = layer_activations(GPT, setup, "*", 4096, 1)
+    mlp = layer_activations(GPT, setup, "-", 4096, 1)
+    uniform = _terms(recompute_method="uniform", recompute_num_layers=1)
+    # Six whole layers hold more than a rebuilt one: nothing beyond the stored activations.
+    assert "recomputed layer (backward)" not in _terms(
+        recompute_method="block", recompute_num_layers=2
+    )
+    # One whole layer (attention + MLP) is gone when the last checkpoint (attention + 2 x MLP
+    # at its peak) is rebuilt: an MLP's worth beyond what is stored.
+    # (Each less the logits, freed before the layers' backward begins: fp32 and bf16, 6 bytes.)
+    logits = 4096 * GPT.vocab * 6
+    seven = _terms(recompute_method="block", recompute_num_layers=7)
+    assert uniform["recomputed layer (backward)"] == pytest.approx(attention + 2 * mlp - logits)
+    assert seven["recomputed layer (backward)"] == pytest.approx(mlp - logits)
