@@ -32,12 +32,19 @@ import attrs
 
 from recipekit.memory.estimate import GIB
 from recipekit.memory.megatron import ALLOCATOR, BF16, RUNTIME, MegatronSetup, training_terms
-from recipekit.model_card import NEMOTRON_35_LIGHTNING_30B
+from recipekit.model_card import NEMOTRON_35_LIGHTNING_30B, Architecture
 from recipekit.parallelism import ParallelLayout
 
 CARD = "megatron-bridge/main/examples/model_verification_cards/nemotron-3.5-lightning/card.yaml"
-LIGHTNING = NEMOTRON_35_LIGHTNING_30B.architecture
-assert LIGHTNING is not None
+
+
+def _architecture() -> Architecture:
+    arch = NEMOTRON_35_LIGHTNING_30B.architecture
+    assert arch is not None, "the Lightning card has its architecture"
+    return arch
+
+
+LIGHTNING = _architecture()
 
 
 @attrs.frozen

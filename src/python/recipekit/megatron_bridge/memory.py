@@ -57,7 +57,7 @@ def megatron_setup(
         train_vision=not (model.freeze_vision_model and model.freeze_vision_projection),
         # The job's environment first: Megatron-Bridge only setdefaults its env_vars.
         expandable_segments=expandable(
-            allocator_conf(given(config.env_vars, None), config_first=False)
+            allocator_conf(given(getattr(config, "env_vars", None), None), config_first=False)
         ),
         keys={
             **layout.keys.size_keys(),

@@ -61,7 +61,8 @@ EXPANDABLE = "expandable_segments:True"
 
 def _allocator_term(plan: Plan) -> dict[str, Any]:
     assert plan.memory is not None
-    [term] = [t for t in plan.memory.as_json()["phases"][0]["terms"] if "allocator" in t["name"]]
+    terms: list[dict[str, Any]] = plan.memory.as_json()["phases"][0]["terms"]
+    [term] = [t for t in terms if "allocator" in t["name"]]
     return term
 
 
