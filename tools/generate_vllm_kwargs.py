@@ -167,6 +167,64 @@ def engine_fields(source: UpstreamSource, qualified: str) -> dict[str, tuple[Any
     return out
 
 
+def nested_configs(source: UpstreamSource, qualified: str) -> dict[str, dict[str, Any]]:
+    """EngineArgs fields typed as one of vLLM's ``@config`` classes (pydantic dataclasses that
+    forbid extra fields, vllm/config/utils.py): a mapping given for one becomes that class, so
+    each of its keys must be a field of it, of the field's type. Each such engine field ->
+    {"class": name, "file": path:line, "extra": whether it takes keys it does not declare,
+    "fields": {name: (type text, bounds, line)}}."""
+    cls = source.config_class(qualified)
+    assert cls is not None, qualified
+    out: dict[str, dict[str, Any]] = {}
+    for name, field in cls.fields.items():
+        if not getattr(field, "init", True):
+            continue
+        try:
+            annotation = ast.parse(field.annotation, mode="eval").body
+        except SyntaxError:
+            continue
+        targets = {
+            resolved
+            for sub in ast.walk(annotation)
+            if isinstance(sub, ast.Name)
+            and (resolved := source.resolve(field.module, sub.id)) is not None
+            and _is_vllm_config(source, resolved)
+        }
+        if len(targets) != 1:
+            continue
+        target = targets.pop()
+        config = source.config_class(target)
+        assert config is not None
+        node = source.nodes[target]
+        fields = {
+            key: (
+                _with_none(type_text(f.annotation, f.module, source))
+                if f.default == "None"
+                else type_text(f.annotation, f.module, source),
+                dict(f.bounds),
+                f.line,
+            )
+            for key, f in config.fields.items()
+            if getattr(f, "init", True)
+        }
+        out[name] = {
+            "class": config.name,
+            "file": f"{target.split(':')[0].replace('.', '/')}.py:{node.lineno}",
+            "extra": config.allows_extra,
+            "fields": fields,
+        }
+    return out
+
+
+def _is_vllm_config(source: UpstreamSource, qualified: str) -> bool:
+    node = source.nodes.get(qualified)
+    return (
+        node is not None
+        and source.config_class(qualified) is not None
+        and any(ast.unparse(d).split("(")[0] == "config" for d in node.decorator_list)
+    )
+
+
 def _function(tree: ast.Module, cls: str, name: str) -> ast.FunctionDef:
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == cls:
@@ -513,6 +571,15 @@ def generate(reference: Path | None = None) -> dict[str, str]:
         async_only,
     )
     vllm_text += "\n" + _dict(
+        "NESTED_CONFIGS",
+        "EngineArgs fields typed as a vLLM @config class (a pydantic dataclass that forbids "
+        "extra keys, vllm/config/utils.py): a mapping given becomes the class. name -> its "
+        "class, file:line, whether it takes undeclared keys, and its fields: name -> (type, "
+        "bounds, line)",
+        "dict[str, dict[str, Any]]",
+        nested_configs(source, ENGINE_ARGS),
+    )
+    vllm_text += "\n" + _dict(
         "LLM_PARAMETERS",
         f"LLM.__init__'s own parameters ({LLM_PY}; the rest of its **kwargs go to "
         "EngineArgs): name -> (type, line)",
@@ -546,6 +613,9 @@ def generate(reference: Path | None = None) -> dict[str, str]:
         "WORKERS", "branch -> what its worker does", "dict[str, dict[str, Any]]", workers
     )
     workers_text = workers_text.replace(
+        "# ruff: noqa: E501\n", "# ruff: noqa: E501\n\nfrom typing import Any\n", 1
+    )
+    vllm_text = vllm_text.replace(
         "# ruff: noqa: E501\n", "# ruff: noqa: E501\n\nfrom typing import Any\n", 1
     )
     return {

@@ -165,6 +165,44 @@ def vllm_kwargs_are_engine_arguments(ctx: CheckContext) -> Iterator[Issue]:
             )
 
 
+def vllm_kwargs_nested_config_keys(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm/config/utils.py:69 @ vLLM 0.25.1: an engine argument typed as one of vLLM's
+    ``@config`` classes (compilation_config, kv_transfer_config, ...) turns a mapping into that
+    class, a pydantic dataclass that forbids extra fields: each key must be a field, of its
+    declared type and within its bounds, or the engine does not start."""
+    from recipekit.vllm.generated.engine_args_0_25_1 import NESTED_CONFIGS
+
+    kwargs = _kwargs(ctx)
+    for key, raw in kwargs.items():
+        nested = NESTED_CONFIGS.get(key)
+        if nested is None or not isinstance(raw, dict):
+            continue
+        fields, where = nested["fields"], f"{nested['class']}, {nested['file']}"
+        for sub, sub_raw in raw.items():
+            path = f"{KWARGS}.{key}.{sub}"
+            if sub not in fields:
+                if not nested["extra"]:
+                    yield Issue(
+                        path,
+                        f"not a field of {where} {AT}, which forbids extra fields: pydantic "
+                        "refuses it when the engine starts",
+                        hint=did_you_mean(str(sub), fields, what="fields"),
+                    )
+                continue
+            text, bounds, line = fields[sub]
+            value = _plain(sub_raw)
+            if text == "Any" or value is _OPAQUE:
+                continue
+            declared = f"{nested['file'].split(':')[0]}:{line}"
+            coerce, ok, expected = _checker(_type(text))
+            if not ok(coerce(value)):
+                yield Issue(path, f"vLLM takes {expected} ({declared} {AT})", value=sub_raw)
+            elif broken := _outside(value, bounds):
+                yield Issue(
+                    path, f"vLLM refuses it: must be {broken} ({declared} {AT})", value=sub_raw
+                )
+
+
 def vllm_kwargs_replaced_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue]:
     """vllm_worker.py (super-v3: :408, super-v3.5: :422, ...): a warning; the worker writes
     these keys into the engine's arguments itself, so the user's value is replaced."""
@@ -190,5 +228,5 @@ def vllm_kwargs_replaced_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue]:
 
 
 ERROR_CHECKS = (vllm_kwargs_not_passed_by_nemo_rl,)
-SUPER35_ERROR_CHECKS = (vllm_kwargs_are_engine_arguments,)
+SUPER35_ERROR_CHECKS = (vllm_kwargs_are_engine_arguments, vllm_kwargs_nested_config_keys)
 WARNING_CHECKS = (vllm_kwargs_replaced_by_nemo_rl,)

@@ -2,7 +2,8 @@
 engine arguments, as read from the pinned sources (recipekit.vllm.generated)."""
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by name:
-# vllm_kwargs_not_passed_by_nemo_rl, vllm_kwargs_are_engine_arguments.
+# vllm_kwargs_not_passed_by_nemo_rl, vllm_kwargs_are_engine_arguments,
+# vllm_kwargs_nested_config_keys.
 
 from __future__ import annotations
 
@@ -71,6 +72,20 @@ def test_values_outside_the_declared_types_and_bounds_are_refused(
     key = override.split("=")[0]
     found = _mine(refused(rlvr, f"{KWARGS}.{override}"), key)
     assert found and reason in found[0], found
+
+
+def test_a_mapping_for_a_config_class_is_checked_key_by_key(refused: Plan) -> None:
+    # compilation_config becomes vLLM's CompilationConfig, a pydantic dataclass that forbids
+    # extra fields: a misspelt key is refused with the fields it has, a value by its type.
+    found = _mine(refused(rlvr, f"{KWARGS}.compilation_config={{cudagraph_mod: FULL}}"), "comp")
+    assert found and "not a field of CompilationConfig, vllm/config/compilation.py" in found[0]
+    assert "forbids extra fields" in found[0] and "did you mean 'cudagraph_mode'" in found[0]
+    found = _mine(refused(rlvr, f"{KWARGS}.eplb_config={{window_size: 0}}"), "eplb_config")
+    assert found and "must be > 0 (vllm/config/parallel.py:" in found[0]
+    found = _mine(refused(rlvr, f"{KWARGS}.eplb_config={{use_async: sometimes}}"), "eplb_config")
+    assert found and "vLLM takes true or false" in found[0]
+    # A known key of a right type passes.
+    assert not _mine(refused(rlvr, f"{KWARGS}.eplb_config={{window_size: 100}}"), "eplb")
 
 
 def test_a_key_nemo_rl_replaces_warns(warned: Plan) -> None:
