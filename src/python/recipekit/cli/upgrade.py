@@ -27,8 +27,20 @@ EXIT_DECISIONS = 1
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the report (Markdown) here; default: print it.",
 )
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the report as a page of recipekit's HTML report.",
+)
 @reports_recipe_errors
-def upgrade(label: str, commit: str, source_dir: Path | None, report_file: Path | None) -> None:
+def upgrade(
+    label: str,
+    commit: str,
+    source_dir: Path | None,
+    report_file: Path | None,
+    html_file: Path | None,
+) -> None:
     """Move the manifest source LABEL (e.g. nemo-rl/super-v3) to COMMIT, as a change to review.
 
     Run it in the checkout's root. It edits the working tree so that `git diff` is the whole
@@ -62,6 +74,9 @@ def upgrade(label: str, commit: str, source_dir: Path | None, report_file: Path 
     else:
         report_file.write_text(text)
         click.echo(f"wrote {report_file}", err=True)
+    if html_file is not None:
+        html_file.write_text(report.html(outcome))
+        click.echo(f"wrote {html_file}", err=True)
     pending = report.undecided(outcome)
     click.echo(f"{len(pending)} decisions open", err=True)
     if pending:

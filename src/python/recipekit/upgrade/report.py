@@ -305,3 +305,80 @@ def _markdown(outcome: Outcome) -> Iterator[str]:
             for m in outcome.migrations
         ],
     )
+
+
+def html(outcome: Outcome) -> str:
+    """The same report as one page of recipekit's HTML report (``recipekit.review.html_report``)."""
+    from html import escape
+
+    from recipekit.review.html_report import Section, diff_section, page
+
+    def table(header: list[str], rows: Sequence[Sequence[object]]) -> str:
+        if not rows:
+            return "<p>None.</p>"
+        head = "".join(f"<th>{escape(h)}</th>" for h in header)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
+        )
+        return f"<table><tr>{head}</tr>{body}</table>"
+
+    recorded = dict(outcome.recorded)
+    every = decisions(outcome)
+    changes = outcome.rules
+    sections = [
+        Section(
+            "decisions",
+            f"Decisions ({len(undecided(outcome))} open of {len(every)})",
+            table(
+                ["subject", "detail", "decision"],
+                [[d.subject, d.detail, note_for(recorded, d.subject) or "open"] for d in every],
+            ),
+        ),
+        Section(
+            "keys",
+            "Upstream keys",
+            table(
+                ["change", "where", "key", "before", "after / evidence"],
+                [
+                    [c.kind, c.where, c.key, c.old, f"{c.renamed_to} {c.evidence}".strip() or c.new]
+                    for c in outcome.keys
+                ],
+            ),
+        ),
+        Section(
+            "rules",
+            "Rules",
+            table(
+                ["decision", "rule", "where", "before", "after"],
+                [
+                    ["changed", r.id, f"{r.file}:{c.new.line}", c.old.shown, c.new.shown]
+                    for r, c in changes.changed
+                ]
+                + [
+                    ["vanished", r.id, f"{r.file}:{v.old.line}", v.old.shown, ""]
+                    for r, v in changes.vanished
+                ]
+                + [["new site", "", f"{p}:{s.line}", "", s.shown] for p, s in changes.new_sites]
+                + [
+                    ["moved", r.id, f"{f}:{m.new.line}", f"{r.file}:{m.old.line}", ""]
+                    for r, m, f in changes.moved
+                ],
+            ),
+        ),
+        diff_section(
+            f"{outcome.label} {outcome.old_commit[:12]} -> {outcome.new_commit[:12]}",
+            {stage.stage: list(stage.config) for stage in outcome.stages},
+        ),
+        Section(
+            "migrations",
+            "Migrations",
+            table(
+                ["key", "renamed to", "files", "applied"],
+                [
+                    [m.old_key, m.new_key, ", ".join(m.files), "yes" if m.applied else m.why]
+                    for m in outcome.migrations
+                ],
+            ),
+        ),
+    ]
+    return page(f"Upgrade of {outcome.label}", sections)

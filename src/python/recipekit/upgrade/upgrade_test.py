@@ -80,6 +80,8 @@ def _upgrade(checkout: Path, monkeypatch: pytest.MonkeyPatch, *extra: str) -> Re
             str(TESTDATA / "new"),
             "--report",
             "report.md",
+            "--html",
+            "report.html",
             *extra,
         ],
     )
@@ -98,6 +100,13 @@ def test_the_report_lists_decisions_and_exits_1(upgraded: tuple[Path, Result, st
     assert result.exit_code == 1, result.output + result.stderr
     assert "decisions open" in result.stderr
     assert text.startswith(f"# Upgrade of `{LABEL}`: `{OLD_COMMIT[:12]}` -> `{NEW_COMMIT[:12]}`")
+
+
+def test_the_report_is_also_a_page_of_the_html_report(upgraded: tuple[Path, Result, str]) -> None:
+    checkout, _, _ = upgraded
+    page = (checkout / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and f"Upgrade of {LABEL}" in page
+    assert "rule vanished demo.setup.batch-size-even" in page and "open</td>" in page
 
 
 def test_the_manifest_pins_the_new_commit_and_blobs(upgraded: tuple[Path, Result, str]) -> None:
