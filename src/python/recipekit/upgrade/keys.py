@@ -101,9 +101,16 @@ def module_name(path: str) -> str:
 
 
 def config_classes(files: Mapping[str, bytes]) -> dict[str, ConfigClass]:
-    python = {
-        module_name(path): data.decode() for path, data in files.items() if path.endswith(".py")
-    }
+    python = {}
+    for path, data in files.items():
+        if not path.endswith(".py"):
+            continue
+        try:
+            text = data.decode()
+            ast.parse(text)
+        except (UnicodeDecodeError, SyntaxError, ValueError):
+            continue  # a file this Python cannot read declares nothing it can compare
+        python[module_name(path)] = text
     return UpstreamSource(python, packages_export=True).config_classes()
 
 

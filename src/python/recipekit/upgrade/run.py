@@ -201,8 +201,9 @@ def _write_pins(
 
 
 def _rehash_expanded(checkout: Path, label: str, text: str) -> str:
-    """Each config the manifest expands from a file of ``label`` pins its content hash: that
-    hash is recomputed from the new files (the checkout's own tools/fetch_reference)."""
+    """Each file the manifest derives from a file of ``label`` (a copy, a notebook's cell, a
+    config expanded with its defaults) pins what it derives: recomputed from the new files by
+    the checkout's own tools/fetch_reference."""
     tool = _checkout_tool(checkout, "fetch_reference")
     if tool is None:
         return text
@@ -211,15 +212,24 @@ def _rehash_expanded(checkout: Path, label: str, text: str) -> str:
     for index, block in enumerate(blocks[1:], 1):
         source = re.search(r'^source = "([^"]+)"', block, re.MULTILINE)
         rule = re.search(r'^rule = "([^"]+)"', block, re.MULTILINE)
-        if not source or not rule or rule.group(1) != "nemo-rl-expand":
+        cell = re.search(r"^cell = (\d+)", block, re.MULTILINE)
+        if not source or not rule or not source.group(1).startswith(label + "/"):
             continue
         path = reference / source.group(1)
         if not path.is_file():
             continue
-        digest = tool.canonical_sha256(tool.nemo_rl_expand(path))
-        blocks[index] = re.sub(
-            r'^content_sha256 = "[0-9a-f]+"', f'content_sha256 = "{digest}"', block, flags=re.M
-        )
+        if rule.group(1) == "nemo-rl-expand":
+            digest = tool.canonical_sha256(tool.nemo_rl_expand(path))
+            block = re.sub(
+                r'^content_sha256 = "[0-9a-f]+"', f'content_sha256 = "{digest}"', block, flags=re.M
+            )
+        elif rule.group(1) in ("copy", "notebook-cell"):
+            data = path.read_bytes()
+            if rule.group(1) == "notebook-cell" and cell:
+                data = tool.notebook_cell(data, int(cell.group(1)))
+            blob = pins.git_blob_id(data)
+            block = re.sub(r'^blob = "[0-9a-f]+"', f'blob = "{blob}"', block, flags=re.M)
+        blocks[index] = block
     return "[[derived]]".join(blocks)
 
 
