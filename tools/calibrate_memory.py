@@ -797,6 +797,8 @@ def run_architecture_setup(run: dict[str, Any]) -> tuple[Architecture, MegatronS
         recompute=run["recompute"],
         recompute_method=run.get("recompute_method", "uniform"),
         recompute_num_layers=run.get("recompute_num_layers", 1),
+        # PYTORCH_CUDA_ALLOC_CONF as measure set it for the run's process
+        expandable_segments="expandable_segments:True" in run.get("alloc_conf", ""),
         fused_attention=False,  # the local spec's attention is unfused
         # no Transformer Engine or Apex: torch's AdamW, or its fused kernel (FUSED_ADAM)
         fused_adam=bool(run.get("fused_adam", False)),
