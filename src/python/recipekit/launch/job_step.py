@@ -174,8 +174,10 @@ def _job_step(node: _Node, interactive: bool) -> int:
     node.announce()
     ports = profile.ray_ports
     gpus = plan["hardware"]["gpus_per_node"]
+    # Bring-up's waits grow with the node count (launch.bringup), unless the profile sets one.
+    timeout_s = profile.ray_start_timeout(len(nodes))
     if node_index > 0 and not wait_for_port(
-        head_address, ports.gcs, profile.ray_start_timeout_s, what="the head's Ray GCS", log=log
+        head_address, ports.gcs, timeout_s, what="the head's Ray GCS", log=log
     ):
         log(f"head's Ray GCS {head_address}:{ports.gcs} did not answer; giving up")
         return EXIT_RAY
@@ -184,9 +186,7 @@ def _job_step(node: _Node, interactive: bool) -> int:
         raylet = ports.fixed_ports(node_index - 1)["node_manager"]
         log(f"waiting for the raylet of node {node_index} ({previous}:{raylet})")
         raylet_of = f"node {node_index}'s raylet"
-        if not wait_for_port(
-            previous, raylet, profile.ray_start_timeout_s, what=raylet_of, log=log
-        ):
+        if not wait_for_port(previous, raylet, timeout_s, what=raylet_of, log=log):
             log(f"node {node_index}'s raylet did not answer; giving up")
             return EXIT_RAY
     temp_dir = node_temp_dir(job_id, node_index, plan["hash"])
@@ -229,7 +229,7 @@ def _job_step(node: _Node, interactive: bool) -> int:
 def _cluster_complete(
     plan: dict[str, Any], profile: ClusterProfile, head_address: str, nodes: int, log: Log
 ) -> bool:
-    gcs_port, timeout_s = profile.ray_ports.gcs, profile.ray_start_timeout_s
+    gcs_port, timeout_s = profile.ray_ports.gcs, profile.ray_start_timeout(nodes)
     address = f"{head_address}:{gcs_port}"
     if not wait_for_port(head_address, gcs_port, timeout_s, what="the Ray head's GCS", log=log):
         log(f"Ray head did not open {address}")

@@ -469,8 +469,11 @@ class ClusterProfile:
     ray_ports: RayPorts = attrs.field(
         factory=RayPorts, validator=instance_of(RayPorts, what="a RayPorts")
     )
-    ray_start_timeout_s: int = attrs.field(
-        default=300, validator=_every(instance_of(int, what="whole seconds"), at_least(1))
+    # How long the head waits for every node's Ray (and a worker for the head's GCS). None:
+    # derived from the node count (``ray_start_timeout``), so 144 nodes get more than 16.
+    ray_start_timeout_s: int | None = attrs.field(
+        default=None,
+        validator=_optional(_every(instance_of(int, what="whole seconds"), at_least(1))),
     )
     # torch.distributed's MASTER_PORT for "per-gpu" stages, bound by rank 0 on the first node.
     # NOT IN THE RECIPE: torch.distributed's default port (torchrun --master-port).
@@ -568,6 +571,15 @@ class ClusterProfile:
         if self.startup_allowance_s is not None:
             return self.startup_allowance_s
         return min(DEFAULT_STARTUP_ALLOWANCE_S, limit_seconds(self.time_limit) // 4)
+
+    def ray_start_timeout(self, num_nodes: int) -> int:
+        """``ray_start_timeout_s``, or by default one derived from the node count
+        (``launch.bringup.ray_start_timeout``)."""
+        from recipekit.launch.bringup import ray_start_timeout
+
+        if self.ray_start_timeout_s is not None:
+            return self.ray_start_timeout_s
+        return ray_start_timeout(num_nodes)
 
     def for_base(self, base: str) -> ClusterProfile:
         """This profile as a stage on ``base`` runs on it: that base's image and checkout."""
