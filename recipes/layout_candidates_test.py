@@ -12,15 +12,17 @@ milliseconds each); to stay fast the test searches an even sample of each framew
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 
+from recipekit import layout_search
 from recipekit.hardware import Hardware
 from recipekit.keypaths import with_values
-from recipekit.layout_search import SearchResult, search
+from recipekit.layout_search import SearchResult, search, table
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl.checks.context import RESOURCES as GENERATION_RESOURCES
 from recipekit.nemo_rl.layout import GENERATION_GPUS
@@ -160,3 +162,56 @@ def test_expert_tensor_parallel_across_nvl72_trays_is_one_rule_for_every_framewo
     )
     planned: Any = plan.layout
     assert (planned.parallel.tp, planned.parallel.etp) == (8, 8)
+
+
+class ReferencePricing:
+    """The search's pricing as it first was, the reference the faster one (``layout_search.
+    _Pricing``: each (key, value) checked once, the estimate's parts shared) must equal: every
+    candidate's own config made (``with_values``) and estimated whole."""
+
+    def __init__(self, framework: Any, config: Any, hardware: Hardware, model: ModelCard) -> None:
+        self._framework, self._config = framework, config
+        self._hardware, self._model = hardware, model
+
+    def estimate(self, layout: Any, overrides: dict[str, Any]) -> Any:
+        candidate = with_values(self._config, overrides)
+        found = self._framework.memory(candidate, self._hardware, self._model, layout)
+        if found is not None:
+            assert found.fits() == (not found.issues()[0])
+        return found
+
+
+def _refused_values(
+    proposals: list[tuple[Any, dict[str, Any]]],
+) -> list[tuple[Any, dict[str, Any]]]:
+    """Proposals with values their sections refuse: one, two in one proposal (both its issues,
+    in its order), and a wrong type."""
+    layout, overrides = proposals[len(proposals) // 2]
+    tp, cp = layout.keys.key("tp"), layout.keys.key("cp")
+    return [
+        (layout, {**overrides, tp: 0}),
+        (layout, {**overrides, cp: 0, tp: 0}),
+        (layout, {**overrides, tp: "2"}),
+    ]
+
+
+@pytest.mark.parametrize("name", SEARCHED)
+def test_the_search_ranks_as_pricing_each_candidates_own_config_does(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Same tried, fitting and refused counts, refusal examples, candidates, memory and table
+    # (but its timing), on an even sample of the stage's proposals.
+    stage = STAGES[name]
+    _, proposals = _proposals(stage)
+    sampled = SampledFramework(stage.framework, proposals)
+    sampled._proposals = _refused_values(proposals) + sampled._proposals
+    sampled_stage = attrs.evolve(stage, framework=sampled)
+    fast = search(sampled_stage, top=TOP)
+    monkeypatch.setattr(layout_search, "_Pricing", ReferencePricing)
+    reference = search(sampled_stage, top=TOP)
+    assert fast.as_json() == reference.as_json()
+    assert [r.key for r in fast.refused][:1] == [proposals[0][0].keys.key("tp")]
+    timing = re.compile(r" \(\d+\.\d\d s\)$")
+    assert [timing.sub("", line) for line in table(fast)] == [
+        timing.sub("", line) for line in table(reference)
+    ]

@@ -57,12 +57,22 @@ def cli() -> None:
     """Plan, render and run this stage on a Slurm cluster. With no sub-command, prints the plan."""
 
 
+STEP_TIME_HELP = (
+    "Seconds a training step takes on this cluster: the plan says how many continuations "
+    "to expect, and submit refuses more than Slurm's MaxBatchRequeue. Default: measured in an "
+    "earlier attempt of the stage on this cluster, where one stopped at its deadline."
+)
+
+
 @cli.command()
 @format_option
 @set_option
 @cluster_option
+@click.option("--step-time", type=click.FloatRange(min=0, min_open=True), help=STEP_TIME_HELP)
 @reports_recipe_errors
-def plan(output_format: str, overrides: tuple[str, ...], cluster: str | None) -> None:
+def plan(
+    output_format: str, overrides: tuple[str, ...], cluster: str | None, step_time: float | None
+) -> None:
     """Validate the stage and print its plan, and the job script `submit` would run."""
     from recipekit.launch.run_files import job_script
 
@@ -73,12 +83,13 @@ def plan(output_format: str, overrides: tuple[str, ...], cluster: str | None) ->
         if profile is not None:
             click.echo(f"\njob script for cluster profile {profile.name!r}:\n")
             click.echo(job_script(the_plan, profile), nl=False)
-            from recipekit.launch.time_budget import time_budget
+            from recipekit.launch.time_budget import run_outline
 
-            budget = time_budget(the_plan, profile)
-            if budget is not None:  # how the stage meets the time limit (launch.time_budget)
-                click.echo(f"\ntime budget on {profile.name!r}:")
-                for line in [*budget.lines(), *(i.render() for i in budget.issues())]:
+            # How the stage meets the time limit (launch.time_budget), Ray's wait (bringup).
+            outline = run_outline(the_plan, profile, step_time_s=step_time)
+            if outline:
+                click.echo(f"\nhow it runs on {profile.name!r}:")
+                for line in outline:
                     click.echo(f"  {line}")
 
 
@@ -101,8 +112,11 @@ def render(directory: Path, overrides: tuple[str, ...], cluster: str | None) -> 
 )
 @set_option
 @cluster_option
+@click.option("--step-time", type=click.FloatRange(min=0, min_open=True), help=STEP_TIME_HELP)
 @reports_recipe_errors
-def submit(interactive: bool, overrides: tuple[str, ...], cluster: str | None) -> None:
+def submit(
+    interactive: bool, overrides: tuple[str, ...], cluster: str | None, step_time: float | None
+) -> None:
     """Submit the stage as a Slurm batch job; prints the job id and where its log goes.
 
     Secrets (WANDB_API_KEY, HF_TOKEN, ...) are taken from this shell's environment by Slurm
@@ -130,7 +144,7 @@ def submit(interactive: bool, overrides: tuple[str, ...], cluster: str | None) -
         click.echo(f"{client} submitted the job and owns it: see its `status` and `kill`")
         # Submitted, but not recorded: the reason is in the output above.
         sys.exit(handed.record_status or 0)
-    job_id, run = submit_plan(the_plan, profile, interactive=interactive)
+    job_id, run = submit_plan(the_plan, profile, interactive=interactive, step_time_s=step_time)
     click.echo(f"submitted {the_plan.stage.name} as Slurm job {job_id} (plan {the_plan.hash[:12]})")
     click.echo(f"run directory: {run.path}")
     click.echo(f"log: {run.logs}/slurm-{job_id}.out")

@@ -41,15 +41,13 @@ Log = Callable[[str], None]
 
 ATTEMPTS_FILE = "attempts.jsonl"
 CONTINUE_FILE = "continue"
+# Written by the job script's trap when Slurm's time-limit signal came and the framework was
+# asked to save and stop ("JOB RESTARTS"): that attempt's stop is a deadline's, however early.
+SIGNALLED_FILE = "time-limit-signal"
 # The head's status when the stage made no progress in an attempt: it ends FAILED.
 EXIT_NO_PROGRESS = 8
 # ... and when Slurm would refuse to requeue it again (MaxBatchRequeue).
 EXIT_REQUEUE_LIMIT = 9
-# Seconds before the time limit that Slurm signals the batch script (the last line of defence);
-# Slurm checks its timers every 30 s and may signal up to a minute early, so the signal is armed
-# only under a time limit of at least SIGNAL_FROM_S.
-SIGNAL_LEAD_S = 120
-SIGNAL_FROM_S = 600
 
 
 def _budget(plan: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -77,6 +75,16 @@ def _attempt_key() -> tuple[str, int]:
     job = os.environ.get("SLURM_JOB_ID", "local")
     restarts = os.environ.get("SLURM_RESTART_COUNT", "0") or "0"
     return job, int(restarts) if restarts.isdigit() else 0
+
+
+def time_limit_signalled(run: RunDir) -> bool:
+    """This attempt got Slurm's time-limit signal and the framework was asked to save and stop
+    (the job script's trap wrote so before it signalled the framework's step)."""
+    job, restarts = _attempt_key()
+    try:
+        return run.file(SIGNALLED_FILE).read_text().split() == [job, str(restarts)]
+    except OSError:
+        return False
 
 
 def _append(run: RunDir, record: Mapping[str, Any]) -> None:
@@ -155,20 +163,27 @@ def finish_attempt(
     ran_s = time.time() - float(started.get("start", time.time()))
     steps = budget.get("steps")
     end = {"job": job, "attempt": attempt, "end": time.time(), "step": step, "status": status}
+    # Stopped by the time-limit signal (the framework saved on it): a deadline's stop, early.
+    signalled = time_limit_signalled(run)
+    stopped_by = "the time-limit signal" if signalled else "its save deadline"
+    if signalled:
+        end["stopped_by"] = "time-limit signal"
     if status != 0:
         _append(run, {**end, "outcome": "crashed"})
+        after = " after the time-limit signal" if signalled else ""
         log(
-            f"recipekit: the framework exited with status {status} in attempt {attempt} of job "
-            f"{job} (at step {step}): a crash, not a continuation; the stage ends FAILED"
+            f"recipekit: the framework exited with status {status}{after} in attempt {attempt} "
+            f"of job {job} (at step {step}): a crash, not a continuation; the stage ends FAILED"
         )
         return status
-    if steps is None or step >= int(steps) or ran_s < float(budget["deadline_s"]):
+    own_stop = ran_s < float(budget["deadline_s"]) and not signalled
+    if steps is None or step >= int(steps) or own_stop:
         _append(run, {**end, "outcome": "done"})
         return None
     if step <= from_step:
         _append(run, {**end, "outcome": "no-progress"})
         log(
-            f"recipekit: attempt {attempt} of job {job} stopped at its save deadline at step "
+            f"recipekit: attempt {attempt} of job {job} stopped at {stopped_by} at step "
             f"{step}, where it started: no progress (is {budget['key']}={budget['value']} "
             "shorter than a step?); the stage ends FAILED"
         )
@@ -186,7 +201,7 @@ def finish_attempt(
     per_step = ran_s / max(1, step - from_step)
     left = int(steps) - step
     log(
-        f"recipekit: attempt {attempt} of job {job} stopped at its save deadline at step {step} "
+        f"recipekit: attempt {attempt} of job {job} stopped at {stopped_by} at step {step} "
         f"of {steps} ({step - from_step} steps in {dhms(int(ran_s))}): continuing as job {job}; "
         f"about {left * per_step / max(1.0, float(budget['deadline_s'])):.1f} more attempt(s)"
     )
@@ -216,9 +231,9 @@ def continuation_summary(run_path: Path, job: str | None = None) -> str | None:
 
 def script_directives(budget: TimeBudget | None) -> list[str]:
     """The ``#SBATCH`` lines: Slurm signals the batch script before the time limit."""
-    if budget is None or budget.time_limit_s < SIGNAL_FROM_S:
+    if budget is None or not budget.signal_armed:
         return []
-    return [f"--signal=B:USR1@{SIGNAL_LEAD_S}"]
+    return [f"--signal=B:USR1@{budget.signal_lead_s}"]
 
 
 def script_functions(budget: TimeBudget | None, run: RunDir) -> list[str]:
@@ -228,20 +243,25 @@ def script_functions(budget: TimeBudget | None, run: RunDir) -> list[str]:
         return []
     marker = shlex.quote(str(run.file(CONTINUE_FILE)))
     lines = _CONTINUE.format(marker=marker).split("\n")
-    if script_directives(budget):
-        attempts = shlex.quote(str(run.file(ATTEMPTS_FILE)))
-        lines += [
-            "",
-            *_ON_TIME_LIMIT.format(
-                lead=SIGNAL_LEAD_S,
-                deadline_s=budget.deadline_s,
-                key=budget.key,
-                value=budget.value,
-                allowance=budget.startup_allowance_s,
-                attempts=attempts,
-            ).split("\n"),
-        ]
-    return lines
+    if not script_directives(budget):
+        return lines
+    if budget.save_signal is not None:
+        trap = _SAVE_ON_SIGNAL.format(
+            lead=budget.signal_lead_s,
+            signal=budget.save_signal,
+            scancel_signal=budget.save_signal.removeprefix("SIG"),
+            signalled=shlex.quote(str(run.file(SIGNALLED_FILE))),
+        )
+    else:
+        trap = _ON_TIME_LIMIT.format(
+            lead=budget.signal_lead_s,
+            deadline_s=budget.deadline_s,
+            key=budget.key,
+            value=budget.value,
+            allowance=budget.startup_allowance_s,
+            attempts=shlex.quote(str(run.file(ATTEMPTS_FILE))),
+        )
+    return [*lines, "", *trap.split("\n"), *_WAIT_STEP.split("\n")]
 
 
 def waited(command: str, budget: TimeBudget | None) -> str:
@@ -249,7 +269,7 @@ def waited(command: str, budget: TimeBudget | None) -> str:
     (bash runs a trap only between commands, and ``wait`` is one)."""
     if not script_directives(budget):
         return command + " \\\n    || step_failed $?"
-    return command + " &\nwait_step $! || step_failed $?"
+    return command + ' &\nframework_step=$!\nwait_step "$framework_step" || step_failed $?'
 
 
 # The head wrote `continue` (this job, this attempt): requeue the job, same id.
@@ -283,13 +303,35 @@ on_time_limit() {{
         "$SLURM_JOB_ID" $(( ${{SLURM_RESTART_COUNT:-0}} + 1 )) "$(date +%s)" >> {attempts}
     scontrol requeue "$SLURM_JOB_ID"
 }}
-trap on_time_limit USR1
+trap on_time_limit USR1"""
+
+# A framework that saves and stops on a signal (Megatron-Bridge's exit signal handler): Slurm's
+# signal reaches the framework's step, whose launcher lets the framework finish its save; the
+# step ends 0, the head finds the attempt stopped short of its step budget and the job continues.
+_SAVE_ON_SIGNAL = """\
+# Slurm's signal {lead} s before the time limit (--signal): the last line of defence. The
+# framework's step gets {signal}: the framework saves and stops (its exit signal handler), its
+# launcher waits for it, and the job continues from that checkpoint (continue_if_unfinished).
+on_time_limit() {{
+    if [ -z "${{framework_step:-}}" ] || ! kill -0 "$framework_step" 2>/dev/null; then
+        echo "recipekit: time limit signal outside the framework's step: nothing to save" >&2
+        return 0
+    fi
+    echo "recipekit: job $SLURM_JOB_ID is {lead} s from its time limit: asking the" \\
+        "framework to save and stop ({signal} to its step)" >&2
+    echo "$SLURM_JOB_ID ${{SLURM_RESTART_COUNT:-0}}" > {signalled}
+    scancel --signal={scancel_signal} "$SLURM_JOB_ID" \\
+        || echo "recipekit: scancel --signal failed: the time limit ends the job" >&2
+}}
+trap on_time_limit USR1"""
+
+_WAIT_STEP = """\
 # A background step's status, across waits a trapped signal interrupts.
-wait_step() {{
+wait_step() {
     local status
     while true; do
         wait "$1" && return 0
         status=$?
         kill -0 "$1" 2>/dev/null || return "$status"
     done
-}}"""
+}"""

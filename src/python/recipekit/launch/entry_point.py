@@ -22,11 +22,12 @@ import json
 import os
 import signal
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from recipekit.launch.continuation import time_limit_signalled
 from recipekit.launch.framework_process import Terminated, entry_point_command, run_framework
 from recipekit.launch.profile import profile_from_json
 from recipekit.launch.run_dir import PLAN_FILE, PROFILE_FILE, RENDEZVOUS_FILE, RunDir
@@ -96,6 +97,17 @@ def _exit_stopped(signum: int, _: FrameType | None) -> None:
     os._exit(EXIT_STOPPED)
 
 
+def _saving(run: RunDir, plan: Mapping[str, Any]) -> Callable[[int], bool] | None:
+    """Whether a signal is the job script's time-limit request to save and stop (the framework
+    saves on it: Megatron-Bridge's exit signal handler), rather than a cancel or a failure."""
+    budget = plan.get("time_budget") or {}
+    name = budget.get("save_signal")
+    if not name:
+        return None
+    wanted = getattr(signal, str(name), None)
+    return lambda signum: signum == wanted and time_limit_signalled(run)
+
+
 def run_entry_point(run_path: str) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _exit_stopped)
@@ -121,7 +133,14 @@ def run_entry_point(run_path: str) -> int:
     if env.get("RANK", "0") == "0":
         log(f"cd {profile.framework_root} && " + " ".join(command))
     try:
-        status = run_framework(command, profile.framework_root, env, grace_s=STOP_GRACE_S)
+        status = run_framework(
+            command,
+            profile.framework_root,
+            env,
+            grace_s=STOP_GRACE_S,
+            saving=_saving(run, plan),
+            log=log,
+        )
     except Terminated as why:
         log(f"stopped ({why})")
         return EXIT_STOPPED

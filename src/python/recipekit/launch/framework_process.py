@@ -97,7 +97,13 @@ def _signal_group(pgid: int, signum: int) -> None:
 
 
 def run_framework(
-    command: list[str], cwd: str, env: Mapping[str, str], *, grace_s: float = 10.0
+    command: list[str],
+    cwd: str,
+    env: Mapping[str, str],
+    *,
+    grace_s: float = 10.0,
+    saving: Callable[[int], bool] | None = None,
+    log: Log | None = None,
 ) -> int:
     """Run ``command`` in its own process group until it exits; its exit status.
 
@@ -106,6 +112,10 @@ def run_framework(
     signals every process of a job step, and the child may be reached first. Whatever is left
     in the child's group is killed. The handlers in place before the call come back after it
     (further signals ignored once stopped: the clean-up that follows must not be interrupted).
+
+    ``saving(signum)`` true: the signal asks the framework to save and stop (the job script's
+    time-limit trap, ``continuation``): the framework has it too (Slurm signals every process
+    of the step), so it is let finish its save, and its status is returned as it is.
     """
     stopped: list[str] = []
     group: list[int] = []
@@ -119,6 +129,10 @@ def run_framework(
         timers.append(timer)
 
     def on_signal(signum: int, _: FrameType | None) -> None:
+        if not stopped and saving is not None and saving(signum):
+            if log is not None:
+                log(f"{signal.Signals(signum).name}: the framework saves and stops; waiting for it")
+            return
         if not stopped:
             stopped.append(signal.Signals(signum).name)
             if group:

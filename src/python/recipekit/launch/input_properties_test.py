@@ -350,7 +350,7 @@ elif os.path.basename(sys.argv[0]) == "scontrol":
 DIRECTIVES = {
     "job-name", "nodes", "ntasks-per-node", "gres", "exclusive", "time", "partition",
     "account", "dependency", "requeue", "output", "open-mode",
-    "signal",  # before the time limit, where it is long enough (continuation.SIGNAL_FROM_S)
+    "signal",  # before the time limit, where it is long enough (TimeBudget.signal_armed)
 }  # fmt: skip
 
 

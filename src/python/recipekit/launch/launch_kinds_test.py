@@ -105,9 +105,11 @@ def _steps(lines: list[str]) -> list[list[str]]:
         elif not line or line.startswith("#") or line == "continue_if_unfinished":
             continue
         # A framework step runs in the background where a trap must run beside it
-        # (continuation.waited): `srun ... &`, then `wait_step $! || step_failed $?`.
-        if line in ("|| step_failed $?", "wait_step $! || step_failed $?"):
+        # (continuation.waited): `srun ... &`, its pid kept, then `wait_step ...`.
+        if line in ("|| step_failed $?", 'wait_step "$framework_step" || step_failed $?'):
             checked += 1
+        elif line == "framework_step=$!":
+            continue
         elif steps and line:
             steps[-1].append(line.removesuffix(" &"))
     assert checked == len(steps), "a step without the lost-node check"

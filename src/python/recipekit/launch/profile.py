@@ -432,6 +432,14 @@ class ClusterProfile:
         default=None,
         validator=_optional(_every(instance_of(int, what="whole seconds"), at_least(0))),
     )
+    # Seconds before the time limit that Slurm signals the job (``#SBATCH --signal``), the last
+    # line of defence when start-up outran the allowance: a framework that saves on a signal
+    # (Megatron-Bridge) must save and stop within it, so it is the time this cluster's storage
+    # takes to write a checkpoint, and more. Slurm may signal up to a minute early: a time limit
+    # shorter than this plus 60 s gets no signal (``continuation.script_directives``).
+    time_limit_signal_s: int = attrs.field(
+        default=120, validator=_every(instance_of(int, what="whole seconds"), at_least(1))
+    )
     container: Pyxis | OciBundle | NoContainer = attrs.field(
         factory=NoContainer,
         validator=instance_of(

@@ -313,11 +313,48 @@ def write_run_dir(
     return run
 
 
+def check_requeues(
+    plan: Plan,
+    profile: ClusterProfile,
+    step_time_s: float | None,
+    max_requeue: Callable[[], int] | None = None,
+) -> None:
+    """Refuses a run that needs more continuations than the cluster requeues a job (Slurm's
+    MaxBatchRequeue, read from the cluster only where a step time is known: given, or measured
+    in an earlier attempt): its last attempts would be refused, the stage left unfinished."""
+    from recipekit.launch.continuation import max_batch_requeue
+    from recipekit.launch.time_budget import measured_step_time, time_budget
+
+    source = "given (--step-time)"
+    if step_time_s is None:
+        measured = measured_step_time(plan, profile)
+        if measured is None:
+            return
+        step_time_s, source = measured
+    budget = time_budget(
+        plan,
+        profile,
+        step_time_s=step_time_s,
+        step_time_source=source,
+        max_requeue=(max_requeue or max_batch_requeue)(),
+    )
+    if budget is not None and budget.issues():
+        raise RecipeError(budget.issues(), context=f"{plan.stage.name}: cannot submit")
+
+
 def submit_plan(
-    plan: Plan, profile: ClusterProfile, *, interactive: bool = False, after: Sequence[str] = ()
+    plan: Plan,
+    profile: ClusterProfile,
+    *,
+    interactive: bool = False,
+    after: Sequence[str] = (),
+    step_time_s: float | None = None,
 ) -> tuple[str, RunDir]:
-    """Submit; ``after``: job ids that must end well before this one starts (a pipeline)."""
+    """Submit; ``after``: job ids that must end well before this one starts (a pipeline);
+    ``step_time_s``: seconds a step takes, where known (``check_requeues``)."""
     check_submittable(plan, profile)
+    if not interactive:
+        check_requeues(plan, profile, step_time_s)
     launch = plan.stage.framework.launch
     if launch == "delegated" and not interactive:
         raise ValueError(f"{plan.stage.name} is delegated: submit it with submit_delegated")

@@ -37,9 +37,11 @@ When the framework stops at its deadline before its step budget (``grpo.max_num_
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -52,6 +54,8 @@ if TYPE_CHECKING:
 
 # Slurm's default MaxBatchRequeue (slurm.conf(5)); submit reads the cluster's own.
 SLURM_MAX_BATCH_REQUEUE = 5
+# How early Slurm may send a job's --signal ("up to 60 seconds earlier than specified", sbatch(1)).
+SLURM_SIGNAL_EARLY_S = 60
 # ClusterProfile.startup_allowance_s left None: a quarter of the time limit, at most this. A
 # 120B model on 36 GB200 nodes spends most of it loading weights and starting vLLM.
 DEFAULT_STARTUP_ALLOWANCE_S = 1800
@@ -70,17 +74,31 @@ class DeadlineKey:
     saves_if: str | None
     # Where the framework's checkpoints go (the step count comes from them).
     checkpoint_dir: str
+    # The key that makes the framework save and stop on a signal, and the one naming the signal
+    # (None: the framework saves only at its deadline).
+    signal_switch: str | None = None
+    signal_key: str | None = None
 
 
 DEADLINE_KEYS: dict[str, DeadlineKey] = {
+    # NeMo-RL saves only at its deadline: its TimeoutChecker reads the clock, nothing else
+    # (nemo_rl/utils/timer.py, NVIDIA-NeMo/RL@05c502c); no signal handler in its algorithms.
     "nemo-rl": DeadlineKey(
         "checkpointing.checkpoint_must_save_by",
         "dhms",
         "checkpointing.enabled",
         "checkpointing.checkpoint_dir",
     ),
+    # Megatron-Bridge: "Dynamically save the checkpoint and shutdown the training if SIGTERM is
+    # received" (train.exit_signal_handler, the signal train.exit_signal, default SIGTERM;
+    # megatron/training/config/training_config.py:79-82 @ Megatron-Core 0.19.2).
     "megatron-bridge": DeadlineKey(
-        "train.exit_duration_in_mins", "minutes", None, "checkpoint.save"
+        "train.exit_duration_in_mins",
+        "minutes",
+        None,
+        "checkpoint.save",
+        signal_switch="train.exit_signal_handler",
+        signal_key="train.exit_signal",
     ),
 }
 
@@ -163,8 +181,15 @@ class TimeBudget:
     steps: int | None
     # Slurm's MaxBatchRequeue as the plan knows it (submit reads the cluster's).
     max_requeue: int = SLURM_MAX_BATCH_REQUEUE
-    # Seconds a step takes where known (a measured earlier attempt), and the attempts it means.
+    # Seconds a step takes where known, and where that came from ("given": --step-time;
+    # "measured: ...": an earlier attempt of the stage), and the attempts it means.
     step_time_s: float | None = None
+    step_time_source: str | None = None
+    # Seconds before the time limit that Slurm signals the job (the profile's
+    # time_limit_signal_s), and the signal that makes the framework save and stop (None: it
+    # saves only at its deadline, and the signal requeues the job instead).
+    signal_lead_s: int = 120
+    save_signal: str | None = None
 
     @property
     def expected_attempts(self) -> int | None:
@@ -172,6 +197,22 @@ class TimeBudget:
             return None
         per_attempt = max(1, int(self.deadline_s // self.step_time_s))
         return math.ceil(self.steps / per_attempt)
+
+    @property
+    def signal_armed(self) -> bool:
+        """Slurm signals the job before its limit: only where the signal cannot come before the
+        job has started (Slurm checks its timers every 30 s and may signal up to a minute
+        early, sbatch(1) --signal)."""
+        return self.time_limit_s >= self.signal_lead_s + SLURM_SIGNAL_EARLY_S
+
+    @property
+    def longest_step_that_fits(self) -> float | None:
+        """The step time above which the run needs more continuations than Slurm allows (the
+        last step of each attempt is not started when it would pass the deadline)."""
+        if self.steps is None or self.deadline_s <= 0:
+            return None
+        steps_per_attempt = math.ceil(self.steps / (self.max_requeue + 1))
+        return self.deadline_s / steps_per_attempt
 
     def issues(self) -> list[Issue]:
         """Continuations past Slurm's MaxBatchRequeue: the last ones would be refused."""
@@ -199,20 +240,54 @@ class TimeBudget:
             else "the recipe's, kept: it fits the time limit with the start-up allowance"
         )
         steps = f"{self.step_key}={self.steps}" if self.step_key else "no step budget known"
-        attempts = self.expected_attempts
-        if attempts is None:
-            continued = "continuations: as many as the run needs (no measured step time yet)"
-        else:
-            continued = (
-                f"continuations: {attempts - 1} expected ({attempts} attempts at "
-                f"{self.step_time_s:g} s a step)"
-            )
         return [
             f"time limit {self.time_limit}; save deadline {self.key}={self.value} ({source})",
             f"step budget {steps}; stopped at the deadline before it, the job continues itself "
-            f"(scontrol requeue, same job id); {continued}; Slurm allows {self.max_requeue} "
-            "requeues (MaxBatchRequeue)",
+            f"(scontrol requeue, same job id); Slurm allows {self.max_requeue} requeues "
+            "(MaxBatchRequeue)",
+            self.continuations_line(),
+            self.signal_line(),
         ]
+
+    def signal_line(self) -> str:
+        """What the job does at Slurm's signal before the time limit (the last line of defence,
+        for a start-up that outran the allowance)."""
+        if not self.signal_armed:
+            return (
+                f"no time-limit signal: the limit is under {self.signal_lead_s} s "
+                f"(profile time_limit_signal_s) + {SLURM_SIGNAL_EARLY_S} s, the most Slurm may "
+                "signal early"
+            )
+        ahead = f"Slurm signals the job {self.signal_lead_s} s before its time limit"
+        if self.save_signal is not None:
+            return (
+                f"{ahead}: the framework's step gets {self.save_signal}, it saves and stops "
+                "(its exit signal handler, on), and the job continues from that checkpoint"
+            )
+        return (
+            f"{ahead}: past the save deadline, the job requeues itself to resume from its newest "
+            "checkpoint (this framework saves only at its deadline: the steps since its last "
+            "save are run again)"
+        )
+
+    def continuations_line(self) -> str:
+        """How many continuations to expect, or why the plan cannot say."""
+        attempts, fits = self.expected_attempts, self.longest_step_that_fits
+        if attempts is not None:
+            return (
+                f"continuations: {attempts - 1} expected ({attempts} attempts of "
+                f"{_clock(self.deadline_s)} at {self.step_time_s:g} s a step, "
+                f"{self.step_time_source})"
+            )
+        if self.steps is None:
+            return "continuations: cannot say: no step budget in the config"
+        return (
+            "continuations: cannot say: no step time known (the plan has no model of a step's "
+            "time; give --step-time SECONDS, or run the stage: its first continued attempt "
+            f"measures it); within Slurm's {self.max_requeue} requeues the run fits if a step "
+            f"takes at most {fits:.3g} s ({self.max_requeue + 1} attempts of "
+            f"{_clock(self.deadline_s)} for {self.steps} steps)"
+        )
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -226,6 +301,8 @@ class TimeBudget:
             "step_key": self.step_key,
             "steps": self.steps,
             "max_requeue": self.max_requeue,
+            "signal_lead_s": self.signal_lead_s,
+            "save_signal": self.save_signal,
         }
 
 
@@ -242,6 +319,7 @@ def time_budget(
     *,
     max_requeue: int = SLURM_MAX_BATCH_REQUEUE,
     step_time_s: float | None = None,
+    step_time_source: str = "given",
 ) -> TimeBudget | None:
     """The stage's budget on ``profile``; None for a framework with no save deadline (an
     export, an evaluation) or a run that saves nothing at its deadline. Refuses an explicit
@@ -293,7 +371,63 @@ def time_budget(
         steps=budget[1] if budget else None,
         max_requeue=max_requeue,
         step_time_s=step_time_s,
+        step_time_source=step_time_source if step_time_s is not None else None,
+        signal_lead_s=profile.time_limit_signal_s,
+        save_signal=_save_signal(found, config, plan),
     )
+
+
+def _save_signal(found: DeadlineKey, config: Mapping[str, Any], plan: Plan) -> str | None:
+    """The signal that makes the framework save and stop: its own switch on (``with_deadline``
+    turns it on unless the recipe or --set turned it off), and the signal it names."""
+    if found.signal_switch is None or found.signal_key is None:
+        return None
+    switch = _lookup(config, found.signal_switch)
+    if switch is False and _explicit(plan, found.signal_switch):
+        return None
+    named = _lookup(config, found.signal_key)
+    if named is None:
+        return "SIGTERM"  # Megatron-Core's default exit_signal
+    text = str(named).rsplit(".", 1)[-1].upper()  # "SIGUSR1", "signal.SIGUSR1", "Signals.SIGTERM"
+    return text if text.startswith("SIG") else f"SIG{text}"
+
+
+def measured_step_time(plan: Plan, profile: ClusterProfile) -> tuple[float, str] | None:
+    """Seconds a step took in an earlier attempt of this stage on this profile, and which: an
+    attempt that stopped at its deadline trained for its deadline and made its steps (the next
+    one would not fit), so deadline / steps bounds a step from above. This plan's own run first,
+    then the stage's other runs, newest first. None where no attempt was continued."""
+    from recipekit.launch.continuation import read_attempts
+
+    runs = Path(profile.runs_dir)
+    own = f"{plan.stage.name}-{plan.hash[:12]}"
+    try:
+        candidates = sorted(
+            runs.glob(f"{plan.stage.name}-*/attempts.jsonl"),
+            key=lambda p: (p.parent.name != own, -p.stat().st_mtime),
+        )
+    except OSError:
+        return None
+    for path in candidates:
+        try:
+            summary = json.loads((path.parent / "plan.json").read_text())
+        except (OSError, ValueError):
+            continue
+        deadline_s = (summary.get("time_budget") or {}).get("deadline_s")
+        if not isinstance(deadline_s, int) or deadline_s <= 0:
+            continue
+        starts = {r.get("attempt"): r for r in read_attempts(path.parent) if "start" in r}
+        for record in reversed(read_attempts(path.parent)):
+            begun = starts.get(record.get("attempt"), {}).get("from_step")
+            if record.get("outcome") != "continued" or not isinstance(begun, int):
+                continue
+            made = int(record.get("step", 0)) - begun
+            if made > 0:
+                which = "this plan's run" if path.parent.name == own else f"run {path.parent.name}"
+                return deadline_s / made, (
+                    f"measured: {made} steps in a {_clock(deadline_s)} attempt of {which}"
+                )
+    return None
 
 
 def _format(unit: str, seconds: int) -> str | int:
@@ -302,13 +436,21 @@ def _format(unit: str, seconds: int) -> str | int:
 
 def with_deadline(plan: Plan, budget: TimeBudget | None) -> Plan:
     """``plan`` with the deadline the framework reads in its config (and, for a framework that
-    takes its config as arguments, in those)."""
-    if budget is None or budget.source != "derived":
+    takes its config as arguments, in those); where the framework can save on a signal and
+    the recipe left its switch alone, the switch on (the job script's last line of defence)."""
+    if budget is None:
         return plan
     config = plan.framework_config
-    if _lookup(config, budget.key) == budget.value:
+    if budget.source == "derived" and _lookup(config, budget.key) != budget.value:
+        config = _set(config, budget.key.split("."), budget.value)
+    found = DEADLINE_KEYS[plan.stage.framework.name]
+    switch = found.signal_switch
+    on = budget.save_signal is not None and switch is not None
+    if on and switch is not None and _lookup(config, switch) is not True:
+        config = _set(config, switch.split("."), True)
+    if config is plan.framework_config:
         return plan
-    return attrs.evolve(plan, framework_config=_set(config, budget.key.split("."), budget.value))
+    return attrs.evolve(plan, framework_config=config)
 
 
 def _set(config: Mapping[str, Any], path: list[str], value: Any) -> dict[str, Any]:
@@ -317,3 +459,34 @@ def _set(config: Mapping[str, Any], path: list[str], value: Any) -> dict[str, An
     head, *rest = path
     child = value if not rest else _set(config.get(head) or {}, rest, value)
     return {**config, head: child}
+
+
+def run_outline(
+    plan: Plan, profile: ClusterProfile, *, step_time_s: float | None = None
+) -> list[str]:
+    """What ``plan`` prints of how the stage runs on ``profile``: Ray's bring-up wait (a Ray
+    stage), the save deadline, the continuations to expect and Slurm's limit on them. The step
+    time is the one given, else one measured in an earlier attempt of the stage on this profile."""
+    from recipekit.launch.bringup import bringup_line
+
+    lines = []
+    if plan.stage.framework.launch == "ray":
+        nodes = plan.stage.hardware.num_nodes
+        lines.append(
+            bringup_line(
+                nodes,
+                profile.ray_start_timeout(nodes),
+                given=profile.ray_start_timeout_s is not None,
+                allowance_s=profile.startup_allowance,
+            )
+        )
+    measured = None if step_time_s is not None else measured_step_time(plan, profile)
+    budget = time_budget(
+        plan,
+        profile,
+        step_time_s=measured[0] if measured else step_time_s,
+        step_time_source=measured[1] if measured else "given (--step-time)",
+    )
+    if budget is not None:
+        lines += [*budget.lines(), *(i.render() for i in budget.issues())]
+    return lines

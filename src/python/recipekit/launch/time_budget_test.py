@@ -119,7 +119,8 @@ def test_job_script_arms_the_signal_and_continues_itself(tmp_path: Path) -> None
     script = _script(tmp_path, "08:00:00")
     assert "#SBATCH --signal=B:USR1@120" in script.splitlines()
     assert "trap on_time_limit USR1" in script
-    assert "job-step \\\n    " in script and "&\nwait_step $! || step_failed $?" in script
+    assert "job-step \\\n    " in script
+    assert '&\nframework_step=$!\nwait_step "$framework_step" || step_failed $?' in script
     assert script.rstrip().endswith("continue_if_unfinished")
     assert f"cat {tmp_path / 'run' / 'continue'}" in script
     subprocess.run(["bash", "-n"], input=script, text=True, check=True)
@@ -138,8 +139,10 @@ def _attempt(
     saved: list[int],
     status: int = 0,
     ran_s: float = 100.0,
+    signalled: bool = False,
 ) -> tuple[int | None, list[str]]:
-    """One attempt of a run whose deadline is 10 s and step budget 12."""
+    """One attempt of a run whose deadline is 10 s and step budget 12 (``signalled``: the job
+    script's trap passed the time-limit signal on to the framework)."""
     ckpt = tmp_path / "ckpt"
     plan = {
         "stage": "s",
@@ -154,6 +157,8 @@ def _attempt(
     continuation.start_attempt(run, plan, logged.append)
     for step in saved:
         (ckpt / f"step_{step}").mkdir(parents=True, exist_ok=True)
+    if signalled:
+        (tmp_path / continuation.SIGNALLED_FILE).write_text(f"7 {restart}\n")
     records = continuation.read_attempts(tmp_path)
     records[-1]["start"] -= ran_s
     (tmp_path / continuation.ATTEMPTS_FILE).write_text(
@@ -190,3 +195,67 @@ def test_a_stop_before_the_deadline_is_the_frameworks_own_end(
 ) -> None:
     # Ran 5 s of a 10 s deadline and stopped at step 4 of 12 (an epoch limit, say): done.
     assert _attempt(tmp_path, monkeypatch, restart=0, saved=[4], ran_s=5.0)[0] is None
+
+
+def test_a_stop_at_the_time_limit_signal_continues_though_the_deadline_had_not_come(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same early stop, after the trap passed Slurm's signal on: the job continues.
+    verdict, logged = _attempt(
+        tmp_path, monkeypatch, restart=0, saved=[4], ran_s=5.0, signalled=True
+    )
+    assert verdict == 0 and "stopped at the time-limit signal at step 4 of 12" in logged[-1]
+    [end] = [r for r in continuation.read_attempts(tmp_path) if "outcome" in r]
+    assert end["outcome"] == "continued" and end["stopped_by"] == "time-limit signal"
+
+
+def test_without_a_step_time_the_plan_says_it_cannot_and_what_step_would_fit(
+    tmp_path: Path,
+) -> None:
+    from recipekit.launch.time_budget import run_outline
+
+    plan = make_plan(rlvr)
+    profile = _profile("gb200-nvl72", tmp_path, time_limit="04:00:00")
+    outline = run_outline(plan, profile)
+    [line] = [x for x in outline if x.startswith("continuations:")]
+    # 1000 steps in at most 6 attempts of 3:30:00: 167 steps each, so 75.4 s a step.
+    assert line.startswith("continuations: cannot say: no step time known")
+    assert "fits if a step takes at most 75.4 s (6 attempts of 3:30:00 for 1000 steps)" in line
+    given = run_outline(plan, profile, step_time_s=60.0)
+    assert "continuations: 4 expected (5 attempts of 3:30:00 at 60 s a step, given" in "\n".join(
+        given
+    )
+
+
+def test_an_earlier_continued_attempt_measures_the_step_time(tmp_path: Path) -> None:
+    from recipekit.launch.run_dir import RunDir
+    from recipekit.launch.time_budget import measured_step_time, run_outline
+
+    plan = make_plan(rlvr)
+    profile = _profile("gb200-nvl72", tmp_path, time_limit="04:00:00")
+    assert measured_step_time(plan, profile) is None
+    run = RunDir.for_plan(profile.runs_dir, plan.stage.name, plan.hash)
+    run.path.mkdir(parents=True)
+    files = run_files(plan, profile)
+    run.write_text("plan.json", files.plan)
+    attempts = [
+        {"job": "5", "attempt": 1, "start": 1.0, "from_step": 0},
+        {"job": "5", "attempt": 1, "end": 2.0, "step": 210, "outcome": "continued"},
+    ]
+    run.write_text(continuation.ATTEMPTS_FILE, "".join(json.dumps(r) + "\n" for r in attempts))
+    measured = measured_step_time(plan, profile)
+    assert measured is not None and measured[0] == 12600 / 210  # 3:30:00 over 210 steps
+    assert "210 steps in a 3:30:00 attempt of this plan's run" in measured[1]
+    assert any("continuations: 4 expected (5 attempts" in x for x in run_outline(plan, profile))
+
+
+def test_submit_refuses_a_run_past_max_batch_requeue(tmp_path: Path) -> None:
+    from recipekit.launch.submit import check_requeues
+
+    plan = make_plan(rlvr)
+    profile = _profile("gb200-nvl72", tmp_path, time_limit="04:00:00")
+    check_requeues(plan, profile, None, max_requeue=lambda: 5)  # unknown: nothing to refuse
+    check_requeues(plan, profile, 60.0, max_requeue=lambda: 5)
+    with pytest.raises(RecipeError, match="need 10 attempts, 9 continuations; Slurm requeues"):
+        check_requeues(plan, profile, 120.0, max_requeue=lambda: 5)
+    check_requeues(plan, profile, 120.0, max_requeue=lambda: 9)  # this cluster allows 9
