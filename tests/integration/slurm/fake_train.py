@@ -17,7 +17,10 @@ Installed as Megatron-Bridge's ``examples/conversion/convert_checkpoints_multi_g
 called with ``export ...``, rank 0 stands in for the HF export instead (``export_model``).
 
 FAKE_FAIL_RANK and FAKE_FAIL_STATUS make one rank exit with that status after the rendezvous;
-FAKE_SLEEP (seconds) keeps the others training meanwhile. They come from the submitting shell
+FAKE_SLEEP (seconds) keeps the others training meanwhile. FAKE_STEP_SECONDS makes every rank
+train instead, an iteration that long (``train``): resuming from the newest saved iteration, and
+saving and stopping at ``train.exit_duration_in_mins`` or, with ``train.exit_signal_handler``,
+at SIGTERM, as Megatron-Bridge does (the time-limit test). They come from the submitting shell
 through Slurm's --export, like any user environment. Standard library only: it runs with
 whichever Python the entry point is started with.
 """
@@ -25,10 +28,14 @@ whichever Python the entry point is started with.
 import json
 import os
 import re
+import signal
 import socket
 import sys
 import time
 from pathlib import Path
+
+# Megatron's exit_duration_in_mins counts from the program's start (_TRAIN_START_TIME).
+STARTED = time.monotonic()
 
 SEEN = (
     "RANK",
@@ -109,6 +116,68 @@ def save_checkpoints(given: dict[str, str]) -> str | None:
     return None
 
 
+def save_iteration(directory: Path, step: int) -> None:
+    saved = directory / f"iter_{step:07d}"
+    saved.mkdir(parents=True, exist_ok=True)
+    (saved / OUTPUT_FILE).write_bytes(b"not really weights")
+    # As Megatron-Bridge finishes a save: the train state, then the tracker.
+    (saved / "train_state.pt").write_bytes(b"not really a train state")
+    (directory / "latest_checkpointed_iteration.txt").write_text(str(step))
+    print(f"fake-train: saved iteration {step}", flush=True)
+
+
+def step_seconds() -> float:
+    """FAKE_STEP_SECONDS: an iteration's seconds, or one value an attempt ("1,0.1": the first
+    attempt's iterations take 1 s, a requeued attempt's 0.1 s; the last value goes on)."""
+    values = [float(v) for v in os.environ["FAKE_STEP_SECONDS"].split(",")]
+    attempt = int(os.environ.get("SLURM_RESTART_COUNT", "0") or "0")
+    return values[min(attempt, len(values) - 1)]
+
+
+def train(given: dict[str, str], rank: int, step_seconds: float) -> str | None:
+    """Train as Megatron-Bridge's loop does, ``step_seconds`` an iteration, every rank alike
+    (rank 0 saves): from the newest iteration in ``checkpoint.save`` (its tracker file) to
+    ``train.train_iters``, saving every ``checkpoint.save_interval`` and at the end. After an
+    iteration it saves and stops, exit 0, once ``train.exit_duration_in_mins`` has passed since
+    the program started, or, with ``train.exit_signal_handler``, once SIGTERM came (Megatron's
+    exit signal handler, checked after each iteration)."""
+    problem = next(
+        (
+            f"{key}={given[key]} does not exist"
+            for key in ("checkpoint.pretrained_checkpoint", "dataset.path")
+            if key in given and given[key] != "null" and not Path(given[key]).exists()
+        ),
+        None,
+    )
+    if problem:
+        return problem
+    signalled: list[int] = []
+    if given.get("train.exit_signal_handler") == "true":
+        signal.signal(signal.SIGTERM, lambda signum, _: signalled.append(signum))
+    directory = Path(given["checkpoint.save"])
+    tracker = directory / "latest_checkpointed_iteration.txt"
+    start = int(tracker.read_text()) if tracker.is_file() else 0
+    if start and rank == 0:
+        print(f"fake-train: resuming from iteration {start}", flush=True)
+    every = int(given.get("checkpoint.save_interval", "1"))
+    last = int(given["train.train_iters"])
+    exit_after_s = float(given.get("train.exit_duration_in_mins", "inf")) * 60
+    for step in range(start + 1, last + 1):
+        time.sleep(step_seconds)
+        if rank == 0:
+            print(f"fake-train: iteration {step} done", flush=True)
+        out_of_time = time.monotonic() - STARTED >= exit_after_s
+        stop = (signalled or out_of_time) and step != last
+        if rank == 0 and (step % every == 0 or step == last or stop):
+            save_iteration(directory, step)
+        if stop:
+            why = "exit signal received" if signalled else "exiting program after"
+            if rank == 0:
+                print(f"fake-train: {why}: saved and stopping at iteration {step}", flush=True)
+            return None
+    return None
+
+
 def export_options(argv: list[str]) -> dict[str, str | None]:
     """``--flag value`` and bare ``--flag`` options of the export's command line."""
     found: dict[str, str | None] = {}
@@ -163,6 +232,12 @@ def main() -> int:
     out = run / "seen"
     out.mkdir(exist_ok=True)
     (out / f"{node}-{rank}.json").write_text(json.dumps(seen))
+    if "FAKE_STEP_SECONDS" in os.environ and sys.argv[1:2] != ["export"]:
+        problem = train(overrides(sys.argv[1:]), rank, step_seconds())
+        if problem:
+            print(f"fake-train: {problem}", flush=True)
+            return 93
+        return 0
     if rank == 0:
         if sys.argv[1:2] == ["export"]:
             problem = export_model(sys.argv[1:])

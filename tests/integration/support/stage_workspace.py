@@ -41,7 +41,7 @@ profile = ClusterProfile(
     name="local-test",
     node={node},
     partition="gpu",
-    time_limit={time_limit!r},{startup_allowance}
+    time_limit={time_limit!r},{startup_allowance}{signal_lead}
     container=NoContainer(python={python!r}),
     runs_dir={runs!r},
     # The local cluster's nodes are one host: the test's whole folder is storage they all see.
@@ -102,6 +102,7 @@ class Workspace:
         tracking: str = "Tracking(mode='off')",
         time_limit: str = "00:20:00",
         startup_allowance_s: int | None = None,
+        time_limit_signal_s: int | None = None,
     ) -> str:
         path = self.root / f"profile_{len(list(self.root.glob('profile_*.py')))}.py"
         path.write_text(
@@ -121,6 +122,11 @@ class Workspace:
                     ""
                     if startup_allowance_s is None
                     else f"\n    startup_allowance_s={startup_allowance_s},"
+                ),
+                signal_lead=(
+                    ""
+                    if time_limit_signal_s is None
+                    else f"\n    time_limit_signal_s={time_limit_signal_s},"
                 ),
             )
         )
