@@ -89,6 +89,23 @@ def _workspace(root: Path, cluster: LocalSlurm, ray_python: Path, stage: str) ->
     return ws
 
 
+# The crash scenario's Ray, beside the other RL job's on the same host: Ray's GCS listens on
+# every address, so two heads of the test profile's port plan (gcs 6379) would collide.
+OTHER_PORTS = (
+    "RayPorts(node_offset=1000, gcs=6479, dashboard=8365, node_manager=23001, "
+    "object_manager=23002, runtime_env_agent=23003, dashboard_agent_grpc=23004, "
+    "dashboard_agent_listen=23005, metrics_export=23006, min_worker=23100, max_worker=23999)"
+)
+
+
+def _with_ports(profile: str, ports: str) -> str:
+    path = Path(profile.partition(":")[0])
+    text = path.read_text()
+    assert "RayPorts(node_offset=1000)" in text
+    path.write_text(text.replace("RayPorts(node_offset=1000)", ports))
+    return profile
+
+
 def _submit(ws: Workspace, profile: str, env: dict[str, str]) -> Submitted:
     started = time.monotonic()
     job_id, log = ws.submit(profile, env=env)
@@ -123,8 +140,11 @@ def jobs(tmp_path_factory: pytest.TempPathFactory, cluster: LocalSlurm, ray_pyth
     )
     crash = _workspace(root / "crash", cluster, ray_python, "rl")
     crash.overrides.append("grpo.seed=11")  # a plan (and run) of its own
-    crash_profile = crash.write_profile(
-        node="B200_NODE", time_limit=TIME_LIMIT, startup_allowance_s=RL_ALLOWANCE
+    crash_profile = _with_ports(
+        crash.write_profile(
+            node="B200_NODE", time_limit=TIME_LIMIT, startup_allowance_s=RL_ALLOWANCE
+        ),
+        OTHER_PORTS,
     )
     sft = _workspace(root / "sft", cluster, ray_python, "sft")
     sft_profile = sft.write_profile(
