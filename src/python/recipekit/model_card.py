@@ -63,7 +63,9 @@ class VisionEncoder:
     image_size: int = 0
 
 
-@attrs.frozen(kw_only=True)
+# Its hash is kept (cache_hash): every cached estimate keys on it, thousands of times in a
+# layout search.
+@attrs.frozen(kw_only=True, cache_hash=True)
 class Architecture:
     name: str
     # One character per layer: M Mamba-2, * attention, E MoE, - MLP (Megatron-Core's

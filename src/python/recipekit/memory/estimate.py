@@ -8,6 +8,7 @@ its two largest terms and what to change.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -51,7 +52,8 @@ class Phase:
     # A phase that fills its budget by design (vLLM's KV cache) is only checked for overflow.
     warn_when_full: bool = True
 
-    @property
+    # Kept once summed: the layout search asks each shared phase of thousands of estimates.
+    @functools.cached_property
     def total_bytes(self) -> float:
         return sum(t.bytes for t in self.terms)
 
@@ -100,11 +102,16 @@ class MemoryEstimate:
         checked = [p for p in self.phases if p.warn_when_full] or list(self.phases)
         return min(p.headroom_gib for p in checked)
 
+    def fits(self) -> bool:
+        """No phase is over its limit: ``issues()`` has no error. The layout search asks this of
+        thousands of estimates whose messages it never shows."""
+        return not any(_over_limit(phase) for phase in self.phases)
+
     def issues(self) -> tuple[list[Issue], list[Issue]]:
         """(errors, warnings): a phase over HBM stops the plan, one over 90% warns."""
         errors, warnings = [], []
         for phase in self.phases:
-            if phase.fraction > 1.0:
+            if _over_limit(phase):
                 errors.append(_over(phase, "does not fit"))
             elif phase.fraction > WARN_FRACTION and phase.warn_when_full:
                 warnings.append(_over(phase, "leaves under 10% of HBM free"))
@@ -115,6 +122,10 @@ class MemoryEstimate:
             "phases": [p.as_json() for p in self.phases],
             **({"assumptions": list(self.assumptions)} if self.assumptions else {}),
         }
+
+
+def _over_limit(phase: Phase) -> bool:
+    return phase.fraction > 1.0
 
 
 def _over(phase: Phase, verdict: str) -> Issue:

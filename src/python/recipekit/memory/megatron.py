@@ -83,7 +83,8 @@ LOGITS_BLOCKS = 1.0
 SIMULATED_BLOCKS = 40_000
 
 
-@attrs.frozen(kw_only=True)
+# Its hash is kept (cache_hash): the estimate's caches key on it.
+@attrs.frozen(kw_only=True, cache_hash=True)
 class MegatronSetup:
     """What decides a Megatron-Core rank's memory: the stage's one parallel layout (its sizes
     read through the properties below, by Megatron's names) and the rest of its settings."""
@@ -220,6 +221,7 @@ def training_terms(arch: Architecture, setup: MegatronSetup) -> tuple[Term, ...]
 def clear_cache() -> None:
     """Forget every cached training estimate (a benchmark of a cold estimate)."""
     _training_terms.cache_clear()
+    _checkpoint_chunks.cache_clear()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -491,8 +493,8 @@ def _allocator(
     through ``step_trace.ExpandableSegments`` and is the share alone: free space merges in one
     segment, so no freed block strands a segment of its own, and what is mapped beyond the peak
     is the holes below the mapped end and the last page's rest."""
-    shards = _optimizer_shards(arch, s, pattern, first=first, last=last)
     simulated = 0.0
+    shards = _optimizer_shards(arch, s, pattern, first=first, last=last) if simulate else []
     played = simulate and _simulation_size(arch, s, pattern, shards, stage) <= SIMULATED_BLOCKS
     if played:
         reserved, peak = simulation_cache.cached_pair(
@@ -795,6 +797,16 @@ def recompute_chunks(units: list[str], method: str, layers: int) -> tuple[list[s
     return ["".join(units[i : i + layers]) for i in range(0, len(units), layers)], []
 
 
+@functools.lru_cache(maxsize=1024)
+def _checkpoint_chunks(
+    arch: Architecture, pattern: str, method: str, layers: int
+) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]:
+    """recompute_chunks of a stage's checkpoint_units, and the distinct checkpoints, made once:
+    the layout search prices thousands of layouts of the same few stage patterns."""
+    checkpointed, kept = recompute_chunks(checkpoint_units(arch, pattern), method, layers)
+    return tuple(checkpointed), tuple(kept), frozenset(checkpointed)
+
+
 def checkpoint_units(arch: Architecture, pattern: str) -> list[str]:
     """The layers full recompute checkpoints one at a time (recompute_method uniform, one layer
     a checkpoint: transformer_block.py, _checkpointed_forward). A GPT model's TransformerLayer
@@ -816,8 +828,9 @@ def _activations(
     sp = s.sequence_shards
     per_kind = {kind: layer_activations(arch, s, kind, tokens, sp) for kind in set(pattern)}
     if s.recompute == "full":
-        units = checkpoint_units(arch, pattern)
-        checkpointed, kept = recompute_chunks(units, s.recompute_method, s.recompute_num_layers)
+        checkpointed, kept, distinct = _checkpoint_chunks(
+            arch, pattern, s.recompute_method, s.recompute_num_layers
+        )
         # Only each checkpoint's input survives the forward pass (sequence-parallel sharded);
         # a layer outside every checkpoint (block's rest) keeps all it stores.
         stored = len(checkpointed) * BF16 * tokens * arch.hidden / sp
@@ -830,7 +843,7 @@ def _activations(
         if not s.fused_attention and params.ATTENTION in per_kind:
             rebuilt_per_kind[params.ATTENTION] -= scores
         rebuilt = max(
-            (_rebuilt_unit(chunk, rebuilt_per_kind) for chunk in checkpointed), default=0.0
+            (_rebuilt_unit(chunk, rebuilt_per_kind) for chunk in distinct), default=0.0
         )
     else:
         stored, rebuilt = sum(pattern.count(k) * v for k, v in per_kind.items()), 0.0
