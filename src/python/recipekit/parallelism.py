@@ -38,7 +38,8 @@ PLAN_SIZES: dict[str, tuple[str, str]] = {
 }
 
 
-@attrs.frozen(kw_only=True)
+# Its hash is kept (cache_hash): the layout search and the estimate's caches key on it.
+@attrs.frozen(kw_only=True, cache_hash=True)
 class ParallelLayout:
     """One Megatron-Core layout of the ``gpus`` that train one model."""
 
@@ -244,15 +245,25 @@ def model_parallel_divides_gpus(ctx: LayoutContext) -> Iterator[Issue]:
     lay, keys = ctx.layout, ctx.keys
     if lay.gpus <= 0:
         return  # the framework's node split reports it
+    if lay.gpus % _model_parallel_of(lay, keys) == 0:
+        return
     factors = [(keys.name(f), getattr(lay, f)) for f in ("tp", "pp", "cp") if keys.has(f)]
     size, arithmetic = product_of(factors)
-    if lay.gpus % size == 0:
-        return
     yield Issue(
         keys.section,
         f"{arithmetic} does not divide {ctx.gpus_text}",
         hint=f"data parallel would be {lay.gpus} / {size} = {lay.gpus / size:g}; change one of "
         + ", ".join(keys.key(f) for f in ("tp", "pp", "cp") if keys.has(f)),
+    )
+
+
+def _model_parallel_of(lay: ParallelLayout, keys: ParallelKeys) -> int:
+    # TP x PP x CP of the sizes the framework has, without the message's arithmetic: the
+    # layout search asks this of thousands of layouts, most of which pass.
+    return (
+        (lay.tp if keys.tp is not None else 1)
+        * (lay.pp if keys.pp is not None else 1)
+        * (lay.cp if keys.cp is not None else 1)
     )
 
 
@@ -410,6 +421,20 @@ LAYOUT_RULES: tuple[LayoutRule, ...] = (
 )
 
 
+# Rules that refuse TP, PP and CP (and the GPUs) whatever the expert sizes: one that refuses
+# them with EP = ETP = 1 refuses them with every EP and ETP, so megatron_layouts tries no expert
+# sizes there (most of the sizes it tries go no further). parallelism_test checks it against
+# every size tried.
+_SIZES_ALONE: tuple[LayoutRule, ...] = (
+    tensor_groups_stay_inside_nvlink,
+    model_parallel_divides_gpus,
+)
+
+
+def _passes(rule: LayoutRule, ctx: LayoutContext) -> bool:
+    return next(iter(rule(ctx)), None) is None
+
+
 def layout_issues(ctx: LayoutContext) -> list[Issue]:
     """Every layout rule's issues for one layout."""
     return [issue for rule in LAYOUT_RULES for issue in rule(ctx)]
@@ -418,7 +443,7 @@ def layout_issues(ctx: LayoutContext) -> list[Issue]:
 def layout_passes(ctx: LayoutContext) -> bool:
     """No layout rule refuses the layout: the search's test, stopping at the first issue (it
     tries thousands of layouts a stage, most refused by the first rule that looks)."""
-    return not any(next(iter(rule(ctx)), None) is not None for rule in LAYOUT_RULES)
+    return all(_passes(rule, ctx) for rule in LAYOUT_RULES)
 
 
 def model_layout_issues(
@@ -462,21 +487,24 @@ def megatron_layouts(
         gpus_text="",
     )
     experts = [1] if not num_experts else [e for e in SIZES if num_experts % e == 0]
-    for tp, pp, cp, ep, etp in itertools.product(SIZES, SIZES[:4], SIZES[:5], experts, SIZES[:4]):
-        if not num_experts and etp > 1:
+    # attrs.evolve of ``base`` and of ``probe``, their fields read once (thousands of layouts).
+    kept, context = _init_values(base), _init_values(probe)
+    new_pipeline = {"vpp": None, "first_stage_layers": None, "last_stage_layers": None}
+    for tp, pp, cp in itertools.product(SIZES, SIZES[:4], SIZES[:5]):
+        sizes = {"gpus": gpus, "tp": tp, "pp": pp, "cp": cp}
+        pipeline = {} if pp == base.pp else new_pipeline
+        dense = ParallelLayout(**{**kept, **sizes, **pipeline, "ep": 1, "etp": 1})
+        dense_context = LayoutContext(**{**context, "layout": dense})
+        if not all(_passes(rule, dense_context) for rule in _SIZES_ALONE):
             continue
-        same_pipeline = pp == base.pp
-        layout = attrs.evolve(
-            base,
-            gpus=gpus,
-            tp=tp,
-            pp=pp,
-            cp=cp,
-            ep=ep,
-            etp=etp,
-            vpp=base.vpp if same_pipeline else None,
-            first_stage_layers=base.first_stage_layers if same_pipeline else None,
-            last_stage_layers=base.last_stage_layers if same_pipeline else None,
-        )
-        if layout_passes(attrs.evolve(probe, layout=layout)):
-            yield layout
+        for ep, etp in itertools.product(experts, SIZES[:4]):
+            if not num_experts and etp > 1:
+                continue
+            layout = ParallelLayout(**{**kept, **sizes, **pipeline, "ep": ep, "etp": etp})
+            if layout_passes(LayoutContext(**{**context, "layout": layout})):
+                yield layout
+
+
+def _init_values(instance: Any) -> dict[str, Any]:
+    """What ``attrs.evolve(instance, ...)`` passes on of ``instance``: its init fields."""
+    return {f.name: getattr(instance, f.name) for f in attrs.fields(type(instance)) if f.init}

@@ -5,13 +5,17 @@
 
 from __future__ import annotations
 
-import attrs
+import itertools
 
-from recipekit.hardware import B200_NODE, GB200_NODE
+import attrs
+import pytest
+
+from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE, NodeType
 from recipekit.parallelism import (
     DTENSOR,
     MEGATRON_BRIDGE,
     NEMO_RL,
+    SIZES,
     LayoutContext,
     ParallelLayout,
     layout_issues,
@@ -102,3 +106,59 @@ def test_the_generator_yields_only_layouts_the_rules_accept() -> None:
     found = list(megatron_layouts(32, GB200_NODE, 88, 512, base))
     assert found and all(_issues(layout) == [] for layout in found)
     assert ParallelLayout(gpus=32, tp=8, etp=8, ep=4) in found
+
+
+def _every_layout_the_rules_accept(
+    gpus: int, node: NodeType, layers: int, experts: int, base: ParallelLayout
+) -> list[ParallelLayout]:
+    """megatron_layouts as it is specified: every size in turn, each layout checked by every
+    rule (megatron_layouts skips the expert sizes of TP, PP and CP a rule refuses alone)."""
+    found = []
+    expert_sizes = [1] if not experts else [e for e in SIZES if experts % e == 0]
+    for tp, pp, cp, ep, etp in itertools.product(
+        SIZES, SIZES[:4], SIZES[:5], expert_sizes, SIZES[:4]
+    ):
+        if not experts and etp > 1:
+            continue
+        same = pp == base.pp
+        layout = attrs.evolve(
+            base,
+            gpus=gpus,
+            tp=tp,
+            pp=pp,
+            cp=cp,
+            ep=ep,
+            etp=etp,
+            vpp=base.vpp if same else None,
+            first_stage_layers=base.first_stage_layers if same else None,
+            last_stage_layers=base.last_stage_layers if same else None,
+        )
+        ctx = LayoutContext(
+            layout=layout,
+            keys=MEGATRON_BRIDGE,
+            node=node,
+            model_name="",
+            num_layers=layers,
+            num_experts=experts,
+            gpus_text="",
+        )
+        if not layout_issues(ctx):
+            found.append(layout)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("gpus", "node", "layers", "experts", "base"),
+    [
+        (32, GB200_NODE, 88, 512, ParallelLayout(gpus=32)),
+        (168, B200_NODE, 88, 512, ParallelLayout(gpus=168, tp=4, pp=2, vpp=2, sp=True)),
+        (48, H100_NODE, 52, 0, ParallelLayout(gpus=48, pp=4, first_stage_layers=10)),
+        (0, B200_NODE, 88, 128, ParallelLayout(gpus=0)),
+    ],
+)
+def test_the_generator_yields_every_layout_the_rules_accept_in_order(
+    gpus: int, node: NodeType, layers: int, experts: int, base: ParallelLayout
+) -> None:
+    assert list(megatron_layouts(gpus, node, layers, experts, base)) == (
+        _every_layout_the_rules_accept(gpus, node, layers, experts, base)
+    )
