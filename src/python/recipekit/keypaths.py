@@ -8,6 +8,7 @@ on the way checks the value it changes and re-runs its validators.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import typing
@@ -19,7 +20,7 @@ import attrs
 from recipekit.convert import structure_value, union_members
 from recipekit.errors import Issue, RecipeError, did_you_mean, join_path
 from recipekit.markers import UNSET, Marker
-from recipekit.sections import SectionError, evolve, field_of, key_names
+from recipekit.sections import SectionError, evolve, field_of, is_section, key_names
 
 
 def split(path: str) -> list[str]:
@@ -69,6 +70,54 @@ def with_values(obj: Any, changes: Mapping[str, Any]) -> Any:
     if problems:
         raise RecipeError(problems)
     return obj
+
+
+def checked_alone(obj: Any, path: str) -> bool:
+    """Whether ``with_values(obj, changes)`` accepts or refuses a value for ``path`` on that value
+    alone, whatever else ``changes`` sets, with the same issues: so a search that sets thousands
+    of combinations of a few values may check each (key, value) once. It does where each section
+    on the path checks a key on its value alone, as every section does today:
+
+    - every step is a section that is set (not a mapping, whose upstream check reads the whole
+      mapping, nor an unset key that would open as a new section);
+    - none of those sections checks one key against another: no ``__attrs_post_init__``, and
+      every validator of every field is one of ``recipekit.validators`` (which read the value,
+      never the instance) or a section's declared-mapping check (``sections._declared_mapping``,
+      which reads the mapping alone);
+    - no key on the way down holds a validator: the section a change rebuilds below it, whatever
+      else changed in it, is of the class the key held, which its type check reads alone.
+    """
+    value = obj
+    parts = split(path)
+    for index, part in enumerate(parts):
+        cls: type = type(value)
+        if not is_section(value) or not _checks_each_key_alone(cls):
+            return False
+        name = field_of(cls, part)
+        if name is None:
+            return False
+        if index < len(parts) - 1 and attrs.fields_dict(cls)[name].validator is not None:
+            return False
+        value = getattr(value, name)
+    return True
+
+
+@functools.cache
+def _checks_each_key_alone(cls: type) -> bool:
+    if hasattr(cls, "__attrs_post_init__"):
+        return False
+    for field in attrs.fields(cls):
+        validator = field.validator
+        if validator is None:
+            continue
+        for check in getattr(validator, "_validators", (validator,)):
+            module = getattr(check, "__module__", "")
+            name = getattr(check, "__qualname__", "")
+            if module != "recipekit.validators" and not (
+                module == "recipekit.sections" and name.startswith("_declared_mapping.")
+            ):
+                return False
+    return True
 
 
 def parse_assignment(obj: Any, assignment: str) -> tuple[str, Any]:

@@ -1,10 +1,15 @@
 from __future__ import annotations
 
+from typing import Any
+
+import attrs
 import pytest
 
 from recipekit.errors import RecipeError
-from recipekit.keypaths import get_at, parse_assignment, read_value, replace_at
+from recipekit.keypaths import checked_alone, get_at, parse_assignment, read_value, replace_at
 from recipekit.markers import UNSET
+from recipekit.sections import frozen_section, section
+from recipekit.validators import at_least, instance_of
 from recipes.super3.dapo import dapo_gb200
 
 CONFIG = dapo_gb200.config
@@ -139,3 +144,50 @@ def test_an_exponent_without_a_dot_is_a_number_for_a_number_key(
 ) -> None:
     path, value = parse_assignment(CONFIG, assignment)
     assert get_at(replace_at(CONFIG, path, value), path) == expected
+
+
+def _cross_checked(instance: Any, _: Any, value: Any) -> None:
+    # Reads another key of the section: a value refused or not by what else is set.
+    if value > instance.limit:
+        raise ValueError("over the limit", _)
+
+
+@section("outer.crossed")
+@frozen_section(kw_only=True, repr=False, eq=False)
+class _Crossed:
+    size: int = attrs.field(default=1, validator=at_least(1))
+    limit: int = 8
+    capped: int = attrs.field(default=1, validator=_cross_checked)
+
+
+@section("outer.plain")
+@frozen_section(kw_only=True, repr=False, eq=False)
+class _Plain:
+    size: int = attrs.field(default=1, validator=at_least(1))
+
+
+@section("outer")
+@frozen_section(kw_only=True, repr=False, eq=False)
+class _Outer:
+    plain: _Plain = attrs.field(factory=_Plain)
+    crossed: _Crossed = attrs.field(factory=_Crossed)
+    held: _Plain = attrs.field(factory=_Plain, validator=instance_of(_Plain, what="a section"))
+    mapping: dict[str, Any] = attrs.field(factory=dict)
+
+
+def test_a_key_checked_on_its_value_alone() -> None:
+    # The layout search sets each (key, value) once where this holds (layout_search._Pricing).
+    for key in (
+        "policy.megatron_cfg.tensor_model_parallel_size",
+        "policy.generation.vllm_cfg.tensor_parallel_size",
+        "policy.generation.colocated.resources.num_nodes",
+    ):
+        assert checked_alone(CONFIG, key), key
+    outer = _Outer()
+    assert checked_alone(outer, "plain.size")
+    assert not checked_alone(outer, "crossed.size")  # capped is checked against limit
+    assert not checked_alone(outer, "held.size")  # a validator on the way down
+    assert not checked_alone(outer, "mapping.x")  # a mapping, not a section
+    assert not checked_alone(outer, "plain.nope")  # no such key: with_values says so
+    unset = replace_at(CONFIG, "grpo.async_grpo", UNSET)
+    assert not checked_alone(unset, "grpo.async_grpo.enabled")  # would open a section

@@ -1,7 +1,10 @@
 """Value checks that sit beside a field: ``field(validator=at_least(1))``.
 
 They skip ``None`` and the markers (``UNSET``, ``DERIVED``): the type check has already said
-whether those are allowed, and a derived value is checked again once it is computed.
+whether those are allowed, and a derived value is checked again once it is computed. Each reads
+its value alone, never the instance (its first argument): ``keypaths.checked_alone`` counts on
+it, so that the layout search checks each (key, value) once. A check of one key against another
+belongs elsewhere (a rule of the plan).
 """
 
 from __future__ import annotations
