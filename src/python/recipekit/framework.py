@@ -8,6 +8,7 @@ script) is the same for all of them, so ``plan`` and ``launch`` only see this pr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -144,7 +145,16 @@ class Framework(Protocol):
         self, config: Any, hardware: Hardware, model: ModelCard, layout: Any
     ) -> MemoryEstimate | None:
         """Per-GPU memory of each phase of the run; None where there is no estimate (the
-        model card has no architecture, or the framework has no estimator)."""
+        model card has no architecture, or the framework has no estimator). Every size comes
+        from ``layout``, none from the config's size keys: the layout search prices each layout
+        it proposes on the recipe's own config (``layout_pricer``)."""
+        ...
+
+    def layout_pricer(
+        self, config: Any, hardware: Hardware, model: ModelCard
+    ) -> Callable[[Any], MemoryEstimate | None]:
+        """``memory`` of ``config`` as a function of the layout: the layout search calls it for
+        thousands of layouts, and a framework keeps there what they share."""
         ...
 
     def layout_candidates(
@@ -198,6 +208,11 @@ class FrameworkBase:
         self, config: Any, hardware: Hardware, model: ModelCard, layout: Any
     ) -> MemoryEstimate | None:
         return None
+
+    def layout_pricer(
+        self, config: Any, hardware: Hardware, model: ModelCard
+    ) -> Callable[[Any], MemoryEstimate | None]:
+        return functools.partial(self.memory, config, hardware, model)
 
     def layout_candidates(
         self, layout: Any, hardware: Hardware, model: ModelCard

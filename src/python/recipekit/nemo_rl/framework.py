@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import attrs
@@ -26,6 +26,7 @@ from recipekit.nemo_rl.checks import (
 from recipekit.nemo_rl.derivations import RULES, Derivation
 from recipekit.nemo_rl.layout import Layout, compute_layout, layout_candidates
 from recipekit.nemo_rl.memory import estimate as estimate_memory
+from recipekit.nemo_rl.memory import layout_pricer as memory_pricer
 from recipekit.nemo_rl.rules import ERROR_CHECKS_SUPER_V3, WARNING_CHECKS_SUPER_V3
 from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig
 from recipekit.nemo_rl.summary import grpo_summary
@@ -96,6 +97,11 @@ class NemoRLGrpo(FrameworkBase):
         self, config: Any, hardware: Hardware, model: ModelCard, layout: Any
     ) -> MemoryEstimate | None:
         return estimate_memory(config, hardware, model, layout)
+
+    def layout_pricer(
+        self, config: Any, hardware: Hardware, model: ModelCard
+    ) -> Callable[[Any], MemoryEstimate | None]:
+        return memory_pricer(config, hardware, model)
 
     def layout_candidates(
         self, layout: Any, hardware: Hardware, model: ModelCard

@@ -260,6 +260,8 @@ def layout_candidates(
         splits = [
             split.with_generation_nodes(g, per_node) for g in sorted(counts) if 0 < g < policy
         ]
+    # attrs.evolve of ``base``, its fields read once (thousands of candidates).
+    kept = {f.name: getattr(base, f.name) for f in attrs.fields(Layout) if f.init}
     for nodes in splits:
         # Generation's GPUs on each of its nodes (a share of the one node, or whole nodes);
         # vLLM's TP stays inside them.
@@ -268,12 +270,12 @@ def layout_candidates(
         for training in megatron_layouts(
             nodes.training_gpus, hardware.node, num_layers, num_experts, base.parallel
         ):
+            sizes = base.keys.overrides(training, base.parallel)
             for vtp in vllm_sizes:
-                layout = attrs.evolve(
-                    base, nodes=nodes, parallel=training, vllm_tensor_parallel=vtp
+                layout = Layout(
+                    **{**kept, "nodes": nodes, "parallel": training, "vllm_tensor_parallel": vtp}
                 )
-                overrides = base.keys.overrides(training, base.parallel)
-                overrides[VLLM_TP] = vtp
+                overrides = {**sizes, VLLM_TP: vtp}
                 if not nodes.colocated:
                     overrides[GENERATION_NODES] = nodes.generation_nodes
                     overrides[GENERATION_GPUS] = generation_per_node

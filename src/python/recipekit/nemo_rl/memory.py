@@ -12,6 +12,8 @@ step (``nemo_rl/algorithms/grpo.py``, the loop of ``grpo_train``):
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from recipekit.hardware import Hardware
 from recipekit.markers import Marker, given
 from recipekit.megatron_core.options import from_nemo_rl
@@ -29,6 +31,7 @@ from recipekit.model_card import ModelCard
 from recipekit.nemo_rl.checks.context import GrpoConfig
 from recipekit.nemo_rl.layout import Layout
 from recipekit.nemo_rl.schema_super_v3 import Megatron, VllmConfig
+from recipekit.parallelism import ParallelKeys, ParallelLayout
 
 MEGATRON = "policy.megatron_cfg"
 VLLM = "policy.generation.vllm_cfg"
@@ -37,6 +40,13 @@ FP8 = ("fp8", "fp8_e4m3", "fp8_e5m2")
 
 
 def megatron_setup(config: GrpoConfig, layout: Layout) -> MegatronSetup:
+    return _megatron_setup(config, layout.parallel, layout.keys)
+
+
+def _megatron_setup(
+    config: GrpoConfig, parallel: ParallelLayout, keys: ParallelKeys
+) -> MegatronSetup:
+    # Of the layout, the training GPUs' sizes and their keys alone: what layout_pricer keys on.
     policy = config.policy
     m = policy.megatron_cfg
     assert isinstance(m, Megatron), "the layout's backend is megatron"
@@ -52,7 +62,7 @@ def megatron_setup(config: GrpoConfig, layout: Layout) -> MegatronSetup:
         tokens_key = "policy.max_total_sequence_length"
     # A pipeline stage holds at most the step's micro-batches in flight; packed or dynamic
     # batches make as many as the sequences' lengths give, so no bound is taken from them.
-    global_batch, dp = policy.train_global_batch_size, layout.parallel.dp
+    global_batch, dp = policy.train_global_batch_size, parallel.dp
     microbatches = (
         max(1, global_batch // (policy.train_micro_batch_size * dp))
         if isinstance(global_batch, int)
@@ -65,10 +75,10 @@ def megatron_setup(config: GrpoConfig, layout: Layout) -> MegatronSetup:
     # NeMo-RL's activation_checkpointing turns recompute on, at recompute_granularity (full,
     # uniform, one layer, by default; selective rebuilds recompute_modules, Megatron-Core's
     # core_attn by default): read as NeMo-RL's setup passes it, as the config checks read it.
-    options = from_nemo_rl(m, layout.parallel, layout.keys)
+    options = from_nemo_rl(m, parallel, keys)
     modules = options.recompute_modules or ("core_attn",)
     return MegatronSetup.of(
-        layout.parallel,
+        parallel,
         tokens=tokens,
         recompute=options.recompute_granularity or "none",
         recompute_modules=tuple(modules),
@@ -82,11 +92,9 @@ def megatron_setup(config: GrpoConfig, layout: Layout) -> MegatronSetup:
         grad_bytes=4 if ddp.grad_reduce_in_fp32 else BF16,
         mtp=bool(given(m.mtp_num_layers, 0)),
         # NeMo-RL sets the policy's env_vars over what the workers inherit (lm_policy.py).
-        expandable_segments=expandable(
-            allocator_conf(given(m.env_vars, None), config_first=True)
-        ),
+        expandable_segments=expandable(allocator_conf(given(m.env_vars, None), config_first=True)),
         keys={
-            **layout.keys.size_keys(),
+            **keys.size_keys(),
             "dp": "the training nodes",
             "optimizer_offload": f"{MEGATRON}.optimizer.optimizer_cpu_offload",
             "recompute": f"{MEGATRON}.activation_checkpointing",
@@ -96,6 +104,13 @@ def megatron_setup(config: GrpoConfig, layout: Layout) -> MegatronSetup:
 
 
 def vllm_setup(config: GrpoConfig, layout: Layout) -> VllmSetup:
+    return _vllm_setup(
+        config, layout.vllm_tensor_parallel, layout.vllm_pipeline_parallel, layout.vllm_instances
+    )
+
+
+def _vllm_setup(config: GrpoConfig, tp: int, pp: int, instances: int) -> VllmSetup:
+    # Of the layout, vLLM's sizes and its instance count alone: what layout_pricer keys on.
     generation = config.policy.generation
     assert not isinstance(generation, Marker), "the estimate reads vLLM's only where it is set"
     vllm = generation.vllm_cfg
@@ -108,12 +123,12 @@ def vllm_setup(config: GrpoConfig, layout: Layout) -> VllmSetup:
     ssm = str(kwargs.get("mamba_ssm_cache_dtype", "auto"))
     max_num_seqs = int(kwargs.get("max_num_seqs") or VLLM_MAX_NUM_SEQS)
     samples = config.grpo.num_prompts_per_step * config.grpo.num_generations_per_prompt
-    instances = max(layout.vllm_instances, 1)
+    instances = max(instances, 1)
     wanted = min(max_num_seqs, -(-samples // instances)) if samples else None
     assert isinstance(vllm.max_model_len, int), "derived before the estimate"
     return VllmSetup(
-        tp=layout.vllm_tensor_parallel,
-        pp=layout.vllm_pipeline_parallel,
+        tp=tp,
+        pp=pp,
         util=float(vllm.gpu_memory_utilization),
         max_model_len=vllm.max_model_len,
         max_num_seqs=max_num_seqs,
@@ -137,34 +152,79 @@ def vllm_setup(config: GrpoConfig, layout: Layout) -> VllmSetup:
 def estimate(
     config: GrpoConfig, hardware: Hardware, card: ModelCard, layout: Layout
 ) -> MemoryEstimate | None:
+    return layout_pricer(config, hardware, card)(layout)
+
+
+def layout_pricer(
+    config: GrpoConfig, hardware: Hardware, card: ModelCard
+) -> Callable[[Layout], MemoryEstimate | None]:
+    """``estimate`` of ``config`` on each layout it is given. The estimate reads every size from
+    the layout, none from the config's size keys, so the layout search prices the layouts it
+    proposes on the recipe's own config; what they share is made once here: a training layout's
+    setup with every vLLM size and node split, vLLM's phase with every training layout."""
     arch = card.architecture
-    if arch is None or layout.backend != "megatron" or not layout.nodes.training_gpus:
-        return None
     hbm = float(hardware.node.gpu.hbm_gib)
-    training = training_terms(arch, megatron_setup(config, layout))
     generation = config.policy.generation
-    if (
+    serves = not (
         isinstance(generation, Marker)
         or generation.backend != "vllm"
         or not isinstance(generation.vllm_cfg, VllmConfig)
-    ):
-        return MemoryEstimate(phases=(Phase("training", "training GPUs", training, hbm),))
-    serving = vllm_setup(config, layout)
-    vllm_terms, budget, note = serving_terms(arch, serving, hbm)
-    where = "all GPUs" if layout.nodes.colocated else "generation GPUs"
-    budget_phase = Phase(
-        "generation (vLLM budget)",
-        where,
-        vllm_terms,
-        budget / GIB,
-        limit_name=f"gpu_memory_utilization {serving.util} x HBM",
-        notes=(note,),
-        warn_when_full=False,
     )
-    if not layout.nodes.colocated:
-        return MemoryEstimate(
-            phases=(budget_phase, Phase("training", "training GPUs", training, hbm))
+    setups: dict[tuple[ParallelLayout, ParallelKeys], MegatronSetup] = {}
+    # The training phase of each training estimate, by the terms' identity (the estimate's
+    # own cache hands the same terms back for the same setup, in the mode it prices in).
+    training_phases: dict[int, Phase] = {}
+    budgets: dict[tuple[int, int, int, bool], tuple[VllmSetup, float, Phase]] = {}
+
+    def budget_phase(layout: Layout) -> tuple[VllmSetup, float, Phase]:
+        tp, pp, instances = (
+            layout.vllm_tensor_parallel,
+            layout.vllm_pipeline_parallel,
+            layout.vllm_instances,
         )
+        key = (tp, pp, instances, layout.nodes.colocated)
+        if key not in budgets:
+            assert arch is not None
+            serving = _vllm_setup(config, tp, pp, instances)
+            vllm_terms, budget, note = serving_terms(arch, serving, hbm)
+            where = "all GPUs" if layout.nodes.colocated else "generation GPUs"
+            phase = Phase(
+                "generation (vLLM budget)",
+                where,
+                vllm_terms,
+                budget / GIB,
+                limit_name=f"gpu_memory_utilization {serving.util} x HBM",
+                notes=(note,),
+                warn_when_full=False,
+            )
+            budgets[key] = (serving, budget, phase)
+        return budgets[key]
+
+    def price(layout: Layout) -> MemoryEstimate | None:
+        if arch is None or layout.backend != "megatron" or not layout.nodes.training_gpus:
+            return None
+        sizes = (layout.parallel, layout.keys)
+        if sizes not in setups:
+            setups[sizes] = _megatron_setup(config, *sizes)
+        training = training_terms(arch, setups[sizes])
+        phase = training_phases.get(id(training))
+        if phase is None or phase.terms is not training:
+            phase = training_phases[id(training)] = Phase(
+                "training", "training GPUs", training, hbm
+            )
+        if not serves:
+            return MemoryEstimate(phases=(phase,))
+        serving, budget, vllm_phase = budget_phase(layout)
+        if not layout.nodes.colocated:
+            return MemoryEstimate(phases=(vllm_phase, phase))
+        return _colocated(training, serving, budget, vllm_phase, hbm)
+
+    return price
+
+
+def _colocated(
+    training: tuple[Term, ...], serving: VllmSetup, budget: float, vllm_phase: Phase, hbm: float
+) -> MemoryEstimate:
     kept = tuple(t for t in training if t.name.startswith(("weights", "gradients", "runtime")))
     vllm_share = Term(
         "vLLM (its whole budget)",
@@ -180,7 +240,7 @@ def estimate(
     )
     return MemoryEstimate(
         phases=(
-            budget_phase,
+            vllm_phase,
             Phase("generation (colocated)", "all GPUs", (vllm_share, *kept), hbm),
             Phase("training (colocated)", "all GPUs", (*training, asleep), hbm),
         ),
