@@ -187,10 +187,10 @@ def _refused_values(
     """Proposals with values their sections refuse: one, two in one proposal (both its issues,
     in its order), and a wrong type."""
     layout, overrides = proposals[len(proposals) // 2]
-    tp, cp = layout.keys.key("tp"), layout.keys.key("cp")
+    tp, pp = layout.keys.key("tp"), layout.keys.key("pp")
     return [
         (layout, {**overrides, tp: 0}),
-        (layout, {**overrides, cp: 0, tp: 0}),
+        (layout, {**overrides, pp: 0, tp: 0}),
         (layout, {**overrides, tp: "2"}),
     ]
 

@@ -7,6 +7,12 @@ in that order with every check of the plan until ``top`` pass. A proposal the st
 value its section refuses, or a check of its plan) is counted, grouped by the key of its first
 issue (``SearchResult.refused``), so a framework proposing layouts its own plan refuses shows.
 
+Pricing makes no candidate's config (``_Pricing``): thousands of candidates set a few keys to
+combinations of a few values, so each (key, value) is checked once where its section checks it
+on the value alone, and the framework's pricer estimates the recipe's own config for each layout,
+computing once what layouts share. It equals making and estimating each candidate's config
+(``recipes/layout_candidates_test.py`` holds the search to that, stage by stage).
+
 The communication proxy, lower is better (a proxy, not a model of time):
 - a tensor-, context- or expert-parallel group that leaves the NVLink domain: +1 each
   (all-reduce, ring attention's key/value exchange and all-to-all traffic on every layer would
@@ -21,14 +27,14 @@ the fewest keys ranks first, so a stage moved to another cluster keeps what stil
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
 
-from recipekit.errors import RecipeError
+from recipekit.errors import Issue, RecipeError
 from recipekit.hardware import Hardware
-from recipekit.keypaths import with_values
+from recipekit.keypaths import checked_alone, with_values
 from recipekit.markers import given_at
 from recipekit.memory.estimate import MemoryEstimate
 from recipekit.memory.megatron import lower_bound
@@ -133,6 +139,8 @@ def search(
     candidates = list(framework.layout_candidates(base, hw, model))
     tried = len(candidates)
     what = f"layout {stage.name}"
+    pricing = _Pricing(framework, config, hw, model)
+    recipe = _RecipeValues(config)
     # Priced at the estimate's lower bound (no allocator simulation, a second or so a
     # candidate): what it refuses the full estimate refuses too, and each layout shown is
     # planned below, so estimated in full, before it counts as fitting.
@@ -143,18 +151,14 @@ def search(
         for layout, overrides in candidates:
             bar.advance()
             try:
-                candidate = with_values(config, overrides)
+                estimate = pricing.estimate(layout, overrides)
             except RecipeError as exc:
                 refusals.add(exc)  # a value its section refuses
                 continue
-            estimate = framework.memory(candidate, hw, model, layout)
-            if estimate is None:
-                continue
-            errors, _ = estimate.issues()
-            if errors:
+            if estimate is None or not estimate.fits():
                 continue
             proxy = communication(layout, hw, framework.microbatches(config, layout.parallel))
-            changes = sum(_lookup(config, k) != v for k, v in overrides.items())
+            changes = sum(recipe[k] != v for k, v in overrides.items())
             priced.append((round(proxy, 3), changes, -estimate.headroom_gib, overrides, layout))
         bar.note(f"{len(priced)} fit in memory")
     # Cheapest communication first; among equals, the fewest changes to the recipe, then the
@@ -169,7 +173,7 @@ def search(
             except RecipeError as exc:
                 refusals.add(exc)
                 continue
-            changed = {k: v for k, v in overrides.items() if _lookup(config, k) != v}
+            changed = {k: v for k, v in overrides.items() if recipe[k] != v}
             headroom = plan.memory.headroom_gib if plan.memory else -negative_headroom
             found.append(Candidate(changed, plan, layout, headroom, proxy))
             bar.advance()
@@ -177,6 +181,70 @@ def search(
                 break
     seconds = time.perf_counter() - started
     return SearchResult(stage, tuple(found), tried, len(priced), seconds, moved, refusals.grouped())
+
+
+class _Pricing:
+    """Each candidate's memory estimate, as ``framework.memory`` estimates the recipe's config
+    with the candidate's overrides set (``with_values``), without making that config.
+
+    - The estimate reads every size from the layout, none from the config's size keys
+      (``Framework.memory``), so the framework's pricer (``layout_pricer``) estimates the
+      recipe's own config, keeping what the layouts share.
+    - ``with_values`` refuses a candidate's values with the issues of each value its section
+      refuses, in the candidate's order. A candidate sets a few keys to combinations of a few
+      values each, and where a key's value is accepted or refused on that value alone
+      (``keypaths.checked_alone``), each (key, value) is set once, alone.
+    """
+
+    def __init__(self, framework: Any, config: Any, hardware: Hardware, model: Any) -> None:
+        self._config = config
+        self._price: Callable[[Any], MemoryEstimate | None] = framework.layout_pricer(
+            config, hardware, model
+        )
+        self._alone: dict[str, bool] = {}
+        self._issues: dict[tuple[str, Any], list[Issue]] = {}
+
+    def estimate(self, layout: Any, overrides: dict[str, Any]) -> MemoryEstimate | None:
+        """The estimate of ``layout``; RecipeError where a section refuses an override."""
+        issues = self._issues_of(overrides)
+        if issues:
+            raise RecipeError(issues)
+        return self._price(layout)
+
+    def _issues_of(self, overrides: dict[str, Any]) -> list[Issue]:
+        found: list[Issue] = []
+        try:
+            for key, value in overrides.items():
+                if key not in self._alone:
+                    self._alone[key] = checked_alone(self._config, key)
+                if not self._alone[key]:
+                    return self._set_together(overrides)
+                issues = self._issues.get((key, value))
+                if issues is None:
+                    issues = self._issues[key, value] = self._set_together({key: value})
+                found += issues
+        except TypeError:  # a value that cannot be a dictionary key (a list): set them all
+            return self._set_together(overrides)
+        return found
+
+    def _set_together(self, overrides: dict[str, Any]) -> list[Issue]:
+        try:
+            with_values(self._config, overrides)
+        except RecipeError as exc:
+            return list(exc.issues)
+        return []
+
+
+class _RecipeValues(dict[str, Any]):
+    """The recipe's value at each key asked for (``_lookup``), looked up once."""
+
+    def __init__(self, config: Any) -> None:
+        super().__init__()
+        self._config = config
+
+    def __missing__(self, key: str) -> Any:
+        value = self[key] = _lookup(self._config, key)
+        return value
 
 
 class _Refusals:
