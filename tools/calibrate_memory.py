@@ -859,6 +859,10 @@ FILES = (
     # H200 the same afternoon, in the next file.
     "h100-megatron-core-0.19.2-check5.json",
     "h200-megatron-core-0.19.2-check5.json",
+    # Issue 44 (ISSUE44_RUNS), on a lent H100 80GB: "block" (block recompute beside uniform and
+    # none), "expandable" (PyTorch's expandable segments) and "twin" (three of those shapes with
+    # the default allocator); chosen and committed before they ran, none fitted on.
+    "h100-megatron-core-0.19.2-issue44.json",
 )
 
 

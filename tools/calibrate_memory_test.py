@@ -79,9 +79,39 @@ CHECK5_BOUNDS = {
     "peak_allocated": (-0.01, 0.04),
     "whole_gpu": (-0.01, 0.095),
 }
+# Issue 44's runs (tools/calibrate_memory.py ISSUE44_RUNS, measured once on an H100 on
+# 2026-12-05, 345 s, chosen and committed before they ran). "block": block recompute of 3, 4, 6
+# and 9 of 12 layers and of 2 and 5 of 8 beside uniform (1, 2 and 3 layers a checkpoint) and none:
+# block stores 17.6 GiB where uniform stores 1.2, and the estimate follows it (stored activations
+# within -0.2%..+3.3% on every block run; allocated peak -1.2%..+2.2%, whole GPU -2.6%..+8.0% over
+# the set). "expandable": expandable segments on eight shapes, whole GPU -1.4%..+14.4%, over +10%
+# only under full recompute at 8k tokens (the over list below); "twin": three of those shapes
+# with the default allocator, +1.0%..+8.4%. The wide grid's two "allocator" runs (expandable
+# segments, 2026-12-04): -1.2% and +11.6% (a full recompute of 8k tokens, too).
+BLOCK_BOUNDS = {
+    **BOUNDS,
+    "peak_allocated": (-0.015, 0.025),
+    "whole_gpu": (-0.03, 0.085),
+}
+EXPANDABLE_BOUNDS = {
+    **BOUNDS,
+    "stored_activations": (-0.02, 0.12),
+    "peak_allocated": (-0.005, 0.03),
+    "whole_gpu": (-0.02, 0.145),
+}
+TWIN_BOUNDS = {
+    **BOUNDS,
+    "stored_activations": (-0.01, 0.12),
+    "peak_allocated": (0.0, 0.02),
+    "whole_gpu": (0.0, 0.09),
+}
+ALLOCATOR_BOUNDS = {
+    **BOUNDS,
+    "whole_gpu": (-0.02, 0.12),
+}
 RUNS = {
     "fit": 30, "check": 9, "fused": 10, "fused-check": 10, "check2": 12, "check3": 11, "check4": 12,
-    "check5": 14,
+    "check5": 14, "block": 12, "expandable": 8, "twin": 3, "allocator": 2,
 }  # fmt: skip
 # The run the whole-GPU estimate is more than 3% under (-4.1%), of check3: PyTorch reserved 9.3 GiB
 # beyond the allocated peak, 2.3 x its largest short-lived block (the envelope allows 1.25); its
@@ -89,7 +119,7 @@ RUNS = {
 # simulation 15.9 (one score block fewer). check3's two other runs that were under (-6.2%, -6.1%)
 # the simulation finds: the 200k vocabulary's fp32 logits segment taken by an embedding moment,
 # the 16-expert model's activations displaced by its moments.
-UNDER_ESTIMATED = [
+UNDER_ESTIMATED: list[tuple[object, ...]] = [
     ("dense-4k-gqa8-swiglu-128k", 4096, "none", False),
 ]
 
@@ -97,7 +127,8 @@ UNDER_ESTIMATED = [
 def _bounds(which: str) -> dict[str, tuple[float, float]]:
     chosen = {
         "check": CHECK_BOUNDS, "check2": CHECK2_BOUNDS, "check3": CHECK3_BOUNDS,
-        "check4": CHECK4_BOUNDS, "check5": CHECK5_BOUNDS,
+        "check4": CHECK4_BOUNDS, "check5": CHECK5_BOUNDS, "block": BLOCK_BOUNDS,
+        "expandable": EXPANDABLE_BOUNDS, "twin": TWIN_BOUNDS, "allocator": ALLOCATOR_BOUNDS,
     }  # fmt: skip
     return chosen.get(which, FUSED_BOUNDS if which.startswith("fused") else BOUNDS)
 
@@ -129,15 +160,17 @@ def test_with_a_fused_adam_the_whole_gpu_is_never_under_estimated_by_more_than_t
     fused = [
         run for which in RUNS for run in measured_runs(which) if run.get("fused_adam", False)
     ]
-    assert len(fused) == 38
+    assert len(fused) == 49
     known = [run for run in fused if _key(run) in UNDER_ESTIMATED]
     values = errors([run for run in fused if run not in known])["whole_gpu"]
-    assert -0.03 <= min(values) and max(values) <= 0.11, (min(values), max(values))
+    # Over +11% only with expandable segments under full recompute at 8k tokens (+14.4%).
+    assert -0.03 <= min(values) and max(values) <= 0.145, (min(values), max(values))
     assert known == []
 
 
-def _key(run: dict[str, object]) -> tuple[object, object, object, bool]:
-    return run["name"], run["seq"], run["recompute"], bool(run.get("fused_adam", False))
+def _key(run: dict[str, object]) -> tuple[object, ...]:
+    key = (run["name"], run["seq"], run["recompute"], bool(run.get("fused_adam", False)))
+    return (*key, "expandable") if "alloc_conf" in run else key
 
 
 def test_only_the_named_runs_are_more_than_three_percent_under_or_ten_over() -> None:
@@ -147,11 +180,14 @@ def test_only_the_named_runs_are_more_than_three_percent_under_or_ten_over() -> 
     assert under == UNDER_ESTIMATED
     over = sorted(_key(run) for run, error in zip(runs, found, strict=True) if error > 0.10)
     assert over == [
+        ("dense-2k-gqa", 4096, "full", False, "expandable"),
+        ("dense-3k-gqa4-swiglu-100k", 8192, "full", True, "expandable"),
         ("dense-4k-gqa-swiglu", 8192, "full", False),
         ("dense-4k-gqa-swiglu", 8192, "full", True),
         ("dense-4k-mha-swiglu-32k", 8192, "full", True),
         ("moe-32x-top2-100k", 4096, "full", False),
         ("moe-32x-top4-swiglu-32k", 8192, "full", False),
+        ("moe-48x-top4-2k", 8192, "full", False, "expandable"),
     ]
 
 
@@ -289,3 +325,24 @@ def test_every_published_run_is_the_cards_and_lists_what_is_not_modelled(
         assert run.setup.expandable_segments and run.setup.mtp, run.name
         if run.name in UNMODELLED_OVER:
             assert run.missing, run.name
+
+
+def test_the_estimate_follows_block_recompute_against_uniform() -> None:
+    # Each block run against the uniform run (one layer a checkpoint) of its model and shape:
+    # block keeps the layers after its checkpoints whole, and the estimate's allocated peak
+    # rises by what the GPU's did, within 0.5 GiB.
+    runs = measured_runs("block")
+    uniform = {
+        (run["name"], run["seq"], run["micro_batch"]): run
+        for run in runs
+        if run.get("recompute_method") == "uniform" and run.get("recompute_num_layers") == 1
+    }
+    blocks = [run for run in runs if run.get("recompute_method") == "block"]
+    paired = [(run, uniform.get((run["name"], run["seq"], run["micro_batch"]))) for run in blocks]
+    compared = [(run, base) for run, base in paired if base is not None]
+    assert len(blocks) == 6 and len(compared) == 5
+    for run, base in compared:
+        got = measured(run, "peak_allocated") - measured(base, "peak_allocated")
+        guess = estimate(run)["peak_allocated"] - estimate(base)["peak_allocated"]
+        assert got > 2.5 * 1024**3, run  # the difference is real: 2.5 to 14.6 GiB
+        assert abs(guess - got) < 0.5 * 1024**3, (run["name"], run["recompute_num_layers"])

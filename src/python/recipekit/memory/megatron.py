@@ -751,15 +751,24 @@ def _in_flight(s: MegatronSetup, stage: int = 0) -> float:
     return held / chunks
 
 
-def _rebuilt_unit(unit: str, per_kind: dict[str, float]) -> float:
+def _rebuilt_unit(unit: str, per_kind: dict[str, float], scores: float = 0.0) -> float:
     """The peak of one checkpointed unit's backward pass under full recompute: the unit is
     rebuilt whole, then its layers are differentiated last first, each freeing what it kept
     before the one before it starts; while a layer is differentiated its activations'
     gradients sit beside it (twice the layer, tools/calibrate_memory.py) and the layers before
     it in the unit still hold theirs. So a GPT layer peaks at attention + 2 x MLP or 2 x
-    attention, whichever is larger, not 2 x both."""
+    attention, whichever is larger, not 2 x both. ``per_kind`` counts an unfused attention
+    without its stored ``scores``: one rebuilt attention layer's are attention_backward's, and a
+    checkpoint of several layers (uniform's recompute_num_layers) holds each other rebuilt
+    attention layer's beside them (measured: 3 GPT layers a checkpoint, tools/calibration/
+    h100-megatron-core-0.19.2-issue44.json)."""
     return max(
-        (sum(per_kind[k] for k in unit[:i]) + 2 * per_kind[unit[i]] for i in range(len(unit))),
+        (
+            sum(per_kind[k] for k in unit[:i])
+            + 2 * per_kind[unit[i]]
+            + scores * max(0, unit[: i + 1].count(params.ATTENTION) - 1)
+            for i in range(len(unit))
+        ),
         default=0.0,
     )
 
@@ -842,8 +851,10 @@ def _activations(
         rebuilt_per_kind = dict(per_kind)
         if not s.fused_attention and params.ATTENTION in per_kind:
             rebuilt_per_kind[params.ATTENTION] -= scores
+        else:
+            scores = 0.0
         rebuilt = max(
-            (_rebuilt_unit(chunk, rebuilt_per_kind) for chunk in distinct), default=0.0
+            (_rebuilt_unit(chunk, rebuilt_per_kind, scores) for chunk in distinct), default=0.0
         )
     else:
         stored, rebuilt = sum(pattern.count(k) * v for k, v in per_kind.items()), 0.0
