@@ -23,11 +23,13 @@ from recipekit.parallelism import (
 )
 
 
-def _issues(layout: ParallelLayout, layers: int = 88, experts: int = 512) -> list[str]:
+def _issues(
+    layout: ParallelLayout, layers: int = 88, experts: int = 512, node: NodeType = GB200_NODE
+) -> list[str]:
     ctx = LayoutContext(
         layout=layout,
         keys=MEGATRON_BRIDGE,
-        node=GB200_NODE,
+        node=node,
         model_name="M",
         num_layers=layers,
         num_experts=experts,
@@ -133,16 +135,7 @@ def _every_layout_the_rules_accept(
             first_stage_layers=base.first_stage_layers if same else None,
             last_stage_layers=base.last_stage_layers if same else None,
         )
-        ctx = LayoutContext(
-            layout=layout,
-            keys=MEGATRON_BRIDGE,
-            node=node,
-            model_name="",
-            num_layers=layers,
-            num_experts=experts,
-            gpus_text="",
-        )
-        if not layout_issues(ctx):
+        if not _issues(layout, layers, experts, node):
             found.append(layout)
     return found
 
