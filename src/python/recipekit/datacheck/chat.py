@@ -31,7 +31,7 @@ from typing import Any
 
 import attrs
 
-from recipekit.datacheck.scan import Measured, Refusal
+from recipekit.datacheck.scan import Measured, Refusal, json_type
 
 MESSAGES = "nemo-rl-messages"
 RESPONSE = "nemo-rl-response"
@@ -45,15 +45,6 @@ def chat_rows() -> dict[str, Any]:
     """What tools/generate_chat_rows.py read from the pinned NeMo-RL and Megatron-Bridge."""
     loaded: dict[str, Any] = json.loads((Path(__file__).parent / "chat_rows.json").read_text())
     return loaded
-
-
-def _json_type(value: Any) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
-    if value is None:
-        return "null"
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return "a number"
-    return names.get(type(value), type(value).__name__)
 
 
 def _is(value: Any, kind: str) -> bool:
@@ -72,7 +63,7 @@ def _hint(missing: str, row: Mapping[str, Any]) -> str:
 def _message_refusal(field: str, message: Any) -> Refusal | None:
     table = chat_rows()["messages"]
     if not isinstance(message, dict):
-        return Refusal(0, field, f"is {_json_type(message)}, not a message object")
+        return Refusal(0, field, f"is {json_type(message)}, not a message object")
     if "role" not in message:
         return Refusal(
             0,
@@ -84,7 +75,7 @@ def _message_refusal(field: str, message: Any) -> Refusal | None:
         return Refusal(
             0,
             f"{field}.role",
-            f"is {_json_type(message['role'])}, not a string ({table['role']['sites'][0]})",
+            f"is {json_type(message['role'])}, not a string ({table['role']['sites'][0]})",
         )
     content = message.get("content")
     if content is None and message["role"] == "assistant" and message.get("tool_calls"):
@@ -101,12 +92,12 @@ def _message_refusal(field: str, message: Any) -> Refusal | None:
                 return Refusal(
                     0,
                     f"{field}.content[{number}]",
-                    f"is {_json_type(part)}, not a content part object",
+                    f"is {json_type(part)}, not a content part object",
                 )
         return None
     if not isinstance(content, str):
         return Refusal(
-            0, f"{field}.content", f"is {_json_type(content)}, not text or a list of parts"
+            0, f"{field}.content", f"is {json_type(content)}, not text or a list of parts"
         )
     return None
 
@@ -125,7 +116,7 @@ def row_refusal(row: Any, name: str) -> Refusal | None:
     """The first reason the pinned reader of format ``name`` would fail on ``row``, or None."""
     spec = chat_rows()["formats"][name]
     if not isinstance(row, dict):
-        return Refusal(0, "", f"is {_json_type(row)}, not a JSON object ({spec['class']})")
+        return Refusal(0, "", f"is {json_type(row)}, not a JSON object ({spec['class']})")
     for read in spec["keys"].values():
         key = read["key"]
         if key not in row:
@@ -134,7 +125,7 @@ def row_refusal(row: Any, name: str) -> Refusal | None:
             return Refusal(0, key, f"missing (read at {read['sites'][0]}{_hint(key, row)})")
         if not _is(row[key], read["type"]):
             return Refusal(
-                0, key, f"is {_json_type(row[key])}, not {read['type']} ({read['sites'][0]})"
+                0, key, f"is {json_type(row[key])}, not {read['type']} ({read['sites'][0]})"
             )
     if name == MESSAGES:
         key = spec["keys"]["messages"]["key"]
@@ -174,7 +165,7 @@ def _preference_refusal(row: Mapping[str, Any], spec: Mapping[str, Any]) -> Refu
     for index, completion in enumerate(completions):
         field = f"completions[{index}]"
         if not isinstance(completion, dict):
-            return Refusal(0, field, f"is {_json_type(completion)}, not an object")
+            return Refusal(0, field, f"is {json_type(completion)}, not an object")
         for key, site in (("rank", rules["rank_site"]), ("completion", rules["completion_site"])):
             if key not in completion:
                 return Refusal(
@@ -183,13 +174,13 @@ def _preference_refusal(row: Mapping[str, Any], spec: Mapping[str, Any]) -> Refu
         rank = completion["rank"]
         if isinstance(rank, bool) or not isinstance(rank, int | float):
             return Refusal(
-                0, f"{field}.rank", f"is {_json_type(rank)}, not a number ({rules['rank_site']})"
+                0, f"{field}.rank", f"is {json_type(rank)}, not a number ({rules['rank_site']})"
             )
         if not isinstance(completion["completion"], list):
             return Refusal(
                 0,
                 f"{field}.completion",
-                f"is {_json_type(completion['completion'])}, not a message list "
+                f"is {json_type(completion['completion'])}, not a message list "
                 f"({rules['completion_site']})",
             )
         problem = _messages_refusal(f"{field}.completion", completion["completion"])

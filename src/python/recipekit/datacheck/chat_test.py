@@ -11,14 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recipekit.cli import recipekit_cli
 from recipekit.cli.store import DATA_FORMATS
 from recipekit.datacheck import FORMAT, FORMATS, check_files
 from recipekit.datacheck.chat import chat_rows
+from recipekit.datacheck.conftest import assert_refused, run_cli, tree, word_tokenizer, write_jsonl
 from recipekit.errors import RecipeError
 from recipekit.lineage.store import read_marker, versions
 from tools import generate_chat_rows as generator
@@ -47,19 +46,6 @@ def test_the_table_names_where_each_rule_is_read() -> None:
         "passed": "examples/run_sft.py:99",
     }
     assert (FORMAT, *FORMATS) == DATA_FORMATS
-
-
-def _recipekit(*args: str) -> Result:
-    return CliRunner().invoke(recipekit_cli.cli, list(args))
-
-
-def _tree(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
-
-
-def _jsonl(path: Path, rows: list[Any]) -> Path:
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
-    return path
 
 
 def _chat(*turns: tuple[str, Any]) -> list[dict[str, Any]]:
@@ -91,8 +77,8 @@ GOOD: dict[str, dict[str, Any]] = {
 def test_a_good_file_of_each_format_imports_with_its_statistics(
     store: Path, tmp_path: Path, fmt: str
 ) -> None:
-    data = _jsonl(tmp_path / "train.jsonl", [GOOD[fmt]] * 3)
-    result = _recipekit("store", "import", str(store), ARTIFACT, str(data), "--name", "d")
+    data = write_jsonl(tmp_path / "train.jsonl", [GOOD[fmt]] * 3)
+    result = run_cli("store", "import", str(store), ARTIFACT, str(data), "--name", "d")
     assert result.exit_code == 0, result.output
     [version] = versions(store, ARTIFACT)
     marker = read_marker(store / ARTIFACT, version.version)
@@ -187,23 +173,17 @@ def test_each_bad_kind_is_refused_naming_line_and_field_with_nothing_written(
     store: Path, tmp_path: Path, kind: str
 ) -> None:
     fmt, rows, line, said = BAD[kind]
-    data = _jsonl(tmp_path / "train.jsonl", rows)
-    before = _tree(store)
-    result = _recipekit(
+    data = write_jsonl(tmp_path / "train.jsonl", rows)
+    before = tree(store)
+    result = run_cli(
         "store", "import", str(store), ARTIFACT, str(data), "--name", "d", "--format", fmt
     )
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    last = result.stderr.strip().splitlines()[-1]
-    where = f"{data}:{line}: " if line else f"{data}: "
-    assert last.startswith(f"error: {where}"), last
-    assert said in last, last
-    assert _tree(store) == before
+    assert_refused(result, data, line, said, before, store)
 
 
 def test_a_file_of_no_known_format_says_what_each_needs(store: Path, tmp_path: Path) -> None:
-    data = _jsonl(tmp_path / "train.jsonl", [{"mesages": [], "prompt": "x"}])
-    result = _recipekit("store", "import", str(store), ARTIFACT, str(data), "--name", "d")
+    data = write_jsonl(tmp_path / "train.jsonl", [{"mesages": [], "prompt": "x"}])
+    result = run_cli("store", "import", str(store), ARTIFACT, str(data), "--name", "d")
     assert result.exit_code == 2, result.output
     last = result.stderr.strip().splitlines()[-1]
     assert f"{data}:1: fits no format recipekit reads (its keys: mesages, prompt)" in last
@@ -212,14 +192,7 @@ def test_a_file_of_no_known_format_says_what_each_needs(store: Path, tmp_path: P
 
 
 def test_conversation_tokens_with_a_tokenizer_built_here(tmp_path: Path) -> None:
-    tokenizers = pytest.importorskip("tokenizers")
-    from tokenizers.models import WordLevel
-    from tokenizers.pre_tokenizers import Whitespace
-
-    built = tokenizers.Tokenizer(WordLevel({"[UNK]": 0, "x": 1}, unk_token="[UNK]"))
-    built.pre_tokenizer = Whitespace()
-    saved = tmp_path / "tokenizer.json"
-    built.save(str(saved))
+    saved = word_tokenizer(tmp_path / "tokenizer.json", ["x"])
     pair = {
         "context": _chat(("user", "x " * 10)),
         "completions": [
@@ -227,7 +200,7 @@ def test_conversation_tokens_with_a_tokenizer_built_here(tmp_path: Path) -> None
             {"rank": 1, "completion": _chat(("assistant", "x " * 30))},
         ],
     }
-    data = _jsonl(tmp_path / "pairs.jsonl", [pair, GOOD["nemo-rl-preference"]])
+    data = write_jsonl(tmp_path / "pairs.jsonl", [pair, GOOD["nemo-rl-preference"]])
     content = check_files({"pairs.jsonl": data}, tokenizer=saved)
     tokens = content["pairs.jsonl"]["conversation_tokens"]
     # A pair counts its longer side: 10 context + 30 rejected tokens.

@@ -35,6 +35,7 @@ from recipekit.datacheck.scan import (
     Refusal,
     Tokenizer,
     check_file,
+    json_type,
     refusal_issue,
     summary,
 )
@@ -111,16 +112,6 @@ def _is(value: Any, kind: str) -> bool:
     return matches(value, kind)
 
 
-def _json_type(value: Any) -> str:
-    """A value's type as JSON names it (what the user wrote)."""
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
-    if value is None:
-        return "null"
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return "a number"
-    return names.get(type(value), type(value).__name__)
-
-
 def _at(row: Mapping[str, Any], field: str) -> tuple[bool, Any]:
     value: Any = row
     for part in field.split("."):
@@ -139,7 +130,7 @@ def row_refusal(row: Any, agents: frozenset[str] | None, folder: Path) -> Refusa
     table = gym_rows()
     if not isinstance(row, dict):
         return Refusal(
-            0, "", f"is {_json_type(row)}, not a JSON object ({_site(table['reads'][0])})"
+            0, "", f"is {json_type(row)}, not a JSON object ({_site(table['reads'][0])})"
         )
     for read in table["reads"][1:]:
         found, value = _at(row, read["field"])
@@ -148,7 +139,7 @@ def row_refusal(row: Any, agents: frozenset[str] | None, folder: Path) -> Refusa
                 continue
             return Refusal(0, read["field"], f"missing ({read['rule']}; {_site(read)})")
         if not _is(value, read["type"]):
-            shown = _json_type(value)
+            shown = json_type(value)
             return Refusal(
                 0, read["field"], f"is {shown}, not {read['type']} ({read['rule']}; {_site(read)})"
             )
@@ -170,7 +161,7 @@ def row_refusal(row: Any, agents: frozenset[str] | None, folder: Path) -> Refusa
             return Refusal(
                 0,
                 f"responses_create_params.{key}",
-                f"is {_json_type(value)}, not {declared['type']} (NeMo Gym's request type, "
+                f"is {json_type(value)}, not {declared['type']} (NeMo Gym's request type, "
                 f"{declared['site']} @ nemo-gym 0.7.0)",
             )
     messages = params["input"]
@@ -180,7 +171,7 @@ def row_refusal(row: Any, agents: frozenset[str] | None, folder: Path) -> Refusa
                 return Refusal(
                     0,
                     f"responses_create_params.input[{index}]",
-                    f"is {_json_type(item)}, not a message object (NeMo Gym's input list)",
+                    f"is {json_type(item)}, not a message object (NeMo Gym's input list)",
                 )
         problem = media_refusal(messages, folder)
         if problem is not None:

@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recipekit.cli import recipekit_cli
 from recipekit.datacheck import check_rl_files, gym_of_readers
+from recipekit.datacheck.conftest import assert_refused, run_cli, tree, word_tokenizer, write_jsonl
 from recipekit.datacheck.gym import check_jsonl, gym_rows
 from recipekit.errors import RecipeError
 from recipekit.lineage.store import read_marker, versions
@@ -64,14 +63,6 @@ def test_rlvrs_gym_config_defines_the_agents() -> None:
 # --- through the CLI ---------------------------------------------------------------------
 
 
-def _recipekit(*args: str) -> Result:
-    return CliRunner().invoke(recipekit_cli.cli, list(args))
-
-
-def _tree(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
-
-
 def _row(agent: str = "mcqa_simple_agent", **params: Any) -> dict[str, Any]:
     """A row as NeMo-RL super-v3.5 indexes it: agent_ref.name (nemo_gym.py:676) and
     responses_create_params with its input (rollouts.py:2230, :441)."""
@@ -85,18 +76,13 @@ def _row(agent: str = "mcqa_simple_agent", **params: Any) -> dict[str, Any]:
     }
 
 
-def _jsonl(path: Path, rows: list[Any]) -> Path:
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
-    return path
-
-
 def test_nemo_gyms_example_rows_import_with_their_statistics(
     store: Path, tmp_path: Path, reference_dir: Path
 ) -> None:
     example = (reference_dir / GYM / GENRM_EXAMPLE).read_text()
     train = tmp_path / "train.jsonl"
     train.write_text(example)
-    result = _recipekit("data", "import", "rl", str(train), "--store", str(store))
+    result = run_cli("data", "import", "rl", str(train), "--store", str(store))
     assert result.exit_code == 0, result.output
     marker = read_marker(store / RLVR_DATA, 0)
     assert marker is not None
@@ -115,8 +101,8 @@ def test_rows_without_agent_ref_are_refused_naming_line_and_field(
 ) -> None:
     train = tmp_path / "train.jsonl"
     train.write_text((reference_dir / GYM / MATH_EXAMPLE).read_text())
-    before = _tree(store)
-    result = _recipekit("data", "import", "rl", str(train), "--store", str(store))
+    before = tree(store)
+    result = run_cli("data", "import", "rl", str(train), "--store", str(store))
     assert result.exit_code == 2, result.output
     last = result.stderr.strip().splitlines()[-1]
     assert last == (
@@ -124,7 +110,7 @@ def test_rows_without_agent_ref_are_refused_naming_line_and_field(
         "nemo_rl/environments/nemo_gym.py:676) (and 4 more lines refused) "
         "(nothing was registered)"
     )
-    assert _tree(store) == before
+    assert tree(store) == before
 
 
 BAD: dict[str, tuple[list[Any], int, str]] = {
@@ -182,32 +168,26 @@ def test_each_bad_kind_is_refused_with_nothing_written(
     store: Path, tmp_path: Path, kind: str
 ) -> None:
     rows, line, said = BAD[kind]
-    train = _jsonl(tmp_path / "train.jsonl", rows) if rows else tmp_path / "train.jsonl"
+    train = write_jsonl(tmp_path / "train.jsonl", rows) if rows else tmp_path / "train.jsonl"
     if not rows:
         train.write_text("")
-    before = _tree(store)
-    result = _recipekit("data", "import", "rl", str(train), "--store", str(store))
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    last = result.stderr.strip().splitlines()[-1]
-    where = f"{train}:{line}: " if line else f"{train}: "
-    assert last.startswith(f"error: {where}"), last
-    assert said in last, last
-    assert _tree(store) == before
+    before = tree(store)
+    result = run_cli("data", "import", "rl", str(train), "--store", str(store))
+    assert_refused(result, train, line, said, before, store)
 
 
 def test_store_import_reads_rl_data_first(store: Path, tmp_path: Path) -> None:
     folder = tmp_path / "blend"
     folder.mkdir()
-    _jsonl(folder / "train.jsonl", [_row(), _row(agent="my_own_agent")])
-    _jsonl(folder / "val.jsonl", [_row(), "{"])
-    before = _tree(store)
-    result = _recipekit("store", "import", str(store), RLVR_DATA, str(folder), "--name", "b1")
+    write_jsonl(folder / "train.jsonl", [_row(), _row(agent="my_own_agent")])
+    write_jsonl(folder / "val.jsonl", [_row(), "{"])
+    before = tree(store)
+    result = run_cli("store", "import", str(store), RLVR_DATA, str(folder), "--name", "b1")
     assert result.exit_code == 2, result.output
     assert f"{folder / 'val.jsonl'}:2: not JSON" in result.stderr.strip().splitlines()[-1]
-    assert _tree(store) == before
-    _jsonl(folder / "val.jsonl", [_row()])
-    result = _recipekit("store", "import", str(store), RLVR_DATA, str(folder), "--name", "b1")
+    assert tree(store) == before
+    write_jsonl(folder / "val.jsonl", [_row()])
+    result = run_cli("store", "import", str(store), RLVR_DATA, str(folder), "--name", "b1")
     assert result.exit_code == 0, result.output
     [version] = versions(store, RLVR_DATA)
     marker = read_marker(store / RLVR_DATA, version.version)
@@ -230,26 +210,18 @@ def test_local_images_are_read(tmp_path: Path) -> None:
             "responses_create_params": {"input": [{"role": "user", "content": [part]}]},
         }
 
-    good = _jsonl(tmp_path / "good.jsonl", [with_image(str(image)), with_image("cat.png"),
+    good = write_jsonl(tmp_path / "good.jsonl", [with_image(str(image)), with_image("cat.png"),
                                              with_image(image.as_uri())])  # fmt: skip
     assert check_jsonl(good)["rows"] == 3
-    bad = _jsonl(tmp_path / "bad.jsonl", [with_image(str(not_image))])
+    bad = write_jsonl(tmp_path / "bad.jsonl", [with_image(str(not_image))])
     with pytest.raises(RecipeError, match="is no image file PIL reads"):
         check_jsonl(bad)
 
 
 def test_prompt_tokens_with_a_tokenizer_built_here(tmp_path: Path) -> None:
-    tokenizers = pytest.importorskip("tokenizers")
-    from tokenizers.models import WordLevel
-    from tokenizers.pre_tokenizers import Whitespace
-
-    vocab = {"[UNK]": 0, "What": 1, "is": 2, "2": 3, "+": 4, "?": 5}
-    built = tokenizers.Tokenizer(WordLevel(vocab, unk_token="[UNK]"))
-    built.pre_tokenizer = Whitespace()
-    saved = tmp_path / "tokenizer.json"
-    built.save(str(saved))
+    saved = word_tokenizer(tmp_path / "tokenizer.json", ["What", "is", "2", "+", "?"])
     long_row = {**_row(), "responses_create_params": {"input": "What is " * 50}}
-    train = _jsonl(tmp_path / "train.jsonl", [_row(), _row(), long_row])
+    train = write_jsonl(tmp_path / "train.jsonl", [_row(), _row(), long_row])
     content = check_rl_files({"train.jsonl": train}, tokenizer=saved)
     tokens = content["train.jsonl"]["prompt_tokens"]
     # "What is 2+2?" -> What, is, 2, +, 2, ? (6 tokens); the long row 100.
@@ -319,7 +291,7 @@ def test_generated_rows_never_traceback_and_what_passes_the_reader_takes(
 
 
 def test_a_row_nested_past_the_parser_is_refused(tmp_path: Path) -> None:
-    deep = _jsonl(tmp_path / "deep.jsonl", ["[" * 100_000 + "]" * 100_000])
+    deep = write_jsonl(tmp_path / "deep.jsonl", ["[" * 100_000 + "]" * 100_000])
     with pytest.raises(RecipeError, match=f"{deep}:1: "):
         check_jsonl(deep)
     assert os.path.exists(deep)
@@ -330,19 +302,19 @@ def test_store_verify_content_reads_a_stored_version_again(store: Path, tmp_path
 
     good = tmp_path / "good"
     good.mkdir()
-    _jsonl(good / "train.jsonl", [_row(), _row()])
-    result = _recipekit("store", "import", str(store), RLVR_DATA, str(good), "--name", "g")
+    write_jsonl(good / "train.jsonl", [_row(), _row()])
+    result = run_cli("store", "import", str(store), RLVR_DATA, str(good), "--name", "g")
     assert result.exit_code == 0, result.output
     # A version registered before imports read their data (import_version writes what it is
     # given): verify --content finds the row the framework would fail on.
     old = tmp_path / "old"
     old.mkdir()
-    _jsonl(old / "train.jsonl", [_row(), {"responses_create_params": {"input": "hi"}}])
+    write_jsonl(old / "train.jsonl", [_row(), {"responses_create_params": {"input": "hi"}}])
     import_version(store, RLVR_DATA, old, name="old")
-    result = _recipekit("store", "verify", str(store), f"{RLVR_DATA}:v0", "--content")
+    result = run_cli("store", "verify", str(store), f"{RLVR_DATA}:v0", "--content")
     assert result.exit_code == 0, result.output
     assert f"{RLVR_DATA}:v0 content ok: train.jsonl, 2 rows" in result.stdout
-    result = _recipekit("store", "verify", str(store), f"{RLVR_DATA}:v1", "--content")
+    result = run_cli("store", "verify", str(store), f"{RLVR_DATA}:v1", "--content")
     assert result.exit_code == 1, result.output
     assert (
         f"{RLVR_DATA}:v1 CONTENT: {store / RLVR_DATA / 'old' / 'train.jsonl'}:2: agent_ref: missing"

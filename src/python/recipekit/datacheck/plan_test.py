@@ -8,31 +8,15 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from recipekit.cli import recipekit_cli
+from recipekit.datacheck.conftest import run_cli, word_tokenizer
 from recipekit.datacheck.gym import summary
 from recipekit.datacheck.plan import count_over, stage_findings
 from recipekit.lineage.registry_test import PROFILE
 from recipekit.lineage.store import read_marker
 
 V35 = "super-v3.5-posttraining@5d63149a"
-
-
-def _recipekit(*args: str) -> Result:
-    return CliRunner().invoke(recipekit_cli.cli, list(args))
-
-
-def _tokenizer(path: Path) -> Path:
-    tokenizers = pytest.importorskip("tokenizers")
-    from tokenizers.models import WordLevel
-    from tokenizers.pre_tokenizers import Whitespace
-
-    built = tokenizers.Tokenizer(WordLevel({"[UNK]": 0, "x": 1}, unk_token="[UNK]"))
-    built.pre_tokenizer = Whitespace()
-    built.save(str(path))
-    return path
 
 
 def _row(words: int) -> dict[str, Any]:
@@ -53,7 +37,7 @@ def test_rlvrs_plan_counts_prompts_vllm_cannot_take(tmp_path: Path, store: Path)
     checkpoint = tmp_path / "sft" / "iter_0000010"
     checkpoint.mkdir(parents=True)
     (checkpoint / "model.safetensors").write_bytes(b"weights")
-    tokenizer = _tokenizer(tmp_path / "tokenizer.json")
+    tokenizer = word_tokenizer(tmp_path / "tokenizer.json", ["x"])
     train = tmp_path / "train.jsonl"
     # rlvr: max_model_len = policy_max_input_tokens = data.max_input_seq_length = 16384.
     rows = [_row(100), _row(16384), _row(20000), _row(20000), _row(100)]
@@ -62,12 +46,12 @@ def test_rlvrs_plan_counts_prompts_vllm_cannot_take(tmp_path: Path, store: Path)
         ("model", "import", "sft", str(tmp_path / "sft")),
         ("data", "import", "rl", str(train), "--val", str(train), "--tokenizer", str(tokenizer)),
     ):
-        result = _recipekit(*args, "--cluster", cluster)
+        result = run_cli(*args, "--cluster", cluster)
         assert result.exit_code == 0, result.output
     marker = read_marker(store / "super35-rl-rlvr-data", 0)
     assert marker is not None
     assert marker["meta"]["content"]["train.jsonl"]["prompt_tokens"]["max"] == 20000
-    planned = _recipekit(
+    planned = run_cli(
         "pipeline", "plan", "recipes/super35", "--from", "rlvr", "--until", "rlvr",
         "--cluster", cluster,
     )  # fmt: skip
@@ -201,7 +185,7 @@ def test_an_sft_stages_template_is_rendered_on_the_datas_roles(tmp_path: Path) -
 def test_counts_made_with_another_tokenizer_are_a_warning(tmp_path: Path) -> None:
     model = tmp_path / "model"
     model.mkdir()
-    _tokenizer(model / "tokenizer.json")
+    word_tokenizer(model / "tokenizer.json", ["x"])
     content = _chat_content("nemo-rl-messages", [10])
     [note] = [
         n.render()
@@ -261,9 +245,9 @@ def test_the_sft_stages_plan_refuses_a_model_template_bridge_cannot_mask(
         (model / "tokenizer_config.json").write_text(json.dumps({"chat_template": template}))
         for args in (("model", "import", "pretrain", str(model)),
                      ("data", "import", "sft", str(energon))):  # fmt: skip
-            result = _recipekit(*args, "--cluster", cluster)
+            result = run_cli(*args, "--cluster", cluster)
             assert result.exit_code == 0, result.output
-        return _recipekit(
+        return run_cli(
             "pipeline", "plan", "recipes/super35", "--from", "sft", "--until", "sft",
             "--cluster", cluster,
         )  # fmt: skip

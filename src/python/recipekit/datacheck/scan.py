@@ -132,6 +132,16 @@ class Lengths:
         }
 
 
+def json_type(value: Any) -> str:
+    """A value's type as JSON names it (what the user wrote), for a refusal's text."""
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return "a number"
+    return names.get(type(value), type(value).__name__)
+
+
 def summary(lengths: Iterable[int]) -> dict[str, Any]:
     """The statistics of ``lengths`` as the manifest records them."""
     return Lengths.of(lengths).summary()
