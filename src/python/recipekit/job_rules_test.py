@@ -18,11 +18,12 @@ from recipekit.errors import RecipeError
 from recipekit.hardware import H100_NODE
 from recipekit.job_rules import preflight_rules
 from recipekit.launch.profile import ClusterProfile, NoContainer
-from recipekit.launch.submit import job_environment_issues
+from recipekit.launch.submit import job_environment_issues, job_memory_issues
 from recipekit.plan import Plan, make_plan
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.evaluation import evaluation
+from recipes.super35.pretrain import pretrain
 from recipes.super35.rl import rlvr
 from recipes.super35.sft import sft
 
@@ -168,6 +169,20 @@ def test_submit_refuses_expandable_segments_in_the_profiles_extra_env(tmp_path: 
     profile = _profile(tmp_path, extra_env={"PYTORCH_CUDA_ALLOC_CONF": EXPANDABLE})
     refused = _submit_refusals(plan, profile)
     assert any(r.startswith("profile local: extra_env.PYTORCH_CUDA_ALLOC_CONF") for r in refused)
+
+
+def test_submit_estimates_again_where_the_profile_changes_the_allocator(tmp_path: Path) -> None:
+    # Without a quarter of Adam's state on the host, pretrain fits an H100 only with expandable
+    # segments (77.6 GiB; 81.2 with fixed segments): a profile that turns them off is refused.
+    stage = attrs.evolve(
+        pretrain, environment={**pretrain.environment, "PYTORCH_CUDA_ALLOC_CONF": EXPANDABLE}
+    )
+    plan = make_plan(stage, ("optimizer.optimizer_offload_fraction=0.0",))
+    assert job_memory_issues(plan, _profile(tmp_path)) == []
+    off = _profile(tmp_path, extra_env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"})
+    [refused] = [issue.render() for issue in job_memory_issues(plan, off)]
+    assert refused.startswith("memory.training: does not fit: 81.2 GiB"), refused
+    assert "profile local: extra_env.PYTORCH_CUDA_ALLOC_CONF" in refused
 
 
 def test_preflight_refuses_expandable_segments_in_the_job_environment() -> None:

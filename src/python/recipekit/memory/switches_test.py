@@ -4,15 +4,11 @@ the allocator term shows them, wherever the workers get the setting."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 
-from recipekit.hardware import H100_NODE
-from recipekit.launch.profile import ClusterProfile, NoContainer
-from recipekit.launch.submit import job_memory_issues
 from recipekit.memory.switches import allocator_conf, expandable, worker_environment
 from recipekit.nemo_rl.rules.conftest import plan_warnings
 from recipekit.plan import Plan, make_plan
@@ -92,25 +88,3 @@ def test_the_job_environment_wins_over_megatron_bridge_env_vars_not_nemo_rls() -
         assert expandable(allocator_conf(None, config_first=True))
     assert not expandable(allocator_conf(None, config_first=False))
     assert expandable("max_split_size_mb:512, Expandable_Segments:true")
-
-
-def test_submit_estimates_again_where_the_profile_changes_the_allocator(tmp_path: Path) -> None:
-    # Without a quarter of Adam's state on the host, pretrain fits an H100 only with expandable
-    # segments (77.6 GiB; 81.2 with fixed segments): a profile that turns them off is refused.
-    stage = attrs.evolve(
-        pretrain, environment={**pretrain.environment, "PYTORCH_CUDA_ALLOC_CONF": EXPANDABLE}
-    )
-    plan = make_plan(stage, ("optimizer.optimizer_offload_fraction=0.0",))
-    (tmp_path / "runs").mkdir()
-    profile = ClusterProfile(
-        name="local",
-        node=H100_NODE,
-        partition="gpu",
-        container=NoContainer(python="/usr/bin/python3"),
-        runs_dir=str(tmp_path / "runs"),
-    )
-    assert job_memory_issues(plan, profile) == []
-    off = attrs.evolve(profile, extra_env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"})
-    [refused] = [issue.render() for issue in job_memory_issues(plan, off)]
-    assert refused.startswith("memory.training: does not fit: 81.2 GiB"), refused
-    assert "profile local: extra_env.PYTORCH_CUDA_ALLOC_CONF" in refused
