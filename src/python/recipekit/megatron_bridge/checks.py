@@ -15,7 +15,7 @@ import attrs
 from recipekit import checking
 from recipekit.errors import Issue
 from recipekit.megatron_bridge.layout import Layout
-from recipekit.megatron_bridge.rules import CONFIG, checkpoint, cite, dataset, parallel
+from recipekit.megatron_bridge.rules import checkpoint, cite, dataset, parallel
 from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig
 from recipekit.megatron_core.options import MegatronOptions, from_megatron_bridge
 from recipekit.memory.switches import (
@@ -120,7 +120,9 @@ def sequence_splits_over_its_ranks(ctx: CheckContext) -> Iterator[Issue]:
     yield Issue(
         SEQ,
         f"{why}: it must be a multiple of {multiple}, to which Megatron-Bridge pads every batch "
-        f"{cite(CONFIG, 1369)}",
+        + cite(
+            "megatron-bridge.config.config-container-validate.dataset-seq-length-not-multiple-lcm"
+        ),
         value=seq,
     )
 

@@ -17,6 +17,7 @@ from recipekit.hardware import Hardware
 from recipekit.lineage.model_files import belongs_to_model
 from recipekit.markers import Marker
 from recipekit.nemo_evaluator import LAUNCHER_VERSION
+from recipekit.nemo_evaluator.generated.rule_sites import SITES
 from recipekit.nemo_evaluator.schema import LauncherConfig, WandbExport
 
 DEPLOYMENT = "deployment"
@@ -29,12 +30,16 @@ EPHEMERAL_PORTS = range(32768, 61000)
 # OmegaConf resolvers that read a secret into the config itself; the launcher allows none of them
 # in an env var value (common/env_vars.py:82), whose source a host:/lit:/runtime: prefix names.
 SECRET_RESOLVERS = ("${oc.env:", "${oc.decode:")
+# Where the launcher's modules lie in its repository.
+PACKAGE = "src/nemo_evaluator_launcher/"
 
 
-def cite(file: str, line: int) -> str:
-    """Where a launcher rule lives, as messages quote it: ``file:line @ launcher version``
-    (the file under the package, nemo_evaluator_launcher/)."""
-    return f"{file}:{line} @ nemo-evaluator-launcher {LAUNCHER_VERSION}"
+def cite(rule: str) -> str:
+    """Where a catalogued launcher rule lives (``rule_catalogue/nemo-evaluator.toml``), as
+    messages quote it: ``file:line @ launcher version`` (the file under the package,
+    nemo_evaluator_launcher/)."""
+    _, file, line = SITES[rule]
+    return f"{file.split(PACKAGE, 1)[1]}:{line} @ nemo-evaluator-launcher {LAUNCHER_VERSION}"
 
 
 @attrs.frozen(kw_only=True)
@@ -213,7 +218,7 @@ def exported_destinations_configured(ctx: CheckContext) -> Iterator[Issue]:
                 "execution.auto_export.destinations",
                 f"exports to {destination!r}, but export.{destination} is not set: the "
                 "launcher's export job refuses a destination without its settings "
-                f"({cite('exporters/config.py', 53)})",
+                f"({cite('nemo-evaluator.export.destination-configured')})",
                 value=auto_export.destinations,
             )
 
@@ -240,7 +245,7 @@ def env_values_without_resolvers(ctx: CheckContext) -> Iterator[Issue]:
                     path,
                     f"{name}: the launcher allows no Hydra resolver in an env var value, since it "
                     "would put the secret itself into the config it saves and exports "
-                    f"({cite('common/env_vars.py', 82)})",
+                    f"({cite('nemo-evaluator.env.no-resolver-in-values')})",
                     value=value,
                     hint=f"{name}: host:VAR reads the variable on the submit host instead",
                 )
@@ -339,7 +344,7 @@ def wandb_log_logs_is_deprecated(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "export.wandb.log_logs",
             "deprecated: the launcher's W&B export warns and reads it as copy_logs, the key "
-            f"it will keep ({cite('exporters/base.py', 68)})",
+            f"it will keep ({cite('nemo-evaluator.export.log-logs-deprecated')})",
             value=wandb.log_logs,
             hint="leave it unset unless the task's log files must reach W&B",
         )

@@ -3,25 +3,28 @@ check, grouped by topic (``dataset``, ``parallel``, ``checkpoint``).
 
 Each mirrors one ``assert``/``raise``/warning of Megatron-Bridge at the commit the stages run
 (``megatron-bridge/main`` in ``3rdparty/reference/manifest.toml``) and quotes its reason with
-its file and line; ``recipekit/rule_catalogue/megatron-bridge.toml`` lists every such line and
-says which function mirrors it, or why none can.
+its file and line, which ``cite`` finds from the rule's catalogue id (``generated/rule_sites.py``);
+``recipekit/rule_catalogue/megatron-bridge.toml`` lists every such rule and says which function
+mirrors it, or why none can.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from recipekit.megatron_bridge.generated.rule_sites import SITES
+
 if TYPE_CHECKING:
     from recipekit.megatron_bridge.schema import MegatronBridgeConfig
 
 COMMIT = "067f987df"
-CONFIG = "src/megatron/bridge/training/config.py"
-ENERGON = "src/megatron/bridge/data/builders/energon.py"
 SUPER_VL_RECIPES = "megatron.bridge.recipes.nemotronh_multimodal."
 
 
-def cite(file: str, line: int) -> str:
-    """``(src/megatron/bridge/training/config.py:1683 @ Megatron-Bridge 067f987df)``."""
+def cite(rule: str) -> str:
+    """``(src/megatron/bridge/training/config.py:1683 @ Megatron-Bridge 067f987df)`` of a
+    catalogued rule."""
+    _, file, line = SITES[rule]
     return f"({file}:{line} @ Megatron-Bridge {COMMIT})"
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from recipekit.errors import Issue
 from recipekit.markers import UNSET
-from recipekit.megatron_bridge.rules import CONFIG, cite
+from recipekit.megatron_bridge.rules import cite
 
 if TYPE_CHECKING:
     from recipekit.megatron_bridge.checks import CheckContext
@@ -17,13 +17,14 @@ def adapter_trains_over_pretrained_weights(ctx: CheckContext) -> Iterator[Issue]
     """config.py:1627: with a peft adapter (the stage's, or a PEFT recipe's own) the
     pretrained checkpoint must be set."""
     cfg = ctx.config
-    has_adapter = ctx.adapter is not None or (
-        cfg.recipe.mode == "peft" and cfg.peft is UNSET
-    )
+    has_adapter = ctx.adapter is not None or (cfg.recipe.mode == "peft" and cfg.peft is UNSET)
     if has_adapter and not isinstance(cfg.checkpoint.pretrained_checkpoint, str):
         yield Issue(
             "checkpoint.pretrained_checkpoint",
             "Megatron-Bridge asserts that PEFT trains adapters over a pretrained checkpoint: "
-            f"name the checkpoint to load {cite(CONFIG, 1627)}",
+            "name the checkpoint to load "
+            + cite(
+                "megatron-bridge.config.config-container-validate.peft-adapter-without-checkpoint-pretrained-checkpoint"
+            ),
             value=cfg.checkpoint.pretrained_checkpoint,
         )

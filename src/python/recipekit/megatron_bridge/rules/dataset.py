@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from recipekit.errors import Issue
-from recipekit.megatron_bridge.rules import ENERGON, builds_energon_dataset, cite
+from recipekit.megatron_bridge.rules import builds_energon_dataset, cite
 
 if TYPE_CHECKING:
     from recipekit.megatron_bridge.checks import CheckContext
@@ -20,7 +20,9 @@ def energon_dataset_has_a_path(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "dataset.path",
             "Megatron-Bridge's Energon dataset refuses to start without a dataset path "
-            f"{cite(ENERGON, 165)}",
+            + cite(
+                "megatron-bridge.energon.energon-dataset-config-validate.energon-dataset-path-unset-blank"
+            ),
             value=path if isinstance(path, str) else None,
             hint="set it to the stage's data input",
         )
@@ -31,7 +33,10 @@ def energon_has_no_test_split(ctx: CheckContext) -> Iterator[Issue]:
     if builds_energon_dataset(ctx.config) and ctx.config.dataset.do_test is True:
         yield Issue(
             "dataset.do_test",
-            f"Megatron-Bridge's Energon dataset has no distinct test split {cite(ENERGON, 197)}",
+            "Megatron-Bridge's Energon dataset has no distinct test split "
+            + cite(
+                "megatron-bridge.energon.energon-dataset-config-validate.energon-dataset-asked-test-split-do"
+            ),
             value=True,
             hint="leave it unset (false)",
         )

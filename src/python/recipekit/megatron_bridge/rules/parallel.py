@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from recipekit.errors import Issue
-from recipekit.megatron_bridge.rules import CONFIG, cite
+from recipekit.megatron_bridge.rules import cite
 
 if TYPE_CHECKING:
     from recipekit.megatron_bridge.checks import CheckContext
@@ -20,7 +20,9 @@ def hierarchical_context_parallel_needs_its_sizes(ctx: CheckContext) -> Iterator
             "model.cp_comm_type",
             "Megatron-Bridge asserts that a2a+p2p needs hierarchical_context_parallel_sizes "
             "(else each rank attends only to its own chunk), which no stage key sets "
-            f"{cite(CONFIG, 1683)}",
+            + cite(
+                "megatron-bridge.config.validate-cp-comm-type.cp-comm-type-a2a-p2p-without-hierarchical"
+            ),
             value="a2a+p2p",
             hint="use p2p, a2a or allgather",
         )

@@ -7,7 +7,7 @@ from typing import Any
 
 from recipekit.errors import Issue
 from recipekit.megatron_core.options import activation_of, options_of
-from recipekit.megatron_core.rules import TRANSFORMER_CONFIG, cite
+from recipekit.megatron_core.rules import cite
 
 
 def bias_activation_fusion_needs_gelu_or_silu(ctx: Any) -> Iterator[Issue]:
@@ -21,6 +21,9 @@ def bias_activation_fusion_needs_gelu_or_silu(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("bias_activation_fusion"),
             f"Megatron-Core fuses the bias and activation only for gelu, swiglu or quick_geglu; "
-            f"{ctx.model.name}'s MLP uses {activation} {cite(TRANSFORMER_CONFIG, 2116)}",
+            f"{ctx.model.name}'s MLP uses {activation} "
+            + cite(
+                "megatron-core.transformer-config.post-init.bias-activation-fusion-exists-gelu-swiglu"
+            ),
             value=True,
         )

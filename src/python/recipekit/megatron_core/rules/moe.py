@@ -8,7 +8,7 @@ from typing import Any
 
 from recipekit.errors import Issue
 from recipekit.megatron_core.options import options_of, shared_experts
-from recipekit.megatron_core.rules import TRANSFORMER_CONFIG, cite
+from recipekit.megatron_core.rules import cite
 
 
 def deepep_needs_flex_dispatcher(ctx: Any) -> Iterator[Issue]:
@@ -18,7 +18,7 @@ def deepep_needs_flex_dispatcher(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("moe_token_dispatcher_type", "moe_enable_deepep"),
             "Megatron-Core runs DeepEP only with the flex token dispatcher "
-            f"{cite(TRANSFORMER_CONFIG, 1591)}",
+            + cite("megatron-core.transformer-config.post-init.deepep-needs-flex-token-dispatcher"),
             value=o.moe_token_dispatcher_type,
             hint=f"set it to flex, or {o.key('moe_enable_deepep')}=false",
         )
@@ -37,7 +37,10 @@ def shared_expert_overlap_needs_alltoall_or_flex(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("moe_token_dispatcher_type"),
             "Megatron-Core overlaps the shared experts only under the alltoall or flex token "
-            f"dispatcher, and moe_shared_expert_overlap is on {cite(TRANSFORMER_CONFIG, 1648)}",
+            "dispatcher, and moe_shared_expert_overlap is on "
+            + cite(
+                "megatron-core.transformer-config.post-init.shared-expert-overlap-needs-alltoall-flex"
+            ),
             value=o.moe_token_dispatcher_type,
         )
 
@@ -50,7 +53,10 @@ def deepep_flag_is_deprecated(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("moe_enable_deepep"),
             "Megatron-Core warns that it is deprecated in favour of "
-            f"moe_flex_dispatcher_backend=deepep {cite(TRANSFORMER_CONFIG, 1595)}",
+            "moe_flex_dispatcher_backend=deepep "
+            + cite(
+                "megatron-core.transformer-config.post-init.moe-enable-deepep-deprecated-flex-backend"
+            ),
             value=True,
         )
 
@@ -63,6 +69,7 @@ def many_experts_route_in_fp32(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("moe_router_dtype"),
             f"Megatron-Core warns: {ctx.model.num_experts} experts routed without fp32 routing "
-            f"can be numerically unstable; set fp32 {cite(TRANSFORMER_CONFIG, 2799)}",
+            "can be numerically unstable; set fp32 "
+            + cite("megatron-core.transformer-config.post-init.32-more-experts-should-route-fp32"),
             value=o.moe_router_dtype,
         )

@@ -8,7 +8,7 @@ from typing import Any
 
 from recipekit.errors import Issue
 from recipekit.megatron_core.options import options_of
-from recipekit.megatron_core.rules import TRANSFORMER_CONFIG, cite
+from recipekit.megatron_core.rules import cite
 
 
 def cpu_offloading_layers_fit_the_model(ctx: Any) -> Iterator[Issue]:
@@ -21,7 +21,9 @@ def cpu_offloading_layers_fit_the_model(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("cpu_offloading_num_layers", "cpu_offloading"),
             f"Megatron-Core offloads 0 up to {layers - 1} of {ctx.model.name}'s {layers} layers "
-            f"{cite(TRANSFORMER_CONFIG, 1710)}",
+            + cite(
+                "megatron-core.transformer-config.post-init.cpu-offloading-cpu-offloading-num-layers-num-layers"
+            ),
             value=o.cpu_offloading_num_layers,
         )
 
@@ -33,7 +35,10 @@ def cpu_offloading_excludes_pipeline_parallelism(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("cpu_offloading"),
             f"Megatron-Core refuses CPU offloading with pipeline parallelism (PP = "
-            f"{o.parallel.pp}) {cite(TRANSFORMER_CONFIG, 1715)}",
+            f"{o.parallel.pp}) "
+            + cite(
+                "megatron-core.transformer-config.post-init.cpu-offloading-pipeline-model-parallel-size"
+            ),
             value=True,
             hint=f"drop it, or set {o.key('pp')}=1",
         )
@@ -48,7 +53,9 @@ def cpu_offloading_excludes_recompute(ctx: Any) -> Iterator[Issue]:
             o.key("cpu_offloading"),
             f"Megatron-Core refuses CPU offloading while activations are recomputed "
             f"({o.key('recompute_granularity')} is {o.recompute_granularity}) "
-            f"{cite(TRANSFORMER_CONFIG, 1720)}",
+            + cite(
+                "megatron-core.transformer-config.post-init.cpu-offloading-recompute-granularity"
+            ),
             value=True,
             hint=f"drop it, or turn recomputation off: {_recompute_switch(o)}",
         )

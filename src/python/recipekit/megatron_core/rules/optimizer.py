@@ -7,7 +7,7 @@ from typing import Any
 
 from recipekit.errors import Issue
 from recipekit.megatron_core.options import options_of
-from recipekit.megatron_core.rules import OPTIMIZER_CONFIG, cite
+from recipekit.megatron_core.rules import OPTIMIZER_CONFIG, cite_line
 
 
 def precision_aware_optimizer_needs_adam(ctx: Any) -> Iterator[Issue]:
@@ -17,7 +17,7 @@ def precision_aware_optimizer_needs_adam(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("optimizer"),
             "Megatron-Core's precision-aware optimizer (use_precision_aware_optimizer) is Adam "
-            f"only {cite(OPTIMIZER_CONFIG, 432)}",
+            f"only {cite_line(OPTIMIZER_CONFIG, 432)}",
             value=o.optimizer,
         )
 
@@ -29,6 +29,6 @@ def precision_aware_optimizer_needs_distributed_optimizer(ctx: Any) -> Iterator[
         yield Issue(
             o.key("use_distributed_optimizer"),
             "Megatron-Core's precision-aware optimizer runs only with the distributed optimizer "
-            f"{cite(OPTIMIZER_CONFIG, 435)}",
+            f"{cite_line(OPTIMIZER_CONFIG, 435)}",
             value=False,
         )

@@ -8,7 +8,7 @@ from typing import Any
 
 from recipekit.errors import Issue
 from recipekit.megatron_core.options import options_of
-from recipekit.megatron_core.rules import MODEL_PARALLEL_CONFIG, TRANSFORMER_CONFIG, cite
+from recipekit.megatron_core.rules import cite
 
 
 def expert_and_tensor_parallel_want_sequence_parallel(ctx: Any) -> Iterator[Issue]:
@@ -22,7 +22,10 @@ def expert_and_tensor_parallel_want_sequence_parallel(ctx: Any) -> Iterator[Issu
         yield Issue(
             o.key("sp"),
             f"Megatron-Core warns: expert parallelism ({p.ep}) with tensor parallelism ({p.tp}) "
-            f"must train with sequence parallelism {cite(MODEL_PARALLEL_CONFIG, 562)}",
+            "must train with sequence parallelism "
+            + cite(
+                "megatron-core.model-parallel-config.post-init.ep-tp-should-train-sequence-parallelism"
+            ),
             value=False,
         )
 
@@ -45,7 +48,10 @@ def tensor_parallel_divides_the_attention_heads(ctx: Any) -> Iterator[Issue]:
     yield Issue(
         o.key("tp"),
         f"{ctx.model.name} has {heads} attention heads, which TP = {o.parallel.tp} does not "
-        f"divide: Megatron-Core's TransformerConfig raises {cite(TRANSFORMER_CONFIG, 1324)}",
+        "divide: Megatron-Core's TransformerConfig raises "
+        + cite(
+            "megatron-core.transformer-config.post-init.num-attention-heads-tensor-model-parallel-size"
+        ),
         value=o.parallel.tp,
         hint="one of " + ", ".join(map(str, fits)),
     )
@@ -63,7 +69,9 @@ def tensor_parallel_fits_the_query_groups(ctx: Any) -> Iterator[Issue]:
         o.key("tp"),
         f"{ctx.model.name} has {groups} query groups, which TP = {tp} neither divides nor is "
         f"a multiple of: Megatron-Core's TransformerConfig raises "
-        f"{cite(TRANSFORMER_CONFIG, 1342)}",
+        + cite(
+            "megatron-core.transformer-config.post-init.num-query-groups-tensor-model-parallel-size"
+        ),
         value=tp,
         hint=f"a divisor or a multiple of {groups}",
     )

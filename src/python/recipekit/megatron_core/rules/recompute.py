@@ -7,7 +7,7 @@ from typing import Any
 
 from recipekit.errors import Issue
 from recipekit.megatron_core.options import options_of, shared_experts
-from recipekit.megatron_core.rules import TRANSFORMER_CONFIG, cite
+from recipekit.megatron_core.rules import cite
 
 # transformer_config.py:1767-1776: the modules selective recomputation knows.
 RECOMPUTE_MODULES = frozenset(
@@ -40,7 +40,10 @@ def full_recompute_names_a_method(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("recompute_method", "recompute_granularity"),
             "Megatron-Core refuses full recomputation without a recompute_method: set "
-            f'"block" or "uniform" {cite(TRANSFORMER_CONFIG, 1737)}',
+            '"block" or "uniform" '
+            + cite(
+                "megatron-core.transformer-config.post-init.full-recomputation-needs-recompute-method-block"
+            ),
             value=None,
         )
 
@@ -52,7 +55,10 @@ def full_recompute_names_its_layer_count(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("recompute_num_layers", "recompute_granularity"),
             "Megatron-Core refuses full recomputation without recompute_num_layers (1 up to "
-            f"the layers of one pipeline rank) {cite(TRANSFORMER_CONFIG, 1743)}",
+            "the layers of one pipeline rank) "
+            + cite(
+                "megatron-core.transformer-config.post-init.full-recomputation-needs-recompute-num-layers"
+            ),
             value=None,
         )
 
@@ -68,7 +74,9 @@ def selective_recompute_takes_no_layer_count(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("recompute_num_layers"),
             "Megatron-Core refuses a layer count with selective recomputation: it must be null "
-            f"{cite(TRANSFORMER_CONFIG, 1752)}",
+            + cite(
+                "megatron-core.transformer-config.post-init.selective-recomputation-takes-no-recompute-num"
+            ),
             value=o.recompute_num_layers,
         )
 
@@ -84,7 +92,10 @@ def recompute_modules_are_known(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("recompute_modules"),
             f"Megatron-Core does not know {', '.join(unknown)}: the modules are "
-            f"{', '.join(sorted(RECOMPUTE_MODULES))} {cite(TRANSFORMER_CONFIG, 1779)}",
+            f"{', '.join(sorted(RECOMPUTE_MODULES))} "
+            + cite(
+                "megatron-core.transformer-config.post-init.recompute-module-one-megatron-core-knows"
+            ),
             value=list(modules),
         )
 
@@ -102,7 +113,10 @@ def moe_act_recompute_needs_grouped_gemm(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("recompute_modules"),
             "Megatron-Core recomputes moe_act only with grouped-GEMM experts, which "
-            f"{ctx.model.name}'s provider does not use {cite(TRANSFORMER_CONFIG, 1785)}",
+            f"{ctx.model.name}'s provider does not use "
+            + cite(
+                "megatron-core.transformer-config.post-init.recomputing-moe-act-needs-grouped-gemm"
+            ),
             value=list(modules),
         )
 
@@ -118,7 +132,10 @@ def mla_up_proj_recompute_needs_mla(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("recompute_modules"),
             f"Megatron-Core recomputes mla_up_proj only with multi-latent attention, which "
-            f"{ctx.model.name} does not use {cite(TRANSFORMER_CONFIG, 1790)}",
+            f"{ctx.model.name} does not use "
+            + cite(
+                "megatron-core.transformer-config.post-init.recomputing-mla-up-proj-needs-multi"
+            ),
             value=list(modules),
         )
 
@@ -133,7 +150,10 @@ def shared_experts_recompute_excludes_overlap(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("recompute_modules"),
             "Megatron-Core cannot recompute shared_experts while moe_shared_expert_overlap is "
-            f"on {cite(TRANSFORMER_CONFIG, 1817)}",
+            "on "
+            + cite(
+                "megatron-core.transformer-config.post-init.shared-experts-cannot-recomputed-while-they"
+            ),
             value=list(modules),
             hint=f"drop shared_experts, or set {o.key('moe_shared_expert_overlap')}=false",
         )
@@ -153,7 +173,9 @@ def delayed_fp8_recompute_excludes_moe_act_and_layernorm(ctx: Any) -> Iterator[I
             o.key("recompute_modules"),
             f"Megatron-Core refuses recomputing {' and '.join(clashing)} with delayed-scaling "
             f'FP8: "Delayed scaling does not support moe_act and layernorm recompute for fp8" '
-            f"{cite(TRANSFORMER_CONFIG, 1824)}",
+            + cite(
+                "megatron-core.transformer-config.post-init.selective-recomputation-moe-act-layernorm-under-fp8"
+            ),
             value=list(modules),
             hint=f"drop {', '.join(clashing)}, or set {o.key('fp8_recipe')} to another recipe "
             "(tensorwise, blockwise or mxfp8)",
@@ -171,6 +193,9 @@ def core_attn_recompute_may_be_fused(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("recompute_modules", "recompute_granularity"),
             "Megatron-Core warns: with Transformer Engine the core attention may be the fused "
-            f"kernel, which needs no recomputation {cite(TRANSFORMER_CONFIG, 1805)}",
+            "kernel, which needs no recomputation "
+            + cite(
+                "megatron-core.transformer-config.post-init.recomputing-core-attn-may-needless-under-transformer"
+            ),
             value=list(modules),
         )

@@ -9,7 +9,7 @@ from typing import Any
 
 from recipekit.errors import Issue
 from recipekit.megatron_core.options import options_of
-from recipekit.megatron_core.rules import OPTIMIZER_PARAM_SCHEDULER, cite
+from recipekit.megatron_core.rules import cite
 
 
 def lr_at_least_min_lr(ctx: Any) -> Iterator[Issue]:
@@ -21,7 +21,7 @@ def lr_at_least_min_lr(ctx: Any) -> Iterator[Issue]:
         o.key("min_lr"),
         f"is above the learning rate ({o.key('lr')} = {o.lr:g}): Megatron-Core's "
         f"scheduler asserts max_lr >= min_lr when the optimizer is built "
-        f"{cite(OPTIMIZER_PARAM_SCHEDULER, 151)}",
+        f"{cite('megatron-core.optimizer-param-scheduler.init.learning-rate-least-min-lr')}",
         value=o.min_lr,
         hint=f"at most {o.lr:g}",
     )
@@ -35,7 +35,8 @@ def warmup_starts_at_most_lr(ctx: Any) -> Iterator[Issue]:
     yield Issue(
         o.key("lr_warmup_init"),
         f"is above the learning rate ({o.key('lr')} = {o.lr:g}): Megatron-Core's scheduler "
-        f"asserts init_lr <= max_lr {cite(OPTIMIZER_PARAM_SCHEDULER, 152)}",
+        "asserts init_lr <= max_lr "
+        + cite("megatron-core.optimizer-param-scheduler.init.warm-up-first-learning-rate-most"),
         value=o.lr_warmup_init,
         hint=f"at most {o.lr:g}",
     )
@@ -84,7 +85,10 @@ def weight_decay_does_not_fall(ctx: Any) -> Iterator[Issue]:
         yield Issue(
             o.key("end_weight_decay"),
             f"is below start_weight_decay ({start:g}): Megatron-Core's scheduler asserts "
-            f"end_wd >= start_wd {cite(OPTIMIZER_PARAM_SCHEDULER, 169)}",
+            "end_wd >= start_wd "
+            + cite(
+                "megatron-core.optimizer-param-scheduler.init.weight-decay-ends-above-where-starts"
+            ),
             value=end,
             hint=f"at least {start:g}",
         )
@@ -93,7 +97,9 @@ def weight_decay_does_not_fall(ctx: Any) -> Iterator[Issue]:
             o.key("weight_decay_incr_style"),
             f"'constant' needs start_weight_decay = end_weight_decay ({start:g} != {end:g}): "
             f"Megatron-Core's scheduler asserts it at its first step "
-            f"{cite(OPTIMIZER_PARAM_SCHEDULER, 201)}",
+            + cite(
+                "megatron-core.optimizer-param-scheduler.get-wd.constant-weight-decay-starts-ends-one-value"
+            ),
             value="constant",
             hint="'linear' or 'cosine' to move between them, or make them equal",
         )
@@ -112,7 +118,8 @@ def wsd_has_its_decay_length(ctx: Any) -> Iterator[Issue]:
         o.key("lr_decay_style"),
         "needs its decay phase's length (lr_wsd_decay_iters), which this scheduler section "
         "cannot state, so Megatron-Bridge leaves it unset and Megatron-Core's scheduler "
-        f"asserts WSD has one {cite(OPTIMIZER_PARAM_SCHEDULER, 164)}",
+        "asserts WSD has one "
+        + cite("megatron-core.optimizer-param-scheduler.init.wsd-decay-style-has-decay-phase"),
         value="WSD",
         hint="cosine, linear, constant or inverse-square-root",
     )

@@ -13,6 +13,7 @@ from recipekit.nemo_rl.checks.context import (
     MEGATRON,
     CheckContext,
 )
+from recipekit.nemo_rl.rule_lines import line_of, where
 from recipekit.nemo_rl.schema_super_v3 import MathEnvironment
 
 
@@ -28,14 +29,18 @@ def megatron_settings_agree(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"{MEGATRON}.optimizer.optimizer_offload_fraction",
                 "NeMo-RL's Megatron setup refuses it: optimizer_cpu_offload needs a fraction in"
-                " (0, 1] (nemo_rl/models/megatron/setup.py:1219 @ super-v3.5-posttraining)",
+                " (0, 1] ("
+                + where(
+                    "nemo-rl.models.megatron.setup.validate-optimizer-config.cpu-offloaded-optimizer-offloads-share"
+                )
+                + ")",
                 value=fraction,
             )
     elif opt.optimizer_cpu_offload and fraction != 1.0:
         yield Issue(
             f"{MEGATRON}.optimizer.optimizer_offload_fraction",
             "NeMo-RL offloads the whole optimizer state: with optimizer_cpu_offload it must be 1.0"
-            " (nemo_rl/models/megatron/setup.py:498 @ super-v3)",
+            f" ({where('nemo-rl.megatron-setup.v3.whole-optimizer-offload')})",
             value=fraction,
         )
     if opt.optimizer_cpu_offload and opt.optimizer != "adam":
@@ -82,6 +87,10 @@ def math_verifier_is_set(ctx: CheckContext) -> Iterator[Issue]:
 # The verifier workers a math environment can start, by verifier_type: BaseMathEnvironment's
 # subclasses' WORKER_CLASS_DICT (math_environment.py:450 and :556 @ super-v3.5-posttraining).
 VERIFIER_TYPES = ("math", "english_multichoice", "multilingual_multichoice")
+# super-v3's MathEnvironment asserts its verifier_type is a string.
+V3_VERIFIER_IS_A_STRING = (
+    "nemo-rl.v3.environments.math-environment.init.math-environment-verifier-type-string-explicit"
+)
 
 
 def math_verifier_type_is_known(ctx: CheckContext) -> Iterator[Issue]:
@@ -96,7 +105,8 @@ def math_verifier_type_is_known(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"env.{name}.verifier_type",
                 "NeMo-RL's math environment asserts verifier_type is a string "
-                "(math_environment.py:245 @ super-v3); an explicit null fails its setup",
+                f"(math_environment.py:{line_of(V3_VERIFIER_IS_A_STRING)} @ super-v3); an "
+                "explicit null fails its setup",
                 value=None,
                 hint="remove the key for the default 'math', or name a verifier",
             )
@@ -107,9 +117,7 @@ def math_verifier_type_is_known(ctx: CheckContext) -> Iterator[Issue]:
                 "(math_environment.py:388 @ super-v3.5-posttraining looks it up in "
                 "WORKER_CLASS_DICT)",
                 value=env.verifier_type,
-                hint=did_you_mean(
-                    env.verifier_type, VERIFIER_TYPES, what="verifier types", most=1
-                ),
+                hint=did_you_mean(env.verifier_type, VERIFIER_TYPES, what="verifier types", most=1),
             )
 
 
@@ -136,8 +144,11 @@ def model_overrides_name_no_first_class_key(ctx: CheckContext) -> Iterator[Issue
         yield Issue(
             f"{MEGATRON}.model_overrides.{name}",
             f"conflicts with {MEGATRON}.{name}: NeMo-RL's Megatron setup raises, model_overrides"
-            " is only for Megatron-Bridge model fields without a first-class NeMo-RL key"
-            " (nemo_rl/models/megatron/setup.py:772 @ super-v3.5-posttraining)",
+            " is only for Megatron-Bridge model fields without a first-class NeMo-RL key ("
+            + where(
+                "nemo-rl.models.megatron.setup.validate-model-override-conflicts.model-overrides-names-no-field-nemo"
+            )
+            + ")",
             value=overrides[name],
             hint=f"set {MEGATRON}.{name} instead",
         )
@@ -153,5 +164,7 @@ def model_overrides_are_provider_fields(ctx: CheckContext) -> Iterator[Issue]:
         return
     from recipekit.megatron_core.overrides import override_issues
 
-    where = "nemo_rl/models/megatron/setup.py:826 @ super-v3.5-posttraining"
-    yield from override_issues(overrides, f"{MEGATRON}.model_overrides", where)
+    at = where(
+        "nemo-rl.models.megatron.setup.merge-model-overrides.each-model-override-names-field-megatron"
+    )
+    yield from override_issues(overrides, f"{MEGATRON}.model_overrides", at)

@@ -9,7 +9,7 @@ from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import cite, on_super35
 from recipekit.nemo_rl.rules.generation import gym_runner_sets_the_server_on
-from recipekit.nemo_rl.rules.grpo_setup import GRPO_PY, runner_line
+from recipekit.nemo_rl.rules.grpo_setup import runner_line
 from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO, RewardScaling
 
 VLLM = "policy.generation.vllm_cfg"
@@ -97,7 +97,13 @@ def async_grpo_needs_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
     yield Issue(
         f"{VLLM}.async_engine" if on_vllm else "policy.generation.backend",
         "NeMo-RL's async GRPO refuses it: it needs an asynchronous generation engine "
-        f"({cite(ctx, GRPO_PY, v3=2785, v35=4120)})",
+        "("
+        + cite(
+            ctx,
+            v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.async-grpo-needs-vllm-async-engine",
+            v35="nemo-rl.algorithms.grpo.async-grpo-train.async-grpo-needs-asynchronous-generation-engine",
+        )
+        + ")",
         value=(vllm.async_engine if vllm is not None else None) if on_vllm else gen.backend,
         hint="set policy.generation.vllm_cfg.async_engine: true" if on_vllm else "",
     )
@@ -110,7 +116,13 @@ def async_grpo_needs_importance_sampling(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "loss_fn.use_importance_sampling_correction",
             "NeMo-RL's async GRPO refuses it false: rollouts from an older policy need the "
-            f"importance-sampling correction ({cite(ctx, GRPO_PY, v3=2789, v35=4127)})",
+            "importance-sampling correction ("
+            + cite(
+                ctx,
+                v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.async-grpo-needs-importance-sampling-correction",
+                v35="nemo-rl.algorithms.grpo.async-grpo-train.async-grpo-needs-importance-sampling-correction",
+            )
+            + ")",
             value=loss.use_importance_sampling_correction,
             hint="set it true",
         )
@@ -133,7 +145,13 @@ def async_grpo_colocated_generation(ctx: CheckContext) -> Iterator[Issue]:
     )
     yield Issue(
         "policy.generation.colocated.enabled",
-        f"NeMo-RL's async GRPO {what} ({cite(ctx, GRPO_PY, v3=2835, v35=4177)})",
+        f"NeMo-RL's async GRPO {what} ("
+        + cite(
+            ctx,
+            v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.async-grpo-excludes-colocated-generation",
+            v35="nemo-rl.algorithms.grpo.async-grpo-train.colocated-async-grpo-only-megatron-generation",
+        )
+        + ")",
         value=True,
         hint="set it false and give generation its own resources",
     )
@@ -150,7 +168,13 @@ def stale_rollouts_want_in_flight_weight_updates(ctx: CheckContext) -> Iterator[
             "grpo.async_grpo.in_flight_weight_updates",
             "NeMo-RL warns that with grpo.async_grpo.max_trajectory_age_steps = "
             f"{section.max_trajectory_age_steps} in-flight weight updates must be on, or the "
-            f"older trajectories give no speed-up ({cite(ctx, GRPO_PY, v3=2797, v35=4146)})",
+            "older trajectories give no speed-up ("
+            + cite(
+                ctx,
+                v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.trajectories-older-one-step-want-flight",
+                v35="nemo-rl.algorithms.grpo.async-grpo-train.trajectories-older-one-step-want-flight",
+            )
+            + ")",
             value=section.in_flight_weight_updates,
             hint="set it true, or max_trajectory_age_steps 1",
         )
@@ -165,7 +189,12 @@ def async_grpo_backend_has_a_replay_path(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.generation.backend",
             "NeMo-RL's async GRPO supports the vLLM, Megatron, TRT-LLM and Dynamo generation "
-            f"backends only ({cite(ctx, GRPO_PY, v35=4116)})",
+            "backends only ("
+            + cite(
+                ctx,
+                v35="nemo-rl.algorithms.grpo.async-grpo-train.async-grpo-runs-vllm-megatron-trt",
+            )
+            + ")",
             value=gen.backend,
         )
 

@@ -20,10 +20,6 @@ from recipekit.nemo_rl.checks import Check, CheckContext
 from recipekit.nemo_rl.rules.citation import cite
 from recipekit.nemo_rl.schema_super_v3 import Policy
 
-WORKER = "nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py"
-SETUP = "nemo_rl/models/automodel/setup.py"
-TRAIN = "nemo_rl/models/automodel/train.py"
-
 
 def _runs_v2(policy: Any) -> bool:
     """A policy section NeMo-RL trains (or scores) on the v2 DTensor worker."""
@@ -84,7 +80,12 @@ def packing_needs_a_text_tokenizer(ctx: CheckContext) -> Iterator[Issue]:
                 f"{where}.sequence_packing.enabled",
                 f"the v2 DTensor worker refuses to start with it while {where}.tokenizer."
                 "use_processor is true: it packs no vision-language model's sequences "
-                f"({cite(ctx, SETUP, v35=301)})",
+                "("
+                + cite(
+                    ctx,
+                    v35="nemo-rl.automodel.setup.validate-and-prepare-config.no-sequence-packing-model-loaded-hf",
+                )
+                + ")",
                 value=True,
                 hint="set it false for a model loaded with a processor",
             )
@@ -100,7 +101,12 @@ def yarn_rope_scaling_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"{where}.hf_config_overrides.rope_scaling.rope_type",
                 "the v2 DTensor worker refuses YaRN rope scaling: the Automodel back-end "
-                f"does not support it, the Megatron one does ({cite(ctx, SETUP, v35=312)})",
+                "does not support it, the Megatron one does ("
+                + cite(
+                    ctx,
+                    v35="nemo-rl.automodel.setup.validate-and-prepare-config.no-yarn-rope-scaling-automodel-back",
+                )
+                + ")",
                 value="yarn",
                 hint=f"train with {where}.megatron_cfg.enabled: true for YaRN",
             )
@@ -116,7 +122,12 @@ def context_parallel_without_sequence_packing(ctx: CheckContext) -> Iterator[Iss
                 f"{where}.dtensor_cfg.context_parallel_size",
                 f"the v2 DTensor worker refuses it with {where}.sequence_packing.enabled: "
                 f"packed sequences do not run context-parallel on FSDP2 "
-                f"({cite(ctx, SETUP, v35=385)})",
+                "("
+                + cite(
+                    ctx,
+                    v35="nemo-rl.automodel.setup.validate-and-prepare-config.no-context-parallelism-sequence-packing",
+                )
+                + ")",
                 value=cp,
                 hint="set it 1, or disable sequence packing",
             )
@@ -130,7 +141,12 @@ def cpu_offload_needs_several_gpus(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.dtensor_cfg.cpu_offload",
             "the v2 DTensor worker refuses CPU offload when the policy trains on a single GPU "
-            f"(world size 1) ({cite(ctx, SETUP, v35=501)})",
+            "(world size 1) ("
+            + cite(
+                ctx,
+                v35="nemo-rl.automodel.setup.setup-distributed.no-cpu-offload-single-training-gpu",
+            )
+            + ")",
             value=True,
             hint="set it false, or train on more GPUs",
         )
@@ -147,7 +163,12 @@ def context_parallel_without_sequence_parallel(ctx: CheckContext) -> Iterator[Is
                 f"{where}.dtensor_cfg.sequence_parallel",
                 f"the v2 DTensor worker refuses it with context_parallel_size {cp} and "
                 f"tensor_parallel_size {tp}: context and sequence parallelism do not work "
-                f"together there ({cite(ctx, SETUP, v35=636)})",
+                "together there ("
+                + cite(
+                    ctx,
+                    v35="nemo-rl.automodel.setup.setup-model-and-optimizer.no-sequence-parallelism-over-tp",
+                )
+                + ")",
                 value=True,
                 hint="set it false, or context_parallel_size 1",
             )
@@ -162,7 +183,12 @@ def context_parallel_needs_a_text_tokenizer(ctx: CheckContext) -> Iterator[Issue
                 f"{where}.dtensor_cfg.context_parallel_size",
                 f"the v2 DTensor worker refuses it while {where}.tokenizer.use_processor is "
                 f"true: vision-language models do not run context-parallel there "
-                f"({cite(ctx, SETUP, v35=643)})",
+                "("
+                + cite(
+                    ctx,
+                    v35="nemo-rl.automodel.setup.setup-model-and-optimizer.no-context-parallelism-model-loaded-hf",
+                )
+                + ")",
                 value=cp,
                 hint="set it 1",
             )
@@ -178,7 +204,12 @@ def lora_triton_needs_one_tensor_parallel_rank(ctx: CheckContext) -> Iterator[Is
             yield Issue(
                 f"{where}.dtensor_cfg.lora_cfg.use_triton",
                 f"the v2 DTensor worker refuses LoRA's Triton kernels at tensor_parallel_size "
-                f"{tp} ({cite(ctx, SETUP, v35=668)})",
+                f"{tp} ("
+                + cite(
+                    ctx,
+                    v35="nemo-rl.automodel.setup.setup-model-and-optimizer.lora-triton-kernels-need-tp",
+                )
+                + ")",
                 value=True,
                 hint="set it false, or tensor_parallel_size 1",
             )
@@ -197,7 +228,12 @@ def packing_needs_flash_attention_2(ctx: CheckContext) -> Iterator[Issue]:
                 f"{where}.dtensor_cfg.automodel_kwargs.attn_implementation",
                 f"the v2 DTensor worker refuses it with {where}.sequence_packing.enabled: "
                 f"packed sequences need flash_attention_2, which alone reads their boundaries "
-                f"({cite(ctx, SETUP, v35=700)})",
+                "("
+                + cite(
+                    ctx,
+                    v35="nemo-rl.automodel.setup.setup-model-and-optimizer.sequence-packing-stated-attention-implementation-flash",
+                )
+                + ")",
                 value=attn,
                 hint="flash_attention_2, or leave it out",
             )
@@ -214,7 +250,12 @@ def teacher_full_logits_without_sequence_packing(ctx: CheckContext) -> Iterator[
             yield Issue(
                 f"teachers[{i}].sequence_packing.enabled",
                 "the teacher's v2 DTensor worker refuses it at the first teacher forward: its "
-                f"full-logit export takes no packed sequences ({cite(ctx, TRAIN, v35=1044)})",
+                "full-logit export takes no packed sequences ("
+                + cite(
+                    ctx,
+                    v35="nemo-rl.automodel.train.full-logits-post-processor.cross-tokenizer-teacher-full-logit-export",
+                )
+                + ")",
                 value=True,
                 hint="set it false for the teacher",
             )
@@ -233,7 +274,12 @@ def sglang_refit_outside_grpo(ctx: CheckContext) -> Iterator[Issue]:
             "policy.generation.backend",
             "the v2 DTensor worker fails its first refit with colocated SGLang outside GRPO: "
             "only GRPO's setup gives it the engines' GPU count it streams weights by "
-            f"({cite(ctx, WORKER, v35=1155)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.automodel.worker.stream-weights-via-http.colocated-sglang-refit-needs-engines-gpu",
+            )
+            + ")",
             value="sglang",
             hint="generate with vllm (no other policy worker streams weights to SGLang)",
         )
@@ -252,7 +298,12 @@ def sequence_parallel_without_tensor_parallel(ctx: CheckContext) -> Iterator[Iss
             yield Issue(
                 f"{where}.dtensor_cfg.sequence_parallel",
                 "the v2 DTensor worker warns that it has no effect at tensor_parallel_size 1 "
-                f"({cite(ctx, SETUP, v35=391)})",
+                "("
+                + cite(
+                    ctx,
+                    v35="nemo-rl.automodel.setup.validate-and-prepare-config.sequence-parallelism-tp-1-has-no-effect",
+                )
+                + ")",
                 value=True,
                 hint="set it false, or tensor_parallel_size above 1",
             )
@@ -268,7 +319,9 @@ def clear_cache_every_n_steps_slows_training(ctx: CheckContext) -> Iterator[Issu
             "policy.dtensor_cfg.clear_cache_every_n_steps",
             f"the v2 DTensor worker empties the CUDA cache every {steps} micro-batches and "
             f"warns at each training step that this is slow when memory does not need it "
-            f"({cite(ctx, WORKER, v35=466)})",
+            "("
+            + cite(ctx, v35="nemo-rl.automodel.worker.train.emptying-cuda-cache-few-micro-batches")
+            + ")",
             value=steps,
             hint="null, unless training runs out of memory",
         )
@@ -287,7 +340,12 @@ def cpu_offload_with_non_colocated_refit(ctx: CheckContext) -> Iterator[Issue]:
             "policy.dtensor_cfg.cpu_offload",
             "the v2 DTensor worker warns at each refit that CPU offload with non-colocated "
             "generation moves the model to the GPUs and back for the broadcast, which only "
-            f"pays when memory is short ({cite(ctx, WORKER, v35=1198)})",
+            "pays when memory is short ("
+            + cite(
+                ctx,
+                v35="nemo-rl.automodel.worker.broadcast-weights-for-collective.cpu-offload-collective-refit-non-colocated",
+            )
+            + ")",
             value=True,
             hint="set it false unless training runs out of memory",
         )

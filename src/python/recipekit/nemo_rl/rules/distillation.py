@@ -12,9 +12,6 @@ from recipekit.nemo_rl.checks.distillation import non_colocated_teachers
 from recipekit.nemo_rl.rules.async_grpo import async_rollouts
 from recipekit.nemo_rl.rules.citation import cite
 
-GRPO_PY = "nemo_rl/algorithms/grpo.py"
-TEACHERS_PY = "nemo_rl/models/policy/teacher_worker_group.py"
-
 
 def non_colocated_teachers_need_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py:785: teachers on their own GPUs score rollouts while they are collected."""
@@ -22,7 +19,9 @@ def non_colocated_teachers_need_async_rollouts(ctx: CheckContext) -> Iterator[Is
         yield Issue(
             "on_policy_distillation.non_colocated_teachers.enabled",
             "NeMo-RL's GRPO setup refuses it without an asynchronous generation engine "
-            f"(policy.generation.vllm_cfg.async_engine) ({cite(ctx, GRPO_PY, v35=785)})",
+            "(policy.generation.vllm_cfg.async_engine) ("
+            + cite(ctx, v35="nemo-rl.algorithms.grpo.setup.non-colocated-opd-teachers-need-async")
+            + ")",
             value=True,
         )
 
@@ -34,7 +33,12 @@ def teachers_need_a_megatron_student(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.dtensor_cfg.enabled",
             "NeMo-RL refuses non-colocated teachers with it: a teacher inherits the policy's "
-            f"config and runs only on Megatron ({cite(ctx, TEACHERS_PY, v35=156)})",
+            "config and runs only on Megatron ("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.policy.teacher-worker-group.init.opd-teachers-run-megatron-only",
+            )
+            + ")",
             value=True,
         )
 
@@ -58,7 +62,9 @@ def teachers_fit_on_one_node(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"on_policy_distillation.non_colocated_teachers.{where}.gpus_per_node",
                 f"NeMo-RL's GRPO setup refuses more than the {per_node} GPUs of a node: a "
-                f"teacher's placement group must fit on one ({cite(ctx, GRPO_PY, v35=795)})",
+                "teacher's placement group must fit on one ("
+                + cite(ctx, v35="nemo-rl.algorithms.grpo.setup.each-opd-teacher-fits-one-node")
+                + ")",
                 value=gpus,
             )
 
@@ -68,30 +74,45 @@ def _opd_estimator(ctx: CheckContext) -> bool:
     return not isinstance(est, Marker) and getattr(est, "name", None) == "opd"
 
 
-def _recommendation(ctx: CheckContext, key: str, wanted: object, line: int) -> Iterator[Issue]:
+def _recommendation(ctx: CheckContext, key: str, wanted: object, rule: str) -> Iterator[Issue]:
     value = getattr(ctx.config.loss_fn, key, None)
     if _opd_estimator(ctx) and value != wanted:
         yield Issue(
             f"loss_fn.{key}",
             f"NeMo-RL warns that on-policy distillation recommends {wanted!r} here (MOPD) "
-            f"({cite(ctx, GRPO_PY, v35=line)})",
+            f"({cite(ctx, v35=rule)})",
             value=None if isinstance(value, Marker) else value,
         )
 
 
 def opd_recommends_no_ppo_ratio(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py:2279: MOPD's loss is REINFORCE-style, without the PPO ratio."""
-    yield from _recommendation(ctx, "disable_ppo_ratio", True, 2279)
+    yield from _recommendation(
+        ctx,
+        "disable_ppo_ratio",
+        True,
+        "nemo-rl.algorithms.grpo.create-advantage-estimator.opd-recommends-no-ppo-ratio",
+    )
 
 
 def opd_recommends_importance_sampling(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py:2283: MOPD weighs tokens by the importance-sampling correction."""
-    yield from _recommendation(ctx, "use_importance_sampling_correction", True, 2283)
+    yield from _recommendation(
+        ctx,
+        "use_importance_sampling_correction",
+        True,
+        "nemo-rl.algorithms.grpo.create-advantage-estimator.opd-recommends-importance-sampling-correction",
+    )
 
 
 def opd_recommends_icepop(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py:2287: MOPD gates the correction hard (icepop)."""
-    yield from _recommendation(ctx, "truncated_importance_sampling_type", "icepop", 2287)
+    yield from _recommendation(
+        ctx,
+        "truncated_importance_sampling_type",
+        "icepop",
+        "nemo-rl.algorithms.grpo.create-advantage-estimator.opd-recommends-icepop-truncation",
+    )
 
 
 ERROR_CHECKS = (

@@ -22,7 +22,6 @@ from recipekit.nemo_rl.rules.generation_split import stated_cluster
 from recipekit.nemo_rl.schema_dpo import DPOMasterConfigMain
 from recipekit.parallelism import DTENSOR, NEMO_RL, ParallelLayout
 
-DPO_PY = "nemo_rl/algorithms/dpo.py"
 # dpo.py:77-98: DPOConfig's defaults.
 DPO_LOOP = LoopDefaults(max_num_steps=150, val_period=25)
 
@@ -49,7 +48,9 @@ def dpo_without_dynamic_batching(config: DPOMasterConfigMain) -> Iterator[Issue]
         yield Issue(
             "policy.dynamic_batching.enabled",
             "DPO's setup refuses it: DPO keeps each chosen response beside its rejected one, and "
-            f"dynamic batching reorders the samples of a batch ({_cite(DPO_PY, 163)})",
+            "dynamic batching reorders the samples of a batch ("
+            + _cite("nemo-rl.algorithms.dpo.setup.dpo-runs-without-dynamic-batching-reorders")
+            + ")",
             value=True,
             hint="set it false",
         )
@@ -62,7 +63,9 @@ def dpo_without_sequence_packing(config: DPOMasterConfigMain) -> Iterator[Issue]
         yield Issue(
             "policy.sequence_packing.enabled",
             "DPO's setup refuses it: DPO keeps each chosen response beside its rejected one, and "
-            f"sequence packing reorders the samples of a batch ({_cite(DPO_PY, 167)})",
+            "sequence packing reorders the samples of a batch ("
+            + _cite("nemo-rl.algorithms.dpo.setup.dpo-runs-without-sequence-packing-reorders")
+            + ")",
             value=True,
             hint="set it false",
         )
@@ -84,7 +87,11 @@ def dpo_train_batches_fill_the_micro_batches(config: DPOMasterConfigMain) -> Ite
             f"DPO splits each training batch over {layout.dp} data-parallel ranks in "
             f"micro-batches of {mbs} pairs (policy.train_micro_batch_size), so it must be a "
             f"multiple of {layout.dp} x {mbs} = {per_step}; DPO refuses the partial batch at its "
-            f"first training step ({_cite(DPO_PY, 330)})",
+            "first training step ("
+            + _cite(
+                "nemo-rl.algorithms.dpo.add-ref-logprobs-to-data.training-batch-fills-whole-micro-batches"
+            )
+            + ")",
             value=gbs,
             hint=f"a multiple of {per_step}",
         )
@@ -92,7 +99,11 @@ def dpo_train_batches_fill_the_micro_batches(config: DPOMasterConfigMain) -> Ite
 
 def dpo_checkpoint_metric_names_its_source(config: DPOMasterConfigMain) -> Iterator[Issue]:
     """dpo.py:696: a ranking metric says whether it is a training or a validation metric."""
-    yield from metric_without_its_source(config.checkpointing, "DPO", _cite(DPO_PY, 696))
+    yield from metric_without_its_source(
+        config.checkpointing,
+        "DPO",
+        _cite("nemo-rl.algorithms.dpo.dpo-train.ranking-metric-starts-train-val"),
+    )
 
 
 def dpo_checkpoint_saved_without_its_validation_metric(
@@ -102,7 +113,13 @@ def dpo_checkpoint_saved_without_its_validation_metric(
     validation, is warned about and left out of the top-k (saves the config cannot fix are
     not foreseen, as for SFT)."""
     loop = resolved_loop(config.dpo, DPO_LOOP)
-    yield from unranked_saves(config.checkpointing, loop, "dpo", "DPO", _cite(DPO_PY, 707))
+    yield from unranked_saves(
+        config.checkpointing,
+        loop,
+        "dpo",
+        "DPO",
+        _cite("nemo-rl.algorithms.dpo.dpo-train.val-ranking-metric-save-step-ran"),
+    )
 
 
 DPO_ERROR_CHECKS = (

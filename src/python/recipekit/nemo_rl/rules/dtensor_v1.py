@@ -19,8 +19,6 @@ from recipekit.nemo_rl.checks import Check, CheckContext
 from recipekit.nemo_rl.rules.citation import cite
 from recipekit.nemo_rl.schema_super_v3 import Colocation, DTensor, SequencePacking
 
-WORKER = "nemo_rl/models/policy/workers/dtensor_policy_worker.py"
-PARALLELIZE = "nemo_rl/models/dtensor/parallelize.py"
 DTENSOR_CFG = "policy.dtensor_cfg"
 # The entry points that refit a generation engine from the policy between steps (GRPO's
 # refit_policy_generation, which distillation and PPO call too): their config's own section.
@@ -53,7 +51,12 @@ def context_parallel_without_sequence_packing(ctx: CheckContext) -> Iterator[Iss
         yield Issue(
             f"{DTENSOR_CFG}.context_parallel_size",
             "the first DTensor policy worker refuses context parallelism together with "
-            f"policy.sequence_packing.enabled when it starts ({cite(ctx, WORKER, v35=369)})",
+            "policy.sequence_packing.enabled when it starts ("
+            + cite(
+                ctx,
+                v35="nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-packing",
+            )
+            + ")",
             value=cp,
             hint="set it 1, disable sequence packing, or set policy.dtensor_cfg._v2: true",
         )
@@ -69,10 +72,19 @@ def context_parallel_without_sequence_parallel(ctx: CheckContext) -> Iterator[Is
         f"{DTENSOR_CFG}.sequence_parallel",
         f"the first DTensor policy worker refuses it at context_parallel_size = {lay.cp} with "
         f"tensor_parallel_size = {lay.tp}: context and sequence parallelism do not combine "
-        f"there ({cite(ctx, WORKER, v35=392)})",
+        "there ("
+        + cite(
+            ctx,
+            v35="nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-parallelism",
+        )
+        + ")",
         value=True,
         hint="set it false, or context_parallel_size: 1",
     )
+
+
+# The catalogue's rules of the first DTensor worker's parallel plan (parallelize_model).
+PLAN = "nemo-rl.dtensor-v1.parallelize-model"
 
 
 def tensor_parallel_divides_the_heads(ctx: CheckContext) -> Iterator[Issue]:
@@ -82,9 +94,13 @@ def tensor_parallel_divides_the_heads(ctx: CheckContext) -> Iterator[Issue]:
     tp, architecture = ctx.layout.parallel.tp, ctx.model.architecture
     if _v1(ctx) is None or tp <= 1 or architecture is None or _nemotron_h(ctx):
         return
-    for heads, what, line in (
-        (architecture.kv_heads, "key-value heads", 666),
-        (architecture.attention_heads, "attention heads", 669),
+    for heads, what, rule in (
+        (architecture.kv_heads, "key-value heads", f"{PLAN}.tp-above-1-tp-divides-model-key"),
+        (
+            architecture.attention_heads,
+            "attention heads",
+            f"{PLAN}.tp-above-1-tp-divides-model-attention",
+        ),
     ):
         if heads > 0 and heads % tp:
             fits = [n for n in range(2, heads + 1) if heads % n == 0]
@@ -92,7 +108,7 @@ def tensor_parallel_divides_the_heads(ctx: CheckContext) -> Iterator[Issue]:
                 f"{DTENSOR_CFG}.tensor_parallel_size",
                 f"{ctx.model.name} has {heads} {what}, which TP = {tp} does not divide; the "
                 "first DTensor worker's parallel plan asserts that it does "
-                f"({cite(ctx, PARALLELIZE, v35=line)})",
+                f"({cite(ctx, v35=rule)})",
                 value=tp,
                 hint="use 1 or one of " + ", ".join(map(str, fits)) if fits else "use 1",
             )
@@ -108,7 +124,12 @@ def custom_parallel_plan_not_on_nemotron_h(ctx: CheckContext) -> Iterator[Issue]
         yield Issue(
             f"{DTENSOR_CFG}.custom_parallel_plan",
             f"{ctx.model.name} is a Nemotron-H model, whose DTensor parallel plan asserts that "
-            f"no custom plan is given ({cite(ctx, PARALLELIZE, v35=479)})",
+            "no custom plan is given ("
+            + cite(
+                ctx,
+                v35="nemo-rl.dtensor-v1.parallelize-nm5-h.nemotron-h-model-dtensor-plan-takes-no-custom",
+            )
+            + ")",
             value=plan,
             hint="set it null",
         )
@@ -122,7 +143,9 @@ def sequence_parallel_needs_tensor_parallel(ctx: CheckContext) -> Iterator[Issue
         yield Issue(
             f"{DTENSOR_CFG}.sequence_parallel",
             "has no effect at tensor_parallel_size = 1; the first DTensor policy worker warns "
-            f"so when it starts ({cite(ctx, WORKER, v35=379)})",
+            "so when it starts ("
+            + cite(ctx, v35="nemo-rl.dtensor-v1.init.sequence-parallelism-tp-1-does-nothing")
+            + ")",
             value=True,
             hint="set tensor_parallel_size above 1, or this false",
         )
@@ -139,7 +162,7 @@ def cache_clearing_costs_time(ctx: CheckContext) -> Iterator[Issue]:
             f"{DTENSOR_CFG}.clear_cache_every_n_steps",
             f"emptying the CUDA cache every {steps} micro-batches slows training down; the "
             "first DTensor policy worker warns so at every global batch "
-            f"({cite(ctx, WORKER, v35=726)})",
+            f"({cite(ctx, v35='nemo-rl.dtensor-v1.train.emptying-cuda-cache-few-micro-batches')})",
             value=steps,
             hint="leave it null unless memory fragmentation makes training fail",
         )
@@ -162,7 +185,12 @@ def cpu_offload_with_separate_generation(ctx: CheckContext) -> Iterator[Issue]:
             f"{DTENSOR_CFG}.cpu_offload",
             "with policy.generation.colocated.enabled false, every refit moves the policy's "
             "weights onto the GPU and back to the CPU; the first DTensor policy worker warns "
-            f"so at each refit ({cite(ctx, WORKER, v35=1917)})",
+            "so at each refit ("
+            + cite(
+                ctx,
+                v35="nemo-rl.dtensor-v1.broadcast-weights-for-collective.cpu-offload-generation-gpus-own-moves",
+            )
+            + ")",
             value=True,
             hint="set it false unless the policy does not fit in GPU memory",
         )

@@ -14,13 +14,8 @@ from recipekit.errors import Issue
 from recipekit.nemo_rl.rules.citation import cite_super35
 from recipekit.nemo_rl.schema_eval import EvalMasterConfig
 
-EVAL_PY = "nemo_rl/evals/eval.py"
 # The scores eval.py computes (eval.py:110): the unbiased pass@k and majority-vote cons@k.
 EVAL_METRICS = ("pass@k", "cons@k")
-
-
-def _cite(line: int) -> str:
-    return cite_super35(EVAL_PY, line)
 
 
 def eval_metric_is_known(config: EvalMasterConfig) -> Iterator[Issue]:
@@ -30,7 +25,9 @@ def eval_metric_is_known(config: EvalMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "eval.metric",
             f"NeMo-RL's evaluation scores only {' or '.join(map(repr, EVAL_METRICS))}; its "
-            f"setup refuses another metric ({_cite(110)})",
+            "setup refuses another metric ("
+            + cite_super35("nemo-rl.evals.eval.setup.eval-metric-pass-k-cons-k")
+            + ")",
             value=metric,
             hint="pass@k or cons@k",
         )
@@ -52,7 +49,9 @@ def repeated_samples_need_sampling(config: EvalMasterConfig) -> Iterator[Issue]:
         key,
         f"with eval.num_tests_per_prompt {n} the answers to a prompt must differ, which "
         "greedy decoding cannot give; NeMo-RL's evaluation setup refuses temperature 0 or "
-        f"top_k 1 ({_cite(112)})",
+        "top_k 1 ("
+        + cite_super35("nemo-rl.evals.eval.setup.several-answers-per-prompt-need-positive")
+        + ")",
         value=value,
         hint=f"{hint}, or eval.num_tests_per_prompt 1",
     )
@@ -65,7 +64,9 @@ def k_value_within_the_samples(config: EvalMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "eval.num_tests_per_prompt",
             f"the metric draws eval.k_value ({k}) of each prompt's answers, so NeMo-RL's "
-            f"evaluation setup refuses fewer answers than that ({_cite(117)})",
+            "evaluation setup refuses fewer answers than that ("
+            + cite_super35("nemo-rl.evals.eval.setup.num-tests-per-prompt-least-k")
+            + ")",
             value=n,
             hint=f"at least {k}, or a smaller eval.k_value",
         )
@@ -78,7 +79,7 @@ def eval_generates_with_vllm(config: EvalMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "generation.backend",
             f"NeMo-RL's evaluation starts a vLLM engine only; its setup refuses {backend!r} "
-            f"({_cite(154)})",
+            f"({cite_super35('nemo-rl.evals.eval.setup.evaluation-generates-vllm')})",
             value=backend,
             hint="vllm",
         )

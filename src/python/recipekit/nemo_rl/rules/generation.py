@@ -8,13 +8,10 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.markers import UNSET, Marker, given
 from recipekit.nemo_rl.checks import CheckContext
-from recipekit.nemo_rl.rules.citation import cite, on_super35
+from recipekit.nemo_rl.rules.citation import cite, cite_line, on_super35, where
 
 VLLM = "policy.generation.vllm_cfg"
-GRPO_PY = "nemo_rl/algorithms/grpo.py"
-GENERATION_INIT_PY = "nemo_rl/models/generation/__init__.py"
 NEMO_GYM_PY = "nemo_rl/environments/nemo_gym.py"
-VLLM_GENERATION_PY = "nemo_rl/models/generation/vllm/vllm_generation.py"
 # vllm_generation.py:48-49 @ super-v3: the smallest top_k / top_p its vLLM sampler patch takes
 # (smaller ones would filter tokens whose log-probabilities vLLM V1 then does not return).
 V3_TOP_K_THRESHOLD = 8000
@@ -41,7 +38,7 @@ def nemo_gym_needs_the_async_engine(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{VLLM}.async_engine",
             "NeMo-RL refuses NeMo Gym rollouts without an async generation engine "
-            f"({cite(ctx, GRPO_PY, v3=1249)})",
+            f"({cite(ctx, v3='nemo-rl.grpo.v3.nemo-gym-needs-async-engine')})",
             value=vllm.async_engine,
             hint="set it true",
         )
@@ -62,7 +59,7 @@ def nemo_gym_runner_turns_the_server_on(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"{VLLM}.{key}",
                 "NeMo Gym's runner sets it true before setup, whatever the config says "
-                f"({cite(ctx, NEMO_GYM_PY, v35=1116)})",
+                f"({cite_line(ctx, NEMO_GYM_PY, v35=1116)})",
                 value=False,
                 hint="remove it, or set it true",
             )
@@ -75,7 +72,7 @@ def nemo_gym_needs_the_http_server(ctx: CheckContext) -> Iterator[Issue]:
     if on_super35(ctx):
         return
     if _uses_nemo_gym(ctx) and vllm is not None and vllm.expose_http_server is not True:
-        where = cite(ctx, GRPO_PY, v3=1257)
+        where = cite(ctx, v3="nemo-rl.grpo.v3.nemo-gym-needs-http-server")
         yield Issue(
             f"{VLLM}.expose_http_server",
             f"NeMo-RL refuses NeMo Gym rollouts unless the generation server is exposed ({where})",
@@ -104,7 +101,13 @@ def fp8_kv_cache_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{VLLM}.kv_cache_dtype",
             "NeMo-RL's GRPO setup refuses an FP8 KV cache with policy.dtensor_cfg.enabled "
-            f"({cite(ctx, GRPO_PY, v3=769, v35=1332)})",
+            "("
+            + cite(
+                ctx,
+                v3="nemo-rl.grpo.v3.fp8-kv-cache-needs-megatron",
+                v35="nemo-rl.grpo.fp8-kv-cache-needs-megatron",
+            )
+            + ")",
             value=ctx.vllm.kv_cache_dtype if ctx.vllm else None,
         )
 
@@ -116,7 +119,13 @@ def fp8_kv_cache_without_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{VLLM}.kv_cache_dtype",
             "NeMo-RL's GRPO setup refuses an FP8 KV cache with async rollouts "
-            f"(vllm_cfg.async_engine) ({cite(ctx, GRPO_PY, v3=772, v35=1335)})",
+            "(vllm_cfg.async_engine) ("
+            + cite(
+                ctx,
+                v3="nemo-rl.grpo.v3.fp8-kv-cache-without-async",
+                v35="nemo-rl.grpo.fp8-kv-cache-without-async",
+            )
+            + ")",
             value=vllm.kv_cache_dtype,
         )
 
@@ -128,7 +137,13 @@ def fp8_kv_cache_needs_one_pipeline_stage(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.megatron_cfg.pipeline_model_parallel_size",
             "NeMo-RL's GRPO setup refuses an FP8 KV cache in generation unless the Megatron "
-            f"policy has one pipeline stage ({cite(ctx, GRPO_PY, v3=775, v35=1338)})",
+            "policy has one pipeline stage ("
+            + cite(
+                ctx,
+                v3="nemo-rl.grpo.v3.fp8-kv-cache-needs-pp1",
+                v35="nemo-rl.grpo.fp8-kv-cache-needs-pp1",
+            )
+            + ")",
             value=m.pipeline_model_parallel_size,
         )
 
@@ -154,7 +169,11 @@ def pad_token_id_is_overwritten(ctx: CheckContext) -> Iterator[Issue]:
     gen = ctx.generation
     value = getattr(gen, "pad_token_id", UNSET) if gen is not None else UNSET
     if value is not UNSET:
-        where = cite(ctx, "nemo_rl/models/generation/__init__.py", v3=31, v35=37)
+        where = cite(
+            ctx,
+            v3="nemo-rl.generation.v3.pad-token-id-overwritten",
+            v35="nemo-rl.generation.pad-token-id-overwritten",
+        )
         yield Issue(
             "policy.generation._pad_token_id",
             f"NeMo-RL overwrites it with the tokenizer's pad_token_id ({where})",
@@ -191,7 +210,13 @@ def speculative_decoding_loads_real_weights(ctx: CheckContext) -> Iterator[Issue
         "policy.generation.vllm_kwargs.speculative_config",
         "NeMo-RL sets vllm_cfg.load_format to auto so the drafter is not left with dummy "
         "weights: vLLM loads the full checkpoint at start-up "
-        f"({cite(ctx, GENERATION_INIT_PY, v3=51, v35=80)})",
+        "("
+        + cite(
+            ctx,
+            v3="nemo-rl.v3.models.generation.--init--.configure-generation-config.speculative-decoding-makes-vllm-load-full",
+            v35="nemo-rl.models.generation.--init--.configure-generation-config.non-mtp-drafter-no-refit-updates",
+        )
+        + ")",
         value=spec,
     )
 
@@ -210,8 +235,11 @@ def trtllm_needs_its_async_engine(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.generation.backend",
             "NeMo-RL refuses the TRT-LLM backend without trtllm_cfg.async_engine: true, which "
-            "recipekit's schema cannot set "
-            "(nemo_rl/models/generation/interfaces.py:247 @ super-v3.5-posttraining)",
+            "recipekit's schema cannot set ("
+            + where(
+                "nemo-rl.models.generation.interfaces.should-use-async-rollouts.trt-llm-generation-needs-async-engine"
+            )
+            + ")",
             value=gen.backend,
             hint="use vllm",
         )
@@ -245,7 +273,13 @@ def vllm_top_k_is_supported(ctx: CheckContext) -> Iterator[Issue]:
     yield Issue(
         "policy.generation.top_k",
         f"NeMo-RL's vLLM generation refuses it: {reason} "
-        f"({cite(ctx, VLLM_GENERATION_PY, v3=113, v35=150)})",
+        "("
+        + cite(
+            ctx,
+            v3="nemo-rl.v3.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-k-null",
+            v35="nemo-rl.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-k-null",
+        )
+        + ")",
         value=top_k,
         hint="set it null (no filtering)",
     )
@@ -270,7 +304,13 @@ def vllm_top_p_is_supported(ctx: CheckContext) -> Iterator[Issue]:
     yield Issue(
         "policy.generation.top_p",
         f"NeMo-RL's vLLM generation refuses it: {reason} "
-        f"({cite(ctx, VLLM_GENERATION_PY, v3=125, v35=156)})",
+        "("
+        + cite(
+            ctx,
+            v3="nemo-rl.v3.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-p",
+            v35="nemo-rl.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-p",
+        )
+        + ")",
         value=top_p,
         hint="set it 1.0 (no filtering)",
     )
@@ -294,7 +334,7 @@ def gym_ports_stay_in_their_range(ctx: CheckContext) -> Iterator[Issue]:
             f"env.nemo_gym.{key}",
             f"NeMo-RL warns that Gym's port range [{low}, {high}) lies outside the default "
             f"[{GYM_PORT_RANGE[0]}, {GYM_PORT_RANGE[1]}), where its own ports may collide "
-            f"({cite(ctx, NEMO_GYM_PY, v35=581)})",
+            f"({cite(ctx, v35='nemo-rl.environments.nemo-gym.spinup.gym-ports-stay-inside')})",
             value=low if key == "port_range_low" else high,
         )
 

@@ -13,18 +13,18 @@ from recipekit.errors import Issue
 from recipekit.markers import UNSET, Marker, is_set
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.checkpoint_ranking import metric_without_its_source, unranked_saves
-from recipekit.nemo_rl.rules.citation import cite, on_super35
+from recipekit.nemo_rl.rules.citation import cite, cite_line, on_super35
 from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO
 
-GRPO_PY = "nemo_rl/algorithms/grpo.py"
-REWARD_PY = "nemo_rl/algorithms/reward_functions.py"
 RUN_GRPO = "examples/run_grpo.py"
 GYM_RUNNER = "examples/nemo_gym/run_grpo_nemo_gym.py"
 
 
 def runner_line(ctx: CheckContext, *, v3: int = 0, v35: int = 0) -> str:
-    """The entry point's own line: each version starts GRPO from a different script."""
-    return cite(ctx, GYM_RUNNER, v35=v35) if on_super35(ctx) else cite(ctx, RUN_GRPO, v3=v3)
+    """The entry point's own line: each version starts GRPO from a different script (neither
+    pinned, so their lines are written here)."""
+    file = GYM_RUNNER if on_super35(ctx) else RUN_GRPO
+    return cite_line(ctx, file, v3=v3, v35=v35)
 
 
 def uses_nemo_gym(ctx: CheckContext) -> bool:
@@ -66,7 +66,12 @@ def message_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"grpo.{key}",
                 "NeMo-RL's GRPO refuses it without env.should_use_nemo_gym: only NeMo Gym marks "
-                f"the messages it penalises ({cite(ctx, GRPO_PY, v35=1958)})",
+                "the messages it penalises ("
+                + cite(
+                    ctx,
+                    v35="nemo-rl.algorithms.grpo.resolve-message-level-advantage-penalties.message-level-advantage-penalties-need-nemo",
+                )
+                + ")",
                 value=value,
             )
             return
@@ -80,7 +85,12 @@ def multimodal_dedup_needs_vllm(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "grpo.deduplicate_multimodal_data",
             f"NeMo-RL's GRPO setup refuses it with policy.generation.backend {gen.backend!r}: "
-            f"it is qualified only with vLLM ({cite(ctx, GRPO_PY, v35=383)})",
+            "it is qualified only with vLLM ("
+            + cite(
+                ctx,
+                v35="nemo-rl.algorithms.grpo.validate-multimodal-dedup-capability.multimodal-de-duplication-qualified-vllm-only",
+            )
+            + ")",
             value=True,
         )
 
@@ -94,8 +104,13 @@ def multimodal_dedup_needs_data_plane_off(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "data_plane.enabled",
             "NeMo-RL's GRPO setup refuses it with grpo.deduplicate_multimodal_data: "
-            f"de-duplication is supported only without the data plane "
-            f"({cite(ctx, GRPO_PY, v35=388)})",
+            "de-duplication is supported only without the data plane "
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.algorithms.grpo.validate-multimodal-dedup-capability.multimodal-de-duplication-needs-data-plane",
+            )
+            + ")",
             value=True,
             hint="set data_plane.enabled false, or deduplicate_multimodal_data false",
         )
@@ -104,7 +119,11 @@ def multimodal_dedup_needs_data_plane_off(ctx: CheckContext) -> Iterator[Issue]:
 def checkpoint_metric_names_its_source(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py:2354 (super-v3), :3540 (super-v3.5), and the async loop's :3572 / :5155: a
     ranking metric says whether it is a training or a validation metric."""
-    line = cite(ctx, GRPO_PY, v3=2354, v35=3540)
+    line = cite(
+        ctx,
+        v3="nemo-rl.v3.algorithms.grpo.grpo-train.ranking-metric-starts-train-val",
+        v35="nemo-rl.algorithms.grpo.grpo-train.ranking-metric-starts-train-val",
+    )
     yield from metric_without_its_source(ctx.config.checkpointing, "NeMo-RL", line)
 
 
@@ -118,7 +137,17 @@ def checkpoint_saved_without_its_validation_metric(ctx: CheckContext) -> Iterato
     section = grpo.async_grpo
     in_async = isinstance(section, AsyncGRPO) and section.enabled is True
     line = (
-        cite(ctx, GRPO_PY, v3=3583, v35=5166) if in_async else cite(ctx, GRPO_PY, v3=2365, v35=3551)
+        cite(
+            ctx,
+            v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.val-ranking-metric-save-step-ran",
+            v35="nemo-rl.algorithms.grpo.async-grpo-train.val-ranking-metric-save-step-ran",
+        )
+        if in_async
+        else cite(
+            ctx,
+            v3="nemo-rl.v3.algorithms.grpo.grpo-train.val-ranking-metric-save-step-ran",
+            v35="nemo-rl.algorithms.grpo.grpo-train.val-ranking-metric-save-step-ran",
+        )
     )
     yield from unranked_saves(ctx.config.checkpointing, grpo, "grpo", "NeMo-RL", line)
 
@@ -138,7 +167,13 @@ def dapo_reward_shaping_needs_its_lengths(ctx: CheckContext) -> Iterator[Issue]:
                 f"grpo.reward_shaping.{key}",
                 "NeMo-RL's reward shaping refuses a missing one: enabled shaping without "
                 "stop_properly_penalty_coef is DAPO's overlong penalty, which needs it "
-                f"({cite(ctx, REWARD_PY, v3=121, v35=126)})",
+                "("
+                + cite(
+                    ctx,
+                    v3="nemo-rl.v3.algorithms.reward-functions.apply-reward-shaping.dapo-reward-shaping-needs-three-lengths",
+                    v35="nemo-rl.reward-shaping.dapo-needs-its-lengths",
+                )
+                + ")",
                 hint="set it, or disable grpo.reward_shaping",
             )
 
@@ -150,7 +185,12 @@ def multiple_dataloaders_ignore_max_num_epochs(ctx: CheckContext) -> Iterator[Is
         yield Issue(
             "grpo.max_num_epochs",
             "NeMo-RL ignores it with data.use_multiple_dataloader: the dataloaders never run "
-            f"out, so only grpo.max_num_steps ends training ({cite(ctx, GRPO_PY, v35=2793)})",
+            "out, so only grpo.max_num_steps ends training ("
+            + cite(
+                ctx,
+                v35="nemo-rl.algorithms.grpo.grpo-train.several-dataloaders-ignore-max-num-epochs",
+            )
+            + ")",
             value=ctx.config.grpo.max_num_epochs,
         )
 
@@ -173,7 +213,13 @@ def stop_properly_penalty_ignores_dapo_lengths(ctx: CheckContext) -> Iterator[Is
         yield Issue(
             f"grpo.reward_shaping.{ignored[0]}",
             "NeMo-RL warns that with stop_properly_penalty_coef set it ignores DAPO's "
-            f"{', '.join(ignored)} ({cite(ctx, REWARD_PY, v3=79, v35=81)})",
+            f"{', '.join(ignored)} ("
+            + cite(
+                ctx,
+                v3="nemo-rl.v3.algorithms.reward-functions.apply-reward-shaping.stop-properly-penalty-dapo-overlong-settings",
+                v35="nemo-rl.algorithms.reward-functions.apply-reward-shaping.stop-properly-penalty-dapo-overlong-settings",
+            )
+            + ")",
             hint="set grpo.reward_shaping.stop_properly_penalty_coef null for DAPO's overlong "
             "penalty, or leave these out",
         )
@@ -199,7 +245,12 @@ def reward_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"reward_penalties.{flag}",
                 "NeMo-RL's GRPO setup refuses it without env.should_use_nemo_gym: the reward "
-                f"penalties run on the NeMo Gym path only ({cite(ctx, GRPO_PY, v35=1980)})",
+                "penalties run on the NeMo Gym path only ("
+                + cite(
+                    ctx,
+                    v35="nemo-rl.algorithms.grpo.validate-reward-penalties.reward-penalties-run-nemo-gym-path",
+                )
+                + ")",
                 value=True,
             )
             return
@@ -220,7 +271,12 @@ def grpo_adv_estimator_is_one_grpo_builds(ctx: CheckContext) -> Iterator[Issue]:
             "grpo.adv_estimator.name",
             "NeMo-RL's GRPO refuses it: it builds the "
             f"{', '.join(GRPO_ADV_ESTIMATORS)} advantage estimators only "
-            f"({cite(ctx, GRPO_PY, v35=2297)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.algorithms.grpo.create-advantage-estimator.grpo-builds-gdpo-grpo-opd-reinforce",
+            )
+            + ")",
             value=name,
             hint="gae is PPO's (examples/run_ppo.py)",
         )

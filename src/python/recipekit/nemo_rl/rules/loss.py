@@ -8,14 +8,9 @@ from typing import Any
 from recipekit.errors import Issue
 from recipekit.markers import Marker, given
 from recipekit.nemo_rl.checks import CheckContext
-from recipekit.nemo_rl.rules.citation import cite, on_super35
+from recipekit.nemo_rl.rules.citation import cite, on_super35, where
 from recipekit.nemo_rl.schema_super_v3 import SequencePacking
 
-GRPO_PY = "nemo_rl/algorithms/grpo.py"
-# ClippedPGLossFn, which GRPO setup builds (grpo.py:362 @ super-v3, :695 @ super-v3.5); the
-# package moved between the versions.
-LOSS_PY_V3 = "nemo_rl/algorithms/loss_functions.py"
-LOSS_PY_V35 = "nemo_rl/algorithms/loss/loss_functions.py"
 LOSS = "loss_fn"
 
 
@@ -34,7 +29,9 @@ def fused_logprobs_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue
         yield Issue(
             "policy.megatron_cfg.use_fused_linear_logprobs",
             "NeMo-RL's GRPO setup refuses it with policy.sequence_packing.enabled: the fused path "
-            f"does not support sequence packing ({cite(ctx, GRPO_PY, v35=672)})",
+            "does not support sequence packing ("
+            + cite(ctx, v35="nemo-rl.grpo.fused-logprobs-without-packing")
+            + ")",
             value=True,
             hint="set it false, or disable sequence packing",
         )
@@ -54,7 +51,7 @@ def fused_logprobs_without_sampling_filter(ctx: CheckContext) -> Iterator[Issue]
             "policy.megatron_cfg.use_fused_linear_logprobs",
             f"NeMo-RL's GRPO setup refuses it with policy.generation.{key} = "
             f"{getattr(gen, key)!r}: the fused path computes log-probabilities from unfiltered "
-            f"logits ({cite(ctx, GRPO_PY, v35=682)})",
+            f"logits ({cite(ctx, v35='nemo-rl.grpo.fused-logprobs-without-sampling-filter')})",
             value=True,
             hint="set it false, or policy.generation.top_k null and top_p 1.0",
         )
@@ -73,7 +70,13 @@ def force_on_policy_ratio_takes_one_batch_per_step(ctx: CheckContext) -> Iterato
             "policy.train_global_batch_size",
             f"NeMo-RL's GRPO setup refuses it with loss_fn.force_on_policy_ratio: it must equal "
             f"num_prompts_per_step x num_generations_per_prompt = {samples} "
-            f"({cite(ctx, GRPO_PY, v3=366, v35=701)})",
+            "("
+            + cite(
+                ctx,
+                v3="nemo-rl.grpo.v3.force-on-policy-one-batch",
+                v35="nemo-rl.grpo.force-on-policy-one-batch",
+            )
+            + ")",
             value=gbs,
         )
 
@@ -88,7 +91,13 @@ def skipped_reference_logprobs_need_zero_kl(ctx: CheckContext) -> Iterator[Issue
             "loss_fn.reference_policy_kl_penalty",
             "NeMo-RL's GRPO refuses a KL penalty when "
             "grpo.skip_reference_policy_logprobs_calculation is true: the reference "
-            f"log-probabilities are never computed ({cite(ctx, GRPO_PY, v3=1635, v35=712)})",
+            "log-probabilities are never computed ("
+            + cite(
+                ctx,
+                v3="nemo-rl.grpo.v3.skipped-reference-logprobs-need-zero-kl",
+                v35="nemo-rl.grpo.skipped-reference-logprobs-need-zero-kl",
+            )
+            + ")",
             value=penalty,
             hint="set it to 0, or compute the reference log-probabilities",
         )
@@ -113,7 +122,7 @@ def kl_in_reward_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
             "loss_fn.force_on_policy_ratio",
             "NeMo-RL's GRPO setup refuses it with loss_fn.use_kl_in_reward and a KL penalty "
             "unless grpo.seq_logprob_error_threshold is set: the student's log-probabilities "
-            f"would be zeros ({cite(ctx, GRPO_PY, v35=2480)})",
+            f"would be zeros ({cite(ctx, v35='nemo-rl.grpo.kl-in-reward-needs-prev-logprobs')})",
             value=True,
         )
 
@@ -129,7 +138,7 @@ def distillation_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
             "loss_fn.force_on_policy_ratio",
             "NeMo-RL's on-policy distillation refuses it unless grpo.seq_logprob_error_threshold "
             "is set: adv_estimator 'opd' needs the student's real log-probabilities "
-            "(nemo_rl/algorithms/opd.py:133 @ super-v3.5-posttraining)",
+            f"({where('nemo-rl.opd.needs-prev-logprobs')})",
             value=True,
         )
 
@@ -143,12 +152,22 @@ def forced_ratio_with_threshold_still_computes_logprobs(ctx: CheckContext) -> It
     if not forced or threshold is None or isinstance(threshold, Marker):
         return
     # super-v3 warns in both training loops, each at its own line.
-    v3_line = 3263 if _async_grpo_enabled(ctx) else 2044
+    v3_rule = (
+        "nemo-rl.v3.algorithms.grpo.async-grpo-train.forced-ratio-error-threshold-still-computes"
+        if _async_grpo_enabled(ctx)
+        else "nemo-rl.v3.algorithms.grpo.grpo-train.forced-policy-ratio-error-threshold-still"
+    )
     yield Issue(
         "loss_fn.force_on_policy_ratio",
         "NeMo-RL warns that with grpo.seq_logprob_error_threshold set it computes the previous "
-        f"log-probabilities anyway, for the sequence-level error mask "
-        f"({cite(ctx, GRPO_PY, v3=v3_line, v35=2503)})",
+        "log-probabilities anyway, for the sequence-level error mask "
+        "("
+        + cite(
+            ctx,
+            v3=v3_rule,
+            v35="nemo-rl.algorithms.grpo.resolve-logprob-skip-flags.forced-ratio-error-threshold-still-computes",
+        )
+        + ")",
         value=True,
     )
 
@@ -165,10 +184,6 @@ def _loss(ctx: CheckContext, name: str, default: Any) -> Any:
     version has no such key): what ClippedPGLossFn reads then (cfg.get's default at super-v3,
     the pydantic default of ClippedPGLossConfig at super-v3.5)."""
     return given(getattr(ctx.config.loss_fn, name, default), default)
-
-
-def _cite_loss(ctx: CheckContext, *, v3: int = 0, v35: int = 0) -> str:
-    return cite(ctx, LOSS_PY_V35 if on_super35(ctx) else LOSS_PY_V3, v3=v3, v35=v35)
 
 
 def _truncated_is_on(ctx: CheckContext) -> bool:
@@ -195,14 +210,20 @@ def sequence_level_ratios_exclude_token_level_loss(ctx: CheckContext) -> Iterato
             f"{LOSS}.sequence_level_importance_ratios",
             "NeMo-RL's ClippedPGLossFn refuses it with loss_fn.token_level_loss true: "
             '"sequence-level importance sampling (e.g. GSPO) is mutually exclusive with '
-            f'token-level loss" ({_cite_loss(ctx, v3=161, v35=266)})',
+            'token-level loss" ('
+            + cite(
+                ctx,
+                v3="nemo-rl.loss.v3.sequence-level-ratios-exclude-token-level-loss",
+                v35="nemo-rl.loss.sequence-level-ratios-exclude-token-level-loss",
+            )
+            + ")",
             value=True,
             hint="set loss_fn.token_level_loss false (GSPO), or this key false",
         )
 
 
 def _cispo_excludes(
-    ctx: CheckContext, key: str, breaks: bool, reason: str, line: int
+    ctx: CheckContext, key: str, breaks: bool, reason: str, rule: str
 ) -> Iterator[Issue]:
     """One of CISPO's exclusions (loss/loss_functions.py:271-291 @ super-v3.5): ``breaks`` says
     whether ``key``'s value is one CISPO cannot take."""
@@ -211,7 +232,7 @@ def _cispo_excludes(
     yield Issue(
         f"{LOSS}.use_cispo",
         f"NeMo-RL's ClippedPGLossFn refuses it with {LOSS}.{key} = "
-        f"{_loss(ctx, key, None)!r}: {reason} ({_cite_loss(ctx, v35=line)})",
+        f"{_loss(ctx, key, None)!r}: {reason} ({cite(ctx, v35=rule)})",
         value=True,
         hint=f"set {LOSS}.use_cispo false, or change {LOSS}.{key}",
     )
@@ -224,7 +245,7 @@ def cispo_excludes_disabled_ppo_ratio(ctx: CheckContext) -> Iterator[Issue]:
         "disable_ppo_ratio",
         _loss(ctx, "disable_ppo_ratio", False) is True,
         '"CISPO needs the pi_theta/pi_theta_old ratio but disable_ppo_ratio removes it"',
-        272,
+        "nemo-rl.loss.cispo-excludes-disabled-ppo-ratio",
     )
 
 
@@ -236,7 +257,7 @@ def cispo_excludes_forced_on_policy_ratio(ctx: CheckContext) -> Iterator[Issue]:
         "force_on_policy_ratio",
         _loss(ctx, "force_on_policy_ratio", False) is True,
         '"forcing ratio=1 removes the clipped IS-weight that CISPO optimizes"',
-        276,
+        "nemo-rl.loss.cispo-excludes-forced-on-policy-ratio",
     )
 
 
@@ -247,7 +268,7 @@ def cispo_excludes_sequence_level_ratios(ctx: CheckContext) -> Iterator[Issue]:
         "sequence_level_importance_ratios",
         _loss(ctx, "sequence_level_importance_ratios", False) is True,
         '"CISPO uses token-level importance weights"',
-        280,
+        "nemo-rl.loss.cispo-excludes-sequence-level-ratios",
     )
 
 
@@ -259,7 +280,7 @@ def cispo_excludes_dual_clip(ctx: CheckContext) -> Iterator[Issue]:
         _loss(ctx, "ratio_clip_c", None) is not None,
         "the dual-clip block runs after the CISPO loss and would silently overwrite it; "
         '"Set ratio_clip_c=null when use_cispo=True"',
-        284,
+        "nemo-rl.loss.cispo-excludes-dual-clip",
     )
 
 
@@ -270,7 +291,7 @@ def cispo_needs_token_level_loss(ctx: CheckContext) -> Iterator[Issue]:
         "token_level_loss",
         _loss(ctx, "token_level_loss", True) is not True,
         '"use_cispo requires token_level_loss=True"',
-        289,
+        "nemo-rl.loss.cispo-needs-token-level-loss",
     )
 
 
@@ -287,7 +308,13 @@ def truncated_is_needs_is_correction(ctx: CheckContext) -> Iterator[Issue]:
             "NeMo-RL's ClippedPGLossFn refuses it with "
             f"{LOSS}.use_importance_sampling_correction false: truncated importance sampling "
             '"is only supported when use_importance_sampling_correction is True" '
-            f"({_cite_loss(ctx, v3=165, v35=293)})",
+            "("
+            + cite(
+                ctx,
+                v3="nemo-rl.loss.v3.truncated-is-needs-is-correction",
+                v35="nemo-rl.loss.truncated-is-needs-is-correction",
+            )
+            + ")",
             value=_loss(ctx, key.rpartition(".")[2], None),
             hint=f"set {LOSS}.use_importance_sampling_correction true, or this key null",
         )
@@ -305,7 +332,13 @@ def truncated_is_ratio_is_positive(ctx: CheckContext) -> Iterator[Issue]:
             "NeMo-RL's ClippedPGLossFn refuses it: "
             '"truncated_importance_sampling_ratio should be positive"'
             + (f" once {LOSS}.truncated_importance_sampling_type is set" if on_super35(ctx) else "")
-            + f" ({_cite_loss(ctx, v3=168, v35=304)})",
+            + " ("
+            + cite(
+                ctx,
+                v3="nemo-rl.loss.v3.truncated-is-ratio-positive",
+                v35="nemo-rl.loss.truncated-is-ratio-positive",
+            )
+            + ")",
             value=ratio,
         )
 
@@ -320,7 +353,9 @@ def truncated_is_names_its_type(ctx: CheckContext) -> Iterator[Issue]:
             f"{LOSS}.truncated_importance_sampling_type",
             f"NeMo-RL's ClippedPGLossFn refuses it unset with {LOSS}."
             'truncated_importance_sampling_ratio set: "truncated_importance_sampling_type must '
-            f"be 'tis', 'icepop', or 'seq-mask-tis'\" ({_cite_loss(ctx, v3=171)})",
+            "be 'tis', 'icepop', or 'seq-mask-tis'\" ("
+            + cite(ctx, v3="nemo-rl.loss.v3.truncated-is-type-known")
+            + ")",
             value=None,
         )
 
@@ -337,7 +372,9 @@ def truncated_is_min_within_ratio(ctx: CheckContext) -> Iterator[Issue]:
             "NeMo-RL's ClippedPGLossFn refuses it above "
             f"{LOSS}.truncated_importance_sampling_ratio "
             f'({high!r}): "truncated_importance_sampling_ratio_min must be <= '
-            f'truncated_importance_sampling_ratio" ({_cite_loss(ctx, v35=309)})',
+            'truncated_importance_sampling_ratio" ('
+            + cite(ctx, v35="nemo-rl.loss.truncated-is-min-within-ratio")
+            + ")",
             value=low,
         )
 
@@ -353,7 +390,7 @@ def filtering_tis_needs_its_min(ctx: CheckContext) -> Iterator[Issue]:
             f"{LOSS}.truncated_importance_sampling_ratio_min",
             "NeMo-RL's ClippedPGLossFn refuses it unset: it \"should be set when "
             "truncated_importance_sampling_type is 'icepop' or 'seq-mask-tis'\" "
-            f"({_cite_loss(ctx, v35=317)})",
+            f"({cite(ctx, v35='nemo-rl.loss.filtering-tis-needs-its-min')})",
             value=None,
         )
 
@@ -370,7 +407,13 @@ def seq_mask_tis_excludes_sequence_level_ratios(ctx: CheckContext) -> Iterator[I
             f"{LOSS}.sequence_level_importance_ratios",
             "NeMo-RL's ClippedPGLossFn refuses it with truncated_importance_sampling_type "
             "'seq-mask-tis': \"seq-mask-tis uses token-level IS correction with sequence-level "
-            f'masking" ({_cite_loss(ctx, v3=180, v35=321)})',
+            'masking" ('
+            + cite(
+                ctx,
+                v3="nemo-rl.loss.v3.seq-mask-tis-excludes-sequence-level-ratios",
+                v35="nemo-rl.loss.seq-mask-tis-excludes-sequence-level-ratios",
+            )
+            + ")",
             value=True,
         )
 
@@ -384,7 +427,13 @@ def dual_clip_bound_above_one(ctx: CheckContext) -> Iterator[Issue]:
             f"{LOSS}.ratio_clip_c",
             "NeMo-RL's ClippedPGLossFn refuses it on the first training step: "
             '"ratio_clip_c must exceed 1 representing a lower bound of the ratios" '
-            f"({_cite_loss(ctx, v3=394, v35=555)})",
+            "("
+            + cite(
+                ctx,
+                v3="nemo-rl.loss.v3.dual-clip-above-one",
+                v35="nemo-rl.loss.dual-clip-above-one",
+            )
+            + ")",
             value=bound,
             hint="set it above 1 (3 is usual), or null to turn dual clipping off",
         )
@@ -407,7 +456,9 @@ def truncation_settings_ignored_without_ratio(ctx: CheckContext) -> Iterator[Iss
         yield Issue(
             f"{LOSS}.{ignored[0]}",
             "NeMo-RL warns that truncated_importance_sampling_ratio is not set, so it ignores "
-            f"{', '.join(ignored)} ({_cite_loss(ctx, v3=192)})",
+            f"{', '.join(ignored)} ("
+            + cite(ctx, v3="nemo-rl.loss.v3.truncation-settings-ignored-without-ratio")
+            + ")",
             value=_loss(ctx, ignored[0], None),
             hint=f"set {LOSS}.truncated_importance_sampling_ratio to truncate, or these null",
         )

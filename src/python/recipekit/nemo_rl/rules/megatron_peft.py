@@ -13,13 +13,12 @@ from typing import TYPE_CHECKING
 from recipekit.errors import Issue
 from recipekit.markers import UNSET, Unset
 from recipekit.nemo_rl.checks import CheckContext
-from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.rules.citation import cite, line_of
 
 if TYPE_CHECKING:
     # The examples' schema is imported by the stages that run an example, not by every plan.
     from recipekit.nemo_rl.schema_common import MegatronPeft
 
-SETUP_PY = "nemo_rl/models/megatron/setup.py"
 PEFT = "policy.megatron_cfg.peft"
 
 
@@ -37,34 +36,49 @@ def frozen_router_without_peft(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.megatron_cfg.freeze_moe_router",
             "NeMo-RL's Megatron setup refuses it with policy.megatron_cfg.peft.enabled: a "
-            f"frozen MoE router is not supported with PEFT ({cite(ctx, SETUP_PY, v3=703)})",
+            "frozen MoE router is not supported with PEFT ("
+            + cite(
+                ctx,
+                v3="nemo-rl.v3.models.megatron.setup.setup-model-and-optimizer.frozen-moe-router-not-supported-peft",
+            )
+            + ")",
             value=True,
             hint="set it false, or disable peft",
         )
 
 
-def _peft_names(ctx: CheckContext, key: str, line: int, ref_line: int) -> Iterator[Issue]:
-    """The policy's LoRA (setup.py ``line``) and the reference model's (``ref_line``) read
-    ``key`` and refuse it absent or null; the policy's is built first, so it is the one cited."""
+def _peft_names(ctx: CheckContext, key: str, rule: str, reference_rule: str) -> Iterator[Issue]:
+    """The policy's LoRA (``rule``) and the reference model's (``reference_rule``) read ``key``
+    and refuse it absent or null; the policy's is built first, so it is the one cited."""
     peft = enabled_peft(ctx)
     if peft is not None and not isinstance(getattr(peft, key), int):
         yield Issue(
             f"{PEFT}.{key}",
             f"NeMo-RL's Megatron setup refuses enabled PEFT without a LoRA {key} "
-            f"({cite(ctx, SETUP_PY, v35=line)}; the reference model's setup again at "
-            f":{ref_line})",
+            f"({cite(ctx, v35=rule)}; the reference model's setup again at "
+            f":{line_of(reference_rule)})",
             hint=f"set {PEFT}.{key}",
         )
 
 
 def peft_names_its_lora_dim(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py:1747 and :2057 (reference model) (super-v3.5): LoRA's rank is not defaulted."""
-    yield from _peft_names(ctx, "dim", 1747, 2057)
+    yield from _peft_names(
+        ctx,
+        "dim",
+        "nemo-rl.models.megatron.setup.setup-model-and-optimizer.megatron-peft-needs-lora-dim",
+        "nemo-rl.models.megatron.setup.setup-reference-model-state.megatron-peft-needs-lora-dim-reference",
+    )
 
 
 def peft_names_its_lora_alpha(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py:1751 and :2061 (reference model) (super-v3.5): LoRA's scale is not defaulted."""
-    yield from _peft_names(ctx, "alpha", 1751, 2061)
+    yield from _peft_names(
+        ctx,
+        "alpha",
+        "nemo-rl.models.megatron.setup.setup-model-and-optimizer.megatron-peft-needs-lora-alpha",
+        "nemo-rl.models.megatron.setup.setup-reference-model-state.megatron-peft-needs-lora-alpha-reference",
+    )
 
 
 SUPER_V3_ERROR_CHECKS = (frozen_router_without_peft,)

@@ -11,8 +11,6 @@ from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import cite
 
-SETUP_PY = "nemo_rl/models/megatron/setup.py"
-WORKER_PY = "nemo_rl/models/policy/workers/megatron_policy_worker.py"
 MEGATRON = "policy.megatron_cfg"
 # The offloadable modules that exist only in MoE layers (setup.py:1197 @ super-v3.5).
 MOE_ONLY_OFFLOAD_MODULES = ("expert_fc1", "moe_act", "fused_group_mlp")
@@ -35,7 +33,12 @@ def activation_offloading_names_its_modules(ctx: CheckContext) -> Iterator[Issue
         yield Issue(
             f"{MEGATRON}.offload_modules",
             "NeMo-RL's Megatron setup refuses fine_grained_activation_offloading without a "
-            f"non-empty list of modules to offload ({cite(ctx, SETUP_PY, v35=1193)})",
+            "non-empty list of modules to offload ("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.megatron.setup.apply-performance-config.fine-grained-activation-offloading-lists-modules",
+            )
+            + ")",
             hint="list the modules, or set fine_grained_activation_offloading false",
         )
 
@@ -48,7 +51,12 @@ def moe_only_offload_modules_need_moe_model(ctx: CheckContext) -> Iterator[Issue
         yield Issue(
             f"{MEGATRON}.offload_modules",
             f"NeMo-RL's Megatron setup refuses {', '.join(moe_only)} on {ctx.model.name}, a "
-            f"dense model: they are MoE-only modules ({cite(ctx, SETUP_PY, v35=1203)})",
+            "dense model: they are MoE-only modules ("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.megatron.setup.apply-performance-config.moe-only-offload-module-needs-moe",
+            )
+            + ")",
             value=list(modules),
             hint=f"drop {', '.join(moe_only)}",
         )
@@ -62,7 +70,12 @@ def full_iteration_cuda_graph_skips_nan_check(ctx: CheckContext) -> Iterator[Iss
             f"{MEGATRON}.cuda_graph_impl",
             "NeMo-RL's Megatron worker warns and disables check_for_nan_in_loss: a "
             "full-iteration CUDA graph cannot be interrupted, so a NaN loss goes unnoticed "
-            f"({cite(ctx, WORKER_PY, v35=529)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.policy.workers.megatron-policy-worker.init.full-iteration-cuda-graphs-turn-nan",
+            )
+            + ")",
             value="full_iteration",
         )
 

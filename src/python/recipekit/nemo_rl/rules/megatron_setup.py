@@ -13,7 +13,6 @@ from recipekit.nemo_rl.rules.loss import fused_linear_logprobs
 from recipekit.nemo_rl.rules.megatron_peft import enabled_peft
 from recipekit.nemo_rl.schema_super_v3 import FP8, Colocation
 
-SETUP_PY = "nemo_rl/models/megatron/setup.py"
 MEGATRON = "policy.megatron_cfg"
 OPTIMIZER = f"{MEGATRON}.optimizer"
 FP8_KEYS = ("fp8", "fp8_recipe", "fp8_param")
@@ -28,7 +27,7 @@ INFERENCE_LAYOUT_KEYS = (
 
 
 def _half_precision_optimizer(
-    ctx: CheckContext, precision: str, flag: str, v3: int, v35: int
+    ctx: CheckContext, precision: str, flag: str, v3: str, v35: str
 ) -> Iterator[Issue]:
     """The precision-aware optimizer keeps its states in the policy's half precision, which
     NeMo-RL asks the optimizer section to state (the model's flags it sets itself)."""
@@ -40,7 +39,7 @@ def _half_precision_optimizer(
         yield Issue(
             f"{OPTIMIZER}.{flag}",
             f"NeMo-RL's Megatron setup refuses it false with policy.precision {precision} and "
-            f"use_precision_aware_optimizer ({cite(ctx, SETUP_PY, v3=v3, v35=v35)})",
+            f"use_precision_aware_optimizer ({cite(ctx, v3=v3, v35=v35)})",
             value=getattr(opt, flag),
             hint="set it true, or use_precision_aware_optimizer false",
         )
@@ -48,12 +47,24 @@ def _half_precision_optimizer(
 
 def precision_aware_optimizer_states_bf16(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py:564 (super-v3), :1338 (super-v3.5)."""
-    yield from _half_precision_optimizer(ctx, "bfloat16", "bf16", 564, 1338)
+    yield from _half_precision_optimizer(
+        ctx,
+        "bfloat16",
+        "bf16",
+        v3="nemo-rl.v3.models.megatron.setup.validate-dtype-config.bfloat16-precision-aware-optimizer-has-bf16",
+        v35="nemo-rl.models.megatron.setup.validate-dtype-config.bfloat16-precision-aware-optimizer-has-bf16",
+    )
 
 
 def precision_aware_optimizer_states_fp16(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py:574 (super-v3), :1348 (super-v3.5)."""
-    yield from _half_precision_optimizer(ctx, "float16", "fp16", 574, 1348)
+    yield from _half_precision_optimizer(
+        ctx,
+        "float16",
+        "fp16",
+        v3="nemo-rl.v3.models.megatron.setup.validate-dtype-config.float16-precision-aware-optimizer-has-fp16",
+        v35="nemo-rl.models.megatron.setup.validate-dtype-config.float16-precision-aware-optimizer-has-fp16",
+    )
 
 
 def float32_optimizer_takes_no_half_flags(ctx: CheckContext) -> Iterator[Issue]:
@@ -66,7 +77,13 @@ def float32_optimizer_takes_no_half_flags(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"{OPTIMIZER}.{flag}",
                 "NeMo-RL's Megatron setup refuses it with policy.precision float32 "
-                f"({cite(ctx, SETUP_PY, v3=584, v35=1358)})",
+                "("
+                + cite(
+                    ctx,
+                    v3="nemo-rl.v3.models.megatron.setup.validate-dtype-config.float32-policy-optimizer-has-bf16-fp16",
+                    v35="nemo-rl.models.megatron.setup.validate-dtype-config.float32-policy-optimizer-has-bf16-fp16",
+                )
+                + ")",
                 value=True,
                 hint="set it false",
             )
@@ -86,7 +103,13 @@ def fp8_cfg_names_every_key(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{MEGATRON}.fp8_cfg.{missing[0]}",
             f"NeMo-RL's Megatron setup fails with a KeyError when an enabled fp8_cfg lacks it "
-            f"(it reads {', '.join(FP8_KEYS)}; {cite(ctx, SETUP_PY, v3=479, v35=1178)})",
+            f"(it reads {', '.join(FP8_KEYS)}; "
+            + cite(
+                ctx,
+                v3="nemo-rl.v3.models.megatron.setup.apply-performance-config.enabled-fp8-cfg-names-fp8-fp8",
+                v35="nemo-rl.models.megatron.setup.apply-performance-config.enabled-fp8-cfg-names-fp8-fp8",
+            )
+            + ")",
         )
 
 
@@ -98,7 +121,12 @@ def fp8_param_may_give_nan(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{MEGATRON}.fp8_cfg.fp8_param",
             "NeMo-RL warns that FP8 parameters sometimes give a NaN token_mult_prob_error "
-            f"(NVIDIA-NeMo/RL#1164; {cite(ctx, SETUP_PY, v3=482)})",
+            "(NVIDIA-NeMo/RL#1164; "
+            + cite(
+                ctx,
+                v3="nemo-rl.v3.models.megatron.setup.apply-performance-config.fp8-parameters-may-make-token-mult",
+            )
+            + ")",
             value=True,
         )
 
@@ -114,7 +142,12 @@ def cpu_offload_needs_distributed_optimizer(ctx: CheckContext) -> Iterator[Issue
         yield Issue(
             f"{OPTIMIZER}.use_distributed_optimizer",
             "NeMo-RL's Megatron setup refuses it false with optimizer_cpu_offload "
-            f"({cite(ctx, SETUP_PY, v35=1223)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.megatron.setup.validate-optimizer-config.cpu-offloaded-optimizer-needs-distributed-optimizer",
+            )
+            + ")",
             value=False,
             hint="set it true, or optimizer_cpu_offload false",
         )
@@ -129,7 +162,12 @@ def d2h_overlap_needs_cpu_offload(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{OPTIMIZER}.overlap_cpu_optimizer_d2h_h2d",
             "NeMo-RL's Megatron setup refuses it without optimizer_cpu_offload "
-            f"({cite(ctx, SETUP_PY, v35=1233)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.megatron.setup.validate-optimizer-config.overlapped-host-copies-need-cpu-offloaded",
+            )
+            + ")",
             value=True,
         )
 
@@ -142,7 +180,12 @@ def fused_logprobs_without_context_parallel(ctx: CheckContext) -> Iterator[Issue
             f"{MEGATRON}.use_fused_linear_logprobs",
             f"NeMo-RL's Megatron setup refuses it with context_parallel_size = "
             f"{m.context_parallel_size}: the fused loss does not support context parallelism "
-            f"({cite(ctx, SETUP_PY, v35=883)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.megatron.setup.apply-parallelism-config.context-parallelism-excludes-fused-linear-logprobs",
+            )
+            + ")",
             value=True,
         )
 
@@ -158,7 +201,12 @@ def fused_logprobs_without_param_gather_overlap(ctx: CheckContext) -> Iterator[I
             f"{MEGATRON}.use_fused_linear_logprobs",
             "NeMo-RL's Megatron setup refuses it with distributed_data_parallel_config."
             "overlap_param_gather: the fused forward leaves a parameter gather pending "
-            f"({cite(ctx, SETUP_PY, v35=1397)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.megatron.setup.create-megatron-config.fused-linear-logprobs-exclude-overlapped-parameter",
+            )
+            + ")",
             value=True,
             hint="set one of them false",
         )
@@ -194,7 +242,12 @@ def colocated_reshard_without_draft(ctx: CheckContext) -> Iterator[Issue]:
             "policy.draft.enabled",
             "NeMo-RL's Megatron setup refuses a draft model when colocated Megatron generation "
             "runs another layout than training (it reshards into a second model) "
-            f"({cite(ctx, SETUP_PY, v35=1801)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.megatron.setup.setup-model-and-optimizer.colocated-megatron-reshard-excludes-draft-model",
+            )
+            + ")",
             value=True,
             hint="give mcore_generation_config training's layout, or disable the draft",
         )
@@ -208,7 +261,12 @@ def colocated_reshard_without_peft(ctx: CheckContext) -> Iterator[Issue]:
             "policy.megatron_cfg.peft.enabled",
             "NeMo-RL's Megatron setup refuses PEFT when colocated Megatron generation runs "
             "another layout than training (it reshards into a second model) "
-            f"({cite(ctx, SETUP_PY, v35=1797)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.megatron.setup.setup-model-and-optimizer.colocated-megatron-reshard-excludes-peft",
+            )
+            + ")",
             value=True,
             hint="give mcore_generation_config training's layout, or disable peft",
         )

@@ -21,7 +21,7 @@ from recipekit.nemo_rl.rules.checkpoint_ranking import (
     resolved_loop,
     unranked_saves,
 )
-from recipekit.nemo_rl.rules.citation import cite_super35
+from recipekit.nemo_rl.rules.citation import cite_super35, cite_super35_line
 from recipekit.nemo_rl.rules.generation_split import (
     SplitRules,
     non_colocated_generation,
@@ -40,10 +40,6 @@ DISTILLATION_LOOP = LoopDefaults(max_num_steps=1000, val_period=20)
 WHO = "NeMo-RL's distillation"
 
 
-def _cite(*lines: int) -> str:
-    return cite_super35(DISTILLATION_PY, *lines)
-
-
 # --- distillation.py's setup --------------------------------------------------------------------
 
 
@@ -54,7 +50,11 @@ def distillation_needs_a_generation_config(config: DistillationMasterConfigMain)
         yield Issue(
             "policy.generation",
             "NeMo-RL's distillation refuses a student without one: the student generates the "
-            f"responses the teacher scores ({_cite(237)})",
+            "responses the teacher scores ("
+            + cite_super35(
+                "nemo-rl.algorithms.distillation.setup.distillation-needs-generation-section-student"
+            )
+            + ")",
             hint="give the policy a generation section",
         )
 
@@ -72,7 +72,11 @@ def distillation_refits_without_sparse_transport(
         yield Issue(
             "policy.generation.refit_transport",
             "remote sparse refit is implemented for GRPO only; distillation's setup refuses it "
-            f"({_cite(246)})",
+            "("
+            + cite_super35(
+                "nemo-rl.algorithms.distillation.setup.vllm-generation-refits-without-remote-sparse"
+            )
+            + ")",
             value=transport,
             hint="set it null (NeMo-RL's collective refit), or another transport",
         )
@@ -96,7 +100,11 @@ def dtensor_sequence_parallel_excludes_packing(
                 f"{role}.dtensor_cfg.sequence_parallel",
                 f"with {role}.sequence_packing.enabled, sequence parallelism on the DTensor "
                 f"{who} may break some models; distillation's setup refuses the two together "
-                f"({_cite(270)})",
+                "("
+                + cite_super35(
+                    "nemo-rl.algorithms.distillation.setup.dtensor-student-teacher-does-not-combine"
+                )
+                + ")",
                 value=True,
                 hint=f"set it false, or {role}.sequence_packing.enabled false",
             )
@@ -112,7 +120,11 @@ def non_colocated_generation_is_not_megatron(
         yield Issue(
             "policy.generation.backend",
             "Megatron generation runs inside the student's training workers; distillation's "
-            f"setup refuses it with policy.generation.colocated.enabled false ({_cite(372)})",
+            "setup refuses it with policy.generation.colocated.enabled false ("
+            + cite_super35(
+                "nemo-rl.algorithms.distillation.setup.non-colocated-generation-not-megatron-back"
+            )
+            + ")",
             value="megatron",
             hint="use vllm, or colocate generation",
         )
@@ -122,10 +134,18 @@ def non_colocated_generation_is_not_megatron(
 # training (it does not assert that training keeps some, as PPO's does).
 DISTILLATION_SPLIT = SplitRules(
     who="distillation",
-    gpus_stated=_cite(387),
-    one_node_only=_cite(394),
-    nodes_stated=_cite(402),
-    whole_nodes=_cite(407),
+    gpus_stated=cite_super35(
+        "nemo-rl.algorithms.distillation.setup.one-node-non-colocated-generation-states"
+    ),
+    one_node_only=cite_super35(
+        "nemo-rl.algorithms.distillation.setup.one-node-non-colocated-generation-takes-null"
+    ),
+    nodes_stated=cite_super35(
+        "nemo-rl.algorithms.distillation.setup.several-nodes-non-colocated-generation-states"
+    ),
+    whole_nodes=cite_super35(
+        "nemo-rl.algorithms.distillation.setup.several-nodes-non-colocated-generation-takes-whole"
+    ),
 )
 
 
@@ -155,7 +175,13 @@ def distillation_checkpoint_metric_names_its_source(
 ) -> Iterator[Issue]:
     """distillation.py:1017: a ranking metric says whether it is a training or a validation
     metric."""
-    yield from metric_without_its_source(config.checkpointing, WHO, _cite(1017))
+    yield from metric_without_its_source(
+        config.checkpointing,
+        WHO,
+        cite_super35(
+            "nemo-rl.algorithms.distillation.distillation-train.ranking-metric-starts-train-val"
+        ),
+    )
 
 
 def distillation_checkpoint_saved_without_its_validation_metric(
@@ -167,7 +193,15 @@ def distillation_checkpoint_saved_without_its_validation_metric(
     (checkpoint_must_save_by's time limit, an epoch limit reached before max_num_steps) are
     not foreseen."""
     loop = resolved_loop(config.distillation, DISTILLATION_LOOP)
-    yield from unranked_saves(config.checkpointing, loop, "distillation", WHO, _cite(1028))
+    yield from unranked_saves(
+        config.checkpointing,
+        loop,
+        "distillation",
+        WHO,
+        cite_super35(
+            "nemo-rl.algorithms.distillation.distillation-train.val-ranking-metric-save-step-ran"
+        ),
+    )
 
 
 def validation_counts_its_samples(config: DistillationMasterConfigMain) -> Iterator[Issue]:
@@ -193,7 +227,7 @@ def validation_counts_its_samples(config: DistillationMasterConfigMain) -> Itera
             "distillation.max_val_samples",
             f"validation runs ({', '.join(when)}) and counts its batches from this limit, so "
             "with a validation dataset the job fails there with a TypeError "
-            f"({_cite(1206)})",
+            f"({cite_super35_line(DISTILLATION_PY, 1206)})",
             value=None,
             hint="a number of samples, e.g. 512 (NeMo-RL's default)",
         )

@@ -11,8 +11,6 @@ from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import cite
 from recipekit.nemo_rl.schema_super_v3 import LoRA, SequencePacking
 
-LM_POLICY = "nemo_rl/models/policy/lm_policy.py"
-
 
 def _dtensor_v1(ctx: CheckContext) -> bool:
     """The DTensor worker NeMo-RL starts when dtensor_cfg._v2 is not true."""
@@ -28,7 +26,13 @@ def dynamic_batching_needs_one_pipeline_stage(ctx: CheckContext) -> Iterator[Iss
         "policy.dynamic_batching.enabled",
         f"NeMo-RL's policy refuses it with pipeline_model_parallel_size = "
         f"{m.pipeline_model_parallel_size}: dynamic batching needs a single pipeline stage "
-        f"({cite(ctx, LM_POLICY, v3=232, v35=313)})",
+        "("
+        + cite(
+            ctx,
+            v3="nemo-rl.v3.models.policy.lm-policy.init.dynamic-batching-needs-single-pipeline-stage",
+            v35="nemo-rl.models.policy.lm-policy.init.dynamic-batching-needs-single-pipeline-stage",
+        )
+        + ")",
         value=True,
         hint="disable it, or use sequence packing",
     )
@@ -44,7 +48,13 @@ def lora_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.dtensor_cfg.lora_cfg.enabled",
             "NeMo-RL's policy refuses LoRA on the first DTensor worker "
-            f"({cite(ctx, LM_POLICY, v3=123, v35=175)})",
+            "("
+            + cite(
+                ctx,
+                v3="nemo-rl.v3.models.policy.lm-policy.init.lora-needs-v2-dtensor-worker",
+                v35="nemo-rl.models.policy.lm-policy.init.lora-needs-v2-dtensor-worker",
+            )
+            + ")",
             value=True,
             hint="set policy.dtensor_cfg._v2: true",
         )
@@ -59,7 +69,13 @@ def model_save_format_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "checkpointing.model_save_format",
             "NeMo-RL refuses it at the first checkpoint unless policy.dtensor_cfg._v2 is true "
-            f"({cite(ctx, LM_POLICY, v3=888, v35=1223)})",
+            "("
+            + cite(
+                ctx,
+                v3="nemo-rl.v3.models.policy.lm-policy.save-checkpoint.save-format-needs-dtensor-cfg-v2",
+                v35="nemo-rl.models.policy.lm-policy.save-checkpoint.save-format-needs-dtensor-cfg-v2",
+            )
+            + ")",
             value=fmt,
             hint="leave it null, or set policy.dtensor_cfg._v2: true",
         )
@@ -74,7 +90,12 @@ def draft_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.draft.enabled",
             "NeMo-RL's policy refuses a draft model with policy.sequence_packing.enabled "
-            f"({cite(ctx, LM_POLICY, v35=134)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.policy.lm-policy.init.draft-model-excludes-sequence-packing",
+            )
+            + ")",
             value=True,
             hint="disable sequence packing or the draft",
         )
@@ -89,7 +110,11 @@ def draft_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.draft.enabled",
             "NeMo-RL's policy refuses a draft model without policy.megatron_cfg.enabled: it "
-            f"is only supported with the Megatron backend ({cite(ctx, LM_POLICY, v35=127)})",
+            "is only supported with the Megatron backend ("
+            + cite(
+                ctx, v35="nemo-rl.models.policy.lm-policy.init.draft-model-needs-megatron-backend"
+            )
+            + ")",
             value=True,
             hint="enable the Megatron backend, or disable the draft",
         )

@@ -27,11 +27,6 @@ from recipekit.nemo_rl.rules.generation_split import (
 )
 from recipekit.nemo_rl.schema_ppo import AsyncPPO, PPOMasterConfig
 
-PPO_PY = "nemo_rl/algorithms/ppo.py"
-RUN_PPO = "examples/run_ppo.py"
-LM_VALUE = "nemo_rl/models/value/lm_value.py"
-DTENSOR_VALUE = "nemo_rl/models/value/workers/dtensor_value_worker_v2.py"
-MEGATRON_VALUE = "nemo_rl/models/value/workers/megatron_value_worker.py"
 # The advantage estimators PPO's loop builds (ppo.py:1148-1155): both return (advantages,
 # returns), which the value model's update reads.
 PPO_ADV_ESTIMATORS = ("gae", "raw_reward")
@@ -85,7 +80,11 @@ def ppo_needs_a_generation_config(config: PPOMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "policy.generation",
             "NeMo-RL's PPO refuses a policy without one: PPO samples its own rollouts "
-            f"({_cite(RUN_PPO, 129)}, {_cite(PPO_PY, 340)})",
+            "("
+            + _cite("nemo-rl.examples.run-ppo.main.ppo-needs-generation-section")
+            + ", "
+            + _cite("nemo-rl.algorithms.ppo.setup.ppo-needs-generation-section")
+            + ")",
             hint="give the policy a generation section",
         )
 
@@ -102,7 +101,11 @@ def warmup_lead_covers_the_trajectory_age(config: PPOMasterConfig) -> Iterator[I
             "ppo.async_ppo.warmup_generation_lead_steps",
             f"NeMo-RL refuses the config when it loads: the warm-up lead is below "
             f"max_trajectory_age_steps ({age}), the lead generation keeps after the warm-up "
-            f"({_cite(PPO_PY, 139)})",
+            "("
+            + _cite(
+                "nemo-rl.algorithms.ppo.async-ppo-config.validate-settings.warm-up-generation-lead-least-trajectory"
+            )
+            + ")",
             value=lead,
             hint=f"at least {age}, or null for the age limit",
         )
@@ -119,7 +122,11 @@ def warmup_lead_needs_a_critic_warmup(config: PPOMasterConfig) -> Iterator[Issue
             "ppo.async_ppo.warmup_generation_lead_steps",
             "NeMo-RL refuses the config when it loads: there is no critic warm-up "
             "(ppo.policy_training_start_step is 0) for the lead to apply to "
-            f"({_cite(PPO_PY, 225)})",
+            "("
+            + _cite(
+                "nemo-rl.algorithms.ppo.ppo-config.validate-async-warmup-settings.async-warm-up-generation-lead-needs-critic"
+            )
+            + ")",
             value=lead,
             hint="set it null, or ppo.policy_training_start_step above 0",
         )
@@ -140,7 +147,11 @@ def async_ppo_needs_async_vllm(config: PPOMasterConfig) -> Iterator[Issue]:
     yield Issue(
         key,
         "async PPO streams its rollouts from vLLM's async engine; the PPO runner refuses "
-        f"anything else ({_cite(RUN_PPO, 57)})",
+        "anything else ("
+        + _cite(
+            "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-generates-vllm-async-engine"
+        )
+        + ")",
         value=value,
         hint="policy.generation.backend: vllm and vllm_cfg.async_engine: true",
     )
@@ -153,7 +164,11 @@ def async_ppo_needs_importance_sampling(config: PPOMasterConfig) -> Iterator[Iss
         yield Issue(
             "loss_fn.use_importance_sampling_correction",
             "async PPO trains on rollouts of older policy weights; the PPO runner refuses it "
-            f"without the importance-sampling correction ({_cite(RUN_PPO, 62)})",
+            "without the importance-sampling correction ("
+            + _cite(
+                "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-corrects-off-policy-rollouts"
+            )
+            + ")",
             value=config.loss_fn.use_importance_sampling_correction,
             hint="set it true",
         )
@@ -166,7 +181,11 @@ def async_ppo_without_a_forced_ratio(config: PPOMasterConfig) -> Iterator[Issue]
         yield Issue(
             "loss_fn.force_on_policy_ratio",
             "async PPO's rollouts are off-policy, so the PPO runner refuses a ratio forced to 1 "
-            f"({_cite(RUN_PPO, 66)})",
+            "("
+            + _cite(
+                "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-does-not-force-ppo"
+            )
+            + ")",
             value=True,
             hint="set it false",
         )
@@ -178,7 +197,11 @@ def async_ppo_needs_non_colocated_generation(config: PPOMasterConfig) -> Iterato
         yield Issue(
             "policy.generation.colocated.enabled",
             "async PPO generates while it trains, so the PPO runner refuses generation on the "
-            f"training GPUs ({_cite(RUN_PPO, 68)})",
+            "training GPUs ("
+            + _cite(
+                "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-generates-gpus-own"
+            )
+            + ")",
             value=True,
             hint="set it false and give generation its own resources",
         )
@@ -190,7 +213,11 @@ def async_ppo_has_no_epoch_limit(config: PPOMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "ppo.max_num_epochs",
             "async PPO bounds training by ppo.max_num_steps only; the PPO runner refuses any "
-            f"epoch limit but -1 ({_cite(RUN_PPO, 70)})",
+            "epoch limit but -1 ("
+            + _cite(
+                "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-has-no-epoch-limit"
+            )
+            + ")",
             value=config.ppo.max_num_epochs,
             hint="set ppo.max_num_epochs=-1 and bound the run with ppo.max_num_steps",
         )
@@ -224,7 +251,11 @@ def async_ppo_without_unsupported_features(config: PPOMasterConfig) -> Iterator[
             yield Issue(
                 key,
                 f"async PPO has no path for {feature}; the PPO runner refuses it "
-                f"({_cite(RUN_PPO, 88)})",
+                "("
+                + _cite(
+                    "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-runs-without-dynamic-sampling"
+                )
+                + ")",
                 value=value,
                 hint="turn it off, or run PPO synchronously",
             )
@@ -246,7 +277,13 @@ def ppo_takes_no_refit_transport(config: PPOMasterConfig) -> Iterator[Issue]:
     why = "sparse remote refit is GRPO's only" if sparse else "PPO refits over its own path"
     yield Issue(
         "policy.generation.refit_transport",
-        f"{why}; PPO's setup refuses any transport ({_cite(PPO_PY, 348 if sparse else 354)})",
+        f"{why}; PPO's setup refuses any transport ("
+        + _cite(
+            "nemo-rl.algorithms.ppo.setup.ppo-takes-no-sparse-remote-refit"
+            if sparse
+            else "nemo-rl.algorithms.ppo.setup.ppo-takes-no-refit-transport-all"
+        )
+        + ")",
         value=transport,
         hint="set it null",
     )
@@ -268,8 +305,10 @@ def critic_warmup_without_constant_checkpoint_structure(
             "policy.megatron_cfg.checkpoint.ckpt_assume_constant_structure",
             "the policy's optimizer state first appears after the critic warm-up "
             "(ppo.policy_training_start_step > 0), which a checkpoint layout assumed constant "
-            f"cannot hold; PPO's setup refuses it while checkpoints save the optimizer "
-            f"({_cite(PPO_PY, 366)})",
+            "cannot hold; PPO's setup refuses it while checkpoints save the optimizer "
+            "("
+            + _cite("nemo-rl.algorithms.ppo.setup.critic-warm-up-optimizer-checkpoints-excludes")
+            + ")",
             value=True,
             hint="set it false, ppo.policy_training_start_step: 0, or "
             "checkpointing.save_optimizer: false",
@@ -285,7 +324,9 @@ def megatron_value_context_parallel_needs_packing(config: PPOMasterConfig) -> It
         yield Issue(
             "value.megatron_cfg.context_parallel_size",
             "a Megatron value model splits context-parallel work per packed sequence; PPO's "
-            f"setup refuses CP > 1 without value.sequence_packing.enabled ({_cite(PPO_PY, 385)})",
+            "setup refuses CP > 1 without value.sequence_packing.enabled ("
+            + _cite("nemo-rl.algorithms.ppo.setup.megatron-value-model-cp-1-packs")
+            + ")",
             value=megatron.context_parallel_size,
             hint="set value.sequence_packing.enabled: true, or context_parallel_size: 1",
         )
@@ -299,7 +340,9 @@ def value_has_one_training_backend(config: PPOMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "value.dtensor_cfg.enabled",
             "the value model trains on one back-end; with value.megatron_cfg enabled too its "
-            f"workers refuse to start ({_cite(LM_VALUE, 82)})",
+            "workers refuse to start ("
+            + _cite("nemo-rl.models.value.lm-value.init.value-model-trains-one-back-end")
+            + ")",
             value=True,
             hint="turn one of value.dtensor_cfg and value.megatron_cfg off",
         )
@@ -307,7 +350,11 @@ def value_has_one_training_backend(config: PPOMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "value.dtensor_cfg.enabled",
             "neither value.dtensor_cfg nor value.megatron_cfg is enabled, and the value model "
-            f"needs one to train on ({_cite(PPO_PY, 391)}, {_cite(LM_VALUE, 99)})",
+            "needs one to train on ("
+            + _cite("nemo-rl.algorithms.ppo.setup.value-model-trains-megatron-core-dtensor")
+            + ", "
+            + _cite("nemo-rl.models.value.lm-value.init.value-model-has-training-back-end")
+            + ")",
             value=config.value.dtensor_cfg.enabled,
             hint="enable one of them",
         )
@@ -319,7 +366,7 @@ def dtensor_value_without_sequence_packing(config: PPOMasterConfig) -> Iterator[
         yield Issue(
             "value.sequence_packing.enabled",
             "the DTensor value model cannot pack sequences yet; PPO's setup refuses it "
-            f"({_cite(PPO_PY, 395)})",
+            f"({_cite('nemo-rl.algorithms.ppo.setup.dtensor-value-model-does-not-pack')})",
             value=True,
             hint="set it false, or train the value model with Megatron-Core",
         )
@@ -332,7 +379,7 @@ def dtensor_value_without_context_parallel(config: PPOMasterConfig) -> Iterator[
         yield Issue(
             "value.dtensor_cfg.context_parallel_size",
             "the DTensor value model has no context parallelism yet; PPO's setup refuses "
-            f"CP > 1 ({_cite(PPO_PY, 399)})",
+            f"CP > 1 ({_cite('nemo-rl.algorithms.ppo.setup.dtensor-value-model-runs-cp')})",
             value=cp,
             hint="set it 1, or train the value model with Megatron-Core",
         )
@@ -344,7 +391,7 @@ def dtensor_value_without_dynamic_batching(config: PPOMasterConfig) -> Iterator[
         yield Issue(
             "value.dynamic_batching.enabled",
             "dynamic batching misbehaves with the DTensor value model; PPO's setup refuses it "
-            f"({_cite(PPO_PY, 403)})",
+            f"({_cite('nemo-rl.algorithms.ppo.setup.dtensor-value-model-does-not-batch')})",
             value=True,
             hint="set it false",
         )
@@ -358,7 +405,9 @@ def batch_multiplier_needs_dynamic_sampling(config: PPOMasterConfig) -> Iterator
         yield Issue(
             "ppo.batch_multiplier",
             "only dynamic sampling draws extra prompts to filter; PPO's setup refuses a "
-            f"multiplier other than 1 without ppo.use_dynamic_sampling ({_cite(PPO_PY, 435)})",
+            "multiplier other than 1 without ppo.use_dynamic_sampling ("
+            + _cite("nemo-rl.algorithms.ppo.setup.batch-multiplier-other-1-needs-dynamic")
+            + ")",
             value=multiplier,
             hint="set it 1, or ppo.use_dynamic_sampling: true",
         )
@@ -376,7 +425,9 @@ def forced_ratio_needs_one_update_per_step(config: PPOMasterConfig) -> Iterator[
             "policy.train_global_batch_size",
             f"loss_fn.force_on_policy_ratio needs one optimizer batch of all {rollouts} rollouts "
             f"of a step (num_prompts_per_step x num_generations_per_prompt); PPO's setup "
-            f"refuses another size ({_cite(PPO_PY, 481)})",
+            "refuses another size ("
+            + _cite("nemo-rl.algorithms.ppo.setup.forced-policy-ratio-trains-each-step")
+            + ")",
             value=batch,
             hint=f"set it {rollouts}, or force_on_policy_ratio false",
         )
@@ -389,7 +440,9 @@ def non_colocated_generation_needs_vllm(config: PPOMasterConfig) -> Iterator[Iss
         yield Issue(
             "policy.generation.backend",
             "PPO updates non-colocated generation's weights only on vLLM; its setup refuses "
-            f"another back-end there ({_cite(PPO_PY, 497)})",
+            "another back-end there ("
+            + _cite("nemo-rl.algorithms.ppo.setup.non-colocated-ppo-generation-runs-vllm")
+            + ")",
             value=gen.backend,
             hint="use vllm, or colocate generation",
         )
@@ -398,12 +451,20 @@ def non_colocated_generation_needs_vllm(config: PPOMasterConfig) -> Iterator[Iss
 # ppo.py:558-599: the split of the cluster between non-colocated generation and training.
 PPO_SPLIT = SplitRules(
     who="PPO",
-    gpus_stated=_cite(PPO_PY, 558),
-    one_node_only=_cite(PPO_PY, 565),
-    nodes_stated=_cite(PPO_PY, 583),
-    whole_nodes=_cite(PPO_PY, 588),
-    leaves_gpus=_cite(PPO_PY, 574),
-    leaves_nodes=_cite(PPO_PY, 599),
+    gpus_stated=_cite(
+        "nemo-rl.algorithms.ppo.setup.non-colocated-generation-one-node-cluster-states"
+    ),
+    one_node_only=_cite(
+        "nemo-rl.algorithms.ppo.setup.non-colocated-generation-one-node-cluster-takes"
+    ),
+    nodes_stated=_cite(
+        "nemo-rl.algorithms.ppo.setup.non-colocated-generation-several-nodes-states"
+    ),
+    whole_nodes=_cite(
+        "nemo-rl.algorithms.ppo.setup.non-colocated-generation-several-nodes-takes-whole"
+    ),
+    leaves_gpus=_cite("nemo-rl.algorithms.ppo.setup.non-colocated-generation-one-node-leaves"),
+    leaves_nodes=_cite("nemo-rl.algorithms.ppo.setup.non-colocated-generation-leaves-nodes-train"),
 )
 
 
@@ -432,7 +493,7 @@ def ppo_generates_with_vllm_or_sglang(config: PPOMasterConfig) -> Iterator[Issue
         yield Issue(
             "policy.generation.backend",
             f"PPO generates with vLLM or SGLang only; its setup refuses {gen.backend!r} "
-            f"({_cite(PPO_PY, 847)})",
+            f"({_cite('nemo-rl.algorithms.ppo.setup.ppo-generates-vllm-sglang')})",
             value=gen.backend,
             hint="vllm or sglang",
         )
@@ -448,8 +509,10 @@ def fp8_generation_needs_importance_sampling(config: PPOMasterConfig) -> Iterato
         yield Issue(
             "loss_fn.use_importance_sampling_correction",
             "FP8 vLLM generation samples from a policy that differs from the trained one; "
-            f"PPO's setup refuses it without the importance-sampling correction "
-            f"({_cite(PPO_PY, 856)})",
+            "PPO's setup refuses it without the importance-sampling correction "
+            "("
+            + _cite("nemo-rl.algorithms.ppo.setup.fp8-vllm-generation-needs-importance-sampling")
+            + ")",
             value=config.loss_fn.use_importance_sampling_correction,
             hint="set it true",
         )
@@ -462,7 +525,9 @@ def fp8_kv_cache_needs_fp8_weights(config: PPOMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "policy.generation.vllm_cfg.precision",
             f"kv_cache_dtype {dtype!r} needs FP8 weights; PPO's setup refuses it with "
-            f"precision {vllm.precision!r} ({_cite(PPO_PY, 861)})",
+            f"precision {vllm.precision!r} ("
+            + _cite("nemo-rl.algorithms.ppo.setup.fp8-kv-cache-comes-fp8-weights")
+            + ")",
             value=vllm.precision,
             hint="set it fp8, or kv_cache_dtype auto",
         )
@@ -475,7 +540,7 @@ def fp8_kv_cache_needs_megatron_policy(config: PPOMasterConfig) -> Iterator[Issu
         yield Issue(
             "policy.dtensor_cfg.enabled",
             f"a DTensor policy cannot serve kv_cache_dtype {dtype!r}; PPO's setup refuses it "
-            f"({_cite(PPO_PY, 866)})",
+            f"({_cite('nemo-rl.algorithms.ppo.setup.fp8-kv-cache-needs-policy-off')})",
             value=True,
             hint="train the policy with Megatron-Core, or kv_cache_dtype auto",
         )
@@ -488,7 +553,9 @@ def fp8_kv_cache_without_async_engine(config: PPOMasterConfig) -> Iterator[Issue
         yield Issue(
             "policy.generation.vllm_cfg.async_engine",
             f"asynchronous rollouts cannot use kv_cache_dtype {dtype!r}; PPO's setup refuses "
-            f"the two together ({_cite(PPO_PY, 869)})",
+            "the two together ("
+            + _cite("nemo-rl.algorithms.ppo.setup.fp8-kv-cache-excludes-asynchronous-rollouts")
+            + ")",
             value=True,
             hint="set it false, or kv_cache_dtype auto",
         )
@@ -503,7 +570,7 @@ def fp8_kv_cache_needs_one_pipeline_stage(config: PPOMasterConfig) -> Iterator[I
         yield Issue(
             "policy.megatron_cfg.pipeline_model_parallel_size",
             f"with kv_cache_dtype {dtype!r} PPO's setup supports one pipeline stage only "
-            f"({_cite(PPO_PY, 872)})",
+            f"({_cite('nemo-rl.algorithms.ppo.setup.fp8-kv-cache-needs-one-pipeline')})",
             value=megatron.pipeline_model_parallel_size,
             hint="set it 1, or kv_cache_dtype auto",
         )
@@ -520,7 +587,11 @@ def ppo_adv_estimator_is_gae_or_raw_reward(config: PPOMasterConfig) -> Iterator[
         yield Issue(
             "ppo.adv_estimator.name",
             f"PPO's training loop builds only {' or '.join(map(repr, PPO_ADV_ESTIMATORS))} "
-            f"and refuses another estimator before the first step ({_cite(PPO_PY, 1157)})",
+            "and refuses another estimator before the first step ("
+            + _cite(
+                "nemo-rl.algorithms.ppo.create-advantage-estimator.ppo-advantage-estimator-gae-raw-reward"
+            )
+            + ")",
             value=name,
             hint="gae",
         )
@@ -532,13 +603,17 @@ def skipped_reference_logprobs_need_no_kl(config: PPOMasterConfig) -> Iterator[I
     skip = given(config.ppo.skip_reference_policy_logprobs_calculation, True)
     penalty = config.loss_fn.reference_policy_kl_penalty
     if skip is True and penalty != 0:
-        line = 2115 if _async(config) is not None else 1242
+        rule = (
+            "nemo-rl.algorithms.ppo.async-ppo-train.skipped-reference-logprobs-leave-no-kl"
+            if _async(config) is not None
+            else "nemo-rl.algorithms.ppo.ppo-train.skipped-reference-logprobs-leave-no-kl"
+        )
         absent = isinstance(config.ppo.skip_reference_policy_logprobs_calculation, Marker)
         yield Issue(
             "ppo.skip_reference_policy_logprobs_calculation",
             f"skipping the reference policy's logprobs{' (NeMo-RL default)' if absent else ''} "
             f"leaves loss_fn.reference_policy_kl_penalty ({penalty}) nothing to penalise; PPO's "
-            f"training loop refuses it at its start ({_cite(PPO_PY, line)})",
+            f"training loop refuses it at its start ({_cite(rule)})",
             value=True,
             hint="set it false, or reference_policy_kl_penalty 0",
         )
@@ -547,8 +622,12 @@ def skipped_reference_logprobs_need_no_kl(config: PPOMasterConfig) -> Iterator[I
 def ppo_checkpoint_metric_names_its_source(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py:1832 (sync loop) and :2812 (async loop): a ranking metric says whether it is a
     training or a validation metric."""
-    line = 2812 if _async(config) is not None else 1832
-    yield from metric_without_its_source(config.checkpointing, "PPO", _cite(PPO_PY, line))
+    rule = (
+        "nemo-rl.algorithms.ppo.async-ppo-train.ranking-metric-starts-train-val-async"
+        if _async(config) is not None
+        else "nemo-rl.algorithms.ppo.ppo-train.ranking-metric-starts-train-val"
+    )
+    yield from metric_without_its_source(config.checkpointing, "PPO", _cite(rule))
 
 
 def ppo_checkpoint_saved_without_its_validation_metric(
@@ -558,10 +637,12 @@ def ppo_checkpoint_saved_without_its_validation_metric(
     metric, saved at a step that ran no validation, is left out of the top-k. Saves the
     config cannot fix (checkpoint_must_save_by's time limit, a dataset that runs out before
     max_num_steps) are not foreseen."""
-    line = 2821 if _async(config) is not None else 1841
-    yield from unranked_saves(
-        config.checkpointing, config.ppo, "ppo", "PPO", _cite(PPO_PY, line)
+    rule = (
+        "nemo-rl.algorithms.ppo.async-ppo-train.val-ranking-metric-save-step-ran"
+        if _async(config) is not None
+        else "nemo-rl.algorithms.ppo.ppo-train.val-ranking-metric-save-step-ran"
     )
+    yield from unranked_saves(config.checkpointing, config.ppo, "ppo", "PPO", _cite(rule))
 
 
 def stale_ppo_rollouts_bias_gae(config: PPOMasterConfig) -> Iterator[Issue]:
@@ -572,7 +653,9 @@ def stale_ppo_rollouts_bias_gae(config: PPOMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "ppo.async_ppo.max_trajectory_age_steps",
             "rollouts older than one step bias GAE off-policy; async PPO warns, 1 is the value "
-            f"it was validated with ({_cite(PPO_PY, 2087)})",
+            "it was validated with ("
+            + _cite("nemo-rl.algorithms.ppo.async-ppo-train.trajectories-older-one-step-bias-gae")
+            + ")",
             value=section.max_trajectory_age_steps,
             hint="1",
         )
@@ -589,7 +672,11 @@ def stale_ppo_rollouts_want_in_flight_updates(config: PPOMasterConfig) -> Iterat
             "ppo.async_ppo.in_flight_weight_updates",
             f"with max_trajectory_age_steps {section.max_trajectory_age_steps} async PPO warns: "
             "without in-flight weight updates an older trajectory age gains no throughput "
-            f"({_cite(PPO_PY, 2092)})",
+            "("
+            + _cite(
+                "nemo-rl.algorithms.ppo.async-ppo-train.trajectories-older-one-step-want-flight"
+            )
+            + ")",
             value=given(section.in_flight_weight_updates, False),
             hint="set it true, or max_trajectory_age_steps 1",
         )
@@ -631,7 +718,13 @@ def value_parallelism_divides_its_gpus(config: PPOMasterConfig) -> Iterator[Issu
             key,
             f"the value model's PP x CP x TP = {pp} x {cp} x {tp} = {size} must divide the "
             f"{gpus} GPUs it trains on ({counted}); its workers refuse to start "
-            f"({_cite(LM_VALUE, 123 if size > gpus else 132)})",
+            "("
+            + _cite(
+                "nemo-rl.models.value.lm-value.init.value-model-pp-x-cp-x-tp-fits"
+                if size > gpus
+                else "nemo-rl.models.value.lm-value.init.value-model-pp-x-cp-x-tp-divides"
+            )
+            + ")",
             value=value,
             hint=f"a PP x CP x TP that divides {gpus}",
         )
@@ -644,7 +737,9 @@ def dtensor_value_needs_v2(config: PPOMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "value.dtensor_cfg._v2",
             "the DTensor value model has only a v2 worker; it refuses to start without "
-            f"value.dtensor_cfg._v2 true ({_cite(LM_VALUE, 105)})",
+            "value.dtensor_cfg._v2 true ("
+            + _cite("nemo-rl.models.value.lm-value.init.dtensor-value-model-uses-v2-worker")
+            + ")",
             value=given(config.value.dtensor_cfg.v2, None),
             hint="set it true",
         )
@@ -659,7 +754,9 @@ def value_dynamic_batching_needs_one_pipeline_stage(config: PPOMasterConfig) -> 
         yield Issue(
             "value.megatron_cfg.pipeline_model_parallel_size",
             "the value model refuses to start with dynamic batching on more than one pipeline "
-            f"stage ({_cite(LM_VALUE, 196)})",
+            "stage ("
+            + _cite("nemo-rl.models.value.lm-value.init.value-dynamic-batching-runs-one-pipeline")
+            + ")",
             value=megatron.pipeline_model_parallel_size,
             hint="set it 1, or value.dynamic_batching.enabled false",
         )
@@ -673,7 +770,12 @@ def value_batching_excludes_packing(config: PPOMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "value.sequence_packing.enabled",
             "the value model either batches dynamically or packs sequences; with both on its "
-            f"workers refuse to start ({_cite(LM_VALUE, 208, 229)})",
+            "workers refuse to start ("
+            + _cite(
+                "nemo-rl.models.value.lm-value.init.value-dynamic-batching-excludes-sequence-packing",
+                "nemo-rl.models.value.lm-value.init.value-sequence-packing-excludes-dynamic-batching",
+            )
+            + ")",
             value=True,
             hint="turn off value.dynamic_batching or value.sequence_packing",
         )
@@ -693,7 +795,11 @@ def dtensor_value_needs_a_regression_head(config: PPOMasterConfig) -> Iterator[I
             f"value.reward_model_cfg.{key}",
             "the DTensor value model loads as a regression reward model; its worker refuses "
             "to start without value.reward_model_cfg enabled and of type 'regression' "
-            f"({_cite(DTENSOR_VALUE, 166)})",
+            "("
+            + _cite(
+                "nemo-rl.models.value.workers.dtensor-value-worker-v2.init.dtensor-value-model-enabled-regression-reward"
+            )
+            + ")",
             value=enabled if key == "enabled" else kind,
             hint="enabled: true, reward_model_type: regression",
         )
@@ -710,7 +816,11 @@ def megatron_value_without_virtual_pipeline(config: PPOMasterConfig) -> Iterator
         yield Issue(
             "value.megatron_cfg.model_overrides.virtual_pipeline_model_parallel_size",
             "the Megatron value model has no virtual pipeline schedule; its worker refuses to "
-            f"start with one ({_cite(MEGATRON_VALUE, 361)})",
+            "start with one ("
+            + _cite(
+                "nemo-rl.models.value.workers.megatron-value-worker.init.megatron-value-model-has-no-virtual"
+            )
+            + ")",
             value=vpp,
             hint="leave it out, or 1",
         )
@@ -725,7 +835,11 @@ def value_cache_clearing_costs_time(config: PPOMasterConfig) -> Iterator[Issue]:
             "value.dtensor_cfg.clear_cache_every_n_steps",
             f"the DTensor value model empties the CUDA cache every {steps} micro-batches and "
             f"warns that this costs much time when memory does not need it "
-            f"({_cite(DTENSOR_VALUE, 329)})",
+            "("
+            + _cite(
+                "nemo-rl.models.value.workers.dtensor-value-worker-v2.train.emptying-cuda-cache-few-micro-batches"
+            )
+            + ")",
             value=steps,
             hint="null, unless the value model runs out of memory",
         )

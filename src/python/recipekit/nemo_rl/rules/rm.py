@@ -23,7 +23,6 @@ from recipekit.nemo_rl.rules.checkpoint_ranking import (
 from recipekit.nemo_rl.rules.citation import cite_super35 as _cite
 from recipekit.nemo_rl.schema_rm import RMMasterConfigMain
 
-RM_PY = "nemo_rl/algorithms/rm.py"
 # rm.py:78-88: RMConfig's defaults; max_num_steps -1 trains for max_num_epochs.
 RM_LOOP = LoopDefaults(max_num_steps=-1, val_period=16)
 
@@ -37,7 +36,7 @@ def rm_dtensor_without_context_parallel(config: RMMasterConfigMain) -> Iterator[
             "policy.dtensor_cfg.context_parallel_size",
             "reward-model training refuses context parallelism on DTensor: the log-sigmoid of "
             "its loss has no DTensor sharding strategy for a context-parallel mesh "
-            f"({_cite(RM_PY, 145)})",
+            f"({_cite('nemo-rl.algorithms.rm.setup.dtensor-reward-model-trains-cp')})",
             value=cp,
             hint="set it 1",
         )
@@ -45,7 +44,11 @@ def rm_dtensor_without_context_parallel(config: RMMasterConfigMain) -> Iterator[
 
 def rm_checkpoint_metric_names_its_source(config: RMMasterConfigMain) -> Iterator[Issue]:
     """rm.py:631: a ranking metric says whether it is a training or a validation metric."""
-    yield from metric_without_its_source(config.checkpointing, "RM", _cite(RM_PY, 631))
+    yield from metric_without_its_source(
+        config.checkpointing,
+        "RM",
+        _cite("nemo-rl.algorithms.rm.rm-train.ranking-metric-starts-train-val"),
+    )
 
 
 def rm_checkpoint_saved_without_its_validation_metric(
@@ -58,7 +61,13 @@ def rm_checkpoint_saved_without_its_validation_metric(
     loop = resolved_loop(config.rm, RM_LOOP)
     if loop.max_num_steps == -1:
         loop = attrs.evolve(loop, max_num_steps=sys.maxsize, val_at_end=True)
-    yield from unranked_saves(config.checkpointing, loop, "rm", "RM", _cite(RM_PY, 642))
+    yield from unranked_saves(
+        config.checkpointing,
+        loop,
+        "rm",
+        "RM",
+        _cite("nemo-rl.algorithms.rm.rm-train.val-ranking-metric-save-step-ran"),
+    )
 
 
 RM_ERROR_CHECKS = (rm_dtensor_without_context_parallel, rm_checkpoint_metric_names_its_source)

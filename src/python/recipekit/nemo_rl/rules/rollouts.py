@@ -11,21 +11,20 @@ from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import cite
 
 GEN = "policy.generation"
-ROLLOUTS_PY = "nemo_rl/experience/rollouts.py"
 
 
 def _uses_nemo_gym(ctx: CheckContext) -> bool:
     return getattr(ctx.config.env, "should_use_nemo_gym", None) is True
 
 
-def _refuse_on_gym_path(ctx: CheckContext, key: str, line: int, what: str) -> Iterator[Issue]:
+def _refuse_on_gym_path(ctx: CheckContext, key: str, rule: str, what: str) -> Iterator[Issue]:
     gen = ctx.generation
     value = getattr(gen, key, None) if gen is not None else None
     if _uses_nemo_gym(ctx) and not isinstance(value, Marker) and value:
         yield Issue(
             f"{GEN}.{key}",
             f"NeMo-RL's NeMo Gym rollouts refuse it: Gym does not support {what} "
-            f"({cite(ctx, ROLLOUTS_PY, v3=line)})",
+            f"({cite(ctx, v3=rule)})",
             value=list(value) if isinstance(value, tuple) else value,
             hint="set it null",
         )
@@ -37,7 +36,12 @@ def nemo_gym_takes_no_stop_strings(ctx: CheckContext) -> Iterator[Issue]:
     run_grpo.py hands the generation config to the Gym rollouts as it is; super-v3's own Gym
     runner would reset the value to null first (nemo_gym.py:449), so it has no effect there.
     """
-    yield from _refuse_on_gym_path(ctx, "stop_strings", 1039, "stop strings")
+    yield from _refuse_on_gym_path(
+        ctx,
+        "stop_strings",
+        "nemo-rl.v3.experience.rollouts.run-async-nemo-gym-rollout.nemo-gym-rollouts-take-no-stop-strings",
+        "stop strings",
+    )
 
 
 def nemo_gym_takes_no_stop_token_ids(ctx: CheckContext) -> Iterator[Issue]:
@@ -46,12 +50,22 @@ def nemo_gym_takes_no_stop_token_ids(ctx: CheckContext) -> Iterator[Issue]:
     Null is allowed here though configure_generation_config fills it with the EOS token under
     run_grpo.py, which the assert then refuses; the plan does not know the tokenizer's EOS.
     """
-    yield from _refuse_on_gym_path(ctx, "stop_token_ids", 1042, "stop token ids")
+    yield from _refuse_on_gym_path(
+        ctx,
+        "stop_token_ids",
+        "nemo-rl.v3.experience.rollouts.run-async-nemo-gym-rollout.nemo-gym-rollouts-take-no-stop-token",
+        "stop token ids",
+    )
 
 
 def nemo_gym_takes_no_top_k(ctx: CheckContext) -> Iterator[Issue]:
     """rollouts.py:1046 (super-v3): top-k is no OpenAI sampling parameter, so Gym takes none."""
-    yield from _refuse_on_gym_path(ctx, "top_k", 1046, "top-k sampling")
+    yield from _refuse_on_gym_path(
+        ctx,
+        "top_k",
+        "nemo-rl.v3.experience.rollouts.run-async-nemo-gym-rollout.nemo-gym-rollouts-take-no-top",
+        "top-k sampling",
+    )
 
 
 def malformed_think_penalty_needs_both_tags(ctx: CheckContext) -> Iterator[Issue]:
@@ -67,7 +81,12 @@ def malformed_think_penalty_needs_both_tags(ctx: CheckContext) -> Iterator[Issue
     yield Issue(
         "env.nemo_gym.thinking_tags",
         "NeMo-RL's reward penalties refuse it with reward_penalties.penalize_malformed_think_tag:"
-        f" they need an opening and a closing tag ({cite(ctx, ROLLOUTS_PY, v35=2197)})",
+        " they need an opening and a closing tag ("
+        + cite(
+            ctx,
+            v35="nemo-rl.experience.rollouts.apply-reward-penalties.malformed-think-tag-penalty-needs-opening",
+        )
+        + ")",
         value=list(tags),
     )
 
@@ -84,7 +103,12 @@ def unwanted_token_penalty_needs_its_ids(ctx: CheckContext) -> Iterator[Issue]:
             "reward_penalties.token_ids.unwanted",
             "NeMo-RL's reward penalties refuse it unset with "
             "reward_penalties.penalize_unwanted_tokens: there is no token to penalise "
-            f"({cite(ctx, ROLLOUTS_PY, v35=1936)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.experience.rollouts.resolve-reward-penalty-config.unwanted-token-penalty-has-ids-penalise",
+            )
+            + ")",
             value=None if isinstance(ids, Marker) else ids,
         )
 

@@ -34,10 +34,7 @@ from recipekit.markers import Marker
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import cite, on_super35
 
-ROLLOUTS_PY = "nemo_rl/experience/rollouts.py"
-
 THREAD = "NVIDIA-NeMo/RL#796"
-VLLM_WORKER = "nemo_rl/models/generation/vllm/vllm_worker.py"
 # super-v3 states no rule: its async engine generates nothing for such a prompt.
 V3_WHERE = "nemo_rl/models/generation/vllm/vllm_worker_async.py:890 @ super-v3"
 
@@ -75,17 +72,22 @@ def _no_room(ctx: CheckContext) -> Iterator[tuple[bool, Issue]]:
         if longest >= context and value <= total:
             fits = context if longest < value else context - 1
             fails = super35 or key != "data.max_input_seq_length"
-            where = cite(ctx, VLLM_WORKER, v35=77) if super35 else V3_WHERE
-            outcome = "NeMo-RL raises, or returns it with an empty response" if fails else (
-                "super-v3 returns it with an empty response (no error)"
+            where = cite(ctx, v35="nemo-rl.vllm-worker.prompt-leaves-room") if super35 else V3_WHERE
+            outcome = (
+                "NeMo-RL raises, or returns it with an empty response"
+                if fails
+                else ("super-v3 returns it with an empty response (no error)")
             )
-            yield fails, Issue(
-                key,
-                f"a prompt of {longest} tokens ({why}) leaves vLLM no room to generate within "
-                f"policy.generation.vllm_cfg.max_model_len = {context}: {outcome} "
-                f"({where}; {THREAD})",
-                value=value,
-                hint=f"at most {fits}, or raise max_model_len",
+            yield (
+                fails,
+                Issue(
+                    key,
+                    f"a prompt of {longest} tokens ({why}) leaves vLLM no room to generate within "
+                    f"policy.generation.vllm_cfg.max_model_len = {context}: {outcome} "
+                    f"({where}; {THREAD})",
+                    value=value,
+                    hint=f"at most {fits}, or raise max_model_len",
+                ),
             )
 
 
@@ -114,7 +116,12 @@ def policy_cap_above_max_model_len(ctx: CheckContext) -> Iterator[Issue]:
             "policy.max_total_sequence_length",
             f"NeMo-RL warns that it exceeds policy.generation.vllm_cfg.max_model_len = "
             f"{context}: the engine truncates to its own limit, so this cap is never reached "
-            f"({cite(ctx, ROLLOUTS_PY, v35=2355)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.experience.rollouts.tensorize-nemo-gym-result.gym-rollouts-policy-sequence-cap-most",
+            )
+            + ")",
             value=total,
             hint="lower it, or raise max_model_len",
         )

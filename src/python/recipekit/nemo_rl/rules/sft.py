@@ -21,16 +21,17 @@ from recipekit.nemo_rl.rules.checkpoint_ranking import (
 from recipekit.nemo_rl.rules.citation import cite_super35 as _cite
 from recipekit.nemo_rl.schema_sft import SFTMasterConfigMain
 
-SFT_PY = "nemo_rl/algorithms/sft.py"
-
-
 # sft.py:80-90: SFTConfig's defaults.
 SFT_LOOP = LoopDefaults(max_num_steps=60, val_period=10)
 
 
 def sft_checkpoint_metric_names_its_source(config: SFTMasterConfigMain) -> Iterator[Issue]:
     """sft.py:553: a ranking metric says whether it is a training or a validation metric."""
-    yield from metric_without_its_source(config.checkpointing, "SFT", _cite(SFT_PY, 553))
+    yield from metric_without_its_source(
+        config.checkpointing,
+        "SFT",
+        _cite("nemo-rl.algorithms.sft.sft-train.ranking-metric-starts-train-val"),
+    )
 
 
 def sft_checkpoint_saved_without_its_validation_metric(
@@ -41,7 +42,13 @@ def sft_checkpoint_saved_without_its_validation_metric(
     checkpoint_must_save_by deadline, the last step of an epoch-bounded run) are not
     foreseen."""
     loop = resolved_loop(config.sft, SFT_LOOP)
-    yield from unranked_saves(config.checkpointing, loop, "sft", "SFT", _cite(SFT_PY, 564))
+    yield from unranked_saves(
+        config.checkpointing,
+        loop,
+        "sft",
+        "SFT",
+        _cite("nemo-rl.algorithms.sft.sft-train.val-ranking-metric-save-step-ran"),
+    )
 
 
 SFT_ERROR_CHECKS = (sft_checkpoint_metric_names_its_source,)

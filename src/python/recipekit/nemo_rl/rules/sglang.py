@@ -13,13 +13,11 @@ from typing import Any
 
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
-from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.rules.citation import cite, cite_line
 
 SGLANG = "policy.generation.sglang_cfg"
 SERVER = f"{SGLANG}.sglang_server_config"
 ROUTER = f"{SGLANG}.sglang_router_config"
-SGLANG_WORKER_PY = "nemo_rl/models/generation/sglang/sglang_worker.py"
-SGLANG_ROUTER_PY = "nemo_rl/models/generation/sglang/sglang_router.py"
 GRPO_PY = "nemo_rl/algorithms/grpo.py"
 V2_WORKER_PY = "nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py"
 
@@ -62,7 +60,7 @@ def tp_size_matches_gpus_per_engine(ctx: CheckContext) -> Iterator[Issue]:
             "NeMo-RL's SGLang worker refuses it with sglang_server_config.num_gpus_per_engine "
             f"= {per_engine} and pp_size = {pp}: an engine's tensor-"
             f"parallel size must be its GPUs divided by its pipeline stages, {expected} here "
-            f"({cite(ctx, SGLANG_WORKER_PY, v35=383)})",
+            f"({cite(ctx, v35='nemo-rl.sglang.worker.engine-tensor-parallel-size-gpu-count')})",
             value=tp,
             hint=f"set tp_size to {expected}, or {SERVER}.num_gpus_per_engine to "
             f"tp_size * pp_size ({tp * pp})",
@@ -85,7 +83,7 @@ def external_router_needs_its_address(ctx: CheckContext) -> Iterator[Issue]:
             f"{ROUTER}.use_external_router",
             "NeMo-RL's SGLang setup refuses an external router without its address: "
             f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set "
-            f"({cite(ctx, SGLANG_ROUTER_PY, v35=114)})",
+            f"({cite(ctx, v35='nemo-rl.sglang.router.external-router-needs-both-host-port')})",
             value=router.get("use_external_router"),
             hint=f"set {ROUTER}.sglang_router_ip and .sglang_router_port, or set "
             "use_external_router false to let NeMo-RL start the router",
@@ -103,7 +101,7 @@ def sglang_needs_its_settings(ctx: CheckContext) -> Iterator[Issue]:
     yield Issue(
         "policy.generation.backend",
         "GRPO's setup reads SGLang's settings from policy.generation.sglang_cfg and fails "
-        f"without them ({cite(ctx, GRPO_PY, v35=1432)}); "
+        f"without them ({cite_line(ctx, GRPO_PY, v35=1432)}); "
         + ("it is not set" if declared else "this config's schema has no such key"),
         value="sglang",
         hint="vllm" if not declared else f"set {SGLANG}",
@@ -126,7 +124,7 @@ def sglang_needs_the_v2_dtensor_worker(ctx: CheckContext) -> Iterator[Issue]:
         "policy.generation.backend",
         f"GRPO's setup gives the policy's workers SGLang's engine size through a method only "
         f"the v2 DTensor worker has; the {worker} worker fails there "
-        f"({cite(ctx, GRPO_PY, v35=1442)}, {V2_WORKER_PY}:397)",
+        f"({cite_line(ctx, GRPO_PY, v35=1442)}, {V2_WORKER_PY}:397)",
         value="sglang",
         hint="vllm, or train on DTensor with policy.dtensor_cfg._v2: true",
     )

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.markers import Marker
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.rules.citation import where
 
 GEN = "policy.generation"
 AT = "@ super-v3.5-posttraining"
@@ -40,7 +41,9 @@ def validation_sampling_only_on_gym_vllm(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{GEN}.{overridden[0]}",
             "NeMo-RL's GRPO setup refuses it: validation sampling that differs from training's "
-            f"is only honoured on vLLM NeMo Gym rollouts (nemo_rl/algorithms/grpo.py:512 {AT})",
+            "is only honoured on vLLM NeMo Gym rollouts ("
+            + where("nemo-rl.grpo.validation-sampling-only-on-gym-vllm")
+            + ")",
             value=getattr(gen, overridden[0]),
         )
 
@@ -55,7 +58,7 @@ def nemo_gym_takes_no_val_top_k(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{GEN}.val_top_k",
             "NeMo-RL's GRPO setup refuses it: the NeMo Gym rollout path honours only "
-            f"val_temperature and val_top_p (nemo_rl/algorithms/grpo.py:521 {AT})",
+            f"val_temperature and val_top_p ({where('nemo-rl.grpo.nemo-gym-takes-no-val-top-k')})",
             value=val_top_k,
             hint="leave it null",
         )
@@ -71,7 +74,9 @@ def pass_k_needs_several_validation_generations(ctx: CheckContext) -> Iterator[I
         yield Issue(
             "grpo.val_num_generations_per_prompt",
             "NeMo-RL's GRPO setup refuses it: stop_at_validation_metric 'pass_k' needs more "
-            f"than one generation per validation prompt (nemo_rl/algorithms/grpo.py:530 {AT})",
+            "than one generation per validation prompt ("
+            + where("nemo-rl.grpo.pass-k-needs-several-val-generations")
+            + ")",
             value=per_prompt,
         )
 
@@ -85,7 +90,7 @@ def early_stop_needs_a_threshold(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "grpo.stop_at_validation_threshold",
             f"NeMo-RL's GRPO setup refuses a missing one: grpo.stop_at_validation_metric is "
-            f"{metric!r} (nemo_rl/algorithms/grpo.py:577 {AT})",
+            f"{metric!r} ({where('nemo-rl.grpo.early-stop-needs-threshold')})",
         )
 
 
@@ -104,7 +109,9 @@ def multiple_dataloaders_split_the_step(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "data.num_prompts_per_dataloader",
             f"NeMo-RL's GRPO setup refuses it: the {step} prompts of a step must be a multiple "
-            f"of the {loader} each dataloader gives (nemo_rl/algorithms/grpo.py:584 {AT})",
+            f"of the {loader} each dataloader gives ("
+            + where("nemo-rl.grpo.dataloaders-split-the-step")
+            + ")",
             value=per_loader,
         )
 

@@ -15,10 +15,17 @@ from typing import Any
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.allocator import env_var_sections
+from recipekit.vllm.generated.rule_sites import SITES
 
 VLLM = "policy.generation.vllm_cfg"
 KWARGS = "policy.generation.vllm_kwargs"
 AT = "@ vLLM 0.25.1"
+
+
+def _cite(rule: str) -> str:
+    """``vllm/config/...py:line @ vLLM 0.25.1`` of a catalogued rule (rule_catalogue/vllm.toml)."""
+    _, file, line = SITES[rule]
+    return f"{file}:{line} {AT}"
 
 
 def _kwargs(ctx: CheckContext) -> dict[str, Any]:
@@ -34,7 +41,7 @@ def attention_heads_split_over_tensor_parallel(ctx: CheckContext) -> Iterator[Is
         yield Issue(
             f"{VLLM}.tensor_parallel_size",
             f"vLLM refuses it: {ctx.model.name}'s {heads} attention heads do not split over "
-            f"TP={vllm.tensor_parallel_size} (vllm/config/model.py:1213 {AT})",
+            f"TP={vllm.tensor_parallel_size} ({_cite('vllm.model.attention-heads-divide-tp')})",
             value=vllm.tensor_parallel_size,
         )
 
@@ -61,7 +68,7 @@ def max_model_len_within_the_model(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{VLLM}.max_model_len",
             f"vLLM refuses it: {ctx.model.name} is configured for {positions} positions "
-            f"(vllm/config/model.py:2276 {AT})",
+            f"({_cite('vllm.model.max-model-len-within-positions')})",
             value=length,
             hint=f"at most {positions}",
         )
@@ -75,7 +82,7 @@ def routed_experts_without_pipeline_parallel(ctx: CheckContext) -> Iterator[Issu
         yield Issue(
             f"{VLLM}.pipeline_parallel_size",
             "vLLM refuses pipeline parallelism with enable_return_routed_experts "
-            f"(vllm/config/vllm.py:891 {AT})",
+            f"({_cite('vllm.vllm.routed-experts-without-pp')})",
             value=vllm.pipeline_parallel_size,
         )
 
@@ -95,7 +102,7 @@ def batched_tokens_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.max_num_batched_tokens",
             f"vLLM refuses it with chunked prefill off: smaller than max_model_len "
-            f"({vllm.max_model_len}) (vllm/config/scheduler.py:277 {AT})",
+            f"({vllm.max_model_len}) ({_cite('vllm.scheduler.batched-tokens-hold-a-sequence')})",
             value=budget,
         )
 
@@ -108,7 +115,7 @@ def batched_tokens_cover_the_sequences(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.max_num_batched_tokens",
             f"vLLM refuses it: smaller than max_num_seqs ({seqs}) "
-            f"(vllm/config/scheduler.py:287 {AT})",
+            f"({_cite('vllm.scheduler.batched-tokens-cover-sequences')})",
             value=budget,
         )
 
@@ -123,7 +130,7 @@ def batched_tokens_beyond_what_sequences_use(ctx: CheckContext) -> Iterator[Issu
         yield Issue(
             f"{KWARGS}.max_num_batched_tokens",
             f"vLLM warns: more than max_num_seqs x max_model_len = {seqs * vllm.max_model_len} "
-            f"(vllm/config/scheduler.py:294 {AT})",
+            f"({_cite('vllm.scheduler.batched-tokens-beyond-sequences')})",
             value=budget,
         )
 
@@ -139,7 +146,9 @@ def expert_load_balancing_needs_expert_parallel(ctx: CheckContext) -> Iterator[I
         yield Issue(
             f"{KWARGS}.enable_eplb",
             "vLLM refuses it without expert parallelism (NeMo-RL enables it only for "
-            f"vllm_cfg.expert_parallel_size > 1) (vllm/config/parallel.py:482 {AT})",
+            "vllm_cfg.expert_parallel_size > 1) ("
+            + _cite("vllm.parallel.eplb-needs-expert-parallel")
+            + ")",
             value=True,
         )
 
@@ -188,7 +197,7 @@ def long_max_model_len_allowed_by_its_variable(ctx: CheckContext) -> Iterator[Is
             f"{VLLM}.max_model_len",
             f"vLLM warns: past {ctx.model.name}'s {positions} positions, allowed only by "
             f"VLLM_ALLOW_LONG_MAX_MODEL_LEN; positions beyond them can give NaNs "
-            f"(vllm/config/model.py:2274 {AT})",
+            f"({_cite('vllm.model.long-max-model-len-allowed')})",
             value=length,
         )
 
@@ -204,7 +213,7 @@ def expert_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{VLLM}.expert_parallel_size",
             f"vLLM refuses it: {ctx.model.name} has no experts to split "
-            f"(vllm/config/model.py:1161 {AT})",
+            f"({_cite('vllm.model.expert-parallel-needs-moe')})",
             value=vllm.expert_parallel_size,
         )
 
@@ -221,7 +230,7 @@ def external_data_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
             f"{VLLM}.expert_parallel_size",
             f"vLLM refuses it: above tensor_parallel_size it makes NeMo-RL start vLLM "
             f"data-parallel, which {ctx.model.name} (no experts) cannot use "
-            f"(vllm/config/parallel.py:860 {AT})",
+            f"({_cite('vllm.parallel.external-dp-needs-moe')})",
             value=vllm.expert_parallel_size,
         )
 
@@ -234,7 +243,7 @@ def decode_context_parallel_divides_tensor_parallel(ctx: CheckContext) -> Iterat
         yield Issue(
             f"{KWARGS}.decode_context_parallel_size",
             f"vLLM refuses it: does not divide tensor_parallel_size "
-            f"({vllm.tensor_parallel_size}) (vllm/config/parallel.py:504 {AT})",
+            f"({vllm.tensor_parallel_size}) ({_cite('vllm.parallel.dcp-divides-tp')})",
             value=dcp,
         )
 
@@ -246,7 +255,7 @@ def dcp_all_to_all_needs_decode_context_parallel(ctx: CheckContext) -> Iterator[
         yield Issue(
             f"{KWARGS}.dcp_comm_backend",
             "vLLM refuses it: a2a needs decode_context_parallel_size > 1 "
-            f"(vllm/config/parallel.py:510 {AT})",
+            f"({_cite('vllm.parallel.dcp-a2a-needs-dcp')})",
             value="a2a",
         )
 
@@ -273,7 +282,7 @@ def dcp_tensor_parallel_above_kv_heads(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.decode_context_parallel_size",
             f"vLLM refuses it: needs tensor_parallel_size above {ctx.model.name}'s {kv} KV "
-            f"heads, not {tp} (vllm/config/model.py:1234 {AT})",
+            f"heads, not {tp} ({_cite('vllm.model.dcp-tp-above-kv-heads')})",
             value=dcp,
         )
 
@@ -289,7 +298,7 @@ def dcp_within_tensor_parallel_per_kv_head(ctx: CheckContext) -> Iterator[Issue]
         yield Issue(
             f"{KWARGS}.decode_context_parallel_size",
             f"vLLM refuses it: at most TP // KV heads = {tp} // {kv} "
-            f"(vllm/config/model.py:1241 {AT})",
+            f"({_cite('vllm.model.dcp-within-tp-per-kv-head')})",
             value=dcp,
             hint=f"at most {most}",
         )
@@ -306,7 +315,7 @@ def dcp_divides_queries_per_kv_head(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.decode_context_parallel_size",
             f"vLLM refuses it: does not divide {ctx.model.name}'s {per_kv} query heads per KV "
-            f"head (vllm/config/model.py:1249 {AT})",
+            f"head ({_cite('vllm.model.dcp-divides-queries-per-kv-head')})",
             value=dcp,
         )
 
@@ -319,7 +328,7 @@ def partial_prefills_need_chunked_prefill(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.max_num_partial_prefills",
             "vLLM refuses it above 1 with chunked prefill off "
-            f"(vllm/config/scheduler.py:303 {AT})",
+            f"({_cite('vllm.scheduler.partial-prefills-need-chunked-prefill')})",
             value=partial,
         )
 
@@ -337,7 +346,7 @@ def long_prefill_threshold_within_max_model_len(ctx: CheckContext) -> Iterator[I
             yield Issue(
                 f"{KWARGS}.long_prefill_token_threshold",
                 f"vLLM refuses it: above max_model_len ({vllm.max_model_len}) "
-                f"(vllm/config/scheduler.py:309 {AT})",
+                f"({_cite('vllm.scheduler.long-prefill-threshold-within-max-model-len')})",
                 value=threshold,
             )
 
@@ -352,7 +361,7 @@ def long_partial_prefills_within_partial_prefills(ctx: CheckContext) -> Iterator
         yield Issue(
             f"{KWARGS}.max_long_partial_prefills",
             f"vLLM refuses it: above max_num_partial_prefills ({partial}) "
-            f"(vllm/config/scheduler.py:316 {AT})",
+            f"({_cite('vllm.scheduler.long-partial-prefills-within-partial-prefills')})",
             value=long,
         )
 
@@ -365,7 +374,9 @@ def custom_scheduler_class_is_not_public(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.scheduler_cls",
             "vLLM warns: its scheduler interface is not public; a subclass of Scheduler (not "
-            f"AsyncScheduler) runs without async scheduling (vllm/config/scheduler.py:192 {AT})",
+            "AsyncScheduler) runs without async scheduling ("
+            + _cite("vllm.scheduler.custom-scheduler-class")
+            + ")",
             value=scheduler,
         )
 
@@ -379,7 +390,7 @@ def async_eplb_communicator_is_not_nccl(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.eplb_config.communicator",
             "vLLM refuses it with async EPLB (eplb_config.use_async, on unless set false): "
-            f"NCCL streams conflict (vllm/config/parallel.py:105 {AT})",
+            f"NCCL streams conflict ({_cite('vllm.parallel.async-eplb-not-over-nccl')})",
             value=communicator,
             hint="torch_gloo, nixl or unset; or eplb_config.use_async: false",
         )
@@ -392,7 +403,9 @@ def redundant_experts_need_eplb(ctx: CheckContext) -> Iterator[Issue]:
     if isinstance(redundant, int) and redundant and kwargs.get("enable_eplb") is not True:
         yield Issue(
             f"{KWARGS}.eplb_config.num_redundant_experts",
-            f"vLLM refuses it without enable_eplb (vllm/config/parallel.py:491 {AT})",
+            "vLLM refuses it without enable_eplb ("
+            + _cite("vllm.parallel.redundant-experts-need-eplb")
+            + ")",
             value=redundant,
         )
 
@@ -405,7 +418,7 @@ def removed_all2all_backend_falls_back(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.all2all_backend",
             "vLLM warns: removed; it runs allgather_reducescatter instead "
-            f"(vllm/config/parallel.py:450 {AT})",
+            f"({_cite('vllm.parallel.removed-all2all-backend')})",
             value=backend,
         )
 
@@ -416,7 +429,9 @@ def parallel_loading_workers_are_ignored(ctx: CheckContext) -> Iterator[Issue]:
     if workers is not None:
         yield Issue(
             f"{KWARGS}.max_parallel_loading_workers",
-            f"vLLM warns: not supported, ignored (vllm/config/parallel.py:919 {AT})",
+            "vLLM warns: not supported, ignored ("
+            + _cite("vllm.parallel.parallel-loading-workers-ignored")
+            + ")",
             value=workers,
         )
 
@@ -431,7 +446,7 @@ def nsight_workers_need_ray(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.ray_workers_use_nsight",
             "vLLM refuses it: at TP x PP = 1 NeMo-RL runs vLLM without Ray workers "
-            f"(vllm/config/parallel.py:997 {AT})",
+            f"({_cite('vllm.parallel.nsight-needs-ray')})",
             value=True,
         )
 
@@ -443,7 +458,7 @@ def attention_dtype_override_needs_rocm(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.override_attention_dtype",
             "vLLM warns: only ROCm honours it; NVIDIA GPUs ignore it "
-            f"(vllm/config/model.py:536 {AT})",
+            f"({_cite('vllm.model.attention-dtype-override-needs-rocm')})",
             value=dtype,
         )
 
@@ -455,7 +470,7 @@ def kv_scales_calculation_is_deprecated(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.calculate_kv_scales",
             "vLLM warns: deprecated; KV scales are read from the checkpoint or default to 1.0 "
-            f"(vllm/config/cache.py:267 {AT})",
+            f"({_cite('vllm.cache.calculate-kv-scales-deprecated')})",
             value=True,
         )
 
@@ -469,7 +484,7 @@ def mamba_stochastic_rounding_needs_float16_cache(ctx: CheckContext) -> Iterator
         yield Issue(
             f"{KWARGS}.enable_mamba_cache_stochastic_rounding",
             f"vLLM refuses it: mamba_ssm_cache_dtype is {cache}, not float16 "
-            f"(vllm/config/vllm.py:917 {AT})",
+            f"({_cite('vllm.vllm.mamba-stochastic-rounding-float16')})",
             value=True,
         )
 
@@ -484,7 +499,7 @@ def mamba_block_size_needs_prefix_caching(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.mamba_block_size",
             "vLLM refuses it with vllm_cfg.enable_prefix_caching false "
-            f"(vllm/config/vllm.py:2222 {AT})",
+            f"({_cite('vllm.vllm.mamba-block-size-needs-prefix-caching')})",
             value=size,
         )
 
@@ -497,7 +512,7 @@ def sequence_parallelism_needs_tensor_parallel(ctx: CheckContext) -> Iterator[Is
         yield Issue(
             f"{KWARGS}.compilation_config.pass_config",
             "vLLM warns: sequence parallelism needs tensor_parallel_size > 1 and is turned off "
-            f"(vllm/config/vllm.py:1225 {AT})",
+            f"({_cite('vllm.vllm.sequence-parallel-needs-tp')})",
             value=_sub(_sub(kwargs, "compilation_config"), "pass_config"),
         )
 
@@ -514,7 +529,9 @@ def sequence_parallelism_needs_vllm_compile(ctx: CheckContext) -> Iterator[Issue
         yield Issue(
             f"{KWARGS}.compilation_config.pass_config",
             "vLLM warns: sequence parallelism is on but compilation is not VLLM_COMPILE "
-            f"(enforce_eager or compilation_config.mode) (vllm/config/vllm.py:1411 {AT})",
+            "(enforce_eager or compilation_config.mode) ("
+            + _cite("vllm.vllm.sequence-parallel-needs-vllm-compile")
+            + ")",
             value=_sub(_sub(kwargs, "compilation_config"), "pass_config"),
         )
 
@@ -532,7 +549,7 @@ def micro_batching_needs_an_expert_all2all(ctx: CheckContext) -> Iterator[Issue]
             f"{KWARGS}.all2all_backend",
             "vLLM refuses micro-batching (enable_dbo / ubatch_size) with it: needs "
             "deepep_low_latency, deepep_high_throughput or nixl_ep "
-            f"(vllm/config/vllm.py:1463 {AT})",
+            f"({_cite('vllm.vllm.micro-batching-needs-expert-all2all')})",
             value=backend,
         )
 
@@ -544,7 +561,7 @@ def kv_sharing_fast_prefill_needs_model_support(ctx: CheckContext) -> Iterator[I
         yield Issue(
             f"{KWARGS}.kv_sharing_fast_prefill",
             "vLLM warns: the model must support it to stay correct and gain speed "
-            f"(vllm/config/vllm.py:1347 {AT})",
+            f"({_cite('vllm.vllm.kv-sharing-fast-prefill')})",
             value=True,
         )
 
@@ -561,7 +578,7 @@ def dcp_interleave_overrides_cp_interleave(ctx: CheckContext) -> Iterator[Issue]
         yield Issue(
             f"{KWARGS}.dcp_kv_cache_interleave_size",
             f"vLLM warns: it overrides cp_kv_cache_interleave_size ({cp_size}) "
-            f"(vllm/config/vllm.py:2171 {AT})",
+            f"({_cite('vllm.vllm.dcp-interleave-overrides-cp-interleave')})",
             value=dcp_size,
         )
 

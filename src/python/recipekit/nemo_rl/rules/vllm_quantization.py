@@ -9,7 +9,6 @@ from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import cite
 
 GEN = "policy.generation"
-GENERATION_INIT_PY = "nemo_rl/models/generation/__init__.py"
 
 
 def _real_quant(ctx: CheckContext) -> bool:
@@ -25,7 +24,12 @@ def real_quant_names_its_export_offload(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{GEN}.real_quant_export_cpu_offload",
             "NeMo-RL refuses real_quant unless this is a boolean "
-            f"({cite(ctx, GENERATION_INIT_PY, v35=56)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.generation.--init--.configure-generation-config.real-quantisation-states-whether-export-goes",
+            )
+            + ")",
             hint="set it true or false",
         )
 
@@ -44,7 +48,12 @@ def real_quant_in_gpu_export_needs_colocated_ipc(ctx: CheckContext) -> Iterator[
         yield Issue(
             f"{GEN}.real_quant_export_cpu_offload",
             "NeMo-RL refuses false unless generation is colocated and refit_transport is null "
-            f"(CUDA-IPC refit) ({cite(ctx, GENERATION_INIT_PY, v35=65)})",
+            "(CUDA-IPC refit) ("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.generation.--init--.configure-generation-config.real-quantised-export-without-cpu-offload",
+            )
+            + ")",
             value=False,
             hint="set it true, or colocate generation with no refit_transport",
         )

@@ -13,8 +13,6 @@ from recipekit.nemo_rl.rules.citation import cite
 
 VLLM = "policy.generation.vllm_cfg"
 KWARGS = "policy.generation.vllm_kwargs"
-WORKER_PY = "nemo_rl/models/generation/vllm/vllm_worker.py"
-ASYNC_WORKER_PY = "nemo_rl/models/generation/vllm/vllm_worker_async.py"
 
 
 def _kwargs(ctx: CheckContext) -> dict[str, Any]:
@@ -41,7 +39,13 @@ def vllm_metrics_logger_needs_an_interval(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{VLLM}.vllm_metrics_logger_interval",
             "NeMo-RL's vLLM worker refuses enable_vllm_metrics_logger without it "
-            f"({cite(ctx, ASYNC_WORKER_PY, v3=291, v35=249)})",
+            "("
+            + cite(
+                ctx,
+                v3="nemo-rl.v3.models.generation.vllm.vllm-worker-async.start-vllm-metrics-logger.vllm-metrics-logger-needs-polling-interval",
+                v35="nemo-rl.models.generation.vllm.vllm-worker-async.start-vllm-metrics-logger.vllm-metrics-logger-needs-polling-interval",
+            )
+            + ")",
             hint="set it, in seconds (NeMo-RL's configs use 0.5)",
         )
 
@@ -64,7 +68,12 @@ def disabled_speculation_wants_prefix_caching(ctx: CheckContext) -> Iterator[Iss
         yield Issue(
             f"{VLLM}.enable_prefix_caching",
             "NeMo-RL warns: speculative decoding is off (num_speculative_tokens 0), so prefix "
-            f"caching would speed generation up ({cite(ctx, WORKER_PY, v35=393)})",
+            "caching would speed generation up ("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.generation.vllm.vllm-worker.load-model.speculative-decoding-switched-off-runs-better",
+            )
+            + ")",
             value=False,
         )
 
@@ -77,7 +86,12 @@ def compilation_use_inductor_is_deprecated(ctx: CheckContext) -> Iterator[Issue]
         yield Issue(
             f"{KWARGS}.compilation_config.use_inductor",
             "NeMo-RL's async vLLM worker warns it is deprecated: use compilation_config.backend "
-            f"(inductor or eager) ({cite(ctx, ASYNC_WORKER_PY, v35=182)})",
+            "(inductor or eager) ("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.generation.vllm.vllm-worker-async.create-engine.compilation-config-use-inductor-deprecated-favour",
+            )
+            + ")",
             value=compilation["use_inductor"],
         )
 
@@ -93,7 +107,13 @@ def vllm_metrics_logger_interval_is_positive(ctx: CheckContext) -> Iterator[Issu
         yield Issue(
             f"{VLLM}.vllm_metrics_logger_interval",
             "NeMo-RL's vLLM worker refuses it: it must be a positive number of seconds "
-            f"({cite(ctx, ASYNC_WORKER_PY, v3=295, v35=253)})",
+            "("
+            + cite(
+                ctx,
+                v3="nemo-rl.v3.models.generation.vllm.vllm-worker-async.start-vllm-metrics-logger.metrics-logger-interval-positive",
+                v35="nemo-rl.models.generation.vllm.vllm-worker-async.start-vllm-metrics-logger.metrics-logger-interval-positive",
+            )
+            + ")",
             value=interval,
             hint="NeMo-RL's configs use 0.5",
         )

@@ -17,10 +17,6 @@ from recipekit.nemo_rl.rules.citation import cite
 
 GEN = "policy.generation"
 TRANSPORT = f"{GEN}.refit_transport"
-VLLM_CONFIG_PY = "nemo_rl/models/generation/vllm/config.py"
-FACTORY_PY = "nemo_rl/weight_sync/factory.py"
-SPARSE_PY = "nemo_rl/weight_sync/vllm_remote_sparse_weight_synchronizer.py"
-GRPO_PY = "nemo_rl/algorithms/grpo.py"
 SPARSE_TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse")
 # The named transports (vllm/config.py:29 @ super-v3.5); any other needs a module:ClassName.
 NAMED_TRANSPORTS = ("nccl_reshard", *SPARSE_TRANSPORTS, "nixl")
@@ -55,7 +51,9 @@ def refit_transport_needs_vllm(ctx: CheckContext) -> Iterator[Issue]:
             TRANSPORT,
             f"NeMo-RL's GRPO setup refuses it with policy.generation.backend {gen.backend!r}: "
             f"non-default refit transports are supported for vLLM only "
-            f"({cite(ctx, GRPO_PY, v35=1525)})",
+            "("
+            + cite(ctx, v35="nemo-rl.algorithms.grpo.setup.non-default-refit-transport-needs-vllm")
+            + ")",
             value=transport,
             hint="set it null",
         )
@@ -72,7 +70,12 @@ def refit_transport_is_known(ctx: CheckContext) -> Iterator[Issue]:
         TRANSPORT,
         "NeMo-RL refuses an unknown vLLM refit transport: it takes null, "
         f"{', '.join(NAMED_TRANSPORTS)} or a 'module:ClassName' checkpoint-engine path "
-        f"({cite(ctx, VLLM_CONFIG_PY, v35=272)})",
+        "("
+        + cite(
+            ctx,
+            v35="nemo-rl.models.generation.vllm.config.normalize-vllm-refit-config.vllm-refit-transport-named-one-module",
+        )
+        + ")",
         value=transport,
         hint=close if close.startswith("did you mean") else "",
     )
@@ -87,7 +90,12 @@ def encoder_cache_reset_needs_collective_refit(ctx: CheckContext) -> Iterator[Is
         yield Issue(
             f"{GEN}.vllm_cfg.reset_encoder_cache_after_weight_update",
             f"NeMo-RL refuses it with refit_transport {transport!r}: that refit keeps stale "
-            f"vision embeddings ({cite(ctx, VLLM_CONFIG_PY, v35=284)})",
+            "vision embeddings ("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.generation.vllm.config.normalize-vllm-refit-config.resetting-encoder-cache-after-refit-needs-default",
+            )
+            + ")",
             value=True,
             hint="use refit_transport null or nccl_reshard",
         )
@@ -101,7 +109,12 @@ def plugin_refit_transport_needs_its_config(ctx: CheckContext) -> Iterator[Issue
         yield Issue(
             f"{GEN}.refit_cfg",
             f"NeMo-RL refuses refit_transport {transport!r} without refit_cfg[{transport!r}] "
-            f"({cite(ctx, VLLM_CONFIG_PY, v35=295)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.models.generation.vllm.config.normalize-vllm-refit-config.plugin-checkpoint-engine-transport-needs-refit",
+            )
+            + ")",
         )
 
 
@@ -114,7 +127,12 @@ def checkpoint_engine_refit_needs_separate_generation(ctx: CheckContext) -> Iter
         yield Issue(
             TRANSPORT,
             "NeMo-RL refuses checkpoint-engine refit with policy.generation.colocated.enabled "
-            f"({cite(ctx, FACTORY_PY, v35=80)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.weight-sync.factory.create-weight-synchronizer.checkpoint-engine-refit-needs-generation-gpus",
+            )
+            + ")",
             value=transport,
             hint="set colocated.enabled false, or refit_transport null",
         )
@@ -142,7 +160,12 @@ def sparse_refit_needs_an_unquantised_megatron_policy(ctx: CheckContext) -> Iter
         yield Issue(
             TRANSPORT,
             f"NeMo-RL refuses {transport} here: {'; '.join(reasons)} "
-            f"({cite(ctx, SPARSE_PY, v35=71)})",
+            "("
+            + cite(
+                ctx,
+                v35="nemo-rl.weight-sync.vllm-remote-sparse-weight-synchronizer.validate-vllm-remote-sparse-refit.remote-sparse-refit-needs-separate-generation",
+            )
+            + ")",
             value=transport,
         )
 
@@ -158,7 +181,12 @@ def s3_sparse_refit_needs_a_bucket(ctx: CheckContext) -> Iterator[Issue]:
     if not isinstance(bucket, str) or not bucket.strip():
         yield Issue(
             f"{GEN}.refit_cfg.sparse.storage.s3_bucket",
-            f"NeMo-RL refuses vllm_s3_sparse refit without it ({cite(ctx, SPARSE_PY, v35=78)})",
+            "NeMo-RL refuses vllm_s3_sparse refit without it ("
+            + cite(
+                ctx,
+                v35="nemo-rl.weight-sync.vllm-remote-sparse-weight-synchronizer.validate-vllm-remote-sparse-refit.s3-sparse-refit-needs-bucket",
+            )
+            + ")",
             hint="name the bucket",
         )
 

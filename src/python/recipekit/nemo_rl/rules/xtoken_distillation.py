@@ -15,13 +15,6 @@ from recipekit.markers import given
 from recipekit.nemo_rl.rules.citation import cite_super35
 from recipekit.nemo_rl.schema_distillation import XTokenDistillationMasterConfig
 
-LOSS_PY = "nemo_rl/algorithms/loss/loss_functions.py"
-
-
-def _cite(line: int) -> str:
-    return cite_super35(LOSS_PY, line)
-
-
 # Teachers' static weight where a teacher states none (xtoken_off_policy_distillation.py:186).
 DEFAULT_WEIGHT = 1.0
 
@@ -43,8 +36,10 @@ def xtoken_loss_needs_gold_loss(config: XTokenDistillationMasterConfig) -> Itera
     if xtoken and not gold:
         yield Issue(
             "loss_fn.xtoken_loss",
-            f"cross-tokenizer distillation refuses it without loss_fn.gold_loss: xtoken_loss "
-            f"modifies the gold-loss path and is undefined in the P-KL path ({_cite(1524)})",
+            "cross-tokenizer distillation refuses it without loss_fn.gold_loss: xtoken_loss "
+            "modifies the gold-loss path and is undefined in the P-KL path ("
+            + cite_super35("nemo-rl.loss.xtoken-shared-xtoken-needs-gold")
+            + ")",
             value=True,
             hint="set loss_fn.gold_loss: true, or xtoken_loss false",
         )
@@ -60,7 +55,7 @@ def xtoken_loss_needs_gold_loss(config: XTokenDistillationMasterConfig) -> Itera
                 f"teachers[{index}].{key}",
                 f"teacher {index} would have xtoken_loss without gold_loss (its own flags, or "
                 f"loss_fn's where it sets none): the loss raises at its first step "
-                f"({_cite(1778)})",
+                f"({cite_super35('nemo-rl.loss.xtoken-teacher-xtoken-needs-gold')})",
                 value=own_xtoken if key == "xtoken_loss" else own_gold,
                 hint=f"set teachers[{index}].gold_loss: true, or its xtoken_loss false",
             )
@@ -78,7 +73,9 @@ def sum_only_settings_need_sum_mode(config: XTokenDistillationMasterConfig) -> I
         yield Issue(
             "loss_fn.sum_weights_metric",
             f"applies only in kd_loss_mode 'sum'; cross-tokenizer distillation refuses it "
-            f"with {mode!r} ({_cite(1534)})",
+            f"with {mode!r} ("
+            + cite_super35("nemo-rl.loss.xtoken-sum-weights-metric-needs-sum-mode")
+            + ")",
             value=metric,
             hint="set it null, or loss_fn.kd_loss_mode: sum",
         )
@@ -86,7 +83,9 @@ def sum_only_settings_need_sum_mode(config: XTokenDistillationMasterConfig) -> I
         yield Issue(
             "loss_fn.normalize_teacher_by_vocab",
             f"applies only in kd_loss_mode 'sum'; cross-tokenizer distillation refuses it "
-            f"with {mode!r} ({_cite(1540)})",
+            f"with {mode!r} ("
+            + cite_super35("nemo-rl.loss.xtoken-normalize-by-vocab-needs-sum-mode")
+            + ")",
             value=True,
             hint="set it false, or loss_fn.kd_loss_mode: sum",
         )
@@ -99,14 +98,14 @@ def averaged_logits_weights_do_not_cancel(
     weights, so the weights may not sum to zero."""
     if _mode(config) != "averaged_logits":
         return
-    weights = [
-        given(t.weight, DEFAULT_WEIGHT) for t in config.teachers
-    ]
+    weights = [given(t.weight, DEFAULT_WEIGHT) for t in config.teachers]
     if weights and sum(weights) == 0:
         yield Issue(
             "teachers",
             f"the teachers' weights {weights} sum to zero, and kd_loss_mode averaged_logits "
-            f"divides by that sum ({_cite(1554)})",
+            "divides by that sum ("
+            + cite_super35("nemo-rl.loss.xtoken-averaged-logits-weights-nonzero")
+            + ")",
             value=weights,
             hint="give at least one teacher a weight, or another kd_loss_mode",
         )

@@ -1,0 +1,1 @@
+"""Modules generated from pinned upstream sources (tools/generate_rule_sites.py); do not edit."""
