@@ -232,10 +232,10 @@ def _env_var_sections(config: LauncherConfig) -> Iterator[tuple[str, Any]]:
 
 
 def env_values_without_resolvers(ctx: CheckContext) -> Iterator[Issue]:
-    """common/env_vars.py:82: no ${oc.env:...} or ${oc.decode:...} inside an env var value.
-    Written plainly in the YAML, OmegaConf resolves it before the launcher looks, so instead of
-    the refusal the secret is copied into the resolved config the launcher saves (run.sub's
-    debug comment, the task's metadata, the config auto-export uploads)."""
+    """common/env_vars.py, parse_env_var_value: no ${oc.env:...} or ${oc.decode:...} inside an env
+    var value. Written plainly in the YAML, OmegaConf resolves it before the launcher looks, so
+    instead of the refusal the secret is copied into the resolved config the launcher saves
+    (run.sub's debug comment, the task's metadata, the config auto-export uploads)."""
     for path, env_vars in _env_var_sections(ctx.config):
         if not isinstance(env_vars, dict):
             continue
@@ -336,8 +336,8 @@ def wandb_entity_given(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def wandb_log_logs_is_deprecated(ctx: CheckContext) -> Iterator[Issue]:
-    """exporters/base.py:68: the exporters' config warns on log_logs, which it reads as
-    copy_logs (whether the task's log files are uploaded too)."""
+    """exporters/base.py, ExportConfig._handle_deprecated_args: the exporters' config warns on
+    log_logs, which it reads as copy_logs (whether the task's log files are uploaded too)."""
     export = ctx.config.export
     wandb = None if isinstance(export, Marker) else export.wandb
     if isinstance(wandb, WandbExport) and isinstance(wandb.log_logs, bool):

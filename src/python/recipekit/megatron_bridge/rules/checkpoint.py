@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 
 
 def adapter_trains_over_pretrained_weights(ctx: CheckContext) -> Iterator[Issue]:
-    """config.py:1627: with a peft adapter (the stage's, or a PEFT recipe's own) the
-    pretrained checkpoint must be set."""
+    """config.py, ConfigContainer.validate: with a peft adapter (the stage's, or a PEFT recipe's
+    own) the pretrained checkpoint must be set."""
     cfg = ctx.config
     has_adapter = ctx.adapter is not None or (cfg.recipe.mode == "peft" and cfg.peft is UNSET)
     if has_adapter and not isinstance(cfg.checkpoint.pretrained_checkpoint, str):

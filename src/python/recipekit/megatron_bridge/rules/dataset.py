@@ -13,8 +13,8 @@ if TYPE_CHECKING:
 
 
 def energon_dataset_has_a_path(ctx: CheckContext) -> Iterator[Issue]:
-    """energon.py:165: an Energon dataset needs a non-empty path (the builder asserts it again
-    at energon.py:329)."""
+    """energon.py, EnergonDatasetConfig.validate: an Energon dataset needs a non-empty path (the
+    builder asserts it again at energon.py:329)."""
     path = ctx.config.dataset.path
     if builds_energon_dataset(ctx.config) and (not isinstance(path, str) or not path.strip()):
         yield Issue(
@@ -29,7 +29,7 @@ def energon_dataset_has_a_path(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def energon_has_no_test_split(ctx: CheckContext) -> Iterator[Issue]:
-    """energon.py:197: the Energon dataset has no separate test split."""
+    """energon.py, EnergonDatasetConfig.validate: the Energon dataset has no separate test split."""
     if builds_energon_dataset(ctx.config) and ctx.config.dataset.do_test is True:
         yield Issue(
             "dataset.do_test",

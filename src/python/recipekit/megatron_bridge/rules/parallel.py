@@ -13,8 +13,9 @@ if TYPE_CHECKING:
 
 
 def hierarchical_context_parallel_needs_its_sizes(ctx: CheckContext) -> Iterator[Issue]:
-    """config.py:1683: a2a+p2p communication needs hierarchical_context_parallel_sizes, which
-    recipekit has no key for (without them CP communication silently does nothing)."""
+    """config.py, ConfigContainer._validate_cp_comm_type: a2a+p2p communication needs
+    hierarchical_context_parallel_sizes, which recipekit has no key for (without them CP
+    communication silently does nothing)."""
     if ctx.config.model.cp_comm_type == "a2a+p2p":
         yield Issue(
             "model.cp_comm_type",

@@ -11,8 +11,8 @@ from recipekit.megatron_core.rules import cite
 
 
 def bias_activation_fusion_needs_gelu_or_silu(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:2116: the fused bias-activation kernels exist for GeLU, SwiGLU and
-    quick-GeGLU only."""
+    """transformer_config.py, TransformerConfig.__post_init__: the fused bias-activation kernels
+    exist for GeLU, SwiGLU and quick-GeGLU only."""
     o = options_of(ctx)
     if o is None or not o.bias_activation_fusion:
         return

@@ -12,7 +12,8 @@ from recipekit.megatron_core.rules import cite
 
 
 def deepep_needs_flex_dispatcher(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1591: DeepEP runs only under the flex token dispatcher."""
+    """transformer_config.py, TransformerConfig.__post_init__: DeepEP runs only under the flex token
+    dispatcher."""
     o = options_of(ctx)
     if o is not None and o.moe_enable_deepep and o.moe_token_dispatcher_type != "flex":
         yield Issue(
@@ -25,8 +26,8 @@ def deepep_needs_flex_dispatcher(ctx: Any) -> Iterator[Issue]:
 
 
 def shared_expert_overlap_needs_alltoall_or_flex(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1648: overlapping the shared experts needs the alltoall or flex
-    dispatcher."""
+    """transformer_config.py, TransformerConfig.__post_init__: overlapping the shared experts needs
+    the alltoall or flex dispatcher."""
     o = options_of(ctx)
     if (
         o is not None
@@ -46,8 +47,8 @@ def shared_expert_overlap_needs_alltoall_or_flex(ctx: Any) -> Iterator[Issue]:
 
 
 def deepep_flag_is_deprecated(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1595 (a warning): moe_enable_deepep is deprecated for the flex
-    dispatcher's backend setting."""
+    """transformer_config.py, TransformerConfig.__post_init__ (a warning): moe_enable_deepep is
+    deprecated for the flex dispatcher's backend setting."""
     o = options_of(ctx)
     if o is not None and o.moe_enable_deepep and o.moe_token_dispatcher_type == "flex":
         yield Issue(
@@ -62,8 +63,8 @@ def deepep_flag_is_deprecated(ctx: Any) -> Iterator[Issue]:
 
 
 def many_experts_route_in_fp32(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:2799 (a warning): 32 or more experts without a router dtype route
-    in the model's precision."""
+    """transformer_config.py, TransformerConfig.__post_init__ (a warning): 32 or more experts
+    without a router dtype route in the model's precision."""
     o = options_of(ctx)
     if o is not None and ctx.model.num_experts >= 32 and not o.moe_router_dtype:
         yield Issue(

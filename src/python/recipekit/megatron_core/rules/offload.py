@@ -12,7 +12,8 @@ from recipekit.megatron_core.rules import cite
 
 
 def cpu_offloading_layers_fit_the_model(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1710: the layers offloaded are 0 up to one less than the model's."""
+    """transformer_config.py, TransformerConfig.__post_init__: the layers offloaded are 0 up to one
+    less than the model's."""
     o = options_of(ctx)
     layers = ctx.model.num_layers
     if o is None or not o.cpu_offloading or not layers:
@@ -29,7 +30,8 @@ def cpu_offloading_layers_fit_the_model(ctx: Any) -> Iterator[Issue]:
 
 
 def cpu_offloading_excludes_pipeline_parallelism(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1715: no CPU offloading with pipeline parallelism."""
+    """transformer_config.py, TransformerConfig.__post_init__: no CPU offloading with pipeline
+    parallelism."""
     o = options_of(ctx)
     if o is not None and o.cpu_offloading and o.parallel.pp > 1:
         yield Issue(
@@ -45,8 +47,9 @@ def cpu_offloading_excludes_pipeline_parallelism(ctx: Any) -> Iterator[Issue]:
 
 
 def cpu_offloading_excludes_recompute(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1720: no CPU offloading while activations are recomputed (NeMo-RL
-    turns recomputation on with policy.megatron_cfg.activation_checkpointing)."""
+    """transformer_config.py, TransformerConfig.__post_init__: no CPU offloading while activations
+    are recomputed (NeMo-RL turns recomputation on with
+    policy.megatron_cfg.activation_checkpointing)."""
     o = options_of(ctx)
     if o is not None and o.cpu_offloading and o.recompute_granularity is not None:
         yield Issue(

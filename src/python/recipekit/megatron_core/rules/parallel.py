@@ -12,8 +12,8 @@ from recipekit.megatron_core.rules import cite
 
 
 def expert_and_tensor_parallel_want_sequence_parallel(ctx: Any) -> Iterator[Issue]:
-    """model_parallel_config.py:562 (a warning): training with EP and TP wants sequence
-    parallelism."""
+    """model_parallel_config.py, ModelParallelConfig.__post_init__ (a warning): training with EP and
+    TP wants sequence parallelism."""
     o = options_of(ctx)
     if o is None:
         return
@@ -39,7 +39,8 @@ def _heads(ctx: Any) -> tuple[int, int]:
 
 
 def tensor_parallel_divides_the_attention_heads(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1324: TP splits the attention heads, so it must divide them."""
+    """transformer_config.py, TransformerConfig.__post_init__: TP splits the attention heads, so it
+    must divide them."""
     o = options_of(ctx)
     heads, _ = _heads(ctx)
     if o is None or not heads or heads % o.parallel.tp == 0:
@@ -58,8 +59,8 @@ def tensor_parallel_divides_the_attention_heads(ctx: Any) -> Iterator[Issue]:
 
 
 def tensor_parallel_fits_the_query_groups(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1342: the query groups (key-value heads) are split over TP, or
-    replicated across it: one of the two must divide the other."""
+    """transformer_config.py, TransformerConfig.__post_init__: the query groups (key-value heads)
+    are split over TP, or replicated across it: one of the two must divide the other."""
     o = options_of(ctx)
     heads, groups = _heads(ctx)
     tp = 0 if o is None else o.parallel.tp

@@ -34,7 +34,8 @@ def _selective_modules(ctx: Any) -> tuple[Any, tuple[str, ...]] | None:
 
 
 def full_recompute_names_a_method(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1737: full recomputation needs recompute_method block or uniform."""
+    """transformer_config.py, TransformerConfig.__post_init__: full recomputation needs
+    recompute_method block or uniform."""
     o = options_of(ctx)
     if o is not None and o.recompute_granularity == "full" and o.recompute_method is None:
         yield Issue(
@@ -49,7 +50,8 @@ def full_recompute_names_a_method(ctx: Any) -> Iterator[Issue]:
 
 
 def full_recompute_names_its_layer_count(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1743: full recomputation needs recompute_num_layers."""
+    """transformer_config.py, TransformerConfig.__post_init__: full recomputation needs
+    recompute_num_layers."""
     o = options_of(ctx)
     if o is not None and o.recompute_granularity == "full" and o.recompute_num_layers is None:
         yield Issue(
@@ -64,7 +66,8 @@ def full_recompute_names_its_layer_count(ctx: Any) -> Iterator[Issue]:
 
 
 def selective_recompute_takes_no_layer_count(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1752: selective recomputation takes no recompute_num_layers."""
+    """transformer_config.py, TransformerConfig.__post_init__: selective recomputation takes no
+    recompute_num_layers."""
     o = options_of(ctx)
     if (
         o is not None
@@ -82,7 +85,8 @@ def selective_recompute_takes_no_layer_count(ctx: Any) -> Iterator[Issue]:
 
 
 def recompute_modules_are_known(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1779: every selective recompute module must be one it knows."""
+    """transformer_config.py, TransformerConfig.__post_init__: every selective recompute module must
+    be one it knows."""
     found = _selective_modules(ctx)
     if found is None:
         return
@@ -101,8 +105,9 @@ def recompute_modules_are_known(ctx: Any) -> Iterator[Issue]:
 
 
 def moe_act_recompute_needs_grouped_gemm(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1785: moe_act recomputation needs grouped-GEMM experts, which the
-    Nemotron-H provider uses (nemotron_h_bridge.py:315 @ 067f987df)."""
+    """transformer_config.py, TransformerConfig.__post_init__: moe_act recomputation needs
+    grouped-GEMM experts, which the Nemotron-H provider uses (nemotron_h_bridge.py:315 @
+    067f987df)."""
     found = _selective_modules(ctx)
     if found is None:
         return
@@ -122,8 +127,8 @@ def moe_act_recompute_needs_grouped_gemm(ctx: Any) -> Iterator[Issue]:
 
 
 def mla_up_proj_recompute_needs_mla(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1790: mla_up_proj recomputation needs multi-latent attention,
-    which no model recipekit knows has."""
+    """transformer_config.py, TransformerConfig.__post_init__: mla_up_proj recomputation needs
+    multi-latent attention, which no model recipekit knows has."""
     found = _selective_modules(ctx)
     if found is None:
         return
@@ -141,7 +146,8 @@ def mla_up_proj_recompute_needs_mla(ctx: Any) -> Iterator[Issue]:
 
 
 def shared_experts_recompute_excludes_overlap(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1817: recomputing the shared experts cannot overlap them."""
+    """transformer_config.py, TransformerConfig.__post_init__: recomputing the shared experts cannot
+    overlap them."""
     found = _selective_modules(ctx)
     if found is None:
         return
@@ -160,9 +166,9 @@ def shared_experts_recompute_excludes_overlap(ctx: Any) -> Iterator[Issue]:
 
 
 def delayed_fp8_recompute_excludes_moe_act_and_layernorm(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1824: selective recomputation of moe_act or layernorm under FP8
-    needs a recipe other than delayed scaling (NeMo-RL sets fp8 and fp8_recipe from an enabled
-    policy.megatron_cfg.fp8_cfg; the Megatron-Bridge stages have no FP8 key)."""
+    """transformer_config.py, TransformerConfig.__post_init__: selective recomputation of moe_act or
+    layernorm under FP8 needs a recipe other than delayed scaling (NeMo-RL sets fp8 and fp8_recipe
+    from an enabled policy.megatron_cfg.fp8_cfg; the Megatron-Bridge stages have no FP8 key)."""
     found = _selective_modules(ctx)
     if found is None:
         return
@@ -183,8 +189,8 @@ def delayed_fp8_recompute_excludes_moe_act_and_layernorm(ctx: Any) -> Iterator[I
 
 
 def core_attn_recompute_may_be_fused(ctx: Any) -> Iterator[Issue]:
-    """transformer_config.py:1805 (a warning): Transformer Engine's attention may already be
-    fused, so recomputing core_attn may buy nothing."""
+    """transformer_config.py, TransformerConfig.__post_init__ (a warning): Transformer Engine's
+    attention may already be fused, so recomputing core_attn may buy nothing."""
     found = _selective_modules(ctx)
     if found is None:
         return

@@ -13,7 +13,8 @@ from recipekit.megatron_core.rules import cite
 
 
 def lr_at_least_min_lr(ctx: Any) -> Iterator[Issue]:
-    """optimizer_param_scheduler.py:151: the peak learning rate is at least the floor."""
+    """optimizer_param_scheduler.py, OptimizerParamScheduler.__init__: the peak learning rate is at
+    least the floor."""
     o = options_of(ctx)
     if o is None or o.lr is None or o.min_lr is None or o.lr >= o.min_lr:
         return
@@ -28,7 +29,8 @@ def lr_at_least_min_lr(ctx: Any) -> Iterator[Issue]:
 
 
 def warmup_starts_at_most_lr(ctx: Any) -> Iterator[Issue]:
-    """optimizer_param_scheduler.py:152: the warm-up starts at or below the peak."""
+    """optimizer_param_scheduler.py, OptimizerParamScheduler.__init__: the warm-up starts at or
+    below the peak."""
     o = options_of(ctx)
     if o is None or o.lr is None or o.lr_warmup_init is None or o.lr_warmup_init <= o.lr:
         return
@@ -74,9 +76,9 @@ def warmup_ends_before_the_decay(ctx: Any) -> Iterator[Issue]:
 
 
 def weight_decay_does_not_fall(ctx: Any) -> Iterator[Issue]:
-    """optimizer_param_scheduler.py:169: weight decay only grows over the run (end >= start);
-    :201: with the constant style the two are one value (asserted at the first step, which
-    the constructor takes)."""
+    """optimizer_param_scheduler.py, OptimizerParamScheduler.__init__: weight decay only grows over
+    the run (end >= start); :201: with the constant style the two are one value (asserted at the
+    first step, which the constructor takes)."""
     o = options_of(ctx)
     if o is None or o.start_weight_decay is None or o.end_weight_decay is None:
         return
@@ -106,11 +108,12 @@ def weight_decay_does_not_fall(ctx: Any) -> Iterator[Issue]:
 
 
 def wsd_has_its_decay_length(ctx: Any) -> Iterator[Issue]:
-    """optimizer_param_scheduler.py:164: the WSD style needs its decay phase's length, which
-    Megatron-Bridge sets from lr_wsd_decay_iters and leaves None without it. NeMo-RL hands
-    Megatron-Bridge its scheduler section as it is (setup.py:1443 @ super-v3.5-posttraining),
-    and that section has no lr_wsd_decay_iters (nor does NeMo-RL's MegatronSchedulerConfig),
-    so WSD always stops there. (A Megatron-Bridge stage's recipe may state both: unread.)"""
+    """optimizer_param_scheduler.py, OptimizerParamScheduler.__init__: the WSD style needs its decay
+    phase's length, which Megatron-Bridge sets from lr_wsd_decay_iters and leaves None without it.
+    NeMo-RL hands Megatron-Bridge its scheduler section as it is (setup.py:1443 @
+    super-v3.5-posttraining), and that section has no lr_wsd_decay_iters (nor does NeMo-RL's
+    MegatronSchedulerConfig), so WSD always stops there. (A Megatron-Bridge stage's recipe may state
+    both: unread.)"""
     o = options_of(ctx)
     if o is None or o.lr_decay_style != "WSD":
         return

@@ -87,7 +87,7 @@ def async_grpo_with_one_dataloader(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def async_grpo_needs_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:2785 (super-v3), :4120 (super-v3.5): the trajectory collector needs an engine
+    """grpo.py, async_grpo_train (super-v3 and super-v3.5): the trajectory collector needs an engine
     that generates while training runs."""
     gen = ctx.generation
     if not _async_grpo(ctx) or gen is None or async_rollouts(ctx):
@@ -110,7 +110,8 @@ def async_grpo_needs_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def async_grpo_needs_importance_sampling(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:2789 (super-v3), :4127 (super-v3.5): off-policy samples need the correction."""
+    """grpo.py, async_grpo_train (super-v3 and super-v3.5): off-policy samples need the
+    correction."""
     loss = ctx.config.loss_fn
     if _async_grpo(ctx) and loss.use_importance_sampling_correction is not True:
         yield Issue(
@@ -129,8 +130,9 @@ def async_grpo_needs_importance_sampling(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def async_grpo_colocated_generation(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:2835 (super-v3): async GRPO refuses colocated generation; :4177 (super-v3.5):
-    only Megatron generation, which runs inside the training workers, may be colocated."""
+    """grpo.py, async_grpo_train (super-v3): async GRPO refuses colocated generation; :4177
+    (super-v3.5): only Megatron generation, which runs inside the training workers, may be
+    colocated."""
     gen = ctx.generation
     if not _async_grpo(ctx) or gen is None:
         return
@@ -181,7 +183,8 @@ def stale_rollouts_want_in_flight_weight_updates(ctx: CheckContext) -> Iterator[
 
 
 def async_grpo_backend_has_a_replay_path(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:4116 (super-v3.5): SGLang's async rollouts have no async GRPO replay path."""
+    """grpo.py, async_grpo_train (super-v3.5): SGLang's async rollouts have no async GRPO replay
+    path."""
     gen = ctx.generation
     if not on_super35(ctx) or not _async_grpo(ctx) or gen is None:
         return

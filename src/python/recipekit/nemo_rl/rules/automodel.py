@@ -72,8 +72,8 @@ def _policy_v2(ctx: CheckContext) -> Any:
 
 
 def packing_needs_a_text_tokenizer(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:301: the v2 worker does not pack the sequences of a model it loads with an HF
-    processor (policy.tokenizer.use_processor)."""
+    """setup.py, validate_and_prepare_config: the v2 worker does not pack the sequences of a model
+    it loads with an HF processor (policy.tokenizer.use_processor)."""
     for where, section in _v2_sections(ctx):
         if _packs(section) and _processor(section):
             yield Issue(
@@ -92,8 +92,8 @@ def packing_needs_a_text_tokenizer(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def yarn_rope_scaling_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:312: YaRN rope scaling set through hf_config_overrides is not supported on the
-    Automodel back-end."""
+    """setup.py, validate_and_prepare_config: YaRN rope scaling set through hf_config_overrides is
+    not supported on the Automodel back-end."""
     for where, section in _v2_sections(ctx):
         overrides = given_at(section, "hf_config_overrides")
         rope = overrides.get("rope_scaling") if isinstance(overrides, dict) else None
@@ -113,8 +113,8 @@ def yarn_rope_scaling_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def context_parallel_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:385: the v2 worker does not combine context parallelism with sequence
-    packing."""
+    """setup.py, validate_and_prepare_config: the v2 worker does not combine context parallelism
+    with sequence packing."""
     for where, section in _v2_sections(ctx):
         cp = _size(given_at(section, "dtensor_cfg"), "context_parallel_size")
         if cp > 1 and _packs(section):
@@ -134,7 +134,8 @@ def context_parallel_without_sequence_packing(ctx: CheckContext) -> Iterator[Iss
 
 
 def cpu_offload_needs_several_gpus(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:501: Automodel's CPU offload does not run on a single training GPU."""
+    """setup.py, setup_distributed: Automodel's CPU offload does not run on a single training
+    GPU."""
     dtensor = _policy_v2(ctx)
     gpus = ctx.layout.parallel.gpus
     if dtensor is not None and given(dtensor.cpu_offload, False) is True and gpus == 1:
@@ -153,8 +154,8 @@ def cpu_offload_needs_several_gpus(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def context_parallel_without_sequence_parallel(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:636: with context parallelism, the v2 worker refuses sequence parallelism
-    over more than one tensor-parallel rank."""
+    """setup.py, setup_model_and_optimizer: with context parallelism, the v2 worker refuses sequence
+    parallelism over more than one tensor-parallel rank."""
     for where, section in _v2_sections(ctx):
         dtensor = given_at(section, "dtensor_cfg")
         cp, tp = _size(dtensor, "context_parallel_size"), _size(dtensor, "tensor_parallel_size")
@@ -175,7 +176,8 @@ def context_parallel_without_sequence_parallel(ctx: CheckContext) -> Iterator[Is
 
 
 def context_parallel_needs_a_text_tokenizer(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:643: no context parallelism for a model loaded with an HF processor."""
+    """setup.py, setup_model_and_optimizer: no context parallelism for a model loaded with an HF
+    processor."""
     for where, section in _v2_sections(ctx):
         cp = _size(given_at(section, "dtensor_cfg"), "context_parallel_size")
         if cp > 1 and _processor(section):
@@ -195,7 +197,8 @@ def context_parallel_needs_a_text_tokenizer(ctx: CheckContext) -> Iterator[Issue
 
 
 def lora_triton_needs_one_tensor_parallel_rank(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:668: LoRA's Triton kernels run only at tensor_parallel_size 1."""
+    """setup.py, setup_model_and_optimizer: LoRA's Triton kernels run only at tensor_parallel_size
+    1."""
     for where, section in _v2_sections(ctx):
         dtensor = given_at(section, "dtensor_cfg")
         lora = given_at(dtensor, "lora_cfg")
@@ -216,8 +219,8 @@ def lora_triton_needs_one_tensor_parallel_rank(ctx: CheckContext) -> Iterator[Is
 
 
 def packing_needs_flash_attention_2(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:700: an attention implementation named in automodel_kwargs must be
-    flash_attention_2 when sequences are packed (only it keeps packed documents apart)."""
+    """setup.py, setup_model_and_optimizer: an attention implementation named in automodel_kwargs
+    must be flash_attention_2 when sequences are packed (only it keeps packed documents apart)."""
     for where, section in _v2_sections(ctx):
         kwargs = given_at(section, "dtensor_cfg", "automodel_kwargs")
         if not isinstance(kwargs, dict) or "attn_implementation" not in kwargs:
@@ -243,8 +246,8 @@ def packing_needs_flash_attention_2(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def teacher_full_logits_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
-    """train.py:1044: a cross-tokenizer teacher hands over its full logits, which the v2
-    worker computes only on unpacked sequences."""
+    """train.py, FullLogitsPostProcessor.__call__: a cross-tokenizer teacher hands over its full
+    logits, which the v2 worker computes only on unpacked sequences."""
     for i, teacher in enumerate(_teachers(ctx)):
         if _runs_v2(teacher) and _packs(teacher):
             yield Issue(
@@ -289,7 +292,8 @@ def sglang_refit_outside_grpo(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def sequence_parallel_without_tensor_parallel(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:391: sequence parallelism at tensor_parallel_size 1 does nothing."""
+    """setup.py, validate_and_prepare_config: sequence parallelism at tensor_parallel_size 1 does
+    nothing."""
     for where, section in _v2_sections(ctx):
         dtensor = given_at(section, "dtensor_cfg")
         if given_at(dtensor, "sequence_parallel") is True and (

@@ -14,7 +14,7 @@ from recipekit.nemo_rl.rules.citation import cite
 
 
 def non_colocated_teachers_need_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:785: teachers on their own GPUs score rollouts while they are collected."""
+    """grpo.py, setup: teachers on their own GPUs score rollouts while they are collected."""
     if non_colocated_teachers(ctx) is not None and not async_rollouts(ctx):
         yield Issue(
             "on_policy_distillation.non_colocated_teachers.enabled",
@@ -27,8 +27,8 @@ def non_colocated_teachers_need_async_rollouts(ctx: CheckContext) -> Iterator[Is
 
 
 def teachers_need_a_megatron_student(ctx: CheckContext) -> Iterator[Issue]:
-    """teacher_worker_group.py:156: a teacher copies the student's policy config and runs only
-    on Megatron, so the student must not enable DTensor."""
+    """teacher_worker_group.py, TeacherWorkerGroup.__init__: a teacher copies the student's policy
+    config and runs only on Megatron, so the student must not enable DTensor."""
     if non_colocated_teachers(ctx) is not None and ctx.config.policy.dtensor_cfg.enabled:
         yield Issue(
             "policy.dtensor_cfg.enabled",
@@ -44,7 +44,7 @@ def teachers_need_a_megatron_student(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def teachers_fit_on_one_node(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:795: each teacher's placement group lies on one node, the default teacher's
+    """grpo.py, setup: each teacher's placement group lies on one node, the default teacher's
     and every override's (the default's layout is checks.distillation_teachers_fit's)."""
     teachers = non_colocated_teachers(ctx)
     if teachers is None:
@@ -86,7 +86,8 @@ def _recommendation(ctx: CheckContext, key: str, wanted: object, rule: str) -> I
 
 
 def opd_recommends_no_ppo_ratio(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:2279: MOPD's loss is REINFORCE-style, without the PPO ratio."""
+    """grpo.py, _create_advantage_estimator: MOPD's loss is REINFORCE-style, without the PPO
+    ratio."""
     yield from _recommendation(
         ctx,
         "disable_ppo_ratio",
@@ -96,7 +97,8 @@ def opd_recommends_no_ppo_ratio(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def opd_recommends_importance_sampling(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:2283: MOPD weighs tokens by the importance-sampling correction."""
+    """grpo.py, _create_advantage_estimator: MOPD weighs tokens by the importance-sampling
+    correction."""
     yield from _recommendation(
         ctx,
         "use_importance_sampling_correction",
@@ -106,7 +108,7 @@ def opd_recommends_importance_sampling(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def opd_recommends_icepop(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:2287: MOPD gates the correction hard (icepop)."""
+    """grpo.py, _create_advantage_estimator: MOPD gates the correction hard (icepop)."""
     yield from _recommendation(
         ctx,
         "truncated_importance_sampling_type",

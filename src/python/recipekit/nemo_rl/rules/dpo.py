@@ -42,7 +42,7 @@ def _policy_layout(config: DPOMasterConfigMain) -> ParallelLayout | None:
 
 
 def dpo_without_dynamic_batching(config: DPOMasterConfigMain) -> Iterator[Issue]:
-    """dpo.py:163: dynamic batching reorders a batch's samples, which DPO's pairs cannot
+    """dpo.py, setup: dynamic batching reorders a batch's samples, which DPO's pairs cannot
     take."""
     if config.policy.dynamic_batching.enabled is True:
         yield Issue(
@@ -57,7 +57,7 @@ def dpo_without_dynamic_batching(config: DPOMasterConfigMain) -> Iterator[Issue]
 
 
 def dpo_without_sequence_packing(config: DPOMasterConfigMain) -> Iterator[Issue]:
-    """dpo.py:167: sequence packing reorders a batch's samples too."""
+    """dpo.py, setup: sequence packing reorders a batch's samples too."""
     packing = given(config.policy.sequence_packing, None)
     if getattr(packing, "enabled", None) is True:
         yield Issue(
@@ -72,9 +72,9 @@ def dpo_without_sequence_packing(config: DPOMasterConfigMain) -> Iterator[Issue]
 
 
 def dpo_train_batches_fill_the_micro_batches(config: DPOMasterConfigMain) -> Iterator[Issue]:
-    """dpo.py:330: before each training step DPO computes the reference policy's logprobs
-    in micro-batches of train_micro_batch_size pairs on each data-parallel rank, and refuses
-    a training batch those do not fill (only a validation batch is padded)."""
+    """dpo.py, add_ref_logprobs_to_data: before each training step DPO computes the reference
+    policy's logprobs in micro-batches of train_micro_batch_size pairs on each data-parallel rank,
+    and refuses a training batch those do not fill (only a validation batch is padded)."""
     policy = config.policy
     gbs, mbs = policy.train_global_batch_size, policy.train_micro_batch_size
     layout = _policy_layout(config)
@@ -98,7 +98,7 @@ def dpo_train_batches_fill_the_micro_batches(config: DPOMasterConfigMain) -> Ite
 
 
 def dpo_checkpoint_metric_names_its_source(config: DPOMasterConfigMain) -> Iterator[Issue]:
-    """dpo.py:696: a ranking metric says whether it is a training or a validation metric."""
+    """dpo.py, dpo_train: a ranking metric says whether it is a training or a validation metric."""
     yield from metric_without_its_source(
         config.checkpointing,
         "DPO",
@@ -109,7 +109,7 @@ def dpo_checkpoint_metric_names_its_source(config: DPOMasterConfigMain) -> Itera
 def dpo_checkpoint_saved_without_its_validation_metric(
     config: DPOMasterConfigMain,
 ) -> Iterator[Issue]:
-    """dpo.py:707: a checkpoint ranked by a ``val:`` metric, saved at a step that ran no
+    """dpo.py, dpo_train: a checkpoint ranked by a ``val:`` metric, saved at a step that ran no
     validation, is warned about and left out of the top-k (saves the config cannot fix are
     not foreseen, as for SFT)."""
     loop = resolved_loop(config.dpo, DPO_LOOP)

@@ -44,8 +44,8 @@ def _nemotron_h(ctx: CheckContext) -> bool:
 
 
 def context_parallel_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
-    """dtensor_policy_worker.py:369: the first DTensor worker does not pack sequences at
-    context parallel size above 1."""
+    """dtensor_policy_worker.py, DTensorPolicyWorkerImpl.__init__: the first DTensor worker does not
+    pack sequences at context parallel size above 1."""
     cp = ctx.layout.parallel.cp
     if _v1(ctx) is not None and cp > 1 and _packed(ctx):
         yield Issue(
@@ -63,8 +63,8 @@ def context_parallel_without_sequence_packing(ctx: CheckContext) -> Iterator[Iss
 
 
 def context_parallel_without_sequence_parallel(ctx: CheckContext) -> Iterator[Issue]:
-    """dtensor_policy_worker.py:392: at context parallel size above 1 the first DTensor worker
-    takes no sequence parallelism over TP above 1 (NVIDIA-NeMo/RL#659)."""
+    """dtensor_policy_worker.py, DTensorPolicyWorkerImpl.__init__: at context parallel size above 1
+    the first DTensor worker takes no sequence parallelism over TP above 1 (NVIDIA-NeMo/RL#659)."""
     dtensor, lay = _v1(ctx), ctx.layout.parallel
     if dtensor is None or lay.cp <= 1 or lay.tp <= 1 or dtensor.sequence_parallel is not True:
         return
@@ -116,8 +116,8 @@ def tensor_parallel_divides_the_heads(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def custom_parallel_plan_not_on_nemotron_h(ctx: CheckContext) -> Iterator[Issue]:
-    """parallelize.py:479: a Nemotron-H model gets NeMo-RL's own plan, which refuses a custom
-    one (at every TP size: that plan is picked before TP is looked at)."""
+    """parallelize.py, _parallelize_nm5_h: a Nemotron-H model gets NeMo-RL's own plan, which refuses
+    a custom one (at every TP size: that plan is picked before TP is looked at)."""
     dtensor = _v1(ctx)
     plan = None if dtensor is None else dtensor.custom_parallel_plan
     if isinstance(plan, str) and _nemotron_h(ctx):
@@ -136,8 +136,8 @@ def custom_parallel_plan_not_on_nemotron_h(ctx: CheckContext) -> Iterator[Issue]
 
 
 def sequence_parallel_needs_tensor_parallel(ctx: CheckContext) -> Iterator[Issue]:
-    """dtensor_policy_worker.py:379 (a warning): sequence parallelism shards over the TP group,
-    so at TP 1 it does nothing."""
+    """dtensor_policy_worker.py, DTensorPolicyWorkerImpl.__init__ (a warning): sequence parallelism
+    shards over the TP group, so at TP 1 it does nothing."""
     dtensor, tp = _v1(ctx), ctx.layout.parallel.tp
     if dtensor is not None and dtensor.sequence_parallel is True and tp == 1:
         yield Issue(
@@ -152,9 +152,9 @@ def sequence_parallel_needs_tensor_parallel(ctx: CheckContext) -> Iterator[Issue
 
 
 def cache_clearing_costs_time(ctx: CheckContext) -> Iterator[Issue]:
-    """dtensor_policy_worker.py:726 (a warning): a set clear_cache_every_n_steps empties the
-    CUDA cache every that many micro-batches, which the worker warns about at every global
-    batch of every training step."""
+    """dtensor_policy_worker.py, DTensorPolicyWorkerImpl.train (a warning): a set
+    clear_cache_every_n_steps empties the CUDA cache every that many micro-batches, which the worker
+    warns about at every global batch of every training step."""
     dtensor = _v1(ctx)
     steps = None if dtensor is None else dtensor.clear_cache_every_n_steps
     if isinstance(steps, int) and not isinstance(steps, bool) and steps:
@@ -169,9 +169,10 @@ def cache_clearing_costs_time(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def cpu_offload_with_separate_generation(ctx: CheckContext) -> Iterator[Issue]:
-    """dtensor_policy_worker.py:1917 (a warning): with generation on GPUs of its own and the
-    default refit (vLLM, refit_transport null), every refit broadcasts the weights from the
-    policy, which CPU offload moves onto the GPU and back off each time."""
+    """dtensor_policy_worker.py, DTensorPolicyWorkerImpl.broadcast_weights_for_collective (a
+    warning): with generation on GPUs of its own and the default refit (vLLM, refit_transport null),
+    every refit broadcasts the weights from the policy, which CPU offload moves onto the GPU and
+    back off each time."""
     dtensor, gen = _v1(ctx), ctx.generation
     if dtensor is None or dtensor.cpu_offload is not True or gen is None:
         return

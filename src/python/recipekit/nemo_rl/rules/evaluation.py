@@ -19,7 +19,7 @@ EVAL_METRICS = ("pass@k", "cons@k")
 
 
 def eval_metric_is_known(config: EvalMasterConfig) -> Iterator[Issue]:
-    """eval.py:110: the metric is pass@k or cons@k."""
+    """eval.py, setup: the metric is pass@k or cons@k."""
     metric = config.eval.metric
     if metric not in EVAL_METRICS:
         yield Issue(
@@ -34,7 +34,7 @@ def eval_metric_is_known(config: EvalMasterConfig) -> Iterator[Issue]:
 
 
 def repeated_samples_need_sampling(config: EvalMasterConfig) -> Iterator[Issue]:
-    """eval.py:112: several answers per prompt only differ when decoding samples: a positive
+    """eval.py, setup: several answers per prompt only differ when decoding samples: a positive
     temperature and top_k other than 1."""
     n, gen = config.eval.num_tests_per_prompt, config.generation
     if n <= 1:
@@ -58,7 +58,7 @@ def repeated_samples_need_sampling(config: EvalMasterConfig) -> Iterator[Issue]:
 
 
 def k_value_within_the_samples(config: EvalMasterConfig) -> Iterator[Issue]:
-    """eval.py:117: pass@k and cons@k draw k of the num_tests_per_prompt answers."""
+    """eval.py, setup: pass@k and cons@k draw k of the num_tests_per_prompt answers."""
     n, k = config.eval.num_tests_per_prompt, config.eval.k_value
     if n < k:
         yield Issue(
@@ -73,7 +73,7 @@ def k_value_within_the_samples(config: EvalMasterConfig) -> Iterator[Issue]:
 
 
 def eval_generates_with_vllm(config: EvalMasterConfig) -> Iterator[Issue]:
-    """eval.py:154: evaluation generates with vLLM only."""
+    """eval.py, setup: evaluation generates with vLLM only."""
     backend = config.generation.backend
     if backend != "vllm":
         yield Issue(

@@ -29,8 +29,8 @@ def gym_runner_sets_the_server_on(ctx: CheckContext) -> bool:
 
 
 def nemo_gym_needs_the_async_engine(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:1249 (super-v3): Gym's agents call an async engine. super-v3.5's Gym runner sets
-    it true first (``nemo_gym_runner_turns_the_server_on``)."""
+    """grpo.py, _should_use_nemo_gym (super-v3): Gym's agents call an async engine. super-v3.5's Gym
+    runner sets it true first (``nemo_gym_runner_turns_the_server_on``)."""
     vllm = ctx.vllm
     if on_super35(ctx):
         return
@@ -66,8 +66,8 @@ def nemo_gym_runner_turns_the_server_on(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def nemo_gym_needs_the_http_server(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:1257 (super-v3): Gym reaches vLLM over HTTP. super-v3.5's Gym runner sets it
-    true first (``nemo_gym_runner_turns_the_server_on``)."""
+    """grpo.py, _should_use_nemo_gym (super-v3): Gym reaches vLLM over HTTP. super-v3.5's Gym runner
+    sets it true first (``nemo_gym_runner_turns_the_server_on``)."""
     vllm = ctx.vllm
     if on_super35(ctx):
         return
@@ -96,7 +96,7 @@ def _fp8_kv_cache(ctx: CheckContext) -> bool:
 
 
 def fp8_kv_cache_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:769 (super-v3), :1332 (super-v3.5): no FP8 KV cache with the DTensor backend."""
+    """grpo.py, setup (super-v3 and super-v3.5): no FP8 KV cache with the DTensor backend."""
     if _fp8_kv_cache(ctx) and ctx.config.policy.dtensor_cfg.enabled:
         yield Issue(
             f"{VLLM}.kv_cache_dtype",
@@ -113,7 +113,7 @@ def fp8_kv_cache_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def fp8_kv_cache_without_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:772 (super-v3), :1335 (super-v3.5): no FP8 KV cache with async rollouts."""
+    """grpo.py, setup (super-v3 and super-v3.5): no FP8 KV cache with async rollouts."""
     vllm = ctx.vllm
     if _fp8_kv_cache(ctx) and vllm is not None and vllm.async_engine:
         yield Issue(
@@ -131,7 +131,7 @@ def fp8_kv_cache_without_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def fp8_kv_cache_needs_one_pipeline_stage(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:775 (super-v3), :1338 (super-v3.5): FP8 KV cache scales sync only at PP = 1."""
+    """grpo.py, setup (super-v3 and super-v3.5): FP8 KV cache scales sync only at PP = 1."""
     m = ctx.megatron
     if _fp8_kv_cache(ctx) and m is not None and m.pipeline_model_parallel_size != 1:
         yield Issue(
@@ -164,8 +164,8 @@ def vlm_needs_the_tokenizer_in_vllm(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def pad_token_id_is_overwritten(ctx: CheckContext) -> Iterator[Issue]:
-    """models/generation/__init__.py:31 (super-v3), :37 (super-v3.5): a warning; NeMo-RL
-    replaces ``_pad_token_id`` with the tokenizer's."""
+    """models/generation/__init__.py, configure_generation_config (super-v3 and super-v3.5): a
+    warning; NeMo-RL replaces ``_pad_token_id`` with the tokenizer's."""
     gen = ctx.generation
     value = getattr(gen, "pad_token_id", UNSET) if gen is not None else UNSET
     if value is not UNSET:
@@ -192,8 +192,9 @@ def _speculative_config(ctx: CheckContext) -> dict[str, object] | None:
 
 
 def speculative_decoding_loads_real_weights(ctx: CheckContext) -> Iterator[Issue]:
-    """models/generation/__init__.py:51 (super-v3), :80 (super-v3.5): a warning; a drafter
-    that no refit updates is loaded from the checkpoint, so vLLM starts with load_format auto.
+    """models/generation/__init__.py, configure_generation_config (super-v3 and super-v3.5): a
+    warning; a drafter that no refit updates is loaded from the checkpoint, so vLLM starts with
+    load_format auto.
 
     super-v3 warns for any speculative_config; super-v3.5 only for a non-MTP drafter
     (MTP heads come with the policy's weights) when no draft model trains beside the policy.
@@ -255,7 +256,7 @@ def _vllm_sampling(ctx: CheckContext) -> tuple[int | None, float] | None:
 
 
 def vllm_top_k_is_supported(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm_generation.py:113 (super-v3): top_k below 8000 filters tokens whose
+    """vllm_generation.py, VllmGeneration.__init__ (super-v3): top_k below 8000 filters tokens whose
     log-probabilities vLLM V1 does not return; :150 (super-v3.5): top_k is -1, null or >= 1."""
     found = _vllm_sampling(ctx)
     if found is None or found[0] in (None, -1):
@@ -286,7 +287,7 @@ def vllm_top_k_is_supported(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def vllm_top_p_is_supported(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm_generation.py:125 (super-v3): top_p below 0.99 filters tokens whose
+    """vllm_generation.py, VllmGeneration.__init__ (super-v3): top_p below 0.99 filters tokens whose
     log-probabilities vLLM V1 does not return; :156 (super-v3.5): top_p lies in (0, 1]."""
     found = _vllm_sampling(ctx)
     if found is None:

@@ -57,8 +57,8 @@ def gym_runner_needs_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def message_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:1958 (super-v3.5): only NeMo Gym flags invalid tool calls and malformed
-    thinking, so without it these advantages would never apply."""
+    """grpo.py, _resolve_message_level_advantage_penalties (super-v3.5): only NeMo Gym flags invalid
+    tool calls and malformed thinking, so without it these advantages would never apply."""
     grpo = ctx.config.grpo
     for key in ("invalid_tool_call_advantage", "malformed_thinking_advantage"):
         value = getattr(grpo, key, None)
@@ -78,7 +78,8 @@ def message_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def multimodal_dedup_needs_vllm(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:383 (super-v3.5): de-duplicated multimodal data is qualified on vLLM only."""
+    """grpo.py, _validate_multimodal_dedup_capability (super-v3.5): de-duplicated multimodal data is
+    qualified on vLLM only."""
     gen = ctx.generation
     dedup = getattr(ctx.config.grpo, "deduplicate_multimodal_data", None) is True
     if dedup and gen is not None and gen.backend != "vllm":
@@ -96,8 +97,9 @@ def multimodal_dedup_needs_vllm(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def multimodal_dedup_needs_data_plane_off(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:388 (super-v3.5): de-duplicated multimodal data does not travel through the
-    data plane's TransferQueue store (``data_plane`` is a key of the examples schema only)."""
+    """grpo.py, _validate_multimodal_dedup_capability (super-v3.5): de-duplicated multimodal data
+    does not travel through the data plane's TransferQueue store (``data_plane`` is a key of the
+    examples schema only)."""
     dedup = getattr(ctx.config.grpo, "deduplicate_multimodal_data", None) is True
     plane = getattr(ctx.config, "data_plane", None)
     if dedup and getattr(plane, "enabled", None) is True:
@@ -153,8 +155,8 @@ def checkpoint_saved_without_its_validation_metric(ctx: CheckContext) -> Iterato
 
 
 def dapo_reward_shaping_needs_its_lengths(ctx: CheckContext) -> Iterator[Issue]:
-    """reward_functions.py:121 (super-v3), :126 (super-v3.5): the only shaping besides the
-    stop-properly penalty is DAPO's overlong penalty, which needs all three of its values."""
+    """reward_functions.py, apply_reward_shaping (super-v3 and super-v3.5): the only shaping besides
+    the stop-properly penalty is DAPO's overlong penalty, which needs all three of its values."""
     # Either version's section (main's is not a subclass of super-v3's); absent is UNSET.
     shaping = ctx.config.grpo.reward_shaping
     if isinstance(shaping, Marker) or shaping.enabled is not True:
@@ -179,7 +181,7 @@ def dapo_reward_shaping_needs_its_lengths(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def multiple_dataloaders_ignore_max_num_epochs(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:2793 (super-v3.5): several dataloaders cycle without end, so only
+    """grpo.py, grpo_train (super-v3.5): several dataloaders cycle without end, so only
     max_num_steps stops training."""
     if getattr(ctx.config.data, "use_multiple_dataloader", None) is True:
         yield Issue(
@@ -235,8 +237,9 @@ REWARD_PENALTY_FLAGS = (
 
 
 def reward_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:1980 (super-v3.5): the reward-zeroing penalties run in NeMo Gym's rollouts
-    only, so GRPO setup refuses them on the native generation path."""
+    """grpo.py, _raise_if_reward_penalties_enabled_without_nemo_gym (super-v3.5): the reward-zeroing
+    penalties run in NeMo Gym's rollouts only, so GRPO setup refuses them on the native generation
+    path."""
     penalties = getattr(ctx.config, "reward_penalties", None)
     if not on_super35(ctx) or uses_nemo_gym(ctx) or penalties is None:
         return
@@ -261,7 +264,8 @@ GRPO_ADV_ESTIMATORS = ("gdpo", "grpo", "opd", "reinforce_plus_plus")
 
 
 def grpo_adv_estimator_is_one_grpo_builds(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:2297 (super-v3.5): main's schema also names gae, which only PPO builds."""
+    """grpo.py, _create_advantage_estimator (super-v3.5): main's schema also names gae, which only
+    PPO builds."""
     estimator = getattr(ctx.config.grpo, "adv_estimator", None)
     if estimator is None or isinstance(estimator, Marker):
         return  # absent: NeMo-RL's default, grpo

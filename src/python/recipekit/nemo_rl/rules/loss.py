@@ -22,7 +22,7 @@ def fused_linear_logprobs(ctx: CheckContext) -> bool:
 
 
 def fused_logprobs_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:672 (super-v3.5): the fused linear log-probabilities are not validated with
+    """grpo.py, setup (super-v3.5): the fused linear log-probabilities are not validated with
     packed sequences (labels would roll across sequence boundaries)."""
     packing = ctx.config.policy.sequence_packing
     if fused_linear_logprobs(ctx) and isinstance(packing, SequencePacking) and packing.enabled:
@@ -38,7 +38,7 @@ def fused_logprobs_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue
 
 
 def fused_logprobs_without_sampling_filter(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:682 (super-v3.5): the fused path reads unfiltered logits, so training-time
+    """grpo.py, setup (super-v3.5): the fused path reads unfiltered logits, so training-time
     top-k / top-p filtering cannot apply."""
     gen = ctx.generation
     if gen is None or not fused_linear_logprobs(ctx):
@@ -58,7 +58,7 @@ def fused_logprobs_without_sampling_filter(ctx: CheckContext) -> Iterator[Issue]
 
 
 def force_on_policy_ratio_takes_one_batch_per_step(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:366 (super-v3), :701 (super-v3.5): forcing the on-policy ratio needs the whole
+    """grpo.py, setup (super-v3 and super-v3.5): forcing the on-policy ratio needs the whole
     step in one global batch."""
     loss, grpo, policy = ctx.config.loss_fn, ctx.config.grpo, ctx.config.policy
     if getattr(loss, "force_on_policy_ratio", None) is not True:
@@ -112,8 +112,8 @@ def _zeroes_prev_logprobs(ctx: CheckContext) -> bool:
 
 
 def kl_in_reward_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:2480 (super-v3.5): a KL term in the reward against zeroed log-probabilities
-    corrupts the advantage."""
+    """grpo.py, _validate_use_kl_in_reward_compat (super-v3.5): a KL term in the reward against
+    zeroed log-probabilities corrupts the advantage."""
     loss = ctx.config.loss_fn
     if not on_super35(ctx) or getattr(loss, "use_kl_in_reward", None) is not True:
         return
@@ -128,8 +128,8 @@ def kl_in_reward_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def distillation_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
-    """opd.py:133 (super-v3.5): on-policy distillation's advantage is teacher minus student
-    log-probabilities, so the student's must be real."""
+    """opd.py, assert_prev_logprobs_available (super-v3.5): on-policy distillation's advantage is
+    teacher minus student log-probabilities, so the student's must be real."""
     est = getattr(ctx.config.grpo, "adv_estimator", None)
     if not on_super35(ctx) or isinstance(est, Marker) or est is None or est.name != "opd":
         return
@@ -239,7 +239,8 @@ def _cispo_excludes(
 
 
 def cispo_excludes_disabled_ppo_ratio(ctx: CheckContext) -> Iterator[Issue]:
-    """loss/loss_functions.py:272 (super-v3.5): CISPO clips the ratio disable_ppo_ratio drops."""
+    """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): CISPO clips the ratio
+    disable_ppo_ratio drops."""
     yield from _cispo_excludes(
         ctx,
         "disable_ppo_ratio",
@@ -250,8 +251,8 @@ def cispo_excludes_disabled_ppo_ratio(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def cispo_excludes_forced_on_policy_ratio(ctx: CheckContext) -> Iterator[Issue]:
-    """loss/loss_functions.py:276 (super-v3.5): a ratio forced to 1 leaves CISPO nothing to
-    clip."""
+    """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): a ratio forced to 1 leaves
+    CISPO nothing to clip."""
     yield from _cispo_excludes(
         ctx,
         "force_on_policy_ratio",
@@ -262,7 +263,8 @@ def cispo_excludes_forced_on_policy_ratio(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def cispo_excludes_sequence_level_ratios(ctx: CheckContext) -> Iterator[Issue]:
-    """loss/loss_functions.py:280 (super-v3.5): CISPO weighs tokens, not sequences."""
+    """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): CISPO weighs tokens, not
+    sequences."""
     yield from _cispo_excludes(
         ctx,
         "sequence_level_importance_ratios",
@@ -273,7 +275,8 @@ def cispo_excludes_sequence_level_ratios(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def cispo_excludes_dual_clip(ctx: CheckContext) -> Iterator[Issue]:
-    """loss/loss_functions.py:284 (super-v3.5): dual clipping would overwrite CISPO's loss."""
+    """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): dual clipping would overwrite
+    CISPO's loss."""
     yield from _cispo_excludes(
         ctx,
         "ratio_clip_c",
@@ -285,7 +288,8 @@ def cispo_excludes_dual_clip(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def cispo_needs_token_level_loss(ctx: CheckContext) -> Iterator[Issue]:
-    """loss/loss_functions.py:289 (super-v3.5): CISPO's loss is token-level."""
+    """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): CISPO's loss is
+    token-level."""
     yield from _cispo_excludes(
         ctx,
         "token_level_loss",
@@ -344,8 +348,8 @@ def truncated_is_ratio_is_positive(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def truncated_is_names_its_type(ctx: CheckContext) -> Iterator[Issue]:
-    """loss_functions.py:171 (super-v3): a ratio without a type fails the type check (the
-    schema refuses any other value than the three types)."""
+    """loss_functions.py, ClippedPGLossFn.__init__ (super-v3): a ratio without a type fails the type
+    check (the schema refuses any other value than the three types)."""
     if on_super35(ctx) or not _truncated_is_on(ctx):
         return
     if _loss(ctx, "truncated_importance_sampling_type", None) is None:
@@ -361,7 +365,8 @@ def truncated_is_names_its_type(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def truncated_is_min_within_ratio(ctx: CheckContext) -> Iterator[Issue]:
-    """loss/loss_functions.py:309 (super-v3.5): the lower bound is at most the upper one."""
+    """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): the lower bound is at most the
+    upper one."""
     if not on_super35(ctx) or not _truncated_is_on(ctx):
         return
     low = _loss(ctx, "truncated_importance_sampling_ratio_min", None)
@@ -380,8 +385,8 @@ def truncated_is_min_within_ratio(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def filtering_tis_needs_its_min(ctx: CheckContext) -> Iterator[Issue]:
-    """loss/loss_functions.py:317 (super-v3.5): ICE-POP and seq-mask-tis keep what lies between
-    two bounds, so both are needed."""
+    """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): ICE-POP and seq-mask-tis keep
+    what lies between two bounds, so both are needed."""
     kind = _loss(ctx, "truncated_importance_sampling_type", None)
     if not on_super35(ctx) or kind not in ("icepop", "seq-mask-tis"):
         return

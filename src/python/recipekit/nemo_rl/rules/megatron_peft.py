@@ -29,8 +29,8 @@ def enabled_peft(ctx: CheckContext) -> MegatronPeft | None:
 
 
 def frozen_router_without_peft(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:703 (super-v3): freezing the MoE router is not supported together with LoRA
-    (super-v3.5 dropped the refusal)."""
+    """setup.py, setup_model_and_optimizer (super-v3): freezing the MoE router is not supported
+    together with LoRA (super-v3.5 dropped the refusal)."""
     m = ctx.megatron
     if m is not None and m.freeze_moe_router and enabled_peft(ctx) is not None:
         yield Issue(

@@ -27,8 +27,8 @@ def _offloaded_modules(ctx: CheckContext) -> tuple[str, ...] | None:
 
 
 def activation_offloading_names_its_modules(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:1193 (super-v3.5): fine-grained activation offloading needs a non-empty list
-    of the modules to offload."""
+    """setup.py, _apply_performance_config (super-v3.5): fine-grained activation offloading needs a
+    non-empty list of the modules to offload."""
     if _offloaded_modules(ctx) == ():
         yield Issue(
             f"{MEGATRON}.offload_modules",
@@ -44,7 +44,8 @@ def activation_offloading_names_its_modules(ctx: CheckContext) -> Iterator[Issue
 
 
 def moe_only_offload_modules_need_moe_model(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:1203 (super-v3.5): the expert modules exist only in a MoE model."""
+    """setup.py, _apply_performance_config (super-v3.5): the expert modules exist only in a MoE
+    model."""
     modules = _offloaded_modules(ctx) or ()
     moe_only = sorted(set(modules) & set(MOE_ONLY_OFFLOAD_MODULES))
     if moe_only and not ctx.model.is_moe:
@@ -63,8 +64,8 @@ def moe_only_offload_modules_need_moe_model(ctx: CheckContext) -> Iterator[Issue
 
 
 def full_iteration_cuda_graph_skips_nan_check(ctx: CheckContext) -> Iterator[Issue]:
-    """megatron_policy_worker.py:529 (super-v3.5): a graph of the whole iteration cannot stop
-    at a NaN loss, so NeMo-RL turns Megatron's NaN-in-loss check off."""
+    """megatron_policy_worker.py, MegatronPolicyWorkerImpl.__init__ (super-v3.5): a graph of the
+    whole iteration cannot stop at a NaN loss, so NeMo-RL turns Megatron's NaN-in-loss check off."""
     if getattr(ctx.megatron, "cuda_graph_impl", None) == "full_iteration":
         yield Issue(
             f"{MEGATRON}.cuda_graph_impl",

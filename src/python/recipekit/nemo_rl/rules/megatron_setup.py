@@ -68,7 +68,8 @@ def precision_aware_optimizer_states_fp16(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def float32_optimizer_takes_no_half_flags(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:584 (super-v3), :1358 (super-v3.5): a float32 policy's optimizer is float32."""
+    """setup.py, _validate_dtype_config (super-v3 and super-v3.5): a float32 policy's optimizer is
+    float32."""
     m = ctx.megatron
     if m is None or ctx.config.policy.precision != "float32":
         return
@@ -96,7 +97,8 @@ def _fp8(ctx: CheckContext) -> FP8 | None:
 
 
 def fp8_cfg_names_every_key(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:479 (super-v3), :1178 (super-v3.5): an enabled fp8_cfg is read key by key."""
+    """setup.py, _apply_performance_config (super-v3 and super-v3.5): an enabled fp8_cfg is read key
+    by key."""
     fp8 = _fp8(ctx)
     missing = [key for key in FP8_KEYS if fp8 is not None and getattr(fp8, key) is UNSET]
     if missing:
@@ -114,8 +116,8 @@ def fp8_cfg_names_every_key(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def fp8_param_may_give_nan(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:482 (super-v3): FP8 parameters sometimes make token_mult_prob_error NaN
-    (NVIDIA-NeMo/RL#1164)."""
+    """setup.py, _apply_performance_config (super-v3): FP8 parameters sometimes make
+    token_mult_prob_error NaN (NVIDIA-NeMo/RL#1164)."""
     fp8 = _fp8(ctx)
     if fp8 is not None and fp8.fp8_param is True:
         yield Issue(
@@ -132,7 +134,8 @@ def fp8_param_may_give_nan(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def cpu_offload_needs_distributed_optimizer(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:1223 (super-v3.5): the offloaded optimizer is the distributed one."""
+    """setup.py, _validate_optimizer_config (super-v3.5): the offloaded optimizer is the distributed
+    one."""
     m = ctx.megatron
     if (
         m is not None
@@ -154,7 +157,8 @@ def cpu_offload_needs_distributed_optimizer(ctx: CheckContext) -> Iterator[Issue
 
 
 def d2h_overlap_needs_cpu_offload(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:1233 (super-v3.5): overlapping host copies needs an optimizer on the host."""
+    """setup.py, _validate_optimizer_config (super-v3.5): overlapping host copies needs an optimizer
+    on the host."""
     m = ctx.megatron
     if m is None or getattr(m.optimizer, "overlap_cpu_optimizer_d2h_h2d", None) is not True:
         return
@@ -173,7 +177,8 @@ def d2h_overlap_needs_cpu_offload(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def fused_logprobs_without_context_parallel(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:883 (super-v3.5): the linear cross-entropy fusion does not split over CP."""
+    """setup.py, _apply_parallelism_config (super-v3.5): the linear cross-entropy fusion does not
+    split over CP."""
     m = ctx.megatron
     if m is not None and fused_linear_logprobs(ctx) and m.context_parallel_size > 1:
         yield Issue(
@@ -191,8 +196,8 @@ def fused_logprobs_without_context_parallel(ctx: CheckContext) -> Iterator[Issue
 
 
 def fused_logprobs_without_param_gather_overlap(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:1397 (super-v3.5): the fused path skips the output layer's forward, which the
-    overlapped parameter gather waits on."""
+    """setup.py, _create_megatron_config (super-v3.5): the fused path skips the output layer's
+    forward, which the overlapped parameter gather waits on."""
     m = ctx.megatron
     if m is None or not fused_linear_logprobs(ctx):
         return
@@ -234,8 +239,8 @@ def _colocated_reshard(ctx: CheckContext) -> bool:
 
 
 def colocated_reshard_without_draft(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:1801 (super-v3.5): resharding into a separate inference model does not carry
-    a draft model."""
+    """setup.py, setup_model_and_optimizer (super-v3.5): resharding into a separate inference model
+    does not carry a draft model."""
     draft = getattr(ctx.config.policy, "draft", None)
     if getattr(draft, "enabled", None) is True and _colocated_reshard(ctx):
         yield Issue(
@@ -254,8 +259,8 @@ def colocated_reshard_without_draft(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def colocated_reshard_without_peft(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:1797 (super-v3.5): resharding into a separate inference model does not carry
-    LoRA adapters."""
+    """setup.py, setup_model_and_optimizer (super-v3.5): resharding into a separate inference model
+    does not carry LoRA adapters."""
     if enabled_peft(ctx) is not None and _colocated_reshard(ctx):
         yield Issue(
             "policy.megatron_cfg.peft.enabled",

@@ -44,7 +44,7 @@ WHO = "NeMo-RL's distillation"
 
 
 def distillation_needs_a_generation_config(config: DistillationMasterConfigMain) -> Iterator[Issue]:
-    """distillation.py:237: the student samples its own responses, so it needs a generation
+    """distillation.py, setup: the student samples its own responses, so it needs a generation
     section."""
     if policy_generation(config) is None:
         yield Issue(
@@ -62,7 +62,7 @@ def distillation_needs_a_generation_config(config: DistillationMasterConfigMain)
 def distillation_refits_without_sparse_transport(
     config: DistillationMasterConfigMain,
 ) -> Iterator[Issue]:
-    """distillation.py:246: the remote sparse refit transports are GRPO's only
+    """distillation.py, setup: the remote sparse refit transports are GRPO's only
     (NVIDIA-NeMo/RL#3275)."""
     gen = policy_generation(config)
     if gen is None or gen.backend != "vllm":
@@ -85,7 +85,7 @@ def distillation_refits_without_sparse_transport(
 def dtensor_sequence_parallel_excludes_packing(
     config: DistillationMasterConfigMain,
 ) -> Iterator[Issue]:
-    """distillation.py:270: for the student and for the teacher, a DTensor model does not
+    """distillation.py, setup: for the student and for the teacher, a DTensor model does not
     combine sequence parallelism with sequence packing (NVIDIA-NeMo/RL#1178)."""
     for role, who in (("policy", "student"), ("teacher", "teacher")):
         model = getattr(config, role)
@@ -113,7 +113,7 @@ def dtensor_sequence_parallel_excludes_packing(
 def non_colocated_generation_is_not_megatron(
     config: DistillationMasterConfigMain,
 ) -> Iterator[Issue]:
-    """distillation.py:372: generation on GPUs of its own cannot be the Megatron back-end,
+    """distillation.py, setup: generation on GPUs of its own cannot be the Megatron back-end,
     which generates inside the training workers."""
     gen = non_colocated_generation(config)
     if gen is not None and gen.backend == "megatron":
@@ -173,8 +173,8 @@ def generation_nodes_are_whole_nodes(config: DistillationMasterConfigMain) -> It
 def distillation_checkpoint_metric_names_its_source(
     config: DistillationMasterConfigMain,
 ) -> Iterator[Issue]:
-    """distillation.py:1017: a ranking metric says whether it is a training or a validation
-    metric."""
+    """distillation.py, distillation_train: a ranking metric says whether it is a training or a
+    validation metric."""
     yield from metric_without_its_source(
         config.checkpointing,
         WHO,
@@ -187,11 +187,11 @@ def distillation_checkpoint_metric_names_its_source(
 def distillation_checkpoint_saved_without_its_validation_metric(
     config: DistillationMasterConfigMain,
 ) -> Iterator[Issue]:
-    """distillation.py:1028: a checkpoint ranked by a ``val:`` metric, saved at a step that
-    ran no validation, is left out of the top-k. The loop validates every val_period steps
+    """distillation.py, distillation_train: a checkpoint ranked by a ``val:`` metric, saved at a
+    step that ran no validation, is left out of the top-k. The loop validates every val_period steps
     and, with val_at_end, at its last step, as GRPO's does. Saves the config cannot fix
-    (checkpoint_must_save_by's time limit, an epoch limit reached before max_num_steps) are
-    not foreseen."""
+    (checkpoint_must_save_by's time limit, an epoch limit reached before max_num_steps) are not
+    foreseen."""
     loop = resolved_loop(config.distillation, DISTILLATION_LOOP)
     yield from unranked_saves(
         config.checkpointing,

@@ -39,7 +39,8 @@ def dynamic_batching_needs_one_pipeline_stage(ctx: CheckContext) -> Iterator[Iss
 
 
 def lora_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
-    """lm_policy.py:123 (super-v3), :175 (super-v3.5): only the v2 DTensor worker has LoRA."""
+    """lm_policy.py, Policy.__init__ (super-v3 and super-v3.5): only the v2 DTensor worker has
+    LoRA."""
     dtensor = ctx.config.policy.dtensor_cfg
     lora = dtensor.lora_cfg
     if ctx.megatron is not None or not dtensor.enabled or not _dtensor_v1(ctx):
@@ -61,8 +62,8 @@ def lora_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def model_save_format_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
-    """lm_policy.py:888 (super-v3), :1223 (super-v3.5): a save format is passed only to
-    workers started with dtensor_cfg._v2 (the flag is read whichever back-end trains)."""
+    """lm_policy.py, Policy.save_checkpoint (super-v3 and super-v3.5): a save format is passed only
+    to workers started with dtensor_cfg._v2 (the flag is read whichever back-end trains)."""
     ckpt = ctx.config.checkpointing
     fmt = ckpt.model_save_format
     if ckpt.enabled and isinstance(fmt, str) and _dtensor_v1(ctx):
@@ -82,7 +83,8 @@ def model_save_format_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def draft_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
-    """lm_policy.py:134 (super-v3.5): the draft model's training does not take packed rows."""
+    """lm_policy.py, Policy.__init__ (super-v3.5): the draft model's training does not take packed
+    rows."""
     policy = ctx.config.policy
     draft, packing = getattr(policy, "draft", None), policy.sequence_packing
     packed = isinstance(packing, SequencePacking) and packing.enabled
@@ -102,7 +104,7 @@ def draft_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def draft_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
-    """lm_policy.py:127 (super-v3.5): the draft model trains only inside the Megatron
+    """lm_policy.py, Policy.__init__ (super-v3.5): the draft model trains only inside the Megatron
     policy workers."""
     draft = getattr(ctx.config.policy, "draft", None)
     enabled = not isinstance(draft, Marker) and getattr(draft, "enabled", None) is True

@@ -90,8 +90,8 @@ def ppo_needs_a_generation_config(config: PPOMasterConfig) -> Iterator[Issue]:
 
 
 def warmup_lead_covers_the_trajectory_age(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:139: generation may run further ahead during the critic warm-up, never less far
-    than the age limit it has afterwards."""
+    """ppo.py, AsyncPPOConfig.validate_settings: generation may run further ahead during the critic
+    warm-up, never less far than the age limit it has afterwards."""
     section = config.ppo.async_ppo
     if not isinstance(section, AsyncPPO):
         return
@@ -112,8 +112,9 @@ def warmup_lead_covers_the_trajectory_age(config: PPOMasterConfig) -> Iterator[I
 
 
 def warmup_lead_needs_a_critic_warmup(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:225: a warm-up generation lead applies only while the critic warms up, so async
-    PPO refuses one without ppo.policy_training_start_step > 0."""
+    """ppo.py, PPOConfig.validate_async_warmup_settings: a warm-up generation lead applies only
+    while the critic warms up, so async PPO refuses one without ppo.policy_training_start_step >
+    0."""
     section = _async(config)
     lead = None if section is None else given(section.warmup_generation_lead_steps, None)
     start = given(config.ppo.policy_training_start_step, 0)
@@ -133,7 +134,8 @@ def warmup_lead_needs_a_critic_warmup(config: PPOMasterConfig) -> Iterator[Issue
 
 
 def async_ppo_needs_async_vllm(config: PPOMasterConfig) -> Iterator[Issue]:
-    """run_ppo.py:57: async PPO's collector streams rollouts from vLLM's async engine."""
+    """run_ppo.py, _validate_async_ppo_config: async PPO's collector streams rollouts from vLLM's
+    async engine."""
     gen = policy_generation(config)
     if _async(config) is None or gen is None:
         return  # no generation at all: ppo_needs_a_generation_config says so
@@ -158,8 +160,8 @@ def async_ppo_needs_async_vllm(config: PPOMasterConfig) -> Iterator[Issue]:
 
 
 def async_ppo_needs_importance_sampling(config: PPOMasterConfig) -> Iterator[Issue]:
-    """run_ppo.py:62: async PPO trains on rollouts of older weights, so the loss must correct
-    for them."""
+    """run_ppo.py, _validate_async_ppo_config: async PPO trains on rollouts of older weights, so the
+    loss must correct for them."""
     if _async(config) is not None and config.loss_fn.use_importance_sampling_correction is not True:
         yield Issue(
             "loss_fn.use_importance_sampling_correction",
@@ -175,8 +177,8 @@ def async_ppo_needs_importance_sampling(config: PPOMasterConfig) -> Iterator[Iss
 
 
 def async_ppo_without_a_forced_ratio(config: PPOMasterConfig) -> Iterator[Issue]:
-    """run_ppo.py:66: forcing the PPO ratio to 1 assumes on-policy data, which async PPO's
-    replay buffer does not hold."""
+    """run_ppo.py, _validate_async_ppo_config: forcing the PPO ratio to 1 assumes on-policy data,
+    which async PPO's replay buffer does not hold."""
     if _async(config) is not None and config.loss_fn.force_on_policy_ratio is True:
         yield Issue(
             "loss_fn.force_on_policy_ratio",
@@ -192,7 +194,8 @@ def async_ppo_without_a_forced_ratio(config: PPOMasterConfig) -> Iterator[Issue]
 
 
 def async_ppo_needs_non_colocated_generation(config: PPOMasterConfig) -> Iterator[Issue]:
-    """run_ppo.py:68: async PPO generates while it trains, on GPUs of its own."""
+    """run_ppo.py, _validate_async_ppo_config: async PPO generates while it trains, on GPUs of its
+    own."""
     if _async(config) is not None and generation_colocated(config) is True:
         yield Issue(
             "policy.generation.colocated.enabled",
@@ -208,7 +211,8 @@ def async_ppo_needs_non_colocated_generation(config: PPOMasterConfig) -> Iterato
 
 
 def async_ppo_has_no_epoch_limit(config: PPOMasterConfig) -> Iterator[Issue]:
-    """run_ppo.py:70: async PPO counts steps only; ppo.max_num_epochs must be -1 (no limit)."""
+    """run_ppo.py, _validate_async_ppo_config: async PPO counts steps only; ppo.max_num_epochs must
+    be -1 (no limit)."""
     if _async(config) is not None and config.ppo.max_num_epochs != -1:
         yield Issue(
             "ppo.max_num_epochs",
@@ -224,8 +228,8 @@ def async_ppo_has_no_epoch_limit(config: PPOMasterConfig) -> Iterator[Issue]:
 
 
 def async_ppo_without_unsupported_features(config: PPOMasterConfig) -> Iterator[Issue]:
-    """run_ppo.py:88: dynamic sampling, reward scaling and shaping, several dataloaders,
-    NeMo Gym rollouts and FP8 KV-cache scale syncing have no async PPO path."""
+    """run_ppo.py, _validate_async_ppo_config: dynamic sampling, reward scaling and shaping, several
+    dataloaders, NeMo Gym rollouts and FP8 KV-cache scale syncing have no async PPO path."""
     if _async(config) is None:
         return
     ppo = config.ppo
@@ -292,7 +296,7 @@ def ppo_takes_no_refit_transport(config: PPOMasterConfig) -> Iterator[Issue]:
 def critic_warmup_without_constant_checkpoint_structure(
     config: PPOMasterConfig,
 ) -> Iterator[Issue]:
-    """ppo.py:366: the policy's optimizer state appears only after the critic warm-up, so a
+    """ppo.py, setup: the policy's optimizer state appears only after the critic warm-up, so a
     Megatron checkpoint layout cached as constant cannot hold both states."""
     megatron = config.policy.megatron_cfg
     if isinstance(megatron, Marker) or megatron.enabled is not True:
@@ -316,7 +320,7 @@ def critic_warmup_without_constant_checkpoint_structure(
 
 
 def megatron_value_context_parallel_needs_packing(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:385: a Megatron critic shards context-parallel work per packed sequence."""
+    """ppo.py, setup: a Megatron critic shards context-parallel work per packed sequence."""
     megatron = _megatron_value(config)
     if megatron is None or megatron.context_parallel_size <= 1:
         return
@@ -361,7 +365,7 @@ def value_has_one_training_backend(config: PPOMasterConfig) -> Iterator[Issue]:
 
 
 def dtensor_value_without_sequence_packing(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:395: the DTensor critic does not pack sequences (NVIDIA-NeMo/RL#2951)."""
+    """ppo.py, setup: the DTensor critic does not pack sequences (NVIDIA-NeMo/RL#2951)."""
     if _dtensor_value(config) and _on(config.value.sequence_packing, "enabled"):
         yield Issue(
             "value.sequence_packing.enabled",
@@ -373,7 +377,7 @@ def dtensor_value_without_sequence_packing(config: PPOMasterConfig) -> Iterator[
 
 
 def dtensor_value_without_context_parallel(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:399: the DTensor critic has no context parallelism (NVIDIA-NeMo/RL#2951)."""
+    """ppo.py, setup: the DTensor critic has no context parallelism (NVIDIA-NeMo/RL#2951)."""
     cp = given(config.value.dtensor_cfg.context_parallel_size, 1)
     if _dtensor_value(config) and cp != 1:
         yield Issue(
@@ -386,7 +390,7 @@ def dtensor_value_without_context_parallel(config: PPOMasterConfig) -> Iterator[
 
 
 def dtensor_value_without_dynamic_batching(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:403: dynamic batching is broken for the DTensor critic (NVIDIA-NeMo/RL#2953)."""
+    """ppo.py, setup: dynamic batching is broken for the DTensor critic (NVIDIA-NeMo/RL#2953)."""
     if _dtensor_value(config) and config.value.dynamic_batching.enabled is True:
         yield Issue(
             "value.dynamic_batching.enabled",
@@ -398,7 +402,7 @@ def dtensor_value_without_dynamic_batching(config: PPOMasterConfig) -> Iterator[
 
 
 def batch_multiplier_needs_dynamic_sampling(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:435: only dynamic sampling draws more prompts than a step trains on."""
+    """ppo.py, setup: only dynamic sampling draws more prompts than a step trains on."""
     ppo = config.ppo
     multiplier = given(ppo.batch_multiplier, 1.0)
     if multiplier != 1 and ppo.use_dynamic_sampling is not True:
@@ -414,7 +418,7 @@ def batch_multiplier_needs_dynamic_sampling(config: PPOMasterConfig) -> Iterator
 
 
 def forced_ratio_needs_one_update_per_step(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:481: a ratio forced to 1 is exact only when each step's rollouts make one
+    """ppo.py, setup: a ratio forced to 1 is exact only when each step's rollouts make one
     optimizer batch."""
     if config.loss_fn.force_on_policy_ratio is not True:
         return
@@ -434,7 +438,7 @@ def forced_ratio_needs_one_update_per_step(config: PPOMasterConfig) -> Iterator[
 
 
 def non_colocated_generation_needs_vllm(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:497: only vLLM takes PPO's weight updates across clusters."""
+    """ppo.py, setup: only vLLM takes PPO's weight updates across clusters."""
     gen = policy_generation(config)
     if gen is not None and generation_colocated(config) is False and gen.backend != "vllm":
         yield Issue(
@@ -487,7 +491,7 @@ def nodes_split_between_generation_and_training(config: PPOMasterConfig) -> Iter
 
 
 def ppo_generates_with_vllm_or_sglang(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:847: PPO's setup builds a vLLM or an SGLang engine, nothing else."""
+    """ppo.py, setup: PPO's setup builds a vLLM or an SGLang engine, nothing else."""
     gen = policy_generation(config)
     if gen is not None and gen.backend not in ("vllm", "sglang"):
         yield Issue(
@@ -500,7 +504,7 @@ def ppo_generates_with_vllm_or_sglang(config: PPOMasterConfig) -> Iterator[Issue
 
 
 def fp8_generation_needs_importance_sampling(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:856: FP8 generation's logprobs drift from training's; PPO insists on the
+    """ppo.py, setup: FP8 generation's logprobs drift from training's; PPO insists on the
     importance-sampling correction for convergence."""
     vllm = _vllm(config)
     if vllm is None or vllm.precision != "fp8":
@@ -519,7 +523,7 @@ def fp8_generation_needs_importance_sampling(config: PPOMasterConfig) -> Iterato
 
 
 def fp8_kv_cache_needs_fp8_weights(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:861: vLLM's FP8 KV cache comes with FP8 model weights only."""
+    """ppo.py, setup: vLLM's FP8 KV cache comes with FP8 model weights only."""
     dtype, vllm = _fp8_kv_cache(config), _vllm(config)
     if dtype is not None and is_set(vllm.precision) and vllm.precision != "fp8":
         yield Issue(
@@ -534,7 +538,7 @@ def fp8_kv_cache_needs_fp8_weights(config: PPOMasterConfig) -> Iterator[Issue]:
 
 
 def fp8_kv_cache_needs_megatron_policy(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:866: FP8 KV-cache scales are calibrated by the Megatron policy only."""
+    """ppo.py, setup: FP8 KV-cache scales are calibrated by the Megatron policy only."""
     dtype = _fp8_kv_cache(config)
     if dtype is not None and config.policy.dtensor_cfg.enabled is True:
         yield Issue(
@@ -547,7 +551,7 @@ def fp8_kv_cache_needs_megatron_policy(config: PPOMasterConfig) -> Iterator[Issu
 
 
 def fp8_kv_cache_without_async_engine(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:869: FP8 KV-cache scales are not synced into asynchronous rollouts."""
+    """ppo.py, setup: FP8 KV-cache scales are not synced into asynchronous rollouts."""
     dtype, vllm = _fp8_kv_cache(config), _vllm(config)
     if dtype is not None and vllm.async_engine is True:
         yield Issue(
@@ -562,7 +566,7 @@ def fp8_kv_cache_without_async_engine(config: PPOMasterConfig) -> Iterator[Issue
 
 
 def fp8_kv_cache_needs_one_pipeline_stage(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:872: with an FP8 KV cache the Megatron policy runs one pipeline stage."""
+    """ppo.py, setup: with an FP8 KV cache the Megatron policy runs one pipeline stage."""
     dtype, megatron = _fp8_kv_cache(config), config.policy.megatron_cfg
     if dtype is None or isinstance(megatron, Marker):
         return
@@ -580,8 +584,8 @@ def fp8_kv_cache_needs_one_pipeline_stage(config: PPOMasterConfig) -> Iterator[I
 
 
 def ppo_adv_estimator_is_gae_or_raw_reward(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:1157: PPO's loop needs (advantages, returns) from GAE or the raw reward;
-    group-relative estimators are GRPO's."""
+    """ppo.py, _create_advantage_estimator: PPO's loop needs (advantages, returns) from GAE or the
+    raw reward; group-relative estimators are GRPO's."""
     name = config.ppo.adv_estimator.name
     if name not in PPO_ADV_ESTIMATORS:
         yield Issue(
@@ -646,8 +650,8 @@ def ppo_checkpoint_saved_without_its_validation_metric(
 
 
 def stale_ppo_rollouts_bias_gae(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:2087: rollouts older than one step make GAE's value targets off-policy; 1 is
-    the validated age."""
+    """ppo.py, async_ppo_train: rollouts older than one step make GAE's value targets off-policy; 1
+    is the validated age."""
     section = _async(config)
     if section is not None and section.max_trajectory_age_steps > 1:
         yield Issue(
@@ -662,7 +666,7 @@ def stale_ppo_rollouts_bias_gae(config: PPOMasterConfig) -> Iterator[Issue]:
 
 
 def stale_ppo_rollouts_want_in_flight_updates(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:2092: without in-flight weight updates a trajectory age above 1 buys no
+    """ppo.py, async_ppo_train: without in-flight weight updates a trajectory age above 1 buys no
     speed."""
     section = _async(config)
     if section is None or section.max_trajectory_age_steps <= 1:
@@ -746,7 +750,8 @@ def dtensor_value_needs_v2(config: PPOMasterConfig) -> Iterator[Issue]:
 
 
 def value_dynamic_batching_needs_one_pipeline_stage(config: PPOMasterConfig) -> Iterator[Issue]:
-    """lm_value.py:196: the value model batches dynamically on one pipeline stage only."""
+    """lm_value.py, Value.__init__: the value model batches dynamically on one pipeline stage
+    only."""
     megatron = _megatron_value(config)
     if megatron is None or config.value.dynamic_batching.enabled is not True:
         return
@@ -806,9 +811,9 @@ def dtensor_value_needs_a_regression_head(config: PPOMasterConfig) -> Iterator[I
 
 
 def megatron_value_without_virtual_pipeline(config: PPOMasterConfig) -> Iterator[Issue]:
-    """megatron_value_worker.py:361: the Megatron critic has no interleaved (virtual)
-    pipeline schedule. Only model_overrides can set one: the model provider's default is
-    none, and NeMo-RL has no key of its own for it."""
+    """megatron_value_worker.py, MegatronValueWorkerImpl.__init__: the Megatron critic has no
+    interleaved (virtual) pipeline schedule. Only model_overrides can set one: the model provider's
+    default is none, and NeMo-RL has no key of its own for it."""
     megatron = _megatron_value(config)
     overrides = None if megatron is None else given(megatron.model_overrides, None)
     vpp = (overrides or {}).get("virtual_pipeline_model_parallel_size")

@@ -28,7 +28,7 @@ RM_LOOP = LoopDefaults(max_num_steps=-1, val_period=16)
 
 
 def rm_dtensor_without_context_parallel(config: RMMasterConfigMain) -> Iterator[Issue]:
-    """rm.py:145: the reward model's loss cannot run on a context-parallel DTensor mesh."""
+    """rm.py, setup: the reward model's loss cannot run on a context-parallel DTensor mesh."""
     dtensor = config.policy.dtensor_cfg
     cp = given(dtensor.context_parallel_size, 1)
     if dtensor.enabled is True and cp > 1:
@@ -43,7 +43,7 @@ def rm_dtensor_without_context_parallel(config: RMMasterConfigMain) -> Iterator[
 
 
 def rm_checkpoint_metric_names_its_source(config: RMMasterConfigMain) -> Iterator[Issue]:
-    """rm.py:631: a ranking metric says whether it is a training or a validation metric."""
+    """rm.py, rm_train: a ranking metric says whether it is a training or a validation metric."""
     yield from metric_without_its_source(
         config.checkpointing,
         "RM",
@@ -54,7 +54,7 @@ def rm_checkpoint_metric_names_its_source(config: RMMasterConfigMain) -> Iterato
 def rm_checkpoint_saved_without_its_validation_metric(
     config: RMMasterConfigMain,
 ) -> Iterator[Issue]:
-    """rm.py:642: a checkpoint ranked by a ``val:`` metric, saved at a step that ran no
+    """rm.py, rm_train: a checkpoint ranked by a ``val:`` metric, saved at a step that ran no
     validation, is warned about and left out of the top-k (saves the config cannot fix are
     not foreseen, as for SFT). With max_num_steps -1 the run lasts max_num_epochs of a
     dataset the plan does not read: its periodic saves are foreseen, its last step is not."""

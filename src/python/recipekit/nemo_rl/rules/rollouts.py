@@ -31,7 +31,8 @@ def _refuse_on_gym_path(ctx: CheckContext, key: str, rule: str, what: str) -> It
 
 
 def nemo_gym_takes_no_stop_strings(ctx: CheckContext) -> Iterator[Issue]:
-    """rollouts.py:1039 (super-v3): the Gym rollout path honours no stop strings.
+    """rollouts.py, run_async_nemo_gym_rollout (super-v3): the Gym rollout path honours no stop
+    strings.
 
     run_grpo.py hands the generation config to the Gym rollouts as it is; super-v3's own Gym
     runner would reset the value to null first (nemo_gym.py:449), so it has no effect there.
@@ -45,7 +46,8 @@ def nemo_gym_takes_no_stop_strings(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def nemo_gym_takes_no_stop_token_ids(ctx: CheckContext) -> Iterator[Issue]:
-    """rollouts.py:1042 (super-v3): the Gym rollout path honours no stop token ids.
+    """rollouts.py, run_async_nemo_gym_rollout (super-v3): the Gym rollout path honours no stop
+    token ids.
 
     Null is allowed here though configure_generation_config fills it with the EOS token under
     run_grpo.py, which the assert then refuses; the plan does not know the tokenizer's EOS.
@@ -59,7 +61,8 @@ def nemo_gym_takes_no_stop_token_ids(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def nemo_gym_takes_no_top_k(ctx: CheckContext) -> Iterator[Issue]:
-    """rollouts.py:1046 (super-v3): top-k is no OpenAI sampling parameter, so Gym takes none."""
+    """rollouts.py, run_async_nemo_gym_rollout (super-v3): top-k is no OpenAI sampling parameter, so
+    Gym takes none."""
     yield from _refuse_on_gym_path(
         ctx,
         "top_k",
@@ -69,8 +72,9 @@ def nemo_gym_takes_no_top_k(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def malformed_think_penalty_needs_both_tags(ctx: CheckContext) -> Iterator[Issue]:
-    """rollouts.py:2197 (super-v3.5): the malformed-think-tag penalty compares an opening and a
-    closing tag; Gym's thinking_tags, when given, replace NeMo-RL's two-tag default."""
+    """rollouts.py, apply_reward_penalties (super-v3.5): the malformed-think-tag penalty compares an
+    opening and a closing tag; Gym's thinking_tags, when given, replace NeMo-RL's two-tag
+    default."""
     penalties = getattr(ctx.config, "reward_penalties", None)
     if getattr(penalties, "penalize_malformed_think_tag", None) is not True:
         return

@@ -26,7 +26,7 @@ SFT_LOOP = LoopDefaults(max_num_steps=60, val_period=10)
 
 
 def sft_checkpoint_metric_names_its_source(config: SFTMasterConfigMain) -> Iterator[Issue]:
-    """sft.py:553: a ranking metric says whether it is a training or a validation metric."""
+    """sft.py, sft_train: a ranking metric says whether it is a training or a validation metric."""
     yield from metric_without_its_source(
         config.checkpointing,
         "SFT",
@@ -37,7 +37,7 @@ def sft_checkpoint_metric_names_its_source(config: SFTMasterConfigMain) -> Itera
 def sft_checkpoint_saved_without_its_validation_metric(
     config: SFTMasterConfigMain,
 ) -> Iterator[Issue]:
-    """sft.py:564: a checkpoint ranked by a ``val:`` metric, saved at a step that ran no
+    """sft.py, sft_train: a checkpoint ranked by a ``val:`` metric, saved at a step that ran no
     validation, is warned about and left out of the top-k. Saves the config cannot fix (the
     checkpoint_must_save_by deadline, the last step of an epoch-bounded run) are not
     foreseen."""

@@ -43,9 +43,9 @@ def _count(value: object) -> int | None:
 
 
 def tp_size_matches_gpus_per_engine(ctx: CheckContext) -> Iterator[Issue]:
-    """sglang_worker.py:383 (super-v3.5): each SGLang engine spans num_gpus_per_engine GPUs,
-    split into pp_size pipeline stages of tp_size GPUs, and the worker asserts that split when
-    it computes its server arguments."""
+    """sglang_worker.py, SGLangGenerationWorker._compute_server_args (super-v3.5): each SGLang
+    engine spans num_gpus_per_engine GPUs, split into pp_size pipeline stages of tp_size GPUs, and
+    the worker asserts that split when it computes its server arguments."""
     cfg = _sglang_cfg(ctx)
     if cfg is None:
         return
@@ -68,8 +68,8 @@ def tp_size_matches_gpus_per_engine(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def external_router_needs_its_address(ctx: CheckContext) -> Iterator[Issue]:
-    """sglang_router.py:114 (super-v3.5): with use_external_router, NeMo-RL starts no router
-    of its own and sends every request to sglang_router_ip:sglang_router_port, so both must
+    """sglang_router.py, _start_router (super-v3.5): with use_external_router, NeMo-RL starts no
+    router of its own and sends every request to sglang_router_ip:sglang_router_port, so both must
     be given."""
     cfg = _sglang_cfg(ctx)
     if cfg is None:

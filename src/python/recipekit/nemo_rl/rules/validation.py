@@ -31,7 +31,7 @@ def _val_overrides(ctx: CheckContext) -> list[str]:
 
 
 def validation_sampling_only_on_gym_vllm(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:512: validation sampling unlike training's needs vLLM NeMo Gym rollouts."""
+    """grpo.py, setup: validation sampling unlike training's needs vLLM NeMo Gym rollouts."""
     gen = ctx.generation
     overridden = _val_overrides(ctx)
     if gen is None or not overridden:
@@ -49,7 +49,7 @@ def validation_sampling_only_on_gym_vllm(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def nemo_gym_takes_no_val_top_k(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:521: the NeMo Gym rollout path honours no val_top_k."""
+    """grpo.py, setup: the NeMo Gym rollout path honours no val_top_k."""
     gen = ctx.generation
     if gen is None or not _val_overrides(ctx):
         return
@@ -65,7 +65,7 @@ def nemo_gym_takes_no_val_top_k(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def pass_k_needs_several_validation_generations(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:530: stopping at pass@k needs more than one validation generation per prompt."""
+    """grpo.py, setup: stopping at pass@k needs more than one validation generation per prompt."""
     grpo = ctx.config.grpo
     metric = getattr(grpo, "stop_at_validation_metric", None)
     per_prompt = getattr(grpo, "val_num_generations_per_prompt", None)
@@ -82,7 +82,7 @@ def pass_k_needs_several_validation_generations(ctx: CheckContext) -> Iterator[I
 
 
 def early_stop_needs_a_threshold(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:577: a validation stop metric needs its threshold."""
+    """grpo.py, setup: a validation stop metric needs its threshold."""
     grpo = ctx.config.grpo
     metric = getattr(grpo, "stop_at_validation_metric", None)
     threshold = getattr(grpo, "stop_at_validation_threshold", None)
@@ -95,7 +95,7 @@ def early_stop_needs_a_threshold(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def multiple_dataloaders_split_the_step(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:584: with several dataloaders each step's prompts split evenly among them."""
+    """grpo.py, setup: with several dataloaders each step's prompts split evenly among them."""
     data, grpo = ctx.config.data, ctx.config.grpo
     if getattr(data, "use_multiple_dataloader", None) is not True:
         return

@@ -34,7 +34,8 @@ def _kwargs(ctx: CheckContext) -> dict[str, Any]:
 
 
 def attention_heads_split_over_tensor_parallel(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/model.py:1213: attention heads divide evenly over vLLM's TP ranks."""
+    """vllm/config/model.py, ModelConfig.verify_with_parallel_config: attention heads divide evenly
+    over vLLM's TP ranks."""
     vllm, arch = ctx.vllm, ctx.model.architecture
     heads = arch.attention_heads if arch is not None else 0
     if vllm is not None and heads and heads % vllm.tensor_parallel_size:
@@ -60,8 +61,8 @@ def _beyond_positions(ctx: CheckContext) -> tuple[int, int, bool] | None:
 
 
 def max_model_len_within_the_model(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/model.py:2276: a context longer than the model's positions is refused
-    unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set."""
+    """vllm/config/model.py, _get_and_verify_max_len: a context longer than the model's positions is
+    refused unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set."""
     beyond = _beyond_positions(ctx)
     if beyond is not None and not beyond[2]:
         length, positions, _ = beyond
@@ -75,7 +76,8 @@ def max_model_len_within_the_model(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def routed_experts_without_pipeline_parallel(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/vllm.py:891: returning routed experts (router replay) needs PP = 1."""
+    """vllm/config/vllm.py, VllmConfig.__post_init__: returning routed experts (router replay) needs
+    PP = 1."""
     vllm = ctx.vllm
     routed = getattr(vllm, "enable_return_routed_experts", None) is True
     if vllm is not None and routed and vllm.pipeline_parallel_size > 1:
@@ -88,8 +90,9 @@ def routed_experts_without_pipeline_parallel(ctx: CheckContext) -> Iterator[Issu
 
 
 def batched_tokens_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/scheduler.py:277: without chunked prefill a step's token budget holds the
-    longest sequence. vLLM turns chunked prefill on for generation unless it is set off."""
+    """vllm/config/scheduler.py, SchedulerConfig.verify_max_model_len: without chunked prefill a
+    step's token budget holds the longest sequence. vLLM turns chunked prefill on for generation
+    unless it is set off."""
     vllm, kwargs = ctx.vllm, _kwargs(ctx)
     budget = kwargs.get("max_num_batched_tokens")
     if (
@@ -108,7 +111,8 @@ def batched_tokens_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def batched_tokens_cover_the_sequences(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/scheduler.py:287: a step schedules at least one token per sequence."""
+    """vllm/config/scheduler.py, SchedulerConfig.verify_max_model_len: a step schedules at least one
+    token per sequence."""
     kwargs = _kwargs(ctx)
     budget, seqs = kwargs.get("max_num_batched_tokens"), kwargs.get("max_num_seqs")
     if isinstance(budget, int) and isinstance(seqs, int) and budget < seqs:
@@ -121,7 +125,8 @@ def batched_tokens_cover_the_sequences(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def batched_tokens_beyond_what_sequences_use(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/scheduler.py:294: a warning; the budget exceeds max_num_seqs x max_model_len."""
+    """vllm/config/scheduler.py, SchedulerConfig.verify_max_model_len: a warning; the budget exceeds
+    max_num_seqs x max_model_len."""
     vllm, kwargs = ctx.vllm, _kwargs(ctx)
     budget, seqs = kwargs.get("max_num_batched_tokens"), kwargs.get("max_num_seqs")
     if vllm is None or not isinstance(budget, int) or not isinstance(seqs, int):
@@ -136,7 +141,8 @@ def batched_tokens_beyond_what_sequences_use(ctx: CheckContext) -> Iterator[Issu
 
 
 def expert_load_balancing_needs_expert_parallel(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/parallel.py:482: EPLB balances experts only under expert parallelism."""
+    """vllm/config/parallel.py, ParallelConfig._validate_parallel_config: EPLB balances experts only
+    under expert parallelism."""
     vllm = ctx.vllm
     if (
         vllm is not None
@@ -188,8 +194,8 @@ def _kv_heads(ctx: CheckContext) -> tuple[int, int]:
 
 
 def long_max_model_len_allowed_by_its_variable(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/model.py:2274: a warning; VLLM_ALLOW_LONG_MAX_MODEL_LEN lets max_model_len
-    pass the model's positions, which may give NaNs (RoPE) or out-of-bounds reads."""
+    """vllm/config/model.py, _get_and_verify_max_len: a warning; VLLM_ALLOW_LONG_MAX_MODEL_LEN lets
+    max_model_len pass the model's positions, which may give NaNs (RoPE) or out-of-bounds reads."""
     beyond = _beyond_positions(ctx)
     if beyond is not None and beyond[2]:
         length, positions, _ = beyond
@@ -203,9 +209,9 @@ def long_max_model_len_allowed_by_its_variable(ctx: CheckContext) -> Iterator[Is
 
 
 def expert_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/model.py:1161: expert parallelism (NeMo-RL turns it on for
-    expert_parallel_size > 1) needs a model with experts. With expert_parallel_size above
-    tensor_parallel_size vLLM stops earlier, at parallel.py:860."""
+    """vllm/config/model.py, ModelConfig._verify_with_expert_parallelism: expert parallelism
+    (NeMo-RL turns it on for expert_parallel_size > 1) needs a model with experts. With
+    expert_parallel_size above tensor_parallel_size vLLM stops earlier, at parallel.py:860."""
     vllm = ctx.vllm
     if vllm is None or ctx.model.is_moe or vllm.expert_parallel_size <= 1:
         return
@@ -219,9 +225,9 @@ def expert_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def external_data_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/parallel.py:860: NeMo-RL runs vLLM data-parallel (VLLM_DP_SIZE =
-    expert_parallel_size / tensor_parallel_size) when EP exceeds TP, which vLLM refuses for a
-    dense model."""
+    """vllm/config/parallel.py, ParallelConfig.__post_init__: NeMo-RL runs vLLM data-parallel
+    (VLLM_DP_SIZE = expert_parallel_size / tensor_parallel_size) when EP exceeds TP, which vLLM
+    refuses for a dense model."""
     vllm = ctx.vllm
     if vllm is None or ctx.model.is_moe:
         return
@@ -236,8 +242,8 @@ def external_data_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def decode_context_parallel_divides_tensor_parallel(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/parallel.py:504: decode context parallelism splits each TP group, so its
-    size divides tensor_parallel_size."""
+    """vllm/config/parallel.py, ParallelConfig._validate_parallel_config: decode context parallelism
+    splits each TP group, so its size divides tensor_parallel_size."""
     vllm, dcp = ctx.vllm, _decode_context_parallel(ctx)
     if vllm is not None and dcp > 1 and vllm.tensor_parallel_size % dcp:
         yield Issue(
@@ -249,7 +255,8 @@ def decode_context_parallel_divides_tensor_parallel(ctx: CheckContext) -> Iterat
 
 
 def dcp_all_to_all_needs_decode_context_parallel(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/parallel.py:510: the all-to-all DCP backend needs a DCP size above 1."""
+    """vllm/config/parallel.py, ParallelConfig._validate_parallel_config: the all-to-all DCP backend
+    needs a DCP size above 1."""
     kwargs = _kwargs(ctx)
     if kwargs.get("dcp_comm_backend") == "a2a" and _decode_context_parallel(ctx) <= 1:
         yield Issue(
@@ -272,8 +279,9 @@ def _dcp_on_gqa(ctx: CheckContext) -> tuple[int, int, int, int] | None:
 
 
 def dcp_tensor_parallel_above_kv_heads(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/model.py:1234: with decode context parallelism on a GQA model, TP exceeds
-    the KV heads (DCP reuses the ranks that would hold KV-head copies)."""
+    """vllm/config/model.py, ModelConfig.verify_with_parallel_config: with decode context
+    parallelism on a GQA model, TP exceeds the KV heads (DCP reuses the ranks that would hold
+    KV-head copies)."""
     found = _dcp_on_gqa(ctx)
     if found is None:
         return
@@ -288,7 +296,8 @@ def dcp_tensor_parallel_above_kv_heads(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def dcp_within_tensor_parallel_per_kv_head(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/model.py:1241: the DCP size is at most tensor_parallel_size // KV heads."""
+    """vllm/config/model.py, ModelConfig.verify_with_parallel_config: the DCP size is at most
+    tensor_parallel_size // KV heads."""
     found = _dcp_on_gqa(ctx)
     if found is None:
         return
@@ -305,7 +314,8 @@ def dcp_within_tensor_parallel_per_kv_head(ctx: CheckContext) -> Iterator[Issue]
 
 
 def dcp_divides_queries_per_kv_head(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/model.py:1249: the DCP size divides the query heads per KV head."""
+    """vllm/config/model.py, ModelConfig.verify_with_parallel_config: the DCP size divides the query
+    heads per KV head."""
     found = _dcp_on_gqa(ctx)
     if found is None:
         return
@@ -321,7 +331,8 @@ def dcp_divides_queries_per_kv_head(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def partial_prefills_need_chunked_prefill(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/scheduler.py:303: concurrent partial prefills need chunked prefill."""
+    """vllm/config/scheduler.py, SchedulerConfig.verify_max_model_len: concurrent partial prefills
+    need chunked prefill."""
     kwargs = _kwargs(ctx)
     partial = _int(kwargs.get("max_num_partial_prefills"), 1)
     if partial is not None and partial > 1 and kwargs.get("enable_chunked_prefill") is False:
@@ -334,8 +345,8 @@ def partial_prefills_need_chunked_prefill(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def long_prefill_threshold_within_max_model_len(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/scheduler.py:309: with concurrent partial prefills, the long-prompt
-    threshold is at most max_model_len."""
+    """vllm/config/scheduler.py, SchedulerConfig.verify_max_model_len: with concurrent partial
+    prefills, the long-prompt threshold is at most max_model_len."""
     vllm, kwargs = ctx.vllm, _kwargs(ctx)
     partial = _int(kwargs.get("max_num_partial_prefills"), 1)
     threshold = _int(kwargs.get("long_prefill_token_threshold"), 0)
@@ -352,8 +363,8 @@ def long_prefill_threshold_within_max_model_len(ctx: CheckContext) -> Iterator[I
 
 
 def long_partial_prefills_within_partial_prefills(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/scheduler.py:316: long-prompt partial prefills are a share of all
-    concurrent partial prefills (both default to 1)."""
+    """vllm/config/scheduler.py, SchedulerConfig.verify_max_model_len: long-prompt partial prefills
+    are a share of all concurrent partial prefills (both default to 1)."""
     kwargs = _kwargs(ctx)
     long = _int(kwargs.get("max_long_partial_prefills"), 1)
     partial = _int(kwargs.get("max_num_partial_prefills"), 1)
@@ -367,8 +378,9 @@ def long_partial_prefills_within_partial_prefills(ctx: CheckContext) -> Iterator
 
 
 def custom_scheduler_class_is_not_public(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/scheduler.py:192: a warning; a custom scheduler class uses an interface vLLM
-    does not keep stable, and a subclass of the synchronous Scheduler loses async scheduling."""
+    """vllm/config/scheduler.py, SchedulerConfig.get_scheduler_cls: a warning; a custom scheduler
+    class uses an interface vLLM does not keep stable, and a subclass of the synchronous Scheduler
+    loses async scheduling."""
     scheduler = _kwargs(ctx).get("scheduler_cls")
     if scheduler is not None:
         yield Issue(
@@ -382,8 +394,8 @@ def custom_scheduler_class_is_not_public(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def async_eplb_communicator_is_not_nccl(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/parallel.py:105: async EPLB (eplb_config.use_async, on by default) cannot
-    move experts over an NCCL communicator."""
+    """vllm/config/parallel.py, EPLBConfig._validate_eplb_config: async EPLB (eplb_config.use_async,
+    on by default) cannot move experts over an NCCL communicator."""
     eplb = _sub(_kwargs(ctx), "eplb_config")
     communicator = eplb.get("communicator")
     if eplb.get("use_async", True) is not False and communicator in ("torch_nccl", "pynccl"):
@@ -397,7 +409,8 @@ def async_eplb_communicator_is_not_nccl(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def redundant_experts_need_eplb(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/parallel.py:491: redundant experts are placed by EPLB only."""
+    """vllm/config/parallel.py, ParallelConfig._validate_parallel_config: redundant experts are
+    placed by EPLB only."""
     kwargs = _kwargs(ctx)
     redundant = _sub(kwargs, "eplb_config").get("num_redundant_experts")
     if isinstance(redundant, int) and redundant and kwargs.get("enable_eplb") is not True:
@@ -411,8 +424,8 @@ def redundant_experts_need_eplb(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def removed_all2all_backend_falls_back(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/parallel.py:450: a warning; the pplx and naive all2all backends are gone
-    and vLLM uses allgather_reducescatter instead."""
+    """vllm/config/parallel.py, ParallelConfig._validate_parallel_config: a warning; the pplx and
+    naive all2all backends are gone and vLLM uses allgather_reducescatter instead."""
     backend = _kwargs(ctx).get("all2all_backend")
     if backend in ("pplx", "naive"):
         yield Issue(
@@ -424,7 +437,8 @@ def removed_all2all_backend_falls_back(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def parallel_loading_workers_are_ignored(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/parallel.py:919: a warning; max_parallel_loading_workers has no effect."""
+    """vllm/config/parallel.py, ParallelConfig.__post_init__: a warning;
+    max_parallel_loading_workers has no effect."""
     workers = _kwargs(ctx).get("max_parallel_loading_workers")
     if workers is not None:
         yield Issue(
@@ -437,8 +451,8 @@ def parallel_loading_workers_are_ignored(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def nsight_workers_need_ray(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/parallel.py:997: nsight profiling of vLLM's workers needs the Ray
-    executor, which NeMo-RL picks only for TP x PP > 1 (one GPU runs in-process)."""
+    """vllm/config/parallel.py, ParallelConfig._verify_args: nsight profiling of vLLM's workers
+    needs the Ray executor, which NeMo-RL picks only for TP x PP > 1 (one GPU runs in-process)."""
     vllm = ctx.vllm
     if vllm is None or _kwargs(ctx).get("ray_workers_use_nsight") is not True:
         return
@@ -452,7 +466,8 @@ def nsight_workers_need_ray(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def attention_dtype_override_needs_rocm(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/model.py:536: a warning; override_attention_dtype acts on ROCm only."""
+    """vllm/config/model.py, ModelConfig.__post_init__: a warning; override_attention_dtype acts on
+    ROCm only."""
     dtype = _kwargs(ctx).get("override_attention_dtype")
     if dtype is not None:
         yield Issue(
@@ -464,8 +479,8 @@ def attention_dtype_override_needs_rocm(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def kv_scales_calculation_is_deprecated(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/cache.py:267: a warning; calculate_kv_scales is deprecated (scales come
-    from the checkpoint, else 1.0)."""
+    """vllm/config/cache.py, CacheConfig._warn_deprecated_calculate_kv_scales: a warning;
+    calculate_kv_scales is deprecated (scales come from the checkpoint, else 1.0)."""
     if _kwargs(ctx).get("calculate_kv_scales") is True:
         yield Issue(
             f"{KWARGS}.calculate_kv_scales",
@@ -476,8 +491,8 @@ def kv_scales_calculation_is_deprecated(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def mamba_stochastic_rounding_needs_float16_cache(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/vllm.py:917: stochastic rounding of the Mamba state needs a float16 SSM
-    cache."""
+    """vllm/config/vllm.py, VllmConfig.__post_init__: stochastic rounding of the Mamba state needs a
+    float16 SSM cache."""
     kwargs = _kwargs(ctx)
     cache = kwargs.get("mamba_ssm_cache_dtype", "auto")
     if kwargs.get("enable_mamba_cache_stochastic_rounding") is True and cache != "float16":
@@ -490,8 +505,9 @@ def mamba_stochastic_rounding_needs_float16_cache(ctx: CheckContext) -> Iterator
 
 
 def mamba_block_size_needs_prefix_caching(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/vllm.py:2222: a Mamba block size other than max_model_len needs prefix
-    caching (NeMo-RL passes vllm_cfg.enable_prefix_caching; unset, it is on from Ampere)."""
+    """vllm/config/vllm.py, VllmConfig.validate_mamba_block_size: a Mamba block size other than
+    max_model_len needs prefix caching (NeMo-RL passes vllm_cfg.enable_prefix_caching; unset, it is
+    on from Ampere)."""
     vllm, size = ctx.vllm, _kwargs(ctx).get("mamba_block_size")
     if vllm is None or not isinstance(size, int) or size == vllm.max_model_len:
         return
@@ -505,8 +521,8 @@ def mamba_block_size_needs_prefix_caching(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def sequence_parallelism_needs_tensor_parallel(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/vllm.py:1225: a warning; sequence parallelism (pass_config.enable_sp, or
-    fuse_gemm_comms which implies it) is switched off at TP = 1."""
+    """vllm/config/vllm.py, VllmConfig.__post_init__: a warning; sequence parallelism
+    (pass_config.enable_sp, or fuse_gemm_comms which implies it) is switched off at TP = 1."""
     vllm, kwargs = ctx.vllm, _kwargs(ctx)
     if vllm is not None and _sequence_parallel(kwargs) and vllm.tensor_parallel_size == 1:
         yield Issue(
@@ -518,8 +534,8 @@ def sequence_parallelism_needs_tensor_parallel(ctx: CheckContext) -> Iterator[Is
 
 
 def sequence_parallelism_needs_vllm_compile(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/vllm.py:1411: a warning; sequence parallelism is a compile pass, so it
-    does not run when enforce_eager (or compilation_config.mode) leaves VLLM_COMPILE."""
+    """vllm/config/vllm.py, VllmConfig.__post_init__: a warning; sequence parallelism is a compile
+    pass, so it does not run when enforce_eager (or compilation_config.mode) leaves VLLM_COMPILE."""
     vllm, kwargs = ctx.vllm, _kwargs(ctx)
     if vllm is None or not _sequence_parallel(kwargs) or vllm.tensor_parallel_size == 1:
         return
@@ -537,8 +553,8 @@ def sequence_parallelism_needs_vllm_compile(ctx: CheckContext) -> Iterator[Issue
 
 
 def micro_batching_needs_an_expert_all2all(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/vllm.py:1463: dual-batch overlap / micro-batching (enable_dbo, or
-    ubatch_size > 1) needs the deepep or nixl_ep all2all backend."""
+    """vllm/config/vllm.py, VllmConfig.__post_init__: dual-batch overlap / micro-batching
+    (enable_dbo, or ubatch_size > 1) needs the deepep or nixl_ep all2all backend."""
     kwargs = _kwargs(ctx)
     ubatch = _int(kwargs.get("ubatch_size"), 0)
     if kwargs.get("enable_dbo") is not True and not (ubatch and ubatch > 1):
@@ -555,8 +571,8 @@ def micro_batching_needs_an_expert_all2all(ctx: CheckContext) -> Iterator[Issue]
 
 
 def kv_sharing_fast_prefill_needs_model_support(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/vllm.py:1347: a warning; fast prefill for KV sharing is correct and faster
-    only where the model implements it."""
+    """vllm/config/vllm.py, VllmConfig.__post_init__: a warning; fast prefill for KV sharing is
+    correct and faster only where the model implements it."""
     if _kwargs(ctx).get("kv_sharing_fast_prefill") is True:
         yield Issue(
             f"{KWARGS}.kv_sharing_fast_prefill",
@@ -567,8 +583,9 @@ def kv_sharing_fast_prefill_needs_model_support(ctx: CheckContext) -> Iterator[I
 
 
 def dcp_interleave_overrides_cp_interleave(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/vllm.py:2171: a warning; under decode context parallelism a
-    dcp_kv_cache_interleave_size above 1 replaces a different cp_kv_cache_interleave_size."""
+    """vllm/config/vllm.py, VllmConfig.validate_block_size: a warning; under decode context
+    parallelism a dcp_kv_cache_interleave_size above 1 replaces a different
+    cp_kv_cache_interleave_size."""
     kwargs = _kwargs(ctx)
     dcp_size = _int(kwargs.get("dcp_kv_cache_interleave_size"), 1)
     cp_size = _int(kwargs.get("cp_kv_cache_interleave_size"), 1)

@@ -17,8 +17,8 @@ def _real_quant(ctx: CheckContext) -> bool:
 
 
 def real_quant_names_its_export_offload(ctx: CheckContext) -> Iterator[Issue]:
-    """models/generation/__init__.py:56 (super-v3.5): real quantisation needs
-    real_quant_export_cpu_offload stated, true or false; it has no default."""
+    """models/generation/__init__.py, configure_generation_config (super-v3.5): real quantisation
+    needs real_quant_export_cpu_offload stated, true or false; it has no default."""
     offload = getattr(ctx.generation, "real_quant_export_cpu_offload", None)
     if _real_quant(ctx) and not isinstance(offload, bool):
         yield Issue(
@@ -35,8 +35,9 @@ def real_quant_names_its_export_offload(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def real_quant_in_gpu_export_needs_colocated_ipc(ctx: CheckContext) -> Iterator[Issue]:
-    """models/generation/__init__.py:65 (super-v3.5): exporting the quantised weights without
-    a CPU copy works only over colocated CUDA-IPC refit, with no other refit transport."""
+    """models/generation/__init__.py, configure_generation_config (super-v3.5): exporting the
+    quantised weights without a CPU copy works only over colocated CUDA-IPC refit, with no other
+    refit transport."""
     gen = ctx.generation
     if gen is None or not _real_quant(ctx):
         return

@@ -51,8 +51,9 @@ def vllm_metrics_logger_needs_an_interval(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def disabled_speculation_wants_prefix_caching(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm_worker.py:393 (super-v3.5): a warning; num_speculative_tokens 0 drops the drafter,
-    and then prefix caching switched off costs generation speed.
+    """vllm_worker.py, BaseVllmGenerationWorker._load_model (super-v3.5): a warning;
+    num_speculative_tokens 0 drops the drafter, and then prefix caching switched off costs
+    generation speed.
 
     Unset, NeMo-RL turns prefix caching on for GPUs of compute capability 8 and newer, which
     every recipekit node is; so only an explicit false warns.
@@ -79,8 +80,9 @@ def disabled_speculation_wants_prefix_caching(ctx: CheckContext) -> Iterator[Iss
 
 
 def compilation_use_inductor_is_deprecated(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm_worker_async.py:182 (super-v3.5): a warning; vLLM 0.12 replaced
-    compilation_config.use_inductor by compilation_config.backend, which NeMo-RL translates."""
+    """vllm_worker_async.py, VllmAsyncGenerationWorkerImpl._create_engine (super-v3.5): a warning;
+    vLLM 0.12 replaced compilation_config.use_inductor by compilation_config.backend, which NeMo-RL
+    translates."""
     compilation = _kwargs(ctx).get("compilation_config")
     if _async_vllm(ctx) and isinstance(compilation, dict) and "use_inductor" in compilation:
         yield Issue(

@@ -42,7 +42,7 @@ def _colocated(ctx: CheckContext) -> bool:
 
 
 def refit_transport_needs_vllm(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:1525 (super-v3.5): only vLLM generation takes a refit transport other than
+    """grpo.py, setup (super-v3.5): only vLLM generation takes a refit transport other than
     NeMo-RL's default."""
     gen = ctx.generation
     transport = getattr(gen, "refit_transport", None)
@@ -60,8 +60,8 @@ def refit_transport_needs_vllm(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def refit_transport_is_known(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config.py:272 (super-v3.5): a transport is one NeMo-RL names or a checkpoint-engine
-    plugin's ``module:ClassName``."""
+    """vllm/config.py, normalize_vllm_refit_config (super-v3.5): a transport is one NeMo-RL names or
+    a checkpoint-engine plugin's ``module:ClassName``."""
     transport = _vllm_transport(ctx)
     if transport is None or transport in NAMED_TRANSPORTS or ":" in transport:
         return
@@ -82,8 +82,8 @@ def refit_transport_is_known(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def encoder_cache_reset_needs_collective_refit(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config.py:284 (super-v3.5): only the default and nccl_reshard refits reset vLLM's
-    multimodal encoder cache after a weight update."""
+    """vllm/config.py, normalize_vllm_refit_config (super-v3.5): only the default and nccl_reshard
+    refits reset vLLM's multimodal encoder cache after a weight update."""
     transport, vllm = _vllm_transport(ctx), ctx.vllm
     resets = getattr(vllm, "reset_encoder_cache_after_weight_update", None) is True
     if resets and transport is not None and transport != "nccl_reshard":
@@ -102,8 +102,8 @@ def encoder_cache_reset_needs_collective_refit(ctx: CheckContext) -> Iterator[Is
 
 
 def plugin_refit_transport_needs_its_config(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config.py:295 (super-v3.5): a ``module:ClassName`` checkpoint-engine transport
-    reads its settings from refit_cfg under the same name."""
+    """vllm/config.py, normalize_vllm_refit_config (super-v3.5): a ``module:ClassName``
+    checkpoint-engine transport reads its settings from refit_cfg under the same name."""
     transport = _vllm_transport(ctx)
     if transport is not None and ":" in transport and _refit_cfg(ctx).get(transport) is None:
         yield Issue(
@@ -119,8 +119,8 @@ def plugin_refit_transport_needs_its_config(ctx: CheckContext) -> Iterator[Issue
 
 
 def checkpoint_engine_refit_needs_separate_generation(ctx: CheckContext) -> Iterator[Issue]:
-    """weight_sync/factory.py:80 (super-v3.5): checkpoint-engine refit (nixl or a plugin)
-    only sends weights to generation GPUs of their own."""
+    """weight_sync/factory.py, create_weight_synchronizer (super-v3.5): checkpoint-engine refit
+    (nixl or a plugin) only sends weights to generation GPUs of their own."""
     transport = _vllm_transport(ctx)
     engine = transport is not None and (transport == "nixl" or ":" in transport)
     if engine and _colocated(ctx):
@@ -139,8 +139,9 @@ def checkpoint_engine_refit_needs_separate_generation(ctx: CheckContext) -> Iter
 
 
 def sparse_refit_needs_an_unquantised_megatron_policy(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm_remote_sparse_weight_synchronizer.py:71 (super-v3.5): the remote sparse refits
-    need separate generation GPUs, a Megatron policy and unquantised BF16/FP16 vLLM."""
+    """vllm_remote_sparse_weight_synchronizer.py, validate_vllm_remote_sparse_refit (super-v3.5):
+    the remote sparse refits need separate generation GPUs, a Megatron policy and unquantised
+    BF16/FP16 vLLM."""
     transport, gen, vllm = _vllm_transport(ctx), ctx.generation, ctx.vllm
     if transport not in SPARSE_TRANSPORTS or gen is None or vllm is None:
         return
@@ -171,8 +172,9 @@ def sparse_refit_needs_an_unquantised_megatron_policy(ctx: CheckContext) -> Iter
 
 
 def s3_sparse_refit_needs_a_bucket(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm_remote_sparse_weight_synchronizer.py:78 (super-v3.5): vllm_s3_sparse stages the
-    weights in an S3 bucket, which refit_cfg.sparse.storage.s3_bucket names."""
+    """vllm_remote_sparse_weight_synchronizer.py, validate_vllm_remote_sparse_refit (super-v3.5):
+    vllm_s3_sparse stages the weights in an S3 bucket, which refit_cfg.sparse.storage.s3_bucket
+    names."""
     if _vllm_transport(ctx) != "vllm_s3_sparse":
         return
     sparse = _refit_cfg(ctx).get("sparse")

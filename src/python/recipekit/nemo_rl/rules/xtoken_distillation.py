@@ -28,9 +28,9 @@ def _mode(config: XTokenDistillationMasterConfig) -> str | None:
 
 
 def xtoken_loss_needs_gold_loss(config: XTokenDistillationMasterConfig) -> Iterator[Issue]:
-    """loss_functions.py:1524: the shared xtoken_loss modifies the gold path, so it needs
-    gold_loss. :1778: in kd_loss_mode sum a teacher's own flags (its null falls back to the
-    shared one) must agree the same way; other modes use only the shared flags."""
+    """loss_functions.py, CrossTokenizerDistillationLossFn.__init__: the shared xtoken_loss modifies
+    the gold path, so it needs gold_loss. :1778: in kd_loss_mode sum a teacher's own flags (its null
+    falls back to the shared one) must agree the same way; other modes use only the shared flags."""
     loss = config.loss_fn
     gold, xtoken = _flag(loss.gold_loss), _flag(loss.xtoken_loss)
     if xtoken and not gold:
@@ -94,8 +94,8 @@ def sum_only_settings_need_sum_mode(config: XTokenDistillationMasterConfig) -> I
 def averaged_logits_weights_do_not_cancel(
     config: XTokenDistillationMasterConfig,
 ) -> Iterator[Issue]:
-    """loss_functions.py:1554: averaged_logits mixes the teachers' logits by weight / sum of
-    weights, so the weights may not sum to zero."""
+    """loss_functions.py, CrossTokenizerDistillationLossFn.__init__: averaged_logits mixes the
+    teachers' logits by weight / sum of weights, so the weights may not sum to zero."""
     if _mode(config) != "averaged_logits":
         return
     weights = [given(t.weight, DEFAULT_WEIGHT) for t in config.teachers]
