@@ -512,6 +512,7 @@ def worker_calls(root: Path) -> dict[str, Any]:
         and ast.unparse(node.func).startswith("self.")
         and any(ast.unparse(a) == result for a in node.args)
     }
+    popped: dict[str, dict[str, tuple[str, int, str]]] = {}
     for worker, file, engine in (
         (sync, WORKER_PY, "sync"),
         (asynchronous, ASYNC_WORKER_PY, "async"),
@@ -523,7 +524,47 @@ def worker_calls(root: Path) -> dict[str, Any]:
                 param = method.args.args[1].arg
                 for key, value in _replaced(worker, method, param, {param}, file).items():
                     replaced.setdefault(key, (*value, engine))
-    return {"file": WORKER_PY, "line": call.lineno, "passed": passed, "replaced": replaced}
+                for field, key, line in _nested_pops(method, param):
+                    popped.setdefault(field, {})[key] = (file, line, engine)
+    return {
+        "file": WORKER_PY,
+        "line": call.lineno,
+        "passed": passed,
+        "replaced": replaced,
+        "popped": popped,
+    }
+
+
+def _nested_pops(fn: ast.FunctionDef, param: str) -> list[tuple[str, str, int]]:
+    """Keys the worker takes out of a mapping it reads from the engine's arguments before the
+    engine sees it (``cc = dict(llm_kwargs["compilation_config"])``, then ``cc.pop("key")``):
+    (the argument, the key, the line)."""
+    copies: dict[str, str] = {}
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        if isinstance(value, ast.Call) and ast.unparse(value.func) == "dict" and value.args:
+            value = value.args[0]
+        if (
+            isinstance(target, ast.Name)
+            and isinstance(value, ast.Subscript)
+            and ast.unparse(value.value) == param
+            and isinstance(value.slice, ast.Constant)
+            and isinstance(value.slice.value, str)
+        ):
+            copies[target.id] = value.slice.value
+    return [
+        (copies[node.func.value.id], str(node.args[0].value), node.lineno)
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "pop"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in copies
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    ]
 
 
 # --- the modules --------------------------------------------------------------------------------
@@ -607,7 +648,9 @@ def generate(reference: Path | None = None) -> dict[str, str]:
         '- replaced: keys NeMo-RL writes into the arguments itself -> (the condition, "" for\n'
         '  always; the setting it reads, "" for none; file; line; "sync" or "async" where only\n'
         "  that engine's start writes it, \"\" for both). Writes that read the key's own value\n"
-        "  (normalising it) are left out.",
+        "  (normalising it) are left out.\n"
+        "- popped: keys the worker takes out of a mapping argument before the engine builds its\n"
+        '  config class from it -> argument -> key -> (file, line, "sync" or "async").',
     )
     workers_text += "\n" + _dict(
         "WORKERS", "branch -> what its worker does", "dict[str, dict[str, Any]]", workers

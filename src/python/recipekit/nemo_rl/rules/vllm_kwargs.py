@@ -35,6 +35,12 @@ def _kwargs(ctx: CheckContext) -> dict[str, Any]:
 
 
 def _async(ctx: CheckContext) -> bool:
+    """Whether the async engine starts: as set, or as super-v3.5's NeMo Gym runner sets it."""
+    from recipekit.nemo_rl.rules.generation import gym_runner_sets_the_server_on
+
+    # (A config with no env section, as a GRPO-less entry point's, runs no Gym.)
+    if hasattr(ctx.config, "env") and gym_runner_sets_the_server_on(ctx):
+        return True
     return ctx.vllm is not None and ctx.vllm.async_engine is True
 
 
@@ -173,6 +179,12 @@ def vllm_kwargs_nested_config_keys(ctx: CheckContext) -> Iterator[Issue]:
     from recipekit.vllm.generated.engine_args_0_25_1 import NESTED_CONFIGS
 
     kwargs = _kwargs(ctx)
+    if not kwargs:
+        return
+    # Keys NeMo-RL's worker takes out of the mapping first (vllm_worker_async.py pops a
+    # deprecated compilation_config.use_inductor): vLLM never sees them.
+    popped = _worker(ctx)[1].get("popped", {})
+    engine = "async" if _async(ctx) else "sync"
     for key, raw in kwargs.items():
         nested = NESTED_CONFIGS.get(key)
         if nested is None or not isinstance(raw, dict):
@@ -180,6 +192,8 @@ def vllm_kwargs_nested_config_keys(ctx: CheckContext) -> Iterator[Issue]:
         fields, where = nested["fields"], f"{nested['class']}, {nested['file']}"
         for sub, sub_raw in raw.items():
             path = f"{KWARGS}.{key}.{sub}"
+            if popped.get(key, {}).get(sub, ("", 0, ""))[2] == engine:
+                continue
             if sub not in fields:
                 if not nested["extra"]:
                     yield Issue(

@@ -74,7 +74,7 @@ def test_values_outside_the_declared_types_and_bounds_are_refused(
     assert found and reason in found[0], found
 
 
-def test_a_mapping_for_a_config_class_is_checked_key_by_key(refused: Plan) -> None:
+def test_a_mapping_for_a_config_class_is_checked_key_by_key(refused: Plan, errors: Plan) -> None:
     # compilation_config becomes vLLM's CompilationConfig, a pydantic dataclass that forbids
     # extra fields: a misspelt key is refused with the fields it has, a value by its type.
     found = _mine(refused(rlvr, f"{KWARGS}.compilation_config={{cudagraph_mod: FULL}}"), "comp")
@@ -84,8 +84,16 @@ def test_a_mapping_for_a_config_class_is_checked_key_by_key(refused: Plan) -> No
     assert found and "must be > 0 (vllm/config/parallel.py:" in found[0]
     found = _mine(refused(rlvr, f"{KWARGS}.eplb_config={{use_async: sometimes}}"), "eplb_config")
     assert found and "vLLM takes true or false" in found[0]
-    # A known key of a right type passes.
-    assert not _mine(refused(rlvr, f"{KWARGS}.eplb_config={{window_size: 100}}"), "eplb")
+    # A known key of a right type passes, and so does a key the async worker takes out of
+    # the mapping before vLLM sees it (use_inductor: NeMo-RL warns it is deprecated).
+    assert not _mine(errors(rlvr, f"{KWARGS}.eplb_config={{window_size: 100}}"), "eplb")
+    assert not _mine(errors(rlvr, f"{KWARGS}.compilation_config={{use_inductor: false}}"), "c")
+    # Read from the workers: only the async one takes it out (the sync engine, vllm.LLM,
+    # would refuse it).
+    from recipekit.vllm.generated.nemo_rl_workers import WORKERS
+
+    popped = WORKERS[SUPER35_BRANCH]["popped"]["compilation_config"]["use_inductor"]
+    assert popped[0].endswith("vllm_worker_async.py") and popped[2] == "async"
 
 
 def test_a_key_nemo_rl_replaces_warns(warned: Plan) -> None:

@@ -12,6 +12,8 @@ async one), by branch:
   always; the setting it reads, "" for none; file; line; "sync" or "async" where only
   that engine's start writes it, "" for both). Writes that read the key's own value
   (normalising it) are left out.
+- popped: keys the worker takes out of a mapping argument before the engine builds its
+  config class from it -> argument -> key -> (file, line, "sync" or "async").
 """
 
 # ruff: noqa: E501
@@ -59,6 +61,7 @@ WORKERS: dict[str, dict[str, Any]] = {
                 "",
             ),
         },
+        "popped": {},
     },
     "super-v3.5-posttraining": {
         "file": "nemo_rl/models/generation/vllm/vllm_worker.py",
@@ -118,6 +121,15 @@ WORKERS: dict[str, dict[str, Any]] = {
                 559,
                 "",
             ),
+        },
+        "popped": {
+            "compilation_config": {
+                "use_inductor": (
+                    "nemo_rl/models/generation/vllm/vllm_worker_async.py",
+                    179,
+                    "async",
+                ),
+            },
         },
     },
 }
