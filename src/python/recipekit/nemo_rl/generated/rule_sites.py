@@ -218,6 +218,7 @@ SITES: dict[str, tuple[str, str, int]] = {
     "nemo-rl.models.generation.vllm.vllm-worker.load-model.no-vllm-kwargs-key-keyword-worker": ("nemo-rl/super-v3.5-posttraining", "nemo_rl/models/generation/vllm/vllm_worker.py", 570),
     "nemo-rl.models.generation.vllm.vllm-worker.create-engine.each-vllm-kwargs-key-parameter-vllm": ("nemo-rl/super-v3.5-posttraining", "nemo_rl/models/generation/vllm/vllm_worker.py", 817),
     "nemo-rl.models.generation.vllm.vllm-worker-async.create-engine.each-vllm-kwargs-key-field-asyncengineargs": ("nemo-rl/super-v3.5-posttraining", "nemo_rl/models/generation/vllm/vllm_worker_async.py", 192),
+    "nemo-rl.models.generation.vllm.vllm-worker-async.create-engine.vllm-kwargs-config-class-mapping-keys-fields": ("nemo-rl/super-v3.5-posttraining", "nemo_rl/models/generation/vllm/vllm_worker_async.py", 192),
     "nemo-rl.loss.v3.sequence-level-ratios-exclude-token-level-loss": ("nemo-rl/super-v3", "nemo_rl/algorithms/loss_functions.py", 161),
     "nemo-rl.loss.v3.truncated-is-needs-is-correction": ("nemo-rl/super-v3", "nemo_rl/algorithms/loss_functions.py", 165),
     "nemo-rl.loss.v3.truncated-is-ratio-positive": ("nemo-rl/super-v3", "nemo_rl/algorithms/loss_functions.py", 168),
