@@ -121,8 +121,9 @@ def search(
     show_progress: bool = False,
 ) -> SearchResult:
     """The ``top`` best layouts of ``stage`` (on ``hardware``, when given). ``show_progress``:
-    say how far the pricing and the planning are on stderr (``recipekit.progress``): pricing
-    thousands of candidates takes tens of seconds."""
+    say how far the pricing and the planning are on stderr (``recipekit.progress``): a stage
+    whose fitting layouts its plan refuses is planned candidate by candidate, which can take
+    tens of seconds."""
     from recipekit.progress import progress
 
     started = time.perf_counter()
