@@ -16,8 +16,8 @@ PyTorch's allocator (CUDA context, NCCL). Anywhere, with recipekit importable:
     python3 tools/calibrate_memory.py compare tools/calibration/h200.json
 
 prints, per run and term, the measurement, recipekit's estimate for the same model and layout,
-and the error. ``recipekit/memory/calibration_test.py`` holds the errors within the bounds the
-README states.
+and the error. ``tools/calibrate_memory_test.py`` holds the errors within the bounds
+docs/design/memory-model.md states.
 
 Mamba layers are not measured here: Megatron-Core's Mamba mixer needs the ``mamba_ssm`` and
 ``causal_conv1d`` CUDA kernels, which cannot be built or carried to the lent GPU (no compiler

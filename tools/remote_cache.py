@@ -27,7 +27,7 @@ bot runs through sid's own dynamic loader. Between the worker and the runner sit
 (`remote_cache.py runner`, under BuildGrid's interpreter): Pants 2.17 names its outputs in the
 REAPI 2.0 fields output_files/output_directories, which buildbox 1.4 ignores (it reads only 2.1's
 output_paths), so the shim moves them into output_paths. Without it every output comes back
-empty (README, "CI at scale").
+empty (docs/guides/images-ci.md, "CI at scale: a shared remote cache").
 
 BuildGrid serves the action cache and CAS from a disk store under --dir. The cache-only server
 runs in the foreground until interrupted; with --execution this process waits until interrupted

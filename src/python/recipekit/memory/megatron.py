@@ -63,7 +63,8 @@ ROUNDING = 0.001
 # output) is requested and freed again layer after layer, several of its size alive at once in
 # the layer being differentiated; once the first step's moments split their segments, the next
 # requests of that size take new ones: measured, the reserved peak holds 0.5-1.7 such blocks
-# beyond the allocated peak. 1.25 keeps every fit-set run above its measurement (README's table).
+# beyond the allocated peak. 1.25 keeps every fit-set run above its measurement (the error
+# table of docs/design/memory-model.md).
 # A fitted envelope, now a floor under the block-level simulation (_simulated_step, step_trace):
 # the simulation alone is off by about one fp32 score block of the second step's growth on some
 # runs, both ways (12 of the 71 runs of the first five files outside -3%..+10% on its own).
