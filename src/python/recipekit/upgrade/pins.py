@@ -49,7 +49,18 @@ def read_source(checkout: Path, label: str) -> PinnedSource:
         raise RecipeError(
             [Issue(str(checkout), "not a recipekit checkout", hint=f"no {MANIFEST} here")]
         )
-    sources = tomllib.loads(manifest.read_text())["sources"]
+    data = tomllib.loads(manifest.read_text())
+    sources = data["sources"]
+    if label in data.get("wheels", {}):
+        raise RecipeError(
+            [
+                Issue(
+                    label,
+                    "a wheel pinned by URL and sha256, not a repository at a commit",
+                    hint=f'move it by editing [wheels."{label}"] (url, sha256) in {MANIFEST}',
+                )
+            ]
+        )
     if label not in sources:
         raise RecipeError(
             [

@@ -181,6 +181,14 @@ def test_a_usage_error_changes_nothing(tmp_path: Path, monkeypatch: pytest.Monke
     )
     assert result.exit_code == 2
     assert "did you mean 'demo/v1'" in result.stderr
+    manifest_path = checkout / "3rdparty/reference/manifest.toml"
+    manifest_path.write_text(
+        manifest + '[wheels."demo/1.0"]\nurl = "https://example.invalid/demo.whl"\n'
+        'sha256 = "00"\nfiles = []\n'
+    )
+    wheel = CliRunner().invoke(cli, ["upgrade", "demo/1.0", "--to", NEW_COMMIT])
+    assert wheel.exit_code == 2 and "a wheel pinned by URL and sha256" in wheel.stderr
+    manifest_path.write_text(manifest)
     short = CliRunner().invoke(cli, ["upgrade", LABEL, "--to", "bbbb"])
     assert short.exit_code == 2 and "40 lowercase hex" in short.stderr
     assert (checkout / "3rdparty/reference/manifest.toml").read_text() == manifest
