@@ -185,13 +185,16 @@ def _refused_values(
     proposals: list[tuple[Any, dict[str, Any]]],
 ) -> list[tuple[Any, dict[str, Any]]]:
     """Proposals with values their sections refuse: one, two in one proposal (both its issues,
-    in its order), and a wrong type."""
+    in its order), a wrong type, and true where 1 is accepted (equal in Python, not to a
+    section)."""
     layout, overrides = proposals[len(proposals) // 2]
     tp, pp = layout.keys.key("tp"), layout.keys.key("pp")
     return [
         (layout, {**overrides, tp: 0}),
         (layout, {**overrides, pp: 0, tp: 0}),
         (layout, {**overrides, tp: "2"}),
+        (layout, {**overrides, tp: 1}),
+        (layout, {**overrides, tp: True}),
     ]
 
 

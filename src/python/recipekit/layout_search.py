@@ -203,7 +203,7 @@ class _Pricing:
             config, hardware, model
         )
         self._alone: dict[str, bool] = {}
-        self._issues: dict[tuple[str, Any], list[Issue]] = {}
+        self._issues: dict[tuple[str, type, Any], list[Issue]] = {}
 
     def estimate(self, layout: Any, overrides: dict[str, Any]) -> MemoryEstimate | None:
         """The estimate of ``layout``; RecipeError where a section refuses an override."""
@@ -220,9 +220,11 @@ class _Pricing:
                     self._alone[key] = checked_alone(self._config, key)
                 if not self._alone[key]:
                     return self._set_together(overrides)
-                issues = self._issues.get((key, value))
+                # By type too: True and 1 are equal keys, not equal values to a section.
+                seen = (key, type(value), value)
+                issues = self._issues.get(seen)
                 if issues is None:
-                    issues = self._issues[key, value] = self._set_together({key: value})
+                    issues = self._issues[seen] = self._set_together({key: value})
                 found += issues
         except TypeError:  # a value that cannot be a dictionary key (a list): set them all
             return self._set_together(overrides)
