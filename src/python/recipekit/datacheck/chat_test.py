@@ -21,11 +21,16 @@ from recipekit.datacheck.conftest import assert_refused, run_cli, tree, word_tok
 from recipekit.errors import RecipeError
 from recipekit.lineage.store import read_marker, versions
 from tools import generate_chat_rows as generator
+from tools.generated_modules import absent_pins
 
 ARTIFACT = "my-sft-data"
 
 
 def test_the_table_is_what_the_tool_reads_from_the_pinned_sources(reference_dir: Path) -> None:
+    # Megatron-Bridge's template rules are in files the team's mirror lacks (GitHub serves them).
+    absent = absent_pins(reference_dir, (generator.NEMO_RL, generator.BRIDGE))
+    if absent:
+        pytest.skip(f"unmirrored and not fetched here (no GitHub): {', '.join(absent)}")
     for path, text in generator.generate(reference_dir).items():
         committed = (generator.CHECKOUT / path).read_text()
         assert committed == text, f"{path} is stale: run python3 {generator.TOOL}"
