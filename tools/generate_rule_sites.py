@@ -10,8 +10,7 @@ message cites a rule by its catalogue id and no upstream line is written by hand
 
 Each maps a rule id to (source label, file, line): the line is where the entry's anchor stands
 in the pinned file under ``.reference/`` (``rule_catalogue.locate_line``). An entry whose file no
-source of the manifest pins (two entry points of NeMo-RL, read at the pinned commit by hand) is
-left out; an anchor the pinned file does not hold is an error.
+source of the manifest pins is left out; an anchor the pinned file does not hold is an error.
 
     python3 tools/generate_rule_sites.py           # rewrites the tables
     python3 tools/generate_rule_sites.py --check   # exit 1 if one differs

@@ -89,6 +89,8 @@ class DistillationLoss:
 @section("loss_fn")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DistillationLossMain:
+    upstream = upstream_v35("nemo_rl.algorithms.loss.loss_functions:DistillationLossConfig")
+
     kl_type: str | Unset = optional(one_of(KL_TYPES))
     mixed_kl_weight: float | Unset = optional(between(0, 1))
     zero_outside_topk: bool | Unset = optional()

@@ -145,6 +145,8 @@ class GRPOConfigMain(GRPOConfig):
 @section("loss_fn")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class ClippedPGLossMain(ClippedPGLoss):
+    upstream = upstream_v35("nemo_rl.algorithms.loss.loss_functions:ClippedPGLossConfig")
+
     use_cispo: bool | Unset = optional()
     positive_example_nll_weight: float | Unset = optional(at_least(0))
 
