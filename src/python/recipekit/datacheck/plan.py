@@ -45,6 +45,8 @@ import attrs
 from recipekit.datacheck.chat import FORMATS, MESSAGES, RESPONSE, chat_rows
 from recipekit.datacheck.gym import FORMAT, LONGEST_KEPT, agents_of, gym_rows
 from recipekit.errors import Issue
+from recipekit.importers.data_paths import resolved_at
+from recipekit.markers import UNSET
 
 SUPER35 = "super-v3.5-posttraining"
 PROCESSOR_CITE = "nemo_rl/data/processors.py:779 @ super-v3.5-posttraining"
@@ -72,25 +74,9 @@ def count_over(lengths: Mapping[str, Any], rows: int, limit: int) -> tuple[int, 
 
 
 def _get(config: Mapping[str, Any], path: str) -> Any:
-    value: Any = config
-    for part in path.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
-    return value
-
-
-_ABSENT = object()
-
-
-def _lookup(config: Mapping[str, Any], path: str) -> Any:
-    """The value at ``path``, or _ABSENT where a key on the way is missing (None is a value)."""
-    value: Any = config
-    for part in path.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return _ABSENT
-        value = value[part]
-    return value
+    """The value at ``path``, None where a key on the way is missing."""
+    value = resolved_at(config, path)
+    return None if value is UNSET else value
 
 
 def stage_findings(
@@ -313,8 +299,8 @@ def _chat_findings(
         else:
             notes.append(Issue(where, message))
     if algorithm == "sft":
-        value = _lookup(config, "policy.tokenizer.chat_template")
-        template = read_template("default" if value is _ABSENT else value, model_dir)
+        value = resolved_at(config, "policy.tokenizer.chat_template")
+        template = read_template("default" if value is UNSET else value, model_dir)
         if template is None:
             notes.append(
                 Issue(

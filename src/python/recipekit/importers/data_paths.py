@@ -1,4 +1,5 @@
-"""Key paths in plain framework data (dicts and lists from YAML), as the importers walk them.
+"""Key paths in plain framework data (dicts and lists from YAML or a rendered config), as the
+importers, the data checks and the time budget walk them.
 
 ``recipekit.keypaths`` walks typed sections; these walk what a YAML loader returns.
 """

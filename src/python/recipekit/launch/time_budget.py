@@ -47,6 +47,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from recipekit.errors import Issue, RecipeError
+from recipekit.importers.data_paths import resolved_at
+from recipekit.markers import UNSET
 
 if TYPE_CHECKING:
     from recipekit.launch.profile import ClusterProfile
@@ -147,12 +149,9 @@ def _clock(seconds: float) -> str:
 
 
 def _lookup(config: Mapping[str, Any], path: str) -> Any:
-    node: Any = config
-    for part in path.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
+    """The value at ``path``, None where a key on the way is missing."""
+    value = resolved_at(config, path)
+    return None if value is UNSET else value
 
 
 def step_budget(config: Mapping[str, Any]) -> tuple[str, int] | None:
