@@ -43,12 +43,12 @@ from typing import Any
 import attrs
 
 from recipekit.progress import progress
+from recipekit.upgrade.pins import GITHUB_RAW, git_blob_id
 
 MIRROR_ENV = "RECIPEKIT_REFERENCE_MIRROR"
 MANIFEST = Path("3rdparty/reference/manifest.toml")
 DEFAULT_OUT = Path(".reference")
 STAMP = ".verified"
-GITHUB_RAW = "https://raw.githubusercontent.com/{repository}/{commit}/{path}"
 
 
 class FetchError(Exception):
@@ -57,11 +57,6 @@ class FetchError(Exception):
 
 class NotInMirror(FetchError):
     """The mirror folder has no copy of a pinned file."""
-
-
-def git_blob_id(data: bytes) -> str:
-    """The id git gives a file's content: sha1 over ``blob <size>\\0<content>``."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 @attrs.frozen

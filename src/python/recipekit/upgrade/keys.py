@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import ast
 import difflib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
 import attrs
 import yaml
 
+from recipekit.review.keydiff import flatten
 from recipekit.upstream.classes import ConfigClass, UpstreamSource
 
 # A rename needs its new name at least this close to the old one (difflib's ratio), unless it
@@ -188,20 +189,12 @@ def class_changes(
     return sorted(changes, key=lambda c: (c.where, c.key, c.kind))
 
 
-def flatten(data: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    if isinstance(data, Mapping) and data:
-        for key, value in data.items():
-            yield from flatten(value, f"{prefix}.{key}" if prefix else str(key))
-    elif prefix:
-        yield prefix, data
-
-
 def _load(data: bytes) -> dict[str, Any]:
     try:
         loaded = yaml.safe_load(data)
     except yaml.YAMLError:
         return {}
-    return dict(flatten(loaded)) if isinstance(loaded, Mapping) else {}
+    return flatten(loaded) if isinstance(loaded, Mapping) else {}
 
 
 def config_changes(old: Mapping[str, bytes], new: Mapping[str, bytes | None]) -> list[KeyChange]:

@@ -33,6 +33,13 @@ def git_blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+def replace_text(path: Path, text: str) -> None:
+    """A checkout file rewritten whole: a crash leaves the old file or the new, never half."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
 @attrs.frozen
 class PinnedSource:
     label: str

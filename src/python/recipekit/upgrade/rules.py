@@ -17,6 +17,7 @@ from pathlib import Path
 
 import attrs
 
+from recipekit.upgrade import pins
 from recipekit.upstream import anchors
 from recipekit.upstream.anchors import Changed, Moved, RuleSite, Vanished
 
@@ -84,13 +85,15 @@ def compare_rules(
     by_file: dict[str, list[CitedRule]] = {}
     for rule in cited:
         by_file.setdefault(rule.file, []).append(rule)
-    for path in sorted(p for p in old if p.endswith(".py")):
+    # Each file parsed once, old and new.
+    old_sites = {p: _sites(d) for p, d in old.items() if p.endswith(".py")}
+    new_sites_of = {p: _sites(d) for p, d in new.items() if d is not None and p.endswith(".py")}
+    for path in sorted(old_sites):
         rules = by_file.get(path, [])
-        after_bytes = new.get(path)
-        if after_bytes is None:
+        if path not in new_sites_of:
             gone += rules
             continue
-        before, after = _sites(old[path]), _sites(after_bytes)
+        before, after = old_sites[path], new_sites_of[path]
         comparison = anchors.compare(before, after, [r.anchor for r in rules])
         of = {r.anchor: r for r in rules}
         moved += [(of[m.anchor], m, path) for m in comparison.moved]
@@ -105,10 +108,9 @@ def compare_rules(
         ]
     # A statement that left its file may stand, the same, in another pinned file.
     elsewhere: dict[tuple[str, str], tuple[str, RuleSite]] = {}
-    for path, data in new.items():
-        if data is not None and path.endswith(".py"):
-            for site in _sites(data):
-                elsewhere.setdefault((site.scope, site.text), (path, site))
+    for path, sites in new_sites_of.items():
+        for site in sites:
+            elsewhere.setdefault((site.scope, site.text), (path, site))
     still_vanished = []
     for rule, gone_site in vanished:
         found = elsewhere.get((gone_site.old.scope, gone_site.old.text))
@@ -118,7 +120,7 @@ def compare_rules(
             moved.append((rule, Moved(rule.anchor, gone_site.old, found[1]), found[0]))
     still_gone = []
     for rule in gone:
-        before_site = anchors.locate(_sites(old[rule.file]), rule.anchor)
+        before_site = anchors.locate(old_sites[rule.file], rule.anchor)
         found = (
             None if before_site is None else elsewhere.get((before_site.scope, before_site.text))
         )
@@ -153,9 +155,7 @@ def reanchor(checkout: Path, changes: RuleChanges) -> list[str]:
         edited = block.replace(f'file = "{rule.file}"', f'file = "{path}"')
         edited = re.sub(r"^line = \d+$", f"line = {how.new.line}", edited, flags=re.MULTILINE)
         if edited != block:
-            tmp = toml.with_name(toml.name + ".tmp")
-            tmp.write_text(text[:start] + edited + text[end:])
-            tmp.replace(toml)
+            pins.replace_text(toml, text[:start] + edited + text[end:])
             done.append(rule.id)
     return done
 

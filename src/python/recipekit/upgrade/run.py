@@ -112,6 +112,8 @@ def upgrade(
     rule_changes = rules.compare_rules(rules.cited_rules(checkout, label, old), old, new)
 
     modelled = _modelled_classes(checkout)
+    # Read once, before any edit: who set a key is who named it before a migration renamed it.
+    recipe_texts = _recipe_texts(checkout)
     # Stages compile with the checkout's own recipekit (a checkout without one has none).
     has_recipes = (checkout / RECIPES).is_dir() and (
         checkout / "src/python/recipekit/__init__.py"
@@ -149,19 +151,27 @@ def upgrade(
         rule_changes,
         () if compile_error else _stage_changes(before, after),
         tuple(migrations),
-        _key_users(checkout, key_changes, before),
+        _key_users(recipe_texts, key_changes, before),
         decisions.recorded(checkout, label, commit),
         tuple(regenerated),
         modelled,
         compile_error,
         tuple(failed),
-        _used_configs(checkout, source),
+        _used_configs(recipe_texts, source),
     )
 
 
-def _used_configs(checkout: Path, source: pins.PinnedSource) -> frozenset[str]:
+def _recipe_texts(checkout: Path) -> dict[str, str]:
+    """Each recipe module (typed bases included) by its path in the checkout."""
     recipes = checkout / RECIPES
-    text = "\n".join(p.read_text() for p in recipes.rglob("*.py")) if recipes.is_dir() else ""
+    if not recipes.is_dir():
+        return {}
+    paths = sorted(recipes.rglob("*.py"))
+    return {path.relative_to(checkout).as_posix(): path.read_text() for path in paths}
+
+
+def _used_configs(recipe_texts: Mapping[str, str], source: pins.PinnedSource) -> frozenset[str]:
+    text = "\n".join(recipe_texts.values())
     return frozenset(p for p in source.files if p.endswith((".yaml", ".yml")) and p in text)
 
 
@@ -197,7 +207,7 @@ def _write_pins(
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
     text = _rehash_expanded(checkout, source.label, text)
-    _replace(manifest, text)
+    pins.replace_text(manifest, text)
 
 
 def _rehash_expanded(checkout: Path, label: str, text: str) -> str:
@@ -239,12 +249,6 @@ def _checkout_tool(checkout: Path, name: str) -> Any:
     if str(checkout) not in sys.path:
         sys.path.insert(0, str(checkout))
     return importlib.import_module(f"tools.{name}")
-
-
-def _replace(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 def _regenerate(checkout: Path, say: Callable[[str], None]) -> tuple[list[str], list[str]]:
@@ -315,7 +319,7 @@ def _rewrite_base(checkout: Path, base: Path, upstream: str) -> None:
         schema=schema.group(1) if schema else "auto",
         upstream=upstream_of(pinned, checkout),
     )
-    _replace(base, written.source)
+    pins.replace_text(base, written.source)
 
 
 def _migrate(checkout: Path, changes: list[KeyChange]) -> list[Migration]:
@@ -338,7 +342,7 @@ def _migrate(checkout: Path, changes: list[KeyChange]) -> list[Migration]:
             text = path.read_text()
             if quoted.search(text):
                 replacement = change.renamed_to.replace("\\", "\\\\")
-                _replace(path, quoted.sub(rf"\g<1>{replacement}\g<1>", text))
+                pins.replace_text(path, quoted.sub(rf"\g<1>{replacement}\g<1>", text))
                 touched.append(path.relative_to(checkout).as_posix())
         leaf = change.dotted.rpartition(".")[2]
         typed = [
@@ -374,7 +378,7 @@ def _migrate_qualified(checkout: Path, changes: list[KeyChange]) -> list[Migrati
         for path in sources:
             text = path.read_text()
             if quoted.search(text):
-                _replace(path, quoted.sub(rf"\g<1>{change.renamed_to}\g<1>", text))
+                pins.replace_text(path, quoted.sub(rf"\g<1>{change.renamed_to}\g<1>", text))
                 touched.append(path.relative_to(checkout).as_posix())
         if touched:
             out.append(Migration(change.where, change.renamed_to, tuple(touched), True))
@@ -469,7 +473,7 @@ def _migrate_overlays(checkout: Path, say: Callable[[str], None]) -> list[Migrat
             rest = rest[1:] if rest.startswith(",") else rest
             edited = row[:start] + rest.lstrip(" ") if row[:start].strip() else row[:start] + rest
             lines[lineno - 1] = "" if not edited.strip() else edited
-        _replace(path, "".join(lines))
+        pins.replace_text(path, "".join(lines))
     return out
 
 
@@ -526,7 +530,9 @@ def _memory_totals(plan: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _key_users(
-    checkout: Path, changes: list[KeyChange], before: Mapping[str, dict[str, Any]]
+    recipe_texts: Mapping[str, str],
+    changes: list[KeyChange],
+    before: Mapping[str, dict[str, Any]],
 ) -> dict[str, tuple[str, ...]]:
     """dotted key -> the stages that set it (their recipe names it) or inherit it (their
     compiled config has it), for the keys a config changed."""
@@ -535,15 +541,8 @@ def _key_users(
         for ref in before.values()
         if compiled.CONFIG in ref["files"]
     }
-    recipes = (
-        {
-            p.relative_to(checkout).as_posix(): p.read_text()
-            for p in (checkout / RECIPES).rglob("*.py")
-            if TYPED_BASES.name not in p.parts
-        }
-        if (checkout / RECIPES).is_dir()
-        else {}
-    )
+    bases = TYPED_BASES.as_posix() + "/"
+    recipes = {path: text for path, text in recipe_texts.items() if not path.startswith(bases)}
     out: dict[str, tuple[str, ...]] = {}
     for change in changes:
         if not change.dotted or change.dotted in out:
