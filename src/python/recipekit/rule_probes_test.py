@@ -1,23 +1,33 @@
-"""A rule that asks for a key only some framework versions have probes for it
-(``getattr(section, "key", None)``): a misspelt name would read None on every version and the
-rule would never fire, silently. Every name a rule or check module probes is a field of some
-version's section (every schema module of every framework package, imported here)."""
+"""A rule that asks for a key only some framework versions have must not probe for it with
+``getattr(section, "key", None)``: a misspelt name would read None on every version and the
+rule would never fire, silently.
+
+NeMo-RL's rules and checks ask :func:`recipekit.nemo_rl.keys.value_of`, which refuses a key no
+pinned NeMo-RL version declares: here every name they pass it is such a key, and none probes
+with getattr. The other packages' rule modules still probe with getattr: every name they probe
+is a field of some version's section (every schema module of every framework package, imported
+here)."""
 
 from __future__ import annotations
 
 import ast
 import importlib
 import pkgutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
 
 import recipekit
 from recipekit.errors import did_you_mean
+from recipekit.nemo_rl import keys
+from recipekit.upstream.declared import table
 
 PACKAGE = Path(recipekit.__file__).parent
 # Where the rules and checks live (a folder of topic modules, or one module).
 RULE_FOLDERS = ("rules", "checks")
+# The packages whose rules ask recipekit.nemo_rl.keys instead of probing.
+ASKING = (PACKAGE / "nemo_rl",)
 
 
 def _rule_modules() -> list[Path]:
@@ -31,21 +41,29 @@ def _rule_modules() -> list[Path]:
     )
 
 
-def _probes() -> dict[str, list[str]]:
-    """name -> where: every ``getattr(x, "name", ...)`` with a literal name."""
+def _asks(path: Path) -> bool:
+    return any(path.is_relative_to(package) for package in ASKING)
+
+
+def _calls(path: Path, function: str, arity: int) -> Iterator[tuple[ast.Call, str]]:
+    """Every ``function(...)`` call with at least ``arity`` arguments, and where it is."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == function
+            and len(node.args) >= arity
+        ):
+            yield node, f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
+
+
+def _named(calls: Iterator[tuple[ast.Call, str]]) -> dict[str, list[str]]:
+    """name -> where: the calls whose second argument is a literal name."""
     found: dict[str, list[str]] = {}
-    for path in _rule_modules():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id == "getattr"
-                and len(node.args) >= 2
-                and isinstance(node.args[1], ast.Constant)
-                and isinstance(node.args[1].value, str)
-            ):
-                where = f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
-                found.setdefault(node.args[1].value, []).append(where)
+    for node, where in calls:
+        name = node.args[1]
+        if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            found.setdefault(name.value, []).append(where)
     return found
 
 
@@ -63,9 +81,51 @@ def _section_fields() -> set[str]:
     return names
 
 
+def test_nemo_rl_rules_ask_value_of_instead_of_probing() -> None:
+    probes = [
+        where
+        for path in _rule_modules()
+        if _asks(path)
+        for node, where in _calls(path, "getattr", 3)
+    ]
+    assert not probes, (
+        "a getattr with a default probes a key some version may lack; ask "
+        "recipekit.nemo_rl.keys.value_of(section, key[, absent]) instead:\n" + "\n".join(probes)
+    )
+
+
+def test_every_key_a_rule_asks_for_is_declared_by_a_pinned_version() -> None:
+    asked = _named(
+        call for path in _rule_modules() if _asks(path) for call in _calls(path, "value_of", 2)
+    )
+    assert len(asked) > 50, "the value_of calls were not found"
+    declared = keys.declared_keys()
+    unknown = {name: where for name, where in asked.items() if name not in declared}
+    assert not unknown, "\n".join(
+        f"{where[0]}: asks for {name!r}, which no pinned NeMo-RL version declares "
+        f"({did_you_mean(name, sorted(declared)) or 'no near name'})"
+        for name, where in sorted(unknown.items())
+    )
+
+
+def test_undeclared_keys_are_section_fields_no_pinned_version_declares() -> None:
+    """keys.UNDECLARED lists keys recipekit's sections state beyond the pinned tables: each is a
+    field of some section, and is dropped from the list once a pinned version declares it."""
+    fields = _section_fields()
+    declared = {
+        keys.field_name(key)
+        for label in keys.PINNED
+        for cls in table(label).classes.values()
+        for key in cls.keys
+    }
+    assert keys.UNDECLARED <= fields, sorted(keys.UNDECLARED - fields)
+    assert not keys.UNDECLARED & declared, sorted(keys.UNDECLARED & declared)
+
+
 def test_every_probed_name_is_a_field_of_some_version() -> None:
-    probes = _probes()
-    assert len(probes) > 20, "the probes were not found"
+    probes = _named(
+        call for path in _rule_modules() if not _asks(path) for call in _calls(path, "getattr", 2)
+    )
     fields = _section_fields()
     # Attributes of the check contexts and layouts rules also probe (not config keys).
     from recipekit.checking import CheckContext
@@ -74,9 +134,7 @@ def test_every_probed_name_is_a_field_of_some_version() -> None:
         dir(CheckContext)
     )
     unknown = {
-        name: where
-        for name, where in probes.items()
-        if name not in fields and name not in context
+        name: where for name, where in probes.items() if name not in fields and name not in context
     }
     assert not unknown, "\n".join(
         f"{where[0]}: probes {name!r}, no field of any version's section "

@@ -49,9 +49,7 @@ WARNING_CHECKS: tuple[Check, ...] = (
 
 # super-v3's own traps (keys it never reads, the shadowed baseline) are not main's.
 # main's Gym configs inherit from grpo_nanov3.yaml, a MoE model: its router settings are meant.
-WARNING_CHECKS_MAIN: tuple[Check, ...] = (
-    inherited.tracking_names_mention_other_hardware,
-)
+WARNING_CHECKS_MAIN: tuple[Check, ...] = (inherited.tracking_names_mention_other_hardware,)
 
 __all__ = [
     "ERROR_CHECKS",

@@ -11,6 +11,7 @@ import attrs
 from recipekit import checking
 from recipekit.errors import Issue
 from recipekit.megatron_core.options import MegatronOptions, from_nemo_rl
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.layout import Layout
 from recipekit.nemo_rl.schema_super_v3 import (
     Generation,
@@ -44,6 +45,18 @@ class CheckContext(checking.CheckContext["GrpoConfig", Layout]):
         return from_nemo_rl(m, self.layout.parallel, self.layout.keys, bound)
 
     @property
+    def uses_nemo_gym(self) -> bool:
+        """Whether the stage's rollouts run in NeMo Gym (``env.should_use_nemo_gym``, a key of
+        main's schema: super-v3 has no Gym runner)."""
+        return value_of(self.config.env, "should_use_nemo_gym") is True
+
+    @property
+    def trains_a_draft(self) -> bool:
+        """Whether a draft model trains beside the policy (``policy.draft.enabled``, a key of
+        main's schema only)."""
+        return value_of(value_of(self.config.policy, "draft"), "enabled") is True
+
+    @property
     def generation(self) -> Generation | GenerationMain | None:
         g = self.config.policy.generation
         # (main's GenerationMain derives from Generation)
@@ -67,12 +80,12 @@ def train_iters_bound(config: object) -> tuple[str, int] | None:
     """The most scheduler iterations the entry point gives Megatron-Core (``train_iters``), and
     the keys that set it; None where its step budget is left to NeMo-RL's default."""
     for name, ticks in _STEP_BUDGETS:
-        loop = getattr(config, name, None)
+        loop = value_of(config, name)
         if loop is None:
             continue
-        steps = getattr(loop, "max_num_steps", None)
+        steps = value_of(loop, "max_num_steps")
         if ticks == 0:
-            epochs = getattr(loop, "ppo_epochs", None)
+            epochs = value_of(loop, "ppo_epochs")
             if isinstance(steps, int) and isinstance(epochs, int):
                 return f"{name}.max_num_steps x {name}.ppo_epochs", steps * epochs
         elif isinstance(steps, int):

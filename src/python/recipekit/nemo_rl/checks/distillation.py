@@ -10,6 +10,7 @@ from recipekit.markers import UNSET, is_set
 from recipekit.nemo_rl.checks.context import (
     CheckContext,
 )
+from recipekit.nemo_rl.keys import value_of
 from recipekit.parallelism import ParallelKeys, model_layout_issues
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def _section(value: Any) -> Any:
 
 def distillation(ctx: CheckContext) -> OnPolicyDistillation | None:
     """The on-policy distillation section when it is on (a key of main's schema only)."""
-    opd = _section(getattr(ctx.config, "on_policy_distillation", None))
+    opd = _section(value_of(ctx.config, "on_policy_distillation"))
     return opd if opd is not None and opd.enabled is True else None
 
 

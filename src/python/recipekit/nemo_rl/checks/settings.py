@@ -13,6 +13,7 @@ from recipekit.nemo_rl.checks.context import (
     MEGATRON,
     CheckContext,
 )
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rule_lines import line_of, where
 from recipekit.nemo_rl.schema_super_v3 import MathEnvironment
 
@@ -134,7 +135,7 @@ def model_overrides_name_no_first_class_key(ctx: CheckContext) -> Iterator[Issue
     from recipekit.nemo_rl import upstream_v35
 
     m = ctx.megatron
-    overrides = getattr(m, "model_overrides", None)
+    overrides = value_of(m, "model_overrides")
     if m is None or not isinstance(overrides, dict):
         return
     rendered = {f.name for f in attrs.fields(type(m)) if getattr(m, f.name) is not UNSET}
@@ -159,7 +160,7 @@ def model_overrides_are_provider_fields(ctx: CheckContext) -> Iterator[Issue]:
     a key that is none of its fields (nemo_rl/models/megatron/setup.py:826 @
     super-v3.5-posttraining); a value is set as it is, so one of the wrong type fails later."""
     m = ctx.megatron
-    overrides = getattr(m, "model_overrides", None)
+    overrides = value_of(m, "model_overrides")
     if m is None or not isinstance(overrides, dict):
         return
     from recipekit.megatron_core.overrides import override_issues

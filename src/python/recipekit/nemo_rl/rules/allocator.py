@@ -17,6 +17,7 @@ from recipekit.memory.switches import (
     switched_on,
 )
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 
 
 def env_var_sections(ctx: CheckContext) -> Iterator[tuple[str, dict[str, str]]]:
@@ -28,7 +29,7 @@ def env_var_sections(ctx: CheckContext) -> Iterator[tuple[str, dict[str, str]]]:
         ("policy.generation.vllm_cfg.env_vars", ctx.vllm),
     )
     for path, section in sections:
-        env = getattr(section, "env_vars", None) if section is not None else None
+        env = value_of(section, "env_vars")
         if isinstance(env, dict):
             yield path, env
 
@@ -44,10 +45,8 @@ def memory_switches_not_modelled(ctx: CheckContext) -> Iterator[Issue]:
     path = "policy.megatron_cfg"
     values = [
         *section_values(path, m, MEGATRON_CORE),
-        *section_values(
-            f"{path}.model_overrides", getattr(m, "model_overrides", None), MEGATRON_CORE
-        ),
+        *section_values(f"{path}.model_overrides", value_of(m, "model_overrides"), MEGATRON_CORE),
     ]
     yield from switched_on(values, MEGATRON_CORE)
-    checkpoint = getattr(m, "checkpoint", None)
+    checkpoint = value_of(m, "checkpoint")
     yield from switched_on(section_values(f"{path}.checkpoint", checkpoint, CHECKPOINT), CHECKPOINT)

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite, on_super35
 from recipekit.nemo_rl.rules.generation import gym_runner_sets_the_server_on
 from recipekit.nemo_rl.rules.grpo_setup import runner_line
@@ -35,7 +36,7 @@ def async_rollouts(ctx: CheckContext) -> bool:
         return False
     if gen.backend == "megatron":
         return True
-    return gen.backend == "sglang" and getattr(gen, "use_async_rollouts", None) is True
+    return gen.backend == "sglang" and value_of(gen, "use_async_rollouts") is True
 
 
 def async_grpo_without_dynamic_sampling(ctx: CheckContext) -> Iterator[Issue]:
@@ -65,7 +66,7 @@ def async_grpo_without_reward_shaping(ctx: CheckContext) -> Iterator[Issue]:
     """run_grpo.py:133 (super-v3), run_grpo_nemo_gym.py:297 (super-v3.5)."""
     # Either version's section (main's is not a subclass of super-v3's); absent is UNSET.
     shaping = ctx.config.grpo.reward_shaping
-    if _async_grpo(ctx) and getattr(shaping, "enabled", None) is True:
+    if _async_grpo(ctx) and value_of(shaping, "enabled") is True:
         yield Issue(
             "grpo.reward_shaping.enabled",
             "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO does not "
@@ -76,7 +77,7 @@ def async_grpo_without_reward_shaping(ctx: CheckContext) -> Iterator[Issue]:
 
 def async_grpo_with_one_dataloader(ctx: CheckContext) -> Iterator[Issue]:
     """run_grpo_nemo_gym.py:303 (super-v3.5)."""
-    several = getattr(ctx.config.data, "use_multiple_dataloader", None) is True
+    several = value_of(ctx.config.data, "use_multiple_dataloader") is True
     if _async_grpo(ctx) and several:
         yield Issue(
             "data.use_multiple_dataloader",
@@ -136,7 +137,7 @@ def async_grpo_colocated_generation(ctx: CheckContext) -> Iterator[Issue]:
     gen = ctx.generation
     if not _async_grpo(ctx) or gen is None:
         return
-    if getattr(gen.colocated, "enabled", None) is not True:
+    if value_of(gen.colocated, "enabled") is not True:
         return
     if on_super35(ctx) and gen.backend == "megatron":
         return

@@ -17,6 +17,7 @@ from typing import Any
 from recipekit.errors import Issue
 from recipekit.markers import Marker, given, given_at, is_set
 from recipekit.nemo_rl.checks import Check, CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite
 from recipekit.nemo_rl.schema_super_v3 import Policy
 
@@ -31,7 +32,7 @@ def _runs_v2(policy: Any) -> bool:
 
 def _teachers(ctx: CheckContext) -> list[Any]:
     """Cross-tokenizer distillation's teachers (none on the other entry points)."""
-    teachers = getattr(ctx.config, "teachers", None)
+    teachers = value_of(ctx.config, "teachers")
     return [] if teachers is None or isinstance(teachers, Marker) else list(teachers)
 
 
@@ -40,7 +41,7 @@ def _v2_sections(ctx: CheckContext) -> Iterator[tuple[str, Any]]:
     teacher of distillation and the teachers of cross-tokenizer distillation."""
     if ctx.megatron is None and _runs_v2(ctx.config.policy):
         yield "policy", ctx.config.policy
-    teacher = getattr(ctx.config, "teacher", None)
+    teacher = value_of(ctx.config, "teacher")
     if isinstance(teacher, Policy) and _runs_v2(teacher):
         yield "teacher", teacher
     for i, each in enumerate(_teachers(ctx)):
@@ -270,7 +271,7 @@ def sglang_refit_outside_grpo(ctx: CheckContext) -> Iterator[Issue]:
     gen = ctx.generation
     if _policy_v2(ctx) is None or gen is None or gen.backend != "sglang":
         return
-    if getattr(ctx.config, "grpo", None) is not None:
+    if value_of(ctx.config, "grpo") is not None:
         return
     if given_at(gen, "colocated", "enabled") is True:
         yield Issue(
@@ -338,7 +339,7 @@ def cpu_offload_with_non_colocated_refit(ctx: CheckContext) -> Iterator[Issue]:
     if dtensor is None or gen is None or given(dtensor.cpu_offload, False) is not True:
         return
     colocated = given_at(gen, "colocated", "enabled")
-    transport = getattr(gen, "refit_transport", None)
+    transport = value_of(gen, "refit_transport")
     if colocated is False and gen.backend != "sglang" and not is_set(transport):
         yield Issue(
             "policy.dtensor_cfg.cpu_offload",

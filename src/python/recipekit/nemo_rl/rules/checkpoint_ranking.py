@@ -13,6 +13,7 @@ import attrs
 
 from recipekit.errors import Issue
 from recipekit.markers import given
+from recipekit.nemo_rl.keys import value_of
 
 # The prefixes a ranking metric starts with: a training or a validation metric.
 METRIC_SOURCES = ("train:", "val:")
@@ -77,13 +78,13 @@ def _unvalidated_save(checkpointing: Any, loop: Any, name: str) -> tuple[str, ob
     """The key, its value and the first step at which the loop (``name``: its section, grpo or
     ppo) saves a checkpoint without having validated, among the saves the config fixes: every
     save_period (and ft_save_period) steps up to max_num_steps, and the last step."""
-    start = getattr(loop, "val_start_at", None)
+    start = value_of(loop, "val_start_at")
     start = start if isinstance(start, int) else -1  # absent (super-v3, PPO): from the first on
     last = loop.max_num_steps
     periodic = [
         (f"checkpointing.{key}", period, step)
         for key in ("save_period", "ft_save_period")
-        if isinstance(period := getattr(checkpointing, key, None), int)
+        if isinstance(period := value_of(checkpointing, key), int)
         and (step := _first_unvalidated_multiple(period, loop.val_period, start)) is not None
         and step <= last
     ]

@@ -9,6 +9,7 @@ from recipekit.errors import Issue
 from recipekit.markers import Marker
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.checks.distillation import non_colocated_teachers
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.async_grpo import async_rollouts
 from recipekit.nemo_rl.rules.citation import cite
 
@@ -57,7 +58,7 @@ def teachers_fit_on_one_node(ctx: CheckContext) -> Iterator[Issue]:
     }
     per_node = ctx.hardware.gpus_per_node
     for where, cfg in named.items():
-        gpus = getattr(cfg, "gpus_per_node", None)
+        gpus = value_of(cfg, "gpus_per_node")
         if isinstance(gpus, int) and gpus > per_node:
             yield Issue(
                 f"on_policy_distillation.non_colocated_teachers.{where}.gpus_per_node",
@@ -70,12 +71,12 @@ def teachers_fit_on_one_node(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def _opd_estimator(ctx: CheckContext) -> bool:
-    est = getattr(ctx.config.grpo, "adv_estimator", None)
-    return not isinstance(est, Marker) and getattr(est, "name", None) == "opd"
+    est = value_of(ctx.config.grpo, "adv_estimator")
+    return not isinstance(est, Marker) and value_of(est, "name") == "opd"
 
 
 def _recommendation(ctx: CheckContext, key: str, wanted: object, rule: str) -> Iterator[Issue]:
-    value = getattr(ctx.config.loss_fn, key, None)
+    value = value_of(ctx.config.loss_fn, key)
     if _opd_estimator(ctx) and value != wanted:
         yield Issue(
             f"loss_fn.{key}",

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from recipekit.errors import Issue
 from recipekit.markers import given
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.checkpoint_ranking import (
     LoopDefaults,
     metric_without_its_source,
@@ -59,7 +60,7 @@ def dpo_without_dynamic_batching(config: DPOMasterConfigMain) -> Iterator[Issue]
 def dpo_without_sequence_packing(config: DPOMasterConfigMain) -> Iterator[Issue]:
     """dpo.py, setup: sequence packing reorders a batch's samples too."""
     packing = given(config.policy.sequence_packing, None)
-    if getattr(packing, "enabled", None) is True:
+    if value_of(packing, "enabled") is True:
         yield Issue(
             "policy.sequence_packing.enabled",
             "DPO's setup refuses it: DPO keeps each chosen response beside its rejected one, and "

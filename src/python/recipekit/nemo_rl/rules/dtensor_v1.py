@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import Check, CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite
 from recipekit.nemo_rl.schema_super_v3 import Colocation, DTensor, SequencePacking
 
@@ -180,7 +181,7 @@ def cpu_offload_with_separate_generation(ctx: CheckContext) -> Iterator[Issue]:
         return
     colocated = gen.colocated
     separate = isinstance(colocated, Colocation) and colocated.enabled is False
-    transport = getattr(gen, "refit_transport", None)
+    transport = value_of(gen, "refit_transport")
     if gen.backend == "vllm" and separate and not isinstance(transport, str):
         yield Issue(
             f"{DTENSOR_CFG}.cpu_offload",

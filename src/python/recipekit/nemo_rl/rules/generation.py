@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.markers import UNSET, Marker, given
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite, cite_line, on_super35, where
 
 VLLM = "policy.generation.vllm_cfg"
@@ -18,14 +19,10 @@ V3_TOP_K_THRESHOLD = 8000
 V3_TOP_P_THRESHOLD = 0.99
 
 
-def _uses_nemo_gym(ctx: CheckContext) -> bool:
-    return getattr(ctx.config.env, "should_use_nemo_gym", None) is True
-
-
 def gym_runner_sets_the_server_on(ctx: CheckContext) -> bool:
     """super-v3.5's NeMo Gym runner sets vLLM's async_engine and expose_http_server true before
     setup reads them (nemo_gym.py:1116-1117, from run_grpo_nemo_gym.py:192)."""
-    return on_super35(ctx) and _uses_nemo_gym(ctx)
+    return on_super35(ctx) and ctx.uses_nemo_gym
 
 
 def nemo_gym_needs_the_async_engine(ctx: CheckContext) -> Iterator[Issue]:
@@ -34,7 +31,7 @@ def nemo_gym_needs_the_async_engine(ctx: CheckContext) -> Iterator[Issue]:
     vllm = ctx.vllm
     if on_super35(ctx):
         return
-    if _uses_nemo_gym(ctx) and vllm is not None and vllm.async_engine is not True:
+    if ctx.uses_nemo_gym and vllm is not None and vllm.async_engine is not True:
         yield Issue(
             f"{VLLM}.async_engine",
             "NeMo-RL refuses NeMo Gym rollouts without an async generation engine "
@@ -71,7 +68,7 @@ def nemo_gym_needs_the_http_server(ctx: CheckContext) -> Iterator[Issue]:
     vllm = ctx.vllm
     if on_super35(ctx):
         return
-    if _uses_nemo_gym(ctx) and vllm is not None and vllm.expose_http_server is not True:
+    if ctx.uses_nemo_gym and vllm is not None and vllm.expose_http_server is not True:
         where = cite(ctx, v3="nemo-rl.grpo.v3.nemo-gym-needs-http-server")
         yield Issue(
             f"{VLLM}.expose_http_server",
@@ -152,7 +149,7 @@ def vlm_needs_the_tokenizer_in_vllm(ctx: CheckContext) -> Iterator[Issue]:
     """run_grpo_nemo_gym.py:186 (super-v3.5): a vision-language model's prompts are
     tokenised inside vLLM."""
     vllm = ctx.vllm
-    is_vlm = getattr(ctx.config.policy, "is_vlm", None) is True
+    is_vlm = value_of(ctx.config.policy, "is_vlm") is True
     if is_vlm and vllm is not None and vllm.skip_tokenizer_init is True:
         yield Issue(
             f"{VLLM}.skip_tokenizer_init",
@@ -167,7 +164,7 @@ def pad_token_id_is_overwritten(ctx: CheckContext) -> Iterator[Issue]:
     """models/generation/__init__.py, configure_generation_config (super-v3 and super-v3.5): a
     warning; NeMo-RL replaces ``_pad_token_id`` with the tokenizer's."""
     gen = ctx.generation
-    value = getattr(gen, "pad_token_id", UNSET) if gen is not None else UNSET
+    value = value_of(gen, "pad_token_id", UNSET)
     if value is not UNSET:
         where = cite(
             ctx,
@@ -184,7 +181,7 @@ def pad_token_id_is_overwritten(ctx: CheckContext) -> Iterator[Issue]:
 
 def _speculative_config(ctx: CheckContext) -> dict[str, object] | None:
     """vllm_kwargs.speculative_config when it is given (super-v3 reads the key's presence)."""
-    kwargs = getattr(ctx.generation, "vllm_kwargs", None)
+    kwargs = value_of(ctx.generation, "vllm_kwargs")
     if not isinstance(kwargs, dict) or "speculative_config" not in kwargs:
         return None
     spec = kwargs["speculative_config"]
@@ -203,9 +200,7 @@ def speculative_decoding_loads_real_weights(ctx: CheckContext) -> Iterator[Issue
     if gen is None or gen.backend != "vllm" or spec is None:
         return
     if on_super35(ctx):
-        draft = getattr(ctx.config.policy, "draft", None)
-        refits_draft = getattr(draft, "enabled", None) is True
-        if not spec or refits_draft or spec.get("method") in ("deepseek_mtp", "mtp"):
+        if not spec or ctx.trains_a_draft or spec.get("method") in ("deepseek_mtp", "mtp"):
             return
     yield Issue(
         "policy.generation.vllm_kwargs.speculative_config",
@@ -231,8 +226,8 @@ def trtllm_needs_its_async_engine(ctx: CheckContext) -> Iterator[Issue]:
     gen = ctx.generation
     if gen is None or gen.backend != "trtllm":
         return
-    trtllm_cfg = getattr(gen, "trtllm_cfg", None)
-    if getattr(trtllm_cfg, "async_engine", None) is not True:
+    trtllm_cfg = value_of(gen, "trtllm_cfg")
+    if value_of(trtllm_cfg, "async_engine") is not True:
         yield Issue(
             "policy.generation.backend",
             "NeMo-RL refuses the TRT-LLM backend without trtllm_cfg.async_engine: true, which "
@@ -324,11 +319,11 @@ GYM_PORT_RANGE = (5000, 5999)
 def gym_ports_stay_in_their_range(ctx: CheckContext) -> Iterator[Issue]:
     """nemo_gym.py:581 (super-v3.5), a printed warning: Gym's ports outside the range NeMo-RL
     leaves them may collide with its own (virtual_cluster.py's port layout)."""
-    gym = getattr(ctx.config.env, "nemo_gym", None)
-    if not on_super35(ctx) or not _uses_nemo_gym(ctx) or gym is None or isinstance(gym, Marker):
+    gym = value_of(ctx.config.env, "nemo_gym")
+    if not on_super35(ctx) or not ctx.uses_nemo_gym or gym is None or isinstance(gym, Marker):
         return
-    low = given(getattr(gym, "port_range_low", UNSET), GYM_PORT_RANGE[0])
-    high = given(getattr(gym, "port_range_high", UNSET), GYM_PORT_RANGE[1])
+    low = given(value_of(gym, "port_range_low", UNSET), GYM_PORT_RANGE[0])
+    high = given(value_of(gym, "port_range_high", UNSET), GYM_PORT_RANGE[1])
     if low < GYM_PORT_RANGE[0] or high > GYM_PORT_RANGE[1]:
         key = "port_range_low" if low < GYM_PORT_RANGE[0] else "port_range_high"
         yield Issue(

@@ -16,6 +16,7 @@ import attrs
 
 from recipekit.errors import Issue
 from recipekit.markers import Marker, given
+from recipekit.nemo_rl.keys import value_of
 
 RESOURCES = "policy.generation.colocated.resources"
 
@@ -38,9 +39,7 @@ def _number(value: object) -> object:
     return None if isinstance(value, Marker) else value
 
 
-def split_issues(
-    resources: Any, cluster: tuple[int, int], rules: SplitRules
-) -> Iterator[Issue]:
+def split_issues(resources: Any, cluster: tuple[int, int], rules: SplitRules) -> Iterator[Issue]:
     """The split's issues for non-colocated generation's ``resources`` on a cluster of
     ``cluster`` = (nodes, GPUs per node)."""
     nodes, per_node = cluster
@@ -117,7 +116,7 @@ def generation_colocated(config: Any) -> bool | None:
     config has no generation or does not say."""
     generation = policy_generation(config)
     colocated = None if generation is None else given(generation.colocated, None)
-    enabled = getattr(colocated, "enabled", None)
+    enabled = value_of(colocated, "enabled")
     return enabled if isinstance(enabled, bool) else None
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.markers import UNSET, Marker, is_set
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.checkpoint_ranking import metric_without_its_source, unranked_saves
 from recipekit.nemo_rl.rules.citation import cite, cite_line, on_super35
 from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO
@@ -25,10 +26,6 @@ def runner_line(ctx: CheckContext, *, v3: int = 0, v35: int = 0) -> str:
     pinned, so their lines are written here)."""
     file = GYM_RUNNER if on_super35(ctx) else RUN_GRPO
     return cite_line(ctx, file, v3=v3, v35=v35)
-
-
-def uses_nemo_gym(ctx: CheckContext) -> bool:
-    return getattr(ctx.config.env, "should_use_nemo_gym", None) is True
 
 
 def grpo_needs_a_generation_config(ctx: CheckContext) -> Iterator[Issue]:
@@ -45,8 +42,8 @@ def grpo_needs_a_generation_config(ctx: CheckContext) -> Iterator[Issue]:
 
 def gym_runner_needs_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
     """run_grpo_nemo_gym.py:195 (super-v3.5): the NeMo Gym runner's only environment is Gym."""
-    if on_super35(ctx) and not uses_nemo_gym(ctx):
-        value = getattr(ctx.config.env, "should_use_nemo_gym", None)
+    if on_super35(ctx) and not ctx.uses_nemo_gym:
+        value = value_of(ctx.config.env, "should_use_nemo_gym")
         yield Issue(
             "env.should_use_nemo_gym",
             "NeMo-RL's NeMo Gym runner refuses it unless true: NeMo Gym is the only environment "
@@ -61,8 +58,8 @@ def message_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
     tool calls and malformed thinking, so without it these advantages would never apply."""
     grpo = ctx.config.grpo
     for key in ("invalid_tool_call_advantage", "malformed_thinking_advantage"):
-        value = getattr(grpo, key, None)
-        if on_super35(ctx) and is_set(value) and not uses_nemo_gym(ctx):
+        value = value_of(grpo, key)
+        if on_super35(ctx) and is_set(value) and not ctx.uses_nemo_gym:
             yield Issue(
                 f"grpo.{key}",
                 "NeMo-RL's GRPO refuses it without env.should_use_nemo_gym: only NeMo Gym marks "
@@ -81,7 +78,7 @@ def multimodal_dedup_needs_vllm(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, _validate_multimodal_dedup_capability (super-v3.5): de-duplicated multimodal data is
     qualified on vLLM only."""
     gen = ctx.generation
-    dedup = getattr(ctx.config.grpo, "deduplicate_multimodal_data", None) is True
+    dedup = value_of(ctx.config.grpo, "deduplicate_multimodal_data") is True
     if dedup and gen is not None and gen.backend != "vllm":
         yield Issue(
             "grpo.deduplicate_multimodal_data",
@@ -100,9 +97,9 @@ def multimodal_dedup_needs_data_plane_off(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, _validate_multimodal_dedup_capability (super-v3.5): de-duplicated multimodal data
     does not travel through the data plane's TransferQueue store (``data_plane`` is a key of the
     examples schema only)."""
-    dedup = getattr(ctx.config.grpo, "deduplicate_multimodal_data", None) is True
-    plane = getattr(ctx.config, "data_plane", None)
-    if dedup and getattr(plane, "enabled", None) is True:
+    dedup = value_of(ctx.config.grpo, "deduplicate_multimodal_data") is True
+    plane = value_of(ctx.config, "data_plane")
+    if dedup and value_of(plane, "enabled") is True:
         yield Issue(
             "data_plane.enabled",
             "NeMo-RL's GRPO setup refuses it with grpo.deduplicate_multimodal_data: "
@@ -183,7 +180,7 @@ def dapo_reward_shaping_needs_its_lengths(ctx: CheckContext) -> Iterator[Issue]:
 def multiple_dataloaders_ignore_max_num_epochs(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, grpo_train (super-v3.5): several dataloaders cycle without end, so only
     max_num_steps stops training."""
-    if getattr(ctx.config.data, "use_multiple_dataloader", None) is True:
+    if value_of(ctx.config.data, "use_multiple_dataloader") is True:
         yield Issue(
             "grpo.max_num_epochs",
             "NeMo-RL ignores it with data.use_multiple_dataloader: the dataloaders never run "
@@ -240,11 +237,11 @@ def reward_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, _raise_if_reward_penalties_enabled_without_nemo_gym (super-v3.5): the reward-zeroing
     penalties run in NeMo Gym's rollouts only, so GRPO setup refuses them on the native generation
     path."""
-    penalties = getattr(ctx.config, "reward_penalties", None)
-    if not on_super35(ctx) or uses_nemo_gym(ctx) or penalties is None:
+    penalties = value_of(ctx.config, "reward_penalties")
+    if not on_super35(ctx) or ctx.uses_nemo_gym or penalties is None:
         return
     for flag in REWARD_PENALTY_FLAGS:
-        if getattr(penalties, flag, None) is True:
+        if value_of(penalties, flag) is True:
             yield Issue(
                 f"reward_penalties.{flag}",
                 "NeMo-RL's GRPO setup refuses it without env.should_use_nemo_gym: the reward "
@@ -266,7 +263,7 @@ GRPO_ADV_ESTIMATORS = ("gdpo", "grpo", "opd", "reinforce_plus_plus")
 def grpo_adv_estimator_is_one_grpo_builds(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, _create_advantage_estimator (super-v3.5): main's schema also names gae, which only
     PPO builds."""
-    estimator = getattr(ctx.config.grpo, "adv_estimator", None)
+    estimator = value_of(ctx.config.grpo, "adv_estimator")
     if estimator is None or isinstance(estimator, Marker):
         return  # absent: NeMo-RL's default, grpo
     name = estimator.name

@@ -8,6 +8,7 @@ from typing import Any
 from recipekit.errors import Issue
 from recipekit.markers import Marker, given
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite, on_super35, where
 from recipekit.nemo_rl.schema_super_v3 import SequencePacking
 
@@ -15,10 +16,7 @@ LOSS = "loss_fn"
 
 
 def fused_linear_logprobs(ctx: CheckContext) -> bool:
-    return (
-        ctx.megatron is not None
-        and getattr(ctx.megatron, "use_fused_linear_logprobs", None) is True
-    )
+    return ctx.megatron is not None and value_of(ctx.megatron, "use_fused_linear_logprobs") is True
 
 
 def fused_logprobs_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
@@ -61,7 +59,7 @@ def force_on_policy_ratio_takes_one_batch_per_step(ctx: CheckContext) -> Iterato
     """grpo.py, setup (super-v3 and super-v3.5): forcing the on-policy ratio needs the whole
     step in one global batch."""
     loss, grpo, policy = ctx.config.loss_fn, ctx.config.grpo, ctx.config.policy
-    if getattr(loss, "force_on_policy_ratio", None) is not True:
+    if value_of(loss, "force_on_policy_ratio") is not True:
         return
     samples = grpo.num_prompts_per_step * grpo.num_generations_per_prompt
     gbs = policy.train_global_batch_size
@@ -84,7 +82,7 @@ def force_on_policy_ratio_takes_one_batch_per_step(ctx: CheckContext) -> Iterato
 def skipped_reference_logprobs_need_zero_kl(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py:1635 (super-v3, at the start of training), :712 (super-v3.5, setup): without
     the reference policy's log-probabilities there is no KL term to weigh."""
-    skip = getattr(ctx.config.grpo, "skip_reference_policy_logprobs_calculation", None)
+    skip = value_of(ctx.config.grpo, "skip_reference_policy_logprobs_calculation")
     penalty = ctx.config.loss_fn.reference_policy_kl_penalty
     if skip is True and penalty != 0:
         yield Issue(
@@ -106,8 +104,8 @@ def skipped_reference_logprobs_need_zero_kl(ctx: CheckContext) -> Iterator[Issue
 def _zeroes_prev_logprobs(ctx: CheckContext) -> bool:
     """opd.py:115 (super-v3.5): force_on_policy_ratio without seq_logprob_error_threshold
     skips the student's log-probability pass and trains on zeros in its place."""
-    forced = getattr(ctx.config.loss_fn, "force_on_policy_ratio", None) is True
-    threshold = getattr(ctx.config.grpo, "seq_logprob_error_threshold", None)
+    forced = value_of(ctx.config.loss_fn, "force_on_policy_ratio") is True
+    threshold = value_of(ctx.config.grpo, "seq_logprob_error_threshold")
     return forced and (threshold is None or isinstance(threshold, Marker))
 
 
@@ -115,7 +113,7 @@ def kl_in_reward_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, _validate_use_kl_in_reward_compat (super-v3.5): a KL term in the reward against
     zeroed log-probabilities corrupts the advantage."""
     loss = ctx.config.loss_fn
-    if not on_super35(ctx) or getattr(loss, "use_kl_in_reward", None) is not True:
+    if not on_super35(ctx) or value_of(loss, "use_kl_in_reward") is not True:
         return
     if loss.reference_policy_kl_penalty != 0 and _zeroes_prev_logprobs(ctx):
         yield Issue(
@@ -130,7 +128,7 @@ def kl_in_reward_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
 def distillation_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
     """opd.py, assert_prev_logprobs_available (super-v3.5): on-policy distillation's advantage is
     teacher minus student log-probabilities, so the student's must be real."""
-    est = getattr(ctx.config.grpo, "adv_estimator", None)
+    est = value_of(ctx.config.grpo, "adv_estimator")
     if not on_super35(ctx) or isinstance(est, Marker) or est is None or est.name != "opd":
         return
     if _zeroes_prev_logprobs(ctx):
@@ -147,8 +145,8 @@ def forced_ratio_with_threshold_still_computes_logprobs(ctx: CheckContext) -> It
     """grpo.py:2044 (super-v3, grpo_train) and :3263 (super-v3, async_grpo_train), :2503
     (super-v3.5): a sequence-level error threshold needs the previous log-probabilities, so
     forcing the ratio saves no pass."""
-    forced = getattr(ctx.config.loss_fn, "force_on_policy_ratio", None) is True
-    threshold = getattr(ctx.config.grpo, "seq_logprob_error_threshold", None)
+    forced = value_of(ctx.config.loss_fn, "force_on_policy_ratio") is True
+    threshold = value_of(ctx.config.grpo, "seq_logprob_error_threshold")
     if not forced or threshold is None or isinstance(threshold, Marker):
         return
     # super-v3 warns in both training loops, each at its own line.
@@ -173,7 +171,7 @@ def forced_ratio_with_threshold_still_computes_logprobs(ctx: CheckContext) -> It
 
 
 def _async_grpo_enabled(ctx: CheckContext) -> bool:
-    return getattr(getattr(ctx.config.grpo, "async_grpo", None), "enabled", None) is True
+    return value_of(value_of(ctx.config.grpo, "async_grpo"), "enabled") is True
 
 
 # --- ClippedPGLossFn's own checks (its constructor, and its call on each training batch) -------
@@ -183,7 +181,7 @@ def _loss(ctx: CheckContext, name: str, default: Any) -> Any:
     """loss_fn's value of ``name``; ``default`` where the stage leaves it out (or this schema
     version has no such key): what ClippedPGLossFn reads then (cfg.get's default at super-v3,
     the pydantic default of ClippedPGLossConfig at super-v3.5)."""
-    return given(getattr(ctx.config.loss_fn, name, default), default)
+    return given(value_of(ctx.config.loss_fn, name, default), default)
 
 
 def _truncated_is_on(ctx: CheckContext) -> bool:

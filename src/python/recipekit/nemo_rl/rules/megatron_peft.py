@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from recipekit.errors import Issue
 from recipekit.markers import UNSET, Unset
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite, line_of
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ PEFT = "policy.megatron_cfg.peft"
 
 def enabled_peft(ctx: CheckContext) -> MegatronPeft | None:
     """The Megatron LoRA section when it is on (NeMo-RL's ``peft.enabled``)."""
-    peft: MegatronPeft | Unset | None = getattr(ctx.megatron, "peft", None)
+    peft: MegatronPeft | Unset | None = value_of(ctx.megatron, "peft")
     return None if peft is None or peft is UNSET or not peft.enabled else peft
 
 

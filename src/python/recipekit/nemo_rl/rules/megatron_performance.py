@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite
 
 MEGATRON = "policy.megatron_cfg"
@@ -20,9 +21,9 @@ def _offloaded_modules(ctx: CheckContext) -> tuple[str, ...] | None:
     """The modules whose activations go to the host, when fine-grained offloading is on;
     None when it is off (NeMo-RL then ignores offload_modules)."""
     m = ctx.megatron
-    if getattr(m, "fine_grained_activation_offloading", None) is not True:
+    if value_of(m, "fine_grained_activation_offloading") is not True:
         return None
-    modules = getattr(m, "offload_modules", None)
+    modules = value_of(m, "offload_modules")
     return modules if isinstance(modules, tuple) else ()
 
 
@@ -66,7 +67,7 @@ def moe_only_offload_modules_need_moe_model(ctx: CheckContext) -> Iterator[Issue
 def full_iteration_cuda_graph_skips_nan_check(ctx: CheckContext) -> Iterator[Issue]:
     """megatron_policy_worker.py, MegatronPolicyWorkerImpl.__init__ (super-v3.5): a graph of the
     whole iteration cannot stop at a NaN loss, so NeMo-RL turns Megatron's NaN-in-loss check off."""
-    if getattr(ctx.megatron, "cuda_graph_impl", None) == "full_iteration":
+    if value_of(ctx.megatron, "cuda_graph_impl") == "full_iteration":
         yield Issue(
             f"{MEGATRON}.cuda_graph_impl",
             "NeMo-RL's Megatron worker warns and disables check_for_nan_in_loss: a "

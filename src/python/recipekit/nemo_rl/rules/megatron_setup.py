@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.markers import UNSET, Marker
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite
 from recipekit.nemo_rl.rules.loss import fused_linear_logprobs
 from recipekit.nemo_rl.rules.megatron_peft import enabled_peft
@@ -160,7 +161,7 @@ def d2h_overlap_needs_cpu_offload(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, _validate_optimizer_config (super-v3.5): overlapping host copies needs an optimizer
     on the host."""
     m = ctx.megatron
-    if m is None or getattr(m.optimizer, "overlap_cpu_optimizer_d2h_h2d", None) is not True:
+    if m is None or value_of(m.optimizer, "overlap_cpu_optimizer_d2h_h2d") is not True:
         return
     if not m.optimizer.optimizer_cpu_offload:
         yield Issue(
@@ -230,19 +231,18 @@ def _colocated_reshard(ctx: CheckContext) -> bool:
     if isinstance(inference, Marker):
         return m.context_parallel_size > 1
     differs = any(
-        not isinstance(getattr(inference, key, UNSET), Marker)
+        not isinstance(value_of(inference, key, UNSET), Marker)
         and getattr(inference, key) != getattr(m, key)
         for key in INFERENCE_LAYOUT_KEYS
     )
-    impl = getattr(inference, "transformer_impl", UNSET)
+    impl = value_of(inference, "transformer_impl", UNSET)
     return differs or not isinstance(impl, Marker) or m.context_parallel_size > 1
 
 
 def colocated_reshard_without_draft(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, setup_model_and_optimizer (super-v3.5): resharding into a separate inference model
     does not carry a draft model."""
-    draft = getattr(ctx.config.policy, "draft", None)
-    if getattr(draft, "enabled", None) is True and _colocated_reshard(ctx):
+    if ctx.trains_a_draft and _colocated_reshard(ctx):
         yield Issue(
             "policy.draft.enabled",
             "NeMo-RL's Megatron setup refuses a draft model when colocated Megatron generation "

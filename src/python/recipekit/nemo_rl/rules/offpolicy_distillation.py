@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from recipekit.errors import Issue
 from recipekit.markers import given
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.checkpoint_ranking import (
     LoopDefaults,
     metric_without_its_source,
@@ -94,7 +95,7 @@ def dtensor_sequence_parallel_excludes_packing(
         if (
             dtensor.enabled is True
             and given(dtensor.sequence_parallel, False) is True
-            and getattr(packing, "enabled", False) is True
+            and value_of(packing, "enabled", False) is True
         ):
             yield Issue(
                 f"{role}.dtensor_cfg.sequence_parallel",

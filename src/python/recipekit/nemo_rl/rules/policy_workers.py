@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from recipekit.errors import Issue
-from recipekit.markers import Marker
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import cite
 from recipekit.nemo_rl.schema_super_v3 import LoRA, SequencePacking
@@ -85,10 +84,9 @@ def model_save_format_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
 def draft_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
     """lm_policy.py, Policy.__init__ (super-v3.5): the draft model's training does not take packed
     rows."""
-    policy = ctx.config.policy
-    draft, packing = getattr(policy, "draft", None), policy.sequence_packing
+    packing = ctx.config.policy.sequence_packing
     packed = isinstance(packing, SequencePacking) and packing.enabled
-    if not isinstance(draft, Marker) and getattr(draft, "enabled", None) is True and packed:
+    if ctx.trains_a_draft and packed:
         yield Issue(
             "policy.draft.enabled",
             "NeMo-RL's policy refuses a draft model with policy.sequence_packing.enabled "
@@ -106,9 +104,7 @@ def draft_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
 def draft_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
     """lm_policy.py, Policy.__init__ (super-v3.5): the draft model trains only inside the Megatron
     policy workers."""
-    draft = getattr(ctx.config.policy, "draft", None)
-    enabled = not isinstance(draft, Marker) and getattr(draft, "enabled", None) is True
-    if enabled and ctx.megatron is None:
+    if ctx.trains_a_draft and ctx.megatron is None:
         yield Issue(
             "policy.draft.enabled",
             "NeMo-RL's policy refuses a draft model without policy.megatron_cfg.enabled: it "

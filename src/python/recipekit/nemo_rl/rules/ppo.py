@@ -14,6 +14,7 @@ from typing import Any
 
 from recipekit.errors import Issue
 from recipekit.markers import Marker, given, is_set
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.checkpoint_ranking import metric_without_its_source, unranked_saves
 from recipekit.nemo_rl.rules.citation import cite_super35 as _cite
 from recipekit.nemo_rl.rules.generation_split import (
@@ -37,7 +38,7 @@ SPARSE_REFIT_TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse")
 
 def _on(section: object, key: str) -> bool:
     """``section.key`` is true (an absent section or key is not)."""
-    return getattr(section, key, None) is True
+    return value_of(section, key) is True
 
 
 def _vllm(config: PPOMasterConfig) -> Any:
@@ -143,7 +144,7 @@ def async_ppo_needs_async_vllm(config: PPOMasterConfig) -> Iterator[Issue]:
     if gen.backend != "vllm":
         key, value = "policy.generation.backend", gen.backend
     elif vllm is None or vllm.async_engine is not True:
-        key, value = "policy.generation.vllm_cfg.async_engine", getattr(vllm, "async_engine", None)
+        key, value = "policy.generation.vllm_cfg.async_engine", value_of(vllm, "async_engine")
     else:
         return
     yield Issue(
@@ -792,8 +793,8 @@ def dtensor_value_needs_a_regression_head(config: PPOMasterConfig) -> Iterator[I
     if not _dtensor_value(config):
         return
     head = config.value.reward_model_cfg
-    enabled = getattr(head, "enabled", None)
-    kind = getattr(head, "reward_model_type", None)
+    enabled = value_of(head, "enabled")
+    kind = value_of(head, "reward_model_type")
     if enabled is not True or kind != "regression":
         key = "enabled" if enabled is not True else "reward_model_type"
         yield Issue(

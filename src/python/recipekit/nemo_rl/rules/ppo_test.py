@@ -543,9 +543,7 @@ def test_value_dynamic_batching_excludes_packing(megatron: Stage) -> None:
         ),
     ],
 )
-def test_a_dtensor_value_model_is_a_regression_head(
-    dtensor: Stage, setting: str, key: str
-) -> None:
+def test_a_dtensor_value_model_is_a_regression_head(dtensor: Stage, setting: str, key: str) -> None:
     _refused_at(dtensor, (setting,), key, "dtensor_value_worker_v2.py:166")
 
 

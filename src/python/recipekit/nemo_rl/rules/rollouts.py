@@ -8,19 +8,16 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.markers import Marker
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite
 
 GEN = "policy.generation"
 
 
-def _uses_nemo_gym(ctx: CheckContext) -> bool:
-    return getattr(ctx.config.env, "should_use_nemo_gym", None) is True
-
-
 def _refuse_on_gym_path(ctx: CheckContext, key: str, rule: str, what: str) -> Iterator[Issue]:
     gen = ctx.generation
-    value = getattr(gen, key, None) if gen is not None else None
-    if _uses_nemo_gym(ctx) and not isinstance(value, Marker) and value:
+    value = value_of(gen, key)
+    if ctx.uses_nemo_gym and not isinstance(value, Marker) and value:
         yield Issue(
             f"{GEN}.{key}",
             f"NeMo-RL's NeMo Gym rollouts refuse it: Gym does not support {what} "
@@ -75,11 +72,11 @@ def malformed_think_penalty_needs_both_tags(ctx: CheckContext) -> Iterator[Issue
     """rollouts.py, apply_reward_penalties (super-v3.5): the malformed-think-tag penalty compares an
     opening and a closing tag; Gym's thinking_tags, when given, replace NeMo-RL's two-tag
     default."""
-    penalties = getattr(ctx.config, "reward_penalties", None)
-    if getattr(penalties, "penalize_malformed_think_tag", None) is not True:
+    penalties = value_of(ctx.config, "reward_penalties")
+    if value_of(penalties, "penalize_malformed_think_tag") is not True:
         return
-    gym = getattr(ctx.config.env, "nemo_gym", None)
-    tags = getattr(gym, "thinking_tags", None)
+    gym = value_of(ctx.config.env, "nemo_gym")
+    tags = value_of(gym, "thinking_tags")
     if not isinstance(tags, tuple) or not tags or len(tags) >= 2:
         return
     yield Issue(
@@ -98,10 +95,10 @@ def malformed_think_penalty_needs_both_tags(ctx: CheckContext) -> Iterator[Issue
 def unwanted_token_penalty_needs_its_ids(ctx: CheckContext) -> Iterator[Issue]:
     """rollouts.py:1936 (super-v3.5), when the penalty config is resolved, and :1886 when the
     rollouts apply it: penalising unwanted tokens needs the ids to look for."""
-    penalties = getattr(ctx.config, "reward_penalties", None)
-    if getattr(penalties, "penalize_unwanted_tokens", None) is not True:
+    penalties = value_of(ctx.config, "reward_penalties")
+    if value_of(penalties, "penalize_unwanted_tokens") is not True:
         return
-    ids = getattr(getattr(penalties, "token_ids", None), "unwanted", None)
+    ids = value_of(value_of(penalties, "token_ids"), "unwanted")
     if isinstance(ids, Marker) or not ids:
         yield Issue(
             "reward_penalties.token_ids.unwanted",

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.markers import Marker
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite, on_super35
 
 THREAD = "NVIDIA-NeMo/RL#796"
@@ -49,8 +50,8 @@ def _longest_prompts(ctx: CheckContext) -> Iterator[tuple[str, int, int, str]]:
         else:
             why = "only longer prompts are cut: nemo_rl/data/processors.py:422, length > max"
             yield "data.max_input_seq_length", limit, limit, why
-    gym = getattr(ctx.config.env, "nemo_gym", None)
-    tokens = getattr(gym, "policy_max_input_tokens", None)
+    gym = value_of(ctx.config.env, "nemo_gym")
+    tokens = value_of(gym, "policy_max_input_tokens")
     if isinstance(tokens, int) and not isinstance(tokens, Marker):
         why = "NeMo Gym ends a rollout whose prompt outgrows it"
         yield "env.nemo_gym.policy_max_input_tokens", tokens, tokens - 1, why
@@ -107,7 +108,7 @@ def policy_cap_above_max_model_len(ctx: CheckContext) -> Iterator[Issue]:
     """rollouts.py:2355 (super-v3.5), a warning on NeMo Gym rollouts: vLLM truncates to its
     own max_model_len, so a longer policy.max_total_sequence_length is never reached."""
     vllm, gen = ctx.vllm, ctx.generation
-    gym = getattr(ctx.config.env, "should_use_nemo_gym", None) is True
+    gym = ctx.uses_nemo_gym
     if not on_super35(ctx) or not gym or vllm is None or gen is None or gen.backend != "vllm":
         return
     context, total = vllm.max_model_len, ctx.config.policy.max_total_sequence_length

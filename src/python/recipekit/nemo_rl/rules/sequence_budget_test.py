@@ -56,6 +56,7 @@ def test_a_gym_prompt_budget_past_max_model_len_is_refused(refused_at: RefusedAt
         "RL#796",
     )
 
+
 # rlvr's prompts may fill its whole 16384-token budget; shorter ones leave vLLM room to generate.
 SHORT_PROMPTS = ("data.max_input_seq_length=4096", "env.nemo_gym.policy_max_input_tokens=4096")
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite, cite_line
 
 SGLANG = "policy.generation.sglang_cfg"
@@ -27,7 +28,7 @@ def _sglang_cfg(ctx: CheckContext) -> dict[str, Any] | None:
     gen = ctx.generation
     if gen is None or gen.backend != "sglang":
         return None
-    cfg = getattr(gen, "sglang_cfg", None)
+    cfg = value_of(gen, "sglang_cfg")
     return cfg if isinstance(cfg, dict) else None
 
 
@@ -95,7 +96,7 @@ def sglang_needs_its_settings(ctx: CheckContext) -> Iterator[Issue]:
     builds SGLang generation (a KeyError without it, no assert): a recipe of the Super 3.5
     schema, which has no such key, cannot run on SGLang."""
     gen = ctx.generation
-    if gen is None or gen.backend != "sglang" or isinstance(getattr(gen, "sglang_cfg", None), dict):
+    if gen is None or gen.backend != "sglang" or isinstance(value_of(gen, "sglang_cfg"), dict):
         return
     declared = hasattr(gen, "sglang_cfg")
     yield Issue(

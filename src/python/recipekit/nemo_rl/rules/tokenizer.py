@@ -16,6 +16,7 @@ from typing import Any
 from recipekit.errors import Issue
 from recipekit.lineage.model_files import belongs_to_model
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 
 TOKENIZER = "policy.tokenizer"
 SERVING = "policy.generation.vllm_cfg.http_server_serving_chat_kwargs"
@@ -60,7 +61,7 @@ def chat_template_file_is_the_models(ctx: CheckContext) -> Iterator[Issue]:
 def rollouts_use_the_training_template(ctx: CheckContext) -> Iterator[Issue]:
     """The generation server formats rollouts with the template training tokenizes with."""
     vllm = ctx.vllm
-    kwargs = getattr(vllm, "http_server_serving_chat_kwargs", None) if vllm else None
+    kwargs = value_of(vllm, "http_server_serving_chat_kwargs")
     served = kwargs.get("chat_template") if isinstance(kwargs, dict) else None
     trained = ctx.config.policy.tokenizer.chat_template
     if isinstance(served, str) and isinstance(trained, str) and served != trained:

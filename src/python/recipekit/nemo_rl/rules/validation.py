@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.markers import Marker
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import where
 
 GEN = "policy.generation"
@@ -36,7 +37,7 @@ def validation_sampling_only_on_gym_vllm(ctx: CheckContext) -> Iterator[Issue]:
     overridden = _val_overrides(ctx)
     if gen is None or not overridden:
         return
-    gym = getattr(ctx.config.env, "should_use_nemo_gym", None) is True
+    gym = ctx.uses_nemo_gym
     if gen.backend != "vllm" or not gym:
         yield Issue(
             f"{GEN}.{overridden[0]}",
@@ -53,7 +54,7 @@ def nemo_gym_takes_no_val_top_k(ctx: CheckContext) -> Iterator[Issue]:
     gen = ctx.generation
     if gen is None or not _val_overrides(ctx):
         return
-    val_top_k = getattr(gen, "val_top_k", None)
+    val_top_k = value_of(gen, "val_top_k")
     if not isinstance(val_top_k, Marker) and val_top_k:
         yield Issue(
             f"{GEN}.val_top_k",
@@ -67,8 +68,8 @@ def nemo_gym_takes_no_val_top_k(ctx: CheckContext) -> Iterator[Issue]:
 def pass_k_needs_several_validation_generations(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, setup: stopping at pass@k needs more than one validation generation per prompt."""
     grpo = ctx.config.grpo
-    metric = getattr(grpo, "stop_at_validation_metric", None)
-    per_prompt = getattr(grpo, "val_num_generations_per_prompt", None)
+    metric = value_of(grpo, "stop_at_validation_metric")
+    per_prompt = value_of(grpo, "val_num_generations_per_prompt")
     per_prompt = 1 if isinstance(per_prompt, Marker) or per_prompt is None else per_prompt
     if metric == "pass_k" and per_prompt <= 1:
         yield Issue(
@@ -84,8 +85,8 @@ def pass_k_needs_several_validation_generations(ctx: CheckContext) -> Iterator[I
 def early_stop_needs_a_threshold(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, setup: a validation stop metric needs its threshold."""
     grpo = ctx.config.grpo
-    metric = getattr(grpo, "stop_at_validation_metric", None)
-    threshold = getattr(grpo, "stop_at_validation_threshold", None)
+    metric = value_of(grpo, "stop_at_validation_metric")
+    threshold = value_of(grpo, "stop_at_validation_threshold")
     if isinstance(metric, str) and (threshold is None or isinstance(threshold, Marker)):
         yield Issue(
             "grpo.stop_at_validation_threshold",
@@ -97,9 +98,9 @@ def early_stop_needs_a_threshold(ctx: CheckContext) -> Iterator[Issue]:
 def multiple_dataloaders_split_the_step(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, setup: with several dataloaders each step's prompts split evenly among them."""
     data, grpo = ctx.config.data, ctx.config.grpo
-    if getattr(data, "use_multiple_dataloader", None) is not True:
+    if value_of(data, "use_multiple_dataloader") is not True:
         return
-    per_loader = getattr(data, "num_prompts_per_dataloader", None)
+    per_loader = value_of(data, "num_prompts_per_dataloader")
     if not isinstance(per_loader, int):
         return
     multiplier = grpo.batch_multiplier if grpo.use_dynamic_sampling else 1
@@ -119,7 +120,7 @@ def multiple_dataloaders_split_the_step(ctx: CheckContext) -> Iterator[Issue]:
 def nemo_gym_takes_no_max_val_samples(ctx: CheckContext) -> Iterator[Issue]:
     """run_grpo_nemo_gym.py:207: NeMo Gym validates on the whole validation set as given."""
     max_val = ctx.config.grpo.max_val_samples
-    if getattr(ctx.config.env, "should_use_nemo_gym", None) is True and max_val is not None:
+    if ctx.uses_nemo_gym and max_val is not None:
         yield Issue(
             "grpo.max_val_samples",
             "NeMo-RL's NeMo Gym runner refuses it: validation uses the dataset exactly as given "

@@ -14,6 +14,7 @@ from typing import Any
 
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.allocator import env_var_sections
 from recipekit.vllm.generated.rule_sites import SITES
 
@@ -29,7 +30,7 @@ def _cite(rule: str) -> str:
 
 
 def _kwargs(ctx: CheckContext) -> dict[str, Any]:
-    kwargs = getattr(ctx.generation, "vllm_kwargs", None)
+    kwargs = value_of(ctx.generation, "vllm_kwargs")
     return kwargs if isinstance(kwargs, dict) else {}
 
 
@@ -79,7 +80,7 @@ def routed_experts_without_pipeline_parallel(ctx: CheckContext) -> Iterator[Issu
     """vllm/config/vllm.py, VllmConfig.__post_init__: returning routed experts (router replay) needs
     PP = 1."""
     vllm = ctx.vllm
-    routed = getattr(vllm, "enable_return_routed_experts", None) is True
+    routed = value_of(vllm, "enable_return_routed_experts") is True
     if vllm is not None and routed and vllm.pipeline_parallel_size > 1:
         yield Issue(
             f"{VLLM}.pipeline_parallel_size",
@@ -511,7 +512,7 @@ def mamba_block_size_needs_prefix_caching(ctx: CheckContext) -> Iterator[Issue]:
     vllm, size = ctx.vllm, _kwargs(ctx).get("mamba_block_size")
     if vllm is None or not isinstance(size, int) or size == vllm.max_model_len:
         return
-    if getattr(vllm, "enable_prefix_caching", None) is False:
+    if value_of(vllm, "enable_prefix_caching") is False:
         yield Issue(
             f"{KWARGS}.mamba_block_size",
             "vLLM refuses it with vllm_cfg.enable_prefix_caching false "

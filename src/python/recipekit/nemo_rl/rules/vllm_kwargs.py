@@ -18,6 +18,7 @@ from typing import Any, Literal
 from recipekit.errors import Issue, did_you_mean
 from recipekit.nemo_rl import NEMO_RL_VERSION, SUPER35_BRANCH
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import on_super35
 from recipekit.sections import _checker
 
@@ -28,7 +29,7 @@ _BOUNDS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
 
 def _kwargs(ctx: CheckContext) -> dict[str, Any]:
     gen = ctx.generation
-    kwargs = getattr(gen, "vllm_kwargs", None)
+    kwargs = value_of(gen, "vllm_kwargs")
     if gen is None or gen.backend != "vllm" or not isinstance(kwargs, dict):
         return {}
     return kwargs

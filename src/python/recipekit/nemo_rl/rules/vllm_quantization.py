@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite
 
 GEN = "policy.generation"
@@ -13,13 +14,13 @@ GEN = "policy.generation"
 
 def _real_quant(ctx: CheckContext) -> bool:
     gen = ctx.generation
-    return gen is not None and gen.backend == "vllm" and getattr(gen, "real_quant", None) is True
+    return gen is not None and gen.backend == "vllm" and value_of(gen, "real_quant") is True
 
 
 def real_quant_names_its_export_offload(ctx: CheckContext) -> Iterator[Issue]:
     """models/generation/__init__.py, configure_generation_config (super-v3.5): real quantisation
     needs real_quant_export_cpu_offload stated, true or false; it has no default."""
-    offload = getattr(ctx.generation, "real_quant_export_cpu_offload", None)
+    offload = value_of(ctx.generation, "real_quant_export_cpu_offload")
     if _real_quant(ctx) and not isinstance(offload, bool):
         yield Issue(
             f"{GEN}.real_quant_export_cpu_offload",
@@ -41,10 +42,10 @@ def real_quant_in_gpu_export_needs_colocated_ipc(ctx: CheckContext) -> Iterator[
     gen = ctx.generation
     if gen is None or not _real_quant(ctx):
         return
-    if getattr(gen, "real_quant_export_cpu_offload", None) is not False:
+    if value_of(gen, "real_quant_export_cpu_offload") is not False:
         return
-    colocated = getattr(getattr(gen, "colocated", None), "enabled", None) is True
-    transport = getattr(gen, "refit_transport", None)
+    colocated = value_of(value_of(gen, "colocated"), "enabled") is True
+    transport = value_of(gen, "refit_transport")
     if not colocated or isinstance(transport, str):
         yield Issue(
             f"{GEN}.real_quant_export_cpu_offload",

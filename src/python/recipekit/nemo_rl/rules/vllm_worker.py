@@ -9,6 +9,7 @@ from typing import Any
 from recipekit.errors import Issue
 from recipekit.markers import UNSET
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite
 
 VLLM = "policy.generation.vllm_cfg"
@@ -16,7 +17,7 @@ KWARGS = "policy.generation.vllm_kwargs"
 
 
 def _kwargs(ctx: CheckContext) -> dict[str, Any]:
-    kwargs = getattr(ctx.generation, "vllm_kwargs", None)
+    kwargs = value_of(ctx.generation, "vllm_kwargs")
     return kwargs if isinstance(kwargs, dict) else {}
 
 
@@ -64,7 +65,7 @@ def disabled_speculation_wants_prefix_caching(ctx: CheckContext) -> Iterator[Iss
         isinstance(spec, dict)
         and spec.get("num_speculative_tokens") == 0
         and vllm is not None
-        and getattr(vllm, "enable_prefix_caching", None) is False
+        and value_of(vllm, "enable_prefix_caching") is False
     ):
         yield Issue(
             f"{VLLM}.enable_prefix_caching",

@@ -13,6 +13,7 @@ from typing import Any
 
 from recipekit.errors import Issue, did_you_mean
 from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite
 
 GEN = "policy.generation"
@@ -27,25 +28,25 @@ def _vllm_transport(ctx: CheckContext) -> str | None:
     gen = ctx.generation
     if gen is None or gen.backend != "vllm":
         return None
-    transport = getattr(gen, "refit_transport", None)
+    transport = value_of(gen, "refit_transport")
     return transport if isinstance(transport, str) else None
 
 
 def _refit_cfg(ctx: CheckContext) -> dict[str, Any]:
-    refit_cfg = getattr(ctx.generation, "refit_cfg", None)
+    refit_cfg = value_of(ctx.generation, "refit_cfg")
     return refit_cfg if isinstance(refit_cfg, dict) else {}
 
 
 def _colocated(ctx: CheckContext) -> bool:
-    colocated = getattr(ctx.generation, "colocated", None)
-    return getattr(colocated, "enabled", None) is True
+    colocated = value_of(ctx.generation, "colocated")
+    return value_of(colocated, "enabled") is True
 
 
 def refit_transport_needs_vllm(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, setup (super-v3.5): only vLLM generation takes a refit transport other than
     NeMo-RL's default."""
     gen = ctx.generation
-    transport = getattr(gen, "refit_transport", None)
+    transport = value_of(gen, "refit_transport")
     if gen is not None and isinstance(transport, str) and gen.backend != "vllm":
         yield Issue(
             TRANSPORT,
@@ -85,7 +86,7 @@ def encoder_cache_reset_needs_collective_refit(ctx: CheckContext) -> Iterator[Is
     """vllm/config.py, normalize_vllm_refit_config (super-v3.5): only the default and nccl_reshard
     refits reset vLLM's multimodal encoder cache after a weight update."""
     transport, vllm = _vllm_transport(ctx), ctx.vllm
-    resets = getattr(vllm, "reset_encoder_cache_after_weight_update", None) is True
+    resets = value_of(vllm, "reset_encoder_cache_after_weight_update") is True
     if resets and transport is not None and transport != "nccl_reshard":
         yield Issue(
             f"{GEN}.vllm_cfg.reset_encoder_cache_after_weight_update",
@@ -152,8 +153,8 @@ def sparse_refit_needs_an_unquantised_megatron_policy(ctx: CheckContext) -> Iter
             ("policy.megatron_cfg is not enabled", ctx.megatron is None),
             ("vllm_cfg.precision is fp8", vllm.precision == "fp8"),
             ("vllm_cfg.kv_cache_dtype is FP8", vllm.kv_cache_dtype.startswith("fp8")),
-            ("quant_cfg is set", isinstance(getattr(gen, "quant_cfg", None), str)),
-            ("real_quant is on", getattr(gen, "real_quant", None) is True),
+            ("quant_cfg is set", isinstance(value_of(gen, "quant_cfg"), str)),
+            ("real_quant is on", value_of(gen, "real_quant") is True),
         )
         if applies
     ]
