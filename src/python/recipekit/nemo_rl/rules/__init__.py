@@ -37,6 +37,12 @@ from recipekit.nemo_rl.rules import (
     weight_sync,
 )
 
+# Order: every check runs wherever it stands, but a plan lists its errors and warnings in
+# the tuples' order (recipekit.checking.run_checks), and the stage snapshots pin it (the warnings
+# of plan.yaml; sorting these tuples by module reorders dapo's). So the order is written, by
+# topic as the catalogue groups the rules, and a module's own tuple (ERROR_CHECKS, ...) is where
+# a new rule of that module goes.
+
 # What both versions state (at their own lines) and the rules no single line states.
 _SHARED_ERRORS: tuple[Check, ...] = (
     *generation.ERROR_CHECKS,
