@@ -563,6 +563,12 @@ def _register(
         # Read whole before the store writes anything: a row the framework would fail on is
         # refused here, not hours into the run (issue 43).
         meta["content"] = _checked_rl_data(root, pipeline, artifact, layout, tokenizer)
+    if group == "data" and kind == "sft":
+        from recipekit.datacheck import check_energon_dataset
+
+        # Megatron-Bridge's Energon data: its .nv-meta, every shard's headers and the first
+        # samples of each, read before the store writes anything (issue 43).
+        meta["content"] = check_energon_dataset(sources["data"], what="data import sft: reading")
     version = import_version(root, artifact, layout, link=True, meta=meta)
     where = root / artifact / version.path
     marker = read_marker(root / artifact, version.version) or {}
@@ -648,6 +654,12 @@ def data_import_sft(path: Path, **options: Any) -> None:
     recipekit data import sft /lustre/.../energon/stage1 --cluster gb200-nvl72
     recipekit data import sft /lustre/.../energon/stage2 --cluster gb200-nvl72
         --name super35-sft-stage2-data
+
+    The dataset is read first, as Energon and Megatron-Bridge read it: its .nv-meta (info,
+    split.yaml, dataset.yaml), every shard it counts (present, not truncated, its samples and
+    .tar.idx as recorded) and the first samples of each shard decoded. A failure is refused
+    naming the file, shard or sample and the rule, exit 2, nothing registered. Samples per
+    split go into the version's manifest.
     """
     _register("data", "sft", {"data": path}, **options)
 
@@ -670,9 +682,7 @@ _with_store_note(data_import_sft)
 )
 @_import_options
 @reports_recipe_errors
-def data_import_rl(
-    path: Path, val: Path | None, tokenizer: Path | None, **options: Any
-) -> None:
+def data_import_rl(path: Path, val: Path | None, tokenizer: Path | None, **options: Any) -> None:
     """Register RL prompts (JSONL on the store's filesystem) as the next version of a dataset
     artifact: PATH is its train.jsonl, --val its val.jsonl (the files the RL stages read).
 

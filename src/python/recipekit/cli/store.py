@@ -138,10 +138,11 @@ def store_import(
 
     JSONL (SOURCE a .jsonl file, or a folder with .jsonl files at its top) is read first, as
     the pinned reader of its format reads it: a row it would fail on is refused, exit 2,
-    nothing copied; rows and lengths go into the version's manifest. Which agents a NeMo Gym
+    nothing copied; rows and lengths go into the version's manifest. So is an Energon dataset
+    (a folder holding .nv-meta), as `data import sft` reads it. Which agents a NeMo Gym
     row may name is checked at plan (no stage is known here).
     """
-    from recipekit.datacheck import check_files, jsonl_files
+    from recipekit.datacheck import check_energon_dataset, check_files, is_energon, jsonl_files
     from recipekit.lineage.store import import_version, require_store
 
     require_store(path)
@@ -153,6 +154,10 @@ def store_import(
             fmt=None if data_format == "auto" else data_format,
             tokenizer=tokenizer,
             what=f"store import {name}: reading",
+        )
+    if source.is_dir() and is_energon(source):
+        meta.setdefault("content", {}).update(
+            check_energon_dataset(source, what=f"store import {name}: reading")
         )
     version = import_version(path, artifact, source, name=name, meta=meta)
     click.echo(f"{artifact}:v{version.version} (latest) = {path / artifact / version.path}")
@@ -204,8 +209,9 @@ def store_list(path: Path, artifact: str) -> None:
 @click.option(
     "--content",
     is_flag=True,
-    help="Also read the data as its framework reads it: the checks `data import rl` runs "
-    "on NeMo Gym JSONL (every .jsonl of the version), against what the import recorded.",
+    help="Also read the data as its framework reads it: the checks the import runs on JSONL "
+    "(every .jsonl of the version) and on Energon datasets (every folder holding .nv-meta), "
+    "against what the import recorded.",
 )
 @click.option(
     "--tokenizer",
@@ -303,23 +309,58 @@ def _verify_content(
     root: Path, artifact: str, version: Any, label: str, tokenizer: Path | None
 ) -> int:
     """``store verify --content`` of one whole version: its JSONL read again with the import's
-    checks, each file in the format the import recorded (else found from its first row); 1
-    when a row is refused (printed as the import prints it), else 0."""
-    from recipekit.datacheck import check_files
-    from recipekit.errors import RecipeError
+    checks, each file in the format the import recorded (else found from its first row), and
+    each Energon dataset in it (a folder holding .nv-meta) as ``data import sft`` reads it; 1
+    when something is refused (printed as the import prints it), else 0."""
     from recipekit.lineage.store import read_marker
 
     marker = read_marker(root / artifact, version.version) or {}
     where = root / artifact / version.path
-    files = {
-        str(entry["name"]): where / str(entry["name"])
-        for entry in marker.get("files", ())
-        if str(entry.get("name", "")).endswith(".jsonl")
-    }
-    if not files:
-        click.echo(f"{label} content: no JSONL to read (other formats are not checked)")
-        return 0
+    names = [str(entry.get("name", "")) for entry in marker.get("files", ())]
+    files = {name: where / name for name in names if name.endswith(".jsonl")}
+    energon = sorted({n.split(".nv-meta/")[0].rstrip("/") or "." for n in names if _in_nv_meta(n)})
     recorded = marker.get("meta", {}).get("content", {})
+    if not files and not energon:
+        click.echo(
+            f"{label} content: no JSONL or Energon data to read (other formats are not checked)"
+        )
+        return 0
+    refused = _verify_energon(where, energon, recorded, label) if energon else 0
+    if files:
+        refused = max(refused, _verify_jsonl(files, recorded, label, tokenizer))
+    return refused
+
+
+def _in_nv_meta(name: str) -> bool:
+    return name.startswith(".nv-meta/") or "/.nv-meta/" in name
+
+
+def _verify_energon(where: Path, roots: list[str], recorded: Any, label: str) -> int:
+    """The Energon datasets of a version (their folders in it, ``.`` its top) read again as the
+    import read them; 1 when one is refused, else 0."""
+    from recipekit.datacheck import check_energon_dataset
+    from recipekit.errors import RecipeError
+
+    for name in roots:
+        try:
+            stats = check_energon_dataset(where / name, what=f"store verify --content {label}")["."]
+        except RecipeError as exc:
+            click.echo(f"{label} CONTENT: {exc.render()}")
+            return 1
+        before = recorded.get(name, {}).get("rows") if isinstance(recorded, dict) else None
+        said = "" if before in (None, stats["rows"]) else f" (the import recorded {before})"
+        splits = ", ".join(f"{n} {s['samples']}" for n, s in stats["splits"].items())
+        click.echo(
+            f"{label} content ok: Energon dataset {name}, {stats['shards']} shards, "
+            f"{stats['rows']} samples ({splits}){said}"
+        )
+    return 0
+
+
+def _verify_jsonl(files: dict[str, Path], recorded: Any, label: str, tokenizer: Path | None) -> int:
+    from recipekit.datacheck import check_files
+    from recipekit.errors import RecipeError
+
     try:
         found: dict[str, Any] = {}
         for name, file in files.items():

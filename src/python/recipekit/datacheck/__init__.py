@@ -6,6 +6,10 @@ and preference rows: ``datacheck.chat``, the format found from the first row or 
 bar over all of them) and returns what the version's manifest records under
 ``meta["content"]``. ``store verify --content`` runs the same checks on a stored version, and
 ``pipeline plan`` reads the recorded statistics (``datacheck.plan``), never the files.
+
+``data import sft`` (and ``store import`` of a folder holding ``.nv-meta``) reads an Energon
+dataset with :func:`check_energon_dataset` (``datacheck.energon``): its metadata, every shard's
+headers and the first samples of each; the manifest records it under the key ``"."``.
 """
 
 from __future__ import annotations
@@ -18,18 +22,23 @@ from pathlib import Path
 from typing import Any
 
 from recipekit.datacheck.chat import FORMATS, ChatRows, detect, required_keys
+from recipekit.datacheck.energon import FORMAT as ENERGON_FORMAT
+from recipekit.datacheck.energon import check_energon, is_energon, shard_bytes
 from recipekit.datacheck.gym import FORMAT, GymRows, StageGym, agents_of, load_tokenizer
 from recipekit.datacheck.scan import RowFormat, check_file
 from recipekit.errors import Issue, RecipeError
 
 __all__ = [
+    "ENERGON_FORMAT",
     "FORMAT",
     "FORMATS",
     "StageGym",
+    "check_energon_dataset",
     "check_files",
     "check_rl_files",
     "file_format",
     "gym_of_readers",
+    "is_energon",
     "jsonl_files",
 ]
 
@@ -131,6 +140,19 @@ def check_files(
             if stats["format"] == FORMAT:
                 stats["agents_checked"] = f"no: {gym.where} names a config recipekit has not read"
     return content
+
+
+def check_energon_dataset(root: Path, *, what: str = "data check") -> dict[str, Any]:
+    """An Energon dataset's folder read as Energon and Megatron-Bridge read it (one progress bar
+    over its shards); its statistics under the key the manifest records them by (``"."``: the
+    version's top, where the import places the folder's contents)."""
+    from recipekit.progress import progress
+
+    with progress(what, total=shard_bytes(root), counts_bytes=True, stream=sys.stderr) as bar:
+        stats = check_energon(root, bar=bar)
+        splits = ", ".join(f"{n} {s['samples']}" for n, s in stats["splits"].items())
+        bar.note(f"{stats['shards']} shards, samples per split: {splits}")
+    return {".": stats}
 
 
 def gym_of_readers(stages: Iterable[Any]) -> StageGym:

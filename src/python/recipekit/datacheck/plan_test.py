@@ -11,6 +11,7 @@ from typing import Any
 from click.testing import Result
 
 from recipekit.datacheck.conftest import run_cli, word_tokenizer
+from recipekit.datacheck.energon_test import unpack_fixture
 from recipekit.datacheck.gym import summary
 from recipekit.datacheck.plan import count_over, stage_findings
 from recipekit.lineage.registry_test import PROFILE
@@ -234,9 +235,8 @@ def test_the_sft_stages_plan_refuses_a_model_template_bridge_cannot_mask(
     cluster_file = tmp_path / "cluster.py"
     cluster_file.write_text(PROFILE.format(store=str(store), runs=str(runs)))
     cluster = f"{cluster_file}:profile"
-    energon = tmp_path / "energon"
-    (energon / ".nv-meta").mkdir(parents=True)
-    (energon / ".nv-meta" / "split.yaml").write_text("split_parts: {}\n")
+    # An Energon dataset energon prepare wrote (data import sft reads it before registering it).
+    energon = unpack_fixture(tmp_path / "energon")
 
     def plan_with(template: str, name: str) -> Result:
         model = tmp_path / name
