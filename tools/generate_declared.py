@@ -22,6 +22,7 @@ from pathlib import Path
 import attrs
 
 from recipekit.upstream.annotations import type_text
+from recipekit.upstream.bounds import from_keywords
 from recipekit.upstream.classes import ConfigClass, UpstreamSource, tree_files
 from recipekit.upstream.declared import TABLES, Declared, DeclaredTable, Key
 from tools.generated_modules import CHECKOUT, pins, reference_dir, write_or_check
@@ -95,7 +96,12 @@ def read_table(label: str, reference: Path) -> DeclaredTable:
             nested = _nested(field.annotation, field.module, source, classes)
             todo += [n for n in nested if n not in declared]
             text = type_text(
-                field.annotation, field.module, source, lambda q: MAPPING if q in classes else None
+                field.annotation,
+                field.module,
+                source,
+                lambda q: MAPPING if q in classes else None,
+                constraints=True,
+                bounds=from_keywords(dict(field.constraints)),
             )
             keys[name] = Key(text, field.required, nested, field.line)
         # A base no pinned file defines may declare keys this table cannot know: the class

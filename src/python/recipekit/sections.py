@@ -178,14 +178,18 @@ def _ordered(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attrib
     if base is None:
         stray = [f.name for f in fields if f.metadata.get(_AFTER)]
         if stray or removed:
-            raise TypeError(f"{cls.__name__}: after= and removed_keys change a derived "
-                            f"section; {', '.join(stray or removed)} derive from none")
+            raise TypeError(
+                f"{cls.__name__}: after= and removed_keys change a derived "
+                f"section; {', '.join(stray or removed)} derive from none"
+            )
         return fields
     inherited = [f.name for f in attrs.fields(base)]
     unknown = [name for name in removed if name not in inherited]
     if unknown:
-        raise TypeError(f"{cls.__name__}: removed_keys names no key of {base.__name__}: "
-                        f"{', '.join(unknown)} (keys: {', '.join(inherited)})")
+        raise TypeError(
+            f"{cls.__name__}: removed_keys names no key of {base.__name__}: "
+            f"{', '.join(unknown)} (keys: {', '.join(inherited)})"
+        )
     # The keys this class itself declares (attrs' Attribute.inherited, which its stubs lack).
     own = set(cls.__dict__.get("__annotations__", {}))
     redeclared = [f.name for f in fields if f.name in removed and f.name in own]
@@ -193,9 +197,7 @@ def _ordered(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attrib
         raise TypeError(f"{cls.__name__}: {', '.join(redeclared)} both removed and declared")
     # attrs collects fields from every class of the MRO: one an ancestor removed is not its
     # nearest base's, and stays removed.
-    fields = [
-        f for f in fields if f.name not in removed and (f.name in own or f.name in inherited)
-    ]
+    fields = [f for f in fields if f.name not in removed and (f.name in own or f.name in inherited)]
     by_name = {f.name: f for f in fields}
     # A re-declared key stays where its base has it, unless its after= moves it.
     moved = {f.name for f in fields if f.metadata.get(_AFTER) and f.name in own}
@@ -257,12 +259,14 @@ def _completed(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attr
     declared = {k: s for d in reversed(versions) for k, s in d.keys.items()}
     owner = {k: d for d in reversed(versions) for k in d.keys}
     fields = [
-        f for f in fields if f.metadata.get(_FROM_UPSTREAM) is None
-        or f.metadata[_FROM_UPSTREAM] in declared
+        f
+        for f in fields
+        if f.metadata.get(_FROM_UPSTREAM) is None or f.metadata[_FROM_UPSTREAM] in declared
     ]
     names = {f.name for f in fields}
     _check_undeclared(cls, names, declared)
     stated = names | {f.metadata.get(_FROM_UPSTREAM) for f in fields}
+    fields = [_with_upstream_bounds(f, declared, owner) for f in fields]
     added: list[attrs.Attribute[Any]] = []
     for key, spec in declared.items():
         # A key written _x is the field x (the sections' alias convention).
@@ -292,6 +296,36 @@ def _completed(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attr
         )
         names.add(name)
     return [*fields, *added]
+
+
+def _with_upstream_bounds(
+    field: attrs.Attribute[Any], declared: Mapping[str, Any], owner: Mapping[str, Any]
+) -> attrs.Attribute[Any]:
+    """A key recipekit states keeps what pydantic enforces on it upstream (``Field(gt=0)``,
+    ``PositiveInt``): the section's own checks refine upstream's, never replace them."""
+    from recipekit.upstream.bounds import bounded, unbounded
+
+    key = next((k for k in (field.name, f"_{field.name}") if k in declared), None)
+    if (
+        key is None
+        or field.metadata.get(_FROM_UPSTREAM)
+        or "Bounds(" not in declared[key].type_text
+    ):
+        return field
+    tp = declared[key].type
+    if not bounded(tp):
+        return field
+    full_ok, expected = type_check(tp)
+    plain_ok, _ = type_check(unbounded(tp))
+    cited = owner[key].cited()
+
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if isinstance(value, Marker) or not plain_ok(value) or full_ok(value):
+            return
+        raise FieldError(f"expected {expected}, as {cited} declares it", value)
+
+    checks = [c for c in (field.validator, check) if c is not None]
+    return field.evolve(validator=attrs.validators.and_(*checks))
 
 
 def _check_undeclared(cls: type, names: set[str], declared: Mapping[str, Any]) -> None:
@@ -513,6 +547,14 @@ def _predicate(tp: Any) -> tuple[Callable[[Any], bool], str]:
     if tp is Any or tp is object:
         return (lambda v: True), "any value"
     origin = get_origin(tp)
+    if origin is typing.Annotated:
+        # What pydantic also enforces upstream (recipekit.upstream.bounds).
+        base_ok, base_text = _predicate(get_args(tp)[0])
+        bounds = [b for b in tp.__metadata__ if hasattr(b, "holds")]
+        words = " and ".join(b.words() for b in bounds)
+        return (
+            lambda v: base_ok(v) and all(b.holds(v) for b in bounds)
+        ), f"{base_text} {words}".strip()
     if origin in (typing.Union, types.UnionType):
         parts = [_predicate(t) for t in get_args(tp)]
         texts = [t for _, t in parts if t]

@@ -11,8 +11,11 @@ checks never refuse what the framework may accept.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
+from typing import Annotated, Any, get_args, get_origin
 
+from recipekit.upstream.bounds import NAMES, Bounds, from_keywords
 from recipekit.upstream.classes import UpstreamSource
 
 ANY = "Any"
@@ -27,22 +30,37 @@ def type_text(
     module: str,
     source: UpstreamSource,
     config_name: Callable[[str], str | None] = lambda _: None,
+    *,
+    constraints: bool = False,
+    bounds: Bounds | None = None,
 ) -> str:
-    """``annotation`` (as written in ``module``) as a Python type's source text."""
+    """``annotation`` (as written in ``module``) as a Python type's source text. With
+    ``constraints``, what pydantic also enforces (``Annotated[...]`` metadata, its named types,
+    and ``bounds`` from the field's own ``Field(...)``) is kept as ``Annotated[X, Bounds(...)]``."""
     try:
         node = ast.parse(annotation, mode="eval").body
     except SyntaxError:
         return ANY
-    return _Converter(source, config_name).text(node, module, frozenset())
+    return _Converter(source, config_name, constraints).text(node, module, frozenset(), bounds)
 
 
 class _Converter:
-    def __init__(self, source: UpstreamSource, config_name: Callable[[str], str | None]) -> None:
+    def __init__(
+        self,
+        source: UpstreamSource,
+        config_name: Callable[[str], str | None],
+        constraints: bool = False,
+    ) -> None:
         self.source = source
         self.config_name = config_name
+        self.constraints = constraints
 
-    def text(self, node: ast.expr, module: str, seen: frozenset[str]) -> str:
+    def text(
+        self, node: ast.expr, module: str, seen: frozenset[str], bounds: Bounds | None = None
+    ) -> str:
         members = self.members(node, module, seen)
+        if bounds is not None:
+            members = [_bounded(m, bounds) for m in members]
         if ANY in members:
             return ANY
         literals = [m for m in members if m.startswith("Literal[")]
@@ -103,7 +121,9 @@ class _Converter:
                 values += [v for n in nested for v in _literal_values(n)]
             return ["Literal[" + ", ".join(values) + "]"]
         if head in ("Annotated",):
-            return self.members(items[0], module, seen)
+            base = self.members(items[0], module, seen)
+            limits = _metadata_bounds(items[1:]) if self.constraints else None
+            return [_bounded(m, limits) for m in base] if limits else base
         if head in ("NotRequired", "Required", "ReadOnly", "Final"):
             return self.members(items[0], module, seen)
         if head in _LISTS:
@@ -116,6 +136,10 @@ class _Converter:
 
     def named(self, name: str, module: str, seen: frozenset[str]) -> list[str]:
         resolved = self.source.resolve(module, name)
+        if resolved is None and self.constraints:
+            imported = self.source.imported(module, name)
+            if imported is not None and imported.split(".")[0].split(":")[0] == "pydantic":
+                return [pydantic_type(imported.rsplit(":", 1)[-1].rsplit(".", 1)[-1])]
         if resolved is None or resolved in seen:
             return [ANY]
         named = self.config_name(resolved)
@@ -125,6 +149,62 @@ class _Converter:
         if alias is not None:
             return self.members(alias, resolved.split(":")[0], seen | {resolved})
         return [ANY]
+
+
+def _bounded(member: str, bounds: Bounds) -> str:
+    """``member`` with ``bounds`` kept beside it, where a value of it can break them."""
+    if member in ("None", ANY) or member.startswith(("Literal[", "Annotated[")):
+        return member
+    return f"Annotated[{member}, {bounds!r}]"
+
+
+def _metadata_bounds(items: list[ast.expr]) -> Bounds | None:
+    """The bounds ``Annotated``'s metadata declares: ``Field(gt=0, lt=1)``, or annotated_types'
+    ``Gt(0)``, ``Interval(ge=1)``, ``MinLen(1)`` (each read from its literal arguments)."""
+    given: dict[str, Any] = {}
+    for item in items:
+        if not isinstance(item, ast.Call):
+            continue
+        name = ast.unparse(item.func).split(".")[-1]
+        literal = {
+            k.arg: k.value.value
+            for k in item.keywords
+            if k.arg is not None and isinstance(k.value, ast.Constant)
+        }
+        if name in ("Field", "Interval"):
+            given.update(literal)
+        elif name in _ANNOTATED_TYPES and item.args and isinstance(item.args[0], ast.Constant):
+            given[_ANNOTATED_TYPES[name]] = item.args[0].value
+    return from_keywords(given)
+
+
+# annotated_types' one-argument constraints and the Field keyword each stands for.
+_ANNOTATED_TYPES = {
+    "Gt": "gt",
+    "Ge": "ge",
+    "Lt": "lt",
+    "Le": "le",
+    "MultipleOf": "multiple_of",
+    "MinLen": "min_length",
+    "MaxLen": "max_length",
+}
+
+
+@functools.cache
+def pydantic_type(name: str) -> str:
+    """Pydantic's own named type ``name`` (``PositiveInt``, ``NonNegativeFloat``, ...) as a
+    type's text, read from the pydantic installed beside recipekit: its ``Annotated`` base
+    and the annotated_types constraints it carries. ``Any`` for one that is no such alias."""
+    import pydantic  # generation time only: the tables hold the result
+
+    found = getattr(pydantic, name, None)
+    if get_origin(found) is not Annotated:
+        return ANY
+    base, *metadata = get_args(found)
+    text = _SCALARS.get(getattr(base, "__name__", ""), ANY)
+    given = {n: getattr(m, n) for m in metadata for n in NAMES if getattr(m, n, None) is not None}
+    bounds = from_keywords(given)
+    return _bounded(text, bounds) if bounds else text
 
 
 def _literal_values(text: str) -> list[str]:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import attrs
 
+from recipekit.upstream.bounds import NAMES
+
 TYPED_DICT_BASES = frozenset({"TypedDict", "typing.TypedDict", "typing_extensions.TypedDict"})
 MODEL_BASES = frozenset({"BaseModel", "pydantic.BaseModel"})
 # Decorators that make a class a dataclass: the standard one, pydantic's, and vLLM's @config
@@ -60,6 +62,9 @@ class UpstreamField:
     line: int = 0
     # A dataclass field declared ``field(init=False)``: no constructor argument.
     init: bool = True
+    # What its ``Field(...)`` default also constrains (``min_length`` and ``multiple_of``
+    # besides ``bounds``' four), pydantic's keywords.
+    constraints: Mapping[str, float] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -159,6 +164,11 @@ class UpstreamSource:
             return inside[0] if len(inside) == 1 else None
         return None
 
+    def imported(self, module: str, name: str) -> str | None:
+        """``package:Name`` a plain name of ``module`` was imported as (``from pydantic import
+        PositiveInt``: ``pydantic:PositiveInt``), whether or not that package was read."""
+        return self.scope.get(module, {}).get(name)
+
     def alias(self, qualified: str) -> ast.expr | None:
         return self.aliases.get(qualified)
 
@@ -244,6 +254,7 @@ class UpstreamSource:
             if not_required or text.startswith(("Required[", "typing.Required[")):
                 annotation = annotation.slice  # type: ignore[attr-defined]
             default, bounds, has_default = _default(stmt.value)
+            constraints = _field_constraints(stmt.value)
             if kind == "typeddict":
                 required = total and not not_required
             else:
@@ -257,6 +268,7 @@ class UpstreamSource:
                 module,
                 stmt.lineno,
                 _init(stmt.value),
+                constraints,
             )
         return ConfigClass(qualified, kind, fields, allows_extra, tuple(dict.fromkeys(open_bases)))
 
@@ -296,6 +308,20 @@ def _init(value: ast.expr | None) -> bool:
             for k in value.keywords
         )
     )
+
+
+def _field_constraints(value: ast.expr | None) -> dict[str, float]:
+    """The literal constraint keywords of a ``Field(...)`` default ({} for any other)."""
+    if not (isinstance(value, ast.Call) and ast.unparse(value.func).split(".")[-1] == "Field"):
+        return {}
+    return {
+        k.arg: k.value.value
+        for k in value.keywords
+        if k.arg in NAMES
+        and isinstance(k.value, ast.Constant)
+        and isinstance(k.value.value, int | float)
+        and not isinstance(k.value.value, bool)
+    }
 
 
 def _default(value: ast.expr | None) -> tuple[str, dict[str, float], bool]:

@@ -16,22 +16,40 @@ import functools
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import attrs
 
 from recipekit.errors import Issue, did_you_mean, join_path
+from recipekit.upstream.bounds import Bounds, unbounded
 
 TABLES = Path(__file__).parent / "declared"
 # The names a type's source text may use.
-_TYPE_NAMES: dict[str, Any] = {"Any": Any, "Literal": Literal}
+_TYPE_NAMES: dict[str, Any] = {
+    "Any": Any,
+    "Literal": Literal,
+    "Annotated": Annotated,
+    "Bounds": Bounds,
+}
 
 
 @functools.cache
 def evaluated(text: str) -> Any:
     """A type from its source text (``int | None``, ``Literal['a', 'b']``, ``tuple[str, ...]``)."""
-    return eval(text, {"__builtins__": {"int": int, "float": float, "str": str, "bool": bool,
-                                        "tuple": tuple, "dict": dict}, **_TYPE_NAMES})  # noqa: S307 - our own generated text
+    return eval(
+        text,
+        {
+            "__builtins__": {
+                "int": int,
+                "float": float,
+                "str": str,
+                "bool": bool,
+                "tuple": tuple,
+                "dict": dict,
+            },
+            **_TYPE_NAMES,
+        },
+    )  # noqa: S307 - our own generated text
 
 
 @attrs.frozen
@@ -95,13 +113,21 @@ class DeclaredTable:
         classes: dict[str, Declared] = {}
         for qualified, entry in data["classes"].items():
             keys = {
-                name: Key(k["type"], k.get("required", False), tuple(k.get("nested", ())),
-                          k.get("line", 0))
+                name: Key(
+                    k["type"],
+                    k.get("required", False),
+                    tuple(k.get("nested", ())),
+                    k.get("line", 0),
+                )
                 for name, k in entry["keys"].items()
             }
             classes[qualified] = Declared(
-                qualified, keys, entry.get("allows_extra", False), table.source,
-                entry.get("path", ""), table,
+                qualified,
+                keys,
+                entry.get("allows_extra", False),
+                table.source,
+                entry.get("path", ""),
+                table,
             )
         object.__setattr__(table, "classes", classes)
         return table
@@ -159,7 +185,10 @@ class DeclaredTable:
                 continue
             ok, expected = type_check(spec.type)
             if not ok(given):
-                yield Issue(where, f"expected {expected}", value=given)
+                # A value of the right type that breaks a bound pydantic enforces says whose.
+                plain_ok, _ = type_check(unbounded(spec.type))
+                whose = f", as {declared.cited()} declares it" if plain_ok(given) else ""
+                yield Issue(where, f"expected {expected}{whose}", value=given)
             elif isinstance(given, dict) and spec.nested:
                 yield from self.mapping_issues(given, spec.nested, where)
         # A key upstream marks required but the mapping leaves out is not refused: a
