@@ -98,6 +98,7 @@ def plan_command(
     from recipekit.pipeline.actions import NoStore, damaged_inputs, plan_actions
     from recipekit.pipeline.chain import plan_chain
     from recipekit.pipeline.submit import chain_images, chain_records
+    from recipekit.pipeline.tokenizers import tokenizer_warnings
 
     chain = _chain(folder)
     profile = _find_profile(cluster)
@@ -115,10 +116,12 @@ def plan_command(
     if data is not None and data.errors:
         raise RecipeError(list(data.errors), context="pipeline plan: the framework would fail")
     notes = [] if data is None else [issue.render() for issue in data.notes]
+    # A tokenizer or chat template that changes from a stage to the next (issue 43): a warning.
+    lineage = [issue.render() for issue in tokenizer_warnings(planned)]
     if output_format == "json":
         pairs = zip(planned, actions, strict=True)
         rows = [{**p.as_json(), "action": a.as_json()} for p, a in pairs]
-        shown = {"pipeline": chain.pipeline.name, "stages": rows, "data": notes}
+        shown = {"pipeline": chain.pipeline.name, "stages": rows, "data": notes, "lineage": lineage}
         click.echo(json.dumps(shown, indent=2))
         return
     click.echo(f"pipeline {chain.pipeline.name} ({folder}): {len(planned)} stages in order\n")
@@ -128,6 +131,9 @@ def plan_command(
     if notes:
         click.echo("\ndata (the versions' recorded statistics):")
         click.echo("\n".join(f"  {note}" for note in notes))
+    if lineage:
+        click.echo("\nlineage (the tokenizer and chat template from stage to stage):")
+        click.echo("\n".join(f"  WARNING: {warning}" for warning in lineage))
     if records is None:
         click.echo("\n(no artifact store read: give --cluster to see which stages are up to date)")
 
