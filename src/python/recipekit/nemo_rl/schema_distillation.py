@@ -13,7 +13,6 @@ tokenizer and projection matrix, over a text corpus. Its keys are those of
 what they do; the schema file of the reference has no class for them.
 """
 
-
 from recipekit.markers import Unset
 from recipekit.nemo_rl import upstream_v3, upstream_v35
 from recipekit.nemo_rl.schema_common import (
@@ -58,8 +57,8 @@ class DistillationConfig:
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DistillationConfigMain:
     """main's DistillationConfig: every key has a default (128 prompts a step, top 64, ...)."""
-    upstream = upstream_v35("nemo_rl.algorithms.distillation:DistillationConfig")
 
+    upstream = upstream_v35("nemo_rl.algorithms.distillation:DistillationConfig")
 
     num_prompts_per_step: int | Unset = optional(at_least(1))
     num_generations_per_prompt: int | Unset = optional(at_least(1))
@@ -102,10 +101,11 @@ class XTokenDistillationLoss(DistillationLossMain):
     """The loss modes of cross-tokenizer distillation (gold_loss off: P-KL over a projected
     top-k of the teacher's vocabulary; on: KL on the exactly mapped vocabulary + L1 on the
     rest; xtoken_loss relaxes the exact mapping and requires gold_loss)."""
+
     upstream = upstream_v35(
         "nemo_rl.algorithms.loss.loss_functions:CrossTokenizerDistillationLossConfig"
     )
-    undeclared_keys = undeclared(read=('kl_type', 'mixed_kl_weight', 'zero_outside_topk'))
+    undeclared_keys = undeclared(read=("kl_type", "mixed_kl_weight", "zero_outside_topk"))
 
     gold_loss: bool | Unset = optional()
     xtoken_loss: bool | Unset = optional()
@@ -140,6 +140,7 @@ class XTokenTeacher(PolicyExamplesMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DistillationMasterConfig(RunMasterConfig):
     """``examples/run_distillation.py --config`` on super-v3."""
+
     upstream = upstream_v3("nemo_rl.algorithms.distillation:MasterConfig")
 
     teacher: PolicyExamples = required()
@@ -152,6 +153,7 @@ class DistillationMasterConfig(RunMasterConfig):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DistillationMasterConfigMain(RunMasterConfigMain):
     """``examples/run_distillation.py --config`` on main (super-v3.5-posttraining)."""
+
     upstream = upstream_v35("nemo_rl.algorithms.distillation:MasterConfig")
 
     teacher: PolicyExamplesMain = required()
@@ -164,8 +166,9 @@ class DistillationMasterConfigMain(RunMasterConfigMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class XTokenDistillationMasterConfig(DistillationMasterConfigMain):
     """``examples/run_xtoken_off_policy_distillation.py --config`` (main only)."""
+
     upstream = upstream_v35("nemo_rl.algorithms.xtoken_off_policy_distillation:MasterConfig")
-    undeclared_keys = undeclared(read=('env', 'teacher'))
+    undeclared_keys = undeclared(read=("env", "teacher"))
 
     # Inherited from distillation_math.yaml and unused (null): the teachers are listed below.
     teacher: PolicyExamplesMain | None = required()  # type: ignore[assignment]

@@ -6,7 +6,6 @@ entries are preference datasets (``prompt_key``, ``chosen_key``, ``rejected_key`
 ``Dataset`` has them).
 """
 
-
 from recipekit.markers import Unset
 from recipekit.nemo_rl import upstream_v3, upstream_v35
 from recipekit.nemo_rl.schema_common import (
@@ -36,6 +35,7 @@ class DPOConfig(TrainLoop):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DPOConfigMain(TrainLoopMain):
     """main's DPOConfig: every key has a default (150 steps, beta 0.05, ...)."""
+
     upstream = upstream_v35("nemo_rl.algorithms.dpo:DPOConfig")
 
     reference_policy_kl_penalty: float | Unset = optional(at_least(0))
@@ -49,6 +49,7 @@ class DPOConfigMain(TrainLoopMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DPOMasterConfig(RunMasterConfig):
     """``examples/run_dpo.py --config`` on super-v3."""
+
     upstream = upstream_v3("nemo_rl.algorithms.dpo:MasterConfig")
 
     dpo: DPOConfig = required()
@@ -58,6 +59,7 @@ class DPOMasterConfig(RunMasterConfig):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DPOMasterConfigMain(RunMasterConfigMain):
     """``examples/run_dpo.py --config`` on main (super-v3.5-posttraining)."""
+
     upstream = upstream_v35("nemo_rl.algorithms.dpo:MasterConfig")
 
     dpo: DPOConfigMain = required()

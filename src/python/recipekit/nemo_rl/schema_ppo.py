@@ -7,7 +7,6 @@ the group baseline. The keys are those of ``examples/configs/ppo_math_1B.yaml`` 
 Main only: super-v3 has no PPO entry point.
 """
 
-
 from recipekit.markers import Unset
 from recipekit.nemo_rl import upstream_v35
 from recipekit.nemo_rl.schema_common import (
@@ -26,6 +25,7 @@ from recipekit.validators import at_least, between
 class AsyncPPO(AsyncGRPO):
     """GRPO's asynchronous loop, for PPO; it needs non-colocated generation and the
     importance-sampling correction."""
+
     upstream = upstream_v35("nemo_rl.algorithms.ppo:AsyncPPOConfig")
 
     # Generation steps ahead of training during the critic warm-up (null: the age limit);
@@ -39,6 +39,7 @@ class AsyncPPO(AsyncGRPO):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GAE:
     """Generalised advantage estimation; VAPO decouples the critic's and the policy's lambda."""
+
     upstream = upstream_v35("nemo_rl.algorithms.ppo:AdvEstimatorConfig")
 
     name: str = required()
@@ -114,6 +115,7 @@ class ValuePolicy(PolicyExamplesMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class PPOMasterConfig(RunMasterConfigMain):
     """``examples/run_ppo.py --config`` (main, super-v3.5-posttraining)."""
+
     upstream = upstream_v35("nemo_rl.algorithms.ppo:MasterConfig")
 
     ppo: PPOConfig = required()

@@ -4,7 +4,6 @@ Every ``RMConfig`` key is required on ``super-v3`` and has a default on ``main``
 (``nemo_rl/algorithms/rm.py`` of NVIDIA-NeMo/RL@8af543ad and NVIDIA-NeMo/RL@7ea279ab).
 """
 
-
 from recipekit.markers import Unset
 from recipekit.nemo_rl import upstream_v3, upstream_v35
 from recipekit.nemo_rl.schema_common import (
@@ -38,6 +37,7 @@ class RMConfigMain(TrainLoopMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class RMMasterConfig(RunMasterConfig):
     """``examples/run_rm.py --config`` on super-v3."""
+
     upstream = upstream_v3("nemo_rl.algorithms.rm:MasterConfig")
 
     rm: RMConfig = required()
@@ -47,6 +47,7 @@ class RMMasterConfig(RunMasterConfig):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class RMMasterConfigMain(RunMasterConfigMain):
     """``examples/run_rm.py --config`` on main (super-v3.5-posttraining)."""
+
     upstream = upstream_v35("nemo_rl.algorithms.rm:MasterConfig")
 
     rm: RMConfigMain = required()

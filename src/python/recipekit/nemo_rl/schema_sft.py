@@ -6,7 +6,6 @@ NVIDIA-NeMo/RL@7ea279ab). The other sections are those every non-GRPO entry poin
 (``schema_common``).
 """
 
-
 from recipekit.markers import Unset
 from recipekit.nemo_rl import upstream_v3, upstream_v35
 from recipekit.nemo_rl.schema_common import (
@@ -39,6 +38,7 @@ class SFTConfigMain(TrainLoopMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class SFTMasterConfig(RunMasterConfig):
     """``examples/run_sft.py --config`` on super-v3."""
+
     upstream = upstream_v3("nemo_rl.algorithms.sft:MasterConfig")
 
     sft: SFTConfig = required()
@@ -48,6 +48,7 @@ class SFTMasterConfig(RunMasterConfig):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class SFTMasterConfigMain(RunMasterConfigMain):
     """``examples/run_sft.py --config`` on main (super-v3.5-posttraining)."""
+
     upstream = upstream_v35("nemo_rl.algorithms.sft:MasterConfig")
 
     sft: SFTConfigMain = required()
