@@ -15,6 +15,7 @@ import pytest
 
 from recipekit.datacheck.conftest import assert_refused, run_cli, tree
 from recipekit.datacheck.energon import FORMAT, check_energon, expand, part_refusal
+from recipekit.datacheck.plan import DataFindings, energon_findings
 from recipekit.errors import RecipeError
 from recipekit.lineage.store import import_version, read_marker
 
@@ -215,3 +216,21 @@ def test_a_conversation_without_turns_is_refused(dataset: Path) -> None:
     _overwrite(shard, member, b"[]" + b" " * (member.size - 2))
     with pytest.raises(RecipeError, match="holds no turns: cook_chatml_sample"):
         check_energon(dataset)
+
+
+def test_a_stage_that_validates_refuses_data_without_a_val_split(dataset: Path) -> None:
+    (dataset / ".nv-meta" / "split.yaml").write_text(
+        "split_parts:\n  train:\n  - train-shard-{000000..000001}.tar\n  val: []\n"
+    )
+    content = {".": check_energon(dataset)}
+    assert content["."]["splits"]["val"] == {"shards": 0, "samples": 0}
+    path = "/artifacts/super35-sft-data/latest"
+    validating = {"dataset": {"path": path, "do_validation": True}}
+    [error] = energon_findings("sft", validating, content).errors
+    assert error.path == "sft: dataset.do_validation"
+    assert "lists no samples in split 'val': Energon fails" in error.message
+    # The recipe's default validates: said, not refused; the Super 3.5 SFT stages turn it off.
+    found = energon_findings("sft", {"dataset": {"path": path}}, content)
+    assert (len(found.errors), len(found.notes)) == (0, 1)
+    off = {"dataset": {"path": path, "do_validation": False}}
+    assert energon_findings("sft", off, content) == DataFindings()

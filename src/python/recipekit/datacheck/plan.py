@@ -376,6 +376,9 @@ def chain_findings(root: Path, planned: Sequence[Any], actions: Sequence[Any]) -
             )
             errors += found.errors
             notes += found.notes
+            found = energon_findings(entry.name, entry.plan.framework_config, content)
+            errors += found.errors
+            notes += found.notes
             for stats in content.values():
                 if isinstance(stats, Mapping) and isinstance(stats.get("roles"), Mapping):
                     for shape, count in stats["roles"].items():
@@ -384,6 +387,51 @@ def chain_findings(root: Path, planned: Sequence[Any], actions: Sequence[Any]) -
             entry.name, entry.plan.stage, entry.plan.framework_config, model_dir, chat_roles
         )
         errors += found.errors
+    return DataFindings(tuple(errors), tuple(notes))
+
+
+def energon_findings(
+    stage: str, config: Mapping[str, Any], content: Mapping[str, Any]
+) -> DataFindings:
+    """An Energon dataset's recorded splits against the Megatron-Bridge stage reading it: with
+    ``dataset.do_validation`` Bridge builds a loader on split ``val`` (builders/energon.py,
+    ``EnergonDatasetBuilder.build``), and Energon fails on one that is absent (metadata.py:83)
+    or empty (``EmptyDatasetError``, metadata.py:98). Set true, refused; left to the recipe's
+    default (``EnergonDatasetConfig.do_validation = True``), said."""
+    from recipekit.datacheck.energon import FORMAT as ENERGON
+
+    errors: list[Issue] = []
+    notes: list[Issue] = []
+    validation = _get(config, "dataset.do_validation")
+    if validation is False or _get(config, "dataset.path") is None:
+        return DataFindings()  # not validating, or no Energon dataset config
+    for name, stats in content.items():
+        if not isinstance(stats, Mapping) or stats.get("format") != ENERGON:
+            continue
+        splits = stats.get("splits", {})
+        samples = splits.get("val", {}).get("samples", 0) if isinstance(splits, Mapping) else 0
+        if samples:
+            continue
+        said = "has no split 'val'" if "val" not in splits else "lists no samples in split 'val'"
+        where = f"{stage}: dataset.do_validation"
+        if validation is True:
+            errors.append(
+                Issue(
+                    where,
+                    f"is true, and the Energon data ({name}) {said}: Energon fails when Bridge "
+                    "builds the validation loader (metadata.py:83, :98 @ megatron-energon 7.4.1)",
+                    hint="set dataset.do_validation: false, or import data with a val split",
+                )
+            )
+        else:
+            notes.append(
+                Issue(
+                    where,
+                    f"is the recipe's default (true), and the Energon data ({name}) {said}: the "
+                    "validation loader fails if the recipe validates",
+                    hint="set dataset.do_validation: false, or import data with a val split",
+                )
+            )
     return DataFindings(tuple(errors), tuple(notes))
 
 
