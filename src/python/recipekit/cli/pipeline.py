@@ -68,6 +68,47 @@ RERUN = click.option(
     metavar="STAGE",
     help="Run STAGE even when it is up to date (and so its readers).",
 )
+STEP_TIMES = click.option(
+    "--step-time",
+    "step_times",
+    multiple=True,
+    metavar="STAGE=SECONDS",
+    help="Seconds a training step of STAGE takes on this cluster (repeat per stage): the plan "
+    "says how many continuations to expect, and submit refuses, before anything is "
+    "submitted, a stage needing more than Slurm's MaxBatchRequeue. Default: measured in an "
+    "earlier attempt of the stage on this cluster.",
+)
+
+
+def _step_times(given: tuple[str, ...], chain: Any) -> dict[str, float]:
+    """``STAGE=SECONDS`` options as stage -> seconds, every stage one of the chain's."""
+    from recipekit.errors import Issue, RecipeError, did_you_mean
+
+    found: dict[str, float] = {}
+    issues = []
+    for option in given:
+        stage, sep, text = option.partition("=")
+        try:
+            seconds = float(text) if sep else 0.0
+        except ValueError:
+            seconds = 0.0
+        if not sep or not seconds > 0 or seconds == float("inf"):
+            issues.append(Issue(f"--step-time {option}", "expected STAGE=SECONDS, seconds > 0"))
+        elif stage not in chain.stages:
+            issues.append(
+                Issue(
+                    f"--step-time {option}",
+                    f"no stage {stage!r} in pipeline {chain.pipeline.name}",
+                    hint=did_you_mean(stage, chain.stages),
+                )
+            )
+        else:
+            found[stage] = seconds
+    if issues:
+        raise RecipeError(issues, context="pipeline")
+    return found
+
+
 STORE_CLUSTER = click.option(
     "--cluster",
     metavar="NAME",
@@ -80,6 +121,7 @@ STORE_CLUSTER = click.option(
 @_range
 @STORE_CLUSTER
 @RERUN
+@STEP_TIMES
 @format_option
 @reports_recipe_errors
 def plan_command(
@@ -89,10 +131,13 @@ def plan_command(
     overrides: tuple[str, ...],
     cluster: str | None,
     rerun: tuple[str, ...],
+    step_times: tuple[str, ...],
     output_format: str,
 ) -> None:
     """Plan every stage of the chain, in order: inputs, selected steps, hash, nodes, and its
-    action key: up to date (the version), or why it runs (with --cluster, the store is read)."""
+    action key: up to date (the version), or why it runs (with --cluster, the store is read,
+    and each stage that runs says how it runs there: Ray's wait, its save deadline, the
+    continuations to expect)."""
     from recipekit.datacheck.plan import chain_findings
     from recipekit.errors import RecipeError
     from recipekit.pipeline.actions import NoStore, damaged_inputs, plan_actions
@@ -101,6 +146,7 @@ def plan_command(
     from recipekit.pipeline.tokenizers import tokenizer_warnings
 
     chain = _chain(folder)
+    steps = _step_times(step_times, chain)
     profile = _find_profile(cluster)
     records = chain_records(profile)
     stored = records.names() if records is not None else None
@@ -128,6 +174,8 @@ def plan_command(
     for number, (entry, action) in enumerate(zip(planned, actions, strict=True), start=1):
         click.echo(_stage_lines(number, entry))
         click.echo(_action_lines(action, entry.lineage.output))
+        if profile is not None and action.runs:
+            click.echo(_run_lines(entry, profile, steps.get(entry.name)))
     if notes:
         click.echo("\ndata (the versions' recorded statistics):")
         click.echo("\n".join(f"  {note}" for note in notes))
@@ -154,6 +202,17 @@ def _action_lines(action: Any, output: str | None) -> str:
     lines += changes_text(list(action.changes), indent="         ")
     lines += [f"         {change}" for change in action.changed_inputs]
     return "\n".join(lines)
+
+
+def _run_lines(entry: Any, profile: Any, step_time: float | None) -> str:
+    """How a stage that runs will run on the profile (``recipekit plan --cluster``'s block)."""
+    from recipekit.launch.time_budget import run_outline
+
+    if entry.plan is None or entry.plan.stage.framework.launch == "delegated":
+        return ""
+    stage_profile = profile.for_base(entry.plan.stage.framework.image)
+    lines = run_outline(entry.plan, stage_profile, step_time_s=step_time)
+    return "\n".join(f"         {line}" for line in lines)
 
 
 def _stage_lines(number: int, entry: Any) -> str:
@@ -194,6 +253,7 @@ CLUSTER = click.option(
 @CLUSTER
 @_range
 @RERUN
+@STEP_TIMES
 @reports_recipe_errors
 def submit_command(
     folder: Path,
@@ -202,6 +262,7 @@ def submit_command(
     until: str | None,
     overrides: tuple[str, ...],
     rerun: tuple[str, ...],
+    step_times: tuple[str, ...],
 ) -> None:
     """Submit the stages that run: one job each, after the jobs of the stages it reads from.
 
@@ -214,7 +275,9 @@ def submit_command(
 
     Refuses before anything is submitted: a blocked stage, a stage with no recipe, a stage the
     cluster cannot run, a delegated stage whose client is not here or that a later stage
-    reads from, or an artifact store that is not mounted here.
+    reads from, an artifact store that is not mounted here, or a stage that would need more
+    continuations than the cluster requeues a job (where its step time is known: --step-time,
+    or measured in an earlier attempt).
     """
     from recipekit.launch.profiles import find_profile
     from recipekit.pipeline.submit import submit_chain
@@ -227,6 +290,7 @@ def submit_command(
         overrides,
         echo=lambda line: click.echo(f"  | {line}"),
         rerun=rerun,
+        step_times=_step_times(step_times, chain),
     )
     for action in actions:
         if not action.runs:

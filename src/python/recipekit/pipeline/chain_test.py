@@ -136,3 +136,13 @@ def test_a_store_that_is_not_mounted_is_refused(chain, tmp_path: Path) -> None: 
     text = "\n".join(i.render() for i in chain_issues(planned, no_store))
     assert "artifact_store: not set, and rlvr reads or writes artifacts" in text
     assert chain_issues(planned, _profile(tmp_path)) == []
+
+
+def test_a_stage_needing_more_requeues_is_refused_before_any_submit(chain, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    planned = plan_chain(chain, ["rlvr"])
+    profile = _profile(tmp_path)
+    # 1000 steps of 10 minutes in attempts of the profile's time limit: more than Slurm's
+    # default 5 requeues (no scontrol here: its default), so refused with the arithmetic.
+    text = "\n".join(i.render() for i in chain_issues(planned, profile, {"rlvr": 600.0}))
+    assert text.startswith("rlvr: ") and "MaxBatchRequeue" in text, text
+    assert chain_issues(planned, profile, {"rlvr": 1.0}) == []

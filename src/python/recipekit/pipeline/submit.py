@@ -24,6 +24,7 @@ from recipekit.launch.continuation import continuation_summary
 from recipekit.launch.profile import ClusterProfile
 from recipekit.launch.run_dir import RunDir
 from recipekit.launch.submit import (
+    check_requeues,
     check_submittable,
     check_tracking,
     delegated_issues,
@@ -54,8 +55,15 @@ class SubmittedStage:
     delegated_to: str | None = None
 
 
-def chain_issues(planned: Sequence[PlannedStage], profile: ClusterProfile) -> list[Issue]:
-    """Why the chain cannot be submitted to ``profile``; empty when it can."""
+def chain_issues(
+    planned: Sequence[PlannedStage],
+    profile: ClusterProfile,
+    step_times: Mapping[str, float] | None = None,
+) -> list[Issue]:
+    """Why the chain cannot be submitted to ``profile``; empty when it can. ``step_times``:
+    stage -> seconds a step takes there (else one measured in an earlier attempt): a stage
+    that would need more continuations than Slurm requeues a job is refused here, before any
+    stage is submitted."""
     issues: list[Issue] = []
     for index, entry in enumerate(planned):
         before = f"--until {planned[index - 1].name}" if index else "a later --from"
@@ -99,6 +107,8 @@ def chain_issues(planned: Sequence[PlannedStage], profile: ClusterProfile) -> li
                 )
         try:
             check_submittable(entry.plan, stage_profile)
+            if framework.launch != "delegated":
+                check_requeues(entry.plan, stage_profile, (step_times or {}).get(entry.name))
         except RecipeError as exc:
             issues += _named(entry.name, exc.issues)
     return issues
@@ -128,6 +138,7 @@ def submit_chain(
     echo: Callable[[str], None] = print,
     *,
     rerun: Sequence[str] = (),
+    step_times: Mapping[str, float] | None = None,
 ) -> tuple[list[SubmittedStage], list[StageAction]]:
     """Plan, check, then submit every stage that runs (``rerun``: and these), in order, each
     after the stages it reads from; returns them and every stage's action. A delegated
@@ -139,7 +150,7 @@ def submit_chain(
         chain, planned, records or NoStore(), rerun=rerun, images=chain_images(profile)
     )
     planned = pinned_plans(chain, planned, actions, overrides)
-    issues = chain_issues(planned, profile)
+    issues = chain_issues(planned, profile, step_times)
     if issues:
         raise RecipeError(issues, context=f"pipeline {chain.pipeline.name}: nothing submitted")
     check_tracking(profile)
@@ -179,7 +190,9 @@ def submit_chain(
                 SubmittedStage(entry.name, None, handed.run, after, framework.entry_point)
             )
             continue
-        job_id, run = submit_plan(entry.plan, stage_profile, after=after)
+        job_id, run = submit_plan(
+            entry.plan, stage_profile, after=after, step_time_s=(step_times or {}).get(entry.name)
+        )
         jobs[entry.name] = job_id
         submitted.append(SubmittedStage(entry.name, job_id, run, after))
     _record(chain, profile, actions, submitted)
