@@ -83,11 +83,8 @@ def _fields(cls: type) -> frozenset[str]:
 def declared_keys() -> frozenset[str]:
     """Every key some pinned version declares, by the field name a section gives it, and the
     keys of :data:`UNDECLARED`. (The tables are those the sections were built from: read once.)"""
-    names = set(UNDECLARED)
-    for label in PINNED:
-        for declared in table(label).classes.values():
-            names.update(map(field_name, declared.keys))
-    return frozenset(names)
+    keys = {key for label in PINNED for cls in table(label).classes.values() for key in cls.keys}
+    return frozenset({*UNDECLARED, *map(field_name, keys)})
 
 
 def field_name(key: str) -> str:
