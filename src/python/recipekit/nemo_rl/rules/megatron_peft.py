@@ -7,8 +7,8 @@ reads it with ``.get("peft", {})``, so an absent section means no LoRA.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from recipekit.errors import Issue
 from recipekit.markers import UNSET, Unset
@@ -23,10 +23,18 @@ if TYPE_CHECKING:
 PEFT = "policy.megatron_cfg.peft"
 
 
-def enabled_peft(ctx: CheckContext) -> MegatronPeft | None:
-    """The Megatron LoRA section when it is on (NeMo-RL's ``peft.enabled``)."""
-    peft: MegatronPeft | Unset | None = value_of(ctx.megatron, "peft")
-    return None if peft is None or peft is UNSET or not peft.enabled else peft
+def enabled_peft(ctx: CheckContext) -> MegatronPeft | Mapping[str, Any] | None:
+    """The Megatron LoRA section when it is on (NeMo-RL's ``peft.enabled``): a
+    ``MegatronPeft`` where the stage's schema states it, else the mapping upstream's declared
+    ``PeftConfig`` checked (the Super 3.5 runner's schema leaves it to the complement)."""
+    peft: MegatronPeft | Mapping[str, Any] | Unset | None = value_of(ctx.megatron, "peft")
+    if peft is None or peft is UNSET:
+        return None
+    return peft if _field(peft, "enabled") is True else None
+
+
+def _field(peft: MegatronPeft | Mapping[str, Any], key: str) -> Any:
+    return peft.get(key) if isinstance(peft, Mapping) else getattr(peft, key)
 
 
 def frozen_router_without_peft(ctx: CheckContext) -> Iterator[Issue]:
@@ -52,7 +60,7 @@ def _peft_names(ctx: CheckContext, key: str, rule: str, reference_rule: str) -> 
     """The policy's LoRA (``rule``) and the reference model's (``reference_rule``) read ``key``
     and refuse it absent or null; the policy's is built first, so it is the one cited."""
     peft = enabled_peft(ctx)
-    if peft is not None and not isinstance(getattr(peft, key), int):
+    if peft is not None and not isinstance(_field(peft, key), int):
         yield Issue(
             f"{PEFT}.{key}",
             f"NeMo-RL's Megatron setup refuses enabled PEFT without a LoRA {key} "

@@ -37,6 +37,18 @@ def test_a_complete_or_disabled_peft_plans(gym_examples: Stage, errors: Plan) ->
     assert not errors(gym_examples, f"{PEFT}={{enabled: false}}")
 
 
+def test_the_runner_schema_peft_is_the_declared_mapping_and_checked_the_same(
+    refused: Plan, errors: Plan
+) -> None:
+    from recipes.super35.rl import rlvr
+
+    # The Super 3.5 runner's schema leaves peft to upstream's declared PeftConfig: a mapping,
+    # which the checks read as they read the examples' section (once a traceback).
+    found = refused(rlvr, f"{PEFT}={{enabled: true, alpha: 16}}")
+    assert [e for e in found if e.startswith(f"{PEFT}.dim")], found
+    assert not errors(rlvr, f"{PEFT}={{enabled: false}}")
+
+
 def test_super_v3_refuses_a_frozen_router_with_peft(v3_examples: Stage, refused: Plan) -> None:
     errors = refused(
         v3_examples, f"{PEFT}={{enabled: true}}", "policy.megatron_cfg.freeze_moe_router=true"
