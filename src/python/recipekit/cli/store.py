@@ -119,7 +119,8 @@ def store_init(path: Path) -> None:
 @click.option(
     "--tokenizer",
     type=click.Path(path_type=Path),
-    help="A tokenizer.json (or a folder holding one) to count the rows' tokens with.",
+    help="A tokenizer.json (or a folder holding one) to count the rows' tokens with; for "
+    "pre-tokenised data, the tokenizer that made it (required).",
 )
 @click.option(
     "--format",
@@ -131,18 +132,33 @@ def store_init(path: Path) -> None:
     "input/output) or preference (context/completions, prompt/chosen/rejected) rows; auto "
     "finds it from each file's first row.",
 )
+@click.option(
+    "--seq-length",
+    type=click.IntRange(min=1),
+    help="Pre-tokenised data (Megatron .bin/.idx): the sequence length it was packed or prepared "
+    "for; a stage with a longer one refuses it at plan.",
+)
 def store_import(
-    path: Path, artifact: str, source: Path, name: str, tokenizer: Path | None, data_format: str
+    path: Path,
+    artifact: str,
+    source: Path,
+    name: str,
+    tokenizer: Path | None,
+    data_format: str,
+    seq_length: int | None,
 ) -> None:
     """Copy SOURCE into the store as the next version of ARTIFACT (and its latest).
 
     JSONL (SOURCE a .jsonl file, or a folder with .jsonl files at its top) is read first, as
     the pinned reader of its format reads it: a row it would fail on is refused, exit 2,
     nothing copied; rows and lengths go into the version's manifest. So is an Energon dataset
-    (a folder holding .nv-meta), as `data import sft` reads it. Which agents a NeMo Gym
-    row may name is checked at plan (no stage is known here).
+    (a folder holding .nv-meta), as `data import sft` reads it. Pre-tokenised data (Megatron
+    .bin/.idx pairs) needs --tokenizer, the tokenizer that made it: the manifest records its
+    sha256 (and --seq-length), and `pipeline plan` refuses a stage whose model has another.
+    Which agents a NeMo Gym row may name is checked at plan (no stage is known here).
     """
     from recipekit.datacheck import check_energon_dataset, check_files, is_energon, jsonl_files
+    from recipekit.datacheck.pretokenized import check_pretokenized, indexed_pairs
     from recipekit.lineage.store import import_version, require_store
 
     require_store(path)
@@ -154,6 +170,11 @@ def store_import(
             fmt=None if data_format == "auto" else data_format,
             tokenizer=tokenizer,
             what=f"store import {name}: reading",
+        )
+    pairs = indexed_pairs(source)
+    if pairs:
+        meta.setdefault("content", {}).update(
+            check_pretokenized(pairs, tokenizer=tokenizer, seq_length=seq_length)
         )
     if source.is_dir() and is_energon(source):
         meta.setdefault("content", {}).update(

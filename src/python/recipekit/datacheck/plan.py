@@ -379,6 +379,9 @@ def chain_findings(root: Path, planned: Sequence[Any], actions: Sequence[Any]) -
             found = energon_findings(entry.name, entry.plan.framework_config, content)
             errors += found.errors
             notes += found.notes
+            found = lock_findings(entry.name, entry.plan.framework_config, content, model_dir)
+            errors += found.errors
+            notes += found.notes
             for stats in content.values():
                 if isinstance(stats, Mapping) and isinstance(stats.get("roles"), Mapping):
                     for shape, count in stats["roles"].items():
@@ -432,6 +435,71 @@ def energon_findings(
                     hint="set dataset.do_validation: false, or import data with a val split",
                 )
             )
+    return DataFindings(tuple(errors), tuple(notes))
+
+
+# Where a stage's sequence length is set: Megatron-Bridge's model and dataset, NeMo-RL's policy.
+SEQUENCE_KEYS = ("model.seq_length", "dataset.seq_length", "policy.max_total_sequence_length")
+
+
+def lock_findings(
+    stage: str, config: Mapping[str, Any], content: Mapping[str, Any], model_dir: Path | None
+) -> DataFindings:
+    """Pre-tokenised data (``datacheck.pretokenized``) against the stage reading it: its model's
+    tokenizer.json must be the one the data was tokenised with (another one's ids mean other
+    words, and nothing fails), and its sequence no longer than the data was prepared for."""
+    import hashlib
+
+    from recipekit.datacheck.pretokenized import FORMAT as PRETOKENIZED
+
+    errors: list[Issue] = []
+    notes: list[Issue] = []
+    locked = {
+        n: s
+        for n, s in content.items()
+        if isinstance(s, Mapping) and s.get("format") == PRETOKENIZED
+    }
+    if not locked:
+        return DataFindings()
+    file = model_dir / "tokenizer.json" if model_dir is not None else None
+    own = (
+        f"sha256:{hashlib.sha256(file.read_bytes()).hexdigest()}"
+        if file is not None and file.is_file()
+        else None
+    )
+    lengths = {k: v for k in SEQUENCE_KEYS if isinstance(v := _get(config, k), int)}
+    for name, stats in locked.items():
+        made = str(stats.get("tokenizer", ""))
+        if own is None:
+            notes.append(
+                Issue(
+                    f"{stage}: {name}",
+                    f"pre-tokenised with tokenizer {made[:19]}; the stage's model has no "
+                    "tokenizer.json in the store to compare it with",
+                )
+            )
+        elif own != made:
+            errors.append(
+                Issue(
+                    f"{stage}: {name}",
+                    f"was tokenised with tokenizer {made[:19]} (recorded at import), and the "
+                    f"stage's model ({file}) has {own[:19]}: its token ids mean other words",
+                    hint="re-tokenise the data with the model's tokenizer, or train the model "
+                    "it was made for",
+                )
+            )
+        prepared = stats.get("seq_length")
+        for key, length in lengths.items():
+            if isinstance(prepared, int) and length > prepared:
+                errors.append(
+                    Issue(
+                        f"{stage}: {key}",
+                        f"is {length}, and {name} was prepared for sequences of {prepared} "
+                        "(recorded at import): the stage would read it as longer sequences "
+                        "than it holds",
+                        hint=f"set {key} to {prepared} or less, or prepare the data again",
+                    )
+                )
     return DataFindings(tuple(errors), tuple(notes))
 
 
