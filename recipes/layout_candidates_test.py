@@ -218,3 +218,22 @@ def test_the_search_ranks_as_pricing_each_candidates_own_config_does(
     assert [timing.sub("", line) for line in table(fast)] == [
         timing.sub("", line) for line in table(reference)
     ]
+
+
+def test_candidates_are_priced_in_the_stages_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from recipekit.memory.switches import ALLOC_CONF, allocator_conf
+
+    # The plan estimates a stage inside its environment (its PYTORCH_CUDA_ALLOC_CONF moves the
+    # allocator's share); the search's pricing must see the same, or it drops layouts the
+    # plan would call fitting.
+    stage = attrs.evolve(STAGES["sft-tiny"], environment={ALLOC_CONF: "expandable_segments:True"})
+    seen: list[str | None] = []
+    price = layout_search._Pricing.estimate
+
+    def recording(self: Any, layout: Any, overrides: dict[str, Any]) -> Any:
+        seen.append(allocator_conf(None, config_first=False))
+        return price(self, layout, overrides)
+
+    monkeypatch.setattr(layout_search._Pricing, "estimate", recording)
+    search(stage, top=1)
+    assert seen and set(seen) == {"expandable_segments:True"}

@@ -38,6 +38,7 @@ from recipekit.keypaths import checked_alone, with_values
 from recipekit.markers import given_at
 from recipekit.memory.estimate import MemoryEstimate
 from recipekit.memory.megatron import lower_bound
+from recipekit.memory.switches import worker_environment
 from recipekit.parallelism import ParallelLayout
 from recipekit.plan import Plan, make_plan, resolve_run_inputs
 from recipekit.stage import Stage
@@ -140,15 +141,17 @@ def search(
     candidates = list(framework.layout_candidates(base, hw, model))
     tried = len(candidates)
     what = f"layout {stage.name}"
-    pricing = _Pricing(framework, config, hw, model)
     recipe = _RecipeValues(config)
     # Priced at the estimate's lower bound (no allocator simulation, a second or so a
     # candidate): what it refuses the full estimate refuses too, and each layout shown is
-    # planned below, so estimated in full, before it counts as fitting.
+    # planned below, so estimated in full, before it counts as fitting. Priced, as planned,
+    # inside the stage's environment (its allocator settings change the estimate).
     with (
         progress(f"{what}: pricing", total=tried, silent=not show_progress) as bar,
         lower_bound(),
+        worker_environment(stage.environment),
     ):
+        pricing = _Pricing(framework, config, hw, model)
         for layout, overrides in candidates:
             bar.advance()
             try:
