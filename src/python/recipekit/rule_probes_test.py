@@ -3,10 +3,9 @@
 rule would never fire, silently.
 
 NeMo-RL's rules and checks ask :func:`recipekit.nemo_rl.keys.value_of`, which refuses a key no
-pinned NeMo-RL version declares: here every name they pass it is such a key, and none probes
-with getattr. The other packages' rule modules still probe with getattr: every name they probe
-is a field of some version's section (every schema module of every framework package, imported
-here)."""
+pinned NeMo-RL version declares: here every name they pass it is such a key, and no rule or check
+module probes with getattr but those listed in ``PROBING``, where every name probed is a field of
+some version's section (every schema module of every framework package, imported here)."""
 
 from __future__ import annotations
 
@@ -26,8 +25,9 @@ from recipekit.upstream.declared import table
 PACKAGE = Path(recipekit.__file__).parent
 # Where the rules and checks live (a folder of topic modules, or one module).
 RULE_FOLDERS = ("rules", "checks")
-# The packages whose rules ask recipekit.nemo_rl.keys instead of probing.
-ASKING = (PACKAGE / "nemo_rl",)
+# The rule modules that still probe with getattr: NeMo Evaluator's checks read through levels
+# that may be UNSET, and recipekit.nemo_rl.keys knows NeMo-RL's versions only.
+PROBING = (PACKAGE / "nemo_evaluator" / "checks.py",)
 
 
 def _rule_modules() -> list[Path]:
@@ -39,10 +39,6 @@ def _rule_modules() -> list[Path]:
         and "generated" not in path.parts
         and (set(path.parts) & set(RULE_FOLDERS) or path.stem in RULE_FOLDERS)
     )
-
-
-def _asks(path: Path) -> bool:
-    return any(path.is_relative_to(package) for package in ASKING)
 
 
 def _calls(path: Path, function: str, arity: int) -> Iterator[tuple[ast.Call, str]]:
@@ -81,23 +77,22 @@ def _section_fields() -> set[str]:
     return names
 
 
-def test_nemo_rl_rules_ask_value_of_instead_of_probing() -> None:
+def test_rules_ask_the_version_instead_of_probing() -> None:
     probes = [
         where
         for path in _rule_modules()
-        if _asks(path)
+        if path not in PROBING
         for node, where in _calls(path, "getattr", 3)
     ]
     assert not probes, (
-        "a getattr with a default probes a key some version may lack; ask "
-        "recipekit.nemo_rl.keys.value_of(section, key[, absent]) instead:\n" + "\n".join(probes)
+        "a getattr with a default probes a key some version may lack; ask the version "
+        "(recipekit.nemo_rl.keys.value_of(section, key[, absent]) for NeMo-RL's):\n"
+        + "\n".join(probes)
     )
 
 
 def test_every_key_a_rule_asks_for_is_declared_by_a_pinned_version() -> None:
-    asked = _named(
-        call for path in _rule_modules() if _asks(path) for call in _calls(path, "value_of", 2)
-    )
+    asked = _named(call for path in _rule_modules() for call in _calls(path, "value_of", 2))
     assert len(asked) > 50, "the value_of calls were not found"
     declared = keys.declared_keys()
     unknown = {name: where for name, where in asked.items() if name not in declared}
@@ -123,9 +118,8 @@ def test_undeclared_keys_are_section_fields_no_pinned_version_declares() -> None
 
 
 def test_every_probed_name_is_a_field_of_some_version() -> None:
-    probes = _named(
-        call for path in _rule_modules() if not _asks(path) for call in _calls(path, "getattr", 2)
-    )
+    assert all(path.is_file() for path in PROBING), PROBING
+    probes = _named(call for path in PROBING for call in _calls(path, "getattr", 2))
     fields = _section_fields()
     # Attributes of the check contexts and layouts rules also probe (not config keys).
     from recipekit.checking import CheckContext
