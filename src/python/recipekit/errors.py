@@ -27,7 +27,7 @@ class Issue:
 
     def render(self) -> str:
         where = self.path or "<recipe>"
-        shown = "" if self.value is _NO_VALUE else f" = {self.value!r}"
+        shown = "" if self.value is _NO_VALUE else f" = {_shown(self.value)}"
         text = f"{where}{shown}: {self.message}"
         return f"{text} ({self.hint})" if self.hint else text
 
@@ -38,6 +38,18 @@ class Issue:
         if self.hint:
             out["hint"] = self.hint
         return out
+
+
+# A value longer than this is cut in a message (an interpolation can make one of megabytes: a
+# string times a number); the JSON form keeps it whole.
+SHOWN_CHARS = 200
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[: SHOWN_CHARS - 40]}... ({len(text):,} characters)"
 
 
 class RecipeError(Exception):
@@ -86,9 +98,7 @@ def join_path(*parts: str | int) -> str:
     return text
 
 
-def did_you_mean(
-    word: str, choices: Iterable[str], *, what: str = "keys", most: int = 3
-) -> str:
+def did_you_mean(word: str, choices: Iterable[str], *, what: str = "keys", most: int = 3) -> str:
     """A 'did you mean' hint for a misspelt key (or value: ``what`` names them), the ``most``
     closest, or the list of valid ones when nothing is close."""
     options = sorted(choices)
