@@ -46,6 +46,7 @@ from typing import Any
 import attrs
 import yaml
 
+from recipekit.datacheck.scan import json_type
 from recipekit.errors import Issue, RecipeError
 
 FORMAT = "energon-webdataset"
@@ -169,6 +170,12 @@ def _shard_counts(meta: Path) -> tuple[Path, dict[str, int]]:
             file, f"holds no shard_counts: the shards and their sample counts ({INFO_CITE})"
         )
     for shard, count in counts.items():
+        if Path(str(shard)).is_absolute() or ".." in Path(str(shard)).parts:
+            raise _refuse(
+                file,
+                f"shard_counts names {shard!r}, outside the dataset's folder: a shard is named "
+                "by its path under it (energon prepare writes them so)",
+            )
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise _refuse(
                 file,
@@ -407,6 +414,29 @@ def part_refusal(part: str, data: bytes) -> str | None:
     return None
 
 
+def _access_refusal(data: bytes, path: list[str]) -> str | None:
+    """``field_access._field_access``: a path of keys (objects) and indices (lists) into a
+    decoded JSON part; why it does not reach a value, or None."""
+    if not path:
+        return None
+    try:
+        value: Any = json.loads(data)
+    except (ValueError, RecursionError):
+        return "the part is not JSON"
+    for step in path:
+        if isinstance(value, dict) and step in value:
+            value = value[step]
+        elif (
+            isinstance(value, list)
+            and step.lstrip("-").isdigit()
+            and -len(value) <= int(step) < len(value)
+        ):
+            value = value[int(step)]
+        else:
+            return f"{step!r} is not in {json_type(value)}"
+    return None
+
+
 def _conversation_refusal(value: Any) -> tuple[str | None, str]:
     """A ChatML conversation as Bridge's ``cook_chatml_sample`` reads it (task_encoder_utils.py):
     its refusal, and its role sequence (as the template check counts them)."""
@@ -439,12 +469,18 @@ def _sample_refusal(
 ) -> tuple[str | None, str]:
     where = f"sample {sample.key!r} (sample {sample.index} of the shard)"
     wanted = sample.parts
+    accessed: dict[str, list[str]] = {}
     roles = ""
     if field_map is not None:
         wanted = {}
         for field, description in field_map.items():
             options = _field_options(description)
-            option = next((o for o in options if o[0] in sample.parts), None)
+            present = [o for o in options if o[0] in sample.parts]
+            # field_access tries each alternative in turn: the first that reaches a value.
+            option = next(
+                (o for o in present if _access_refusal(sample.parts[o[0]], o[1:]) is None),
+                present[0] if present else None,
+            )
             if option is None:
                 names = " or ".join(o[0] for o in options)
                 return (
@@ -455,10 +491,19 @@ def _sample_refusal(
                     "",
                 )
             wanted[option[0]] = sample.parts[option[0]]
+            accessed[field] = option
     for part, data in wanted.items():
         problem = part_refusal(part, data)
         if problem is not None:
             return f"{where}: {sample.key}.{part} {problem}", ""
+    for field, (part, *path) in accessed.items():
+        problem = _access_refusal(sample.parts[part], path) if path else None
+        if problem is not None:
+            return (
+                f"{where}: field {field!r} reads {part}[{']['.join(path)}], and {problem}: "
+                "Energon raises FieldAccessError (field_access.py:69)",
+                "",
+            )
     if chatml and field_map is not None and "conversation" in field_map:
         option = next(o for o in _field_options(field_map["conversation"]) if o[0] in sample.parts)
         problem, roles = _conversation_refusal(sample.parts[option[0]])

@@ -234,3 +234,53 @@ def test_a_stage_that_validates_refuses_data_without_a_val_split(dataset: Path) 
     assert (len(found.errors), len(found.notes)) == (0, 1)
     off = {"dataset": {"path": path, "do_validation": False}}
     assert energon_findings("sft", off, content) == DataFindings()
+
+
+def _dataset_yaml(root: Path, field_map: str) -> None:
+    (root / ".nv-meta" / "dataset.yaml").write_text(
+        "__module__: megatron.energon\n__class__: VQAWebdataset\nfield_map:\n" + field_map
+    )
+
+
+def test_a_field_map_path_into_json_is_followed_as_energon_follows_it(dataset: Path) -> None:
+    # Energon's own VQA sample type reading into the conversation, as its docs' field_map does.
+    _dataset_yaml(
+        dataset, "  image: image.png\n  context: conversation.json[0][content][1][text]\n"
+    )
+    assert check_energon(dataset)["rows"] == 7
+    # An alternative that does not reach a value falls back to the next (field_access.py).
+    _dataset_yaml(
+        dataset, "  image: image.png\n  context: conversation.json[5],conversation.json[0]\n"
+    )
+    assert check_energon(dataset)["rows"] == 7
+    _dataset_yaml(dataset, "  image: image.png\n  context: conversation.json[0][question]\n")
+    with pytest.raises(
+        RecipeError, match=r"reads conversation.json\[0\]\[question\], and 'question'"
+    ):
+        check_energon(dataset)
+
+
+@pytest.mark.parametrize(
+    ("file", "text", "said"),
+    [
+        (".info.json", "[1, 2]", "holds no shard_counts"),
+        (".info.json", '{"shard_counts": {"train-shard-000000.tar": true}}', "not a positive"),
+        (".info.json", '{"shard_counts": {"../elsewhere.tar": 3}}', "outside the dataset's folder"),
+        (".info.json", "{", "does not parse as JSON"),
+        ("split.yaml", "split_parts: [train]", "holds no split_parts"),
+        ("split.yaml", "split_parts: {train: [3]}", "not a list of shard names"),
+        ("split.yaml", "split_parts: {val: [val-shard-000000.tar]}", "has no train split"),
+        ("split.yaml", "split_parts: {train: [nope.tar]}", "lists shard 'nope.tar', which"),
+        ("dataset.yaml", "[]", "is not a mapping"),
+        ("dataset.yaml", "__module__: x\n__class__: Y\nfield_map: [a]", "not a mapping of"),
+    ],
+)
+def test_broken_metadata_is_refused_without_a_traceback(
+    dataset: Path, file: str, text: str, said: str
+) -> None:
+    (dataset / ".nv-meta" / file).write_text(text)
+    with pytest.raises(RecipeError) as refused:
+        check_energon(dataset)
+    [issue] = refused.value.issues
+    assert issue.path == str(dataset / ".nv-meta" / file)
+    assert said in issue.message
