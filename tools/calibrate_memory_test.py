@@ -257,24 +257,26 @@ def _out_of_memory(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --- Megatron-Bridge's published runs of Nemotron 3.5 Lightning (tools/published_runs.py) -------
 
 # (lowest, highest) relative error of the estimate's peak allocated and peak reserved against
-# the verification card's rank-0 peaks, per run, as measured at 067f987df with the allocator's
-# expandable segments modelled. Within the issue's -3%..+10% on reserved: pretrain.GB200,
-# pretrain_fsdp.GB200 bf16, pretrain_performance.GB200. Outside it, each named with why in
-# docs/design/memory-model.md: pretrain.H100 and sft.GB200 under, pretrain_fsdp.GB200 fp8_mx
+# the verification card's rank-0 peaks (decimal gigabytes, tools/published_runs.py CARD_GB), per
+# run, as measured at 067f987df with the allocator's expandable segments modelled. Within the
+# issue's -3%..+10% on reserved: pretrain_fsdp.GB200 bf16. Outside it, each named with why in
+# docs/design/memory-model.md: pretrain.H100 and sft.GB200 under; pretrain.GB200 and
+# pretrain_performance.GB200 over with no unmodelled feature (OVER); pretrain_fsdp.GB200 fp8_mx
 # (MXFP8 not modelled) and pretrain_performance.H100 (BF16 moments, activation offloading) over.
 PUBLISHED_BOUNDS: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
-    "pretrain.H100": ((-0.175, -0.165), (-0.233, -0.223)),
-    "pretrain.GB200": ((0.043, 0.053), (0.036, 0.046)),
-    "pretrain_fsdp.GB200.variants.bf16": ((0.027, 0.037), (0.012, 0.022)),
-    "pretrain_fsdp.GB200.variants.fp8_mx": ((0.260, 0.270), (0.255, 0.265)),
-    "sft.GB200": ((-0.089, -0.079), (-0.102, -0.092)),
-    "pretrain_performance.H100": ((0.212, 0.222), (0.181, 0.191)),
-    "pretrain_performance.GB200": ((0.052, 0.062), (0.043, 0.053)),
+    "pretrain.H100": ((-0.113, -0.103), (-0.176, -0.166)),
+    "pretrain.GB200": ((0.121, 0.131), (0.113, 0.123)),
+    "pretrain_fsdp.GB200.variants.bf16": ((0.103, 0.113), (0.087, 0.097)),
+    "pretrain_fsdp.GB200.variants.fp8_mx": ((0.353, 0.363), (0.348, 0.358)),
+    "sft.GB200": ((-0.022, -0.012), (-0.036, -0.026)),
+    "pretrain_performance.H100": ((0.302, 0.312), (0.268, 0.278)),
+    "pretrain_performance.GB200": ((0.130, 0.140), (0.120, 0.130)),
 }
-# The runs the whole band holds, and those it does not because a feature they turn on is not
-# modelled (their Missing entries say which and by how much).
-IN_BAND = {"pretrain.GB200", "pretrain_fsdp.GB200.variants.bf16", "pretrain_performance.GB200"}
+# The runs the whole band holds; those over it because a feature they turn on is not modelled
+# (their Missing entries say which and by how much), or with none; and those under it.
+IN_BAND = {"pretrain_fsdp.GB200.variants.bf16"}
 UNMODELLED_OVER = {"pretrain_fsdp.GB200.variants.fp8_mx", "pretrain_performance.H100"}
+OVER_NOTHING_MISSING = {"pretrain.GB200", "pretrain_performance.GB200"}
 UNDER = {"pretrain.H100", "sft.GB200"}
 
 
@@ -302,7 +304,8 @@ def test_the_published_runs_errors_stay_within_their_bounds(lightning_card: dict
         assert low_r <= reserved <= high_r, (name, "reserved", reserved)
     band = {name for name, (_, reserved) in found.items() if -0.03 <= reserved <= 0.10}
     assert band == IN_BAND
-    assert {name for name, (_, r) in found.items() if r > 0.10} == UNMODELLED_OVER
+    over = {name for name, (_, r) in found.items() if r > 0.10}
+    assert over == UNMODELLED_OVER | OVER_NOTHING_MISSING
     assert {name for name, (_, r) in found.items() if r < -0.03} == UNDER
 
 
