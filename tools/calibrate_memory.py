@@ -800,6 +800,7 @@ def run_architecture_setup(run: dict[str, Any]) -> tuple[Architecture, MegatronS
         # PYTORCH_CUDA_ALLOC_CONF as measure set it for the run's process
         expandable_segments="expandable_segments:True" in run.get("alloc_conf", ""),
         fused_attention=False,  # the local spec's attention is unfused
+        transformer_engine=False,  # get_gpt_layer_local_spec: separate norms, SequentialMLP
         # no Transformer Engine or Apex: torch's AdamW, or its fused kernel (FUSED_ADAM)
         fused_adam=bool(run.get("fused_adam", False)),
     )

@@ -258,26 +258,29 @@ def _out_of_memory(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # (lowest, highest) relative error of the estimate's peak allocated and peak reserved against
 # the verification card's rank-0 peaks (decimal gigabytes, tools/published_runs.py CARD_GB), per
-# run, as measured at 067f987df with the allocator's expandable segments modelled. Within the
-# issue's -3%..+10% on reserved: pretrain_fsdp.GB200 bf16. Outside it, each named with why in
-# docs/design/memory-model.md: pretrain.H100 and sft.GB200 under; pretrain.GB200 and
-# pretrain_performance.GB200 over with no unmodelled feature (OVER); pretrain_fsdp.GB200 fp8_mx
-# (MXFP8 not modelled) and pretrain_performance.H100 (BF16 moments, activation offloading) over.
+# run, as measured at 067f987df with the allocator's expandable segments and Transformer Engine's
+# fused norms modelled. Within the issue's -3%..+10% on reserved: pretrain_fsdp.GB200 bf16 and
+# sft.GB200. Outside it, each named with why in docs/design/memory-model.md: pretrain.H100
+# under; pretrain.GB200 and pretrain_performance.GB200 over by the experts' second width, which
+# Transformer Engine's grouped MLP does not keep (counted once the Mamba mixer's two tensors are,
+# PENDING_PAIR); pretrain_fsdp.GB200 fp8_mx (MXFP8 not modelled) and pretrain_performance.H100
+# (BF16 moments, activation offloading) over.
 PUBLISHED_BOUNDS: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
-    "pretrain.H100": ((-0.113, -0.103), (-0.176, -0.166)),
-    "pretrain.GB200": ((0.121, 0.131), (0.113, 0.123)),
-    "pretrain_fsdp.GB200.variants.bf16": ((0.103, 0.113), (0.087, 0.097)),
-    "pretrain_fsdp.GB200.variants.fp8_mx": ((0.353, 0.363), (0.348, 0.358)),
-    "sft.GB200": ((-0.022, -0.012), (-0.036, -0.026)),
-    "pretrain_performance.H100": ((0.302, 0.312), (0.268, 0.278)),
-    "pretrain_performance.GB200": ((0.130, 0.140), (0.120, 0.130)),
+    "pretrain.H100": ((-0.099, -0.089), (-0.163, -0.153)),
+    "pretrain.GB200": ((0.128, 0.138), (0.120, 0.130)),
+    "pretrain_fsdp.GB200.variants.bf16": ((0.110, 0.120), (0.094, 0.1)),
+    "pretrain_fsdp.GB200.variants.fp8_mx": ((0.363, 0.373), (0.358, 0.368)),
+    "sft.GB200": ((-0.019, -0.009), (-0.03, -0.023)),
+    "pretrain_performance.H100": ((0.329, 0.339), (0.294, 0.304)),
+    "pretrain_performance.GB200": ((0.138, 0.148), (0.128, 0.138)),
 }
 # The runs the whole band holds; those over it because a feature they turn on is not modelled
-# (their Missing entries say which and by how much), or with none; and those under it.
-IN_BAND = {"pretrain_fsdp.GB200.variants.bf16"}
+# (their Missing entries say which and by how much), or by the pending pair of terms alone; and
+# those under it.
+IN_BAND = {"pretrain_fsdp.GB200.variants.bf16", "sft.GB200"}
 UNMODELLED_OVER = {"pretrain_fsdp.GB200.variants.fp8_mx", "pretrain_performance.H100"}
-OVER_NOTHING_MISSING = {"pretrain.GB200", "pretrain_performance.GB200"}
-UNDER = {"pretrain.H100", "sft.GB200"}
+PENDING_PAIR_OVER = {"pretrain.GB200", "pretrain_performance.GB200"}
+UNDER = {"pretrain.H100"}
 
 
 @pytest.fixture(scope="module")
@@ -305,7 +308,7 @@ def test_the_published_runs_errors_stay_within_their_bounds(lightning_card: dict
     band = {name for name, (_, reserved) in found.items() if -0.03 <= reserved <= 0.10}
     assert band == IN_BAND
     over = {name for name, (_, r) in found.items() if r > 0.10}
-    assert over == UNMODELLED_OVER | OVER_NOTHING_MISSING
+    assert over == UNMODELLED_OVER | PENDING_PAIR_OVER
     assert {name for name, (_, r) in found.items() if r < -0.03} == UNDER
 
 

@@ -82,8 +82,10 @@ def _setup(layout: ParallelLayout, micro_batch: int, sequence: int, global_batch
            **settings: Any) -> MegatronSetup:  # fmt: skip
     """A Lightning run's rank as the recipes set it: bf16 gradient reduction (both the library
     recipes, grad_reduce_in_fp32=False, and the performance recipes' _perf_precision), the
-    distributed optimizer with TE's FusedAdam, Transformer Engine's fused attention, MTP trained
-    (mtp_num_layers=2), expandable segments (COMMON_RECIPE_ENV_VARS and every perf recipe)."""
+    distributed optimizer with TE's FusedAdam, Transformer Engine's layer spec (transformer_impl
+    "transformer_engine": fused attention, norms fused into the QKV and Mamba input projections,
+    TEGroupedMLP experts; MegatronSetup's default), MTP trained (mtp_num_layers=2), expandable
+    segments (COMMON_RECIPE_ENV_VARS and every perf recipe)."""
     return MegatronSetup.of(
         layout,
         tokens=micro_batch * sequence,
@@ -139,7 +141,7 @@ RUNS: tuple[PublishedRun, ...] = (
                 "MXFP8 (bf16_with_mxfp8_mixed)",
                 "less: the linear layers keep their saved inputs in fp8 with a scale per 32 "
                 "values (about 0.53 of bf16) and the weights an fp8 copy beside bf16; at most "
-                "half of the activations term (52 of 104 GiB) less, 6 GiB of weight copies more",
+                "half of the activations term (48 of 96 GiB) less, 6 GiB of weight copies more",
             ),
             Missing(
                 "Megatron FSDP (optim_grads_params)",

@@ -120,6 +120,13 @@ class MegatronSetup:
     train_vision: bool = True
     # Unfused attention stores its a x s^2 score and softmax matrices.
     fused_attention: bool = True
+    # Transformer Engine's layer spec, Megatron-Core's default (transformer_config.py:1220 @
+    # 0.19.2, transformer_impl="transformer_engine"; Megatron-Bridge's providers build it,
+    # hybrid_provider.py:101-105 @ 067f987df): the norm of attention, Mamba and dense MLP layers
+    # fused into their first linear (TELayerNormColumnParallelLinear), and the last stage's
+    # heads counted as the code keeps them (head_activations). False: the local spec the
+    # calibration runs train (tools/calibrate_memory.py).
+    transformer_engine: bool = True
     # Transformer Engine's (or Apex's) FusedAdam updates every tensor in place; without either,
     # Megatron-Core falls back to torch's AdamW (megatron/core/optimizer/__init__.py, line 33),
     # whose multi-tensor step makes one fp32 temporary per parameter.
@@ -859,13 +866,38 @@ def _activations(
         )
     else:
         stored, rebuilt = sum(pattern.count(k) * v for k, v in per_kind.items()), 0.0
-    if first:
-        stored += BF16 * tokens * arch.hidden / sp  # the embedding's output
+    if first and not s.transformer_engine:
+        # The local spec's calibrated count (tools/calibration/): the embedding's output, which
+        # is the first layer's input, in place of the final norm's two tensors (head_activations).
+        stored += BF16 * tokens * arch.hidden / sp
+    if last:
+        stored += head_activations(arch, s, tokens, sp)
     if last and s.mtp and arch.mtp_pattern:
         stored += arch.mtp_depth * sum(
             layer_activations(arch, s, kind, tokens, sp) for kind in arch.mtp_pattern
         )
     return stored * _in_flight(s, stage), rebuilt
+
+
+def head_activations(arch: Architecture, s: MegatronSetup, tokens: float, sp: int) -> float:
+    """What the last stage keeps beyond its layers' own counts, per micro-batch: tensors of the
+    hidden width a token.
+
+    The final norm keeps its input (the last layer's output, no layer's count) and the output
+    layer its normalised input: 2. With D prediction depths (MTP, Megatron-Core 2a75ac12
+    transformer/multi_token_prediction.py) each depth also keeps its embedding's output (enorm's
+    input, :1144), the concatenation eh_proj reads (2 wide, :1168-1169) and its own final norm's
+    input (:1266); the block concatenates the model's and every depth's output (torch.cat,
+    :1881) and the output layer reads each depth's logits from a view of it (process_mtp_loss,
+    :805, :842), 1 + D; a depth's output before the last stays as the next depth's hnorm input
+    (:1146), D - 1. Together 2 + 6 D (14 with Lightning's two depths).
+
+    The local spec keeps the count its calibration runs hold (no MTP among them): the depths'
+    6 D, and the embedding's output on the first stage in place of the final norm's 2 (the
+    first layer's input, which that layer's own count holds already; _activations)."""
+    depths = arch.mtp_depth if s.mtp and arch.mtp_pattern else 0
+    widths = (2 if s.transformer_engine else 0) + 6 * depths
+    return widths * BF16 * tokens * arch.hidden / sp
 
 
 def layer_activations(
@@ -875,8 +907,13 @@ def layer_activations(
     h, t = arch.hidden, s.tp
     rebuilt = set(s.recompute_modules) if s.recompute == "selective" else set()
     # The pre-norm's input and output, sequence-parallel sharded (Korthikanti et al. 2022);
-    # recomputing the norm keeps only its input.
-    norm = (1 if "layernorm" in rebuilt else 2) * BF16 * tokens * h / sp
+    # recomputing the norm keeps only its input. Under Transformer Engine an attention, Mamba or
+    # dense MLP layer has no norm module of its own: TELayerNormColumnParallelLinear keeps its
+    # input and the normalised ln_out for the weight gradient, and the layernorm recompute skips
+    # the layer (transformer_layer.py:450-452 @ 2a75ac12: only a norm that is not IdentityOp;
+    # hybrid_layer_specs.py:105-160 and 215-225 fuse it). An MoE layer's TENorm is recomputed.
+    fused_norm = s.transformer_engine and kind in (params.ATTENTION, params.MAMBA, params.MLP)
+    norm = (1 if "layernorm" in rebuilt and not fused_norm else 2) * BF16 * tokens * h / sp
     if kind == params.ATTENTION:
         qkv = BF16 * tokens * _stored_qkv(arch, s, rebuilt="core_attn" in rebuilt) / t
         context = BF16 * tokens * arch.attention_heads * arch.head_dim / t  # the projection's input
@@ -901,6 +938,16 @@ def layer_activations(
         # per-chunk states in the backward pass.
         projected = BF16 * tokens * (2 * m.inner + 2 * m.groups * m.state_size + m.num_heads) / t
         scanned = BF16 * tokens * m.inner / t
+        # Not counted yet, though the code keeps them: Megatron-Core's mixer normalises the
+        # kernel's gated output itself (mamba_mixer.py:703-727 @ 2a75ac12: no rmsnorm_weight
+        # passed, y = self.norm(y); mamba_ssm's RMSNormGated keeps its input,
+        # ops/triton/layernorm_gated.py:360 @ e9594ce) and projects it out (out_proj, :521,
+        # keeps the norm's output): two more tensors of the inner width, in either layer spec.
+        # Counted together with the experts' one width (the MoE branch below), they bring the
+        # Lightning runs closer (docs/design/memory-model.md, "Against Megatron-Bridge's
+        # published Lightning runs") but put Super 3.5's sft stages at 82.0 GiB of an H100's 80,
+        # a refusal, and the Super card's rank 0 at +12% of its allocated peak (-3.5% of its
+        # reserved): that decision is the stages' owners', with the evidence in that section.
         return norm + projected + scanned
     if kind == params.MOE:
         e = arch.moe
@@ -916,6 +963,12 @@ def layer_activations(
         # sends. The experts keep their input, their up projection and its activation.
         routed = local * e.top_k
         kept = up if "moe_act" in rebuilt else mlp_saved_widths(e.gated)
+        # Under Transformer Engine the code keeps one width, not two: TEGroupedMLP applies the
+        # router's probabilities in its activation (experts.py:828-902 @ 2a75ac12, every
+        # branch), so no dispatcher's combine keeps the experts' output (token_dispatcher.py:
+        # 345-351, 890-898, 1458-1465 unpermute without probabilities; fused_a2a.py:478-517,
+        # HybridEP's combine keeps only its handle). Not counted yet: it lands with the Mamba
+        # mixer's two tensors (below), docs/design/memory-model.md says why.
         experts = BF16 * routed * (2 * width * s.etp + kept * e.expert_ffn)
         shared = mlp_saved_widths(e.gated) * BF16 * tokens * e.shared_ffn / t
         if "shared_experts" in rebuilt:
@@ -1272,6 +1325,10 @@ def _simulated_step(
     vocab = tokens * arch.vocab / s.tp
     depths = 1 + (arch.mtp_depth if s.mtp and last else 0)
 
+    # The heads' block of each micro-batch in flight, in forward order (1F1B's backward runs
+    # the micro-batches in that order too).
+    heads: list[int] = []
+
     def micro_batch_forward() -> tuple[list[list[list[int]]], list[int]]:
         per_unit: list[list[list[int]]] = []
         for unit, rebuilt_later in zip(units, checkpointed, strict=True):
@@ -1290,6 +1347,9 @@ def _simulated_step(
                 per_unit.append(layers)
         loss: list[int] = []
         if last:
+            # what the final norms, MTP's concatenations and the output layer keep (one block,
+            # freed with the loss's backward)
+            heads.append(t.a(head_activations(arch, s, tokens, sp)))
             for _ in range(depths):
                 logits = t.a(BF16 * vocab)
                 loss.append(t.a(FP32 * vocab))  # the cross entropy's fp32 softmax, kept
@@ -1303,6 +1363,8 @@ def _simulated_step(
             t.f(t.a(hidden))  # the output layer's input gradient
             weight_grad(BF16 * arch.vocab * arch.hidden / s.tp)
             t.f(grad)
+        if last:
+            t.f(heads.pop(0))
         for unit, layers, rebuilt_now in zip(
             reversed(units), reversed(per_unit), reversed(checkpointed), strict=True
         ):
