@@ -34,7 +34,7 @@ lines): these sections are compiled as they are and never read through the Super
 types.
 """
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import attrs
 
@@ -141,13 +141,6 @@ class MegatronPeft:
     exclude_modules: tuple[str, ...] | Unset = optional()
     dim: int | Unset = optional(at_least(1))
     alpha: int | Unset = optional(at_least(1))
-    dropout: float | Unset = optional()
-    dropout_position: Literal["pre", "post"] | Unset = optional()
-    lora_A_init_method: str | Unset = optional()
-    lora_B_init_method: str | Unset = optional()
-    a2a_experimental: bool | Unset = optional()
-    # main's grpo_math_1B.yaml writes `None`, which YAML reads as the string "None".
-    lora_dtype: str | None | Unset = optional()
 
 
 @section("policy.megatron_cfg")
@@ -191,16 +184,8 @@ class MegatronExamplesMain(MegatronMain):
         "nemo_rl.models.policy:MegatronConfig", "nemo_rl.models.policy:MegatronConfigDisabled"
     )
 
-    force_reconvert_from_hf: bool | Unset = optional()
-    cuda_graph_impl: str | Unset = optional()
     cuda_graph_modules: str | tuple[str, ...] | None | Unset = optional()
     cuda_graph_warmup_steps: int | Unset = optional(at_least(0))
-    # Offload these modules' activations to the host during the backward pass.
-    fine_grained_activation_offloading: bool | Unset = optional()
-    offload_modules: tuple[str, ...] | None | Unset = optional()
-    use_gloo_process_groups: bool | Unset = optional()
-    moe_grouped_gemm: bool | Unset = optional()
-    moe_flex_dispatcher_backend: str | Unset = optional()
     moe_hybridep_num_sms: int | Unset = optional(at_least(1))
     peft: MegatronPeft | Unset = optional()
     fused_linear_logprobs_chunk_size: int | Unset = optional(at_least(1))
@@ -215,7 +200,6 @@ class VllmConfigExamplesMain(VllmConfigMain):
     skip_tokenizer_init: bool | Unset = optional()  # type: ignore[assignment]
     reasoning_parser_plugin: str | None | Unset = optional()  # type: ignore[assignment]
     # Where asynchronous HTTP/ZeroMQ weight refit listens (null: a free port).
-    http_refit_api_key_env_var: str | None | Unset = optional()
     http_refit_server_port: int | None | Unset = optional(at_least(1))
     zmq_refit_server_port: int | None | Unset = optional(at_least(1))
 
@@ -228,9 +212,6 @@ class GenerationExamplesMain(GenerationMain):
     # How weights reach a non-colocated generation engine (null: NeMo-RL picks).
     refit_transport: str | None | Unset = optional()
     refit_cfg: dict[str, Any] | None | Unset = optional()
-    quant_cfg: str | None | Unset = optional()
-    real_quant: bool | Unset = optional()
-    real_quant_export_cpu_offload: bool | Unset = optional()
     sglang_cfg: dict[str, Any] | Unset = optional()
 
 

@@ -71,7 +71,6 @@ class DistillationConfigMain:
     val_at_end: bool | Unset = optional()
     max_val_samples: int | None | Unset = optional(at_least(1))
     topk_logits_k: int | Unset = optional(at_least(1))
-    seed: int | Unset = optional()
 
 
 @section("loss_fn")

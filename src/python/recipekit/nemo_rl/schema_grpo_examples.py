@@ -46,10 +46,6 @@ class GRPOConfigExamplesMain(GRPOConfigMain):
 class PenaltyTokenIds:
     upstream = upstream_v35("nemo_rl.algorithms.grpo:RewardPenaltyTokenIdsConfig")
 
-    unwanted: tuple[int, ...] | None | Unset = optional()
-    think_open: int | None | Unset = optional()
-    think_close: int | None | Unset = optional()
-
 
 @section("reward_penalties")
 @frozen_section(kw_only=True, repr=False, eq=False)
@@ -80,7 +76,6 @@ class DataPlane:
     claim_meta_poll_interval_s: float = required(at_least(0))
     global_segment_size: int = required(at_least(1))
     local_buffer_size: int = required(at_least(1))
-    controller_address: str | Unset = optional()
     ack_timeout_ms: int | Unset = optional(at_least(1))
 
 

@@ -13,7 +13,7 @@ VL configs set and the branch passes through (pydantic ``extra='allow'`` models,
 overrides), are declared as optional keys with a comment saying so.
 """
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import attrs
 
@@ -88,7 +88,6 @@ class AdvantageEstimatorMain(AdvantageEstimator):
     upstream = upstream_v35("nemo_rl.algorithms.advantage_estimator:AdvEstimatorConfig")
 
     name: str = required(one_of(ADV_ESTIMATORS))
-    reward_weights: tuple[float, ...] | None | Unset = optional()
 
 
 @section("grpo.async_grpo")
@@ -132,8 +131,6 @@ class GRPOConfigMain(GRPOConfig):
     async_grpo: AsyncGRPOMain | None | Unset = optional(  # type: ignore[assignment]
         after="malformed_thinking_advantage"
     )
-    deduplicate_multimodal_data: bool | Unset = optional(after="calculate_advantages_on_gpu")
-    debug_payload_metrics: bool | Unset = optional()
     # Not a GRPOConfig field on main (extra='allow'); the branch's async GRPO reads it to drop
     # prompts whose generations all score the same. The Super Omni configs set it.
     zero_variance_prompt_filtering: bool | Unset = optional()
@@ -160,7 +157,6 @@ class CheckpointingMain(Checkpointing):
     save_optimizer: bool | Unset = optional()
     ft_keep_latest_k: int | None | Unset = optional(at_least(1))
     ft_save_period: int | Unset = optional(at_least(1))
-    is_async: bool | Unset = optional()
 
 
 # --- policy: Megatron ---------------------------------------------------------------------
@@ -190,10 +186,6 @@ class MegatronCheckpoint:
     upstream = upstream_v35("nemo_rl.models.policy:MegatronCheckpointConfig")
 
     async_save: bool | Unset = optional()
-    ckpt_assume_constant_structure: bool | Unset = optional()
-    ckpt_fully_parallel_save_process_group: str | Unset = optional()
-    ckpt_fully_parallel_load_process_group: str | Unset = optional()
-    ckpt_fully_parallel_load_exchange_algo: str | Unset = optional()
 
 
 @section("policy.megatron_cfg")
@@ -225,7 +217,6 @@ class MegatronMain(Megatron):
     gradient_accumulation_fusion: bool | Unset = optional()
     use_fused_weighted_squared_relu: bool | Unset = optional()
     use_fused_linear_logprobs: bool | Unset = optional()
-    clear_memory_caches_before_refit: bool | Unset = optional()
 
 
 # --- policy: batching, draft --------------------------------------------------------------
@@ -263,11 +254,6 @@ class Draft:
 @frozen_section(kw_only=True, repr=False, eq=False)
 class TokenizerMain(Tokenizer):
     upstream = upstream_v35("nemo_rl.models.policy:TokenizerConfig")
-
-    audio: dict[str, Any] | Unset = optional()
-    video: dict[str, Any] | Unset = optional()
-    use_processor: bool | Unset = optional()
-    use_fastokens: bool | Unset = optional()
 
 
 # --- policy: generation -------------------------------------------------------------------
@@ -343,7 +329,6 @@ class VllmConfigMain(VllmConfig):
     # importance-sampling correction compares with the trainer's.
     logprobs_mode: str | Unset = optional(one_of(LOGPROBS_MODES))
     cap_max_tokens_to_context: bool | Unset = optional()
-    enable_return_routed_experts: bool | Unset = optional()
     use_tqdm: bool | Unset = optional()
     reset_encoder_cache_after_weight_update: bool | Unset = optional()
     reasoning_parser_plugin: str | Unset = optional()
@@ -408,7 +393,6 @@ class PolicyMain(Policy):
     # The model takes images (and video): NeMo-RL loads the HF processor, not only the
     # tokenizer.
     is_vlm: bool | Unset = optional()
-    disable_modelopt_layer_spec: bool | Unset = optional()
 
 
 # --- data and environments ----------------------------------------------------------------
@@ -422,10 +406,8 @@ class DatasetMain(Dataset):
     )
 
     num_frames: int | Unset = optional(at_least(1))
-    video_sampling_style: Literal["nemotron_vl"] | Unset = optional()
     video_target_num_patches: int | None | Unset = optional(at_least(1))
     video_temporal_patch_size: int | Unset = optional(at_least(1))
-    video_maintain_aspect_ratio: bool | Unset = optional()
     min_generation_tokens: int | Unset = optional(at_least(0))
 
 
@@ -518,7 +500,6 @@ class TeacherResources:
     gpus_per_node: int | Unset = optional(at_least(1))
     precision: str | Unset = optional(one_of(("bf16", "fp16", "fp32", *PRECISIONS)))
     micro_batch_size: int | Unset = optional(at_least(1))
-    megatron_cfg_overrides: dict[str, Any] | Unset = optional()
     # Not a TeacherResourceConfig field (extra='allow'): a Megatron override the Super Omni
     # MOPD config writes beside the layout.
     moe_shared_expert_overlap: bool | Unset = optional()

@@ -31,8 +31,6 @@ class AsyncPPO(AsyncGRPO):
     # Generation steps ahead of training during the critic warm-up (null: the age limit);
     # needs policy_training_start_step > 0.
     warmup_generation_lead_steps: int | None | Unset = optional(at_least(1))  # ppo.py:125
-    # true: rows restored half-generated are dropped and refilled from later prompts.
-    drop_incomplete_targets_on_restore: bool | Unset = optional()
 
 
 @section("ppo.adv_estimator")
@@ -83,7 +81,6 @@ class PPOConfig:
     reward_shaping: RewardShapingMain | Unset = optional()
     adv_estimator: GAE = required()
     reward_scaling: RewardScaling | Unset = optional()
-    seq_logprob_error_threshold: float | None | Unset = optional()
 
 
 @section("value_loss_fn")

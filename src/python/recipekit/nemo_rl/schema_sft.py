@@ -6,7 +6,6 @@ NVIDIA-NeMo/RL@7ea279ab). The other sections are those every non-GRPO entry poin
 (``schema_common``).
 """
 
-from recipekit.markers import Unset
 from recipekit.nemo_rl import upstream_v3, upstream_v35
 from recipekit.nemo_rl.schema_common import (
     RunMasterConfig,
@@ -14,7 +13,7 @@ from recipekit.nemo_rl.schema_common import (
     TrainLoop,
     TrainLoopMain,
 )
-from recipekit.sections import frozen_section, optional, required, section
+from recipekit.sections import frozen_section, required, section
 
 
 @section("sft")
@@ -29,9 +28,6 @@ class SFTConfig(TrainLoop):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class SFTConfigMain(TrainLoopMain):
     upstream = upstream_v35("nemo_rl.algorithms.sft:SFTConfig")
-
-    # Train on the last assistant turn only.
-    only_unmask_final: bool | Unset = optional()
 
 
 @section()

@@ -140,8 +140,6 @@ class GRPOConfig:
     malformed_thinking_advantage: float | Unset = optional()
     advantage_clip_low: float | None | Unset = optional()
     advantage_clip_high: float | None | Unset = optional()
-    skip_reference_policy_logprobs_calculation: bool | Unset = optional()
-    calculate_advantages_on_gpu: bool | Unset = optional()
 
 
 # --- loss_fn ------------------------------------------------------------------------------
@@ -168,7 +166,6 @@ class ClippedPGLoss:
     token_level_loss: bool = required()
     force_on_policy_ratio: bool | Unset = optional()
     use_kl_in_reward: bool | Unset = optional()
-    disable_ppo_ratio: bool | Unset = optional()
 
 
 # --- checkpointing ------------------------------------------------------------------------
@@ -189,9 +186,6 @@ class Checkpointing:
     checkpoint_must_save_by: str | None | Unset = optional()
     model_save_format: str | None | Unset = optional(one_of(SAVE_FORMATS))
     save_consolidated: bool | Unset = optional()
-    model_cache_dir: str | Unset = optional()
-    model_repo_id: str | Unset = optional()
-    is_peft: bool | Unset = optional()
     peft_config: Any = optional()
 
 
@@ -492,7 +486,6 @@ class VllmConfig:
     load_format: str | Unset = optional()
     expose_http_server: bool | Unset = optional()
     http_server_serving_chat_kwargs: dict[str, Any] | Unset = optional()
-    tool_parser_plugin: str | Unset = optional()
 
 
 @section("policy.generation.mcore_generation_config")
@@ -558,7 +551,6 @@ class Generation:
     colocated: Colocation | Unset = optional()
     port_range_low: int | Unset = optional(at_least(1))
     port_range_high: int | Unset = optional(at_least(1))
-    pad_token_id: int | Unset = optional()
 
 
 # --- policy -------------------------------------------------------------------------------
@@ -610,12 +602,7 @@ class Dataset:
 
     dataset_name: str | Unset = optional()
     data_path: str | Unset = optional()
-    input_key: str | Unset = optional()
     output_key: str | Unset = optional()
-    prompt_key: str | Unset = optional()
-    chosen_key: str | Unset = optional()
-    rejected_key: str | Unset = optional()
-    subset: str | None | Unset = optional()
     split: str | Unset = optional()
     split_validation_size: float | Unset = optional(between(0, 1))
     seed: int | Derived | Unset = optional()
@@ -623,7 +610,6 @@ class Dataset:
     processor: str | Unset = optional(one_of(DATA_PROCESSORS))
     prompt_file: str | None | Unset = optional()
     system_prompt_file: str | None | Unset = optional()
-    download_dir: str | Unset = optional()
 
 
 @section("data")
@@ -651,7 +637,6 @@ class MathEnvironment:
     num_workers: int = required(at_least(1))
     math_verify_impl: str | None | Unset = optional(one_of(MATH_VERIFIERS))
     verifier_type: str | None | Unset = optional()
-    stop_strings: tuple[str, ...] | None | Unset = optional()
 
 
 # --- logger, cluster ----------------------------------------------------------------------
@@ -688,8 +673,6 @@ class Tensorboard:
         upstream_v35("nemo_rl.utils.logger:TensorboardConfig"),
     )
 
-    log_dir: str | Unset = optional()
-
 
 @section("logger.mlflow")
 @frozen_section(kw_only=True, repr=False, eq=False)
@@ -700,10 +683,7 @@ class MLflow:
     )
 
     experiment_name: str | None | Unset = optional()
-    run_id: str | None | Unset = optional()
     run_name: str | None | Unset = optional()
-    tracking_uri: str | None | Unset = optional()
-    artifact_location: str | None | Unset = optional()
 
 
 @section("logger.gpu_monitoring")
