@@ -60,8 +60,8 @@ def measure_one(implementation: str, tokens: int = TOKENS) -> dict[str, Any] | N
     group = parallel_state.get_tensor_model_parallel_group()
     te_version = ""
     if implementation == "native":
-        from megatron.core.fusions.fused_cross_entropy import (  # pants: no-infer-dep
-            fused_vocab_parallel_cross_entropy,
+        from megatron.core.fusions.fused_cross_entropy import (
+            fused_vocab_parallel_cross_entropy,  # pants: no-infer-dep
         )
 
         def loss_of(logits: Any, labels: Any) -> Any:
@@ -74,8 +74,8 @@ def measure_one(implementation: str, tokens: int = TOKENS) -> dict[str, Any] | N
     else:
         try:
             import transformer_engine  # type: ignore[import-not-found]  # pants: no-infer-dep
-            from transformer_engine.pytorch.cross_entropy import (  # type: ignore[import-not-found]  # pants: no-infer-dep  # noqa: E501
-                parallel_cross_entropy,
+            from transformer_engine.pytorch.cross_entropy import (  # type: ignore[import-not-found]  # noqa: E501
+                parallel_cross_entropy,  # pants: no-infer-dep
             )
         except ImportError:
             return None
