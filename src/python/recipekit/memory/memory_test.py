@@ -145,6 +145,10 @@ def test_the_verified_super_pretraining_fits_and_is_not_underestimated(reference
     # Megatron-Bridge's card, pretrain_performance.H100: 64 H100s at TP1/PP2/CP1/EP32/ETP1,
     # sequence 4096, micro-batch 1, selective recompute of layernorm, moe_act, moe and
     # core_attn, no optimizer offload; the recipe trains MTP (2 depths). It measured the peak.
+    # The card's figures are decimal gigabytes compared here as GiB, and its recipe reduced
+    # gradients in bf16, not fp32 as this setup has it: corrected both ways the estimate is 4-6%
+    # under the reservation until the pending pair of terms lands (docs/design/memory-model.md,
+    # "Against a published measurement"), so the check stays as it was until then.
     text = (reference_dir / CARD).read_text()
     measured = re.findall(r"Peak device memory is ([\d.]+) GiB allocated and\s+([\d.]+) GiB", text)
     assert measured
