@@ -33,13 +33,13 @@ from typing import Any, get_args, get_origin
 import attrs
 
 from recipekit.convert import from_dict
-from recipekit.errors import Issue, RecipeError
+from recipekit.errors import Issue, RecipeError, did_you_mean
 from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE, Hardware
 from recipekit.importers.data_paths import parts_of, path_of, resolved_at
 from recipekit.importers.upstream import Upstream
 from recipekit.keypaths import replace_at
 from recipekit.markers import DERIVED, UNSET
-from recipekit.sections import field_of, key_of
+from recipekit.sections import field_of, key_names, key_of
 from recipekit.stage import Stage
 
 NODES = {"GB200": GB200_NODE, "B200": B200_NODE, "H100": H100_NODE}
@@ -262,7 +262,8 @@ def fit(data: dict[str, Any], config_type: type) -> Fit:
     there is none (a required key all the way up), the config does not fit this schema.
     """
     untyped: dict[str, tuple[Any, str]] = {
-        where: (_pop(data, where), UNKNOWN) for where in unknown_keys(data, config_type)
+        where: (_pop(data, where), f"{UNKNOWN} ({close})" if close else UNKNOWN)
+        for where, close in unknown_keys(data, config_type)
     }
     while True:
         config: Any
@@ -289,12 +290,13 @@ def fit(data: dict[str, Any], config_type: type) -> Fit:
         return Fit(_absent_as_unset(config, data, "", added), untyped, tuple(added))
 
 
-def unknown_keys(data: Any, tp: Any, path: str = "") -> list[str]:
-    """The keys in ``data`` that the sections of ``tp`` do not declare, in document order."""
+def unknown_keys(data: Any, tp: Any, path: str = "") -> list[tuple[str, str]]:
+    """The keys in ``data`` that the sections of ``tp`` do not declare, in document order, each
+    with a "did you mean" where a declared key is close ("" where none is)."""
     from recipekit.convert import union_members
 
     members = union_members(tp)
-    found: list[str] = []
+    found: list[tuple[str, str]] = []
     if isinstance(data, dict):
         sections = [m for m in members if isinstance(m, type) and attrs.has(m)]
         if sections:
@@ -304,7 +306,8 @@ def unknown_keys(data: Any, tp: Any, path: str = "") -> list[str]:
                 name = field_of(cls, str(key))
                 where = f"{path}.{key}" if path else str(key)
                 if name is None:
-                    found.append(where)
+                    close = did_you_mean(str(key), key_names(cls))
+                    found.append((where, close if close.startswith("did you mean") else ""))
                 else:
                     found += unknown_keys(value, fields[name].type, where)
             return found
@@ -371,10 +374,15 @@ def _rejected(issue: Issue, where: str | None) -> str:
 
 
 def _absorb(untyped: dict[str, tuple[Any, str]], where: str) -> None:
-    """Put keys moved out of ``where`` earlier back into it: it moves whole now."""
-    value = untyped[where][0]
+    """Put keys moved out of ``where`` earlier back into it: it moves whole now, and its reason
+    keeps theirs (a misspelt key inside a section the schema rejects is still named)."""
+    value, why = untyped[where]
     for key in [k for k in untyped if k.startswith((where + ".", where + "["))]:
-        put_at(value, key[len(where) :].lstrip("."), untyped.pop(key)[0])
+        inner = key[len(where) :].lstrip(".")
+        moved, moved_why = untyped.pop(key)
+        put_at(value, inner, moved)
+        why += f"; {inner}: {moved_why}"
+    untyped[where] = (value, why)
 
 
 def _absentable(config_type: type, data: Any, path: str) -> str | None:

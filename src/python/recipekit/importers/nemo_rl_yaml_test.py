@@ -295,6 +295,18 @@ def test_a_rejected_section_moves_whole_with_the_keys_moved_out_of_it_before(
     assert (value["made_up_key"], value["backend"]) == (1, "no-such-backend")
     assert "policy.generation.made_up_key" not in fitted.untyped
     assert why.startswith("the typed schema rejects it: backend = 'no-such-backend'")
+    # The key moved in with it keeps its own reason, so a typo is not hidden by the section.
+    assert why.endswith("; made_up_key: unknown to the typed schema")
+
+
+def test_a_misspelt_key_gets_a_did_you_mean(reference_dir: Path) -> None:
+    from recipekit.nemo_rl.schema_grpo_examples import GRPOExamplesConfigMain
+
+    data = load_keeping_env(reference_dir / MAIN / "configs/grpo_math_1B.yaml", {}).resolved
+    data["policy"]["generation"]["vllm_cfg"]["gpu_memory_utilisation"] = 0.5
+    fitted = fit(data, GRPOExamplesConfigMain)
+    _, why = fitted.untyped["policy.generation.vllm_cfg.gpu_memory_utilisation"]
+    assert why == "unknown to the typed schema (did you mean 'gpu_memory_utilization'?)"
 
 
 def test_a_derived_key_the_yaml_leaves_out_stays_out(reference_dir: Path, tmp_path: Path) -> None:
