@@ -108,8 +108,6 @@ class RunLoggerMain(RunLogger):
 class DataList(Data):
     """``data`` whose ``train`` (and ``validation``) may list several datasets."""
 
-    upstream = upstream_v3("nemo_rl.data:DataConfig")
-
     train: Dataset | tuple[Dataset, ...] = required()  # type: ignore[assignment]
     validation: Dataset | tuple[Dataset, ...] | None | Unset = optional()  # type: ignore[assignment]
 
@@ -117,8 +115,6 @@ class DataList(Data):
 @section("data")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class DataListMain(DataMain):
-    upstream = upstream_v35("nemo_rl.data:DataConfig")
-
     train: DatasetMain | tuple[DatasetMain, ...] = required()  # type: ignore[assignment]
     validation: DatasetMain | tuple[DatasetMain, ...] | None | Unset = optional()  # type: ignore[assignment]
 
@@ -146,9 +142,6 @@ class MegatronPeft:
 @section("policy.megatron_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronExamples(Megatron):
-    upstream = upstream_v3(
-        "nemo_rl.models.policy:MegatronConfig", "nemo_rl.models.policy:MegatronConfigDisabled"
-    )
     undeclared_keys = undeclared(read=("peft",))
 
     peft: MegatronPeft | Unset = optional()
@@ -157,12 +150,6 @@ class MegatronExamples(Megatron):
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GenerationExamples(Generation):
-    upstream = upstream_v3(
-        "nemo_rl.models.generation.vllm.config:VllmConfig",
-        "nemo_rl.models.generation.sglang.config:SGLangConfig",
-        "nemo_rl.models.generation.interfaces:GenerationConfig",
-    )
-
     sglang_cfg: dict[str, Any] | Unset = optional()
 
 
@@ -171,8 +158,6 @@ class GenerationExamples(Generation):
 class PolicyExamples(Policy):
     """super-v3's policy section as every super-v3 example config writes it."""
 
-    upstream = upstream_v3("nemo_rl.models.policy:PolicyConfig")
-
     megatron_cfg: MegatronExamples | Unset = optional()
     generation: GenerationExamples | Unset = optional()
 
@@ -180,10 +165,6 @@ class PolicyExamples(Policy):
 @section("policy.megatron_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronExamplesMain(MegatronMain):
-    upstream = upstream_v35(
-        "nemo_rl.models.policy:MegatronConfig", "nemo_rl.models.policy:MegatronConfigDisabled"
-    )
-
     cuda_graph_modules: str | tuple[str, ...] | None | Unset = optional()
     cuda_graph_warmup_steps: int | Unset = optional(at_least(0))
     moe_hybridep_num_sms: int | Unset = optional(at_least(1))
@@ -194,8 +175,6 @@ class MegatronExamplesMain(MegatronMain):
 @section("policy.generation.vllm_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class VllmConfigExamplesMain(VllmConfigMain):
-    upstream = upstream_v35("nemo_rl.models.generation.vllm.config:VllmSpecificArgs")
-
     # Absent: NeMo-RL sets it (False for vision-language models, which need the tokenizer).
     skip_tokenizer_init: bool | Unset = optional()  # type: ignore[assignment]
     reasoning_parser_plugin: str | None | Unset = optional()  # type: ignore[assignment]
@@ -218,8 +197,6 @@ class GenerationExamplesMain(GenerationMain):
 @section("policy.tokenizer")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class TokenizerExamplesMain(TokenizerMain):
-    upstream = upstream_v35("nemo_rl.models.policy:TokenizerConfig")
-
     # null: given on the command line, as the model is.
     name: str | None | Derived = derived()  # type: ignore[assignment]
 
@@ -228,8 +205,6 @@ class TokenizerExamplesMain(TokenizerMain):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class PolicyExamplesMain(PolicyMain):
     """main's policy section as every main example config writes it."""
-
-    upstream = upstream_v35("nemo_rl.models.policy:PolicyConfig")
 
     # null: given on the command line ("set by the launcher").
     model_name: str | None = required()  # type: ignore[assignment]

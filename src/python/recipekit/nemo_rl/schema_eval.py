@@ -54,8 +54,6 @@ class EvalData:
 @section("generation.vllm_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class EvalVllmConfig(VllmConfigExamplesMain):
-    upstream = upstream_v35("nemo_rl.models.generation.vllm.config:VllmSpecificArgs")
-
     # The eval configs leave it to vLLM ("auto").
     kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3"] | Unset = optional()  # type: ignore[assignment]
 

@@ -10,7 +10,7 @@ schemas widened just so far, subclasses that change nothing the Super recipes us
 from typing import Literal
 
 from recipekit.markers import Unset
-from recipekit.nemo_rl import upstream_v3, upstream_v35
+from recipekit.nemo_rl import upstream_v35
 from recipekit.nemo_rl.schema_common import (
     DataList,
     DataListMain,
@@ -27,8 +27,6 @@ from recipekit.validators import at_least
 @section("grpo")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOConfigExamples(GRPOConfig):
-    upstream = upstream_v3("nemo_rl.algorithms.grpo:GRPOConfig")
-
     # -1 (or 0): no periodic validation; NeMo-RL validates when val_period > 0.
     val_period: int = required(at_least(-1))
 
@@ -36,8 +34,6 @@ class GRPOConfigExamples(GRPOConfig):
 @section("grpo")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOConfigExamplesMain(GRPOConfigMain):
-    upstream = upstream_v35("nemo_rl.algorithms.grpo:GRPOConfig")
-
     val_period: int = required(at_least(-1))
 
 
@@ -84,8 +80,6 @@ class DataPlane:
 class GRPOExamplesConfig(GRPOMasterConfig):
     """GRPO on super-v3 as its examples configure it."""
 
-    upstream = upstream_v3("nemo_rl.algorithms.grpo:MasterConfig")
-
     grpo: GRPOConfigExamples = required()
     policy: PolicyExamples = required()
     data: DataList = required()
@@ -98,8 +92,6 @@ class GRPOExamplesConfig(GRPOMasterConfig):
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GRPOExamplesConfigMain(GRPOMasterConfigMain):
     """GRPO on main (super-v3.5-posttraining) as its examples configure it."""
-
-    upstream = upstream_v35("nemo_rl.algorithms.grpo:MasterConfig")
 
     grpo: GRPOConfigExamplesMain = required()
     policy: PolicyExamplesMain = required()
