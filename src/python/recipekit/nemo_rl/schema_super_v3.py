@@ -186,7 +186,6 @@ class Checkpointing:
     checkpoint_must_save_by: str | None | Unset = optional()
     model_save_format: str | None | Unset = optional(one_of(SAVE_FORMATS))
     save_consolidated: bool | Unset = optional()
-    peft_config: Any = optional()
 
 
 # --- policy: tokenizer, parallel back-ends ------------------------------------------------
