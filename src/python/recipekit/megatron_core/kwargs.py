@@ -11,15 +11,16 @@ activation function its name; the recorder turns them into torch objects):
 
 - ``model``: the TransformerConfig (a ModelParallelConfig) of the model provider. The provider's
   own values for Nemotron-H models come first (Megatron-Bridge
-  ``src/megatron/bridge/models/nemotronh/nemotron_h_bridge.py:297-318`` @ 067f987df), then the
-  model card's sizes, then the stage's keys.
+  ``src/megatron/bridge/models/nemotronh/nemotron_h_bridge.py`` @ 067f987df), then the model
+  card's sizes, then the stage's keys.
 - ``optimizer``: the OptimizerConfig. ``ddp``: the DistributedDataParallelConfig.
 - ``scheduler`` (NeMo-RL only: a Megatron-Bridge stage's learning rates are its recipe's):
   the OptimizerParamScheduler the optimizer is built with (``nemo_rl_scheduler``).
 - ``bridge``: what Megatron-Bridge's provider ``finalize()`` changes before it runs
-  Megatron-Core's ``__post_init__`` (``src/megatron/bridge/models/transformer_config.py:173-177``
-  @ 067f987df): a pipeline dtype defaulted to the params dtype, sequence parallelism turned off
-  at TP 1, the expert tensor-parallel size defaulted. Applied here, cited per key.
+  Megatron-Core's ``__post_init__`` (``src/megatron/bridge/models/transformer_config.py``,
+  ``TransformerConfig.finalize`` @ 067f987df): a pipeline dtype defaulted to the params dtype,
+  sequence parallelism turned off at TP 1, the expert tensor-parallel size defaulted. Applied here,
+  cited per key.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ Kwargs = dict[str, dict[str, Any]]
 # NeMo-RL's Megatron setup, super-v3.5-posttraining (5d63149a): nemo_rl/models/megatron/setup.py.
 NEMO_RL_SETUP = "nemo_rl/models/megatron/setup.py @ 5d63149a"
 
-# megatron_cfg key -> TransformerConfig field, copied one to one (setup.py:860-873, 890-893,
-# 901-917, 968, 1019, 1033-1039, 1103-1105).
+# megatron_cfg key -> TransformerConfig field, copied one to one (setup.py's
+# _apply_parallelism_config, _apply_moe_config, _apply_mtp_config and _apply_performance_config).
 _NEMO_RL_COPIED = (
     "tensor_model_parallel_size",
     "pipeline_model_parallel_size",
@@ -105,7 +106,7 @@ def model_kwargs(model: ModelCard) -> dict[str, Any]:
         "gated_linear_unit": arch.gated_mlp,
     }
     if arch.mamba is not None:
-        # nemotron_h_bridge.py:297 and 310-318: the hybrid Nemotron-H provider's own values.
+        # nemotron_h_bridge.py: the hybrid Nemotron-H provider's own values.
         out |= {"activation_func": "squared_relu", "add_bias_linear": False}
     if arch.moe is not None:
         moe = arch.moe
@@ -132,7 +133,7 @@ def model_kwargs(model: ModelCard) -> dict[str, Any]:
 
 def bridge_finalize(model: dict[str, Any]) -> dict[str, Any]:
     """Megatron-Bridge's ``finalize()`` before Megatron-Core's ``__post_init__``
-    (transformer_config.py:173-177 @ 067f987df)."""
+    (transformer_config.py, TransformerConfig.finalize @ 067f987df)."""
     out = dict(model)
     if out.get("pipeline_model_parallel_size", 1) > 1 and out.get("pipeline_dtype") is None:
         out["pipeline_dtype"] = out.get("params_dtype", "float32")
@@ -146,11 +147,12 @@ def nemo_rl_kwargs(rendered: dict[str, Any], model: ModelCard) -> Kwargs:
     policy = rendered["policy"]
     cfg = policy["megatron_cfg"]
     out = model_kwargs(model)
-    # setup.py:662-670: model_overrides are merged into the provider before NeMo-RL's own keys.
+    # setup.py, setup_model_config: model_overrides are merged into the provider before
+    # NeMo-RL's own keys.
     out |= cfg.get("model_overrides") or {}
     out |= {key: cfg[key] for key in _NEMO_RL_COPIED if key in cfg}
-    # setup.py:1042-1063: the dtype of policy.precision sets bf16/fp16/params_dtype; the
-    # pipeline dtype is megatron_cfg.pipeline_dtype's.
+    # setup.py, _apply_precision_config: the dtype of policy.precision sets bf16/fp16/params_dtype;
+    # the pipeline dtype is megatron_cfg.pipeline_dtype's.
     precision = policy["precision"]
     out |= {
         "bf16": precision == "bfloat16",
@@ -158,8 +160,8 @@ def nemo_rl_kwargs(rendered: dict[str, Any], model: ModelCard) -> Kwargs:
         "params_dtype": _DTYPES.get(precision, "float32"),
         "pipeline_dtype": _DTYPES[cfg["pipeline_dtype"]],
     }
-    # setup.py:1070-1085: activation checkpointing picks the granularity (full unless set);
-    # full recomputes one layer at a time, uniformly.
+    # setup.py, _apply_performance_config: activation checkpointing picks the granularity (full
+    # unless set); full recomputes one layer at a time, uniformly.
     if cfg["activation_checkpointing"]:
         granularity = cfg.get("recompute_granularity", "full")
         out["recompute_granularity"] = granularity
@@ -167,13 +169,13 @@ def nemo_rl_kwargs(rendered: dict[str, Any], model: ModelCard) -> Kwargs:
             out |= {"recompute_method": "uniform", "recompute_num_layers": 1}
         elif cfg.get("recompute_modules") is not None:
             out["recompute_modules"] = list(cfg["recompute_modules"])
-    # setup.py:1171-1176: FP8 settings only when enabled.
+    # setup.py, _apply_performance_config: FP8 settings only when enabled.
     fp8 = cfg.get("fp8_cfg")
     if isinstance(fp8, dict) and fp8.get("enabled"):
         out |= {key: fp8[key] for key in ("fp8", "fp8_recipe", "fp8_param") if key in fp8}
     ddp_cfg = cfg["distributed_data_parallel_config"]
-    # setup.py:1411-1435: the optimizer section as it is, plus overlap_param_gather; the DDP
-    # config from four keys and the optimizer's use_distributed_optimizer.
+    # setup.py, _create_megatron_config: the optimizer section as it is, plus overlap_param_gather;
+    # the DDP config from four keys and the optimizer's use_distributed_optimizer.
     optimizer = {
         **{k: v for k, v in cfg["optimizer"].items() if k != "params_dtype"},
         "overlap_param_gather": ddp_cfg["overlap_param_gather"],
@@ -195,11 +197,12 @@ def nemo_rl_kwargs(rendered: dict[str, Any], model: ModelCard) -> Kwargs:
 
 def nemo_rl_scheduler(rendered: dict[str, Any]) -> dict[str, Any]:
     """The OptimizerParamScheduler arguments of a rendered GRPO config, in optimizer steps
-    (samples): NeMo-RL hands Megatron-Bridge the scheduler section (setup.py:1443) and
-    train_iters, the smaller of grpo.max_num_steps and the epochs' batches (grpo.py:1125-1129),
-    here max_num_steps, the most it can be; Megatron-Bridge scales iterations by the global
-    batch, lets the decay span train_iters when lr_decay_iters is unset, and cuts a warm-up as
-    long as the decay to one step less (training/config.py:1800 @ 067f987df)."""
+    (samples): NeMo-RL hands Megatron-Bridge the scheduler section (setup.py,
+    _create_megatron_config) and train_iters, the smaller of grpo.max_num_steps and the epochs'
+    batches (grpo.py, setup), here max_num_steps, the most it can be; Megatron-Bridge scales
+    iterations by the global batch, lets the decay span train_iters when lr_decay_iters is unset,
+    and cuts a warm-up as long as the decay to one step less
+    (megatron-bridge.config.calculate-scheduler-steps.warm-up-long-decay-longer-cut)."""
     policy = rendered["policy"]
     cfg = policy["megatron_cfg"]
     scheduler, optimizer = cfg["scheduler"], cfg["optimizer"]

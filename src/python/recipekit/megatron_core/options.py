@@ -26,7 +26,7 @@ from recipekit.model_card import ModelCard
 from recipekit.parallelism import ParallelKeys, ParallelLayout
 
 # A value the stage does not set: the model provider's (Megatron-Bridge
-# src/megatron/bridge/models/nemotronh/nemotron_h_bridge.py:315-318 @ 067f987df for Nemotron-H).
+# src/megatron/bridge/models/nemotronh/nemotron_h_bridge.py @ 067f987df for Nemotron-H).
 PROVIDER_DEFAULTS: dict[str, Any] = {
     "moe_token_dispatcher_type": "alltoall",
     "moe_shared_expert_overlap": True,
@@ -152,7 +152,7 @@ class MegatronOptions:
     recompute_granularity: str | None = None
     recompute_method: str | None = None
     recompute_num_layers: int | None = None
-    # None: Megatron-Core's default, ["core_attn"] (transformer_config.py:1764).
+    # None: Megatron-Core's default, ["core_attn"] (TransformerConfig.__post_init__).
     recompute_modules: tuple[str, ...] | None = None
     moe_token_dispatcher_type: str = "alltoall"
     moe_enable_deepep: bool = False
@@ -183,7 +183,7 @@ class MegatronOptions:
     # most it can take (NeMo-RL's GRPO stops earlier when its epochs' batches run out).
     run_iters: int | None = None
     run_iters_bound: bool = False
-    # ModelParallelConfig's defaults (model_parallel_config.py:458-461).
+    # ModelParallelConfig's defaults (model_parallel_config.py).
     cpu_offloading: bool = False
     cpu_offloading_num_layers: int = 0
 
@@ -201,7 +201,8 @@ class MegatronOptions:
     @property
     def sequence_parallel(self) -> bool:
         """Megatron-Bridge's finalize() turns sequence parallelism off at TP 1
-        (src/megatron/bridge/models/transformer_config.py:175-176 @ 067f987df); both frameworks
+        (src/megatron/bridge/models/transformer_config.py, TransformerConfig.finalize @ 067f987df);
+        both frameworks
         build the provider through it."""
         return self.parallel.sp and self.parallel.tp > 1
 
@@ -218,11 +219,12 @@ def from_nemo_rl(
     run_iters: tuple[str, int] | None = None,
 ) -> MegatronOptions:
     """``policy.megatron_cfg`` as NeMo-RL's setup passes it (nemo_rl/models/megatron/setup.py
-    @ 5d63149a: 860-917 layout and MoE, 1070-1076 recompute, 1421 the optimizer section, 1443
-    the scheduler section), with the stage's ``parallel`` layout. ``run_iters`` (the keys, the
+    @ 5d63149a: _apply_parallelism_config and _apply_moe_config the layout and MoE,
+    _apply_performance_config recompute, _create_megatron_config the optimizer and scheduler
+    sections), with the stage's ``parallel`` layout. ``run_iters`` (the keys, the
     value) bounds the scheduler's train_iters, which the entry point sets from its own step
-    budget (GRPO: the smaller of grpo.max_num_steps and the epochs' batches, grpo.py:1125-1129
-    @ super-v3.5-posttraining, :652-656 @ super-v3; nemo_rl.checks.context.train_iters_bound)."""
+    budget (GRPO: the smaller of grpo.max_num_steps and the epochs' batches, grpo.py's setup at
+    both versions; nemo_rl.checks.context.train_iters_bound)."""
     m, opt = megatron_cfg, megatron_cfg.optimizer
     sched = getattr(m, "scheduler", None)
     granularity = method = layers = None
@@ -234,7 +236,7 @@ def from_nemo_rl(
         else:
             found = _value(m, "recompute_modules", None)
             modules = tuple(found) if found is not None else None
-    # setup.py:474-476 @ super-v3, :1173-1175 @ super-v3.5: an enabled fp8_cfg's format and
+    # setup.py, _apply_performance_config (both versions): an enabled fp8_cfg's format and
     # recipe go onto the model config; a disabled one leaves FP8 off.
     fp8_cfg = getattr(m, "fp8_cfg", None)
     fp8 = fp8_recipe = None
@@ -278,8 +280,9 @@ def from_nemo_rl(
     if not overrides:
         return options
     # NeMo-RL merges model_overrides into the provider first, then sets its own keys on it
-    # (setup.py:662-670, then 888-1024 MoE, 1066-1104 recompute and fusions, 1171-1176 FP8 @
-    # super-v3.5-posttraining): an override stands where NeMo-RL sets nothing afterwards.
+    # (setup.py, setup_model_config, then _apply_moe_config, and _apply_performance_config's
+    # recompute, fusions and FP8 @ super-v3.5-posttraining): an override stands where NeMo-RL sets
+    # nothing afterwards.
     set_later = set(_NEMO_RL_SETS)
     if m.activation_checkpointing is True:
         set_later.add("recompute_granularity")
@@ -338,7 +341,7 @@ def options_of(ctx: Any) -> MegatronOptions | None:
 
 def activation_of(model: ModelCard) -> str:
     """The MLP activation of the model's provider: Nemotron-H's is squared ReLU
-    (nemotron_h_bridge.py:297 @ 067f987df), a gated MLP's SwiGLU (silu)."""
+    (nemotron_h_bridge.py @ 067f987df), a gated MLP's SwiGLU (silu)."""
     arch = model.architecture
     if arch is not None and arch.mamba is not None:
         return "squared_relu"

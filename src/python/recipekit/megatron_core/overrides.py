@@ -1,8 +1,8 @@
 """Model overrides: keys a user sets on the Megatron-Bridge model provider directly.
 
 NeMo-RL's ``policy.megatron_cfg.model_overrides`` is merged into the model provider with
-``dataclasses.replace`` before NeMo-RL applies its own keys (``_merge_model_overrides``,
-nemo_rl/models/megatron/setup.py:662-670 and 779-855 @ super-v3.5-posttraining): each key must
+``dataclasses.replace`` before NeMo-RL applies its own keys (nemo_rl/models/megatron/setup.py,
+``setup_model_config`` and ``_merge_model_overrides`` @ super-v3.5-posttraining): each key must
 be an init field of the provider, a dict value is merged into a field that holds a mapping or a
 config object, anything else replaces the field's value. The provider extends Megatron-Core's
 ``TransformerConfig``, so its fields are Megatron-Core's (``generated/transformer_config_0_19_2``)

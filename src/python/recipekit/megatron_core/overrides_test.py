@@ -17,8 +17,10 @@ import yaml
 
 from recipekit.errors import Issue, RecipeError
 from recipekit.megatron_core.overrides import override_issues, provider_fields
+from recipekit.megatron_core.rules import cite
 from recipekit.nemo_rl import upstream_v35
 from recipekit.nemo_rl.checks.settings import MEGATRON_CONFIG
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.plan import make_plan
 from recipekit.upstream.classes import UpstreamSource
 from recipekit.upstream.values import matches
@@ -29,6 +31,9 @@ from tools.generated_modules import absent_pins
 CHECKOUT = generator.CHECKOUT
 P = "policy.megatron_cfg."
 OV = f"{P}model_overrides"
+# The catalogue ids of the rules these tests break share these prefixes.
+POST_INIT = "megatron-core.transformer-config.post-init"
+SETUP = "nemo-rl.models.megatron.setup"
 
 
 def _errors(*overrides: str) -> list[Issue]:
@@ -51,34 +56,38 @@ def test_the_generated_modules_are_what_the_generator_writes(reference_dir: Path
 
 
 def test_cpu_offloading_under_recompute_is_refused_naming_the_override() -> None:
-    # rlvr turns recomputation on (activation_checkpointing): transformer_config.py:1720.
+    # rlvr turns recomputation on (activation_checkpointing).
     errors = _errors(f"{OV}={{cpu_offloading: true}}")
     found = [e for e in errors if e.path == f"{OV}.cpu_offloading"]
-    assert found and "transformer_config.py:1720" in found[0].message, errors
+    under_recompute = cite(f"{POST_INIT}.cpu-offloading-recompute-granularity")
+    assert found and under_recompute in found[0].message, errors
     assert "activation_checkpointing=false" in (found[0].hint or "")
-    # Without recomputation it plans; with pipeline parallelism it is refused (:1715); and the
-    # layers offloaded must be fewer than the model's (:1710).
+    # Without recomputation it plans; with pipeline parallelism it is refused; and the layers
+    # offloaded must be fewer than the model's.
     off = f"{P}activation_checkpointing=false"
     assert not _errors(f"{OV}={{cpu_offloading: true}}", off)
     errors = _errors(f"{OV}={{cpu_offloading: true}}", off, f"{P}pipeline_model_parallel_size=2")
     assert any(
-        e.path == f"{OV}.cpu_offloading" and "transformer_config.py:1715" in e.message
+        e.path == f"{OV}.cpu_offloading"
+        and cite(f"{POST_INIT}.cpu-offloading-pipeline-model-parallel-size") in e.message
         for e in errors
     ), errors
     errors = _errors(f"{OV}={{cpu_offloading: true, cpu_offloading_num_layers: 88}}", off)
     assert any(
-        e.path == f"{OV}.cpu_offloading_num_layers" and "transformer_config.py:1710" in e.message
+        e.path == f"{OV}.cpu_offloading_num_layers"
+        and cite(f"{POST_INIT}.cpu-offloading-cpu-offloading-num-layers-num-layers") in e.message
         for e in errors
     ), errors
 
 
 def test_an_override_the_rules_model_is_what_they_see() -> None:
     # NeMo-RL sets no recompute_num_layers for selective recomputation: the override stands,
-    # and Megatron-Core refuses it (transformer_config.py:1752).
+    # and Megatron-Core refuses it.
     selective = (f"{P}activation_checkpointing=true", f"{P}recompute_granularity=selective")
     errors = _errors(*selective, f"{OV}={{recompute_num_layers: 2}}")
     assert any(
-        e.path == f"{OV}.recompute_num_layers" and "transformer_config.py:1752" in e.message
+        e.path == f"{OV}.recompute_num_layers"
+        and cite(f"{POST_INIT}.selective-recomputation-takes-no-recompute-num") in e.message
         for e in errors
     ), errors
     # For full recomputation NeMo-RL sets the method and the layer count itself, after the
@@ -89,7 +98,9 @@ def test_an_override_the_rules_model_is_what_they_see() -> None:
 def test_a_misspelt_override_gets_a_did_you_mean() -> None:
     errors = _errors(f"{OV}={{hiden_dropout: 0.0}}")
     [issue] = [e for e in errors if e.path == f"{OV}.hiden_dropout"]
-    assert "setup.py:826" in issue.message
+    assert where(f"{SETUP}.merge-model-overrides.each-model-override-names-field-megatron") in (
+        issue.message
+    )
     assert "hidden_dropout" in (issue.hint or "")
 
 
@@ -107,7 +118,10 @@ def test_a_first_class_key_is_a_conflict_by_nemo_rls_own_key_set() -> None:
     assert "attention_backend" in set(upstream_v35(MEGATRON_CONFIG).keys)
     errors = _errors(f"{OV}={{attention_backend: flash}}")
     assert any(
-        e.path == f"{OV}.attention_backend" and "setup.py:772" in e.message for e in errors
+        e.path == f"{OV}.attention_backend"
+        and where(f"{SETUP}.validate-model-override-conflicts.model-overrides-names-no-field-nemo")
+        in e.message
+        for e in errors
     ), errors
     # A key the rendered megatron_cfg holds conflicts too, though MegatronConfig lacks it.
     assert "moe_router_dtype" not in set(upstream_v35(MEGATRON_CONFIG).keys)

@@ -24,12 +24,16 @@ import attrs
 import pytest
 
 from recipekit.errors import Issue, RecipeError
+from recipekit.megatron_bridge.rules import cite as bridge_cite
+from recipekit.megatron_core.rules import cite
 from recipekit.plan import make_plan
 from recipekit.stage import Stage
 from recipes.super35.rl import rlvr
 from recipes.super35.sft import sft
 
 P = "policy.megatron_cfg."
+# The catalogue ids of OptimizerParamScheduler's rules share this prefix.
+SCHEDULER = "megatron-core.optimizer-param-scheduler."
 SELECTIVE = (f"{P}activation_checkpointing=true", f"{P}recompute_granularity=selective")
 
 ERRORS = [
@@ -38,7 +42,9 @@ ERRORS = [
         sft,
         ("model.recompute_granularity=full", "model.recompute_method=null"),
         "model.recompute_method",
-        "transformer_config.py:1737",
+        cite(
+            "megatron-core.transformer-config.post-init.full-recomputation-needs-recompute-method-block"
+        ),
     ),
     (
         sft,
@@ -48,7 +54,9 @@ ERRORS = [
             "model.recompute_num_layers=null",
         ),
         "model.recompute_num_layers",
-        "transformer_config.py:1743",
+        cite(
+            "megatron-core.transformer-config.post-init.full-recomputation-needs-recompute-num-layers"
+        ),
     ),
     (
         sft,
@@ -58,19 +66,21 @@ ERRORS = [
             "model.recompute_num_layers=2",
         ),
         "model.recompute_num_layers",
-        "transformer_config.py:1752",
+        cite(
+            "megatron-core.transformer-config.post-init.selective-recomputation-takes-no-recompute-num"
+        ),
     ),
     (
         rlvr,
         (*SELECTIVE, f"{P}recompute_modules=[core_atn]"),
         f"{P}recompute_modules",
-        "transformer_config.py:1779",
+        cite("megatron-core.transformer-config.post-init.recompute-module-one-megatron-core-knows"),
     ),
     (
         rlvr,
         (*SELECTIVE, f"{P}recompute_modules=[mla_up_proj]"),
         f"{P}recompute_modules",
-        "transformer_config.py:1790",
+        cite("megatron-core.transformer-config.post-init.recomputing-mla-up-proj-needs-multi"),
     ),
     (
         sft,
@@ -81,7 +91,9 @@ ERRORS = [
             "model.recompute_modules=[shared_experts]",
         ),
         "model.recompute_modules",
-        "transformer_config.py:1817",
+        cite(
+            "megatron-core.transformer-config.post-init.shared-experts-cannot-recomputed-while-they"
+        ),
     ),
     (
         rlvr,
@@ -91,37 +103,45 @@ ERRORS = [
             f"{P}fp8_cfg={{enabled: true, fp8: e4m3, fp8_recipe: delayed, fp8_param: false}}",
         ),
         f"{P}recompute_modules",
-        "transformer_config.py:1824",
+        cite(
+            "megatron-core.transformer-config.post-init.selective-recomputation-moe-act-layernorm-under-fp8"
+        ),
     ),
     (
         rlvr,
         (f"{P}moe_enable_deepep=true", f"{P}moe_token_dispatcher_type=alltoall"),
         f"{P}moe_token_dispatcher_type",
-        "transformer_config.py:1591",
+        cite("megatron-core.transformer-config.post-init.deepep-needs-flex-token-dispatcher"),
     ),
     (
         rlvr,
         (f"{P}moe_shared_expert_overlap=true", f"{P}moe_token_dispatcher_type=allgather"),
         f"{P}moe_token_dispatcher_type",
-        "transformer_config.py:1648",
+        cite(
+            "megatron-core.transformer-config.post-init.shared-expert-overlap-needs-alltoall-flex"
+        ),
     ),
     (
         sft,
         ("model.moe_token_dispatcher_type=allgather",),
         "model.moe_token_dispatcher_type",
-        "transformer_config.py:1648",
+        cite(
+            "megatron-core.transformer-config.post-init.shared-expert-overlap-needs-alltoall-flex"
+        ),
     ),
     (
         rlvr,
         (f"{P}bias_activation_fusion=true",),
         f"{P}bias_activation_fusion",
-        "transformer_config.py:2116",
+        cite(
+            "megatron-core.transformer-config.post-init.bias-activation-fusion-exists-gelu-swiglu"
+        ),
     ),
     (
         rlvr,
         (f"{P}optimizer.use_precision_aware_optimizer=true", f"{P}optimizer.optimizer=sgd"),
         f"{P}optimizer.optimizer",
-        "optimizer_config.py:432",
+        cite("megatron-core.optimizer-config.post-init.precision-aware-optimizer-adam-only"),
     ),
     (
         rlvr,
@@ -130,34 +150,46 @@ ERRORS = [
             f"{P}optimizer.use_distributed_optimizer=false",
         ),
         f"{P}optimizer.use_distributed_optimizer",
-        "optimizer_config.py:435",
+        cite(
+            "megatron-core.optimizer-config.post-init.precision-aware-optimizer-needs-distributed-optimizer"
+        ),
     ),
-    (rlvr, (f"{P}optimizer.min_lr=1e-5",), f"{P}optimizer.min_lr", "param_scheduler.py:151"),
+    (
+        rlvr,
+        (f"{P}optimizer.min_lr=1e-5",),
+        f"{P}optimizer.min_lr",
+        cite(f"{SCHEDULER}init.learning-rate-least-min-lr"),
+    ),
     (
         sft,
         ("optimizer.lr=1e-5", "optimizer.min_lr=1e-4"),
         "optimizer.min_lr",
-        "param_scheduler.py:151",
+        cite(f"{SCHEDULER}init.learning-rate-least-min-lr"),
     ),
     (
         rlvr,
         (f"{P}scheduler.lr_warmup_init=1e-3",),
         f"{P}scheduler.lr_warmup_init",
-        "param_scheduler.py:152",
+        cite(f"{SCHEDULER}init.warm-up-first-learning-rate-most"),
     ),
     (
         rlvr,
         (f"{P}scheduler.start_weight_decay=0.1",),
         f"{P}scheduler.end_weight_decay",
-        "param_scheduler.py:169",
+        cite(f"{SCHEDULER}init.weight-decay-ends-above-where-starts"),
     ),
     (
         rlvr,
         (f"{P}scheduler.end_weight_decay=0.1",),
         f"{P}scheduler.weight_decay_incr_style",
-        "param_scheduler.py:201",
+        cite(f"{SCHEDULER}get-wd.constant-weight-decay-starts-ends-one-value"),
     ),
-    (rlvr, (f"{P}scheduler.lr_decay_style=WSD",), f"{P}scheduler.lr_decay_style", "py:164"),
+    (
+        rlvr,
+        (f"{P}scheduler.lr_decay_style=WSD",),
+        f"{P}scheduler.lr_decay_style",
+        cite(f"{SCHEDULER}init.wsd-decay-style-has-decay-phase"),
+    ),
 ]
 
 WARNINGS = [
@@ -169,28 +201,41 @@ WARNINGS = [
             f"{P}sequence_parallel=false",
         ),
         f"{P}sequence_parallel",
-        "model_parallel_config.py:562",
+        cite(
+            "megatron-core.model-parallel-config.post-init.ep-tp-should-train-sequence-parallelism"
+        ),
     ),
     (
         rlvr,
         (*SELECTIVE, f"{P}recompute_modules=[core_attn]"),
         f"{P}recompute_modules",
-        "transformer_config.py:1805",
+        cite(
+            "megatron-core.transformer-config.post-init.recomputing-core-attn-may-needless-under-transformer"
+        ),
     ),
     (
         rlvr,
         (f"{P}moe_enable_deepep=true", f"{P}moe_token_dispatcher_type=flex"),
         f"{P}moe_enable_deepep",
-        "transformer_config.py:1595",
+        cite(
+            "megatron-core.transformer-config.post-init.moe-enable-deepep-deprecated-flex-backend"
+        ),
     ),
-    (rlvr, (f"{P}moe_router_dtype=null",), f"{P}moe_router_dtype", "transformer_config.py:2799"),
+    (
+        rlvr,
+        (f"{P}moe_router_dtype=null",),
+        f"{P}moe_router_dtype",
+        cite("megatron-core.transformer-config.post-init.32-more-experts-should-route-fp32"),
+    ),
     # A warm-up longer than grpo.max_num_steps (1000), which bounds the decay: Megatron-Bridge's
     # validation cuts it before Megatron-Core's scheduler would assert.
     (
         rlvr,
         (f"{P}scheduler.lr_warmup_iters=1000",),
         f"{P}scheduler.lr_warmup_iters",
-        "config.py:1800",
+        bridge_cite(
+            "megatron-bridge.config.calculate-scheduler-steps.warm-up-long-decay-longer-cut"
+        ),
     ),
 ]
 
@@ -231,7 +276,7 @@ def test_the_stages_as_written_raise_no_megatron_core_issue(stage: object) -> No
 
 
 def test_moe_act_recompute_without_grouped_gemm_experts_is_refused() -> None:
-    """moe_act_recompute_needs_grouped_gemm (transformer_config.py:1785): every model recipekit
+    """moe_act_recompute_needs_grouped_gemm (TransformerConfig.__post_init__): every model recipekit
     trains is a Nemotron-H MoE, whose provider uses grouped GEMM; one without Mamba layers
     stands for a model whose provider does not."""
     arch = sft.model.architecture
@@ -246,15 +291,28 @@ def test_moe_act_recompute_without_grouped_gemm_experts_is_refused() -> None:
     )
     errors, _ = _issues(stage, overrides)
     found = [i for i in errors if i.path == "model.recompute_modules"]
-    assert found and "transformer_config.py:1785" in found[0].message, errors
+    assert (
+        found
+        and cite(
+            "megatron-core.transformer-config.post-init.recomputing-moe-act-needs-grouped-gemm"
+        )
+        in found[0].message
+    ), errors
 
 
 def test_layernorm_recompute_under_fp8_needs_only_another_recipe() -> None:
-    # transformer_config.py:1824 refuses the delayed recipe only (tensorwise needs TE >= 2.6,
-    # :1829, which the container decides).
+    # TransformerConfig.__post_init__ refuses the delayed recipe only (tensorwise needs TE >= 2.6,
+    # which the container decides).
     fp8 = f"{P}fp8_cfg={{enabled: true, fp8: e4m3, fp8_recipe: tensorwise, fp8_param: false}}"
     errors, _ = _issues(rlvr, (*SELECTIVE, f"{P}recompute_modules=[layernorm]", fp8))
-    assert not [e for e in errors if "transformer_config.py:1824" in e.message], errors
+    assert not [
+        e
+        for e in errors
+        if cite(
+            "megatron-core.transformer-config.post-init.selective-recomputation-moe-act-layernorm-under-fp8"
+        )
+        in e.message
+    ], errors
 
 
 def _with_heads(stage: Stage, heads: int, groups: int) -> Stage:
@@ -280,13 +338,23 @@ def test_tensor_parallelism_must_fit_the_models_heads(
     errors, _ = _issues(_with_heads(stage, 10, 10), overrides)
     texts = [e.render() for e in errors]
     assert any(
-        t.startswith(key) and "10 attention heads" in t and "transformer_config.py:1324" in t
+        t.startswith(key)
+        and "10 attention heads" in t
+        and cite(
+            "megatron-core.transformer-config.post-init.num-attention-heads-tensor-model-parallel-size"
+        )
+        in t
         for t in texts
     ), texts
     errors, _ = _issues(_with_heads(stage, 32, 3), overrides)
     texts = [e.render() for e in errors]
     assert any(
-        t.startswith(key) and "3 query groups" in t and "transformer_config.py:1342" in t
+        t.startswith(key)
+        and "3 query groups" in t
+        and cite(
+            "megatron-core.transformer-config.post-init.num-query-groups-tensor-model-parallel-size"
+        )
+        in t
         for t in texts
     ), texts
     # Groups that TP divides, or that divide TP (replicated across it), plan.

@@ -8,17 +8,9 @@ from __future__ import annotations
 from recipekit.megatron_core import MEGATRON_CORE_VERSION
 from recipekit.megatron_core.generated.rule_sites import SITES
 
-OPTIMIZER_CONFIG = "megatron/core/optimizer/optimizer_config.py"
-
 
 def cite(rule: str) -> str:
-    """``(megatron/core/...py:1591 @ megatron-core 0.19.2)`` of a catalogued rule
+    """``(megatron/core/<file>.py:<line> @ megatron-core 0.19.2)`` of a catalogued rule
     (``rule_catalogue/megatron-core.toml``)."""
     _, file, line = SITES[rule]
-    return f"({file}:{line} @ megatron-core {MEGATRON_CORE_VERSION})"
-
-
-def cite_line(file: str, line: int) -> str:
-    """``cite`` of a line inside a rule's statement rather than its first (written by hand, so
-    an upgrade must check it)."""
     return f"({file}:{line} @ megatron-core {MEGATRON_CORE_VERSION})"

@@ -9,7 +9,8 @@ from recipekit.errors import Issue
 from recipekit.megatron_core.options import options_of, shared_experts
 from recipekit.megatron_core.rules import cite
 
-# transformer_config.py:1767-1776: the modules selective recomputation knows.
+# TransformerConfig.__post_init__'s allowed_modules: the modules selective recomputation knows
+# (megatron-core.transformer-config.post-init.recompute-module-one-megatron-core-knows).
 RECOMPUTE_MODULES = frozenset(
     {
         "core_attn",
@@ -28,7 +29,7 @@ def _selective_modules(ctx: Any) -> tuple[Any, tuple[str, ...]] | None:
     o = options_of(ctx)
     if o is None or o.recompute_granularity != "selective":
         return None
-    # transformer_config.py:1764: no modules named is ["core_attn"].
+    # TransformerConfig.__post_init__: no modules named is ["core_attn"].
     modules = o.recompute_modules if o.recompute_modules is not None else ("core_attn",)
     return o, modules
 
@@ -106,7 +107,7 @@ def recompute_modules_are_known(ctx: Any) -> Iterator[Issue]:
 
 def moe_act_recompute_needs_grouped_gemm(ctx: Any) -> Iterator[Issue]:
     """transformer_config.py, TransformerConfig.__post_init__: moe_act recomputation needs
-    grouped-GEMM experts, which the Nemotron-H provider uses (nemotron_h_bridge.py:315 @
+    grouped-GEMM experts, which the Nemotron-H provider uses (nemotron_h_bridge.py @
     067f987df)."""
     found = _selective_modules(ctx)
     if found is None:

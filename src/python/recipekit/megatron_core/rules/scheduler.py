@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from recipekit.errors import Issue
+from recipekit.megatron_bridge.rules import cite as bridge_cite
 from recipekit.megatron_core.options import options_of
 from recipekit.megatron_core.rules import cite
 
@@ -45,10 +46,11 @@ def warmup_starts_at_most_lr(ctx: Any) -> Iterator[Issue]:
 
 
 # Both frameworks validate Megatron-Bridge's ConfigContainer before they build the optimizer
-# (NeMo-RL's Megatron worker: megatron_policy_worker.py:535 @ super-v3.5-posttraining), and its
-# scheduler-step calculation cuts a warm-up as long as the decay to one step less, with a
-# warning: Megatron-Core's own assert on it (optimizer_param_scheduler.py:160) is never reached.
-BRIDGE_CUT = "(src/megatron/bridge/training/config.py:1800 @ Megatron-Bridge 067f987df)"
+# (NeMo-RL's Megatron worker: megatron_policy_worker.py, MegatronPolicyWorkerImpl.__init__ @
+# super-v3.5-posttraining), and its scheduler-step calculation cuts a warm-up as long as the
+# decay to one step less, with a warning: Megatron-Core's own assert on it
+# (megatron-core.optimizer-param-scheduler.init.warm-up-ends-before-decay) is never reached.
+BRIDGE_CUT = "megatron-bridge.config.calculate-scheduler-steps.warm-up-long-decay-longer-cut"
 
 
 def warmup_ends_before_the_decay(ctx: Any) -> Iterator[Issue]:
@@ -70,14 +72,14 @@ def warmup_ends_before_the_decay(ctx: Any) -> Iterator[Issue]:
     yield Issue(
         o.key("lr_warmup_iters"),
         f"the warm-up does not end before the decay does ({decay_key} = {decay}{bound}): "
-        f"Megatron-Bridge warns and cuts it to one step less {BRIDGE_CUT}",
+        f"Megatron-Bridge warns and cuts it to one step less {bridge_cite(BRIDGE_CUT)}",
         value=o.lr_warmup_iters,
     )
 
 
 def weight_decay_does_not_fall(ctx: Any) -> Iterator[Issue]:
     """optimizer_param_scheduler.py, OptimizerParamScheduler.__init__: weight decay only grows over
-    the run (end >= start); :201: with the constant style the two are one value (asserted at the
+    the run (end >= start); get_wd: with the constant style the two are one value (asserted at the
     first step, which the constructor takes)."""
     o = options_of(ctx)
     if o is None or o.start_weight_decay is None or o.end_weight_decay is None:
@@ -110,10 +112,10 @@ def weight_decay_does_not_fall(ctx: Any) -> Iterator[Issue]:
 def wsd_has_its_decay_length(ctx: Any) -> Iterator[Issue]:
     """optimizer_param_scheduler.py, OptimizerParamScheduler.__init__: the WSD style needs its decay
     phase's length, which Megatron-Bridge sets from lr_wsd_decay_iters and leaves None without it.
-    NeMo-RL hands Megatron-Bridge its scheduler section as it is (setup.py:1443 @
-    super-v3.5-posttraining), and that section has no lr_wsd_decay_iters (nor does NeMo-RL's
-    MegatronSchedulerConfig), so WSD always stops there. (A Megatron-Bridge stage's recipe may state
-    both: unread.)"""
+    NeMo-RL hands Megatron-Bridge its scheduler section as it is (setup.py,
+    _create_megatron_config @ super-v3.5-posttraining), and that section has no
+    lr_wsd_decay_iters (nor does NeMo-RL's MegatronSchedulerConfig), so WSD always stops there. (A
+    Megatron-Bridge stage's recipe may state both: unread.)"""
     o = options_of(ctx)
     if o is None or o.lr_decay_style != "WSD":
         return
