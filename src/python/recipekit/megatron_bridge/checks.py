@@ -27,6 +27,9 @@ from recipekit.memory.switches import (
 from recipekit.parallelism import model_layout_issues
 
 SEQ = "model.seq_length"
+# Where the provider's finalize() turns sequence parallelism off at TP 1: an assignment, no rule
+# site to anchor, so written here by hand, once (an upgrade must check it).
+FINALIZE_TURNS_SP_OFF = "models/transformer_config.py:175"
 
 
 @attrs.frozen
@@ -96,9 +99,9 @@ def global_batch_splits_over_data_parallel(ctx: CheckContext) -> Iterator[Issue]
 
 
 def sequence_splits_over_its_ranks(ctx: CheckContext) -> Iterator[Issue]:
-    """Megatron-Bridge's collate padding multiple (training/config.py:1369 for the dataset,
-    1575 for the model's 2 x CP @ 067f987df): context parallelism cuts each sequence into
-    2 x CP chunks (load balancing gives each rank one early and one late chunk), and sequence
+    """Megatron-Bridge's collate padding multiple (training/config.py, ConfigContainer.validate,
+    for the dataset and for the model's 2 x CP @ 067f987df): context parallelism cuts each sequence
+    into 2 x CP chunks (load balancing gives each rank one early and one late chunk), and sequence
     parallelism splits a CP rank's share over TP, so the sequence is a multiple of
     lcm(2 x CP, CP x TP)."""
     m = ctx.config.model
@@ -229,7 +232,7 @@ def sequence_parallel_without_tensor_parallel(ctx: CheckContext) -> Iterator[Iss
         yield Issue(
             "model.sequence_parallel",
             "has no effect with tensor_model_parallel_size 1: Megatron-Bridge's provider turns "
-            "it off before Megatron-Core would refuse it (models/transformer_config.py:175)",
+            f"it off before Megatron-Core would refuse it ({FINALIZE_TURNS_SP_OFF})",
             value=True,
         )
 

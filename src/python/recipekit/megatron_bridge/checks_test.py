@@ -12,6 +12,8 @@ from __future__ import annotations
 import pytest
 
 from recipekit.errors import RecipeError
+from recipekit.megatron_bridge.checks import FINALIZE_TURNS_SP_OFF
+from recipekit.megatron_bridge.rules import cite
 from recipekit.model_card import ModelCard
 from recipekit.plan import make_plan
 from recipekit.stage import Stage
@@ -124,7 +126,9 @@ def test_context_parallel_sequences_split_into_two_chunks_a_rank() -> None:
     assert _errors(sft_long_context, "model.seq_length=131000") == [
         "model.seq_length = 131000: context parallelism cuts each sequence into 2 x CP = 64 "
         "chunks: it must be a multiple of 64, to which Megatron-Bridge pads every batch "
-        "(src/megatron/bridge/training/config.py:1369 @ Megatron-Bridge 067f987df)"
+        + cite(
+            "megatron-bridge.config.config-container-validate.dataset-seq-length-not-multiple-lcm"
+        )
     ]
 
 
@@ -132,7 +136,9 @@ def test_sequence_parallel_sequences_split_over_tensor_parallel() -> None:
     assert _errors(sft_peft, "model.seq_length=4098") == [
         "model.seq_length = 4098: sequence parallelism splits each sequence over the TP = 4 "
         "ranks: it must be a multiple of 4, to which Megatron-Bridge pads every batch "
-        "(src/megatron/bridge/training/config.py:1369 @ Megatron-Bridge 067f987df)"
+        + cite(
+            "megatron-bridge.config.config-container-validate.dataset-seq-length-not-multiple-lcm"
+        )
     ]
 
 
@@ -176,7 +182,9 @@ def test_a_peft_recipe_needs_weights_to_adapt() -> None:
     assert errors[0] == (
         "checkpoint.pretrained_checkpoint = None: Megatron-Bridge asserts that PEFT trains "
         "adapters over a pretrained checkpoint: name the checkpoint to load "
-        "(src/megatron/bridge/training/config.py:1627 @ Megatron-Bridge 067f987df)"
+        + cite(
+            "megatron-bridge.config.config-container-validate.peft-adapter-without-checkpoint-pretrained-checkpoint"
+        )
     )
 
 
@@ -198,7 +206,7 @@ def test_sequence_parallel_with_one_tensor_rank_is_a_warning() -> None:
     assert _warnings(sft, "model.sequence_parallel=true") == [
         "model.sequence_parallel = True: has no effect with tensor_model_parallel_size 1: "
         "Megatron-Bridge's provider turns it off before Megatron-Core would refuse it "
-        "(models/transformer_config.py:175)"
+        f"({FINALIZE_TURNS_SP_OFF})"
     ]
 
 
@@ -206,5 +214,5 @@ def test_a_warm_up_longer_than_the_run_is_a_warning() -> None:
     assert _warnings(pretrain_tiny, "scheduler.lr_warmup_iters=50") == [
         "scheduler.lr_warmup_iters = 50: the warm-up does not end before the decay does "
         "(scheduler.lr_decay_iters = 20): Megatron-Bridge warns and cuts it to one step less "
-        "(src/megatron/bridge/training/config.py:1800 @ Megatron-Bridge 067f987df)"
+        + cite("megatron-bridge.config.calculate-scheduler-steps.warm-up-long-decay-longer-cut")
     ]

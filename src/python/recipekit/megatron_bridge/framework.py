@@ -74,7 +74,7 @@ class MegatronBridge(FrameworkBase):
 
     def checkpoint_reads(self, config: Any) -> CheckpointReads:
         """Megatron-Bridge resumes ``checkpoint.load`` whole and takes only the weights of
-        ``pretrained_checkpoint`` (training/checkpointing.py:2370-2384 @ 067f987df)."""
+        ``pretrained_checkpoint`` (training/checkpointing.py, load_checkpoint @ 067f987df)."""
         load, pretrained = config.checkpoint.load, config.checkpoint.pretrained_checkpoint
         return CheckpointReads(
             resumes={"checkpoint.load": load} if isinstance(load, str) else {},

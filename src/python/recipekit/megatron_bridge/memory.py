@@ -41,7 +41,7 @@ def megatron_setup(
         else None,
         recompute=given(model.recompute_granularity, None) or RECIPE_RECOMPUTE,
         recompute_modules=tuple(modules or RECIPE_RECOMPUTE_MODULES),
-        # Megatron-Core requires both under full recompute (transformer_config.py:1731-1745).
+        # Megatron-Core requires both under full recompute (TransformerConfig.__post_init__).
         recompute_method=given(model.recompute_method, None) or "uniform",
         recompute_num_layers=given(model.recompute_num_layers, None) or 1,
         # The stage sets neither (no ddp section): the recipes' distributed optimizer and fp32

@@ -22,8 +22,8 @@ SUPER_VL_RECIPES = "megatron.bridge.recipes.nemotronh_multimodal."
 
 
 def cite(rule: str) -> str:
-    """``(src/megatron/bridge/training/config.py:1683 @ Megatron-Bridge 067f987df)`` of a
-    catalogued rule."""
+    """``(src/megatron/bridge/<file>.py:<line> @ Megatron-Bridge 067f987df)`` of a catalogued
+    rule."""
     _, file, line = SITES[rule]
     return f"({file}:{line} @ Megatron-Bridge {COMMIT})"
 

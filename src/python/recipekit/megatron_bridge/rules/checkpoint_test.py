@@ -9,13 +9,16 @@ from __future__ import annotations
 import pytest
 
 from recipekit.errors import RecipeError
+from recipekit.megatron_bridge.rules import cite
 from recipekit.plan import make_plan
 from recipes.super35.sft import sft
 
 PEFT_NEEDS_WEIGHTS = (
     "checkpoint.pretrained_checkpoint = None: Megatron-Bridge asserts that PEFT trains adapters "
     "over a pretrained checkpoint: name the checkpoint to load "
-    "(src/megatron/bridge/training/config.py:1627 @ Megatron-Bridge 067f987df)"
+    + cite(
+        "megatron-bridge.config.config-container-validate.peft-adapter-without-checkpoint-pretrained-checkpoint"
+    )
 )
 
 

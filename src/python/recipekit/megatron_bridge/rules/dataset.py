@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 def energon_dataset_has_a_path(ctx: CheckContext) -> Iterator[Issue]:
     """energon.py, EnergonDatasetConfig.validate: an Energon dataset needs a non-empty path (the
-    builder asserts it again at energon.py:329)."""
+    builder asserts it again in EnergonDatasetBuilder.build)."""
     path = ctx.config.dataset.path
     if builds_energon_dataset(ctx.config) and (not isinstance(path, str) or not path.strip()):
         yield Issue(

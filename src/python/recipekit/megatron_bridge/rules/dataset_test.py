@@ -9,10 +9,12 @@ from __future__ import annotations
 import pytest
 
 from recipekit.errors import RecipeError
+from recipekit.megatron_bridge.rules import cite
 from recipekit.plan import make_plan
 from recipes.super35.sft import sft, sft_long_context
 
-ENERGON = "(src/megatron/bridge/data/builders/energon.py:{} @ Megatron-Bridge 067f987df)"
+# The catalogue ids of EnergonDatasetConfig.validate's rules share this prefix.
+ENERGON = "megatron-bridge.energon.energon-dataset-config-validate."
 
 
 def _errors(stage: object, *overrides: str) -> list[str]:
@@ -24,14 +26,15 @@ def _errors(stage: object, *overrides: str) -> list[str]:
 def test_an_energon_dataset_needs_a_path() -> None:
     assert _errors(sft, 'dataset.path=" "') == [
         "dataset.path = ' ': Megatron-Bridge's Energon dataset refuses to start without a "
-        f"dataset path {ENERGON.format(165)} (set it to the stage's data input)"
+        f"dataset path {cite(ENERGON + 'energon-dataset-path-unset-blank')} (set it to the stage's "
+        "data input)"
     ]
 
 
 def test_an_energon_dataset_has_no_test_split() -> None:
     assert _errors(sft, "dataset.do_test=true") == [
         "dataset.do_test = True: Megatron-Bridge's Energon dataset has no distinct test split "
-        f"{ENERGON.format(197)} (leave it unset (false))"
+        f"{cite(ENERGON + 'energon-dataset-asked-test-split-do')} (leave it unset (false))"
     ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from recipekit.errors import RecipeError
+from recipekit.megatron_bridge.rules import cite
 from recipekit.plan import make_plan
 from recipes.super35.sft import sft_long_context
 
@@ -19,8 +20,11 @@ def test_a2a_p2p_needs_hierarchical_sizes_no_stage_key_sets() -> None:
     assert [i.render() for i in exc.value.issues] == [
         "model.cp_comm_type = 'a2a+p2p': Megatron-Bridge asserts that a2a+p2p needs "
         "hierarchical_context_parallel_sizes (else each rank attends only to its own chunk), "
-        "which no stage key sets (src/megatron/bridge/training/config.py:1683 @ "
-        "Megatron-Bridge 067f987df) (use p2p, a2a or allgather)"
+        "which no stage key sets "
+        + cite(
+            "megatron-bridge.config.validate-cp-comm-type.cp-comm-type-a2a-p2p-without-hierarchical"
+        )
+        + " (use p2p, a2a or allgather)"
     ]
 
 
