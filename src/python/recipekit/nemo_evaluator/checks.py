@@ -28,7 +28,8 @@ BYTES_PER_PARAMETER = 2
 # one can be taken on the node when vLLM tries to listen on it.
 EPHEMERAL_PORTS = range(32768, 61000)
 # OmegaConf resolvers that read a secret into the config itself; the launcher allows none of them
-# in an env var value (common/env_vars.py:82), whose source a host:/lit:/runtime: prefix names.
+# in an env var value (nemo-evaluator.env.no-resolver-in-values), whose source a host:/lit:/runtime:
+# prefix names.
 SECRET_RESOLVERS = ("${oc.env:", "${oc.decode:")
 # Where the launcher's modules lie in its repository.
 PACKAGE = "src/nemo_evaluator_launcher/"
@@ -204,7 +205,8 @@ def at_least_one_task(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def exported_destinations_configured(ctx: CheckContext) -> Iterator[Issue]:
-    """exporters/config.py:53 (and :57, its warning for no export section at all): the export
+    """exporters/config.py, load_export_config_from_file (and its warning for no export section
+    at all): the export
     job reads each destination's settings from the run's export section."""
     auto_export, export = ctx.config.execution.auto_export, ctx.config.export
     if isinstance(auto_export, Marker):

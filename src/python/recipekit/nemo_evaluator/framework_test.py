@@ -17,6 +17,7 @@ from recipekit.hardware import GB200_NODE, H100_NODE, Hardware
 from recipekit.interpolation import Interpolation
 from recipekit.markers import DERIVED, UNSET
 from recipekit.model_card import NEMOTRON_35_SUPER_VL_120B
+from recipekit.nemo_evaluator.checks import cite
 from recipekit.nemo_evaluator.framework import NEMO_EVALUATOR
 from recipekit.nemo_evaluator.schema import (
     AutoExport,
@@ -172,7 +173,7 @@ def test_auto_export_needs_the_destinations_config() -> None:
     (issue,) = _errors(STAGE, "export={}")
     assert issue.path == "execution.auto_export.destinations"
     assert issue.message.startswith("exports to 'wandb', but export.wandb is not set: ")
-    assert "exporters/config.py:53 @ nemo-evaluator-launcher 0.2.6" in issue.message
+    assert cite("nemo-evaluator.export.destination-configured") in issue.message
 
 
 @pytest.mark.parametrize(
@@ -184,16 +185,16 @@ def test_auto_export_needs_the_destinations_config() -> None:
 )
 def test_env_values_read_no_secret_into_the_config(key: str, path: str) -> None:
     # OmegaConf would resolve it when the launcher reads the value: the token lands in the
-    # config it saves instead of staying on the submit host (common/env_vars.py:82). Written
-    # as text, the section refuses it at once (recipekit.interpolation); written with from_env,
-    # the launcher's own rule does.
+    # config it saves instead of staying on the submit host (env_vars.py, parse_env_var_value).
+    # Written as text, the section refuses it at once (recipekit.interpolation); written with
+    # from_env, the launcher's own rule does.
     with pytest.raises(RecipeError) as caught:
         STAGE.with_values({key: {"HF_TOKEN": "lit:${oc.env:HF_TOKEN}"}})
     assert [i.path for i in caught.value.issues] == [f"{path}.HF_TOKEN"]
     (issue,) = _errors(STAGE.with_values({key: {"HF_TOKEN": "lit:" + from_env("HF_TOKEN")}}))
     assert issue.path == path
     assert issue.message.startswith("HF_TOKEN: the launcher allows no Hydra resolver")
-    assert "common/env_vars.py:82 @ nemo-evaluator-launcher 0.2.6" in issue.message
+    assert cite("nemo-evaluator.env.no-resolver-in-values") in issue.message
 
 
 def test_a_tasks_env_values_read_no_secret_into_the_config() -> None:
@@ -254,7 +255,7 @@ def test_log_logs_is_deprecated_in_the_launchers_exporters() -> None:
     plan = make_plan(STAGE.with_values({"export.wandb.log_logs": True}))
     message = _warnings(plan)["export.wandb.log_logs"]
     assert message.startswith("deprecated: the launcher's W&B export warns")
-    assert "exporters/base.py:68 @ nemo-evaluator-launcher 0.2.6" in message
+    assert cite("nemo-evaluator.export.log-logs-deprecated") in message
 
 
 # --- the rendered file -----------------------------------------------------------------------
