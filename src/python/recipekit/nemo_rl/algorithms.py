@@ -156,7 +156,7 @@ class NemoRLRun(FrameworkBase):
         sizes = _policy_sizes(config, gpus)
         if sizes is not None and sizes.enabled:
             # On DTensor too: the policy's class and its DTensor workers refuse sizes that do
-            # not divide the GPUs (lm_policy.py:233, dtensor_policy_worker.py:374), as for GRPO.
+            # not divide the GPUs (Policy.__init__, DTensorPolicyWorkerImpl.__init__), as for GRPO.
             errors += model_layout_issues(
                 sizes.parallel, sizes.keys, hardware.node, model, where
             )
@@ -165,7 +165,7 @@ class NemoRLRun(FrameworkBase):
         if critic is not None:
             # PPO's critic is built from the policy's model (its card is the stage's) and trains
             # on the same GPUs; whether its sizes divide them is its own catalogued rule
-            # (rules.ppo.value_parallelism_divides_its_gpus, lm_value.py:123/:132).
+            # (rules.ppo.value_parallelism_divides_its_gpus, lm_value.py's Value.__init__).
             errors += model_layout_issues(
                 VALUE.read(critic, gpus), VALUE, hardware.node, model, where, VALUE_LAYOUT_RULES
             )

@@ -34,7 +34,7 @@ from recipekit.parallelism import ParallelLayout
 
 
 def nemo_rl_checkpoint_reads(config: Any) -> CheckpointReads:
-    """NeMo-RL resumes the newest checkpoint of ``checkpoint_dir`` whole (grpo.py:1121
+    """NeMo-RL resumes the newest checkpoint of ``checkpoint_dir`` whole (grpo.py, setup
     @ super-v3.5-posttraining) and starts the policy from ``model_name``'s weights when it is a
     directory (a Hub name is not)."""
     ckpt = given(getattr(config, "checkpointing", UNSET), None)

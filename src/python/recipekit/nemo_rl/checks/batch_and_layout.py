@@ -65,10 +65,10 @@ def batch_divides_data_parallel(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def micro_batches_agree_at_large_tp(ctx: CheckContext) -> Iterator[Issue]:
-    """lm_policy.py:212 @ super-v3.5-posttraining (:144 @ super-v3), asked only where the
-    policy's config has a logprob_batch_size. GRPO and PPO turn the check off themselves
-    (NRL_IGNORE_TP_ACCURACY_CHECK) under loss_fn.force_on_policy_ratio (grpo.py:707, ppo.py:487;
-    super-v3 grpo.py:373)."""
+    """lm_policy.py, Policy.__init__ (both versions), asked only where the policy's config has a
+    logprob_batch_size. GRPO and PPO turn the check off themselves (NRL_IGNORE_TP_ACCURACY_CHECK)
+    under loss_fn.force_on_policy_ratio (grpo.py's and ppo.py's setup; super-v3's grpo.py
+    setup)."""
     policy, tp = ctx.config.policy, ctx.layout.parallel.tp
     logprob = policy.logprob_batch_size
     if tp < 4 or isinstance(logprob, Marker) or logprob == policy.train_micro_batch_size:

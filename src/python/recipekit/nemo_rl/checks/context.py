@@ -70,9 +70,9 @@ class CheckContext(checking.CheckContext["GrpoConfig", Layout]):
 
 # The entry points' own step budgets, each a section of the config, and how many scheduler
 # ticks a step makes: each sets megatron_cfg.train_iters to min(max_num_steps, the epochs'
-# batches) times that (grpo.py:1125-1129, sft.py:208-212, distillation.py:602-606 as is; DPO
-# and RM double it, dpo.py:270 and rm.py:249; PPO ticks ppo_epochs times a step, ppo.py:741-750;
-# all @ super-v3.5-posttraining; super-v3's GRPO at grpo.py:652-656).
+# batches) times that (in the setup of grpo.py, sft.py and distillation.py as is; DPO and RM
+# double it, in dpo.py's and rm.py's; PPO ticks ppo_epochs times a step, in ppo.py's; all @
+# super-v3.5-posttraining; super-v3's GRPO likewise).
 _STEP_BUDGETS = (("grpo", 1), ("sft", 1), ("distillation", 1), ("dpo", 2), ("rm", 2), ("ppo", 0))
 
 

@@ -41,7 +41,8 @@ def distillation(ctx: CheckContext) -> OnPolicyDistillation | None:
 
 
 def non_colocated_teachers(ctx: CheckContext) -> NonColocatedTeachers | None:
-    """opd.py:106: distillation is on and its teachers have GPUs of their own."""
+    """opd.py, is_non_colocated_teachers_enabled: distillation is on and its teachers have GPUs of
+    their own."""
     opd = distillation(ctx)
     teachers = None if opd is None else _section(opd.non_colocated_teachers)
     return teachers if teachers is not None and teachers.enabled is True else None

@@ -25,7 +25,7 @@ def megatron_settings_agree(ctx: CheckContext) -> Iterator[Issue]:
     opt = m.optimizer
     fraction = opt.optimizer_offload_fraction
     if runs_super35(ctx.config):
-        # super-v3.5-posttraining offloads any share: setup.py:1218-1219 @ 5d63149a.
+        # super-v3.5-posttraining offloads any share: setup.py, _validate_optimizer_config.
         if opt.optimizer_cpu_offload and not 0 < fraction <= 1:
             yield Issue(
                 f"{MEGATRON}.optimizer.optimizer_offload_fraction",
@@ -86,7 +86,8 @@ def math_verifier_is_set(ctx: CheckContext) -> Iterator[Issue]:
 
 
 # The verifier workers a math environment can start, by verifier_type: BaseMathEnvironment's
-# subclasses' WORKER_CLASS_DICT (math_environment.py:450 and :556 @ super-v3.5-posttraining).
+# subclasses' WORKER_CLASS_DICT (math_environment.py's MathEnvironment and
+# MathMultiRewardEnvironment @ super-v3.5-posttraining).
 VERIFIER_TYPES = ("math", "english_multichoice", "multilingual_multichoice")
 # super-v3's MathEnvironment asserts its verifier_type is a string.
 V3_VERIFIER_IS_A_STRING = (
@@ -96,9 +97,9 @@ V3_VERIFIER_IS_A_STRING = (
 
 def math_verifier_type_is_known(ctx: CheckContext) -> Iterator[Issue]:
     """NeMo-RL's math environment reads verifier_type with "math" as the default, asserts the
-    value is a string, then looks its worker up (math_environment.py:245 @ super-v3, :384 and
-    :388 @ super-v3.5-posttraining): an explicit null fails the assert at setup, an unknown
-    name a KeyError."""
+    value is a string, then looks its worker up (math_environment.py, MathEnvironment.__init__
+    @ super-v3, BaseMathEnvironment.__init__ @ super-v3.5-posttraining): an explicit null fails the
+    assert at setup, an unknown name a KeyError."""
     for name, env in _math_environments(ctx):
         if isinstance(env.verifier_type, Marker):
             continue
@@ -129,7 +130,8 @@ MEGATRON_CONFIG = "nemo_rl.models.policy:MegatronConfig"
 def model_overrides_name_no_first_class_key(ctx: CheckContext) -> Iterator[Issue]:
     """NeMo-RL refuses a model override that a megatron_cfg key already sets: its conflict list
     is MegatronConfig's keys and every key the rendered megatron_cfg holds, less
-    model_overrides itself (nemo_rl/models/megatron/setup.py:760-772 @ super-v3.5-posttraining).
+    model_overrides itself (nemo_rl/models/megatron/setup.py, _validate_model_override_conflicts
+    @ super-v3.5-posttraining).
     MegatronConfig's keys are the pinned source's (the generated table the section's upstream
     names); the rendered keys are those the section sets."""
     from recipekit.nemo_rl import upstream_v35
@@ -157,7 +159,7 @@ def model_overrides_name_no_first_class_key(ctx: CheckContext) -> Iterator[Issue
 
 def model_overrides_are_provider_fields(ctx: CheckContext) -> Iterator[Issue]:
     """NeMo-RL merges model_overrides into the Megatron-Bridge model provider, which raises on
-    a key that is none of its fields (nemo_rl/models/megatron/setup.py:826 @
+    a key that is none of its fields (nemo_rl/models/megatron/setup.py, _merge_model_overrides @
     super-v3.5-posttraining); a value is set as it is, so one of the wrong type fails later."""
     m = ctx.megatron
     overrides = value_of(m, "model_overrides")

@@ -10,7 +10,7 @@ from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite, on_super35
 from recipekit.nemo_rl.rules.generation import gym_runner_sets_the_server_on
-from recipekit.nemo_rl.rules.grpo_setup import runner_line
+from recipekit.nemo_rl.rules.grpo_setup import GYM_RUNNER, RUN_GRPO
 from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO, RewardScaling
 
 VLLM = "policy.generation.vllm_cfg"
@@ -24,7 +24,8 @@ def _async_grpo(ctx: CheckContext) -> bool:
 def async_rollouts(ctx: CheckContext) -> bool:
     """Whether generation runs an async engine: vLLM's async_engine on both versions; on
     super-v3.5 also Megatron inference (always async) and SGLang's use_async_rollouts
-    (interfaces.py:229 @ super-v3.5-posttraining, grpo.py:1224 @ super-v3)."""
+    (models/generation/interfaces.py, should_use_async_rollouts @ super-v3.5-posttraining;
+    grpo.py, _should_use_async_rollouts @ super-v3)."""
     gen, vllm = ctx.generation, ctx.vllm
     if gen is None:
         return False
@@ -40,49 +41,72 @@ def async_rollouts(ctx: CheckContext) -> bool:
 
 
 def async_grpo_without_dynamic_sampling(ctx: CheckContext) -> Iterator[Issue]:
-    """run_grpo.py:128 (super-v3), run_grpo_nemo_gym.py:289 (super-v3.5)."""
+    """run_grpo.py and run_grpo_nemo_gym.py, main: async GRPO takes no dynamic sampling."""
     if _async_grpo(ctx) and ctx.config.grpo.use_dynamic_sampling:
         yield Issue(
             "grpo.use_dynamic_sampling",
             "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO does not "
-            f"support dynamic sampling ({runner_line(ctx, v3=128, v35=289)})",
+            "support dynamic sampling ("
+            + cite(
+                ctx,
+                v3=f"{RUN_GRPO}async-grpo-does-not-take-dynamic",
+                v35=f"{GYM_RUNNER}async-grpo-does-not-take-dynamic",
+            )
+            + ")",
             value=True,
         )
 
 
 def async_grpo_without_reward_scaling(ctx: CheckContext) -> Iterator[Issue]:
-    """run_grpo.py:133 (super-v3), run_grpo_nemo_gym.py:293 (super-v3.5)."""
+    """run_grpo.py and run_grpo_nemo_gym.py, main: async GRPO takes no reward scaling."""
     scaling = ctx.config.grpo.reward_scaling
     if _async_grpo(ctx) and isinstance(scaling, RewardScaling) and scaling.enabled:
         yield Issue(
             "grpo.reward_scaling.enabled",
             "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO does not "
-            f"support reward scaling ({runner_line(ctx, v3=133, v35=293)})",
+            "support reward scaling ("
+            + cite(
+                ctx,
+                v3=f"{RUN_GRPO}async-grpo-does-not-take-reward",
+                v35=f"{GYM_RUNNER}async-grpo-does-not-take-reward-scaling",
+            )
+            + ")",
             value=True,
         )
 
 
 def async_grpo_without_reward_shaping(ctx: CheckContext) -> Iterator[Issue]:
-    """run_grpo.py:133 (super-v3), run_grpo_nemo_gym.py:297 (super-v3.5)."""
+    """run_grpo.py and run_grpo_nemo_gym.py, main: async GRPO takes no reward shaping."""
     # Either version's section (main's is not a subclass of super-v3's); absent is UNSET.
     shaping = ctx.config.grpo.reward_shaping
     if _async_grpo(ctx) and value_of(shaping, "enabled") is True:
         yield Issue(
             "grpo.reward_shaping.enabled",
             "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO does not "
-            f"support reward shaping ({runner_line(ctx, v3=133, v35=297)})",
+            "support reward shaping ("
+            + cite(
+                ctx,
+                v3=f"{RUN_GRPO}async-grpo-does-not-take-reward",
+                v35=f"{GYM_RUNNER}async-grpo-does-not-take-reward-shaping",
+            )
+            + ")",
             value=True,
         )
 
 
 def async_grpo_with_one_dataloader(ctx: CheckContext) -> Iterator[Issue]:
-    """run_grpo_nemo_gym.py:303 (super-v3.5)."""
+    """run_grpo_nemo_gym.py, main (super-v3.5): async GRPO reads one dataloader."""
     several = value_of(ctx.config.data, "use_multiple_dataloader") is True
     if _async_grpo(ctx) and several:
         yield Issue(
             "data.use_multiple_dataloader",
             "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO reads one "
-            f"dataloader ({runner_line(ctx, v35=303)})",
+            "dataloader ("
+            + cite(
+                ctx,
+                v35=f"{GYM_RUNNER}async-grpo-reads-one-dataloader",
+            )
+            + ")",
             value=True,
         )
 
@@ -131,8 +155,8 @@ def async_grpo_needs_importance_sampling(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def async_grpo_colocated_generation(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py, async_grpo_train (super-v3): async GRPO refuses colocated generation; :4177
-    (super-v3.5): only Megatron generation, which runs inside the training workers, may be
+    """grpo.py, async_grpo_train (super-v3): async GRPO refuses colocated generation; on
+    super-v3.5 only Megatron generation, which runs inside the training workers, may be
     colocated."""
     gen = ctx.generation
     if not _async_grpo(ctx) or gen is None:
@@ -161,7 +185,7 @@ def async_grpo_colocated_generation(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def stale_rollouts_want_in_flight_weight_updates(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:2797 (super-v3), :4146 (super-v3.5), a printed warning: rollouts older than one
+    """grpo.py, async_grpo_train (both versions), a printed warning: rollouts older than one
     step buy nothing unless weights reach vLLM while it generates."""
     section = ctx.config.grpo.async_grpo
     if not _async_grpo(ctx) or not isinstance(section, AsyncGRPO):

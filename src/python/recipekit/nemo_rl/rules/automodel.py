@@ -266,8 +266,9 @@ def teacher_full_logits_without_sequence_packing(ctx: CheckContext) -> Iterator[
 
 
 def sglang_refit_outside_grpo(ctx: CheckContext) -> Iterator[Issue]:
-    """dtensor_policy_worker_v2.py:1155: the worker streams weights to colocated SGLang only
-    after being told the engines' GPU count, which GRPO's setup alone does (grpo.py:1442)."""
+    """dtensor_policy_worker_v2.py, DTensorPolicyWorkerV2Impl.stream_weights_via_http: the worker
+    streams weights to colocated SGLang only
+    after being told the engines' GPU count, which GRPO's setup alone does (grpo.py, setup)."""
     gen = ctx.generation
     if _policy_v2(ctx) is None or gen is None or gen.backend != "sglang":
         return
@@ -315,8 +316,8 @@ def sequence_parallel_without_tensor_parallel(ctx: CheckContext) -> Iterator[Iss
 
 
 def clear_cache_every_n_steps_slows_training(ctx: CheckContext) -> Iterator[Issue]:
-    """dtensor_policy_worker_v2.py:466: emptying the CUDA cache every few micro-batches costs
-    time; the worker warns at every training step."""
+    """dtensor_policy_worker_v2.py, DTensorPolicyWorkerV2Impl.train: emptying the CUDA cache every
+    few micro-batches costs time; the worker warns at every training step."""
     dtensor = _policy_v2(ctx)
     steps = None if dtensor is None else given(dtensor.clear_cache_every_n_steps, None)
     if steps:
@@ -333,7 +334,8 @@ def clear_cache_every_n_steps_slows_training(ctx: CheckContext) -> Iterator[Issu
 
 
 def cpu_offload_with_non_colocated_refit(ctx: CheckContext) -> Iterator[Issue]:
-    """dtensor_policy_worker_v2.py:1198: with CPU offload, the collective refit to a separate
+    """dtensor_policy_worker_v2.py, DTensorPolicyWorkerV2Impl.broadcast_weights_for_collective: with
+    CPU offload, the collective refit to a separate
     generation engine loads the model onto the GPUs and off again at every refit."""
     dtensor, gen = _policy_v2(ctx), ctx.generation
     if dtensor is None or gen is None or given(dtensor.cpu_offload, False) is not True:

@@ -22,8 +22,8 @@ METRIC_SOURCES = ("train:", "val:")
 @attrs.frozen
 class LoopDefaults:
     """A loop's defaults for the keys these rules read, where its section leaves them out
-    (each algorithm's pydantic config has its own: sft.py:80, dpo.py:77, rm.py:78,
-    distillation.py:97)."""
+    (each algorithm's pydantic config has its own: SFTConfig, DPOConfig, RMConfig,
+    DistillationConfig)."""
 
     max_num_steps: int
     val_period: int

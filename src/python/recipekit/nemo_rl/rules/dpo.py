@@ -1,8 +1,8 @@
 """DPO's own rules (``nemo_rl/algorithms/dpo.py``, super-v3.5-posttraining, run by
 ``examples/run_dpo.py``): what its setup and training loop refuse or warn about.
 
-Each check reads the typed config; an absent key is NeMo-RL's default for it (DPOConfig,
-dpo.py:77). The loop and checkpoint-ranking helpers are ``rules.checkpoint_ranking``'s.
+Each check reads the typed config; an absent key is NeMo-RL's default for it (dpo.py's
+DPOConfig). The loop and checkpoint-ranking helpers are ``rules.checkpoint_ranking``'s.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from recipekit.nemo_rl.rules.generation_split import stated_cluster
 from recipekit.nemo_rl.schema_dpo import DPOMasterConfigMain
 from recipekit.parallelism import DTENSOR, NEMO_RL, ParallelLayout
 
-# dpo.py:77-98: DPOConfig's defaults.
+# dpo.py, DPOConfig's defaults.
 DPO_LOOP = LoopDefaults(max_num_steps=150, val_period=25)
 
 

@@ -89,9 +89,10 @@ PLAN = "nemo-rl.dtensor-v1.parallelize-model"
 
 
 def tensor_parallel_divides_the_heads(ctx: CheckContext) -> Iterator[Issue]:
-    """parallelize.py:666, :669: at TP above 1 the DTensor plan splits the key-value heads and
-    then the attention heads over TP, and asserts that TP divides each (a Nemotron-H model is
-    planned apart, before this). Heads the model card does not give are not checked."""
+    """parallelize.py, _parallelize_model (two asserts): at TP above 1 the DTensor plan splits the
+    key-value heads and then the attention heads over TP, and asserts that TP divides each (a
+    Nemotron-H model is planned apart, before this). Heads the model card does not give are not
+    checked."""
     tp, architecture = ctx.layout.parallel.tp, ctx.model.architecture
     if _v1(ctx) is None or tp <= 1 or architecture is None or _nemotron_h(ctx):
         return

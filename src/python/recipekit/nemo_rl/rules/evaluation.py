@@ -14,7 +14,7 @@ from recipekit.errors import Issue
 from recipekit.nemo_rl.rules.citation import cite_super35
 from recipekit.nemo_rl.schema_eval import EvalMasterConfig
 
-# The scores eval.py computes (eval.py:110): the unbiased pass@k and majority-vote cons@k.
+# The scores eval.py computes (eval.py, setup): the unbiased pass@k and majority-vote cons@k.
 EVAL_METRICS = ("pass@k", "cons@k")
 
 

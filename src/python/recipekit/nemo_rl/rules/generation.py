@@ -13,15 +13,20 @@ from recipekit.nemo_rl.rules.citation import cite, cite_line, on_super35, where
 
 VLLM = "policy.generation.vllm_cfg"
 NEMO_GYM_PY = "nemo_rl/environments/nemo_gym.py"
-# vllm_generation.py:48-49 @ super-v3: the smallest top_k / top_p its vLLM sampler patch takes
-# (smaller ones would filter tokens whose log-probabilities vLLM V1 then does not return).
+# Where setup_nemo_gym_config (super-v3.5-posttraining) sets async_engine and expose_http_server
+# true: an assignment, no rule site, so written here by hand, once (an upgrade must check it).
+GYM_SETS_THE_SERVER_ON = 1116
+# vllm_generation.py's TOP_K_THRESHOLD / TOP_P_THRESHOLD @ super-v3: the smallest top_k / top_p
+# its vLLM sampler patch takes (smaller ones would filter tokens whose log-probabilities vLLM V1
+# then does not return).
 V3_TOP_K_THRESHOLD = 8000
 V3_TOP_P_THRESHOLD = 0.99
 
 
 def gym_runner_sets_the_server_on(ctx: CheckContext) -> bool:
     """super-v3.5's NeMo Gym runner sets vLLM's async_engine and expose_http_server true before
-    setup reads them (nemo_gym.py:1116-1117, from run_grpo_nemo_gym.py:192)."""
+    setup reads them (nemo_gym.py, setup_nemo_gym_config, which run_grpo_nemo_gym.py's main
+    calls)."""
     return on_super35(ctx) and ctx.uses_nemo_gym
 
 
@@ -42,9 +47,9 @@ def nemo_gym_needs_the_async_engine(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def nemo_gym_runner_turns_the_server_on(ctx: CheckContext) -> Iterator[Issue]:
-    """nemo_gym.py:1116-1117 (super-v3.5), called by run_grpo_nemo_gym.py:192: the Gym runner
-    sets async_engine and expose_http_server true before the asserts of nemo_gym.py:90 and :113
-    run, so a false there is overwritten, not refused."""
+    """nemo_gym.py, setup_nemo_gym_config (super-v3.5), called by run_grpo_nemo_gym.py's main:
+    the Gym runner sets async_engine and expose_http_server true before the asserts of
+    nemo_gym.py's should_use_nemo_gym run, so a false there is overwritten, not refused."""
     vllm = ctx.vllm
     if not gym_runner_sets_the_server_on(ctx) or vllm is None:
         return
@@ -56,7 +61,7 @@ def nemo_gym_runner_turns_the_server_on(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"{VLLM}.{key}",
                 "NeMo Gym's runner sets it true before setup, whatever the config says "
-                f"({cite_line(ctx, NEMO_GYM_PY, v35=1116)})",
+                f"({cite_line(ctx, NEMO_GYM_PY, v35=GYM_SETS_THE_SERVER_ON)})",
                 value=False,
                 hint="remove it, or set it true",
             )
@@ -146,7 +151,7 @@ def fp8_kv_cache_needs_one_pipeline_stage(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def vlm_needs_the_tokenizer_in_vllm(ctx: CheckContext) -> Iterator[Issue]:
-    """run_grpo_nemo_gym.py:186 (super-v3.5): a vision-language model's prompts are
+    """run_grpo_nemo_gym.py, main (super-v3.5): a vision-language model's prompts are
     tokenised inside vLLM."""
     vllm = ctx.vllm
     is_vlm = value_of(ctx.config.policy, "is_vlm") is True
@@ -154,7 +159,7 @@ def vlm_needs_the_tokenizer_in_vllm(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{VLLM}.skip_tokenizer_init",
             "NeMo-RL's NeMo Gym runner refuses it with policy.is_vlm: a VLM needs vLLM's "
-            "tokenizer (examples/nemo_gym/run_grpo_nemo_gym.py:186 @ super-v3.5-posttraining)",
+            "tokenizer (" + where("nemo-rl.gym-runner.vlm-needs-vllm-tokenizer") + ")",
             value=True,
             hint="set it false",
         )
@@ -218,8 +223,9 @@ def speculative_decoding_loads_real_weights(ctx: CheckContext) -> Iterator[Issue
 
 
 def trtllm_needs_its_async_engine(ctx: CheckContext) -> Iterator[Issue]:
-    """models/generation/interfaces.py:247 (super-v3.5; also experience/rollouts.py:590 and
-    async_utils/trajectory_collector.py:632): TRT-LLM runs only with its async engine.
+    """models/generation/interfaces.py, should_use_async_rollouts (super-v3.5; also
+    experience/rollouts.py, generate_responses_async, and async_utils/trajectory_collector.py,
+    AsyncTrajectoryCollector.prepare_for_refit): TRT-LLM runs only with its async engine.
 
     recipekit's schema declares no trtllm_cfg, so no stage can switch that engine on.
     """
@@ -252,7 +258,7 @@ def _vllm_sampling(ctx: CheckContext) -> tuple[int | None, float] | None:
 
 def vllm_top_k_is_supported(ctx: CheckContext) -> Iterator[Issue]:
     """vllm_generation.py, VllmGeneration.__init__ (super-v3): top_k below 8000 filters tokens whose
-    log-probabilities vLLM V1 does not return; :150 (super-v3.5): top_k is -1, null or >= 1."""
+    log-probabilities vLLM V1 does not return; on super-v3.5 top_k is -1, null or >= 1."""
     found = _vllm_sampling(ctx)
     if found is None or found[0] in (None, -1):
         return
@@ -283,7 +289,7 @@ def vllm_top_k_is_supported(ctx: CheckContext) -> Iterator[Issue]:
 
 def vllm_top_p_is_supported(ctx: CheckContext) -> Iterator[Issue]:
     """vllm_generation.py, VllmGeneration.__init__ (super-v3): top_p below 0.99 filters tokens whose
-    log-probabilities vLLM V1 does not return; :156 (super-v3.5): top_p lies in (0, 1]."""
+    log-probabilities vLLM V1 does not return; on super-v3.5 top_p lies in (0, 1]."""
     found = _vllm_sampling(ctx)
     if found is None:
         return
@@ -312,13 +318,14 @@ def vllm_top_p_is_supported(ctx: CheckContext) -> Iterator[Issue]:
     )
 
 
-# virtual_cluster.py:112-113 @ super-v3.5: the ports NeMo-RL leaves to NeMo Gym's servers.
+# virtual_cluster.py's DEFAULT_GYM_PORT_RANGE_LOW / _HIGH @ super-v3.5: the ports NeMo-RL
+# leaves to NeMo Gym's servers.
 GYM_PORT_RANGE = (5000, 5999)
 
 
 def gym_ports_stay_in_their_range(ctx: CheckContext) -> Iterator[Issue]:
-    """nemo_gym.py:581 (super-v3.5), a printed warning: Gym's ports outside the range NeMo-RL
-    leaves them may collide with its own (virtual_cluster.py's port layout)."""
+    """nemo_gym.py, NemoGym._spinup (super-v3.5), a printed warning: Gym's ports outside the range
+    NeMo-RL leaves them may collide with its own (virtual_cluster.py's port layout)."""
     gym = value_of(ctx.config.env, "nemo_gym")
     if not on_super35(ctx) or not ctx.uses_nemo_gym or gym is None or isinstance(gym, Marker):
         return

@@ -1,5 +1,5 @@
 """How an entry point with non-colocated generation splits NeMo-RL's cluster between generation
-and training, as the setups of PPO (ppo.py:558-599) and distillation (distillation.py:387-407)
+and training, as the setups of PPO (ppo.py, setup) and distillation (distillation.py, setup)
 each assert it at super-v3.5-posttraining: on one node, generation takes a stated number of its
 GPUs and no other node; on several, a stated number of whole nodes. PPO also asserts that
 training keeps some (``SplitRules.leaves_*``); distillation does not.

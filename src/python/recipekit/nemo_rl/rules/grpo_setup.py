@@ -14,40 +14,46 @@ from recipekit.markers import UNSET, Marker, is_set
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.checkpoint_ranking import metric_without_its_source, unranked_saves
-from recipekit.nemo_rl.rules.citation import cite, cite_line, on_super35
+from recipekit.nemo_rl.rules.citation import cite, on_super35
 from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO
 
-RUN_GRPO = "examples/run_grpo.py"
-GYM_RUNNER = "examples/nemo_gym/run_grpo_nemo_gym.py"
-
-
-def runner_line(ctx: CheckContext, *, v3: int = 0, v35: int = 0) -> str:
-    """The entry point's own line: each version starts GRPO from a different script (neither
-    pinned, so their lines are written here)."""
-    file = GYM_RUNNER if on_super35(ctx) else RUN_GRPO
-    return cite_line(ctx, file, v3=v3, v35=v35)
+# The catalogue ids of the entry points' own rules share these prefixes: each version starts
+# GRPO from a different script (examples/run_grpo.py, examples/nemo_gym/run_grpo_nemo_gym.py).
+RUN_GRPO = "nemo-rl.v3.examples.run-grpo.main."
+GYM_RUNNER = "nemo-rl.examples.nemo-gym.run-grpo-nemo-gym.main."
 
 
 def grpo_needs_a_generation_config(ctx: CheckContext) -> Iterator[Issue]:
-    """run_grpo.py:84 (super-v3), run_grpo_nemo_gym.py:168 (super-v3.5): GRPO generates its
-    own rollouts, so the policy needs a generation section (grpo.py:283 / :483 repeat it)."""
+    """run_grpo.py and run_grpo_nemo_gym.py, main: GRPO generates its own rollouts, so the
+    policy needs a generation section (grpo.py's setup repeats it)."""
     if ctx.generation is None:
         yield Issue(
             "policy.generation",
-            "NeMo-RL's GRPO runner refuses a missing one: GRPO generates its own rollouts "
-            f"({runner_line(ctx, v3=84, v35=168)})",
+            "NeMo-RL's GRPO runner refuses a missing one: GRPO generates its own rollouts ("
+            + cite(
+                ctx,
+                v3=f"{RUN_GRPO}grpo-needs-generation-section",
+                v35=f"{GYM_RUNNER}grpo-needs-generation-section",
+            )
+            + ")",
             hint="give the policy a generation section",
         )
 
 
 def gym_runner_needs_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
-    """run_grpo_nemo_gym.py:195 (super-v3.5): the NeMo Gym runner's only environment is Gym."""
+    """run_grpo_nemo_gym.py, main (super-v3.5): the NeMo Gym runner's only environment is
+    Gym."""
     if on_super35(ctx) and not ctx.uses_nemo_gym:
         value = value_of(ctx.config.env, "should_use_nemo_gym")
         yield Issue(
             "env.should_use_nemo_gym",
             "NeMo-RL's NeMo Gym runner refuses it unless true: NeMo Gym is the only environment "
-            f"it starts ({runner_line(ctx, v35=195)})",
+            "it starts ("
+            + cite(
+                ctx,
+                v35=f"{GYM_RUNNER}nemo-gym-runner-runs-nemo-gym",
+            )
+            + ")",
             value=None if isinstance(value, Marker) else value,
             hint="set it true",
         )
@@ -116,8 +122,8 @@ def multimodal_dedup_needs_data_plane_off(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def checkpoint_metric_names_its_source(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:2354 (super-v3), :3540 (super-v3.5), and the async loop's :3572 / :5155: a
-    ranking metric says whether it is a training or a validation metric."""
+    """grpo.py, grpo_train (both versions) and the async loop, async_grpo_train: a ranking
+    metric says whether it is a training or a validation metric."""
     line = cite(
         ctx,
         v3="nemo-rl.v3.algorithms.grpo.grpo-train.ranking-metric-starts-train-val",
@@ -127,7 +133,7 @@ def checkpoint_metric_names_its_source(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def checkpoint_saved_without_its_validation_metric(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:2365 (super-v3), :3551 (super-v3.5), and the async loop's :3583 / :5166: a
+    """grpo.py, grpo_train (both versions) and the async loop, async_grpo_train: a
     checkpoint ranked by a ``val:`` metric, saved at a step that ran no validation, is left
     out of the top-k. Saves the config cannot fix (checkpoint_must_save_by's time limit, the
     last step of a dataset that runs out before max_num_steps) are not foreseen."""
@@ -195,7 +201,7 @@ def multiple_dataloaders_ignore_max_num_epochs(ctx: CheckContext) -> Iterator[Is
 
 
 def stop_properly_penalty_ignores_dapo_lengths(ctx: CheckContext) -> Iterator[Issue]:
-    """reward_functions.py:79 (super-v3), :81 (super-v3.5), a printed warning: with the
+    """reward_functions.py, apply_reward_shaping (both versions), a printed warning: with the
     stop-properly penalty, DAPO's overlong settings are not read."""
     shaping = ctx.config.grpo.reward_shaping
     if isinstance(shaping, Marker) or shaping.enabled is not True:
@@ -224,7 +230,8 @@ def stop_properly_penalty_ignores_dapo_lengths(ctx: CheckContext) -> Iterator[Is
         )
 
 
-# grpo.py:233-238 @ super-v3.5: the reward penalties only NeMo Gym's rollouts apply.
+# grpo.py's _REWARD_PENALTY_FLAGS @ super-v3.5: the reward penalties only NeMo Gym's rollouts
+# apply.
 REWARD_PENALTY_FLAGS = (
     "penalize_duplicated_reasoning",
     "penalize_empty_final_answer",
@@ -256,7 +263,7 @@ def reward_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
             return
 
 
-# grpo.py:2267-2297 @ super-v3.5: the estimators GRPO builds (GAE is PPO's).
+# grpo.py, _create_advantage_estimator @ super-v3.5: the estimators GRPO builds (GAE is PPO's).
 GRPO_ADV_ESTIMATORS = ("gdpo", "grpo", "opd", "reinforce_plus_plus")
 
 

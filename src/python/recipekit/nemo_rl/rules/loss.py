@@ -80,7 +80,7 @@ def force_on_policy_ratio_takes_one_batch_per_step(ctx: CheckContext) -> Iterato
 
 
 def skipped_reference_logprobs_need_zero_kl(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:1635 (super-v3, at the start of training), :712 (super-v3.5, setup): without
+    """grpo.py, grpo_train (super-v3, at the start of training) and setup (super-v3.5): without
     the reference policy's log-probabilities there is no KL term to weigh."""
     skip = value_of(ctx.config.grpo, "skip_reference_policy_logprobs_calculation")
     penalty = ctx.config.loss_fn.reference_policy_kl_penalty
@@ -102,8 +102,9 @@ def skipped_reference_logprobs_need_zero_kl(ctx: CheckContext) -> Iterator[Issue
 
 
 def _zeroes_prev_logprobs(ctx: CheckContext) -> bool:
-    """opd.py:115 (super-v3.5): force_on_policy_ratio without seq_logprob_error_threshold
-    skips the student's log-probability pass and trains on zeros in its place."""
+    """opd.py, _skip_prev_logprobs (super-v3.5): force_on_policy_ratio without
+    seq_logprob_error_threshold skips the student's log-probability pass and trains on zeros in its
+    place."""
     forced = value_of(ctx.config.loss_fn, "force_on_policy_ratio") is True
     threshold = value_of(ctx.config.grpo, "seq_logprob_error_threshold")
     return forced and (threshold is None or isinstance(threshold, Marker))
@@ -142,7 +143,7 @@ def distillation_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def forced_ratio_with_threshold_still_computes_logprobs(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:2044 (super-v3, grpo_train) and :3263 (super-v3, async_grpo_train), :2503
+    """grpo.py, grpo_train and async_grpo_train (super-v3), _resolve_logprob_skip_flags
     (super-v3.5): a sequence-level error threshold needs the previous log-probabilities, so
     forcing the ratio saves no pass."""
     forced = value_of(ctx.config.loss_fn, "force_on_policy_ratio") is True
@@ -186,7 +187,7 @@ def _loss(ctx: CheckContext, name: str, default: Any) -> Any:
 
 def _truncated_is_on(ctx: CheckContext) -> bool:
     """Whether ClippedPGLossFn validates truncated importance sampling: super-v3 keys it on the
-    ratio (loss_functions.py:164), super-v3.5 on the type (loss/loss_functions.py:292)."""
+    ratio, super-v3.5 on the type (loss_functions.py, ClippedPGLossFn.__init__)."""
     if on_super35(ctx):
         return _loss(ctx, "truncated_importance_sampling_type", None) is not None
     return _loss(ctx, "truncated_importance_sampling_ratio", None) is not None
@@ -199,7 +200,7 @@ def _tis_key(ctx: CheckContext) -> str:
 
 
 def sequence_level_ratios_exclude_token_level_loss(ctx: CheckContext) -> Iterator[Issue]:
-    """loss_functions.py:161 (super-v3), loss/loss_functions.py:266 (super-v3.5): GSPO's
+    """loss_functions.py, ClippedPGLossFn.__init__ (both versions): GSPO's
     sequence-level importance ratios go with a sequence-level loss."""
     if _loss(ctx, "sequence_level_importance_ratios", False) is True and _loss(
         ctx, "token_level_loss", True
@@ -223,7 +224,8 @@ def sequence_level_ratios_exclude_token_level_loss(ctx: CheckContext) -> Iterato
 def _cispo_excludes(
     ctx: CheckContext, key: str, breaks: bool, reason: str, rule: str
 ) -> Iterator[Issue]:
-    """One of CISPO's exclusions (loss/loss_functions.py:271-291 @ super-v3.5): ``breaks`` says
+    """One of CISPO's exclusions (loss/loss_functions.py, ClippedPGLossFn.__init__'s
+    ``if self.use_cispo`` block @ super-v3.5): ``breaks`` says
     whether ``key``'s value is one CISPO cannot take."""
     if not on_super35(ctx) or _loss(ctx, "use_cispo", False) is not True or not breaks:
         return
@@ -298,7 +300,7 @@ def cispo_needs_token_level_loss(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def truncated_is_needs_is_correction(ctx: CheckContext) -> Iterator[Issue]:
-    """loss_functions.py:165 (super-v3), loss/loss_functions.py:293 (super-v3.5): truncation
+    """loss_functions.py, ClippedPGLossFn.__init__ (both versions): truncation
     bounds the importance weights, which exist only with the correction on."""
     if (
         _truncated_is_on(ctx)
@@ -323,7 +325,7 @@ def truncated_is_needs_is_correction(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def truncated_is_ratio_is_positive(ctx: CheckContext) -> Iterator[Issue]:
-    """loss_functions.py:168 (super-v3), loss/loss_functions.py:304 (super-v3.5, where a type
+    """loss_functions.py, ClippedPGLossFn.__init__ (both versions; on super-v3.5 a type
     without a ratio fails it too): the truncation bound is a positive ratio."""
     if not _truncated_is_on(ctx):
         return
@@ -399,7 +401,7 @@ def filtering_tis_needs_its_min(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def seq_mask_tis_excludes_sequence_level_ratios(ctx: CheckContext) -> Iterator[Issue]:
-    """loss_functions.py:180 (super-v3), loss/loss_functions.py:321 (super-v3.5): seq-mask-tis
+    """loss_functions.py, ClippedPGLossFn.__init__ (both versions): seq-mask-tis
     masks whole sequences but corrects token by token."""
     if not _truncated_is_on(ctx):
         return
@@ -422,7 +424,7 @@ def seq_mask_tis_excludes_sequence_level_ratios(ctx: CheckContext) -> Iterator[I
 
 
 def dual_clip_bound_above_one(ctx: CheckContext) -> Iterator[Issue]:
-    """loss_functions.py:394 (super-v3), loss/loss_functions.py:555 (super-v3.5): the dual-clip
+    """loss_functions.py, ClippedPGLossFn.__call__ (both versions): the dual-clip
     bound is a lower bound on the ratio, asserted on every training step's first batch."""
     bound = _loss(ctx, "ratio_clip_c", None)
     if bound is not None and bound <= 1:
@@ -443,8 +445,8 @@ def dual_clip_bound_above_one(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def truncation_settings_ignored_without_ratio(ctx: CheckContext) -> Iterator[Issue]:
-    """loss_functions.py:192 (super-v3, a printed warning): without a ratio the truncation's
-    type and lower bound do nothing."""
+    """loss_functions.py, ClippedPGLossFn.__init__ (super-v3, a printed warning): without a
+    ratio the truncation's type and lower bound do nothing."""
     if on_super35(ctx) or _truncated_is_on(ctx):
         return
     ignored = [

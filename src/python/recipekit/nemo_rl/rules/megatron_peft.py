@@ -71,7 +71,8 @@ def _peft_names(ctx: CheckContext, key: str, rule: str, reference_rule: str) -> 
 
 
 def peft_names_its_lora_dim(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:1747 and :2057 (reference model) (super-v3.5): LoRA's rank is not defaulted."""
+    """setup.py, setup_model_and_optimizer and setup_reference_model_state (super-v3.5): LoRA's
+    rank is not defaulted."""
     yield from _peft_names(
         ctx,
         "dim",
@@ -81,7 +82,8 @@ def peft_names_its_lora_dim(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def peft_names_its_lora_alpha(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:1751 and :2061 (reference model) (super-v3.5): LoRA's scale is not defaulted."""
+    """setup.py, setup_model_and_optimizer and setup_reference_model_state (super-v3.5): LoRA's
+    scale is not defaulted."""
     yield from _peft_names(
         ctx,
         "alpha",

@@ -13,7 +13,8 @@ from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite
 
 MEGATRON = "policy.megatron_cfg"
-# The offloadable modules that exist only in MoE layers (setup.py:1197 @ super-v3.5).
+# The offloadable modules that exist only in MoE layers (setup.py, _apply_performance_config's
+# moe_only_modules @ super-v3.5).
 MOE_ONLY_OFFLOAD_MODULES = ("expert_fc1", "moe_act", "fused_group_mlp")
 
 

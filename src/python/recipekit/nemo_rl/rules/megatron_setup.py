@@ -18,7 +18,8 @@ MEGATRON = "policy.megatron_cfg"
 OPTIMIZER = f"{MEGATRON}.optimizer"
 FP8_KEYS = ("fp8", "fp8_recipe", "fp8_param")
 # The keys whose difference between training and the Megatron inference model makes NeMo-RL
-# build a second model and reshard into it (generation/megatron/config.py:117 @ super-v3.5).
+# build a second model and reshard into it (generation/megatron/config.py,
+# dedicated_inference_megatron_cfg's layout_keys @ super-v3.5).
 INFERENCE_LAYOUT_KEYS = (
     "tensor_model_parallel_size",
     "pipeline_model_parallel_size",
@@ -47,7 +48,7 @@ def _half_precision_optimizer(
 
 
 def precision_aware_optimizer_states_bf16(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:564 (super-v3), :1338 (super-v3.5)."""
+    """setup.py, _validate_dtype_config: a precision-aware optimizer keeps its states in bf16."""
     yield from _half_precision_optimizer(
         ctx,
         "bfloat16",
@@ -58,7 +59,7 @@ def precision_aware_optimizer_states_bf16(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def precision_aware_optimizer_states_fp16(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py:574 (super-v3), :1348 (super-v3.5)."""
+    """setup.py, _validate_dtype_config: a precision-aware optimizer keeps its states in fp16."""
     yield from _half_precision_optimizer(
         ctx,
         "float16",
@@ -221,7 +222,8 @@ def fused_logprobs_without_param_gather_overlap(ctx: CheckContext) -> Iterator[I
 def _colocated_reshard(ctx: CheckContext) -> bool:
     """Colocated Megatron generation whose inference model differs from training's
     (another layout, another transformer_impl, or training CP > 1, since inference runs at
-    CP 1), which NeMo-RL reshards into (setup.py:1772-1780 @ super-v3.5)."""
+    CP 1), which NeMo-RL reshards into (setup.py, setup_model_and_optimizer's
+    colocated_reshard_plan @ super-v3.5)."""
     m, gen = ctx.megatron, ctx.generation
     if m is None or gen is None or gen.backend != "megatron":
         return False

@@ -2,7 +2,7 @@
 
 NVIDIA-NeMo/RL#1525: NeMo-RL's DTensor (v1) worker parallelises a Nemotron-H model with a
 plan of its own, which asserts that sequence parallelism is off
-(``_parallelize_nm5_h``, nemo_rl/models/dtensor/parallelize.py:414 @ super-v3). The worker
+(nemo_rl/models/dtensor/parallelize.py, ``_parallelize_nm5_h`` @ super-v3). The worker
 starts, loads the model and then fails, after the cluster was allocated.
 """
 

@@ -5,8 +5,8 @@ student's tokens, no GRPO loop); distillation inside GRPO is ``rules/distillatio
 cross-tokenizer variant ``rules/xtoken_distillation.py``.
 
 Each check reads the typed config (the entry point is a NemoRLRun, which has no GRPO
-CheckContext). An absent key is NeMo-RL's default for it (``DistillationConfig``,
-distillation.py:97-111); a check only flags what the rule itself says.
+CheckContext). An absent key is NeMo-RL's default for it (distillation.py's
+``DistillationConfig``); a check only flags what the rule itself says.
 """
 
 from __future__ import annotations
@@ -33,7 +33,11 @@ from recipekit.nemo_rl.rules.generation_split import (
 from recipekit.nemo_rl.schema_distillation import DistillationMasterConfigMain
 
 DISTILLATION_PY = "nemo_rl/algorithms/distillation.py"
-# The remote sparse refit transports, which only GRPO streams (vllm/config.py:30).
+# Where validate divides max_val_samples by val_batch_size: no rule site (a TypeError, no
+# assert), so written here by hand, once (an upgrade must check it).
+VALIDATION_BATCHES = cite_super35_line(DISTILLATION_PY, 1206)
+# The remote sparse refit transports, which only GRPO streams (vllm/config.py's
+# VLLM_SPARSE_REFIT_TRANSPORTS).
 SPARSE_REFIT_TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse")
 # DistillationConfig's defaults for the keys the loop's validation and saves read.
 DISTILLATION_LOOP = LoopDefaults(max_num_steps=1000, val_period=20)
@@ -131,7 +135,7 @@ def non_colocated_generation_is_not_megatron(
         )
 
 
-# distillation.py:387-407: the split of the cluster between non-colocated generation and
+# distillation.py, setup: the split of the cluster between non-colocated generation and
 # training (it does not assert that training keeps some, as PPO's does).
 DISTILLATION_SPLIT = SplitRules(
     who="distillation",
@@ -151,7 +155,7 @@ DISTILLATION_SPLIT = SplitRules(
 
 
 def one_node_generation_states_its_gpus(config: DistillationMasterConfigMain) -> Iterator[Issue]:
-    """distillation.py:387 and :394: on a one-node cluster, non-colocated generation takes a
+    """distillation.py, setup (two asserts): on a one-node cluster, non-colocated generation takes a
     stated number of that node's GPUs, and no other node."""
     gen, cluster = non_colocated_generation(config), stated_cluster(config)
     if gen is None or cluster is None or cluster[0] != 1:
@@ -160,7 +164,7 @@ def one_node_generation_states_its_gpus(config: DistillationMasterConfigMain) ->
 
 
 def generation_nodes_are_whole_nodes(config: DistillationMasterConfigMain) -> Iterator[Issue]:
-    """distillation.py:402 and :407: on several nodes, non-colocated generation takes a
+    """distillation.py, setup (two asserts): on several nodes, non-colocated generation takes a
     stated count of whole nodes."""
     gen, cluster = non_colocated_generation(config), stated_cluster(config)
     if gen is None or cluster is None or cluster[0] == 1:
@@ -206,7 +210,7 @@ def distillation_checkpoint_saved_without_its_validation_metric(
 
 
 def validation_counts_its_samples(config: DistillationMasterConfigMain) -> Iterator[Issue]:
-    """distillation.py:1206-1210: validation divides max_val_samples by val_batch_size to count
+    """distillation.py, validate: validation divides max_val_samples by val_batch_size to count
     its batches, so a null limit (which DistillationConfig allows, for NeMo Gym) fails with a
     TypeError the first time the loop validates, if it ever does (val_at_start, val_period,
     val_at_end) with a validation dataset. No assert states it."""
@@ -228,7 +232,7 @@ def validation_counts_its_samples(config: DistillationMasterConfigMain) -> Itera
             "distillation.max_val_samples",
             f"validation runs ({', '.join(when)}) and counts its batches from this limit, so "
             "with a validation dataset the job fails there with a TypeError "
-            f"({cite_super35_line(DISTILLATION_PY, 1206)})",
+            f"({VALIDATION_BATCHES})",
             value=None,
             hint="a number of samples, e.g. 512 (NeMo-RL's default)",
         )

@@ -17,7 +17,7 @@ def _dtensor_v1(ctx: CheckContext) -> bool:
 
 
 def dynamic_batching_needs_one_pipeline_stage(ctx: CheckContext) -> Iterator[Issue]:
-    """lm_policy.py:232 (super-v3), :313 (super-v3.5)."""
+    """lm_policy.py, Policy.__init__: dynamic batching runs on one pipeline stage."""
     m, policy = ctx.megatron, ctx.config.policy
     if m is None or not policy.dynamic_batching.enabled or m.pipeline_model_parallel_size == 1:
         return

@@ -28,11 +28,11 @@ from recipekit.nemo_rl.rules.generation_split import (
 )
 from recipekit.nemo_rl.schema_ppo import AsyncPPO, PPOMasterConfig
 
-# The advantage estimators PPO's loop builds (ppo.py:1148-1155): both return (advantages,
-# returns), which the value model's update reads.
+# The advantage estimators PPO's loop builds (ppo.py, _create_advantage_estimator): both return
+# (advantages, returns), which the value model's update reads.
 PPO_ADV_ESTIMATORS = ("gae", "raw_reward")
 # The refit transports NeMo-RL streams as sparse deltas to remote vLLM servers
-# (nemo_rl/models/generation/vllm/config.py:30).
+# (nemo_rl/models/generation/vllm/config.py, VLLM_SPARSE_REFIT_TRANSPORTS).
 SPARSE_REFIT_TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse")
 
 
@@ -75,7 +75,7 @@ def _fp8_kv_cache(config: PPOMasterConfig) -> str | None:
 
 
 def ppo_needs_a_generation_config(config: PPOMasterConfig) -> Iterator[Issue]:
-    """run_ppo.py:129 and ppo.py:340: PPO generates its own rollouts, so the policy needs a
+    """run_ppo.py, main, and ppo.py, setup: PPO generates its own rollouts, so the policy needs a
     generation section."""
     if policy_generation(config) is None:
         yield Issue(
@@ -270,7 +270,7 @@ def async_ppo_without_unsupported_features(config: PPOMasterConfig) -> Iterator[
 
 
 def ppo_takes_no_refit_transport(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:348 and :354: PPO refits vLLM over its default collective path only; a sparse
+    """ppo.py, setup (two raises): PPO refits vLLM over its default collective path only; a sparse
     remote transport is GRPO's alone, and every other named transport is refused too."""
     gen = policy_generation(config)
     if gen is None or gen.backend != "vllm":
@@ -338,8 +338,8 @@ def megatron_value_context_parallel_needs_packing(config: PPOMasterConfig) -> It
 
 
 def value_has_one_training_backend(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:391, lm_value.py:82 and :99: the critic trains on exactly one of DTensor and
-    Megatron-Core."""
+    """ppo.py, setup, and lm_value.py, Value.__init__: the critic trains on exactly one of DTensor
+    and Megatron-Core."""
     megatron, dtensor = _megatron_value(config), config.value.dtensor_cfg.enabled is True
     if megatron is not None and dtensor:
         yield Issue(
@@ -453,7 +453,7 @@ def non_colocated_generation_needs_vllm(config: PPOMasterConfig) -> Iterator[Iss
         )
 
 
-# ppo.py:558-599: the split of the cluster between non-colocated generation and training.
+# ppo.py, setup: the split of the cluster between non-colocated generation and training.
 PPO_SPLIT = SplitRules(
     who="PPO",
     gpus_stated=_cite(
@@ -474,7 +474,7 @@ PPO_SPLIT = SplitRules(
 
 
 def one_node_generation_leaves_training_gpus(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:558, :565 and :574: on one node, non-colocated generation takes some of its GPUs
+    """ppo.py, setup (three asserts): on one node, non-colocated generation takes some of its GPUs
     (a number it states, above 0) and leaves the rest to the policy and the value model."""
     gen, cluster = non_colocated_generation(config), stated_cluster(config)
     if gen is None or cluster is None or cluster[0] != 1:
@@ -483,7 +483,7 @@ def one_node_generation_leaves_training_gpus(config: PPOMasterConfig) -> Iterato
 
 
 def nodes_split_between_generation_and_training(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:583, :588 and :599: on several nodes, non-colocated generation takes whole
+    """ppo.py, setup (three asserts): on several nodes, non-colocated generation takes whole
     nodes (a count it states) and leaves at least one to train on."""
     gen, cluster = non_colocated_generation(config), stated_cluster(config)
     if gen is None or cluster is None or cluster[0] == 1:
@@ -603,8 +603,8 @@ def ppo_adv_estimator_is_gae_or_raw_reward(config: PPOMasterConfig) -> Iterator[
 
 
 def skipped_reference_logprobs_need_no_kl(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:1242 (sync loop) and :2115 (async loop): without the reference policy's
-    logprobs there is no KL penalty to compute. NeMo-RL skips them by default."""
+    """ppo.py, ppo_train (sync loop) and async_ppo_train (async loop): without the reference
+    policy's logprobs there is no KL penalty to compute. NeMo-RL skips them by default."""
     skip = given(config.ppo.skip_reference_policy_logprobs_calculation, True)
     penalty = config.loss_fn.reference_policy_kl_penalty
     if skip is True and penalty != 0:
@@ -625,8 +625,8 @@ def skipped_reference_logprobs_need_no_kl(config: PPOMasterConfig) -> Iterator[I
 
 
 def ppo_checkpoint_metric_names_its_source(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py:1832 (sync loop) and :2812 (async loop): a ranking metric says whether it is a
-    training or a validation metric."""
+    """ppo.py, ppo_train (sync loop) and async_ppo_train (async loop): a ranking metric says whether
+    it is a training or a validation metric."""
     rule = (
         "nemo-rl.algorithms.ppo.async-ppo-train.ranking-metric-starts-train-val-async"
         if _async(config) is not None
@@ -638,8 +638,8 @@ def ppo_checkpoint_metric_names_its_source(config: PPOMasterConfig) -> Iterator[
 def ppo_checkpoint_saved_without_its_validation_metric(
     config: PPOMasterConfig,
 ) -> Iterator[Issue]:
-    """ppo.py:1841 (sync loop) and :2821 (async loop): a checkpoint ranked by a ``val:``
-    metric, saved at a step that ran no validation, is left out of the top-k. Saves the
+    """ppo.py, ppo_train (sync loop) and async_ppo_train (async loop): a checkpoint ranked by a
+    ``val:`` metric, saved at a step that ran no validation, is left out of the top-k. Saves the
     config cannot fix (checkpoint_must_save_by's time limit, a dataset that runs out before
     max_num_steps) are not foreseen."""
     rule = (
@@ -691,8 +691,8 @@ def stale_ppo_rollouts_want_in_flight_updates(config: PPOMasterConfig) -> Iterat
 
 
 def value_parallelism_divides_its_gpus(config: PPOMasterConfig) -> Iterator[Issue]:
-    """lm_value.py:123 and :132: the value model's PP x CP x TP must divide the training
-    cluster's GPUs, leaving a whole data-parallel size of at least 1."""
+    """lm_value.py, Value.__init__ (two raises): the value model's PP x CP x TP must divide the
+    training cluster's GPUs, leaving a whole data-parallel size of at least 1."""
     megatron, dtensor = _megatron_value(config), config.value.dtensor_cfg
     if megatron is not None:
         tp, pp = megatron.tensor_model_parallel_size, megatron.pipeline_model_parallel_size
@@ -736,8 +736,8 @@ def value_parallelism_divides_its_gpus(config: PPOMasterConfig) -> Iterator[Issu
 
 
 def dtensor_value_needs_v2(config: PPOMasterConfig) -> Iterator[Issue]:
-    """lm_value.py:105 (start) and :443 (checkpoint save): the DTensor critic exists only as
-    the v2 worker."""
+    """lm_value.py, Value.__init__ (start) and Value.save_checkpoint: the DTensor critic exists only
+    as the v2 worker."""
     if _dtensor_value(config) and config.value.dtensor_cfg.v2 is not True:
         yield Issue(
             "value.dtensor_cfg._v2",
@@ -769,8 +769,8 @@ def value_dynamic_batching_needs_one_pipeline_stage(config: PPOMasterConfig) -> 
 
 
 def value_batching_excludes_packing(config: PPOMasterConfig) -> Iterator[Issue]:
-    """lm_value.py:208 and :229: the value model batches dynamically or packs sequences,
-    not both."""
+    """lm_value.py, Value.__init__ (two asserts): the value model batches dynamically or packs
+    sequences, not both."""
     value = config.value
     if value.dynamic_batching.enabled is True and _on(value.sequence_packing, "enabled"):
         yield Issue(
@@ -788,8 +788,8 @@ def value_batching_excludes_packing(config: PPOMasterConfig) -> Iterator[Issue]:
 
 
 def dtensor_value_needs_a_regression_head(config: PPOMasterConfig) -> Iterator[Issue]:
-    """dtensor_value_worker_v2.py:166: the DTensor critic is built as a one-label regression
-    reward model."""
+    """dtensor_value_worker_v2.py, DTensorValueWorkerV2Impl.__init__: the DTensor critic is built as
+    a one-label regression reward model."""
     if not _dtensor_value(config):
         return
     head = config.value.reward_model_cfg
@@ -833,8 +833,8 @@ def megatron_value_without_virtual_pipeline(config: PPOMasterConfig) -> Iterator
 
 
 def value_cache_clearing_costs_time(config: PPOMasterConfig) -> Iterator[Issue]:
-    """dtensor_value_worker_v2.py:329: emptying the CUDA cache every few micro-batches is
-    slow; the DTensor critic warns at each training step."""
+    """dtensor_value_worker_v2.py, DTensorValueWorkerV2Impl.train: emptying the CUDA cache every few
+    micro-batches is slow; the DTensor critic warns at each training step."""
     steps = config.value.dtensor_cfg.clear_cache_every_n_steps
     if _dtensor_value(config) and is_set(steps) and steps:
         yield Issue(

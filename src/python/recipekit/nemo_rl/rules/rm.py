@@ -1,8 +1,8 @@
 """Reward-model training's own rules (``nemo_rl/algorithms/rm.py``, super-v3.5-posttraining,
 run by ``examples/run_rm.py``): what its setup and training loop refuse or warn about.
 
-Each check reads the typed config; an absent key is NeMo-RL's default for it (RMConfig,
-rm.py:78). The loop and checkpoint-ranking helpers are ``rules.checkpoint_ranking``'s.
+Each check reads the typed config; an absent key is NeMo-RL's default for it (rm.py's
+RMConfig). The loop and checkpoint-ranking helpers are ``rules.checkpoint_ranking``'s.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from recipekit.nemo_rl.rules.checkpoint_ranking import (
 from recipekit.nemo_rl.rules.citation import cite_super35 as _cite
 from recipekit.nemo_rl.schema_rm import RMMasterConfigMain
 
-# rm.py:78-88: RMConfig's defaults; max_num_steps -1 trains for max_num_epochs.
+# rm.py, RMConfig's defaults; max_num_steps -1 trains for max_num_epochs.
 RM_LOOP = LoopDefaults(max_num_steps=-1, val_period=16)
 
 

@@ -32,7 +32,8 @@ def nemo_gym_takes_no_stop_strings(ctx: CheckContext) -> Iterator[Issue]:
     strings.
 
     run_grpo.py hands the generation config to the Gym rollouts as it is; super-v3's own Gym
-    runner would reset the value to null first (nemo_gym.py:449), so it has no effect there.
+    runner would reset the value to null first (nemo_gym.py, setup_nemo_gym_config), so it has
+    no effect there.
     """
     yield from _refuse_on_gym_path(
         ctx,
@@ -93,8 +94,9 @@ def malformed_think_penalty_needs_both_tags(ctx: CheckContext) -> Iterator[Issue
 
 
 def unwanted_token_penalty_needs_its_ids(ctx: CheckContext) -> Iterator[Issue]:
-    """rollouts.py:1936 (super-v3.5), when the penalty config is resolved, and :1886 when the
-    rollouts apply it: penalising unwanted tokens needs the ids to look for."""
+    """rollouts.py, resolve_reward_penalty_config (super-v3.5), when the penalty config is
+    resolved, and _get_required_reward_penalty_token_ids when the rollouts apply it: penalising
+    unwanted tokens needs the ids to look for."""
     penalties = value_of(ctx.config, "reward_penalties")
     if value_of(penalties, "penalize_unwanted_tokens") is not True:
         return

@@ -4,14 +4,14 @@ Training takes sequences of at most ``policy.max_total_sequence_length``; vLLM g
 ``max_model_len``. The longer direction (vLLM generating what training cannot take) is
 ``recipekit.nemo_rl.checks.sequence.response_budget_fits``. This is the other: the longest
 prompt the data admits must leave vLLM room for at least one new token. With none left,
-super-v3.5-posttraining raises (``_context_capped_max_new_tokens``,
-nemo_rl/models/generation/vllm/vllm_worker.py:77, and the HTTP server's clamp,
-vllm_worker_async.py:442: ``remaining <= 0``) or its async engine returns the prompt with no
-response (:1054); super-v3's async engine does the latter (vllm_worker_async.py:890) and its
-synchronous one hands vLLM a prompt that fills the context.
+super-v3.5-posttraining raises (vllm_worker.py, ``_context_capped_max_new_tokens``, and the
+HTTP server's clamp, vllm_worker_async.py, ``_clamp_max_tokens``: ``remaining <= 0``) or its
+async engine returns the prompt with no response (vllm_worker_async.py, ``generate_async``);
+super-v3's async engine does the latter (``V3_WHERE``) and its synchronous one hands vLLM a
+prompt that fills the context.
 
-How long that prompt is differs by version, at the data processors (math_hf_data_processor:
-nemo_rl/data/processors.py:422 @ super-v3, :427 @ super-v3.5-posttraining; the others alike):
+How long that prompt is differs by version, at the data processors (math_hf_data_processor,
+``PROMPT_CUT``; the others alike):
 super-v3 cuts only a prompt *longer* than
 ``data.max_input_seq_length`` (``length > max_seq_length``), so one of exactly that length
 reaches vLLM; super-v3.5-posttraining cuts one that *reaches* it (``length >=
@@ -31,13 +31,22 @@ from collections.abc import Iterator
 
 from recipekit.errors import Issue
 from recipekit.markers import Marker
+from recipekit.nemo_rl import NEMO_RL_VERSION, SUPER35_BRANCH
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite, on_super35
 
 THREAD = "NVIDIA-NeMo/RL#796"
-# super-v3 states no rule: its async engine generates nothing for such a prompt.
+# Lines no rule site states, so written here by hand, once (an upgrade must check them):
+# super-v3 states no rule: its async engine generates nothing for such a prompt
+# (VllmAsyncGenerationWorker.generate_async's process_single_sample).
 V3_WHERE = "nemo_rl/models/generation/vllm/vllm_worker_async.py:890 @ super-v3"
+# math_hf_data_processor's cut of a long prompt, an ``if`` (``length > max_seq_length`` on
+# super-v3, ``length >= max_seq_length`` on super-v3.5-posttraining).
+PROMPT_CUT = {
+    NEMO_RL_VERSION: "nemo_rl/data/processors.py:422",
+    SUPER35_BRANCH: "nemo_rl/data/processors.py:427",
+}
 
 
 def _longest_prompts(ctx: CheckContext) -> Iterator[tuple[str, int, int, str]]:
@@ -45,10 +54,10 @@ def _longest_prompts(ctx: CheckContext) -> Iterator[tuple[str, int, int, str]]:
     limit = ctx.config.data.max_input_seq_length
     if isinstance(limit, int):
         if on_super35(ctx):
-            why = "prompts that reach it are cut: nemo_rl/data/processors.py:427, length >= max"
+            why = f"prompts that reach it are cut: {PROMPT_CUT[SUPER35_BRANCH]}, length >= max"
             yield "data.max_input_seq_length", limit, limit - 1, why
         else:
-            why = "only longer prompts are cut: nemo_rl/data/processors.py:422, length > max"
+            why = f"only longer prompts are cut: {PROMPT_CUT[NEMO_RL_VERSION]}, length > max"
             yield "data.max_input_seq_length", limit, limit, why
     gym = value_of(ctx.config.env, "nemo_gym")
     tokens = value_of(gym, "policy_max_input_tokens")
@@ -105,8 +114,9 @@ def full_context_prompts_get_empty_responses(ctx: CheckContext) -> Iterator[Issu
 
 
 def policy_cap_above_max_model_len(ctx: CheckContext) -> Iterator[Issue]:
-    """rollouts.py:2355 (super-v3.5), a warning on NeMo Gym rollouts: vLLM truncates to its
-    own max_model_len, so a longer policy.max_total_sequence_length is never reached."""
+    """rollouts.py, run_async_nemo_gym_rollout (super-v3.5), a warning on NeMo Gym rollouts: vLLM
+    truncates to its own max_model_len, so a longer policy.max_total_sequence_length is never
+    reached."""
     vllm, gen = ctx.vllm, ctx.generation
     gym = ctx.uses_nemo_gym
     if not on_super35(ctx) or not gym or vllm is None or gen is None or gen.backend != "vllm":

@@ -4,7 +4,7 @@ loop refuses or warns about, for ``examples/run_sft.py`` and ``examples/run_vlm_
 
 Each check reads the typed config (the entry point is a NemoRLRun, which has no GRPO
 CheckContext). An absent key is NeMo-RL's default for it, which each algorithm's pydantic
-config sets on its own (sft.py:80, dpo.py:77, rm.py:78).
+config sets on its own (sft.py's SFTConfig, dpo.py's DPOConfig, rm.py's RMConfig).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from recipekit.nemo_rl.rules.checkpoint_ranking import (
 from recipekit.nemo_rl.rules.citation import cite_super35 as _cite
 from recipekit.nemo_rl.schema_sft import SFTMasterConfigMain
 
-# sft.py:80-90: SFTConfig's defaults.
+# sft.py, SFTConfig's defaults.
 SFT_LOOP = LoopDefaults(max_num_steps=60, val_period=10)
 
 

@@ -21,6 +21,13 @@ SERVER = f"{SGLANG}.sglang_server_config"
 ROUTER = f"{SGLANG}.sglang_router_config"
 GRPO_PY = "nemo_rl/algorithms/grpo.py"
 V2_WORKER_PY = "nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py"
+# Lines no rule site states (no assert: a KeyError, a missing method), so written here by hand,
+# once (an upgrade must check them), @ super-v3.5-posttraining: where GRPO's setup indexes
+# policy.generation.sglang_cfg and where it hands the policy's workers SGLang's engine size, and
+# the one worker method that takes it.
+READS_SGLANG_CFG = 1432
+HANDS_ENGINE_SIZE = 1442
+V2_TAKES_ENGINE_SIZE = 397
 
 
 def _sglang_cfg(ctx: CheckContext) -> dict[str, Any] | None:
@@ -92,7 +99,7 @@ def external_router_needs_its_address(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def sglang_needs_its_settings(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:1432 (super-v3.5): GRPO's setup indexes policy.generation.sglang_cfg when it
+    """grpo.py, setup (super-v3.5): GRPO's setup indexes policy.generation.sglang_cfg when it
     builds SGLang generation (a KeyError without it, no assert): a recipe of the Super 3.5
     schema, which has no such key, cannot run on SGLang."""
     gen = ctx.generation
@@ -102,7 +109,7 @@ def sglang_needs_its_settings(ctx: CheckContext) -> Iterator[Issue]:
     yield Issue(
         "policy.generation.backend",
         "GRPO's setup reads SGLang's settings from policy.generation.sglang_cfg and fails "
-        f"without them ({cite_line(ctx, GRPO_PY, v35=1432)}); "
+        f"without them ({cite_line(ctx, GRPO_PY, v35=READS_SGLANG_CFG)}); "
         + ("it is not set" if declared else "this config's schema has no such key"),
         value="sglang",
         hint="vllm" if not declared else f"set {SGLANG}",
@@ -110,10 +117,11 @@ def sglang_needs_its_settings(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def sglang_needs_the_v2_dtensor_worker(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py:1442 (super-v3.5): with SGLang, GRPO's setup hands every policy worker the
-    engines' GPU count (lm_policy.py:1105), a method only the v2 DTensor worker defines
-    (dtensor_policy_worker_v2.py:397); the Megatron and first DTensor workers have no such
-    method, so the setup fails before the first step (no assert states it)."""
+    """grpo.py, setup (super-v3.5): with SGLang, GRPO's setup hands every policy worker the
+    engines' GPU count (lm_policy.py, Policy.set_rollout_num_gpus_per_engine), a method only the
+    v2 DTensor worker defines (dtensor_policy_worker_v2.py,
+    DTensorPolicyWorkerV2Impl.set_rollout_num_gpus_per_engine); the Megatron and first DTensor
+    workers have no such method, so the setup fails before the first step (no assert states it)."""
     gen = ctx.generation
     if gen is None or gen.backend != "sglang":
         return
@@ -125,7 +133,8 @@ def sglang_needs_the_v2_dtensor_worker(ctx: CheckContext) -> Iterator[Issue]:
         "policy.generation.backend",
         f"GRPO's setup gives the policy's workers SGLang's engine size through a method only "
         f"the v2 DTensor worker has; the {worker} worker fails there "
-        f"({cite_line(ctx, GRPO_PY, v35=1442)}, {V2_WORKER_PY}:397)",
+        f"({cite_line(ctx, GRPO_PY, v35=HANDS_ENGINE_SIZE)}, "
+        f"{V2_WORKER_PY}:{V2_TAKES_ENGINE_SIZE})",
         value="sglang",
         hint="vllm, or train on DTensor with policy.dtensor_cfg._v2: true",
     )

@@ -4,8 +4,8 @@ No NeMo-RL line states these; each is silent when broken: a tokenizer of another
 text to the wrong ids, and a chat template other than the one training tokenizes with formats
 rollouts differently from what the policy learns on. NeMo-RL reads ``policy.tokenizer.name``
 with ``AutoTokenizer`` and a ``chat_template`` ending in ``.jinja`` as a file
-(nemo_rl/algorithms/utils.py:382 @ super-v3.5-posttraining); vLLM's HTTP server reads its own
-``chat_template`` from ``http_server_serving_chat_kwargs``.
+(nemo_rl/algorithms/utils.py, get_tokenizer @ super-v3.5-posttraining); vLLM's HTTP server reads its
+own ``chat_template`` from ``http_server_serving_chat_kwargs``.
 """
 
 from __future__ import annotations

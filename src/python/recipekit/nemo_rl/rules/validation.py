@@ -15,11 +15,10 @@ from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import where
 
 GEN = "policy.generation"
-AT = "@ super-v3.5-posttraining"
 
 
 def _val_overrides(ctx: CheckContext) -> list[str]:
-    """The val_* sampling keys that differ from the training ones (grpo.py:507-510)."""
+    """The val_* sampling keys that differ from the training ones (grpo.py, setup)."""
     gen = ctx.generation
     if gen is None or not hasattr(gen, "val_top_k"):
         return []
@@ -118,13 +117,13 @@ def multiple_dataloaders_split_the_step(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def nemo_gym_takes_no_max_val_samples(ctx: CheckContext) -> Iterator[Issue]:
-    """run_grpo_nemo_gym.py:207: NeMo Gym validates on the whole validation set as given."""
+    """run_grpo_nemo_gym.py, main: NeMo Gym validates on the whole validation set as given."""
     max_val = ctx.config.grpo.max_val_samples
     if ctx.uses_nemo_gym and max_val is not None:
         yield Issue(
             "grpo.max_val_samples",
             "NeMo-RL's NeMo Gym runner refuses it: validation uses the dataset exactly as given "
-            f"(examples/nemo_gym/run_grpo_nemo_gym.py:207 {AT})",
+            "(" + where("nemo-rl.gym-runner.no-max-val-samples") + ")",
             value=max_val,
             hint="set it to null; repeat samples in the dataset instead",
         )

@@ -3,7 +3,8 @@
 NeMo-RL's vLLM worker builds ``vllm.LLM(...)`` from ``policy.generation.vllm_cfg`` (tensor and
 pipeline parallel sizes, ``enable_expert_parallel = expert_parallel_size > 1``,
 ``max_model_len``, ...) plus ``policy.generation.vllm_kwargs`` passed through as they are
-(nemo_rl/models/generation/vllm/vllm_worker.py:570 @ super-v3.5-posttraining). vLLM checks them
+(nemo_rl/models/generation/vllm/vllm_worker.py, BaseVllmGenerationWorker._load_model @
+super-v3.5-posttraining). vLLM checks them
 when the engine starts; each check below mirrors one of its lines (vllm/... @ 0.25.1).
 """
 
@@ -23,7 +24,7 @@ KWARGS = "policy.generation.vllm_kwargs"
 AT = "@ vLLM 0.25.1"
 
 
-def _cite(rule: str) -> str:
+def cite(rule: str) -> str:
     """``vllm/config/...py:line @ vLLM 0.25.1`` of a catalogued rule (rule_catalogue/vllm.toml)."""
     _, file, line = SITES[rule]
     return f"{file}:{line} {AT}"
@@ -43,7 +44,7 @@ def attention_heads_split_over_tensor_parallel(ctx: CheckContext) -> Iterator[Is
         yield Issue(
             f"{VLLM}.tensor_parallel_size",
             f"vLLM refuses it: {ctx.model.name}'s {heads} attention heads do not split over "
-            f"TP={vllm.tensor_parallel_size} ({_cite('vllm.model.attention-heads-divide-tp')})",
+            f"TP={vllm.tensor_parallel_size} ({cite('vllm.model.attention-heads-divide-tp')})",
             value=vllm.tensor_parallel_size,
         )
 
@@ -70,7 +71,7 @@ def max_model_len_within_the_model(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{VLLM}.max_model_len",
             f"vLLM refuses it: {ctx.model.name} is configured for {positions} positions "
-            f"({_cite('vllm.model.max-model-len-within-positions')})",
+            f"({cite('vllm.model.max-model-len-within-positions')})",
             value=length,
             hint=f"at most {positions}",
         )
@@ -85,7 +86,7 @@ def routed_experts_without_pipeline_parallel(ctx: CheckContext) -> Iterator[Issu
         yield Issue(
             f"{VLLM}.pipeline_parallel_size",
             "vLLM refuses pipeline parallelism with enable_return_routed_experts "
-            f"({_cite('vllm.vllm.routed-experts-without-pp')})",
+            f"({cite('vllm.vllm.routed-experts-without-pp')})",
             value=vllm.pipeline_parallel_size,
         )
 
@@ -106,7 +107,7 @@ def batched_tokens_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.max_num_batched_tokens",
             f"vLLM refuses it with chunked prefill off: smaller than max_model_len "
-            f"({vllm.max_model_len}) ({_cite('vllm.scheduler.batched-tokens-hold-a-sequence')})",
+            f"({vllm.max_model_len}) ({cite('vllm.scheduler.batched-tokens-hold-a-sequence')})",
             value=budget,
         )
 
@@ -120,7 +121,7 @@ def batched_tokens_cover_the_sequences(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.max_num_batched_tokens",
             f"vLLM refuses it: smaller than max_num_seqs ({seqs}) "
-            f"({_cite('vllm.scheduler.batched-tokens-cover-sequences')})",
+            f"({cite('vllm.scheduler.batched-tokens-cover-sequences')})",
             value=budget,
         )
 
@@ -136,7 +137,7 @@ def batched_tokens_beyond_what_sequences_use(ctx: CheckContext) -> Iterator[Issu
         yield Issue(
             f"{KWARGS}.max_num_batched_tokens",
             f"vLLM warns: more than max_num_seqs x max_model_len = {seqs * vllm.max_model_len} "
-            f"({_cite('vllm.scheduler.batched-tokens-beyond-sequences')})",
+            f"({cite('vllm.scheduler.batched-tokens-beyond-sequences')})",
             value=budget,
         )
 
@@ -154,7 +155,7 @@ def expert_load_balancing_needs_expert_parallel(ctx: CheckContext) -> Iterator[I
             f"{KWARGS}.enable_eplb",
             "vLLM refuses it without expert parallelism (NeMo-RL enables it only for "
             "vllm_cfg.expert_parallel_size > 1) ("
-            + _cite("vllm.parallel.eplb-needs-expert-parallel")
+            + cite("vllm.parallel.eplb-needs-expert-parallel")
             + ")",
             value=True,
         )
@@ -204,7 +205,7 @@ def long_max_model_len_allowed_by_its_variable(ctx: CheckContext) -> Iterator[Is
             f"{VLLM}.max_model_len",
             f"vLLM warns: past {ctx.model.name}'s {positions} positions, allowed only by "
             f"VLLM_ALLOW_LONG_MAX_MODEL_LEN; positions beyond them can give NaNs "
-            f"({_cite('vllm.model.long-max-model-len-allowed')})",
+            f"({cite('vllm.model.long-max-model-len-allowed')})",
             value=length,
         )
 
@@ -212,7 +213,8 @@ def long_max_model_len_allowed_by_its_variable(ctx: CheckContext) -> Iterator[Is
 def expert_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/model.py, ModelConfig._verify_with_expert_parallelism: expert parallelism
     (NeMo-RL turns it on for expert_parallel_size > 1) needs a model with experts. With
-    expert_parallel_size above tensor_parallel_size vLLM stops earlier, at parallel.py:860."""
+    expert_parallel_size above tensor_parallel_size vLLM stops earlier, at
+    vllm.parallel.external-dp-needs-moe."""
     vllm = ctx.vllm
     if vllm is None or ctx.model.is_moe or vllm.expert_parallel_size <= 1:
         return
@@ -220,7 +222,7 @@ def expert_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{VLLM}.expert_parallel_size",
             f"vLLM refuses it: {ctx.model.name} has no experts to split "
-            f"({_cite('vllm.model.expert-parallel-needs-moe')})",
+            f"({cite('vllm.model.expert-parallel-needs-moe')})",
             value=vllm.expert_parallel_size,
         )
 
@@ -237,7 +239,7 @@ def external_data_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
             f"{VLLM}.expert_parallel_size",
             f"vLLM refuses it: above tensor_parallel_size it makes NeMo-RL start vLLM "
             f"data-parallel, which {ctx.model.name} (no experts) cannot use "
-            f"({_cite('vllm.parallel.external-dp-needs-moe')})",
+            f"({cite('vllm.parallel.external-dp-needs-moe')})",
             value=vllm.expert_parallel_size,
         )
 
@@ -250,7 +252,7 @@ def decode_context_parallel_divides_tensor_parallel(ctx: CheckContext) -> Iterat
         yield Issue(
             f"{KWARGS}.decode_context_parallel_size",
             f"vLLM refuses it: does not divide tensor_parallel_size "
-            f"({vllm.tensor_parallel_size}) ({_cite('vllm.parallel.dcp-divides-tp')})",
+            f"({vllm.tensor_parallel_size}) ({cite('vllm.parallel.dcp-divides-tp')})",
             value=dcp,
         )
 
@@ -263,14 +265,15 @@ def dcp_all_to_all_needs_decode_context_parallel(ctx: CheckContext) -> Iterator[
         yield Issue(
             f"{KWARGS}.dcp_comm_backend",
             "vLLM refuses it: a2a needs decode_context_parallel_size > 1 "
-            f"({_cite('vllm.parallel.dcp-a2a-needs-dcp')})",
+            f"({cite('vllm.parallel.dcp-a2a-needs-dcp')})",
             value="a2a",
         )
 
 
 def _dcp_on_gqa(ctx: CheckContext) -> tuple[int, int, int, int] | None:
     """(TP, DCP, attention heads, KV heads) where vLLM reaches its head checks of decode
-    context parallelism: DCP above 1 dividing TP (parallel.py:504 refuses the rest first) on a
+    context parallelism: DCP above 1 dividing TP (vllm.parallel.dcp-divides-tp refuses the rest
+    first) on a
     grouped-query card; None otherwise."""
     vllm, dcp = ctx.vllm, _decode_context_parallel(ctx)
     heads, kv = _kv_heads(ctx)
@@ -291,7 +294,7 @@ def dcp_tensor_parallel_above_kv_heads(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.decode_context_parallel_size",
             f"vLLM refuses it: needs tensor_parallel_size above {ctx.model.name}'s {kv} KV "
-            f"heads, not {tp} ({_cite('vllm.model.dcp-tp-above-kv-heads')})",
+            f"heads, not {tp} ({cite('vllm.model.dcp-tp-above-kv-heads')})",
             value=dcp,
         )
 
@@ -308,7 +311,7 @@ def dcp_within_tensor_parallel_per_kv_head(ctx: CheckContext) -> Iterator[Issue]
         yield Issue(
             f"{KWARGS}.decode_context_parallel_size",
             f"vLLM refuses it: at most TP // KV heads = {tp} // {kv} "
-            f"({_cite('vllm.model.dcp-within-tp-per-kv-head')})",
+            f"({cite('vllm.model.dcp-within-tp-per-kv-head')})",
             value=dcp,
             hint=f"at most {most}",
         )
@@ -326,7 +329,7 @@ def dcp_divides_queries_per_kv_head(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.decode_context_parallel_size",
             f"vLLM refuses it: does not divide {ctx.model.name}'s {per_kv} query heads per KV "
-            f"head ({_cite('vllm.model.dcp-divides-queries-per-kv-head')})",
+            f"head ({cite('vllm.model.dcp-divides-queries-per-kv-head')})",
             value=dcp,
         )
 
@@ -340,7 +343,7 @@ def partial_prefills_need_chunked_prefill(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.max_num_partial_prefills",
             "vLLM refuses it above 1 with chunked prefill off "
-            f"({_cite('vllm.scheduler.partial-prefills-need-chunked-prefill')})",
+            f"({cite('vllm.scheduler.partial-prefills-need-chunked-prefill')})",
             value=partial,
         )
 
@@ -358,7 +361,7 @@ def long_prefill_threshold_within_max_model_len(ctx: CheckContext) -> Iterator[I
             yield Issue(
                 f"{KWARGS}.long_prefill_token_threshold",
                 f"vLLM refuses it: above max_model_len ({vllm.max_model_len}) "
-                f"({_cite('vllm.scheduler.long-prefill-threshold-within-max-model-len')})",
+                f"({cite('vllm.scheduler.long-prefill-threshold-within-max-model-len')})",
                 value=threshold,
             )
 
@@ -373,7 +376,7 @@ def long_partial_prefills_within_partial_prefills(ctx: CheckContext) -> Iterator
         yield Issue(
             f"{KWARGS}.max_long_partial_prefills",
             f"vLLM refuses it: above max_num_partial_prefills ({partial}) "
-            f"({_cite('vllm.scheduler.long-partial-prefills-within-partial-prefills')})",
+            f"({cite('vllm.scheduler.long-partial-prefills-within-partial-prefills')})",
             value=long,
         )
 
@@ -388,7 +391,7 @@ def custom_scheduler_class_is_not_public(ctx: CheckContext) -> Iterator[Issue]:
             f"{KWARGS}.scheduler_cls",
             "vLLM warns: its scheduler interface is not public; a subclass of Scheduler (not "
             "AsyncScheduler) runs without async scheduling ("
-            + _cite("vllm.scheduler.custom-scheduler-class")
+            + cite("vllm.scheduler.custom-scheduler-class")
             + ")",
             value=scheduler,
         )
@@ -403,7 +406,7 @@ def async_eplb_communicator_is_not_nccl(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.eplb_config.communicator",
             "vLLM refuses it with async EPLB (eplb_config.use_async, on unless set false): "
-            f"NCCL streams conflict ({_cite('vllm.parallel.async-eplb-not-over-nccl')})",
+            f"NCCL streams conflict ({cite('vllm.parallel.async-eplb-not-over-nccl')})",
             value=communicator,
             hint="torch_gloo, nixl or unset; or eplb_config.use_async: false",
         )
@@ -418,7 +421,7 @@ def redundant_experts_need_eplb(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.eplb_config.num_redundant_experts",
             "vLLM refuses it without enable_eplb ("
-            + _cite("vllm.parallel.redundant-experts-need-eplb")
+            + cite("vllm.parallel.redundant-experts-need-eplb")
             + ")",
             value=redundant,
         )
@@ -432,7 +435,7 @@ def removed_all2all_backend_falls_back(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.all2all_backend",
             "vLLM warns: removed; it runs allgather_reducescatter instead "
-            f"({_cite('vllm.parallel.removed-all2all-backend')})",
+            f"({cite('vllm.parallel.removed-all2all-backend')})",
             value=backend,
         )
 
@@ -445,7 +448,7 @@ def parallel_loading_workers_are_ignored(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.max_parallel_loading_workers",
             "vLLM warns: not supported, ignored ("
-            + _cite("vllm.parallel.parallel-loading-workers-ignored")
+            + cite("vllm.parallel.parallel-loading-workers-ignored")
             + ")",
             value=workers,
         )
@@ -461,7 +464,7 @@ def nsight_workers_need_ray(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.ray_workers_use_nsight",
             "vLLM refuses it: at TP x PP = 1 NeMo-RL runs vLLM without Ray workers "
-            f"({_cite('vllm.parallel.nsight-needs-ray')})",
+            f"({cite('vllm.parallel.nsight-needs-ray')})",
             value=True,
         )
 
@@ -474,7 +477,7 @@ def attention_dtype_override_needs_rocm(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.override_attention_dtype",
             "vLLM warns: only ROCm honours it; NVIDIA GPUs ignore it "
-            f"({_cite('vllm.model.attention-dtype-override-needs-rocm')})",
+            f"({cite('vllm.model.attention-dtype-override-needs-rocm')})",
             value=dtype,
         )
 
@@ -486,7 +489,7 @@ def kv_scales_calculation_is_deprecated(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.calculate_kv_scales",
             "vLLM warns: deprecated; KV scales are read from the checkpoint or default to 1.0 "
-            f"({_cite('vllm.cache.calculate-kv-scales-deprecated')})",
+            f"({cite('vllm.cache.calculate-kv-scales-deprecated')})",
             value=True,
         )
 
@@ -500,7 +503,7 @@ def mamba_stochastic_rounding_needs_float16_cache(ctx: CheckContext) -> Iterator
         yield Issue(
             f"{KWARGS}.enable_mamba_cache_stochastic_rounding",
             f"vLLM refuses it: mamba_ssm_cache_dtype is {cache}, not float16 "
-            f"({_cite('vllm.vllm.mamba-stochastic-rounding-float16')})",
+            f"({cite('vllm.vllm.mamba-stochastic-rounding-float16')})",
             value=True,
         )
 
@@ -516,7 +519,7 @@ def mamba_block_size_needs_prefix_caching(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.mamba_block_size",
             "vLLM refuses it with vllm_cfg.enable_prefix_caching false "
-            f"({_cite('vllm.vllm.mamba-block-size-needs-prefix-caching')})",
+            f"({cite('vllm.vllm.mamba-block-size-needs-prefix-caching')})",
             value=size,
         )
 
@@ -529,7 +532,7 @@ def sequence_parallelism_needs_tensor_parallel(ctx: CheckContext) -> Iterator[Is
         yield Issue(
             f"{KWARGS}.compilation_config.pass_config",
             "vLLM warns: sequence parallelism needs tensor_parallel_size > 1 and is turned off "
-            f"({_cite('vllm.vllm.sequence-parallel-needs-tp')})",
+            f"({cite('vllm.vllm.sequence-parallel-needs-tp')})",
             value=_sub(_sub(kwargs, "compilation_config"), "pass_config"),
         )
 
@@ -547,7 +550,7 @@ def sequence_parallelism_needs_vllm_compile(ctx: CheckContext) -> Iterator[Issue
             f"{KWARGS}.compilation_config.pass_config",
             "vLLM warns: sequence parallelism is on but compilation is not VLLM_COMPILE "
             "(enforce_eager or compilation_config.mode) ("
-            + _cite("vllm.vllm.sequence-parallel-needs-vllm-compile")
+            + cite("vllm.vllm.sequence-parallel-needs-vllm-compile")
             + ")",
             value=_sub(_sub(kwargs, "compilation_config"), "pass_config"),
         )
@@ -566,7 +569,7 @@ def micro_batching_needs_an_expert_all2all(ctx: CheckContext) -> Iterator[Issue]
             f"{KWARGS}.all2all_backend",
             "vLLM refuses micro-batching (enable_dbo / ubatch_size) with it: needs "
             "deepep_low_latency, deepep_high_throughput or nixl_ep "
-            f"({_cite('vllm.vllm.micro-batching-needs-expert-all2all')})",
+            f"({cite('vllm.vllm.micro-batching-needs-expert-all2all')})",
             value=backend,
         )
 
@@ -578,7 +581,7 @@ def kv_sharing_fast_prefill_needs_model_support(ctx: CheckContext) -> Iterator[I
         yield Issue(
             f"{KWARGS}.kv_sharing_fast_prefill",
             "vLLM warns: the model must support it to stay correct and gain speed "
-            f"({_cite('vllm.vllm.kv-sharing-fast-prefill')})",
+            f"({cite('vllm.vllm.kv-sharing-fast-prefill')})",
             value=True,
         )
 
@@ -596,7 +599,7 @@ def dcp_interleave_overrides_cp_interleave(ctx: CheckContext) -> Iterator[Issue]
         yield Issue(
             f"{KWARGS}.dcp_kv_cache_interleave_size",
             f"vLLM warns: it overrides cp_kv_cache_interleave_size ({cp_size}) "
-            f"({_cite('vllm.vllm.dcp-interleave-overrides-cp-interleave')})",
+            f"({cite('vllm.vllm.dcp-interleave-overrides-cp-interleave')})",
             value=dcp_size,
         )
 

@@ -53,7 +53,8 @@ def _worker(ctx: CheckContext) -> tuple[str, dict[str, Any]]:
 
 
 def vllm_kwargs_not_passed_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm_worker.py:494 (super-v3), :570 (super-v3.5): the worker passes these keywords in
+    """vllm_worker.py, BaseVllmGenerationWorker._load_model (both versions): the worker passes
+    these keywords in
     the call that spreads vllm_kwargs; one given again is a duplicate-keyword TypeError."""
     kwargs = _kwargs(ctx)
     if not kwargs:
@@ -173,7 +174,7 @@ def vllm_kwargs_are_engine_arguments(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def vllm_kwargs_nested_config_keys(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/utils.py:69 @ vLLM 0.25.1: an engine argument typed as one of vLLM's
+    """vllm/config/utils.py, config @ vLLM 0.25.1: an engine argument typed as one of vLLM's
     ``@config`` classes (compilation_config, kv_transfer_config, ...) turns a mapping into that
     class, a pydantic dataclass that forbids extra fields: each key must be a field, of its
     declared type and within its bounds, or the engine does not start."""
@@ -219,7 +220,8 @@ def vllm_kwargs_nested_config_keys(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def vllm_kwargs_replaced_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm_worker.py (super-v3: :408, super-v3.5: :422, ...): a warning; the worker writes
+    """vllm_worker.py, BaseVllmGenerationWorker._load_model (both versions; the lines are the
+    generated table's): a warning; the worker writes
     these keys into the engine's arguments itself, so the user's value is replaced."""
     kwargs = _kwargs(ctx)
     if not kwargs:

@@ -28,7 +28,7 @@ def _async_vllm(ctx: CheckContext) -> bool:
 
 
 def vllm_metrics_logger_needs_an_interval(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm_worker_async.py:291 (super-v3), :249 (super-v3.5): the async worker's metrics
+    """vllm_worker_async.py, _start_vllm_metrics_logger (both versions): the async worker's metrics
     logger polls vLLM every vllm_metrics_logger_interval seconds and has no default."""
     vllm = ctx.vllm
     if (
@@ -100,7 +100,7 @@ def compilation_use_inductor_is_deprecated(ctx: CheckContext) -> Iterator[Issue]
 
 
 def vllm_metrics_logger_interval_is_positive(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm_worker_async.py:295 (super-v3), :253 (super-v3.5): the polling interval is a
+    """vllm_worker_async.py, _start_vllm_metrics_logger (both versions): the polling interval is a
     positive number of seconds (the schema admits 0)."""
     vllm = ctx.vllm
     if not _async_vllm(ctx) or vllm is None or vllm.enable_vllm_metrics_logger is not True:

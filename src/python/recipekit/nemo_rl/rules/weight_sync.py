@@ -3,7 +3,8 @@
 ``policy.generation.refit_transport`` null is NeMo-RL's collective/CUDA-IPC refit; the others
 are ``nccl_reshard``, the remote sparse transports ``vllm_s3_sparse`` / ``vllm_zmq_sparse``, and
 the checkpoint-engine ones: ``nixl`` or a ``module:ClassName`` plugin
-(nemo_rl/models/generation/vllm/config.py:261-275 @ super-v3.5-posttraining names them so).
+(nemo_rl/models/generation/vllm/config.py, normalize_vllm_refit_config @ super-v3.5-posttraining
+names them so).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from recipekit.nemo_rl.rules.citation import cite
 GEN = "policy.generation"
 TRANSPORT = f"{GEN}.refit_transport"
 SPARSE_TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse")
-# The named transports (vllm/config.py:29 @ super-v3.5); any other needs a module:ClassName.
+# The named transports (vllm/config.py's VllmRefitSelector @ super-v3.5); any other needs a
+# module:ClassName.
 NAMED_TRANSPORTS = ("nccl_reshard", *SPARSE_TRANSPORTS, "nixl")
 
 

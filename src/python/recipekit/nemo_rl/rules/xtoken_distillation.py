@@ -15,7 +15,8 @@ from recipekit.markers import given
 from recipekit.nemo_rl.rules.citation import cite_super35
 from recipekit.nemo_rl.schema_distillation import XTokenDistillationMasterConfig
 
-# Teachers' static weight where a teacher states none (xtoken_off_policy_distillation.py:186).
+# Teachers' static weight where a teacher states none (xtoken_off_policy_distillation.py,
+# TeacherConfig).
 DEFAULT_WEIGHT = 1.0
 
 
@@ -29,7 +30,7 @@ def _mode(config: XTokenDistillationMasterConfig) -> str | None:
 
 def xtoken_loss_needs_gold_loss(config: XTokenDistillationMasterConfig) -> Iterator[Issue]:
     """loss_functions.py, CrossTokenizerDistillationLossFn.__init__: the shared xtoken_loss modifies
-    the gold path, so it needs gold_loss. :1778: in kd_loss_mode sum a teacher's own flags (its null
+    the gold path, so it needs gold_loss. In kd_loss_mode sum a teacher's own flags (its null
     falls back to the shared one) must agree the same way; other modes use only the shared flags."""
     loss = config.loss_fn
     gold, xtoken = _flag(loss.gold_loss), _flag(loss.xtoken_loss)
@@ -62,9 +63,9 @@ def xtoken_loss_needs_gold_loss(config: XTokenDistillationMasterConfig) -> Itera
 
 
 def sum_only_settings_need_sum_mode(config: XTokenDistillationMasterConfig) -> Iterator[Issue]:
-    """loss_functions.py:1534 and :1540: dynamic teacher weights (sum_weights_metric) and
-    normalize_teacher_by_vocab apply only in kd_loss_mode sum; the loss refuses them in any
-    other mode rather than ignore them."""
+    """loss_functions.py, CrossTokenizerDistillationLossFn.__init__: dynamic teacher weights
+    (sum_weights_metric) and normalize_teacher_by_vocab apply only in kd_loss_mode sum; the loss
+    refuses them in any other mode rather than ignore them."""
     loss, mode = config.loss_fn, _mode(config)
     if mode is None or mode == "sum":
         return
