@@ -16,6 +16,8 @@ import pytest
 from recipekit.errors import RecipeError
 from recipekit.hardware import GB200_NODE, H100_NODE, Hardware
 from recipekit.model_card import ModelCard
+from recipekit.nemo_rl.checks.settings import V3_VERIFIER_IS_A_STRING
+from recipekit.nemo_rl.rule_lines import line_of
 from recipekit.plan import make_plan
 from recipes.super3.dapo import dapo_b200, dapo_gb200, dapo_h100
 
@@ -175,8 +177,8 @@ def test_large_tp_needs_equal_micro_batches() -> None:
 
 
 def test_forcing_the_on_policy_ratio_lifts_the_large_tp_check() -> None:
-    # GRPO sets NRL_IGNORE_TP_ACCURACY_CHECK itself under force_on_policy_ratio (grpo.py:373 @
-    # super-v3); what that mode asks of the batch is its own rule.
+    # GRPO sets NRL_IGNORE_TP_ACCURACY_CHECK itself under force_on_policy_ratio (grpo.py, setup
+    # @ super-v3); what that mode asks of the batch is its own rule.
     # (dapo-gb200's global batch is one step's samples, so the plan is green.)
     make_plan(dapo_gb200, ("policy.logprob_batch_size=2", "loss_fn.force_on_policy_ratio=true"))
 
@@ -198,7 +200,8 @@ def test_null_math_verifier_is_caught() -> None:
 
 def test_a_null_or_unknown_verifier_type_is_caught() -> None:
     text = _one(dapo_gb200, "env.math.verifier_type=null")
-    assert "asserts verifier_type is a string" in text and "math_environment.py:245" in text
+    assert "asserts verifier_type is a string" in text
+    assert f"(math_environment.py:{line_of(V3_VERIFIER_IS_A_STRING)} @ super-v3)" in text
     text = _one(dapo_gb200, "env.math.verifier_type=english_multichoise")
     assert "did you mean 'english_multichoice'?" in text
     make_plan(dapo_gb200, ["env.math.verifier_type=multilingual_multichoice"])

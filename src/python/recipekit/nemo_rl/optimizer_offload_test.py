@@ -1,11 +1,12 @@
-"""The optimizer offload share each NeMo-RL version accepts (setup.py:498 @ super-v3 asserts the
-whole state, setup.py:1219 @ super-v3.5-posttraining any share in (0, 1])."""
+"""The optimizer offload share each NeMo-RL version accepts (setup.py, _validate_optimizer_config:
+super-v3 asserts the whole state, super-v3.5-posttraining any share in (0, 1])."""
 
 from __future__ import annotations
 
 import pytest
 
 from recipekit.errors import RecipeError
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.plan import make_plan
 from recipes.super3.dapo import dapo_gb200
 from recipes.super35.rl import rlvr
@@ -24,4 +25,4 @@ def test_super3_offloads_all_of_it_or_nothing() -> None:
             [f"{OPT}.optimizer_cpu_offload=true", f"{OPT}.optimizer_offload_fraction=0.5"],
         )
     [issue] = [i for i in caught.value.issues if i.path.endswith("optimizer_offload_fraction")]
-    assert "setup.py:498 @ super-v3" in issue.message
+    assert where("nemo-rl.megatron-setup.v3.whole-optimizer-offload") in issue.message

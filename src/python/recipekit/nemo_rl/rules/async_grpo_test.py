@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import pytest
 
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
+from recipekit.nemo_rl.rules.grpo_setup import GYM_RUNNER
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
@@ -30,18 +32,53 @@ DAPO_SHAPING = (
 @pytest.mark.parametrize(
     ("stage", "overrides", "key", "reason"),
     [
-        (dapo_h100, (V3_ASYNC,), "grpo.use_dynamic_sampling", "run_grpo.py:128 @ super-v3"),
-        (dapo_h100, (V3_ASYNC,), "grpo.reward_scaling.enabled", "run_grpo.py:133 @ super-v3"),
-        (dapo_h100, (V3_ASYNC,), "grpo.reward_shaping.enabled", "run_grpo.py:133 @ super-v3"),
-        (rlvr, ("grpo.use_dynamic_sampling=true",), "grpo.use_dynamic_sampling", ":289 @"),
-        (rlvr, ("grpo.reward_scaling.enabled=true",), "grpo.reward_scaling.enabled", ":293 @"),
-        (rlvr, (DAPO_SHAPING,), "grpo.reward_shaping.enabled", ":297 @"),
-        (rlvr, ("data.use_multiple_dataloader=true",), "data.use_multiple_dataloader", ":303 @"),
+        (
+            dapo_h100,
+            (V3_ASYNC,),
+            "grpo.use_dynamic_sampling",
+            where("nemo-rl.v3.examples.run-grpo.main.async-grpo-does-not-take-dynamic"),
+        ),
+        (
+            dapo_h100,
+            (V3_ASYNC,),
+            "grpo.reward_scaling.enabled",
+            where("nemo-rl.v3.examples.run-grpo.main.async-grpo-does-not-take-reward"),
+        ),
+        (
+            dapo_h100,
+            (V3_ASYNC,),
+            "grpo.reward_shaping.enabled",
+            where("nemo-rl.v3.examples.run-grpo.main.async-grpo-does-not-take-reward"),
+        ),
+        (
+            rlvr,
+            ("grpo.use_dynamic_sampling=true",),
+            "grpo.use_dynamic_sampling",
+            where(f"{GYM_RUNNER}async-grpo-does-not-take-dynamic"),
+        ),
+        (
+            rlvr,
+            ("grpo.reward_scaling.enabled=true",),
+            "grpo.reward_scaling.enabled",
+            where(f"{GYM_RUNNER}async-grpo-does-not-take-reward-scaling"),
+        ),
+        (
+            rlvr,
+            (DAPO_SHAPING,),
+            "grpo.reward_shaping.enabled",
+            where(f"{GYM_RUNNER}async-grpo-does-not-take-reward-shaping"),
+        ),
+        (
+            rlvr,
+            ("data.use_multiple_dataloader=true",),
+            "data.use_multiple_dataloader",
+            where(f"{GYM_RUNNER}async-grpo-reads-one-dataloader"),
+        ),
         (
             dapo_h100,
             (V3_ASYNC, "policy.generation.vllm_cfg.async_engine=false"),
             "policy.generation.vllm_cfg.async_engine",
-            "grpo.py:2785 @ super-v3",
+            where("nemo-rl.v3.algorithms.grpo.async-grpo-train.async-grpo-needs-vllm-async-engine"),
         ),
         # rlvr's async_engine=false is overwritten by NeMo Gym's runner, not refused
         # (rules_test.test_nemo_gyms_runner_overwrites_a_false_server_setting).
@@ -49,13 +86,17 @@ DAPO_SHAPING = (
             dapo_h100,
             (V3_ASYNC,),
             "loss_fn.use_importance_sampling_correction",
-            "grpo.py:2789 @ super-v3",
+            where(
+                "nemo-rl.v3.algorithms.grpo.async-grpo-train.async-grpo-needs-importance-sampling-correction"
+            ),
         ),
         (
             rlvr,
             ("loss_fn.use_importance_sampling_correction=false",),
             "loss_fn.use_importance_sampling_correction",
-            "grpo.py:4127",
+            where(
+                "nemo-rl.algorithms.grpo.async-grpo-train.async-grpo-needs-importance-sampling-correction"
+            ),
         ),
     ],
 )
@@ -73,18 +114,27 @@ def test_synchronous_grpo_takes_dynamic_sampling(warned: Plan) -> None:
     ("stage", "overrides", "key", "reason"),
     [
         # dapo-h100 colocates vLLM with training.
-        (dapo_h100, (V3_ASYNC,), "policy.generation.colocated.enabled", "grpo.py:2835 @ super-v3"),
+        (
+            dapo_h100,
+            (V3_ASYNC,),
+            "policy.generation.colocated.enabled",
+            where(
+                "nemo-rl.v3.algorithms.grpo.async-grpo-train.async-grpo-excludes-colocated-generation"
+            ),
+        ),
         (
             rlvr,
             ("policy.generation.colocated.enabled=true",),
             "policy.generation.colocated.enabled",
-            "grpo.py:4177 @ super-v3.5",
+            where(
+                "nemo-rl.algorithms.grpo.async-grpo-train.colocated-async-grpo-only-megatron-generation"
+            ),
         ),
         (
             rlvr,
             ("policy.generation.backend=sglang",),
             "policy.generation.backend",
-            "grpo.py:4116 @ super-v3.5",
+            where("nemo-rl.algorithms.grpo.async-grpo-train.async-grpo-runs-vllm-megatron-trt"),
         ),
     ],
 )
@@ -94,12 +144,17 @@ def test_async_grpo_generation_backends(
     refused_at(stage, overrides, key, reason)
 
 
+COLOCATED_ASYNC_ONLY_MEGATRON = (
+    "nemo-rl.algorithms.grpo.async-grpo-train.colocated-async-grpo-only-megatron-generation"
+)
+
+
 def test_colocated_megatron_generation_may_run_async(errors: Plan) -> None:
-    # The Megatron backend generates inside the training workers (grpo.py:4177 @ super-v3.5).
+    # The Megatron backend generates inside the training workers (COLOCATED_ASYNC_ONLY_MEGATRON).
     found = errors(
         rlvr, "policy.generation.backend=megatron", "policy.generation.colocated.enabled=true"
     )
-    assert not [e for e in found if ":4177" in e], found
+    assert not [e for e in found if where(COLOCATED_ASYNC_ONLY_MEGATRON) in e], found
 
 
 def test_older_trajectories_without_in_flight_updates_warn(warned: Plan) -> None:
@@ -109,6 +164,10 @@ def test_older_trajectories_without_in_flight_updates_warn(warned: Plan) -> None
         "grpo.async_grpo.in_flight_weight_updates=false",
     )
     assert any(
-        w.startswith("grpo.async_grpo.in_flight_weight_updates") and "grpo.py:4146" in w
+        w.startswith("grpo.async_grpo.in_flight_weight_updates")
+        and where(
+            "nemo-rl.algorithms.grpo.async-grpo-train.trajectories-older-one-step-want-flight"
+        )
+        in w
         for w in warnings
     ), warnings

@@ -22,6 +22,7 @@ import pytest
 from recipekit.convert import from_dict
 from recipekit.importers.nemo_rl_yaml import ImportedRecipe, import_yaml
 from recipekit.loading import load_object
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt, imported_stage
 from recipekit.nemo_rl.schema_common import GenerationExamplesMain
 from recipekit.sections import evolve
@@ -36,7 +37,6 @@ DTENSOR_V2 = (
 )
 UNPACKED = ("policy.sequence_packing.enabled=false",)
 SETUP = "automodel/setup.py:"
-WORKER = "dtensor_policy_worker_v2.py:"
 
 
 def _example(reference_dir: Path, tmp: Path, name: str) -> Stage:
@@ -49,17 +49,23 @@ def _example(reference_dir: Path, tmp: Path, name: str) -> Stage:
         (
             ("policy.tokenizer.use_processor=true",),
             "policy.sequence_packing.enabled",
-            f"{SETUP}301 @",
+            where(
+                "nemo-rl.automodel.setup.validate-and-prepare-config.no-sequence-packing-model-loaded-hf"
+            ),
         ),
         (
             ("policy.hf_config_overrides={rope_scaling: {rope_type: yarn, factor: 4.0}}",),
             "policy.hf_config_overrides.rope_scaling.rope_type",
-            f"{SETUP}312 @",
+            where(
+                "nemo-rl.automodel.setup.validate-and-prepare-config.no-yarn-rope-scaling-automodel-back"
+            ),
         ),
         (
             ("policy.dtensor_cfg.context_parallel_size=2",),
             "policy.dtensor_cfg.context_parallel_size",
-            f"{SETUP}385 @",
+            where(
+                "nemo-rl.automodel.setup.validate-and-prepare-config.no-context-parallelism-sequence-packing"
+            ),
         ),
         (
             (
@@ -69,7 +75,9 @@ def _example(reference_dir: Path, tmp: Path, name: str) -> Stage:
                 "policy.dtensor_cfg.sequence_parallel=true",
             ),
             "policy.dtensor_cfg.sequence_parallel",
-            f"{SETUP}636 @",
+            where(
+                "nemo-rl.automodel.setup.setup-model-and-optimizer.no-sequence-parallelism-over-tp"
+            ),
         ),
         (
             (
@@ -78,7 +86,9 @@ def _example(reference_dir: Path, tmp: Path, name: str) -> Stage:
                 "policy.dtensor_cfg.context_parallel_size=2",
             ),
             "policy.dtensor_cfg.context_parallel_size",
-            f"{SETUP}643 @",
+            where(
+                "nemo-rl.automodel.setup.setup-model-and-optimizer.no-context-parallelism-model-loaded-hf"
+            ),
         ),
         (
             (
@@ -86,12 +96,14 @@ def _example(reference_dir: Path, tmp: Path, name: str) -> Stage:
                 "policy.dtensor_cfg.tensor_parallel_size=2",
             ),
             "policy.dtensor_cfg.lora_cfg.use_triton",
-            f"{SETUP}668 @",
+            where("nemo-rl.automodel.setup.setup-model-and-optimizer.lora-triton-kernels-need-tp"),
         ),
         (
             ("policy.dtensor_cfg.automodel_kwargs={attn_implementation: sdpa}",),
             "policy.dtensor_cfg.automodel_kwargs.attn_implementation",
-            f"{SETUP}700 @",
+            where(
+                "nemo-rl.automodel.setup.setup-model-and-optimizer.sequence-packing-stated-attention-implementation-flash"
+            ),
         ),
     ],
 )
@@ -118,17 +130,21 @@ def test_packing_with_flash_attention_2_named_plans(warned: Plan) -> None:
         (
             ("policy.dtensor_cfg.sequence_parallel=true",),
             "policy.dtensor_cfg.sequence_parallel",
-            f"{SETUP}391 @",
+            where(
+                "nemo-rl.automodel.setup.validate-and-prepare-config.sequence-parallelism-tp-1-has-no-effect"
+            ),
         ),
         (
             ("policy.dtensor_cfg.clear_cache_every_n_steps=4",),
             "policy.dtensor_cfg.clear_cache_every_n_steps",
-            f"{WORKER}466 @",
+            where("nemo-rl.automodel.worker.train.emptying-cuda-cache-few-micro-batches"),
         ),
         (
             ("policy.dtensor_cfg.cpu_offload=true",),
             "policy.dtensor_cfg.cpu_offload",
-            f"{WORKER}1198 @",
+            where(
+                "nemo-rl.automodel.worker.broadcast-weights-for-collective.cpu-offload-collective-refit-non-colocated"
+            ),
         ),
     ],
 )
@@ -147,7 +163,7 @@ def test_cpu_offload_on_one_training_gpu(
         sft,
         ("policy.dtensor_cfg._v2=true", "policy.dtensor_cfg.cpu_offload=true"),
         "policy.dtensor_cfg.cpu_offload",
-        f"{SETUP}501 @",
+        where("nemo-rl.automodel.setup.setup-distributed.no-cpu-offload-single-training-gpu"),
     )
 
 
@@ -160,7 +176,9 @@ def test_a_distillation_teacher_starts_the_same_worker(
         distillation,
         ("teacher.sequence_packing.enabled=true", "teacher.dynamic_batching.enabled=false"),
         "teacher.dtensor_cfg.context_parallel_size",
-        f"{SETUP}385 @",
+        where(
+            "nemo-rl.automodel.setup.validate-and-prepare-config.no-context-parallelism-sequence-packing"
+        ),
     )
 
 
@@ -175,7 +193,9 @@ def test_a_cross_tokenizer_teacher_does_not_pack(
         xtoken.with_values({"teachers": (packed,)}),
         (),
         "teachers[0].sequence_packing.enabled",
-        "automodel/train.py:1044 @",
+        where(
+            "nemo-rl.automodel.train.full-logits-post-processor.cross-tokenizer-teacher-full-logit-export"
+        ),
     )
 
 
@@ -196,5 +216,7 @@ def test_ppo_refits_colocated_sglang_only_from_megatron(
         ppo,
         ("policy.generation.backend=sglang",),
         "policy.generation.backend",
-        f"{WORKER}1155 @",
+        where(
+            "nemo-rl.automodel.worker.stream-weights-via-http.colocated-sglang-refit-needs-engines-gpu"
+        ),
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
 from recipes.super35.mopd import mopd_phase1
 
@@ -26,17 +27,17 @@ TEACHERS = "on_policy_distillation.non_colocated_teachers"
                 "env.should_use_nemo_gym=false",
             ),
             "on_policy_distillation.non_colocated_teachers.enabled",
-            "grpo.py:785",
+            where("nemo-rl.algorithms.grpo.setup.non-colocated-opd-teachers-need-async"),
         ),
         (
             ("policy.megatron_cfg.enabled=false", "policy.dtensor_cfg.enabled=true"),
             "policy.dtensor_cfg.enabled",
-            "teacher_worker_group.py:156",
+            where("nemo-rl.models.policy.teacher-worker-group.init.opd-teachers-run-megatron-only"),
         ),
         (
             (f"{TEACHERS}.teacher_overrides={{big: {{gpus_per_node: 8}}}}",),
             f"{TEACHERS}.teacher_overrides.big.gpus_per_node",
-            "grpo.py:795",
+            where("nemo-rl.algorithms.grpo.setup.each-opd-teacher-fits-one-node"),
         ),
     ],
 )

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from recipekit.nemo_rl.algorithms import NEMO_RL_SUPER35_DPO
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules import dpo
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt, imported_stage
 from recipekit.plan import make_plan
 from recipekit.stage import Stage
 
 DPO_YAML = "nemo-rl/main/examples/configs/dpo.yaml"
-DPO_PY = "dpo.py:"
 MEGATRON = ("policy.dtensor_cfg.enabled=false", "policy.megatron_cfg.enabled=true")
 
 
@@ -44,7 +44,7 @@ def test_dpo_runs_without_dynamic_batching(stage: Stage, refused_at: RefusedAt) 
         stage,
         ("policy.dynamic_batching.enabled=true",),
         "policy.dynamic_batching.enabled = True",
-        f"{DPO_PY}163 @ super-v3.5",
+        where("nemo-rl.algorithms.dpo.setup.dpo-runs-without-dynamic-batching-reorders"),
     )
 
 
@@ -53,7 +53,7 @@ def test_dpo_runs_without_sequence_packing(stage: Stage, refused_at: RefusedAt) 
         stage,
         ("policy.sequence_packing.enabled=true",),
         "policy.sequence_packing.enabled = True",
-        f"{DPO_PY}167 @ super-v3.5",
+        where("nemo-rl.algorithms.dpo.setup.dpo-runs-without-sequence-packing-reorders"),
     )
 
 
@@ -65,7 +65,9 @@ def test_a_training_batch_fills_the_micro_batches_of_every_rank(
         stage,
         ("policy.train_micro_batch_size=3",),
         "policy.train_global_batch_size = 128",
-        f"{DPO_PY}330 @ super-v3.5",
+        where(
+            "nemo-rl.algorithms.dpo.add-ref-logprobs-to-data.training-batch-fills-whole-micro-batches"
+        ),
     )
     assert "1 x 3 = 3" in error
     # Eight DTensor ranks take 16 pairs a round: 100 is no multiple, 128 is.
@@ -74,7 +76,9 @@ def test_a_training_batch_fills_the_micro_batches_of_every_rank(
         stage,
         (eight, "policy.train_global_batch_size=100"),
         "policy.train_global_batch_size = 100",
-        f"{DPO_PY}330",
+        where(
+            "nemo-rl.algorithms.dpo.add-ref-logprobs-to-data.training-batch-fills-whole-micro-batches"
+        ),
     )
     assert "8 x 2 = 16" in error
     make_plan(stage, [eight])
@@ -84,7 +88,9 @@ def test_a_training_batch_fills_the_micro_batches_of_every_rank(
         stage,
         (*MEGATRON, eight, tp2, "policy.train_global_batch_size=36"),
         "policy.train_global_batch_size = 36",
-        f"{DPO_PY}330",
+        where(
+            "nemo-rl.algorithms.dpo.add-ref-logprobs-to-data.training-batch-fills-whole-micro-batches"
+        ),
     )
     assert "4 x 2 = 8" in error
     make_plan(stage, [*MEGATRON, eight, tp2, "policy.train_global_batch_size=40"])
@@ -95,7 +101,7 @@ def test_a_ranking_metric_names_its_source(stage: Stage, refused_at: RefusedAt) 
         stage,
         ("checkpointing.metric_name=validation-default_loss",),
         "checkpointing.metric_name = 'validation-default_loss'",
-        f"{DPO_PY}696 @ super-v3.5",
+        where("nemo-rl.algorithms.dpo.dpo-train.ranking-metric-starts-train-val"),
     )
     make_plan(stage, ["checkpointing.metric_name=train:loss"])
 
@@ -104,7 +110,7 @@ def test_a_save_without_validation_is_not_ranked(stage: Stage, warned: Plan) -> 
     # dpo.yaml validates every 25 steps and saves every 50; validating every 20 misses step 50.
     [warning] = warned(stage, "dpo.val_period=20")
     assert warning.startswith("checkpointing.save_period = 50: DPO saves a checkpoint at step 50")
-    assert f"{DPO_PY}707 @ super-v3.5" in warning
+    assert where("nemo-rl.algorithms.dpo.dpo-train.val-ranking-metric-save-step-ran") in warning
     # 140 steps end on no multiple of 25.
     [warning] = warned(stage, "dpo.max_num_steps=140")
     assert warning.startswith("dpo.val_at_end = False") and "step 140" in warning

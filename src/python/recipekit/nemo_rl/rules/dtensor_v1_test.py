@@ -19,6 +19,7 @@ import pytest
 
 from recipekit.model_card import QWEN3_1_7B, ModelCard
 from recipekit.nemo_rl.algorithms import NEMO_RL_SUPER35_DPO
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt, imported_stage
 from recipekit.stage import Stage
 from recipes.super35.rl import rlvr
@@ -33,9 +34,7 @@ DTENSOR_V2 = (
     "policy.dtensor_cfg.enabled=true",
     "policy.dtensor_cfg._v2=true",
 )
-WORKER = "dtensor_policy_worker.py:"
-PARALLELIZE = "parallelize.py:"
-AT = " @ super-v3.5-posttraining"
+TP_DIVIDES = "nemo-rl.dtensor-v1.parallelize-model.tp-above-1-tp-divides-model-"
 DPO_YAML = "nemo-rl/main/examples/configs/dpo.yaml"
 
 
@@ -68,17 +67,20 @@ def test_context_parallelism_excludes_packing(
         rlvr,
         (*DTENSOR_V1, *cp_packed),
         "policy.dtensor_cfg.context_parallel_size = 2",
-        f"{WORKER}369{AT}",
+        where("nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-packing"),
     )
     # On the entry points other than GRPO too (DPO refuses packing itself besides).
     refused_at(
         dpo,
         ("cluster.gpus_per_node=2", *cp_packed),
         "policy.dtensor_cfg.context_parallel_size = 2",
-        f"{WORKER}369{AT}",
+        where("nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-packing"),
     )
     # The v2 worker has its own rule for it; this one is not cited there.
-    assert not any(f"{WORKER}369" in e for e in errors(rlvr, *DTENSOR_V2, *cp_packed))
+    assert not any(
+        where("nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-packing") in e
+        for e in errors(rlvr, *DTENSOR_V2, *cp_packed)
+    )
 
 
 def test_context_parallelism_excludes_sequence_parallelism_over_tp(
@@ -93,11 +95,16 @@ def test_context_parallelism_excludes_sequence_parallelism_over_tp(
         _with_model(QWEN3_1_7B),
         (*DTENSOR_V1, *cp_sp, "policy.dtensor_cfg.tensor_parallel_size=2"),
         "policy.dtensor_cfg.sequence_parallel = True",
-        f"{WORKER}392{AT}",
+        where("nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-parallelism"),
     )
-    # At TP 1 sequence parallelism does nothing, and the worker only warns (:379).
+    # At TP 1 sequence parallelism does nothing, and the worker only warns
+    # (nemo-rl.dtensor-v1.init.sequence-parallelism-tp-1-does-nothing).
     at_tp1 = errors(_with_model(QWEN3_1_7B), *DTENSOR_V1, *cp_sp)
-    assert not any(f"{WORKER}392" in e for e in at_tp1), at_tp1
+    assert not any(
+        where("nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-parallelism")
+        in e
+        for e in at_tp1
+    ), at_tp1
 
 
 def test_tensor_parallelism_divides_the_kv_heads(refused_at: RefusedAt) -> None:
@@ -105,7 +112,7 @@ def test_tensor_parallelism_divides_the_kv_heads(refused_at: RefusedAt) -> None:
         _with_model(QWEN3_1_7B),
         (*DTENSOR_V1, "policy.dtensor_cfg.tensor_parallel_size=16"),
         "policy.dtensor_cfg.tensor_parallel_size = 16",
-        f"{PARALLELIZE}666{AT}",
+        where("nemo-rl.dtensor-v1.parallelize-model.tp-above-1-tp-divides-model-key"),
     )
     assert "Qwen3-1.7B has 8 key-value heads" in errors[0]
 
@@ -121,14 +128,15 @@ def test_tensor_parallelism_divides_the_attention_heads(refused_at: RefusedAt) -
         _with_model(odd),
         (*DTENSOR_V1, "policy.dtensor_cfg.tensor_parallel_size=4"),
         "policy.dtensor_cfg.tensor_parallel_size = 4",
-        f"{PARALLELIZE}669{AT}",
+        where("nemo-rl.dtensor-v1.parallelize-model.tp-above-1-tp-divides-model-attention"),
     )
 
 
 def test_nemotron_h_heads_are_not_asked_of(errors: Plan) -> None:
     # rlvr's model has Mamba layers: NeMo-RL plans it apart, before the heads are looked at.
     found = errors(rlvr, *DTENSOR_V1, "policy.dtensor_cfg.tensor_parallel_size=4")
-    assert not any(f"{PARALLELIZE}66" in e for e in found), found
+    heads = [where(f"{TP_DIVIDES}key"), where(f"{TP_DIVIDES}attention")]
+    assert not any(cited in e for e in found for cited in heads), found
 
 
 def test_nemotron_h_takes_no_custom_plan(refused_at: RefusedAt, errors: Plan) -> None:
@@ -137,7 +145,7 @@ def test_nemotron_h_takes_no_custom_plan(refused_at: RefusedAt, errors: Plan) ->
         rlvr,
         (*DTENSOR_V1, plan),
         "policy.dtensor_cfg.custom_parallel_plan = 'my_plans.qwen_plan'",
-        f"{PARALLELIZE}479{AT}",
+        where("nemo-rl.dtensor-v1.parallelize-nm5-h.nemotron-h-model-dtensor-plan-takes-no-custom"),
     )
     assert errors(_with_model(QWEN3_1_7B), *DTENSOR_V1, plan) == []
 
@@ -146,7 +154,7 @@ def test_sequence_parallelism_at_tp_1_is_warned_about(dpo: Stage, warned: Plan) 
     warnings = warned(dpo, "policy.dtensor_cfg.sequence_parallel=true")
     assert len(warnings) == 1, warnings
     assert warnings[0].startswith("policy.dtensor_cfg.sequence_parallel = True:")
-    assert f"{WORKER}379{AT}" in warnings[0]
+    assert where("nemo-rl.dtensor-v1.init.sequence-parallelism-tp-1-does-nothing") in warnings[0]
     over_tp = ("cluster.gpus_per_node=2", "policy.dtensor_cfg.tensor_parallel_size=2")
     assert warned(dpo, *over_tp, "policy.dtensor_cfg.sequence_parallel=true") == []
 
@@ -155,7 +163,7 @@ def test_clearing_the_cache_is_warned_about(dpo: Stage, warned: Plan) -> None:
     warnings = warned(dpo, "policy.dtensor_cfg.clear_cache_every_n_steps=4")
     assert len(warnings) == 1, warnings
     assert warnings[0].startswith("policy.dtensor_cfg.clear_cache_every_n_steps = 4:")
-    assert f"{WORKER}726{AT}" in warnings[0]
+    assert where("nemo-rl.dtensor-v1.train.emptying-cuda-cache-few-micro-batches") in warnings[0]
     assert warned(dpo, "policy.dtensor_cfg.clear_cache_every_n_steps=null") == []
 
 
@@ -163,9 +171,20 @@ def test_cpu_offload_with_separate_generation_is_warned_about(dpo: Stage, warned
     warnings = warned(rlvr, *DTENSOR_V1, "policy.dtensor_cfg.cpu_offload=true")
     assert len(warnings) == 1, warnings
     assert warnings[0].startswith("policy.dtensor_cfg.cpu_offload = True:")
-    assert f"{WORKER}1917{AT}" in warnings[0]
+    assert (
+        where(
+            "nemo-rl.dtensor-v1.broadcast-weights-for-collective.cpu-offload-generation-gpus-own-moves"
+        )
+        in warnings[0]
+    )
     # The v2 worker, and an entry point that never refits a generation engine, do not warn.
     # (the v2 worker warns so too, at a line of its own: dtensor_policy_worker_v2.py)
     on_v2 = warned(rlvr, *DTENSOR_V2, "policy.dtensor_cfg.cpu_offload=true")
-    assert not any(f"{WORKER}1917" in w for w in on_v2), on_v2
+    assert not any(
+        where(
+            "nemo-rl.dtensor-v1.broadcast-weights-for-collective.cpu-offload-generation-gpus-own-moves"
+        )
+        in w
+        for w in on_v2
+    ), on_v2
     assert warned(dpo, "policy.dtensor_cfg.cpu_offload=true") == []

@@ -14,6 +14,7 @@ import pytest
 
 from recipekit.errors import RecipeError
 from recipekit.nemo_rl.algorithms import NEMO_RL_SUPER35_EVAL
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules import evaluation
 from recipekit.nemo_rl.rules.conftest import imported_stage
 from recipekit.plan import make_plan
@@ -46,7 +47,10 @@ def test_the_upstream_example_plans_with_evaluations_rules(stage: Stage) -> None
 
 def test_the_metric_is_pass_or_cons_at_k(stage: Stage) -> None:
     error = _error(stage, "eval.metric=accuracy")
-    assert error.startswith("eval.metric = 'accuracy': ") and "eval.py:110" in error
+    assert (
+        error.startswith("eval.metric = 'accuracy': ")
+        and where("nemo-rl.evals.eval.setup.eval-metric-pass-k-cons-k") in error
+    )
 
 
 @pytest.mark.parametrize(
@@ -60,7 +64,10 @@ def test_several_answers_per_prompt_need_sampling(
     stage: Stage, overrides: tuple[str, ...], key: str
 ) -> None:
     error = _error(stage, *overrides)
-    assert error.startswith(key) and "eval.py:112" in error
+    assert (
+        error.startswith(key)
+        and where("nemo-rl.evals.eval.setup.several-answers-per-prompt-need-positive") in error
+    )
     make_plan(stage, SAMPLED)
 
 
@@ -68,16 +75,22 @@ def test_k_is_within_the_answers_per_prompt(stage: Stage) -> None:
     error = _error(
         stage, "generation.temperature=0.6", "eval.num_tests_per_prompt=2", "eval.k_value=4"
     )
-    assert error.startswith("eval.num_tests_per_prompt = 2: ") and "eval.py:117" in error
+    assert (
+        error.startswith("eval.num_tests_per_prompt = 2: ")
+        and where("nemo-rl.evals.eval.setup.num-tests-per-prompt-least-k") in error
+    )
 
 
 def test_evaluation_generates_with_vllm(stage: Stage) -> None:
     error = _error(stage, "generation.backend=sglang")
-    assert error.startswith("generation.backend = 'sglang': ") and "eval.py:154" in error
+    assert (
+        error.startswith("generation.backend = 'sglang': ")
+        and where("nemo-rl.evals.eval.setup.evaluation-generates-vllm") in error
+    )
 
 
 def test_an_eval_config_states_its_prompts_per_step(reference_dir: Path, tmp_path: Path) -> None:
-    # eval.py:124 indexes generation.num_prompts_per_step with no default (a KeyError at the
+    # eval.py's setup indexes generation.num_prompts_per_step with no default (a KeyError at the
     # job's start): the schema requires it, so the config is refused when it is read.
     text = (reference_dir / EXAMPLE).read_text()
     line = next(x for x in text.splitlines() if x.strip().startswith("num_prompts_per_step:"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
@@ -28,7 +29,13 @@ def _speculation_warnings(warned: Plan, stage: Stage, method: str) -> list[str]:
 
 def test_a_drafter_no_refit_updates_is_loaded_from_the_checkpoint(warned: Plan) -> None:
     found = _speculation_warnings(warned, rlvr, "eagle3")
-    assert found and "generation/__init__.py:80 @ super-v3.5" in found[0]
+    assert (
+        found
+        and where(
+            "nemo-rl.models.generation.--init--.configure-generation-config.non-mtp-drafter-no-refit-updates"
+        )
+        in found[0]
+    )
 
 
 def test_super35_mtp_heads_come_with_the_policy(warned: Plan) -> None:
@@ -37,7 +44,13 @@ def test_super35_mtp_heads_come_with_the_policy(warned: Plan) -> None:
 
 def test_super_v3_warns_for_any_speculative_config(warned: Plan) -> None:
     found = _speculation_warnings(warned, dapo_h100, "mtp")
-    assert found and "generation/__init__.py:51 @ super-v3" in found[0]
+    assert (
+        found
+        and where(
+            "nemo-rl.v3.models.generation.--init--.configure-generation-config.speculative-decoding-makes-vllm-load-full"
+        )
+        in found[0]
+    )
 
 
 def test_the_shipped_stages_have_no_speculation_warning(warned: Plan) -> None:
@@ -50,26 +63,52 @@ def test_trtllm_is_refused_without_its_async_engine(gym_examples: Stage, refused
         for e in refused(gym_examples, "policy.generation.backend=trtllm")
         if e.startswith("policy.generation.backend")
     ]
-    assert any("interfaces.py:247" in e for e in found), found
+    assert any(
+        where(
+            "nemo-rl.models.generation.interfaces.should-use-async-rollouts.trt-llm-generation-needs-async-engine"
+        )
+        in e
+        for e in found
+    ), found
 
 
 def test_vllm_is_not_trtllm(gym_examples: Stage, errors: Plan) -> None:
     assert errors(gym_examples) == []
 
 
+# The catalogue ids of VllmGeneration's sampling rules at each version share these prefixes.
+V3_VLLM = "nemo-rl.v3.models.generation.vllm.vllm-generation.init.vllm-generation-takes-"
+V35_VLLM = "nemo-rl.models.generation.vllm.vllm-generation.init.vllm-generation-takes-"
+
+
 @pytest.mark.parametrize(
     ("stage", "override", "key", "reason"),
     [
-        (dapo_h100, "policy.generation.top_k=50", "policy.generation.top_k", ":113 @ super-v3"),
-        (dapo_h100, "policy.generation.top_p=0.9", "policy.generation.top_p", ":125 @ super-v3"),
-        (rlvr, "policy.generation.top_k=0", "policy.generation.top_k", ":150 @ super-v3.5"),
-        (rlvr, "policy.generation.top_p=0.0", "policy.generation.top_p", ":156 @ super-v3.5"),
+        (
+            dapo_h100,
+            "policy.generation.top_k=50",
+            "policy.generation.top_k",
+            where(f"{V3_VLLM}top-k-null"),
+        ),
+        (
+            dapo_h100,
+            "policy.generation.top_p=0.9",
+            "policy.generation.top_p",
+            where(f"{V3_VLLM}top-p"),
+        ),
+        (
+            rlvr,
+            "policy.generation.top_k=0",
+            "policy.generation.top_k",
+            where(f"{V35_VLLM}top-k-null"),
+        ),
+        (rlvr, "policy.generation.top_p=0.0", "policy.generation.top_p", where(f"{V35_VLLM}top-p")),
     ],
 )
 def test_vllm_refuses_sampling_it_cannot_return_logprobs_for(
     refused_at: RefusedAt, stage: Stage, override: str, key: str, reason: str
 ) -> None:
-    refused_at(stage, (override,), key, "vllm_generation.py" + reason)
+    refused_at(stage, (override,), key, reason)
 
 
 def test_super_v3_takes_top_k_from_8000_as_no_filtering(errors: Plan) -> None:
@@ -79,6 +118,7 @@ def test_super_v3_takes_top_k_from_8000_as_no_filtering(errors: Plan) -> None:
 def test_gym_ports_outside_their_range_warn(warned: Plan) -> None:
     warnings = warned(rlvr, "env.nemo_gym.port_range_high=7000")
     assert any(
-        w.startswith("env.nemo_gym.port_range_high") and "nemo_gym.py:581 @ super-v3.5" in w
+        w.startswith("env.nemo_gym.port_range_high")
+        and where("nemo-rl.environments.nemo-gym.spinup.gym-ports-stay-inside") in w
         for w in warnings
     ), warnings

@@ -18,7 +18,9 @@ import attrs
 import pytest
 
 from recipekit.markers import UNSET
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
+from recipekit.nemo_rl.rules.grpo_setup import GYM_RUNNER
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
@@ -31,38 +33,59 @@ NO_GENERATION_V35 = rlvr.with_values({"policy.generation": UNSET})
 @pytest.mark.parametrize(
     ("stage", "overrides", "key", "reason"),
     [
-        (NO_GENERATION_V3, (), "policy.generation", "run_grpo.py:84 @ super-v3"),
-        (NO_GENERATION_V35, (), "policy.generation", "run_grpo_nemo_gym.py:168"),
-        (rlvr, ("env.should_use_nemo_gym=false",), "env.should_use_nemo_gym", ":195 @"),
+        (
+            NO_GENERATION_V3,
+            (),
+            "policy.generation",
+            where("nemo-rl.v3.examples.run-grpo.main.grpo-needs-generation-section"),
+        ),
+        (
+            NO_GENERATION_V35,
+            (),
+            "policy.generation",
+            where("nemo-rl.examples.nemo-gym.run-grpo-nemo-gym.main.grpo-needs-generation-section"),
+        ),
+        (
+            rlvr,
+            ("env.should_use_nemo_gym=false",),
+            "env.should_use_nemo_gym",
+            where(f"{GYM_RUNNER}nemo-gym-runner-runs-nemo-gym"),
+        ),
         (
             rlvr,
             ("env.should_use_nemo_gym=false", "grpo.invalid_tool_call_advantage=-1.0"),
             "grpo.invalid_tool_call_advantage",
-            "grpo.py:1958",
+            where(
+                "nemo-rl.algorithms.grpo.resolve-message-level-advantage-penalties.message-level-advantage-penalties-need-nemo"
+            ),
         ),
         (
             rlvr,
             ("grpo.deduplicate_multimodal_data=true", "policy.generation.backend=megatron"),
             "grpo.deduplicate_multimodal_data",
-            "grpo.py:383",
+            where(
+                "nemo-rl.algorithms.grpo.validate-multimodal-dedup-capability.multimodal-de-duplication-qualified-vllm-only"
+            ),
         ),
         (
             dapo_h100,
             ("checkpointing.metric_name=val_reward",),
             "checkpointing.metric_name",
-            "grpo.py:2354 @ super-v3",
+            where("nemo-rl.v3.algorithms.grpo.grpo-train.ranking-metric-starts-train-val"),
         ),
         (
             rlvr,
             ("checkpointing.metric_name=accuracy",),
             "checkpointing.metric_name",
-            "grpo.py:3540 @ super-v3.5",
+            where("nemo-rl.algorithms.grpo.grpo-train.ranking-metric-starts-train-val"),
         ),
         (
             dapo_h100.with_values({"grpo.reward_shaping.overlong_buffer_penalty": UNSET}),
             (),
             "grpo.reward_shaping.overlong_buffer_penalty",
-            "reward_functions.py:121 @ super-v3",
+            where(
+                "nemo-rl.v3.algorithms.reward-functions.apply-reward-shaping.dapo-reward-shaping-needs-three-lengths"
+            ),
         ),
         (
             rlvr,
@@ -72,7 +95,7 @@ NO_GENERATION_V35 = rlvr.with_values({"policy.generation": UNSET})
                 "overlong_buffer_penalty: null, max_response_length: 1024}",
             ),
             "grpo.reward_shaping.overlong_buffer_penalty",
-            "reward_functions.py:126 @ super-v3.5",
+            where("nemo-rl.reward-shaping.dapo-needs-its-lengths"),
         ),
     ],
 )
@@ -93,12 +116,20 @@ def test_stop_properly_penalty_replaces_the_dapo_lengths(warned: Plan) -> None:
 
 def test_several_dataloaders_warn_that_epochs_are_ignored(warned: Plan) -> None:
     warnings = warned(rlvr, "data.use_multiple_dataloader=true", "grpo.async_grpo.enabled=false")
-    assert any(w.startswith("grpo.max_num_epochs") and "grpo.py:2793" in w for w in warnings)
+    assert any(
+        w.startswith("grpo.max_num_epochs")
+        and where("nemo-rl.algorithms.grpo.grpo-train.several-dataloaders-ignore-max-num-epochs")
+        in w
+        for w in warnings
+    )
 
 
 @pytest.mark.parametrize("stage", [dapo_h100, rlvr])
 def test_shipped_stages_pass(warned: Plan, stage: object) -> None:
-    assert not any("grpo.py:2793" in w for w in warned(stage))
+    assert not any(
+        where("nemo-rl.algorithms.grpo.grpo-train.several-dataloaders-ignore-max-num-epochs") in w
+        for w in warned(stage)
+    )
 
 
 DATA_PLANE_ON = (
@@ -111,7 +142,13 @@ DATA_PLANE_ON = (
 def test_multimodal_dedup_needs_the_data_plane_off(gym_examples: Stage, refused: Plan) -> None:
     errors = refused(gym_examples, "grpo.deduplicate_multimodal_data=true", DATA_PLANE_ON)
     found = [e for e in errors if e.startswith("data_plane.enabled")]
-    assert found and "grpo.py:388 @ super-v3.5-posttraining" in found[0], errors
+    assert (
+        found
+        and where(
+            "nemo-rl.algorithms.grpo.validate-multimodal-dedup-capability.multimodal-de-duplication-needs-data-plane"
+        )
+        in found[0]
+    ), errors
 
 
 def test_the_data_plane_without_dedup_plans(gym_examples: Stage, errors: Plan) -> None:
@@ -156,11 +193,16 @@ def test_a_save_step_without_validation_metrics_warns(
 
 def test_the_warning_cites_the_loop_that_saves(warned: Plan) -> None:
     [sync_v3] = _unranked(warned(dapo_h100, "checkpointing.save_period=3"))
-    assert "grpo.py:2365 @ super-v3" in sync_v3
+    assert (
+        where("nemo-rl.v3.algorithms.grpo.grpo-train.val-ranking-metric-save-step-ran") in sync_v3
+    )
     [async_v35] = _unranked(warned(rlvr, VAL_METRIC))
-    assert "grpo.py:5166 @ super-v3.5-posttraining" in async_v35
+    assert (
+        where("nemo-rl.algorithms.grpo.async-grpo-train.val-ranking-metric-save-step-ran")
+        in async_v35
+    )
     [sync_v35] = _unranked(warned(rlvr, VAL_METRIC, "grpo.async_grpo.enabled=false"))
-    assert "grpo.py:3551 @ super-v3.5-posttraining" in sync_v35
+    assert where("nemo-rl.algorithms.grpo.grpo-train.val-ranking-metric-save-step-ran") in sync_v35
 
 
 @pytest.mark.parametrize(
@@ -187,13 +229,23 @@ def test_stop_properly_penalty_warns_that_dapo_lengths_are_ignored(warned: Plan)
     warnings = warned(dapo_h100, "grpo.reward_shaping.stop_properly_penalty_coef=0.5")
     assert any(
         w.startswith("grpo.reward_shaping.overlong_buffer_length")
-        and "reward_functions.py:79 @ super-v3" in w
+        and where(
+            "nemo-rl.v3.algorithms.reward-functions.apply-reward-shaping.stop-properly-penalty-dapo-overlong-settings"
+        )
+        in w
         for w in warnings
     ), warnings
 
 
+GRPO_ESTIMATORS = (
+    "nemo-rl.algorithms.grpo.create-advantage-estimator.grpo-builds-gdpo-grpo-opd-reinforce"
+)
+
+
 def test_grpo_refuses_ppos_advantage_estimator(refused_at: RefusedAt) -> None:
-    refused_at(rlvr, ("grpo.adv_estimator={name: gae}",), "grpo.adv_estimator.name", ":2297 @")
+    refused_at(
+        rlvr, ("grpo.adv_estimator={name: gae}",), "grpo.adv_estimator.name", where(GRPO_ESTIMATORS)
+    )
 
 
 def test_reward_penalties_need_nemo_gym(gym_examples: Stage, refused_at: RefusedAt) -> None:
@@ -201,12 +253,14 @@ def test_reward_penalties_need_nemo_gym(gym_examples: Stage, refused_at: Refused
         gym_examples,
         ("env.should_use_nemo_gym=false", "reward_penalties={penalize_empty_final_answer: true}"),
         "reward_penalties.penalize_empty_final_answer",
-        "grpo.py:1980 @",
+        where(
+            "nemo-rl.algorithms.grpo.validate-reward-penalties.reward-penalties-run-nemo-gym-path"
+        ),
     )
 
 
 def test_one_node_non_colocated_generation_states_its_gpus(refused_at: RefusedAt) -> None:
-    # grpo.py:554 @ super-v3: unset, recipekit counts the whole node for generation.
+    # grpo.py, setup @ super-v3: unset, recipekit counts the whole node for generation.
     one_node = attrs.evolve(dapo_h100, hardware=attrs.evolve(dapo_h100.hardware, num_nodes=1))
     refused_at(
         one_node,

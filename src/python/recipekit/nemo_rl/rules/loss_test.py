@@ -13,30 +13,38 @@ from __future__ import annotations
 
 import pytest
 
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
 
+V35_FORCED = (
+    "nemo-rl.algorithms.grpo.resolve-logprob-skip-flags.forced-ratio-error-threshold-still-computes"
+)
+V3_FORCED = "nemo-rl.v3.algorithms.grpo.grpo-train.forced-policy-ratio-error-threshold-still"
+
 
 def test_forced_ratio_with_a_threshold_warns(warned: Plan) -> None:
     # rlvr's train_global_batch_size is a whole step, so forcing the ratio is otherwise valid.
     warnings = warned(rlvr, "loss_fn.force_on_policy_ratio=true")
-    assert any(w.startswith("loss_fn.force_on_policy_ratio") and ":2503" in w for w in warnings)
+    assert any(
+        w.startswith("loss_fn.force_on_policy_ratio") and where(V35_FORCED) in w for w in warnings
+    )
 
 
 def test_super_v3_warns_in_either_training_loop(warned: Plan) -> None:
     # dapo-h100 states a sequence-level error threshold and runs the synchronous loop
-    # (grpo.py:2044 @ super-v3); async GRPO warns at :3263.
+    # (grpo.py, grpo_train @ super-v3); async GRPO warns in async_grpo_train.
     warnings = warned(dapo_h100, "loss_fn.force_on_policy_ratio=true")
-    assert any(w.startswith("loss_fn.force_on_policy_ratio") and ":2044" in w for w in warnings)
+    assert any(
+        w.startswith("loss_fn.force_on_policy_ratio") and where(V3_FORCED) in w for w in warnings
+    )
 
 
 # ClippedPGLossFn's checks: rlvr runs super-v3.5-posttraining (token_level_loss false,
 # truncated importance sampling 'tis' 0.5..2.0 with the correction on), dapo-h100 super-v3
 # (token-level loss, a 'tis' type without a ratio, the correction off).
-V3_LOSS = "loss_functions.py:{} @ super-v3"
-V35_LOSS = "loss/loss_functions.py:{} @ super-v3.5"
 
 
 @pytest.mark.parametrize(
@@ -46,25 +54,25 @@ V35_LOSS = "loss/loss_functions.py:{} @ super-v3.5"
             dapo_h100,
             ("loss_fn.sequence_level_importance_ratios=true",),
             "loss_fn.sequence_level_importance_ratios",
-            V3_LOSS.format(161),
+            where("nemo-rl.loss.v3.sequence-level-ratios-exclude-token-level-loss"),
         ),
         (
             rlvr,
             ("loss_fn.sequence_level_importance_ratios=true", "loss_fn.token_level_loss=true"),
             "loss_fn.sequence_level_importance_ratios",
-            V35_LOSS.format(266),
+            where("nemo-rl.loss.sequence-level-ratios-exclude-token-level-loss"),
         ),
         (
             dapo_h100,
             ("loss_fn.truncated_importance_sampling_ratio=2.0",),
             "loss_fn.truncated_importance_sampling_ratio",
-            V3_LOSS.format(165),
+            where("nemo-rl.loss.v3.truncated-is-needs-is-correction"),
         ),
         (
             rlvr,
             ("loss_fn.use_importance_sampling_correction=false", "grpo.async_grpo.enabled=false"),
             "loss_fn.truncated_importance_sampling_type",
-            V35_LOSS.format(293),
+            where("nemo-rl.loss.truncated-is-needs-is-correction"),
         ),
         (
             dapo_h100,
@@ -73,7 +81,7 @@ V35_LOSS = "loss/loss_functions.py:{} @ super-v3.5"
                 "loss_fn.use_importance_sampling_correction=true",
             ),
             "loss_fn.truncated_importance_sampling_ratio",
-            V3_LOSS.format(168),
+            where("nemo-rl.loss.v3.truncated-is-ratio-positive"),
         ),
         (
             rlvr,
@@ -82,7 +90,7 @@ V35_LOSS = "loss/loss_functions.py:{} @ super-v3.5"
                 "loss_fn.truncated_importance_sampling_ratio_min=null",
             ),
             "loss_fn.truncated_importance_sampling_ratio",
-            V35_LOSS.format(304),
+            where("nemo-rl.loss.truncated-is-ratio-positive"),
         ),
         (
             dapo_h100,
@@ -92,7 +100,7 @@ V35_LOSS = "loss/loss_functions.py:{} @ super-v3.5"
                 "loss_fn.truncated_importance_sampling_type=null",
             ),
             "loss_fn.truncated_importance_sampling_type",
-            V3_LOSS.format(171),
+            where("nemo-rl.loss.v3.truncated-is-type-known"),
         ),
         (
             dapo_h100,
@@ -105,7 +113,7 @@ V35_LOSS = "loss/loss_functions.py:{} @ super-v3.5"
                 "loss_fn.token_level_loss=false",
             ),
             "loss_fn.sequence_level_importance_ratios",
-            V3_LOSS.format(180),
+            where("nemo-rl.loss.v3.seq-mask-tis-excludes-sequence-level-ratios"),
         ),
         (
             rlvr,
@@ -114,15 +122,25 @@ V35_LOSS = "loss/loss_functions.py:{} @ super-v3.5"
                 "loss_fn.sequence_level_importance_ratios=true",
             ),
             "loss_fn.sequence_level_importance_ratios",
-            V35_LOSS.format(321),
+            where("nemo-rl.loss.seq-mask-tis-excludes-sequence-level-ratios"),
         ),
-        (dapo_h100, ("loss_fn.ratio_clip_c=0.5",), "loss_fn.ratio_clip_c", V3_LOSS.format(394)),
-        (rlvr, ("loss_fn.ratio_clip_c=1.0",), "loss_fn.ratio_clip_c", V35_LOSS.format(555)),
+        (
+            dapo_h100,
+            ("loss_fn.ratio_clip_c=0.5",),
+            "loss_fn.ratio_clip_c",
+            where("nemo-rl.loss.v3.dual-clip-above-one"),
+        ),
+        (
+            rlvr,
+            ("loss_fn.ratio_clip_c=1.0",),
+            "loss_fn.ratio_clip_c",
+            where("nemo-rl.loss.dual-clip-above-one"),
+        ),
         (
             rlvr,
             ("loss_fn.truncated_importance_sampling_ratio_min=3.0",),
             "loss_fn.truncated_importance_sampling_ratio_min",
-            V35_LOSS.format(309),
+            where("nemo-rl.loss.truncated-is-min-within-ratio"),
         ),
         (
             rlvr,
@@ -131,7 +149,7 @@ V35_LOSS = "loss/loss_functions.py:{} @ super-v3.5"
                 "loss_fn.truncated_importance_sampling_ratio_min=null",
             ),
             "loss_fn.truncated_importance_sampling_ratio_min",
-            V35_LOSS.format(317),
+            where("nemo-rl.loss.filtering-tis-needs-its-min"),
         ),
     ],
 )
@@ -146,24 +164,24 @@ CISPO = ("loss_fn.use_cispo=true", "loss_fn.token_level_loss=true")
 
 
 @pytest.mark.parametrize(
-    ("overrides", "line"),
+    ("overrides", "rule"),
     [
-        (("loss_fn.disable_ppo_ratio=true",), 272),
+        (("loss_fn.disable_ppo_ratio=true",), "nemo-rl.loss.cispo-excludes-disabled-ppo-ratio"),
         (
             # A whole step in one global batch, so force_on_policy_ratio is otherwise valid.
             ("loss_fn.force_on_policy_ratio=true",),
-            276,
+            "nemo-rl.loss.cispo-excludes-forced-on-policy-ratio",
         ),
         (
             ("loss_fn.sequence_level_importance_ratios=true", "loss_fn.token_level_loss=false"),
-            280,
+            "nemo-rl.loss.cispo-excludes-sequence-level-ratios",
         ),
-        (("loss_fn.ratio_clip_c=3.0",), 284),
-        (("loss_fn.token_level_loss=false",), 289),
+        (("loss_fn.ratio_clip_c=3.0",), "nemo-rl.loss.cispo-excludes-dual-clip"),
+        (("loss_fn.token_level_loss=false",), "nemo-rl.loss.cispo-needs-token-level-loss"),
     ],
 )
-def test_cispo_refuses(refused_at: RefusedAt, overrides: tuple[str, ...], line: int) -> None:
-    refused_at(rlvr, (*CISPO, *overrides), "loss_fn.use_cispo", V35_LOSS.format(line))
+def test_cispo_refuses(refused_at: RefusedAt, overrides: tuple[str, ...], rule: str) -> None:
+    refused_at(rlvr, (*CISPO, *overrides), "loss_fn.use_cispo", where(rule))
 
 
 def test_cispo_alone_plans(errors: Plan) -> None:
@@ -174,10 +192,11 @@ def test_super_v3_warns_that_truncation_settings_need_a_ratio(warned: Plan) -> N
     # dapo-h100 states the 'tis' type without a ratio, as the Super V3 guide's config does.
     warnings = warned(dapo_h100)
     assert any(
-        w.startswith("loss_fn.truncated_importance_sampling_type") and V3_LOSS.format(192) in w
+        w.startswith("loss_fn.truncated_importance_sampling_type")
+        and where("nemo-rl.loss.v3.truncation-settings-ignored-without-ratio") in w
         for w in warnings
     ), warnings
     assert not any(
-        V3_LOSS.format(192) in w
+        where("nemo-rl.loss.v3.truncation-settings-ignored-without-ratio") in w
         for w in warned(dapo_h100, "loss_fn.truncated_importance_sampling_type=null")
     )

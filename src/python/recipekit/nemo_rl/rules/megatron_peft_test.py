@@ -9,27 +9,31 @@ from __future__ import annotations
 
 import pytest
 
+from recipekit.nemo_rl.rule_lines import line_of, where
 from recipekit.nemo_rl.rules.conftest import COLOCATED_MEGATRON_GENERATION, Plan
 from recipekit.stage import Stage
 
 PEFT = "policy.megatron_cfg.peft"
+# The catalogue ids of the Megatron setup's rules share this prefix.
+SETUP = "nemo-rl.models.megatron.setup"
 
 
 @pytest.mark.parametrize(
-    ("section", "key", "line", "reference_line"),
+    ("section", "key", "needs"),
     [
-        ("{enabled: true, alpha: 16}", f"{PEFT}.dim", 1747, 2057),
-        ("{enabled: true, dim: 8}", f"{PEFT}.alpha", 1751, 2061),
+        ("{enabled: true, alpha: 16}", f"{PEFT}.dim", "megatron-peft-needs-lora-dim"),
+        ("{enabled: true, dim: 8}", f"{PEFT}.alpha", "megatron-peft-needs-lora-alpha"),
     ],
 )
 def test_enabled_peft_names_its_lora_shape(
-    gym_examples: Stage, refused: Plan, section: str, key: str, line: int, reference_line: int
+    gym_examples: Stage, refused: Plan, section: str, key: str, needs: str
 ) -> None:
     errors = refused(gym_examples, f"{PEFT}={section}")
     found = [e for e in errors if e.startswith(key)]
     assert found, errors
-    assert f"setup.py:{line} @ super-v3.5-posttraining" in found[0]
-    assert f":{reference_line})" in found[0]
+    # The policy's setup is cited, then the reference model's: the lines the catalogue derives.
+    assert where(f"{SETUP}.setup-model-and-optimizer.{needs}") in found[0]
+    assert f":{line_of(f'{SETUP}.setup-reference-model-state.{needs}-reference')})" in found[0]
 
 
 def test_a_complete_or_disabled_peft_plans(gym_examples: Stage, errors: Plan) -> None:
@@ -54,7 +58,13 @@ def test_super_v3_refuses_a_frozen_router_with_peft(v3_examples: Stage, refused:
         v3_examples, f"{PEFT}={{enabled: true}}", "policy.megatron_cfg.freeze_moe_router=true"
     )
     found = [e for e in errors if e.startswith("policy.megatron_cfg.freeze_moe_router")]
-    assert found and "setup.py:703 @ super-v3" in found[0], errors
+    assert (
+        found
+        and where(
+            "nemo-rl.v3.models.megatron.setup.setup-model-and-optimizer.frozen-moe-router-not-supported-peft"
+        )
+        in found[0]
+    ), errors
 
 
 def test_super_v3_takes_a_trainable_router_with_peft(v3_examples: Stage, errors: Plan) -> None:
@@ -68,4 +78,10 @@ def test_colocated_megatron_reshard_refuses_peft(gym_examples: Stage, refused: P
         gym_examples, *COLOCATED_MEGATRON_GENERATION, f"{PEFT}={{enabled: true, dim: 8, alpha: 16}}"
     )
     found = [e for e in errors if e.startswith(f"{PEFT}.enabled")]
-    assert found and "setup.py:1797 @" in found[0], errors
+    assert (
+        found
+        and where(
+            "nemo-rl.models.megatron.setup.setup-model-and-optimizer.colocated-megatron-reshard-excludes-peft"
+        )
+        in found[0]
+    ), errors

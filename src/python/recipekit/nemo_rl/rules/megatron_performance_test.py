@@ -10,6 +10,7 @@ from __future__ import annotations
 import attrs
 
 from recipekit.model_card import QWEN3_1_7B
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import Plan
 from recipekit.stage import Stage
 
@@ -21,7 +22,13 @@ def test_offloading_without_modules_is_refused(gym_examples: Stage, refused: Pla
     for modules in ((), (f"{M}.offload_modules=[]",)):
         errors = refused(gym_examples, OFFLOAD_ON, *modules)
         found = [e for e in errors if e.startswith(f"{M}.offload_modules")]
-        assert found and "setup.py:1193 @ super-v3.5-posttraining" in found[0], errors
+        assert (
+            found
+            and where(
+                "nemo-rl.models.megatron.setup.apply-performance-config.fine-grained-activation-offloading-lists-modules"
+            )
+            in found[0]
+        ), errors
 
 
 def test_expert_modules_on_a_dense_model_are_refused(gym_examples: Stage, refused: Plan) -> None:
@@ -29,7 +36,12 @@ def test_expert_modules_on_a_dense_model_are_refused(gym_examples: Stage, refuse
     errors = refused(dense, OFFLOAD_ON, f"{M}.offload_modules=[core_attn, moe_act]")
     found = [e for e in errors if e.startswith(f"{M}.offload_modules")]
     assert found and "refuses moe_act on Qwen3-1.7B" in found[0], errors
-    assert "setup.py:1203 @ super-v3.5-posttraining" in found[0]
+    assert (
+        where(
+            "nemo-rl.models.megatron.setup.apply-performance-config.moe-only-offload-module-needs-moe"
+        )
+        in found[0]
+    )
 
 
 def test_expert_modules_on_the_moe_model_plan(gym_examples: Stage, errors: Plan) -> None:
@@ -49,5 +61,11 @@ def test_full_iteration_cuda_graphs_warn_of_the_nan_check(
         return [w for w in found if w.startswith(key) and "NaN" in w]
 
     found = nan_check("full_iteration")
-    assert found and "megatron_policy_worker.py:529 @ super-v3.5-posttraining" in found[0]
+    assert (
+        found
+        and where(
+            "nemo-rl.models.policy.workers.megatron-policy-worker.init.full-iteration-cuda-graphs-turn-nan"
+        )
+        in found[0]
+    )
     assert not nan_check("local")

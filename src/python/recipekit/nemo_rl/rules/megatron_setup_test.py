@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from recipekit.markers import UNSET
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
@@ -26,38 +27,69 @@ UNPACKED = "policy.sequence_packing.enabled=false"
 @pytest.mark.parametrize(
     ("stage", "overrides", "key", "reason"),
     [
-        (dapo_h100, (f"{OPT}.bf16=false",), f"{OPT}.bf16", "setup.py:564 @ super-v3"),
-        (rlvr, (f"{OPT}.bf16=false",), f"{OPT}.bf16", "setup.py:1338 @"),
+        (
+            dapo_h100,
+            (f"{OPT}.bf16=false",),
+            f"{OPT}.bf16",
+            where(
+                "nemo-rl.v3.models.megatron.setup.validate-dtype-config.bfloat16-precision-aware-optimizer-has-bf16"
+            ),
+        ),
+        (
+            rlvr,
+            (f"{OPT}.bf16=false",),
+            f"{OPT}.bf16",
+            where(
+                "nemo-rl.models.megatron.setup.validate-dtype-config.bfloat16-precision-aware-optimizer-has-bf16"
+            ),
+        ),
         (
             rlvr,
             ("policy.precision=float16", f"{OPT}.bf16=false"),
             f"{OPT}.fp16",
-            "setup.py:1348 @",
+            where(
+                "nemo-rl.models.megatron.setup.validate-dtype-config.float16-precision-aware-optimizer-has-fp16"
+            ),
         ),
-        (dapo_h100, ("policy.precision=float32",), f"{OPT}.bf16", "setup.py:584 @ super-v3"),
+        (
+            dapo_h100,
+            ("policy.precision=float32",),
+            f"{OPT}.bf16",
+            where(
+                "nemo-rl.v3.models.megatron.setup.validate-dtype-config.float32-policy-optimizer-has-bf16-fp16"
+            ),
+        ),
         (
             dapo_h100.with_values({"policy.megatron_cfg.fp8_cfg.fp8_param": UNSET}),
             (FP8_ON,),
             "policy.megatron_cfg.fp8_cfg.fp8_param",
-            "setup.py:479 @ super-v3",
+            where(
+                "nemo-rl.v3.models.megatron.setup.apply-performance-config.enabled-fp8-cfg-names-fp8-fp8"
+            ),
         ),
         (
             rlvr,
             (f"{OPT}.optimizer_cpu_offload=true", f"{OPT}.use_distributed_optimizer=false"),
             f"{OPT}.use_distributed_optimizer",
-            "setup.py:1223 @",
+            where(
+                "nemo-rl.models.megatron.setup.validate-optimizer-config.cpu-offloaded-optimizer-needs-distributed-optimizer"
+            ),
         ),
         (
             rlvr,
             (f"{OPT}.overlap_cpu_optimizer_d2h_h2d=true",),
             f"{OPT}.overlap_cpu_optimizer_d2h_h2d",
-            "setup.py:1233 @",
+            where(
+                "nemo-rl.models.megatron.setup.validate-optimizer-config.overlapped-host-copies-need-cpu-offloaded"
+            ),
         ),
         (
             rlvr,
             (FUSED, "policy.megatron_cfg.context_parallel_size=2"),
             "policy.megatron_cfg.use_fused_linear_logprobs",
-            "setup.py:883 @",
+            where(
+                "nemo-rl.models.megatron.setup.apply-parallelism-config.context-parallelism-excludes-fused-linear-logprobs"
+            ),
         ),
         (
             rlvr,
@@ -67,7 +99,9 @@ UNPACKED = "policy.sequence_packing.enabled=false"
                 "policy.megatron_cfg.distributed_data_parallel_config." "overlap_param_gather=true",
             ),
             "policy.megatron_cfg.use_fused_linear_logprobs",
-            "setup.py:1397 @",
+            where(
+                "nemo-rl.models.megatron.setup.create-megatron-config.fused-linear-logprobs-exclude-overlapped-parameter"
+            ),
         ),
     ],
 )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from recipekit.megatron_bridge.rules import cite as bridge_cite
 from recipekit.nemo_rl.algorithms import (
     NEMO_RL_DISTILLATION,
     NEMO_RL_DPO,
@@ -25,6 +26,7 @@ from recipekit.nemo_rl.algorithms import (
 )
 from recipekit.nemo_rl.framework import NEMO_RL_GRPO
 from recipekit.nemo_rl.framework_super35 import NEMO_RL_SUPER35
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules import (
     POLICY_ERROR_CHECKS_SUPER35,
     POLICY_ERROR_CHECKS_SUPER_V3,
@@ -99,7 +101,8 @@ def test_sft_megatron_context_parallelism_needs_packing(
 def test_sft_at_tensor_parallel_four_needs_equal_logprob_and_micro_batches(
     stages: dict[str, Stage], refused: Plan
 ) -> None:
-    # The policy's class asks it of every entry point (lm_policy.py:212); only GRPO and PPO
+    # The policy's class asks it of every entry point (lm_policy.py, Policy.__init__); only GRPO
+    # and PPO
     # can lift it, through force_on_policy_ratio.
     errors = refused(stages["sft_openmathinstruct2_megatron.yaml"], "policy.logprob_batch_size=7")
     assert len(errors) == 1 and errors[0].startswith(
@@ -118,7 +121,7 @@ def test_dpo_needs_a_training_backend(stages: dict[str, Stage], refused: Plan) -
 def test_dpo_warm_up_is_held_against_twice_its_steps(
     stages: dict[str, Stage], warned: Plan
 ) -> None:
-    # DPO hands Megatron-Core train_iters = 2 x its steps (dpo.py:270): dpo.yaml's 150 steps
+    # DPO hands Megatron-Core train_iters = 2 x its steps (dpo.py, setup): dpo.yaml's 150 steps
     # give 300 scheduler iterations, so a 250-step warm-up ends in time and a 400-step one
     # does not.
     stage = stages["dpo.yaml"]
@@ -127,7 +130,9 @@ def test_dpo_warm_up_is_held_against_twice_its_steps(
         "policy.megatron_cfg.scheduler.lr_warmup_iters = 400: the warm-up does not end before "
         "the decay does (2 x dpo.max_num_steps = 300, which bounds the run's train_iters): "
         "Megatron-Bridge warns and cuts it to one step less "
-        "(src/megatron/bridge/training/config.py:1800 @ Megatron-Bridge 067f987df)"
+        + bridge_cite(
+            "megatron-bridge.config.calculate-scheduler-steps.warm-up-long-decay-longer-cut"
+        )
     ]
 
 
@@ -137,8 +142,9 @@ def test_rm_save_format_needs_the_second_dtensor_worker(
     errors = refused(stages["rm.yaml"], "checkpointing.model_save_format=safetensors")
     assert errors == [
         "checkpointing.model_save_format = 'safetensors': NeMo-RL refuses it at the first "
-        "checkpoint unless policy.dtensor_cfg._v2 is true (nemo_rl/models/policy/lm_policy.py:1223"
-        " @ super-v3.5-posttraining) (leave it null, or set policy.dtensor_cfg._v2: true)"
+        "checkpoint unless policy.dtensor_cfg._v2 is true ("
+        + where("nemo-rl.models.policy.lm-policy.save-checkpoint.save-format-needs-dtensor-cfg-v2")
+        + ") (leave it null, or set policy.dtensor_cfg._v2: true)"
     ]
 
 
@@ -153,7 +159,10 @@ def test_ppo_precision_aware_optimizer_keeps_bf16_states(
     )
     assert any(
         e.startswith("policy.megatron_cfg.optimizer.bf16 = False: NeMo-RL's Megatron setup refuses")
-        and "setup.py:1338 @ super-v3.5-posttraining" in e
+        and where(
+            "nemo-rl.models.megatron.setup.validate-dtype-config.bfloat16-precision-aware-optimizer-has-bf16"
+        )
+        in e
         for e in errors
     ), errors
 
@@ -166,15 +175,19 @@ def test_super_v3_rm_cites_that_versions_line(
     errors = refused(stage, "checkpointing.model_save_format=safetensors")
     assert errors == [
         "checkpointing.model_save_format = 'safetensors': NeMo-RL refuses it at the first "
-        "checkpoint unless policy.dtensor_cfg._v2 is true (nemo_rl/models/policy/lm_policy.py:888"
-        " @ super-v3) (leave it null, or set policy.dtensor_cfg._v2: true)"
+        "checkpoint unless policy.dtensor_cfg._v2 is true ("
+        + where(
+            "nemo-rl.v3.models.policy.lm-policy.save-checkpoint.save-format-needs-dtensor-cfg-v2"
+        )
+        + ") (leave it null, or set policy.dtensor_cfg._v2: true)"
     ]
 
 
 def test_a_dtensor_layout_must_divide_the_gpus_outside_grpo(
     reference_dir: Path, tmp_path: Path, refused: Plan
 ) -> None:
-    # lm_policy.py:233 and the DTensor worker (dtensor_policy_worker.py:374) refuse it for
+    # lm_policy.py, Policy.__init__, and the DTensor worker (DTensorPolicyWorkerImpl.__init__)
+    # refuse it for
     # every entry point, not only GRPO.
     yaml = reference_dir / CONFIGS / "recipes/llm/sft-llama3.2-1b-1n8g-fsdp2tp1.v3.yaml"
     stage = imported_stage(yaml, tmp_path)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
@@ -39,37 +40,45 @@ DYNAMIC_OVER_TWO_STAGES = (
             dapo_h100,
             DYNAMIC_OVER_TWO_STAGES,
             "policy.dynamic_batching.enabled",
-            "lm_policy.py:232 @ super-v3",
+            where(
+                "nemo-rl.v3.models.policy.lm-policy.init.dynamic-batching-needs-single-pipeline-stage"
+            ),
         ),
         (
             rlvr,
             DYNAMIC_OVER_TWO_STAGES,
             "policy.dynamic_batching.enabled",
-            "lm_policy.py:313 @",
+            where(
+                "nemo-rl.models.policy.lm-policy.init.dynamic-batching-needs-single-pipeline-stage"
+            ),
         ),
         (
             dapo_h100,
             (*DTENSOR_V1, "policy.dtensor_cfg.lora_cfg.enabled=true"),
             "policy.dtensor_cfg.lora_cfg.enabled",
-            "lm_policy.py:123 @ super-v3",
+            where("nemo-rl.v3.models.policy.lm-policy.init.lora-needs-v2-dtensor-worker"),
         ),
         (
             dapo_h100,
             ("policy.dtensor_cfg._v2=false",),
             "checkpointing.model_save_format",
-            "lm_policy.py:888 @ super-v3",
+            where(
+                "nemo-rl.v3.models.policy.lm-policy.save-checkpoint.save-format-needs-dtensor-cfg-v2"
+            ),
         ),
         (
             rlvr,
             ("policy.dtensor_cfg._v2=false", "checkpointing.model_save_format=safetensors"),
             "checkpointing.model_save_format",
-            "lm_policy.py:1223 @",
+            where(
+                "nemo-rl.models.policy.lm-policy.save-checkpoint.save-format-needs-dtensor-cfg-v2"
+            ),
         ),
         (
             rlvr,
             ("policy.draft={enabled: true}",),
             "policy.draft.enabled",
-            "lm_policy.py:134 @",
+            where("nemo-rl.models.policy.lm-policy.init.draft-model-excludes-sequence-packing"),
         ),
         (
             rlvr,
@@ -79,7 +88,7 @@ DYNAMIC_OVER_TWO_STAGES = (
                 "policy.dtensor_cfg.enabled=true",
             ),
             "policy.draft.enabled",
-            "lm_policy.py:127 @",
+            where("nemo-rl.models.policy.lm-policy.init.draft-model-needs-megatron-backend"),
         ),
     ],
 )

@@ -43,15 +43,14 @@ from recipekit.hardware import Hardware
 from recipekit.importers.nemo_rl_yaml import ImportedRecipe, import_yaml
 from recipekit.loading import load_object
 from recipekit.nemo_rl.algorithms import NEMO_RL_SUPER35_PPO
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules import ppo
+from recipekit.nemo_rl.rules.citation import cite_super35
 from recipekit.nemo_rl.schema_common import GenerationExamplesMain
 from recipekit.plan import make_plan
 from recipekit.stage import Stage
 
 CONFIGS = "nemo-rl/main/examples/configs"
-PPO_PY = "ppo.py"
-RUN_PPO = "run_ppo.py"
-LM_VALUE = "lm_value.py"
 NON_COLOCATED = (
     "policy.generation.colocated.enabled=false",
     "cluster.gpus_per_node=8",
@@ -132,7 +131,11 @@ def test_the_upstream_examples_plan_with_ppos_rules(dtensor: Stage, megatron: St
     for stage in (dtensor, megatron):
         assert stage.framework is NEMO_RL_SUPER35_PPO
         [warning] = _warnings(stage)
-        assert warning.startswith(UNRANKED_SAVE) and f"{PPO_PY}:1841" in warning
+        assert (
+            warning.startswith(UNRANKED_SAVE)
+            and where("nemo-rl.algorithms.ppo.ppo-train.val-ranking-metric-save-step-ran")
+            in warning
+        )
     assert ppo.ppo_checkpoint_saved_without_its_validation_metric in (
         NEMO_RL_SUPER35_PPO.warning_checks
     )
@@ -142,7 +145,10 @@ def test_the_upstream_examples_plan_with_ppos_rules(dtensor: Stage, megatron: St
 def test_ppo_needs_a_generation_section(imported: ImportedRecipe) -> None:
     # As imported, the section is untyped: the plan cannot see the generation NeMo-RL needs.
     [error] = _errors(imported.stage)
-    assert error.startswith("policy.generation: ") and f"{RUN_PPO}:129" in error
+    assert (
+        error.startswith("policy.generation: ")
+        and where("nemo-rl.examples.run-ppo.main.ppo-needs-generation-section") in error
+    )
 
 
 # --- the runner and the config's validators ---------------------------------------------------
@@ -153,65 +159,128 @@ def test_a_warmup_lead_covers_the_trajectory_age(dtensor: Stage) -> None:
         "ppo.async_ppo.max_trajectory_age_steps=3",
         "ppo.async_ppo.warmup_generation_lead_steps=2",
     )
-    _refused_at(dtensor, lead, "ppo.async_ppo.warmup_generation_lead_steps = 2", f"{PPO_PY}:139")
+    _refused_at(
+        dtensor,
+        lead,
+        "ppo.async_ppo.warmup_generation_lead_steps = 2",
+        where(
+            "nemo-rl.algorithms.ppo.async-ppo-config.validate-settings.warm-up-generation-lead-least-trajectory"
+        ),
+    )
     make_plan(dtensor, ["ppo.async_ppo.warmup_generation_lead_steps=3", lead[0]])
 
 
 def test_an_async_warmup_lead_needs_a_critic_warmup(dtensor: Stage) -> None:
     lead = "ppo.async_ppo.warmup_generation_lead_steps=2"
     key = "ppo.async_ppo.warmup_generation_lead_steps"
-    _refused_at(dtensor, (*ASYNC, lead), key, f"{PPO_PY}:225")
+    _refused_at(
+        dtensor,
+        (*ASYNC, lead),
+        key,
+        where(
+            "nemo-rl.algorithms.ppo.ppo-config.validate-async-warmup-settings.async-warm-up-generation-lead-needs-critic"
+        ),
+    )
     make_plan(dtensor, (*ASYNC, lead, "ppo.policy_training_start_step=4"))
 
 
 def test_async_ppo_plans_with_no_epoch_limit_and_refuses_one(dtensor: Stage) -> None:
     make_plan(dtensor, ASYNC)
     [error] = _errors(dtensor, *ASYNC, "ppo.max_num_epochs=100000")
-    assert error.startswith("ppo.max_num_epochs = 100000: ") and f"{RUN_PPO}:70" in error
+    assert (
+        error.startswith("ppo.max_num_epochs = 100000: ")
+        and where("nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-has-no-epoch-limit")
+        in error
+    )
 
 
 @pytest.mark.parametrize(
-    ("overrides", "key", "line"),
+    ("overrides", "key", "rule"),
     [
-        (("policy.generation.vllm_cfg.async_engine=false",), "policy.generation.vllm_cfg", 57),
-        (("loss_fn.use_importance_sampling_correction=false",), "loss_fn.use_importance", 62),
-        (("loss_fn.force_on_policy_ratio=true",), "loss_fn.force_on_policy_ratio", 66),
+        (
+            ("policy.generation.vllm_cfg.async_engine=false",),
+            "policy.generation.vllm_cfg",
+            "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-generates-vllm-async-engine",
+        ),
+        (
+            ("loss_fn.use_importance_sampling_correction=false",),
+            "loss_fn.use_importance",
+            "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-corrects-off-policy-rollouts",
+        ),
+        (
+            ("loss_fn.force_on_policy_ratio=true",),
+            "loss_fn.force_on_policy_ratio",
+            "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-does-not-force-ppo",
+        ),
         (
             ("policy.generation.colocated.enabled=true",),
             "policy.generation.colocated.enabled",
-            68,
+            "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-generates-gpus-own",
         ),
-        (("ppo.use_dynamic_sampling=true",), "ppo.use_dynamic_sampling", 88),
-        (("ppo.reward_scaling.enabled=true",), "ppo.reward_scaling.enabled", 88),
-        (("ppo.reward_shaping.enabled=true",), "ppo.reward_shaping.enabled", 88),
-        (("data.use_multiple_dataloader=true",), "data.use_multiple_dataloader", 88),
-        (("env.should_use_nemo_gym=true",), "env.should_use_nemo_gym", 88),
+        (
+            ("ppo.use_dynamic_sampling=true",),
+            "ppo.use_dynamic_sampling",
+            "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-runs-without-dynamic-sampling",
+        ),
+        (
+            ("ppo.reward_scaling.enabled=true",),
+            "ppo.reward_scaling.enabled",
+            "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-runs-without-dynamic-sampling",
+        ),
+        (
+            ("ppo.reward_shaping.enabled=true",),
+            "ppo.reward_shaping.enabled",
+            "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-runs-without-dynamic-sampling",
+        ),
+        (
+            ("data.use_multiple_dataloader=true",),
+            "data.use_multiple_dataloader",
+            "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-runs-without-dynamic-sampling",
+        ),
+        (
+            ("env.should_use_nemo_gym=true",),
+            "env.should_use_nemo_gym",
+            "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-runs-without-dynamic-sampling",
+        ),
         (
             ("policy.generation.vllm_cfg.kv_cache_dtype=fp8",),
             "policy.generation.vllm_cfg.kv_cache_dtype",
-            88,
+            "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-runs-without-dynamic-sampling",
         ),
     ],
 )
 def test_the_async_runner_refuses_what_async_ppo_lacks(
-    dtensor: Stage, overrides: tuple[str, ...], key: str, line: int
+    dtensor: Stage, overrides: tuple[str, ...], key: str, rule: str
 ) -> None:
-    _refused_at(dtensor, (*ASYNC, *overrides), key, f"{RUN_PPO}:{line}")
+    _refused_at(dtensor, (*ASYNC, *overrides), key, where(rule))
 
 
 def test_async_ppo_needs_vllm(dtensor: Stage) -> None:
     sglang = ("policy.generation.backend=sglang",)
     key = "policy.generation.backend = 'sglang'"
-    _refused_at(dtensor, (*ASYNC, *sglang), key, f"{RUN_PPO}:57")
+    _refused_at(
+        dtensor,
+        (*ASYNC, *sglang),
+        key,
+        where(
+            "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-generates-vllm-async-engine"
+        ),
+    )
 
 
 # --- ppo.py's setup -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("transport", "line"), [("vllm_zmq_sparse", 348), ("nccl_reshard", 354)])
-def test_ppo_takes_no_refit_transport(dtensor: Stage, transport: str, line: int) -> None:
+@pytest.mark.parametrize(
+    ("transport", "rule"),
+    [
+        ("vllm_zmq_sparse", "nemo-rl.algorithms.ppo.setup.ppo-takes-no-sparse-remote-refit"),
+        ("nccl_reshard", "nemo-rl.algorithms.ppo.setup.ppo-takes-no-refit-transport-all"),
+    ],
+)
+def test_ppo_takes_no_refit_transport(dtensor: Stage, transport: str, rule: str) -> None:
     setting = f"policy.generation.refit_transport={transport}"
-    _refused_at(dtensor, (setting,), "policy.generation.refit_transport", f"{PPO_PY}:{line}")
+    _refused_at(dtensor, (setting,), "policy.generation.refit_transport", where(rule))
     make_plan(dtensor, ["policy.generation.refit_transport=null"])
 
 
@@ -221,23 +290,45 @@ def test_a_critic_warmup_excludes_a_constant_checkpoint_structure(megatron: Stag
         "policy.megatron_cfg.checkpoint.ckpt_assume_constant_structure=true",
     )
     key = "policy.megatron_cfg.checkpoint.ckpt_assume_constant_structure"
-    _refused_at(megatron, warmup, key, f"{PPO_PY}:366")
+    _refused_at(
+        megatron,
+        warmup,
+        key,
+        where("nemo-rl.algorithms.ppo.setup.critic-warm-up-optimizer-checkpoints-excludes"),
+    )
     make_plan(megatron, [*warmup, "checkpointing.save_optimizer=false"])
     make_plan(megatron, [warmup[1]])  # no warm-up
 
 
 def test_a_megatron_value_model_at_cp_2_packs_sequences(megatron: Stage) -> None:
     cp = ("value.megatron_cfg.context_parallel_size=2", "cluster.gpus_per_node=2")
-    _refused_at(megatron, cp, "value.megatron_cfg.context_parallel_size = 2", f"{PPO_PY}:385")
+    _refused_at(
+        megatron,
+        cp,
+        "value.megatron_cfg.context_parallel_size = 2",
+        where("nemo-rl.algorithms.ppo.setup.megatron-value-model-cp-1-packs"),
+    )
     make_plan(megatron, [*cp, "value.sequence_packing.enabled=true"])
 
 
 @pytest.mark.parametrize(
     ("stage_name", "setting", "cited"),
     [
-        ("dtensor", "value.megatron_cfg.enabled=true", f"{LM_VALUE}:82"),
-        ("dtensor", "value.dtensor_cfg.enabled=false", f"{PPO_PY}:391"),
-        ("megatron", "value.megatron_cfg.enabled=false", f"{PPO_PY}:391"),
+        (
+            "dtensor",
+            "value.megatron_cfg.enabled=true",
+            where("nemo-rl.models.value.lm-value.init.value-model-trains-one-back-end"),
+        ),
+        (
+            "dtensor",
+            "value.dtensor_cfg.enabled=false",
+            where("nemo-rl.algorithms.ppo.setup.value-model-trains-megatron-core-dtensor"),
+        ),
+        (
+            "megatron",
+            "value.megatron_cfg.enabled=false",
+            where("nemo-rl.algorithms.ppo.setup.value-model-trains-megatron-core-dtensor"),
+        ),
     ],
 )
 def test_the_value_model_trains_on_one_back_end(
@@ -248,26 +339,39 @@ def test_the_value_model_trains_on_one_back_end(
 
 
 @pytest.mark.parametrize(
-    ("setting", "key", "line"),
+    ("setting", "key", "rule"),
     [
-        ("value.sequence_packing.enabled=true", "value.sequence_packing.enabled", 395),
+        (
+            "value.sequence_packing.enabled=true",
+            "value.sequence_packing.enabled",
+            "nemo-rl.algorithms.ppo.setup.dtensor-value-model-does-not-pack",
+        ),
         (
             "value.dtensor_cfg.context_parallel_size=2",
             "value.dtensor_cfg.context_parallel_size",
-            399,
+            "nemo-rl.algorithms.ppo.setup.dtensor-value-model-runs-cp",
         ),
-        ("value.dynamic_batching.enabled=true", "value.dynamic_batching.enabled", 403),
+        (
+            "value.dynamic_batching.enabled=true",
+            "value.dynamic_batching.enabled",
+            "nemo-rl.algorithms.ppo.setup.dtensor-value-model-does-not-batch",
+        ),
     ],
 )
 def test_the_dtensor_value_model_refuses_what_it_lacks(
-    dtensor: Stage, megatron: Stage, setting: str, key: str, line: int
+    dtensor: Stage, megatron: Stage, setting: str, key: str, rule: str
 ) -> None:
-    _refused_at(dtensor, (setting, "cluster.gpus_per_node=2"), key, f"{PPO_PY}:{line}")
+    _refused_at(dtensor, (setting, "cluster.gpus_per_node=2"), key, where(rule))
     make_plan(megatron, [setting])  # the Megatron value model reads no DTensor limits
 
 
 def test_a_batch_multiplier_needs_dynamic_sampling(dtensor: Stage) -> None:
-    _refused_at(dtensor, ("ppo.batch_multiplier=2",), "ppo.batch_multiplier = 2", f"{PPO_PY}:435")
+    _refused_at(
+        dtensor,
+        ("ppo.batch_multiplier=2",),
+        "ppo.batch_multiplier = 2",
+        where("nemo-rl.algorithms.ppo.setup.batch-multiplier-other-1-needs-dynamic"),
+    )
     make_plan(dtensor, ["ppo.batch_multiplier=2", "ppo.use_dynamic_sampling=true"])
 
 
@@ -278,55 +382,91 @@ def test_a_forced_ratio_trains_each_steps_rollouts_as_one_batch(dtensor: Stage) 
         dtensor,
         (forced, "ppo.num_prompts_per_step=16"),
         "policy.train_global_batch_size = 512",
-        f"{PPO_PY}:481",
+        where("nemo-rl.algorithms.ppo.setup.forced-policy-ratio-trains-each-step"),
     )
     assert "all 256 rollouts" in error
 
 
 def test_non_colocated_generation_is_vllm(dtensor: Stage) -> None:
     sglang = (*NON_COLOCATED, "policy.generation.backend=sglang")
-    _refused_at(dtensor, sglang, "policy.generation.backend = 'sglang'", f"{PPO_PY}:497")
+    _refused_at(
+        dtensor,
+        sglang,
+        "policy.generation.backend = 'sglang'",
+        where("nemo-rl.algorithms.ppo.setup.non-colocated-ppo-generation-runs-vllm"),
+    )
     # Colocated SGLang passes PPO's own rule, but PPO never tells the v2 DTensor worker the
-    # engines' GPU count its first refit streams by (only grpo.py:1442 does).
+    # engines' GPU count its first refit streams by (only GRPO's setup does).
     _refused_at(
         dtensor,
         ("policy.generation.backend=sglang",),
         "policy.generation.backend = 'sglang'",
-        "dtensor_policy_worker_v2.py:1155",
+        where(
+            "nemo-rl.automodel.worker.stream-weights-via-http.colocated-sglang-refit-needs-engines-gpu"
+        ),
     )
     make_plan(dtensor, NON_COLOCATED)
 
 
 def test_ppo_generates_with_vllm_or_sglang(dtensor: Stage) -> None:
     megatron = ("policy.generation.backend=megatron",)
-    _refused_at(dtensor, megatron, "policy.generation.backend = 'megatron'", f"{PPO_PY}:847")
+    _refused_at(
+        dtensor,
+        megatron,
+        "policy.generation.backend = 'megatron'",
+        where("nemo-rl.algorithms.ppo.setup.ppo-generates-vllm-sglang"),
+    )
 
 
 @pytest.mark.parametrize(
-    ("setting", "key", "line"),
+    ("setting", "key", "rule"),
     [
-        ("policy.generation.colocated.resources.gpus_per_node=null", "gpus_per_node = None", 558),
-        ("policy.generation.colocated.resources.num_nodes=2", "num_nodes = 2", 565),
-        ("policy.generation.colocated.resources.gpus_per_node=8", "gpus_per_node = 8", 574),
+        (
+            "policy.generation.colocated.resources.gpus_per_node=null",
+            "gpus_per_node = None",
+            "nemo-rl.algorithms.ppo.setup.non-colocated-generation-one-node-cluster-states",
+        ),
+        (
+            "policy.generation.colocated.resources.num_nodes=2",
+            "num_nodes = 2",
+            "nemo-rl.algorithms.ppo.setup.non-colocated-generation-one-node-cluster-takes",
+        ),
+        (
+            "policy.generation.colocated.resources.gpus_per_node=8",
+            "gpus_per_node = 8",
+            "nemo-rl.algorithms.ppo.setup.non-colocated-generation-one-node-leaves",
+        ),
     ],
 )
 def test_one_node_generation_leaves_training_gpus(
-    dtensor: Stage, setting: str, key: str, line: int
+    dtensor: Stage, setting: str, key: str, rule: str
 ) -> None:
     resources = "policy.generation.colocated.resources."
-    _refused_at(dtensor, (*NON_COLOCATED, setting), resources + key, f"{PPO_PY}:{line}")
+    _refused_at(dtensor, (*NON_COLOCATED, setting), resources + key, where(rule))
 
 
 @pytest.mark.parametrize(
-    ("settings", "key", "line"),
+    ("settings", "key", "rule"),
     [
-        (("resources.num_nodes=null",), "num_nodes = None", 583),
-        (("resources.num_nodes=1", "resources.gpus_per_node=4"), "gpus_per_node = 4", 588),
-        (("resources.num_nodes=2",), "num_nodes = 2", 599),
+        (
+            ("resources.num_nodes=null",),
+            "num_nodes = None",
+            "nemo-rl.algorithms.ppo.setup.non-colocated-generation-several-nodes-states",
+        ),
+        (
+            ("resources.num_nodes=1", "resources.gpus_per_node=4"),
+            "gpus_per_node = 4",
+            "nemo-rl.algorithms.ppo.setup.non-colocated-generation-several-nodes-takes-whole",
+        ),
+        (
+            ("resources.num_nodes=2",),
+            "num_nodes = 2",
+            "nemo-rl.algorithms.ppo.setup.non-colocated-generation-leaves-nodes-train",
+        ),
     ],
 )
 def test_nodes_split_between_generation_and_training(
-    dtensor: Stage, settings: tuple[str, ...], key: str, line: int
+    dtensor: Stage, settings: tuple[str, ...], key: str, rule: str
 ) -> None:
     two_nodes = dtensor.with_values(hardware=Hardware(dtensor.hardware.node, 2))
     cluster = (
@@ -337,24 +477,24 @@ def test_nodes_split_between_generation_and_training(
     )
     overrides = (*cluster, *(f"policy.generation.colocated.{s}" for s in settings))
     resources = "policy.generation.colocated.resources."
-    _refused_at(two_nodes, overrides, resources + key, f"{PPO_PY}:{line}")
+    _refused_at(two_nodes, overrides, resources + key, where(rule))
     make_plan(two_nodes, [*cluster, "policy.generation.colocated.resources.num_nodes=1"])
 
 
 @pytest.mark.parametrize(
-    ("stage_name", "settings", "key", "line"),
+    ("stage_name", "settings", "key", "rule"),
     [
         (
             "dtensor",
             ("policy.generation.vllm_cfg.precision=fp8",),
             "loss_fn.use_importance_sampling_correction",
-            856,
+            "nemo-rl.algorithms.ppo.setup.fp8-vllm-generation-needs-importance-sampling",
         ),
         (
             "megatron",
             ("policy.generation.vllm_cfg.kv_cache_dtype=fp8",),
             "policy.generation.vllm_cfg.precision = 'bfloat16'",
-            861,
+            "nemo-rl.algorithms.ppo.setup.fp8-kv-cache-comes-fp8-weights",
         ),
         (
             "dtensor",
@@ -364,7 +504,7 @@ def test_nodes_split_between_generation_and_training(
                 "loss_fn.use_importance_sampling_correction=true",
             ),
             "policy.dtensor_cfg.enabled",
-            866,
+            "nemo-rl.algorithms.ppo.setup.fp8-kv-cache-needs-policy-off",
         ),
         (
             "megatron",
@@ -373,7 +513,7 @@ def test_nodes_split_between_generation_and_training(
                 "policy.generation.vllm_cfg.async_engine=true",
             ),
             "policy.generation.vllm_cfg.async_engine",
-            869,
+            "nemo-rl.algorithms.ppo.setup.fp8-kv-cache-excludes-asynchronous-rollouts",
         ),
         (
             "megatron",
@@ -383,7 +523,7 @@ def test_nodes_split_between_generation_and_training(
                 "cluster.gpus_per_node=2",
             ),
             "policy.megatron_cfg.pipeline_model_parallel_size = 2",
-            872,
+            "nemo-rl.algorithms.ppo.setup.fp8-kv-cache-needs-one-pipeline",
         ),
     ],
 )
@@ -392,10 +532,10 @@ def test_fp8_generation_rules(
     stage_name: str,
     settings: tuple[str, ...],
     key: str,
-    line: int,
+    rule: str,
 ) -> None:
     stage = request.getfixturevalue(stage_name)
-    _refused_at(stage, settings, key, f"{PPO_PY}:{line}")
+    _refused_at(stage, settings, key, where(rule))
 
 
 def test_an_fp8_kv_cache_plans_with_everything_it_needs(megatron: Stage) -> None:
@@ -414,22 +554,49 @@ def test_an_fp8_kv_cache_plans_with_everything_it_needs(megatron: Stage) -> None
 
 def test_ppos_advantage_estimator_is_gae_or_raw_reward(dtensor: Stage) -> None:
     grpo = ("ppo.adv_estimator.name=grpo",)
-    _refused_at(dtensor, grpo, "ppo.adv_estimator.name = 'grpo'", f"{PPO_PY}:1157")
+    _refused_at(
+        dtensor,
+        grpo,
+        "ppo.adv_estimator.name = 'grpo'",
+        where(
+            "nemo-rl.algorithms.ppo.create-advantage-estimator.ppo-advantage-estimator-gae-raw-reward"
+        ),
+    )
     make_plan(dtensor, ["ppo.adv_estimator.name=raw_reward"])
 
 
 def test_skipped_reference_logprobs_leave_no_kl_penalty(dtensor: Stage) -> None:
     kl = "loss_fn.reference_policy_kl_penalty=0.01"
     key = "ppo.skip_reference_policy_logprobs_calculation = True"
-    _refused_at(dtensor, (kl,), key, f"{PPO_PY}:1242")
-    _refused_at(dtensor, (*ASYNC, kl), key, f"{PPO_PY}:2115")
+    _refused_at(
+        dtensor,
+        (kl,),
+        key,
+        where("nemo-rl.algorithms.ppo.ppo-train.skipped-reference-logprobs-leave-no-kl"),
+    )
+    _refused_at(
+        dtensor,
+        (*ASYNC, kl),
+        key,
+        where("nemo-rl.algorithms.ppo.async-ppo-train.skipped-reference-logprobs-leave-no-kl"),
+    )
     make_plan(dtensor, [kl, "ppo.skip_reference_policy_logprobs_calculation=false"])
 
 
 def test_a_ranking_metric_names_its_source(dtensor: Stage) -> None:
     metric = "checkpointing.metric_name=accuracy"
-    _refused_at(dtensor, (metric,), "checkpointing.metric_name = 'accuracy'", f"{PPO_PY}:1832")
-    _refused_at(dtensor, (*ASYNC, metric), "checkpointing.metric_name", f"{PPO_PY}:2812")
+    _refused_at(
+        dtensor,
+        (metric,),
+        "checkpointing.metric_name = 'accuracy'",
+        where("nemo-rl.algorithms.ppo.ppo-train.ranking-metric-starts-train-val"),
+    )
+    _refused_at(
+        dtensor,
+        (*ASYNC, metric),
+        "checkpointing.metric_name",
+        where("nemo-rl.algorithms.ppo.async-ppo-train.ranking-metric-starts-train-val-async"),
+    )
 
 
 def test_a_save_without_validation_is_not_ranked(dtensor: Stage) -> None:
@@ -440,17 +607,26 @@ def test_a_save_without_validation_is_not_ranked(dtensor: Stage) -> None:
     # The async loop warns at its own line.
     config = dtensor.with_values({"ppo.async_ppo.enabled": True}).config
     [issue] = ppo.ppo_checkpoint_saved_without_its_validation_metric(config)
-    assert f"{PPO_PY}:2821" in issue.message
+    assert (
+        where("nemo-rl.algorithms.ppo.async-ppo-train.val-ranking-metric-save-step-ran")
+        in issue.message
+    )
+
+
+ASYNC_PPO_TRAIN = "nemo-rl.algorithms.ppo.async-ppo-train.trajectories-older-one-step-"
 
 
 def test_async_ppo_warns_about_stale_rollouts(dtensor: Stage) -> None:
     stale = {"ppo.async_ppo.enabled": True, "ppo.async_ppo.max_trajectory_age_steps": 2}
     config = dtensor.with_values(stale).config
     [bias] = ppo.stale_ppo_rollouts_bias_gae(config)
-    assert bias.path == "ppo.async_ppo.max_trajectory_age_steps" and ":2087" in bias.message
+    assert (
+        bias.path == "ppo.async_ppo.max_trajectory_age_steps"
+        and where(f"{ASYNC_PPO_TRAIN}bias-gae") in bias.message
+    )
     [in_flight] = ppo.stale_ppo_rollouts_want_in_flight_updates(config)
     assert in_flight.path == "ppo.async_ppo.in_flight_weight_updates"
-    assert ":2092" in in_flight.message
+    assert where(f"{ASYNC_PPO_TRAIN}want-flight") in in_flight.message
     updated = dtensor.with_values({**stale, "ppo.async_ppo.in_flight_weight_updates": True})
     assert list(ppo.stale_ppo_rollouts_want_in_flight_updates(updated.config)) == []
     fresh = dtensor.with_values({"ppo.async_ppo.enabled": True}).config
@@ -461,33 +637,38 @@ def test_async_ppo_warns_about_stale_rollouts(dtensor: Stage) -> None:
 
 
 @pytest.mark.parametrize(
-    ("stage_name", "settings", "key", "line"),
+    ("stage_name", "settings", "key", "rule"),
     [
-        ("dtensor", ("value.dtensor_cfg.tensor_parallel_size=2",), "value.dtensor_cfg", 123),
+        (
+            "dtensor",
+            ("value.dtensor_cfg.tensor_parallel_size=2",),
+            "value.dtensor_cfg",
+            "nemo-rl.models.value.lm-value.init.value-model-pp-x-cp-x-tp-fits",
+        ),
         (
             "dtensor",
             ("value.dtensor_cfg.tensor_parallel_size=2", "cluster.gpus_per_node=3"),
             "value.dtensor_cfg",
-            132,
+            "nemo-rl.models.value.lm-value.init.value-model-pp-x-cp-x-tp-divides",
         ),
         (
             "megatron",
             ("value.megatron_cfg.tensor_model_parallel_size=2",),
             "value.megatron_cfg.tensor_model_parallel_size = 2",
-            123,
+            "nemo-rl.models.value.lm-value.init.value-model-pp-x-cp-x-tp-fits",
         ),
         (
             "megatron",
             ("value.megatron_cfg.pipeline_model_parallel_size=2", "cluster.gpus_per_node=3"),
             "value.megatron_cfg.pipeline_model_parallel_size = 2",
-            132,
+            "nemo-rl.models.value.lm-value.init.value-model-pp-x-cp-x-tp-divides",
         ),
         # Non-colocated, the value model trains on the 4 GPUs generation leaves.
         (
             "dtensor",
             (*NON_COLOCATED, "value.dtensor_cfg.tensor_parallel_size=8"),
             "value.dtensor_cfg",
-            123,
+            "nemo-rl.models.value.lm-value.init.value-model-pp-x-cp-x-tp-fits",
         ),
     ],
 )
@@ -496,10 +677,10 @@ def test_the_value_models_parallelism_divides_its_gpus(
     stage_name: str,
     settings: tuple[str, ...],
     key: str,
-    line: int,
+    rule: str,
 ) -> None:
     stage = request.getfixturevalue(stage_name)
-    _refused_at(stage, settings, key, f"{LM_VALUE}:{line}")
+    _refused_at(stage, settings, key, where(rule))
 
 
 def test_the_value_model_takes_the_gpus_of_its_cluster(dtensor: Stage) -> None:
@@ -509,7 +690,12 @@ def test_the_value_model_takes_the_gpus_of_its_cluster(dtensor: Stage) -> None:
 
 def test_a_dtensor_value_model_needs_the_v2_worker(dtensor: Stage, megatron: Stage) -> None:
     v1 = ("value.dtensor_cfg._v2=false",)
-    _refused_at(dtensor, v1, "value.dtensor_cfg._v2 = False", f"{LM_VALUE}:105")
+    _refused_at(
+        dtensor,
+        v1,
+        "value.dtensor_cfg._v2 = False",
+        where("nemo-rl.models.value.lm-value.init.dtensor-value-model-uses-v2-worker"),
+    )
     make_plan(megatron, ["value.dtensor_cfg._v2=false"])
 
 
@@ -522,13 +708,26 @@ def test_value_dynamic_batching_on_one_pipeline_stage(megatron: Stage) -> None:
         "cluster.gpus_per_node=2",
     )
     key = "value.megatron_cfg.pipeline_model_parallel_size = 2"
-    _refused_at(stage, batching, key, f"{LM_VALUE}:196")
+    _refused_at(
+        stage,
+        batching,
+        key,
+        where("nemo-rl.models.value.lm-value.init.value-dynamic-batching-runs-one-pipeline"),
+    )
     make_plan(stage, batching[1:])
 
 
 def test_value_dynamic_batching_excludes_packing(megatron: Stage) -> None:
     both = ("value.dynamic_batching.enabled=true", "value.sequence_packing.enabled=true")
-    _refused_at(megatron, both, "value.sequence_packing.enabled", f"{LM_VALUE}:208, :229")
+    _refused_at(
+        megatron,
+        both,
+        "value.sequence_packing.enabled",
+        cite_super35(
+            "nemo-rl.models.value.lm-value.init.value-dynamic-batching-excludes-sequence-packing",
+            "nemo-rl.models.value.lm-value.init.value-sequence-packing-excludes-dynamic-batching",
+        ),
+    )
     make_plan(megatron, [both[0]])
     make_plan(megatron, [both[1]])
 
@@ -544,7 +743,14 @@ def test_value_dynamic_batching_excludes_packing(megatron: Stage) -> None:
     ],
 )
 def test_a_dtensor_value_model_is_a_regression_head(dtensor: Stage, setting: str, key: str) -> None:
-    _refused_at(dtensor, (setting,), key, "dtensor_value_worker_v2.py:166")
+    _refused_at(
+        dtensor,
+        (setting,),
+        key,
+        where(
+            "nemo-rl.models.value.workers.dtensor-value-worker-v2.init.dtensor-value-model-enabled-regression-reward"
+        ),
+    )
 
 
 def test_the_megatron_value_model_needs_no_regression_head(megatron: Stage) -> None:
@@ -556,7 +762,14 @@ def test_the_megatron_value_model_needs_no_regression_head(megatron: Stage) -> N
 def test_a_megatron_value_model_has_no_virtual_pipeline(megatron: Stage) -> None:
     vpp = "value.megatron_cfg.model_overrides={virtual_pipeline_model_parallel_size: 2}"
     key = "value.megatron_cfg.model_overrides.virtual_pipeline_model_parallel_size = 2"
-    _refused_at(megatron, (vpp,), key, "megatron_value_worker.py:361")
+    _refused_at(
+        megatron,
+        (vpp,),
+        key,
+        where(
+            "nemo-rl.models.value.workers.megatron-value-worker.init.megatron-value-model-has-no-virtual"
+        ),
+    )
     make_plan(megatron, [vpp.replace("size: 2", "size: 1")])
 
 
@@ -564,7 +777,12 @@ def test_clearing_the_value_models_cache_warns(dtensor: Stage, megatron: Stage) 
     clear = "value.dtensor_cfg.clear_cache_every_n_steps=4"
     warnings = _warnings(dtensor, clear)
     [warning] = [w for w in warnings if w.startswith("value.dtensor_cfg.clear_cache")]
-    assert "dtensor_value_worker_v2.py:329" in warning
+    assert (
+        where(
+            "nemo-rl.models.value.workers.dtensor-value-worker-v2.train.emptying-cuda-cache-few-micro-batches"
+        )
+        in warning
+    )
     assert not [w for w in _warnings(megatron, clear) if "clear_cache" in w]
 
 

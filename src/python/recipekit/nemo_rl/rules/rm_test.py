@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from recipekit.nemo_rl.algorithms import NEMO_RL_SUPER35_RM
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules import rm
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt, imported_stage
 from recipekit.plan import make_plan
 from recipekit.stage import Stage
 
 RM_YAML = "nemo-rl/main/examples/configs/rm.yaml"
-RM_PY = "rm.py:"
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_a_dtensor_reward_model_trains_at_cp_1(stage: Stage, refused_at: Refused
         stage,
         (two, "policy.dtensor_cfg.context_parallel_size=2"),
         "policy.dtensor_cfg.context_parallel_size = 2",
-        f"{RM_PY}145 @ super-v3.5",
+        where("nemo-rl.algorithms.rm.setup.dtensor-reward-model-trains-cp"),
     )
     # With DTensor off (training on Megatron-Core) the DTensor section is not read.
     off = {"policy.dtensor_cfg.enabled": False, "policy.dtensor_cfg.context_parallel_size": 2}
@@ -55,7 +55,7 @@ def test_a_ranking_metric_names_its_source(stage: Stage, refused_at: RefusedAt) 
         stage,
         ("checkpointing.metric_name=loss",),
         "checkpointing.metric_name = 'loss'",
-        f"{RM_PY}631 @ super-v3.5",
+        where("nemo-rl.algorithms.rm.rm-train.ranking-metric-starts-train-val"),
     )
     make_plan(stage, ["checkpointing.metric_name=train:loss"])
 
@@ -63,7 +63,7 @@ def test_a_ranking_metric_names_its_source(stage: Stage, refused_at: RefusedAt) 
 def test_a_save_without_validation_is_not_ranked(stage: Stage, warned: Plan) -> None:
     [warning] = warned(stage, "checkpointing.save_period=10")
     assert warning.startswith("checkpointing.save_period = 10: RM saves a checkpoint at step 10")
-    assert f"{RM_PY}642 @ super-v3.5" in warning
+    assert where("nemo-rl.algorithms.rm.rm-train.val-ranking-metric-save-step-ran") in warning
     # With max_num_steps -1 the last step is the dataset's, which the plan does not read; with
     # 20 steps it is step 20, no multiple of 16.
     [warning] = warned(stage, "rm.max_num_steps=20")

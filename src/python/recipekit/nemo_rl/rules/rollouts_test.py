@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
@@ -25,21 +26,31 @@ V3_GYM = (
     "policy.generation.vllm_cfg.expose_http_server=true",
 )
 
+# The catalogue ids of super-v3's Gym rollout rules share this prefix.
+V3_GYM_ROLLOUTS_TAKE_NO = (
+    "nemo-rl.v3.experience.rollouts.run-async-nemo-gym-rollout.nemo-gym-rollouts-take-no-"
+)
+
 
 @pytest.mark.parametrize(
-    ("override", "key", "line"),
+    ("override", "key", "rule"),
     [
-        ("policy.generation.stop_strings=['</answer>']", "policy.generation.stop_strings", 1039),
-        ("policy.generation.stop_token_ids=[2]", "policy.generation.stop_token_ids", 1042),
-        # 8000 and up, as vLLM generation takes (vllm_generation.py:113 @ super-v3).
-        ("policy.generation.top_k=9000", "policy.generation.top_k", 1046),
+        (
+            "policy.generation.stop_strings=['</answer>']",
+            "policy.generation.stop_strings",
+            "stop-strings",
+        ),
+        ("policy.generation.stop_token_ids=[2]", "policy.generation.stop_token_ids", "stop-token"),
+        # 8000 and up, as vLLM generation takes (vllm_generation.py, VllmGeneration.__init__ @
+        # super-v3).
+        ("policy.generation.top_k=9000", "policy.generation.top_k", "top"),
     ],
 )
 def test_super_v3_gym_rollouts_refuse_sampling_they_ignore(
-    v3_examples: Stage, refused: Plan, override: str, key: str, line: int
+    v3_examples: Stage, refused: Plan, override: str, key: str, rule: str
 ) -> None:
     found = [e for e in refused(v3_examples, *V3_GYM, override) if e.startswith(key)]
-    assert found and f"rollouts.py:{line} @ super-v3" in found[0]
+    assert found and where(V3_GYM_ROLLOUTS_TAKE_NO + rule) in found[0]
 
 
 def test_super_v3_gym_rollouts_take_the_stage_as_shipped(v3_examples: Stage, errors: Plan) -> None:
@@ -60,7 +71,13 @@ def test_the_think_tag_penalty_needs_two_tags(gym_examples: Stage, refused: Plan
         )
         if e.startswith("env.nemo_gym.thinking_tags")
     ]
-    assert found and "rollouts.py:2197" in found[0]
+    assert (
+        found
+        and where(
+            "nemo-rl.experience.rollouts.apply-reward-penalties.malformed-think-tag-penalty-needs-opening"
+        )
+        in found[0]
+    )
 
 
 def test_the_think_tag_penalty_takes_an_open_and_a_close_tag(
@@ -84,7 +101,9 @@ def test_the_unwanted_token_penalty_needs_its_ids(
         gym_examples,
         ("reward_penalties={penalize_unwanted_tokens: true}",),
         "reward_penalties.token_ids.unwanted",
-        "rollouts.py:1936 @",
+        where(
+            "nemo-rl.experience.rollouts.resolve-reward-penalty-config.unwanted-token-penalty-has-ids-penalise"
+        ),
     )
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from recipekit.errors import Issue
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import COLOCATED_MEGATRON_GENERATION, Plan, RefusedAt
 from recipekit.nemo_rl.rules.generation import (
     fp8_kv_cache_needs_megatron,
@@ -46,42 +47,42 @@ CASES: list[tuple[Check, Stage, tuple[str, ...], str, str]] = [
         dapo_h100,
         (*FP8_KV_CACHE, *DTENSOR),
         f"{VLLM}.kv_cache_dtype",
-        "grpo.py:769 @ super-v3",
+        where("nemo-rl.grpo.v3.fp8-kv-cache-needs-megatron"),
     ),
     (
         fp8_kv_cache_without_async_rollouts,
         dapo_h100,
         (*FP8_KV_CACHE, f"{VLLM}.async_engine=true"),
         f"{VLLM}.kv_cache_dtype",
-        "grpo.py:772 @ super-v3",
+        where("nemo-rl.grpo.v3.fp8-kv-cache-without-async"),
     ),
     (
         fp8_kv_cache_needs_one_pipeline_stage,
         dapo_h100,
         (*FP8_KV_CACHE, "policy.megatron_cfg.pipeline_model_parallel_size=2"),
         "policy.megatron_cfg.pipeline_model_parallel_size",
-        "grpo.py:775 @ super-v3",
+        where("nemo-rl.grpo.v3.fp8-kv-cache-needs-pp1"),
     ),
     (
         validation_sampling_only_on_gym_vllm,
         rlvr,
         (*COLOCATED_MEGATRON_GENERATION, "policy.generation.val_temperature=0.5"),
         "policy.generation.val_temperature",
-        "grpo.py:512",
+        where("nemo-rl.grpo.validation-sampling-only-on-gym-vllm"),
     ),
     (
         vlm_needs_the_tokenizer_in_vllm,
         rlvr,
         ("policy.is_vlm=true", f"{VLLM}.skip_tokenizer_init=true"),
         f"{VLLM}.skip_tokenizer_init",
-        "run_grpo_nemo_gym.py:186",
+        where("nemo-rl.gym-runner.vlm-needs-vllm-tokenizer"),
     ),
     (
         multiple_dataloaders_split_the_step,
         rlvr,
         ("data.use_multiple_dataloader=true", "data.num_prompts_per_dataloader=100"),
         "data.num_prompts_per_dataloader",
-        "grpo.py:584",
+        where("nemo-rl.grpo.dataloaders-split-the-step"),
     ),
     (
         kl_in_reward_needs_prev_logprobs,
@@ -92,21 +93,23 @@ CASES: list[tuple[Check, Stage, tuple[str, ...], str, str]] = [
             "loss_fn.reference_policy_kl_penalty=0.01",
         ),
         "loss_fn.force_on_policy_ratio",
-        "grpo.py:2480",
+        where("nemo-rl.grpo.kl-in-reward-needs-prev-logprobs"),
     ),
     (
         distillation_needs_prev_logprobs,
         mopd_phase1,
         ZEROED_LOGPROBS,
         "loss_fn.force_on_policy_ratio",
-        "opd.py:133",
+        where("nemo-rl.opd.needs-prev-logprobs"),
     ),
     (
         colocated_reshard_without_draft,
         rlvr,
         (*COLOCATED_MEGATRON_GENERATION, "policy.draft.enabled=true"),
         "policy.draft.enabled",
-        "setup.py:1801",
+        where(
+            "nemo-rl.models.megatron.setup.setup-model-and-optimizer.colocated-megatron-reshard-excludes-draft-model"
+        ),
     ),
 ]
 
@@ -129,28 +132,46 @@ def test_the_broken_rule_is_refused_at_its_key(
 
 # super-v3 reads NeMo Gym's rollouts only through its examples' schema (rules/conftest.py).
 GYM_V3 = "env.should_use_nemo_gym=true"
+GYM_V3_NEEDS = "nemo-rl.grpo.v3.nemo-gym-needs-"
 
 
 @pytest.mark.parametrize(
-    ("check", "override", "key", "line"),
+    ("check", "override", "key", "rule"),
     [
-        (nemo_gym_needs_the_async_engine, f"{VLLM}.async_engine=false", "async_engine", 1249),
-        (nemo_gym_needs_the_http_server, f"{VLLM}.expose_http_server=false", "expose_http", 1257),
+        (
+            nemo_gym_needs_the_async_engine,
+            f"{VLLM}.async_engine=false",
+            "async_engine",
+            GYM_V3_NEEDS + "async-engine",
+        ),
+        (
+            nemo_gym_needs_the_http_server,
+            f"{VLLM}.expose_http_server=false",
+            "expose_http",
+            GYM_V3_NEEDS + "http-server",
+        ),
     ],
     ids=lambda value: getattr(value, "__name__", None),
 )
 def test_super_v3_gym_rollouts_need_the_async_http_engine(
-    refused_at: RefusedAt, v3_examples: Stage, check: Check, override: str, key: str, line: int
+    refused_at: RefusedAt, v3_examples: Stage, check: Check, override: str, key: str, rule: str
 ) -> None:
-    refused_at(v3_examples, (GYM_V3, override), f"{VLLM}.{key}", f"grpo.py:{line} @ super-v3")
+    refused_at(v3_examples, (GYM_V3, override), f"{VLLM}.{key}", where(rule))
 
 
 def test_opd_without_the_importance_sampling_correction_warns(warned: Plan) -> None:
-    """opd_recommends_importance_sampling (grpo.py:2283 @ super-v3.5): a warning where async
-    GRPO (which refuses the correction off) is not on."""
+    """opd_recommends_importance_sampling (grpo.py, _create_advantage_estimator @ super-v3.5): a
+    warning where async GRPO (which refuses the correction off) is not on."""
     key = "loss_fn.use_importance_sampling_correction"
-    # mopd's truncated importance sampling needs the correction (loss_functions.py:293): off too.
+    # mopd's truncated importance sampling needs the correction (loss_functions.py,
+    # ClippedPGLossFn.__init__): off too.
     tis = "loss_fn.truncated_importance_sampling_type=null"
     overrides = (f"{key}=false", "grpo.async_grpo.enabled=false", tis)
     found = [w for w in warned(mopd_phase1, *overrides) if w.startswith(key)]
-    assert found and "grpo.py:2283" in found[0]
+    assert (
+        found
+        and where(
+            "nemo-rl.algorithms.grpo.create-advantage-estimator.opd-recommends-importance-sampling-correction"
+        )
+        in found[0]
+    )

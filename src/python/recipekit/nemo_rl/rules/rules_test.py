@@ -15,6 +15,10 @@ from __future__ import annotations
 import pytest
 
 from recipekit.errors import RecipeError
+from recipekit.nemo_rl import SUPER35_BRANCH
+from recipekit.nemo_rl.rule_lines import where
+from recipekit.nemo_rl.rules.generation import GYM_SETS_THE_SERVER_ON, NEMO_GYM_PY
+from recipekit.nemo_rl.rules.vllm_engine import cite as vllm_cite
 from recipekit.plan import make_plan
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
@@ -33,7 +37,11 @@ def _warnings(stage: object, *overrides: str) -> list[str]:
 @pytest.mark.parametrize(
     ("overrides", "key", "reason"),
     [
-        (("policy.generation.val_top_k=5",), "policy.generation.val_top_k", "grpo.py:521"),
+        (
+            ("policy.generation.val_top_k=5",),
+            "policy.generation.val_top_k",
+            where("nemo-rl.grpo.nemo-gym-takes-no-val-top-k"),
+        ),
         (
             ("policy.megatron_cfg.use_fused_linear_logprobs=true",),
             "policy.megatron_cfg.use_fused_linear_logprobs",
@@ -45,7 +53,7 @@ def _warnings(stage: object, *overrides: str) -> list[str]:
                 "loss_fn.reference_policy_kl_penalty=0.01",
             ),
             "loss_fn.reference_policy_kl_penalty",
-            "grpo.py:712",
+            where("nemo-rl.grpo.skipped-reference-logprobs-need-zero-kl"),
         ),
         (
             (
@@ -54,10 +62,18 @@ def _warnings(stage: object, *overrides: str) -> list[str]:
                 "grpo.val_num_generations_per_prompt=1",
             ),
             "grpo.val_num_generations_per_prompt",
-            "grpo.py:530",
+            where("nemo-rl.grpo.pass-k-needs-several-val-generations"),
         ),
-        (("grpo.stop_at_validation_metric=accuracy",), "grpo.stop_at_validation_threshold", ":577"),
-        (("grpo.max_val_samples=16",), "grpo.max_val_samples", "run_grpo_nemo_gym.py:207"),
+        (
+            ("grpo.stop_at_validation_metric=accuracy",),
+            "grpo.stop_at_validation_threshold",
+            where("nemo-rl.grpo.early-stop-needs-threshold"),
+        ),
+        (
+            ("grpo.max_val_samples=16",),
+            "grpo.max_val_samples",
+            where("nemo-rl.gym-runner.no-max-val-samples"),
+        ),
         (
             ("loss_fn.force_on_policy_ratio=true", "policy.train_global_batch_size=64"),
             "policy.train_global_batch_size",
@@ -71,7 +87,7 @@ def _warnings(stage: object, *overrides: str) -> list[str]:
         (
             ("policy.generation.vllm_kwargs={max_num_batched_tokens: 8, max_num_seqs: 64}",),
             "policy.generation.vllm_kwargs.max_num_batched_tokens",
-            "scheduler.py:287",
+            vllm_cite("vllm.scheduler.batched-tokens-cover-sequences"),
         ),
         (
             (
@@ -79,7 +95,7 @@ def _warnings(stage: object, *overrides: str) -> list[str]:
                 "policy.generation.vllm_cfg.expert_parallel_size=1",
             ),
             "policy.generation.vllm_kwargs.enable_eplb",
-            "parallel.py:482",
+            vllm_cite("vllm.parallel.eplb-needs-expert-parallel"),
         ),
     ],
 )
@@ -96,7 +112,8 @@ def test_fused_logprobs_refuse_sampling_filters() -> None:
         "policy.generation.top_p=0.9",
     )
     assert any(
-        e.startswith("policy.megatron_cfg.use_fused_linear_logprobs") and ":682" in e
+        e.startswith("policy.megatron_cfg.use_fused_linear_logprobs")
+        and where("nemo-rl.grpo.fused-logprobs-without-sampling-filter") in e
         for e in errors
     )
 
@@ -115,7 +132,9 @@ def test_super_v3_skipped_reference_logprobs_need_zero_kl() -> None:
         "grpo.skip_reference_policy_logprobs_calculation=true",
         "loss_fn.reference_policy_kl_penalty=0.01",
     )
-    assert any("grpo.py:1635 @ super-v3" in e for e in errors)
+    assert any(
+        where("nemo-rl.grpo.v3.skipped-reference-logprobs-need-zero-kl") in e for e in errors
+    )
 
 
 def test_a_node_local_path_on_a_multi_node_run_is_a_warning() -> None:
@@ -138,10 +157,11 @@ def test_pad_token_id_is_a_warning() -> None:
 
 @pytest.mark.parametrize("key", ["async_engine", "expose_http_server"])
 def test_nemo_gyms_runner_overwrites_a_false_server_setting(key: str) -> None:
-    """run_grpo_nemo_gym.py:192 sets both true before nemo_gym.py:90 and :113 assert them."""
+    """run_grpo_nemo_gym.py's main calls setup_nemo_gym_config, which sets both true before
+    nemo_gym.py's should_use_nemo_gym asserts them."""
     found = [
         w
         for w in _warnings(rlvr, f"policy.generation.vllm_cfg.{key}=false")
         if w.startswith(f"policy.generation.vllm_cfg.{key} = False")
     ]
-    assert found and "nemo_gym.py:1116" in found[0]
+    assert found and f"{NEMO_GYM_PY}:{GYM_SETS_THE_SERVER_ON} @ {SUPER35_BRANCH}" in found[0]

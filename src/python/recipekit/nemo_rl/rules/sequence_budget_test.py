@@ -13,7 +13,10 @@ for a policy cap above vLLM's max_model_len."""
 
 from __future__ import annotations
 
+from recipekit.nemo_rl import NEMO_RL_VERSION, SUPER35_BRANCH
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
+from recipekit.nemo_rl.rules.sequence_budget import PROMPT_CUT
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
 
@@ -27,7 +30,7 @@ def test_super_v3_warns_of_a_prompt_budget_equal_to_max_model_len(
     # prompts of 1024 tokens get an empty response on super-v3; nothing fails.
     assert not [e for e in errors(dapo_h100) if e.startswith(KEY)]
     found = [w for w in warned(dapo_h100) if w.startswith(KEY)]
-    assert len(found) == 1 and "processors.py:422" in found[0], found
+    assert len(found) == 1 and PROMPT_CUT[NEMO_RL_VERSION] in found[0], found
     assert "RL#796" in found[0] and "at most 1023" in found[0] and "empty response" in found[0]
 
 
@@ -42,9 +45,12 @@ def test_super35_takes_a_prompt_budget_equal_to_max_model_len(errors: Plan) -> N
 
 def test_super35_refuses_a_prompt_budget_past_max_model_len(refused_at: RefusedAt) -> None:
     found = refused_at(
-        rlvr, ("policy.generation.vllm_cfg.max_model_len=16383",), KEY, "vllm_worker.py:77"
+        rlvr,
+        ("policy.generation.vllm_cfg.max_model_len=16383",),
+        KEY,
+        where("nemo-rl.vllm-worker.prompt-leaves-room"),
     )
-    assert "processors.py:427" in found[0] and "at most 16383" in found[0]
+    assert PROMPT_CUT[SUPER35_BRANCH] in found[0] and "at most 16383" in found[0]
 
 
 def test_a_gym_prompt_budget_past_max_model_len_is_refused(refused_at: RefusedAt) -> None:
@@ -64,10 +70,21 @@ SHORT_PROMPTS = ("data.max_input_seq_length=4096", "env.nemo_gym.policy_max_inpu
 def test_a_policy_cap_above_max_model_len_warns(warned: Plan) -> None:
     warnings = warned(rlvr, *SHORT_PROMPTS, "policy.generation.vllm_cfg.max_model_len=15360")
     assert any(
-        w.startswith("policy.max_total_sequence_length") and "rollouts.py:2355 @" in w
+        w.startswith("policy.max_total_sequence_length")
+        and where(
+            "nemo-rl.experience.rollouts.tensorize-nemo-gym-result.gym-rollouts-policy-sequence-cap-most"
+        )
+        in w
         for w in warnings
     ), warnings
 
 
 def test_rlvr_as_shipped_does_not_warn(warned: Plan) -> None:
-    assert not [w for w in warned(rlvr) if "rollouts.py:2355" in w]
+    assert not [
+        w
+        for w in warned(rlvr)
+        if where(
+            "nemo-rl.experience.rollouts.tensorize-nemo-gym-result.gym-rollouts-policy-sequence-cap-most"
+        )
+        in w
+    ]

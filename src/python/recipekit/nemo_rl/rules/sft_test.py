@@ -14,6 +14,7 @@ import pytest
 
 from recipekit.errors import RecipeError
 from recipekit.nemo_rl.algorithms import NEMO_RL_SUPER35_SFT, NEMO_RL_SUPER35_VLM_SFT
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules import sft
 from recipekit.nemo_rl.rules.checkpoint_ranking import Loop, resolved_loop
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt, imported_stage
@@ -22,7 +23,6 @@ from recipekit.plan import make_plan
 from recipekit.stage import Stage
 
 CONFIGS = "nemo-rl/main/examples/configs"
-SFT_PY = "sft.py:"
 # NeMo-RL's SFT, DPO and RM examples on main (super-v3.5-posttraining's schema).
 TRAINER_EXAMPLES = (
     "sft.yaml",
@@ -79,7 +79,7 @@ def test_a_ranking_metric_names_its_source(stage: Stage, refused_at: RefusedAt) 
         stage,
         ("checkpointing.metric_name=val_loss",),
         "checkpointing.metric_name = 'val_loss'",
-        f"{SFT_PY}553 @ super-v3.5",
+        where("nemo-rl.algorithms.sft.sft-train.ranking-metric-starts-train-val"),
     )
     assert "'val:val_loss'" in error
     make_plan(stage, ["checkpointing.metric_name=train:loss"])
@@ -90,7 +90,7 @@ def test_a_save_without_validation_is_not_ranked(stage: Stage, warned: Plan) -> 
     # sft.yaml saves and validates every 10 steps; a save every 5 misses validation at step 5.
     [warning] = warned(stage, "checkpointing.save_period=5")
     assert warning.startswith("checkpointing.save_period = 5: SFT saves a checkpoint at step 5")
-    assert f"{SFT_PY}564 @ super-v3.5" in warning
+    assert where("nemo-rl.algorithms.sft.sft-train.val-ranking-metric-save-step-ran") in warning
     [warning] = warned(stage, "sft.val_period=0")
     assert warning.startswith("checkpointing.save_period = 10") and "sft.val_period" in warning
     # The last step (65) is no multiple of 10: it validates there only with val_at_end.

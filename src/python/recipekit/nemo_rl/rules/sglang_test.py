@@ -15,15 +15,21 @@ from __future__ import annotations
 
 import pytest
 
+from recipekit.nemo_rl import SUPER35_BRANCH
+from recipekit.nemo_rl.rule_lines import where
+from recipekit.nemo_rl.rules import sglang
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
+from recipekit.nemo_rl.rules.sglang import GRPO_PY
 from recipekit.stage import Stage
 from recipes.super35.rl import rlvr
 
 SGLANG = "policy.generation.sglang_cfg"
 ROUTER = f"{SGLANG}.sglang_router_config"
-WORKER_PY = "nemo_rl/models/generation/sglang/sglang_worker.py"
-ROUTER_PY = "nemo_rl/models/generation/sglang/sglang_router.py"
-# SGLang's weights come from the v2 DTensor worker only (grpo.py:1442).
+# GRPO's setup reads sglang_cfg, and hands the engine size to the workers, at lines no rule
+# site states (the module's hand-written ones).
+READS_SGLANG_CFG = f"{GRPO_PY}:{sglang.READS_SGLANG_CFG} @ {SUPER35_BRANCH}"
+HANDS_ENGINE_SIZE = f"{GRPO_PY}:{sglang.HANDS_ENGINE_SIZE} @ {SUPER35_BRANCH}"
+# SGLang's weights come from the v2 DTensor worker only (GRPO's setup: HANDS_ENGINE_SIZE).
 ON_V2 = (
     "policy.megatron_cfg.enabled=false",
     "policy.dtensor_cfg.enabled=true",
@@ -44,7 +50,7 @@ def test_tp_size_must_split_an_engines_gpus(gym_examples: Stage, refused_at: Ref
         gym_examples,
         (*ON_SGLANG, _engine(tp=2, pp=1, gpus=4)),
         f"{SGLANG}.tp_size = 2",
-        f"{WORKER_PY}:383 @",
+        where("nemo-rl.sglang.worker.engine-tensor-parallel-size-gpu-count"),
     )
     assert "num_gpus_per_engine = 4" in error and "set tp_size to 4" in error
 
@@ -56,7 +62,7 @@ def test_tp_size_is_checked_against_the_pipeline_stages(
         gym_examples,
         (*ON_SGLANG, _engine(tp=4, pp=2, gpus=4)),
         f"{SGLANG}.tp_size = 4",
-        f"{WORKER_PY}:383 @",
+        where("nemo-rl.sglang.worker.engine-tensor-parallel-size-gpu-count"),
     )
 
 
@@ -79,14 +85,14 @@ def test_an_external_router_needs_its_address(gym_examples: Stage, refused_at: R
             "sglang_router_ip: 10.0.0.1}}",
         ),
         f"{ROUTER}.use_external_router = True",
-        f"{ROUTER_PY}:114 @",
+        where("nemo-rl.sglang.router.external-router-needs-both-host-port"),
     )
     assert "sglang_router_port is not set" in error
     (error,) = refused_at(
         gym_examples,
         (*ON_SGLANG, f"{SGLANG}={{sglang_router_config: {{use_external_router: true}}}}"),
         f"{ROUTER}.use_external_router = True",
-        f"{ROUTER_PY}:114 @",
+        where("nemo-rl.sglang.router.external-router-needs-both-host-port"),
     )
     assert "sglang_router_ip and sglang_router_port are not set" in error
 
@@ -107,14 +113,14 @@ def test_super35_sglang_without_its_settings_is_refused(refused_at: RefusedAt) -
         rlvr,
         ("policy.generation.backend=sglang", "grpo.async_grpo.enabled=false"),
         "policy.generation.backend = 'sglang'",
-        "grpo.py:1432 @",
+        READS_SGLANG_CFG,
     )
     assert "it is not set (set policy.generation.sglang_cfg)" in error
 
 
 def test_sglang_without_its_settings_is_refused(gym_examples: Stage, refused_at: RefusedAt) -> None:
     (error,) = refused_at(
-        gym_examples, ON_SGLANG, "policy.generation.backend = 'sglang'", "grpo.py:1432 @"
+        gym_examples, ON_SGLANG, "policy.generation.backend = 'sglang'", READS_SGLANG_CFG
     )
     assert f"set {SGLANG}" in error
 
@@ -141,6 +147,6 @@ def test_sglang_needs_the_v2_dtensor_worker(
         _engine(tp=4, pp=1, gpus=4),
     )
     (error,) = refused_at(
-        gym_examples, sglang, "policy.generation.backend = 'sglang'", "grpo.py:1442 @"
+        gym_examples, sglang, "policy.generation.backend = 'sglang'", HANDS_ENGINE_SIZE
     )
     assert f"the {worker} worker fails there" in error

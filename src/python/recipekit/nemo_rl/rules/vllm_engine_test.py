@@ -44,6 +44,7 @@ from recipekit.nemo_rl.rules.vllm_engine import (
     sequence_parallelism_needs_tensor_parallel,
     sequence_parallelism_needs_vllm_compile,
 )
+from recipekit.nemo_rl.rules.vllm_engine import cite as vllm_cite
 from recipekit.plan import make_plan
 from recipekit.stage import Stage
 from recipes.super35.rl import rlvr
@@ -59,19 +60,19 @@ KWARGS = "policy.generation.vllm_kwargs"
             attention_heads_split_over_tensor_parallel,
             (f"{VLLM}.tensor_parallel_size=3",),
             f"{VLLM}.tensor_parallel_size",
-            "model.py:1213",
+            vllm_cite("vllm.model.attention-heads-divide-tp"),
         ),
         (
             max_model_len_within_the_model,
             (f"{VLLM}.max_model_len=524288", "policy.max_total_sequence_length=524288"),
             f"{VLLM}.max_model_len",
-            "model.py:2276",
+            vllm_cite("vllm.model.max-model-len-within-positions"),
         ),
         (
             routed_experts_without_pipeline_parallel,
             (f"{VLLM}.enable_return_routed_experts=true", f"{VLLM}.pipeline_parallel_size=2"),
             f"{VLLM}.pipeline_parallel_size",
-            "vllm.py:891",
+            vllm_cite("vllm.vllm.routed-experts-without-pp"),
         ),
         (
             batched_tokens_hold_a_sequence,
@@ -80,38 +81,38 @@ KWARGS = "policy.generation.vllm_kwargs"
                 "max_num_seqs: 32}",
             ),
             f"{KWARGS}.max_num_batched_tokens",
-            "scheduler.py:277",
+            vllm_cite("vllm.scheduler.batched-tokens-hold-a-sequence"),
         ),
         (
             decode_context_parallel_divides_tensor_parallel,
             (f"{KWARGS}.decode_context_parallel_size=3",),
             f"{KWARGS}.decode_context_parallel_size",
-            "parallel.py:504",
+            vllm_cite("vllm.parallel.dcp-divides-tp"),
         ),
         (
             dcp_all_to_all_needs_decode_context_parallel,
             (f"{KWARGS}.dcp_comm_backend=a2a",),
             f"{KWARGS}.dcp_comm_backend",
-            "parallel.py:510",
+            vllm_cite("vllm.parallel.dcp-a2a-needs-dcp"),
         ),
         (
             # Super's 2 KV heads: TP 2 leaves no rank for decode context parallelism.
             dcp_tensor_parallel_above_kv_heads,
             (f"{VLLM}.tensor_parallel_size=2", f"{KWARGS}.decode_context_parallel_size=2"),
             f"{KWARGS}.decode_context_parallel_size",
-            "model.py:1234",
+            vllm_cite("vllm.model.dcp-tp-above-kv-heads"),
         ),
         (
             dcp_within_tensor_parallel_per_kv_head,
             (f"{KWARGS}.decode_context_parallel_size=4",),
             f"{KWARGS}.decode_context_parallel_size",
-            "model.py:1241",
+            vllm_cite("vllm.model.dcp-within-tp-per-kv-head"),
         ),
         (
             partial_prefills_need_chunked_prefill,
             (f"{KWARGS}.max_num_partial_prefills=2", f"{KWARGS}.enable_chunked_prefill=false"),
             f"{KWARGS}.max_num_partial_prefills",
-            "scheduler.py:303",
+            vllm_cite("vllm.scheduler.partial-prefills-need-chunked-prefill"),
         ),
         (
             long_prefill_threshold_within_max_model_len,
@@ -120,50 +121,50 @@ KWARGS = "policy.generation.vllm_kwargs"
                 f"{KWARGS}.long_prefill_token_threshold=32768",
             ),
             f"{KWARGS}.long_prefill_token_threshold",
-            "scheduler.py:309",
+            vllm_cite("vllm.scheduler.long-prefill-threshold-within-max-model-len"),
         ),
         (
             long_partial_prefills_within_partial_prefills,
             (f"{KWARGS}.max_long_partial_prefills=2",),
             f"{KWARGS}.max_long_partial_prefills",
-            "scheduler.py:316",
+            vllm_cite("vllm.scheduler.long-partial-prefills-within-partial-prefills"),
         ),
         (
             async_eplb_communicator_is_not_nccl,
             (f"{KWARGS}.eplb_config={{communicator: torch_nccl}}",),
             f"{KWARGS}.eplb_config.communicator",
-            "parallel.py:105",
+            vllm_cite("vllm.parallel.async-eplb-not-over-nccl"),
         ),
         (
             redundant_experts_need_eplb,
             (f"{KWARGS}.eplb_config={{num_redundant_experts: 32}}",),
             f"{KWARGS}.eplb_config.num_redundant_experts",
-            "parallel.py:491",
+            vllm_cite("vllm.parallel.redundant-experts-need-eplb"),
         ),
         (
             nsight_workers_need_ray,
             (f"{VLLM}.tensor_parallel_size=1", f"{KWARGS}.ray_workers_use_nsight=true"),
             f"{KWARGS}.ray_workers_use_nsight",
-            "parallel.py:997",
+            vllm_cite("vllm.parallel.nsight-needs-ray"),
         ),
         (
             mamba_stochastic_rounding_needs_float16_cache,
             (f"{KWARGS}.enable_mamba_cache_stochastic_rounding=true",),
             f"{KWARGS}.enable_mamba_cache_stochastic_rounding",
-            "vllm.py:917",
+            vllm_cite("vllm.vllm.mamba-stochastic-rounding-float16"),
         ),
         (
             # The seed turns prefix caching off.
             mamba_block_size_needs_prefix_caching,
             (f"{KWARGS}.mamba_block_size=1024",),
             f"{KWARGS}.mamba_block_size",
-            "vllm.py:2222",
+            vllm_cite("vllm.vllm.mamba-block-size-needs-prefix-caching"),
         ),
         (
             micro_batching_needs_an_expert_all2all,
             (f"{KWARGS}.enable_dbo=true",),
             f"{KWARGS}.all2all_backend",
-            "vllm.py:1463",
+            vllm_cite("vllm.vllm.micro-batching-needs-expert-all2all"),
         ),
     ],
     ids=lambda value: getattr(value, "__name__", None),
@@ -183,17 +184,17 @@ def test_a_long_context_allowed_by_its_variable_plans_past_the_models_positions(
         "policy.max_total_sequence_length=524288",
         "policy.megatron_cfg.env_vars={VLLM_ALLOW_LONG_MAX_MODEL_LEN: '1'}",
     )
-    assert not [e for e in found if "model.py:2276" in e]
+    assert not [e for e in found if vllm_cite("vllm.model.max-model-len-within-positions") in e]
 
 
 def test_more_batched_tokens_than_sequences_use_warns(warned: Plan) -> None:
-    """batched_tokens_beyond_what_sequences_use: scheduler.py:294 only warns."""
+    """batched_tokens_beyond_what_sequences_use: vLLM's scheduler config only warns."""
     found = [
         w
         for w in warned(rlvr, f"{KWARGS}={{max_num_batched_tokens: 32768, max_num_seqs: 1}}")
         if w.startswith(f"{KWARGS}.max_num_batched_tokens")
     ]
-    assert found and "scheduler.py:294" in found[0]
+    assert found and vllm_cite("vllm.scheduler.batched-tokens-beyond-sequences") in found[0]
 
 
 def _dense(attention_heads: int = 0, kv_heads: int = 0) -> Stage:
@@ -217,14 +218,14 @@ def _dense(attention_heads: int = 0, kv_heads: int = 0) -> Stage:
             _dense(),
             (f"{VLLM}.expert_parallel_size=4",),
             f"{VLLM}.expert_parallel_size",
-            "model.py:1161",
+            vllm_cite("vllm.model.expert-parallel-needs-moe"),
         ),
         (
             external_data_parallel_needs_moe,
             _dense(),
             (f"{VLLM}.expert_parallel_size=8",),
             f"{VLLM}.expert_parallel_size",
-            "parallel.py:860",
+            vllm_cite("vllm.parallel.external-dp-needs-moe"),
         ),
         (
             # 18 heads over 2 KV heads: 9 query heads per KV head, which DCP 2 does not divide.
@@ -232,7 +233,7 @@ def _dense(attention_heads: int = 0, kv_heads: int = 0) -> Stage:
             _dense(attention_heads=18, kv_heads=2),
             (f"{VLLM}.tensor_parallel_size=6", f"{KWARGS}.decode_context_parallel_size=2"),
             f"{KWARGS}.decode_context_parallel_size",
-            "model.py:1249",
+            vllm_cite("vllm.model.dcp-divides-queries-per-kv-head"),
         ),
     ],
     ids=lambda value: getattr(value, "__name__", None),
@@ -250,7 +251,12 @@ def test_vllm_refuses_on_a_dense_model(
 
 def test_expert_parallelism_on_the_moe_model_passes_the_dense_model_rules(errors: Plan) -> None:
     found = errors(rlvr, f"{VLLM}.expert_parallel_size=8")
-    assert not [e for e in found if "model.py:1161" in e or "parallel.py:860" in e], found
+    assert not [
+        e
+        for e in found
+        if vllm_cite("vllm.model.expert-parallel-needs-moe") in e
+        or vllm_cite("vllm.parallel.external-dp-needs-moe") in e
+    ], found
 
 
 @pytest.mark.parametrize(
@@ -264,37 +270,37 @@ def test_expert_parallelism_on_the_moe_model_passes_the_dense_model_rules(errors
                 f"{VLLM}.env_vars.VLLM_ALLOW_LONG_MAX_MODEL_LEN='1'",
             ),
             f"{VLLM}.max_model_len",
-            "model.py:2274",
+            vllm_cite("vllm.model.long-max-model-len-allowed"),
         ),
         (
             custom_scheduler_class_is_not_public,
             (f"{KWARGS}.scheduler_cls=my_pkg.MyScheduler",),
             f"{KWARGS}.scheduler_cls",
-            "scheduler.py:192",
+            vllm_cite("vllm.scheduler.custom-scheduler-class"),
         ),
         (
             removed_all2all_backend_falls_back,
             (f"{KWARGS}.all2all_backend=pplx",),
             f"{KWARGS}.all2all_backend",
-            "parallel.py:450",
+            vllm_cite("vllm.parallel.removed-all2all-backend"),
         ),
         (
             parallel_loading_workers_are_ignored,
             (f"{KWARGS}.max_parallel_loading_workers=4",),
             f"{KWARGS}.max_parallel_loading_workers",
-            "parallel.py:919",
+            vllm_cite("vllm.parallel.parallel-loading-workers-ignored"),
         ),
         (
             attention_dtype_override_needs_rocm,
             (f"{KWARGS}.override_attention_dtype=float32",),
             f"{KWARGS}.override_attention_dtype",
-            "model.py:536",
+            vllm_cite("vllm.model.attention-dtype-override-needs-rocm"),
         ),
         (
             kv_scales_calculation_is_deprecated,
             (f"{KWARGS}.calculate_kv_scales=true",),
             f"{KWARGS}.calculate_kv_scales",
-            "cache.py:267",
+            vllm_cite("vllm.cache.calculate-kv-scales-deprecated"),
         ),
         (
             sequence_parallelism_needs_tensor_parallel,
@@ -303,7 +309,7 @@ def test_expert_parallelism_on_the_moe_model_passes_the_dense_model_rules(errors
                 f"{KWARGS}.compilation_config.pass_config={{enable_sp: true}}",
             ),
             f"{KWARGS}.compilation_config.pass_config",
-            "vllm.py:1225",
+            vllm_cite("vllm.vllm.sequence-parallel-needs-tp"),
         ),
         (
             sequence_parallelism_needs_vllm_compile,
@@ -312,13 +318,13 @@ def test_expert_parallelism_on_the_moe_model_passes_the_dense_model_rules(errors
                 f"{KWARGS}.compilation_config.pass_config={{fuse_gemm_comms: true}}",
             ),
             f"{KWARGS}.compilation_config.pass_config",
-            "vllm.py:1411",
+            vllm_cite("vllm.vllm.sequence-parallel-needs-vllm-compile"),
         ),
         (
             kv_sharing_fast_prefill_needs_model_support,
             (f"{KWARGS}.kv_sharing_fast_prefill=true",),
             f"{KWARGS}.kv_sharing_fast_prefill",
-            "vllm.py:1347",
+            vllm_cite("vllm.vllm.kv-sharing-fast-prefill"),
         ),
         (
             dcp_interleave_overrides_cp_interleave,
@@ -327,7 +333,7 @@ def test_expert_parallelism_on_the_moe_model_passes_the_dense_model_rules(errors
                 f"{KWARGS}.dcp_kv_cache_interleave_size=16",
             ),
             f"{KWARGS}.dcp_kv_cache_interleave_size",
-            "vllm.py:2171",
+            vllm_cite("vllm.vllm.dcp-interleave-overrides-cp-interleave"),
         ),
     ],
     ids=lambda value: getattr(value, "__name__", None),

@@ -19,6 +19,8 @@ from recipekit.nemo_rl import NEMO_RL_VERSION, SUPER35_BRANCH
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules import vllm_kwargs
 from recipekit.nemo_rl.rules.conftest import Plan
+from recipekit.vllm.generated import engine_args_0_25_1 as engine
+from recipekit.vllm.generated.nemo_rl_workers import WORKERS
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
 
@@ -29,13 +31,31 @@ def _mine(found: list[str], key: str) -> list[str]:
     return [e for e in found if e.startswith(f"{KWARGS}.{key}")]
 
 
+def _passed_at(branch: str, key: str) -> str:
+    """``file:line @ branch`` of the keyword the branch's worker passes itself, as the
+    generated table of the pinned workers has it."""
+    worker = WORKERS[branch]
+    return f"{worker['file']}:{worker['passed'][key][1]} @ {branch}"
+
+
+def _replaced_at(branch: str, key: str) -> str:
+    """``file:line @ branch`` where the branch's worker writes the key itself."""
+    _, _, file, line, _ = WORKERS[branch]["replaced"][key]
+    return f"{file}:{line} @ {branch}"
+
+
+def _bounded_at(key: str) -> str:
+    """Where vLLM 0.25.1 declares the key's bounds (the generated engine arguments)."""
+    return f"{(engine.ENGINE_ARGS | engine.ASYNC_ENGINE_ARGS)[key][3]} @ vLLM 0.25.1"
+
+
 def test_a_key_nemo_rl_passes_itself_is_refused_naming_the_setting(refused: Plan) -> None:
     found = _mine(
         refused(rlvr, f"{KWARGS}={{gpu_memory_utilization: 0.5}}"), "gpu_memory_utilization"
     )
     assert len(found) == 1
     assert "duplicate keyword" in found[0]
-    assert "vllm_worker.py:579 @ super-v3.5-posttraining" in found[0]
+    assert _passed_at(SUPER35_BRANCH, "gpu_memory_utilization") in found[0]
     assert "set policy.generation.vllm_cfg.gpu_memory_utilization instead" in found[0]
 
 
@@ -43,7 +63,7 @@ def test_super_v3_reads_its_own_worker(refused: Plan) -> None:
     found = _mine(
         refused(dapo_h100, f"{KWARGS}.gpu_memory_utilization=0.5"), "gpu_memory_utilization"
     )
-    assert found and "vllm_worker.py:503 @ super-v3" in found[0]
+    assert found and _passed_at(NEMO_RL_VERSION, "gpu_memory_utilization") in found[0]
     # super-v3 also passes logprobs_mode itself, from no setting of its own.
     found = _mine(refused(dapo_h100, f"{KWARGS}.logprobs_mode=raw_logits"), "logprobs_mode")
     assert found and "remove it: NeMo-RL sets it" in found[0]
@@ -58,8 +78,8 @@ def test_a_misspelt_key_gets_did_you_mean(refused: Plan) -> None:
 @pytest.mark.parametrize(
     ("override", "reason"),
     [
-        ("max_num_seqs=0", "must be >= 1 (vllm/config/scheduler.py:63 @ vLLM 0.25.1)"),
-        ("watermark=1.0", "must be >= 0 and < 1 (vllm/config/scheduler.py:146"),
+        ("max_num_seqs=0", f"must be >= 1 ({_bounded_at('max_num_seqs')})"),
+        ("watermark=1.0", f"must be >= 0 and < 1 ({_bounded_at('watermark')})"),
         ("mamba_ssm_cache_dtype=fp64", "one of 'auto', 'float32', 'float16', 'bfloat16'"),
         ("max_num_seqs=many", "vLLM takes an integer or null"),
         ("disable_custom_all_reduce=[true]", "vLLM takes true or false"),
@@ -90,8 +110,6 @@ def test_a_mapping_for_a_config_class_is_checked_key_by_key(refused: Plan, error
     assert not _mine(errors(rlvr, f"{KWARGS}.compilation_config={{use_inductor: false}}"), "c")
     # Read from the workers: only the async one takes it out (the sync engine, vllm.LLM,
     # would refuse it).
-    from recipekit.vllm.generated.nemo_rl_workers import WORKERS
-
     popped = WORKERS[SUPER35_BRANCH]["popped"]["compilation_config"]["use_inductor"]
     assert popped[0].endswith("vllm_worker_async.py") and popped[2] == "async"
 
@@ -99,7 +117,7 @@ def test_a_mapping_for_a_config_class_is_checked_key_by_key(refused: Plan, error
 def test_a_key_nemo_rl_replaces_warns(warned: Plan) -> None:
     found = _mine(warned(rlvr, f"{KWARGS}.distributed_executor_backend=mp"), "distributed")
     assert found and "this value is replaced (" in found[0]
-    assert "vllm_worker.py:422 @ super-v3.5-posttraining" in found[0]
+    assert _replaced_at(SUPER35_BRANCH, "distributed_executor_backend") in found[0]
     found = _mine(warned(rlvr, f"{KWARGS}.logprobs_mode=raw_logits"), "logprobs_mode")
     assert (
         found

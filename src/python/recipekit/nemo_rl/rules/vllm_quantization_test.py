@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import Plan
 from recipekit.stage import Stage
 
@@ -18,7 +19,13 @@ def test_real_quant_states_its_export_offload(gym_examples: Stage, refused: Plan
         for e in refused(gym_examples, f"{GEN}.real_quant=true")
         if e.startswith(f"{GEN}.real_quant_export_cpu_offload")
     ]
-    assert found and "generation/__init__.py:56" in found[0]
+    assert (
+        found
+        and where(
+            "nemo-rl.models.generation.--init--.configure-generation-config.real-quantisation-states-whether-export-goes"
+        )
+        in found[0]
+    )
 
 
 def test_a_gpu_export_needs_colocated_ipc_refit(gym_examples: Stage, refused: Plan) -> None:
@@ -30,7 +37,13 @@ def test_a_gpu_export_needs_colocated_ipc_refit(gym_examples: Stage, refused: Pl
         )
         if e.startswith(f"{GEN}.real_quant_export_cpu_offload")
     ]
-    assert found and "generation/__init__.py:65" in found[0]
+    assert (
+        found
+        and where(
+            "nemo-rl.models.generation.--init--.configure-generation-config.real-quantised-export-without-cpu-offload"
+        )
+        in found[0]
+    )
 
 
 def test_a_cpu_export_plans(gym_examples: Stage, errors: Plan) -> None:

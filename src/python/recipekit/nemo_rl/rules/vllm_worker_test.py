@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import Plan
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
@@ -25,7 +26,13 @@ def test_the_metrics_logger_needs_its_interval(refused: Plan) -> None:
         for e in refused(rlvr, f"{VLLM}.enable_vllm_metrics_logger=true")
         if e.startswith(f"{VLLM}.vllm_metrics_logger_interval")
     ]
-    assert found and "vllm_worker_async.py:249 @ super-v3.5" in found[0]
+    assert (
+        found
+        and where(
+            "nemo-rl.models.generation.vllm.vllm-worker-async.start-vllm-metrics-logger.vllm-metrics-logger-needs-polling-interval"
+        )
+        in found[0]
+    )
 
 
 def test_super_v3_dapo_ships_the_logger_with_its_interval(errors: Plan) -> None:
@@ -44,7 +51,13 @@ def test_speculation_off_without_prefix_caching_warns(warned: Plan) -> None:
         for w in warned(rlvr, f"{KWARGS}.speculative_config={{num_speculative_tokens: 0}}")
         if w.startswith(f"{VLLM}.enable_prefix_caching")
     ]
-    assert found and "vllm_worker.py:393" in found[0]
+    assert (
+        found
+        and where(
+            "nemo-rl.models.generation.vllm.vllm-worker.load-model.speculative-decoding-switched-off-runs-better"
+        )
+        in found[0]
+    )
 
 
 def test_use_inductor_is_deprecated(warned: Plan) -> None:
@@ -53,7 +66,13 @@ def test_use_inductor_is_deprecated(warned: Plan) -> None:
         for w in warned(rlvr, f"{KWARGS}.compilation_config={{use_inductor: false}}")
         if w.startswith(f"{KWARGS}.compilation_config.use_inductor")
     ]
-    assert found and "vllm_worker_async.py:182" in found[0]
+    assert (
+        found
+        and where(
+            "nemo-rl.models.generation.vllm.vllm-worker-async.create-engine.compilation-config-use-inductor-deprecated-favour"
+        )
+        in found[0]
+    )
 
 
 def test_the_shipped_stage_has_none_of_these_warnings(warned: Plan) -> None:
@@ -75,4 +94,10 @@ def test_the_metrics_logger_interval_is_positive(refused: Plan) -> None:
         )
         if e.startswith(f"{VLLM}.vllm_metrics_logger_interval")
     ]
-    assert found and "vllm_worker_async.py:295 @ super-v3" in found[0]
+    assert (
+        found
+        and where(
+            "nemo-rl.v3.models.generation.vllm.vllm-worker-async.start-vllm-metrics-logger.metrics-logger-interval-positive"
+        )
+        in found[0]
+    )

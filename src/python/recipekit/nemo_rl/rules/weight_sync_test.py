@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import COLOCATED_MEGATRON_GENERATION, Plan
 from recipekit.stage import Stage
 
@@ -25,19 +26,37 @@ S3_BUCKET = f"{GEN}.refit_cfg={{sparse: {{storage: {{s3_bucket: b}}}}}}"
         (
             (f"{TRANSPORT}=nixl", f"{GEN}.vllm_cfg.{ENCODER_RESET}=true"),
             f"{GEN}.vllm_cfg.{ENCODER_RESET}",
-            "config.py:284",
+            where(
+                "nemo-rl.models.generation.vllm.config.normalize-vllm-refit-config.resetting-encoder-cache-after-refit-needs-default"
+            ),
         ),
-        ((f"{TRANSPORT}=my_pkg.engine:Engine",), f"{GEN}.refit_cfg", "config.py:295"),
-        ((f"{TRANSPORT}=nixl", f"{GEN}.colocated.enabled=true"), TRANSPORT, "factory.py:80"),
+        (
+            (f"{TRANSPORT}=my_pkg.engine:Engine",),
+            f"{GEN}.refit_cfg",
+            where(
+                "nemo-rl.models.generation.vllm.config.normalize-vllm-refit-config.plugin-checkpoint-engine-transport-needs-refit"
+            ),
+        ),
+        (
+            (f"{TRANSPORT}=nixl", f"{GEN}.colocated.enabled=true"),
+            TRANSPORT,
+            where(
+                "nemo-rl.weight-sync.factory.create-weight-synchronizer.checkpoint-engine-refit-needs-generation-gpus"
+            ),
+        ),
         (
             (f"{TRANSPORT}=vllm_zmq_sparse", f"{GEN}.real_quant=true"),
             TRANSPORT,
-            "vllm_remote_sparse_weight_synchronizer.py:71",
+            where(
+                "nemo-rl.weight-sync.vllm-remote-sparse-weight-synchronizer.validate-vllm-remote-sparse-refit.remote-sparse-refit-needs-separate-generation"
+            ),
         ),
         (
             (f"{TRANSPORT}=vllm_s3_sparse", f"{GEN}.refit_cfg={{sparse: {{storage: {{}}}}}}"),
             f"{GEN}.refit_cfg.sparse.storage.s3_bucket",
-            "vllm_remote_sparse_weight_synchronizer.py:78",
+            where(
+                "nemo-rl.weight-sync.vllm-remote-sparse-weight-synchronizer.validate-vllm-remote-sparse-refit.s3-sparse-refit-needs-bucket"
+            ),
         ),
     ],
 )
@@ -67,11 +86,21 @@ def test_an_unknown_transport_is_refused_with_the_nearest(
     gym_examples: Stage, refused: Plan
 ) -> None:
     found = [e for e in refused(gym_examples, f"{TRANSPORT}=nixll") if e.startswith(TRANSPORT)]
-    assert found and "vllm/config.py:272 @ super-v3.5-posttraining" in found[0]
+    assert (
+        found
+        and where(
+            "nemo-rl.models.generation.vllm.config.normalize-vllm-refit-config.vllm-refit-transport-named-one-module"
+        )
+        in found[0]
+    )
     assert "did you mean 'nixl'?" in found[0]
 
 
 def test_a_transport_needs_vllm_generation(gym_examples: Stage, refused: Plan) -> None:
     errors = refused(gym_examples, *COLOCATED_MEGATRON_GENERATION, f"{TRANSPORT}=nixl")
     found = [e for e in errors if e.startswith(TRANSPORT)]
-    assert found and "grpo.py:1525 @ super-v3.5-posttraining" in found[0], errors
+    assert (
+        found
+        and where("nemo-rl.algorithms.grpo.setup.non-default-refit-transport-needs-vllm")
+        in found[0]
+    ), errors

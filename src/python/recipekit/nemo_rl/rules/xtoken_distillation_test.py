@@ -14,6 +14,7 @@ import pytest
 from recipekit.errors import RecipeError
 from recipekit.importers.nemo_rl_yaml import ImportedRecipe, import_yaml
 from recipekit.loading import load_object
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.plan import make_plan
 from recipekit.sections import evolve
 from recipekit.stage import Stage
@@ -47,34 +48,43 @@ def test_the_upstream_config_plans(xtoken: Stage) -> None:
 
 def test_a_shared_xtoken_loss_needs_the_shared_gold_loss(xtoken: Stage) -> None:
     [error] = _errors(xtoken, "loss_fn.xtoken_loss=true", "loss_fn.gold_loss=false")
-    assert error.startswith("loss_fn.xtoken_loss = True: ") and "loss_functions.py:1524" in error
+    assert (
+        error.startswith("loss_fn.xtoken_loss = True: ")
+        and where("nemo-rl.loss.xtoken-shared-xtoken-needs-gold") in error
+    )
     make_plan(xtoken, ["loss_fn.xtoken_loss=true", "loss_fn.gold_loss=true"])
 
 
 def test_in_sum_mode_a_teachers_own_flags_must_agree(xtoken: Stage) -> None:
     sum_mode = "loss_fn.kd_loss_mode=sum"
     [error] = _errors(_teacher(xtoken, xtoken_loss=True), sum_mode)
-    assert error.startswith("teachers[0].xtoken_loss = True: ") and ":1778" in error
+    assert (
+        error.startswith("teachers[0].xtoken_loss = True: ")
+        and where("nemo-rl.loss.xtoken-teacher-xtoken-needs-gold") in error
+    )
     # Its own gold_loss settles it; in another mode the teacher's flags are not read.
     make_plan(_teacher(xtoken, xtoken_loss=True, gold_loss=True), [sum_mode])
     make_plan(_teacher(xtoken, xtoken_loss=True), ["loss_fn.kd_loss_mode=select_teacher"])
 
 
 @pytest.mark.parametrize(
-    ("setting", "line"),
+    ("setting", "rule"),
     [
-        ("loss_fn.sum_weights_metric=entropy", 1534),
-        ("loss_fn.normalize_teacher_by_vocab=true", 1540),
+        ("loss_fn.sum_weights_metric=entropy", "xtoken-sum-weights-metric-needs-sum-mode"),
+        ("loss_fn.normalize_teacher_by_vocab=true", "xtoken-normalize-by-vocab-needs-sum-mode"),
     ],
 )
 def test_sum_only_settings_are_refused_in_another_mode(
-    xtoken: Stage, setting: str, line: int
+    xtoken: Stage, setting: str, rule: str
 ) -> None:
     [error] = _errors(xtoken, "loss_fn.kd_loss_mode=select_teacher", setting)
-    assert error.startswith(setting.split("=")[0]) and f"loss_functions.py:{line}" in error
+    assert error.startswith(setting.split("=")[0]) and where(f"nemo-rl.loss.{rule}") in error
     make_plan(xtoken, ["loss_fn.kd_loss_mode=sum", setting])
 
 
 def test_averaged_logits_weights_may_not_cancel(xtoken: Stage) -> None:
     [error] = _errors(_teacher(xtoken, weight=0.0), "loss_fn.kd_loss_mode=averaged_logits")
-    assert "sum to zero" in error and "loss_functions.py:1554" in error
+    assert (
+        "sum to zero" in error
+        and where("nemo-rl.loss.xtoken-averaged-logits-weights-nonzero") in error
+    )
