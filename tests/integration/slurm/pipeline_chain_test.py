@@ -20,6 +20,7 @@ import importlib.util
 import json
 import os
 import re
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,6 +51,7 @@ MOPD_MODEL = "super35-rl-mopd-single-stage-model"
 HF_MODEL = "super35-rl-mopd-single-stage-hf-model"
 IMPORTED_TEACHERS = ("vision", "rlhf-teacher1", "rlhf-teacher2")
 STAGES = ["pretrain-tiny", "sft-tiny", "rlvr", "teacher-reasoning", "mopd-single-stage"]
+ENERGON_FIXTURE = Path("src/python/recipekit/datacheck/testdata/energon-chatml.tar")
 
 
 def _chain_pipeline() -> Pipeline:
@@ -96,9 +98,12 @@ def test_the_chain_hands_checkpoints_over_through_the_store(chain: Chain) -> Non
     # The Quick Start's order: register the SFT data, then submit up to SFT, nothing between.
     # The data lies on the store's filesystem, as a hard link needs (here under the store's
     # own mount, since a link never crosses mount points).
+    # The SFT stages read Energon data, and data import sft reads it whole first: a real
+    # dataset energon prepare wrote (recipekit/datacheck/testdata).
     incoming = chain.store / ".incoming" / "sft"
     incoming.mkdir(parents=True)
-    (incoming / "train.jsonl").write_text('{"messages": []}\n')
+    with tarfile.open(ENERGON_FIXTURE) as packed:
+        packed.extractall(incoming, filter="data")
     (chain.root / "import-wandb").mkdir()
     chain.environment["WANDB_DIR"] = str(chain.root / "import-wandb")  # its offline W&B run
     try:
