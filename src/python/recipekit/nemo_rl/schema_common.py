@@ -16,9 +16,9 @@ subclasses that widen a key just so far:
   generation back-end may be TensorRT-LLM or Dynamo (grpo_math_1B_trtllm.yaml,
   grpo_math_1B_dynamo.yaml), and the model may be null, to be set on the command line
   (nemotron-3-ultra/*.yaml: "set by the launcher");
-- on main, the optional keys of main's ``MegatronConfig``, ``VllmConfig`` and
-  ``VllmSpecificArgs`` that its examples set and ``schema_main`` leaves out (refit transport,
-  CUDA graphs, activation offloading, Megatron LoRA);
+- on main, checks on keys of main's ``MegatronConfig``, ``VllmConfig`` and ``VllmSpecificArgs``
+  that its examples set (refit ports, CUDA graphs, Megatron LoRA); the keys themselves come
+  from upstream, as every key a section does not state;
 - on both, what NeMo-RL reads with ``.get()`` beyond its TypedDicts: Megatron LoRA
   (``megatron_cfg.peft``, super-v3 nemo_rl/models/megatron/setup.py), SGLang's own
   arguments (``generation.sglang_cfg``, super-v3 nemo_rl/algorithms/grpo.py), and where Gym

@@ -3,8 +3,9 @@
 Super 3.5 RL runs on NeMo-RL's ``super-v3.5-posttraining`` branch, whose config schema matches
 ``main`` (NVIDIA-NeMo/RL@7ea279ab, ``nemo_rl/**``, pinned in 3rdparty/reference). Sections that
 did not change since ``super-v3`` are the ``schema_super_v3`` classes themselves; a section that
-gained or re-typed keys is a subclass that states only those (a re-typed key keeps its place, an
-added one goes after the key its ``after=`` names: ``sections._in_base_order``); a section that
+gained or re-typed keys is a subclass naming main's class, which gives it the keys main added; it
+states only the keys it re-types or checks (a re-typed key keeps its place, an added one goes
+after the key its ``after=`` names: ``sections._in_base_order``); a section that
 lost keys is declared again here. Nothing in ``schema_super_v3`` changes, so the Super V3
 recipes compile exactly as before.
 

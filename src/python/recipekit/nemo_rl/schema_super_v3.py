@@ -4,7 +4,10 @@ Field names are NeMo-RL's own, so its docs apply. The required/NotRequired split
 TypedDicts of ``super-v3`` (NVIDIA-NeMo/RL@8af543ad, ``nemo_rl/**``, pinned in
 3rdparty/reference); keys that the TypedDicts omit but NeMo-RL reads with ``.get()``
 (``converter_type``, ``mtp_*``, ``fp8_cfg``, ...) are here too, as optional keys, because the
-reference configs set them.
+reference configs set them. Every other key the pinned class declares comes from it, typed as it
+types it (``sections._completed``): a key stated here adds a range, an allowed set, a derivation
+or required-ness to upstream's, or is stated for mypy (a recipe passes it by keyword, a check
+reads it), or keeps its place in the rendered file (the complement's keys render last).
 """
 
 from typing import Any, ClassVar, Literal
