@@ -245,3 +245,20 @@ def test_every_catalogued_check_is_named_by_a_test_file() -> None:
         }
     )
     assert not untested, f"no test file names these checks: {untested}"
+
+
+def test_a_rule_site_has_one_home() -> None:
+    # Several entries may share a site only where each mirrors a different part of it with a
+    # check (the engine call that takes vllm_kwargs: its top-level keys, its nested configs); an
+    # entry that excuses a site another entry mirrors contradicts it.
+    sites: dict[tuple[str, str, str], list[rule_catalogue.RuleEntry]] = {}
+    for entry in ENTRIES:
+        if entry.anchor:
+            sites.setdefault((entry.source, entry.file, entry.anchor), []).append(entry)
+    shared = {site: found for site, found in sites.items() if len(found) > 1}
+    excused = {
+        site[2]: [e.id for e in found]
+        for site, found in shared.items()
+        if any(e.check is None for e in found)
+    }
+    assert excused == {}
