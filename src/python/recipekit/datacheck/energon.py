@@ -47,6 +47,7 @@ import attrs
 import yaml
 
 from recipekit.datacheck.scan import json_type
+from recipekit.delimited import split_top_level
 from recipekit.errors import Issue, RecipeError
 
 FORMAT = "energon-webdataset"
@@ -147,15 +148,7 @@ def expand(pattern: str) -> list[str]:
         values = range(low, high + 1, step) if low <= high else range(low, high - 1, -step)
         options = [str(v).zfill(width) for v in values]
     else:
-        options, depth, part = [], 0, ""
-        for char in body:
-            depth += {"{": 1, "}": -1}.get(char, 0)
-            if char == "," and depth == 0:
-                options.append(part)
-                part = ""
-            else:
-                part += char
-        options.append(part)
+        options = split_top_level(body, "{}")  # balanced: the braces were matched above
         if len(options) == 1:
             return [head + "{" + o + "}" + t for o in expand(body) for t in expand(tail)]
     return [head + o + t for option in options for o in expand(option) for t in expand(tail)]

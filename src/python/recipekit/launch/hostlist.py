@@ -10,21 +10,9 @@ from __future__ import annotations
 
 import re
 
+from recipekit.delimited import split_top_level
+
 _BRACKET = re.compile(r"\[([^\]]*)\]")
-
-
-def _split_top_level(text: str) -> list[str]:
-    parts, depth, current = [], 0, ""
-    for char in text:
-        depth += {"[": 1, "]": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    if depth != 0:
-        raise ValueError(f"{text!r}: unbalanced brackets")
-    return [*parts, current]
 
 
 def _numbers(spec: str, hostlist: str) -> list[str]:
@@ -54,7 +42,7 @@ def expand_hostlist(hostlist: str) -> list[str]:
     """``n[1-3],m7`` -> ``["n1", "n2", "n3", "m7"]``, in Slurm's order."""
     return [
         host
-        for name in _split_top_level(hostlist.strip())
+        for name in split_top_level(hostlist.strip(), "[]")
         if name
         for host in _expand_name(name, hostlist)
     ]
