@@ -22,6 +22,7 @@ import attrs
 from recipekit.errors import FieldError, Issue, RecipeError, did_you_mean, join_path
 from recipekit.interpolation import HINT, REFUSED, smuggled
 from recipekit.markers import DERIVED, UNSET, Marker, Unset
+from recipekit.upstream.bounds import Bounds
 
 T = TypeVar("T")
 
@@ -303,8 +304,6 @@ def _with_upstream_bounds(
 ) -> attrs.Attribute[Any]:
     """A key recipekit states keeps what pydantic enforces on it upstream (``Field(gt=0)``,
     ``PositiveInt``): the section's own checks refine upstream's, never replace them."""
-    from recipekit.upstream.bounds import bounded, unbounded
-
     key = next((k for k in (field.name, f"_{field.name}") if k in declared), None)
     if (
         key is None
@@ -312,17 +311,13 @@ def _with_upstream_bounds(
         or "Bounds(" not in declared[key].type_text
     ):
         return field
-    tp = declared[key].type
-    if not bounded(tp):
-        return field
-    full_ok, expected = type_check(tp)
-    plain_ok, _ = type_check(unbounded(tp))
+    spec = declared[key]
+    _, expected = type_check(spec.type)
     cited = owner[key].cited()
 
     def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        if isinstance(value, Marker) or not plain_ok(value) or full_ok(value):
-            return
-        raise FieldError(f"expected {expected}, as {cited} declares it", value)
+        if not isinstance(value, Marker) and spec.breaks_bound(value):
+            raise FieldError(f"expected {expected}, as {cited} declares it", value)
 
     checks = [c for c in (field.validator, check) if c is not None]
     return field.evolve(validator=attrs.validators.and_(*checks))
@@ -550,7 +545,7 @@ def _predicate(tp: Any) -> tuple[Callable[[Any], bool], str]:
     if origin is typing.Annotated:
         # What pydantic also enforces upstream (recipekit.upstream.bounds).
         base_ok, base_text = _predicate(get_args(tp)[0])
-        bounds = [b for b in tp.__metadata__ if hasattr(b, "holds")]
+        bounds = [b for b in tp.__metadata__ if isinstance(b, Bounds)]
         words = " and ".join(b.words() for b in bounds)
         return (
             lambda v: base_ok(v) and all(b.holds(v) for b in bounds)

@@ -88,6 +88,7 @@ def from_keywords(keywords: dict[str, Any]) -> Bounds | None:
     return Bounds(**found) if found else None
 
 
+@functools.cache
 def unbounded(tp: Any) -> Any:
     """The type ``tp`` without its bounds, at every depth."""
     origin, args = get_origin(tp), get_args(tp)
@@ -100,10 +101,3 @@ def unbounded(tp: Any) -> Any:
     if origin is dict and len(args) == 2:
         return dict[unbounded(args[0]), unbounded(args[1])]  # type: ignore[misc]
     return tp
-
-
-def bounded(tp: Any) -> bool:
-    """Whether ``tp`` carries bounds anywhere."""
-    if get_origin(tp) is Annotated:
-        return True
-    return any(bounded(a) for a in get_args(tp) if a is not Ellipsis and not isinstance(a, str))

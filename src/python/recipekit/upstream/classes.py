@@ -56,15 +56,19 @@ class UpstreamField:
     required: bool
     # The default's source text ("" for none).
     default: str = ""
-    bounds: Mapping[str, float] = attrs.field(factory=dict)
+    # What its ``Field(...)`` default constrains, by pydantic's keywords (gt, ge, lt, le,
+    # multiple_of, min_length, max_length).
+    constraints: Mapping[str, float] = attrs.field(factory=dict)
     # The module whose names the annotation uses.
     module: str = ""
     line: int = 0
     # A dataclass field declared ``field(init=False)``: no constructor argument.
     init: bool = True
-    # What its ``Field(...)`` default also constrains (``min_length`` and ``multiple_of``
-    # besides ``bounds``' four), pydantic's keywords.
-    constraints: Mapping[str, float] = attrs.field(factory=dict)
+
+    @property
+    def bounds(self) -> dict[str, float]:
+        """The numeric bounds among its constraints (gt, ge, lt, le), as floats."""
+        return {k: float(v) for k, v in self.constraints.items() if k in BOUNDS}
 
 
 @attrs.frozen
@@ -253,8 +257,7 @@ class UpstreamSource:
             not_required = text.startswith(("NotRequired[", "typing.NotRequired["))
             if not_required or text.startswith(("Required[", "typing.Required[")):
                 annotation = annotation.slice  # type: ignore[attr-defined]
-            default, bounds, has_default = _default(stmt.value)
-            constraints = _field_constraints(stmt.value)
+            default, has_default = _default(stmt.value)
             if kind == "typeddict":
                 required = total and not not_required
             else:
@@ -264,11 +267,10 @@ class UpstreamSource:
                 ast.unparse(annotation),
                 required,
                 default,
-                bounds,
+                _field_constraints(stmt.value),
                 module,
                 stmt.lineno,
                 _init(stmt.value),
-                constraints,
             )
         return ConfigClass(qualified, kind, fields, allows_extra, tuple(dict.fromkeys(open_bases)))
 
@@ -324,31 +326,23 @@ def _field_constraints(value: ast.expr | None) -> dict[str, float]:
     }
 
 
-def _default(value: ast.expr | None) -> tuple[str, dict[str, float], bool]:
-    """A field's default (source text), its declared bounds, and whether it has a default."""
+def _default(value: ast.expr | None) -> tuple[str, bool]:
+    """A field's default (source text) and whether it has one."""
     if value is None:
-        return "", {}, False
+        return "", False
     if isinstance(value, ast.Call) and ast.unparse(value.func).split(".")[-1] in (
         "Field",
         "field",
     ):
-        bounds = {
-            k.arg: float(k.value.value)
-            for k in value.keywords
-            if k.arg in BOUNDS
-            and isinstance(k.value, ast.Constant)
-            and isinstance(k.value.value, int | float)
-            and not isinstance(k.value.value, bool)
-        }
         given = {k.arg: k.value for k in value.keywords}
         if "default" in given:
-            return ast.unparse(given["default"]), bounds, True
+            return ast.unparse(given["default"]), True
         if "default_factory" in given:
-            return ast.unparse(given["default_factory"]) + "()", bounds, True
+            return ast.unparse(given["default_factory"]) + "()", True
         if value.args and ast.unparse(value.args[0]) != "...":
-            return ast.unparse(value.args[0]), bounds, True
-        return "", bounds, False
-    return ast.unparse(value), {}, True
+            return ast.unparse(value.args[0]), True
+        return "", False
+    return ast.unparse(value), True
 
 
 def tree_files(root: Path, package: str | None = None) -> dict[str, str]:

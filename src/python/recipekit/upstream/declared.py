@@ -67,6 +67,17 @@ class Key:
     def type(self) -> Any:
         return evaluated(self.type_text)
 
+    def breaks_bound(self, value: Any) -> bool:
+        """Whether ``value`` is of the key's type but outside a bound pydantic enforces on it
+        (``recipekit.upstream.bounds``): a refusal that names the class declaring the bound."""
+        from recipekit.sections import type_check  # the checks every section key gets
+
+        if "Bounds(" not in self.type_text:
+            return False
+        plain_ok, _ = type_check(unbounded(self.type))
+        full_ok, _ = type_check(self.type)
+        return plain_ok(value) and not full_ok(value)
+
 
 @attrs.frozen
 class Declared:
@@ -186,8 +197,7 @@ class DeclaredTable:
             ok, expected = type_check(spec.type)
             if not ok(given):
                 # A value of the right type that breaks a bound pydantic enforces says whose.
-                plain_ok, _ = type_check(unbounded(spec.type))
-                whose = f", as {declared.cited()} declares it" if plain_ok(given) else ""
+                whose = f", as {declared.cited()} declares it" if spec.breaks_bound(given) else ""
                 yield Issue(where, f"expected {expected}{whose}", value=given)
             elif isinstance(given, dict) and spec.nested:
                 yield from self.mapping_issues(given, spec.nested, where)
