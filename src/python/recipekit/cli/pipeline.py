@@ -207,11 +207,11 @@ def _action_lines(action: Any, output: str | None) -> str:
 def _run_lines(entry: Any, profile: Any, step_time: float | None) -> str:
     """How a stage that runs will run on the profile (``recipekit plan --cluster``'s block)."""
     from recipekit.launch.time_budget import run_outline
+    from recipekit.pipeline.submit import profile_for_stage
 
     if entry.plan is None or entry.plan.stage.framework.launch == "delegated":
         return ""
-    stage_profile = profile.for_base(entry.plan.stage.framework.image)
-    lines = run_outline(entry.plan, stage_profile, step_time_s=step_time)
+    lines = run_outline(entry.plan, profile_for_stage(entry, profile), step_time_s=step_time)
     return "\n".join(f"         {line}" for line in lines)
 
 

@@ -82,7 +82,7 @@ def chain_issues(
             )
             continue
         framework = entry.plan.stage.framework
-        stage_profile = _profile_for(entry, profile)
+        stage_profile = profile_for_stage(entry, profile)
         if framework.launch == "delegated":
             if not framework.waiting_for(["1"]):
                 issues.append(
@@ -125,7 +125,8 @@ def _reads_from(reader: PlannedStage, producer: PlannedStage) -> bool:
     )
 
 
-def _profile_for(entry: PlannedStage, profile: ClusterProfile) -> ClusterProfile:
+def profile_for_stage(entry: PlannedStage, profile: ClusterProfile) -> ClusterProfile:
+    """``profile`` as the stage runs on it: with the image of its framework's base."""
     assert entry.plan is not None
     return profile.for_base(entry.plan.stage.framework.image)
 
@@ -170,7 +171,7 @@ def submit_chain(
                 if ref.name in producers and producers[ref.name] in jobs
             )
         )
-        stage_profile = _profile_for(entry, profile)
+        stage_profile = profile_for_stage(entry, profile)
         framework = entry.plan.stage.framework
         if framework.launch == "delegated":
             handed = submit_delegated(entry.plan, stage_profile, echo, after=after)
