@@ -19,7 +19,7 @@ from recipekit.errors import RecipeError
 from recipekit.loading import load_object
 from recipekit.markers import Marker
 from recipekit.plan import make_plan
-from recipekit.sections import is_section, key_of
+from recipekit.sections import is_section, key_of, upstream_key
 from recipekit.upstream.declared import members
 
 # One stage of each config family: Super 3.5's NeMo Gym runner, Super V3's GRPO, and
@@ -29,7 +29,6 @@ STAGES = (
     "recipes.super3.dapo:dapo_gb200",
     "recipes.super35.pretrain:pretrain",
 )
-_FROM_UPSTREAM = "recipekit.upstream_key"
 
 
 def _leaves(section: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
@@ -70,11 +69,11 @@ def _edge_values(field: Any, section: Any) -> list[str]:
             found += [repr(a) if isinstance(a, str) else str(a).lower() for a in allowed]
         elif get_origin(member) is tuple:
             found += ["[]"]
-    upstream_key = field.metadata.get(_FROM_UPSTREAM)
+    key = upstream_key(field)
     upstream = getattr(type(section), "upstream", None)
-    if upstream_key and upstream is not None:
+    if key and upstream is not None:
         for declared in members(upstream):
-            spec = declared.keys.get(upstream_key)
+            spec = declared.keys.get(key)
             if spec is not None and spec.nested:
                 found += ["{}", "{enabled: true}"]
                 break

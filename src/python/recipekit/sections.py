@@ -355,6 +355,12 @@ def _declared_mapping(declared: Any, key: str, nested: tuple[str, ...]) -> Any:
     return check
 
 
+def upstream_key(field: attrs.Attribute[Any]) -> str | None:
+    """The upstream key a field was added for from its section's upstream class; None for a
+    field the section states itself."""
+    return field.metadata.get(_FROM_UPSTREAM)
+
+
 def upstream_aliases(cls: type) -> dict[str, str]:
     """Field name -> upstream key of the keys ``upstream`` added under another name."""
     return {
