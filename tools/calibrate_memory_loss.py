@@ -8,7 +8,8 @@ for its backward pass) and 2 more for the bf16 logits of the depth being scored.
 fused cross entropy, whose steps are ``torch.compile``d (megatron/core/jit.py: jit_fuser) and
 update their fp32 copy in place (fusions/fused_cross_entropy.py, tensor_parallel/
 cross_entropy.py); whether a compiled in-place update takes a buffer of its own is what this
-measures (4 more bytes a logit at the peak if it does: 2 GiB a depth at 4096 tokens). The GB200
+measures (4 more bytes a logit at the peak if it does: 2 GiB a depth at 4096 tokens; on an
+H100 on 2026-12-06 it did, and the estimate counts it for ``native``). The GB200
 runs use Transformer Engine's (``te``), which keeps an fp32 gradient from TE 2.18 on and the
 bf16 logits before (docs/design/memory-model.md, "What is still not explained").
 
@@ -42,8 +43,8 @@ from typing import Any
 # 131072, the model's depth and MTP's two; 4096 tokens a rank, as sft.GB200 and pretrain.H100.
 HIDDEN, VOCAB, DEPTHS, TOKENS = 2688, 131072, 3, 4096
 IMPLEMENTATIONS = ("native", "unfused", "te")
-# What the estimate keeps a logit (recipekit/memory/megatron.py, _logits).
-KEPT_PER_DEPTH, SCORED = 4, 2
+# What the estimate keeps a logit per depth (recipekit/memory/megatron.py, _logits).
+KEPT_PER_DEPTH = 4
 
 
 def measure_one(implementation: str, tokens: int = TOKENS) -> dict[str, Any] | None:
@@ -162,11 +163,18 @@ def per_logit(run: dict[str, Any]) -> dict[str, float]:
     }
 
 
+def estimated_peak(run: dict[str, Any]) -> int:
+    """The estimate's bytes a logit at the loss's peak for the run's implementation."""
+    from recipekit.memory.megatron import loss_peak_per_logit
+
+    return loss_peak_per_logit(run["depths"], run["implementation"])
+
+
 def compare(path: Path) -> int:
     data = json.loads(path.read_text())
     for run in data["runs"]:
         got = per_logit(run)
-        estimate_peak = KEPT_PER_DEPTH * run["depths"] + SCORED
+        estimate_peak = estimated_peak(run)
         print(
             f"{run['implementation']:8s} kept {got['kept_per_depth']:.2f} B/logit a depth"
             f" (estimate {KEPT_PER_DEPTH}); forward peak {got['forward_peak']:.2f} B/logit"

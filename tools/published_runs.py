@@ -85,7 +85,10 @@ def _setup(layout: ParallelLayout, micro_batch: int, sequence: int, global_batch
     distributed optimizer with TE's FusedAdam, Transformer Engine's layer spec (transformer_impl
     "transformer_engine": fused attention, norms fused into the QKV and Mamba input projections,
     TEGroupedMLP experts; MegatronSetup's default), MTP trained (mtp_num_layers=2), expandable
-    segments (COMMON_RECIPE_ENV_VARS and every perf recipe)."""
+    segments (COMMON_RECIPE_ENV_VARS and every perf recipe). The cross entropy is each recipe's:
+    Transformer Engine's (the GB200 pretraining recipe and the perf recipes' _benchmark_common)
+    unless a run says ``native`` (recipes/nemotronh/h100/nemotron_3_nano.py:166-167 and
+    :328-329, which the H100 pretraining and the SFT recipes start from)."""
     return MegatronSetup.of(
         layout,
         tokens=micro_batch * sequence,
@@ -94,7 +97,7 @@ def _setup(layout: ParallelLayout, micro_batch: int, sequence: int, global_batch
         grad_bytes=BF16,
         mtp=True,
         expandable_segments=True,
-        **settings,
+        **{"cross_entropy": "te", **settings},
     )
 
 
@@ -107,7 +110,7 @@ RUNS: tuple[PublishedRun, ...] = (
         gpus=16, micro_batch=1, sequence=8192, global_batch=512,
         setup=_setup(
             ParallelLayout(gpus=16, cp=2, ep=8), 1, 8192, 512, recompute="selective",
-            recompute_modules=("moe", "layernorm", "core_attn"),
+            recompute_modules=("moe", "layernorm", "core_attn"), cross_entropy="native",
         ),
     ),
     PublishedRun(
@@ -154,7 +157,7 @@ RUNS: tuple[PublishedRun, ...] = (
         item=("sft", "GB200"),
         recipe="nemotron_3_5_lightning_sft_openmathinstruct2_packed_tp1_config",
         gpus=8, micro_batch=1, sequence=4096, global_batch=128,
-        setup=_setup(EIGHT, 1, 4096, 128, recompute="none"),
+        setup=_setup(EIGHT, 1, 4096, 128, recompute="none", cross_entropy="native"),
     ),
     PublishedRun(
         item=("pretrain_performance", "H100"),

@@ -11,9 +11,9 @@ optimizer.
 from __future__ import annotations
 
 from recipekit.hardware import Hardware
-from recipekit.markers import given
+from recipekit.markers import given, given_at
 from recipekit.megatron_bridge.layout import Layout
-from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig, Optimizer
+from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig, Model, Optimizer
 from recipekit.memory.estimate import MemoryEstimate, Phase
 from recipekit.memory.megatron import FP32, MegatronSetup, training_terms
 from recipekit.memory.switches import allocator_conf, expandable
@@ -59,6 +59,7 @@ def megatron_setup(
         expandable_segments=expandable(
             allocator_conf(given(getattr(config, "env_vars", None), None), config_first=False)
         ),
+        cross_entropy=cross_entropy(model),
         keys={
             **layout.keys.size_keys(),
             "dp": "the number of nodes",
@@ -67,8 +68,19 @@ def megatron_setup(
             "recompute_method": "model.recompute_method",
             "recompute_num_layers": "model.recompute_num_layers",
             "tokens": "model.seq_length",
+            "cross_entropy": "model.cross_entropy_loss_fusion",
         },
     )
+
+
+def cross_entropy(model: Model) -> str:
+    """The loss's cross entropy as MegatronSetup names it. Megatron-Bridge's providers fuse it
+    (``cross_entropy_loss_fusion: bool = True``, gpt_provider.py:205 and hybrid_provider.py:149
+    @ 067f987df) with Megatron-Core's default implementation, ``native``
+    (model_parallel_config.py:325 @ 0.19.2), where the stage sets neither."""
+    if given_at(model, "cross_entropy_loss_fusion") is False:
+        return "unfused"
+    return str(given_at(model, "cross_entropy_fusion_impl") or "native")
 
 
 def is_peft(config: MegatronBridgeConfig) -> bool:

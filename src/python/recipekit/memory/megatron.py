@@ -20,7 +20,8 @@ Sources, each cited where its formula is used:
   warm-up model-chunk forwards, each chunk ``1 / VPP`` of the stage);
 - the loss: every prediction depth (the model's and each MTP depth's) keeps its logits in fp32
   for the backward pass of the vocabulary-parallel cross entropy, beside the bf16 logits of the
-  depth being scored.
+  depth being scored; Megatron-Core's fused ``native`` cross entropy takes one more fp32 buffer
+  a logit while it scores a depth (measured, ``tools/calibrate_memory_loss.py``).
 """
 
 from __future__ import annotations
@@ -135,6 +136,15 @@ class MegatronSetup:
     # expandable_segments:True in the workers' environment): one segment that grows in 20 MiB
     # pages instead of a segment per large request (step_trace.ExpandableSegments).
     expandable_segments: bool = False
+    # The cross entropy of the language-model loss (Megatron-Core's cross_entropy_loss_fusion
+    # and cross_entropy_fusion_impl): "unfused" (vocab_parallel_cross_entropy, Megatron-Core's
+    # default, and what NeMo-RL's own loss functions keep), "native" (the torch.compile'd
+    # fused one: an fp32 temporary a logit beside its kept copy while it scores a depth,
+    # measured on an H100: 18 bytes a logit at the peak of three depths against 14 unfused,
+    # tools/calibrate_memory_loss.py) or "te" (Transformer Engine's, priced as unfused).
+    cross_entropy: str = attrs.field(
+        default="unfused", validator=attrs.validators.in_(("unfused", "native", "te"))
+    )
     # What each setting is called in the framework's config, for the "change ..." hint.
     keys: dict[str, str] = attrs.field(factory=dict, eq=False, hash=False)
 
@@ -361,12 +371,7 @@ def _stage_terms(
     step_beyond = max(0.0, step - through_backward)
     buffer = score_buffer(arch, s, pattern)
     allocations = (
-        weights.bytes
-        + trained * s.grad_bytes
-        + optimizer
-        + through_backward
-        + step_beyond
-        + buffer
+        weights.bytes + trained * s.grad_bytes + optimizer + through_backward + step_beyond + buffer
     )
     allocator = _allocator(
         arch,
@@ -432,8 +437,10 @@ def _stage_terms(
         Term(
             "logits and loss",
             logits,
-            (s.key("tokens"), s.key("tp"), s.key("cp")),
-            "fp32 logits per prediction depth and one depth's bf16 logits, vocab / TP",
+            (s.key("tokens"), s.key("tp"), s.key("cp"))
+            + ((s.key("cross_entropy"),) if s.cross_entropy == "native" else ()),
+            "fp32 logits per prediction depth and one depth's bf16 logits, vocab / TP"
+            + (NATIVE_TEMPORARY if s.cross_entropy == "native" else ""),
         )
         if logits
         else None,
@@ -581,9 +588,7 @@ def _envelope(
     and the logits', LOGITS_BLOCKS times) and, under torch's multi-tensor AdamW, the step's
     fp32 temporaries that the next step's activations cannot reuse (``_step_temporaries``)."""
     tokens = s.tokens / s.cp
-    fp32_logits = (
-        logits * FP32 / (FP32 * (1 + (arch.mtp_depth if s.mtp else 0)) + BF16) if last else 0.0
-    )
+    fp32_logits = FP32 * _logit_count(arch, s) if last else 0.0
     per_layer = max(
         FP32 * attention_scores(arch, s, tokens)
         if not s.fused_attention and params.ATTENTION in pattern
@@ -734,7 +739,7 @@ def _backward_blocks(
         add(FP32 * scores, kept + 2 + rebuilt)
         add(BF16 * scores, kept + 1 + rebuilt)
     if last:
-        add(FP32 * tokens * arch.vocab / s.tp, 1 + (arch.mtp_depth if s.mtp else 0))
+        add(FP32 * _logit_count(arch, s), _fp32_logit_blocks(arch, s))
     rest = through_backward - sum(size * count for size, count in blocks.items())
     widest = max(arch.ffn * (2 if arch.gated_mlp else 1) / s.tp, arch.hidden)
     add(BF16 * tokens * widest, rest / (BF16 * tokens * widest))
@@ -831,8 +836,7 @@ def checkpoint_units(arch: Architecture, pattern: str) -> list[str]:
     hybrid (Mamba) stack makes every character its own layer."""
     pairs = [pattern[i : i + 2] for i in range(0, len(pattern), 2)]
     gpt = arch.mamba is None and all(
-        len(p) == 2 and p[0] == params.ATTENTION and p[1] in (params.MLP, params.MOE)
-        for p in pairs
+        len(p) == 2 and p[0] == params.ATTENTION and p[1] in (params.MLP, params.MOE) for p in pairs
     )
     return pairs if gpt and pairs else list(pattern)
 
@@ -1087,13 +1091,39 @@ def _block_backward(
     return checkpoint - min(rebuilt_scores, checkpoint), min(rebuilt_scores, checkpoint)
 
 
+NATIVE_TEMPORARY = ", and the fused native cross entropy's fp32 temporary"
+
+
+def _logit_count(arch: Architecture, s: MegatronSetup) -> float:
+    """One prediction depth's logits on a rank: its tokens times its share of the vocabulary."""
+    return s.tokens / s.cp * arch.vocab / s.tp
+
+
+def fp32_logit_blocks(depths: int, cross_entropy: str) -> int:
+    """The fp32 logit-sized blocks held while the last of ``depths`` prediction depths is
+    scored: one kept per depth, and the fused native cross entropy's temporary."""
+    return depths + (1 if cross_entropy == "native" else 0)
+
+
+def loss_peak_per_logit(depths: int, cross_entropy: str) -> int:
+    """Bytes a logit (of one depth) the loss holds at its peak: the fp32 blocks and the bf16
+    logits of the depth being scored (tools/calibrate_memory_loss.py measures it)."""
+    return fp32_logit_blocks(depths, cross_entropy) * FP32 + BF16
+
+
+def _fp32_logit_blocks(arch: Architecture, s: MegatronSetup) -> int:
+    return fp32_logit_blocks(1 + (arch.mtp_depth if s.mtp else 0), s.cross_entropy)
+
+
 def _logits(arch: Architecture, s: MegatronSetup) -> float:
     """Each prediction depth's fp32 logits, which the vocabulary-parallel cross entropy keeps
     for its backward pass, and the bf16 logits of the depth being scored (measured: 4 bytes a
-    logit stored after the forward pass, tools/calibrate_memory.py)."""
-    tokens = s.tokens / s.cp
-    depth = 1 + (arch.mtp_depth if s.mtp else 0)
-    return tokens * arch.vocab / s.tp * (depth * FP32 + BF16)
+    logit stored after the forward pass, tools/calibrate_memory.py), with the native fused
+    cross entropy's fp32 temporary (4 bytes a logit more at its peak,
+    tools/calibrate_memory_loss.py)."""
+    return _logit_count(arch, s) * loss_peak_per_logit(
+        1 + (arch.mtp_depth if s.mtp else 0), s.cross_entropy
+    )
 
 
 def _simulated_step(
@@ -1353,6 +1383,8 @@ def _simulated_step(
             for _ in range(depths):
                 logits = t.a(BF16 * vocab)
                 loss.append(t.a(FP32 * vocab))  # the cross entropy's fp32 softmax, kept
+                if s.cross_entropy == "native":
+                    t.f(t.a(FP32 * vocab))  # the compiled in-place steps' temporary
                 t.f(logits)
         return per_unit, loss
 
