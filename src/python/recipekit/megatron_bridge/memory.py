@@ -75,9 +75,9 @@ def megatron_setup(
 
 def cross_entropy(model: Model) -> str:
     """The loss's cross entropy as MegatronSetup names it. Megatron-Bridge's providers fuse it
-    (``cross_entropy_loss_fusion: bool = True``, gpt_provider.py:205 and hybrid_provider.py:149
-    @ 067f987df) with Megatron-Core's default implementation, ``native``
-    (model_parallel_config.py:325 @ 0.19.2), where the stage sets neither."""
+    (GPTModelProvider and HybridModelProvider declare ``cross_entropy_loss_fusion: bool = True``
+    @ 067f987df) with Megatron-Core's default implementation (ModelParallelConfig's
+    ``cross_entropy_fusion_impl = 'native'`` @ 0.19.2), where the stage sets neither."""
     if given_at(model, "cross_entropy_loss_fusion") is False:
         return "unfused"
     return str(given_at(model, "cross_entropy_fusion_impl") or "native")

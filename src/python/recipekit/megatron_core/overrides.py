@@ -19,6 +19,7 @@ from functools import cache
 from typing import Any
 
 from recipekit.errors import Issue, did_you_mean
+from recipekit.model_card import ModelCard
 from recipekit.upstream.values import matches
 
 
@@ -82,3 +83,63 @@ def overridden_options(
         and name not in set_later
         and wrong_type(name, value) is None
     }
+
+
+def checkpoint_shape(model: ModelCard) -> dict[str, int]:
+    """The provider fields that the weights of ``model``'s checkpoint fix, with the checkpoint's
+    values: the sizes Megatron-Core builds each parameter from (layers, widths, heads, experts,
+    Mamba's state and heads, the vocabulary). Only those the model card records; empty without
+    an architecture."""
+    arch = model.architecture
+    if arch is None:
+        return {}
+    shape = {
+        "num_layers": arch.num_layers,
+        "hidden_size": arch.hidden,
+        "vocab_size": arch.vocab,
+        "ffn_hidden_size": arch.ffn,
+        "num_attention_heads": arch.attention_heads,
+        "num_query_groups": arch.kv_heads,
+        "kv_channels": arch.head_dim,
+    }
+    if arch.moe is not None:
+        shape |= {
+            "num_moe_experts": arch.moe.num_experts,
+            "moe_ffn_hidden_size": arch.moe.expert_ffn,
+            "moe_shared_expert_intermediate_size": arch.moe.shared_ffn,
+            "moe_latent_size": arch.moe.latent,
+        }
+    if arch.mamba is not None:
+        shape |= {
+            "mamba_num_heads": arch.mamba.num_heads,
+            "mamba_head_dim": arch.mamba.head_dim,
+            "mamba_state_dim": arch.mamba.state_size,
+            "mamba_num_groups": arch.mamba.groups,
+        }
+    # A size the card leaves at 0 is one it does not record (a dense model's experts, an
+    # attention-free stack's heads): nothing to compare.
+    return {name: value for name, value in shape.items() if value}
+
+
+def shape_issues(
+    overrides: Mapping[str, Any], path: str, model: ModelCard, loads: str
+) -> Iterator[Issue]:
+    """Each override of a size the checkpoint's weights fix (``checkpoint_shape``) to another
+    value. The framework builds the model from the overridden provider and then loads the
+    checkpoint into it by parameter name (``loads`` says from where): another width or head
+    count fails to load, fewer layers or experts load a part of the weights and train a
+    smaller model than the checkpoint's, with nothing said."""
+    shape = checkpoint_shape(model)
+    for name, value in overrides.items():
+        fixed = shape.get(name)
+        if fixed is None or isinstance(value, bool) or not isinstance(value, int):
+            continue
+        if value != fixed:
+            yield Issue(
+                f"{path}.{name}",
+                f"{model.name}'s weights, which {loads}, have {name} = {fixed}: a model built "
+                f"with {value} is not the checkpoint's (a shape mismatch when the weights load, "
+                "or a part of them loaded and the rest of the model left out)",
+                value=value,
+                hint="drop it: another architecture is another model, with its own checkpoint",
+            )

@@ -46,9 +46,7 @@ def test_tensor_parallel_on_nvl72_takes_whole_nodes_that_tile_the_rack() -> None
     assert GB200_NODE.tensor_parallel_problem(8) == ""  # 2 of the 18 trays
     assert GB200_NODE.tensor_parallel_problem(3) == "3 does not divide the 4 GPUs of a GB200 node"
     errors = _errors(dapo_gb200, "policy.megatron_cfg.tensor_model_parallel_size=20")
-    assert errors[0].endswith(
-        "must tile the 18-node NVLink domain: 20 GPUs does not"
-    ), errors
+    assert errors[0].endswith("must tile the 18-node NVLink domain: 20 GPUs does not"), errors
 
 
 def test_model_parallel_must_divide_the_training_gpus_left_after_generation() -> None:
@@ -215,6 +213,30 @@ def test_a_model_override_of_a_first_class_megatron_key_is_refused() -> None:
     assert "set policy.megatron_cfg.sequence_parallel instead" in text
     # A Megatron-Bridge model field NeMo-RL has no key for is what model_overrides is for.
     make_plan(rlvr, ["policy.megatron_cfg.model_overrides={hidden_dropout: 0.0}"])
+
+
+def test_a_model_override_of_a_size_the_checkpoint_fixes_is_refused() -> None:
+    # NeMo-RL loads the stage's model into the overridden provider: fewer layers would load a
+    # part of the weights and train that, silently; another width fails to load.
+    from recipekit.megatron_core.overrides import checkpoint_shape
+    from recipes.super35.rl import rlvr
+
+    card = rlvr.model
+    shape = checkpoint_shape(card)
+    assert {"num_layers", "hidden_size", "num_moe_experts", "mamba_num_heads"} <= set(shape)
+    text = _one(rlvr, "policy.megatron_cfg.model_overrides={num_layers: 3}")
+    assert text.startswith("policy.megatron_cfg.model_overrides.num_layers = 3: ")
+    assert f"have num_layers = {card.num_layers}" in text
+    errors = _errors(
+        rlvr, "policy.megatron_cfg.model_overrides={hidden_size: 1024, kv_channels: 64}"
+    )
+    assert [e.split(" = ")[0] for e in errors] == [
+        "policy.megatron_cfg.model_overrides.hidden_size",
+        "policy.megatron_cfg.model_overrides.kv_channels",
+    ]
+    # The checkpoint's own value, and a field that is no size, stand.
+    same = ", ".join(f"{name}: {value}" for name, value in shape.items())
+    make_plan(rlvr, [f"policy.megatron_cfg.model_overrides={{{same}, moe_router_topk: 4}}"])
 
 
 def test_fp8_kv_cache_needs_fp8_generation() -> None:

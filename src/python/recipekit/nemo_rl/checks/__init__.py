@@ -33,6 +33,7 @@ ERROR_CHECKS: tuple[Check, ...] = (
     settings.math_verifier_type_is_known,
     settings.model_overrides_name_no_first_class_key,
     settings.model_overrides_are_provider_fields,
+    settings.model_overrides_keep_the_checkpoints_shape,
     sequence.response_budget_fits,
     sequence.token_budgets_hold_a_sequence,
     sequence.sequence_divisible_for_parallelism,

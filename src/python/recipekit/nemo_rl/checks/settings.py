@@ -171,3 +171,21 @@ def model_overrides_are_provider_fields(ctx: CheckContext) -> Iterator[Issue]:
         "nemo-rl.models.megatron.setup.merge-model-overrides.each-model-override-names-field-megatron"
     )
     yield from override_issues(overrides, f"{MEGATRON}.model_overrides", at)
+
+
+def model_overrides_keep_the_checkpoints_shape(ctx: CheckContext) -> Iterator[Issue]:
+    """NeMo-RL builds the policy from the provider with model_overrides merged in, then loads
+    the stage's model into it (nemo_rl/models/megatron/setup.py, setup_model_config: the
+    overrides are merged before the checkpoint config and weights are used): an override of a
+    size the weights fix is another model than the one loaded."""
+    overrides = value_of(ctx.megatron, "model_overrides")
+    if not isinstance(overrides, dict):
+        return
+    from recipekit.megatron_core.overrides import shape_issues
+
+    yield from shape_issues(
+        overrides,
+        f"{MEGATRON}.model_overrides",
+        ctx.model,
+        "NeMo-RL loads from the stage's model (policy.model_name)",
+    )

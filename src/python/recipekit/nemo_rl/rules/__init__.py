@@ -198,6 +198,9 @@ _POLICY_CHECKS: tuple[Check, ...] = (
     resources.one_training_backend,
     batch_and_layout.micro_batches_agree_at_large_tp,
     settings.megatron_settings_agree,
+    settings.model_overrides_name_no_first_class_key,
+    settings.model_overrides_are_provider_fields,
+    settings.model_overrides_keep_the_checkpoints_shape,
     sequence.sequence_divisible_for_parallelism,
     *model_support.ERROR_CHECKS,
 )
