@@ -14,6 +14,7 @@ import attrs
 
 from recipekit import checking
 from recipekit.errors import Issue
+from recipekit.markers import given_at
 from recipekit.megatron_bridge.layout import Layout
 from recipekit.megatron_bridge.rules import checkpoint, cite, dataset, parallel
 from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig
@@ -207,6 +208,35 @@ def finetune_has_weights_to_load(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+def model_keeps_the_checkpoints_shape(ctx: CheckContext) -> Iterator[Issue]:
+    """A stage that loads weights (checkpoint.pretrained_checkpoint, or checkpoint.load to
+    resume) builds the model from the provider with the stage's model.* keys and then loads the
+    checkpoint into it by parameter name: a size the weights fix set to another value is
+    another model than the checkpoint's."""
+    from recipekit.megatron_core.overrides import checkpoint_shape, shape_issues
+
+    ckpt = ctx.config.checkpoint
+    loaded = [
+        key
+        for key, path in (
+            ("checkpoint.pretrained_checkpoint", ckpt.pretrained_checkpoint),
+            ("checkpoint.load", ckpt.load),
+        )
+        if isinstance(path, str)
+    ]
+    if not loaded:
+        return
+    model = ctx.config.model
+    sizes = {
+        name: value
+        for name in checkpoint_shape(ctx.model)
+        if (value := given_at(model, name)) is not None
+    }
+    yield from shape_issues(
+        sizes, "model", ctx.model, f"Megatron-Bridge loads from {' and '.join(loaded)}"
+    )
+
+
 ERROR_CHECKS: tuple[Check, ...] = (
     recipe_names_its_mode,
     parallel_layout_holds,
@@ -217,6 +247,7 @@ ERROR_CHECKS: tuple[Check, ...] = (
     peft_stage_has_adapter,
     checkpoint.adapter_trains_over_pretrained_weights,
     finetune_has_weights_to_load,
+    model_keeps_the_checkpoints_shape,
     dataset.energon_dataset_has_a_path,
     dataset.energon_has_no_test_split,
     parallel.hierarchical_context_parallel_needs_its_sizes,

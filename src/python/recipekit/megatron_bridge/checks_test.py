@@ -216,3 +216,16 @@ def test_a_warm_up_longer_than_the_run_is_a_warning() -> None:
         "(scheduler.lr_decay_iters = 20): Megatron-Bridge warns and cuts it to one step less "
         + cite("megatron-bridge.config.calculate-scheduler-steps.warm-up-long-decay-longer-cut")
     ]
+
+
+def test_a_stage_that_loads_weights_keeps_the_checkpoints_sizes() -> None:
+    # sft loads checkpoint.pretrained_checkpoint into the provider the model.* keys shape: fewer
+    # layers or experts would load a part of the weights and train that, silently.
+    layers = _errors(sft, "model.num_layers=3")
+    assert layers[0].startswith("model.num_layers = 3: ")
+    assert f"have num_layers = {sft.model.num_layers}" in layers[0]
+    assert "loads from checkpoint.pretrained_checkpoint" in layers[0]
+    (experts,) = (e for e in _errors(sft, "model.num_moe_experts=64") if "experts" in e)
+    assert "have num_moe_experts = 512" in experts
+    # The checkpoint's own sizes stand.
+    make_plan(sft, ("model.num_layers=88", "model.hidden_size=4096"))
