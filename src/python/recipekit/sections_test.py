@@ -24,6 +24,7 @@ from recipekit.sections import (
     optional,
     required,
     section,
+    upstream_key,
 )
 
 
@@ -515,6 +516,42 @@ def _outcome(make: Any) -> tuple[Any, ...]:
     return ("made", repr(made), [getattr(made, f.name) for f in attrs.fields(type(made))])
 
 
+def _changed_fields(cls: type) -> list[attrs.Attribute[Any]]:
+    """The fields whose change the test makes both ways: every field the section states itself;
+    of those added from its upstream class, one per kind (type, validator, eq/repr/hash, name
+    or alias), since one generator makes them all from their type's text and evolve treats a
+    field by its kind, never its name. A section with cross-key checks
+    (``__attrs_post_init__``) has every field changed: those may read any key by name."""
+    fields = [f for f in attrs.fields(cls) if f.init]
+    if "__attrs_post_init__" in {n for c in cls.__mro__ for n in c.__dict__}:
+        return fields
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for f in fields:
+        added = upstream_key(f)
+        if added is not None:
+            kind = (
+                repr(f.type),
+                repr(f.validator),
+                str((f.eq, f.repr, f.hash)),
+                str(added == f.name),
+            )
+            if kind in seen:
+                continue
+            seen.add(kind)
+        out.append(f)
+    return out
+
+
+def test_changed_fields_keep_each_kind_and_every_stated_field() -> None:
+    from recipekit.megatron_bridge.schema import Model
+
+    fields = [f for f in attrs.fields(Model) if f.init]
+    changed = _changed_fields(Model)
+    assert len(changed) < len(fields) / 4  # hundreds of provider keys, a few dozen kinds
+    assert {f.name for f in fields if upstream_key(f) is None} <= {f.name for f in changed}
+
+
 @pytest.mark.parametrize("cls", SECTIONS, ids=lambda c: f"{c.__module__}.{c.__qualname__}")
 def test_every_section_builds_compares_and_shows_as_plain_attrs(cls: type) -> None:
     from recipekit.sections import evolve
@@ -539,9 +576,7 @@ def test_every_section_builds_compares_and_shows_as_plain_attrs(cls: type) -> No
         assert (_hash(ours) == "unhashable") is (_hash(theirs) == "unhashable")
         assert (twin(**kwargs) == theirs) is (again == ours)
         assert attrs.evolve(ours) == ours and evolve(ours) == ours
-        for f in attrs.fields(cls):
-            if not f.init:
-                continue
+        for f in _changed_fields(cls):
             # sections.evolve checks only the changed key's type; attrs.evolve builds the
             # section anew, checking every key: both must give the same section, or refuse
             # with the same issues (a value of the wrong type among them).
