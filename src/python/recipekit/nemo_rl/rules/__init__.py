@@ -11,6 +11,7 @@ from __future__ import annotations
 from recipekit.megatron_core.checks import NEMO_RL_ERROR_CHECKS as MCORE_ERRORS
 from recipekit.megatron_core.checks import NEMO_RL_WARNING_CHECKS as MCORE_WARNINGS
 from recipekit.nemo_rl.checks import Check, batch_and_layout, resources, sequence, settings
+from recipekit.nemo_rl.checks.key_needs import key_needs_check
 from recipekit.nemo_rl.rules import (
     allocator,
     async_grpo,
@@ -161,6 +162,7 @@ WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (
     *tokenizer.WARNING_CHECKS,
     *vllm_kwargs.WARNING_CHECKS,
     *_TRAINING_WARNINGS_SUPER_V3,
+    key_needs_check("nemo-rl/super-v3"),
 )
 
 ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
@@ -189,6 +191,7 @@ WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *vllm_worker.SUPER35_WARNING_CHECKS,
     *vllm_kwargs.WARNING_CHECKS,
     *_TRAINING_WARNINGS_SUPER35,
+    key_needs_check("nemo-rl/super-v3.5-posttraining"),
 )
 
 # The policy's own rules for the entry points other than GRPO: the groups above, the checks of

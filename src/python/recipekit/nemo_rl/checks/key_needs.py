@@ -1,0 +1,175 @@
+"""Keys NeMo-RL reads without a default once another key turns a feature on (issue 40).
+
+``generated/key_needs.json`` (``tools/generate_key_needs.py``, read from the pinned sources) holds
+each such read: the sections it may apply to, the keys it needs there, the condition it stands
+under, and where it is. A plan whose rendered config makes the condition true and lacks a needed
+key gets a warning naming the key, the condition and the upstream line: a KeyError there when that
+code runs (``logger.tensorboard_enabled: true`` without a ``logger.tensorboard`` section fails in
+NeMo-RL's ``Logger.__init__``). A warning, not a refusal: the read's module or function may not
+run for this stage, which the table does not know.
+
+A condition that reads a key the config lacks is not taken as true: NeMo-RL would fail on that
+read first, or the key's own guard (``"k" in cfg and ...``) keeps the read from running.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import operator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from recipekit.convert import to_dict
+from recipekit.errors import Issue
+from recipekit.nemo_rl.checks.context import Check, CheckContext
+
+TABLE = Path(__file__).parent.parent / "generated" / "key_needs.json"
+_MISSING = object()
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "is": operator.is_,
+    "is not": operator.is_not,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "<": operator.lt,
+    "<=": operator.le,
+    "in": lambda a, b: a in b,
+    "not in": lambda a, b: a not in b,
+}
+
+
+class _Unknown(Exception):
+    """The condition reads a key the config lacks, or compares values that do not compare."""
+
+
+@functools.cache
+def pairs(label: str) -> tuple[dict[str, Any], ...]:
+    sources = json.loads(TABLE.read_text(encoding="utf-8"))["sources"]
+    return tuple(sources[label]["pairs"]) if label in sources else ()
+
+
+def _at(section: Any, path: list[str]) -> Any:
+    for key in path:
+        if not isinstance(section, Mapping) or key not in section:
+            return _MISSING
+        section = section[key]
+    return section
+
+
+def _value(section: Any, spec: Mapping[str, Any]) -> Any:
+    if "const" in spec:
+        return spec["const"]
+    if "get" in spec:
+        *outer, key = spec["get"]
+        holder = _at(section, outer)
+        if not isinstance(holder, Mapping):
+            raise _Unknown
+        return holder.get(key, spec["default"])
+    found = _at(section, spec["path"])
+    if found is _MISSING:
+        raise _Unknown
+    return found
+
+
+def holds(section: Any, when: Mapping[str, Any]) -> bool:
+    """Whether ``when`` (the generator's JSON) is true of ``section``; _Unknown where it reads
+    a key the section lacks."""
+    if "not" in when:
+        return not holds(section, when["not"])
+    if "and" in when:
+        return all(holds(section, w) for w in when["and"])
+    if "or" in when:
+        return any(holds(section, w) for w in when["or"])
+    if "has" in when:
+        *outer, key = when["has"]
+        holder = _at(section, outer)
+        if not isinstance(holder, Mapping):
+            raise _Unknown
+        return key in holder
+    if "truthy" in when:
+        return bool(_value(section, when["truthy"]))
+    left, right = _value(section, when["left"]), _value(section, when["right"])
+    try:
+        return bool(_COMPARE[when["cmp"]](left, right))
+    except TypeError:
+        raise _Unknown from None
+
+
+def _shown(when: Mapping[str, Any], prefix: str) -> str:
+    """The condition as a reader writes it, with full key paths."""
+
+    def key(path: list[str]) -> str:
+        return ".".join([prefix, *path] if prefix else path)
+
+    def value(spec: Mapping[str, Any]) -> str:
+        if "const" in spec:
+            return json.dumps(spec["const"])
+        return key(spec["get"] if "get" in spec else spec["path"])
+
+    if "not" in when:
+        inner = when["not"]
+        if "has" in inner:
+            return f"{key(inner['has'])} is absent"
+        return f"not ({_shown(inner, prefix)})"
+    if "and" in when or "or" in when:
+        op = "and" if "and" in when else "or"
+        return f" {op} ".join(_shown(w, prefix) for w in when[op])
+    if "has" in when:
+        return f"{key(when['has'])} is set"
+    if "truthy" in when:
+        return value(when["truthy"])
+    return f"{value(when['left'])} {when['cmp']} {value(when['right'])}"
+
+
+def missing_keys(config: Mapping[str, Any], label: str) -> Iterator[Issue]:
+    """A warning for each key of the rendered ``config`` that a pair of ``label`` needs and the
+    config lacks, where the pair's condition holds."""
+    return missing(config, pairs(label), label)
+
+
+def missing(
+    config: Mapping[str, Any], found: Iterable[Mapping[str, Any]], label: str
+) -> Iterator[Issue]:
+    """``missing_keys`` for the pairs ``found`` (of the pinned source ``label``)."""
+    seen: set[str] = set()
+    for pair in found:
+        for at in pair["at"]:
+            section = _at(config, at)
+            if not isinstance(section, Mapping):
+                continue
+            prefix = ".".join(at)
+            try:
+                if not holds(section, pair["when"]):
+                    continue
+            except _Unknown:
+                continue
+            holder: Any = section
+            for depth, key in enumerate(pair["needs"], 1):
+                if not isinstance(holder, Mapping):
+                    break
+                if key not in holder:
+                    path = ".".join([*at, *pair["needs"][:depth]])
+                    if path not in seen:
+                        seen.add(path)
+                        yield Issue(
+                            path,
+                            f"is absent, and NeMo-RL reads it without a default where "
+                            f"{_shown(pair['when'], prefix)} ({pair['scope']}, {pair['file']}:"
+                            f"{pair['line']} @ {label.split('/', 1)[1]}): a KeyError if that "
+                            "code runs for this stage",
+                            hint=f"set {path}, or change what turns it on",
+                        )
+                    break
+                holder = holder[key]
+
+
+def key_needs_check(label: str) -> Check:
+    """The warning check of one pinned NeMo-RL source (``nemo-rl/super-v3``, ...)."""
+
+    def keys_a_feature_needs_are_set(ctx: CheckContext) -> Iterator[Issue]:
+        yield from missing_keys(to_dict(ctx.config), label)
+
+    return keys_a_feature_needs_are_set

@@ -1,0 +1,147 @@
+"""Keys a feature needs (nemo_rl.checks.key_needs, tools/generate_key_needs.py): the table is
+what the pinned sources give, a stage that turns a feature on without the key it reads is
+warned, naming the upstream line the table records, and no shipped stage nor any of NeMo-RL's
+own example configs is."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from typing import Any
+
+import pytest
+
+from recipekit.nemo_rl.checks.key_needs import TABLE, holds, missing, missing_keys, pairs
+from recipekit.plan import make_plan
+from recipekit.stage import Stage
+from tools import generate_key_needs as generator
+from tools.generated_modules import absent_pins, reference_dir
+
+SUPER35, SUPER3 = "nemo-rl/super-v3.5-posttraining", "nemo-rl/super-v3"
+
+
+def _label(stage: Stage) -> str:
+    return "nemo-rl/" + str(stage.framework.version).split("@")[0]
+
+
+def _stages() -> list[Stage]:
+    """Every NeMo-RL GRPO stage in recipes/, once (a module re-exports some by name)."""
+    found: dict[str, Stage] = {}
+    for module in ("recipes.super35.rl", "recipes.super35.teachers", "recipes.super35.mopd",
+                   "recipes.super3.dapo"):  # fmt: skip
+        for value in vars(importlib.import_module(module)).values():
+            if isinstance(value, Stage) and "super-v3" in str(
+                getattr(value.framework, "version", "")
+            ):
+                found[value.name] = value
+    return list(found.values())
+
+
+def test_the_table_is_what_the_generator_writes() -> None:
+    absent = absent_pins(reference_dir(), (SUPER35, SUPER3))
+    if absent:
+        pytest.skip(f"{len(absent)} pinned files absent here, e.g. {absent[0]}")
+    ((path, text),) = generator.generate().items()
+    assert TABLE.read_text() == text, "stale: run python3 tools/generate_key_needs.py"
+    assert path.endswith(TABLE.name)
+
+
+def test_a_logger_turned_on_without_its_section_is_warned_at_the_line_that_reads_it() -> None:
+    from recipes.super35.rl import rlvr
+
+    plan = make_plan(rlvr, ["logger.swanlab_enabled=true"])
+    (warning,) = (w.render() for w in plan.warnings if w.path == "logger.swanlab")
+    (pair,) = (p for p in pairs(SUPER35) if p["needs"] == ["swanlab"] and p["at"] == [["logger"]])
+    assert warning.startswith("logger.swanlab: is absent, and NeMo-RL reads it without a default")
+    assert f"{pair['file']}:{pair['line']} @ super-v3.5-posttraining" in warning
+    assert "where logger.swanlab_enabled (Logger.__init__" in warning
+    assert not [w for w in make_plan(rlvr).warnings if w.path == "logger.swanlab"]
+
+
+@pytest.mark.parametrize("stage", _stages(), ids=lambda s: s.name)
+def test_no_shipped_stage_lacks_a_key_its_features_need(stage: Stage) -> None:
+    assert not list(missing_keys(make_plan(stage).framework_config, _label(stage)))
+
+
+@functools.cache
+def _examples(label: str) -> list[tuple[str, dict[str, Any]]]:
+    from recipekit.nemo_rl.yaml_loader import expand
+
+    # super-v3.5-posttraining's schema is main's; the mirror has main's example configs.
+    root = reference_dir() / ("nemo-rl/main" if label == SUPER35 else label) / "examples"
+    found = []
+    for path in sorted([*root.glob("configs/grpo*.yaml"), *root.glob("nemo_gym/**/*.yaml")]):
+        try:
+            config = expand(path)
+        except Exception:  # noqa: BLE001 - a file that is no GRPO config
+            continue
+        if isinstance(config, dict) and "grpo" in config and "policy" in config:
+            found.append((str(path.relative_to(root)), config))
+    return found
+
+
+@pytest.mark.parametrize("label", [SUPER35, SUPER3])
+def test_nemo_rls_own_example_configs_lack_no_key_they_turn_on(label: str) -> None:
+    examples = _examples(label)
+    if not examples:
+        pytest.skip(f"no {label} example configs under {reference_dir()}")
+    assert len(examples) >= 10
+    warned = {name: [i.render() for i in missing_keys(config, label)] for name, config in examples}
+    assert not {name: issues for name, issues in warned.items() if issues}
+
+
+def test_conditions_read_as_python_reads_them() -> None:
+    section = {"a": {"enabled": True, "n": 3}, "b": None, "c": "fp8_e4m3"}
+    assert holds(section, {"truthy": {"path": ["a", "enabled"]}})
+    assert holds(section, {"has": ["a", "n"]}) and not holds(section, {"has": ["a", "m"]})
+    assert holds(section, {"truthy": {"get": ["a", "m"], "default": True}})
+    assert holds(section, {"cmp": ">", "left": {"path": ["a", "n"]}, "right": {"const": 2}})
+    assert holds(section, {"cmp": "is", "left": {"path": ["b"]}, "right": {"const": None}})
+    assert holds(section, {"or": [{"has": ["x"]}, {"not": {"has": ["x"]}}]})
+    with pytest.raises(Exception) as exc:  # noqa: PT011 - a key the config lacks: unknown
+        holds(section, {"truthy": {"path": ["x"]}})
+    assert type(exc.value).__name__ == "_Unknown"
+
+
+_MODULE = """
+def setup(cfg, other):
+    if cfg["feature_enabled"]:
+        use(cfg["feature"])                      # a pair
+    if cfg.get("level", 0) > 1 and cfg["extra"]["x"]:
+        pass                                     # a pair: extra needs level > 1
+    if other["feature_enabled"]:
+        use(cfg["feature"])                      # another object's condition: dropped
+    if "feature" in cfg:
+        use(cfg["feature"])                      # guarded by itself: a pair whose condition
+                                                 # is false where it is absent
+    for item in cfg["items"]:
+        if cfg["feature_enabled"]:
+            use(cfg["feature"])                  # under a loop: dropped
+    use(cfg["required_key"])                     # no condition: not a pair
+
+
+def fills(cfg):
+    if cfg["feature_enabled"]:
+        cfg["feature"] = {}
+        use(cfg["feature"])                      # assigned in its function: dropped
+"""
+
+
+def test_the_generator_keeps_only_the_reads_it_can_read_exactly() -> None:
+    keys = {
+        ("feature_enabled",): True,
+        ("feature",): False,
+        ("level",): False,
+        ("extra",): False,
+        ("extra", "x"): True,
+        ("items",): True,
+        ("required_key",): True,
+    }
+    found = sorted(generator.module_pairs("m.py", _MODULE, keys), key=lambda p: p["line"])
+    assert [(p["line"], p["needs"]) for p in found] == [(4, ["feature"]), (5, ["extra", "x"]),
+                                                        (10, ["feature"])]  # fmt: skip
+    by_line = {p["line"]: p for p in found}
+    assert by_line[4]["when"] == {"truthy": {"path": ["feature_enabled"]}}
+    assert by_line[4]["at"] == [[]] and by_line[4]["scope"] == "setup"
+    config: dict[str, Any] = {"feature_enabled": True, "level": 2, "items": []}
+    assert [i.path for i in missing(config, found, "test/m")] == ["feature", "extra"]

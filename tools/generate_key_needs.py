@@ -1,0 +1,354 @@
+"""Write src/python/recipekit/nemo_rl/generated/key_needs.json: the config keys the pinned NeMo-RL
+reads without a default once another key turns a feature on, found with ``ast`` in every module
+the stages' entry points reach (issue 40: a KeyError is a failure a config value causes, as an
+``assert`` is).
+
+The shape is a companion pair. ``if cfg["swanlab_enabled"]: ... cfg["swanlab"]`` in
+``Logger.__init__`` means that a config with ``logger.swanlab_enabled: true`` and no
+``logger.swanlab`` section fails with a KeyError. The schema marks ``swanlab`` NotRequired, so
+nothing else says so. A pair is kept only where it can be read exactly:
+
+- the read is a chain of constant subscripts (``cfg["a"]["b"]``) on a plain name or attribute;
+- every condition it stands under, up to its function (each enclosing ``if``/``else``, the
+  operands before it in an ``and``/``or``, an ``x if c else y``), reads the same object with
+  constant subscripts, ``.get`` or ``"k" in``, compared with constants; any other condition
+  (another object, a call, a loop, a ``try``) drops the read, because its truth cannot be
+  known from the config;
+- at least one condition reads the config (an unconditional read is the stage's own
+  business: the typed schema's required keys);
+- no step of the read is assigned in the same function (NeMo-RL fills some keys itself);
+- the object resolves to config sections of the entry point's master config in which every
+  key the pair names is declared, and some step of the read is NotRequired.
+
+recipekit reads the JSON, never ``.reference/``. ``nemo_rl/checks/key_needs_test.py``
+regenerates it and compares.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from recipekit.upstream.declared import DeclaredTable, table
+from recipekit.upstream.reach import reach
+from tools import sweep_reach
+from tools.generated_modules import pins, reference_dir, write_or_check
+
+TOOL = "tools/generate_key_needs.py"
+OUTPUT = "src/python/recipekit/nemo_rl/generated/key_needs.json"
+# The master config each label's swept entry points (tools/sweep_reach.ENTRY_POINTS) read.
+ROOT = "nemo_rl.algorithms.grpo:MasterConfig"
+_COMPARE = {
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.In: "in",
+    ast.NotIn: "not in",
+}
+Path_ = tuple[str, ...]
+
+
+class Unreadable(Exception):
+    """A condition whose truth the config alone does not give."""
+
+
+def _chain(node: ast.expr) -> tuple[ast.expr, Path_]:
+    keys: list[str] = []
+    while (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
+        keys.append(node.slice.value)
+        node = node.value
+    return node, tuple(reversed(keys))
+
+
+def _base(node: ast.expr) -> str | None:
+    """The text of a plain name or attribute chain (``cfg``, ``self.cfg``), else None."""
+    probe = node
+    while isinstance(probe, ast.Attribute):
+        probe = probe.value
+    return ast.unparse(node) if isinstance(probe, ast.Name) else None
+
+
+def _constant(node: ast.expr) -> Any:
+    if isinstance(node, ast.Constant) and (
+        node.value is None or isinstance(node.value, bool | int | float | str)
+    ):
+        return node.value
+    if isinstance(node, ast.Tuple | ast.List) and all(
+        isinstance(e, ast.Constant) for e in node.elts
+    ):
+        return [_constant(e) for e in node.elts]
+    raise Unreadable
+
+
+class _Condition:
+    """Reads a test of the object ``base`` into JSON: {"path": [...]} a value, {"get": [...],
+    "default": c}, {"has": [...]}, {"not": p}, {"and": [...]}, {"or": [...]}, {"cmp": op,
+    "left": v, "right": v}, {"const": c}."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.paths: list[Path_] = []
+
+    def value(self, node: ast.expr) -> dict[str, Any]:
+        root, keys = _chain(node)
+        if keys and _base(root) == self.base:
+            self.paths.append(keys)
+            return {"path": list(keys)}
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and 1 <= len(node.args) <= 2
+            and not node.keywords
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            root, keys = _chain(node.func.value)
+            if _base(root) == self.base:
+                path = (*keys, node.args[0].value)
+                self.paths.append(path)
+                default = _constant(node.args[1]) if len(node.args) == 2 else None
+                return {"get": list(path), "default": default}
+        return {"const": _constant(node)}
+
+    def test(self, node: ast.expr) -> dict[str, Any]:
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return {"not": self.test(node.operand)}
+        if isinstance(node, ast.BoolOp):
+            op = "and" if isinstance(node.op, ast.And) else "or"
+            return {op: [self.test(v) for v in node.values]}
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != 1 or type(node.ops[0]) not in _COMPARE:
+                raise Unreadable
+            op = _COMPARE[type(node.ops[0])]
+            left, right = node.left, node.comparators[0]
+            if op in ("in", "not in") and isinstance(left, ast.Constant):
+                root, keys = _chain(right)
+                if not isinstance(left.value, str) or _base(root) != self.base:
+                    raise Unreadable
+                path = (*keys, left.value)
+                self.paths.append(path)
+                has = {"has": list(path)}
+                return has if op == "in" else {"not": has}
+            return {"cmp": op, "left": self.value(left), "right": self.value(right)}
+        found = self.value(node)
+        if "const" in found:
+            raise Unreadable
+        return {"truthy": found}
+
+
+def _conditions(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Iterator[ast.expr]:
+    """Each test the read stands under up to its function, negated (``ast.UnaryOp(Not)``)
+    where it stands in the other branch; Unreadable under a loop, ``try`` or comprehension."""
+    child = node
+    while child in parents:
+        parent = parents[child]
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return
+        if isinstance(parent, ast.For | ast.AsyncFor | ast.While | ast.Try | ast.comprehension):
+            if isinstance(parent, ast.For | ast.AsyncFor) and child is parent.iter:
+                pass  # the loop's iterable is read before the loop runs
+            else:
+                raise Unreadable
+        if isinstance(parent, ast.If | ast.IfExp) and child is not parent.test:
+            in_body = child in parent.body if isinstance(parent, ast.If) else child is parent.body
+            yield parent.test if in_body else ast.UnaryOp(op=ast.Not(), operand=parent.test)
+        if isinstance(parent, ast.BoolOp):
+            before = parent.values[: parent.values.index(child)]  # type: ignore[arg-type]
+            for earlier in before:
+                yield (
+                    earlier
+                    if isinstance(parent.op, ast.And)
+                    else ast.UnaryOp(op=ast.Not(), operand=earlier)
+                )
+        child = parent
+
+
+def _assigned(function: ast.AST) -> set[tuple[str, Path_]]:
+    """(object, keys) that the function assigns (``cfg["a"]["b"] = ...``, ``setdefault``)."""
+    out: set[tuple[str, Path_]] = set()
+    for node in ast.walk(function):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        for target in targets:
+            root, keys = _chain(target)
+            base = _base(root)
+            if keys and base is not None:
+                out |= {(base, keys[: i + 1]) for i in range(len(keys))}
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("setdefault", "update", "pop")
+        ):
+            root, keys = _chain(node.func.value)
+            base = _base(root)
+            if base is not None and node.args and isinstance(node.args[0], ast.Constant):
+                key = node.args[0].value
+                if isinstance(key, str):
+                    out.add((base, (*keys, key)))
+    return out
+
+
+def _sections(declared: DeclaredTable) -> dict[Path_, bool]:
+    """Every key path of the master config (through the config classes a mapping is checked
+    against), with whether upstream requires the key."""
+    out: dict[Path_, bool] = {}
+
+    def walk(qualified: str, prefix: Path_, seen: frozenset[str]) -> None:
+        for key, spec in declared[qualified].keys.items():
+            path = (*prefix, key)
+            out[path] = out.get(path, False) or spec.required
+            for nested in spec.nested:
+                if nested in declared.classes and nested not in seen:
+                    walk(nested, path, seen | {nested})
+
+    walk(ROOT, (), frozenset({ROOT}))
+    return out
+
+
+def _ending(keys: dict[Path_, bool]) -> dict[str, list[Path_]]:
+    """The key paths by their last key."""
+    out: dict[str, list[Path_]] = {}
+    for path in keys:
+        out.setdefault(path[-1], []).append(path)
+    return out
+
+
+def _reached(label: str) -> list[str]:
+    """The pinned modules the label's entry points reach (as rule_catalogue/reach_test.py
+    reads them: an unpinned module is not followed)."""
+    pinned = sweep_reach.pinned(label)
+    root = reference_dir() / label
+
+    def read(path: str) -> str | None:
+        file = root / path
+        return file.read_text(encoding="utf-8") if path in pinned and file.is_file() else None
+
+    found = reach(sweep_reach.ENTRY_POINTS[label], set(sweep_reach.trees()[label]), read)
+    return [path for path in found.modules if path not in found.unread]
+
+
+def pairs(label: str) -> list[dict[str, Any]]:
+    keys = _sections(table(label))
+    root = reference_dir() / label
+    found = [
+        pair
+        for path in _reached(label)
+        for pair in module_pairs(path, (root / path).read_text(encoding="utf-8"), keys)
+    ]
+    found.sort(key=lambda p: (p["file"], p["line"], p["needs"]))
+    return found
+
+
+def module_pairs(path: str, text: str, keys: dict[Path_, bool]) -> list[dict[str, Any]]:
+    """The pairs of one module's text, for the config whose key paths (and whether each is
+    required) are ``keys``."""
+    ending = _ending(keys)
+    tree = ast.parse(text)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    assigned: dict[ast.AST, set[tuple[str, Path_]]] = {}
+    found: list[dict[str, Any]] = []
+    for node in parents:
+        if not isinstance(node, ast.Subscript):
+            continue
+        function = _function_of(node, parents)
+        if function is None:
+            continue
+        if function not in assigned:
+            assigned[function] = _assigned(function)
+        pair = _pair(node, parents, assigned[function], keys, ending)
+        if pair is None:
+            continue
+        owner = parents.get(function)
+        scope = (
+            f"{owner.name}.{function.name}" if isinstance(owner, ast.ClassDef) else function.name
+        )
+        found.append({**pair, "file": path, "line": node.lineno, "scope": scope})
+    return found
+
+
+def _function_of(
+    node: ast.AST, parents: dict[ast.AST, ast.AST]
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    while node in parents:
+        node = parents[node]
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return node
+    return None
+
+
+def _pair(
+    node: ast.AST,
+    parents: dict[ast.AST, ast.AST],
+    assigned: set[tuple[str, Path_]],
+    keys: dict[Path_, bool],
+    ending: dict[str, list[Path_]],
+) -> dict[str, Any] | None:
+    """The pair a read is (where it needs, what, when), or None where it is none."""
+    if not isinstance(node, ast.Subscript) or not isinstance(node.ctx, ast.Load):
+        return None
+    parent = parents.get(node)
+    if isinstance(parent, ast.Subscript) and parent.value is node:
+        return None  # the longer chain is the read
+    root, read = _chain(node)
+    base = _base(root)
+    if not read or base is None:
+        return None
+    if any((base, read[: i + 1]) in assigned for i in range(len(read))):
+        return None
+    condition = _Condition(base)
+    try:
+        tests = [condition.test(test) for test in _conditions(node, parents)]
+    except Unreadable:
+        return None
+    if not condition.paths:
+        return None
+    # The sections the object may be: those where the read's whole chain is a key path.
+    candidates = sorted(
+        path[: len(path) - len(read)]
+        for path in ending.get(read[-1], [])
+        if path[len(path) - len(read) :] == read
+    )
+    at = [
+        list(prefix)
+        for prefix in candidates
+        if all((*prefix, *path) in keys for path in condition.paths)
+        and not all(keys[(*prefix, *read[: i + 1])] for i in range(len(read)))
+    ]
+    if not at:
+        return None
+    return {"at": at, "needs": list(read), "when": tests[0] if len(tests) == 1 else {"and": tests}}
+
+
+def generate() -> dict[str, str]:
+    commits = pins()
+    data = {
+        label: {"commit": commits[label], "root": ROOT, "pairs": pairs(label)}
+        for label in sorted(sweep_reach.ENTRY_POINTS)
+    }
+    text = json.dumps(
+        {"generated_by": TOOL, "note": "do not edit", "sources": data}, indent=1, sort_keys=True
+    )
+    return {OUTPUT: text + "\n"}
+
+
+def main() -> int:
+    return write_or_check(generate(), TOOL, __doc__)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
