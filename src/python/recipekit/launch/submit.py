@@ -349,12 +349,14 @@ def submit_plan(
     interactive: bool = False,
     after: Sequence[str] = (),
     step_time_s: float | None = None,
+    max_requeue: Callable[[], int] | None = None,
 ) -> tuple[str, RunDir]:
     """Submit; ``after``: job ids that must end well before this one starts (a pipeline);
-    ``step_time_s``: seconds a step takes, where known (``check_requeues``)."""
+    ``step_time_s``: seconds a step takes, where known, and ``max_requeue`` the cluster's
+    MaxBatchRequeue where the caller has read it (``check_requeues``)."""
     check_submittable(plan, profile)
     if not interactive:
-        check_requeues(plan, profile, step_time_s)
+        check_requeues(plan, profile, step_time_s, max_requeue)
     launch = plan.stage.framework.launch
     if launch == "delegated" and not interactive:
         raise ValueError(f"{plan.stage.name} is delegated: submit it with submit_delegated")

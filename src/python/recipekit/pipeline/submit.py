@@ -12,6 +12,7 @@ stage, a store that is not mounted) does so before the first job is submitted.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import attrs
 
 from recipekit.errors import Issue, RecipeError
 from recipekit.launch import slurm
-from recipekit.launch.continuation import continuation_summary
+from recipekit.launch.continuation import continuation_summary, max_batch_requeue
 from recipekit.launch.profile import ClusterProfile
 from recipekit.launch.run_dir import RunDir
 from recipekit.launch.submit import (
@@ -59,11 +60,12 @@ def chain_issues(
     planned: Sequence[PlannedStage],
     profile: ClusterProfile,
     step_times: Mapping[str, float] | None = None,
+    max_requeue: Callable[[], int] | None = None,
 ) -> list[Issue]:
     """Why the chain cannot be submitted to ``profile``; empty when it can. ``step_times``:
     stage -> seconds a step takes there (else one measured in an earlier attempt): a stage
-    that would need more continuations than Slurm requeues a job is refused here, before any
-    stage is submitted."""
+    that would need more continuations than Slurm requeues a job (``max_requeue``, else read
+    from the cluster) is refused here, before any stage is submitted."""
     issues: list[Issue] = []
     for index, entry in enumerate(planned):
         before = f"--until {planned[index - 1].name}" if index else "a later --from"
@@ -108,7 +110,9 @@ def chain_issues(
         try:
             check_submittable(entry.plan, stage_profile)
             if framework.launch != "delegated":
-                check_requeues(entry.plan, stage_profile, (step_times or {}).get(entry.name))
+                check_requeues(
+                    entry.plan, stage_profile, (step_times or {}).get(entry.name), max_requeue
+                )
         except RecipeError as exc:
             issues += _named(entry.name, exc.issues)
     return issues
@@ -151,7 +155,10 @@ def submit_chain(
         chain, planned, records or NoStore(), rerun=rerun, images=chain_images(profile)
     )
     planned = pinned_plans(chain, planned, actions, overrides)
-    issues = chain_issues(planned, profile, step_times)
+    # Slurm's MaxBatchRequeue, asked of the cluster once for the chain (and only where a stage's
+    # step time is known), not once per stage and again at its submit.
+    max_requeue = functools.cache(max_batch_requeue)
+    issues = chain_issues(planned, profile, step_times, max_requeue)
     if issues:
         raise RecipeError(issues, context=f"pipeline {chain.pipeline.name}: nothing submitted")
     check_tracking(profile)
@@ -192,7 +199,11 @@ def submit_chain(
             )
             continue
         job_id, run = submit_plan(
-            entry.plan, stage_profile, after=after, step_time_s=(step_times or {}).get(entry.name)
+            entry.plan,
+            stage_profile,
+            after=after,
+            step_time_s=(step_times or {}).get(entry.name),
+            max_requeue=max_requeue,
         )
         jobs[entry.name] = job_id
         submitted.append(SubmittedStage(entry.name, job_id, run, after))
