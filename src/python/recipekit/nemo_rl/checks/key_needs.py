@@ -170,6 +170,10 @@ def key_needs_check(label: str) -> Check:
     """The warning check of one pinned NeMo-RL source (``nemo-rl/super-v3``, ...)."""
 
     def keys_a_feature_needs_are_set(ctx: CheckContext) -> Iterator[Issue]:
-        yield from missing_keys(to_dict(ctx.config), label)
+        try:
+            rendered = to_dict(ctx.config)
+        except ValueError:  # a value left underived, which the plan refuses (underived_keys)
+            return
+        yield from missing_keys(rendered, label)
 
     return keys_a_feature_needs_are_set
