@@ -85,40 +85,40 @@ def overridden_options(
     }
 
 
+# Each provider field the checkpoint's weights fix, and the model card's attribute that records
+# it (dotted through the card's MoE and Mamba parts).
+CHECKPOINT_SIZES: dict[str, str] = {
+    "num_layers": "num_layers",
+    "hidden_size": "hidden",
+    "vocab_size": "vocab",
+    "ffn_hidden_size": "ffn",
+    "num_attention_heads": "attention_heads",
+    "num_query_groups": "kv_heads",
+    "kv_channels": "head_dim",
+    "num_moe_experts": "moe.num_experts",
+    "moe_ffn_hidden_size": "moe.expert_ffn",
+    "moe_shared_expert_intermediate_size": "moe.shared_ffn",
+    "moe_latent_size": "moe.latent",
+    "mamba_num_heads": "mamba.num_heads",
+    "mamba_head_dim": "mamba.head_dim",
+    "mamba_state_dim": "mamba.state_size",
+    "mamba_num_groups": "mamba.groups",
+}
+
+
 def checkpoint_shape(model: ModelCard) -> dict[str, int]:
     """The provider fields that the weights of ``model``'s checkpoint fix, with the checkpoint's
     values: the sizes Megatron-Core builds each parameter from (layers, widths, heads, experts,
-    Mamba's state and heads, the vocabulary). Only those the model card records; empty without
-    an architecture."""
-    arch = model.architecture
-    if arch is None:
-        return {}
-    shape = {
-        "num_layers": arch.num_layers,
-        "hidden_size": arch.hidden,
-        "vocab_size": arch.vocab,
-        "ffn_hidden_size": arch.ffn,
-        "num_attention_heads": arch.attention_heads,
-        "num_query_groups": arch.kv_heads,
-        "kv_channels": arch.head_dim,
-    }
-    if arch.moe is not None:
-        shape |= {
-            "num_moe_experts": arch.moe.num_experts,
-            "moe_ffn_hidden_size": arch.moe.expert_ffn,
-            "moe_shared_expert_intermediate_size": arch.moe.shared_ffn,
-            "moe_latent_size": arch.moe.latent,
-        }
-    if arch.mamba is not None:
-        shape |= {
-            "mamba_num_heads": arch.mamba.num_heads,
-            "mamba_head_dim": arch.mamba.head_dim,
-            "mamba_state_dim": arch.mamba.state_size,
-            "mamba_num_groups": arch.mamba.groups,
-        }
-    # A size the card leaves at 0 is one it does not record (a dense model's experts, an
-    # attention-free stack's heads): nothing to compare.
-    return {name: value for name, value in shape.items() if value}
+    Mamba's state and heads, the vocabulary). Only those the model card records: a size it
+    leaves at 0 or a part it has not (a dense model's experts) is nothing to compare."""
+    shape: dict[str, int] = {}
+    for name, attribute in CHECKPOINT_SIZES.items():
+        value: Any = model.architecture
+        for step in attribute.split("."):
+            value = getattr(value, step, None)
+        if value:
+            shape[name] = int(value)
+    return shape
 
 
 def shape_issues(
