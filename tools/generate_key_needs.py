@@ -238,7 +238,7 @@ def _reached(label: str) -> list[str]:
         file = root / path
         return file.read_text(encoding="utf-8") if path in pinned and file.is_file() else None
 
-    found = reach(sweep_reach.ENTRY_POINTS[label], set(sweep_reach.trees()[label]), read)
+    found = reach(sweep_reach.ENTRY_POINTS[label], set(sweep_reach.trees().get(label, ())), read)
     return [path for path in found.modules if path not in found.unread]
 
 
