@@ -195,7 +195,11 @@ def no_expandable_segments_with_colocated_vllm(
     """recipekit.allocator.no-expandable-segments-with-colocated-vllm (NVIDIA-NeMo/RL#2319,
     #2471). vLLM's sleep mode frees its weights and KV cache through its own CUDA memory pool
     between rollouts; with PyTorch's expandable segments the two fight over mapped segments,
-    and the colocated run fails or leaks memory at the first refit."""
+    and the colocated run fails or leaks memory at the first refit. Only the vLLM workers'
+    environment counts: the job's, which every worker inherits, and vllm_cfg.env_vars
+    (vllm_generation.py); a training worker's own env_vars (megatron_cfg's, dtensor_cfg's:
+    lm_policy.py) reach its process alone, where vLLM does not run, as NeMo-RL's DTensor
+    examples set them beside colocated vLLM."""
     if not colocated_vllm(plan):
         return []
     return [
@@ -208,8 +212,14 @@ def no_expandable_segments_with_colocated_vllm(
         )
         for env in environments
         for name, (key, value) in env.items()
-        if name == ALLOC_CONF and _expandable(value)
+        if name == ALLOC_CONF and _expandable(value) and not _training_workers_own(key)
     ]
+
+
+def _training_workers_own(key: str) -> bool:
+    """A variable set by a training worker group's env_vars (``...megatron_cfg.env_vars.X``,
+    ``...dtensor_cfg.env_vars.X``), which NeMo-RL gives that group's processes only."""
+    return any(f"{backend}.env_vars." in key for backend in ("megatron_cfg", "dtensor_cfg"))
 
 
 def plan_rules(

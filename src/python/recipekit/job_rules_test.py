@@ -152,10 +152,25 @@ def test_expandable_segments_in_the_stage_environment_are_refused() -> None:
     )
 
 
-def test_expandable_segments_in_a_config_env_vars_section_are_refused() -> None:
-    key = "policy.dtensor_cfg.env_vars"
-    errors = _errors(dapo_h100, f"{key}={{PYTORCH_CUDA_ALLOC_CONF: '{EXPANDABLE}'}}")
-    assert any(e.startswith(f"{key}.PYTORCH_CUDA_ALLOC_CONF") for e in errors), errors
+def test_expandable_segments_in_vllms_env_vars_are_refused_a_training_workers_stand() -> None:
+    # vLLM's workers get vllm_cfg.env_vars; a training backend's env_vars reach its own
+    # processes only (NeMo-RL's lm_policy.py), where vLLM does not run: NeMo-RL's DTensor
+    # examples set expandable segments there beside colocated vLLM.
+    from recipekit.job_rules import no_expandable_segments_with_colocated_vllm
+
+    colocated = make_plan(dapo_h100).as_json()
+    for training in ("policy.megatron_cfg.env_vars", "policy.dtensor_cfg.env_vars"):
+        plan = make_plan(dapo_h100, (f"{training}={{PYTORCH_CUDA_ALLOC_CONF: '{EXPANDABLE}'}}",))
+        assert not [w for w in plan.warnings if "sleep and wake" in w.message]
+
+    def refused(key: str) -> list[str]:
+        env = {"PYTORCH_CUDA_ALLOC_CONF": (f"{key}.PYTORCH_CUDA_ALLOC_CONF", EXPANDABLE)}
+        return [i.path for i in no_expandable_segments_with_colocated_vllm(colocated, [env])]
+
+    vllm = "policy.generation.vllm_cfg.env_vars"  # main's key (super-v3 has none)
+    assert refused(vllm) == [f"{vllm}.PYTORCH_CUDA_ALLOC_CONF"]
+    assert refused("policy.dtensor_cfg.env_vars") == []
+    assert refused("teacher.megatron_cfg.env_vars") == []
 
 
 def test_expandable_segments_without_colocated_vllm_plan() -> None:

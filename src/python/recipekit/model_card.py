@@ -112,6 +112,18 @@ class ModelCard:
     def is_moe(self) -> bool:
         return self.num_experts > 0
 
+    @property
+    def is_placeholder(self) -> bool:
+        """A card that records nothing of the model (no layer count): what ``import-yaml`` writes
+        for the user to fill in. Its zeros are unknowns, so no check may read them as facts
+        (a dense model, a layer count to split)."""
+        return self.num_layers == 0
+
+    @property
+    def is_dense(self) -> bool:
+        """Known to have no experts: a filled-in card without them."""
+        return not self.is_placeholder and not self.is_moe
+
 
 # Sources of the architecture values (read through this team's mirrors at these commits).
 _MEGATRON_LM_SUPER = (

@@ -62,12 +62,14 @@ def test_uneven_split_names_what_is_left() -> None:
     assert "88 - 40 - 40 = 8 are left but no stage of the PP=2 is left for them" in issue
 
 
-def test_a_card_without_a_layer_count_says_so_once() -> None:
-    # An imported stage's placeholder card (num_layers=0): one issue naming the card, not
-    # "0 layers cannot be split" from the pipeline and the interleaving checks both.
-    (issue,) = _issues(ParallelLayout(gpus=8, pp=2, vpp=2), layers=0)
-    assert "model card gives no layer count (num_layers = 0)" in issue
+def test_a_placeholder_card_refuses_nothing_it_does_not_know() -> None:
+    # An imported stage's placeholder card (num_layers=0) knows neither layers nor experts:
+    # no split is refused on its zeros (the plan warns once that the card is a placeholder,
+    # plan_test); the sizes' own arithmetic still holds.
+    assert _issues(ParallelLayout(gpus=8, pp=2, vpp=2), layers=0) == []
     assert _issues(ParallelLayout(gpus=8, tp=8), layers=0) == []
+    assert _issues(ParallelLayout(gpus=16, ep=8), layers=0, experts=0) == []
+    assert _issues(ParallelLayout(gpus=8, tp=2, pp=2, cp=4), layers=0) != []
 
 
 def test_expert_tensor_parallel_may_span_nvl72_trays_but_not_b200_nodes() -> None:

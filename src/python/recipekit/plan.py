@@ -33,6 +33,7 @@ from recipekit.lineage.store import output_dir, run_name, stored_artifact
 from recipekit.markers import DERIVED, RunInput
 from recipekit.memory.estimate import MemoryEstimate
 from recipekit.memory.switches import worker_environment
+from recipekit.model_card import ModelCard
 from recipekit.stage import Stage
 
 
@@ -108,7 +109,6 @@ class Plan:
             **({"action": self.action} if self.action else {}),
         }
 
-
     def published_run(self) -> tuple[str, str] | None:
         """(artifact, run) when the run writes its checkpoints into the artifact store: its
         first output, as ``store_output`` reads it from ``plan.json`` on a node."""
@@ -140,6 +140,16 @@ def config_type_issue(stage: Stage) -> Issue | None:
         f"is a {type(stage.config).__name__}, but {stage.framework.name} "
         f"({stage.framework.entry_point}) reads a {expected.__name__}",
         hint="set the stage's framework= to the one that reads this config",
+    )
+
+
+def _placeholder_card(model: ModelCard) -> Issue:
+    return Issue(
+        "model",
+        f"{model.name}'s card records no layer count: the layout is not checked against the "
+        "model's layers, experts and heads, and its memory is not estimated",
+        hint="fill in the stage's ModelCard (num_layers, num_experts, ...), or use one of "
+        "recipekit.model_card's",
     )
 
 
@@ -183,6 +193,8 @@ def make_plan(stage: Stage, overrides: Sequence[str] = (), *, check_pins: bool =
     if errors:
         raise RecipeError(errors, context=f"{stage.name}: cannot plan")
     warnings += job_warnings
+    if stage.model.is_placeholder:
+        warnings.append(_placeholder_card(stage.model))
     # The workers inherit the stage's environment (its PYTORCH_CUDA_ALLOC_CONF, say).
     with worker_environment(stage.environment):
         memory = framework.memory(config, stage.hardware, stage.model, layout)

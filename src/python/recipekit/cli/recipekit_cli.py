@@ -32,7 +32,18 @@ def _stage(target: str) -> Any:
 
     stage = load_object(target)
     if not isinstance(stage, Stage):
-        raise RecipeError([Issue(target, f"is a {type(stage).__name__}, not a Stage")])
+        from recipekit.importers.nemo_rl_yaml import ImportedRecipe
+
+        hint = ""
+        if isinstance(stage, ImportedRecipe):
+            # import-yaml's module: `recipe` is the stage and the keys its schema lacks.
+            module = target.rsplit(":", 1)[0] if target.count(":") else target
+            hint = (
+                f"it holds the stage and {len(stage.untyped_keys)} keys the typed schema does "
+                f"not (UNTYPED_KEYS): use {module}:stage, which leaves them out; "
+                "`recipekit compile` passes them through"
+            )
+        raise RecipeError([Issue(target, f"is a {type(stage).__name__}, not a Stage", hint=hint)])
     return stage
 
 

@@ -48,6 +48,7 @@ from recipekit.nemo_rl.rules import (
 from recipekit.nemo_rl.rules.dpo import DPO_ERROR_CHECKS, DPO_WARNING_CHECKS
 from recipekit.nemo_rl.rules.evaluation import EVAL_ERROR_CHECKS
 from recipekit.nemo_rl.rules.generation_split import training_gpus
+from recipekit.nemo_rl.rules.grpo_setup import gym_runner_needs_nemo_gym
 from recipekit.nemo_rl.rules.offpolicy_distillation import (
     DISTILLATION_ERROR_CHECKS,
     DISTILLATION_WARNING_CHECKS,
@@ -157,9 +158,7 @@ class NemoRLRun(FrameworkBase):
         if sizes is not None and sizes.enabled:
             # On DTensor too: the policy's class and its DTensor workers refuse sizes that do
             # not divide the GPUs (Policy.__init__, DTensorPolicyWorkerImpl.__init__), as for GRPO.
-            errors += model_layout_issues(
-                sizes.parallel, sizes.keys, hardware.node, model, where
-            )
+            errors += model_layout_issues(sizes.parallel, sizes.keys, hardware.node, model, where)
         parallel = sizes.parallel if sizes is not None and sizes.keys is NEMO_RL else None
         critic = _megatron_value_of_the_policys_model(config)
         if critic is not None:
@@ -394,16 +393,27 @@ NEMO_RL_SUPER35_EVAL = _main(
 # NEMO_RL_SUPER35 (Gym, examples/nemo_gym/run_grpo_nemo_gym.py) is the Super 3.5 RL one; these
 # read GRPO as main's examples configure it.
 NEMO_RL_SUPER35_GYM_GRPO = attrs.evolve(NEMO_RL_SUPER35, config_type=GRPOExamplesConfigMain)
-NEMO_RL_SUPER35_GRPO = attrs.evolve(NEMO_RL_SUPER35_GYM_GRPO, entry_point="examples/run_grpo.py")
-NEMO_RL_SUPER35_VLM_GRPO = attrs.evolve(
-    NEMO_RL_SUPER35_GYM_GRPO, entry_point="examples/run_vlm_grpo.py"
-)
-NEMO_RL_SUPER35_SLIDING_PUZZLE_GRPO = attrs.evolve(
-    NEMO_RL_SUPER35_GYM_GRPO, entry_point="examples/run_grpo_sliding_puzzle.py"
-)
-NEMO_RL_SUPER35_SINGLE_CONTROLLER_GRPO = attrs.evolve(
-    NEMO_RL_SUPER35_GYM_GRPO, entry_point="examples/run_grpo_single_controller.py"
-)
+
+
+def _runner(entry_point: str) -> NemoRLGrpo:
+    """Main's GRPO run by another runner than NeMo Gym's, whose rule that Gym is the only
+    environment (run_grpo_nemo_gym.py's main) it does not have: run_grpo.py starts the math and
+    other environments its config names."""
+    return attrs.evolve(
+        NEMO_RL_SUPER35_GYM_GRPO,
+        entry_point=entry_point,
+        error_checks=tuple(
+            check
+            for check in NEMO_RL_SUPER35_GYM_GRPO.error_checks
+            if check is not gym_runner_needs_nemo_gym
+        ),
+    )
+
+
+NEMO_RL_SUPER35_GRPO = _runner("examples/run_grpo.py")
+NEMO_RL_SUPER35_VLM_GRPO = _runner("examples/run_vlm_grpo.py")
+NEMO_RL_SUPER35_SLIDING_PUZZLE_GRPO = _runner("examples/run_grpo_sliding_puzzle.py")
+NEMO_RL_SUPER35_SINGLE_CONTROLLER_GRPO = _runner("examples/run_grpo_single_controller.py")
 
 # --- which one a config is for ------------------------------------------------------------------
 

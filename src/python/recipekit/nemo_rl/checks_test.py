@@ -3,7 +3,7 @@
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
 # dynamic_sampling_settings_agree, micro_batches_agree_at_large_tp, response_budget_fits,
-# token_budgets_hold_a_sequence.
+# packing_excludes_dynamic_batching.
 
 # The catalogued checks these tests break (by the upstream line each cites), which the
 # rule catalogue's meta-test finds by name:
@@ -11,10 +11,11 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from recipekit.errors import RecipeError
-from recipekit.hardware import GB200_NODE, H100_NODE, Hardware
+from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE, Hardware
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl.checks.settings import V3_VERIFIER_IS_A_STRING
 from recipekit.nemo_rl.rule_lines import line_of
@@ -95,8 +96,12 @@ def test_vllm_must_fit_the_generation_node() -> None:
     errors = _errors(dapo_gb200, "policy.generation.vllm_cfg.tensor_parallel_size=8")
     assert "vLLM TP x PP = 8 x 1 = 8 does not divide the 4 generation GPUs" in errors[0]
     assert len(errors) == 1, errors
-    errors = _errors(dapo_b200, "policy.generation.vllm_cfg.tensor_parallel_size=16")
-    assert "vLLM tensor parallelism must stay inside NVLink: a B200 node has 8" in errors[-1]
+    # Across nodes vLLM still runs (NeMo-RL's DeepSeek-V3 examples use TP 32): a warning.
+    wider = attrs.evolve(dapo_b200, hardware=Hardware(B200_NODE, num_nodes=4))
+    two_nodes = "policy.generation.colocated.resources.num_nodes=2"
+    plan = make_plan(wider, [two_nodes, "policy.generation.vllm_cfg.tensor_parallel_size=16"])
+    [warning] = [w.render() for w in plan.warnings if w.path.endswith("tensor_parallel_size")]
+    assert "vLLM tensor parallelism leaves NVLink: a B200 node has 8" in warning
 
 
 def test_global_batch_must_split_over_data_parallel() -> None:
@@ -138,9 +143,13 @@ def test_responses_cannot_outgrow_the_sequence_budget() -> None:
     ]
 
 
-def test_packing_budget_must_hold_a_sequence() -> None:
-    text = _one(dapo_gb200, "policy.sequence_packing.train_mb_tokens=512")
-    assert "must hold one full sequence (policy.max_total_sequence_length = 1024)" in text
+def test_a_packing_budget_below_a_sequence_warns() -> None:
+    # A sequence longer than the budget fails packing when it comes (NeMo-RL's Super examples
+    # pack 49152 tokens of 65536-token sequences): a warning, with the arithmetic.
+    plan = make_plan(dapo_gb200, ["policy.sequence_packing.train_mb_tokens=512"])
+    [text] = [w.render() for w in plan.warnings if "train_mb_tokens" in w.path]
+    assert "one full sequence (policy.max_total_sequence_length = 1024)" in text
+    assert "longer than 512 tokens fails when it is packed" in text
 
 
 def test_packing_and_dynamic_batching_are_exclusive() -> None:

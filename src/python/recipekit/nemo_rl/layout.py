@@ -19,6 +19,7 @@ import attrs
 from recipekit.hardware import Hardware
 from recipekit.markers import Marker
 from recipekit.nemo_rl import runs_super35
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.schema_super_v3 import GRPOMasterConfig, Megatron, VllmConfig
 from recipekit.parallelism import (
     DTENSOR,
@@ -47,6 +48,9 @@ class NodeSplit:
     cluster_nodes: int
     # NeMo Gym's own GPU nodes (its judges: the GenRM), allocated beside NeMo-RL's cluster.
     gym_nodes: int = 0
+    # NeMo Gym's nodes inside NeMo-RL's cluster: super-v3's GRPO takes them from the policy's
+    # (grpo.py's setup: policy_nodes -= nemo_gym_num_nodes when Gym runs).
+    gym_inside: int = 0
     # MOPD: distinct teacher checkpoints, each with its own log-probability workers' nodes.
     teachers: int = 0
     teacher_nodes: int = 0
@@ -58,8 +62,9 @@ class NodeSplit:
 
     @property
     def policy_nodes(self) -> int:
-        """The nodes generation and training share out: the cluster less the teachers'."""
-        return self.cluster_nodes - self.teacher_nodes
+        """The nodes generation and training share out: the cluster less the teachers' (and,
+        on super-v3, less NeMo Gym's)."""
+        return self.cluster_nodes - self.teacher_nodes - self.gym_inside
 
     @property
     def total_gpus(self) -> int:
@@ -157,6 +162,21 @@ def _teacher_groups(config: object) -> tuple[int, int]:
     return distinct, distinct * _int(teachers.default_teacher_cfg.num_nodes)
 
 
+def gym_nodes_inside(config: object) -> int:
+    """super-v3's GRPO with NeMo Gym (env.should_use_nemo_gym) serves Gym's judges on
+    env.nemo_gym.num_gpu_nodes of cluster.num_nodes, which the policy does not get."""
+    if runs_super35(config):
+        return 0
+    env = getattr(config, "env", None)
+    if env is None or isinstance(env, Marker) or value_of(env, "should_use_nemo_gym") is not True:
+        return 0
+    # super-v3 declares no Gym section: the examples' env (schema_common) carries main's.
+    nemo_gym = getattr(env, "nemo_gym", None)
+    if nemo_gym is None or isinstance(nemo_gym, Marker):
+        return 0
+    return _int(nemo_gym.num_gpu_nodes, 0)
+
+
 def gym_nodes(config: object) -> int:
     """The nodes NeMo Gym serves its judges on outside NeMo-RL's cluster: main and
     super-v3.5-posttraining place nothing of NeMo-RL's there (``derivations_main``); super-v3's
@@ -181,6 +201,7 @@ def node_split(config: GRPOMasterConfig | GRPOMasterConfigMain, hardware: Hardwa
         gpus_per_node=per_node,
         cluster_nodes=nodes,
         gym_nodes=gym,
+        gym_inside=gym_nodes_inside(config),
         teachers=teachers,
         teacher_nodes=teacher_nodes,
         colocated=True,

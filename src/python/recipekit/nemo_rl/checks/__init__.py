@@ -21,6 +21,7 @@ from recipekit.nemo_rl.checks.context import MEGATRON, RESOURCES, SEQ, VLLM, Che
 
 ERROR_CHECKS: tuple[Check, ...] = (
     resources.cluster_matches_hardware,
+    resources.nemo_gym_nodes_leave_the_policy_nodes,
     resources.generation_resources_fit,
     resources.one_training_backend,
     batch_and_layout.parallel_layout_holds,
@@ -35,13 +36,15 @@ ERROR_CHECKS: tuple[Check, ...] = (
     settings.model_overrides_are_provider_fields,
     settings.model_overrides_keep_the_checkpoints_shape,
     sequence.response_budget_fits,
-    sequence.token_budgets_hold_a_sequence,
+    sequence.packing_excludes_dynamic_batching,
     sequence.sequence_divisible_for_parallelism,
     distillation.default_teacher_is_routed,
     distillation.distillation_teachers_fit,
 )
 
 WARNING_CHECKS: tuple[Check, ...] = (
+    resources.vllm_tensor_parallel_inside_nvlink,
+    sequence.token_budgets_below_the_sequence_length,
     inherited.megatron_keys_never_read,
     inherited.leave_one_out_shadowed_by_adv_estimator,
     inherited.dense_settings_on_moe_model,
@@ -50,7 +53,11 @@ WARNING_CHECKS: tuple[Check, ...] = (
 
 # super-v3's own traps (keys it never reads, the shadowed baseline) are not main's.
 # main's Gym configs inherit from grpo_nanov3.yaml, a MoE model: its router settings are meant.
-WARNING_CHECKS_MAIN: tuple[Check, ...] = (inherited.tracking_names_mention_other_hardware,)
+WARNING_CHECKS_MAIN: tuple[Check, ...] = (
+    resources.vllm_tensor_parallel_inside_nvlink,
+    sequence.token_budgets_below_the_sequence_length,
+    inherited.tracking_names_mention_other_hardware,
+)
 
 __all__ = [
     "ERROR_CHECKS",

@@ -11,6 +11,7 @@ from recipekit.nemo_rl.checks.context import (
     CheckContext,
 )
 from recipekit.nemo_rl.layout import cluster_nodes
+from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.schema_super_v3 import (
     Colocation,
 )
@@ -41,6 +42,29 @@ def cluster_matches_hardware(ctx: CheckContext) -> Iterator[Issue]:
             value=gym,
             hint="add nodes to the stage's hardware",
         )
+
+
+def nemo_gym_nodes_leave_the_policy_nodes(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py, setup (super-v3): NeMo Gym's judges take env.nemo_gym.num_gpu_nodes of
+    cluster.num_nodes (only on more than one node), and the policy must keep at least one."""
+    inside, nodes = ctx.layout.nodes.gym_inside, ctx.config.cluster.num_nodes
+    if not inside or not isinstance(nodes, int):
+        return
+    if nodes <= 1:
+        rule = "nemo-rl.grpo.v3.nemo-gym-nodes-need-a-multi-node-cluster"
+        why = f"cluster.num_nodes = {nodes}: Gym's judge nodes need a cluster of more than one"
+    elif nodes - inside <= 0:
+        rule = "nemo-rl.grpo.v3.nemo-gym-nodes-leave-the-policy-nodes"
+        why = f"{nodes} - {inside} = {nodes - inside} of cluster.num_nodes would be left the policy"
+    else:
+        return
+    yield Issue(
+        "env.nemo_gym.num_gpu_nodes",
+        f"super-v3's GRPO serves NeMo Gym's judges on nodes of its own cluster: {why} "
+        f"({where(rule)})",
+        value=inside,
+        hint="give the stage more nodes, or Gym fewer",
+    )
 
 
 def generation_resources_fit(ctx: CheckContext) -> Iterator[Issue]:
@@ -112,7 +136,10 @@ def vllm_fits_generation_gpus(ctx: CheckContext) -> Iterator[Issue]:
     if vllm is None or ctx.generation is None or ctx.generation.backend != "vllm":
         return
     per_instance = vllm.tensor_parallel_size * vllm.pipeline_parallel_size
-    if per_instance > nodes.generation_gpus or nodes.generation_gpus % per_instance:
+    # No node left to the policy at all: nemo_gym_nodes_leave_the_policy_nodes names the key.
+    if nodes.policy_nodes > 0 and (
+        per_instance > nodes.generation_gpus or nodes.generation_gpus % per_instance
+    ):
         yield Issue(
             f"{VLLM}.tensor_parallel_size",
             f"vLLM TP x PP = {vllm.tensor_parallel_size} x {vllm.pipeline_parallel_size} = "
@@ -150,10 +177,20 @@ def vllm_fits_generation_gpus(ctx: CheckContext) -> Iterator[Issue]:
             "FP8 generation needs loss_fn.use_importance_sampling_correction: true",
             value=vllm.precision,
         )
+
+
+def vllm_tensor_parallel_inside_nvlink(ctx: CheckContext) -> Iterator[Issue]:
+    """recipekit's advice, not a refusal: vLLM runs a tensor-parallel group across nodes (Ray
+    places its workers there), as NeMo-RL's DeepSeek-V3 examples do with TP 32 and 64, but
+    every layer's all-reduce then crosses the network."""
+    vllm, gen = ctx.vllm, ctx.generation
+    if vllm is None or gen is None or gen.backend != "vllm":
+        return
     problem = ctx.hardware.node.tensor_parallel_problem(vllm.tensor_parallel_size)
     if problem:
         yield Issue(
             f"{VLLM}.tensor_parallel_size",
-            f"vLLM tensor parallelism must stay inside NVLink: {problem}",
+            f"vLLM tensor parallelism leaves NVLink: {problem}; every layer's all-reduce "
+            "crosses the network, which is slow",
             value=vllm.tensor_parallel_size,
         )

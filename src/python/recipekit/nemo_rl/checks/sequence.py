@@ -66,9 +66,8 @@ def response_budget_fits(ctx: CheckContext) -> Iterator[Issue]:
             )
 
 
-def token_budgets_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
+def packing_excludes_dynamic_batching(ctx: CheckContext) -> Iterator[Issue]:
     policy = ctx.config.policy
-    total = policy.max_total_sequence_length
     packing, dynamic = policy.sequence_packing, policy.dynamic_batching
     if isinstance(packing, SequencePacking) and packing.enabled and dynamic.enabled:
         yield Issue(
@@ -76,6 +75,16 @@ def token_budgets_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
             "sequence packing and dynamic batching are mutually exclusive in NeMo-RL",
             value=True,
         )
+
+
+def token_budgets_below_the_sequence_length(ctx: CheckContext) -> Iterator[Issue]:
+    """A micro-batch token budget below policy.max_total_sequence_length: a sequence longer
+    than the budget cannot be packed (the packing algorithms raise "Sequence length ...
+    exceeds bin capacity", nemo_rl/data/packing/algorithms.py), but only when one comes, as
+    NeMo-RL's own Super examples accept (49152 against 65536): a warning."""
+    policy = ctx.config.policy
+    total = policy.max_total_sequence_length
+    packing, dynamic = policy.sequence_packing, policy.dynamic_batching
     for name, section in (("sequence_packing", packing), ("dynamic_batching", dynamic)):
         if not isinstance(section, (SequencePacking, DynamicBatching)) or not section.enabled:
             continue
@@ -84,8 +93,10 @@ def token_budgets_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
             if isinstance(budget, int) and budget < total:
                 yield Issue(
                     f"policy.{name}.{key}",
-                    f"a micro-batch token budget must hold one full sequence ({SEQ} = {total})",
+                    f"holds fewer tokens than one full sequence ({SEQ} = {total}): a sequence "
+                    f"longer than {budget} tokens fails when it is packed",
                     value=budget,
+                    hint=f"at least {total}, if sequences that long can come",
                 )
 
 

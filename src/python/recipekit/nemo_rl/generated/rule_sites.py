@@ -692,6 +692,8 @@ SITES: dict[str, tuple[str, str, int]] = {
     "nemo-rl.grpo.val-generations-at-least-one": ("nemo-rl/super-v3.5-posttraining", "nemo_rl/algorithms/grpo.py", 525),
     "nemo-rl.grpo.pass-k-needs-several-val-generations": ("nemo-rl/super-v3.5-posttraining", "nemo_rl/algorithms/grpo.py", 530),
     "nemo-rl.grpo.batch-multiplier-needs-dynamic-sampling": ("nemo-rl/super-v3.5-posttraining", "nemo_rl/algorithms/grpo.py", 571),
+    "nemo-rl.grpo.v3.nemo-gym-nodes-need-a-multi-node-cluster": ("nemo-rl/super-v3", "nemo_rl/algorithms/grpo.py", 396),
+    "nemo-rl.grpo.v3.nemo-gym-nodes-leave-the-policy-nodes": ("nemo-rl/super-v3", "nemo_rl/algorithms/grpo.py", 419),
     "nemo-rl.grpo.v3.batch-multiplier-needs-dynamic-sampling": ("nemo-rl/super-v3", "nemo_rl/algorithms/grpo.py", 314),
     "nemo-rl.grpo.early-stop-needs-threshold": ("nemo-rl/super-v3.5-posttraining", "nemo_rl/algorithms/grpo.py", 577),
     "nemo-rl.grpo.dataloaders-split-the-step": ("nemo-rl/super-v3.5-posttraining", "nemo_rl/algorithms/grpo.py", 584),

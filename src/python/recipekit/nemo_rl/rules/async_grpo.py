@@ -23,9 +23,10 @@ def _async_grpo(ctx: CheckContext) -> bool:
 
 def async_rollouts(ctx: CheckContext) -> bool:
     """Whether generation runs an async engine: vLLM's async_engine on both versions; on
-    super-v3.5 also Megatron inference (always async) and SGLang's use_async_rollouts
-    (models/generation/interfaces.py, should_use_async_rollouts @ super-v3.5-posttraining;
-    grpo.py, _should_use_async_rollouts @ super-v3)."""
+    super-v3.5 also Megatron inference, Dynamo and TRT-LLM (always async: TRT-LLM's synchronous
+    engine is gone) and SGLang's use_async_rollouts (models/generation/interfaces.py,
+    should_use_async_rollouts @ super-v3.5-posttraining; grpo.py, _should_use_async_rollouts @
+    super-v3)."""
     gen, vllm = ctx.generation, ctx.vllm
     if gen is None:
         return False
@@ -35,7 +36,7 @@ def async_rollouts(ctx: CheckContext) -> bool:
         )
     if not on_super35(ctx):
         return False
-    if gen.backend == "megatron":
+    if gen.backend in ("megatron", "dynamo", "trtllm"):
         return True
     return gen.backend == "sglang" and value_of(gen, "use_async_rollouts") is True
 

@@ -50,7 +50,7 @@ def moe_only_offload_modules_need_moe_model(ctx: CheckContext) -> Iterator[Issue
     model."""
     modules = _offloaded_modules(ctx) or ()
     moe_only = sorted(set(modules) & set(MOE_ONLY_OFFLOAD_MODULES))
-    if moe_only and not ctx.model.is_moe:
+    if moe_only and ctx.model.is_dense:
         yield Issue(
             f"{MEGATRON}.offload_modules",
             f"NeMo-RL's Megatron setup refuses {', '.join(moe_only)} on {ctx.model.name}, a "

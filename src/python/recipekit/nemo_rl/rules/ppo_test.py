@@ -46,6 +46,7 @@ from recipekit.nemo_rl.algorithms import NEMO_RL_SUPER35_PPO
 from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules import ppo
 from recipekit.nemo_rl.rules.citation import cite_super35
+from recipekit.nemo_rl.rules.conftest import plan_warnings
 from recipekit.nemo_rl.schema_common import GenerationExamplesMain
 from recipekit.plan import make_plan
 from recipekit.stage import Stage
@@ -120,8 +121,7 @@ def _refused_at(stage: Stage, overrides: tuple[str, ...], key: str, cited: str) 
     return found
 
 
-def _warnings(stage: Stage, *overrides: str) -> list[str]:
-    return [issue.render() for issue in make_plan(stage, overrides).warnings]
+_warnings = plan_warnings
 
 
 # --- the upstream examples ----------------------------------------------------------------------

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from recipekit.errors import RecipeError
@@ -119,11 +120,11 @@ def test_fused_logprobs_refuse_sampling_filters() -> None:
 
 
 def test_expandable_segments_with_colocated_vllm_are_refused() -> None:
-    errors = _errors(
-        dapo_h100,
-        "policy.megatron_cfg.env_vars={PYTORCH_CUDA_ALLOC_CONF: 'expandable_segments:True'}",
-    )
-    assert any(e.startswith("policy.megatron_cfg.env_vars.PYTORCH_CUDA_ALLOC_CONF") for e in errors)
+    # The stage's environment reaches every worker, vLLM's too (a training backend's own
+    # env_vars reach its processes only: job_rules_test).
+    expandable = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    errors = _errors(attrs.evolve(dapo_h100, environment=expandable))
+    assert any(e.startswith("environment.PYTORCH_CUDA_ALLOC_CONF") for e in errors), errors
 
 
 def test_super_v3_skipped_reference_logprobs_need_zero_kl() -> None:

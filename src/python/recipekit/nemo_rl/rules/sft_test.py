@@ -104,6 +104,12 @@ def test_a_save_without_validation_is_not_ranked(stage: Stage, warned: Plan) -> 
 # --- every SFT, DPO and RM example --------------------------------------------------------------
 
 
+# Examples NeMo-RL warns of itself: the start of the warning recipekit mirrors.
+WARNED_UPSTREAM = {
+    "recipes/llm/sft-llama3.1-8b-1n8g-megatron.yaml": "checkpointing.save_period = 100"
+}
+
+
 @pytest.mark.parametrize("name", TRAINER_EXAMPLES)
 def test_the_upstream_trainer_examples_break_none_of_these_rules(
     reference_dir: Path, tmp_path: Path, name: str
@@ -113,14 +119,16 @@ def test_the_upstream_trainer_examples_break_none_of_these_rules(
         issues = [issue.render() for issue in make_plan(example).warnings]
     except RecipeError as failure:
         issues = [issue.render() for issue in failure.issues]
-    assert [issue for issue in issues if any(f in issue for f in TRAINER_FILES)] == []
+    found = [issue for issue in issues if any(f in issue for f in TRAINER_FILES)]
+    # NeMo-RL itself warns of this one at each save (the next test).
+    assert [i for i in found if not i.startswith(WARNED_UPSTREAM.get(name, "\0"))] == []
 
 
 def test_the_megatron_llama_sft_example_saves_unranked_checkpoints(
     reference_dir: Path, tmp_path: Path
 ) -> None:
     # It validates every 500 steps of its 250 and saves every 100, ranked by val:val_loss:
-    # NeMo-RL warns at each save (its plan stops earlier, on the model card's layer count).
+    # NeMo-RL warns at each save, and so does the plan.
     example = _stage(reference_dir, tmp_path, "recipes/llm/sft-llama3.1-8b-1n8g-megatron.yaml")
     [issue] = sft.sft_checkpoint_saved_without_its_validation_metric(example.config)
     assert issue.render().startswith("checkpointing.save_period = 100: SFT saves a checkpoint")

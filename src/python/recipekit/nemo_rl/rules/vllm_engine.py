@@ -216,7 +216,7 @@ def expert_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
     expert_parallel_size above tensor_parallel_size vLLM stops earlier, at
     vllm.parallel.external-dp-needs-moe."""
     vllm = ctx.vllm
-    if vllm is None or ctx.model.is_moe or vllm.expert_parallel_size <= 1:
+    if vllm is None or not ctx.model.is_dense or vllm.expert_parallel_size <= 1:
         return
     if vllm.expert_parallel_size <= vllm.tensor_parallel_size:
         yield Issue(
@@ -232,7 +232,7 @@ def external_data_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
     (VLLM_DP_SIZE = expert_parallel_size / tensor_parallel_size) when EP exceeds TP, which vLLM
     refuses for a dense model."""
     vllm = ctx.vllm
-    if vllm is None or ctx.model.is_moe:
+    if vllm is None or not ctx.model.is_dense:
         return
     if vllm.expert_parallel_size > vllm.tensor_parallel_size:
         yield Issue(

@@ -1,0 +1,142 @@
+"""NeMo-RL's own example configs, both pinned branches, as ``recipekit import-yaml`` makes them and
+``plan`` plans them: the framework accepts its examples, so a refusal of one is recipekit's to
+explain. Each config either plans, or is refused only on the keys ``REFUSED`` lists, with why
+(the framework fails on them too, or recipekit's model of it falls short, said so). The stage's
+hardware comes from the YAML's cluster, so a config written for another node type than the
+importer's default is refused on ``cluster.*``, which is not counted here.
+
+Found with it: an imported stage's placeholder model card read as "a dense model" and "no layer
+count"; NeMo Gym's runner's own rule applied to run_grpo.py; super-v3's GRPO placing NeMo Gym's
+judges inside cluster.num_nodes, which the node split ignored; main's Gym nodes left out of an
+imported stage's hardware; Dynamo and TRT-LLM not counted as async engines; expandable segments
+in a training worker's env_vars refused as if vLLM read them; vLLM tensor parallelism across
+nodes and a packing budget below the sequence length refused where they are risks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recipekit.errors import RecipeError
+from recipekit.nemo_rl.rules.conftest import imported_stage
+from recipekit.plan import make_plan
+from recipekit.stage import Stage
+
+ONE_NODE_WITH_GYM = "super-v3/examples/configs/grpo_superv3.yaml"
+EXCLUDED = {
+    "main/examples/nemo_gym/prefetch_super_all_envs.yaml",  # a Gym prefetch list, no run config
+    "super-v3/examples/configs/super/small_stage2_swe_pivot_8node.yaml",  # defaults: a missing file
+}
+ULTRA = (
+    "84 (or 70) training nodes after generation's: TP x CP and EP x PP do not divide their GPUs, "
+    "and with its segment_size 16 NeMo-RL's select_segment_nodes raises for a node count that "
+    "is no multiple of it; ultra_launch.sh sets the run's real counts"
+)
+UNTYPED_GENERATION = (
+    "the typed schema keeps the YAML's generation section verbatim (UNTYPED_KEYS), so the stage "
+    "plans without one: "
+)
+# config -> (the keys it is refused on, why the refusal stands)
+REFUSED: dict[str, tuple[set[str], str]] = {
+    "main/examples/configs/grpo_math_1B_trtllm.yaml": (
+        {"policy.generation"},
+        UNTYPED_GENERATION + "its trtllm_cfg sets moe_*_parallel_size null where "
+        "TrtllmConfig declares NotRequired[int] (not yet modelled)",
+    ),
+    **{
+        name: (
+            {"policy.generation"},
+            UNTYPED_GENERATION + "its mcore_generation_config lacks parsers and "
+            "expose_http_server, which MegatronGenerationConfig requires (not yet modelled)",
+        )
+        for name in (
+            "main/examples/configs/ppo_math_1B.yaml",
+            "main/examples/configs/ppo_math_1B_megatron.yaml",
+            "main/tests/unit/reference_configs/ppo_math_1B_megatron.yaml",
+        )
+    },
+    "main/examples/configs/grpo_sliding_puzzle.yaml": (
+        {"policy.dtensor_cfg.cpu_offload"},
+        "CPU offload on its one GPU: the v2 DTensor worker raises NotImplementedError "
+        "(nemo_rl/models/automodel/setup.py)",
+    ),
+    "main/examples/configs/prorlv2_1_moe.v2.yaml": (
+        {"grpo.batch_multiplier"},
+        "batch_multiplier 1.5 without dynamic sampling: GRPO's setup asserts it is 1",
+    ),
+    **{
+        f"main/examples/nemo_gym/nemotron-3-ultra/{name}.yaml": (
+            {"policy.megatron_cfg", "policy.megatron_cfg.expert_model_parallel_size"},
+            ULTRA,
+        )
+        for name in ("mopd", "reasoning_teacher", "student_rlvr1", "student_rlvr2")
+    },
+    ONE_NODE_WITH_GYM: (
+        {"env.nemo_gym.num_gpu_nodes"},
+        "one node with NeMo Gym's judges on four: super-v3's GRPO asserts a cluster of more "
+        "than one node (nemo_gym_nodes_leave_the_policy_nodes)",
+    ),
+    "super-v3/examples/configs/recipes/llm/performance/dapo-deepseek-v3-64n8g.yaml": (
+        {"policy.make_sequence_length_divisible_by"},
+        "2 with sequence parallelism over TP 8: recipekit's rule, not yet checked against what "
+        "NeMo-RL pads a packed sequence to",
+    ),
+    "super-v3/examples/nemo_gym/grpo_nanov3.yaml": (
+        {"policy.generation.vllm_cfg.async_engine"},
+        "NeMo Gym without vLLM's async engine: super-v3's GRPO asserts it",
+    ),
+}
+
+
+def _corpus(reference: Path) -> list[str]:
+    root = reference / "nemo-rl"
+    names = sorted(str(p.relative_to(root)) for p in root.glob("**/*.yaml"))
+    return [name for name in names if name not in EXCLUDED]
+
+
+def _refused_on(stage: Stage) -> set[str]:
+    try:
+        make_plan(stage, check_pins=False)
+    except RecipeError as exc:
+        return {i.path for i in exc.issues if not i.path.startswith("cluster.")}
+    return set()
+
+
+def test_nemo_rls_own_examples_plan_or_are_refused_for_a_recorded_reason(
+    reference_dir: Path, tmp_path: Path
+) -> None:
+    names = _corpus(reference_dir)
+    if not names:
+        pytest.skip(f"no NeMo-RL example configs under {reference_dir}")
+    assert len(names) >= 150 and set(REFUSED) <= set(names)
+    found = {}
+    for index, name in enumerate(names):
+        module_dir = tmp_path / str(index)
+        module_dir.mkdir()
+        refused = _refused_on(imported_stage(reference_dir / "nemo-rl" / name, module_dir))
+        if refused:
+            found[name] = refused
+    assert found == {name: keys for name, (keys, _) in REFUSED.items()}
+
+
+def test_super_v3s_nemo_gym_judges_come_out_of_the_policys_nodes(
+    reference_dir: Path, tmp_path: Path
+) -> None:
+    # stage1_rlvr.yaml: 109 nodes, 72 for generation and 5 for Gym's judges (grpo.py's setup
+    # takes them from cluster.num_nodes), so the policy trains on 32 nodes, which TP 4 x CP 8
+    # divides; 37 would not.
+    example = reference_dir / "nemo-rl/super-v3/examples/configs/super/stage1_rlvr.yaml"
+    if not example.is_file():
+        pytest.skip(f"{example} is not here")
+    stage = imported_stage(example, tmp_path)
+    plan = make_plan(stage, check_pins=False)
+    assert plan.layout is not None
+    assert plan.layout.nodes.training_nodes == 32  # type: ignore[attr-defined]
+    one_node = imported_stage(reference_dir / "nemo-rl" / ONE_NODE_WITH_GYM, tmp_path)
+    with pytest.raises(RecipeError) as exc:
+        make_plan(one_node, check_pins=False)
+    [issue] = [i.render() for i in exc.value.issues if i.path == "env.nemo_gym.num_gpu_nodes"]
+    assert "Gym's judge nodes need a cluster of more than one" in issue
+    assert "grpo.py:" in issue and "@ super-v3" in issue
