@@ -172,9 +172,17 @@ def test_context_parallel_needs_packing() -> None:
     assert any("needs policy.sequence_packing.enabled" in e for e in errors)
 
 
-def test_sequence_parallel_divisor_must_be_a_multiple_of_tp() -> None:
-    text = _one(dapo_gb200, "policy.make_sequence_length_divisible_by=6")
+def test_sequence_parallel_divisor_must_be_a_multiple_of_tp_unless_packed() -> None:
+    # Unpacked, the batch keeps the length the divisor gives it; packed, NeMo-RL pads each
+    # sequence to a multiple of TP itself (NeMo-RL's DeepSeek-V3 example packs with 2 and TP 8).
+    errors = _errors(
+        dapo_gb200,
+        "policy.make_sequence_length_divisible_by=6",
+        "policy.sequence_packing.enabled=false",
+    )
+    [text] = [e for e in errors if e.startswith("policy.make_sequence_length_divisible_by")]
     assert "use a multiple of 4" in text
+    make_plan(dapo_gb200, ["policy.make_sequence_length_divisible_by=6"])
 
 
 def test_large_tp_needs_equal_micro_batches() -> None:

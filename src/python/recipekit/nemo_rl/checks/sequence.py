@@ -106,15 +106,18 @@ def sequence_divisible_for_parallelism(ctx: CheckContext) -> Iterator[Issue]:
         return
     tp, cp = m.tensor_model_parallel_size, m.context_parallel_size
     divisor = policy.make_sequence_length_divisible_by
-    if m.sequence_parallel and tp > 1 and isinstance(divisor, int) and divisor % tp:
+    packing = policy.sequence_packing
+    packed = isinstance(packing, SequencePacking) and packing.enabled
+    # Packed, NeMo-RL pads each sequence to a multiple of TP itself under sequence parallelism
+    # (models/megatron/data.py, _get_pack_sequence_parameters_for_megatron): only an unpacked
+    # batch keeps the length make_sequence_length_divisible_by gives it.
+    if m.sequence_parallel and tp > 1 and isinstance(divisor, int) and divisor % tp and not packed:
         yield Issue(
             "policy.make_sequence_length_divisible_by",
             f"with sequence parallelism, sequences are split over TP={tp} ranks",
             value=divisor,
             hint=f"use a multiple of {tp}",
         )
-    packing = policy.sequence_packing
-    packed = isinstance(packing, SequencePacking) and packing.enabled
     if cp > 1 and not packed:
         yield Issue(
             f"{MEGATRON}.context_parallel_size",

@@ -78,11 +78,6 @@ REFUSED: dict[str, tuple[set[str], str]] = {
         "one node with NeMo Gym's judges on four: super-v3's GRPO asserts a cluster of more "
         "than one node (nemo_gym_nodes_leave_the_policy_nodes)",
     ),
-    "super-v3/examples/configs/recipes/llm/performance/dapo-deepseek-v3-64n8g.yaml": (
-        {"policy.make_sequence_length_divisible_by"},
-        "2 with sequence parallelism over TP 8: recipekit's rule, not yet checked against what "
-        "NeMo-RL pads a packed sequence to",
-    ),
     "super-v3/examples/nemo_gym/grpo_nanov3.yaml": (
         {"policy.generation.vllm_cfg.async_engine"},
         "NeMo Gym without vLLM's async engine: super-v3's GRPO asserts it",
