@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
+from recipekit.nemo_rl import SUPER35_TYPES, SUPER_V3_TYPES
 from recipekit.nemo_rl.checks.key_needs import TABLE, holds, missing, missing_keys, pairs
 from recipekit.plan import make_plan
 from recipekit.stage import Stage
 from tools import generate_key_needs as generator
 from tools.generated_modules import absent_pins, reference_dir
 
-SUPER35, SUPER3 = "nemo-rl/super-v3.5-posttraining", "nemo-rl/super-v3"
+SUPER35, SUPER3 = SUPER35_TYPES, SUPER_V3_TYPES
 
 
 def _label(stage: Stage) -> str:
@@ -144,4 +145,4 @@ def test_the_generator_keeps_only_the_reads_it_can_read_exactly() -> None:
     assert by_line[4]["when"] == {"truthy": {"path": ["feature_enabled"]}}
     assert by_line[4]["at"] == [[]] and by_line[4]["scope"] == "setup"
     config: dict[str, Any] = {"feature_enabled": True, "level": 2, "items": []}
-    assert [i.path for i in missing(config, found, "test/m")] == ["feature", "extra"]
+    assert [i.path for i in missing(config, found, SUPER35)] == ["feature", "extra"]

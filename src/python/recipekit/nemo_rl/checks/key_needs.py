@@ -24,6 +24,7 @@ from typing import Any
 from recipekit.convert import to_dict
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks.context import Check, CheckContext
+from recipekit.nemo_rl.rule_lines import VERSIONS
 
 TABLE = Path(__file__).parent.parent / "generated" / "key_needs.json"
 _MISSING = object()
@@ -59,14 +60,20 @@ def _at(section: Any, path: list[str]) -> Any:
     return section
 
 
+def _holder(section: Any, path: list[str]) -> tuple[Mapping[str, Any], str]:
+    """The mapping that holds ``path``'s last key, and that key; _Unknown where there is none."""
+    *outer, key = path
+    holder = _at(section, outer)
+    if not isinstance(holder, Mapping):
+        raise _Unknown
+    return holder, key
+
+
 def _value(section: Any, spec: Mapping[str, Any]) -> Any:
     if "const" in spec:
         return spec["const"]
     if "get" in spec:
-        *outer, key = spec["get"]
-        holder = _at(section, outer)
-        if not isinstance(holder, Mapping):
-            raise _Unknown
+        holder, key = _holder(section, spec["get"])
         return holder.get(key, spec["default"])
     found = _at(section, spec["path"])
     if found is _MISSING:
@@ -84,10 +91,7 @@ def holds(section: Any, when: Mapping[str, Any]) -> bool:
     if "or" in when:
         return any(holds(section, w) for w in when["or"])
     if "has" in when:
-        *outer, key = when["has"]
-        holder = _at(section, outer)
-        if not isinstance(holder, Mapping):
-            raise _Unknown
+        holder, key = _holder(section, when["has"])
         return key in holder
     if "truthy" in when:
         return bool(_value(section, when["truthy"]))
@@ -158,7 +162,7 @@ def missing(
                             path,
                             f"is absent, and NeMo-RL reads it without a default where "
                             f"{_shown(pair['when'], prefix)} ({pair['scope']}, {pair['file']}:"
-                            f"{pair['line']} @ {label.split('/', 1)[1]}): a KeyError if that "
+                            f"{pair['line']} @ {VERSIONS[label]}): a KeyError if that "
                             "code runs for this stage",
                             hint=f"set {path}, or change what turns it on",
                         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from recipekit.megatron_core.checks import NEMO_RL_ERROR_CHECKS as MCORE_ERRORS
 from recipekit.megatron_core.checks import NEMO_RL_WARNING_CHECKS as MCORE_WARNINGS
+from recipekit.nemo_rl import SUPER35_TYPES, SUPER_V3_TYPES
 from recipekit.nemo_rl.checks import Check, batch_and_layout, resources, sequence, settings
 from recipekit.nemo_rl.checks.key_needs import key_needs_check
 from recipekit.nemo_rl.rules import (
@@ -162,7 +163,7 @@ WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (
     *tokenizer.WARNING_CHECKS,
     *vllm_kwargs.WARNING_CHECKS,
     *_TRAINING_WARNINGS_SUPER_V3,
-    key_needs_check("nemo-rl/super-v3"),
+    key_needs_check(SUPER_V3_TYPES),
 )
 
 ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
@@ -191,7 +192,7 @@ WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *vllm_worker.SUPER35_WARNING_CHECKS,
     *vllm_kwargs.WARNING_CHECKS,
     *_TRAINING_WARNINGS_SUPER35,
-    key_needs_check("nemo-rl/super-v3.5-posttraining"),
+    key_needs_check(SUPER35_TYPES),
 )
 
 # The policy's own rules for the entry points other than GRPO: the groups above, the checks of
