@@ -32,7 +32,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from recipekit.upstream.declared import DeclaredTable, table
-from recipekit.upstream.reach import reach
 from tools import sweep_reach
 from tools.generated_modules import pins, reference_dir, write_or_check
 
@@ -229,16 +228,9 @@ def _ending(keys: dict[Path_, bool]) -> dict[str, list[Path_]]:
 
 
 def _reached(label: str) -> list[str]:
-    """The pinned modules the label's entry points reach (as rule_catalogue/reach_test.py
-    reads them: an unpinned module is not followed)."""
-    pinned = sweep_reach.pinned(label)
-    root = reference_dir() / label
-
-    def read(path: str) -> str | None:
-        file = root / path
-        return file.read_text(encoding="utf-8") if path in pinned and file.is_file() else None
-
-    found = reach(sweep_reach.ENTRY_POINTS[label], set(sweep_reach.trees().get(label, ())), read)
+    """The pinned modules the label's entry points reach, as rule_catalogue/reach_test.py
+    sweeps them."""
+    found = sweep_reach.reach_pinned(label, reference_dir(), sweep_reach.pinned(label))
     return [path for path in found.modules if path not in found.unread]
 
 

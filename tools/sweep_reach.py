@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
 
 from recipekit.nemo_rl.framework import NEMO_RL_GRPO
@@ -104,6 +105,17 @@ def trees_text(found: dict[str, list[str]]) -> str:
         lines += [f'  "{path}",' for path in paths]
         lines += ["]", ""]
     return "\n".join(lines)
+
+
+def reach_pinned(label: str, root: Path, files: Collection[str]) -> Reach:
+    """What the label's entry points reach, reading only the pinned ``files`` under
+    ``root/label``: an unpinned module is reached but not followed (``unread``)."""
+
+    def read(path: str) -> str | None:
+        file = root / label / path
+        return file.read_text(encoding="utf-8") if path in files and file.is_file() else None
+
+    return reach(ENTRY_POINTS[label], set(trees().get(label, ())), read)
 
 
 def reach_in(label: str, root: Path, tree: tuple[str, ...] | list[str]) -> Reach:

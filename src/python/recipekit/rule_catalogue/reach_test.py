@@ -16,7 +16,7 @@ import pytest
 from recipekit import rule_catalogue
 from recipekit.upgrade.rules import _reads_config
 from recipekit.upstream import anchors
-from recipekit.upstream.reach import Reach, reach
+from recipekit.upstream.reach import Reach
 from tools import sweep_reach
 from tools.generated_modules import absent_pins
 
@@ -43,15 +43,8 @@ def _skip_if_absent(label: str) -> None:
 
 @functools.cache
 def _reach(label: str) -> Reach:
-    """What the entry points reach, reading only pinned files: an unpinned module is reached
-    but not followed (``unread``)."""
-    pinned = _pinned(label)
-
-    def read(path: str) -> str | None:
-        file = REFERENCE / label / path
-        return file.read_text(encoding="utf-8") if path in pinned and file.is_file() else None
-
-    return reach(sweep_reach.ENTRY_POINTS[label], set(sweep_reach.trees()[label]), read)
+    """What the entry points reach, reading only pinned files."""
+    return sweep_reach.reach_pinned(label, REFERENCE, _pinned(label))
 
 
 @functools.cache
