@@ -43,8 +43,6 @@ from typing import Any
 # 131072, the model's depth and MTP's two; 4096 tokens a rank, as sft.GB200 and pretrain.H100.
 HIDDEN, VOCAB, DEPTHS, TOKENS = 2688, 131072, 3, 4096
 IMPLEMENTATIONS = ("native", "unfused", "te")
-# What the estimate keeps a logit per depth (recipekit/memory/megatron.py, _logits).
-KEPT_PER_DEPTH = 4
 
 
 def measure_one(implementation: str, tokens: int = TOKENS) -> dict[str, Any] | None:
@@ -171,13 +169,16 @@ def estimated_peak(run: dict[str, Any]) -> int:
 
 
 def compare(path: Path) -> int:
+    # The estimate keeps each depth's logits in fp32 (recipekit/memory/megatron.py, _logits).
+    from recipekit.memory.megatron import FP32
+
     data = json.loads(path.read_text())
     for run in data["runs"]:
         got = per_logit(run)
         estimate_peak = estimated_peak(run)
         print(
             f"{run['implementation']:8s} kept {got['kept_per_depth']:.2f} B/logit a depth"
-            f" (estimate {KEPT_PER_DEPTH}); forward peak {got['forward_peak']:.2f} B/logit"
+            f" (estimate {FP32}); forward peak {got['forward_peak']:.2f} B/logit"
             f" (estimate {estimate_peak}); backward peak {got['backward_peak']:.2f}, the"
             f" weight's and inputs' gradients included"
         )

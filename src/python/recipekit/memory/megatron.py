@@ -739,7 +739,10 @@ def _backward_blocks(
         add(FP32 * scores, kept + 2 + rebuilt)
         add(BF16 * scores, kept + 1 + rebuilt)
     if last:
-        add(FP32 * _logit_count(arch, s), _fp32_logit_blocks(arch, s))
+        add(
+            FP32 * _logit_count(arch, s),
+            fp32_logit_blocks(_prediction_depths(arch, s), s.cross_entropy),
+        )
     rest = through_backward - sum(size * count for size, count in blocks.items())
     widest = max(arch.ffn * (2 if arch.gated_mlp else 1) / s.tp, arch.hidden)
     add(BF16 * tokens * widest, rest / (BF16 * tokens * widest))
@@ -1111,8 +1114,9 @@ def loss_peak_per_logit(depths: int, cross_entropy: str) -> int:
     return fp32_logit_blocks(depths, cross_entropy) * FP32 + BF16
 
 
-def _fp32_logit_blocks(arch: Architecture, s: MegatronSetup) -> int:
-    return fp32_logit_blocks(1 + (arch.mtp_depth if s.mtp else 0), s.cross_entropy)
+def _prediction_depths(arch: Architecture, s: MegatronSetup) -> int:
+    """The depths the loss scores: the model's, and each MTP depth trained."""
+    return 1 + (arch.mtp_depth if s.mtp else 0)
 
 
 def _logits(arch: Architecture, s: MegatronSetup) -> float:
@@ -1121,9 +1125,7 @@ def _logits(arch: Architecture, s: MegatronSetup) -> float:
     logit stored after the forward pass, tools/calibrate_memory.py), with the native fused
     cross entropy's fp32 temporary (4 bytes a logit more at its peak,
     tools/calibrate_memory_loss.py)."""
-    return _logit_count(arch, s) * loss_peak_per_logit(
-        1 + (arch.mtp_depth if s.mtp else 0), s.cross_entropy
-    )
+    return _logit_count(arch, s) * loss_peak_per_logit(_prediction_depths(arch, s), s.cross_entropy)
 
 
 def _simulated_step(
