@@ -101,6 +101,7 @@ def import_yaml(
     from recipekit.importers.module_writer import ModuleWriter
     from recipekit.importers.yaml_comments import chain_source
     from recipekit.nemo_rl.algorithms import algorithm_of, frameworks_for
+    from recipekit.nemo_rl.layout import gym_nodes
 
     source_text = chain_source(path)
     loaded = load_keeping_env(path, source_text.expressions)
@@ -126,7 +127,7 @@ def import_yaml(
     # Fewest untyped keys; SCHEMAS' order breaks a tie.
     chosen = min(fits, key=lambda s: len(fits[s][1].untyped))
     framework, fitted = fits[chosen]
-    hardware, node_name = _hardware(resolved, node, chosen)
+    hardware, node_name = _hardware(resolved, node, gym_nodes(fitted.config))
     config, derived = _as_derived(fitted.config, hardware, resolved, loaded.interpolated, framework)
     warnings = tuple(
         Issue(key, why, **({} if isinstance(value, (dict, list)) else {"value": value}))
@@ -445,19 +446,16 @@ def _pop(data: Any, path: str) -> Any:
 # --- choosing the hardware, marking derivations ------------------------------------------------
 
 
-def _hardware(resolved: dict[str, Any], node: str | None, schema: str) -> tuple[Hardware, str]:
-    """The stage's nodes: NeMo-RL's cluster, and on main's schema NeMo Gym's judge nodes beside
-    it (main allocates them on top of cluster.num_nodes: nemo_rl.layout.gym_nodes)."""
+def _hardware(resolved: dict[str, Any], node: str | None, gym: int) -> tuple[Hardware, str]:
+    """The stage's nodes: NeMo-RL's cluster, and the ``gym`` judge nodes main allocates beside
+    it (nemo_rl.layout.gym_nodes)."""
     cluster = resolved.get("cluster") or {}
     gpus = cluster.get("gpus_per_node")
     if node is not None and node not in NODES:
         raise RecipeError([Issue("--node", f"no node type {node!r}", hint=", ".join(NODES))])
     node_name = node or DEFAULT_NODE.get(gpus if isinstance(gpus, int) else 0, FALLBACK_NODE)
     nodes = cluster.get("num_nodes")
-    count = nodes if isinstance(nodes, int) else 1
-    gym = ((resolved.get("env") or {}).get("nemo_gym") or {}).get("num_gpu_nodes")
-    if schema == "main" and isinstance(gym, int) and not isinstance(gym, bool) and gym > 0:
-        count += gym
+    count = (nodes if isinstance(nodes, int) else 1) + gym
     return Hardware(NODES[node_name], num_nodes=count), node_name
 
 

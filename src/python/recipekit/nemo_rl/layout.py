@@ -162,32 +162,32 @@ def _teacher_groups(config: object) -> tuple[int, int]:
     return distinct, distinct * _int(teachers.default_teacher_cfg.num_nodes)
 
 
-def gym_nodes_inside(config: object) -> int:
-    """super-v3's GRPO with NeMo Gym (env.should_use_nemo_gym) serves Gym's judges on
-    env.nemo_gym.num_gpu_nodes of cluster.num_nodes, which the policy does not get."""
-    if runs_super35(config):
-        return 0
+def _judge_nodes(config: object) -> int:
+    """env.nemo_gym.num_gpu_nodes, 0 without a Gym section (super-v3 declares none: its
+    examples' env, schema_common's, carries main's)."""
     env = getattr(config, "env", None)
-    if env is None or isinstance(env, Marker) or value_of(env, "should_use_nemo_gym") is not True:
-        return 0
-    # super-v3 declares no Gym section: the examples' env (schema_common) carries main's.
-    nemo_gym = getattr(env, "nemo_gym", None)
+    nemo_gym = None if env is None or isinstance(env, Marker) else getattr(env, "nemo_gym", None)
     if nemo_gym is None or isinstance(nemo_gym, Marker):
         return 0
     return _int(nemo_gym.num_gpu_nodes, 0)
+
+
+def gym_nodes_inside(config: object) -> int:
+    """super-v3's GRPO with NeMo Gym (env.should_use_nemo_gym) serves Gym's judges on
+    env.nemo_gym.num_gpu_nodes of cluster.num_nodes, which the policy does not get."""
+    if (
+        runs_super35(config)
+        or value_of(getattr(config, "env", None), "should_use_nemo_gym") is not True
+    ):
+        return 0
+    return _judge_nodes(config)
 
 
 def gym_nodes(config: object) -> int:
     """The nodes NeMo Gym serves its judges on outside NeMo-RL's cluster: main and
     super-v3.5-posttraining place nothing of NeMo-RL's there (``derivations_main``); super-v3's
-    GRPO carves them out of ``cluster.num_nodes`` itself, so there they are inside it (0)."""
-    if not runs_super35(config):
-        return 0
-    env = config.env
-    nemo_gym = None if isinstance(env, Marker) else env.nemo_gym
-    if nemo_gym is None or isinstance(nemo_gym, Marker):
-        return 0
-    return _int(nemo_gym.num_gpu_nodes, 0)
+    GRPO carves them out of ``cluster.num_nodes`` itself (``gym_nodes_inside``), so there 0."""
+    return _judge_nodes(config) if runs_super35(config) else 0
 
 
 def node_split(config: GRPOMasterConfig | GRPOMasterConfigMain, hardware: Hardware) -> NodeSplit:
