@@ -8,7 +8,10 @@ pydantic config class its entry points' ``MasterConfig`` reach under its ``nemo_
 in 3rdparty/reference/manifest.toml and materialised by tools/fetch-reference) becomes one entry
 of ``src/python/recipekit/upstream/declared/<label>.json``: its keys, each key's type as
 recipekit checks it, whether upstream marks it required, and the config classes a mapping under
-it is checked against. Run it after a pin moves; ``declared_test.py`` fails while a table
+it is checked against. A ``NotRequired`` TypedDict key that the version's code reads only as
+``cfg.get(key)`` (no default, or ``None``) also takes a null: to that code a null is the key left
+out, and upstream's example configs write one so (``moe_tensor_parallel_size: null`` in
+``grpo_math_1B_trtllm.yaml``). Run it after a pin moves; ``declared_test.py`` fails while a table
 differs from what this writes.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 import ast
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import attrs
@@ -80,6 +84,7 @@ def read_table(label: str, reference: Path) -> DeclaredTable:
         files.update(tree_files(reference / tree.folder, tree.package))
     source = UpstreamSource(files, packages_export=spec.packages_export)
     classes = source.config_classes()
+    got_only = keys_read_only_by_get(files.values())
     commits = dict.fromkeys(pins()[t.label] for t in spec.trees)
     table = DeclaredTable(label, " + ".join(commits), {})
     declared: dict[str, Declared] = {}
@@ -103,6 +108,13 @@ def read_table(label: str, reference: Path) -> DeclaredTable:
                 constraints=True,
                 bounds=from_keywords(dict(field.constraints)),
             )
+            if (
+                found.kind == "typeddict"
+                and not field.required
+                and name in got_only
+                and "None" not in text.split(" | ")
+            ):
+                text += " | None"  # a null is the key left out to every read of it
             keys[name] = Key(text, field.required, nested, field.line)
         # A base no pinned file defines may declare keys this table cannot know: the class
         # then takes keys it does not list (never refused for what upstream may accept).
@@ -112,6 +124,44 @@ def read_table(label: str, reference: Path) -> DeclaredTable:
         )
     object.__setattr__(table, "classes", dict(sorted(declared.items())))
     return table
+
+
+def keys_read_only_by_get(texts: Iterable[str]) -> set[str]:
+    """The string constants whose every read in ``texts`` (Python sources) is the key of a
+    ``.get(key)`` or ``.get(key, None)``: a null and an absent key read alike there. A constant
+    used any other way (a subscript read, ``in``, another default, a list of names) is left
+    out; one that only names a key written (``kwargs[key] = ...``) reads nothing."""
+    got: set[str] = set()
+    other: set[str] = set()
+    for text in texts:
+        tree = ast.parse(text)
+        as_get: set[int] = set()
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get"
+                and not node.keywords
+                and 1 <= len(node.args) <= 2
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+                and (
+                    len(node.args) == 1
+                    or (isinstance(node.args[1], ast.Constant) and node.args[1].value is None)
+                )
+            ):
+                as_get.add(id(node.args[0]))
+                got.add(node.args[0].value)
+            elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
+                as_get.add(id(node.slice))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in as_get
+            ):
+                other.add(node.value)
+    return got - other
 
 
 def table_text(label: str, reference: Path) -> str:

@@ -274,6 +274,8 @@ def fit(data: dict[str, Any], config_type: type) -> Fit:
             moved = False
             for issue in exc.issues:
                 where: str | None
+                if any(_within(issue.path, key) for key in untyped):
+                    continue  # moved with a key this round: its value is no longer here
                 if issue.message == "unknown key":
                     where, why = issue.path, UNKNOWN
                 else:
@@ -374,11 +376,15 @@ def _rejected(issue: Issue, where: str | None) -> str:
     return f"the typed schema rejects it: {detail}"
 
 
+def _within(path: str, key: str) -> bool:
+    return path == key or path.startswith((key + ".", key + "["))
+
+
 def _absorb(untyped: dict[str, tuple[Any, str]], where: str) -> None:
     """Put keys moved out of ``where`` earlier back into it: it moves whole now, and its reason
     keeps theirs (a misspelt key inside a section the schema rejects is still named)."""
     value, why = untyped[where]
-    for key in [k for k in untyped if k.startswith((where + ".", where + "["))]:
+    for key in [k for k in untyped if k != where and _within(k, where)]:
         inner = key[len(where) :].lstrip(".")
         moved, moved_why = untyped.pop(key)
         put_at(value, inner, moved)

@@ -299,6 +299,20 @@ def test_a_rejected_section_moves_whole_with_the_keys_moved_out_of_it_before(
     assert why.endswith("; made_up_key: unknown to the typed schema")
 
 
+def test_two_rejected_keys_of_one_optional_section_move_it_alone(reference_dir: Path) -> None:
+    # PPO's examples keep a Megatron generation section beside backend vllm that lacks keys
+    # main's MCoreGenerationSpecificArgs requires: the first rejection moves the section, and
+    # the rest, under it, moved with it; the generation section around it stays typed.
+    from recipekit.nemo_rl.schema_grpo_examples import GRPOExamplesConfigMain
+
+    data = load_keeping_env(reference_dir / MAIN / "configs/grpo_math_1B.yaml", {}).resolved
+    data["policy"]["generation"]["mcore_generation_config"] = {"buffer_size_gb": 20}
+    fitted = fit(data, GRPOExamplesConfigMain)
+    assert list(fitted.untyped) == ["policy.generation.mcore_generation_config"]
+    _, why = fitted.untyped["policy.generation.mcore_generation_config"]
+    assert why.startswith("the typed schema rejects it: expose_http_server: required key")
+
+
 def test_a_misspelt_key_gets_a_did_you_mean(reference_dir: Path) -> None:
     from recipekit.nemo_rl.schema_grpo_examples import GRPOExamplesConfigMain
 

@@ -52,11 +52,14 @@ def value_of(section: object, key: str, absent: T) -> Any | T: ...
 def value_of(section: object, key: str, absent: object = None) -> Any:
     """The value of ``key`` (the field name: ``_x`` is written ``x``) of ``section``, or
     ``absent`` where it has none: the stage's version does not declare the key, or the section
-    itself is absent (None, UNSET, or a value that is no section). A key that no pinned version
-    declares raises :class:`UnknownKeyError`."""
+    itself is absent (None, UNSET, or a value that is no section). A mapping is a section no
+    recipekit class states (a key the version's table declares, ``trtllm_cfg``): its keys are
+    read as written. A key that no pinned version declares raises :class:`UnknownKeyError`."""
     cls = type(section)
     if (cls, key) not in _ASKED:
         _check(cls, key)
+    if isinstance(section, dict):
+        return section.get(key, absent)
     return getattr(section, key, absent)
 
 

@@ -19,12 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from recipekit.convert import from_dict
 from recipekit.importers.nemo_rl_yaml import ImportedRecipe, import_yaml
 from recipekit.loading import load_object
 from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt, imported_stage
-from recipekit.nemo_rl.schema_common import GenerationExamplesMain
 from recipekit.sections import evolve
 from recipekit.stage import Stage
 from recipes.super35.rl import rlvr
@@ -206,14 +204,8 @@ def test_ppo_refits_colocated_sglang_only_from_megatron(
     module.write_text(import_yaml(reference_dir / CONFIGS / "ppo_math_1B.yaml").source)
     recipe = load_object(f"{module}:recipe")
     assert isinstance(recipe, ImportedRecipe)
-    # The importer leaves its generation section untyped (ppo_test.py types it the same way).
-    untyped = recipe.untyped_keys["policy.generation"]
-    generation = {k: v for k, v in untyped.items() if k != "mcore_generation_config"}
-    ppo = recipe.stage.with_values(
-        {"policy.generation": from_dict(generation, GenerationExamplesMain)}
-    )
     refused_at(
-        ppo,
+        recipe.stage,
         ("policy.generation.backend=sglang",),
         "policy.generation.backend",
         where(

@@ -226,8 +226,6 @@ def trtllm_needs_its_async_engine(ctx: CheckContext) -> Iterator[Issue]:
     """models/generation/interfaces.py, should_use_async_rollouts (super-v3.5; also
     experience/rollouts.py, generate_responses_async, and async_utils/trajectory_collector.py,
     AsyncTrajectoryCollector.prepare_for_refit): TRT-LLM runs only with its async engine.
-
-    recipekit's schema declares no trtllm_cfg, so no stage can switch that engine on.
     """
     gen = ctx.generation
     if gen is None or gen.backend != "trtllm":
@@ -236,14 +234,13 @@ def trtllm_needs_its_async_engine(ctx: CheckContext) -> Iterator[Issue]:
     if value_of(trtllm_cfg, "async_engine") is not True:
         yield Issue(
             "policy.generation.backend",
-            "NeMo-RL refuses the TRT-LLM backend without trtllm_cfg.async_engine: true, which "
-            "recipekit's schema cannot set ("
+            "NeMo-RL refuses the TRT-LLM backend without trtllm_cfg.async_engine: true ("
             + where(
                 "nemo-rl.models.generation.interfaces.should-use-async-rollouts.trt-llm-generation-needs-async-engine"
             )
             + ")",
             value=gen.backend,
-            hint="use vllm",
+            hint="set policy.generation.trtllm_cfg.async_engine=true, or use vllm",
         )
 
 

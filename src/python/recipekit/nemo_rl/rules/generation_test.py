@@ -72,6 +72,20 @@ def test_trtllm_is_refused_without_its_async_engine(gym_examples: Stage, refused
     ), found
 
 
+def test_trtllm_with_its_async_engine_is_not_refused_for_it(
+    gym_examples: Stage, errors: Plan
+) -> None:
+    # trtllm_cfg is no section recipekit states: the version's table declares it (and its
+    # NotRequired moe sizes take the null its own example writes), and the rule reads it.
+    found = errors(
+        gym_examples,
+        "policy.generation.backend=trtllm",
+        "policy.generation.trtllm_cfg={tensor_parallel_size: 1, async_engine: true,"
+        " moe_tensor_parallel_size: null}",
+    )
+    assert not [e for e in found if e.startswith("policy.generation.backend")], found
+
+
 def test_vllm_is_not_trtllm(gym_examples: Stage, errors: Plan) -> None:
     assert errors(gym_examples) == []
 

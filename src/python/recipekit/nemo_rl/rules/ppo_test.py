@@ -3,9 +3,9 @@ import-yaml`` makes of NeMo-RL's own ppo_math_1B.yaml (DTensor policy and value 
 ppo_math_1B_megatron.yaml (both on Megatron-Core): a value that breaks each is refused at its
 key, citing the upstream line.
 
-The importer leaves ``policy.generation`` of these files untyped (their
-``mcore_generation_config`` has super-v3's shape, which main's schema refuses, and vLLM never
-reads it); the fixtures type the rest of the section, as the compiled config has it."""
+The importer keeps only their ``mcore_generation_config`` untyped (it has super-v3's shape,
+which main's schema refuses, and vLLM never reads it); the rest of the generation section is
+typed as the compiled config has it."""
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by name:
 # ppo_needs_a_generation_config, warmup_lead_covers_the_trajectory_age,
@@ -37,17 +37,16 @@ from pathlib import Path
 import attrs
 import pytest
 
-from recipekit.convert import from_dict
 from recipekit.errors import RecipeError
 from recipekit.hardware import Hardware
 from recipekit.importers.nemo_rl_yaml import ImportedRecipe, import_yaml
 from recipekit.loading import load_object
+from recipekit.markers import UNSET
 from recipekit.nemo_rl.algorithms import NEMO_RL_SUPER35_PPO
 from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules import ppo
 from recipekit.nemo_rl.rules.citation import cite_super35
 from recipekit.nemo_rl.rules.conftest import plan_warnings
-from recipekit.nemo_rl.schema_common import GenerationExamplesMain
 from recipekit.plan import make_plan
 from recipekit.stage import Stage
 
@@ -80,14 +79,10 @@ def _imported(reference_dir: Path, tmp: Path, name: str) -> ImportedRecipe:
 
 
 def _typed(recipe: ImportedRecipe) -> Stage:
-    generation = {
-        key: value
-        for key, value in recipe.untyped_keys["policy.generation"].items()
-        if key != "mcore_generation_config"
-    }
-    return recipe.stage.with_values(
-        {"policy.generation": from_dict(generation, GenerationExamplesMain)}
-    )
+    assert [k for k in recipe.untyped_keys if k.startswith("policy.generation")] == [
+        "policy.generation.mcore_generation_config"
+    ]
+    return recipe.stage
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +138,7 @@ def test_the_upstream_examples_plan_with_ppos_rules(dtensor: Stage, megatron: St
 
 
 def test_ppo_needs_a_generation_section(imported: ImportedRecipe) -> None:
-    # As imported, the section is untyped: the plan cannot see the generation NeMo-RL needs.
-    [error] = _errors(imported.stage)
+    [error] = _errors(imported.stage.with_values({"policy.generation": UNSET}))
     assert (
         error.startswith("policy.generation: ")
         and where("nemo-rl.examples.run-ppo.main.ppo-needs-generation-section") in error

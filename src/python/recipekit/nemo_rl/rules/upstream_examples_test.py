@@ -10,7 +10,10 @@ count"; NeMo Gym's runner's own rule applied to run_grpo.py; super-v3's GRPO pla
 judges inside cluster.num_nodes, which the node split ignored; main's Gym nodes left out of an
 imported stage's hardware; Dynamo and TRT-LLM not counted as async engines; expandable segments
 in a training worker's env_vars refused as if vLLM read them; vLLM tensor parallelism across
-nodes and a packing budget below the sequence length refused where they are risks.
+nodes and a packing budget below the sequence length refused where they are risks; the importer
+moving a whole generation section where one key inside it was rejected (PPO's unused
+mcore_generation_config); the null TRT-LLM's example gives a NotRequired key that NeMo-RL reads
+only with ``.get`` (tools/generate_declared.py).
 """
 
 from __future__ import annotations
@@ -34,29 +37,8 @@ ULTRA = (
     "and with its segment_size 16 NeMo-RL's select_segment_nodes raises for a node count that "
     "is no multiple of it; ultra_launch.sh sets the run's real counts"
 )
-UNTYPED_GENERATION = (
-    "the typed schema keeps the YAML's generation section verbatim (UNTYPED_KEYS), so the stage "
-    "plans without one: "
-)
 # config -> (the keys it is refused on, why the refusal stands)
 REFUSED: dict[str, tuple[set[str], str]] = {
-    "main/examples/configs/grpo_math_1B_trtllm.yaml": (
-        {"policy.generation"},
-        UNTYPED_GENERATION + "its trtllm_cfg sets moe_*_parallel_size null where "
-        "TrtllmConfig declares NotRequired[int] (not yet modelled)",
-    ),
-    **{
-        name: (
-            {"policy.generation"},
-            UNTYPED_GENERATION + "its mcore_generation_config lacks parsers and "
-            "expose_http_server, which MegatronGenerationConfig requires (not yet modelled)",
-        )
-        for name in (
-            "main/examples/configs/ppo_math_1B.yaml",
-            "main/examples/configs/ppo_math_1B_megatron.yaml",
-            "main/tests/unit/reference_configs/ppo_math_1B_megatron.yaml",
-        )
-    },
     "main/examples/configs/grpo_sliding_puzzle.yaml": (
         {"policy.dtensor_cfg.cpu_offload"},
         "CPU offload on its one GPU: the v2 DTensor worker raises NotImplementedError "
