@@ -31,8 +31,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from recipekit.upstream.classes import UpstreamSource, tree_files
 from recipekit.upstream.declared import DeclaredTable, table
-from tools import sweep_reach
+from tools import every_run, sweep_reach
+from tools.every_run import key_chain
 from tools.generated_modules import pins, reference_dir, write_or_check
 
 TOOL = "tools/generate_key_needs.py"
@@ -56,18 +58,6 @@ Path_ = tuple[str, ...]
 
 class Unreadable(Exception):
     """A condition whose truth the config alone does not give."""
-
-
-def _chain(node: ast.expr) -> tuple[ast.expr, Path_]:
-    keys: list[str] = []
-    while (
-        isinstance(node, ast.Subscript)
-        and isinstance(node.slice, ast.Constant)
-        and isinstance(node.slice.value, str)
-    ):
-        keys.append(node.slice.value)
-        node = node.value
-    return node, tuple(reversed(keys))
 
 
 def _base(node: ast.expr) -> str | None:
@@ -100,7 +90,7 @@ class _Condition:
         self.paths: list[Path_] = []
 
     def value(self, node: ast.expr) -> dict[str, Any]:
-        root, keys = _chain(node)
+        root, keys = key_chain(node)
         if keys and _base(root) == self.base:
             self.paths.append(keys)
             return {"path": list(keys)}
@@ -113,7 +103,7 @@ class _Condition:
             and isinstance(node.args[0], ast.Constant)
             and isinstance(node.args[0].value, str)
         ):
-            root, keys = _chain(node.func.value)
+            root, keys = key_chain(node.func.value)
             if _base(root) == self.base:
                 path = (*keys, node.args[0].value)
                 self.paths.append(path)
@@ -133,7 +123,7 @@ class _Condition:
             op = _COMPARE[type(node.ops[0])]
             left, right = node.left, node.comparators[0]
             if op in ("in", "not in") and isinstance(left, ast.Constant):
-                root, keys = _chain(right)
+                root, keys = key_chain(right)
                 if not isinstance(left.value, str) or _base(root) != self.base:
                     raise Unreadable
                 path = (*keys, left.value)
@@ -184,7 +174,7 @@ def _assigned(function: ast.AST) -> set[tuple[str, Path_]]:
         elif isinstance(node, ast.AugAssign | ast.AnnAssign):
             targets = [node.target]
         for target in targets:
-            root, keys = _chain(target)
+            root, keys = key_chain(target)
             base = _base(root)
             if keys and base is not None:
                 out |= {(base, keys[: i + 1]) for i in range(len(keys))}
@@ -193,7 +183,7 @@ def _assigned(function: ast.AST) -> set[tuple[str, Path_]]:
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in ("setdefault", "update", "pop")
         ):
-            root, keys = _chain(node.func.value)
+            root, keys = key_chain(node.func.value)
             base = _base(root)
             if base is not None and node.args and isinstance(node.args[0], ast.Constant):
                 key = node.args[0].value
@@ -296,7 +286,7 @@ def _pair(
     parent = parents.get(node)
     if isinstance(parent, ast.Subscript) and parent.value is node:
         return None  # the longer chain is the read
-    root, read = _chain(node)
+    root, read = key_chain(node)
     base = _base(root)
     if not read or base is None:
         return None
@@ -326,10 +316,26 @@ def _pair(
     return {"at": at, "needs": list(read), "when": tests[0] if len(tests) == 1 else {"and": tests}}
 
 
+def every_run_reads(label: str) -> dict[str, Any]:
+    """What every run of the label's entry point reads without a default (tools/every_run.py)."""
+    [entry] = sweep_reach.ENTRY_POINTS[label]
+    root = reference_dir() / label
+    texts = {path: (root / path).read_text(encoding="utf-8") for path in _reached(label)}
+    source = UpstreamSource(tree_files(root / "nemo_rl", "nemo_rl"))
+    found = list(every_run.reads(texts, entry, source, table(label), ROOT))
+    found.sort(key=lambda r: (r["file"], r["line"], r["needs"]))
+    return {"entry_point": entry, "reads": found}
+
+
 def generate() -> dict[str, str]:
     commits = pins()
     data = {
-        label: {"commit": commits[label], "root": ROOT, "pairs": pairs(label)}
+        label: {
+            "commit": commits[label],
+            "root": ROOT,
+            "pairs": pairs(label),
+            "every_run": every_run_reads(label),
+        }
         for label in sorted(sweep_reach.ENTRY_POINTS)
     }
     text = json.dumps(

@@ -7,6 +7,8 @@ from typing import Any, ClassVar
 
 import attrs
 
+from recipekit.checking import run_checks
+from recipekit.errors import Issue
 from recipekit.framework import CONFIG_PLACEHOLDER, FrameworkBase, Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.checkpoint_stamp import CheckpointReads
@@ -66,6 +68,14 @@ class NemoRLGrpo(FrameworkBase):
 
     def layout(self, config: Any, hardware: Hardware) -> Layout:
         return compute_layout(config, hardware)
+
+    def check(
+        self, config: Any, hardware: Hardware, model: ModelCard
+    ) -> tuple[Any, list[Issue], list[Issue]]:
+        layout = self.layout(config, hardware)
+        context = CheckContext(config, hardware, model, layout, entry_point=self.entry_point)
+        errors, warnings = run_checks(context, self.error_checks, self.warning_checks)
+        return layout, errors, warnings
 
     def inputs(self, config: Any) -> dict[str, str]:
         """Paths the run reads, which every node must see (preflight checks them)."""

@@ -1,7 +1,8 @@
 """Keys a feature needs (nemo_rl.checks.key_needs, tools/generate_key_needs.py): the table is
 what the pinned sources give, a stage that turns a feature on without the key it reads is
 warned, naming the upstream line the table records, and no shipped stage nor any of NeMo-RL's
-own example configs is."""
+own example configs is. The keys every run reads (tools/every_run.py): a stage of the table's
+entry point that leaves one out is refused, one of another entry point is not."""
 
 from __future__ import annotations
 
@@ -11,8 +12,18 @@ from typing import Any
 
 import pytest
 
+from recipekit.errors import RecipeError
+from recipekit.markers import UNSET
 from recipekit.nemo_rl import SUPER35_TYPES, SUPER_V3_TYPES
-from recipekit.nemo_rl.checks.key_needs import TABLE, holds, missing, missing_keys, pairs
+from recipekit.nemo_rl.checks.key_needs import (
+    TABLE,
+    every_run,
+    holds,
+    missing,
+    missing_keys,
+    pairs,
+    unread_keys,
+)
 from recipekit.plan import make_plan
 from recipekit.stage import Stage
 from tools import generate_key_needs as generator
@@ -64,6 +75,45 @@ def test_no_shipped_stage_lacks_a_key_its_features_need(stage: Stage) -> None:
     assert not list(missing_keys(make_plan(stage).framework_config, _label(stage)))
 
 
+def _every_run_cases() -> list[tuple[str, dict[str, Any]]]:
+    return [(label, read) for label in (SUPER35, SUPER3) for read in every_run(label)[1]]
+
+
+def test_every_run_reads_the_keys_a_run_cannot_start_without() -> None:
+    # Read from the pinned sources: grpo.py's setup and CheckpointManager.__init__ at both.
+    for label in (SUPER35, SUPER3):
+        entry, reads = every_run(label)
+        assert entry and reads, label
+        found = {(".".join(r["at"]), r["needs"][0]) for r in reads}
+        assert ("checkpointing", "keep_top_k") in found
+        assert ("policy.generation", "colocated") in found
+
+
+@pytest.mark.parametrize(
+    ("label", "read"), _every_run_cases(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_a_stage_without_a_key_every_run_reads_is_refused_at_it(
+    label: str, read: dict[str, Any]
+) -> None:
+    from recipes.super3.dapo import dapo_h100
+    from recipes.super35.rl import rlvr
+
+    stage = rlvr if label == SUPER35 else dapo_h100
+    path = ".".join([*read["at"], *read["needs"]])
+    with pytest.raises(RecipeError) as exc:
+        make_plan(stage.with_values({path: UNSET}))
+    [issue] = [i.render() for i in exc.value.issues if i.path == path]
+    assert f"{read['file']}:{read['line']} @ " in issue and "KeyError" in issue
+    # The same config for another runner, which reaches other code: the table says nothing.
+    config = make_plan(stage).framework_config
+    section = config
+    for key in read["at"]:
+        section = section[key]
+    del section[read["needs"][0]]
+    assert [i.path for i in unread_keys(config, label, every_run(label)[0])] == [path]
+    assert not list(unread_keys(config, label, "examples/run_sft.py"))
+
+
 @functools.cache
 def _examples(label: str) -> list[tuple[str, dict[str, Any]]]:
     from recipekit.nemo_rl.yaml_loader import expand
@@ -89,6 +139,9 @@ def test_nemo_rls_own_example_configs_lack_no_key_they_turn_on(label: str) -> No
     assert len(examples) >= 10
     warned = {name: [i.render() for i in missing_keys(config, label)] for name, config in examples}
     assert not {name: issues for name, issues in warned.items() if issues}
+    entry = every_run(label)[0]
+    refused = {name: [i.render() for i in unread_keys(c, label, entry)] for name, c in examples}
+    assert not {name: issues for name, issues in refused.items() if issues}
 
 
 def test_conditions_read_as_python_reads_them() -> None:

@@ -30,6 +30,9 @@ GrpoConfig: TypeAlias = "GRPOMasterConfig | GRPOMasterConfigMain"
 
 @attrs.frozen
 class CheckContext(checking.CheckContext["GrpoConfig", Layout]):
+    # The runner the stage starts (examples/run_grpo.py, ...): what a run reaches depends on it.
+    entry_point: str = ""
+
     @property
     def megatron(self) -> Megatron | None:
         m = self.config.policy.megatron_cfg

@@ -10,6 +10,11 @@ run for this stage, which the table does not know.
 
 A condition that reads a key the config lacks is not taken as true: NeMo-RL would fail on that
 read first, or the key's own guard (``"k" in cfg and ...``) keeps the read from running.
+
+The table's ``every_run`` reads (``tools/every_run.py``) stand under no condition, in functions
+every run of its entry point runs (``grpo.py``'s ``setup``, ``CheckpointManager.__init__``): a
+stage of that entry point whose config lacks one is refused, since NeMo-RL stops with a KeyError
+before it trains.
 """
 
 from __future__ import annotations
@@ -170,14 +175,61 @@ def missing(
                 holder = holder[key]
 
 
+@functools.cache
+def every_run(label: str) -> tuple[str, tuple[dict[str, Any], ...]]:
+    """The entry point the label's table was read from, and what its every run reads."""
+    sources = json.loads(TABLE.read_text(encoding="utf-8"))["sources"]
+    found = sources.get(label, {}).get("every_run", {"entry_point": "", "reads": []})
+    return found["entry_point"], tuple(found["reads"])
+
+
+def unread_keys(config: Mapping[str, Any], label: str, entry_point: str) -> Iterator[Issue]:
+    """An error for each key of the rendered ``config`` that every run of ``entry_point``
+    reads without a default and the config lacks (none for another entry point than the
+    table's: what it reaches was not read)."""
+    table_entry, reads = every_run(label)
+    if entry_point != table_entry:
+        return
+    for read in reads:
+        section = _at(config, read["at"])
+        [key] = read["needs"]
+        if not isinstance(section, Mapping) or key in section:
+            continue
+        path = ".".join([*read["at"], key])
+        yield Issue(
+            path,
+            f"is absent, and every run of {entry_point} reads it without a default "
+            f"({read['scope']}, {read['file']}:{read['line']} @ {VERSIONS[label]}): NeMo-RL "
+            "stops with a KeyError before it trains",
+            hint=f"set {path}",
+        )
+
+
+def _rendered(ctx: CheckContext) -> dict[str, Any] | None:
+    try:
+        rendered = to_dict(ctx.config)
+    except ValueError:  # a value left underived, which the plan refuses (underived_keys)
+        return None
+    return rendered if isinstance(rendered, dict) else None
+
+
+def every_run_check(label: str) -> Check:
+    """The error check of one pinned NeMo-RL source: keys its entry point always reads."""
+
+    def keys_every_run_reads_are_set(ctx: CheckContext) -> Iterator[Issue]:
+        rendered = _rendered(ctx)
+        if rendered is not None:
+            yield from unread_keys(rendered, label, ctx.entry_point)
+
+    return keys_every_run_reads_are_set
+
+
 def key_needs_check(label: str) -> Check:
     """The warning check of one pinned NeMo-RL source (``nemo-rl/super-v3``, ...)."""
 
     def keys_a_feature_needs_are_set(ctx: CheckContext) -> Iterator[Issue]:
-        try:
-            rendered = to_dict(ctx.config)
-        except ValueError:  # a value left underived, which the plan refuses (underived_keys)
-            return
-        yield from missing_keys(rendered, label)
+        rendered = _rendered(ctx)
+        if rendered is not None:
+            yield from missing_keys(rendered, label)
 
     return keys_a_feature_needs_are_set

@@ -12,7 +12,7 @@ from recipekit.megatron_core.checks import NEMO_RL_ERROR_CHECKS as MCORE_ERRORS
 from recipekit.megatron_core.checks import NEMO_RL_WARNING_CHECKS as MCORE_WARNINGS
 from recipekit.nemo_rl import SUPER35_TYPES, SUPER_V3_TYPES
 from recipekit.nemo_rl.checks import Check, batch_and_layout, resources, sequence, settings
-from recipekit.nemo_rl.checks.key_needs import key_needs_check
+from recipekit.nemo_rl.checks.key_needs import every_run_check, key_needs_check
 from recipekit.nemo_rl.rules import (
     allocator,
     async_grpo,
@@ -155,6 +155,7 @@ ERROR_CHECKS_SUPER_V3: tuple[Check, ...] = (
     *_TRAINING_ERRORS,
     *_TRAINING_ERRORS_SUPER_V3,
     *_GENERATION_ERRORS_SUPER_V3,
+    every_run_check(SUPER_V3_TYPES),
 )
 WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (
     allocator.memory_switches_not_modelled,
@@ -180,6 +181,7 @@ ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
     *_TRAINING_ERRORS,
     *_TRAINING_ERRORS_SUPER35,
     *_GENERATION_ERRORS_SUPER35,
+    every_run_check(SUPER35_TYPES),
 )
 WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     allocator.memory_switches_not_modelled,
