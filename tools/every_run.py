@@ -7,12 +7,14 @@ lacks it:
 
 - its function runs on every run: the entry point's ``main``, and each function or class that a
   function already kept calls at a point that always runs, named so that it resolves without
-  running anything (a plain name, an imported module's attribute, ``self.method``, a class);
+  running anything (a plain name, an imported module's attribute, ``self.method``, a class, a
+  method of a name set from a class's constructor);
 - the read always runs in that function: not under an ``if``, a loop, a comprehension, the
   second operand of ``and``/``or``, a ``try`` that catches a KeyError, or after a statement that
   may ``return``, ``break`` or ``continue`` first (one that only raises is a failure either way);
 - it is a chain of constant subscripts on an object typed with a config class: a parameter or
-  name annotated with one, ``self.x`` set from one, a subscript of one, or a ``cast``;
+  name annotated with one, a parameter its caller passes one to, ``self.x`` set from one, a
+  subscript or (pydantic) attribute of one, a ``cast``, or a config class's constructor;
 - the key is ``NotRequired`` in every class the object may be, and the class stands at one key
   path of the entry point's master config (a class used at two paths is not known to be this
   one);
@@ -95,23 +97,37 @@ class Modules:
             qualified = target
         return None
 
-    def callee(self, call: ast.Call, module: str, owner: str | None) -> str | None:
-        """The function a call runs, where its name alone says (a class: its ``__init__``)."""
+    def target(
+        self, call: ast.Call, module: str, owner: str | None, instances: Mapping[str, str]
+    ) -> str | None:
+        """The function or class a call names, where its name alone says: a plain or imported
+        name, an imported module's attribute, ``self.method``, or a method of a name the
+        function set from a class's constructor (``instances``)."""
         func = call.func
-        found: str | None = None
         if isinstance(func, ast.Name):
             local = f"{module}:{func.id}"
-            found = self.follow(
+            return self.follow(
                 local if local in self.defs else self.imports[module].get(func.id, "")
             )
-        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            if func.value.id == "self" and owner is not None:
-                method = f"{module}:{owner}.{func.attr}"
-                found = method if method in self.defs else None
-            else:
-                target = self.imports[module].get(func.value.id, "")
-                if target and ":" not in target:  # an imported module
-                    found = self.follow(f"{target}:{func.attr}")
+        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+            return None
+        name = func.value.id
+        if name == "self" and owner is not None:
+            method = f"{module}:{owner}.{func.attr}"
+            return method if method in self.defs else None
+        if name in instances:
+            method = f"{instances[name]}.{func.attr}"
+            return method if method in self.defs else None
+        imported = self.imports[module].get(name, "")
+        if imported.replace(":", ".") in self.trees:  # a module, imported or from its package
+            return self.follow(f"{imported.replace(':', '.')}:{func.attr}")
+        return None
+
+    def callee(
+        self, call: ast.Call, module: str, owner: str | None, instances: Mapping[str, str]
+    ) -> str | None:
+        """The function a call runs (a class: its ``__init__``)."""
+        found = self.target(call, module, owner, instances)
         if found is not None and isinstance(self.defs[found], ast.ClassDef):
             init = f"{found}.__init__"
             return init if init in self.defs else None
@@ -142,24 +158,51 @@ class Modules:
             child = parent
         return True
 
-    def every_run(self, entry: str) -> list[str]:
-        """The functions every run of the entry point's ``main`` runs, sorted."""
-        owners = {q: _owner(q) for q in self.defs}
-        kept: set[str] = set()
+    def every_run(self, entry: str, typing: Typing) -> dict[str, dict[str, tuple[str, ...]]]:
+        """The functions every run of the entry point's ``main`` runs, each with its typed
+        names: its own (annotations, assignments, ``self.x`` of its class) and the config
+        classes its callers pass to parameters it does not annotate."""
+        passed: dict[str, dict[str, tuple[str, ...]]] = {}
+        kept: dict[str, dict[str, tuple[str, ...]]] = {}
         todo = [f"{module_name(entry)}:main"]
         while todo:
-            qualified = todo.pop()
+            qualified = todo.pop(0)
             if qualified in kept or qualified not in self.defs:
                 continue
-            kept.add(qualified)
             function = self.defs[qualified]
-            module = qualified.partition(":")[0]
+            module, owner = qualified.partition(":")[0], _owner(qualified)
+            members = [
+                d
+                for q, d in self.defs.items()
+                if owner is not None and q.startswith(f"{module}:{owner}.") and q != qualified
+            ]
+            names = typing.names(module, function, passed.get(qualified, {}), members)
+            kept[qualified] = names
+            instances = self._instances(function, module, owner)
             for node in ast.walk(function):
-                if isinstance(node, ast.Call) and self.always_runs(node, module, function):
-                    callee = self.callee(node, module, owners[qualified])
-                    if callee is not None:
-                        todo.append(callee)
-        return sorted(kept)
+                if not isinstance(node, ast.Call) or not self.always_runs(node, module, function):
+                    continue
+                callee = self.callee(node, module, owner, instances)
+                if callee is None:
+                    continue
+                todo.append(callee)
+                arguments = _arguments(self.defs[callee], node, typing, names, module)
+                for param, classes in arguments:
+                    known = passed.setdefault(callee, {})
+                    known[param] = tuple(dict.fromkeys((*known.get(param, ()), *classes)))
+        return dict(sorted(kept.items()))
+
+    def _instances(self, function: ast.AST, module: str, owner: str | None) -> dict[str, str]:
+        """Names the function sets from a class's constructor: name -> the class."""
+        out: dict[str, str] = {}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                found = self.target(node.value, module, owner, {})
+                if found is not None and isinstance(self.defs[found], ast.ClassDef):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name):
+                            out[target.id] = found
+        return out
 
     def written(self) -> set[str]:
         """Every key name a reached module writes (``x["k"] = ...``, ``setdefault("k")``)."""
@@ -195,6 +238,32 @@ def _imports(tree: ast.Module) -> dict[str, str]:
                 else:
                     out[alias.name.split(".")[0]] = alias.name.split(".")[0]
     return out
+
+
+def _arguments(
+    callee: ast.AST,
+    call: ast.Call,
+    typing: Typing,
+    names: Mapping[str, tuple[str, ...]],
+    module: str,
+) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """The callee's parameters that the call gives a typed value (a method's ``self`` is not
+    one of its arguments)."""
+    assert isinstance(callee, _FunctionDef)
+    params = [a.arg for a in (*callee.args.posonlyargs, *callee.args.args)]
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]
+    for param, value in zip(params, call.args, strict=False):
+        if isinstance(value, ast.Starred):
+            return
+        classes = typing.of(value, names, module)
+        if classes:
+            yield param, classes
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            classes = typing.of(keyword.value, names, module)
+            if classes:
+                yield keyword.arg, classes
 
 
 def _owner(qualified: str) -> str | None:
@@ -261,21 +330,27 @@ class Typing:
         nested = tuple(dict.fromkeys(n for s in specs for n in s.nested))
         return nested, any(s.required for s in specs)
 
-    def of(self, node: ast.expr, names: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
+    def of(
+        self, node: ast.expr, names: Mapping[str, tuple[str, ...]], module: str
+    ) -> tuple[str, ...]:
+        """The classes ``node`` is, in ``module`` whose typed names are ``names``."""
         if isinstance(node, ast.Name):
             return names.get(node.id, ())
         if isinstance(node, ast.Attribute) and ast.unparse(node.value) == "self":
             return names.get(f"self.{node.attr}", ())
-        if (
-            isinstance(node, ast.Call)
-            and ast.unparse(node.func) in ("cast", "typing.cast")
-            and len(node.args) == 2
-        ):
-            return names.get(f"cast:{ast.unparse(node.args[0])}", ())
+        if isinstance(node, ast.Call):
+            called = ast.unparse(node.func)
+            if called in ("cast", "typing.cast") and len(node.args) == 2:
+                return self.classes(node.args[0], module)
+            return self.classes(node.func, module)  # a config class's constructor
+        if isinstance(node, ast.Attribute):  # a pydantic config's field: never a KeyError
+            outer = self.of(node.value, names, module)
+            stepped = self.step(outer, node.attr) if outer else None
+            return stepped[0] if stepped is not None else ()
         root, keys = key_chain(node)
         if not keys:
             return ()
-        classes = self.of(root, names)
+        classes = self.of(root, names, module)
         for key in keys:
             stepped = self.step(classes, key) if classes else None
             if stepped is None:
@@ -284,40 +359,49 @@ class Typing:
         return classes
 
     def names(
-        self, module: str, functions: Iterable[ast.AST], known: Mapping[str, tuple[str, ...]]
+        self,
+        module: str,
+        function: ast.AST,
+        known: Mapping[str, tuple[str, ...]],
+        members: Iterable[ast.AST] = (),
     ) -> dict[str, tuple[str, ...]]:
-        """The typed names of ``functions`` (parameters, assignments, ``self.x``, the targets of
-        ``cast`` calls), starting from ``known``."""
+        """The typed names of ``function`` (parameters, assignments), starting from ``known``,
+        and the ``self.x`` that it or the other methods of its class (``members``) set."""
         names = dict(known)
-        for function in functions:
-            assert isinstance(function, _FunctionDef)
-            arguments = function.args
-            for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
-                if argument.annotation is not None:
-                    found = self.classes(argument.annotation, module)
-                    if found:
-                        names[argument.arg] = found
-            for node in ast.walk(function):
-                if isinstance(node, ast.Call) and ast.unparse(node.func) in ("cast", "typing.cast"):
-                    if len(node.args) == 2:
-                        found = self.classes(node.args[0], module)
-                        if found:
-                            names[f"cast:{ast.unparse(node.args[0])}"] = found
-            for node in ast.walk(function):
-                if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
-                    continue
-                found = ()
-                if isinstance(node, ast.AnnAssign):
-                    found = self.classes(node.annotation, module)
-                found = found or self.of(node.value, names)
-                if not found:
-                    continue
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    if isinstance(target, ast.Name):
-                        names[target.id] = found
-                    elif isinstance(target, ast.Attribute) and ast.unparse(target.value) == "self":
-                        names[f"self.{target.attr}"] = found
+        for member in (*members, function):
+            found = self._assigned(module, member, names if member is function else {})
+            if member is function:
+                names.update(found)
+            else:
+                names.update({k: v for k, v in found.items() if k.startswith("self.")})
+        return names
+
+    def _assigned(
+        self, module: str, function: ast.AST, known: Mapping[str, tuple[str, ...]]
+    ) -> dict[str, tuple[str, ...]]:
+        assert isinstance(function, _FunctionDef)
+        names = dict(known)
+        arguments = function.args
+        for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+            if argument.annotation is not None:
+                found = self.classes(argument.annotation, module)
+                if found:
+                    names[argument.arg] = found
+        for node in ast.walk(function):
+            if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+                continue
+            found = ()
+            if isinstance(node, ast.AnnAssign):
+                found = self.classes(node.annotation, module)
+            found = found or self.of(node.value, names, module)
+            if not found:
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    names[target.id] = found
+                elif isinstance(target, ast.Attribute) and ast.unparse(target.value) == "self":
+                    names[f"self.{target.attr}"] = found
         return names
 
 
@@ -345,17 +429,9 @@ def reads(
     typing_ = Typing(source, declared)
     paths = class_paths(declared, root)
     written = modules.written()
-    for qualified in modules.every_run(entry):
+    for qualified, names in modules.every_run(entry, typing_).items():
         module, _, scope = qualified.partition(":")
         function = modules.defs[qualified]
-        owner = _owner(qualified)
-        # self.x of a method: what the class's methods assign to it.
-        members = [
-            d
-            for q, d in modules.defs.items()
-            if owner is not None and q.startswith(f"{module}:{owner}.")
-        ]
-        names = typing_.names(module, [*members, function] if members else [function], {})
         parents = modules.parents[module]
         for node in ast.walk(function):
             if not isinstance(node, ast.Subscript) or not isinstance(node.ctx, ast.Load):
@@ -364,7 +440,7 @@ def reads(
             if isinstance(parent, ast.Subscript) and parent.value is node:
                 continue  # the longer chain is the read
             base, keys = key_chain(node)
-            classes = typing_.of(base, names) if keys else ()
+            classes = typing_.of(base, names, module) if keys else ()
             if not classes or not modules.always_runs(node, module, function):
                 continue
             for key in keys:

@@ -21,6 +21,9 @@ class Ckpt(TypedDict):
     later: NotRequired[int]
     loop: NotRequired[int]
     guarded: NotRequired[int]
+    passed: NotRequired[int]
+    finish: NotRequired[int]
+    attr: NotRequired[int]
 
 class Gen(TypedDict):
     colocated: NotRequired[dict]
@@ -46,9 +49,14 @@ class Manager:
     def sometimes(self):
         return self.config["period"]          # dropped: nothing always calls it
 
-def setup(master: Master):
-    Manager(master["checkpointing"])
+    def finish(self):
+        return self.config["finish"]          # kept: setup calls it on its Manager
+
+def setup(master):                            # typed by its caller's argument
+    manager = Manager(master["checkpointing"])
+    manager.finish()
     helpers.fill(master["checkpointing"])
+    helpers.passed(master.checkpointing)      # a pydantic-style field is its class too
     gen: Gen = master["generation"]
     gen["colocated"]                          # dropped: Gen stands at two key paths
     ckpt = master["checkpointing"]
@@ -66,12 +74,16 @@ def setup(master: Master):
 HELPERS = """
 def fill(cfg):
     cfg["filled"] = 1
+
+def passed(cfg):
+    return cfg["passed"]                      # kept: cfg is what setup passes
 """
 ENTRY = """
+from pkg.config import Master
 from pkg.setup import setup
 
 def main():
-    config = load()
+    config = Master(**load())                 # a config class's constructor types the name
     setup(config)
 """
 
@@ -80,7 +92,10 @@ def _table() -> DeclaredTable:
     def keys(**types: str) -> dict[str, Any]:
         return {k: {"type": "int", "nested": [t] if t else []} for k, t in types.items()}
 
-    ckpt = {k: {"type": "int"} for k in ("keep", "fmt", "period", "filled", "later", "loop")}
+    ckpt = {
+        k: {"type": "int"}
+        for k in ("keep", "fmt", "period", "filled", "later", "loop", "passed", "finish")
+    }
     classes = {
         "pkg.config:Master": {
             "keys": {
@@ -105,7 +120,12 @@ def _table() -> DeclaredTable:
 
 
 def test_only_reads_every_run_makes_of_keys_it_may_lack_are_kept() -> None:
-    files = {"pkg.config": CONFIG, "pkg.setup": SETUP, "pkg.helpers": HELPERS}
+    files = {
+        "pkg.config": CONFIG,
+        "pkg.setup": SETUP,
+        "pkg.helpers": HELPERS,
+        "examples.run": ENTRY,
+    }
     texts = {
         "pkg/config.py": CONFIG,
         "pkg/setup.py": SETUP,
@@ -118,5 +138,7 @@ def test_only_reads_every_run_makes_of_keys_it_may_lack_are_kept() -> None:
     assert {(".".join(r["at"]), r["needs"][0], r["scope"]) for r in found} == {
         ("checkpointing", "keep", "Manager.__init__"),
         ("checkpointing", "fmt", "Manager.read_fmt"),
+        ("checkpointing", "finish", "Manager.finish"),
+        ("checkpointing", "passed", "passed"),
     }
-    assert all(r["file"] == "pkg/setup.py" for r in found)
+    assert {r["file"] for r in found} == {"pkg/setup.py", "pkg/helpers.py"}

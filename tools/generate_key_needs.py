@@ -321,7 +321,9 @@ def every_run_reads(label: str) -> dict[str, Any]:
     [entry] = sweep_reach.ENTRY_POINTS[label]
     root = reference_dir() / label
     texts = {path: (root / path).read_text(encoding="utf-8") for path in _reached(label)}
-    source = UpstreamSource(tree_files(root / "nemo_rl", "nemo_rl"))
+    # The runner's own names resolve too (its MasterConfig(**config)).
+    runners = {every_run.module_name(p): t for p, t in texts.items() if p.startswith("examples/")}
+    source = UpstreamSource({**tree_files(root / "nemo_rl", "nemo_rl"), **runners})
     found = list(every_run.reads(texts, entry, source, table(label), ROOT))
     found.sort(key=lambda r: (r["file"], r["line"], r["needs"]))
     return {"entry_point": entry, "reads": found}

@@ -190,12 +190,14 @@ def unread_keys(config: Mapping[str, Any], label: str, entry_point: str) -> Iter
     table_entry, reads = every_run(label)
     if entry_point != table_entry:
         return
-    for read in reads:
+    seen: set[str] = set()
+    for read in reads:  # by file and line: the first read of a key is the one that fails
         section = _at(config, read["at"])
         [key] = read["needs"]
-        if not isinstance(section, Mapping) or key in section:
-            continue
         path = ".".join([*read["at"], key])
+        if not isinstance(section, Mapping) or key in section or path in seen:
+            continue
+        seen.add(path)
         yield Issue(
             path,
             f"is absent, and every run of {entry_point} reads it without a default "
