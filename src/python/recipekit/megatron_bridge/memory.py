@@ -15,7 +15,14 @@ from recipekit.markers import given, given_at
 from recipekit.megatron_bridge.layout import Layout
 from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig, Model, Optimizer
 from recipekit.memory.estimate import MemoryEstimate, Phase
-from recipekit.memory.megatron import FP32, MegatronSetup, training_terms
+from recipekit.memory.megatron import (
+    FP32,
+    AdamState,
+    MegatronSetup,
+    adam_state,
+    dtype_bytes,
+    training_terms,
+)
 from recipekit.memory.switches import allocator_conf, expandable
 from recipekit.model_card import Architecture, ModelCard
 
@@ -48,6 +55,7 @@ def megatron_setup(
         # gradient reduction.
         distributed_optimizer=True,
         optimizer_offload=float(offload) if given(optimizer.optimizer_cpu_offload, False) else 0.0,
+        adam=optimizer_state(optimizer, model, config),
         grad_bytes=FP32,
         # No key of the stage sets MTP: the model's bridge takes it from the HF config
         # (Megatron-Bridge models/nemotronh/nemotron_h_bridge.py, hf_config_to_model_config:
@@ -70,6 +78,31 @@ def megatron_setup(
             "tokens": "model.seq_length",
             "cross_entropy": "model.cross_entropy_loss_fusion",
         },
+    )
+
+
+def optimizer_state(optimizer: Optimizer, model: Model, config: MegatronBridgeConfig) -> AdamState:
+    """Adam's state as the stage's optimizer section sets Megatron-Core's precision-aware
+    optimizer (``adam_state``); a key it leaves unset is Megatron-Core's default. Parameters
+    are bf16 unless the stage trains in fp16 (``model.fp16``, or an fp16 mixed-precision
+    preset)."""
+    preset = given(getattr(config, "mixed_precision", None), None)
+    fp16 = given_at(model, "fp16") is True or (
+        isinstance(preset, str) and preset.startswith("fp16")
+    )
+    recipe = given_at(optimizer, "fp8_recipe")
+    return adam_state(
+        precision_aware=given_at(optimizer, "use_precision_aware_optimizer") is True,
+        main_params=given_at(optimizer, "main_params_dtype"),
+        exp_avg=given_at(optimizer, "exp_avg_dtype"),
+        exp_avg_sq=given_at(optimizer, "exp_avg_sq_dtype"),
+        bf16_params=not fp16,
+        store_param_remainders=given_at(optimizer, "store_param_remainders") is not False,
+        # Megatron-Core's use_precision_aware_optimizer_no_fp8_or_ds_fp8 (optimizer_config.py):
+        # the optimizer's own fp8_recipe, None unless the stage sets it.
+        te_master_weights=dtype_bytes(given_at(optimizer, "main_params_dtype")) != FP32
+        or recipe in (None, "delayed")
+        or given(optimizer.optimizer_cpu_offload, False) is True,
     )
 
 

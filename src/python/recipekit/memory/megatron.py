@@ -43,8 +43,66 @@ from recipekit.parallelism import ParallelLayout
 
 BF16 = 2
 FP32 = 4
-# fp32 master weights and Adam's two moments.
-ADAM_BYTES = 3 * FP32
+# The bytes of an optimizer dtype as Megatron-Core's OptimizerConfig takes it (a torch dtype,
+# which a config spells as its name: torch.bfloat16, bfloat16, bf16, ...).
+DTYPE_BYTES = {
+    **dict.fromkeys(("float32", "fp32", "float"), FP32),
+    **dict.fromkeys(("bfloat16", "bf16", "float16", "fp16", "half"), BF16),
+    **dict.fromkeys(("uint8", "fp8", "float8_e4m3fn"), 1),
+}
+
+
+@attrs.frozen
+class AdamState:
+    """What Adam keeps for each trained parameter's shard, in bytes: the main (master) copy and
+    the two moments. Megatron-Core's default is fp32 for all three."""
+
+    master: float = FP32
+    exp_avg: float = FP32
+    exp_avg_sq: float = FP32
+
+    @property
+    def bytes(self) -> float:
+        return self.master + self.exp_avg + self.exp_avg_sq
+
+
+def dtype_bytes(value: object, default: float = FP32) -> float:
+    """The bytes of a dtype as a config spells it; ``default`` where it is unset or unknown."""
+    if not isinstance(value, str):
+        return default
+    return DTYPE_BYTES.get(value.removeprefix("torch.").lower(), default)
+
+
+def adam_state(
+    *,
+    precision_aware: bool,
+    main_params: object = None,
+    exp_avg: object = None,
+    exp_avg_sq: object = None,
+    bf16_params: bool = True,
+    store_param_remainders: bool = True,
+    te_master_weights: bool = True,
+) -> AdamState:
+    """Adam's state with Megatron-Core's precision-aware optimizer (optimizer_config.py @
+    0.19.2: ``use_precision_aware_optimizer``, ``main_params_dtype``, ``exp_avg_dtype``,
+    ``exp_avg_sq_dtype``, ``store_param_remainders``), which hands Transformer Engine's
+    FusedAdam the moments' dtypes and, where ``te_master_weights`` (Megatron-Core's
+    ``use_precision_aware_optimizer_no_fp8_or_ds_fp8``: no FP8 parameters, or delayed scaling,
+    or a host-offloaded optimizer), the main parameters too (optimizer/__init__.py,
+    ``master_weight_dtype``). Of fp32 main parameters beside bf16 parameters it then stores
+    only the 16 bits the bf16 copy does not hold (``store_param_remainders``, on by default).
+    Without the precision-aware optimizer every part is fp32 (the config refuses another
+    dtype)."""
+    if not precision_aware:
+        return AdamState()
+    master = dtype_bytes(main_params)
+    if te_master_weights and master == FP32 and bf16_params and store_param_remainders:
+        master = BF16  # the remainder bits beside the bf16 parameter
+    elif not te_master_weights:
+        master = FP32  # Megatron-Core's own fp32 main parameters
+    return AdamState(master, dtype_bytes(exp_avg), dtype_bytes(exp_avg_sq))
+
+
 # What a training process holds outside PyTorch's allocator on one H200, measured
 # (tools/calibrate_memory.py, every run of both grids alike): the CUDA context, 0.60 GiB, and
 # what NCCL's first communicator and the math libraries add, 1.82 GiB (one GPU, world size 1).
@@ -110,6 +168,9 @@ class MegatronSetup:
     distributed_optimizer: bool = True
     # The share of the optimizer state kept in host memory (optimizer_cpu_offload).
     optimizer_offload: float = 0.0
+    # Adam's state per trained parameter shard (``adam_state``: the precision-aware optimizer's
+    # dtypes).
+    adam: AdamState = AdamState()
     grad_bytes: int = FP32
     mtp: bool = False
     # Micro-batches per step and data-parallel rank (global batch / (micro-batch x DP)); a
@@ -350,7 +411,7 @@ def _stage_terms(
         optimizer_params = trained_dense / (s.dp * s.cp) + trained_expert / s.expert_dp
     else:
         optimizer_params = trained
-    optimizer = optimizer_params * ADAM_BYTES * (1 - s.optimizer_offload)
+    optimizer = optimizer_params * s.adam.bytes * (1 - s.optimizer_offload)
 
     activations, peak_layer = _activations(arch, s, pattern, first=first, last=last, stage=stage)
     score_gradients = attention_backward(arch, s, pattern)
@@ -402,7 +463,7 @@ def _stage_terms(
             "optimizer state (Adam)",
             optimizer,
             (s.key("optimizer_offload"), s.key("dp")),
-            f"12 bytes x {optimizer_params / 1e9:.2f}B parameters' shards"
+            f"{s.adam.bytes:g} bytes x {optimizer_params / 1e9:.2f}B parameters' shards"
             + (f", {s.optimizer_offload:.0%} on the host" if s.optimizer_offload else ""),
         ),
         Term(
@@ -1426,7 +1487,7 @@ def _simulated_step(
     for size, count in shards:
         for _ in range(math.ceil(count)):
             clone = t.a(BF16 * size)
-            t.a(FP32 * size)
+            t.a(s.adam.master * size)
             t.f(clone)
     # What stays allocated (the main parameters) counts in the optimizer term; the freed
     # weights' segments stay reserved.
@@ -1438,9 +1499,18 @@ def _simulated_step(
         for per_unit, loss in held:
             micro_batch_backward(per_unit, loss)
         if step == 0:
-            for size, count in shards:
-                for _ in range(math.ceil(2 * count)):
-                    t.a(FP32 * size * (1 - s.optimizer_offload))  # Adam's moments, kept
+            for size, count in shards:  # Adam's moments, kept
+                moments = (
+                    {s.adam.exp_avg: 2 * count}
+                    if s.adam.exp_avg == s.adam.exp_avg_sq
+                    else {
+                        s.adam.exp_avg: count,
+                        s.adam.exp_avg_sq: count,
+                    }
+                )
+                for moment, blocks in moments.items():
+                    for _ in range(math.ceil(blocks)):
+                        t.a(moment * size * (1 - s.optimizer_offload))
         if temporaries:
             made = [
                 t.a(FP32 * size * (1 - s.optimizer_offload))

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
 
 from recipekit.memory import parameters as params
 from recipekit.memory.estimate import GIB, MemoryEstimate, Phase, Term
-from recipekit.memory.megatron import MegatronSetup, layer_activations, training_terms
+from recipekit.memory.megatron import (
+    MegatronSetup,
+    adam_state,
+    layer_activations,
+    training_terms,
+)
 from recipekit.memory.vllm import VllmSetup, sequence_bytes
 from recipekit.model_card import (
     NEMOTRON_3_SUPER_ARCHITECTURE,
@@ -26,8 +32,14 @@ CARD = "megatron-bridge/main/examples/model_verification_cards/nemotron-3-super-
 
 # A GPT layer as Korthikanti et al. 2022 count it: attention then a 4h MLP, no biases here.
 GPT = Architecture(
-    name="gpt", pattern="*-", hidden=1024, vocab=32000, attention_heads=16, kv_heads=16,
-    head_dim=64, ffn=4096,
+    name="gpt",
+    pattern="*-",
+    hidden=1024,
+    vocab=32000,
+    attention_heads=16,
+    kv_heads=16,
+    head_dim=64,
+    ffn=4096,
 )
 
 
@@ -106,6 +118,61 @@ def test_adam_with_the_distributed_optimizer_is_6_plus_12_over_dp_bytes() -> Non
         assert state == pytest.approx(count * per_param)
 
 
+@pytest.mark.parametrize(
+    ("settings", "master", "moments"),
+    [
+        ({"precision_aware": False}, 4, (4, 4)),
+        # fp32 main parameters beside bf16 ones: only the 16 bits the bf16 copy lacks.
+        ({"precision_aware": True}, 2, (4, 4)),
+        ({"precision_aware": True, "exp_avg": "torch.bfloat16", "exp_avg_sq": "bf16"}, 2, (2, 2)),
+        ({"precision_aware": True, "exp_avg": "torch.uint8", "exp_avg_sq": "uint8"}, 2, (1, 1)),
+        ({"precision_aware": True, "store_param_remainders": False}, 4, (4, 4)),
+        ({"precision_aware": True, "bf16_params": False}, 4, (4, 4)),
+        ({"precision_aware": True, "main_params": "torch.float16"}, 2, (4, 4)),
+        # FP8 parameters with a recipe other than delayed scaling: Megatron-Core's fp32 copy.
+        ({"precision_aware": True, "te_master_weights": False}, 4, (4, 4)),
+        # Without the precision-aware optimizer the dtypes are fp32 whatever is written.
+        ({"precision_aware": False, "exp_avg": "bf16"}, 4, (4, 4)),
+    ],
+)
+def test_adams_state_follows_the_precision_aware_optimizers_dtypes(
+    settings: dict[str, Any], master: int, moments: tuple[int, int]
+) -> None:
+    state = adam_state(**settings)
+    assert (state.master, (state.exp_avg, state.exp_avg_sq)) == (master, moments)
+    dense = Architecture(name="dense", pattern="-" * 8, hidden=4096, vocab=32000, ffn=16384)
+    setup = MegatronSetup.of(ParallelLayout(gpus=8), tokens=1, adam=state)
+    got = _terms(training_terms(dense, setup))["optimizer state (Adam)"]
+    count = params.language_model(dense).total
+    assert got == pytest.approx(count / 8 * (master + sum(moments)))
+
+
+def test_the_stages_optimizer_sections_set_adams_state() -> None:
+    from recipekit.plan import make_plan
+    from recipes.super35.rl import rlvr
+    from recipes.super35.sft import sft
+
+    def detail(stage: Any, *overrides: str) -> str:
+        plan = make_plan(stage, overrides, check_pins=False)
+        assert plan.memory is not None
+        found = [t for p in plan.memory.phases for t in p.terms if t.name.startswith("optimizer")]
+        return found[0].detail
+
+    # NeMo-RL's examples (and so rlvr) turn the precision-aware optimizer on, fp32 states.
+    assert detail(rlvr).startswith("10 bytes x")
+    assert (
+        detail(rlvr, "policy.megatron_cfg.optimizer.use_precision_aware_optimizer=false")[:11]
+        == "12 bytes x "
+    )
+    assert detail(sft).startswith("12 bytes x")
+    bf16_moments = (
+        "optimizer.use_precision_aware_optimizer=true",
+        "optimizer.exp_avg_dtype=torch.bfloat16",
+        "optimizer.exp_avg_sq_dtype=torch.bfloat16",
+    )
+    assert detail(sft, *bf16_moments).startswith("6 bytes x")
+
+
 def test_experts_shard_over_ep_and_their_state_over_expert_dp() -> None:
     # Super on 64 GPUs at TP 1, EP 32: 64 / 32 = 2 expert-data-parallel ranks.
     setup = MegatronSetup.of(ParallelLayout(gpus=64, ep=32), tokens=1)
@@ -152,8 +219,12 @@ def test_the_verified_super_pretraining_against_its_card(reference_dir: Path) ->
     measured = re.findall(r"Peak device memory is ([\d.]+) GiB allocated and\s+([\d.]+) GiB", text)
     assert measured
     setup = MegatronSetup.of(
-        ParallelLayout(gpus=64, pp=2, ep=32), tokens=4096, recompute="selective",
-        recompute_modules=("layernorm", "moe_act", "moe", "core_attn"), mtp=True, grad_bytes=2,
+        ParallelLayout(gpus=64, pp=2, ep=32),
+        tokens=4096,
+        recompute="selective",
+        recompute_modules=("layernorm", "moe_act", "moe", "core_attn"),
+        mtp=True,
+        grad_bytes=2,
     )
     terms = {t.name: t.bytes / GIB for t in training_terms(SUPER, setup)}
     estimate = sum(terms.values())

@@ -18,7 +18,7 @@ from recipekit.hardware import Hardware
 from recipekit.markers import Marker, given
 from recipekit.megatron_core.options import from_nemo_rl
 from recipekit.memory.estimate import GIB, MemoryEstimate, Phase, Term
-from recipekit.memory.megatron import BF16, MegatronSetup, training_terms
+from recipekit.memory.megatron import BF16, MegatronSetup, adam_state, training_terms
 from recipekit.memory.switches import allocator_conf, expandable
 from recipekit.memory.vllm import (
     EAGER_ALLOWANCE,
@@ -89,6 +89,14 @@ def _megatron_setup(
         optimizer_offload=float(optimizer.optimizer_offload_fraction)
         if optimizer.optimizer_cpu_offload
         else 0.0,
+        # NeMo-RL hands the optimizer section to Megatron-Core's OptimizerConfig as written
+        # (setup.py, optimizer_kwargs @ super-v3.5-posttraining), whose dtypes it declares
+        # none of: fp32 states, and no fp8_recipe there, so Transformer Engine keeps the main
+        # parameters (as remainders beside bf16 ones).
+        adam=adam_state(
+            precision_aware=optimizer.use_precision_aware_optimizer is True,
+            bf16_params=policy.precision == "bfloat16",
+        ),
         grad_bytes=4 if ddp.grad_reduce_in_fp32 else BF16,
         mtp=bool(given(m.mtp_num_layers, 0)),
         # NeMo-RL sets the policy's env_vars over what the workers inherit (lm_policy.py).
