@@ -30,6 +30,8 @@ import ast
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+import attrs
+
 from recipekit.upstream.classes import UpstreamSource
 from recipekit.upstream.declared import DeclaredTable
 
@@ -420,15 +422,30 @@ def class_paths(declared: DeclaredTable, root: str) -> dict[str, set[Path_]]:
     return out
 
 
-def reads(
-    texts: Mapping[str, str], entry: str, source: UpstreamSource, declared: DeclaredTable, root: str
-) -> Iterator[dict[str, Any]]:
+@attrs.frozen
+class Package:
+    """The reached modules of one pinned source, read once for each entry point: their
+    definitions, the config classes their names may be, and every key name they write (a
+    key one runner's modules write counts for all: fewer reads kept, never a wrong one)."""
+
+    modules: Modules
+    typing: Typing
+    written: frozenset[str]
+
+    @classmethod
+    def read(
+        cls, texts: Mapping[str, str], source: UpstreamSource, declared: DeclaredTable
+    ) -> Package:
+        modules = Modules(texts)
+        return cls(modules, Typing(source, declared), frozenset(modules.written()))
+
+
+def reads(package: Package, entry: str, root: str) -> Iterator[dict[str, Any]]:
     """The reads every run of ``entry`` makes of a NotRequired key (see the module's docstring),
-    each as {"at": key path of its section, "needs": [key], "file", "line", "scope"}."""
-    modules = Modules(texts)
-    typing_ = Typing(source, declared)
-    paths = class_paths(declared, root)
-    written = modules.written()
+    each as {"at": key path of its section, "needs": [key], "file", "line", "scope"}, where
+    ``root`` is the master config class the entry point reads."""
+    modules, typing_, written = package.modules, package.typing, package.written
+    paths = class_paths(typing_.declared, root)
     for qualified, names in modules.every_run(entry, typing_).items():
         module, _, scope = qualified.partition(":")
         function = modules.defs[qualified]

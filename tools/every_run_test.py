@@ -7,7 +7,7 @@ from typing import Any
 
 from recipekit.upstream.classes import UpstreamSource
 from recipekit.upstream.declared import DeclaredTable
-from tools.every_run import reads
+from tools.every_run import Package, reads
 
 CONFIG = """
 from typing import NotRequired, TypedDict
@@ -132,9 +132,8 @@ def test_only_reads_every_run_makes_of_keys_it_may_lack_are_kept() -> None:
         "pkg/helpers.py": HELPERS,
         "examples/run.py": ENTRY,
     }
-    found = list(
-        reads(texts, "examples/run.py", UpstreamSource(files), _table(), "pkg.config:Master")
-    )
+    package = Package.read(texts, UpstreamSource(files), _table())
+    found = list(reads(package, "examples/run.py", "pkg.config:Master"))
     assert {(".".join(r["at"]), r["needs"][0], r["scope"]) for r in found} == {
         ("checkpointing", "keep", "Manager.__init__"),
         ("checkpointing", "fmt", "Manager.read_fmt"),

@@ -316,17 +316,40 @@ def _pair(
     return {"at": at, "needs": list(read), "when": tests[0] if len(tests) == 1 else {"and": tests}}
 
 
-def every_run_reads(label: str) -> dict[str, Any]:
-    """What every run of the label's entry point reads without a default (tools/every_run.py)."""
-    [entry] = sweep_reach.ENTRY_POINTS[label]
+# Each pinned runner whose every run is read (tools/every_run.py), with the master config it
+# reads: the stages' GRPO runners (sweep_reach.ENTRY_POINTS) and, at super-v3.5-posttraining,
+# the other runners the manifest pins.
+EVERY_RUN: dict[str, dict[str, str]] = {
+    "nemo-rl/super-v3": {"examples/run_grpo.py": ROOT},
+    "nemo-rl/super-v3.5-posttraining": {
+        "examples/nemo_gym/run_grpo_nemo_gym.py": ROOT,
+        "examples/run_sft.py": "nemo_rl.algorithms.sft:MasterConfig",
+        "examples/run_dpo.py": "nemo_rl.algorithms.dpo:MasterConfig",
+        "examples/run_ppo.py": "nemo_rl.algorithms.ppo:MasterConfig",
+    },
+}
+
+
+def every_run_reads(label: str) -> dict[str, list[dict[str, Any]]]:
+    """What every run of each of the label's runners reads without a default, by runner."""
     root = reference_dir() / label
-    texts = {path: (root / path).read_text(encoding="utf-8") for path in _reached(label)}
-    # The runner's own names resolve too (its MasterConfig(**config)).
-    runners = {every_run.module_name(p): t for p, t in texts.items() if p.startswith("examples/")}
-    source = UpstreamSource({**tree_files(root / "nemo_rl", "nemo_rl"), **runners})
-    found = list(every_run.reads(texts, entry, source, table(label), ROOT))
-    found.sort(key=lambda r: (r["file"], r["line"], r["needs"]))
-    return {"entry_point": entry, "reads": found}
+    runners = EVERY_RUN[label]
+    reached = sweep_reach.reach_from(label, reference_dir(), sweep_reach.pinned(label), runners)
+    paths = [p for p in reached.modules if p not in reached.unread]
+    texts = {path: (root / path).read_text(encoding="utf-8") for path in paths}
+    # The runners' own names resolve too (their MasterConfig(**config)).
+    files = {
+        **tree_files(root / "nemo_rl", "nemo_rl"),
+        **{every_run.module_name(entry): texts[entry] for entry in runners},
+    }
+    package = every_run.Package.read(texts, UpstreamSource(files), table(label))
+    return {
+        entry: sorted(
+            every_run.reads(package, entry, master),
+            key=lambda r: (r["file"], r["line"], r["needs"]),
+        )
+        for entry, master in runners.items()
+    }
 
 
 def generate() -> dict[str, str]:

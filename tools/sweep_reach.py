@@ -110,12 +110,19 @@ def trees_text(found: dict[str, list[str]]) -> str:
 def reach_pinned(label: str, root: Path, files: Collection[str]) -> Reach:
     """What the label's entry points reach, reading only the pinned ``files`` under
     ``root/label``: an unpinned module is reached but not followed (``unread``)."""
+    return reach_from(label, root, files, ENTRY_POINTS[label])
+
+
+def reach_from(
+    label: str, root: Path, files: Collection[str], entry_points: Collection[str]
+) -> Reach:
+    """``reach_pinned`` from other ``entry_points`` of the label's tree."""
 
     def read(path: str) -> str | None:
         file = root / label / path
         return file.read_text(encoding="utf-8") if path in files and file.is_file() else None
 
-    return reach(ENTRY_POINTS[label], set(trees().get(label, ())), read)
+    return reach(entry_points, set(trees().get(label, ())), read)
 
 
 def reach_in(label: str, root: Path, tree: tuple[str, ...] | list[str]) -> Reach:

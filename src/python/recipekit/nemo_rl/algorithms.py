@@ -29,6 +29,7 @@ from recipekit.markers import UNSET, given
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.checks import Check, CheckContext
+from recipekit.nemo_rl.checks.key_needs import unread_in
 from recipekit.nemo_rl.derivations import RULES
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
 from recipekit.nemo_rl.framework import (
@@ -173,6 +174,7 @@ class NemoRLRun(FrameworkBase):
         )
         errors += policy_errors
         errors += [issue for rule in self.error_checks for issue in rule(config)]
+        errors += unread_in(config, self.version, self.entry_point)
         warnings += [issue for rule in self.warning_checks for issue in rule(config)]
         return ClusterLayout(nodes, per_node, parallel), errors, warnings
 

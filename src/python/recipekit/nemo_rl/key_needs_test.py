@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -75,48 +76,81 @@ def test_no_shipped_stage_lacks_a_key_its_features_need(stage: Stage) -> None:
     assert not list(missing_keys(make_plan(stage).framework_config, _label(stage)))
 
 
-def _every_run_cases() -> list[tuple[str, dict[str, Any]]]:
-    """Each key of each table, with the first read of it the refusal names."""
-    found: dict[tuple[str, str], dict[str, Any]] = {}
+# A stage of each runner the table reads: the shipped GRPO stages, and NeMo-RL's own example
+# config of each other runner as import-yaml makes it.
+RUNNER_STAGES = {
+    (SUPER35, "examples/nemo_gym/run_grpo_nemo_gym.py"): "recipes.super35.rl:rlvr",
+    (SUPER3, "examples/run_grpo.py"): "recipes.super3.dapo:dapo_h100",
+    (SUPER35, "examples/run_sft.py"): "main/examples/configs/sft.yaml",
+    (SUPER35, "examples/run_dpo.py"): "main/examples/configs/dpo.yaml",
+    (SUPER35, "examples/run_ppo.py"): "main/examples/configs/ppo_math_1B.yaml",
+}
+
+
+def _every_run_cases() -> list[tuple[str, str, dict[str, Any]]]:
+    """Each key of each runner's table, with the first read of it the refusal names."""
+    found: dict[tuple[str, str, str], dict[str, Any]] = {}
     for label in (SUPER35, SUPER3):
-        for read in every_run(label)[1]:
-            found.setdefault((label, ".".join([*read["at"], *read["needs"]])), read)
-    return [(label, read) for (label, _), read in found.items()]
+        for entry, reads in every_run(label).items():
+            for read in reads:
+                found.setdefault((label, entry, ".".join([*read["at"], *read["needs"]])), read)
+    return [(label, entry, read) for (label, entry, _), read in found.items()]
+
+
+def _runner_stage(label: str, entry: str, tmp_path: Path) -> Stage:
+    from recipekit.loading import load_object
+    from recipekit.nemo_rl.rules.conftest import imported_stage
+
+    where = RUNNER_STAGES[(label, entry)]
+    if where.endswith(".yaml"):
+        config = reference_dir() / "nemo-rl" / where
+        if not config.is_file():
+            pytest.skip(f"{config} is not here")
+        return imported_stage(config, tmp_path)
+    stage = load_object(where)
+    assert isinstance(stage, Stage)
+    return stage
+
+
+def _issues(stage: Stage) -> list[Any]:
+    try:
+        make_plan(stage, check_pins=False)
+    except RecipeError as exc:
+        return list(exc.issues)
+    return []
 
 
 def test_every_run_reads_the_keys_a_run_cannot_start_without() -> None:
-    # Read from the pinned sources: grpo.py's setup and CheckpointManager.__init__ at both.
+    # Read from the pinned sources: each runner's setup and CheckpointManager.__init__.
+    assert set(RUNNER_STAGES) == {(lb, e) for lb in (SUPER35, SUPER3) for e in every_run(lb)}
     for label in (SUPER35, SUPER3):
-        entry, reads = every_run(label)
-        assert entry and reads, label
-        found = {(".".join(r["at"]), r["needs"][0]) for r in reads}
-        assert ("checkpointing", "keep_top_k") in found
-        assert ("policy.generation", "colocated") in found
+        for entry, reads in every_run(label).items():
+            found = {(".".join(r["at"]), r["needs"][0]) for r in reads}
+            assert ("checkpointing", "keep_top_k") in found, entry
 
 
 @pytest.mark.parametrize(
-    ("label", "read"), _every_run_cases(), ids=lambda v: v if isinstance(v, str) else ""
+    ("label", "entry", "read"),
+    _every_run_cases(),
+    ids=lambda v: v.rsplit("/", 1)[-1] if isinstance(v, str) else ".".join(v["at"] + v["needs"]),
 )
 def test_a_stage_without_a_key_every_run_reads_is_refused_at_it(
-    label: str, read: dict[str, Any]
+    label: str, entry: str, read: dict[str, Any], tmp_path: Path
 ) -> None:
-    from recipes.super3.dapo import dapo_h100
-    from recipes.super35.rl import rlvr
-
-    stage = rlvr if label == SUPER35 else dapo_h100
+    stage = _runner_stage(label, entry, tmp_path)
+    assert stage.framework.entry_point == entry
     path = ".".join([*read["at"], *read["needs"]])
-    with pytest.raises(RecipeError) as exc:
-        make_plan(stage.with_values({path: UNSET}))
-    [issue] = [i.render() for i in exc.value.issues if i.path == path]
+    assert path not in {i.path for i in _issues(stage)}
+    [issue] = [i.render() for i in _issues(stage.with_values({path: UNSET})) if i.path == path]
     assert f"{read['file']}:{read['line']} @ " in issue and "KeyError" in issue
     # The same config for another runner, which reaches other code: the table says nothing.
-    config = make_plan(stage).framework_config
+    config = make_plan(stage, check_pins=False).framework_config
     section = config
     for key in read["at"]:
         section = section[key]
     del section[read["needs"][0]]
-    assert [i.path for i in unread_keys(config, label, every_run(label)[0])] == [path]
-    assert not list(unread_keys(config, label, "examples/run_sft.py"))
+    assert [i.path for i in unread_keys(config, label, entry)] == [path]
+    assert not list(unread_keys(config, label, "examples/run_rm.py"))
 
 
 @functools.cache
@@ -144,7 +178,7 @@ def test_nemo_rls_own_example_configs_lack_no_key_they_turn_on(label: str) -> No
     assert len(examples) >= 10
     warned = {name: [i.render() for i in missing_keys(config, label)] for name, config in examples}
     assert not {name: issues for name, issues in warned.items() if issues}
-    entry = every_run(label)[0]
+    entry = next(e for e in every_run(label) if "grpo" in e)
     refused = {name: [i.render() for i in unread_keys(c, label, entry)] for name, c in examples}
     assert not {name: issues for name, issues in refused.items() if issues}
 

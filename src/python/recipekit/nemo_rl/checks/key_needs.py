@@ -176,22 +176,18 @@ def missing(
 
 
 @functools.cache
-def every_run(label: str) -> tuple[str, tuple[dict[str, Any], ...]]:
-    """The entry point the label's table was read from, and what its every run reads."""
+def every_run(label: str) -> dict[str, tuple[dict[str, Any], ...]]:
+    """What every run of each of the label's runners reads without a default, by runner."""
     sources = json.loads(TABLE.read_text(encoding="utf-8"))["sources"]
-    found = sources.get(label, {}).get("every_run", {"entry_point": "", "reads": []})
-    return found["entry_point"], tuple(found["reads"])
+    found = sources.get(label, {}).get("every_run", {})
+    return {entry: tuple(reads) for entry, reads in found.items()}
 
 
 def unread_keys(config: Mapping[str, Any], label: str, entry_point: str) -> Iterator[Issue]:
     """An error for each key of the rendered ``config`` that every run of ``entry_point``
-    reads without a default and the config lacks (none for another entry point than the
-    table's: what it reaches was not read)."""
-    table_entry, reads = every_run(label)
-    if entry_point != table_entry:
-        return
+    reads without a default and the config lacks (none for a runner the table has not read)."""
     seen: set[str] = set()
-    for read in reads:  # by file and line: the first read of a key is the one that fails
+    for read in every_run(label).get(entry_point, ()):  # by file and line: the first fails
         section = _at(config, read["at"])
         [key] = read["needs"]
         path = ".".join([*read["at"], key])
@@ -207,19 +203,27 @@ def unread_keys(config: Mapping[str, Any], label: str, entry_point: str) -> Iter
         )
 
 
-def _rendered(ctx: CheckContext) -> dict[str, Any] | None:
+def _rendered(config: Any) -> dict[str, Any] | None:
     try:
-        rendered = to_dict(ctx.config)
+        rendered = to_dict(config)
     except ValueError:  # a value left underived, which the plan refuses (underived_keys)
         return None
     return rendered if isinstance(rendered, dict) else None
+
+
+def unread_in(config: Any, version: str, entry_point: str) -> list[Issue]:
+    """``unread_keys`` of a typed config of the NeMo-RL ``version`` (``super-v3.5-posttraining@
+    5d63149a``), as NeMo-RL's entry points other than GRPO's check it."""
+    rendered = _rendered(config)
+    label = f"nemo-rl/{version.split('@')[0]}"
+    return [] if rendered is None else list(unread_keys(rendered, label, entry_point))
 
 
 def every_run_check(label: str) -> Check:
     """The error check of one pinned NeMo-RL source: keys its entry point always reads."""
 
     def keys_every_run_reads_are_set(ctx: CheckContext) -> Iterator[Issue]:
-        rendered = _rendered(ctx)
+        rendered = _rendered(ctx.config)
         if rendered is not None:
             yield from unread_keys(rendered, label, ctx.entry_point)
 
@@ -230,7 +234,7 @@ def key_needs_check(label: str) -> Check:
     """The warning check of one pinned NeMo-RL source (``nemo-rl/super-v3``, ...)."""
 
     def keys_a_feature_needs_are_set(ctx: CheckContext) -> Iterator[Issue]:
-        rendered = _rendered(ctx)
+        rendered = _rendered(ctx.config)
         if rendered is not None:
             yield from missing_keys(rendered, label)
 
