@@ -96,3 +96,27 @@ def test_every_edge_value_of_every_key_plans_or_refuses(target: str) -> None:
                 crashes.append(f"{path}={value}: {type(exc).__name__}: {exc}")
     assert tried > 500
     assert crashes == []
+
+
+@pytest.mark.parametrize("target", STAGES[:2])
+def test_leaving_out_any_key_a_rule_derives_from_plans_or_refuses(target: str) -> None:
+    # A recipe may set any key UNSET (left out of the config): a derivation that reads it, and
+    # the estimate that reads what it derives, must not crash (found: product rules raised a
+    # TypeError on UNSET, and the NeMo-RL estimate asserted on a left-out token budget).
+    from recipekit.derivation import Derivation
+    from recipekit.markers import UNSET
+
+    stage = load_object(target)
+    rules: tuple[Derivation, ...] = stage.framework.rules
+    paths = {s for rule in rules for s in (rule.target, *rule.sources)}
+    paths = {p for p in paths if not p.startswith("hardware.")}
+    crashes = []
+    for path in sorted(paths):
+        try:
+            make_plan(stage.with_values({path: UNSET}), check_pins=False)
+        except RecipeError:
+            pass
+        except Exception as exc:  # noqa: BLE001 - what this test looks for
+            crashes.append(f"{path}: {type(exc).__name__}: {exc}")
+    assert len(paths) > 10
+    assert crashes == []

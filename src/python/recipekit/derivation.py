@@ -60,7 +60,13 @@ def derive(config: C, hardware: Hardware, rules: tuple[Derivation, ...]) -> tupl
     for rule in rules:
         if lookup(config, hardware, rule.target) is not DERIVED:
             continue  # explicit, or its section is absent
-        value = rule.compute(*(lookup(config, hardware, source) for source in rule.sources))
+        sources = [lookup(config, hardware, source) for source in rule.sources]
+        try:
+            value = rule.compute(*sources)
+        except TypeError:
+            if not any(isinstance(v, Marker) for v in sources):
+                raise
+            continue  # a source left out (UNSET) that the rule cannot follow: reported unset
         if isinstance(value, Marker) or (value is None and not rule.nullable):
             continue  # nothing to follow; the plan reports the key as unset
         config = replace_at(config, rule.target, value)

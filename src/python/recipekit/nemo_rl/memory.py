@@ -39,13 +39,16 @@ DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "auto": 2, "half": 2, "float32": 4, 
 FP8 = ("fp8", "fp8_e4m3", "fp8_e5m2")
 
 
-def megatron_setup(config: GrpoConfig, layout: Layout) -> MegatronSetup:
+def megatron_setup(config: GrpoConfig, layout: Layout) -> MegatronSetup | None:
     return _megatron_setup(config, layout.parallel, layout.keys)
 
 
 def _megatron_setup(
     config: GrpoConfig, parallel: ParallelLayout, keys: ParallelKeys
-) -> MegatronSetup:
+) -> MegatronSetup | None:
+    """What one training rank runs; None where the config leaves a micro-batch's token budget
+    out (a recipe that sets it UNSET: key_needs warns that NeMo-RL reads it), which nothing
+    prices."""
     # Of the layout, the training GPUs' sizes and their keys alone: what layout_pricer keys on.
     policy = config.policy
     m = policy.megatron_cfg
@@ -71,7 +74,8 @@ def _megatron_setup(
         and not dynamic.enabled
         else None
     )
-    assert isinstance(tokens, int), "derived before the estimate"
+    if not isinstance(tokens, int):
+        return None
     # NeMo-RL's activation_checkpointing turns recompute on, at recompute_granularity (full,
     # uniform, one layer, by default; selective rebuilds recompute_modules, Megatron-Core's
     # core_attn by default): read as NeMo-RL's setup passes it, as the config checks read it.
@@ -178,7 +182,7 @@ def layout_pricer(
         or generation.backend != "vllm"
         or not isinstance(generation.vllm_cfg, VllmConfig)
     )
-    setups: dict[tuple[ParallelLayout, ParallelKeys], MegatronSetup] = {}
+    setups: dict[tuple[ParallelLayout, ParallelKeys], MegatronSetup | None] = {}
     # The training phase of each training estimate, by the terms' identity (the estimate's
     # own cache hands the same terms back for the same setup, in the mode it prices in).
     training_phases: dict[int, Phase] = {}
@@ -214,7 +218,10 @@ def layout_pricer(
         sizes = (layout.parallel, layout.keys)
         if sizes not in setups:
             setups[sizes] = _megatron_setup(config, *sizes)
-        training = training_terms(arch, setups[sizes])
+        setup = setups[sizes]
+        if setup is None:
+            return None
+        training = training_terms(arch, setup)
         phase = training_phases.get(id(training))
         if phase is None or phase.terms is not training:
             phase = training_phases[id(training)] = Phase(
