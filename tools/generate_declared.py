@@ -84,7 +84,13 @@ def read_table(label: str, reference: Path) -> DeclaredTable:
         files.update(tree_files(reference / tree.folder, tree.package))
     source = UpstreamSource(files, packages_export=spec.packages_export)
     classes = source.config_classes()
-    got_only = keys_read_only_by_get(files.values())
+    # The runners read the config too (examples/*.py beside the package, where pinned).
+    runners = [
+        path.read_text(encoding="utf-8")
+        for tree in spec.trees
+        for path in sorted((reference / tree.label / "examples").glob("**/*.py"))
+    ]
+    got_only = keys_read_only_by_get([*files.values(), *runners])
     commits = dict.fromkeys(pins()[t.label] for t in spec.trees)
     table = DeclaredTable(label, " + ".join(commits), {})
     declared: dict[str, Declared] = {}
