@@ -32,14 +32,8 @@ CARD = "megatron-bridge/main/examples/model_verification_cards/nemotron-3-super-
 
 # A GPT layer as Korthikanti et al. 2022 count it: attention then a 4h MLP, no biases here.
 GPT = Architecture(
-    name="gpt",
-    pattern="*-",
-    hidden=1024,
-    vocab=32000,
-    attention_heads=16,
-    kv_heads=16,
-    head_dim=64,
-    ffn=4096,
+    name="gpt", pattern="*-", hidden=1024, vocab=32000, attention_heads=16, kv_heads=16,
+    head_dim=64, ffn=4096,
 )
 
 
@@ -219,12 +213,8 @@ def test_the_verified_super_pretraining_against_its_card(reference_dir: Path) ->
     measured = re.findall(r"Peak device memory is ([\d.]+) GiB allocated and\s+([\d.]+) GiB", text)
     assert measured
     setup = MegatronSetup.of(
-        ParallelLayout(gpus=64, pp=2, ep=32),
-        tokens=4096,
-        recompute="selective",
-        recompute_modules=("layernorm", "moe_act", "moe", "core_attn"),
-        mtp=True,
-        grad_bytes=2,
+        ParallelLayout(gpus=64, pp=2, ep=32), tokens=4096, recompute="selective",
+        recompute_modules=("layernorm", "moe_act", "moe", "core_attn"), mtp=True, grad_bytes=2,
     )
     terms = {t.name: t.bytes / GIB for t in training_terms(SUPER, setup)}
     estimate = sum(terms.values())
