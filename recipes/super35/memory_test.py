@@ -121,7 +121,7 @@ def test_rlvr_reads_the_recompute_granularity_and_modules_it_sets() -> None:
         megatron_setup(plan.config, layout)  # type: ignore[arg-type]
         for plan, layout in zip(plans, layouts, strict=True)
     ]
-    assert [(s.recompute, s.recompute_modules) for s in setups] == [
+    assert [(s.recompute, s.recompute_modules) if s else None for s in setups] == [
         ("full", ("core_attn",)),
         ("selective", ("core_attn",)),
         ("selective", ("core_attn", "moe")),
