@@ -27,6 +27,8 @@ regenerates it and compares.
 from __future__ import annotations
 
 import ast
+import copy
+import functools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -263,6 +265,99 @@ def module_pairs(path: str, text: str, keys: dict[Path_, bool]) -> list[dict[str
     return found
 
 
+@functools.cache
+def _flags(cls: ast.ClassDef) -> dict[str, ast.expr]:
+    """The flags a class's ``__init__`` sets from its config: ``self.F`` -> the test it stands
+    for, where ``__init__`` runs ``if C: self.F = True`` with ``else: self.F = False`` (either
+    way round) and nothing else in the class assigns ``self.F``. C is written on the attribute
+    the class keeps the config it read as (``self.cfg = config``, assigned once), so a read
+    through ``self.cfg`` in another method is known to stand under ``self.F``
+    (``Policy.__init__``'s ``use_dynamic_batches``)."""
+    init = next(
+        (m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None
+    )
+    if init is None:
+        return {}
+    counts: dict[str, int] = {}
+    for node in ast.walk(cls):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        for target in targets:
+            if isinstance(target, ast.Attribute) and ast.unparse(target.value) == "self":
+                counts[target.attr] = counts.get(target.attr, 0) + 1
+    params = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)}
+    kept: dict[str, str] = {}  # a parameter -> the attribute that keeps it
+    for node in ast.walk(init):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Attribute)
+            and ast.unparse(node.targets[0].value) == "self"
+            and isinstance(node.value, ast.Name)
+            and node.value.id in params
+            and counts.get(node.targets[0].attr) == 1
+        ):
+            kept[node.value.id] = node.targets[0].attr
+    flags: dict[str, ast.expr] = {}
+    for node in ast.walk(init):
+        if not isinstance(node, ast.If):
+            continue
+        on, off = _set_to(node.body, True), _set_to(node.orelse, False)
+        for name in on & off:
+            if counts.get(name) == 2:
+                flags[f"self.{name}"] = _Kept(kept).visit(copy.deepcopy(node.test))
+        on, off = _set_to(node.body, False), _set_to(node.orelse, True)
+        for name in on & off:
+            if counts.get(name) == 2:
+                test = _Kept(kept).visit(copy.deepcopy(node.test))
+                flags[f"self.{name}"] = ast.UnaryOp(op=ast.Not(), operand=test)
+    return flags
+
+
+def _set_to(body: list[ast.stmt], value: bool) -> set[str]:
+    """The attributes a block's own statements set to ``value`` (``self.F = True``)."""
+    return {
+        s.targets[0].attr
+        for s in body
+        if isinstance(s, ast.Assign)
+        and len(s.targets) == 1
+        and isinstance(s.targets[0], ast.Attribute)
+        and ast.unparse(s.targets[0].value) == "self"
+        and isinstance(s.value, ast.Constant)
+        and s.value.value is value
+    }
+
+
+class _Kept(ast.NodeTransformer):
+    """A test on ``__init__``'s parameters, written on the attributes that keep them (a name
+    kept nowhere stays, and the condition reader then finds another object)."""
+
+    def __init__(self, kept: dict[str, str]) -> None:
+        self.kept = kept
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id in self.kept:
+            return ast.Attribute(value=ast.Name(id="self", ctx=ast.Load()), attr=self.kept[node.id])
+        return node
+
+
+class _Flagged(ast.NodeTransformer):
+    """A test with each of its class's flags (``self.F``) written as the test it stands for."""
+
+    def __init__(self, flags: dict[str, ast.expr]) -> None:
+        self.flags = flags
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        found = self.flags.get(ast.unparse(node))
+        if found is not None:
+            return copy.deepcopy(found)
+        self.generic_visit(node)
+        return node
+
+
 def _function_of(
     node: ast.AST, parents: dict[ast.AST, ast.AST]
 ) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -293,8 +388,14 @@ def _pair(
     if any((base, read[: i + 1]) in assigned for i in range(len(read))):
         return None
     condition = _Condition(base)
+    function = _function_of(node, parents)
+    owner = parents.get(function) if function is not None else None
+    flags = _flags(owner) if isinstance(owner, ast.ClassDef) else {}
     try:
-        tests = [condition.test(test) for test in _conditions(node, parents)]
+        tests = [
+            condition.test(_Flagged(flags).visit(copy.deepcopy(test)) if flags else test)
+            for test in _conditions(node, parents)
+        ]
     except Unreadable:
         return None
     if not condition.paths:

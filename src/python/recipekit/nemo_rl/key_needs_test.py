@@ -238,3 +238,59 @@ def test_the_generator_keeps_only_the_reads_it_can_read_exactly() -> None:
     assert by_line[4]["at"] == [[]] and by_line[4]["scope"] == "setup"
     config: dict[str, Any] = {"feature_enabled": True, "level": 2, "items": []}
     assert [i.path for i in missing(config, found, SUPER35)] == ["feature", "extra"]
+
+
+_FLAGGED = """
+class Policy:
+    def __init__(self, config, other):
+        if config["feature_enabled"]:
+            self.use_feature = True
+        else:
+            self.use_feature = False
+        if not config["feature_enabled"]:
+            self.plain = True
+        else:
+            self.plain = False
+        if other["feature_enabled"]:
+            self.foreign = True
+        else:
+            self.foreign = False
+        self.twice = False
+        if config["feature_enabled"]:
+            self.twice = True
+        else:
+            self.twice = False
+        self.cfg = config
+
+    def run(self):
+        if self.use_feature:
+            use(self.cfg["feature"])             # a pair: the flag is feature_enabled
+        if not self.plain:
+            use(self.cfg["extra"])               # a pair: not (not feature_enabled)
+        if self.foreign:
+            use(self.cfg["feature"])             # another object's flag: dropped
+        if self.twice:
+            use(self.cfg["feature"])             # a flag assigned a third time: dropped
+"""
+
+
+def test_a_flag_init_sets_from_the_config_stands_for_its_test() -> None:
+    # Policy.__init__ keeps use_dynamic_batches from config["dynamic_batching"]["enabled"] and
+    # the config as self.cfg; its methods read self.cfg["dynamic_batching"]["train_mb_tokens"]
+    # under the flag (lm_policy.py).
+    keys: dict[tuple[str, ...], bool] = {
+        ("feature_enabled",): True,
+        ("feature",): False,
+        ("extra",): False,
+    }
+    found = sorted(generator.module_pairs("m.py", _FLAGGED, keys), key=lambda p: p["line"])
+    lines = _FLAGGED.splitlines()
+    kept = [n for n, line in enumerate(lines, 1) if "# a pair" in line]
+    assert [(p["line"], p["needs"], p["scope"]) for p in found] == [
+        (kept[0], ["feature"], "Policy.run"),
+        (kept[1], ["extra"], "Policy.run"),
+    ]
+    assert found[0]["when"] == {"truthy": {"path": ["feature_enabled"]}}
+    config: dict[str, Any] = {"feature_enabled": True}
+    assert [i.path for i in missing(config, found, SUPER35)] == ["feature", "extra"]
+    assert not list(missing({"feature_enabled": False}, found, SUPER35))
