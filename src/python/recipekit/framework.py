@@ -195,9 +195,13 @@ class FrameworkBase:
         self, config: Any, hardware: Hardware, model: ModelCard
     ) -> tuple[Any, list[Issue], list[Issue]]:
         layout = self.layout(config, hardware)
-        context = self.context_type(config, hardware, model, layout)
+        context = self.check_context(config, hardware, model, layout)
         errors, warnings = run_checks(context, self.error_checks, self.warning_checks)
         return layout, errors, warnings
+
+    def check_context(self, config: Any, hardware: Hardware, model: ModelCard, layout: Any) -> Any:
+        """What the checks read (``context_type``); a framework adds what it knows besides."""
+        return self.context_type(config, hardware, model, layout)
 
     def render(self, config: Any) -> dict[str, Any]:
         out = to_dict(config)

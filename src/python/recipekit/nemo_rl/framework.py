@@ -7,8 +7,6 @@ from typing import Any, ClassVar
 
 import attrs
 
-from recipekit.checking import run_checks
-from recipekit.errors import Issue
 from recipekit.framework import CONFIG_PLACEHOLDER, FrameworkBase, Launch
 from recipekit.hardware import Hardware
 from recipekit.lineage.checkpoint_stamp import CheckpointReads
@@ -69,13 +67,11 @@ class NemoRLGrpo(FrameworkBase):
     def layout(self, config: Any, hardware: Hardware) -> Layout:
         return compute_layout(config, hardware)
 
-    def check(
-        self, config: Any, hardware: Hardware, model: ModelCard
-    ) -> tuple[Any, list[Issue], list[Issue]]:
-        layout = self.layout(config, hardware)
-        context = CheckContext(config, hardware, model, layout, entry_point=self.entry_point)
-        errors, warnings = run_checks(context, self.error_checks, self.warning_checks)
-        return layout, errors, warnings
+    def check_context(
+        self, config: Any, hardware: Hardware, model: ModelCard, layout: Any
+    ) -> CheckContext:
+        # The runner too: what a run reaches, and so which keys it reads, depends on it.
+        return CheckContext(config, hardware, model, layout, entry_point=self.entry_point)
 
     def inputs(self, config: Any) -> dict[str, str]:
         """Paths the run reads, which every node must see (preflight checks them)."""
