@@ -285,6 +285,23 @@ def _may_leave(statement: ast.stmt) -> bool:
     return any(isinstance(n, ast.Return | ast.Break | ast.Continue) for n in ast.walk(statement))
 
 
+def assignment_targets(node: ast.AST) -> list[ast.expr]:
+    """What an assignment statement (plain, augmented or annotated) assigns to; [] for any
+    other node."""
+    if isinstance(node, ast.Assign):
+        return node.targets
+    if isinstance(node, ast.AugAssign | ast.AnnAssign):
+        return [node.target]
+    return []
+
+
+def self_attribute(node: ast.AST) -> str | None:
+    """``F`` where ``node`` is ``self.F``, else None."""
+    if isinstance(node, ast.Attribute) and ast.unparse(node.value) == "self":
+        return node.attr
+    return None
+
+
 def key_chain(node: ast.expr) -> tuple[ast.expr, Path_]:
     """The constant keys a subscript chain reads (``cfg["a"]["b"]``: ``cfg``, ("a", "b"))."""
     keys: list[str] = []
@@ -338,8 +355,8 @@ class Typing:
         """The classes ``node`` is, in ``module`` whose typed names are ``names``."""
         if isinstance(node, ast.Name):
             return names.get(node.id, ())
-        if isinstance(node, ast.Attribute) and ast.unparse(node.value) == "self":
-            return names.get(f"self.{node.attr}", ())
+        if (attribute := self_attribute(node)) is not None:
+            return names.get(f"self.{attribute}", ())
         if isinstance(node, ast.Call):
             called = ast.unparse(node.func)
             if called in ("cast", "typing.cast") and len(node.args) == 2:
@@ -398,12 +415,11 @@ class Typing:
             found = found or self.of(node.value, names, module)
             if not found:
                 continue
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
+            for target in assignment_targets(node):
                 if isinstance(target, ast.Name):
                     names[target.id] = found
-                elif isinstance(target, ast.Attribute) and ast.unparse(target.value) == "self":
-                    names[f"self.{target.attr}"] = found
+                elif (attribute := self_attribute(target)) is not None:
+                    names[f"self.{attribute}"] = found
         return names
 
 

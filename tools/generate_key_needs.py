@@ -36,7 +36,7 @@ from typing import Any
 from recipekit.upstream.classes import UpstreamSource, tree_files
 from recipekit.upstream.declared import DeclaredTable, table
 from tools import every_run, sweep_reach
-from tools.every_run import key_chain
+from tools.every_run import assignment_targets, key_chain, self_attribute
 from tools.generated_modules import pins, reference_dir, write_or_check
 
 TOOL = "tools/generate_key_needs.py"
@@ -170,12 +170,7 @@ def _assigned(function: ast.AST) -> set[tuple[str, Path_]]:
     """(object, keys) that the function assigns (``cfg["a"]["b"] = ...``, ``setdefault``)."""
     out: set[tuple[str, Path_]] = set()
     for node in ast.walk(function):
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
-            targets = [node.target]
-        for target in targets:
+        for target in assignment_targets(node):
             root, keys = key_chain(target)
             base = _base(root)
             if keys and base is not None:
@@ -280,54 +275,46 @@ def _flags(cls: ast.ClassDef) -> dict[str, ast.expr]:
         return {}
     counts: dict[str, int] = {}
     for node in ast.walk(cls):
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
-            targets = [node.target]
-        for target in targets:
-            if isinstance(target, ast.Attribute) and ast.unparse(target.value) == "self":
-                counts[target.attr] = counts.get(target.attr, 0) + 1
+        for target in assignment_targets(node):
+            if (attribute := self_attribute(target)) is not None:
+                counts[attribute] = counts.get(attribute, 0) + 1
     params = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)}
     kept: dict[str, str] = {}  # a parameter -> the attribute that keeps it
     for node in ast.walk(init):
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Attribute)
-            and ast.unparse(node.targets[0].value) == "self"
-            and isinstance(node.value, ast.Name)
-            and node.value.id in params
-            and counts.get(node.targets[0].attr) == 1
-        ):
-            kept[node.value.id] = node.targets[0].attr
+        found = _self_assignment(node)
+        if found is None:
+            continue
+        attribute, value = found
+        if isinstance(value, ast.Name) and value.id in params and counts.get(attribute) == 1:
+            kept[value.id] = attribute
     flags: dict[str, ast.expr] = {}
     for node in ast.walk(init):
         if not isinstance(node, ast.If):
             continue
-        on, off = _set_to(node.body, True), _set_to(node.orelse, False)
-        for name in on & off:
-            if counts.get(name) == 2:
-                flags[f"self.{name}"] = _Kept(kept).visit(copy.deepcopy(node.test))
-        on, off = _set_to(node.body, False), _set_to(node.orelse, True)
-        for name in on & off:
-            if counts.get(name) == 2:
-                test = _Kept(kept).visit(copy.deepcopy(node.test))
-                flags[f"self.{name}"] = ast.UnaryOp(op=ast.Not(), operand=test)
+        for when in (True, False):  # set to True where the test holds, or where it does not
+            for name in _set_to(node.body, when) & _set_to(node.orelse, not when):
+                if counts.get(name) == 2:
+                    test = _Kept(kept).visit(copy.deepcopy(node.test))
+                    flags[f"self.{name}"] = test if when else ast.UnaryOp(ast.Not(), test)
     return flags
+
+
+def _self_assignment(node: ast.AST) -> tuple[str, ast.expr] | None:
+    """(F, value) where ``node`` is ``self.F = value``, else None."""
+    if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+        return None
+    attribute = self_attribute(node.targets[0])
+    return None if attribute is None else (attribute, node.value)
 
 
 def _set_to(body: list[ast.stmt], value: bool) -> set[str]:
     """The attributes a block's own statements set to ``value`` (``self.F = True``)."""
     return {
-        s.targets[0].attr
-        for s in body
-        if isinstance(s, ast.Assign)
-        and len(s.targets) == 1
-        and isinstance(s.targets[0], ast.Attribute)
-        and ast.unparse(s.targets[0].value) == "self"
-        and isinstance(s.value, ast.Constant)
-        and s.value.value is value
+        found[0]
+        for statement in body
+        if (found := _self_assignment(statement)) is not None
+        and isinstance(found[1], ast.Constant)
+        and found[1].value is value
     }
 
 
