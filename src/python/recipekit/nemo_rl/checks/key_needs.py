@@ -203,12 +203,21 @@ def unread_keys(config: Mapping[str, Any], label: str, entry_point: str) -> Iter
         )
 
 
+# The last typed config rendered and its rendering: both checks of a plan read the same frozen
+# config, which is rendered once for them.
+_LAST_RENDERED: list[tuple[Any, dict[str, Any] | None]] = []
+
+
 def _rendered(config: Any) -> dict[str, Any] | None:
+    if _LAST_RENDERED and _LAST_RENDERED[0][0] is config:
+        return _LAST_RENDERED[0][1]
     try:
-        rendered = to_dict(config)
+        found = to_dict(config)
     except ValueError:  # a value left underived, which the plan refuses (underived_keys)
-        return None
-    return rendered if isinstance(rendered, dict) else None
+        found = None
+    rendered = found if isinstance(found, dict) else None
+    _LAST_RENDERED[:] = [(config, rendered)]
+    return rendered
 
 
 def unread_in(config: Any, version: str, entry_point: str) -> list[Issue]:
