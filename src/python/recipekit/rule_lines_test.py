@@ -1,5 +1,5 @@
 """No upstream line is written by hand in a framework package: a rule's line is derived from its
-catalogue anchor (``generated/rule_sites.py``), so a pin move (``recipekit upgrade``) moves
+catalogue anchor (``generated/rule_sites.json``), so a pin move (``recipekit upgrade``) moves
 every citation of it, in messages and in the tests that check them, with nothing to edit.
 
 Each framework package's modules and tests are read (its ``generated/`` tables exempt, and

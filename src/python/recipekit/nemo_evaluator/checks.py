@@ -17,8 +17,10 @@ from recipekit.hardware import Hardware
 from recipekit.lineage.model_files import belongs_to_model
 from recipekit.markers import Marker
 from recipekit.nemo_evaluator import LAUNCHER_VERSION
-from recipekit.nemo_evaluator.generated.rule_sites import SITES
 from recipekit.nemo_evaluator.schema import LauncherConfig, WandbExport
+from recipekit.rule_sites import sites
+
+SITES = sites("nemo_evaluator")
 
 DEPLOYMENT = "deployment"
 # The launcher's vllm.yaml serves the checkpoint as it is; an HF export of the BF16 release

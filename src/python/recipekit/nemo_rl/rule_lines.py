@@ -2,7 +2,7 @@
 ``file:line @ version``.
 
 A message names the rule it cites by its catalogue id (``rule_catalogue/nemo-rl*.toml``); the
-file and line come from the generated table (``generated/rule_sites.py``, written from each
+file and line come from the generated table (``generated/rule_sites.json``, written from each
 entry's anchor in the pinned source), so no line is written by hand. ``rules/citation.py``
 picks the id of the version a stage runs.
 """
@@ -10,7 +10,9 @@ picks the id of the version a stage runs.
 from __future__ import annotations
 
 from recipekit.nemo_rl import NEMO_RL_VERSION, SUPER35_BRANCH
-from recipekit.nemo_rl.generated.rule_sites import SITES
+from recipekit.rule_sites import sites
+
+SITES = sites("nemo_rl")
 
 # The catalogue's source label -> the version a message names.
 VERSIONS = {

@@ -3,16 +3,18 @@ check, grouped by topic (``dataset``, ``parallel``, ``checkpoint``).
 
 Each mirrors one ``assert``/``raise``/warning of Megatron-Bridge at the commit the stages run
 (``megatron-bridge/main`` in ``3rdparty/reference/manifest.toml``) and quotes its reason with
-its file and line, which ``cite`` finds from the rule's catalogue id (``generated/rule_sites.py``);
-``recipekit/rule_catalogue/megatron-bridge.toml`` lists every such rule and says which function
-mirrors it, or why none can.
+its file and line, which ``cite`` finds from the rule's catalogue id
+(``generated/rule_sites.json``); ``recipekit/rule_catalogue/megatron-bridge.toml`` lists every
+such rule and says which function mirrors it, or why none can.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from recipekit.megatron_bridge.generated.rule_sites import SITES
+from recipekit.rule_sites import sites
+
+SITES = sites("megatron_bridge")
 
 if TYPE_CHECKING:
     from recipekit.megatron_bridge.schema import MegatronBridgeConfig

@@ -1,1 +1,1 @@
-"""Modules generated from pinned upstream sources (tools/generate_rule_sites.py); do not edit."""
+"""Tables generated from the pinned upstream sources (tools/generate_rule_sites.py); do not edit."""

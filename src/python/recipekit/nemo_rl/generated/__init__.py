@@ -1,1 +1,2 @@
-"""Modules generated from pinned upstream sources (tools/generate_rule_sites.py); do not edit."""
+"""Tables generated from the pinned upstream sources (tools/generate_rule_sites.py,
+tools/generate_key_needs.py); do not edit."""

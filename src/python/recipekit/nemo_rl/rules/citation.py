@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 from recipekit.nemo_rl import NEMO_RL_VERSION as SUPER_V3
 from recipekit.nemo_rl import SUPER35_BRANCH as SUPER35
 from recipekit.nemo_rl import runs_super35
-from recipekit.nemo_rl.generated.rule_sites import SITES
-from recipekit.nemo_rl.rule_lines import VERSIONS, line_of, where
+from recipekit.nemo_rl.rule_lines import SITES, VERSIONS, line_of, where
 
 if TYPE_CHECKING:
     from recipekit.nemo_rl.checks import CheckContext

@@ -17,7 +17,9 @@ from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.allocator import env_var_sections
-from recipekit.vllm.generated.rule_sites import SITES
+from recipekit.rule_sites import sites
+
+SITES = sites("vllm")
 
 VLLM = "policy.generation.vllm_cfg"
 KWARGS = "policy.generation.vllm_kwargs"
