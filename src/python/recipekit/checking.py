@@ -8,7 +8,8 @@ own config that its checks read (``megatron``, ``adapter``, ...).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
 import attrs
@@ -40,3 +41,27 @@ def run_checks(
         [issue for check in errors for issue in check(ctx)],
         [issue for check in warnings for issue in check(ctx)],
     )
+
+
+# The attribute of a check that ``cites`` made: the catalogue ids of the rules it mirrors.
+MIRRORED = "mirrored_rules"
+
+
+def cites(
+    citation: Callable[[ContextT], str], rules: Sequence[str]
+) -> Callable[[Callable[[ContextT], Iterable[Issue]]], Callable[[ContextT], Iterator[Issue]]]:
+    """A check that mirrors one upstream rule: each Issue it finds ends with ``(citation)``, the
+    words that say where the rule stands (``citation(ctx)``, from the rule's catalogue id), so
+    the check's own message says only what is wrong. The ids are kept on the check (``MIRRORED``)
+    for the catalogue to hold against the ``check`` it names for each."""
+
+    def wrap(check: Callable[[ContextT], Iterable[Issue]]) -> Callable[[ContextT], Iterator[Issue]]:
+        @functools.wraps(check)
+        def cited(ctx: ContextT) -> Iterator[Issue]:
+            for issue in check(ctx):
+                yield attrs.evolve(issue, message=f"{issue.message} ({citation(ctx)})")
+
+        setattr(cited, MIRRORED, tuple(rule for rule in rules if rule))
+        return cited
+
+    return wrap

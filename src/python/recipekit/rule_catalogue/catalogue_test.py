@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from recipekit import job_rules, rule_catalogue
+from recipekit.checking import MIRRORED
 from recipekit.lineage.checkpoint_stamp import PLAN_RULES
 from recipekit.nemo_evaluator.framework import NEMO_EVALUATOR
 from recipekit.nemo_rl.framework import NEMO_RL_GRPO
@@ -150,6 +151,36 @@ def test_each_check_runs_in_a_framework_of_its_source(entry: rule_catalogue.Rule
         check in f.error_checks or check in f.warning_checks  # type: ignore[attr-defined]
         for f in runs
     ), f"{entry.check} is in no error or warning checks of {entry.source}"
+
+
+def _citing_checks() -> dict[str, tuple[str, ...]]:
+    """Every check of the modules the catalogue names that cites its rules through
+    ``recipekit.checking.cites``: its dotted name -> the rule ids it cites."""
+    modules = {e.check.rpartition(".")[0] for e in ENTRIES if e.check}
+    return {
+        f"{module}.{name}": getattr(value, MIRRORED)
+        for module in sorted(modules)
+        for name, value in vars(importlib.import_module(module)).items()
+        if hasattr(value, MIRRORED) and value.__module__ == module
+    }
+
+
+def test_each_rule_a_check_cites_is_one_the_catalogue_gives_it() -> None:
+    """A check cites (``recipekit.checking.cites``) only rules whose catalogue entry names it as
+    their check: one that cited another rule's line would quote the wrong reason. (The other
+    way need not hold: where upstream states one rule in several places, one check mirrors
+    every entry and cites the one its message quotes.)"""
+    citing = _citing_checks()
+    assert len(citing) > 150
+    by_id = {e.id: e for e in ENTRIES}
+    wrong = [
+        f"{check} cites {rule}, which the catalogue "
+        + (f"gives to {by_id[rule].check}" if rule in by_id else "does not hold")
+        for check, rules in citing.items()
+        for rule in rules
+        if rule not in by_id or by_id[rule].check != check
+    ]
+    assert not wrong, wrong
 
 
 def _pinned() -> set[tuple[str, str]]:

@@ -1,7 +1,10 @@
 """NeMo-RL's run-time rules as plan-time checks, by topic, per NeMo-RL version.
 
-Each module mirrors upstream lines (cited in each check's docstring and message) or a rule from
-an upstream thread; ``recipekit/rule_catalogue/nemo-rl.toml`` and ``vllm.toml`` list them all.
+Each module mirrors upstream lines or a rule from an upstream thread;
+``recipekit/rule_catalogue/nemo-rl.toml`` and ``vllm.toml`` list them all. A check of one
+catalogued rule says so with ``@mirrors(v3=..., v35=...)`` (``rules/citation.py``): its messages
+then end with the rule's ``file:line @ version``, and the catalogue test holds the ids it cites
+against the entries that name it.
 vLLM's engine checks (``vllm_engine``) are those of vLLM 0.25.1, the version
 super-v3.5-posttraining pins, so only the Super 3.5 tuples carry them.
 """

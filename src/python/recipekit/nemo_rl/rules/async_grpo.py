@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.citation import cite, on_super35
+from recipekit.nemo_rl.rules.citation import cite, mirrors, on_super35
 from recipekit.nemo_rl.rules.generation import gym_runner_sets_the_server_on
 from recipekit.nemo_rl.rules.grpo_setup import GYM_RUNNER, RUN_GRPO
 from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO, RewardScaling
@@ -112,6 +112,10 @@ def async_grpo_with_one_dataloader(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+@mirrors(
+    v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.async-grpo-needs-vllm-async-engine",
+    v35="nemo-rl.algorithms.grpo.async-grpo-train.async-grpo-needs-asynchronous-generation-engine",
+)
 def async_grpo_needs_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, async_grpo_train (super-v3 and super-v3.5): the trajectory collector needs an engine
     that generates while training runs."""
@@ -122,19 +126,16 @@ def async_grpo_needs_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
     vllm = ctx.vllm
     yield Issue(
         f"{VLLM}.async_engine" if on_vllm else "policy.generation.backend",
-        "NeMo-RL's async GRPO refuses it: it needs an asynchronous generation engine "
-        "("
-        + cite(
-            ctx,
-            v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.async-grpo-needs-vllm-async-engine",
-            v35="nemo-rl.algorithms.grpo.async-grpo-train.async-grpo-needs-asynchronous-generation-engine",
-        )
-        + ")",
+        "NeMo-RL's async GRPO refuses it: it needs an asynchronous generation engine",
         value=(vllm.async_engine if vllm is not None else None) if on_vllm else gen.backend,
         hint="set policy.generation.vllm_cfg.async_engine: true" if on_vllm else "",
     )
 
 
+@mirrors(
+    v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.async-grpo-needs-importance-sampling-correction",
+    v35="nemo-rl.algorithms.grpo.async-grpo-train.async-grpo-needs-importance-sampling-correction",
+)
 def async_grpo_needs_importance_sampling(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, async_grpo_train (super-v3 and super-v3.5): off-policy samples need the
     correction."""
@@ -143,18 +144,16 @@ def async_grpo_needs_importance_sampling(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "loss_fn.use_importance_sampling_correction",
             "NeMo-RL's async GRPO refuses it false: rollouts from an older policy need the "
-            "importance-sampling correction ("
-            + cite(
-                ctx,
-                v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.async-grpo-needs-importance-sampling-correction",
-                v35="nemo-rl.algorithms.grpo.async-grpo-train.async-grpo-needs-importance-sampling-correction",
-            )
-            + ")",
+            "importance-sampling correction",
             value=loss.use_importance_sampling_correction,
             hint="set it true",
         )
 
 
+@mirrors(
+    v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.async-grpo-excludes-colocated-generation",
+    v35="nemo-rl.algorithms.grpo.async-grpo-train.colocated-async-grpo-only-megatron-generation",
+)
 def async_grpo_colocated_generation(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, async_grpo_train (super-v3): async GRPO refuses colocated generation; on
     super-v3.5 only Megatron generation, which runs inside the training workers, may be
@@ -173,18 +172,16 @@ def async_grpo_colocated_generation(ctx: CheckContext) -> Iterator[Issue]:
     )
     yield Issue(
         "policy.generation.colocated.enabled",
-        f"NeMo-RL's async GRPO {what} ("
-        + cite(
-            ctx,
-            v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.async-grpo-excludes-colocated-generation",
-            v35="nemo-rl.algorithms.grpo.async-grpo-train.colocated-async-grpo-only-megatron-generation",
-        )
-        + ")",
+        f"NeMo-RL's async GRPO {what}",
         value=True,
         hint="set it false and give generation its own resources",
     )
 
 
+@mirrors(
+    v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.trajectories-older-one-step-want-flight",
+    v35="nemo-rl.algorithms.grpo.async-grpo-train.trajectories-older-one-step-want-flight",
+)
 def stale_rollouts_want_in_flight_weight_updates(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, async_grpo_train (both versions), a printed warning: rollouts older than one
     step buy nothing unless weights reach vLLM while it generates."""
@@ -196,18 +193,13 @@ def stale_rollouts_want_in_flight_weight_updates(ctx: CheckContext) -> Iterator[
             "grpo.async_grpo.in_flight_weight_updates",
             "NeMo-RL warns that with grpo.async_grpo.max_trajectory_age_steps = "
             f"{section.max_trajectory_age_steps} in-flight weight updates must be on, or the "
-            "older trajectories give no speed-up ("
-            + cite(
-                ctx,
-                v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.trajectories-older-one-step-want-flight",
-                v35="nemo-rl.algorithms.grpo.async-grpo-train.trajectories-older-one-step-want-flight",
-            )
-            + ")",
+            "older trajectories give no speed-up",
             value=section.in_flight_weight_updates,
             hint="set it true, or max_trajectory_age_steps 1",
         )
 
 
+@mirrors(v35="nemo-rl.algorithms.grpo.async-grpo-train.async-grpo-runs-vllm-megatron-trt")
 def async_grpo_backend_has_a_replay_path(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, async_grpo_train (super-v3.5): SGLang's async rollouts have no async GRPO replay
     path."""
@@ -218,12 +210,7 @@ def async_grpo_backend_has_a_replay_path(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.generation.backend",
             "NeMo-RL's async GRPO supports the vLLM, Megatron, TRT-LLM and Dynamo generation "
-            "backends only ("
-            + cite(
-                ctx,
-                v35="nemo-rl.algorithms.grpo.async-grpo-train.async-grpo-runs-vllm-megatron-trt",
-            )
-            + ")",
+            "backends only",
             value=gen.backend,
         )
 

@@ -18,7 +18,7 @@ from recipekit.errors import Issue
 from recipekit.markers import Marker, given, given_at, is_set
 from recipekit.nemo_rl.checks import Check, CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.rules.citation import mirrors
 from recipekit.nemo_rl.schema_super_v3 import Policy
 
 
@@ -72,6 +72,9 @@ def _policy_v2(ctx: CheckContext) -> Any:
 # --- setup.py: validate_and_prepare_config, setup_distributed, setup_model_and_optimizer ----
 
 
+@mirrors(
+    v35="nemo-rl.automodel.setup.validate-and-prepare-config.no-sequence-packing-model-loaded-hf"
+)
 def packing_needs_a_text_tokenizer(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, validate_and_prepare_config: the v2 worker does not pack the sequences of a model
     it loads with an HF processor (policy.tokenizer.use_processor)."""
@@ -80,18 +83,15 @@ def packing_needs_a_text_tokenizer(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"{where}.sequence_packing.enabled",
                 f"the v2 DTensor worker refuses to start with it while {where}.tokenizer."
-                "use_processor is true: it packs no vision-language model's sequences "
-                "("
-                + cite(
-                    ctx,
-                    v35="nemo-rl.automodel.setup.validate-and-prepare-config.no-sequence-packing-model-loaded-hf",
-                )
-                + ")",
+                "use_processor is true: it packs no vision-language model's sequences",
                 value=True,
                 hint="set it false for a model loaded with a processor",
             )
 
 
+@mirrors(
+    v35="nemo-rl.automodel.setup.validate-and-prepare-config.no-yarn-rope-scaling-automodel-back"
+)
 def yarn_rope_scaling_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, validate_and_prepare_config: YaRN rope scaling set through hf_config_overrides is
     not supported on the Automodel back-end."""
@@ -102,17 +102,15 @@ def yarn_rope_scaling_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"{where}.hf_config_overrides.rope_scaling.rope_type",
                 "the v2 DTensor worker refuses YaRN rope scaling: the Automodel back-end "
-                "does not support it, the Megatron one does ("
-                + cite(
-                    ctx,
-                    v35="nemo-rl.automodel.setup.validate-and-prepare-config.no-yarn-rope-scaling-automodel-back",
-                )
-                + ")",
+                "does not support it, the Megatron one does",
                 value="yarn",
                 hint=f"train with {where}.megatron_cfg.enabled: true for YaRN",
             )
 
 
+@mirrors(
+    v35="nemo-rl.automodel.setup.validate-and-prepare-config.no-context-parallelism-sequence-packing"
+)
 def context_parallel_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, validate_and_prepare_config: the v2 worker does not combine context parallelism
     with sequence packing."""
@@ -122,18 +120,13 @@ def context_parallel_without_sequence_packing(ctx: CheckContext) -> Iterator[Iss
             yield Issue(
                 f"{where}.dtensor_cfg.context_parallel_size",
                 f"the v2 DTensor worker refuses it with {where}.sequence_packing.enabled: "
-                f"packed sequences do not run context-parallel on FSDP2 "
-                "("
-                + cite(
-                    ctx,
-                    v35="nemo-rl.automodel.setup.validate-and-prepare-config.no-context-parallelism-sequence-packing",
-                )
-                + ")",
+                f"packed sequences do not run context-parallel on FSDP2",
                 value=cp,
                 hint="set it 1, or disable sequence packing",
             )
 
 
+@mirrors(v35="nemo-rl.automodel.setup.setup-distributed.no-cpu-offload-single-training-gpu")
 def cpu_offload_needs_several_gpus(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, setup_distributed: Automodel's CPU offload does not run on a single training
     GPU."""
@@ -143,17 +136,13 @@ def cpu_offload_needs_several_gpus(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.dtensor_cfg.cpu_offload",
             "the v2 DTensor worker refuses CPU offload when the policy trains on a single GPU "
-            "(world size 1) ("
-            + cite(
-                ctx,
-                v35="nemo-rl.automodel.setup.setup-distributed.no-cpu-offload-single-training-gpu",
-            )
-            + ")",
+            "(world size 1)",
             value=True,
             hint="set it false, or train on more GPUs",
         )
 
 
+@mirrors(v35="nemo-rl.automodel.setup.setup-model-and-optimizer.no-sequence-parallelism-over-tp")
 def context_parallel_without_sequence_parallel(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, setup_model_and_optimizer: with context parallelism, the v2 worker refuses sequence
     parallelism over more than one tensor-parallel rank."""
@@ -165,17 +154,15 @@ def context_parallel_without_sequence_parallel(ctx: CheckContext) -> Iterator[Is
                 f"{where}.dtensor_cfg.sequence_parallel",
                 f"the v2 DTensor worker refuses it with context_parallel_size {cp} and "
                 f"tensor_parallel_size {tp}: context and sequence parallelism do not work "
-                "together there ("
-                + cite(
-                    ctx,
-                    v35="nemo-rl.automodel.setup.setup-model-and-optimizer.no-sequence-parallelism-over-tp",
-                )
-                + ")",
+                "together there",
                 value=True,
                 hint="set it false, or context_parallel_size 1",
             )
 
 
+@mirrors(
+    v35="nemo-rl.automodel.setup.setup-model-and-optimizer.no-context-parallelism-model-loaded-hf"
+)
 def context_parallel_needs_a_text_tokenizer(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, setup_model_and_optimizer: no context parallelism for a model loaded with an HF
     processor."""
@@ -185,18 +172,13 @@ def context_parallel_needs_a_text_tokenizer(ctx: CheckContext) -> Iterator[Issue
             yield Issue(
                 f"{where}.dtensor_cfg.context_parallel_size",
                 f"the v2 DTensor worker refuses it while {where}.tokenizer.use_processor is "
-                f"true: vision-language models do not run context-parallel there "
-                "("
-                + cite(
-                    ctx,
-                    v35="nemo-rl.automodel.setup.setup-model-and-optimizer.no-context-parallelism-model-loaded-hf",
-                )
-                + ")",
+                f"true: vision-language models do not run context-parallel there",
                 value=cp,
                 hint="set it 1",
             )
 
 
+@mirrors(v35="nemo-rl.automodel.setup.setup-model-and-optimizer.lora-triton-kernels-need-tp")
 def lora_triton_needs_one_tensor_parallel_rank(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, setup_model_and_optimizer: LoRA's Triton kernels run only at tensor_parallel_size
     1."""
@@ -208,17 +190,15 @@ def lora_triton_needs_one_tensor_parallel_rank(ctx: CheckContext) -> Iterator[Is
             yield Issue(
                 f"{where}.dtensor_cfg.lora_cfg.use_triton",
                 f"the v2 DTensor worker refuses LoRA's Triton kernels at tensor_parallel_size "
-                f"{tp} ("
-                + cite(
-                    ctx,
-                    v35="nemo-rl.automodel.setup.setup-model-and-optimizer.lora-triton-kernels-need-tp",
-                )
-                + ")",
+                f"{tp}",
                 value=True,
                 hint="set it false, or tensor_parallel_size 1",
             )
 
 
+@mirrors(
+    v35="nemo-rl.automodel.setup.setup-model-and-optimizer.sequence-packing-stated-attention-implementation-flash"
+)
 def packing_needs_flash_attention_2(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, setup_model_and_optimizer: an attention implementation named in automodel_kwargs
     must be flash_attention_2 when sequences are packed (only it keeps packed documents apart)."""
@@ -231,13 +211,7 @@ def packing_needs_flash_attention_2(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"{where}.dtensor_cfg.automodel_kwargs.attn_implementation",
                 f"the v2 DTensor worker refuses it with {where}.sequence_packing.enabled: "
-                f"packed sequences need flash_attention_2, which alone reads their boundaries "
-                "("
-                + cite(
-                    ctx,
-                    v35="nemo-rl.automodel.setup.setup-model-and-optimizer.sequence-packing-stated-attention-implementation-flash",
-                )
-                + ")",
+                f"packed sequences need flash_attention_2, which alone reads their boundaries",
                 value=attn,
                 hint="flash_attention_2, or leave it out",
             )
@@ -246,6 +220,9 @@ def packing_needs_flash_attention_2(ctx: CheckContext) -> Iterator[Issue]:
 # --- train.py and the worker's refit ----------------------------------------------------------
 
 
+@mirrors(
+    v35="nemo-rl.automodel.train.full-logits-post-processor.cross-tokenizer-teacher-full-logit-export"
+)
 def teacher_full_logits_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
     """train.py, FullLogitsPostProcessor.__call__: a cross-tokenizer teacher hands over its full
     logits, which the v2 worker computes only on unpacked sequences."""
@@ -254,17 +231,15 @@ def teacher_full_logits_without_sequence_packing(ctx: CheckContext) -> Iterator[
             yield Issue(
                 f"teachers[{i}].sequence_packing.enabled",
                 "the teacher's v2 DTensor worker refuses it at the first teacher forward: its "
-                "full-logit export takes no packed sequences ("
-                + cite(
-                    ctx,
-                    v35="nemo-rl.automodel.train.full-logits-post-processor.cross-tokenizer-teacher-full-logit-export",
-                )
-                + ")",
+                "full-logit export takes no packed sequences",
                 value=True,
                 hint="set it false for the teacher",
             )
 
 
+@mirrors(
+    v35="nemo-rl.automodel.worker.stream-weights-via-http.colocated-sglang-refit-needs-engines-gpu"
+)
 def sglang_refit_outside_grpo(ctx: CheckContext) -> Iterator[Issue]:
     """dtensor_policy_worker_v2.py, DTensorPolicyWorkerV2Impl.stream_weights_via_http: the worker
     streams weights to colocated SGLang only
@@ -278,13 +253,7 @@ def sglang_refit_outside_grpo(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.generation.backend",
             "the v2 DTensor worker fails its first refit with colocated SGLang outside GRPO: "
-            "only GRPO's setup gives it the engines' GPU count it streams weights by "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.automodel.worker.stream-weights-via-http.colocated-sglang-refit-needs-engines-gpu",
-            )
-            + ")",
+            "only GRPO's setup gives it the engines' GPU count it streams weights by",
             value="sglang",
             hint="generate with vllm (no other policy worker streams weights to SGLang)",
         )
@@ -293,6 +262,9 @@ def sglang_refit_outside_grpo(ctx: CheckContext) -> Iterator[Issue]:
 # --- warnings -------------------------------------------------------------------------------
 
 
+@mirrors(
+    v35="nemo-rl.automodel.setup.validate-and-prepare-config.sequence-parallelism-tp-1-has-no-effect"
+)
 def sequence_parallel_without_tensor_parallel(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, validate_and_prepare_config: sequence parallelism at tensor_parallel_size 1 does
     nothing."""
@@ -303,18 +275,13 @@ def sequence_parallel_without_tensor_parallel(ctx: CheckContext) -> Iterator[Iss
         ):
             yield Issue(
                 f"{where}.dtensor_cfg.sequence_parallel",
-                "the v2 DTensor worker warns that it has no effect at tensor_parallel_size 1 "
-                "("
-                + cite(
-                    ctx,
-                    v35="nemo-rl.automodel.setup.validate-and-prepare-config.sequence-parallelism-tp-1-has-no-effect",
-                )
-                + ")",
+                "the v2 DTensor worker warns that it has no effect at tensor_parallel_size 1",
                 value=True,
                 hint="set it false, or tensor_parallel_size above 1",
             )
 
 
+@mirrors(v35="nemo-rl.automodel.worker.train.emptying-cuda-cache-few-micro-batches")
 def clear_cache_every_n_steps_slows_training(ctx: CheckContext) -> Iterator[Issue]:
     """dtensor_policy_worker_v2.py, DTensorPolicyWorkerV2Impl.train: emptying the CUDA cache every
     few micro-batches costs time; the worker warns at every training step."""
@@ -324,15 +291,15 @@ def clear_cache_every_n_steps_slows_training(ctx: CheckContext) -> Iterator[Issu
         yield Issue(
             "policy.dtensor_cfg.clear_cache_every_n_steps",
             f"the v2 DTensor worker empties the CUDA cache every {steps} micro-batches and "
-            f"warns at each training step that this is slow when memory does not need it "
-            "("
-            + cite(ctx, v35="nemo-rl.automodel.worker.train.emptying-cuda-cache-few-micro-batches")
-            + ")",
+            f"warns at each training step that this is slow when memory does not need it",
             value=steps,
             hint="null, unless training runs out of memory",
         )
 
 
+@mirrors(
+    v35="nemo-rl.automodel.worker.broadcast-weights-for-collective.cpu-offload-collective-refit-non-colocated"
+)
 def cpu_offload_with_non_colocated_refit(ctx: CheckContext) -> Iterator[Issue]:
     """dtensor_policy_worker_v2.py, DTensorPolicyWorkerV2Impl.broadcast_weights_for_collective: with
     CPU offload, the collective refit to a separate
@@ -347,12 +314,7 @@ def cpu_offload_with_non_colocated_refit(ctx: CheckContext) -> Iterator[Issue]:
             "policy.dtensor_cfg.cpu_offload",
             "the v2 DTensor worker warns at each refit that CPU offload with non-colocated "
             "generation moves the model to the GPUs and back for the broadcast, which only "
-            "pays when memory is short ("
-            + cite(
-                ctx,
-                v35="nemo-rl.automodel.worker.broadcast-weights-for-collective.cpu-offload-collective-refit-non-colocated",
-            )
-            + ")",
+            "pays when memory is short",
             value=True,
             hint="set it false unless training runs out of memory",
         )

@@ -9,18 +9,23 @@ super-v3.5-posttraining's).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
+from recipekit.checking import cites
+from recipekit.errors import Issue
 from recipekit.nemo_rl import NEMO_RL_VERSION as SUPER_V3
 from recipekit.nemo_rl import SUPER35_BRANCH as SUPER35
 from recipekit.nemo_rl import runs_super35
 from recipekit.nemo_rl.rule_lines import SITES, VERSIONS, line_of, where
 
 if TYPE_CHECKING:
-    from recipekit.nemo_rl.checks import CheckContext
+    from recipekit.nemo_rl.checks import Check, CheckContext
 
 __all__ = [
     "cite",
+    "mirrors",
+    "mirrors_super35",
     "cite_line",
     "cite_super35",
     "cite_super35_line",
@@ -43,6 +48,18 @@ def cite_super35(*rules: str) -> str:
         raise ValueError(f"not rules of one {SUPER35} file: {rules}")
     more = "".join(f", :{line}" for _, _, line in sites[1:])
     return f"{sites[0][1]}:{sites[0][2]}{more} @ {SUPER35}"
+
+
+def mirrors(*, v3: str = "", v35: str = "") -> Callable[[Check], Check]:
+    """A check of the rule ``v3``/``v35`` (catalogue ids, as ``cite`` takes them): each Issue it
+    finds ends with the rule's ``(file:line @ version)`` at the stage's version."""
+    return cites(lambda ctx: cite(ctx, v3=v3, v35=v35), (v3, v35))
+
+
+def mirrors_super35(*rules: str) -> Callable[[Callable[[Any], Iterable[Issue]]], Any]:
+    """``mirrors`` for a check of an entry point only super-v3.5-posttraining runs (its argument
+    is the config, not a CheckContext): each Issue ends with ``(cite_super35(*rules))``."""
+    return cites(lambda _config: cite_super35(*rules), rules)
 
 
 def cite(ctx: CheckContext, *, v3: str = "", v35: str = "") -> str:

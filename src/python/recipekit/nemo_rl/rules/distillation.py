@@ -11,22 +11,22 @@ from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.checks.distillation import non_colocated_teachers
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.async_grpo import async_rollouts
-from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.rules.citation import cite, mirrors
 
 
+@mirrors(v35="nemo-rl.algorithms.grpo.setup.non-colocated-opd-teachers-need-async")
 def non_colocated_teachers_need_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, setup: teachers on their own GPUs score rollouts while they are collected."""
     if non_colocated_teachers(ctx) is not None and not async_rollouts(ctx):
         yield Issue(
             "on_policy_distillation.non_colocated_teachers.enabled",
             "NeMo-RL's GRPO setup refuses it without an asynchronous generation engine "
-            "(policy.generation.vllm_cfg.async_engine) ("
-            + cite(ctx, v35="nemo-rl.algorithms.grpo.setup.non-colocated-opd-teachers-need-async")
-            + ")",
+            "(policy.generation.vllm_cfg.async_engine)",
             value=True,
         )
 
 
+@mirrors(v35="nemo-rl.models.policy.teacher-worker-group.init.opd-teachers-run-megatron-only")
 def teachers_need_a_megatron_student(ctx: CheckContext) -> Iterator[Issue]:
     """teacher_worker_group.py, TeacherWorkerGroup.__init__: a teacher copies the student's policy
     config and runs only on Megatron, so the student must not enable DTensor."""
@@ -34,16 +34,12 @@ def teachers_need_a_megatron_student(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.dtensor_cfg.enabled",
             "NeMo-RL refuses non-colocated teachers with it: a teacher inherits the policy's "
-            "config and runs only on Megatron ("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.policy.teacher-worker-group.init.opd-teachers-run-megatron-only",
-            )
-            + ")",
+            "config and runs only on Megatron",
             value=True,
         )
 
 
+@mirrors(v35="nemo-rl.algorithms.grpo.setup.each-opd-teacher-fits-one-node")
 def teachers_fit_on_one_node(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, setup: each teacher's placement group lies on one node, the default teacher's
     and every override's (the default's layout is checks.distillation_teachers_fit's)."""
@@ -63,9 +59,7 @@ def teachers_fit_on_one_node(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"on_policy_distillation.non_colocated_teachers.{where}.gpus_per_node",
                 f"NeMo-RL's GRPO setup refuses more than the {per_node} GPUs of a node: a "
-                "teacher's placement group must fit on one ("
-                + cite(ctx, v35="nemo-rl.algorithms.grpo.setup.each-opd-teacher-fits-one-node")
-                + ")",
+                "teacher's placement group must fit on one",
                 value=gpus,
             )
 

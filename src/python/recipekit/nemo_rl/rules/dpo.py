@@ -19,6 +19,7 @@ from recipekit.nemo_rl.rules.checkpoint_ranking import (
     unranked_saves,
 )
 from recipekit.nemo_rl.rules.citation import cite_super35 as _cite
+from recipekit.nemo_rl.rules.citation import mirrors_super35
 from recipekit.nemo_rl.rules.generation_split import stated_cluster
 from recipekit.nemo_rl.schema_dpo import DPOMasterConfigMain
 from recipekit.parallelism import DTENSOR, NEMO_RL, ParallelLayout
@@ -42,6 +43,7 @@ def _policy_layout(config: DPOMasterConfigMain) -> ParallelLayout | None:
     return None
 
 
+@mirrors_super35("nemo-rl.algorithms.dpo.setup.dpo-runs-without-dynamic-batching-reorders")
 def dpo_without_dynamic_batching(config: DPOMasterConfigMain) -> Iterator[Issue]:
     """dpo.py, setup: dynamic batching reorders a batch's samples, which DPO's pairs cannot
     take."""
@@ -49,14 +51,13 @@ def dpo_without_dynamic_batching(config: DPOMasterConfigMain) -> Iterator[Issue]
         yield Issue(
             "policy.dynamic_batching.enabled",
             "DPO's setup refuses it: DPO keeps each chosen response beside its rejected one, and "
-            "dynamic batching reorders the samples of a batch ("
-            + _cite("nemo-rl.algorithms.dpo.setup.dpo-runs-without-dynamic-batching-reorders")
-            + ")",
+            "dynamic batching reorders the samples of a batch",
             value=True,
             hint="set it false",
         )
 
 
+@mirrors_super35("nemo-rl.algorithms.dpo.setup.dpo-runs-without-sequence-packing-reorders")
 def dpo_without_sequence_packing(config: DPOMasterConfigMain) -> Iterator[Issue]:
     """dpo.py, setup: sequence packing reorders a batch's samples too."""
     packing = given(config.policy.sequence_packing, None)
@@ -64,14 +65,15 @@ def dpo_without_sequence_packing(config: DPOMasterConfigMain) -> Iterator[Issue]
         yield Issue(
             "policy.sequence_packing.enabled",
             "DPO's setup refuses it: DPO keeps each chosen response beside its rejected one, and "
-            "sequence packing reorders the samples of a batch ("
-            + _cite("nemo-rl.algorithms.dpo.setup.dpo-runs-without-sequence-packing-reorders")
-            + ")",
+            "sequence packing reorders the samples of a batch",
             value=True,
             hint="set it false",
         )
 
 
+@mirrors_super35(
+    "nemo-rl.algorithms.dpo.add-ref-logprobs-to-data.training-batch-fills-whole-micro-batches"
+)
 def dpo_train_batches_fill_the_micro_batches(config: DPOMasterConfigMain) -> Iterator[Issue]:
     """dpo.py, add_ref_logprobs_to_data: before each training step DPO computes the reference
     policy's logprobs in micro-batches of train_micro_batch_size pairs on each data-parallel rank,
@@ -88,11 +90,7 @@ def dpo_train_batches_fill_the_micro_batches(config: DPOMasterConfigMain) -> Ite
             f"DPO splits each training batch over {layout.dp} data-parallel ranks in "
             f"micro-batches of {mbs} pairs (policy.train_micro_batch_size), so it must be a "
             f"multiple of {layout.dp} x {mbs} = {per_step}; DPO refuses the partial batch at its "
-            "first training step ("
-            + _cite(
-                "nemo-rl.algorithms.dpo.add-ref-logprobs-to-data.training-batch-fills-whole-micro-batches"
-            )
-            + ")",
+            "first training step",
             value=gbs,
             hint=f"a multiple of {per_step}",
         )

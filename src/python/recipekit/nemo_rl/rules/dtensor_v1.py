@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import Check, CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.rules.citation import cite, mirrors
 from recipekit.nemo_rl.schema_super_v3 import Colocation, DTensor, SequencePacking
 
 DTENSOR_CFG = "policy.dtensor_cfg"
@@ -44,6 +44,7 @@ def _nemotron_h(ctx: CheckContext) -> bool:
     return architecture is not None and architecture.mamba is not None
 
 
+@mirrors(v35="nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-packing")
 def context_parallel_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
     """dtensor_policy_worker.py, DTensorPolicyWorkerImpl.__init__: the first DTensor worker does not
     pack sequences at context parallel size above 1."""
@@ -52,17 +53,13 @@ def context_parallel_without_sequence_packing(ctx: CheckContext) -> Iterator[Iss
         yield Issue(
             f"{DTENSOR_CFG}.context_parallel_size",
             "the first DTensor policy worker refuses context parallelism together with "
-            "policy.sequence_packing.enabled when it starts ("
-            + cite(
-                ctx,
-                v35="nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-packing",
-            )
-            + ")",
+            "policy.sequence_packing.enabled when it starts",
             value=cp,
             hint="set it 1, disable sequence packing, or set policy.dtensor_cfg._v2: true",
         )
 
 
+@mirrors(v35="nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-parallelism")
 def context_parallel_without_sequence_parallel(ctx: CheckContext) -> Iterator[Issue]:
     """dtensor_policy_worker.py, DTensorPolicyWorkerImpl.__init__: at context parallel size above 1
     the first DTensor worker takes no sequence parallelism over TP above 1 (NVIDIA-NeMo/RL#659)."""
@@ -73,12 +70,7 @@ def context_parallel_without_sequence_parallel(ctx: CheckContext) -> Iterator[Is
         f"{DTENSOR_CFG}.sequence_parallel",
         f"the first DTensor policy worker refuses it at context_parallel_size = {lay.cp} with "
         f"tensor_parallel_size = {lay.tp}: context and sequence parallelism do not combine "
-        "there ("
-        + cite(
-            ctx,
-            v35="nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-parallelism",
-        )
-        + ")",
+        "there",
         value=True,
         hint="set it false, or context_parallel_size: 1",
     )
@@ -117,6 +109,7 @@ def tensor_parallel_divides_the_heads(ctx: CheckContext) -> Iterator[Issue]:
             return  # the first failed assert stops the worker
 
 
+@mirrors(v35="nemo-rl.dtensor-v1.parallelize-nm5-h.nemotron-h-model-dtensor-plan-takes-no-custom")
 def custom_parallel_plan_not_on_nemotron_h(ctx: CheckContext) -> Iterator[Issue]:
     """parallelize.py, _parallelize_nm5_h: a Nemotron-H model gets NeMo-RL's own plan, which refuses
     a custom one (at every TP size: that plan is picked before TP is looked at)."""
@@ -126,17 +119,13 @@ def custom_parallel_plan_not_on_nemotron_h(ctx: CheckContext) -> Iterator[Issue]
         yield Issue(
             f"{DTENSOR_CFG}.custom_parallel_plan",
             f"{ctx.model.name} is a Nemotron-H model, whose DTensor parallel plan asserts that "
-            "no custom plan is given ("
-            + cite(
-                ctx,
-                v35="nemo-rl.dtensor-v1.parallelize-nm5-h.nemotron-h-model-dtensor-plan-takes-no-custom",
-            )
-            + ")",
+            "no custom plan is given",
             value=plan,
             hint="set it null",
         )
 
 
+@mirrors(v35="nemo-rl.dtensor-v1.init.sequence-parallelism-tp-1-does-nothing")
 def sequence_parallel_needs_tensor_parallel(ctx: CheckContext) -> Iterator[Issue]:
     """dtensor_policy_worker.py, DTensorPolicyWorkerImpl.__init__ (a warning): sequence parallelism
     shards over the TP group, so at TP 1 it does nothing."""
@@ -145,14 +134,13 @@ def sequence_parallel_needs_tensor_parallel(ctx: CheckContext) -> Iterator[Issue
         yield Issue(
             f"{DTENSOR_CFG}.sequence_parallel",
             "has no effect at tensor_parallel_size = 1; the first DTensor policy worker warns "
-            "so when it starts ("
-            + cite(ctx, v35="nemo-rl.dtensor-v1.init.sequence-parallelism-tp-1-does-nothing")
-            + ")",
+            "so when it starts",
             value=True,
             hint="set tensor_parallel_size above 1, or this false",
         )
 
 
+@mirrors(v35="nemo-rl.dtensor-v1.train.emptying-cuda-cache-few-micro-batches")
 def cache_clearing_costs_time(ctx: CheckContext) -> Iterator[Issue]:
     """dtensor_policy_worker.py, DTensorPolicyWorkerImpl.train (a warning): a set
     clear_cache_every_n_steps empties the CUDA cache every that many micro-batches, which the worker
@@ -163,13 +151,15 @@ def cache_clearing_costs_time(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{DTENSOR_CFG}.clear_cache_every_n_steps",
             f"emptying the CUDA cache every {steps} micro-batches slows training down; the "
-            "first DTensor policy worker warns so at every global batch "
-            f"({cite(ctx, v35='nemo-rl.dtensor-v1.train.emptying-cuda-cache-few-micro-batches')})",
+            "first DTensor policy worker warns so at every global batch",
             value=steps,
             hint="leave it null unless memory fragmentation makes training fail",
         )
 
 
+@mirrors(
+    v35="nemo-rl.dtensor-v1.broadcast-weights-for-collective.cpu-offload-generation-gpus-own-moves"
+)
 def cpu_offload_with_separate_generation(ctx: CheckContext) -> Iterator[Issue]:
     """dtensor_policy_worker.py, DTensorPolicyWorkerImpl.broadcast_weights_for_collective (a
     warning): with generation on GPUs of its own and the default refit (vLLM, refit_transport null),
@@ -188,12 +178,7 @@ def cpu_offload_with_separate_generation(ctx: CheckContext) -> Iterator[Issue]:
             f"{DTENSOR_CFG}.cpu_offload",
             "with policy.generation.colocated.enabled false, every refit moves the policy's "
             "weights onto the GPU and back to the CPU; the first DTensor policy worker warns "
-            "so at each refit ("
-            + cite(
-                ctx,
-                v35="nemo-rl.dtensor-v1.broadcast-weights-for-collective.cpu-offload-generation-gpus-own-moves",
-            )
-            + ")",
+            "so at each refit",
             value=True,
             hint="set it false unless the policy does not fit in GPU memory",
         )

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from recipekit.errors import Issue
-from recipekit.nemo_rl.rules.citation import cite_super35
+from recipekit.nemo_rl.rules.citation import mirrors_super35
 from recipekit.nemo_rl.schema_eval import EvalMasterConfig
 
 # The scores eval.py computes (eval.py, setup): the unbiased pass@k and majority-vote cons@k.
 EVAL_METRICS = ("pass@k", "cons@k")
 
 
+@mirrors_super35("nemo-rl.evals.eval.setup.eval-metric-pass-k-cons-k")
 def eval_metric_is_known(config: EvalMasterConfig) -> Iterator[Issue]:
     """eval.py, setup: the metric is pass@k or cons@k."""
     metric = config.eval.metric
@@ -25,14 +26,13 @@ def eval_metric_is_known(config: EvalMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "eval.metric",
             f"NeMo-RL's evaluation scores only {' or '.join(map(repr, EVAL_METRICS))}; its "
-            "setup refuses another metric ("
-            + cite_super35("nemo-rl.evals.eval.setup.eval-metric-pass-k-cons-k")
-            + ")",
+            "setup refuses another metric",
             value=metric,
             hint="pass@k or cons@k",
         )
 
 
+@mirrors_super35("nemo-rl.evals.eval.setup.several-answers-per-prompt-need-positive")
 def repeated_samples_need_sampling(config: EvalMasterConfig) -> Iterator[Issue]:
     """eval.py, setup: several answers per prompt only differ when decoding samples: a positive
     temperature and top_k other than 1."""
@@ -49,14 +49,13 @@ def repeated_samples_need_sampling(config: EvalMasterConfig) -> Iterator[Issue]:
         key,
         f"with eval.num_tests_per_prompt {n} the answers to a prompt must differ, which "
         "greedy decoding cannot give; NeMo-RL's evaluation setup refuses temperature 0 or "
-        "top_k 1 ("
-        + cite_super35("nemo-rl.evals.eval.setup.several-answers-per-prompt-need-positive")
-        + ")",
+        "top_k 1",
         value=value,
         hint=f"{hint}, or eval.num_tests_per_prompt 1",
     )
 
 
+@mirrors_super35("nemo-rl.evals.eval.setup.num-tests-per-prompt-least-k")
 def k_value_within_the_samples(config: EvalMasterConfig) -> Iterator[Issue]:
     """eval.py, setup: pass@k and cons@k draw k of the num_tests_per_prompt answers."""
     n, k = config.eval.num_tests_per_prompt, config.eval.k_value
@@ -64,22 +63,20 @@ def k_value_within_the_samples(config: EvalMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "eval.num_tests_per_prompt",
             f"the metric draws eval.k_value ({k}) of each prompt's answers, so NeMo-RL's "
-            "evaluation setup refuses fewer answers than that ("
-            + cite_super35("nemo-rl.evals.eval.setup.num-tests-per-prompt-least-k")
-            + ")",
+            "evaluation setup refuses fewer answers than that",
             value=n,
             hint=f"at least {k}, or a smaller eval.k_value",
         )
 
 
+@mirrors_super35("nemo-rl.evals.eval.setup.evaluation-generates-vllm")
 def eval_generates_with_vllm(config: EvalMasterConfig) -> Iterator[Issue]:
     """eval.py, setup: evaluation generates with vLLM only."""
     backend = config.generation.backend
     if backend != "vllm":
         yield Issue(
             "generation.backend",
-            f"NeMo-RL's evaluation starts a vLLM engine only; its setup refuses {backend!r} "
-            f"({cite_super35('nemo-rl.evals.eval.setup.evaluation-generates-vllm')})",
+            f"NeMo-RL's evaluation starts a vLLM engine only; its setup refuses {backend!r}",
             value=backend,
             hint="vllm",
         )

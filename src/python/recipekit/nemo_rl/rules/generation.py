@@ -9,7 +9,7 @@ from recipekit.errors import Issue
 from recipekit.markers import UNSET, Marker, given
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.citation import cite, cite_line, on_super35, where
+from recipekit.nemo_rl.rules.citation import cite, cite_line, mirrors, on_super35, where
 
 VLLM = "policy.generation.vllm_cfg"
 NEMO_GYM_PY = "nemo_rl/environments/nemo_gym.py"
@@ -30,6 +30,7 @@ def gym_runner_sets_the_server_on(ctx: CheckContext) -> bool:
     return on_super35(ctx) and ctx.uses_nemo_gym
 
 
+@mirrors(v3="nemo-rl.grpo.v3.nemo-gym-needs-async-engine")
 def nemo_gym_needs_the_async_engine(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, _should_use_nemo_gym (super-v3): Gym's agents call an async engine. super-v3.5's Gym
     runner sets it true first (``nemo_gym_runner_turns_the_server_on``)."""
@@ -39,8 +40,7 @@ def nemo_gym_needs_the_async_engine(ctx: CheckContext) -> Iterator[Issue]:
     if ctx.uses_nemo_gym and vllm is not None and vllm.async_engine is not True:
         yield Issue(
             f"{VLLM}.async_engine",
-            "NeMo-RL refuses NeMo Gym rollouts without an async generation engine "
-            f"({cite(ctx, v3='nemo-rl.grpo.v3.nemo-gym-needs-async-engine')})",
+            "NeMo-RL refuses NeMo Gym rollouts without an async generation engine",
             value=vllm.async_engine,
             hint="set it true",
         )
@@ -97,23 +97,22 @@ def _fp8_kv_cache(ctx: CheckContext) -> bool:
     )
 
 
+@mirrors(
+    v3="nemo-rl.grpo.v3.fp8-kv-cache-needs-megatron", v35="nemo-rl.grpo.fp8-kv-cache-needs-megatron"
+)
 def fp8_kv_cache_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, setup (super-v3 and super-v3.5): no FP8 KV cache with the DTensor backend."""
     if _fp8_kv_cache(ctx) and ctx.config.policy.dtensor_cfg.enabled:
         yield Issue(
             f"{VLLM}.kv_cache_dtype",
-            "NeMo-RL's GRPO setup refuses an FP8 KV cache with policy.dtensor_cfg.enabled "
-            "("
-            + cite(
-                ctx,
-                v3="nemo-rl.grpo.v3.fp8-kv-cache-needs-megatron",
-                v35="nemo-rl.grpo.fp8-kv-cache-needs-megatron",
-            )
-            + ")",
+            "NeMo-RL's GRPO setup refuses an FP8 KV cache with policy.dtensor_cfg.enabled",
             value=ctx.vllm.kv_cache_dtype if ctx.vllm else None,
         )
 
 
+@mirrors(
+    v3="nemo-rl.grpo.v3.fp8-kv-cache-without-async", v35="nemo-rl.grpo.fp8-kv-cache-without-async"
+)
 def fp8_kv_cache_without_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, setup (super-v3 and super-v3.5): no FP8 KV cache with async rollouts."""
     vllm = ctx.vllm
@@ -121,17 +120,12 @@ def fp8_kv_cache_without_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{VLLM}.kv_cache_dtype",
             "NeMo-RL's GRPO setup refuses an FP8 KV cache with async rollouts "
-            "(vllm_cfg.async_engine) ("
-            + cite(
-                ctx,
-                v3="nemo-rl.grpo.v3.fp8-kv-cache-without-async",
-                v35="nemo-rl.grpo.fp8-kv-cache-without-async",
-            )
-            + ")",
+            "(vllm_cfg.async_engine)",
             value=vllm.kv_cache_dtype,
         )
 
 
+@mirrors(v3="nemo-rl.grpo.v3.fp8-kv-cache-needs-pp1", v35="nemo-rl.grpo.fp8-kv-cache-needs-pp1")
 def fp8_kv_cache_needs_one_pipeline_stage(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, setup (super-v3 and super-v3.5): FP8 KV cache scales sync only at PP = 1."""
     m = ctx.megatron
@@ -139,13 +133,7 @@ def fp8_kv_cache_needs_one_pipeline_stage(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.megatron_cfg.pipeline_model_parallel_size",
             "NeMo-RL's GRPO setup refuses an FP8 KV cache in generation unless the Megatron "
-            "policy has one pipeline stage ("
-            + cite(
-                ctx,
-                v3="nemo-rl.grpo.v3.fp8-kv-cache-needs-pp1",
-                v35="nemo-rl.grpo.fp8-kv-cache-needs-pp1",
-            )
-            + ")",
+            "policy has one pipeline stage",
             value=m.pipeline_model_parallel_size,
         )
 
@@ -193,6 +181,10 @@ def _speculative_config(ctx: CheckContext) -> dict[str, object] | None:
     return spec if isinstance(spec, dict) else {}
 
 
+@mirrors(
+    v3="nemo-rl.v3.models.generation.--init--.configure-generation-config.speculative-decoding-makes-vllm-load-full",
+    v35="nemo-rl.models.generation.--init--.configure-generation-config.non-mtp-drafter-no-refit-updates",
+)
 def speculative_decoding_loads_real_weights(ctx: CheckContext) -> Iterator[Issue]:
     """models/generation/__init__.py, configure_generation_config (super-v3 and super-v3.5): a
     warning; a drafter that no refit updates is loaded from the checkpoint, so vLLM starts with
@@ -210,14 +202,7 @@ def speculative_decoding_loads_real_weights(ctx: CheckContext) -> Iterator[Issue
     yield Issue(
         "policy.generation.vllm_kwargs.speculative_config",
         "NeMo-RL sets vllm_cfg.load_format to auto so the drafter is not left with dummy "
-        "weights: vLLM loads the full checkpoint at start-up "
-        "("
-        + cite(
-            ctx,
-            v3="nemo-rl.v3.models.generation.--init--.configure-generation-config.speculative-decoding-makes-vllm-load-full",
-            v35="nemo-rl.models.generation.--init--.configure-generation-config.non-mtp-drafter-no-refit-updates",
-        )
-        + ")",
+        "weights: vLLM loads the full checkpoint at start-up",
         value=spec,
     )
 
@@ -253,6 +238,10 @@ def _vllm_sampling(ctx: CheckContext) -> tuple[int | None, float] | None:
     return top_k, gen.top_p
 
 
+@mirrors(
+    v3="nemo-rl.v3.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-k-null",
+    v35="nemo-rl.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-k-null",
+)
 def vllm_top_k_is_supported(ctx: CheckContext) -> Iterator[Issue]:
     """vllm_generation.py, VllmGeneration.__init__ (super-v3): top_k below 8000 filters tokens whose
     log-probabilities vLLM V1 does not return; on super-v3.5 top_k is -1, null or >= 1."""
@@ -271,19 +260,16 @@ def vllm_top_k_is_supported(ctx: CheckContext) -> Iterator[Issue]:
         return
     yield Issue(
         "policy.generation.top_k",
-        f"NeMo-RL's vLLM generation refuses it: {reason} "
-        "("
-        + cite(
-            ctx,
-            v3="nemo-rl.v3.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-k-null",
-            v35="nemo-rl.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-k-null",
-        )
-        + ")",
+        f"NeMo-RL's vLLM generation refuses it: {reason}",
         value=top_k,
         hint="set it null (no filtering)",
     )
 
 
+@mirrors(
+    v3="nemo-rl.v3.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-p",
+    v35="nemo-rl.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-p",
+)
 def vllm_top_p_is_supported(ctx: CheckContext) -> Iterator[Issue]:
     """vllm_generation.py, VllmGeneration.__init__ (super-v3): top_p below 0.99 filters tokens whose
     log-probabilities vLLM V1 does not return; on super-v3.5 top_p lies in (0, 1]."""
@@ -302,14 +288,7 @@ def vllm_top_p_is_supported(ctx: CheckContext) -> Iterator[Issue]:
         return
     yield Issue(
         "policy.generation.top_p",
-        f"NeMo-RL's vLLM generation refuses it: {reason} "
-        "("
-        + cite(
-            ctx,
-            v3="nemo-rl.v3.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-p",
-            v35="nemo-rl.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-p",
-        )
-        + ")",
+        f"NeMo-RL's vLLM generation refuses it: {reason}",
         value=top_p,
         hint="set it 1.0 (no filtering)",
     )
@@ -320,6 +299,7 @@ def vllm_top_p_is_supported(ctx: CheckContext) -> Iterator[Issue]:
 GYM_PORT_RANGE = (5000, 5999)
 
 
+@mirrors(v35="nemo-rl.environments.nemo-gym.spinup.gym-ports-stay-inside")
 def gym_ports_stay_in_their_range(ctx: CheckContext) -> Iterator[Issue]:
     """nemo_gym.py, NemoGym._spinup (super-v3.5), a printed warning: Gym's ports outside the range
     NeMo-RL leaves them may collide with its own (virtual_cluster.py's port layout)."""
@@ -333,8 +313,7 @@ def gym_ports_stay_in_their_range(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"env.nemo_gym.{key}",
             f"NeMo-RL warns that Gym's port range [{low}, {high}) lies outside the default "
-            f"[{GYM_PORT_RANGE[0]}, {GYM_PORT_RANGE[1]}), where its own ports may collide "
-            f"({cite(ctx, v35='nemo-rl.environments.nemo-gym.spinup.gym-ports-stay-inside')})",
+            f"[{GYM_PORT_RANGE[0]}, {GYM_PORT_RANGE[1]}), where its own ports may collide",
             value=low if key == "port_range_low" else high,
         )
 

@@ -14,7 +14,7 @@ from recipekit.markers import UNSET, Marker, is_set
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.checkpoint_ranking import metric_without_its_source, unranked_saves
-from recipekit.nemo_rl.rules.citation import cite, on_super35
+from recipekit.nemo_rl.rules.citation import cite, mirrors, on_super35
 from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO
 
 # The catalogue ids of the entry points' own rules share these prefixes: each version starts
@@ -59,6 +59,9 @@ def gym_runner_needs_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+@mirrors(
+    v35="nemo-rl.algorithms.grpo.resolve-message-level-advantage-penalties.message-level-advantage-penalties-need-nemo"
+)
 def message_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, _resolve_message_level_advantage_penalties (super-v3.5): only NeMo Gym flags invalid
     tool calls and malformed thinking, so without it these advantages would never apply."""
@@ -69,17 +72,15 @@ def message_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"grpo.{key}",
                 "NeMo-RL's GRPO refuses it without env.should_use_nemo_gym: only NeMo Gym marks "
-                "the messages it penalises ("
-                + cite(
-                    ctx,
-                    v35="nemo-rl.algorithms.grpo.resolve-message-level-advantage-penalties.message-level-advantage-penalties-need-nemo",
-                )
-                + ")",
+                "the messages it penalises",
                 value=value,
             )
             return
 
 
+@mirrors(
+    v35="nemo-rl.algorithms.grpo.validate-multimodal-dedup-capability.multimodal-de-duplication-qualified-vllm-only"
+)
 def multimodal_dedup_needs_vllm(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, _validate_multimodal_dedup_capability (super-v3.5): de-duplicated multimodal data is
     qualified on vLLM only."""
@@ -89,16 +90,14 @@ def multimodal_dedup_needs_vllm(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "grpo.deduplicate_multimodal_data",
             f"NeMo-RL's GRPO setup refuses it with policy.generation.backend {gen.backend!r}: "
-            "it is qualified only with vLLM ("
-            + cite(
-                ctx,
-                v35="nemo-rl.algorithms.grpo.validate-multimodal-dedup-capability.multimodal-de-duplication-qualified-vllm-only",
-            )
-            + ")",
+            "it is qualified only with vLLM",
             value=True,
         )
 
 
+@mirrors(
+    v35="nemo-rl.algorithms.grpo.validate-multimodal-dedup-capability.multimodal-de-duplication-needs-data-plane"
+)
 def multimodal_dedup_needs_data_plane_off(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, _validate_multimodal_dedup_capability (super-v3.5): de-duplicated multimodal data
     does not travel through the data plane's TransferQueue store (``data_plane`` is a key of the
@@ -109,13 +108,7 @@ def multimodal_dedup_needs_data_plane_off(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "data_plane.enabled",
             "NeMo-RL's GRPO setup refuses it with grpo.deduplicate_multimodal_data: "
-            "de-duplication is supported only without the data plane "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.algorithms.grpo.validate-multimodal-dedup-capability.multimodal-de-duplication-needs-data-plane",
-            )
-            + ")",
+            "de-duplication is supported only without the data plane",
             value=True,
             hint="set data_plane.enabled false, or deduplicate_multimodal_data false",
         )
@@ -157,6 +150,10 @@ def checkpoint_saved_without_its_validation_metric(ctx: CheckContext) -> Iterato
     yield from unranked_saves(ctx.config.checkpointing, grpo, "grpo", "NeMo-RL", line)
 
 
+@mirrors(
+    v3="nemo-rl.v3.algorithms.reward-functions.apply-reward-shaping.dapo-reward-shaping-needs-three-lengths",
+    v35="nemo-rl.reward-shaping.dapo-needs-its-lengths",
+)
 def dapo_reward_shaping_needs_its_lengths(ctx: CheckContext) -> Iterator[Issue]:
     """reward_functions.py, apply_reward_shaping (super-v3 and super-v3.5): the only shaping besides
     the stop-properly penalty is DAPO's overlong penalty, which needs all three of its values."""
@@ -171,18 +168,12 @@ def dapo_reward_shaping_needs_its_lengths(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"grpo.reward_shaping.{key}",
                 "NeMo-RL's reward shaping refuses a missing one: enabled shaping without "
-                "stop_properly_penalty_coef is DAPO's overlong penalty, which needs it "
-                "("
-                + cite(
-                    ctx,
-                    v3="nemo-rl.v3.algorithms.reward-functions.apply-reward-shaping.dapo-reward-shaping-needs-three-lengths",
-                    v35="nemo-rl.reward-shaping.dapo-needs-its-lengths",
-                )
-                + ")",
+                "stop_properly_penalty_coef is DAPO's overlong penalty, which needs it",
                 hint="set it, or disable grpo.reward_shaping",
             )
 
 
+@mirrors(v35="nemo-rl.algorithms.grpo.grpo-train.several-dataloaders-ignore-max-num-epochs")
 def multiple_dataloaders_ignore_max_num_epochs(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, grpo_train (super-v3.5): several dataloaders cycle without end, so only
     max_num_steps stops training."""
@@ -190,16 +181,15 @@ def multiple_dataloaders_ignore_max_num_epochs(ctx: CheckContext) -> Iterator[Is
         yield Issue(
             "grpo.max_num_epochs",
             "NeMo-RL ignores it with data.use_multiple_dataloader: the dataloaders never run "
-            "out, so only grpo.max_num_steps ends training ("
-            + cite(
-                ctx,
-                v35="nemo-rl.algorithms.grpo.grpo-train.several-dataloaders-ignore-max-num-epochs",
-            )
-            + ")",
+            "out, so only grpo.max_num_steps ends training",
             value=ctx.config.grpo.max_num_epochs,
         )
 
 
+@mirrors(
+    v3="nemo-rl.v3.algorithms.reward-functions.apply-reward-shaping.stop-properly-penalty-dapo-overlong-settings",
+    v35="nemo-rl.algorithms.reward-functions.apply-reward-shaping.stop-properly-penalty-dapo-overlong-settings",
+)
 def stop_properly_penalty_ignores_dapo_lengths(ctx: CheckContext) -> Iterator[Issue]:
     """reward_functions.py, apply_reward_shaping (both versions), a printed warning: with the
     stop-properly penalty, DAPO's overlong settings are not read."""
@@ -218,13 +208,7 @@ def stop_properly_penalty_ignores_dapo_lengths(ctx: CheckContext) -> Iterator[Is
         yield Issue(
             f"grpo.reward_shaping.{ignored[0]}",
             "NeMo-RL warns that with stop_properly_penalty_coef set it ignores DAPO's "
-            f"{', '.join(ignored)} ("
-            + cite(
-                ctx,
-                v3="nemo-rl.v3.algorithms.reward-functions.apply-reward-shaping.stop-properly-penalty-dapo-overlong-settings",
-                v35="nemo-rl.algorithms.reward-functions.apply-reward-shaping.stop-properly-penalty-dapo-overlong-settings",
-            )
-            + ")",
+            f"{', '.join(ignored)}",
             hint="set grpo.reward_shaping.stop_properly_penalty_coef null for DAPO's overlong "
             "penalty, or leave these out",
         )
@@ -240,6 +224,7 @@ REWARD_PENALTY_FLAGS = (
 )
 
 
+@mirrors(v35="nemo-rl.algorithms.grpo.validate-reward-penalties.reward-penalties-run-nemo-gym-path")
 def reward_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, _raise_if_reward_penalties_enabled_without_nemo_gym (super-v3.5): the reward-zeroing
     penalties run in NeMo Gym's rollouts only, so GRPO setup refuses them on the native generation
@@ -252,12 +237,7 @@ def reward_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(
                 f"reward_penalties.{flag}",
                 "NeMo-RL's GRPO setup refuses it without env.should_use_nemo_gym: the reward "
-                "penalties run on the NeMo Gym path only ("
-                + cite(
-                    ctx,
-                    v35="nemo-rl.algorithms.grpo.validate-reward-penalties.reward-penalties-run-nemo-gym-path",
-                )
-                + ")",
+                "penalties run on the NeMo Gym path only",
                 value=True,
             )
             return
@@ -267,6 +247,9 @@ def reward_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
 GRPO_ADV_ESTIMATORS = ("gdpo", "grpo", "opd", "reinforce_plus_plus")
 
 
+@mirrors(
+    v35="nemo-rl.algorithms.grpo.create-advantage-estimator.grpo-builds-gdpo-grpo-opd-reinforce"
+)
 def grpo_adv_estimator_is_one_grpo_builds(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, _create_advantage_estimator (super-v3.5): main's schema also names gae, which only
     PPO builds."""
@@ -278,13 +261,7 @@ def grpo_adv_estimator_is_one_grpo_builds(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "grpo.adv_estimator.name",
             "NeMo-RL's GRPO refuses it: it builds the "
-            f"{', '.join(GRPO_ADV_ESTIMATORS)} advantage estimators only "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.algorithms.grpo.create-advantage-estimator.grpo-builds-gdpo-grpo-opd-reinforce",
-            )
-            + ")",
+            f"{', '.join(GRPO_ADV_ESTIMATORS)} advantage estimators only",
             value=name,
             hint="gae is PPO's (examples/run_ppo.py)",
         )

@@ -9,7 +9,7 @@ from recipekit.errors import Issue
 from recipekit.markers import Marker, given
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.citation import cite, on_super35, where
+from recipekit.nemo_rl.rules.citation import cite, mirrors, on_super35, where
 from recipekit.nemo_rl.schema_super_v3 import SequencePacking
 
 LOSS = "loss_fn"
@@ -19,6 +19,7 @@ def fused_linear_logprobs(ctx: CheckContext) -> bool:
     return ctx.megatron is not None and value_of(ctx.megatron, "use_fused_linear_logprobs") is True
 
 
+@mirrors(v35="nemo-rl.grpo.fused-logprobs-without-packing")
 def fused_logprobs_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, setup (super-v3.5): the fused linear log-probabilities are not validated with
     packed sequences (labels would roll across sequence boundaries)."""
@@ -27,14 +28,13 @@ def fused_logprobs_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue
         yield Issue(
             "policy.megatron_cfg.use_fused_linear_logprobs",
             "NeMo-RL's GRPO setup refuses it with policy.sequence_packing.enabled: the fused path "
-            "does not support sequence packing ("
-            + cite(ctx, v35="nemo-rl.grpo.fused-logprobs-without-packing")
-            + ")",
+            "does not support sequence packing",
             value=True,
             hint="set it false, or disable sequence packing",
         )
 
 
+@mirrors(v35="nemo-rl.grpo.fused-logprobs-without-sampling-filter")
 def fused_logprobs_without_sampling_filter(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, setup (super-v3.5): the fused path reads unfiltered logits, so training-time
     top-k / top-p filtering cannot apply."""
@@ -49,12 +49,15 @@ def fused_logprobs_without_sampling_filter(ctx: CheckContext) -> Iterator[Issue]
             "policy.megatron_cfg.use_fused_linear_logprobs",
             f"NeMo-RL's GRPO setup refuses it with policy.generation.{key} = "
             f"{getattr(gen, key)!r}: the fused path computes log-probabilities from unfiltered "
-            f"logits ({cite(ctx, v35='nemo-rl.grpo.fused-logprobs-without-sampling-filter')})",
+            f"logits",
             value=True,
             hint="set it false, or policy.generation.top_k null and top_p 1.0",
         )
 
 
+@mirrors(
+    v3="nemo-rl.grpo.v3.force-on-policy-one-batch", v35="nemo-rl.grpo.force-on-policy-one-batch"
+)
 def force_on_policy_ratio_takes_one_batch_per_step(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, setup (super-v3 and super-v3.5): forcing the on-policy ratio needs the whole
     step in one global batch."""
@@ -67,18 +70,15 @@ def force_on_policy_ratio_takes_one_batch_per_step(ctx: CheckContext) -> Iterato
         yield Issue(
             "policy.train_global_batch_size",
             f"NeMo-RL's GRPO setup refuses it with loss_fn.force_on_policy_ratio: it must equal "
-            f"num_prompts_per_step x num_generations_per_prompt = {samples} "
-            "("
-            + cite(
-                ctx,
-                v3="nemo-rl.grpo.v3.force-on-policy-one-batch",
-                v35="nemo-rl.grpo.force-on-policy-one-batch",
-            )
-            + ")",
+            f"num_prompts_per_step x num_generations_per_prompt = {samples}",
             value=gbs,
         )
 
 
+@mirrors(
+    v3="nemo-rl.grpo.v3.skipped-reference-logprobs-need-zero-kl",
+    v35="nemo-rl.grpo.skipped-reference-logprobs-need-zero-kl",
+)
 def skipped_reference_logprobs_need_zero_kl(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, grpo_train (super-v3, at the start of training) and setup (super-v3.5): without
     the reference policy's log-probabilities there is no KL term to weigh."""
@@ -89,13 +89,7 @@ def skipped_reference_logprobs_need_zero_kl(ctx: CheckContext) -> Iterator[Issue
             "loss_fn.reference_policy_kl_penalty",
             "NeMo-RL's GRPO refuses a KL penalty when "
             "grpo.skip_reference_policy_logprobs_calculation is true: the reference "
-            "log-probabilities are never computed ("
-            + cite(
-                ctx,
-                v3="nemo-rl.grpo.v3.skipped-reference-logprobs-need-zero-kl",
-                v35="nemo-rl.grpo.skipped-reference-logprobs-need-zero-kl",
-            )
-            + ")",
+            "log-probabilities are never computed",
             value=penalty,
             hint="set it to 0, or compute the reference log-probabilities",
         )
@@ -110,6 +104,7 @@ def _zeroes_prev_logprobs(ctx: CheckContext) -> bool:
     return forced and (threshold is None or isinstance(threshold, Marker))
 
 
+@mirrors(v35="nemo-rl.grpo.kl-in-reward-needs-prev-logprobs")
 def kl_in_reward_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, _validate_use_kl_in_reward_compat (super-v3.5): a KL term in the reward against
     zeroed log-probabilities corrupts the advantage."""
@@ -121,7 +116,7 @@ def kl_in_reward_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
             "loss_fn.force_on_policy_ratio",
             "NeMo-RL's GRPO setup refuses it with loss_fn.use_kl_in_reward and a KL penalty "
             "unless grpo.seq_logprob_error_threshold is set: the student's log-probabilities "
-            f"would be zeros ({cite(ctx, v35='nemo-rl.grpo.kl-in-reward-needs-prev-logprobs')})",
+            "would be zeros",
             value=True,
         )
 
@@ -199,6 +194,10 @@ def _tis_key(ctx: CheckContext) -> str:
     return f"{LOSS}.truncated_importance_sampling_{name}"
 
 
+@mirrors(
+    v3="nemo-rl.loss.v3.sequence-level-ratios-exclude-token-level-loss",
+    v35="nemo-rl.loss.sequence-level-ratios-exclude-token-level-loss",
+)
 def sequence_level_ratios_exclude_token_level_loss(ctx: CheckContext) -> Iterator[Issue]:
     """loss_functions.py, ClippedPGLossFn.__init__ (both versions): GSPO's
     sequence-level importance ratios go with a sequence-level loss."""
@@ -209,13 +208,7 @@ def sequence_level_ratios_exclude_token_level_loss(ctx: CheckContext) -> Iterato
             f"{LOSS}.sequence_level_importance_ratios",
             "NeMo-RL's ClippedPGLossFn refuses it with loss_fn.token_level_loss true: "
             '"sequence-level importance sampling (e.g. GSPO) is mutually exclusive with '
-            'token-level loss" ('
-            + cite(
-                ctx,
-                v3="nemo-rl.loss.v3.sequence-level-ratios-exclude-token-level-loss",
-                v35="nemo-rl.loss.sequence-level-ratios-exclude-token-level-loss",
-            )
-            + ")",
+            'token-level loss"',
             value=True,
             hint="set loss_fn.token_level_loss false (GSPO), or this key false",
         )
@@ -299,6 +292,10 @@ def cispo_needs_token_level_loss(ctx: CheckContext) -> Iterator[Issue]:
     )
 
 
+@mirrors(
+    v3="nemo-rl.loss.v3.truncated-is-needs-is-correction",
+    v35="nemo-rl.loss.truncated-is-needs-is-correction",
+)
 def truncated_is_needs_is_correction(ctx: CheckContext) -> Iterator[Issue]:
     """loss_functions.py, ClippedPGLossFn.__init__ (both versions): truncation
     bounds the importance weights, which exist only with the correction on."""
@@ -311,19 +308,15 @@ def truncated_is_needs_is_correction(ctx: CheckContext) -> Iterator[Issue]:
             key,
             "NeMo-RL's ClippedPGLossFn refuses it with "
             f"{LOSS}.use_importance_sampling_correction false: truncated importance sampling "
-            '"is only supported when use_importance_sampling_correction is True" '
-            "("
-            + cite(
-                ctx,
-                v3="nemo-rl.loss.v3.truncated-is-needs-is-correction",
-                v35="nemo-rl.loss.truncated-is-needs-is-correction",
-            )
-            + ")",
+            '"is only supported when use_importance_sampling_correction is True"',
             value=_loss(ctx, key.rpartition(".")[2], None),
             hint=f"set {LOSS}.use_importance_sampling_correction true, or this key null",
         )
 
 
+@mirrors(
+    v3="nemo-rl.loss.v3.truncated-is-ratio-positive", v35="nemo-rl.loss.truncated-is-ratio-positive"
+)
 def truncated_is_ratio_is_positive(ctx: CheckContext) -> Iterator[Issue]:
     """loss_functions.py, ClippedPGLossFn.__init__ (both versions; on super-v3.5 a type
     without a ratio fails it too): the truncation bound is a positive ratio."""
@@ -335,18 +328,14 @@ def truncated_is_ratio_is_positive(ctx: CheckContext) -> Iterator[Issue]:
             f"{LOSS}.truncated_importance_sampling_ratio",
             "NeMo-RL's ClippedPGLossFn refuses it: "
             '"truncated_importance_sampling_ratio should be positive"'
-            + (f" once {LOSS}.truncated_importance_sampling_type is set" if on_super35(ctx) else "")
-            + " ("
-            + cite(
-                ctx,
-                v3="nemo-rl.loss.v3.truncated-is-ratio-positive",
-                v35="nemo-rl.loss.truncated-is-ratio-positive",
-            )
-            + ")",
+            + (
+                f" once {LOSS}.truncated_importance_sampling_type is set" if on_super35(ctx) else ""
+            ),
             value=ratio,
         )
 
 
+@mirrors(v3="nemo-rl.loss.v3.truncated-is-type-known")
 def truncated_is_names_its_type(ctx: CheckContext) -> Iterator[Issue]:
     """loss_functions.py, ClippedPGLossFn.__init__ (super-v3): a ratio without a type fails the type
     check (the schema refuses any other value than the three types)."""
@@ -357,13 +346,12 @@ def truncated_is_names_its_type(ctx: CheckContext) -> Iterator[Issue]:
             f"{LOSS}.truncated_importance_sampling_type",
             f"NeMo-RL's ClippedPGLossFn refuses it unset with {LOSS}."
             'truncated_importance_sampling_ratio set: "truncated_importance_sampling_type must '
-            "be 'tis', 'icepop', or 'seq-mask-tis'\" ("
-            + cite(ctx, v3="nemo-rl.loss.v3.truncated-is-type-known")
-            + ")",
+            "be 'tis', 'icepop', or 'seq-mask-tis'\"",
             value=None,
         )
 
 
+@mirrors(v35="nemo-rl.loss.truncated-is-min-within-ratio")
 def truncated_is_min_within_ratio(ctx: CheckContext) -> Iterator[Issue]:
     """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): the lower bound is at most the
     upper one."""
@@ -377,13 +365,12 @@ def truncated_is_min_within_ratio(ctx: CheckContext) -> Iterator[Issue]:
             "NeMo-RL's ClippedPGLossFn refuses it above "
             f"{LOSS}.truncated_importance_sampling_ratio "
             f'({high!r}): "truncated_importance_sampling_ratio_min must be <= '
-            'truncated_importance_sampling_ratio" ('
-            + cite(ctx, v35="nemo-rl.loss.truncated-is-min-within-ratio")
-            + ")",
+            'truncated_importance_sampling_ratio"',
             value=low,
         )
 
 
+@mirrors(v35="nemo-rl.loss.filtering-tis-needs-its-min")
 def filtering_tis_needs_its_min(ctx: CheckContext) -> Iterator[Issue]:
     """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): ICE-POP and seq-mask-tis keep
     what lies between two bounds, so both are needed."""
@@ -394,12 +381,15 @@ def filtering_tis_needs_its_min(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{LOSS}.truncated_importance_sampling_ratio_min",
             "NeMo-RL's ClippedPGLossFn refuses it unset: it \"should be set when "
-            "truncated_importance_sampling_type is 'icepop' or 'seq-mask-tis'\" "
-            f"({cite(ctx, v35='nemo-rl.loss.filtering-tis-needs-its-min')})",
+            "truncated_importance_sampling_type is 'icepop' or 'seq-mask-tis'\"",
             value=None,
         )
 
 
+@mirrors(
+    v3="nemo-rl.loss.v3.seq-mask-tis-excludes-sequence-level-ratios",
+    v35="nemo-rl.loss.seq-mask-tis-excludes-sequence-level-ratios",
+)
 def seq_mask_tis_excludes_sequence_level_ratios(ctx: CheckContext) -> Iterator[Issue]:
     """loss_functions.py, ClippedPGLossFn.__init__ (both versions): seq-mask-tis
     masks whole sequences but corrects token by token."""
@@ -412,17 +402,12 @@ def seq_mask_tis_excludes_sequence_level_ratios(ctx: CheckContext) -> Iterator[I
             f"{LOSS}.sequence_level_importance_ratios",
             "NeMo-RL's ClippedPGLossFn refuses it with truncated_importance_sampling_type "
             "'seq-mask-tis': \"seq-mask-tis uses token-level IS correction with sequence-level "
-            'masking" ('
-            + cite(
-                ctx,
-                v3="nemo-rl.loss.v3.seq-mask-tis-excludes-sequence-level-ratios",
-                v35="nemo-rl.loss.seq-mask-tis-excludes-sequence-level-ratios",
-            )
-            + ")",
+            'masking"',
             value=True,
         )
 
 
+@mirrors(v3="nemo-rl.loss.v3.dual-clip-above-one", v35="nemo-rl.loss.dual-clip-above-one")
 def dual_clip_bound_above_one(ctx: CheckContext) -> Iterator[Issue]:
     """loss_functions.py, ClippedPGLossFn.__call__ (both versions): the dual-clip
     bound is a lower bound on the ratio, asserted on every training step's first batch."""
@@ -431,19 +416,13 @@ def dual_clip_bound_above_one(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{LOSS}.ratio_clip_c",
             "NeMo-RL's ClippedPGLossFn refuses it on the first training step: "
-            '"ratio_clip_c must exceed 1 representing a lower bound of the ratios" '
-            "("
-            + cite(
-                ctx,
-                v3="nemo-rl.loss.v3.dual-clip-above-one",
-                v35="nemo-rl.loss.dual-clip-above-one",
-            )
-            + ")",
+            '"ratio_clip_c must exceed 1 representing a lower bound of the ratios"',
             value=bound,
             hint="set it above 1 (3 is usual), or null to turn dual clipping off",
         )
 
 
+@mirrors(v3="nemo-rl.loss.v3.truncation-settings-ignored-without-ratio")
 def truncation_settings_ignored_without_ratio(ctx: CheckContext) -> Iterator[Issue]:
     """loss_functions.py, ClippedPGLossFn.__init__ (super-v3, a printed warning): without a
     ratio the truncation's type and lower bound do nothing."""
@@ -461,9 +440,7 @@ def truncation_settings_ignored_without_ratio(ctx: CheckContext) -> Iterator[Iss
         yield Issue(
             f"{LOSS}.{ignored[0]}",
             "NeMo-RL warns that truncated_importance_sampling_ratio is not set, so it ignores "
-            f"{', '.join(ignored)} ("
-            + cite(ctx, v3="nemo-rl.loss.v3.truncation-settings-ignored-without-ratio")
-            + ")",
+            f"{', '.join(ignored)}",
             value=_loss(ctx, ignored[0], None),
             hint=f"set {LOSS}.truncated_importance_sampling_ratio to truncate, or these null",
         )

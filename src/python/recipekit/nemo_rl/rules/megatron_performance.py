@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.rules.citation import mirrors
 
 MEGATRON = "policy.megatron_cfg"
 # The offloadable modules that exist only in MoE layers (setup.py, _apply_performance_config's
@@ -28,6 +28,9 @@ def _offloaded_modules(ctx: CheckContext) -> tuple[str, ...] | None:
     return modules if isinstance(modules, tuple) else ()
 
 
+@mirrors(
+    v35="nemo-rl.models.megatron.setup.apply-performance-config.fine-grained-activation-offloading-lists-modules"
+)
 def activation_offloading_names_its_modules(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, _apply_performance_config (super-v3.5): fine-grained activation offloading needs a
     non-empty list of the modules to offload."""
@@ -35,16 +38,14 @@ def activation_offloading_names_its_modules(ctx: CheckContext) -> Iterator[Issue
         yield Issue(
             f"{MEGATRON}.offload_modules",
             "NeMo-RL's Megatron setup refuses fine_grained_activation_offloading without a "
-            "non-empty list of modules to offload ("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.megatron.setup.apply-performance-config.fine-grained-activation-offloading-lists-modules",
-            )
-            + ")",
+            "non-empty list of modules to offload",
             hint="list the modules, or set fine_grained_activation_offloading false",
         )
 
 
+@mirrors(
+    v35="nemo-rl.models.megatron.setup.apply-performance-config.moe-only-offload-module-needs-moe"
+)
 def moe_only_offload_modules_need_moe_model(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, _apply_performance_config (super-v3.5): the expert modules exist only in a MoE
     model."""
@@ -54,17 +55,15 @@ def moe_only_offload_modules_need_moe_model(ctx: CheckContext) -> Iterator[Issue
         yield Issue(
             f"{MEGATRON}.offload_modules",
             f"NeMo-RL's Megatron setup refuses {', '.join(moe_only)} on {ctx.model.name}, a "
-            "dense model: they are MoE-only modules ("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.megatron.setup.apply-performance-config.moe-only-offload-module-needs-moe",
-            )
-            + ")",
+            "dense model: they are MoE-only modules",
             value=list(modules),
             hint=f"drop {', '.join(moe_only)}",
         )
 
 
+@mirrors(
+    v35="nemo-rl.models.policy.workers.megatron-policy-worker.init.full-iteration-cuda-graphs-turn-nan"
+)
 def full_iteration_cuda_graph_skips_nan_check(ctx: CheckContext) -> Iterator[Issue]:
     """megatron_policy_worker.py, MegatronPolicyWorkerImpl.__init__ (super-v3.5): a graph of the
     whole iteration cannot stop at a NaN loss, so NeMo-RL turns Megatron's NaN-in-loss check off."""
@@ -72,13 +71,7 @@ def full_iteration_cuda_graph_skips_nan_check(ctx: CheckContext) -> Iterator[Iss
         yield Issue(
             f"{MEGATRON}.cuda_graph_impl",
             "NeMo-RL's Megatron worker warns and disables check_for_nan_in_loss: a "
-            "full-iteration CUDA graph cannot be interrupted, so a NaN loss goes unnoticed "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.policy.workers.megatron-policy-worker.init.full-iteration-cuda-graphs-turn-nan",
-            )
-            + ")",
+            "full-iteration CUDA graph cannot be interrupted, so a NaN loss goes unnoticed",
             value="full_iteration",
         )
 

@@ -9,7 +9,7 @@ from recipekit.errors import Issue
 from recipekit.markers import UNSET, Marker
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.rules.citation import cite, mirrors
 from recipekit.nemo_rl.rules.loss import fused_linear_logprobs
 from recipekit.nemo_rl.rules.megatron_peft import enabled_peft
 from recipekit.nemo_rl.schema_super_v3 import FP8, Colocation
@@ -69,6 +69,10 @@ def precision_aware_optimizer_states_fp16(ctx: CheckContext) -> Iterator[Issue]:
     )
 
 
+@mirrors(
+    v3="nemo-rl.v3.models.megatron.setup.validate-dtype-config.float32-policy-optimizer-has-bf16-fp16",
+    v35="nemo-rl.models.megatron.setup.validate-dtype-config.float32-policy-optimizer-has-bf16-fp16",
+)
 def float32_optimizer_takes_no_half_flags(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, _validate_dtype_config (super-v3 and super-v3.5): a float32 policy's optimizer is
     float32."""
@@ -79,14 +83,7 @@ def float32_optimizer_takes_no_half_flags(ctx: CheckContext) -> Iterator[Issue]:
         if getattr(m.optimizer, flag) is True:
             yield Issue(
                 f"{OPTIMIZER}.{flag}",
-                "NeMo-RL's Megatron setup refuses it with policy.precision float32 "
-                "("
-                + cite(
-                    ctx,
-                    v3="nemo-rl.v3.models.megatron.setup.validate-dtype-config.float32-policy-optimizer-has-bf16-fp16",
-                    v35="nemo-rl.models.megatron.setup.validate-dtype-config.float32-policy-optimizer-has-bf16-fp16",
-                )
-                + ")",
+                "NeMo-RL's Megatron setup refuses it with policy.precision float32",
                 value=True,
                 hint="set it false",
             )
@@ -135,6 +132,9 @@ def fp8_param_may_give_nan(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+@mirrors(
+    v35="nemo-rl.models.megatron.setup.validate-optimizer-config.cpu-offloaded-optimizer-needs-distributed-optimizer"
+)
 def cpu_offload_needs_distributed_optimizer(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, _validate_optimizer_config (super-v3.5): the offloaded optimizer is the distributed
     one."""
@@ -146,18 +146,15 @@ def cpu_offload_needs_distributed_optimizer(ctx: CheckContext) -> Iterator[Issue
     ):
         yield Issue(
             f"{OPTIMIZER}.use_distributed_optimizer",
-            "NeMo-RL's Megatron setup refuses it false with optimizer_cpu_offload "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.megatron.setup.validate-optimizer-config.cpu-offloaded-optimizer-needs-distributed-optimizer",
-            )
-            + ")",
+            "NeMo-RL's Megatron setup refuses it false with optimizer_cpu_offload",
             value=False,
             hint="set it true, or optimizer_cpu_offload false",
         )
 
 
+@mirrors(
+    v35="nemo-rl.models.megatron.setup.validate-optimizer-config.overlapped-host-copies-need-cpu-offloaded"
+)
 def d2h_overlap_needs_cpu_offload(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, _validate_optimizer_config (super-v3.5): overlapping host copies needs an optimizer
     on the host."""
@@ -167,17 +164,14 @@ def d2h_overlap_needs_cpu_offload(ctx: CheckContext) -> Iterator[Issue]:
     if not m.optimizer.optimizer_cpu_offload:
         yield Issue(
             f"{OPTIMIZER}.overlap_cpu_optimizer_d2h_h2d",
-            "NeMo-RL's Megatron setup refuses it without optimizer_cpu_offload "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.megatron.setup.validate-optimizer-config.overlapped-host-copies-need-cpu-offloaded",
-            )
-            + ")",
+            "NeMo-RL's Megatron setup refuses it without optimizer_cpu_offload",
             value=True,
         )
 
 
+@mirrors(
+    v35="nemo-rl.models.megatron.setup.apply-parallelism-config.context-parallelism-excludes-fused-linear-logprobs"
+)
 def fused_logprobs_without_context_parallel(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, _apply_parallelism_config (super-v3.5): the linear cross-entropy fusion does not
     split over CP."""
@@ -186,17 +180,14 @@ def fused_logprobs_without_context_parallel(ctx: CheckContext) -> Iterator[Issue
         yield Issue(
             f"{MEGATRON}.use_fused_linear_logprobs",
             f"NeMo-RL's Megatron setup refuses it with context_parallel_size = "
-            f"{m.context_parallel_size}: the fused loss does not support context parallelism "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.megatron.setup.apply-parallelism-config.context-parallelism-excludes-fused-linear-logprobs",
-            )
-            + ")",
+            f"{m.context_parallel_size}: the fused loss does not support context parallelism",
             value=True,
         )
 
 
+@mirrors(
+    v35="nemo-rl.models.megatron.setup.create-megatron-config.fused-linear-logprobs-exclude-overlapped-parameter"
+)
 def fused_logprobs_without_param_gather_overlap(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, _create_megatron_config (super-v3.5): the fused path skips the output layer's
     forward, which the overlapped parameter gather waits on."""
@@ -207,13 +198,7 @@ def fused_logprobs_without_param_gather_overlap(ctx: CheckContext) -> Iterator[I
         yield Issue(
             f"{MEGATRON}.use_fused_linear_logprobs",
             "NeMo-RL's Megatron setup refuses it with distributed_data_parallel_config."
-            "overlap_param_gather: the fused forward leaves a parameter gather pending "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.megatron.setup.create-megatron-config.fused-linear-logprobs-exclude-overlapped-parameter",
-            )
-            + ")",
+            "overlap_param_gather: the fused forward leaves a parameter gather pending",
             value=True,
             hint="set one of them false",
         )
@@ -241,6 +226,9 @@ def _colocated_reshard(ctx: CheckContext) -> bool:
     return differs or not isinstance(impl, Marker) or m.context_parallel_size > 1
 
 
+@mirrors(
+    v35="nemo-rl.models.megatron.setup.setup-model-and-optimizer.colocated-megatron-reshard-excludes-draft-model"
+)
 def colocated_reshard_without_draft(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, setup_model_and_optimizer (super-v3.5): resharding into a separate inference model
     does not carry a draft model."""
@@ -248,18 +236,15 @@ def colocated_reshard_without_draft(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.draft.enabled",
             "NeMo-RL's Megatron setup refuses a draft model when colocated Megatron generation "
-            "runs another layout than training (it reshards into a second model) "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.megatron.setup.setup-model-and-optimizer.colocated-megatron-reshard-excludes-draft-model",
-            )
-            + ")",
+            "runs another layout than training (it reshards into a second model)",
             value=True,
             hint="give mcore_generation_config training's layout, or disable the draft",
         )
 
 
+@mirrors(
+    v35="nemo-rl.models.megatron.setup.setup-model-and-optimizer.colocated-megatron-reshard-excludes-peft"
+)
 def colocated_reshard_without_peft(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, setup_model_and_optimizer (super-v3.5): resharding into a separate inference model
     does not carry LoRA adapters."""
@@ -267,13 +252,7 @@ def colocated_reshard_without_peft(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.megatron_cfg.peft.enabled",
             "NeMo-RL's Megatron setup refuses PEFT when colocated Megatron generation runs "
-            "another layout than training (it reshards into a second model) "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.megatron.setup.setup-model-and-optimizer.colocated-megatron-reshard-excludes-peft",
-            )
-            + ")",
+            "another layout than training (it reshards into a second model)",
             value=True,
             hint="give mcore_generation_config training's layout, or disable peft",
         )

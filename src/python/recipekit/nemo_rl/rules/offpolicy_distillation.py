@@ -22,7 +22,7 @@ from recipekit.nemo_rl.rules.checkpoint_ranking import (
     resolved_loop,
     unranked_saves,
 )
-from recipekit.nemo_rl.rules.citation import cite_super35, cite_super35_line
+from recipekit.nemo_rl.rules.citation import cite_super35, cite_super35_line, mirrors_super35
 from recipekit.nemo_rl.rules.generation_split import (
     SplitRules,
     non_colocated_generation,
@@ -48,6 +48,9 @@ WHO = "NeMo-RL's distillation"
 # --- distillation.py's setup --------------------------------------------------------------------
 
 
+@mirrors_super35(
+    "nemo-rl.algorithms.distillation.setup.distillation-needs-generation-section-student"
+)
 def distillation_needs_a_generation_config(config: DistillationMasterConfigMain) -> Iterator[Issue]:
     """distillation.py, setup: the student samples its own responses, so it needs a generation
     section."""
@@ -55,15 +58,14 @@ def distillation_needs_a_generation_config(config: DistillationMasterConfigMain)
         yield Issue(
             "policy.generation",
             "NeMo-RL's distillation refuses a student without one: the student generates the "
-            "responses the teacher scores ("
-            + cite_super35(
-                "nemo-rl.algorithms.distillation.setup.distillation-needs-generation-section-student"
-            )
-            + ")",
+            "responses the teacher scores",
             hint="give the policy a generation section",
         )
 
 
+@mirrors_super35(
+    "nemo-rl.algorithms.distillation.setup.vllm-generation-refits-without-remote-sparse"
+)
 def distillation_refits_without_sparse_transport(
     config: DistillationMasterConfigMain,
 ) -> Iterator[Issue]:
@@ -76,17 +78,13 @@ def distillation_refits_without_sparse_transport(
     if transport in SPARSE_REFIT_TRANSPORTS:
         yield Issue(
             "policy.generation.refit_transport",
-            "remote sparse refit is implemented for GRPO only; distillation's setup refuses it "
-            "("
-            + cite_super35(
-                "nemo-rl.algorithms.distillation.setup.vllm-generation-refits-without-remote-sparse"
-            )
-            + ")",
+            "remote sparse refit is implemented for GRPO only; distillation's setup refuses it",
             value=transport,
             hint="set it null (NeMo-RL's collective refit), or another transport",
         )
 
 
+@mirrors_super35("nemo-rl.algorithms.distillation.setup.dtensor-student-teacher-does-not-combine")
 def dtensor_sequence_parallel_excludes_packing(
     config: DistillationMasterConfigMain,
 ) -> Iterator[Issue]:
@@ -104,17 +102,13 @@ def dtensor_sequence_parallel_excludes_packing(
             yield Issue(
                 f"{role}.dtensor_cfg.sequence_parallel",
                 f"with {role}.sequence_packing.enabled, sequence parallelism on the DTensor "
-                f"{who} may break some models; distillation's setup refuses the two together "
-                "("
-                + cite_super35(
-                    "nemo-rl.algorithms.distillation.setup.dtensor-student-teacher-does-not-combine"
-                )
-                + ")",
+                f"{who} may break some models; distillation's setup refuses the two together",
                 value=True,
                 hint=f"set it false, or {role}.sequence_packing.enabled false",
             )
 
 
+@mirrors_super35("nemo-rl.algorithms.distillation.setup.non-colocated-generation-not-megatron-back")
 def non_colocated_generation_is_not_megatron(
     config: DistillationMasterConfigMain,
 ) -> Iterator[Issue]:
@@ -125,11 +119,7 @@ def non_colocated_generation_is_not_megatron(
         yield Issue(
             "policy.generation.backend",
             "Megatron generation runs inside the student's training workers; distillation's "
-            "setup refuses it with policy.generation.colocated.enabled false ("
-            + cite_super35(
-                "nemo-rl.algorithms.distillation.setup.non-colocated-generation-not-megatron-back"
-            )
-            + ")",
+            "setup refuses it with policy.generation.colocated.enabled false",
             value="megatron",
             hint="use vllm, or colocate generation",
         )

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
-from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.rules.citation import mirrors
 from recipekit.nemo_rl.schema_super_v3 import LoRA, SequencePacking
 
 
@@ -16,6 +16,10 @@ def _dtensor_v1(ctx: CheckContext) -> bool:
     return ctx.config.policy.dtensor_cfg.v2 is not True
 
 
+@mirrors(
+    v3="nemo-rl.v3.models.policy.lm-policy.init.dynamic-batching-needs-single-pipeline-stage",
+    v35="nemo-rl.models.policy.lm-policy.init.dynamic-batching-needs-single-pipeline-stage",
+)
 def dynamic_batching_needs_one_pipeline_stage(ctx: CheckContext) -> Iterator[Issue]:
     """lm_policy.py, Policy.__init__: dynamic batching runs on one pipeline stage."""
     m, policy = ctx.megatron, ctx.config.policy
@@ -24,19 +28,16 @@ def dynamic_batching_needs_one_pipeline_stage(ctx: CheckContext) -> Iterator[Iss
     yield Issue(
         "policy.dynamic_batching.enabled",
         f"NeMo-RL's policy refuses it with pipeline_model_parallel_size = "
-        f"{m.pipeline_model_parallel_size}: dynamic batching needs a single pipeline stage "
-        "("
-        + cite(
-            ctx,
-            v3="nemo-rl.v3.models.policy.lm-policy.init.dynamic-batching-needs-single-pipeline-stage",
-            v35="nemo-rl.models.policy.lm-policy.init.dynamic-batching-needs-single-pipeline-stage",
-        )
-        + ")",
+        f"{m.pipeline_model_parallel_size}: dynamic batching needs a single pipeline stage",
         value=True,
         hint="disable it, or use sequence packing",
     )
 
 
+@mirrors(
+    v3="nemo-rl.v3.models.policy.lm-policy.init.lora-needs-v2-dtensor-worker",
+    v35="nemo-rl.models.policy.lm-policy.init.lora-needs-v2-dtensor-worker",
+)
 def lora_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
     """lm_policy.py, Policy.__init__ (super-v3 and super-v3.5): only the v2 DTensor worker has
     LoRA."""
@@ -47,19 +48,16 @@ def lora_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
     if isinstance(lora, LoRA) and lora.enabled:
         yield Issue(
             "policy.dtensor_cfg.lora_cfg.enabled",
-            "NeMo-RL's policy refuses LoRA on the first DTensor worker "
-            "("
-            + cite(
-                ctx,
-                v3="nemo-rl.v3.models.policy.lm-policy.init.lora-needs-v2-dtensor-worker",
-                v35="nemo-rl.models.policy.lm-policy.init.lora-needs-v2-dtensor-worker",
-            )
-            + ")",
+            "NeMo-RL's policy refuses LoRA on the first DTensor worker",
             value=True,
             hint="set policy.dtensor_cfg._v2: true",
         )
 
 
+@mirrors(
+    v3="nemo-rl.v3.models.policy.lm-policy.save-checkpoint.save-format-needs-dtensor-cfg-v2",
+    v35="nemo-rl.models.policy.lm-policy.save-checkpoint.save-format-needs-dtensor-cfg-v2",
+)
 def model_save_format_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
     """lm_policy.py, Policy.save_checkpoint (super-v3 and super-v3.5): a save format is passed only
     to workers started with dtensor_cfg._v2 (the flag is read whichever back-end trains)."""
@@ -68,19 +66,13 @@ def model_save_format_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
     if ckpt.enabled and isinstance(fmt, str) and _dtensor_v1(ctx):
         yield Issue(
             "checkpointing.model_save_format",
-            "NeMo-RL refuses it at the first checkpoint unless policy.dtensor_cfg._v2 is true "
-            "("
-            + cite(
-                ctx,
-                v3="nemo-rl.v3.models.policy.lm-policy.save-checkpoint.save-format-needs-dtensor-cfg-v2",
-                v35="nemo-rl.models.policy.lm-policy.save-checkpoint.save-format-needs-dtensor-cfg-v2",
-            )
-            + ")",
+            "NeMo-RL refuses it at the first checkpoint unless policy.dtensor_cfg._v2 is true",
             value=fmt,
             hint="leave it null, or set policy.dtensor_cfg._v2: true",
         )
 
 
+@mirrors(v35="nemo-rl.models.policy.lm-policy.init.draft-model-excludes-sequence-packing")
 def draft_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
     """lm_policy.py, Policy.__init__ (super-v3.5): the draft model's training does not take packed
     rows."""
@@ -89,18 +81,13 @@ def draft_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
     if ctx.trains_a_draft and packed:
         yield Issue(
             "policy.draft.enabled",
-            "NeMo-RL's policy refuses a draft model with policy.sequence_packing.enabled "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.policy.lm-policy.init.draft-model-excludes-sequence-packing",
-            )
-            + ")",
+            "NeMo-RL's policy refuses a draft model with policy.sequence_packing.enabled",
             value=True,
             hint="disable sequence packing or the draft",
         )
 
 
+@mirrors(v35="nemo-rl.models.policy.lm-policy.init.draft-model-needs-megatron-backend")
 def draft_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
     """lm_policy.py, Policy.__init__ (super-v3.5): the draft model trains only inside the Megatron
     policy workers."""
@@ -108,11 +95,7 @@ def draft_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.draft.enabled",
             "NeMo-RL's policy refuses a draft model without policy.megatron_cfg.enabled: it "
-            "is only supported with the Megatron backend ("
-            + cite(
-                ctx, v35="nemo-rl.models.policy.lm-policy.init.draft-model-needs-megatron-backend"
-            )
-            + ")",
+            "is only supported with the Megatron backend",
             value=True,
             hint="enable the Megatron backend, or disable the draft",
         )

@@ -17,6 +17,7 @@ from recipekit.markers import Marker, given, is_set
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.checkpoint_ranking import metric_without_its_source, unranked_saves
 from recipekit.nemo_rl.rules.citation import cite_super35 as _cite
+from recipekit.nemo_rl.rules.citation import mirrors_super35
 from recipekit.nemo_rl.rules.generation_split import (
     SplitRules,
     generation_colocated,
@@ -90,6 +91,9 @@ def ppo_needs_a_generation_config(config: PPOMasterConfig) -> Iterator[Issue]:
         )
 
 
+@mirrors_super35(
+    "nemo-rl.algorithms.ppo.async-ppo-config.validate-settings.warm-up-generation-lead-least-trajectory"
+)
 def warmup_lead_covers_the_trajectory_age(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, AsyncPPOConfig.validate_settings: generation may run further ahead during the critic
     warm-up, never less far than the age limit it has afterwards."""
@@ -101,17 +105,15 @@ def warmup_lead_covers_the_trajectory_age(config: PPOMasterConfig) -> Iterator[I
         yield Issue(
             "ppo.async_ppo.warmup_generation_lead_steps",
             f"NeMo-RL refuses the config when it loads: the warm-up lead is below "
-            f"max_trajectory_age_steps ({age}), the lead generation keeps after the warm-up "
-            "("
-            + _cite(
-                "nemo-rl.algorithms.ppo.async-ppo-config.validate-settings.warm-up-generation-lead-least-trajectory"
-            )
-            + ")",
+            f"max_trajectory_age_steps ({age}), the lead generation keeps after the warm-up",
             value=lead,
             hint=f"at least {age}, or null for the age limit",
         )
 
 
+@mirrors_super35(
+    "nemo-rl.algorithms.ppo.ppo-config.validate-async-warmup-settings.async-warm-up-generation-lead-needs-critic"
+)
 def warmup_lead_needs_a_critic_warmup(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, PPOConfig.validate_async_warmup_settings: a warm-up generation lead applies only
     while the critic warms up, so async PPO refuses one without ppo.policy_training_start_step >
@@ -123,17 +125,15 @@ def warmup_lead_needs_a_critic_warmup(config: PPOMasterConfig) -> Iterator[Issue
         yield Issue(
             "ppo.async_ppo.warmup_generation_lead_steps",
             "NeMo-RL refuses the config when it loads: there is no critic warm-up "
-            "(ppo.policy_training_start_step is 0) for the lead to apply to "
-            "("
-            + _cite(
-                "nemo-rl.algorithms.ppo.ppo-config.validate-async-warmup-settings.async-warm-up-generation-lead-needs-critic"
-            )
-            + ")",
+            "(ppo.policy_training_start_step is 0) for the lead to apply to",
             value=lead,
             hint="set it null, or ppo.policy_training_start_step above 0",
         )
 
 
+@mirrors_super35(
+    "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-generates-vllm-async-engine"
+)
 def async_ppo_needs_async_vllm(config: PPOMasterConfig) -> Iterator[Issue]:
     """run_ppo.py, _validate_async_ppo_config: async PPO's collector streams rollouts from vLLM's
     async engine."""
@@ -150,16 +150,15 @@ def async_ppo_needs_async_vllm(config: PPOMasterConfig) -> Iterator[Issue]:
     yield Issue(
         key,
         "async PPO streams its rollouts from vLLM's async engine; the PPO runner refuses "
-        "anything else ("
-        + _cite(
-            "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-generates-vllm-async-engine"
-        )
-        + ")",
+        "anything else",
         value=value,
         hint="policy.generation.backend: vllm and vllm_cfg.async_engine: true",
     )
 
 
+@mirrors_super35(
+    "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-corrects-off-policy-rollouts"
+)
 def async_ppo_needs_importance_sampling(config: PPOMasterConfig) -> Iterator[Issue]:
     """run_ppo.py, _validate_async_ppo_config: async PPO trains on rollouts of older weights, so the
     loss must correct for them."""
@@ -167,33 +166,26 @@ def async_ppo_needs_importance_sampling(config: PPOMasterConfig) -> Iterator[Iss
         yield Issue(
             "loss_fn.use_importance_sampling_correction",
             "async PPO trains on rollouts of older policy weights; the PPO runner refuses it "
-            "without the importance-sampling correction ("
-            + _cite(
-                "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-corrects-off-policy-rollouts"
-            )
-            + ")",
+            "without the importance-sampling correction",
             value=config.loss_fn.use_importance_sampling_correction,
             hint="set it true",
         )
 
 
+@mirrors_super35("nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-does-not-force-ppo")
 def async_ppo_without_a_forced_ratio(config: PPOMasterConfig) -> Iterator[Issue]:
     """run_ppo.py, _validate_async_ppo_config: forcing the PPO ratio to 1 assumes on-policy data,
     which async PPO's replay buffer does not hold."""
     if _async(config) is not None and config.loss_fn.force_on_policy_ratio is True:
         yield Issue(
             "loss_fn.force_on_policy_ratio",
-            "async PPO's rollouts are off-policy, so the PPO runner refuses a ratio forced to 1 "
-            "("
-            + _cite(
-                "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-does-not-force-ppo"
-            )
-            + ")",
+            "async PPO's rollouts are off-policy, so the PPO runner refuses a ratio forced to 1",
             value=True,
             hint="set it false",
         )
 
 
+@mirrors_super35("nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-generates-gpus-own")
 def async_ppo_needs_non_colocated_generation(config: PPOMasterConfig) -> Iterator[Issue]:
     """run_ppo.py, _validate_async_ppo_config: async PPO generates while it trains, on GPUs of its
     own."""
@@ -201,16 +193,13 @@ def async_ppo_needs_non_colocated_generation(config: PPOMasterConfig) -> Iterato
         yield Issue(
             "policy.generation.colocated.enabled",
             "async PPO generates while it trains, so the PPO runner refuses generation on the "
-            "training GPUs ("
-            + _cite(
-                "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-generates-gpus-own"
-            )
-            + ")",
+            "training GPUs",
             value=True,
             hint="set it false and give generation its own resources",
         )
 
 
+@mirrors_super35("nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-has-no-epoch-limit")
 def async_ppo_has_no_epoch_limit(config: PPOMasterConfig) -> Iterator[Issue]:
     """run_ppo.py, _validate_async_ppo_config: async PPO counts steps only; ppo.max_num_epochs must
     be -1 (no limit)."""
@@ -218,16 +207,15 @@ def async_ppo_has_no_epoch_limit(config: PPOMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "ppo.max_num_epochs",
             "async PPO bounds training by ppo.max_num_steps only; the PPO runner refuses any "
-            "epoch limit but -1 ("
-            + _cite(
-                "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-has-no-epoch-limit"
-            )
-            + ")",
+            "epoch limit but -1",
             value=config.ppo.max_num_epochs,
             hint="set ppo.max_num_epochs=-1 and bound the run with ppo.max_num_steps",
         )
 
 
+@mirrors_super35(
+    "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-runs-without-dynamic-sampling"
+)
 def async_ppo_without_unsupported_features(config: PPOMasterConfig) -> Iterator[Issue]:
     """run_ppo.py, _validate_async_ppo_config: dynamic sampling, reward scaling and shaping, several
     dataloaders, NeMo Gym rollouts and FP8 KV-cache scale syncing have no async PPO path."""
@@ -255,12 +243,7 @@ def async_ppo_without_unsupported_features(config: PPOMasterConfig) -> Iterator[
         if value:
             yield Issue(
                 key,
-                f"async PPO has no path for {feature}; the PPO runner refuses it "
-                "("
-                + _cite(
-                    "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-runs-without-dynamic-sampling"
-                )
-                + ")",
+                f"async PPO has no path for {feature}; the PPO runner refuses it",
                 value=value,
                 hint="turn it off, or run PPO synchronously",
             )
@@ -294,6 +277,7 @@ def ppo_takes_no_refit_transport(config: PPOMasterConfig) -> Iterator[Issue]:
     )
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.setup.critic-warm-up-optimizer-checkpoints-excludes")
 def critic_warmup_without_constant_checkpoint_structure(
     config: PPOMasterConfig,
 ) -> Iterator[Issue]:
@@ -310,16 +294,14 @@ def critic_warmup_without_constant_checkpoint_structure(
             "policy.megatron_cfg.checkpoint.ckpt_assume_constant_structure",
             "the policy's optimizer state first appears after the critic warm-up "
             "(ppo.policy_training_start_step > 0), which a checkpoint layout assumed constant "
-            "cannot hold; PPO's setup refuses it while checkpoints save the optimizer "
-            "("
-            + _cite("nemo-rl.algorithms.ppo.setup.critic-warm-up-optimizer-checkpoints-excludes")
-            + ")",
+            "cannot hold; PPO's setup refuses it while checkpoints save the optimizer",
             value=True,
             hint="set it false, ppo.policy_training_start_step: 0, or "
             "checkpointing.save_optimizer: false",
         )
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.setup.megatron-value-model-cp-1-packs")
 def megatron_value_context_parallel_needs_packing(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, setup: a Megatron critic shards context-parallel work per packed sequence."""
     megatron = _megatron_value(config)
@@ -329,9 +311,7 @@ def megatron_value_context_parallel_needs_packing(config: PPOMasterConfig) -> It
         yield Issue(
             "value.megatron_cfg.context_parallel_size",
             "a Megatron value model splits context-parallel work per packed sequence; PPO's "
-            "setup refuses CP > 1 without value.sequence_packing.enabled ("
-            + _cite("nemo-rl.algorithms.ppo.setup.megatron-value-model-cp-1-packs")
-            + ")",
+            "setup refuses CP > 1 without value.sequence_packing.enabled",
             value=megatron.context_parallel_size,
             hint="set value.sequence_packing.enabled: true, or context_parallel_size: 1",
         )
@@ -365,43 +345,44 @@ def value_has_one_training_backend(config: PPOMasterConfig) -> Iterator[Issue]:
         )
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.setup.dtensor-value-model-does-not-pack")
 def dtensor_value_without_sequence_packing(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, setup: the DTensor critic does not pack sequences (NVIDIA-NeMo/RL#2951)."""
     if _dtensor_value(config) and _on(config.value.sequence_packing, "enabled"):
         yield Issue(
             "value.sequence_packing.enabled",
-            "the DTensor value model cannot pack sequences yet; PPO's setup refuses it "
-            f"({_cite('nemo-rl.algorithms.ppo.setup.dtensor-value-model-does-not-pack')})",
+            "the DTensor value model cannot pack sequences yet; PPO's setup refuses it",
             value=True,
             hint="set it false, or train the value model with Megatron-Core",
         )
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.setup.dtensor-value-model-runs-cp")
 def dtensor_value_without_context_parallel(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, setup: the DTensor critic has no context parallelism (NVIDIA-NeMo/RL#2951)."""
     cp = given(config.value.dtensor_cfg.context_parallel_size, 1)
     if _dtensor_value(config) and cp != 1:
         yield Issue(
             "value.dtensor_cfg.context_parallel_size",
-            "the DTensor value model has no context parallelism yet; PPO's setup refuses "
-            f"CP > 1 ({_cite('nemo-rl.algorithms.ppo.setup.dtensor-value-model-runs-cp')})",
+            "the DTensor value model has no context parallelism yet; PPO's setup refuses " "CP > 1",
             value=cp,
             hint="set it 1, or train the value model with Megatron-Core",
         )
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.setup.dtensor-value-model-does-not-batch")
 def dtensor_value_without_dynamic_batching(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, setup: dynamic batching is broken for the DTensor critic (NVIDIA-NeMo/RL#2953)."""
     if _dtensor_value(config) and config.value.dynamic_batching.enabled is True:
         yield Issue(
             "value.dynamic_batching.enabled",
-            "dynamic batching misbehaves with the DTensor value model; PPO's setup refuses it "
-            f"({_cite('nemo-rl.algorithms.ppo.setup.dtensor-value-model-does-not-batch')})",
+            "dynamic batching misbehaves with the DTensor value model; PPO's setup refuses it",
             value=True,
             hint="set it false",
         )
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.setup.batch-multiplier-other-1-needs-dynamic")
 def batch_multiplier_needs_dynamic_sampling(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, setup: only dynamic sampling draws more prompts than a step trains on."""
     ppo = config.ppo
@@ -410,14 +391,13 @@ def batch_multiplier_needs_dynamic_sampling(config: PPOMasterConfig) -> Iterator
         yield Issue(
             "ppo.batch_multiplier",
             "only dynamic sampling draws extra prompts to filter; PPO's setup refuses a "
-            "multiplier other than 1 without ppo.use_dynamic_sampling ("
-            + _cite("nemo-rl.algorithms.ppo.setup.batch-multiplier-other-1-needs-dynamic")
-            + ")",
+            "multiplier other than 1 without ppo.use_dynamic_sampling",
             value=multiplier,
             hint="set it 1, or ppo.use_dynamic_sampling: true",
         )
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.setup.forced-policy-ratio-trains-each-step")
 def forced_ratio_needs_one_update_per_step(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, setup: a ratio forced to 1 is exact only when each step's rollouts make one
     optimizer batch."""
@@ -430,14 +410,13 @@ def forced_ratio_needs_one_update_per_step(config: PPOMasterConfig) -> Iterator[
             "policy.train_global_batch_size",
             f"loss_fn.force_on_policy_ratio needs one optimizer batch of all {rollouts} rollouts "
             f"of a step (num_prompts_per_step x num_generations_per_prompt); PPO's setup "
-            "refuses another size ("
-            + _cite("nemo-rl.algorithms.ppo.setup.forced-policy-ratio-trains-each-step")
-            + ")",
+            "refuses another size",
             value=batch,
             hint=f"set it {rollouts}, or force_on_policy_ratio false",
         )
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.setup.non-colocated-ppo-generation-runs-vllm")
 def non_colocated_generation_needs_vllm(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, setup: only vLLM takes PPO's weight updates across clusters."""
     gen = policy_generation(config)
@@ -445,9 +424,7 @@ def non_colocated_generation_needs_vllm(config: PPOMasterConfig) -> Iterator[Iss
         yield Issue(
             "policy.generation.backend",
             "PPO updates non-colocated generation's weights only on vLLM; its setup refuses "
-            "another back-end there ("
-            + _cite("nemo-rl.algorithms.ppo.setup.non-colocated-ppo-generation-runs-vllm")
-            + ")",
+            "another back-end there",
             value=gen.backend,
             hint="use vllm, or colocate generation",
         )
@@ -491,19 +468,20 @@ def nodes_split_between_generation_and_training(config: PPOMasterConfig) -> Iter
     yield from split_issues(gen.colocated.resources, cluster, PPO_SPLIT)
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.setup.ppo-generates-vllm-sglang")
 def ppo_generates_with_vllm_or_sglang(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, setup: PPO's setup builds a vLLM or an SGLang engine, nothing else."""
     gen = policy_generation(config)
     if gen is not None and gen.backend not in ("vllm", "sglang"):
         yield Issue(
             "policy.generation.backend",
-            f"PPO generates with vLLM or SGLang only; its setup refuses {gen.backend!r} "
-            f"({_cite('nemo-rl.algorithms.ppo.setup.ppo-generates-vllm-sglang')})",
+            f"PPO generates with vLLM or SGLang only; its setup refuses {gen.backend!r}",
             value=gen.backend,
             hint="vllm or sglang",
         )
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.setup.fp8-vllm-generation-needs-importance-sampling")
 def fp8_generation_needs_importance_sampling(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, setup: FP8 generation's logprobs drift from training's; PPO insists on the
     importance-sampling correction for convergence."""
@@ -514,15 +492,13 @@ def fp8_generation_needs_importance_sampling(config: PPOMasterConfig) -> Iterato
         yield Issue(
             "loss_fn.use_importance_sampling_correction",
             "FP8 vLLM generation samples from a policy that differs from the trained one; "
-            "PPO's setup refuses it without the importance-sampling correction "
-            "("
-            + _cite("nemo-rl.algorithms.ppo.setup.fp8-vllm-generation-needs-importance-sampling")
-            + ")",
+            "PPO's setup refuses it without the importance-sampling correction",
             value=config.loss_fn.use_importance_sampling_correction,
             hint="set it true",
         )
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.setup.fp8-kv-cache-comes-fp8-weights")
 def fp8_kv_cache_needs_fp8_weights(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, setup: vLLM's FP8 KV cache comes with FP8 model weights only."""
     dtype, vllm = _fp8_kv_cache(config), _vllm(config)
@@ -530,27 +506,26 @@ def fp8_kv_cache_needs_fp8_weights(config: PPOMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "policy.generation.vllm_cfg.precision",
             f"kv_cache_dtype {dtype!r} needs FP8 weights; PPO's setup refuses it with "
-            f"precision {vllm.precision!r} ("
-            + _cite("nemo-rl.algorithms.ppo.setup.fp8-kv-cache-comes-fp8-weights")
-            + ")",
+            f"precision {vllm.precision!r}",
             value=vllm.precision,
             hint="set it fp8, or kv_cache_dtype auto",
         )
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.setup.fp8-kv-cache-needs-policy-off")
 def fp8_kv_cache_needs_megatron_policy(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, setup: FP8 KV-cache scales are calibrated by the Megatron policy only."""
     dtype = _fp8_kv_cache(config)
     if dtype is not None and config.policy.dtensor_cfg.enabled is True:
         yield Issue(
             "policy.dtensor_cfg.enabled",
-            f"a DTensor policy cannot serve kv_cache_dtype {dtype!r}; PPO's setup refuses it "
-            f"({_cite('nemo-rl.algorithms.ppo.setup.fp8-kv-cache-needs-policy-off')})",
+            f"a DTensor policy cannot serve kv_cache_dtype {dtype!r}; PPO's setup refuses it",
             value=True,
             hint="train the policy with Megatron-Core, or kv_cache_dtype auto",
         )
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.setup.fp8-kv-cache-excludes-asynchronous-rollouts")
 def fp8_kv_cache_without_async_engine(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, setup: FP8 KV-cache scales are not synced into asynchronous rollouts."""
     dtype, vllm = _fp8_kv_cache(config), _vllm(config)
@@ -558,14 +533,13 @@ def fp8_kv_cache_without_async_engine(config: PPOMasterConfig) -> Iterator[Issue
         yield Issue(
             "policy.generation.vllm_cfg.async_engine",
             f"asynchronous rollouts cannot use kv_cache_dtype {dtype!r}; PPO's setup refuses "
-            "the two together ("
-            + _cite("nemo-rl.algorithms.ppo.setup.fp8-kv-cache-excludes-asynchronous-rollouts")
-            + ")",
+            "the two together",
             value=True,
             hint="set it false, or kv_cache_dtype auto",
         )
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.setup.fp8-kv-cache-needs-one-pipeline")
 def fp8_kv_cache_needs_one_pipeline_stage(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, setup: with an FP8 KV cache the Megatron policy runs one pipeline stage."""
     dtype, megatron = _fp8_kv_cache(config), config.policy.megatron_cfg
@@ -574,8 +548,7 @@ def fp8_kv_cache_needs_one_pipeline_stage(config: PPOMasterConfig) -> Iterator[I
     if megatron.pipeline_model_parallel_size != 1:
         yield Issue(
             "policy.megatron_cfg.pipeline_model_parallel_size",
-            f"with kv_cache_dtype {dtype!r} PPO's setup supports one pipeline stage only "
-            f"({_cite('nemo-rl.algorithms.ppo.setup.fp8-kv-cache-needs-one-pipeline')})",
+            f"with kv_cache_dtype {dtype!r} PPO's setup supports one pipeline stage only",
             value=megatron.pipeline_model_parallel_size,
             hint="set it 1, or kv_cache_dtype auto",
         )
@@ -584,6 +557,9 @@ def fp8_kv_cache_needs_one_pipeline_stage(config: PPOMasterConfig) -> Iterator[I
 # --- ppo.py's training loops --------------------------------------------------------------------
 
 
+@mirrors_super35(
+    "nemo-rl.algorithms.ppo.create-advantage-estimator.ppo-advantage-estimator-gae-raw-reward"
+)
 def ppo_adv_estimator_is_gae_or_raw_reward(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, _create_advantage_estimator: PPO's loop needs (advantages, returns) from GAE or the
     raw reward; group-relative estimators are GRPO's."""
@@ -592,11 +568,7 @@ def ppo_adv_estimator_is_gae_or_raw_reward(config: PPOMasterConfig) -> Iterator[
         yield Issue(
             "ppo.adv_estimator.name",
             f"PPO's training loop builds only {' or '.join(map(repr, PPO_ADV_ESTIMATORS))} "
-            "and refuses another estimator before the first step ("
-            + _cite(
-                "nemo-rl.algorithms.ppo.create-advantage-estimator.ppo-advantage-estimator-gae-raw-reward"
-            )
-            + ")",
+            "and refuses another estimator before the first step",
             value=name,
             hint="gae",
         )
@@ -650,6 +622,7 @@ def ppo_checkpoint_saved_without_its_validation_metric(
     yield from unranked_saves(config.checkpointing, config.ppo, "ppo", "PPO", _cite(rule))
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.async-ppo-train.trajectories-older-one-step-bias-gae")
 def stale_ppo_rollouts_bias_gae(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, async_ppo_train: rollouts older than one step make GAE's value targets off-policy; 1
     is the validated age."""
@@ -658,14 +631,13 @@ def stale_ppo_rollouts_bias_gae(config: PPOMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "ppo.async_ppo.max_trajectory_age_steps",
             "rollouts older than one step bias GAE off-policy; async PPO warns, 1 is the value "
-            "it was validated with ("
-            + _cite("nemo-rl.algorithms.ppo.async-ppo-train.trajectories-older-one-step-bias-gae")
-            + ")",
+            "it was validated with",
             value=section.max_trajectory_age_steps,
             hint="1",
         )
 
 
+@mirrors_super35("nemo-rl.algorithms.ppo.async-ppo-train.trajectories-older-one-step-want-flight")
 def stale_ppo_rollouts_want_in_flight_updates(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, async_ppo_train: without in-flight weight updates a trajectory age above 1 buys no
     speed."""
@@ -676,12 +648,7 @@ def stale_ppo_rollouts_want_in_flight_updates(config: PPOMasterConfig) -> Iterat
         yield Issue(
             "ppo.async_ppo.in_flight_weight_updates",
             f"with max_trajectory_age_steps {section.max_trajectory_age_steps} async PPO warns: "
-            "without in-flight weight updates an older trajectory age gains no throughput "
-            "("
-            + _cite(
-                "nemo-rl.algorithms.ppo.async-ppo-train.trajectories-older-one-step-want-flight"
-            )
-            + ")",
+            "without in-flight weight updates an older trajectory age gains no throughput",
             value=given(section.in_flight_weight_updates, False),
             hint="set it true, or max_trajectory_age_steps 1",
         )
@@ -735,6 +702,7 @@ def value_parallelism_divides_its_gpus(config: PPOMasterConfig) -> Iterator[Issu
         )
 
 
+@mirrors_super35("nemo-rl.models.value.lm-value.init.dtensor-value-model-uses-v2-worker")
 def dtensor_value_needs_v2(config: PPOMasterConfig) -> Iterator[Issue]:
     """lm_value.py, Value.__init__ (start) and Value.save_checkpoint: the DTensor critic exists only
     as the v2 worker."""
@@ -742,14 +710,13 @@ def dtensor_value_needs_v2(config: PPOMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "value.dtensor_cfg._v2",
             "the DTensor value model has only a v2 worker; it refuses to start without "
-            "value.dtensor_cfg._v2 true ("
-            + _cite("nemo-rl.models.value.lm-value.init.dtensor-value-model-uses-v2-worker")
-            + ")",
+            "value.dtensor_cfg._v2 true",
             value=given(config.value.dtensor_cfg.v2, None),
             hint="set it true",
         )
 
 
+@mirrors_super35("nemo-rl.models.value.lm-value.init.value-dynamic-batching-runs-one-pipeline")
 def value_dynamic_batching_needs_one_pipeline_stage(config: PPOMasterConfig) -> Iterator[Issue]:
     """lm_value.py, Value.__init__: the value model batches dynamically on one pipeline stage
     only."""
@@ -760,14 +727,16 @@ def value_dynamic_batching_needs_one_pipeline_stage(config: PPOMasterConfig) -> 
         yield Issue(
             "value.megatron_cfg.pipeline_model_parallel_size",
             "the value model refuses to start with dynamic batching on more than one pipeline "
-            "stage ("
-            + _cite("nemo-rl.models.value.lm-value.init.value-dynamic-batching-runs-one-pipeline")
-            + ")",
+            "stage",
             value=megatron.pipeline_model_parallel_size,
             hint="set it 1, or value.dynamic_batching.enabled false",
         )
 
 
+@mirrors_super35(
+    "nemo-rl.models.value.lm-value.init.value-dynamic-batching-excludes-sequence-packing",
+    "nemo-rl.models.value.lm-value.init.value-sequence-packing-excludes-dynamic-batching",
+)
 def value_batching_excludes_packing(config: PPOMasterConfig) -> Iterator[Issue]:
     """lm_value.py, Value.__init__ (two asserts): the value model batches dynamically or packs
     sequences, not both."""
@@ -776,17 +745,15 @@ def value_batching_excludes_packing(config: PPOMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "value.sequence_packing.enabled",
             "the value model either batches dynamically or packs sequences; with both on its "
-            "workers refuse to start ("
-            + _cite(
-                "nemo-rl.models.value.lm-value.init.value-dynamic-batching-excludes-sequence-packing",
-                "nemo-rl.models.value.lm-value.init.value-sequence-packing-excludes-dynamic-batching",
-            )
-            + ")",
+            "workers refuse to start",
             value=True,
             hint="turn off value.dynamic_batching or value.sequence_packing",
         )
 
 
+@mirrors_super35(
+    "nemo-rl.models.value.workers.dtensor-value-worker-v2.init.dtensor-value-model-enabled-regression-reward"
+)
 def dtensor_value_needs_a_regression_head(config: PPOMasterConfig) -> Iterator[Issue]:
     """dtensor_value_worker_v2.py, DTensorValueWorkerV2Impl.__init__: the DTensor critic is built as
     a one-label regression reward model."""
@@ -800,17 +767,15 @@ def dtensor_value_needs_a_regression_head(config: PPOMasterConfig) -> Iterator[I
         yield Issue(
             f"value.reward_model_cfg.{key}",
             "the DTensor value model loads as a regression reward model; its worker refuses "
-            "to start without value.reward_model_cfg enabled and of type 'regression' "
-            "("
-            + _cite(
-                "nemo-rl.models.value.workers.dtensor-value-worker-v2.init.dtensor-value-model-enabled-regression-reward"
-            )
-            + ")",
+            "to start without value.reward_model_cfg enabled and of type 'regression'",
             value=enabled if key == "enabled" else kind,
             hint="enabled: true, reward_model_type: regression",
         )
 
 
+@mirrors_super35(
+    "nemo-rl.models.value.workers.megatron-value-worker.init.megatron-value-model-has-no-virtual"
+)
 def megatron_value_without_virtual_pipeline(config: PPOMasterConfig) -> Iterator[Issue]:
     """megatron_value_worker.py, MegatronValueWorkerImpl.__init__: the Megatron critic has no
     interleaved (virtual) pipeline schedule. Only model_overrides can set one: the model provider's
@@ -822,16 +787,15 @@ def megatron_value_without_virtual_pipeline(config: PPOMasterConfig) -> Iterator
         yield Issue(
             "value.megatron_cfg.model_overrides.virtual_pipeline_model_parallel_size",
             "the Megatron value model has no virtual pipeline schedule; its worker refuses to "
-            "start with one ("
-            + _cite(
-                "nemo-rl.models.value.workers.megatron-value-worker.init.megatron-value-model-has-no-virtual"
-            )
-            + ")",
+            "start with one",
             value=vpp,
             hint="leave it out, or 1",
         )
 
 
+@mirrors_super35(
+    "nemo-rl.models.value.workers.dtensor-value-worker-v2.train.emptying-cuda-cache-few-micro-batches"
+)
 def value_cache_clearing_costs_time(config: PPOMasterConfig) -> Iterator[Issue]:
     """dtensor_value_worker_v2.py, DTensorValueWorkerV2Impl.train: emptying the CUDA cache every few
     micro-batches is slow; the DTensor critic warns at each training step."""
@@ -840,12 +804,7 @@ def value_cache_clearing_costs_time(config: PPOMasterConfig) -> Iterator[Issue]:
         yield Issue(
             "value.dtensor_cfg.clear_cache_every_n_steps",
             f"the DTensor value model empties the CUDA cache every {steps} micro-batches and "
-            f"warns that this costs much time when memory does not need it "
-            "("
-            + _cite(
-                "nemo-rl.models.value.workers.dtensor-value-worker-v2.train.emptying-cuda-cache-few-micro-batches"
-            )
-            + ")",
+            f"warns that this costs much time when memory does not need it",
             value=steps,
             hint="null, unless the value model runs out of memory",
         )

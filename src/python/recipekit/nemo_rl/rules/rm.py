@@ -21,12 +21,14 @@ from recipekit.nemo_rl.rules.checkpoint_ranking import (
     unranked_saves,
 )
 from recipekit.nemo_rl.rules.citation import cite_super35 as _cite
+from recipekit.nemo_rl.rules.citation import mirrors_super35
 from recipekit.nemo_rl.schema_rm import RMMasterConfigMain
 
 # rm.py, RMConfig's defaults; max_num_steps -1 trains for max_num_epochs.
 RM_LOOP = LoopDefaults(max_num_steps=-1, val_period=16)
 
 
+@mirrors_super35("nemo-rl.algorithms.rm.setup.dtensor-reward-model-trains-cp")
 def rm_dtensor_without_context_parallel(config: RMMasterConfigMain) -> Iterator[Issue]:
     """rm.py, setup: the reward model's loss cannot run on a context-parallel DTensor mesh."""
     dtensor = config.policy.dtensor_cfg
@@ -35,8 +37,7 @@ def rm_dtensor_without_context_parallel(config: RMMasterConfigMain) -> Iterator[
         yield Issue(
             "policy.dtensor_cfg.context_parallel_size",
             "reward-model training refuses context parallelism on DTensor: the log-sigmoid of "
-            "its loss has no DTensor sharding strategy for a context-parallel mesh "
-            f"({_cite('nemo-rl.algorithms.rm.setup.dtensor-reward-model-trains-cp')})",
+            "its loss has no DTensor sharding strategy for a context-parallel mesh",
             value=cp,
             hint="set it 1",
         )

@@ -9,7 +9,7 @@ from recipekit.errors import Issue
 from recipekit.markers import Marker
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.rules.citation import cite, mirrors
 
 GEN = "policy.generation"
 
@@ -69,6 +69,9 @@ def nemo_gym_takes_no_top_k(ctx: CheckContext) -> Iterator[Issue]:
     )
 
 
+@mirrors(
+    v35="nemo-rl.experience.rollouts.apply-reward-penalties.malformed-think-tag-penalty-needs-opening"
+)
 def malformed_think_penalty_needs_both_tags(ctx: CheckContext) -> Iterator[Issue]:
     """rollouts.py, apply_reward_penalties (super-v3.5): the malformed-think-tag penalty compares an
     opening and a closing tag; Gym's thinking_tags, when given, replace NeMo-RL's two-tag
@@ -83,16 +86,14 @@ def malformed_think_penalty_needs_both_tags(ctx: CheckContext) -> Iterator[Issue
     yield Issue(
         "env.nemo_gym.thinking_tags",
         "NeMo-RL's reward penalties refuse it with reward_penalties.penalize_malformed_think_tag:"
-        " they need an opening and a closing tag ("
-        + cite(
-            ctx,
-            v35="nemo-rl.experience.rollouts.apply-reward-penalties.malformed-think-tag-penalty-needs-opening",
-        )
-        + ")",
+        " they need an opening and a closing tag",
         value=list(tags),
     )
 
 
+@mirrors(
+    v35="nemo-rl.experience.rollouts.resolve-reward-penalty-config.unwanted-token-penalty-has-ids-penalise"
+)
 def unwanted_token_penalty_needs_its_ids(ctx: CheckContext) -> Iterator[Issue]:
     """rollouts.py, resolve_reward_penalty_config (super-v3.5), when the penalty config is
     resolved, and _get_required_reward_penalty_token_ids when the rollouts apply it: penalising
@@ -105,13 +106,7 @@ def unwanted_token_penalty_needs_its_ids(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "reward_penalties.token_ids.unwanted",
             "NeMo-RL's reward penalties refuse it unset with "
-            "reward_penalties.penalize_unwanted_tokens: there is no token to penalise "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.experience.rollouts.resolve-reward-penalty-config.unwanted-token-penalty-has-ids-penalise",
-            )
-            + ")",
+            "reward_penalties.penalize_unwanted_tokens: there is no token to penalise",
             value=None if isinstance(ids, Marker) else ids,
         )
 

@@ -34,7 +34,7 @@ from recipekit.markers import Marker
 from recipekit.nemo_rl import NEMO_RL_VERSION, SUPER35_BRANCH
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.citation import cite, on_super35
+from recipekit.nemo_rl.rules.citation import cite, mirrors, on_super35
 
 THREAD = "NVIDIA-NeMo/RL#796"
 # Lines no rule site states, so written here by hand, once (an upgrade must check them):
@@ -113,6 +113,9 @@ def full_context_prompts_get_empty_responses(ctx: CheckContext) -> Iterator[Issu
     yield from (issue for fails, issue in _no_room(ctx) if not fails)
 
 
+@mirrors(
+    v35="nemo-rl.experience.rollouts.tensorize-nemo-gym-result.gym-rollouts-policy-sequence-cap-most"
+)
 def policy_cap_above_max_model_len(ctx: CheckContext) -> Iterator[Issue]:
     """rollouts.py, run_async_nemo_gym_rollout (super-v3.5), a warning on NeMo Gym rollouts: vLLM
     truncates to its own max_model_len, so a longer policy.max_total_sequence_length is never
@@ -126,13 +129,7 @@ def policy_cap_above_max_model_len(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             "policy.max_total_sequence_length",
             f"NeMo-RL warns that it exceeds policy.generation.vllm_cfg.max_model_len = "
-            f"{context}: the engine truncates to its own limit, so this cap is never reached "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.experience.rollouts.tensorize-nemo-gym-result.gym-rollouts-policy-sequence-cap-most",
-            )
-            + ")",
+            f"{context}: the engine truncates to its own limit, so this cap is never reached",
             value=total,
             hint="lower it, or raise max_model_len",
         )

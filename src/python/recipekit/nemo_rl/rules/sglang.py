@@ -14,7 +14,7 @@ from typing import Any
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.citation import cite, cite_line
+from recipekit.nemo_rl.rules.citation import cite_line, mirrors
 
 SGLANG = "policy.generation.sglang_cfg"
 SERVER = f"{SGLANG}.sglang_server_config"
@@ -50,6 +50,7 @@ def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+@mirrors(v35="nemo-rl.sglang.worker.engine-tensor-parallel-size-gpu-count")
 def tp_size_matches_gpus_per_engine(ctx: CheckContext) -> Iterator[Issue]:
     """sglang_worker.py, SGLangGenerationWorker._compute_server_args (super-v3.5): each SGLang
     engine spans num_gpus_per_engine GPUs, split into pp_size pipeline stages of tp_size GPUs, and
@@ -67,14 +68,14 @@ def tp_size_matches_gpus_per_engine(ctx: CheckContext) -> Iterator[Issue]:
             f"{SGLANG}.tp_size",
             "NeMo-RL's SGLang worker refuses it with sglang_server_config.num_gpus_per_engine "
             f"= {per_engine} and pp_size = {pp}: an engine's tensor-"
-            f"parallel size must be its GPUs divided by its pipeline stages, {expected} here "
-            f"({cite(ctx, v35='nemo-rl.sglang.worker.engine-tensor-parallel-size-gpu-count')})",
+            f"parallel size must be its GPUs divided by its pipeline stages, {expected} here",
             value=tp,
             hint=f"set tp_size to {expected}, or {SERVER}.num_gpus_per_engine to "
             f"tp_size * pp_size ({tp * pp})",
         )
 
 
+@mirrors(v35="nemo-rl.sglang.router.external-router-needs-both-host-port")
 def external_router_needs_its_address(ctx: CheckContext) -> Iterator[Issue]:
     """sglang_router.py, _start_router (super-v3.5): with use_external_router, NeMo-RL starts no
     router of its own and sends every request to sglang_router_ip:sglang_router_port, so both must
@@ -90,8 +91,7 @@ def external_router_needs_its_address(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{ROUTER}.use_external_router",
             "NeMo-RL's SGLang setup refuses an external router without its address: "
-            f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set "
-            f"({cite(ctx, v35='nemo-rl.sglang.router.external-router-needs-both-host-port')})",
+            f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set",
             value=router.get("use_external_router"),
             hint=f"set {ROUTER}.sglang_router_ip and .sglang_router_port, or set "
             "use_external_router false to let NeMo-RL start the router",

@@ -10,11 +10,12 @@ when the engine starts; each check below mirrors one of its lines (vllm/... @ 0.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from recipekit.checking import cites
 from recipekit.errors import Issue
-from recipekit.nemo_rl.checks import CheckContext
+from recipekit.nemo_rl.checks import Check, CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.allocator import env_var_sections
 from recipekit.rule_sites import sites
@@ -32,11 +33,17 @@ def cite(rule: str) -> str:
     return f"{file}:{line} {AT}"
 
 
+def mirrors(rule: str) -> Callable[[Check], Check]:
+    """A check of the catalogued vLLM rule ``rule``: each Issue it finds ends with its line."""
+    return cites(lambda _ctx: cite(rule), (rule,))
+
+
 def _kwargs(ctx: CheckContext) -> dict[str, Any]:
     kwargs = value_of(ctx.generation, "vllm_kwargs")
     return kwargs if isinstance(kwargs, dict) else {}
 
 
+@mirrors("vllm.model.attention-heads-divide-tp")
 def attention_heads_split_over_tensor_parallel(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/model.py, ModelConfig.verify_with_parallel_config: attention heads divide evenly
     over vLLM's TP ranks."""
@@ -46,7 +53,7 @@ def attention_heads_split_over_tensor_parallel(ctx: CheckContext) -> Iterator[Is
         yield Issue(
             f"{VLLM}.tensor_parallel_size",
             f"vLLM refuses it: {ctx.model.name}'s {heads} attention heads do not split over "
-            f"TP={vllm.tensor_parallel_size} ({cite('vllm.model.attention-heads-divide-tp')})",
+            f"TP={vllm.tensor_parallel_size}",
             value=vllm.tensor_parallel_size,
         )
 
@@ -64,6 +71,7 @@ def _beyond_positions(ctx: CheckContext) -> tuple[int, int, bool] | None:
     return vllm.max_model_len, positions, allowed
 
 
+@mirrors("vllm.model.max-model-len-within-positions")
 def max_model_len_within_the_model(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/model.py, _get_and_verify_max_len: a context longer than the model's positions is
     refused unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set."""
@@ -72,13 +80,13 @@ def max_model_len_within_the_model(ctx: CheckContext) -> Iterator[Issue]:
         length, positions, _ = beyond
         yield Issue(
             f"{VLLM}.max_model_len",
-            f"vLLM refuses it: {ctx.model.name} is configured for {positions} positions "
-            f"({cite('vllm.model.max-model-len-within-positions')})",
+            f"vLLM refuses it: {ctx.model.name} is configured for {positions} positions",
             value=length,
             hint=f"at most {positions}",
         )
 
 
+@mirrors("vllm.vllm.routed-experts-without-pp")
 def routed_experts_without_pipeline_parallel(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/vllm.py, VllmConfig.__post_init__: returning routed experts (router replay) needs
     PP = 1."""
@@ -87,12 +95,12 @@ def routed_experts_without_pipeline_parallel(ctx: CheckContext) -> Iterator[Issu
     if vllm is not None and routed and vllm.pipeline_parallel_size > 1:
         yield Issue(
             f"{VLLM}.pipeline_parallel_size",
-            "vLLM refuses pipeline parallelism with enable_return_routed_experts "
-            f"({cite('vllm.vllm.routed-experts-without-pp')})",
+            "vLLM refuses pipeline parallelism with enable_return_routed_experts",
             value=vllm.pipeline_parallel_size,
         )
 
 
+@mirrors("vllm.scheduler.batched-tokens-hold-a-sequence")
 def batched_tokens_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/scheduler.py, SchedulerConfig.verify_max_model_len: without chunked prefill a
     step's token budget holds the longest sequence. vLLM turns chunked prefill on for generation
@@ -109,11 +117,12 @@ def batched_tokens_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.max_num_batched_tokens",
             f"vLLM refuses it with chunked prefill off: smaller than max_model_len "
-            f"({vllm.max_model_len}) ({cite('vllm.scheduler.batched-tokens-hold-a-sequence')})",
+            f"({vllm.max_model_len})",
             value=budget,
         )
 
 
+@mirrors("vllm.scheduler.batched-tokens-cover-sequences")
 def batched_tokens_cover_the_sequences(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/scheduler.py, SchedulerConfig.verify_max_model_len: a step schedules at least one
     token per sequence."""
@@ -122,12 +131,12 @@ def batched_tokens_cover_the_sequences(ctx: CheckContext) -> Iterator[Issue]:
     if isinstance(budget, int) and isinstance(seqs, int) and budget < seqs:
         yield Issue(
             f"{KWARGS}.max_num_batched_tokens",
-            f"vLLM refuses it: smaller than max_num_seqs ({seqs}) "
-            f"({cite('vllm.scheduler.batched-tokens-cover-sequences')})",
+            f"vLLM refuses it: smaller than max_num_seqs ({seqs})",
             value=budget,
         )
 
 
+@mirrors("vllm.scheduler.batched-tokens-beyond-sequences")
 def batched_tokens_beyond_what_sequences_use(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/scheduler.py, SchedulerConfig.verify_max_model_len: a warning; the budget exceeds
     max_num_seqs x max_model_len."""
@@ -138,12 +147,12 @@ def batched_tokens_beyond_what_sequences_use(ctx: CheckContext) -> Iterator[Issu
     if isinstance(vllm.max_model_len, int) and budget > seqs * vllm.max_model_len:
         yield Issue(
             f"{KWARGS}.max_num_batched_tokens",
-            f"vLLM warns: more than max_num_seqs x max_model_len = {seqs * vllm.max_model_len} "
-            f"({cite('vllm.scheduler.batched-tokens-beyond-sequences')})",
+            f"vLLM warns: more than max_num_seqs x max_model_len = {seqs * vllm.max_model_len}",
             value=budget,
         )
 
 
+@mirrors("vllm.parallel.eplb-needs-expert-parallel")
 def expert_load_balancing_needs_expert_parallel(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/parallel.py, ParallelConfig._validate_parallel_config: EPLB balances experts only
     under expert parallelism."""
@@ -156,9 +165,7 @@ def expert_load_balancing_needs_expert_parallel(ctx: CheckContext) -> Iterator[I
         yield Issue(
             f"{KWARGS}.enable_eplb",
             "vLLM refuses it without expert parallelism (NeMo-RL enables it only for "
-            "vllm_cfg.expert_parallel_size > 1) ("
-            + cite("vllm.parallel.eplb-needs-expert-parallel")
-            + ")",
+            "vllm_cfg.expert_parallel_size > 1)",
             value=True,
         )
 
@@ -197,6 +204,7 @@ def _kv_heads(ctx: CheckContext) -> tuple[int, int]:
     return arch.attention_heads, arch.kv_heads
 
 
+@mirrors("vllm.model.long-max-model-len-allowed")
 def long_max_model_len_allowed_by_its_variable(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/model.py, _get_and_verify_max_len: a warning; VLLM_ALLOW_LONG_MAX_MODEL_LEN lets
     max_model_len pass the model's positions, which may give NaNs (RoPE) or out-of-bounds reads."""
@@ -206,12 +214,12 @@ def long_max_model_len_allowed_by_its_variable(ctx: CheckContext) -> Iterator[Is
         yield Issue(
             f"{VLLM}.max_model_len",
             f"vLLM warns: past {ctx.model.name}'s {positions} positions, allowed only by "
-            f"VLLM_ALLOW_LONG_MAX_MODEL_LEN; positions beyond them can give NaNs "
-            f"({cite('vllm.model.long-max-model-len-allowed')})",
+            f"VLLM_ALLOW_LONG_MAX_MODEL_LEN; positions beyond them can give NaNs",
             value=length,
         )
 
 
+@mirrors("vllm.model.expert-parallel-needs-moe")
 def expert_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/model.py, ModelConfig._verify_with_expert_parallelism: expert parallelism
     (NeMo-RL turns it on for expert_parallel_size > 1) needs a model with experts. With
@@ -223,12 +231,12 @@ def expert_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
     if vllm.expert_parallel_size <= vllm.tensor_parallel_size:
         yield Issue(
             f"{VLLM}.expert_parallel_size",
-            f"vLLM refuses it: {ctx.model.name} has no experts to split "
-            f"({cite('vllm.model.expert-parallel-needs-moe')})",
+            f"vLLM refuses it: {ctx.model.name} has no experts to split",
             value=vllm.expert_parallel_size,
         )
 
 
+@mirrors("vllm.parallel.external-dp-needs-moe")
 def external_data_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/parallel.py, ParallelConfig.__post_init__: NeMo-RL runs vLLM data-parallel
     (VLLM_DP_SIZE = expert_parallel_size / tensor_parallel_size) when EP exceeds TP, which vLLM
@@ -240,12 +248,12 @@ def external_data_parallel_needs_moe(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{VLLM}.expert_parallel_size",
             f"vLLM refuses it: above tensor_parallel_size it makes NeMo-RL start vLLM "
-            f"data-parallel, which {ctx.model.name} (no experts) cannot use "
-            f"({cite('vllm.parallel.external-dp-needs-moe')})",
+            f"data-parallel, which {ctx.model.name} (no experts) cannot use",
             value=vllm.expert_parallel_size,
         )
 
 
+@mirrors("vllm.parallel.dcp-divides-tp")
 def decode_context_parallel_divides_tensor_parallel(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/parallel.py, ParallelConfig._validate_parallel_config: decode context parallelism
     splits each TP group, so its size divides tensor_parallel_size."""
@@ -254,11 +262,12 @@ def decode_context_parallel_divides_tensor_parallel(ctx: CheckContext) -> Iterat
         yield Issue(
             f"{KWARGS}.decode_context_parallel_size",
             f"vLLM refuses it: does not divide tensor_parallel_size "
-            f"({vllm.tensor_parallel_size}) ({cite('vllm.parallel.dcp-divides-tp')})",
+            f"({vllm.tensor_parallel_size})",
             value=dcp,
         )
 
 
+@mirrors("vllm.parallel.dcp-a2a-needs-dcp")
 def dcp_all_to_all_needs_decode_context_parallel(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/parallel.py, ParallelConfig._validate_parallel_config: the all-to-all DCP backend
     needs a DCP size above 1."""
@@ -266,8 +275,7 @@ def dcp_all_to_all_needs_decode_context_parallel(ctx: CheckContext) -> Iterator[
     if kwargs.get("dcp_comm_backend") == "a2a" and _decode_context_parallel(ctx) <= 1:
         yield Issue(
             f"{KWARGS}.dcp_comm_backend",
-            "vLLM refuses it: a2a needs decode_context_parallel_size > 1 "
-            f"({cite('vllm.parallel.dcp-a2a-needs-dcp')})",
+            "vLLM refuses it: a2a needs decode_context_parallel_size > 1",
             value="a2a",
         )
 
@@ -284,6 +292,7 @@ def _dcp_on_gqa(ctx: CheckContext) -> tuple[int, int, int, int] | None:
     return vllm.tensor_parallel_size, dcp, heads, kv
 
 
+@mirrors("vllm.model.dcp-tp-above-kv-heads")
 def dcp_tensor_parallel_above_kv_heads(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/model.py, ModelConfig.verify_with_parallel_config: with decode context
     parallelism on a GQA model, TP exceeds the KV heads (DCP reuses the ranks that would hold
@@ -296,11 +305,12 @@ def dcp_tensor_parallel_above_kv_heads(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.decode_context_parallel_size",
             f"vLLM refuses it: needs tensor_parallel_size above {ctx.model.name}'s {kv} KV "
-            f"heads, not {tp} ({cite('vllm.model.dcp-tp-above-kv-heads')})",
+            f"heads, not {tp}",
             value=dcp,
         )
 
 
+@mirrors("vllm.model.dcp-within-tp-per-kv-head")
 def dcp_within_tensor_parallel_per_kv_head(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/model.py, ModelConfig.verify_with_parallel_config: the DCP size is at most
     tensor_parallel_size // KV heads."""
@@ -312,13 +322,13 @@ def dcp_within_tensor_parallel_per_kv_head(ctx: CheckContext) -> Iterator[Issue]
     if tp > kv and dcp > most:
         yield Issue(
             f"{KWARGS}.decode_context_parallel_size",
-            f"vLLM refuses it: at most TP // KV heads = {tp} // {kv} "
-            f"({cite('vllm.model.dcp-within-tp-per-kv-head')})",
+            f"vLLM refuses it: at most TP // KV heads = {tp} // {kv}",
             value=dcp,
             hint=f"at most {most}",
         )
 
 
+@mirrors("vllm.model.dcp-divides-queries-per-kv-head")
 def dcp_divides_queries_per_kv_head(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/model.py, ModelConfig.verify_with_parallel_config: the DCP size divides the query
     heads per KV head."""
@@ -331,11 +341,12 @@ def dcp_divides_queries_per_kv_head(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.decode_context_parallel_size",
             f"vLLM refuses it: does not divide {ctx.model.name}'s {per_kv} query heads per KV "
-            f"head ({cite('vllm.model.dcp-divides-queries-per-kv-head')})",
+            f"head",
             value=dcp,
         )
 
 
+@mirrors("vllm.scheduler.partial-prefills-need-chunked-prefill")
 def partial_prefills_need_chunked_prefill(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/scheduler.py, SchedulerConfig.verify_max_model_len: concurrent partial prefills
     need chunked prefill."""
@@ -344,12 +355,12 @@ def partial_prefills_need_chunked_prefill(ctx: CheckContext) -> Iterator[Issue]:
     if partial is not None and partial > 1 and kwargs.get("enable_chunked_prefill") is False:
         yield Issue(
             f"{KWARGS}.max_num_partial_prefills",
-            "vLLM refuses it above 1 with chunked prefill off "
-            f"({cite('vllm.scheduler.partial-prefills-need-chunked-prefill')})",
+            "vLLM refuses it above 1 with chunked prefill off",
             value=partial,
         )
 
 
+@mirrors("vllm.scheduler.long-prefill-threshold-within-max-model-len")
 def long_prefill_threshold_within_max_model_len(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/scheduler.py, SchedulerConfig.verify_max_model_len: with concurrent partial
     prefills, the long-prompt threshold is at most max_model_len."""
@@ -362,12 +373,12 @@ def long_prefill_threshold_within_max_model_len(ctx: CheckContext) -> Iterator[I
         if threshold > vllm.max_model_len:
             yield Issue(
                 f"{KWARGS}.long_prefill_token_threshold",
-                f"vLLM refuses it: above max_model_len ({vllm.max_model_len}) "
-                f"({cite('vllm.scheduler.long-prefill-threshold-within-max-model-len')})",
+                f"vLLM refuses it: above max_model_len ({vllm.max_model_len})",
                 value=threshold,
             )
 
 
+@mirrors("vllm.scheduler.long-partial-prefills-within-partial-prefills")
 def long_partial_prefills_within_partial_prefills(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/scheduler.py, SchedulerConfig.verify_max_model_len: long-prompt partial prefills
     are a share of all concurrent partial prefills (both default to 1)."""
@@ -377,12 +388,12 @@ def long_partial_prefills_within_partial_prefills(ctx: CheckContext) -> Iterator
     if long is not None and partial is not None and long > partial:
         yield Issue(
             f"{KWARGS}.max_long_partial_prefills",
-            f"vLLM refuses it: above max_num_partial_prefills ({partial}) "
-            f"({cite('vllm.scheduler.long-partial-prefills-within-partial-prefills')})",
+            f"vLLM refuses it: above max_num_partial_prefills ({partial})",
             value=long,
         )
 
 
+@mirrors("vllm.scheduler.custom-scheduler-class")
 def custom_scheduler_class_is_not_public(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/scheduler.py, SchedulerConfig.get_scheduler_cls: a warning; a custom scheduler
     class uses an interface vLLM does not keep stable, and a subclass of the synchronous Scheduler
@@ -392,13 +403,12 @@ def custom_scheduler_class_is_not_public(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.scheduler_cls",
             "vLLM warns: its scheduler interface is not public; a subclass of Scheduler (not "
-            "AsyncScheduler) runs without async scheduling ("
-            + cite("vllm.scheduler.custom-scheduler-class")
-            + ")",
+            "AsyncScheduler) runs without async scheduling",
             value=scheduler,
         )
 
 
+@mirrors("vllm.parallel.async-eplb-not-over-nccl")
 def async_eplb_communicator_is_not_nccl(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/parallel.py, EPLBConfig._validate_eplb_config: async EPLB (eplb_config.use_async,
     on by default) cannot move experts over an NCCL communicator."""
@@ -408,12 +418,13 @@ def async_eplb_communicator_is_not_nccl(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             f"{KWARGS}.eplb_config.communicator",
             "vLLM refuses it with async EPLB (eplb_config.use_async, on unless set false): "
-            f"NCCL streams conflict ({cite('vllm.parallel.async-eplb-not-over-nccl')})",
+            "NCCL streams conflict",
             value=communicator,
             hint="torch_gloo, nixl or unset; or eplb_config.use_async: false",
         )
 
 
+@mirrors("vllm.parallel.redundant-experts-need-eplb")
 def redundant_experts_need_eplb(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/parallel.py, ParallelConfig._validate_parallel_config: redundant experts are
     placed by EPLB only."""
@@ -422,13 +433,12 @@ def redundant_experts_need_eplb(ctx: CheckContext) -> Iterator[Issue]:
     if isinstance(redundant, int) and redundant and kwargs.get("enable_eplb") is not True:
         yield Issue(
             f"{KWARGS}.eplb_config.num_redundant_experts",
-            "vLLM refuses it without enable_eplb ("
-            + cite("vllm.parallel.redundant-experts-need-eplb")
-            + ")",
+            "vLLM refuses it without enable_eplb",
             value=redundant,
         )
 
 
+@mirrors("vllm.parallel.removed-all2all-backend")
 def removed_all2all_backend_falls_back(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/parallel.py, ParallelConfig._validate_parallel_config: a warning; the pplx and
     naive all2all backends are gone and vLLM uses allgather_reducescatter instead."""
@@ -436,12 +446,12 @@ def removed_all2all_backend_falls_back(ctx: CheckContext) -> Iterator[Issue]:
     if backend in ("pplx", "naive"):
         yield Issue(
             f"{KWARGS}.all2all_backend",
-            "vLLM warns: removed; it runs allgather_reducescatter instead "
-            f"({cite('vllm.parallel.removed-all2all-backend')})",
+            "vLLM warns: removed; it runs allgather_reducescatter instead",
             value=backend,
         )
 
 
+@mirrors("vllm.parallel.parallel-loading-workers-ignored")
 def parallel_loading_workers_are_ignored(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/parallel.py, ParallelConfig.__post_init__: a warning;
     max_parallel_loading_workers has no effect."""
@@ -449,13 +459,12 @@ def parallel_loading_workers_are_ignored(ctx: CheckContext) -> Iterator[Issue]:
     if workers is not None:
         yield Issue(
             f"{KWARGS}.max_parallel_loading_workers",
-            "vLLM warns: not supported, ignored ("
-            + cite("vllm.parallel.parallel-loading-workers-ignored")
-            + ")",
+            "vLLM warns: not supported, ignored",
             value=workers,
         )
 
 
+@mirrors("vllm.parallel.nsight-needs-ray")
 def nsight_workers_need_ray(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/parallel.py, ParallelConfig._verify_args: nsight profiling of vLLM's workers
     needs the Ray executor, which NeMo-RL picks only for TP x PP > 1 (one GPU runs in-process)."""
@@ -465,12 +474,12 @@ def nsight_workers_need_ray(ctx: CheckContext) -> Iterator[Issue]:
     if vllm.tensor_parallel_size * vllm.pipeline_parallel_size == 1:
         yield Issue(
             f"{KWARGS}.ray_workers_use_nsight",
-            "vLLM refuses it: at TP x PP = 1 NeMo-RL runs vLLM without Ray workers "
-            f"({cite('vllm.parallel.nsight-needs-ray')})",
+            "vLLM refuses it: at TP x PP = 1 NeMo-RL runs vLLM without Ray workers",
             value=True,
         )
 
 
+@mirrors("vllm.model.attention-dtype-override-needs-rocm")
 def attention_dtype_override_needs_rocm(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/model.py, ModelConfig.__post_init__: a warning; override_attention_dtype acts on
     ROCm only."""
@@ -478,24 +487,24 @@ def attention_dtype_override_needs_rocm(ctx: CheckContext) -> Iterator[Issue]:
     if dtype is not None:
         yield Issue(
             f"{KWARGS}.override_attention_dtype",
-            "vLLM warns: only ROCm honours it; NVIDIA GPUs ignore it "
-            f"({cite('vllm.model.attention-dtype-override-needs-rocm')})",
+            "vLLM warns: only ROCm honours it; NVIDIA GPUs ignore it",
             value=dtype,
         )
 
 
+@mirrors("vllm.cache.calculate-kv-scales-deprecated")
 def kv_scales_calculation_is_deprecated(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/cache.py, CacheConfig._warn_deprecated_calculate_kv_scales: a warning;
     calculate_kv_scales is deprecated (scales come from the checkpoint, else 1.0)."""
     if _kwargs(ctx).get("calculate_kv_scales") is True:
         yield Issue(
             f"{KWARGS}.calculate_kv_scales",
-            "vLLM warns: deprecated; KV scales are read from the checkpoint or default to 1.0 "
-            f"({cite('vllm.cache.calculate-kv-scales-deprecated')})",
+            "vLLM warns: deprecated; KV scales are read from the checkpoint or default to 1.0",
             value=True,
         )
 
 
+@mirrors("vllm.vllm.mamba-stochastic-rounding-float16")
 def mamba_stochastic_rounding_needs_float16_cache(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/vllm.py, VllmConfig.__post_init__: stochastic rounding of the Mamba state needs a
     float16 SSM cache."""
@@ -504,12 +513,12 @@ def mamba_stochastic_rounding_needs_float16_cache(ctx: CheckContext) -> Iterator
     if kwargs.get("enable_mamba_cache_stochastic_rounding") is True and cache != "float16":
         yield Issue(
             f"{KWARGS}.enable_mamba_cache_stochastic_rounding",
-            f"vLLM refuses it: mamba_ssm_cache_dtype is {cache}, not float16 "
-            f"({cite('vllm.vllm.mamba-stochastic-rounding-float16')})",
+            f"vLLM refuses it: mamba_ssm_cache_dtype is {cache}, not float16",
             value=True,
         )
 
 
+@mirrors("vllm.vllm.mamba-block-size-needs-prefix-caching")
 def mamba_block_size_needs_prefix_caching(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/vllm.py, VllmConfig.validate_mamba_block_size: a Mamba block size other than
     max_model_len needs prefix caching (NeMo-RL passes vllm_cfg.enable_prefix_caching; unset, it is
@@ -520,12 +529,12 @@ def mamba_block_size_needs_prefix_caching(ctx: CheckContext) -> Iterator[Issue]:
     if value_of(vllm, "enable_prefix_caching") is False:
         yield Issue(
             f"{KWARGS}.mamba_block_size",
-            "vLLM refuses it with vllm_cfg.enable_prefix_caching false "
-            f"({cite('vllm.vllm.mamba-block-size-needs-prefix-caching')})",
+            "vLLM refuses it with vllm_cfg.enable_prefix_caching false",
             value=size,
         )
 
 
+@mirrors("vllm.vllm.sequence-parallel-needs-tp")
 def sequence_parallelism_needs_tensor_parallel(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/vllm.py, VllmConfig.__post_init__: a warning; sequence parallelism
     (pass_config.enable_sp, or fuse_gemm_comms which implies it) is switched off at TP = 1."""
@@ -533,12 +542,12 @@ def sequence_parallelism_needs_tensor_parallel(ctx: CheckContext) -> Iterator[Is
     if vllm is not None and _sequence_parallel(kwargs) and vllm.tensor_parallel_size == 1:
         yield Issue(
             f"{KWARGS}.compilation_config.pass_config",
-            "vLLM warns: sequence parallelism needs tensor_parallel_size > 1 and is turned off "
-            f"({cite('vllm.vllm.sequence-parallel-needs-tp')})",
+            "vLLM warns: sequence parallelism needs tensor_parallel_size > 1 and is turned off",
             value=_sub(_sub(kwargs, "compilation_config"), "pass_config"),
         )
 
 
+@mirrors("vllm.vllm.sequence-parallel-needs-vllm-compile")
 def sequence_parallelism_needs_vllm_compile(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/vllm.py, VllmConfig.__post_init__: a warning; sequence parallelism is a compile
     pass, so it does not run when enforce_eager (or compilation_config.mode) leaves VLLM_COMPILE."""
@@ -551,13 +560,12 @@ def sequence_parallelism_needs_vllm_compile(ctx: CheckContext) -> Iterator[Issue
         yield Issue(
             f"{KWARGS}.compilation_config.pass_config",
             "vLLM warns: sequence parallelism is on but compilation is not VLLM_COMPILE "
-            "(enforce_eager or compilation_config.mode) ("
-            + cite("vllm.vllm.sequence-parallel-needs-vllm-compile")
-            + ")",
+            "(enforce_eager or compilation_config.mode)",
             value=_sub(_sub(kwargs, "compilation_config"), "pass_config"),
         )
 
 
+@mirrors("vllm.vllm.micro-batching-needs-expert-all2all")
 def micro_batching_needs_an_expert_all2all(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/vllm.py, VllmConfig.__post_init__: dual-batch overlap / micro-batching
     (enable_dbo, or ubatch_size > 1) needs the deepep or nixl_ep all2all backend."""
@@ -570,24 +578,24 @@ def micro_batching_needs_an_expert_all2all(ctx: CheckContext) -> Iterator[Issue]
         yield Issue(
             f"{KWARGS}.all2all_backend",
             "vLLM refuses micro-batching (enable_dbo / ubatch_size) with it: needs "
-            "deepep_low_latency, deepep_high_throughput or nixl_ep "
-            f"({cite('vllm.vllm.micro-batching-needs-expert-all2all')})",
+            "deepep_low_latency, deepep_high_throughput or nixl_ep",
             value=backend,
         )
 
 
+@mirrors("vllm.vllm.kv-sharing-fast-prefill")
 def kv_sharing_fast_prefill_needs_model_support(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/vllm.py, VllmConfig.__post_init__: a warning; fast prefill for KV sharing is
     correct and faster only where the model implements it."""
     if _kwargs(ctx).get("kv_sharing_fast_prefill") is True:
         yield Issue(
             f"{KWARGS}.kv_sharing_fast_prefill",
-            "vLLM warns: the model must support it to stay correct and gain speed "
-            f"({cite('vllm.vllm.kv-sharing-fast-prefill')})",
+            "vLLM warns: the model must support it to stay correct and gain speed",
             value=True,
         )
 
 
+@mirrors("vllm.vllm.dcp-interleave-overrides-cp-interleave")
 def dcp_interleave_overrides_cp_interleave(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config/vllm.py, VllmConfig.validate_block_size: a warning; under decode context
     parallelism a dcp_kv_cache_interleave_size above 1 replaces a different
@@ -600,8 +608,7 @@ def dcp_interleave_overrides_cp_interleave(ctx: CheckContext) -> Iterator[Issue]
     if cp_size != dcp_size:
         yield Issue(
             f"{KWARGS}.dcp_kv_cache_interleave_size",
-            f"vLLM warns: it overrides cp_kv_cache_interleave_size ({cp_size}) "
-            f"({cite('vllm.vllm.dcp-interleave-overrides-cp-interleave')})",
+            f"vLLM warns: it overrides cp_kv_cache_interleave_size ({cp_size})",
             value=dcp_size,
         )
 

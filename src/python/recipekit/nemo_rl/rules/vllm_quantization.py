@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.rules.citation import mirrors
 
 GEN = "policy.generation"
 
@@ -17,6 +17,9 @@ def _real_quant(ctx: CheckContext) -> bool:
     return gen is not None and gen.backend == "vllm" and value_of(gen, "real_quant") is True
 
 
+@mirrors(
+    v35="nemo-rl.models.generation.--init--.configure-generation-config.real-quantisation-states-whether-export-goes"
+)
 def real_quant_names_its_export_offload(ctx: CheckContext) -> Iterator[Issue]:
     """models/generation/__init__.py, configure_generation_config (super-v3.5): real quantisation
     needs real_quant_export_cpu_offload stated, true or false; it has no default."""
@@ -24,17 +27,14 @@ def real_quant_names_its_export_offload(ctx: CheckContext) -> Iterator[Issue]:
     if _real_quant(ctx) and not isinstance(offload, bool):
         yield Issue(
             f"{GEN}.real_quant_export_cpu_offload",
-            "NeMo-RL refuses real_quant unless this is a boolean "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.generation.--init--.configure-generation-config.real-quantisation-states-whether-export-goes",
-            )
-            + ")",
+            "NeMo-RL refuses real_quant unless this is a boolean",
             hint="set it true or false",
         )
 
 
+@mirrors(
+    v35="nemo-rl.models.generation.--init--.configure-generation-config.real-quantised-export-without-cpu-offload"
+)
 def real_quant_in_gpu_export_needs_colocated_ipc(ctx: CheckContext) -> Iterator[Issue]:
     """models/generation/__init__.py, configure_generation_config (super-v3.5): exporting the
     quantised weights without a CPU copy works only over colocated CUDA-IPC refit, with no other
@@ -50,12 +50,7 @@ def real_quant_in_gpu_export_needs_colocated_ipc(ctx: CheckContext) -> Iterator[
         yield Issue(
             f"{GEN}.real_quant_export_cpu_offload",
             "NeMo-RL refuses false unless generation is colocated and refit_transport is null "
-            "(CUDA-IPC refit) ("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.generation.--init--.configure-generation-config.real-quantised-export-without-cpu-offload",
-            )
-            + ")",
+            "(CUDA-IPC refit)",
             value=False,
             hint="set it true, or colocate generation with no refit_transport",
         )

@@ -10,7 +10,7 @@ from recipekit.errors import Issue
 from recipekit.markers import UNSET
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.rules.citation import mirrors
 
 VLLM = "policy.generation.vllm_cfg"
 KWARGS = "policy.generation.vllm_kwargs"
@@ -27,6 +27,10 @@ def _async_vllm(ctx: CheckContext) -> bool:
     return gen is not None and gen.backend == "vllm" and vllm is not None and vllm.async_engine
 
 
+@mirrors(
+    v3="nemo-rl.v3.models.generation.vllm.vllm-worker-async.start-vllm-metrics-logger.vllm-metrics-logger-needs-polling-interval",
+    v35="nemo-rl.models.generation.vllm.vllm-worker-async.start-vllm-metrics-logger.vllm-metrics-logger-needs-polling-interval",
+)
 def vllm_metrics_logger_needs_an_interval(ctx: CheckContext) -> Iterator[Issue]:
     """vllm_worker_async.py, _start_vllm_metrics_logger (both versions): the async worker's metrics
     logger polls vLLM every vllm_metrics_logger_interval seconds and has no default."""
@@ -39,18 +43,14 @@ def vllm_metrics_logger_needs_an_interval(ctx: CheckContext) -> Iterator[Issue]:
     ):
         yield Issue(
             f"{VLLM}.vllm_metrics_logger_interval",
-            "NeMo-RL's vLLM worker refuses enable_vllm_metrics_logger without it "
-            "("
-            + cite(
-                ctx,
-                v3="nemo-rl.v3.models.generation.vllm.vllm-worker-async.start-vllm-metrics-logger.vllm-metrics-logger-needs-polling-interval",
-                v35="nemo-rl.models.generation.vllm.vllm-worker-async.start-vllm-metrics-logger.vllm-metrics-logger-needs-polling-interval",
-            )
-            + ")",
+            "NeMo-RL's vLLM worker refuses enable_vllm_metrics_logger without it",
             hint="set it, in seconds (NeMo-RL's configs use 0.5)",
         )
 
 
+@mirrors(
+    v35="nemo-rl.models.generation.vllm.vllm-worker.load-model.speculative-decoding-switched-off-runs-better"
+)
 def disabled_speculation_wants_prefix_caching(ctx: CheckContext) -> Iterator[Issue]:
     """vllm_worker.py, BaseVllmGenerationWorker._load_model (super-v3.5): a warning;
     num_speculative_tokens 0 drops the drafter, and then prefix caching switched off costs
@@ -70,16 +70,14 @@ def disabled_speculation_wants_prefix_caching(ctx: CheckContext) -> Iterator[Iss
         yield Issue(
             f"{VLLM}.enable_prefix_caching",
             "NeMo-RL warns: speculative decoding is off (num_speculative_tokens 0), so prefix "
-            "caching would speed generation up ("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.generation.vllm.vllm-worker.load-model.speculative-decoding-switched-off-runs-better",
-            )
-            + ")",
+            "caching would speed generation up",
             value=False,
         )
 
 
+@mirrors(
+    v35="nemo-rl.models.generation.vllm.vllm-worker-async.create-engine.compilation-config-use-inductor-deprecated-favour"
+)
 def compilation_use_inductor_is_deprecated(ctx: CheckContext) -> Iterator[Issue]:
     """vllm_worker_async.py, VllmAsyncGenerationWorkerImpl._create_engine (super-v3.5): a warning;
     vLLM 0.12 replaced compilation_config.use_inductor by compilation_config.backend, which NeMo-RL
@@ -89,16 +87,15 @@ def compilation_use_inductor_is_deprecated(ctx: CheckContext) -> Iterator[Issue]
         yield Issue(
             f"{KWARGS}.compilation_config.use_inductor",
             "NeMo-RL's async vLLM worker warns it is deprecated: use compilation_config.backend "
-            "(inductor or eager) ("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.generation.vllm.vllm-worker-async.create-engine.compilation-config-use-inductor-deprecated-favour",
-            )
-            + ")",
+            "(inductor or eager)",
             value=compilation["use_inductor"],
         )
 
 
+@mirrors(
+    v3="nemo-rl.v3.models.generation.vllm.vllm-worker-async.start-vllm-metrics-logger.metrics-logger-interval-positive",
+    v35="nemo-rl.models.generation.vllm.vllm-worker-async.start-vllm-metrics-logger.metrics-logger-interval-positive",
+)
 def vllm_metrics_logger_interval_is_positive(ctx: CheckContext) -> Iterator[Issue]:
     """vllm_worker_async.py, _start_vllm_metrics_logger (both versions): the polling interval is a
     positive number of seconds (the schema admits 0)."""
@@ -109,14 +106,7 @@ def vllm_metrics_logger_interval_is_positive(ctx: CheckContext) -> Iterator[Issu
     if isinstance(interval, int | float) and interval <= 0:
         yield Issue(
             f"{VLLM}.vllm_metrics_logger_interval",
-            "NeMo-RL's vLLM worker refuses it: it must be a positive number of seconds "
-            "("
-            + cite(
-                ctx,
-                v3="nemo-rl.v3.models.generation.vllm.vllm-worker-async.start-vllm-metrics-logger.metrics-logger-interval-positive",
-                v35="nemo-rl.models.generation.vllm.vllm-worker-async.start-vllm-metrics-logger.metrics-logger-interval-positive",
-            )
-            + ")",
+            "NeMo-RL's vLLM worker refuses it: it must be a positive number of seconds",
             value=interval,
             hint="NeMo-RL's configs use 0.5",
         )

@@ -15,7 +15,7 @@ from typing import Any
 from recipekit.errors import Issue, did_you_mean
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.citation import cite
+from recipekit.nemo_rl.rules.citation import mirrors
 
 GEN = "policy.generation"
 TRANSPORT = f"{GEN}.refit_transport"
@@ -44,6 +44,7 @@ def _colocated(ctx: CheckContext) -> bool:
     return value_of(colocated, "enabled") is True
 
 
+@mirrors(v35="nemo-rl.algorithms.grpo.setup.non-default-refit-transport-needs-vllm")
 def refit_transport_needs_vllm(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, setup (super-v3.5): only vLLM generation takes a refit transport other than
     NeMo-RL's default."""
@@ -53,15 +54,15 @@ def refit_transport_needs_vllm(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(
             TRANSPORT,
             f"NeMo-RL's GRPO setup refuses it with policy.generation.backend {gen.backend!r}: "
-            f"non-default refit transports are supported for vLLM only "
-            "("
-            + cite(ctx, v35="nemo-rl.algorithms.grpo.setup.non-default-refit-transport-needs-vllm")
-            + ")",
+            f"non-default refit transports are supported for vLLM only",
             value=transport,
             hint="set it null",
         )
 
 
+@mirrors(
+    v35="nemo-rl.models.generation.vllm.config.normalize-vllm-refit-config.vllm-refit-transport-named-one-module"
+)
 def refit_transport_is_known(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config.py, normalize_vllm_refit_config (super-v3.5): a transport is one NeMo-RL names or
     a checkpoint-engine plugin's ``module:ClassName``."""
@@ -72,18 +73,15 @@ def refit_transport_is_known(ctx: CheckContext) -> Iterator[Issue]:
     yield Issue(
         TRANSPORT,
         "NeMo-RL refuses an unknown vLLM refit transport: it takes null, "
-        f"{', '.join(NAMED_TRANSPORTS)} or a 'module:ClassName' checkpoint-engine path "
-        "("
-        + cite(
-            ctx,
-            v35="nemo-rl.models.generation.vllm.config.normalize-vllm-refit-config.vllm-refit-transport-named-one-module",
-        )
-        + ")",
+        f"{', '.join(NAMED_TRANSPORTS)} or a 'module:ClassName' checkpoint-engine path",
         value=transport,
         hint=close if close.startswith("did you mean") else "",
     )
 
 
+@mirrors(
+    v35="nemo-rl.models.generation.vllm.config.normalize-vllm-refit-config.resetting-encoder-cache-after-refit-needs-default"
+)
 def encoder_cache_reset_needs_collective_refit(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config.py, normalize_vllm_refit_config (super-v3.5): only the default and nccl_reshard
     refits reset vLLM's multimodal encoder cache after a weight update."""
@@ -93,17 +91,15 @@ def encoder_cache_reset_needs_collective_refit(ctx: CheckContext) -> Iterator[Is
         yield Issue(
             f"{GEN}.vllm_cfg.reset_encoder_cache_after_weight_update",
             f"NeMo-RL refuses it with refit_transport {transport!r}: that refit keeps stale "
-            "vision embeddings ("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.generation.vllm.config.normalize-vllm-refit-config.resetting-encoder-cache-after-refit-needs-default",
-            )
-            + ")",
+            "vision embeddings",
             value=True,
             hint="use refit_transport null or nccl_reshard",
         )
 
 
+@mirrors(
+    v35="nemo-rl.models.generation.vllm.config.normalize-vllm-refit-config.plugin-checkpoint-engine-transport-needs-refit"
+)
 def plugin_refit_transport_needs_its_config(ctx: CheckContext) -> Iterator[Issue]:
     """vllm/config.py, normalize_vllm_refit_config (super-v3.5): a ``module:ClassName``
     checkpoint-engine transport reads its settings from refit_cfg under the same name."""
@@ -111,16 +107,13 @@ def plugin_refit_transport_needs_its_config(ctx: CheckContext) -> Iterator[Issue
     if transport is not None and ":" in transport and _refit_cfg(ctx).get(transport) is None:
         yield Issue(
             f"{GEN}.refit_cfg",
-            f"NeMo-RL refuses refit_transport {transport!r} without refit_cfg[{transport!r}] "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.models.generation.vllm.config.normalize-vllm-refit-config.plugin-checkpoint-engine-transport-needs-refit",
-            )
-            + ")",
+            f"NeMo-RL refuses refit_transport {transport!r} without refit_cfg[{transport!r}]",
         )
 
 
+@mirrors(
+    v35="nemo-rl.weight-sync.factory.create-weight-synchronizer.checkpoint-engine-refit-needs-generation-gpus"
+)
 def checkpoint_engine_refit_needs_separate_generation(ctx: CheckContext) -> Iterator[Issue]:
     """weight_sync/factory.py, create_weight_synchronizer (super-v3.5): checkpoint-engine refit
     (nixl or a plugin) only sends weights to generation GPUs of their own."""
@@ -129,18 +122,15 @@ def checkpoint_engine_refit_needs_separate_generation(ctx: CheckContext) -> Iter
     if engine and _colocated(ctx):
         yield Issue(
             TRANSPORT,
-            "NeMo-RL refuses checkpoint-engine refit with policy.generation.colocated.enabled "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.weight-sync.factory.create-weight-synchronizer.checkpoint-engine-refit-needs-generation-gpus",
-            )
-            + ")",
+            "NeMo-RL refuses checkpoint-engine refit with policy.generation.colocated.enabled",
             value=transport,
             hint="set colocated.enabled false, or refit_transport null",
         )
 
 
+@mirrors(
+    v35="nemo-rl.weight-sync.vllm-remote-sparse-weight-synchronizer.validate-vllm-remote-sparse-refit.remote-sparse-refit-needs-separate-generation"
+)
 def sparse_refit_needs_an_unquantised_megatron_policy(ctx: CheckContext) -> Iterator[Issue]:
     """vllm_remote_sparse_weight_synchronizer.py, validate_vllm_remote_sparse_refit (super-v3.5):
     the remote sparse refits need separate generation GPUs, a Megatron policy and unquantised
@@ -163,17 +153,14 @@ def sparse_refit_needs_an_unquantised_megatron_policy(ctx: CheckContext) -> Iter
     if reasons:
         yield Issue(
             TRANSPORT,
-            f"NeMo-RL refuses {transport} here: {'; '.join(reasons)} "
-            "("
-            + cite(
-                ctx,
-                v35="nemo-rl.weight-sync.vllm-remote-sparse-weight-synchronizer.validate-vllm-remote-sparse-refit.remote-sparse-refit-needs-separate-generation",
-            )
-            + ")",
+            f"NeMo-RL refuses {transport} here: {'; '.join(reasons)}",
             value=transport,
         )
 
 
+@mirrors(
+    v35="nemo-rl.weight-sync.vllm-remote-sparse-weight-synchronizer.validate-vllm-remote-sparse-refit.s3-sparse-refit-needs-bucket"
+)
 def s3_sparse_refit_needs_a_bucket(ctx: CheckContext) -> Iterator[Issue]:
     """vllm_remote_sparse_weight_synchronizer.py, validate_vllm_remote_sparse_refit (super-v3.5):
     vllm_s3_sparse stages the weights in an S3 bucket, which refit_cfg.sparse.storage.s3_bucket
@@ -186,12 +173,7 @@ def s3_sparse_refit_needs_a_bucket(ctx: CheckContext) -> Iterator[Issue]:
     if not isinstance(bucket, str) or not bucket.strip():
         yield Issue(
             f"{GEN}.refit_cfg.sparse.storage.s3_bucket",
-            "NeMo-RL refuses vllm_s3_sparse refit without it ("
-            + cite(
-                ctx,
-                v35="nemo-rl.weight-sync.vllm-remote-sparse-weight-synchronizer.validate-vllm-remote-sparse-refit.s3-sparse-refit-needs-bucket",
-            )
-            + ")",
+            "NeMo-RL refuses vllm_s3_sparse refit without it",
             hint="name the bucket",
         )
 

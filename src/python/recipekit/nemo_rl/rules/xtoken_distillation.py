@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from recipekit.errors import Issue
 from recipekit.markers import given
-from recipekit.nemo_rl.rules.citation import cite_super35
+from recipekit.nemo_rl.rules.citation import cite_super35, mirrors_super35
 from recipekit.nemo_rl.schema_distillation import XTokenDistillationMasterConfig
 
 # Teachers' static weight where a teacher states none (xtoken_off_policy_distillation.py,
@@ -92,6 +92,7 @@ def sum_only_settings_need_sum_mode(config: XTokenDistillationMasterConfig) -> I
         )
 
 
+@mirrors_super35("nemo-rl.loss.xtoken-averaged-logits-weights-nonzero")
 def averaged_logits_weights_do_not_cancel(
     config: XTokenDistillationMasterConfig,
 ) -> Iterator[Issue]:
@@ -104,9 +105,7 @@ def averaged_logits_weights_do_not_cancel(
         yield Issue(
             "teachers",
             f"the teachers' weights {weights} sum to zero, and kd_loss_mode averaged_logits "
-            "divides by that sum ("
-            + cite_super35("nemo-rl.loss.xtoken-averaged-logits-weights-nonzero")
-            + ")",
+            "divides by that sum",
             value=weights,
             hint="give at least one teacher a weight, or another kd_loss_mode",
         )
