@@ -16,15 +16,19 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from recipekit.errors import Issue, did_you_mean
+from recipekit.markers import UNSET, Marker
 from recipekit.nemo_rl import NEMO_RL_VERSION, SUPER35_BRANCH
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import on_super35
 from recipekit.sections import _checker
+from recipekit.upstream.declared import declared as declared_class
 
 KWARGS = "policy.generation.vllm_kwargs"
 AT = "@ vLLM 0.25.1"
 _BOUNDS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+# The config class of policy.generation.vllm_cfg at both pinned versions.
+VLLM_SETTINGS = "nemo_rl.models.generation.vllm.config:VllmSpecificArgs"
 
 
 def _kwargs(ctx: CheckContext) -> dict[str, Any]:
@@ -244,6 +248,34 @@ def vllm_kwargs_replaced_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+def vllm_kwargs_shadow_a_vllm_cfg_key(ctx: CheckContext) -> Iterator[Issue]:
+    """A warning: a vllm_kwargs key that NeMo-RL's vLLM settings also declare
+    (``policy.generation.vllm_cfg``, VllmSpecificArgs) and that the worker does not pass itself
+    reaches vLLM unchanged, while NeMo-RL's own code around the engine keeps reading the
+    vllm_cfg key (``kv_cache_dtype`` given here starts an FP8 KV cache whose scales the policy
+    never calibrates: NeMo-RL decides that from vllm_cfg.kv_cache_dtype). Keys it passes itself
+    are vllm_kwargs_not_passed_by_nemo_rl's errors."""
+    kwargs = _kwargs(ctx)
+    if not kwargs:
+        return
+    branch, worker = _worker(ctx)
+    declared = declared_class(f"nemo-rl/{branch}", VLLM_SETTINGS)
+    # (A key the worker writes over is vllm_kwargs_replaced_by_nemo_rl's warning.)
+    handled = worker["passed"].keys() | worker["replaced"].keys()
+    for key in sorted(kwargs.keys() & declared.keys.keys() - handled):
+        own = value_of(ctx.vllm, key, UNSET)
+        stated = "absent" if isinstance(own, Marker) else f"{own!r}"
+        where = f"{declared.name}, {declared.path}:{declared.keys[key].line} @ {branch}"
+        yield Issue(
+            f"{KWARGS}.{key}",
+            f"vLLM gets this value, but NeMo-RL's own setting is "
+            f"policy.generation.vllm_cfg.{key} ({where}), and what NeMo-RL does around the "
+            f"engine follows that one ({stated})",
+            value=kwargs[key],
+            hint=f"set policy.generation.vllm_cfg.{key} instead",
+        )
+
+
 ERROR_CHECKS = (vllm_kwargs_not_passed_by_nemo_rl,)
 SUPER35_ERROR_CHECKS = (vllm_kwargs_are_engine_arguments, vllm_kwargs_nested_config_keys)
-WARNING_CHECKS = (vllm_kwargs_replaced_by_nemo_rl,)
+WARNING_CHECKS = (vllm_kwargs_replaced_by_nemo_rl, vllm_kwargs_shadow_a_vllm_cfg_key)

@@ -3,7 +3,7 @@ engine arguments, as read from the pinned sources (recipekit.vllm.generated)."""
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by name:
 # vllm_kwargs_not_passed_by_nemo_rl, vllm_kwargs_are_engine_arguments,
-# vllm_kwargs_nested_config_keys.
+# vllm_kwargs_nested_config_keys, vllm_kwargs_shadow_a_vllm_cfg_key.
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from recipekit.nemo_rl import NEMO_RL_VERSION, SUPER35_BRANCH
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules import vllm_kwargs
 from recipekit.nemo_rl.rules.conftest import Plan
+from recipekit.upstream.declared import declared
 from recipekit.vllm.generated import engine_args_0_25_1 as engine
 from recipekit.vllm.generated.nemo_rl_workers import WORKERS
 from recipes.super3.dapo import dapo_h100
@@ -123,6 +124,28 @@ def test_a_key_nemo_rl_replaces_warns(warned: Plan) -> None:
         found
         and "replaced when `logprobs_mode is not None` (policy.generation.vllm_cfg" in found[0]
     )
+
+
+@pytest.mark.parametrize(
+    ("stage", "branch"), [(rlvr, SUPER35_BRANCH), (dapo_h100, NEMO_RL_VERSION)]
+)
+def test_a_key_of_nemo_rls_own_vllm_settings_warns(
+    warned: Plan, errors: Plan, stage: Any, branch: str
+) -> None:
+    # kv_cache_dtype is a vllm_cfg key the worker does not pass: vLLM would start an FP8 KV
+    # cache that NeMo-RL, reading vllm_cfg.kv_cache_dtype ('auto'), never calibrates.
+    found = _mine(warned(stage, f"{KWARGS}={{kv_cache_dtype: fp8}}"), "kv_cache_dtype")
+    line = declared(f"nemo-rl/{branch}", vllm_kwargs.VLLM_SETTINGS).keys["kv_cache_dtype"].line
+    assert len(found) == 1, found
+    assert f"nemo_rl/models/generation/vllm/config.py:{line} @ {branch}" in found[0]
+    assert "follows that one ('auto')" in found[0]
+    assert "set policy.generation.vllm_cfg.kv_cache_dtype instead" in found[0]
+    # A key the worker passes is refused, one it replaces warns so: neither warns twice.
+    ctx = _ctx(branch, {"max_model_len": 64, "kv_cache_dtype": "fp8"}, async_engine=False)
+    shadowed = vllm_kwargs.vllm_kwargs_shadow_a_vllm_cfg_key(ctx)
+    assert [i.path for i in shadowed] == [f"{KWARGS}.kv_cache_dtype"]
+    replaced = _mine(warned(rlvr, f"{KWARGS}.logprobs_mode=raw_logits"), "logprobs_mode")
+    assert len(replaced) == 1 and "replaced" in replaced[0]
 
 
 def test_the_shipped_stages_have_no_such_issue(warned: Plan, errors: Plan) -> None:
