@@ -20,7 +20,6 @@ from recipekit.megatron_bridge.rules import checkpoint, cite, dataset, parallel
 from recipekit.megatron_bridge.schema import LoRA, MegatronBridgeConfig
 from recipekit.megatron_core.options import MegatronOptions, from_megatron_bridge
 from recipekit.memory.switches import (
-    CHECKPOINT,
     MEGATRON_CORE,
     section_values,
     switched_on,
@@ -270,12 +269,10 @@ def sequence_parallel_without_tensor_parallel(ctx: CheckContext) -> Iterator[Iss
 
 def memory_switches_not_modelled(ctx: CheckContext) -> Iterator[Issue]:
     """A warning for each memory switch the stage turns on that the estimate does not model
-    (recipekit.memory.switches): the model provider's and asynchronous checkpoint saves.
-    Expandable segments (env_vars' PYTORCH_CUDA_ALLOC_CONF) are modelled: the estimate's
-    allocator term names them."""
+    (recipekit.memory.switches): the model provider's. Expandable segments (env_vars'
+    PYTORCH_CUDA_ALLOC_CONF) are modelled: the estimate's allocator term names them."""
     config = ctx.config
     yield from switched_on(section_values("model", config.model, MEGATRON_CORE), MEGATRON_CORE)
-    yield from switched_on(section_values("checkpoint", config.checkpoint, CHECKPOINT), CHECKPOINT)
 
 
 WARNING_CHECKS: tuple[Check, ...] = (

@@ -12,8 +12,13 @@ it and which way it may move the total:
   static input and output buffers and a private memory pool per graph; Megatron-Bridge #5356 was
   an out-of-memory from them);
 - activation offloading to the host (``fine_grained_activation_offloading``, ``cpu_offloading``,
-  ``activation_offload_fraction``: fewer activations on the GPU, plus pinned staging buffers);
-- asynchronous checkpoint saves (``async_save``: a copy of the state being written).
+  ``activation_offload_fraction``: fewer activations on the GPU, plus pinned staging buffers).
+
+Asynchronous checkpoint saves (a checkpoint section's ``async_save``) are no switch: Megatron-Core
+stages the tensors it writes from the GPU to host memory, and does so the same way for a
+synchronous save ("We do D2H later when the async_request is scheduled for both sync / async
+checkpointing", dist_checkpointing/strategies/filesystem_async.py:162 @ 0.19.2; the staging copy
+is ``preload_tensors``' ``tensor.to("cpu")``, :243). The GPU holds no copy of the state either way.
 """
 
 from __future__ import annotations
@@ -66,12 +71,6 @@ MEGATRON_CORE: Mapping[str, Switch] = {
     "fine_grained_activation_offloading": Switch(OFFLOAD, LESS, _true),
     "cpu_offloading": Switch(OFFLOAD, LESS, _true),
     "activation_offload_fraction": Switch(OFFLOAD, LESS, _positive),
-}
-# A checkpoint section's keys.
-CHECKPOINT: Mapping[str, Switch] = {
-    "async_save": Switch(
-        "asynchronous checkpoint saves (a copy of the state being written)", MORE, _true
-    ),
 }
 ALLOC_CONF = "PYTORCH_CUDA_ALLOC_CONF"
 

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 
 from recipekit.errors import Issue
 from recipekit.memory.switches import (
-    CHECKPOINT,
     MEGATRON_CORE,
     section_values,
     switched_on,
@@ -36,9 +35,9 @@ def env_var_sections(ctx: CheckContext) -> Iterator[tuple[str, dict[str, str]]]:
 
 def memory_switches_not_modelled(ctx: CheckContext) -> Iterator[Issue]:
     """A warning for each memory switch the stage turns on that the estimate does not model
-    (recipekit.memory.switches): Megatron-Core's, set first-class or through model_overrides,
-    and the Megatron checkpoint's asynchronous saves. Expandable segments are modelled (the
-    estimate reads policy.megatron_cfg.env_vars and the inherited environment)."""
+    (recipekit.memory.switches): Megatron-Core's, set first-class or through model_overrides.
+    Expandable segments are modelled (the estimate reads policy.megatron_cfg.env_vars and the
+    inherited environment)."""
     m = ctx.megatron
     if m is None:
         return
@@ -48,5 +47,3 @@ def memory_switches_not_modelled(ctx: CheckContext) -> Iterator[Issue]:
         *section_values(f"{path}.model_overrides", value_of(m, "model_overrides"), MEGATRON_CORE),
     ]
     yield from switched_on(values, MEGATRON_CORE)
-    checkpoint = value_of(m, "checkpoint")
-    yield from switched_on(section_values(f"{path}.checkpoint", checkpoint, CHECKPOINT), CHECKPOINT)
