@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -20,6 +21,8 @@ from recipekit.errors import FieldError, Issue, RecipeError, did_you_mean
 def load_object(target: str, default_attr: str = "recipe") -> Any:
     module_name, _, attr = target.partition(":")
     attr = attr or default_attr
+    if "/" in module_name and not module_name.endswith(".py"):
+        raise RecipeError([Issue(target, "not a recipe name", hint=_named_by_address(target))])
     module = _import(module_name)
     if not hasattr(module, attr):
         public = [n for n in vars(module) if not n.startswith("_")]
@@ -27,6 +30,21 @@ def load_object(target: str, default_attr: str = "recipe") -> Any:
             [Issue(target, f"{module_name} has no {attr!r}", hint=did_you_mean(attr, public))]
         )
     return getattr(module, attr)
+
+
+# A stage target of a recipe folder's BUILD file (pants-plugins/macros/stages.py).
+_STAGE_TARGET = re.compile(r'recipe_stage\(\s*name="([^"]+)",\s*stage="([^"]+)"')
+
+
+def _named_by_address(address: str) -> str:
+    """The hint for a Pants address given where a recipe name goes: the recipe it names."""
+    folder, _, name = address.partition(":")
+    build = Path(folder) / "BUILD"
+    targets = dict(_STAGE_TARGET.findall(build.read_text())) if build.is_file() else {}
+    if name in targets:
+        return f"{address} is a Pants target: give {targets[name]}, or run pants run {address}"
+    close = did_you_mean(name, targets) if targets else ""
+    return f"give MODULE:ATTR (recipes.super35.rl:rlvr){'; ' + close if close else ''}"
 
 
 def load_module(name: str) -> ModuleType:
