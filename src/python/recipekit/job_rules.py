@@ -16,11 +16,19 @@ storage and refuse a written path or cache under a node-local root that is not i
 
 Expandable segments beside colocated vLLM (NVIDIA-NeMo/RL#2319, #2471): refused wherever the
 job's workers would inherit it.
+
+Secrets (the brief: read from the environment at submit or run time, never written anywhere): a
+variable a stage's ``environment`` or its config's ``env_vars`` sets, or a config key, whose name
+says it holds a credential is refused at plan time, its value unshown. Written there it lands in
+the rendered config, the job directory, the framework's logged hyperparameters and the store;
+an OmegaConf ``${oc.env:...}`` there is resolved into the same places. The workers inherit the
+job's environment, which Slurm takes from the submitting shell (the profile's ``secret_env``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -44,6 +52,24 @@ CACHE_VARIABLES = (
     "TRITON_CACHE_DIR",
     "TORCHINDUCTOR_CACHE_DIR",
 )
+# A name that says it holds a credential: it ends in one of these words (WANDB_API_KEY,
+# AWS_SECRET_ACCESS_KEY, comet_api_key, hf_token), or is an environment variable (upper case)
+# ending in TOKEN (HF_TOKEN, GITHUB_TOKEN). Not a name that only holds such a word
+# (WANDB_API_KEY_FILE, TOKENIZERS_PARALLELISM) nor a config key about tokens (pad_token,
+# moe_token_dispatcher_type).
+_SECRET_WORDS = re.compile(
+    r"(?:^|_)(?:api_?key|secret|secret_key|private_key|password|passwd|credentials?|access_key"
+    r"|(?:hf|auth|access|api|bearer|session)_token)$",
+    re.IGNORECASE,
+)
+_VARIABLE_TOKEN = re.compile(r"(?:^|_)TOKEN$")
+
+
+def names_a_secret(name: str) -> bool:
+    """Whether a variable or key named so holds a credential."""
+    return bool(_SECRET_WORDS.search(name) or _VARIABLE_TOKEN.search(name))
+
+
 # A variable's value and the key a message names it by: ``environment.HF_HOME`` (the stage),
 # ``profile NAME: hf_home``, ``policy.megatron_cfg.env_vars.HF_HOME`` (the config).
 Environment = Mapping[str, tuple[str, str]]
@@ -222,6 +248,84 @@ def _training_workers_own(key: str) -> bool:
     return any(f"{backend}.env_vars." in key for backend in ("megatron_cfg", "dtensor_cfg"))
 
 
+# A value of a credential-named config key that is a placeholder, not a credential: a local
+# OpenAI-compatible server's key (NeMo Gym's examples give api_key: dummy_key; vLLM's convention
+# is EMPTY) or a short word.
+_PLACEHOLDER = re.compile(r"(?i).*(dummy|empty|none|null|placeholder|fake|unused|no[-_]?key).*")
+
+
+def _looks_like_a_credential(value: str) -> bool:
+    text = value.strip()
+    return (
+        len(text) >= 16
+        and not any(c.isspace() for c in text)
+        and "${" not in text
+        and not _PLACEHOLDER.fullmatch(text)
+    )
+
+
+def _credential_keys(config: Any, path: str = "") -> Iterator[str]:
+    """The key paths of the rendered config whose name says it holds a credential and whose
+    value looks like one. An ``env_vars`` mapping is read as an environment
+    (``config_environments``)."""
+    if isinstance(config, Mapping):
+        for key, item in config.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key == "env_vars" and isinstance(item, Mapping):
+                continue
+            if isinstance(item, str) and names_a_secret(str(key)):
+                if _looks_like_a_credential(item):
+                    yield where
+            else:
+                yield from _credential_keys(item, where)
+    elif isinstance(config, list | tuple):
+        for index, item in enumerate(config):
+            yield from _credential_keys(item, f"{path}[{index}]")
+
+
+# Values a framework reads as the name of a variable to take from the job's environment, not as
+# the variable's value: NeMo Evaluator's launcher's host: and runtime: (common/env_vars.py,
+# parse_env_var_value @ launcher 0.2.6; its lit: is a value).
+_REFERENCES = {"nemo-evaluator": re.compile(r"(?:host|runtime):[A-Za-z_][A-Za-z0-9_]*")}
+_WRITTEN = "it would land in the rendered config, the job directory and the run's logged settings"
+
+
+def no_secrets_written(
+    plan: Mapping[str, Any], environments: Sequence[Environment]
+) -> tuple[list[Issue], list[Issue]]:
+    """Secrets are never written: (errors, warnings). A credential variable the stage sets
+    (its environment, the config's env_vars) is refused: the workers inherit the job's
+    environment, so the shell that submits is where it belongs. A config key named for a
+    credential whose value looks like one (not a placeholder, not an interpolation) is a
+    warning: the framework may need it in its config, but a recipe is committed code. Neither
+    message shows the value."""
+    reference = _REFERENCES.get(plan.get("framework", {}).get("name", ""))
+    variables = {
+        key
+        for env in environments
+        for name, (key, value) in env.items()
+        if names_a_secret(name) and not (reference and reference.fullmatch(value))
+    }
+    errors = [
+        Issue(
+            key,
+            f"a secret written into the stage: {_WRITTEN}",
+            hint="export it in the submitting shell: Slurm hands it to the job (the profile's "
+            "secret_env)",
+        )
+        for key in sorted(variables)
+    ]
+    warnings = [
+        Issue(
+            key,
+            f"looks like a credential written into the recipe: {_WRITTEN}",
+            hint="read it when the job runs: recipekit.nemo_rl.run_env.from_env('NAME')",
+        )
+        for key in _credential_keys(plan.get("config", {}))
+    ]
+    return errors, warnings
+
+
 def plan_rules(
     plan: Mapping[str, Any], environment: Mapping[str, str]
 ) -> tuple[list[Issue], list[Issue]]:
@@ -230,7 +334,8 @@ def plan_rules(
     environments = plan_environment(plan.get("config", {}), environment)
     written, read = paths_on_shared_storage(plan, environments)
     errors = no_expandable_segments_with_colocated_vllm(plan, environments)
-    return errors, written + read
+    secrets, credentials = no_secrets_written(plan, environments)
+    return errors + secrets, written + read + credentials
 
 
 def submit_rules(
@@ -282,11 +387,17 @@ def preflight_rules(
 
 # The rules the plan, submit and every node's preflight run for any stage whatever its
 # framework (the rule catalogue cites them: recipekit.storage.*, recipekit.allocator.*).
-PLAN_RULES = (paths_on_shared_storage, no_expandable_segments_with_colocated_vllm)
+PLAN_RULES = (
+    paths_on_shared_storage,
+    no_expandable_segments_with_colocated_vllm,
+    no_secrets_written,
+)
 
 __all__ = [
     "PLAN_RULES",
+    "names_a_secret",
     "no_expandable_segments_with_colocated_vllm",
+    "no_secrets_written",
     "paths_on_shared_storage",
     "plan_rules",
     "preflight_rules",

@@ -1,10 +1,10 @@
-"""The job rules every framework's stage obeys: shared storage (NVIDIA-NeMo/RL#1770) and no
+"""The job rules every framework's stage obeys: shared storage (NVIDIA-NeMo/RL#1770), no
 expandable segments beside colocated vLLM (NVIDIA-NeMo/RL#2319, #2471), at plan time, at
-submit and in preflight."""
+submit and in preflight; and no secret written into a stage."""
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
-# no_expandable_segments_with_colocated_vllm, paths_on_shared_storage.
+# no_expandable_segments_with_colocated_vllm, paths_on_shared_storage, no_secrets_written.
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from recipekit.hardware import H100_NODE
 from recipekit.job_rules import preflight_rules
 from recipekit.launch.profile import ClusterProfile, NoContainer
 from recipekit.launch.submit import job_environment_issues, job_memory_issues
+from recipekit.nemo_rl.run_env import from_env
 from recipekit.plan import Plan, make_plan
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
@@ -206,3 +207,50 @@ def test_preflight_refuses_expandable_segments_in_the_job_environment() -> None:
     environ = {"PYTORCH_CUDA_ALLOC_CONF": f"max_split_size_mb:512, {EXPANDABLE}", "HOME": "/h"}
     refused = [i.render() for i in preflight_rules(plan, [], environ)]
     assert refused and refused[0].startswith("job environment PYTORCH_CUDA_ALLOC_CONF")
+
+
+# --- secrets ---------------------------------------------------------------------------------
+
+SECRET = "wandb-v1-0123456789abcdef0123456789abcdef"
+
+
+def test_a_credential_variable_set_in_the_stage_is_refused_unshown() -> None:
+    key = "policy.megatron_cfg.env_vars.WANDB_API_KEY"
+    found = [e for e in _errors(rlvr, f"{key}={SECRET}") if e.startswith(key)]
+    assert len(found) == 1 and "a secret written into the stage" in found[0], found
+    assert SECRET not in found[0] and "export it in the submitting shell" in found[0]
+    # Read from the run's environment it is still resolved into the config NeMo-RL logs.
+    interpolated = rlvr.with_values(
+        {"policy.megatron_cfg.env_vars": {"WANDB_API_KEY": from_env("WANDB_API_KEY")}}
+    )
+    with pytest.raises(RecipeError, match=rf"{key}: a secret"):
+        make_plan(interpolated)
+    environment = attrs.evolve(rlvr, environment={"HF_TOKEN": "hf_x"})
+    with pytest.raises(RecipeError, match=r"environment\.HF_TOKEN: a secret"):
+        make_plan(environment)
+
+
+def test_names_that_only_hold_a_credential_word_are_no_secret() -> None:
+    # Neither a variable about tokenizers nor one naming a key's file holds a credential.
+    stage = attrs.evolve(
+        rlvr, environment={"TOKENIZERS_PARALLELISM": "false", "WANDB_API_KEY_FILE": "/k"}
+    )
+    assert not [w for w in _warnings(stage) if "secret" in w or "credential" in w]
+
+
+def test_nemo_evaluators_host_reference_is_no_secret_its_literal_is() -> None:
+    # The shipped evaluation passes HF_TOKEN as host:HF_TOKEN (read at launch, never written).
+    assert not [w for w in _warnings(evaluation) if "secret" in w]
+    key = "evaluation.env_vars.HF_TOKEN"
+    assert [e for e in _errors(evaluation, f"{key}=lit:hf_abc") if e.startswith(key)]
+
+
+def test_a_credential_in_a_config_key_warns_unless_a_placeholder() -> None:
+    key = "logger.comet_api_key"
+    found = [w for w in _warnings(pretrain, f"{key}={SECRET}") if w.startswith(key)]
+    assert len(found) == 1 and "looks like a credential" in found[0] and SECRET not in found[0]
+    for value in ("dummy_key", "EMPTY"):
+        assert not [w for w in _warnings(pretrain, f"{key}={value}") if w.startswith(key)]
+    # Read when the job runs, as the hint says, it is not written.
+    read = pretrain.with_values({key: from_env("COMET_API_KEY")})
+    assert not [w for w in _warnings(read) if w.startswith(key)]

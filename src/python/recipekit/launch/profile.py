@@ -18,6 +18,7 @@ import attrs
 
 from recipekit.errors import FieldError, Issue, RecipeError
 from recipekit.hardware import NodeType
+from recipekit.job_rules import names_a_secret
 from recipekit.launch.ray_ports import RayPorts, below_ephemeral
 from recipekit.lineage.refs import ARTIFACTS_ROOT
 from recipekit.validators import (
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
     import cattrs
 
     from recipekit.checkouts import CodeCheckout
-
-_SECRET_NAME = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
 
 
 _time_limit = matching(r"(\d+-)?\d{1,2}:\d{2}:\d{2}", "expected [D-]HH:MM:SS, e.g. 04:00:00")
@@ -633,7 +632,7 @@ class ClusterProfile:
         """Secrets written into the profile (they would land in the job script): refused."""
         issues = []
         for key in self.extra_env:
-            if key in self.secret_env or _SECRET_NAME.search(key):
+            if key in self.secret_env or names_a_secret(key):
                 issues.append(
                     Issue(
                         f"profile {self.name}: extra_env.{key}",
