@@ -142,6 +142,7 @@ _TRAINING_WARNINGS_SUPER_V3: tuple[Check, ...] = (
     async_grpo.stale_rollouts_want_in_flight_weight_updates,
     grpo_setup.stop_properly_penalty_ignores_dapo_lengths,
     grpo_setup.checkpoint_saved_without_its_validation_metric,
+    grpo_setup.checkpoint_metric_is_one_it_reports,
 )
 _TRAINING_WARNINGS_SUPER35: tuple[Check, ...] = (
     loss.forced_ratio_with_threshold_still_computes_logprobs,
@@ -149,6 +150,7 @@ _TRAINING_WARNINGS_SUPER35: tuple[Check, ...] = (
     grpo_setup.stop_properly_penalty_ignores_dapo_lengths,
     grpo_setup.multiple_dataloaders_ignore_max_num_epochs,
     grpo_setup.checkpoint_saved_without_its_validation_metric,
+    grpo_setup.checkpoint_metric_is_one_it_reports,
     *_POLICY_WORKER_WARNINGS_SUPER35,
     *distillation.WARNING_CHECKS,
 )

@@ -6,17 +6,24 @@ each rule module says which loop and which upstream line."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import difflib
+import functools
+import json
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
 
 from recipekit.errors import Issue
 from recipekit.markers import given
+from recipekit.nemo_rl import SUPER35_TYPES
 from recipekit.nemo_rl.keys import value_of
 
 # The prefixes a ranking metric starts with: a training or a validation metric.
 METRIC_SOURCES = ("train:", "val:")
+# The metric names each pinned loop reports itself (tools/generate_metric_names.py).
+REPORTED = Path(__file__).parent.parent / "generated" / "metric_names.json"
 
 
 @attrs.frozen
@@ -122,3 +129,50 @@ def unranked_saves(
             else f"{fix}, or rank by a 'train:' metric"
         ),
     )
+
+
+@functools.cache
+def reported_metrics(label: str, loop: str) -> Mapping[str, tuple[str, ...]]:
+    """The metric names the loop (``grpo``, ``sft``, ...) of the pinned ``label`` reports
+    itself, by prefix (``train``, ``val``)."""
+    table = json.loads(REPORTED.read_text(encoding="utf-8"))["sources"][label]["loops"][loop]
+    return {prefix: tuple(table[prefix]) for prefix in ("train", "val")}
+
+
+def metric_close_to_a_reported_one(
+    checkpointing: Any, reported: Mapping[str, tuple[str, ...]], who: str, citation: str
+) -> Iterator[Issue]:
+    """A warning for a ranking metric that is none of the names the loop reports itself but
+    close to one: a typo the loop raises on at its first save, unless the environment, the
+    loss or the rollouts report a metric of that name (which only the running job knows)."""
+    metric = checkpointing.metric_name
+    if not checkpointing.enabled or not isinstance(metric, str) or ":" not in metric:
+        return
+    prefix, name = metric.split(":", 1)
+    names = reported.get(prefix, ())
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.8)
+    if name in names or not close:
+        return
+    yield Issue(
+        "checkpointing.metric_name",
+        f"{who}'s loop reports a {prefix} metric {close[0]!r}, not {name!r}; unless the "
+        f"environment or the loss reports one of that name, it raises at the first checkpoint "
+        f"({citation})",
+        value=metric,
+        hint=f"did you mean '{prefix}:{close[0]}'?",
+    )
+
+
+def misspelt_metric_check(loop: str, who: str, rule: str) -> Callable[[Any], Iterator[Issue]]:
+    """``metric_close_to_a_reported_one`` as the warning check of an entry point only
+    super-v3.5-posttraining runs (its argument is the config), citing ``rule``."""
+    from recipekit.nemo_rl.rules.citation import cite_super35
+
+    def check(config: Any) -> Iterator[Issue]:
+        reported = reported_metrics(SUPER35_TYPES, loop)
+        yield from metric_close_to_a_reported_one(
+            config.checkpointing, reported, who, cite_super35(rule)
+        )
+
+    check.__name__ = check.__qualname__ = f"{loop}_checkpoint_metric_is_one_it_reports"
+    return check

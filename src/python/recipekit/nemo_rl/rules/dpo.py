@@ -15,6 +15,7 @@ from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.checkpoint_ranking import (
     LoopDefaults,
     metric_without_its_source,
+    misspelt_metric_check,
     resolved_loop,
     unranked_saves,
 )
@@ -127,6 +128,11 @@ DPO_ERROR_CHECKS = (
     dpo_train_batches_fill_the_micro_batches,
     dpo_checkpoint_metric_names_its_source,
 )
-DPO_WARNING_CHECKS = (dpo_checkpoint_saved_without_its_validation_metric,)
+DPO_WARNING_CHECKS = (
+    dpo_checkpoint_saved_without_its_validation_metric,
+    misspelt_metric_check(
+        "dpo", "DPO", "nemo-rl.algorithms.dpo.dpo-train.ranking-metric-one-run-collects"
+    ),
+)
 
 __all__ = ["DPO_ERROR_CHECKS", "DPO_WARNING_CHECKS"]

@@ -11,9 +11,15 @@ from collections.abc import Iterator
 
 from recipekit.errors import Issue
 from recipekit.markers import UNSET, Marker, is_set
+from recipekit.nemo_rl import SUPER35_TYPES, SUPER_V3_TYPES
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.checkpoint_ranking import metric_without_its_source, unranked_saves
+from recipekit.nemo_rl.rules.checkpoint_ranking import (
+    metric_close_to_a_reported_one,
+    metric_without_its_source,
+    reported_metrics,
+    unranked_saves,
+)
 from recipekit.nemo_rl.rules.citation import cite, mirrors, on_super35
 from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO
 
@@ -123,6 +129,26 @@ def checkpoint_metric_names_its_source(ctx: CheckContext) -> Iterator[Issue]:
         v35="nemo-rl.algorithms.grpo.grpo-train.ranking-metric-starts-train-val",
     )
     yield from metric_without_its_source(ctx.config.checkpointing, "NeMo-RL", line)
+
+
+def checkpoint_metric_is_one_it_reports(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py, grpo_train and async_grpo_train (both versions): the ranking metric is one the
+    run collects, else the first save raises. Only the job knows what its environment reports;
+    a name close to one of the loop's own (generated/metric_names.json) is a typo to warn of."""
+    section = ctx.config.grpo.async_grpo
+    in_async = isinstance(section, AsyncGRPO) and section.enabled is True
+    rule = (
+        "grpo.async-grpo-train.ranking-metric-one-run-collects-async"
+        if in_async
+        else ("grpo.grpo-train.ranking-metric-one-run-collects")
+    )
+    label = SUPER35_TYPES if on_super35(ctx) else SUPER_V3_TYPES
+    yield from metric_close_to_a_reported_one(
+        ctx.config.checkpointing,
+        reported_metrics(label, "grpo"),
+        "NeMo-RL",
+        cite(ctx, v3=f"nemo-rl.v3.algorithms.{rule}", v35=f"nemo-rl.algorithms.{rule}"),
+    )
 
 
 def checkpoint_saved_without_its_validation_metric(ctx: CheckContext) -> Iterator[Issue]:
@@ -282,4 +308,5 @@ WARNING_CHECKS = (
     stop_properly_penalty_ignores_dapo_lengths,
     multiple_dataloaders_ignore_max_num_epochs,
     checkpoint_saved_without_its_validation_metric,
+    checkpoint_metric_is_one_it_reports,
 )

@@ -19,6 +19,7 @@ from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.checkpoint_ranking import (
     LoopDefaults,
     metric_without_its_source,
+    misspelt_metric_check,
     resolved_loop,
     unranked_saves,
 )
@@ -239,6 +240,11 @@ DISTILLATION_ERROR_CHECKS = (
 )
 DISTILLATION_WARNING_CHECKS = (
     distillation_checkpoint_saved_without_its_validation_metric,
+    misspelt_metric_check(
+        "distillation",
+        "Distillation",
+        "nemo-rl.algorithms.distillation.distillation-train.ranking-metric-one-run-collects",
+    ),
     validation_counts_its_samples,
 )
 

@@ -15,7 +15,11 @@ from typing import Any
 from recipekit.errors import Issue
 from recipekit.markers import Marker, given, is_set
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.checkpoint_ranking import metric_without_its_source, unranked_saves
+from recipekit.nemo_rl.rules.checkpoint_ranking import (
+    metric_without_its_source,
+    misspelt_metric_check,
+    unranked_saves,
+)
 from recipekit.nemo_rl.rules.citation import cite_super35 as _cite
 from recipekit.nemo_rl.rules.citation import mirrors_super35
 from recipekit.nemo_rl.rules.generation_split import (
@@ -850,6 +854,9 @@ PPO_ERROR_CHECKS = (
 )
 PPO_WARNING_CHECKS = (
     ppo_checkpoint_saved_without_its_validation_metric,
+    misspelt_metric_check(
+        "ppo", "PPO", "nemo-rl.algorithms.ppo.ppo-train.ranking-metric-one-run-collects"
+    ),
     stale_ppo_rollouts_bias_gae,
     stale_ppo_rollouts_want_in_flight_updates,
     value_cache_clearing_costs_time,

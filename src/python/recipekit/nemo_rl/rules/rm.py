@@ -17,6 +17,7 @@ from recipekit.markers import given
 from recipekit.nemo_rl.rules.checkpoint_ranking import (
     LoopDefaults,
     metric_without_its_source,
+    misspelt_metric_check,
     resolved_loop,
     unranked_saves,
 )
@@ -72,6 +73,11 @@ def rm_checkpoint_saved_without_its_validation_metric(
 
 
 RM_ERROR_CHECKS = (rm_dtensor_without_context_parallel, rm_checkpoint_metric_names_its_source)
-RM_WARNING_CHECKS = (rm_checkpoint_saved_without_its_validation_metric,)
+RM_WARNING_CHECKS = (
+    rm_checkpoint_saved_without_its_validation_metric,
+    misspelt_metric_check(
+        "rm", "RM", "nemo-rl.algorithms.rm.rm-train.ranking-metric-one-run-collects"
+    ),
+)
 
 __all__ = ["RM_ERROR_CHECKS", "RM_WARNING_CHECKS"]

@@ -15,6 +15,7 @@ from recipekit.errors import Issue
 from recipekit.nemo_rl.rules.checkpoint_ranking import (
     LoopDefaults,
     metric_without_its_source,
+    misspelt_metric_check,
     resolved_loop,
     unranked_saves,
 )
@@ -52,6 +53,11 @@ def sft_checkpoint_saved_without_its_validation_metric(
 
 
 SFT_ERROR_CHECKS = (sft_checkpoint_metric_names_its_source,)
-SFT_WARNING_CHECKS = (sft_checkpoint_saved_without_its_validation_metric,)
+SFT_WARNING_CHECKS = (
+    sft_checkpoint_saved_without_its_validation_metric,
+    misspelt_metric_check(
+        "sft", "SFT", "nemo-rl.algorithms.sft.sft-train.ranking-metric-one-run-collects"
+    ),
+)
 
 __all__ = ["SFT_ERROR_CHECKS", "SFT_WARNING_CHECKS"]
