@@ -29,7 +29,6 @@ from __future__ import annotations
 import ast
 import copy
 import functools
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,7 +36,7 @@ from recipekit.upstream.classes import UpstreamSource, tree_files
 from recipekit.upstream.declared import DeclaredTable, table
 from tools import every_run, sweep_reach
 from tools.every_run import assignment_targets, key_chain, self_attribute
-from tools.generated_modules import pins, reference_dir, write_or_check
+from tools.generated_modules import json_table, pins, reference_dir, write_or_check
 
 TOOL = "tools/generate_key_needs.py"
 OUTPUT = "src/python/recipekit/nemo_rl/generated/key_needs.json"
@@ -451,10 +450,7 @@ def generate() -> dict[str, str]:
         }
         for label in sorted(sweep_reach.ENTRY_POINTS)
     }
-    text = json.dumps(
-        {"generated_by": TOOL, "note": "do not edit", "sources": data}, indent=1, sort_keys=True
-    )
-    return {OUTPUT: text + "\n"}
+    return json_table(OUTPUT, TOOL, data)
 
 
 def main() -> int:

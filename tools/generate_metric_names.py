@@ -22,10 +22,9 @@ regenerates it and compares.
 from __future__ import annotations
 
 import ast
-import json
 from collections.abc import Iterator
 
-from tools.generated_modules import pins, reference_dir, write_or_check
+from tools.generated_modules import json_table, pins, reference_dir, write_or_check
 
 TOOL = "tools/generate_metric_names.py"
 OUTPUT = "src/python/recipekit/nemo_rl/generated/metric_names.json"
@@ -100,10 +99,7 @@ def generate() -> dict[str, str]:
         }
         for label, loops in sorted(LOOPS.items())
     }
-    text = json.dumps(
-        {"generated_by": TOOL, "note": "do not edit", "sources": data}, indent=1, sort_keys=True
-    )
-    return {OUTPUT: text + "\n"}
+    return json_table(OUTPUT, TOOL, data)
 
 
 def main() -> int:

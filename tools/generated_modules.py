@@ -5,10 +5,13 @@ one. A generated module is never edited by hand; a test regenerates it and compa
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 MANIFEST = CHECKOUT / "3rdparty/reference/manifest.toml"
@@ -26,6 +29,13 @@ def pins() -> dict[str, str]:
     found = {label: s["commit"] for label, s in manifest["sources"].items()}
     found |= {label: f"sha256:{w['sha256'][:16]}" for label, w in manifest["wheels"].items()}
     return found
+
+
+def json_table(output: str, tool: str, sources: Mapping[str, Any]) -> dict[str, str]:
+    """A generated JSON table per pinned source, as ``write_or_check`` takes it: ``output`` ->
+    its text, naming the tool that writes it."""
+    document = {"generated_by": tool, "note": "do not edit", "sources": sources}
+    return {output: json.dumps(document, indent=1, sort_keys=True) + "\n"}
 
 
 def write_or_check(outputs: dict[str, str], tool: str, description: str | None) -> int:
