@@ -200,7 +200,7 @@ def load_keeping_env(path: Path, expressions: Mapping[str, str]) -> Loaded:
     except RecursionError:
         raise RecipeError([Issue(str(path), DEEP_INTERPOLATION)]) from None
     except OmegaConfBaseException as exc:
-        raise resolve_error(exc, path) from None
+        raise resolve_error(exc, path, merged) from None
     assert isinstance(resolved, dict)
     return Loaded({str(k): _env_references(v) for k, v in resolved.items()}, interpolated)
 

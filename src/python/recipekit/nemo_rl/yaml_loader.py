@@ -8,6 +8,8 @@ resolvers are resolved after merging; ``${oc.env:VAR}`` reads the environment.
 
 from __future__ import annotations
 
+import difflib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -162,14 +164,39 @@ def expand(path: Path) -> dict[str, Any]:
     except RecursionError:
         raise RecipeError([Issue(str(path), DEEP_INTERPOLATION)]) from None
     except OmegaConfBaseException as exc:
-        raise resolve_error(exc, path) from None
+        raise resolve_error(exc, path, merged) from None
     assert isinstance(resolved, dict)
     return {str(k): v for k, v in resolved.items()}
 
 
-def resolve_error(exc: Exception, path: Path) -> RecipeError:
+_MISSING_KEY = re.compile(r"Interpolation key '([^']+)' not found")
+
+
+def resolve_error(exc: Exception, path: Path, config: Any = None) -> RecipeError:
     """An interpolation OmegaConf could not resolve, as one line: the key and the reason
-    (OmegaConf's message goes on with the key and the object's type on lines of their own)."""
+    (OmegaConf's message goes on with the key and the object's type on lines of their own).
+    Where it names a key ``config`` (the merged config) lacks, the hint names the keys beside
+    it that are close: the interpolation usually broke because that key was misspelt."""
     key = getattr(exc, "full_key", "") or ""
     reason = str(getattr(exc, "msg", "") or exc).splitlines()[0]
-    return RecipeError([Issue(str(key), f"cannot resolve: {reason}")], context=str(path))
+    missing = _MISSING_KEY.search(reason)
+    hint = _beside(config, missing.group(1)) if missing else ""
+    issue = Issue(str(key), f"cannot resolve: {reason}", hint=hint)
+    return RecipeError([issue], context=str(path))
+
+
+def _beside(config: Any, dotted: str) -> str:
+    """'did you mean' among the keys of the section that should hold ``dotted``."""
+    from omegaconf import DictConfig
+
+    parent, _, name = dotted.rpartition(".")
+    section = config
+    for part in parent.split(".") if parent else ():
+        if not isinstance(section, DictConfig) or part not in section:
+            return ""
+        section = section._get_node(part)  # noqa: SLF001 - keeps interpolations unresolved
+    if not isinstance(section, DictConfig):
+        return ""
+    close = difflib.get_close_matches(name, [str(k) for k in section.keys()], n=1, cutoff=0.8)
+    where = f"{parent}." if parent else ""
+    return f"the file sets {where}{close[0]}: a misspelling of {name}?" if close else ""

@@ -60,3 +60,21 @@ def test_missing_file_and_missing_env_are_clear(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text("q: ${oc.env:RECIPEKIT_SURELY_UNSET_VAR}\n")
     with pytest.raises(RecipeError, match="RECIPEKIT_SURELY_UNSET_VAR"):
         expand(tmp_path / "c.yaml")
+
+
+def test_an_interpolation_broken_by_a_misspelt_key_names_the_misspelling(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text(
+        "policy: {max_total_sequnce_length: 512}\n"
+        "grpo: {limit: '${policy.max_total_sequence_length}', other: '${policy.vocab}'}\n"
+    )
+    with pytest.raises(RecipeError) as exc:
+        expand(tmp_path / "c.yaml")
+    (issue,) = exc.value.issues
+    assert issue.path == "grpo.limit"
+    assert issue.hint == (
+        "the file sets policy.max_total_sequnce_length: a misspelling of max_total_sequence_length?"
+    )
+    (tmp_path / "d.yaml").write_text("policy: {seed: 1}\ngrpo: {other: '${policy.vocab}'}\n")
+    with pytest.raises(RecipeError) as exc:
+        expand(tmp_path / "d.yaml")
+    assert exc.value.issues[0].hint == ""
