@@ -396,7 +396,40 @@ ISSUE44_RUNS: list[tuple[str, int, int, str, str, int, bool, str]] = [
     ("moe-48x-top4-2k", 4 * K, 1, "selective", "", 0, False, "twin"),
     ("moe-48x-top4-2k", 8 * K, 1, "full", "uniform", 1, False, "twin"),
 ]
+# Multi-token prediction (MTP), chosen and committed before any of it ran: one or two prediction
+# depths (mtp_num_layers; the local spec's MTP block, gpt_layer_specs.get_gpt_mtp_block_spec @
+# 0.19.2) on three issue-44 models, each beside the same shape without MTP measured in the same
+# call ("twin"), with no recompute, full recompute and selective recompute, and with a 100k
+# vocabulary (a depth's logits). The depths share one block (mtp_use_repeated_layer, as
+# Megatron-Bridge's Nemotron recipes set it), but for one run of two depths with a block each.
+# What recipekit's model of the depths (head_activations, the depths' layers and logits) was
+# written from the source alone is checked here.
+# (model, sequence, micro-batch, recompute, depths, one shared block)
+MTP_RUNS: list[tuple[str, int, int, str, int, bool]] = [
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, "none", 0, True),
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, "none", 1, True),
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, "none", 2, True),
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, "none", 2, False),
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, "full", 2, True),
+    ("moe-32x-top2-8l", 4 * K, 1, "none", 0, True),
+    ("moe-32x-top2-8l", 4 * K, 1, "none", 1, True),
+    ("moe-32x-top2-8l", 4 * K, 1, "none", 2, True),
+    ("dense-3k-gqa4-swiglu-100k", 4 * K, 1, "none", 0, True),
+    ("dense-3k-gqa4-swiglu-100k", 4 * K, 1, "none", 2, True),
+    ("dense-3k-gqa4-swiglu-100k", 2 * K, 2, "selective", 1, True),
+]
 STEPS = 3
+
+
+def mtp_specs() -> list[dict[str, Any]]:
+    """The MTP runs (MTP_RUNS): a depth count of 0 is the twin without MTP."""
+    return [
+        _wide_spec(
+            name, seq, micro, recompute, which="mtp" if depth else "twin", mtp=depth,
+            mtp_repeated=repeated,
+        )
+        for name, seq, micro, recompute, depth, repeated in MTP_RUNS
+    ]
 
 
 def wide_specs() -> list[dict[str, Any]]:
@@ -531,9 +564,16 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
         recompute_num_layers=spec.get("recompute_num_layers", 1)
         if spec["recompute"] == "full"
         else None,
+        mtp_num_layers=spec.get("mtp") or None,
+        mtp_use_repeated_layer=bool(spec.get("mtp") and spec.get("mtp_repeated", True)),
     )
     layer_spec = get_gpt_layer_local_spec(
         num_experts=spec["experts"] or None, moe_grouped_gemm=False, normalization="RMSNorm"
+    )
+    mtp_block_spec = (
+        gpt_layer_specs.get_gpt_mtp_block_spec(config, layer_spec, use_transformer_engine=False)
+        if spec.get("mtp")
+        else None
     )
     model = GPTModel(
         config=config,
@@ -541,6 +581,7 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
         vocab_size=spec["vocab"],
         max_sequence_length=spec["seq"],
         position_embedding_type="none",
+        mtp_block_spec=mtp_block_spec,
     ).cuda()
     model = Float16Module(config, model)
     weights = cuda.memory_allocated() - base
@@ -718,6 +759,8 @@ def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) 
         specs = holdout_specs(grid)
     elif grid == "issue44":
         specs = issue44_specs()
+    elif grid == "mtp":
+        specs = mtp_specs()
     else:
         specs = wide_specs()
     if only:
@@ -771,9 +814,13 @@ def run_architecture_setup(run: dict[str, Any]) -> tuple[Architecture, MegatronS
     from recipekit.model_card import Architecture, MoE
 
     moe = run["experts"] > 0
+    depth = run.get("mtp", 0)
     arch = Architecture(
         name=run["name"],
         pattern=("*E" if moe else "*-") * run["layers"],
+        # The local spec's MTP depth is the decoder's last layer again (get_gpt_mtp_block_spec).
+        mtp_pattern=("*E" if moe else "*-") if depth else "",
+        mtp_depth=depth,
         hidden=run["hidden"],
         vocab=run["vocab"],
         attention_heads=run["heads"],
@@ -803,6 +850,7 @@ def run_architecture_setup(run: dict[str, Any]) -> tuple[Architecture, MegatronS
         transformer_engine=False,  # get_gpt_layer_local_spec: separate norms, SequentialMLP
         # no Transformer Engine or Apex: torch's AdamW, or its fused kernel (FUSED_ADAM)
         fused_adam=bool(run.get("fused_adam", False)),
+        mtp=bool(depth),
     )
     return arch, setup
 
@@ -813,8 +861,10 @@ def estimate(run: dict[str, Any]) -> dict[str, float]:
 
     arch, setup = run_architecture_setup(run)
     terms = {t.name: t.bytes for t in training_terms(arch, setup)}
-    # After the forward pass the bf16 logits are gone; the fp32 ones stay for the loss's backward.
-    fp32_logits = run["seq"] * run["micro_batch"] * run["vocab"] * 4
+    # After the forward pass the bf16 logits are gone; the fp32 ones stay for the loss's backward,
+    # the model's and each MTP depth's.
+    depths = 1 + run.get("mtp", 0)
+    fp32_logits = depths * run["seq"] * run["micro_batch"] * run["vocab"] * 4
     stored = terms.get("activations", 0.0) + fp32_logits
     allocated = sum(
         v for k, v in terms.items() if not k.startswith("runtime") and k != ALLOCATOR
@@ -933,7 +983,7 @@ def main() -> int:
         "--grid",
         choices=(
             "first", "wide", "fused", "fused-check", "check2", "check3", "check4", "check5",
-            "traced", "issue44",
+            "traced", "issue44", "mtp",
         ),
         default="wide",
     )
