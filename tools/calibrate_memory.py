@@ -851,6 +851,7 @@ def run_architecture_setup(run: dict[str, Any]) -> tuple[Architecture, MegatronS
         # no Transformer Engine or Apex: torch's AdamW, or its fused kernel (FUSED_ADAM)
         fused_adam=bool(run.get("fused_adam", False)),
         mtp=bool(depth),
+        mtp_shared=run.get("mtp_repeated", True),
     )
     return arch, setup
 

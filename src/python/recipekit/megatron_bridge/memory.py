@@ -61,6 +61,8 @@ def megatron_setup(
         # (Megatron-Bridge models/nemotronh/nemotron_h_bridge.py, hf_config_to_model_config:
         # mtp_num_layers = num_nextn_predict_layers), so a model with MTP depths trains them.
         mtp=arch.mtp_depth > 0,
+        # Unset, the depths share one block, as the Nemotron recipes set it and the cards count.
+        mtp_shared=given_at(model, "mtp_use_repeated_layer") is not False,
         train_language=not (is_peft(config) or model.freeze_language_model),
         train_vision=not (model.freeze_vision_model and model.freeze_vision_projection),
         # The job's environment first: Megatron-Bridge only setdefaults its env_vars.

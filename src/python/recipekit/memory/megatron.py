@@ -173,6 +173,10 @@ class MegatronSetup:
     adam: AdamState = AdamState()
     grad_bytes: int = FP32
     mtp: bool = False
+    # The MTP depths share one block (mtp_use_repeated_layer, as the Nemotron recipes set it and
+    # the cards' parameter totals count it); False builds a block per depth (measured:
+    # tools/calibration/h100-megatron-core-0.19.2-mtp.json).
+    mtp_shared: bool = True
     # Micro-batches per step and data-parallel rank (global batch / (micro-batch x DP)); a
     # pipeline stage holds at most that many in flight. None: not known, PP - stage bounds it.
     microbatches: int | None = None
@@ -338,8 +342,9 @@ def _stage_weights(
     if last:
         dense += params.output_layer(arch)
         if s.mtp:
+            blocks = 1 if s.mtp_shared else max(arch.mtp_depth, 1)
             mtp = params.mtp(arch)
-            dense, expert = dense + mtp.dense, expert + mtp.expert
+            dense, expert = dense + blocks * mtp.dense, expert + blocks * mtp.expert
     return dense, vision, expert
 
 
@@ -940,11 +945,20 @@ def _activations(
         stored += BF16 * tokens * arch.hidden / sp
     if last:
         stored += head_activations(arch, s, tokens, sp)
-    if last and s.mtp and arch.mtp_pattern:
+    if last and s.mtp and arch.mtp_pattern and not _mtp_recomputed(s):
         stored += arch.mtp_depth * sum(
             layer_activations(arch, s, kind, tokens, sp) for kind in arch.mtp_pattern
         )
     return stored * _in_flight(s, stage), rebuilt
+
+
+def _mtp_recomputed(s: MegatronSetup) -> bool:
+    """Whether full recompute checkpoints each MTP depth whole (its norms, eh_proj, layer and
+    final norm: MultiTokenPredictionLayer._checkpointed_forward, multi_token_prediction.py:1491 @
+    0.19.2); under the block method Megatron-Core warns and runs the depths as they are
+    (:1416-1421). Measured: the depths' layers keep nothing and their heads half
+    (tools/calibration/h100-megatron-core-0.19.2-mtp.json)."""
+    return s.recompute == "full" and s.recompute_method != "block"
 
 
 def head_activations(arch: Architecture, s: MegatronSetup, tokens: float, sp: int) -> float:
@@ -960,11 +974,17 @@ def head_activations(arch: Architecture, s: MegatronSetup, tokens: float, sp: in
     :805, :842), 1 + D; a depth's output before the last stays as the next depth's hnorm input
     (:1146), D - 1. Together 2 + 6 D (14 with Lightning's two depths).
 
-    The local spec keeps the count its calibration runs hold (no MTP among them): the depths'
-    6 D, and the embedding's output on the first stage in place of the final norm's 2 (the
-    first layer's input, which that layer's own count holds already; _activations)."""
+    The local spec keeps the count its calibration runs hold: the depths' 6 D (measured with one
+    and two depths, tools/calibration/h100-megatron-core-0.19.2-mtp.json), and the embedding's
+    output on the first stage in place of the final norm's 2 (the first layer's input, which
+    that layer's own count holds already; _activations). Full recompute checkpoints each depth
+    from its two inputs (_mtp_recomputed): the enorm input and the previous depth's output stay,
+    the concatenation and the final norm's input do not, so a depth keeps 3, not 6 (measured:
+    6 widths for two depths)."""
     depths = arch.mtp_depth if s.mtp and arch.mtp_pattern else 0
-    widths = (2 if s.transformer_engine else 0) + 6 * depths
+    # Under full recompute a depth's checkpoint keeps its inputs alone: the enorm input stays
+    # and the concatenation and the final norm's input are rebuilt, 3 of its 6.
+    widths = (2 if s.transformer_engine else 0) + (3 if _mtp_recomputed(s) else 6) * depths
     return widths * BF16 * tokens * arch.hidden / sp
 
 

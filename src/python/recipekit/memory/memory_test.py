@@ -167,6 +167,24 @@ def test_the_stages_optimizer_sections_set_adams_state() -> None:
     assert detail(sft, *bf16_moments).startswith("6 bytes x")
 
 
+def test_the_stage_says_whether_its_mtp_depths_share_a_block() -> None:
+    from recipekit.plan import make_plan
+    from recipes.super35.pretrain import pretrain
+
+    def weights(*overrides: str) -> float:
+        plan = make_plan(pretrain, overrides, check_pins=False)
+        assert plan.memory is not None
+        found = [t for t in plan.memory.phases[0].terms if t.name.startswith("weights")]
+        assert len(found) == 1
+        return found[0].bytes
+
+    # Super 3.5's two MTP depths share one block unless the stage builds one each: then a
+    # second MTP block's weights (one latent-MoE layer and eh_proj, over TP and EP).
+    shared, separate = weights(), weights("model.mtp_use_repeated_layer=false")
+    assert weights("model.mtp_use_repeated_layer=true") == shared
+    assert 0.2 * GIB < separate - shared < 1.0 * GIB, (separate - shared) / GIB
+
+
 def test_experts_shard_over_ep_and_their_state_over_expert_dp() -> None:
     # Super on 64 GPUs at TP 1, EP 32: 64 / 32 = 2 expert-data-parallel ranks.
     setup = MegatronSetup.of(ParallelLayout(gpus=64, ep=32), tokens=1)

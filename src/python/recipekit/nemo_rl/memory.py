@@ -13,6 +13,7 @@ step (``nemo_rl/algorithms/grpo.py``, the loop of ``grpo_train``):
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from recipekit.hardware import Hardware
 from recipekit.markers import Marker, given
@@ -29,6 +30,7 @@ from recipekit.memory.vllm import (
 )
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl.checks.context import GrpoConfig
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.layout import Layout
 from recipekit.nemo_rl.schema_super_v3 import Megatron, VllmConfig
 from recipekit.parallelism import ParallelKeys, ParallelLayout
@@ -103,6 +105,8 @@ def _megatron_setup(
         ),
         grad_bytes=4 if ddp.grad_reduce_in_fp32 else BF16,
         mtp=bool(given(m.mtp_num_layers, 0)),
+        # A block per depth only where model_overrides says so (the provider's field).
+        mtp_shared=_overrides(m).get("mtp_use_repeated_layer") is not False,
         # NeMo-RL sets the policy's env_vars over what the workers inherit (lm_policy.py).
         expandable_segments=expandable(allocator_conf(given(m.env_vars, None), config_first=True)),
         keys={
@@ -115,10 +119,10 @@ def _megatron_setup(
     )
 
 
-def vllm_setup(config: GrpoConfig, layout: Layout) -> VllmSetup:
-    return _vllm_setup(
-        config, layout.vllm_tensor_parallel, layout.vllm_pipeline_parallel, layout.vllm_instances
-    )
+def _overrides(megatron: Any) -> dict[str, Any]:
+    """The Megatron section's model_overrides (main's schema; none on super-v3)."""
+    overrides = value_of(megatron, "model_overrides", None)
+    return overrides if isinstance(overrides, dict) else {}
 
 
 def _vllm_setup(config: GrpoConfig, tp: int, pp: int, instances: int) -> VllmSetup:
