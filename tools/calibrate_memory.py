@@ -418,7 +418,33 @@ MTP_RUNS: list[tuple[str, int, int, str, int, bool]] = [
     ("dense-3k-gqa4-swiglu-100k", 4 * K, 1, "none", 2, True),
     ("dense-3k-gqa4-swiglu-100k", 2 * K, 2, "selective", 1, True),
 ]
+# Selective recompute of the modules the Super stages rebuild besides core_attn (layernorm, moe;
+# and mlp for dense layers), chosen and committed before any of it ran. moe_act needs grouped
+# experts (TE's or the grouped_gemm package), which the local spec cannot build here. On four
+# issue-44 models, with twins without recompute in the same call.
+# (model, sequence, micro-batch, recompute modules; none for no recompute)
+SELECTIVE_RUNS: list[tuple[str, int, int, tuple[str, ...]]] = [
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, ()),
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, ("layernorm",)),
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, ("mlp",)),
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, ("layernorm", "mlp", "core_attn")),
+    ("moe-32x-top2-8l", 4 * K, 1, ()),
+    ("moe-32x-top2-8l", 4 * K, 1, ("moe",)),
+    ("moe-32x-top2-8l", 4 * K, 1, ("layernorm", "moe", "core_attn")),
+    ("dense-3k-gqa4-swiglu-100k", 4 * K, 1, ("layernorm", "core_attn")),
+    ("moe-48x-top4-2k", 4 * K, 1, ("layernorm", "moe")),
+]
 STEPS = 3
+
+
+def selective_specs() -> list[dict[str, Any]]:
+    """The selective-recompute runs (SELECTIVE_RUNS); no modules is the twin without recompute."""
+    return [
+        _wide_spec(name, seq, micro, "selective", which="selective", recompute_modules=modules)
+        if modules
+        else _wide_spec(name, seq, micro, "none", which="selective-twin")
+        for name, seq, micro, modules in SELECTIVE_RUNS
+    ]
 
 
 def mtp_specs() -> list[dict[str, Any]]:
@@ -564,6 +590,7 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
         recompute_num_layers=spec.get("recompute_num_layers", 1)
         if spec["recompute"] == "full"
         else None,
+        recompute_modules=list(spec["recompute_modules"]) if "recompute_modules" in spec else None,
         mtp_num_layers=spec.get("mtp") or None,
         mtp_use_repeated_layer=bool(spec.get("mtp") and spec.get("mtp_repeated", True)),
     )
@@ -761,6 +788,8 @@ def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) 
         specs = issue44_specs()
     elif grid == "mtp":
         specs = mtp_specs()
+    elif grid == "selective":
+        specs = selective_specs()
     else:
         specs = wide_specs()
     if only:
@@ -842,6 +871,7 @@ def run_architecture_setup(run: dict[str, Any]) -> tuple[Architecture, MegatronS
         tokens=run["seq"] * run["micro_batch"],
         sequence=run["seq"],
         recompute=run["recompute"],
+        recompute_modules=tuple(run.get("recompute_modules", ("core_attn",))),
         recompute_method=run.get("recompute_method", "uniform"),
         recompute_num_layers=run.get("recompute_num_layers", 1),
         # PYTORCH_CUDA_ALLOC_CONF as measure set it for the run's process
@@ -984,7 +1014,7 @@ def main() -> int:
         "--grid",
         choices=(
             "first", "wide", "fused", "fused-check", "check2", "check3", "check4", "check5",
-            "traced", "issue44", "mtp",
+            "traced", "issue44", "mtp", "selective",
         ),
         default="wide",
     )
