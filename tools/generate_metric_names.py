@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 from tools.generated_modules import json_table, pins, reference_dir, write_or_check
 
@@ -84,18 +86,23 @@ def loop_names(text: str) -> dict[str, list[str]]:
     }
 
 
+def _loop(root: Path, label: str, loop: str) -> dict[str, Any]:
+    file = f"nemo_rl/algorithms/{loop}.py"
+    path = root / label / file
+    if not path.is_file():
+        raise SystemExit(
+            f"{label}/{file} is not under {root}: run tools/fetch-reference, or "
+            f"drop {loop!r} from LOOPS[{label!r}] if the pin no longer has it"
+        )
+    return {"file": file, **loop_names(path.read_text())}
+
+
 def generate() -> dict[str, str]:
     commits, root = pins(), reference_dir()
     data = {
         label: {
             "commit": commits[label],
-            "loops": {
-                loop: {
-                    "file": f"nemo_rl/algorithms/{loop}.py",
-                    **loop_names((root / label / f"nemo_rl/algorithms/{loop}.py").read_text()),
-                }
-                for loop in loops
-            },
+            "loops": {loop: _loop(root, label, loop) for loop in loops},
         }
         for label, loops in sorted(LOOPS.items())
     }
