@@ -74,8 +74,9 @@ OTHER_PROGRAMS = {
     "python3 -m pip download": "downloads a wheel from PyPI (for a device run)",
     "python3 tools/bench_": "a measurement: what it printed that day on that machine is the "
     "record (design/measurements), not a promise",
-    "python3 tools/calibrate_memory_loss.py": "a GPU measurement and its comparison; "
-    "tools/calibrate_memory_test.py holds the kept file to the estimate",
+    "python3 tools/calibrate_memory": "a GPU measurement and its comparison "
+    "(calibrate_memory.py, calibrate_memory_loss.py); tools/calibrate_memory_test.py holds the "
+    "kept files to the estimate",
 }
 
 DURATION = re.compile(r"\(\d+(\.\d+)? s\)")

@@ -188,17 +188,18 @@ def test_submit_refuses_expandable_segments_in_the_profiles_extra_env(tmp_path: 
 
 
 def test_submit_estimates_again_where_the_profile_changes_the_allocator(tmp_path: Path) -> None:
-    # With 5% of Adam's state on the host instead of a quarter, pretrain fits an H100 only with
-    # expandable segments (78.8 GiB; 81.6 with fixed segments): a profile that turns them off is
-    # refused.
+    # With all of Adam's state on the GPU instead of a quarter on the host, and an MTP block a
+    # depth, pretrain fits an H100 only with expandable segments (79.0 GiB; 82.0 with fixed
+    # segments): a profile that turns them off is refused.
     stage = attrs.evolve(
         pretrain, environment={**pretrain.environment, "PYTORCH_CUDA_ALLOC_CONF": EXPANDABLE}
     )
-    plan = make_plan(stage, ("optimizer.optimizer_offload_fraction=0.05",))
+    overrides = ("optimizer.optimizer_offload_fraction=0.0", "model.mtp_use_repeated_layer=false")
+    plan = make_plan(stage, overrides)
     assert job_memory_issues(plan, _profile(tmp_path)) == []
     off = _profile(tmp_path, extra_env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"})
     [refused] = [issue.render() for issue in job_memory_issues(plan, off)]
-    assert refused.startswith("memory.training: does not fit: 81.6 GiB"), refused
+    assert refused.startswith("memory.training: does not fit: 82.0 GiB"), refused
     assert "profile local: extra_env.PYTORCH_CUDA_ALLOC_CONF" in refused
 
 
