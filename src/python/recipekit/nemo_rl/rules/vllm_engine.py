@@ -35,6 +35,8 @@ def cite(rule: str) -> str:
 
 def mirrors(rule: str) -> Callable[[Check], Check]:
     """A check of the catalogued vLLM rule ``rule``: each Issue it finds ends with its line."""
+    if rule not in SITES:
+        raise KeyError(f"not in vllm/generated/rule_sites.json: {rule}")
     return cites(lambda _ctx: cite(rule), (rule,))
 
 
