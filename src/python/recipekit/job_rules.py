@@ -18,11 +18,13 @@ Expandable segments beside colocated vLLM (NVIDIA-NeMo/RL#2319, #2471): refused 
 job's workers would inherit it.
 
 Secrets (the brief: read from the environment at submit or run time, never written anywhere): a
-variable a stage's ``environment`` or its config's ``env_vars`` sets, or a config key, whose name
-says it holds a credential is refused at plan time, its value unshown. Written there it lands in
-the rendered config, the job directory, the framework's logged hyperparameters and the store;
-an OmegaConf ``${oc.env:...}`` there is resolved into the same places. The workers inherit the
-job's environment, which Slurm takes from the submitting shell (the profile's ``secret_env``).
+variable a stage's ``environment`` or its config's ``env_vars`` sets whose name says it holds a
+credential is refused at plan time, its value unshown. Written there it lands in the rendered
+config, the job directory, the framework's logged hyperparameters and the store; an OmegaConf
+``${oc.env:...}`` there is resolved into the same places. The workers inherit the job's
+environment, which Slurm takes from the submitting shell (the profile's ``secret_env``). A
+config key named for a credential whose value looks like one is a warning (the framework may
+need it there).
 """
 
 from __future__ import annotations
@@ -304,7 +306,9 @@ def no_secrets_written(
         key
         for env in environments
         for name, (key, value) in env.items()
-        if names_a_secret(name) and not (reference and reference.fullmatch(value))
+        if names_a_secret(name)
+        and value.strip()  # an empty value sets no credential
+        and not (reference and reference.fullmatch(value))
     }
     errors = [
         Issue(
