@@ -7,13 +7,16 @@ node has loaded a 120B checkpoint; here they fail before anything is queued.
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import attrs
 
 from recipekit import checking
-from recipekit.errors import Issue
+from recipekit.errors import Issue, did_you_mean
 from recipekit.markers import given_at
 from recipekit.megatron_bridge.layout import Layout
 from recipekit.megatron_bridge.rules import checkpoint, cite, dataset, parallel
@@ -275,7 +278,39 @@ def memory_switches_not_modelled(ctx: CheckContext) -> Iterator[Issue]:
     yield from switched_on(section_values("model", config.model, MEGATRON_CORE), MEGATRON_CORE)
 
 
+# The mixed-precision presets a stage may name (tools/generate_presets.py).
+PRESETS = Path(__file__).parent / "generated" / "presets.json"
+
+
+@functools.cache
+def _presets() -> tuple[str, dict[str, int], str]:
+    """(the pinned source, preset -> its line, where an unknown name is refused)."""
+    ((source, table),) = json.loads(PRESETS.read_text(encoding="utf-8"))["sources"].items()
+    return source, table["mixed_precision"], f"{table['file']}:{table['refused_at']}"
+
+
+def mixed_precision_names_a_preset(ctx: CheckContext) -> Iterator[Issue]:
+    """A warning: a ``mixed_precision`` name that is none of the presets Megatron-Bridge
+    registers (``get_mixed_precision_config``, which reads ``-`` as ``_``) raises ValueError at
+    setup. The presets are read from the 0.6.2 release, not the commit the stages run, which may
+    have more, so this is a warning, not a refusal."""
+    name = given_at(ctx.config, "mixed_precision")
+    if not isinstance(name, str):
+        return
+    source, presets, refused = _presets()
+    if name.replace("-", "_") in presets:
+        return
+    yield Issue(
+        "mixed_precision",
+        f"not one of the {len(presets)} mixed-precision presets Megatron-Bridge registers; it "
+        f"raises ValueError at setup for a name it lacks ({refused} @ {source})",
+        value=name,
+        hint=did_you_mean(name.replace("-", "_"), presets, what="presets"),
+    )
+
+
 WARNING_CHECKS: tuple[Check, ...] = (
     sequence_parallel_without_tensor_parallel,
+    mixed_precision_names_a_preset,
     memory_switches_not_modelled,
 )
