@@ -239,6 +239,28 @@ def model_keeps_the_checkpoints_shape(ctx: CheckContext) -> Iterator[Issue]:
     )
 
 
+def lora_excludes_only_without_targets(ctx: CheckContext) -> Iterator[Issue]:
+    """peft/module_matcher.py, ModuleMatcher.match: exclude_modules selects every linear layer
+    but those; with target_modules (or a canonical_mapping) naming the layers instead, LoRA's
+    matcher asserts it is empty when the adapter is applied."""
+    peft = ctx.config.peft
+    excluded = given_at(peft, "exclude_modules") if isinstance(peft, LoRA) else None
+    if not excluded or not isinstance(peft, LoRA):
+        return
+    naming = [k for k in ("target_modules", "canonical_mapping") if given_at(peft, k)]
+    if naming:
+        rule = "target-modules" if naming[0] == "target_modules" else "canonical-mapping"
+        yield Issue(
+            "peft.exclude_modules",
+            f"Megatron-Bridge's LoRA asserts it is empty when peft.{naming[0]} names the "
+            "modules to adapt, as the adapter is applied "
+            + cite(f"megatron-bridge.peft.module-matcher.match.exclude-modules-empty-{rule}"),
+            value=excluded,
+            hint=f"name the modules in peft.{naming[0]} alone, or set it [] to adapt every "
+            "linear layer but the excluded",
+        )
+
+
 ERROR_CHECKS: tuple[Check, ...] = (
     recipe_names_its_mode,
     parallel_layout_holds,
@@ -247,6 +269,7 @@ ERROR_CHECKS: tuple[Check, ...] = (
     dataset_agrees_with_model_and_train,
     something_trains,
     peft_stage_has_adapter,
+    lora_excludes_only_without_targets,
     checkpoint.adapter_trains_over_pretrained_weights,
     finetune_has_weights_to_load,
     model_keeps_the_checkpoints_shape,

@@ -229,3 +229,14 @@ def test_a_stage_that_loads_weights_keeps_the_checkpoints_sizes() -> None:
     assert "have num_moe_experts = 512" in experts
     # The checkpoint's own sizes stand.
     make_plan(sft, ("model.num_layers=88", "model.hidden_size=4096"))
+
+
+def test_lora_excludes_modules_only_when_it_names_no_targets() -> None:
+    # lora_excludes_only_without_targets: Megatron-Bridge's module matcher asserts it
+    # (module_matcher.py @ 0.6.2, the release whose LoRA and PEFT main's extend).
+    (found,) = _errors(sft_peft, "peft.exclude_modules=[linear_fc2]")
+    assert found.startswith("peft.exclude_modules = ('linear_fc2',): Megatron-Bridge's LoRA")
+    assert "megatron/bridge/peft/module_matcher.py:142 @ Megatron-Bridge 0.6.2" in found
+    make_plan(sft_peft, ("peft.exclude_modules=[linear_fc2]", "peft.target_modules=[]"))
+    # Keys LoRA declares beyond the recipe's five plan (they were refused as unknown before).
+    make_plan(sft_peft, ("peft.lora_A_init_method=kaiming", "peft.normalize_moe_lora=true"))

@@ -244,13 +244,13 @@ class Checkpoint:
 @section("peft")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class LoRA:
-    """Megatron-Bridge's ``peft.LoRA`` settings over the recipe's adapter."""
+    """Megatron-Bridge's ``peft.LoRA`` settings over the recipe's adapter (``LoRA``, or
+    ``VLMLoRA`` for a vision-language recipe: the keys of either)."""
 
-    upstream = upstream_bridge("megatron.bridge.peft.base:PEFT")
-    undeclared_keys = undeclared(
-        unpinned={
-            k: "LoRA" for k in ("dim", "alpha", "target_modules", "dropout", "dropout_position")
-        }
+    upstream = upstream_bridge(
+        "megatron.bridge.peft.base:PEFT",
+        "megatron.bridge.peft.lora:LoRA",
+        "megatron.bridge.peft.lora:VLMLoRA",
     )
 
     dim: int = required(at_least(1))

@@ -23,11 +23,16 @@ COMMIT = "067f987df"
 SUPER_VL_RECIPES = "megatron.bridge.recipes.nemotronh_multimodal."
 
 
+# Sources other than main's commit, as a citation names them: the release wheel whose files
+# main's classes extend (PEFT, LoRA, mixed precision).
+RELEASES = {"megatron-bridge/0.6.2-wheel": "0.6.2"}
+
+
 def cite(rule: str) -> str:
     """``(src/megatron/bridge/<file>.py:<line> @ Megatron-Bridge 067f987df)`` of a catalogued
-    rule."""
-    _, file, line = SITES[rule]
-    return f"({file}:{line} @ Megatron-Bridge {COMMIT})"
+    rule (``@ Megatron-Bridge 0.6.2`` for one of the release's files)."""
+    label, file, line = SITES[rule]
+    return f"({file}:{line} @ Megatron-Bridge {RELEASES.get(label, COMMIT)})"
 
 
 def builds_energon_dataset(config: MegatronBridgeConfig) -> bool:
