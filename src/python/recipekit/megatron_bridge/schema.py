@@ -169,8 +169,10 @@ class Dataset:
         "megatron.bridge.training.config:MockGPTDatasetConfig",
         "megatron.bridge.data.base:DatasetProvider",
         "megatron.bridge.data.builders.mock_vlm_sft:MockVLMSFTDatasetConfig",
+        "megatron.bridge.data.builders.direct_hf_sft:DirectHFSFTDatasetConfig",
+        "megatron.bridge.data.builders.gpt_sft:GPTSFTDatasetConfig",
+        "megatron.bridge.data.builders.gpt_sft:FinetuningDatasetConfig",
     )
-    undeclared_keys = undeclared(unpinned={"seed": "GPTSFTDatasetConfig"})
 
     path: str | Unset = optional()
     seq_length: int | Derived | Unset = derived(at_least(1))
