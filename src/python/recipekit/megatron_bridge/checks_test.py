@@ -236,7 +236,12 @@ def test_lora_excludes_modules_only_when_it_names_no_targets() -> None:
     # (module_matcher.py @ 0.6.2, the release whose LoRA and PEFT main's extend).
     (found,) = _errors(sft_peft, "peft.exclude_modules=[linear_fc2]")
     assert found.startswith("peft.exclude_modules = ('linear_fc2',): Megatron-Bridge's LoRA")
-    assert "megatron/bridge/peft/module_matcher.py:142 @ Megatron-Bridge 0.6.2" in found
+    rule = "megatron-bridge.peft.module-matcher.match.exclude-modules-empty-target-modules"
+    assert found.endswith(
+        cite(rule) + " (name the modules in peft.target_modules alone, or set "
+        "it [] to adapt every linear layer but the excluded)"
+    ), found
+    assert "@ Megatron-Bridge 0.6.2)" in cite(rule)
     make_plan(sft_peft, ("peft.exclude_modules=[linear_fc2]", "peft.target_modules=[]"))
     # Keys LoRA declares beyond the recipe's five plan (they were refused as unknown before).
     make_plan(sft_peft, ("peft.lora_A_init_method=kaiming", "peft.normalize_moe_lora=true"))
