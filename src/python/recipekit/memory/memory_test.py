@@ -184,6 +184,18 @@ def test_the_stage_says_whether_its_mtp_depths_share_a_block() -> None:
     assert weights("model.mtp_use_repeated_layer=true") == shared
     assert 0.2 * GIB < separate - shared < 1.0 * GIB, (separate - shared) / GIB
 
+    # NeMo-RL hands its own megatron_cfg.mtp_use_repeated_layer to the provider.
+    from recipes.super35.rl import rlvr
+
+    def rlvr_weights(*overrides: str) -> float:
+        plan = make_plan(rlvr, ("policy.megatron_cfg.mtp_num_layers=2", *overrides))
+        assert plan.memory is not None
+        training = [p for p in plan.memory.phases if p.name == "training"]
+        return next(t.bytes for t in training[0].terms if t.name.startswith("weights"))
+
+    key = "policy.megatron_cfg.mtp_use_repeated_layer"
+    assert rlvr_weights(f"{key}=false") > rlvr_weights() == rlvr_weights(f"{key}=true")
+
 
 def test_experts_shard_over_ep_and_their_state_over_expert_dp() -> None:
     # Super on 64 GPUs at TP 1, EP 32: 64 / 32 = 2 expert-data-parallel ranks.

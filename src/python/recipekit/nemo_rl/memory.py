@@ -13,7 +13,6 @@ step (``nemo_rl/algorithms/grpo.py``, the loop of ``grpo_train``):
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from recipekit.hardware import Hardware
 from recipekit.markers import Marker, given
@@ -105,8 +104,9 @@ def _megatron_setup(
         ),
         grad_bytes=4 if ddp.grad_reduce_in_fp32 else BF16,
         mtp=bool(given(m.mtp_num_layers, 0)),
-        # A block per depth only where model_overrides says so (the provider's field).
-        mtp_shared=_overrides(m).get("mtp_use_repeated_layer") is not False,
+        # A block per depth only where the stage says so (setup.py's _apply_mtp_config hands
+        # megatron_cfg.mtp_use_repeated_layer to the provider; main's schema).
+        mtp_shared=value_of(m, "mtp_use_repeated_layer", None) is not False,
         # NeMo-RL sets the policy's env_vars over what the workers inherit (lm_policy.py).
         expandable_segments=expandable(allocator_conf(given(m.env_vars, None), config_first=True)),
         keys={
@@ -117,12 +117,6 @@ def _megatron_setup(
             "tokens": tokens_key,
         },
     )
-
-
-def _overrides(megatron: Any) -> dict[str, Any]:
-    """The Megatron section's model_overrides (main's schema; none on super-v3)."""
-    overrides = value_of(megatron, "model_overrides", None)
-    return overrides if isinstance(overrides, dict) else {}
 
 
 def _vllm_setup(config: GrpoConfig, tp: int, pp: int, instances: int) -> VllmSetup:
