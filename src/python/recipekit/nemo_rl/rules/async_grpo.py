@@ -10,15 +10,10 @@ from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite, mirrors, on_super35
 from recipekit.nemo_rl.rules.generation import gym_runner_sets_the_server_on
-from recipekit.nemo_rl.rules.grpo_setup import GYM_RUNNER, RUN_GRPO
+from recipekit.nemo_rl.rules.grpo_setup import GYM_RUNNER, RUN_GRPO, async_grpo_enabled
 from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO, RewardScaling
 
 VLLM = "policy.generation.vllm_cfg"
-
-
-def _async_grpo(ctx: CheckContext) -> bool:
-    section = ctx.config.grpo.async_grpo
-    return isinstance(section, AsyncGRPO) and section.enabled is True
 
 
 def async_rollouts(ctx: CheckContext) -> bool:
@@ -43,7 +38,7 @@ def async_rollouts(ctx: CheckContext) -> bool:
 
 def async_grpo_without_dynamic_sampling(ctx: CheckContext) -> Iterator[Issue]:
     """run_grpo.py and run_grpo_nemo_gym.py, main: async GRPO takes no dynamic sampling."""
-    if _async_grpo(ctx) and ctx.config.grpo.use_dynamic_sampling:
+    if async_grpo_enabled(ctx) and ctx.config.grpo.use_dynamic_sampling:
         yield Issue(
             "grpo.use_dynamic_sampling",
             "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO does not "
@@ -61,7 +56,7 @@ def async_grpo_without_dynamic_sampling(ctx: CheckContext) -> Iterator[Issue]:
 def async_grpo_without_reward_scaling(ctx: CheckContext) -> Iterator[Issue]:
     """run_grpo.py and run_grpo_nemo_gym.py, main: async GRPO takes no reward scaling."""
     scaling = ctx.config.grpo.reward_scaling
-    if _async_grpo(ctx) and isinstance(scaling, RewardScaling) and scaling.enabled:
+    if async_grpo_enabled(ctx) and isinstance(scaling, RewardScaling) and scaling.enabled:
         yield Issue(
             "grpo.reward_scaling.enabled",
             "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO does not "
@@ -80,7 +75,7 @@ def async_grpo_without_reward_shaping(ctx: CheckContext) -> Iterator[Issue]:
     """run_grpo.py and run_grpo_nemo_gym.py, main: async GRPO takes no reward shaping."""
     # Either version's section (main's is not a subclass of super-v3's); absent is UNSET.
     shaping = ctx.config.grpo.reward_shaping
-    if _async_grpo(ctx) and value_of(shaping, "enabled") is True:
+    if async_grpo_enabled(ctx) and value_of(shaping, "enabled") is True:
         yield Issue(
             "grpo.reward_shaping.enabled",
             "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO does not "
@@ -98,7 +93,7 @@ def async_grpo_without_reward_shaping(ctx: CheckContext) -> Iterator[Issue]:
 def async_grpo_with_one_dataloader(ctx: CheckContext) -> Iterator[Issue]:
     """run_grpo_nemo_gym.py, main (super-v3.5): async GRPO reads one dataloader."""
     several = value_of(ctx.config.data, "use_multiple_dataloader") is True
-    if _async_grpo(ctx) and several:
+    if async_grpo_enabled(ctx) and several:
         yield Issue(
             "data.use_multiple_dataloader",
             "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO reads one "
@@ -120,7 +115,7 @@ def async_grpo_needs_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, async_grpo_train (super-v3 and super-v3.5): the trajectory collector needs an engine
     that generates while training runs."""
     gen = ctx.generation
-    if not _async_grpo(ctx) or gen is None or async_rollouts(ctx):
+    if not async_grpo_enabled(ctx) or gen is None or async_rollouts(ctx):
         return
     on_vllm = gen.backend == "vllm"
     vllm = ctx.vllm
@@ -140,7 +135,7 @@ def async_grpo_needs_importance_sampling(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, async_grpo_train (super-v3 and super-v3.5): off-policy samples need the
     correction."""
     loss = ctx.config.loss_fn
-    if _async_grpo(ctx) and loss.use_importance_sampling_correction is not True:
+    if async_grpo_enabled(ctx) and loss.use_importance_sampling_correction is not True:
         yield Issue(
             "loss_fn.use_importance_sampling_correction",
             "NeMo-RL's async GRPO refuses it false: rollouts from an older policy need the "
@@ -159,7 +154,7 @@ def async_grpo_colocated_generation(ctx: CheckContext) -> Iterator[Issue]:
     super-v3.5 only Megatron generation, which runs inside the training workers, may be
     colocated."""
     gen = ctx.generation
-    if not _async_grpo(ctx) or gen is None:
+    if not async_grpo_enabled(ctx) or gen is None:
         return
     if value_of(gen.colocated, "enabled") is not True:
         return
@@ -186,7 +181,7 @@ def stale_rollouts_want_in_flight_weight_updates(ctx: CheckContext) -> Iterator[
     """grpo.py, async_grpo_train (both versions), a printed warning: rollouts older than one
     step buy nothing unless weights reach vLLM while it generates."""
     section = ctx.config.grpo.async_grpo
-    if not _async_grpo(ctx) or not isinstance(section, AsyncGRPO):
+    if not async_grpo_enabled(ctx) or not isinstance(section, AsyncGRPO):
         return
     if section.max_trajectory_age_steps > 1 and section.in_flight_weight_updates is not True:
         yield Issue(
@@ -204,7 +199,7 @@ def async_grpo_backend_has_a_replay_path(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, async_grpo_train (super-v3.5): SGLang's async rollouts have no async GRPO replay
     path."""
     gen = ctx.generation
-    if not on_super35(ctx) or not _async_grpo(ctx) or gen is None:
+    if not on_super35(ctx) or not async_grpo_enabled(ctx) or gen is None:
         return
     if gen.backend not in ("vllm", "megatron", "trtllm", "dynamo"):
         yield Issue(

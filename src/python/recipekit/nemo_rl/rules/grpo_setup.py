@@ -21,7 +21,6 @@ from recipekit.nemo_rl.rules.checkpoint_ranking import (
     unranked_saves,
 )
 from recipekit.nemo_rl.rules.citation import cite, mirrors, on_super35
-from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO
 
 # The catalogue ids of the entry points' own rules share these prefixes: each version starts
 # GRPO from a different script (examples/run_grpo.py, examples/nemo_gym/run_grpo_nemo_gym.py).
@@ -131,16 +130,20 @@ def checkpoint_metric_names_its_source(ctx: CheckContext) -> Iterator[Issue]:
     yield from metric_without_its_source(ctx.config.checkpointing, "NeMo-RL", line)
 
 
+def async_grpo_enabled(ctx: CheckContext) -> bool:
+    """Whether the stage trains with asynchronous GRPO (grpo.async_grpo.enabled), whose loop
+    (async_grpo_train) states rules of its own."""
+    return value_of(value_of(ctx.config.grpo, "async_grpo"), "enabled") is True
+
+
 def checkpoint_metric_is_one_it_reports(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, grpo_train and async_grpo_train (both versions): the ranking metric is one the
     run collects, else the first save raises. Only the job knows what its environment reports;
     a name close to one of the loop's own (generated/metric_names.json) is a typo to warn of."""
-    section = ctx.config.grpo.async_grpo
-    in_async = isinstance(section, AsyncGRPO) and section.enabled is True
     rule = (
         "grpo.async-grpo-train.ranking-metric-one-run-collects-async"
-        if in_async
-        else ("grpo.grpo-train.ranking-metric-one-run-collects")
+        if async_grpo_enabled(ctx)
+        else "grpo.grpo-train.ranking-metric-one-run-collects"
     )
     label = SUPER35_TYPES if on_super35(ctx) else SUPER_V3_TYPES
     yield from metric_close_to_a_reported_one(
@@ -157,16 +160,14 @@ def checkpoint_saved_without_its_validation_metric(ctx: CheckContext) -> Iterato
     out of the top-k. Saves the config cannot fix (checkpoint_must_save_by's time limit, the
     last step of a dataset that runs out before max_num_steps) are not foreseen."""
     grpo = ctx.config.grpo
-    # The async loop (grpo.async_grpo.enabled) saves and warns at lines of its own.
-    section = grpo.async_grpo
-    in_async = isinstance(section, AsyncGRPO) and section.enabled is True
+    # The async loop saves and warns at lines of its own.
     line = (
         cite(
             ctx,
             v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.val-ranking-metric-save-step-ran",
             v35="nemo-rl.algorithms.grpo.async-grpo-train.val-ranking-metric-save-step-ran",
         )
-        if in_async
+        if async_grpo_enabled(ctx)
         else cite(
             ctx,
             v3="nemo-rl.v3.algorithms.grpo.grpo-train.val-ranking-metric-save-step-ran",

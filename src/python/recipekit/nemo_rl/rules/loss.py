@@ -10,6 +10,7 @@ from recipekit.markers import Marker, given
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite, mirrors, on_super35, where
+from recipekit.nemo_rl.rules.grpo_setup import async_grpo_enabled
 from recipekit.nemo_rl.schema_super_v3 import SequencePacking
 
 LOSS = "loss_fn"
@@ -148,7 +149,7 @@ def forced_ratio_with_threshold_still_computes_logprobs(ctx: CheckContext) -> It
     # super-v3 warns in both training loops, each at its own line.
     v3_rule = (
         "nemo-rl.v3.algorithms.grpo.async-grpo-train.forced-ratio-error-threshold-still-computes"
-        if _async_grpo_enabled(ctx)
+        if async_grpo_enabled(ctx)
         else "nemo-rl.v3.algorithms.grpo.grpo-train.forced-policy-ratio-error-threshold-still"
     )
     yield Issue(
@@ -164,10 +165,6 @@ def forced_ratio_with_threshold_still_computes_logprobs(ctx: CheckContext) -> It
         + ")",
         value=True,
     )
-
-
-def _async_grpo_enabled(ctx: CheckContext) -> bool:
-    return value_of(value_of(ctx.config.grpo, "async_grpo"), "enabled") is True
 
 
 # --- ClippedPGLossFn's own checks (its constructor, and its call on each training batch) -------
