@@ -8,7 +8,6 @@ node has loaded a 120B checkpoint; here they fail before anything is queued.
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ import attrs
 
 from recipekit import checking
 from recipekit.errors import Issue, did_you_mean
+from recipekit.generated_tables import sources
 from recipekit.markers import given_at
 from recipekit.megatron_bridge.layout import Layout
 from recipekit.megatron_bridge.rules import checkpoint, cite, dataset, parallel
@@ -308,7 +308,7 @@ PRESETS = Path(__file__).parent / "generated" / "presets.json"
 @functools.cache
 def _presets() -> tuple[str, dict[str, int], str]:
     """(the pinned source, preset -> its line, where an unknown name is refused)."""
-    ((source, table),) = json.loads(PRESETS.read_text(encoding="utf-8"))["sources"].items()
+    ((source, table),) = sources(PRESETS).items()
     return source, table["mixed_precision"], f"{table['file']}:{table['refused_at']}"
 
 

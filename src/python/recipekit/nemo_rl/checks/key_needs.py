@@ -28,6 +28,7 @@ from typing import Any
 
 from recipekit.convert import to_dict
 from recipekit.errors import Issue
+from recipekit.generated_tables import sources
 from recipekit.nemo_rl.checks.context import Check, CheckContext
 from recipekit.nemo_rl.rule_lines import VERSIONS
 
@@ -53,8 +54,8 @@ class _Unknown(Exception):
 
 @functools.cache
 def pairs(label: str) -> tuple[dict[str, Any], ...]:
-    sources = json.loads(TABLE.read_text(encoding="utf-8"))["sources"]
-    return tuple(sources[label]["pairs"]) if label in sources else ()
+    found = sources(TABLE)
+    return tuple(found[label]["pairs"]) if label in found else ()
 
 
 def _at(section: Any, path: list[str]) -> Any:
@@ -178,8 +179,7 @@ def missing(
 @functools.cache
 def every_run(label: str) -> dict[str, tuple[dict[str, Any], ...]]:
     """What every run of each of the label's runners reads without a default, by runner."""
-    sources = json.loads(TABLE.read_text(encoding="utf-8"))["sources"]
-    found = sources.get(label, {}).get("every_run", {})
+    found = sources(TABLE).get(label, {}).get("every_run", {})
     return {entry: tuple(reads) for entry, reads in found.items()}
 
 

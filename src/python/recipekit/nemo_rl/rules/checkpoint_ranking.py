@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import attrs
 
 from recipekit.errors import Issue
+from recipekit.generated_tables import sources
 from recipekit.markers import given
 from recipekit.nemo_rl import SUPER35_TYPES
 from recipekit.nemo_rl.keys import value_of
@@ -135,7 +135,7 @@ def unranked_saves(
 def reported_metrics(label: str, loop: str) -> Mapping[str, tuple[str, ...]]:
     """The metric names the loop (``grpo``, ``sft``, ...) of the pinned ``label`` reports
     itself, by prefix (``train``, ``val``)."""
-    table = json.loads(REPORTED.read_text(encoding="utf-8"))["sources"][label]["loops"][loop]
+    table = sources(REPORTED)[label]["loops"][loop]
     return {prefix: tuple(table[prefix]) for prefix in ("train", "val")}
 
 
