@@ -9,7 +9,7 @@ own config that its checks read (``megatron``, ``adapter``, ...).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
 import attrs
@@ -48,12 +48,17 @@ MIRRORED = "mirrored_rules"
 
 
 def cites(
-    citation: Callable[[ContextT], str], rules: Sequence[str]
+    citation: Callable[[ContextT], str], rules: Sequence[str], placed: Container[str]
 ) -> Callable[[Callable[[ContextT], Iterable[Issue]]], Callable[[ContextT], Iterator[Issue]]]:
     """A check that mirrors one upstream rule: each Issue it finds ends with ``(citation)``, the
     words that say where the rule stands (``citation(ctx)``, from the rule's catalogue id), so
     the check's own message says only what is wrong. The ids are kept on the check (``MIRRORED``)
-    for the catalogue to hold against the ``check`` it names for each."""
+    for the catalogue to hold against the ``check`` it names for each. Each id must be one the
+    generated rule-site table ``placed`` holds: one a pin move dropped stops the import, not the
+    plan that would first cite it."""
+    unplaced = [rule for rule in rules if rule and rule not in placed]
+    if unplaced:
+        raise KeyError(f"not in the generated rule-site table: {', '.join(unplaced)}")
 
     def wrap(check: Callable[[ContextT], Iterable[Issue]]) -> Callable[[ContextT], Iterator[Issue]]:
         @functools.wraps(check)

@@ -50,25 +50,16 @@ def cite_super35(*rules: str) -> str:
     return f"{sites[0][1]}:{sites[0][2]}{more} @ {SUPER35}"
 
 
-def _sited(*rules: str) -> tuple[str, ...]:
-    """The ids, each one the generated table places: a rule a pin move dropped or re-anchored
-    stops the import, not the plan that would first cite it."""
-    unplaced = [rule for rule in rules if rule and rule not in SITES]
-    if unplaced:
-        raise KeyError(f"not in generated/rule_sites.json: {', '.join(unplaced)}")
-    return rules
-
-
 def mirrors(*, v3: str = "", v35: str = "") -> Callable[[Check], Check]:
     """A check of the rule ``v3``/``v35`` (catalogue ids, as ``cite`` takes them): each Issue it
     finds ends with the rule's ``(file:line @ version)`` at the stage's version."""
-    return cites(lambda ctx: cite(ctx, v3=v3, v35=v35), _sited(v3, v35))
+    return cites(lambda ctx: cite(ctx, v3=v3, v35=v35), (v3, v35), SITES)
 
 
 def mirrors_super35(*rules: str) -> Callable[[Callable[[Any], Iterable[Issue]]], Any]:
     """``mirrors`` for a check of an entry point only super-v3.5-posttraining runs (its argument
     is the config, not a CheckContext): each Issue ends with ``(cite_super35(*rules))``."""
-    return cites(lambda _config: cite_super35(*rules), _sited(*rules))
+    return cites(lambda _config: cite_super35(*rules), rules, SITES)
 
 
 def cite(ctx: CheckContext, *, v3: str = "", v35: str = "") -> str:
