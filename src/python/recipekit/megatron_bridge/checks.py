@@ -244,7 +244,7 @@ def lora_excludes_only_without_targets(ctx: CheckContext) -> Iterator[Issue]:
     but those; with target_modules (or a canonical_mapping) naming the layers instead, LoRA's
     matcher asserts it is empty when the adapter is applied."""
     peft = ctx.config.peft
-    excluded = given_at(peft, "exclude_modules") if isinstance(peft, LoRA) else None
+    excluded = given_at(peft, "exclude_modules")
     if not excluded or not isinstance(peft, LoRA):
         return
     naming = [k for k in ("target_modules", "canonical_mapping") if given_at(peft, k)]
@@ -321,14 +321,15 @@ def mixed_precision_names_a_preset(ctx: CheckContext) -> Iterator[Issue]:
     if not isinstance(name, str):
         return
     source, presets, refused = _presets()
-    if name.replace("-", "_") in presets:
+    registered = name.replace("-", "_")  # as get_mixed_precision_config reads it
+    if registered in presets:
         return
     yield Issue(
         "mixed_precision",
         f"not one of the {len(presets)} mixed-precision presets Megatron-Bridge registers; it "
         f"raises ValueError at setup for a name it lacks ({refused} @ {source})",
         value=name,
-        hint=did_you_mean(name.replace("-", "_"), presets, what="presets"),
+        hint=did_you_mean(registered, presets, what="presets"),
     )
 
 
