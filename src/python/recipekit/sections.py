@@ -23,6 +23,7 @@ from recipekit.errors import FieldError, Issue, RecipeError, did_you_mean, join_
 from recipekit.interpolation import HINT, REFUSED, smuggled
 from recipekit.markers import DERIVED, UNSET, Marker, Unset
 from recipekit.upstream.bounds import Bounds
+from recipekit.validators import allowed_at
 
 T = TypeVar("T")
 
@@ -170,7 +171,35 @@ REMOVED_KEYS = "removed_keys"
 
 
 def _in_base_order(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
-    return _completed(cls, _ordered(cls, fields))
+    return [_with_allowed_values(cls, f) for f in _completed(cls, _ordered(cls, fields))]
+
+
+def _with_allowed_values(cls: type, field: attrs.Attribute[Any]) -> attrs.Attribute[Any]:
+    """A field checked with ``validators.upstream_values(NAME)`` gets the set of the pinned
+    source the section's upstream class names; an inherited field is bound again, so a section
+    of a later pin accepts what that pin accepts. A section shared by pins that accept different
+    values would refuse valid ones at one of them: that stops the import."""
+    from recipekit.upstream.declared import members
+
+    checks: tuple[Any, ...] = getattr(field.validator, "_validators", (field.validator,))
+    if not any(hasattr(c, "allowed_set") for c in checks):
+        return field
+    upstream = getattr(cls, UPSTREAM, None)
+    labels = sorted({d.source for d in members(upstream)}) if upstream is not None else [""]
+    bound = []
+    for check in checks:
+        name = getattr(check, "allowed_set", None)
+        if name is None:
+            bound.append(check)
+            continue
+        each = [allowed_at(name, label) for label in labels]
+        if len({c.allowed.values for c in each}) > 1:  # type: ignore[attr-defined]
+            raise TypeError(
+                f"{cls.__name__}.{field.name}: the pins {', '.join(labels)} accept different "
+                f"values for {name}: give each pin its own section"
+            )
+        bound.append(each[0])
+    return field.evolve(validator=attrs.validators.and_(*bound) if len(bound) > 1 else bound[0])
 
 
 def _ordered(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:

@@ -50,7 +50,8 @@ def test_enumeration_lists_the_allowed_values() -> None:
         MathEnvironment(num_workers=1, math_verify_impl="sympy")
     text = _only_issue(exc)
     assert "env.<name>.math_verify_impl = 'sympy': not an accepted value" in text
-    assert "'hf_math_verify', 'dapo_math_verify'" in text
+    # The values and where the pin defines them, read from its source.
+    assert "math_environment.py:" in text and "'dapo_math_verify', 'hf_math_verify'" in text
 
 
 def test_literal_type_lists_its_values() -> None:
@@ -375,6 +376,8 @@ def _strings_of(validator: Any) -> list[str]:
     found: list[str] = []
     inner = getattr(validator, "_validators", None) or getattr(validator, "validators", None)
     for v in inner or ([validator] if validator is not None else []):
+        if hasattr(v, "allowed"):  # validators.allowed_at: the values the pin accepts
+            found += v.allowed.values
         for cell in getattr(v, "__closure__", None) or ():
             value = cell.cell_contents
             if isinstance(value, str):

@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from recipekit.errors import FieldError
+from recipekit.errors import FieldError, did_you_mean
 from recipekit.markers import Marker
 
 Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
@@ -61,6 +61,45 @@ def one_of(allowed: Collection[str]) -> Validator:
                 hint="allowed: " + ", ".join(repr(c) for c in choices),
             )
 
+    return check
+
+
+def upstream_values(name: str) -> Validator:
+    """One of the values the pinned framework accepts for a setting it dispatches on, read
+    from its source (``recipekit.upstream.allowed``). The section binds ``name`` to the pinned
+    source its upstream class names when the class is built; unbound, it refuses to run."""
+
+    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        raise TypeError(f"{attribute.name}: upstream_values({name!r}) outside a section")
+
+    check.allowed_set = name  # type: ignore[attr-defined]
+    return check
+
+
+def allowed_at(name: str, source: str) -> Validator:
+    """``upstream_values(name)`` bound to the pinned ``source``: the error lists the values
+    and cites where the pin defines them, with the closest as a did-you-mean."""
+    from recipekit.upstream.allowed import allowed
+
+    found = allowed(name, source)
+
+    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        # A tuple is one value per item (a per-layer list), where the field's type takes one.
+        for item in value if isinstance(value, tuple) else (value,):
+            if not _skip(item) and item not in found.values:
+                close = did_you_mean(str(item), found.values, what="values")
+                _fail(
+                    attribute,
+                    ("" if item is value else f"{item!r} is ")
+                    + f"not an accepted value ({found.cited()} accepts "
+                    + ", ".join(repr(v) for v in found.values)
+                    + ")",
+                    value,
+                    hint=close if close.startswith("did you mean") else "",
+                )
+
+    check.allowed_set = name  # type: ignore[attr-defined]
+    check.allowed = found  # type: ignore[attr-defined]
     return check
 
 

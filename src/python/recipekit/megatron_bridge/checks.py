@@ -275,7 +275,9 @@ ERROR_CHECKS: tuple[Check, ...] = (
     model_keeps_the_checkpoints_shape,
     dataset.energon_dataset_has_a_path,
     dataset.energon_has_no_test_split,
+    parallel.per_layer_comm_types_cover_every_layer,
     parallel.hierarchical_context_parallel_needs_its_sizes,
+    parallel.hierarchical_sizes_multiply_to_the_cp_size,
 )
 
 

@@ -24,7 +24,7 @@ from recipekit.errors import FieldError
 from recipekit.markers import Derived, Unset, given
 from recipekit.sections import derived, frozen_section, optional, required, section
 from recipekit.upstream.declared import Declared, declared, undeclared
-from recipekit.validators import at_least, between, one_of
+from recipekit.validators import at_least, between, one_of, upstream_values
 
 RecipeMode = Literal["pretrain", "sft", "peft"]
 
@@ -38,12 +38,6 @@ def upstream_bridge(*qualified: str) -> Declared:
     return declared(BRIDGE_TYPES, *qualified)
 
 
-# Megatron-Core's enumerations, as Megatron-Bridge passes them through.
-RECOMPUTE_GRANULARITIES = ("full", "selective")
-RECOMPUTE_METHODS = ("uniform", "block")
-CP_COMM_TYPES = ("p2p", "a2a", "allgather", "a2a+p2p")
-MOE_TOKEN_DISPATCHERS = ("allgather", "alltoall", "flex")
-LR_DECAY_STYLES = ("constant", "linear", "cosine", "inverse-square-root", "WSD")
 LORA_DROPOUT_POSITIONS = ("pre", "post")
 PEFT_SCHEMES = ("lora", "dora")
 DEFAULT_PEFT_SCHEME = "lora"
@@ -144,12 +138,25 @@ class Model:
     # An uneven pipeline split: the first/last stage's decoder layers, the rest even.
     num_layers_in_first_pipeline_stage: int | None | Unset = optional(at_least(1))
     num_layers_in_last_pipeline_stage: int | None | Unset = optional(at_least(1))
-    cp_comm_type: str | Unset = optional(one_of(CP_COMM_TYPES))
-    recompute_granularity: str | None | Unset = optional(one_of(RECOMPUTE_GRANULARITIES))
-    recompute_method: str | None | Unset = optional(one_of(RECOMPUTE_METHODS))
+    # Read by the context-parallel rules (a per-layer list names num_layers types; a2a+p2p's
+    # groups multiply to the CP size).
+    num_layers: int | None | Unset = optional(at_least(1))
+    hierarchical_context_parallel_sizes: tuple[int, ...] | None | Unset = optional()
+    # One type for every layer, or a list with one per layer.
+    cp_comm_type: str | tuple[str, ...] | None | Unset = optional(
+        upstream_values("megatron_core.cp_comm_type")
+    )
+    recompute_granularity: str | None | Unset = optional(
+        upstream_values("megatron_core.recompute_granularity")
+    )
+    recompute_method: str | None | Unset = optional(
+        upstream_values("megatron_core.recompute_method")
+    )
     recompute_num_layers: int | None | Unset = optional(at_least(1))
     recompute_modules: tuple[str, ...] | None | Unset = optional()
-    moe_token_dispatcher_type: str | Unset = optional(one_of(MOE_TOKEN_DISPATCHERS))
+    moe_token_dispatcher_type: str | Unset = optional(
+        upstream_values("megatron_core.moe_token_dispatcher_type")
+    )
 
 
 @section("dataset")
@@ -208,7 +215,7 @@ class Scheduler:
     lr_warmup_iters: int | Unset = optional(at_least(0))
     # The recipes decay over the whole run (``lr_decay_iters = train.train_iters``).
     lr_decay_iters: int | None | Derived | Unset = derived(at_least(1))
-    lr_decay_style: str | Unset = optional(one_of(LR_DECAY_STYLES))
+    lr_decay_style: str | Unset = optional(upstream_values("megatron_core.lr_decay_style"))
     override_opt_param_scheduler: bool | Unset = optional()
 
 

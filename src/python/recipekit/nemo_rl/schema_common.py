@@ -55,7 +55,6 @@ from recipekit.nemo_rl.schema_main import (
     WandbMain,
 )
 from recipekit.nemo_rl.schema_super_v3 import (
-    GENERATION_BACKENDS,
     Checkpointing,
     Cluster,
     Data,
@@ -67,10 +66,7 @@ from recipekit.nemo_rl.schema_super_v3 import (
 )
 from recipekit.sections import derived, fixed, frozen_section, optional, required, section
 from recipekit.upstream.declared import undeclared
-from recipekit.validators import at_least, one_of
-
-# main's generation back-ends (policy.generation.backend in its examples).
-GENERATION_BACKENDS_MAIN = (*GENERATION_BACKENDS, "trtllm", "dynamo")
+from recipekit.validators import at_least
 
 # --- logger ---------------------------------------------------------------------------------
 
@@ -186,7 +182,6 @@ class VllmConfigExamplesMain(VllmConfigMain):
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
 @frozen_section(kw_only=True, repr=False, eq=False)
 class GenerationExamplesMain(GenerationMain):
-    backend: str = required(one_of(GENERATION_BACKENDS_MAIN))
     vllm_cfg: VllmConfigExamplesMain | Unset = optional()
     # How weights reach a non-colocated generation engine (null: NeMo-RL picks).
     refit_transport: str | None | Unset = optional()

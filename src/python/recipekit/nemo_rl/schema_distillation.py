@@ -25,10 +25,8 @@ from recipekit.nemo_rl.schema_common import (
 from recipekit.nemo_rl.schema_super_v3 import MathEnvironment
 from recipekit.sections import frozen_section, optional, required, section
 from recipekit.upstream.declared import undeclared
-from recipekit.validators import at_least, between, one_of
+from recipekit.validators import at_least, between, one_of, upstream_values
 
-KL_TYPES = ("forward", "reverse", "mixed")
-KD_LOSS_MODES = ("sum", "averaged_logits", "select_teacher")
 WEIGHT_METRICS = ("ce", "entropy", "max_prob")
 
 
@@ -78,7 +76,7 @@ class DistillationConfigMain:
 class DistillationLoss:
     upstream = upstream_v3("nemo_rl.algorithms.loss_functions:DistillationLossConfig")
 
-    kl_type: str = required(one_of(KL_TYPES))
+    kl_type: str = required(upstream_values("nemo_rl.distillation_kl_type"))
     # mixed: this weight on the reverse KL, the rest on the forward one.
     mixed_kl_weight: float = required(between(0, 1))
     zero_outside_topk: bool = required()
@@ -89,7 +87,7 @@ class DistillationLoss:
 class DistillationLossMain:
     upstream = upstream_v35("nemo_rl.algorithms.loss.loss_functions:DistillationLossConfig")
 
-    kl_type: str | Unset = optional(one_of(KL_TYPES))
+    kl_type: str | Unset = optional(upstream_values("nemo_rl.distillation_kl_type"))
     mixed_kl_weight: float | Unset = optional(between(0, 1))
     zero_outside_topk: bool | Unset = optional()
 
@@ -116,7 +114,7 @@ class XTokenDistillationLoss(DistillationLossMain):
     kl_loss_weight: float | Unset = optional(at_least(0))
     ce_loss_scale: float | Unset = optional(at_least(0))
     dynamic_loss_scaling: bool | Unset = optional()
-    kd_loss_mode: str | Unset = optional(one_of(KD_LOSS_MODES))
+    kd_loss_mode: str | Unset = optional(upstream_values("nemo_rl.kd_loss_mode"))
     # null: each teacher's static weight; else a per-sequence softmax over this metric.
     sum_weights_metric: str | None | Unset = optional(one_of(WEIGHT_METRICS))
     alpha: float | Unset = optional(at_least(0))

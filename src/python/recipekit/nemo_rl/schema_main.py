@@ -22,7 +22,6 @@ from recipekit.markers import Derived, Unset
 from recipekit.nemo_rl import SUPER35_BRANCH, upstream_v35
 from recipekit.nemo_rl.schema_super_v3 import (
     FP8,
-    PRECISIONS,
     AdvantageEstimator,
     AsyncGRPO,
     Checkpointing,
@@ -54,17 +53,7 @@ from recipekit.nemo_rl.schema_super_v3 import (
 )
 from recipekit.sections import derived, frozen_section, optional, required, section
 from recipekit.upstream.declared import undeclared
-from recipekit.validators import at_least, between, one_of
-
-# The estimators NeMo-RL main's configs name (examples/configs/*.yaml); "opd" is on-policy
-# distillation (MOPD's teacher log-probabilities as the advantage).
-ADV_ESTIMATORS = ("grpo", "reinforce_plus_plus", "opd", "gdpo", "gae")
-MICROBATCH_ORDERS = ("packer", "largest_first")
-REFIT_BACKENDS = ("gloo", "nccl", "nvshmem")
-KV_CACHE_MANAGEMENT = ("persist", "offload")
-LOGPROBS_MODES = ("processed_logprobs", "raw_logprobs")
-RECOMPUTE_GRANULARITIES = ("full", "selective")
-
+from recipekit.validators import at_least, between, one_of, upstream_values
 
 # --- grpo ---------------------------------------------------------------------------------
 
@@ -86,9 +75,8 @@ class RewardShapingMain(RewardShaping):
 @section("grpo.adv_estimator")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class AdvantageEstimatorMain(AdvantageEstimator):
+    # name: the estimators main's GRPO builds (the inherited field takes this pin's set).
     upstream = upstream_v35("nemo_rl.algorithms.advantage_estimator:AdvEstimatorConfig")
-
-    name: str = required(one_of(ADV_ESTIMATORS))
 
 
 @section("grpo.async_grpo")
@@ -206,7 +194,9 @@ class MegatronMain(Megatron):
     distributed_data_parallel_config: MegatronDDPMain = required()
     checkpoint: MegatronCheckpoint | Unset = optional()
     model_overrides: dict[str, Any] | Unset = optional()
-    recompute_granularity: str | Unset = optional(one_of(RECOMPUTE_GRANULARITIES))
+    recompute_granularity: str | Unset = optional(
+        upstream_values("megatron_core.recompute_granularity")
+    )
     recompute_modules: tuple[str, ...] | None | Unset = optional()
     # The vision encoder (C-RADIO) and projector are trained unless frozen; Super 3.5 has no
     # audio, so the Omni sound encoder and projection stay frozen.
@@ -232,7 +222,7 @@ class SequencePackingMain(SequencePacking):
     )
 
     # The order packed micro-batches train in; largest_first surfaces out-of-memory at once.
-    microbatch_order: str | Unset = optional(one_of(MICROBATCH_ORDERS))
+    microbatch_order: str | Unset = optional(upstream_values("nemo_rl.microbatch_order"))
 
 
 @section("policy.draft")
@@ -298,11 +288,13 @@ class McoreGenerationMain:
     materialize_only_last_token_logits: bool = required()
     enable_chunked_prefill: bool = required()
     enable_prefix_caching: bool = required()
-    refit_backend: str = required(one_of(REFIT_BACKENDS))
+    refit_backend: str = required(upstream_values("nemo_rl.refit_backend"))
     num_speculative_tokens: int = required(at_least(0))
-    mamba_inference_ssm_states_dtype: str | Unset = optional(one_of(PRECISIONS))
-    mamba_inference_conv_states_dtype: str | Unset = optional(one_of(PRECISIONS))
-    kv_cache_management_mode: str = required(one_of(KV_CACHE_MANAGEMENT))
+    mamba_inference_ssm_states_dtype: str | Unset = optional(upstream_values("nemo_rl.torch_dtype"))
+    mamba_inference_conv_states_dtype: str | Unset = optional(
+        upstream_values("nemo_rl.torch_dtype")
+    )
+    kv_cache_management_mode: str = required(upstream_values("nemo_rl.kv_cache_management_mode"))
     logging_step_interval: int | Unset = optional(at_least(1))
     # Not in MCoreGenerationSpecificArgs: the inference model's own layout and kernels, which
     # the Super Omni configs give Megatron generation (it reads them as model overrides).
@@ -328,7 +320,7 @@ class VllmConfigMain(VllmConfig):
     skip_tokenizer_init: bool = required()
     # raw_logprobs: the sampler's log-probabilities before temperature/top-p, which the
     # importance-sampling correction compares with the trainer's.
-    logprobs_mode: str | Unset = optional(one_of(LOGPROBS_MODES))
+    logprobs_mode: str | Unset = optional(upstream_values("nemo_rl.logprobs_mode"))
     cap_max_tokens_to_context: bool | Unset = optional()
     use_tqdm: bool | Unset = optional()
     reset_encoder_cache_after_weight_update: bool | Unset = optional()
@@ -499,7 +491,9 @@ class TeacherResources:
     expert_model_parallel_size: int | Unset = optional(at_least(1))
     num_nodes: int | Unset = optional(at_least(1))
     gpus_per_node: int | Unset = optional(at_least(1))
-    precision: str | Unset = optional(one_of(("bf16", "fp16", "fp32", *PRECISIONS)))
+    precision: str | Unset = optional(
+        one_of(("bf16", "fp16", "fp32", "bfloat16", "float16", "float32"))
+    )
     micro_batch_size: int | Unset = optional(at_least(1))
     # Not a TeacherResourceConfig field (extra='allow'): a Megatron override the Super Omni
     # MOPD config writes beside the layout.

@@ -17,7 +17,7 @@ from recipekit.nemo_rl.schema_common import (
 from recipekit.nemo_rl.schema_main import ClippedPGLossMain, RewardShapingMain
 from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO, RewardScaling
 from recipekit.sections import frozen_section, optional, required, section
-from recipekit.validators import at_least, between
+from recipekit.validators import at_least, between, upstream_values
 
 
 @section("ppo.async_ppo")
@@ -40,7 +40,7 @@ class GAE:
 
     upstream = upstream_v35("nemo_rl.algorithms.ppo:AdvEstimatorConfig")
 
-    name: str = required()
+    name: str = required(upstream_values("nemo_rl.ppo_adv_estimator"))
     gae_lambda: float | Unset = optional(between(0, 1))
     gae_gamma: float | Unset = optional(between(0, 1))
     normalize_advantages: bool | Unset = optional()

@@ -16,41 +16,11 @@ from recipekit.markers import Derived, Unset
 from recipekit.nemo_rl import NEMO_RL_VERSION, upstream_v3, upstream_v35
 from recipekit.sections import derived, fixed, frozen_section, optional, required, section
 from recipekit.upstream.declared import undeclared
-from recipekit.validators import at_least, between, one_of
+from recipekit.validators import at_least, between, one_of, upstream_values
 
-# Values NeMo-RL maps to torch dtypes; anything else fails at start-up after the queue wait.
-PRECISIONS = ("bfloat16", "float16", "float32")
 # vLLM's own dtype names, plus NeMo-RL's "fp8" (FP8 weights, bfloat16 activations).
-VLLM_PRECISIONS = (*PRECISIONS, "auto", "half", "float", "fp8")
-TIS_TYPES = ("tis", "icepop", "seq-mask-tis")
-DATA_PROCESSORS = (
-    "default",
-    "helpsteer3_data_processor",
-    "math_data_processor",
-    "math_hf_data_processor",
-    "multichoice_qa_processor",
-    "sft_processor",
-    "vlm_hf_data_processor",
-    "nemo_gym_data_processor",
-)
-ENV_NAMES = ("math_default", "math", "code", "reward_model", "code_jaccard", "vlm", "nemo_gym")
-KL_TYPES = ("k1", "k2", "k3")
-GENERATION_BACKENDS = ("vllm", "megatron", "sglang")
-MOE_TOKEN_DISPATCHERS = ("allgather", "alltoall", "flex")
-MOE_ROUTER_DTYPES = ("fp32", "fp64")
-MOE_LOAD_BALANCING = ("aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none")
-MEGATRON_OPTIMIZERS = ("adam", "sgd")
-LR_DECAY_STYLES = ("constant", "linear", "cosine", "inverse-square-root", "WSD")
-WEIGHT_DECAY_STYLES = ("constant", "linear", "cosine")
-PACKING_ALGORITHMS = (
-    "concatenative",
-    "first_fit_decreasing",
-    "first_fit_shuffle",
-    "modified_first_fit_decreasing",
-)
-DP_SHARDING_STRATEGIES = ("no_shard", "optim", "optim_grads", "optim_grads_params")
+VLLM_PRECISIONS = ("bfloat16", "float16", "float32", "auto", "half", "float", "fp8")
 SAVE_FORMATS = ("safetensors", "torch_save")
-MATH_VERIFIERS = ("hf_math_verify", "dapo_math_verify")
 
 
 # --- grpo ---------------------------------------------------------------------------------
@@ -76,7 +46,7 @@ class RewardShaping:
 class AdvantageEstimator:
     upstream = upstream_v3("nemo_rl.algorithms.grpo:AdvEstimatorConfig")
 
-    name: str = required(one_of(("grpo", "reinforce_plus_plus")))
+    name: str = required(upstream_values("nemo_rl.adv_estimator"))
     normalize_rewards: bool | Unset = optional()
     use_leave_one_out_baseline: bool | Unset = optional()
     minus_baseline: bool | Unset = optional()
@@ -154,7 +124,7 @@ class ClippedPGLoss:
     upstream = upstream_v3("nemo_rl.algorithms.loss_functions:ClippedPGLossConfig")
 
     reference_policy_kl_penalty: float = required(at_least(0))
-    reference_policy_kl_type: str = required(one_of(KL_TYPES))
+    reference_policy_kl_type: str = required(upstream_values("nemo_rl.reference_policy_kl_type"))
     kl_input_clamp_value: float | None = required()
     kl_output_clamp_value: float | None = required()
     ratio_clip_min: float = required(at_least(0))
@@ -164,7 +134,9 @@ class ClippedPGLoss:
     use_importance_sampling_correction: bool = required()
     truncated_importance_sampling_ratio: float | None = required()
     truncated_importance_sampling_ratio_min: float | None | Unset = optional()
-    truncated_importance_sampling_type: str | None | Unset = optional(one_of(TIS_TYPES))
+    truncated_importance_sampling_type: str | None | Unset = optional(
+        upstream_values("nemo_rl.truncated_importance_sampling_type")
+    )
     sequence_level_importance_ratios: bool | Unset = optional()
     token_level_loss: bool = required()
     force_on_policy_ratio: bool | Unset = optional()
@@ -254,13 +226,13 @@ class DTensor:
 class MegatronOptimizer:
     upstream = upstream_v3("nemo_rl.models.policy:MegatronOptimizerConfig")
 
-    optimizer: str = required(one_of(MEGATRON_OPTIMIZERS))
+    optimizer: str = required(upstream_values("megatron_core.optimizer"))
     lr: float = required(at_least(0))
     min_lr: float = required(at_least(0))
     weight_decay: float = required(at_least(0))
     bf16: bool = required()
     fp16: bool = required()
-    params_dtype: str = required(one_of(PRECISIONS))
+    params_dtype: str = required(upstream_values("nemo_rl.torch_dtype"))
     adam_beta1: float = required(between(0, 1))
     adam_beta2: float = required(between(0, 1))
     adam_eps: float = required(at_least(0))
@@ -282,8 +254,10 @@ class MegatronScheduler:
 
     start_weight_decay: float | Derived = derived(at_least(0))
     end_weight_decay: float | Derived = derived(at_least(0))
-    weight_decay_incr_style: str = required(one_of(WEIGHT_DECAY_STYLES))
-    lr_decay_style: str = required(one_of(LR_DECAY_STYLES))
+    weight_decay_incr_style: str = required(
+        upstream_values("megatron_core.weight_decay_incr_style")
+    )
+    lr_decay_style: str = required(upstream_values("megatron_core.lr_decay_style"))
     lr_decay_iters: int | None | Unset = optional(at_least(1))
     lr_warmup_iters: int = required(at_least(0))
     lr_warmup_init: float = required(at_least(0))
@@ -298,7 +272,9 @@ class MegatronDDP:
     overlap_grad_reduce: bool = required()
     overlap_param_gather: bool = required()
     use_custom_fsdp: bool = required()
-    data_parallel_sharding_strategy: str = required(one_of(DP_SHARDING_STRATEGIES))
+    data_parallel_sharding_strategy: str = required(
+        upstream_values("megatron_core.data_parallel_sharding_strategy")
+    )
 
 
 @section("policy.megatron_cfg.fp8_cfg")
@@ -307,10 +283,8 @@ class FP8:
     upstream = upstream_v35("nemo_rl.models.policy:Fp8Config")
 
     enabled: bool = required()
-    fp8: str | Unset = optional(one_of(("e4m3", "hybrid")))
-    fp8_recipe: str | Unset = optional(
-        one_of(("tensorwise", "delayed", "mxfp8", "blockwise", "custom"))
-    )
+    fp8: str | Unset = optional(upstream_values("megatron_core.fp8"))
+    fp8_recipe: str | Unset = optional(upstream_values("megatron_core.fp8_recipe"))
     fp8_param: bool | Unset = optional()
 
 
@@ -356,11 +330,15 @@ class Megatron:
     num_layers_in_first_pipeline_stage: int | None = required(at_least(1))
     num_layers_in_last_pipeline_stage: int | None = required(at_least(1))
     context_parallel_size: int = required(at_least(1))
-    pipeline_dtype: str | Derived = derived(one_of(PRECISIONS))
+    pipeline_dtype: str | Derived = derived(upstream_values("nemo_rl.torch_dtype"))
     sequence_parallel: bool = required()
     freeze_moe_router: bool = required()
-    moe_router_dtype: str | None | Unset = optional(one_of(MOE_ROUTER_DTYPES))
-    moe_router_load_balancing_type: str | Unset = optional(one_of(MOE_LOAD_BALANCING))
+    moe_router_dtype: str | None | Unset = optional(
+        upstream_values("megatron_core.moe_router_dtype")
+    )
+    moe_router_load_balancing_type: str | Unset = optional(
+        upstream_values("megatron_core.moe_router_load_balancing_type")
+    )
     moe_router_bias_update_rate: float | Unset = optional(at_least(0))
     moe_permute_fusion: bool | Unset = optional()
     apply_rope_fusion: bool = required()
@@ -368,7 +346,9 @@ class Megatron:
     defer_fp32_logits: bool | Unset = optional()
     moe_per_layer_logging: bool = required()
     moe_enable_deepep: bool = required()
-    moe_token_dispatcher_type: str = required(one_of(MOE_TOKEN_DISPATCHERS))
+    moe_token_dispatcher_type: str = required(
+        upstream_values("megatron_core.moe_token_dispatcher_type")
+    )
     moe_shared_expert_overlap: bool = required()
     mtp_loss_scaling_factor: float | Unset = optional(at_least(0))
     mtp_use_repeated_layer: bool | Unset = optional()
@@ -421,7 +401,7 @@ class SequencePacking:
     enabled: bool = required()
     train_mb_tokens: int | Derived | Unset = derived(at_least(1))
     logprob_mb_tokens: int | Derived | Unset = derived(at_least(1))
-    algorithm: str | Unset = optional(one_of(PACKING_ALGORITHMS))
+    algorithm: str | Unset = optional(upstream_values("nemo_rl.packing_algorithm"))
     sequence_length_round: int | Unset = optional(at_least(1))
 
 
@@ -539,7 +519,7 @@ class Generation:
     )
     undeclared_keys = undeclared(read=("mcore_generation_config",))
 
-    backend: str = required(one_of(GENERATION_BACKENDS))
+    backend: str = required(upstream_values("nemo_rl.generation_backend"))
     max_new_tokens: int | Derived = derived(at_least(1))
     temperature: float = required(at_least(0))
     top_p: float = required(between(0, 1))
@@ -574,7 +554,7 @@ class Policy:
     generation_batch_size: int | Unset = optional(at_least(1))
     logprob_batch_size: int | Derived | Unset = derived(at_least(1))
     max_total_sequence_length: int = required(at_least(1))
-    precision: str = required(one_of(PRECISIONS))
+    precision: str = required(upstream_values("nemo_rl.torch_dtype"))
     logprob_chunk_size: int | None | Unset = optional(at_least(1))
     offload_optimizer_for_logprob: bool | Unset = optional()
     dtensor_cfg: DTensor = required()
@@ -608,8 +588,8 @@ class Dataset:
     split: str | Unset = optional()
     split_validation_size: float | Unset = optional(between(0, 1))
     seed: int | Derived | Unset = optional()
-    env_name: str | Unset = optional(one_of(ENV_NAMES))
-    processor: str | Unset = optional(one_of(DATA_PROCESSORS))
+    env_name: str | Unset = optional(upstream_values("nemo_rl.env_name"))
+    processor: str | Unset = optional(upstream_values("nemo_rl.data_processor"))
     prompt_file: str | None | Unset = optional()
     system_prompt_file: str | None | Unset = optional()
 
@@ -637,7 +617,7 @@ class MathEnvironment:
     upstream = upstream_v35("nemo_rl.environments.math_environment:MathEnvConfig")
 
     num_workers: int = required(at_least(1))
-    math_verify_impl: str | None | Unset = optional(one_of(MATH_VERIFIERS))
+    math_verify_impl: str | None | Unset = optional(upstream_values("nemo_rl.math_verify_impl"))
     verifier_type: str | None | Unset = optional()
 
 

@@ -124,7 +124,6 @@ _TRAINING_ERRORS_SUPER35: tuple[Check, ...] = (
     grpo_setup.gym_runner_needs_nemo_gym,
     grpo_setup.message_penalties_need_nemo_gym,
     grpo_setup.reward_penalties_need_nemo_gym,
-    grpo_setup.grpo_adv_estimator_is_one_grpo_builds,
     grpo_setup.multimodal_dedup_needs_vllm,
     grpo_setup.multimodal_dedup_needs_data_plane_off,
     async_grpo.async_grpo_with_one_dataloader,

@@ -270,30 +270,6 @@ def reward_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
             return
 
 
-# grpo.py, _create_advantage_estimator @ super-v3.5: the estimators GRPO builds (GAE is PPO's).
-GRPO_ADV_ESTIMATORS = ("gdpo", "grpo", "opd", "reinforce_plus_plus")
-
-
-@mirrors(
-    v35="nemo-rl.algorithms.grpo.create-advantage-estimator.grpo-builds-gdpo-grpo-opd-reinforce"
-)
-def grpo_adv_estimator_is_one_grpo_builds(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py, _create_advantage_estimator (super-v3.5): main's schema also names gae, which only
-    PPO builds."""
-    estimator = value_of(ctx.config.grpo, "adv_estimator")
-    if estimator is None or isinstance(estimator, Marker):
-        return  # absent: NeMo-RL's default, grpo
-    name = estimator.name
-    if on_super35(ctx) and is_set(name) and name not in GRPO_ADV_ESTIMATORS:
-        yield Issue(
-            "grpo.adv_estimator.name",
-            "NeMo-RL's GRPO refuses it: it builds the "
-            f"{', '.join(GRPO_ADV_ESTIMATORS)} advantage estimators only",
-            value=name,
-            hint="gae is PPO's (examples/run_ppo.py)",
-        )
-
-
 ERROR_CHECKS = (
     grpo_needs_a_generation_config,
     gym_runner_needs_nemo_gym,
@@ -303,7 +279,6 @@ ERROR_CHECKS = (
     checkpoint_metric_names_its_source,
     dapo_reward_shaping_needs_its_lengths,
     reward_penalties_need_nemo_gym,
-    grpo_adv_estimator_is_one_grpo_builds,
 )
 WARNING_CHECKS = (
     stop_properly_penalty_ignores_dapo_lengths,

@@ -9,7 +9,7 @@
 
 # The catalogued checks these tests break (by the upstream line each cites), which the
 # rule catalogue's meta-test finds by name:
-# grpo_adv_estimator_is_one_grpo_builds, reward_penalties_need_nemo_gym,
+# reward_penalties_need_nemo_gym,
 # stop_properly_penalty_ignores_dapo_lengths.
 
 from __future__ import annotations
@@ -235,17 +235,6 @@ def test_stop_properly_penalty_warns_that_dapo_lengths_are_ignored(warned: Plan)
         in w
         for w in warnings
     ), warnings
-
-
-GRPO_ESTIMATORS = (
-    "nemo-rl.algorithms.grpo.create-advantage-estimator.grpo-builds-gdpo-grpo-opd-reinforce"
-)
-
-
-def test_grpo_refuses_ppos_advantage_estimator(refused_at: RefusedAt) -> None:
-    refused_at(
-        rlvr, ("grpo.adv_estimator={name: gae}",), "grpo.adv_estimator.name", where(GRPO_ESTIMATORS)
-    )
 
 
 def test_reward_penalties_need_nemo_gym(gym_examples: Stage, refused_at: RefusedAt) -> None:

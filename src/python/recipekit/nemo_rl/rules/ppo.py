@@ -33,9 +33,6 @@ from recipekit.nemo_rl.rules.generation_split import (
 )
 from recipekit.nemo_rl.schema_ppo import AsyncPPO, PPOMasterConfig
 
-# The advantage estimators PPO's loop builds (ppo.py, _create_advantage_estimator): both return
-# (advantages, returns), which the value model's update reads.
-PPO_ADV_ESTIMATORS = ("gae", "raw_reward")
 # The refit transports NeMo-RL streams as sparse deltas to remote vLLM servers
 # (nemo_rl/models/generation/vllm/config.py, VLLM_SPARSE_REFIT_TRANSPORTS).
 SPARSE_REFIT_TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse")
@@ -561,23 +558,6 @@ def fp8_kv_cache_needs_one_pipeline_stage(config: PPOMasterConfig) -> Iterator[I
 # --- ppo.py's training loops --------------------------------------------------------------------
 
 
-@mirrors_super35(
-    "nemo-rl.algorithms.ppo.create-advantage-estimator.ppo-advantage-estimator-gae-raw-reward"
-)
-def ppo_adv_estimator_is_gae_or_raw_reward(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, _create_advantage_estimator: PPO's loop needs (advantages, returns) from GAE or the
-    raw reward; group-relative estimators are GRPO's."""
-    name = config.ppo.adv_estimator.name
-    if name not in PPO_ADV_ESTIMATORS:
-        yield Issue(
-            "ppo.adv_estimator.name",
-            f"PPO's training loop builds only {' or '.join(map(repr, PPO_ADV_ESTIMATORS))} "
-            "and refuses another estimator before the first step",
-            value=name,
-            hint="gae",
-        )
-
-
 def skipped_reference_logprobs_need_no_kl(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, ppo_train (sync loop) and async_ppo_train (async loop): without the reference
     policy's logprobs there is no KL penalty to compute. NeMo-RL skips them by default."""
@@ -842,7 +822,6 @@ PPO_ERROR_CHECKS = (
     fp8_kv_cache_needs_megatron_policy,
     fp8_kv_cache_without_async_engine,
     fp8_kv_cache_needs_one_pipeline_stage,
-    ppo_adv_estimator_is_gae_or_raw_reward,
     skipped_reference_logprobs_need_no_kl,
     ppo_checkpoint_metric_names_its_source,
     value_parallelism_divides_its_gpus,
