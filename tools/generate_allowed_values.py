@@ -160,6 +160,9 @@ SETS: dict[str, dict[str, Site]] = {
             (_MCORE_GENERATION, "MCoreGenerationSpecificArgs", "kv_cache_management_mode"),
         )
     },
+    "nemo_rl.sum_weights_metric": {
+        V35: Site(_LOSS_V35, "compared", "sum_weights_metric", "CrossTokenizerDistillationLossFn")
+    },
     "megatron_core.lr_decay_style": {
         MCORE: Site(
             "megatron/core/optimizer_param_scheduler.py", "compared", "lr_decay_style", "get_lr"

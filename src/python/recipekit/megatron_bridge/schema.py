@@ -38,7 +38,6 @@ def upstream_bridge(*qualified: str) -> Declared:
     return declared(BRIDGE_TYPES, *qualified)
 
 
-LORA_DROPOUT_POSITIONS = ("pre", "post")
 PEFT_SCHEMES = ("lora", "dora")
 DEFAULT_PEFT_SCHEME = "lora"
 
@@ -266,7 +265,6 @@ class LoRA:
     alpha: int = required(at_least(1))
     target_modules: tuple[str, ...] = required()
     dropout: float | Unset = optional(between(0, 1))
-    dropout_position: str | Unset = optional(one_of(LORA_DROPOUT_POSITIONS))
 
 
 @section()

@@ -25,9 +25,7 @@ from recipekit.nemo_rl.schema_common import (
 from recipekit.nemo_rl.schema_super_v3 import MathEnvironment
 from recipekit.sections import frozen_section, optional, required, section
 from recipekit.upstream.declared import undeclared
-from recipekit.validators import at_least, between, one_of, upstream_values
-
-WEIGHT_METRICS = ("ce", "entropy", "max_prob")
+from recipekit.validators import at_least, between, upstream_values
 
 
 @section("distillation")
@@ -116,7 +114,7 @@ class XTokenDistillationLoss(DistillationLossMain):
     dynamic_loss_scaling: bool | Unset = optional()
     kd_loss_mode: str | Unset = optional(upstream_values("nemo_rl.kd_loss_mode"))
     # null: each teacher's static weight; else a per-sequence softmax over this metric.
-    sum_weights_metric: str | None | Unset = optional(one_of(WEIGHT_METRICS))
+    sum_weights_metric: str | None | Unset = optional(upstream_values("nemo_rl.sum_weights_metric"))
     alpha: float | Unset = optional(at_least(0))
     normalize_teacher_by_vocab: bool | Unset = optional()
 
