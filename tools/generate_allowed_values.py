@@ -37,7 +37,10 @@ class Site(NamedTuple):
     """Where one set is read at one pinned source.
 
     ``kind``: ``keys`` (the string keys of the dict literal assigned to ``symbol``, in the
-    function ``scope`` or at the module's top where ``scope`` is empty), ``enum`` (the
+    function or class ``scope`` or anywhere in the module where ``scope`` is empty),
+    ``constant`` (the strings of the tuple, list, set or ``Literal[...]`` assigned there),
+    ``indexed`` (the keys of a dict literal indexed by the setting ``symbol``: ``{...}[x]``),
+    ``enum`` (the
     string values of the class ``symbol``'s members), ``literal`` (the ``Literal[...]`` that
     annotates the field ``symbol`` = ``Class.field``), ``documented`` (what the pattern
     ``scope`` captures in the docstring under the field ``Class.field``: Megatron-Core lists a
@@ -163,6 +166,27 @@ SETS: dict[str, dict[str, Site]] = {
     "nemo_rl.sum_weights_metric": {
         V35: Site(_LOSS_V35, "compared", "sum_weights_metric", "CrossTokenizerDistillationLossFn")
     },
+    # Named sets the code dispatches on.
+    "nemo_rl.refit_transport": {
+        V35: Site("nemo_rl/models/generation/vllm/config.py", "constant", "VllmRefitSelector")
+    },
+    "nemo_rl.sparse_refit_transport": {
+        V35: Site(
+            "nemo_rl/models/generation/vllm/config.py", "constant", "VLLM_SPARSE_REFIT_TRANSPORTS"
+        )
+    },
+    "nemo_rl.reward_penalty_flag": {
+        V35: Site("nemo_rl/algorithms/grpo.py", "constant", "_REWARD_PENALTY_FLAGS")
+    },
+    "nemo_rl.math_verifier_type": {
+        V3: Site("nemo_rl/environments/math_environment.py", "indexed", "verifier_type"),
+        V35: Site(
+            "nemo_rl/environments/math_environment.py",
+            "keys",
+            "WORKER_CLASS_DICT",
+            "MathEnvironment",
+        ),
+    },
     "megatron_core.lr_decay_style": {
         MCORE: Site(
             "megatron/core/optimizer_param_scheduler.py", "compared", "lr_decay_style", "get_lr"
@@ -276,6 +300,25 @@ def read(text: str, site: Site) -> tuple[list[str], int]:
         if isinstance(node, ast.Dict):
             values = [v for k in node.keys for v in _strings(k)]
             line = node.lineno
+    elif site.kind == "indexed":
+        for scope in _scopes(tree, site.scope):
+            for sub in ast.walk(scope):
+                if (
+                    isinstance(sub, ast.Subscript)
+                    and isinstance(sub.value, ast.Dict)
+                    and _names_setting(sub.slice, site.symbol)
+                ):
+                    values = [v for k in sub.value.keys for v in _strings(k)]
+                    line = sub.lineno
+    elif site.kind == "constant":
+        node = next(
+            (n for scope in _scopes(tree, site.scope) if (n := _assigned(scope, site.symbol))),
+            None,
+        )
+        if isinstance(node, ast.Subscript):  # X = Literal["a", "b"]
+            node = node.slice
+        if node is not None:
+            values, line = list(_strings(node)), node.lineno
     elif site.kind == "enum":
         for cls in _scopes(tree, site.symbol):
             assert isinstance(cls, ast.ClassDef)
@@ -307,7 +350,7 @@ def read(text: str, site: Site) -> tuple[list[str], int]:
                     text = next(_strings(doc.value), "") if isinstance(doc, ast.Expr) else ""
                     values = re.findall(site.scope, text, flags=re.MULTILINE)
     elif site.kind == "compared":
-        found = sorted(
+        compared = sorted(
             (
                 (at, value)
                 for scope in _scopes(tree, site.scope)
@@ -315,8 +358,8 @@ def read(text: str, site: Site) -> tuple[list[str], int]:
             ),
             key=lambda pair: pair[0],
         )
-        values = [value for _, value in found]
-        line = found[0][0] if found else 0
+        values = [value for _, value in compared]
+        line = compared[0][0] if compared else 0
     else:
         raise ValueError(f"unknown kind {site.kind!r}")
     return list(dict.fromkeys(values)), line

@@ -42,12 +42,6 @@ KEPT: dict[str, dict[str, str]] = {
         ),
         "processors.py:427": "as processors.py:422, at super-v3.5-posttraining",
     },
-    "nemo_rl/checks/settings.py": {
-        "math_environment.py:388": (
-            "BaseMathEnvironment.__init__ looks the verifier up in WORKER_CLASS_DICT: a KeyError, "
-            "no rule site"
-        ),
-    },
     "megatron_bridge/checks.py": {
         "transformer_config.py:175": (
             "the provider's finalize() turns sequence parallelism off: an assignment, no rule "

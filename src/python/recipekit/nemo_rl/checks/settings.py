@@ -8,7 +8,7 @@ import attrs
 
 from recipekit.errors import Issue, did_you_mean
 from recipekit.markers import UNSET, Marker
-from recipekit.nemo_rl import runs_super35
+from recipekit.nemo_rl import SUPER35_TYPES, SUPER_V3_TYPES, runs_super35
 from recipekit.nemo_rl.checks.context import (
     MEGATRON,
     CheckContext,
@@ -16,6 +16,7 @@ from recipekit.nemo_rl.checks.context import (
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rule_lines import line_of, where
 from recipekit.nemo_rl.schema_super_v3 import MathEnvironment
+from recipekit.upstream.allowed import allowed
 
 
 def megatron_settings_agree(ctx: CheckContext) -> Iterator[Issue]:
@@ -85,10 +86,6 @@ def math_verifier_is_set(ctx: CheckContext) -> Iterator[Issue]:
             )
 
 
-# The verifier workers a math environment can start, by verifier_type: BaseMathEnvironment's
-# subclasses' WORKER_CLASS_DICT (math_environment.py's MathEnvironment and
-# MathMultiRewardEnvironment @ super-v3.5-posttraining).
-VERIFIER_TYPES = ("math", "english_multichoice", "multilingual_multichoice")
 # super-v3's MathEnvironment asserts its verifier_type is a string.
 V3_VERIFIER_IS_A_STRING = (
     "nemo-rl.v3.environments.math-environment.init.math-environment-verifier-type-string-explicit"
@@ -100,6 +97,10 @@ def math_verifier_type_is_known(ctx: CheckContext) -> Iterator[Issue]:
     value is a string, then looks its worker up (math_environment.py, MathEnvironment.__init__
     @ super-v3, BaseMathEnvironment.__init__ @ super-v3.5-posttraining): an explicit null fails the
     assert at setup, an unknown name a KeyError."""
+    # The verifiers a math environment can start: super-v3's dict of them, MathEnvironment's
+    # WORKER_CLASS_DICT at super-v3.5 (MathMultiRewardEnvironment's names one of them).
+    pin = SUPER35_TYPES if runs_super35(ctx.config) else SUPER_V3_TYPES
+    verifiers = allowed("nemo_rl.math_verifier_type", pin)
     for name, env in _math_environments(ctx):
         if isinstance(env.verifier_type, Marker):
             continue
@@ -112,14 +113,15 @@ def math_verifier_type_is_known(ctx: CheckContext) -> Iterator[Issue]:
                 value=None,
                 hint="remove the key for the default 'math', or name a verifier",
             )
-        elif env.verifier_type not in VERIFIER_TYPES:
+        elif env.verifier_type not in verifiers.values:
             yield Issue(
                 f"env.{name}.verifier_type",
                 "no math environment has a verifier worker of that name "
-                "(math_environment.py:388 @ super-v3.5-posttraining looks it up in "
-                "WORKER_CLASS_DICT)",
+                f"({verifiers.cited()})",
                 value=env.verifier_type,
-                hint=did_you_mean(env.verifier_type, VERIFIER_TYPES, what="verifier types", most=1),
+                hint=did_you_mean(
+                    env.verifier_type, verifiers.values, what="verifier types", most=1
+                ),
             )
 
 

@@ -21,6 +21,7 @@ from recipekit.nemo_rl.rules.checkpoint_ranking import (
     unranked_saves,
 )
 from recipekit.nemo_rl.rules.citation import cite, mirrors, on_super35
+from recipekit.upstream.allowed import allowed
 
 # The catalogue ids of the entry points' own rules share these prefixes: each version starts
 # GRPO from a different script (examples/run_grpo.py, examples/nemo_gym/run_grpo_nemo_gym.py).
@@ -241,14 +242,8 @@ def stop_properly_penalty_ignores_dapo_lengths(ctx: CheckContext) -> Iterator[Is
         )
 
 
-# grpo.py's _REWARD_PENALTY_FLAGS @ super-v3.5: the reward penalties only NeMo Gym's rollouts
-# apply.
-REWARD_PENALTY_FLAGS = (
-    "penalize_duplicated_reasoning",
-    "penalize_empty_final_answer",
-    "penalize_unwanted_tokens",
-    "penalize_malformed_think_tag",
-)
+# grpo.py's _REWARD_PENALTY_FLAGS: the reward penalties only NeMo Gym's rollouts apply.
+REWARD_PENALTY_FLAGS = allowed("nemo_rl.reward_penalty_flag", SUPER35_TYPES).values
 
 
 @mirrors(v35="nemo-rl.algorithms.grpo.validate-reward-penalties.reward-penalties-run-nemo-gym-path")

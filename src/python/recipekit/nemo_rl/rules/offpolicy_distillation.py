@@ -31,15 +31,13 @@ from recipekit.nemo_rl.rules.generation_split import (
     split_issues,
     stated_cluster,
 )
+from recipekit.nemo_rl.rules.weight_sync import SPARSE_TRANSPORTS
 from recipekit.nemo_rl.schema_distillation import DistillationMasterConfigMain
 
 DISTILLATION_PY = "nemo_rl/algorithms/distillation.py"
 # Where validate divides max_val_samples by val_batch_size: no rule site (a TypeError, no
 # assert), so written here by hand, once (an upgrade must check it).
 VALIDATION_BATCHES = cite_super35_line(DISTILLATION_PY, 1206)
-# The remote sparse refit transports, which only GRPO streams (vllm/config.py's
-# VLLM_SPARSE_REFIT_TRANSPORTS).
-SPARSE_REFIT_TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse")
 # DistillationConfig's defaults for the keys the loop's validation and saves read.
 DISTILLATION_LOOP = LoopDefaults(max_num_steps=1000, val_period=20)
 # How the checkpoint-ranking messages name the loop.
@@ -76,7 +74,7 @@ def distillation_refits_without_sparse_transport(
     if gen is None or gen.backend != "vllm":
         return
     transport = given(gen.refit_transport, None)
-    if transport in SPARSE_REFIT_TRANSPORTS:
+    if transport in SPARSE_TRANSPORTS:  # which only GRPO streams
         yield Issue(
             "policy.generation.refit_transport",
             "remote sparse refit is implemented for GRPO only; distillation's setup refuses it",

@@ -31,11 +31,8 @@ from recipekit.nemo_rl.rules.generation_split import (
     stated_cluster,
     training_gpus,
 )
+from recipekit.nemo_rl.rules.weight_sync import SPARSE_TRANSPORTS
 from recipekit.nemo_rl.schema_ppo import AsyncPPO, PPOMasterConfig
-
-# The refit transports NeMo-RL streams as sparse deltas to remote vLLM servers
-# (nemo_rl/models/generation/vllm/config.py, VLLM_SPARSE_REFIT_TRANSPORTS).
-SPARSE_REFIT_TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse")
 
 
 def _on(section: object, key: str) -> bool:
@@ -262,7 +259,7 @@ def ppo_takes_no_refit_transport(config: PPOMasterConfig) -> Iterator[Issue]:
     transport = given(gen.refit_transport, None)
     if transport is None:
         return
-    sparse = transport in SPARSE_REFIT_TRANSPORTS
+    sparse = transport in SPARSE_TRANSPORTS
     why = "sparse remote refit is GRPO's only" if sparse else "PPO refits over its own path"
     yield Issue(
         "policy.generation.refit_transport",

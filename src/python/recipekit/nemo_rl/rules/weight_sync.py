@@ -13,16 +13,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from recipekit.errors import Issue, did_you_mean
+from recipekit.nemo_rl import SUPER35_TYPES
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import mirrors
+from recipekit.upstream.allowed import allowed
 
 GEN = "policy.generation"
 TRANSPORT = f"{GEN}.refit_transport"
-SPARSE_TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse")
-# The named transports (vllm/config.py's VllmRefitSelector @ super-v3.5); any other needs a
-# module:ClassName.
-NAMED_TRANSPORTS = ("nccl_reshard", *SPARSE_TRANSPORTS, "nixl")
+SPARSE_TRANSPORTS = allowed("nemo_rl.sparse_refit_transport", SUPER35_TYPES).values
+# The named transports (vllm/config.py's VllmRefitSelector); any other needs a module:ClassName.
+NAMED_TRANSPORTS = allowed("nemo_rl.refit_transport", SUPER35_TYPES).values
 
 
 def _vllm_transport(ctx: CheckContext) -> str | None:
