@@ -87,6 +87,17 @@ def node_local(path: str, shared: Sequence[str] = ()) -> bool:
     return any(under(r) for r in NODE_LOCAL_ROOTS) and not any(under(s) for s in shared)
 
 
+def relative(path: str) -> bool:
+    """A path the job would resolve against its working directory: the container image's
+    (the job script sets none), which is no node's shared storage. A URL or a variable is
+    not one."""
+    return bool(path) and not path.startswith(("/", "~", "$")) and "://" not in path
+
+
+def _unshared_write(path: str, shared: Sequence[str]) -> bool:
+    return node_local(path, shared) or relative(path)
+
+
 def crosses_hosts(plan: Mapping[str, Any]) -> bool:
     """More than one node, or a framework that is its own Slurm client: it writes its job's
     files from the submit host, and the job reads them on a compute node."""
@@ -141,7 +152,7 @@ def _paths(plan: Mapping[str, Any], roles: str, loads: str) -> Iterator[tuple[st
             continue
         key = by_path.pop(path, None)
         # The config is searched only for a path that is refused (a plan's usual paths are not).
-        if key is None and node_local(path):
+        if key is None and (node_local(path) or relative(path)):
             key = _key_holding(plan.get("config", {}), path)
         yield key or f"{roles}.{role}", path
     yield from ((key, path) for path, key in by_path.items())
@@ -158,10 +169,14 @@ def _read_paths(plan: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
 
 
 def _storage_issue(key: str, path: str, nodes: str, hint: str) -> Issue:
+    where = (
+        "a relative path (each node resolves it in its own container's working directory)"
+        if relative(path)
+        else "a node-local path"
+    )
     return Issue(
         key,
-        f"a node-local path on {nodes}: every node must read or write the same files "
-        f"({STORAGE_THREAD})",
+        f"{where} on {nodes}: every node must read or write the same files ({STORAGE_THREAD})",
         value=path,
         hint=hint,
     )
@@ -189,13 +204,13 @@ def paths_on_shared_storage(
     written = [
         _storage_issue(key, path, nodes, hint)
         for key, path in _written_paths(plan)
-        if isinstance(path, str) and node_local(path, shared)
+        if isinstance(path, str) and _unshared_write(path, shared)
     ]
     for env in environments:
         written += [
             _storage_issue(key, value, nodes, hint)
             for name, (key, value) in env.items()
-            if name in CACHE_VARIABLES and node_local(value, shared)
+            if name in CACHE_VARIABLES and _unshared_write(value, shared)
         ]
     read = [
         _storage_issue(key, path, nodes, "unless a copy is staged on every node: " + hint)

@@ -16,7 +16,7 @@ import pytest
 
 from recipekit.errors import RecipeError
 from recipekit.hardware import H100_NODE
-from recipekit.job_rules import preflight_rules
+from recipekit.job_rules import paths_on_shared_storage, preflight_rules, relative
 from recipekit.launch.profile import ClusterProfile, NoContainer
 from recipekit.launch.submit import job_environment_issues, job_memory_issues
 from recipekit.nemo_rl.run_env import from_env
@@ -79,6 +79,10 @@ def _submit_refusals(plan: Plan, profile: ClusterProfile) -> list[str]:
         (sft, (), {"TRITON_CACHE_DIR": "/tmp/triton"}, "environment.TRITON_CACHE_DIR"),
         (evaluation, ("execution.output_dir=/tmp/eval",), {}, "execution.output_dir"),
         (evaluation, ("deployment.checkpoint_path=/tmp/m",), {}, "deployment.checkpoint_path"),
+        # A relative path resolves in each node's container, the image's working directory.
+        (rlvr, ("checkpointing.checkpoint_dir=results/grpo",), {}, "checkpointing.checkpoint_dir"),
+        (sft, ("checkpoint.save=checkpoints/sft",), {}, "checkpoint.save"),
+        (rlvr, (), {"HF_HOME": "hf_cache"}, "environment.HF_HOME"),
     ],
 )
 def test_a_node_local_path_across_hosts_is_a_warning_at_plan_time(
@@ -89,6 +93,32 @@ def test_a_node_local_path_across_hosts_is_a_warning_at_plan_time(
     stage = attrs.evolve(stage, environment={**stage.environment, **environment})
     found = [w for w in _warnings(stage, *overrides) if w.startswith(key)]
     assert found and "RL#1770" in found[0], _warnings(stage, *overrides)
+
+
+def test_a_relative_written_path_names_why() -> None:
+    (found,) = (
+        w
+        for w in _warnings(rlvr, "checkpointing.checkpoint_dir=results/grpo")
+        if w.startswith("checkpointing.checkpoint_dir")
+    )
+    assert "a relative path (each node resolves it in its own container's" in found
+
+
+def test_a_relative_read_path_may_be_a_hub_name() -> None:
+    assert [relative(p) for p in ("results/x", "/abs", "s3://b/k", "$HOME/x", "~/x")] == [
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
+    plan = {
+        "hardware": {"num_nodes": 2},
+        "inputs": {"model": "Qwen/Qwen2.5-1.5B"},
+        "outputs": {},
+        "config": {},
+    }
+    assert paths_on_shared_storage(plan, []) == ([], [])
 
 
 def test_a_node_local_path_on_one_node_is_fine() -> None:
