@@ -195,6 +195,7 @@ class Dataset:
 class Optimizer:
     upstream = upstream_bridge("megatron.bridge.training.config:OptimizerConfig")
 
+    optimizer: str | Unset = optional(upstream_values("megatron_core.optimizer"))
     lr: float | Unset = optional(at_least(0))
     min_lr: float | Unset = optional(at_least(0))
     weight_decay: float | Unset = optional(at_least(0))
