@@ -134,13 +134,21 @@ def parse_assignment(obj: Any, assignment: str) -> tuple[str, Any]:
         )
     raw = read_value(path, text)
     tp = field_type_at(obj, path)
-    if isinstance(raw, str) and float in union_members(tp) and str not in union_members(tp):
+    members = union_members(tp)
+    if isinstance(raw, str) and float in members and str not in members:
         raw = _yaml12_float(path, raw)
+    elif _sexagesimal(raw, text) and str in members and int not in members:
+        # YAML 1.1 reads 3:45:00 as the integer 13500; for a text key (a duration) it is text.
+        raw = text.strip()
     return path, structure_value(raw, tp, path=path)
 
 
 # YAML 1.2's float, which PyYAML (YAML 1.1) reads as a string when it has no dot: 1e-5, 3E+2.
 _EXPONENT_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
+
+
+def _sexagesimal(raw: Any, text: str) -> bool:
+    return isinstance(raw, int | float) and not isinstance(raw, bool) and ":" in text
 
 
 def _yaml12_float(path: str, text: str) -> Any:

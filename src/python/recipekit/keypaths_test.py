@@ -22,6 +22,9 @@ CONFIG = dapo_gb200.config
         ("policy.megatron_cfg.optimizer.lr=1.0e-6", 1.0e-6),
         ("grpo.val_at_start=false", False),
         ("checkpointing.checkpoint_must_save_by=null", None),
+        # YAML 1.1 would read an integer (sexagesimal); a text key keeps the text.
+        ("checkpointing.checkpoint_must_save_by=00:3:45:0", "00:3:45:0"),
+        ("checkpointing.checkpoint_must_save_by=1:03:45:00", "1:03:45:00"),
         ("policy.generation.stop_strings=[a, b]", ("a", "b")),
         ("logger.wandb.project=my-project", "my-project"),
         ("env.math.num_workers=8", 8),
@@ -43,6 +46,7 @@ def test_values_are_parsed_to_the_fields_type(assignment: str, expected: object)
         ("policy.precision=bf16", "not an accepted value (nemo_rl/models/automodel/setup.py:"),
         ("grpo.seed", "expected PATH=VALUE"),
         ("env.maths.num_workers=1", "env.maths: unknown key (did you mean 'math'"),
+        ("checkpointing.checkpoint_must_save_by=3:45:00", "= '3:45:00': expected DD:HH:MM:SS"),
     ],
 )
 def test_bad_assignments_are_explained(assignment: str, message: str) -> None:

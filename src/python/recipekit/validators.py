@@ -180,12 +180,15 @@ def absolute_path(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         _fail(attribute, "must be an absolute path (every node resolves it alike)", value)
 
 
-def matching(pattern: str, message: str) -> Validator:
+def matching(pattern: str, message: str, *, optional: bool = False) -> Validator:
     """A single line of safe text that ``pattern`` matches whole: ``re.fullmatch``, as a
-    pattern's ``$`` also matches before a final newline (``re.match("^x$", "x\\n")``)."""
+    pattern's ``$`` also matches before a final newline (``re.match("^x$", "x\\n")``).
+    ``optional``: null and the markers pass."""
     compiled = re.compile(pattern)
 
     def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if optional and _skip(value):
+            return
         if not isinstance(value, str):
             _fail(attribute, message, value)
         problem = single_line_problem(value)

@@ -63,7 +63,7 @@ SLURM_SIGNAL_EARLY_S = 60
 DEFAULT_STARTUP_ALLOWANCE_S = 1800
 
 _LIMIT = re.compile(r"(?:(\d+)-)?(\d{1,2}):(\d{2}):(\d{2})")
-_DHMS = re.compile(r"(\d+):(\d{1,2}):(\d{1,2}):(\d{1,2})")
+_DHMS = re.compile(r"(\d+):(\d+):(\d+):(\d+)")
 
 
 @attrs.frozen

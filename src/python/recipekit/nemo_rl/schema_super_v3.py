@@ -16,7 +16,7 @@ from recipekit.markers import Derived, Unset
 from recipekit.nemo_rl import NEMO_RL_VERSION, upstream_v3, upstream_v35
 from recipekit.sections import derived, fixed, frozen_section, optional, required, section
 from recipekit.upstream.declared import undeclared
-from recipekit.validators import at_least, between, one_of, upstream_values
+from recipekit.validators import at_least, between, matching, one_of, upstream_values
 
 # vLLM's own dtype names, plus NeMo-RL's "fp8" (FP8 weights, bfloat16 activations).
 VLLM_PRECISIONS = ("bfloat16", "float16", "float32", "auto", "half", "float", "fp8")
@@ -158,7 +158,10 @@ class Checkpointing:
     keep_top_k: int | None | Unset = optional(at_least(1))
     save_period: int = required(at_least(1))
     # NeMo-RL's wall-clock deadline "DD:HH:MM:SS" after which it saves and exits.
-    checkpoint_must_save_by: str | None | Unset = optional()
+    # NeMo-RL's convert_to_seconds (utils/timer.py) splits it into four integers.
+    checkpoint_must_save_by: str | None | Unset = optional(
+        matching(r"\d+:\d+:\d+:\d+", "expected DD:HH:MM:SS, e.g. 00:03:45:00", optional=True)
+    )
     model_save_format: str | None | Unset = optional(one_of(SAVE_FORMATS))
     save_consolidated: bool | Unset = optional()
 
