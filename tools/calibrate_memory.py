@@ -434,7 +434,36 @@ SELECTIVE_RUNS: list[tuple[str, int, int, tuple[str, ...]]] = [
     ("dense-3k-gqa4-swiglu-100k", 4 * K, 1, ("layernorm", "core_attn")),
     ("moe-48x-top4-2k", 4 * K, 1, ("layernorm", "moe")),
 ]
+# Several GPUs, one process each (torch.distributed.run), chosen and committed before any of it
+# ran: the layouts real stages use, on four issue-44 models. Tensor parallelism without sequence
+# parallelism (the local spec's torch norms refuse it: torch_norm.py @ 0.19.2), expert
+# parallelism with the alltoall dispatcher, and the distributed optimizer sharded over the data
+# parallel ranks (dense: GPUs / TP; experts: GPUs / (EP x ETP)). A one-GPU twin of the first
+# model in the same call. Rank 0 is recorded, with every rank's peaks beside it.
+# (model, sequence, micro-batch, recompute, GPUs, TP, EP)
+PARALLEL_RUNS: list[tuple[str, int, int, str, int, int, int]] = [
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, "none", 1, 1, 1),
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, "none", 4, 1, 1),
+    ("dense-2k-gqa8-swiglu-12l", 4 * K, 1, "none", 4, 2, 1),
+    ("dense-2k-gqa8-swiglu-12l", 8 * K, 1, "full", 4, 4, 1),
+    ("dense-3k-gqa4-swiglu-100k", 4 * K, 1, "selective", 4, 2, 1),
+    ("moe-32x-top2-8l", 4 * K, 1, "none", 4, 1, 4),
+    ("moe-32x-top2-8l", 4 * K, 1, "none", 4, 2, 2),
+    ("moe-48x-top4-2k", 4 * K, 2, "full", 4, 1, 2),
+    ("moe-48x-top4-2k", 4 * K, 1, "none", 2, 2, 2),
+]
 STEPS = 3
+
+
+def parallel_specs() -> list[dict[str, Any]]:
+    """The multi-GPU runs (PARALLEL_RUNS), each with a fused Adam as real stages run."""
+    return [
+        _wide_spec(
+            name, seq, micro, recompute, which="parallel" if gpus > 1 else "parallel-twin",
+            fused_adam=True, gpus=gpus, tp=tp, ep=ep,
+        )
+        for name, seq, micro, recompute, gpus, tp, ep in PARALLEL_RUNS
+    ]
 
 
 def selective_specs() -> list[dict[str, Any]]:
@@ -525,8 +554,9 @@ def issue44_specs() -> list[dict[str, Any]]:
     return specs
 
 
-def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
-    """One model, one layout, in this process: the bytes of each term."""
+def measure_one(spec: dict[str, Any]) -> dict[str, Any] | None:
+    """One model, one layout, in this process: the bytes of each term (None on a rank other
+    than 0 of a multi-GPU run, which rank 0 reports for)."""
     import torch  # pants: no-infer-dep
     import torch.distributed as dist  # pants: no-infer-dep
     from megatron.core import distributed as ddp  # pants: no-infer-dep
@@ -551,9 +581,14 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
 
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29517")
-    torch.cuda.set_device(0)
-    dist.init_process_group("nccl", rank=0, world_size=1)
-    parallel_state.initialize_model_parallel(1, 1)
+    # One process a GPU under torch.distributed.run (a run with "gpus"), else this one alone.
+    world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+    tp, ep = spec.get("tp", 1), spec.get("ep", 1)
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group("nccl", rank=rank, world_size=world)
+    parallel_state.initialize_model_parallel(
+        tp, 1, expert_model_parallel_size=ep, expert_tensor_parallel_size=1
+    )
     model_parallel_cuda_manual_seed(1234)
     cuda = torch.cuda
     torch.ones(1, device="cuda")  # the CUDA context, before any model or NCCL buffer
@@ -574,6 +609,9 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
         moe_router_pre_softmax=spec["top_k"] == 1,
         moe_token_dispatcher_type="alltoall",
         moe_aux_loss_coeff=0.0,
+        tensor_model_parallel_size=tp,
+        expert_model_parallel_size=ep,
+        expert_tensor_parallel_size=1,
         add_bias_linear=False,
         hidden_dropout=0.0,
         attention_dropout=0.0,
@@ -731,8 +769,17 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any]:
         "gpu": cuda.get_device_name(),
         "torch": torch.__version__,
     }
+    if world > 1:
+        # Every rank's own peaks: ranks of one layout differ by the routing of their tokens.
+        mine = {
+            key: result[key]
+            for key in ("peak_allocated", "reserved", "stored_activations", "outside_pytorch")
+        }
+        ranks: list[Any] = [None] * world
+        dist.all_gather_object(ranks, mine)
+        result["ranks"] = ranks
     dist.destroy_process_group()
-    return result
+    return result if rank == 0 else None
 
 
 def _allocator_trace(marks: list[tuple[str, int]]) -> dict[str, Any]:
@@ -790,6 +837,8 @@ def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) 
         specs = mtp_specs()
     elif grid == "selective":
         specs = selective_specs()
+    elif grid == "parallel":
+        specs = parallel_specs()
     else:
         specs = wide_specs()
     if only:
@@ -817,8 +866,12 @@ def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) 
         if "alloc_conf" in spec:
             env["PYTORCH_CUDA_ALLOC_CONF"] = spec["alloc_conf"]
         one_started = time.monotonic()
+        launch = [sys.executable]
+        if spec.get("gpus", 1) > 1:
+            launch += ["-m", "torch.distributed.run", "--standalone",
+                       f"--nproc_per_node={spec['gpus']}"]  # fmt: skip
         done = subprocess.run(
-            [sys.executable, __file__, "one", json.dumps(spec)],
+            [*launch, __file__, "one", json.dumps(spec)],
             capture_output=True, text=True, check=False, env=env,
         )
         seconds = round(time.monotonic() - one_started, 1)
@@ -841,6 +894,7 @@ def run_architecture_setup(run: dict[str, Any]) -> tuple[Architecture, MegatronS
     """The run's model and layout as recipekit describes them."""
     from recipekit.memory.megatron import MegatronSetup
     from recipekit.model_card import Architecture, MoE
+    from recipekit.parallelism import ParallelLayout
 
     moe = run["experts"] > 0
     depth = run.get("mtp", 0)
@@ -867,7 +921,9 @@ def run_architecture_setup(run: dict[str, Any]) -> tuple[Architecture, MegatronS
         if moe
         else None,
     )
+    gpus, tp, ep = run.get("gpus", 1), run.get("tp", 1), run.get("ep", 1)
     setup = MegatronSetup(
+        parallel=ParallelLayout(gpus=gpus, tp=tp, ep=ep, etp=1, sp=False),
         tokens=run["seq"] * run["micro_batch"],
         sequence=run["seq"],
         recompute=run["recompute"],
@@ -895,7 +951,8 @@ def estimate(run: dict[str, Any]) -> dict[str, float]:
     # After the forward pass the bf16 logits are gone; the fp32 ones stay for the loss's backward,
     # the model's and each MTP depth's.
     depths = 1 + run.get("mtp", 0)
-    fp32_logits = depths * run["seq"] * run["micro_batch"] * run["vocab"] * 4
+    # Vocabulary-parallel: a rank holds its TP share of each token's logits.
+    fp32_logits = depths * run["seq"] * run["micro_batch"] * run["vocab"] * 4 / run.get("tp", 1)
     stored = terms.get("activations", 0.0) + fp32_logits
     allocated = sum(
         v for k, v in terms.items() if not k.startswith("runtime") and k != ALLOCATOR
@@ -1014,7 +1071,7 @@ def main() -> int:
         "--grid",
         choices=(
             "first", "wide", "fused", "fused-check", "check2", "check3", "check4", "check5",
-            "traced", "issue44", "mtp", "selective",
+            "traced", "issue44", "mtp", "selective", "parallel",
         ),
         default="wide",
     )
@@ -1031,7 +1088,9 @@ def main() -> int:
     if args.command == "measure":
         return measure(args.out, args.grid, args.only, args.pick, args.budget_s)
     if args.command == "one":
-        print(json.dumps(measure_one(json.loads(args.spec))))
+        result = measure_one(json.loads(args.spec))
+        if result is not None:
+            print(json.dumps(result))
         return 0
     return compare(args.file)
 
