@@ -455,12 +455,14 @@ PARALLEL_RUNS: list[tuple[str, int, int, str, int, int, int]] = [
 STEPS = 3
 
 
-def parallel_specs() -> list[dict[str, Any]]:
-    """The multi-GPU runs (PARALLEL_RUNS), each with a fused Adam as real stages run."""
+def parallel_specs(emulate: bool = False) -> list[dict[str, Any]]:
+    """The multi-GPU runs (PARALLEL_RUNS), each with a fused Adam as real stages run;
+    ``emulate``: each as rank 0 alone on one GPU (measure_one's fake process group)."""
     return [
         _wide_spec(
             name, seq, micro, recompute, which="parallel" if gpus > 1 else "parallel-twin",
             fused_adam=True, gpus=gpus, tp=tp, ep=ep,
+            **({"emulated": True} if emulate and gpus > 1 else {}),
         )
         for name, seq, micro, recompute, gpus, tp, ep in PARALLEL_RUNS
     ]
@@ -585,9 +587,22 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any] | None:
     world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
     tp, ep = spec.get("tp", 1), spec.get("ep", 1)
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    dist.init_process_group("nccl", rank=rank, world_size=world)
+    if spec.get("emulated"):
+        # Rank 0 of the layout alone on one GPU: PyTorch's fake process group returns from every
+        # collective without moving data, so each buffer a collective fills is allocated as on
+        # the real rank, its values not. No NCCL buffers: outside_pytorch is not the real one's.
+        from torch.testing._internal.distributed import fake_pg  # pants: no-infer-dep
+
+        world = spec["gpus"]
+        dist.init_process_group("fake", rank=0, world_size=world, store=fake_pg.FakeStore())
+    else:
+        dist.init_process_group("nccl", rank=rank, world_size=world)
     parallel_state.initialize_model_parallel(
-        tp, 1, expert_model_parallel_size=ep, expert_tensor_parallel_size=1
+        tp,
+        1,
+        expert_model_parallel_size=ep,
+        expert_tensor_parallel_size=1,
+        create_gloo_process_groups=not spec.get("emulated"),
     )
     model_parallel_cuda_manual_seed(1234)
     cuda = torch.cuda
@@ -769,7 +784,7 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any] | None:
         "gpu": cuda.get_device_name(),
         "torch": torch.__version__,
     }
-    if world > 1:
+    if world > 1 and not spec.get("emulated"):
         # Every rank's own peaks: ranks of one layout differ by the routing of their tokens.
         mine = {
             key: result[key]
@@ -817,7 +832,9 @@ def _allocator_trace(marks: list[tuple[str, int]]) -> dict[str, Any]:
     return {"marks": marks, "events": events, "segments": segments}
 
 
-def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) -> int:
+def measure(
+    out: Path, grid: str, only: str | None, pick: str, budget_s: float, emulate: bool = False
+) -> int:
     """Each run in its own process; the file is rewritten after each run, so a run cut short by
     the budget or the device's time limit keeps what it measured."""
     if grid == "first":
@@ -838,7 +855,7 @@ def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) 
     elif grid == "selective":
         specs = selective_specs()
     elif grid == "parallel":
-        specs = parallel_specs()
+        specs = parallel_specs(emulate)
     else:
         specs = wide_specs()
     if only:
@@ -867,7 +884,7 @@ def measure(out: Path, grid: str, only: str | None, pick: str, budget_s: float) 
             env["PYTORCH_CUDA_ALLOC_CONF"] = spec["alloc_conf"]
         one_started = time.monotonic()
         launch = [sys.executable]
-        if spec.get("gpus", 1) > 1:
+        if spec.get("gpus", 1) > 1 and not spec.get("emulated"):
             launch += ["-m", "torch.distributed.run", "--standalone",
                        f"--nproc_per_node={spec['gpus']}"]  # fmt: skip
         done = subprocess.run(
@@ -1080,13 +1097,15 @@ def main() -> int:
     run.add_argument("--pick", default="", help="only these runs: NAME:SEQ:MICRO:RECOMPUTE,...")
     run.add_argument("--budget-s", type=float, default=1e9,
                      help="start no run after this many seconds")
+    run.add_argument("--emulate", action="store_true",
+                     help="--grid parallel on one GPU: each run as its rank 0 alone")
     one = sub.add_parser("one", help="(internal) measure one run in this process")
     one.add_argument("spec")
     cmp = sub.add_parser("compare", help="measured against recipekit's estimate")
     cmp.add_argument("file", type=Path)
     args = parser.parse_args()
     if args.command == "measure":
-        return measure(args.out, args.grid, args.only, args.pick, args.budget_s)
+        return measure(args.out, args.grid, args.only, args.pick, args.budget_s, args.emulate)
     if args.command == "one":
         result = measure_one(json.loads(args.spec))
         if result is not None:
