@@ -556,11 +556,77 @@ def issue44_specs() -> list[dict[str, Any]]:
     return specs
 
 
+class _Done:
+    """The handle of an asynchronous collective that has already happened."""
+
+    def wait(self) -> bool:
+        return True
+
+
+def _mirror_collectives() -> None:
+    """Collectives as if every rank of the group held what this one holds (the ranks of one
+    layout are alike but for their data): a gather repeats this rank's part, an all-to-all
+    receives from each rank the part this one sends to the first, a reduction keeps its input.
+    So the fake process group's buffers carry values a rank could hold (the token counts an
+    expert-parallel dispatcher sizes its buffers by), and their sizes are the real rank's."""
+    import torch.distributed as dist  # pants: no-infer-dep
+
+    def done(async_op: bool = False) -> Any:
+        return _Done() if async_op else None
+
+    def all_gather_into_tensor(
+        output: Any, input: Any, group: Any = None, async_op: bool = False
+    ) -> Any:
+        flat = input.reshape(-1)
+        output.view(-1).copy_(flat.repeat(output.numel() // max(flat.numel(), 1)))
+        return done(async_op)
+
+    def reduce_scatter_tensor(
+        output: Any, input: Any, op: Any = None, group: Any = None, async_op: bool = False
+    ) -> Any:
+        output.view(-1).copy_(input.reshape(-1)[: output.numel()])
+        return done(async_op)
+
+    def all_to_all_single(
+        output: Any, input: Any, output_split_sizes: Any = None, input_split_sizes: Any = None,
+        group: Any = None, async_op: bool = False,
+    ) -> Any:
+        size = dist.get_world_size(group)
+        first = input[: input_split_sizes[0]] if input_split_sizes else input.chunk(size)[0]
+        if output.numel() == first.numel() * size:
+            output.copy_(first.repeat(size, *[1] * (first.dim() - 1)).view_as(output))
+        return done(async_op)
+
+    def all_gather(
+        tensors: list[Any], tensor: Any, group: Any = None, async_op: bool = False
+    ) -> Any:
+        for each in tensors:
+            each.copy_(tensor)
+        return done(async_op)
+
+    def unchanged(tensor: Any, *args: Any, async_op: bool = False, **kwargs: Any) -> Any:
+        return done(async_op)
+
+    dist.all_gather_into_tensor = all_gather_into_tensor
+    dist._all_gather_base = all_gather_into_tensor
+    dist.reduce_scatter_tensor = reduce_scatter_tensor
+    dist._reduce_scatter_base = reduce_scatter_tensor
+    dist.all_to_all_single = all_to_all_single
+    dist.all_gather = all_gather
+    dist.all_reduce = unchanged
+    dist.broadcast = unchanged
+
+
 def measure_one(spec: dict[str, Any]) -> dict[str, Any] | None:
     """One model, one layout, in this process: the bytes of each term (None on a rank other
     than 0 of a multi-GPU run, which rank 0 reports for)."""
     import torch  # pants: no-infer-dep
     import torch.distributed as dist  # pants: no-infer-dep
+
+    if spec.get("emulated"):
+        # Before Megatron-Core's modules take their aliases of the collectives (mappings.py,
+        # param_and_grad_buffer.py: dist_all_gather_func = torch.distributed....).
+        _mirror_collectives()
     from megatron.core import distributed as ddp  # pants: no-infer-dep
     from megatron.core import optimizer as mcore_optimizer  # pants: no-infer-dep
     from megatron.core import parallel_state  # pants: no-infer-dep
