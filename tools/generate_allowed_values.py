@@ -163,6 +163,7 @@ SETS: dict[str, dict[str, Site]] = {
             (_MCORE_GENERATION, "MCoreGenerationSpecificArgs", "kv_cache_management_mode"),
         )
     },
+    "nemo_rl.eval_metric": {V35: Site("nemo_rl/evals/eval.py", "compared", "metric", "setup")},
     "nemo_rl.sum_weights_metric": {
         V35: Site(_LOSS_V35, "compared", "sum_weights_metric", "CrossTokenizerDistillationLossFn")
     },

@@ -16,7 +16,7 @@ from recipekit.nemo_rl.schema_common import GenerationExamplesMain, VllmConfigEx
 from recipekit.nemo_rl.schema_main import ClusterMain, Environments, TokenizerMain
 from recipekit.sections import frozen_section, optional, required, section
 from recipekit.upstream.declared import undeclared
-from recipekit.validators import at_least
+from recipekit.validators import at_least, upstream_values
 
 
 @section("eval")
@@ -24,8 +24,8 @@ from recipekit.validators import at_least
 class EvalConfig:
     upstream = upstream_v35("nemo_rl.evals.eval:EvalConfig")
 
-    # "pass@k" (the reference configs' only metric).
-    metric: str = required()
+    # The scores eval.py's setup computes (pass@k, the reference configs' one, and cons@k).
+    metric: str = required(upstream_values("nemo_rl.eval_metric"))
     num_tests_per_prompt: int = required(at_least(1))
     seed: int = required()
     k_value: int = required(at_least(1))

@@ -14,23 +14,6 @@ from recipekit.errors import Issue
 from recipekit.nemo_rl.rules.citation import mirrors_super35
 from recipekit.nemo_rl.schema_eval import EvalMasterConfig
 
-# The scores eval.py computes (eval.py, setup): the unbiased pass@k and majority-vote cons@k.
-EVAL_METRICS = ("pass@k", "cons@k")
-
-
-@mirrors_super35("nemo-rl.evals.eval.setup.eval-metric-pass-k-cons-k")
-def eval_metric_is_known(config: EvalMasterConfig) -> Iterator[Issue]:
-    """eval.py, setup: the metric is pass@k or cons@k."""
-    metric = config.eval.metric
-    if metric not in EVAL_METRICS:
-        yield Issue(
-            "eval.metric",
-            f"NeMo-RL's evaluation scores only {' or '.join(map(repr, EVAL_METRICS))}; its "
-            "setup refuses another metric",
-            value=metric,
-            hint="pass@k or cons@k",
-        )
-
 
 @mirrors_super35("nemo-rl.evals.eval.setup.several-answers-per-prompt-need-positive")
 def repeated_samples_need_sampling(config: EvalMasterConfig) -> Iterator[Issue]:
@@ -83,7 +66,6 @@ def eval_generates_with_vllm(config: EvalMasterConfig) -> Iterator[Issue]:
 
 
 EVAL_ERROR_CHECKS = (
-    eval_metric_is_known,
     repeated_samples_need_sampling,
     k_value_within_the_samples,
     eval_generates_with_vllm,
