@@ -218,7 +218,8 @@ def mutations(framework: str, config: Any) -> Iterator[tuple[str, tuple[str, ...
                     f"{p}recompute_modules={modules}",
                 ),
             )
-        for comm in ("p2p", "a2a", "allgather", "a2a+p2p"):
+        # Transformer Engine's names, as transformer_config.py's docstring lists them.
+        for comm in ("p2p", "a2a", "all_gather", "a2a+p2p"):
             yield f"cp2-{comm}", (f"{p}context_parallel_size=2", f"{p}cp_comm_type={comm}")
 
 

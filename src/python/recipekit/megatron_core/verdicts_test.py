@@ -29,7 +29,7 @@ import attrs
 import pytest
 
 from recipekit import rule_catalogue
-from recipekit.errors import Issue
+from recipekit.errors import Issue, RecipeError
 from recipekit.keypaths import parse_assignment, replace_at
 from recipekit.megatron_core.kwargs import framework_kwargs
 from recipekit.parallelism import MEGATRON_BRIDGE, NEMO_RL, LayoutContext
@@ -145,6 +145,15 @@ def upstream_lines(case: dict[str, Any]) -> tuple[list[tuple[str, int]], list[tu
 
 
 CASES = fixture()["cases"]
+# Cases recorded before recipekit's schema read a value's allowed set, which it now refuses
+# before any config class runs: Megatron-Core's config classes accepted them because they do
+# not look at the value, which the code that reads it refuses later. By the case id's mutation:
+# the expected refusal. The recorder mutates with the valid spelling since.
+REFUSED_BY_THE_SCHEMA = {
+    # cp_comm_type: Transformer Engine's context-parallel attention takes all_gather (the
+    # docstring at transformer_config.py lists p2p, all_gather, a2a, a2a+p2p).
+    "cp2-allgather": "did you mean 'all_gather'?",
+}
 
 
 def test_the_fixture_was_recorded_by_megatron_core_with_hundreds_of_cases() -> None:
@@ -167,6 +176,11 @@ def test_every_upstream_line_in_a_verdict_is_catalogued() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_recipekit_agrees_with_megatron_core(case: dict[str, Any]) -> None:
+    refusal = REFUSED_BY_THE_SCHEMA.get(case["id"].rpartition("/")[2])
+    if refusal is not None:
+        with pytest.raises(RecipeError, match=refusal):
+            planned(case)
+        return
     stage, config, rendered = planned(case)
     # The mapping still gives what was recorded: else re-record (the tool's docstring says how).
     assert framework_kwargs(case["framework"], rendered, stage.model) == case["kwargs"]
