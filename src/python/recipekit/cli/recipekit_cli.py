@@ -181,7 +181,9 @@ def _checkout_on_path() -> Path:
 @reports_recipe_errors
 def explain(target: str, key: str, output_format: str, overrides: tuple[str, ...]) -> None:
     """Where KEY's value in TARGET's compiled config comes from: the base recipe, a variant's
-    with_values, an override (--set), or a derivation from another key (explained in turn)."""
+    with_values, an override (--set), or a derivation from another key (explained in turn);
+    and, for a key that takes one of a set, the values it takes and the pinned file that says
+    so."""
     from recipekit.review.explain import explain as explain_key
 
     _checkout_on_path()

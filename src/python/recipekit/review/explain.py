@@ -11,6 +11,9 @@ In order of precedence, as the plan applies them:
 - the **upstream** config the recipe starts from (the constructor in the typed base under
   ``recipes/upstream/`` that the recipe file imports, and the pinned file it was written from);
 - else the section's default.
+
+For a key that takes one of a set of values it also says which, and where the pinned source
+defines them (``recipekit.upstream.allowed``), or the ``Literal`` upstream types it with.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ class Origin:
     where: str = ""  # file:line, or the --set text
     detail: str = ""
     sources: tuple[Origin, ...] = ()
+    # The values the key takes, where its section lists them, and who says so.
+    accepts: str = ""
 
     def as_json(self) -> dict[str, Any]:
         out = attrs.asdict(self, recurse=False)
@@ -52,6 +57,8 @@ class Origin:
         lines = [head]
         if self.detail:
             lines.append(f"{indent}  {self.detail}")
+        if self.accepts:
+            lines.append(f"{indent}  accepts {self.accepts}")
         for source in self.sources:
             lines += source.text(indent + "  ")
         return lines
@@ -66,7 +73,40 @@ def _show(value: Any) -> str:
 def explain(stage: Stage, key: str, overrides: Sequence[str] = ()) -> Origin:
     plan = make_plan(stage, overrides)
     value = _value(plan.framework_config, key)
-    return _explain(stage, plan, key, value, overrides, depth=0)
+    origin = _explain(stage, plan, key, value, overrides, depth=0)
+    return attrs.evolve(origin, accepts=_accepts(plan.config, key))
+
+
+def _accepts(config: Any, key: str) -> str:
+    """The values the key's field takes: the pinned source's set (validators.allowed_at), or
+    the ``Literal`` its upstream class types it with; "" for any other key."""
+    from typing import Literal, get_args, get_origin
+
+    from recipekit.convert import union_members
+    from recipekit.markers import Marker
+    from recipekit.sections import is_section
+
+    parent_path, _, last = key.rpartition(".")
+    try:
+        parent = get_at(config, parent_path) if parent_path else config
+    except RecipeError:
+        return ""
+    name = field_of(type(parent), last) if is_section(parent) else None
+    if name is None:
+        return ""
+    field = attrs.fields_dict(type(parent))[name]
+    for check in getattr(field.validator, "_validators", (field.validator,)):
+        found = getattr(check, "allowed", None)
+        if found is not None:
+            return ", ".join(map(repr, found.values)) + f" ({found.cited()})"
+    literals = [
+        value
+        for member in union_members(field.type)
+        if get_origin(member) is Literal
+        for value in get_args(member)
+        if not isinstance(value, Marker)
+    ]
+    return ", ".join(map(repr, literals))
 
 
 def _value(config: dict[str, Any], key: str) -> Any:

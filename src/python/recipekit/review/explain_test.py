@@ -101,3 +101,19 @@ def test_provenance_does_not_change_equality() -> None:
 def test_unknown_key_is_a_user_error() -> None:
     with pytest.raises(RecipeError, match="max_total_sequence_length"):
         explain(dapo.dapo_b200, "policy.max_total_sequence_lenght")
+
+
+def test_a_key_that_takes_one_of_a_set_lists_it_with_its_pinned_source() -> None:
+    import recipes.super35.rl as rl
+
+    origin = explain(rl.rlvr, "policy.generation.backend")
+    assert origin.accepts.startswith("'vllm', ")
+    assert "(nemo_rl/algorithms/grpo.py:" in origin.accepts
+    assert origin.accepts.endswith("@ super-v3.5-posttraining)")
+    assert any(line.strip().startswith("accepts 'vllm'") for line in origin.text())
+    # Super V3's GRPO builds fewer back-ends, read from its own pin.
+    assert "'trtllm'" not in explain(dapo.dapo_gb200, "policy.generation.backend").accepts
+    # A Literal upstream types the key with; nothing for a number.
+    dropout = explain(sft.sft_peft, "peft.dropout_position", ["peft.dropout_position=post"])
+    assert dropout.accepts == "'pre', 'post'"
+    assert explain(rl.rlvr, "policy.max_total_sequence_length").accepts == ""
