@@ -179,11 +179,11 @@ def _with_allowed_values(cls: type, field: attrs.Attribute[Any]) -> attrs.Attrib
     source the section's upstream class names; an inherited field is bound again, so a section
     of a later pin accepts what that pin accepts. A section shared by pins that accept different
     values would refuse valid ones at one of them: that stops the import."""
-    from recipekit.upstream.declared import members
-
     checks: tuple[Any, ...] = getattr(field.validator, "_validators", (field.validator,))
     if not any(hasattr(c, "allowed_set") for c in checks):
         return field
+    from recipekit.upstream.declared import members
+
     upstream = getattr(cls, UPSTREAM, None)
     labels = sorted({d.source for d in members(upstream)}) if upstream is not None else [""]
     bound = []

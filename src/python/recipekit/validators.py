@@ -9,6 +9,7 @@ belongs elsewhere (a rule of the plan).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Collection
@@ -76,6 +77,7 @@ def upstream_values(name: str) -> Validator:
     return check
 
 
+@functools.cache
 def allowed_at(name: str, source: str) -> Validator:
     """``upstream_values(name)`` bound to the pinned ``source``: the error lists the values
     and cites where the pin defines them, with the closest as a did-you-mean."""
