@@ -9,7 +9,7 @@ import json
 import os
 import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,21 @@ def write_or_check(outputs: dict[str, str], tool: str, description: str | None) 
         print("stale: " + ", ".join(stale) + f": run python3 {tool}", file=sys.stderr)
         return 1
     return 0
+
+
+def stale_outputs(generate: Callable[[], dict[str, str]], labels: Iterable[str]) -> list[str]:
+    """For a test: the outputs ``generate`` writes that differ from the checkout's. A test of
+    pins whose files are absent here is skipped: the table it would read differs."""
+    absent = absent_pins(reference_dir(), tuple(labels))
+    if absent:
+        import pytest  # pants: no-infer-dep
+
+        pytest.skip(f"{len(absent)} pinned files absent here, e.g. {absent[0]}")
+    return [
+        path
+        for path, text in generate().items()
+        if not (CHECKOUT / path).is_file() or (CHECKOUT / path).read_text() != text
+    ]
 
 
 def absent_pins(reference: Path, labels: tuple[str, ...]) -> list[str]:
