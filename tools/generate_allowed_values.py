@@ -31,6 +31,7 @@ OUTPUT = "src/python/recipekit/upstream/allowed_values.json"
 V3 = "nemo-rl/super-v3"
 V35 = "nemo-rl/super-v3.5-posttraining"
 MCORE = "megatron-core/0.19.2"
+VLLM = "vllm/v0.25.1"
 
 
 class Site(NamedTuple):
@@ -40,11 +41,11 @@ class Site(NamedTuple):
     function or class ``scope`` or anywhere in the module where ``scope`` is empty),
     ``constant`` (the strings of the tuple, list, set or ``Literal[...]`` assigned there),
     ``indexed`` (the keys of a dict literal indexed by the setting ``symbol``: ``{...}[x]``),
-    ``enum`` (the
-    string values of the class ``symbol``'s members), ``literal`` (the ``Literal[...]`` that
-    annotates the field ``symbol`` = ``Class.field``), ``documented`` (what the pattern
-    ``scope`` captures in the docstring under the field ``Class.field``: Megatron-Core lists a
-    string option's values there and checks them in code no pin holds) or ``compared`` (every
+    ``enum`` (the string values of the class ``symbol``'s members), ``literal`` (the
+    ``Literal[...]`` that annotates the field ``symbol`` = ``Class.field``), ``documented``
+    (what the pattern ``scope`` captures in the docstring under the field ``Class.field``:
+    Megatron-Core lists a string option's values there and checks them in code no pin holds)
+    or ``compared`` (every
     string constant the setting ``symbol`` is compared with, by ``==``, ``!=``, ``in``, ``not
     in`` or ``match``, inside the function or class ``scope``, or the whole file where
     ``scope`` is empty). The setting is matched by its last name: ``x``, ``self.x``,
@@ -55,9 +56,15 @@ class Site(NamedTuple):
     kind: str
     symbol: str
     scope: str = ""
+    # Read at another pinned source than the set's (the library the framework hands it to).
+    source: str = ""
 
 
-def _both(site: Site, v35_file: str | None = None) -> dict[str, Site]:
+def _both(
+    site: Site | tuple[Site, ...], v35_file: str | None = None
+) -> dict[str, Site | tuple[Site, ...]]:
+    if not isinstance(site, Site):  # several sites: the same files at both pins
+        return {V3: site, V35: site}
     return {V3: site, V35: site._replace(file=v35_file or site.file)}
 
 
@@ -65,8 +72,9 @@ _LOSS_V3 = "nemo_rl/algorithms/loss_functions.py"
 _LOSS_V35 = "nemo_rl/algorithms/loss/loss_functions.py"
 _MCORE_GENERATION = "nemo_rl/models/generation/megatron/config.py"
 
-# name -> pinned source label -> site
-SETS: dict[str, dict[str, Site]] = {
+# name -> pinned source label -> its site, or its sites whose values it takes together (what the
+# framework handles itself, and what it hands on to a library)
+SETS: dict[str, dict[str, Site | tuple[Site, ...]]] = {
     "nemo_rl.env_name": _both(Site("nemo_rl/environments/utils.py", "keys", "ENV_REGISTRY")),
     "nemo_rl.data_processor": _both(
         Site("nemo_rl/data/processors.py", "keys", "PROCESSOR_REGISTRY")
@@ -74,6 +82,13 @@ SETS: dict[str, dict[str, Site]] = {
     # The dtype names NeMo-RL maps to torch dtypes (policy.precision, the Megatron dtypes).
     "nemo_rl.torch_dtype": _both(
         Site("nemo_rl/models/automodel/setup.py", "keys", "STRING_TO_DTYPE")
+    ),
+    # vLLM's dtypes (ModelConfig.dtype), and fp8, which NeMo-RL's worker turns into FP8 weights.
+    "nemo_rl.vllm_precision": _both(
+        (
+            Site("vllm/config/model.py", "constant", "ModelDType", source=VLLM),
+            Site("nemo_rl/models/generation/vllm/vllm_worker.py", "compared", "precision"),
+        )
     ),
     "nemo_rl.packing_algorithm": _both(
         Site("nemo_rl/data/packing/algorithms.py", "enum", "PackingAlgorithm")
@@ -366,7 +381,8 @@ def read(text: str, site: Site) -> tuple[list[str], int]:
     return list(dict.fromkeys(values)), line
 
 
-def _entry(root: Path, label: str, name: str, site: Site) -> dict[str, Any]:
+def _read_site(root: Path, label: str, name: str, site: Site) -> tuple[list[str], int]:
+    label = site.source or label
     path = root / label / site.file
     if not path.is_file():
         raise SystemExit(
@@ -379,7 +395,25 @@ def _entry(root: Path, label: str, name: str, site: Site) -> dict[str, Any]:
             + (f" ({site.scope})" if site.scope else "")
             + ": the code moved; point SETS at where it is now"
         )
-    return {"file": site.file, "line": line, "values": values}
+    return values, line
+
+
+def _entry(root: Path, label: str, name: str, sites: Site | tuple[Site, ...]) -> dict[str, Any]:
+    """The set at ``label``: its values (every site's, in order) and where each site is; the
+    first is the one a refusal cites, with the others as "also"."""
+    each = (sites,) if isinstance(sites, Site) else sites
+    read_each = [(site, *_read_site(root, label, name, site)) for site in each]
+    (first, _, line), *others = read_each
+    entry: dict[str, Any] = {
+        "file": first.file,
+        "line": line,
+        "values": list(dict.fromkeys(v for _, values, _ in read_each for v in values)),
+    }
+    if first.source:
+        entry["source"] = first.source
+    if others:
+        entry["also"] = [[s.source or label, s.file, at] for s, _, at in others]
+    return entry
 
 
 def generate() -> dict[str, str]:

@@ -18,8 +18,6 @@ from recipekit.sections import derived, fixed, frozen_section, optional, require
 from recipekit.upstream.declared import undeclared
 from recipekit.validators import at_least, between, matching, one_of, upstream_values
 
-# vLLM's own dtype names, plus NeMo-RL's "fp8" (FP8 weights, bfloat16 activations).
-VLLM_PRECISIONS = ("bfloat16", "float16", "float32", "auto", "half", "float", "fp8")
 SAVE_FORMATS = ("safetensors", "torch_save")
 
 
@@ -454,7 +452,7 @@ class VllmConfig:
     )
 
     async_engine: bool = required()
-    precision: str | Derived | Unset = derived(one_of(VLLM_PRECISIONS))
+    precision: str | Derived | Unset = derived(upstream_values("nemo_rl.vllm_precision"))
     kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3"] = required()
     tensor_parallel_size: int = required(at_least(1))
     pipeline_parallel_size: int = required(at_least(1))

@@ -23,9 +23,14 @@ class Allowed:
     source: str
     file: str
     line: int
+    # Other sites whose values the set takes too: (source, file, line).
+    also: tuple[tuple[str, str, int], ...] = ()
 
     def cited(self) -> str:
-        return f"{self.file}:{self.line} @ {self.source.split('/', 1)[1]}"
+        return " and ".join(
+            f"{file}:{line} @ {source.split('/', 1)[1]}"
+            for source, file, line in ((self.source, self.file, self.line), *self.also)
+        )
 
 
 def names() -> frozenset[str]:
@@ -46,4 +51,10 @@ def allowed(name: str, source: str) -> Allowed:
             )
         source = holders[0]
     entry = tables[source]["sets"][name]
-    return Allowed(tuple(entry["values"]), source, entry["file"], entry["line"])
+    return Allowed(
+        tuple(entry["values"]),
+        entry.get("source", source),
+        entry["file"],
+        entry["line"],
+        tuple((s, f, line) for s, f, line in entry.get("also", ())),
+    )

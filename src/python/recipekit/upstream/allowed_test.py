@@ -142,3 +142,15 @@ def test_every_set_in_the_table_is_read() -> None:
         p.read_text() for p in package.rglob("*.py") if not p.name.endswith("_test.py")
     )
     assert [name for name in sorted(names()) if f'"{name}"' not in text] == []
+
+
+def test_a_set_may_join_a_librarys_values_and_the_frameworks_own() -> None:
+    # vLLM's dtypes, and the fp8 NeMo-RL's worker handles itself: both sites are cited.
+    refused = _refusal(dapo_gb200, "policy.generation.vllm_cfg.precision=fp16")
+    assert "vllm/config/model.py:" in refused and "@ v0.25.1 and " in refused
+    assert "vllm_worker.py:" in refused and "'fp8'" in refused
+    fp8 = [
+        "policy.generation.vllm_cfg.precision=fp8",
+        "loss_fn.use_importance_sampling_correction=true",
+    ]
+    make_plan(dapo_gb200, fp8, check_pins=False)
