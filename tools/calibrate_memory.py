@@ -753,6 +753,8 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any] | None:
             params_dtype=torch.bfloat16,
         ),
         [model],
+        # The fake process group has no Gloo twin (initialize_model_parallel made none).
+        use_gloo_process_groups=not spec.get("emulated"),
     )
     master = cuda.memory_allocated() - base - weights - gradients
 
