@@ -811,10 +811,15 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any] | None:
     # The optimizer's own tensors, counted one by one: its fp32 master weights (the keys of its
     # state) and Adam's two moments. The allocation delta above also holds anything else the
     # first step left allocated.
-    inner = getattr(optimizer, "optimizer", optimizer)
+    # Expert parallelism chains a second optimizer (the experts' data-parallel group differs).
+    inners = [
+        getattr(chained, "optimizer", chained)
+        for chained in getattr(optimizer, "chained_optimizers", None) or [optimizer]
+    ]
+    inner = inners[0]
     counted = 0
     optimizer_tensors = 0
-    for param, state in inner.state.items():
+    for param, state in (item for each in inners for item in each.state.items()):
         counted += param.numel() * param.element_size()
         held = [t for t in state.values() if torch.is_tensor(t) and t.numel() > 1]
         counted += sum(t.numel() * t.element_size() for t in held)
