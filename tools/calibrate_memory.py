@@ -641,7 +641,8 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any] | None:
     import torch  # pants: no-infer-dep
     import torch.distributed as dist  # pants: no-infer-dep
 
-    if spec.get("emulated"):
+    emulated = bool(spec.get("emulated"))
+    if emulated:
         # Before Megatron-Core's modules take their aliases of the collectives (mappings.py,
         # param_and_grad_buffer.py: dist_all_gather_func = torch.distributed....).
         _mirror_collectives()
@@ -671,7 +672,7 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any] | None:
     world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
     tp, ep = spec.get("tp", 1), spec.get("ep", 1)
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    if spec.get("emulated"):
+    if emulated:
         # Rank 0 of the layout alone on one GPU: PyTorch's fake process group returns from every
         # collective without moving data, so each buffer a collective fills is allocated as on
         # the real rank, its values not. No NCCL buffers: outside_pytorch is not the real one's.
@@ -686,7 +687,7 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any] | None:
         1,
         expert_model_parallel_size=ep,
         expert_tensor_parallel_size=1,
-        create_gloo_process_groups=not spec.get("emulated"),
+        create_gloo_process_groups=not emulated,
     )
     model_parallel_cuda_manual_seed(1234)
     cuda = torch.cuda
@@ -772,7 +773,7 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any] | None:
         ),
         [model],
         # The fake process group has no Gloo twin (initialize_model_parallel made none).
-        use_gloo_process_groups=not spec.get("emulated"),
+        use_gloo_process_groups=not emulated,
     )
     master = cuda.memory_allocated() - base - weights - gradients
 
@@ -875,7 +876,7 @@ def measure_one(spec: dict[str, Any]) -> dict[str, Any] | None:
         "gpu": cuda.get_device_name(),
         "torch": torch.__version__,
     }
-    if world > 1 and not spec.get("emulated"):
+    if world > 1 and not emulated:
         # Every rank's own peaks: ranks of one layout differ by the routing of their tokens.
         mine = {
             key: result[key]

@@ -424,9 +424,9 @@ def test_the_estimate_follows_mlp_and_moe_recompute() -> None:
 # distributed optimizer over 2-4 data-parallel ranks), chosen and committed before they ran and
 # measured on 2026-12-06 on a lent H100 as each layout's rank 0 alone (--emulate: PyTorch's fake
 # process group, collectives mirroring the rank; no multi-GPU machine was lent). The first file's
-# four MoE runs failed (MoE with TP needs sequence parallelism; the chained expert optimizer):
-# the second file holds the EP-only MoE layouts that replaced them (which ran after their first
-# try failed on the harness, not on a number). The whole GPU is not held:
+# four MoE runs failed before any memory was read (two: MoE with TP needs sequence parallelism;
+# two: the harness's all-to-all): the second file holds the EP-only MoE layouts that replaced
+# them, measured after the harness was fixed. The whole GPU is not held:
 # an emulated rank has no NCCL buffers (0.7-0.8 GiB outside PyTorch where the estimate counts
 # 2.7-2.9 GiB for NCCL and the CUDA context). The division of the state over TP, EP and DP is
 # exact to 1.5% (TP 4: weights 2.7% under, what every TP rank keeps whole); the activations

@@ -285,9 +285,10 @@ def _scopes(tree: ast.Module, name: str) -> list[ast.AST]:
     ]
 
 
-def _assigned(scope: ast.AST, name: str) -> ast.expr | None:
-    """The value first assigned to ``name`` in ``scope`` (a module or a function)."""
-    for node in ast.walk(scope):
+def _assigned(scopes: list[ast.AST], name: str) -> ast.expr | None:
+    """The value first assigned to ``name`` in ``scopes`` (the module, or its functions or
+    classes of a name)."""
+    for node in (node for scope in scopes for node in ast.walk(scope)):
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -309,10 +310,7 @@ def read(text: str, site: Site) -> tuple[list[str], int]:
     values: list[str] = []
     line = 0
     if site.kind == "keys":
-        node = next(
-            (n for scope in _scopes(tree, site.scope) if (n := _assigned(scope, site.symbol))),
-            None,
-        )
+        node = _assigned(_scopes(tree, site.scope), site.symbol)
         if isinstance(node, ast.Dict):
             values = [v for k in node.keys for v in _strings(k)]
             line = node.lineno
@@ -327,10 +325,7 @@ def read(text: str, site: Site) -> tuple[list[str], int]:
                     values = [v for k in sub.value.keys for v in _strings(k)]
                     line = sub.lineno
     elif site.kind == "constant":
-        node = next(
-            (n for scope in _scopes(tree, site.scope) if (n := _assigned(scope, site.symbol))),
-            None,
-        )
+        node = _assigned(_scopes(tree, site.scope), site.symbol)
         if isinstance(node, ast.Subscript):  # X = Literal["a", "b"]
             node = node.slice
         if node is not None:

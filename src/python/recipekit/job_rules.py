@@ -94,7 +94,8 @@ def relative(path: str) -> bool:
     return bool(path) and not path.startswith(("/", "~", "$")) and "://" not in path
 
 
-def _unshared_write(path: str, shared: Sequence[str]) -> bool:
+def unshared(path: str, shared: Sequence[str] = ()) -> bool:
+    """Not on storage every node shares: under a node-local root, or relative."""
     return node_local(path, shared) or relative(path)
 
 
@@ -152,7 +153,7 @@ def _paths(plan: Mapping[str, Any], roles: str, loads: str) -> Iterator[tuple[st
             continue
         key = by_path.pop(path, None)
         # The config is searched only for a path that is refused (a plan's usual paths are not).
-        if key is None and (node_local(path) or relative(path)):
+        if key is None and unshared(path):
             key = _key_holding(plan.get("config", {}), path)
         yield key or f"{roles}.{role}", path
     yield from ((key, path) for path, key in by_path.items())
@@ -204,13 +205,13 @@ def paths_on_shared_storage(
     written = [
         _storage_issue(key, path, nodes, hint)
         for key, path in _written_paths(plan)
-        if isinstance(path, str) and _unshared_write(path, shared)
+        if isinstance(path, str) and unshared(path, shared)
     ]
     for env in environments:
         written += [
             _storage_issue(key, value, nodes, hint)
             for name, (key, value) in env.items()
-            if name in CACHE_VARIABLES and _unshared_write(value, shared)
+            if name in CACHE_VARIABLES and unshared(value, shared)
         ]
     read = [
         _storage_issue(key, path, nodes, "unless a copy is staged on every node: " + hint)

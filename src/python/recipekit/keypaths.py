@@ -21,6 +21,7 @@ from recipekit.convert import structure_value, union_members
 from recipekit.errors import Issue, RecipeError, did_you_mean, join_path
 from recipekit.markers import UNSET, Marker
 from recipekit.sections import SectionError, evolve, field_of, is_section, key_names
+from recipekit.validators import checks_of
 
 
 def split(path: str) -> list[str]:
@@ -107,10 +108,7 @@ def _checks_each_key_alone(cls: type) -> bool:
     if hasattr(cls, "__attrs_post_init__"):
         return False
     for field in attrs.fields(cls):
-        validator = field.validator
-        if validator is None:
-            continue
-        for check in getattr(validator, "_validators", (validator,)):
+        for check in checks_of(field.validator):
             module = getattr(check, "__module__", "")
             name = getattr(check, "__qualname__", "")
             if module != "recipekit.validators" and not (

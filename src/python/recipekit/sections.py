@@ -23,7 +23,7 @@ from recipekit.errors import FieldError, Issue, RecipeError, did_you_mean, join_
 from recipekit.interpolation import HINT, REFUSED, smuggled
 from recipekit.markers import DERIVED, UNSET, Marker, Unset
 from recipekit.upstream.bounds import Bounds
-from recipekit.validators import allowed_at
+from recipekit.validators import allowed_at, checks_of
 
 T = TypeVar("T")
 
@@ -179,7 +179,7 @@ def _with_allowed_values(cls: type, field: attrs.Attribute[Any]) -> attrs.Attrib
     source the section's upstream class names; an inherited field is bound again, so a section
     of a later pin accepts what that pin accepts. A section shared by pins that accept different
     values would refuse valid ones at one of them: that stops the import."""
-    checks: tuple[Any, ...] = getattr(field.validator, "_validators", (field.validator,))
+    checks = checks_of(field.validator)
     if not any(hasattr(c, "allowed_set") for c in checks):
         return field
     from recipekit.upstream.declared import members

@@ -65,6 +65,14 @@ def one_of(allowed: Collection[str]) -> Validator:
     return check
 
 
+def checks_of(validator: Validator | None) -> tuple[Validator, ...]:
+    """A field's validator as the checks it runs (attrs' ``and_`` holds several; none, none)."""
+    if validator is None:
+        return ()
+    checks: tuple[Validator, ...] = getattr(validator, "_validators", (validator,))
+    return checks
+
+
 def upstream_values(name: str) -> Validator:
     """One of the values the pinned framework accepts for a setting it dispatches on, read
     from its source (``recipekit.upstream.allowed``). The section binds ``name`` to the pinned

@@ -85,6 +85,7 @@ def _accepts(config: Any, key: str) -> str:
     from recipekit.convert import union_members
     from recipekit.markers import Marker
     from recipekit.sections import is_section
+    from recipekit.validators import checks_of
 
     parent_path, _, last = key.rpartition(".")
     try:
@@ -95,7 +96,7 @@ def _accepts(config: Any, key: str) -> str:
     if name is None:
         return ""
     field = attrs.fields_dict(type(parent))[name]
-    for check in getattr(field.validator, "_validators", (field.validator,)):
+    for check in checks_of(field.validator):
         found = getattr(check, "allowed", None)
         if found is not None:
             return ", ".join(map(repr, found.values)) + f" ({found.cited()})"

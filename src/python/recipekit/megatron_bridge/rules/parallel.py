@@ -21,8 +21,10 @@ def _comm_types(ctx: CheckContext) -> tuple[str, ...]:
 
 
 def _hierarchical_sizes(ctx: CheckContext) -> tuple[int, ...] | None:
-    sizes = given(ctx.config.model.hierarchical_context_parallel_sizes, None)
-    return tuple(sizes) if sizes is not None else None
+    sizes: tuple[int, ...] | None = given(
+        ctx.config.model.hierarchical_context_parallel_sizes, None
+    )
+    return sizes
 
 
 def per_layer_comm_types_cover_every_layer(ctx: CheckContext) -> Iterator[Issue]:
