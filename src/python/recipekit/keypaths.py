@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 import typing
 from collections.abc import Mapping
 from typing import Any
@@ -133,33 +132,22 @@ def parse_assignment(obj: Any, assignment: str) -> tuple[str, Any]:
     raw = read_value(path, text)
     tp = field_type_at(obj, path)
     members = union_members(tp)
-    if isinstance(raw, str) and float in members and str not in members:
-        raw = _yaml12_float(path, raw)
-    elif _sexagesimal(raw, text) and str in members and int not in members:
-        # YAML 1.1 reads 3:45:00 as the integer 13500; for a text key (a duration) it is text.
+    if str in members and (
+        (_sexagesimal(raw, text) and int not in members)
+        or (_exponent(raw, text) and float not in members)
+    ):
+        # YAML reads 3:45:00 as the integer 13500 and 1e-6 as a float, as OmegaConf does; for
+        # a text key (a duration, a name) the user means the text.
         raw = text.strip()
     return path, structure_value(raw, tp, path=path)
-
-
-# YAML 1.2's float, which PyYAML (YAML 1.1) reads as a string when it has no dot: 1e-5, 3E+2.
-_EXPONENT_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
 
 
 def _sexagesimal(raw: Any, text: str) -> bool:
     return isinstance(raw, int | float) and not isinstance(raw, bool) and ":" in text
 
 
-def _yaml12_float(path: str, text: str) -> Any:
-    """``1e-5`` for a number key is the number the user means, as YAML 1.2 and every framework
-    loading the config with OmegaConf (YAML 1.2 floats) read it; other text stays text. An
-    exponent past a float's range (``1e400``, ``2e308``) is refused: float() reads it as
-    infinity, which read_value's check has already let through as text."""
-    if not _EXPONENT_FLOAT.fullmatch(text.strip()):
-        return text
-    number = float(text)
-    if not math.isfinite(number):
-        raise RecipeError([_not_finite(path, text, hint="a float is at most about 1.8e308")])
-    return number
+def _exponent(raw: Any, text: str) -> bool:
+    return isinstance(raw, float) and "e" in text.lower()
 
 
 def _not_finite(path: str, text: str, hint: str = "") -> Issue:

@@ -166,6 +166,15 @@ _JsonValueLoader.yaml_implicit_resolvers = {
     first: [(tag, rule) for tag, rule in rules if tag != "tag:yaml.org,2002:timestamp"]
     for first, rules in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+# OmegaConf also reads an exponent without a dot or a sign (``1e-6``, ``2.5e3``) as a float,
+# where YAML 1.1 reads text; ``--set policy.optimizer.kwargs.lr=1e-6`` would otherwise reach
+# the config as the string '1e-6'. Tried after YAML 1.1's own rules, as OmegaConf adds its rule
+# after them; yaml_limits_test holds this loader to OmegaConf's on such scalars.
+_JsonValueLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9]+(?:_[0-9]+)*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
 _LOADER = _JsonValueLoader
 # The scan reads with PyYAML's own parser, which OmegaConf uses too: libyaml's (faster) scans
 # far ahead and stops at its own depth limit, where the loaders' would not.

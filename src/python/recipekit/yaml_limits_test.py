@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -258,6 +259,27 @@ def test_a_date_in_set_is_the_text_the_framework_reads() -> None:
     # OmegaConf (every framework's loader) has no timestamps: 2024-01-01 is text.
     assert read_value("logger.wandb.name", "2024-01-01") == "2024-01-01"
     assert load_yaml("a: 2024-01-01", file_source("f.yaml")) == {"a": "2024-01-01"}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="0123456789_.eE+-:", min_size=1, max_size=9))
+def test_a_number_in_set_is_the_value_omegaconf_reads(scalar: str) -> None:
+    # OmegaConf's own loader is the oracle: it reads 1e-6 as a float where YAML 1.1 reads text.
+    from omegaconf._utils import get_yaml_loader
+
+    try:
+        theirs = yaml.load(f"a: {scalar}", Loader=get_yaml_loader())  # noqa: S506 - OmegaConf's
+    except yaml.YAMLError:
+        with pytest.raises(RecipeError):
+            load_yaml(f"a: {scalar}", file_source("f.yaml"))
+        return
+    ours = load_yaml(f"a: {scalar}", file_source("f.yaml"))
+    assert repr(ours) == repr(theirs)  # the same values, of the same types
+
+
+def test_an_exponent_without_a_dot_is_a_float() -> None:
+    assert read_value("policy.optimizer.kwargs.lr", "1e-6") == 1e-6
+    assert read_value("policy.optimizer.kwargs.lr", "'1e-6'") == "1e-6"
 
 
 # --- interpolation: config values are data ------------------------------------------------
