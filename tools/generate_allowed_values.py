@@ -194,6 +194,10 @@ SETS: dict[str, dict[str, Site | tuple[Site, ...]]] = {
     "nemo_rl.reward_penalty_flag": {
         V35: Site("nemo_rl/algorithms/grpo.py", "constant", "_REWARD_PENALTY_FLAGS")
     },
+    # The rope_scaling fields Megatron setup requires of a yarn override (a local constant).
+    "nemo_rl.yarn_required_field": {
+        V35: Site("nemo_rl/models/megatron/setup.py", "constant", "_YARN_REQUIRED_FIELDS")
+    },
     "nemo_rl.math_verifier_type": {
         V3: Site("nemo_rl/environments/math_environment.py", "indexed", "verifier_type"),
         V35: Site(

@@ -9,7 +9,9 @@ message cites a rule by its catalogue id and no upstream line is written by hand
 - ``recipekit/vllm/generated/rule_sites.json`` (the vLLM engine's own rules, NeMo-RL's checks cite)
 
 Each maps a rule id to (source label, file, line): the line is where the entry's anchor stands
-in the pinned file under ``.reference/`` (``rule_catalogue.locate_line``). An entry whose file no
+in the pinned file under ``.reference/`` (``rule_catalogue.locate_line``). A ``keyword`` rule
+(a call that spreads a config's mapping with ``**``) also lists the keywords the call passes
+itself, which the mapping must not hold. An entry whose file no
 source of the manifest pins is left out; an anchor the pinned file does not hold is an error.
 
     python3 tools/generate_rule_sites.py           # rewrites the tables
@@ -22,6 +24,7 @@ editing an anchor (an upgrade re-anchors the catalogue).
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 import tomllib
@@ -80,19 +83,34 @@ def absent(framework: str, reference: Path) -> list[str]:
     )
 
 
+def explicit_keywords(statement: str) -> list[str]:
+    """The keywords a call that spreads a mapping (``f(a, x=1, **cfg)``) passes itself, in the
+    statement's text: a key of the mapping named the same is a duplicate keyword."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(statement)):
+        if isinstance(node, ast.Call) and any(k.arg is None for k in node.keywords):
+            found += [k.arg for k in node.keywords if k.arg is not None]
+    return sorted(set(found))
+
+
 def table_text(framework: str, reference: Path) -> str:
     entries = cited(framework)
     pins = generated_modules.pins()
     labels = sorted({e.source for e in entries})
-    rows = []
+    rows, keyword_rows = [], []
     for entry in entries:
-        line = rule_catalogue.locate_line(entry, reference)
-        if line is None:
+        site = rule_catalogue.site_of(entry, reference)
+        if site is None:
             raise SystemExit(
                 f"{entry.id}: {entry.anchor} is not in {entry.source}/{entry.file} under "
                 f"{reference} (run tools/fetch-reference, or re-anchor the entry)"
             )
-        rows.append(f"  {json.dumps(entry.id)}: {json.dumps([entry.source, entry.file, line])}")
+        rows.append(
+            f"  {json.dumps(entry.id)}: {json.dumps([entry.source, entry.file, site.line])}"
+        )
+        passed = explicit_keywords(site.text) if entry.kind == "keyword" else []
+        if passed:
+            keyword_rows.append(f"  {json.dumps(entry.id)}: {json.dumps(passed)}")
     sources = {label: pins[label] for label in labels}
     # One site a line, so that a regenerated table reads as a diff of the rules that moved.
     return "\n".join(
@@ -102,6 +120,9 @@ def table_text(framework: str, reference: Path) -> str:
             f'"sources": {json.dumps(sources, sort_keys=True)},',
             '"sites": {',
             ",\n".join(rows),
+            "},",
+            '"keywords": {',
+            ",\n".join(keyword_rows),
             "}",
             "}",
             "",

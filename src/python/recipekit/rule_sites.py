@@ -31,3 +31,11 @@ def sites(package: str) -> Mapping[str, Site]:
     """Rule id -> where it stands, for the framework package ``package`` (``nemo_rl``)."""
     table = json.loads(table_path(package).read_text(encoding="utf-8"))
     return {rule: (label, file, line) for rule, (label, file, line) in table["sites"].items()}
+
+
+@functools.cache
+def keywords(package: str) -> Mapping[str, frozenset[str]]:
+    """Rule id -> the keywords its call passes itself, for each ``keyword`` rule (a call that
+    spreads a config's mapping with ``**``) of ``package`` that passes any."""
+    table = json.loads(table_path(package).read_text(encoding="utf-8"))
+    return {rule: frozenset(names) for rule, names in table.get("keywords", {}).items()}

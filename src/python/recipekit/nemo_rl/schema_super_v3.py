@@ -424,6 +424,11 @@ class TorchOptimizer:
 @section("policy.scheduler[]")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class TorchScheduler:
+    upstream = (
+        upstream_v3("nemo_rl.models.policy:SinglePytorchSchedulerConfig"),
+        upstream_v35("nemo_rl.models.policy:SinglePytorchSchedulerConfig"),
+    )
+
     name: str = required()
     kwargs: dict[str, Any] = required()
 
@@ -431,6 +436,11 @@ class TorchScheduler:
 @section("policy.scheduler[]")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class SchedulerMilestones:
+    upstream = (
+        upstream_v3("nemo_rl.models.policy:SinglePytorchMilestonesConfig"),
+        upstream_v35("nemo_rl.models.policy:SinglePytorchMilestonesConfig"),
+    )
+
     milestones: tuple[int, ...] = required()
 
 

@@ -73,3 +73,34 @@ def _scalar(value: Any, name: str) -> bool:
     if name == "str":
         return isinstance(value, str)
     return True  # Any, or a config class's name
+
+
+# A value that is not plain data yet (an interpolation, a marker): no type check looks at it.
+OPAQUE = object()
+
+
+def plain(value: Any) -> Any:
+    """The value as a section holds it (lists as tuples, at any depth), or OPAQUE."""
+    if isinstance(value, list | tuple):
+        items = tuple(plain(v) for v in value)
+        return OPAQUE if any(i is OPAQUE for i in items) else items
+    if isinstance(value, dict):
+        mapping = {k: plain(v) for k, v in value.items()}
+        return OPAQUE if any(v is OPAQUE for v in mapping.values()) else mapping
+    if isinstance(value, str) and "${" in value:
+        return OPAQUE
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return OPAQUE
+
+
+def expected_type(value: Any, type_text: str) -> str:
+    """What ``type_text`` takes, as a section's type check words it, where the plain ``value``
+    is not of it; "" where it is, where the text is ``Any`` or the value is OPAQUE."""
+    from recipekit.sections import _checker  # the check every section key gets
+    from recipekit.upstream.declared import evaluated
+
+    if type_text == "Any" or value is OPAQUE:
+        return ""
+    coerce, ok, expected = _checker(evaluated(type_text))
+    return "" if ok(coerce(value)) else expected

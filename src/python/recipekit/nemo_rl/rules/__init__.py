@@ -34,6 +34,7 @@ from recipekit.nemo_rl.rules import (
     sequence_budget,
     sglang,
     tokenizer,
+    torch_optim,
     validation,
     vllm_engine,
     vllm_kwargs,
@@ -82,8 +83,10 @@ _POLICY_SETUP_ERRORS: tuple[Check, ...] = (
     policy_workers.dynamic_batching_needs_one_pipeline_stage,
     policy_workers.lora_needs_dtensor_v2,
     policy_workers.model_save_format_needs_dtensor_v2,
+    policy_workers.hf_config_overrides_not_passed_twice,
 )
 _POLICY_MEGATRON_SETUP_ERRORS_SUPER35: tuple[Check, ...] = (
+    megatron_setup.yarn_rope_scaling_names_every_field,
     megatron_setup.cpu_offload_needs_distributed_optimizer,
     megatron_setup.d2h_overlap_needs_cpu_offload,
     megatron_setup.fused_logprobs_without_context_parallel,
@@ -96,6 +99,11 @@ _POLICY_WORKER_ERRORS_SUPER35: tuple[Check, ...] = (
     policy_workers.draft_needs_megatron,
     *dtensor_v1.ERROR_CHECKS,
     *automodel.ERROR_CHECKS,
+    *torch_optim.SUPER35_ERROR_CHECKS,
+)
+# The v2 DTensor worker's rules super-v3 states at its own lines too.
+_POLICY_WORKER_ERRORS_SUPER_V3: tuple[Check, ...] = (
+    automodel.lora_triton_needs_one_tensor_parallel_rank,
 )
 _POLICY_WORKER_WARNINGS_SUPER35: tuple[Check, ...] = (
     *megatron_performance.WARNING_CHECKS,
@@ -119,6 +127,7 @@ _TRAINING_ERRORS: tuple[Check, ...] = (
 _TRAINING_ERRORS_SUPER_V3: tuple[Check, ...] = (
     *loss.CLIPPED_PG_SUPER_V3_ERROR_CHECKS,
     *megatron_peft.SUPER_V3_ERROR_CHECKS,
+    *_POLICY_WORKER_ERRORS_SUPER_V3,
 )
 _TRAINING_ERRORS_SUPER35: tuple[Check, ...] = (
     grpo_setup.gym_runner_needs_nemo_gym,
@@ -230,6 +239,7 @@ POLICY_ERROR_CHECKS_SUPER_V3: tuple[Check, ...] = (
     *_POLICY_CHECKS,
     *_POLICY_SETUP_ERRORS,
     *megatron_peft.SUPER_V3_ERROR_CHECKS,
+    *_POLICY_WORKER_ERRORS_SUPER_V3,
     *MCORE_ERRORS,
 )
 POLICY_WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (

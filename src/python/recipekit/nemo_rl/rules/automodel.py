@@ -178,7 +178,10 @@ def context_parallel_needs_a_text_tokenizer(ctx: CheckContext) -> Iterator[Issue
             )
 
 
-@mirrors(v35="nemo-rl.automodel.setup.setup-model-and-optimizer.lora-triton-kernels-need-tp")
+@mirrors(
+    v3="nemo-rl.v3.models.automodel.setup.setup-model-and-optimizer.lora-triton-needs-tp-one",
+    v35="nemo-rl.automodel.setup.setup-model-and-optimizer.lora-triton-kernels-need-tp",
+)
 def lora_triton_needs_one_tensor_parallel_rank(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, setup_model_and_optimizer: LoRA's Triton kernels run only at tensor_parallel_size
     1."""

@@ -111,6 +111,20 @@ def test_refused_on_the_v2_worker(
     refused_at(rlvr, (*DTENSOR_V2, *overrides), key, reason)
 
 
+def test_super_v3_states_the_triton_rule_too(refused_at: RefusedAt) -> None:
+    from recipes.super3.dapo import dapo_h100
+
+    lora = ("policy.dtensor_cfg.lora_cfg={enabled: true, use_triton: true}",)
+    refused_at(
+        dapo_h100,
+        (*DTENSOR_V2, *lora, "policy.dtensor_cfg.tensor_parallel_size=2"),
+        "policy.dtensor_cfg.lora_cfg.use_triton",
+        where(
+            "nemo-rl.v3.models.automodel.setup.setup-model-and-optimizer.lora-triton-needs-tp-one"
+        ),
+    )
+
+
 def test_the_first_worker_is_not_held_to_them(errors: Plan) -> None:
     v1 = (*DTENSOR_V2[:2], "policy.dtensor_cfg._v2=false")
     found = errors(rlvr, *v1, "policy.dtensor_cfg.automodel_kwargs={attn_implementation: sdpa}")

@@ -6,13 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from recipekit.errors import Issue
-from recipekit.markers import UNSET, Marker
+from recipekit.markers import UNSET, Marker, given_at
+from recipekit.nemo_rl import SUPER35_TYPES
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite, mirrors
 from recipekit.nemo_rl.rules.loss import fused_linear_logprobs
 from recipekit.nemo_rl.rules.megatron_peft import enabled_peft
 from recipekit.nemo_rl.schema_super_v3 import FP8, Colocation
+from recipekit.upstream.allowed import allowed
 
 MEGATRON = "policy.megatron_cfg"
 OPTIMIZER = f"{MEGATRON}.optimizer"
@@ -87,6 +89,29 @@ def float32_optimizer_takes_no_half_flags(ctx: CheckContext) -> Iterator[Issue]:
                 value=True,
                 hint="set it false",
             )
+
+
+# What Megatron setup requires of a yarn rope_scaling override, read from the pinned source.
+YARN_FIELDS = allowed("nemo_rl.yarn_required_field", SUPER35_TYPES).values
+
+
+@mirrors(v35="nemo-rl.models.megatron.setup.validate-and-set-config.yarn-rope-scaling-complete")
+def yarn_rope_scaling_names_every_field(ctx: CheckContext) -> Iterator[Issue]:
+    """setup.py, validate_and_set_config: a yarn rope_scaling override gives every field yarn
+    needs; Megatron-Core does not fill the rest from the checkpoint's config."""
+    if ctx.megatron is None:
+        return
+    rope = given_at(ctx.config.policy, "hf_config_overrides")
+    rope = rope.get("rope_scaling") if isinstance(rope, dict) else None
+    if not isinstance(rope, dict) or rope.get("rope_type") != "yarn":
+        return
+    missing = [f for f in YARN_FIELDS if f not in rope]
+    if missing:
+        yield Issue(
+            "policy.hf_config_overrides.rope_scaling",
+            f"NeMo-RL's Megatron setup refuses a yarn override without {', '.join(missing)}",
+            hint=f"give all of {', '.join(YARN_FIELDS)}",
+        )
 
 
 def _fp8(ctx: CheckContext) -> FP8 | None:

@@ -5,7 +5,8 @@
 # cpu_offload_needs_distributed_optimizer, d2h_overlap_needs_cpu_offload,
 # float32_optimizer_takes_no_half_flags, fp8_cfg_names_every_key, fp8_param_may_give_nan,
 # fused_logprobs_without_context_parallel, fused_logprobs_without_param_gather_overlap,
-# precision_aware_optimizer_states_bf16, precision_aware_optimizer_states_fp16.
+# precision_aware_optimizer_states_bf16, precision_aware_optimizer_states_fp16,
+# yarn_rope_scaling_names_every_field.
 
 from __future__ import annotations
 
@@ -118,3 +119,17 @@ def test_fp8_parameters_warn_on_super_v3(warned: Plan) -> None:
 
 def test_an_optimizer_without_precision_awareness_takes_any_flags(warned: Plan) -> None:
     warned(rlvr, f"{OPT}.use_precision_aware_optimizer=false", f"{OPT}.bf16=false")
+
+
+def test_a_yarn_override_names_every_field_setup_requires(
+    refused_at: RefusedAt, errors: Plan
+) -> None:
+    from recipekit.nemo_rl.rules.megatron_setup import YARN_FIELDS
+
+    rule = "nemo-rl.models.megatron.setup.validate-and-set-config.yarn-rope-scaling-complete"
+    partial = "policy.hf_config_overrides={rope_scaling: {rope_type: yarn, factor: 4.0}}"
+    [found] = refused_at(rlvr, (partial,), "policy.hf_config_overrides.rope_scaling", where(rule))
+    assert "without rope_theta, original_max_position_embeddings" in found
+    whole = ", ".join(f"{f}: 1" for f in YARN_FIELDS)
+    full = f"policy.hf_config_overrides={{rope_scaling: {{rope_type: yarn, {whole}}}}}"
+    assert not [e for e in errors(rlvr, full) if "rope_scaling" in e]

@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from recipekit.errors import Issue
+from recipekit.markers import given_at
 from recipekit.nemo_rl.checks import CheckContext
-from recipekit.nemo_rl.rules.citation import mirrors
+from recipekit.nemo_rl.rules.citation import mirrors, on_super35, where
 from recipekit.nemo_rl.schema_super_v3 import LoRA, SequencePacking
+from recipekit.rule_sites import keywords
 
 
 def _dtensor_v1(ctx: CheckContext) -> bool:
@@ -108,3 +110,48 @@ ERROR_CHECKS = (
     draft_without_sequence_packing,
 )
 WARNING_CHECKS: tuple[()] = ()
+
+
+# The calls that spread policy.hf_config_overrides as keywords (catalogue ids without the
+# version's prefix), each with whether the policy's back-end reaches it: Megatron-Core imports
+# the HF checkpoint through two, each DTensor worker builds the model's config with one.
+_HF_CONFIG_SPREADS = (
+    (
+        "models.megatron.community-import.import-model-from-hf-name.hf-config-overrides-keywords",
+        lambda ctx: ctx.megatron is not None,
+    ),
+    (
+        "models.megatron.setup.handle-model-import.import-hf-config-overrides-keywords",
+        lambda ctx: ctx.megatron is not None,
+    ),
+    (
+        "models.policy.workers.dtensor-policy-worker.init.hf-config-overrides-keywords",
+        lambda ctx: ctx.megatron is None and _dtensor_v1(ctx),
+    ),
+    (
+        "models.automodel.setup.validate-and-prepare-config.hf-config-overrides-keywords",
+        lambda ctx: ctx.megatron is None and not _dtensor_v1(ctx),
+    ),
+)
+
+
+def hf_config_overrides_not_passed_twice(ctx: CheckContext) -> Iterator[Issue]:
+    """The calls of the policy's back-end that spread ``policy.hf_config_overrides`` as keywords
+    (catalogued ``keyword`` rules; the keywords each passes itself are read from the pinned
+    source into rule_sites.json): an override named like one of them is a duplicate keyword, a
+    TypeError when the call runs."""
+    overrides = given_at(ctx.config.policy, "hf_config_overrides")
+    if not isinstance(overrides, dict) or not overrides:
+        return
+    prefix = "nemo-rl." if on_super35(ctx) else "nemo-rl.v3."
+    passed = keywords("nemo_rl")
+    reached = [prefix + rule for rule, reaches in _HF_CONFIG_SPREADS if reaches(ctx)]
+    for key in overrides:
+        rule = next((r for r in reached if key in passed.get(r, ())), None)
+        if rule is not None:
+            yield Issue(
+                f"policy.hf_config_overrides.{key}",
+                f"NeMo-RL passes {key} itself in the call that spreads these overrides: a "
+                f"duplicate keyword, a TypeError when it runs ({where(rule)})",
+                hint="remove it",
+            )

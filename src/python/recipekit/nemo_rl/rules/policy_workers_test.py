@@ -3,7 +3,7 @@
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
 # draft_without_sequence_packing, dynamic_batching_needs_one_pipeline_stage, lora_needs_dtensor_v2,
-# model_save_format_needs_dtensor_v2.
+# model_save_format_needs_dtensor_v2, hf_config_overrides_not_passed_twice.
 
 # The catalogued checks these tests break (by the upstream line each cites), which the
 # rule catalogue's meta-test finds by name:
@@ -100,3 +100,58 @@ def test_refused(
 
 def test_the_v2_worker_takes_a_save_format(warned: Plan) -> None:
     warned(rlvr, "checkpointing.model_save_format=safetensors")
+
+
+HF = "policy.hf_config_overrides"
+
+
+@pytest.mark.parametrize(
+    ("stage", "overrides", "key", "site"),
+    [
+        # Megatron-Core imports the HF checkpoint through AutoBridge.from_hf_pretrained.
+        (
+            rlvr,
+            (f"{HF}={{trust_remote_code: false}}",),
+            f"{HF}.trust_remote_code",
+            "nemo-rl.models.megatron.community-import.import-model-from-hf-name."
+            "hf-config-overrides-keywords",
+        ),
+        (
+            dapo_h100,
+            (f"{HF}={{trust_remote_code: false}}",),
+            f"{HF}.trust_remote_code",
+            "nemo-rl.v3.models.megatron.community-import.import-model-from-hf-name."
+            "hf-config-overrides-keywords",
+        ),
+        # ... and import_model_from_hf_name's own parameters.
+        (
+            rlvr,
+            (f"{HF}={{transformer_layer_spec: x}}",),
+            f"{HF}.transformer_layer_spec",
+            "nemo-rl.models.megatron.setup.handle-model-import.import-hf-config-overrides-keywords",
+        ),
+        # Each DTensor worker builds the model's config with AutoConfig.from_pretrained.
+        (
+            rlvr,
+            (*DTENSOR_V1, f"{HF}={{attn_implementation: sdpa}}"),
+            f"{HF}.attn_implementation",
+            "nemo-rl.models.policy.workers.dtensor-policy-worker.init.hf-config-overrides-keywords",
+        ),
+        (
+            rlvr,
+            (*DTENSOR_V1[:2], "policy.dtensor_cfg._v2=true", f"{HF}={{torch_dtype: bfloat16}}"),
+            f"{HF}.torch_dtype",
+            "nemo-rl.models.automodel.setup.validate-and-prepare-config.hf-config-overrides-keywords",
+        ),
+    ],
+)
+def test_an_override_the_call_passes_itself_is_refused(
+    refused_at: RefusedAt, stage: Stage, overrides: tuple[str, ...], key: str, site: str
+) -> None:
+    refused_at(stage, overrides, key, where(site))
+
+
+def test_overrides_the_calls_do_not_pass_plan(errors: Plan) -> None:
+    assert not [e for e in errors(rlvr, f"{HF}={{rope_theta: 10000.0}}") if HF in e]
+    # A keyword only the DTensor worker passes is no duplicate on the Megatron path.
+    assert not [e for e in errors(rlvr, f"{HF}={{attn_implementation: sdpa}}") if HF in e]

@@ -31,6 +31,7 @@ from recipekit.nemo_rl.rules.generation_split import (
     stated_cluster,
     training_gpus,
 )
+from recipekit.nemo_rl.rules.torch_optim import trained_by_dtensor
 from recipekit.nemo_rl.rules.weight_sync import SPARSE_TRANSPORTS
 from recipekit.nemo_rl.schema_ppo import AsyncPPO, PPOMasterConfig
 
@@ -791,6 +792,14 @@ def value_cache_clearing_costs_time(config: PPOMasterConfig) -> Iterator[Issue]:
         )
 
 
+def dtensor_value_optimizer_and_schedulers_build(config: PPOMasterConfig) -> Iterator[Issue]:
+    """ppo.py, setup, and the value model's DTensor worker: the critic's optimizer and LR
+    schedulers are built by name with their kwargs as the policy's are
+    (recipekit.nemo_rl.rules.torch_optim)."""
+    if _dtensor_value(config):
+        yield from trained_by_dtensor("value", config.value)
+
+
 PPO_ERROR_CHECKS = (
     ppo_needs_a_generation_config,
     warmup_lead_covers_the_trajectory_age,
@@ -827,6 +836,7 @@ PPO_ERROR_CHECKS = (
     value_batching_excludes_packing,
     dtensor_value_needs_a_regression_head,
     megatron_value_without_virtual_pipeline,
+    dtensor_value_optimizer_and_schedulers_build,
 )
 PPO_WARNING_CHECKS = (
     ppo_checkpoint_saved_without_its_validation_metric,

@@ -13,7 +13,7 @@ ones are 0.25.1's, the version super-v3.5-posttraining pins, so only Super 3.5 a
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any
 
 from recipekit.errors import Issue, did_you_mean
 from recipekit.markers import UNSET, Marker
@@ -21,8 +21,8 @@ from recipekit.nemo_rl import NEMO_RL_VERSION, SUPER35_BRANCH
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import on_super35
-from recipekit.sections import _checker
 from recipekit.upstream.declared import declared as declared_class
+from recipekit.upstream.values import OPAQUE, expected_type, plain
 
 KWARGS = "policy.generation.vllm_kwargs"
 AT = "@ vLLM 0.25.1"
@@ -100,29 +100,6 @@ def _arguments(ctx: CheckContext) -> tuple[str, dict[str, Argument]]:
     return f"vllm.LLM ({llm}) or EngineArgs ({arg_utils})", found
 
 
-# A value that is not plain data yet (an interpolation, a marker): not checked.
-_OPAQUE = object()
-
-
-def _plain(value: Any) -> Any:
-    """The value as a section holds it (lists as tuples, at any depth), or _OPAQUE."""
-    if isinstance(value, list | tuple):
-        items = tuple(_plain(v) for v in value)
-        return _OPAQUE if any(i is _OPAQUE for i in items) else items
-    if isinstance(value, dict):
-        mapping = {k: _plain(v) for k, v in value.items()}
-        return _OPAQUE if any(v is _OPAQUE for v in mapping.values()) else mapping
-    if isinstance(value, str) and "${" in value:
-        return _OPAQUE
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return _OPAQUE
-
-
-def _type(text: str) -> Any:
-    return eval(text, {"Any": Any, "Literal": Literal})  # noqa: S307 (generated type texts)
-
-
 def _outside(value: Any, bounds: dict[str, float]) -> str:
     """The bounds ``value`` breaks, as text ("" when it keeps them or is no number)."""
     if not isinstance(value, int | float) or isinstance(value, bool) or not bounds:
@@ -159,17 +136,14 @@ def vllm_kwargs_are_engine_arguments(ctx: CheckContext) -> Iterator[Issue]:
             )
             continue
         text, bounds, declared, bounded = arguments[key]
-        value = _plain(raw)
-        if text == "Any" or value is _OPAQUE:
-            continue
-        coerce, ok, expected = _checker(_type(text))
-        if not ok(coerce(value)):
+        value = plain(raw)
+        if expected := expected_type(value, text):
             yield Issue(
                 f"{KWARGS}.{key}",
                 f"vLLM takes {expected} ({declared} {AT})",
                 value=raw,
             )
-        elif broken := _outside(value, bounds):
+        elif value is not OPAQUE and (broken := _outside(value, bounds)):
             yield Issue(
                 f"{KWARGS}.{key}",
                 f"vLLM refuses it: must be {broken} ({bounded} {AT})",
@@ -210,14 +184,11 @@ def vllm_kwargs_nested_config_keys(ctx: CheckContext) -> Iterator[Issue]:
                     )
                 continue
             text, bounds, line = fields[sub]
-            value = _plain(sub_raw)
-            if text == "Any" or value is _OPAQUE:
-                continue
+            value = plain(sub_raw)
             declared = f"{nested['file'].split(':')[0]}:{line}"
-            coerce, ok, expected = _checker(_type(text))
-            if not ok(coerce(value)):
+            if expected := expected_type(value, text):
                 yield Issue(path, f"vLLM takes {expected} ({declared} {AT})", value=sub_raw)
-            elif broken := _outside(value, bounds):
+            elif value is not OPAQUE and (broken := _outside(value, bounds)):
                 yield Issue(
                     path, f"vLLM refuses it: must be {broken} ({declared} {AT})", value=sub_raw
                 )

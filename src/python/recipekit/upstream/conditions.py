@@ -1,0 +1,112 @@
+"""Whether an upstream condition holds for a config's values.
+
+A generator reads a guard from a pinned source as Python source text over the parameters of
+the call it guards (``not 0.0 <= betas[1] < 1.0``, ``fused and foreach``; see
+``tools/generate_torch_optim.py``); here it is evaluated with the values a config gives, or the
+parameters' defaults. Only constants, names, subscripts and operators are evaluated, never a
+call. Where the answer cannot be told (a name with no value, a value the operator refuses, as
+a string compared with a float) it is None: the check that asks says nothing, and the value's
+type is another check's.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+
+
+class _Unknown(Exception):
+    """The expression reads something it has no value for, or a form it does not evaluate."""
+
+
+def holds(condition: str, values: Mapping[str, Any]) -> bool | None:
+    """Whether ``condition`` is true with ``values`` for its names; None when it cannot tell."""
+    try:
+        return bool(_value(_parse(condition), values))
+    except (_Unknown, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
+        return None
+
+
+def constant(source: str) -> tuple[bool, Any]:
+    """(whether it could be evaluated, its value) of an expression of constants: a parameter's
+    default as a generated table writes it (``1.0 / 3``, ``(0.9, 0.999)``, ``None``)."""
+    try:
+        return True, _value(_parse(source), {})
+    except (_Unknown, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
+        return False, None
+
+
+def names(condition: str) -> list[str]:
+    """The names ``condition`` reads, in the order it reads them."""
+    found = [n.id for n in ast.walk(_parse(condition)) if isinstance(n, ast.Name)]
+    return list(dict.fromkeys(found))
+
+
+@cache
+def _parse(source: str) -> ast.expr:
+    return ast.parse(source, mode="eval").body
+
+
+def _value(node: ast.expr, values: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in values:
+            raise _Unknown(node.id)
+        return values[node.id]
+    if isinstance(node, ast.Tuple | ast.List):
+        return [_value(e, values) for e in node.elts]
+    if isinstance(node, ast.UnaryOp):
+        operand = _value(node.operand, values)
+        if isinstance(node.op, ast.Not):
+            return not operand
+        if isinstance(node.op, ast.USub):
+            return -operand
+        if isinstance(node.op, ast.UAdd):
+            return +operand
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        return _BINARY[type(node.op)](_value(node.left, values), _value(node.right, values))
+    if isinstance(node, ast.BoolOp):
+        # Python's own: the first operand that decides, evaluated no further.
+        result: Any = None
+        for each in node.values:
+            result = _value(each, values)
+            if isinstance(node.op, ast.And) != bool(result):
+                return result
+        return result
+    if isinstance(node, ast.Compare):
+        left = _value(node.left, values)
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = _value(right_node, values)
+            if not _COMPARE[type(op)](left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        return _value(node.value, values)[node.slice.value]
+    raise _Unknown(ast.unparse(node))
