@@ -168,6 +168,9 @@ _AFTER = "recipekit.after"
 # A version that drops keys of the one it derives from names them in a class attribute,
 # ``removed_keys: ClassVar[tuple[str, ...]] = (...)``: they are not fields of it.
 REMOVED_KEYS = "removed_keys"
+# A section's upstream class with extra="allow" that passes its undeclared keys on to another
+# config class names that class here, ``extra_keys: ClassVar[Declared]``.
+EXTRA_KEYS = "extra_keys"
 
 
 def _in_base_order(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
@@ -288,6 +291,12 @@ def _completed(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attr
     versions = members(upstream)
     declared = {k: s for d in reversed(versions) for k, s in d.keys.items()}
     owner = {k: d for d in reversed(versions) for k in d.keys}
+    # A class that takes keys it does not declare (pydantic extra="allow") and hands them on to
+    # another config names that one (``extra_keys``): its keys are the ones taken.
+    for receiver in members(cls.__dict__.get(EXTRA_KEYS) or ()):
+        for key, spec in receiver.keys.items():
+            declared.setdefault(key, spec)
+            owner.setdefault(key, receiver)
     fields = [
         f
         for f in fields

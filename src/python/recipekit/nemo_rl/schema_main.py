@@ -53,7 +53,7 @@ from recipekit.nemo_rl.schema_super_v3 import (
 )
 from recipekit.sections import derived, frozen_section, optional, required, section
 from recipekit.upstream.declared import undeclared
-from recipekit.validators import at_least, between, one_of, upstream_values
+from recipekit.validators import at_least, between, upstream_values
 
 # --- grpo ---------------------------------------------------------------------------------
 
@@ -480,10 +480,14 @@ class Environments:
 @section("on_policy_distillation.non_colocated_teachers.<teacher>")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class TeacherResources:
-    """Where one teacher's log-probability workers run and how they are laid out."""
+    """Where one teacher's log-probability workers run and how they are laid out.
+
+    TeacherResourceConfig takes keys it does not declare (pydantic extra="allow") and folds them
+    into the teacher's megatron_cfg (opd.py, create_teacher_configs_from_opd_config), so a
+    teacher takes every key of NeMo-RL's MegatronConfig too, typed as that declares it."""
 
     upstream = upstream_v35("nemo_rl.algorithms.opd:TeacherResourceConfig")
-    undeclared_keys = undeclared(read=("moe_shared_expert_overlap",))
+    extra_keys = upstream_v35("nemo_rl.models.policy:MegatronConfig")
 
     tensor_model_parallel_size: int | Unset = optional(at_least(1))
     pipeline_model_parallel_size: int | Unset = optional(at_least(1))
@@ -491,12 +495,9 @@ class TeacherResources:
     expert_model_parallel_size: int | Unset = optional(at_least(1))
     num_nodes: int | Unset = optional(at_least(1))
     gpus_per_node: int | Unset = optional(at_least(1))
-    precision: str | Unset = optional(
-        one_of(("bf16", "fp16", "fp32", "bfloat16", "float16", "float32"))
-    )
+    # Stored, never read: the teacher runs at policy.precision (rules.distillation warns).
+    precision: str | Unset = optional()
     micro_batch_size: int | Unset = optional(at_least(1))
-    # Not a TeacherResourceConfig field (extra='allow'): a Megatron override the Super Omni
-    # MOPD config writes beside the layout.
     moe_shared_expert_overlap: bool | Unset = optional()
 
 
