@@ -230,6 +230,21 @@ def llm_parameters(source: UpstreamSource) -> tuple[dict[str, tuple[str, int]], 
     return params, dropped
 
 
+SERVING_CHAT_PY = "vllm/entrypoints/openai/chat_completion/serving.py"
+
+
+def serving_chat_parameters(source: UpstreamSource) -> dict[str, tuple[str, int]]:
+    """``OpenAIServingChat.__init__``'s parameters (type text, line): what the HTTP server's
+    chat endpoint is built with."""
+    module = "vllm.entrypoints.openai.chat_completion.serving"
+    init = _function(source.trees[module], "OpenAIServingChat", "__init__")
+    params: dict[str, tuple[str, int]] = {}
+    for arg in [*init.args.args[1:], *init.args.kwonlyargs]:
+        annotation = ast.unparse(arg.annotation) if arg.annotation else ANY
+        params[arg.arg] = (type_text(annotation, module, source), arg.lineno)
+    return params
+
+
 # --- NeMo-RL's workers -------------------------------------------------------------------------
 
 
@@ -504,7 +519,47 @@ def worker_calls(root: Path) -> dict[str, Any]:
         "passed": passed,
         "replaced": replaced,
         "popped": popped,
+        "serving_chat": serving_chat(root),
     }
+
+
+SERVING_SETTING = "http_server_serving_chat_kwargs"
+
+
+def serving_chat(root: Path) -> dict[str, Any]:
+    """How the async worker builds its HTTP server's chat endpoint from
+    ``vllm_cfg.http_server_serving_chat_kwargs``: the name the settings are merged into, the
+    keys it writes over them itself (``.update(dict(k=...))``: the user's value replaced) and
+    the keys it takes out before the call (``.pop("k")``: accepted, not passed on)."""
+    worker = _Worker(ast.parse((root / ASYNC_WORKER_PY).read_text()))
+    for fn in (f for fs in worker.methods.values() for f in fs):
+        for node in ast.walk(fn):
+            if (
+                isinstance(node, ast.Assign)
+                and SERVING_SETTING in ast.unparse(node.value)
+                and isinstance(node.targets[0], ast.Name)
+            ):
+                merged, line = node.targets[0].id, node.lineno
+                break
+        else:
+            continue
+        replaced, popped = {}, {}
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            if ast.unparse(node.func.value) != merged:
+                continue
+            if node.func.attr == "update" and node.args and isinstance(node.args[0], ast.Call):
+                replaced |= {k.arg: k.lineno for k in node.args[0].keywords if k.arg}
+            if node.func.attr == "pop" and node.args and isinstance(node.args[0], ast.Constant):
+                popped[str(node.args[0].value)] = node.lineno
+        return {
+            "file": ASYNC_WORKER_PY,
+            "line": line,
+            "replaced": replaced,
+            "popped": popped,
+        }
+    raise AssertionError(f"{root / ASYNC_WORKER_PY}: nothing reads {SERVING_SETTING}")
 
 
 def _nested_pops(fn: ast.FunctionDef, param: str) -> list[tuple[str, str, int]]:
@@ -556,7 +611,7 @@ def generate(reference: Path | None = None) -> dict[str, str]:
         TOOL,
         [VLLM],
         pinned,
-        [ARG_UTILS, LLM_PY, "vllm/config/*.py"],
+        [ARG_UTILS, LLM_PY, SERVING_CHAT_PY, "vllm/config/*.py"],
         "vLLM 0.25.1's engine arguments. Each type is the annotation's text\n"
         '(recipekit.upstream.annotations.type_text; "Any" where the source cannot tell, so that\n'
         "no check refuses what vLLM takes), with None where the default is None; the bounds\n"
@@ -593,6 +648,13 @@ def generate(reference: Path | None = None) -> dict[str, str]:
         params,
     )
     vllm_text += "\n" + python_dict(
+        "SERVING_CHAT_PARAMETERS",
+        f"OpenAIServingChat.__init__'s parameters ({SERVING_CHAT_PY}), the chat endpoint "
+        "of the HTTP server NeMo-RL's async worker starts: name -> (type, line)",
+        "dict[str, tuple[str, int]]",
+        serving_chat_parameters(source),
+    )
+    vllm_text += "\n" + python_dict(
         "LLM_DROPPED",
         "Keys LLM.__init__ pops from its **kwargs (accepted, deprecated and ignored) -> line",
         "dict[str, int]",
@@ -616,7 +678,10 @@ def generate(reference: Path | None = None) -> dict[str, str]:
         "  that engine's start writes it, \"\" for both). Writes that read the key's own value\n"
         "  (normalising it) are left out.\n"
         "- popped: keys the worker takes out of a mapping argument before the engine builds its\n"
-        '  config class from it -> argument -> key -> (file, line, "sync" or "async").',
+        '  config class from it -> argument -> key -> (file, line, "sync" or "async").\n'
+        "- serving_chat: how the async worker builds its HTTP server's chat endpoint from\n"
+        "  vllm_cfg.http_server_serving_chat_kwargs: file, line of the merge, the keys it writes\n"
+        "  over (replaced) and takes out first (popped) -> line.",
     )
     workers_text += "\n" + python_dict(
         "WORKERS", "branch -> what its worker does", "dict[str, dict[str, Any]]", workers

@@ -247,6 +247,76 @@ def vllm_kwargs_shadow_a_vllm_cfg_key(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+# --- the HTTP server's chat endpoint ----------------------------------------------------------
+
+SERVING = "policy.generation.vllm_cfg.http_server_serving_chat_kwargs"
+
+
+def _serving_kwargs(ctx: CheckContext) -> dict[str, Any]:
+    """The chat endpoint's settings where the async worker starts its HTTP server."""
+    from recipekit.nemo_rl.rules.generation import gym_runner_sets_the_server_on
+
+    vllm = ctx.vllm
+    serves = hasattr(ctx.config, "env") and gym_runner_sets_the_server_on(ctx)
+    serves = serves or value_of(vllm, "expose_http_server") is True
+    kwargs = value_of(vllm, "http_server_serving_chat_kwargs")
+    return kwargs if serves and _async(ctx) and isinstance(kwargs, dict) else {}
+
+
+def serving_chat_kwargs_are_chat_endpoint_arguments(ctx: CheckContext) -> Iterator[Issue]:
+    """vllm_worker_async.py (the HTTP server's start) and
+    vllm/entrypoints/openai/chat_completion/serving.py @ vLLM 0.25.1: each key the worker neither
+    takes out first nor writes over itself is a parameter of OpenAIServingChat, of its declared
+    type; another is a TypeError when the server starts."""
+    from recipekit.vllm.generated.engine_args_0_25_1 import SERVING_CHAT_PARAMETERS
+
+    kwargs = _serving_kwargs(ctx)
+    if not kwargs:
+        return
+    serving = _worker(ctx)[1]["serving_chat"]
+    where = "vllm/entrypoints/openai/chat_completion/serving.py"
+    for key, raw in kwargs.items():
+        if key in serving["popped"] or key in serving["replaced"]:
+            continue
+        if key not in SERVING_CHAT_PARAMETERS:
+            yield Issue(
+                f"{SERVING}.{key}",
+                f"not a parameter of OpenAIServingChat ({where} {AT}): a TypeError when "
+                "NeMo-RL's async worker starts its HTTP server",
+                hint=did_you_mean(str(key), SERVING_CHAT_PARAMETERS, what="parameters"),
+            )
+        elif expected := expected_type(plain(raw), SERVING_CHAT_PARAMETERS[key][0]):
+            line = SERVING_CHAT_PARAMETERS[key][1]
+            yield Issue(
+                f"{SERVING}.{key}", f"vLLM takes {expected} ({where}:{line} {AT})", value=raw
+            )
+
+
+def serving_chat_kwargs_replaced_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue]:
+    """A warning (vllm_worker_async.py, both versions; the lines are the generated table's): the
+    worker writes these keys over the chat endpoint's settings itself."""
+    kwargs = _serving_kwargs(ctx)
+    if not kwargs:
+        return
+    branch, worker = _worker(ctx)
+    serving = worker["serving_chat"]
+    for key in kwargs.keys() & serving["replaced"].keys():
+        yield Issue(
+            f"{SERVING}.{key}",
+            "NeMo-RL's async worker sets it itself when it starts the HTTP server: this value "
+            f"is replaced ({serving['file']}:{serving['replaced'][key]} @ {branch})",
+            value=kwargs[key],
+        )
+
+
 ERROR_CHECKS = (vllm_kwargs_not_passed_by_nemo_rl,)
-SUPER35_ERROR_CHECKS = (vllm_kwargs_are_engine_arguments, vllm_kwargs_nested_config_keys)
-WARNING_CHECKS = (vllm_kwargs_replaced_by_nemo_rl, vllm_kwargs_shadow_a_vllm_cfg_key)
+SUPER35_ERROR_CHECKS = (
+    vllm_kwargs_are_engine_arguments,
+    vllm_kwargs_nested_config_keys,
+    serving_chat_kwargs_are_chat_endpoint_arguments,
+)
+WARNING_CHECKS = (
+    vllm_kwargs_replaced_by_nemo_rl,
+    vllm_kwargs_shadow_a_vllm_cfg_key,
+    serving_chat_kwargs_replaced_by_nemo_rl,
+)

@@ -3,7 +3,8 @@ engine arguments, as read from the pinned sources (recipekit.vllm.generated)."""
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by name:
 # vllm_kwargs_not_passed_by_nemo_rl, vllm_kwargs_are_engine_arguments,
-# vllm_kwargs_nested_config_keys, vllm_kwargs_shadow_a_vllm_cfg_key.
+# vllm_kwargs_nested_config_keys, vllm_kwargs_shadow_a_vllm_cfg_key,
+# serving_chat_kwargs_are_chat_endpoint_arguments, serving_chat_kwargs_replaced_by_nemo_rl.
 
 from __future__ import annotations
 
@@ -152,6 +153,31 @@ def test_the_shipped_stages_have_no_such_issue(warned: Plan, errors: Plan) -> No
     for stage in (rlvr, dapo_h100):
         assert not [e for e in errors(stage) if e.startswith(KWARGS)]
         assert not [w for w in warned(stage) if w.startswith(KWARGS)]
+
+
+# --- the HTTP server's chat endpoint (http_server_serving_chat_kwargs) ---------------------------
+
+SERVING = "policy.generation.vllm_cfg.http_server_serving_chat_kwargs"
+
+
+def test_chat_endpoint_settings_are_its_parameters(errors: Plan) -> None:
+    # rlvr serves its Gym agents over the async worker's HTTP server.
+    [typo] = errors(rlvr, f"{SERVING}.enable_auto_tool=true")
+    assert typo.startswith(f"{SERVING}.enable_auto_tool: not a parameter of OpenAIServingChat")
+    assert "did you mean 'enable_auto_tools'" in typo
+    [wrong] = errors(rlvr, f"{SERVING}.enable_auto_tools=3")
+    line = engine.SERVING_CHAT_PARAMETERS["enable_auto_tools"][1]
+    assert f"serving.py:{line} @ vLLM 0.25.1" in wrong
+    # The worker takes chat_template_kwargs out first (vLLM's older name), so it is no
+    # parameter of vLLM's and still plans; so does a real one.
+    assert errors(rlvr, f"{SERVING}.chat_template_kwargs={{enable_thinking: true}}") == []
+    assert errors(rlvr, f"{SERVING}.tool_parser=qwen3_coder") == []
+
+
+def test_a_chat_endpoint_setting_the_worker_writes_over_warns(warned: Plan) -> None:
+    serving = WORKERS[SUPER35_BRANCH]["serving_chat"]
+    found = [w for w in warned(rlvr, f"{SERVING}.models=x") if w.startswith(f"{SERVING}.models")]
+    assert found and f"{serving['file']}:{serving['replaced']['models']}" in found[0]
 
 
 # --- every key the pinned upstream example configs give -----------------------------------------

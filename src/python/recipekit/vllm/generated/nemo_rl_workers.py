@@ -14,6 +14,9 @@ async one), by branch:
   (normalising it) are left out.
 - popped: keys the worker takes out of a mapping argument before the engine builds its
   config class from it -> argument -> key -> (file, line, "sync" or "async").
+- serving_chat: how the async worker builds its HTTP server's chat endpoint from
+  vllm_cfg.http_server_serving_chat_kwargs: file, line of the merge, the keys it writes
+  over (replaced) and takes out first (popped) -> line.
 """
 
 # ruff: noqa: E501
@@ -62,6 +65,12 @@ WORKERS: dict[str, dict[str, Any]] = {
             ),
         },
         "popped": {},
+        "serving_chat": {
+            "file": "nemo_rl/models/generation/vllm/vllm_worker_async.py",
+            "line": 598,
+            "replaced": {"engine_client": 603, "models": 604, "return_tokens_as_token_ids": 605},
+            "popped": {"reasoning_parser_plugin": 610, "chat_template_kwargs": 617},
+        },
     },
     "super-v3.5-posttraining": {
         "file": "nemo_rl/models/generation/vllm/vllm_worker.py",
@@ -130,6 +139,17 @@ WORKERS: dict[str, dict[str, Any]] = {
                     "async",
                 ),
             },
+        },
+        "serving_chat": {
+            "file": "nemo_rl/models/generation/vllm/vllm_worker_async.py",
+            "line": 665,
+            "replaced": {
+                "engine_client": 720,
+                "models": 721,
+                "online_renderer": 722,
+                "return_tokens_as_token_ids": 723,
+            },
+            "popped": {"chat_template_kwargs": 689},
         },
     },
 }
