@@ -543,7 +543,8 @@ def serving_chat(root: Path) -> dict[str, Any]:
                 break
         else:
             continue
-        replaced, popped = {}, {}
+        replaced: dict[str, int] = {}
+        popped: dict[str, int] = {}
         for node in ast.walk(fn):
             if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
                 continue
