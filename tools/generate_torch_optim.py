@@ -27,13 +27,14 @@ export (their ``__all__``), the table holds:
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from recipekit.upstream.annotations import type_text
 from recipekit.upstream.classes import UpstreamSource
 from tools.generated_modules import pins, python_dict, python_header, reference_dir, write_or_check
+from tools.guard_reader import guards as guards_of
+from tools.guard_reader import plain, readable, stored
 
 TOOL = "tools/generate_torch_optim.py"
 TORCH = "torch/2.11.0-wheel"
@@ -42,24 +43,6 @@ OUTPUT = "src/python/recipekit/pytorch/generated/optim_2_11_0.py"
 PACKAGES = ("torch.optim", "torch.optim.lr_scheduler")
 # A YAML value is never a tensor: a ``float | Tensor`` parameter takes a float from a config.
 _TENSOR = {"Tensor", "torch.Tensor"}
-# What a guard may contain: constants, the parameters, and operators on them.
-_PLAIN = (
-    ast.Expression,
-    ast.Constant,
-    ast.Name,
-    ast.Load,
-    ast.Compare,
-    ast.BoolOp,
-    ast.UnaryOp,
-    ast.BinOp,
-    ast.Subscript,
-    ast.Tuple,
-    ast.List,
-    ast.cmpop,
-    ast.boolop,
-    ast.unaryop,
-    ast.operator,
-)
 
 
 class GenerationError(Exception):
@@ -151,49 +134,6 @@ def _without_tensor(annotation: ast.expr) -> ast.expr:
     return Drop().visit(annotation)  # type: ignore[no-any-return]
 
 
-def _plain(node: ast.AST, names: set[str]) -> bool:
-    """Whether ``node`` reads only ``names`` and constants, with operators a config's values
-    answer."""
-    for part in ast.walk(node):
-        if not isinstance(part, _PLAIN):
-            return False
-        if isinstance(part, ast.Name) and part.id not in names:
-            return False
-        if isinstance(part, ast.Subscript) and not isinstance(part.slice, ast.Constant):
-            return False
-    return True
-
-
-def _stored(node: ast.AST) -> set[str]:
-    return {
-        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }
-
-
-Raise = tuple[ast.expr, str, int, frozenset[str]]
-
-
-def _raises(
-    body: list[ast.stmt], conditions: list[ast.expr], assigned: set[str]
-) -> Iterator[Raise]:
-    """(the conjunction of the conditions around it, the exception's name, line, the names
-    assigned before it) of each ``raise`` reached through ``if`` statements only."""
-    for statement in body:
-        if isinstance(statement, ast.If):
-            yield from _raises(statement.body, [*conditions, statement.test], set(assigned))
-            negated = ast.UnaryOp(op=ast.Not(), operand=statement.test)
-            yield from _raises(statement.orelse, [*conditions, negated], set(assigned))
-        elif isinstance(statement, ast.Raise) and conditions and statement.exc is not None:
-            raised = statement.exc.func if isinstance(statement.exc, ast.Call) else statement.exc
-            condition = (
-                conditions[0]
-                if len(conditions) == 1
-                else ast.BoolOp(op=ast.And(), values=list(conditions))
-            )
-            yield condition, ast.unparse(raised), statement.lineno, frozenset(assigned)
-        assigned |= _stored(statement)
-
-
 def _statement_of(fn: ast.FunctionDef, call: ast.Call) -> ast.stmt:
     return next(s for s in fn.body if isinstance(s, ast.Expr) and s.value is call)
 
@@ -226,11 +166,7 @@ def _guards(source: UpstreamSource, qualified: str) -> list[tuple[ast.expr, str,
     file = _module_file(owner.split(":")[0])
     params = _parameters(fn)
     names = {p[0] for p in params}
-    found = [
-        (condition, raised, f"{file}:{line}")
-        for condition, raised, line, assigned in _raises(fn.body, [], set())
-        if _plain(condition, names - assigned)
-    ]
+    found = [(g.condition, g.raised, f"{file}:{g.line}") for g in readable(guards_of(fn), names)]
     call = _super_call(fn)
     base = _base(source, owner)
     if call is None or base is None:
@@ -245,17 +181,17 @@ def _guards(source: UpstreamSource, qualified: str) -> list[tuple[ast.expr, str,
             given[name] = default
     # A base parameter given something that is neither a constant nor a readable name of this
     # class is unknown here: its guards are dropped.
-    before = _stored(
+    before = stored(
         ast.Module(body=fn.body[: fn.body.index(_statement_of(fn, call))], type_ignores=[])
     )
-    known = {k: v for k, v in given.items() if _plain(v, names - before)}
+    known = {k: v for k, v in given.items() if plain(v, names - before)}
 
     class Rename(ast.NodeTransformer):
         def visit_Name(self, node: ast.Name) -> ast.expr:
             return known.get(node.id, node)
 
     for condition, raised, where in _guards(source, base):
-        if _plain(condition, set(known)):
+        if plain(condition, set(known)):
             found.append((Rename().visit(condition), raised, where))
     return found
 

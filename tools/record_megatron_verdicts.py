@@ -47,6 +47,15 @@ SELECTIVE_MODULES = (
     "[bogus]",
     "[moe, shared_experts]",
 )
+# Megatron-Core fields no stage key names, broken and kept one way each (for megatron_core.guards).
+GUARDED_FIELDS = (
+    ("group-topk-alone", (("moe_router_group_topk", "2"),)),
+    ("group-topk-with-groups", (("moe_router_group_topk", "2"), ("moe_router_num_groups", "4"))),
+    ("defer-wgrad", (("defer_embedding_wgrad_compute", "true"),)),
+    ("fine-grained-offloading", (("fine_grained_activation_offloading", "true"),)),
+    ("capacity-factor", (("moe_expert_capacity_factor", "1.0"),)),
+    ("fp16-and-bf16", (("fp16", "true"),)),
+)
 FIXTURE = Path(f"src/python/recipekit/megatron_core/verdicts/megatron-core-{VERSION}.json")
 CLASSES = {
     "model": "megatron.core.transformer.transformer_config:TransformerConfig",
@@ -221,6 +230,19 @@ def mutations(framework: str, config: Any) -> Iterator[tuple[str, tuple[str, ...
         # Transformer Engine's names, as transformer_config.py's docstring lists them.
         for comm in ("p2p", "a2a", "all_gather", "a2a+p2p"):
             yield f"cp2-{comm}", (f"{p}context_parallel_size=2", f"{p}cp_comm_type={comm}")
+        # The DDP config's own guards (megatron_core.guards reads them from the wheel).
+        yield "ddp-buckets-0", ("ddp.num_buckets=0",)
+        yield "ddp-buckets-4", ("ddp.num_buckets=4",)
+        yield "ddp-buckets-and-size", ("ddp.num_buckets=4", "ddp.bucket_size=1000000")
+    # Fields no stage key names, set the way each framework lets a user set them (NeMo-RL's
+    # model_overrides, Megatron-Bridge's model.*): the guards of megatron_core.guards.
+    fields = f"{p}model_overrides=" if framework == "nemo-rl" else None
+    for name, values in GUARDED_FIELDS:
+        if fields is not None:
+            body = ", ".join(f"{k}: {v}" for k, v in values)
+            yield f"fields-{name}", (f"{fields}{{{body}}}",)
+        else:
+            yield f"fields-{name}", tuple(f"{p}{k}={v}" for k, v in values)
 
 
 def build_cases(root: Path) -> tuple[list[dict[str, Any]], int]:

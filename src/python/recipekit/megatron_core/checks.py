@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from recipekit.errors import Issue
+from recipekit.megatron_core.guards import post_init_guards_hold
 from recipekit.megatron_core.rules import (
     fusion,
     moe,
@@ -47,6 +48,8 @@ ERROR_CHECKS: tuple[Check, ...] = (
     scheduler.warmup_starts_at_most_lr,
     scheduler.weight_decay_does_not_fall,
     scheduler.wsd_has_its_decay_length,
+    # Last: every guard of the config classes the rules above do not mirror.
+    post_init_guards_hold,
 )
 WARNING_CHECKS: tuple[Check, ...] = (
     parallel.expert_and_tensor_parallel_want_sequence_parallel,

@@ -59,35 +59,6 @@ _NEMO_RL_COPIED = (
     "moe_router_enable_expert_bias",
     "moe_aux_loss_coeff",
 )
-# Megatron-Bridge model.* keys that are TransformerConfig fields (the rest, seq_length and the
-# VL provider's freeze_*, are the provider's own).
-_BRIDGE_MODEL_FIELDS = (
-    "tensor_model_parallel_size",
-    "pipeline_model_parallel_size",
-    "context_parallel_size",
-    "expert_model_parallel_size",
-    "expert_tensor_parallel_size",
-    "sequence_parallel",
-    "num_layers_in_first_pipeline_stage",
-    "num_layers_in_last_pipeline_stage",
-    "cp_comm_type",
-    "recompute_granularity",
-    "recompute_method",
-    "recompute_num_layers",
-    "recompute_modules",
-    "moe_token_dispatcher_type",
-)
-_BRIDGE_OPTIMIZER_FIELDS = (
-    "lr",
-    "min_lr",
-    "weight_decay",
-    "adam_beta1",
-    "adam_beta2",
-    "clip_grad",
-    "optimizer_cpu_offload",
-    "optimizer_offload_fraction",
-    "overlap_cpu_optimizer_d2h_h2d",
-)
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
 
@@ -129,6 +100,14 @@ def model_kwargs(model: ModelCard) -> dict[str, Any]:
                 "moe_shared_expert_overlap": True,
             }
     return out
+
+
+def provider_written(model: ModelCard) -> bool:
+    """Whether ``model_kwargs`` writes down the model provider's own values: the Nemotron-H
+    provider's. For another model the provider may set any field, so a field the stage leaves
+    out is not known to be Megatron-Core's default."""
+    arch = model.architecture
+    return arch is not None and arch.mamba is not None
 
 
 def bridge_finalize(model: dict[str, Any]) -> dict[str, Any]:
@@ -231,27 +210,38 @@ def nemo_rl_scheduler(rendered: dict[str, Any]) -> dict[str, Any]:
 
 def megatron_bridge_kwargs(rendered: dict[str, Any], model: ModelCard) -> Kwargs:
     """What Megatron-Bridge's runner passes: the recipe's provider with the stage's ``model.*``
-    keys set on it, and its OptimizerConfig with ``optimizer.*`` set (run_recipe.py applies
-    them as overrides onto the recipe's ConfigContainer, then ``validate()`` finalizes).
+    keys set on it, its OptimizerConfig with ``optimizer.*`` and its DDP config with ``ddp.*``
+    set, each key that is a field of the class (run_recipe.py applies them as overrides onto the
+    recipe's ConfigContainer, then ``validate()`` finalizes).
 
     The recipe function's own values are not visible before the job (they are upstream code);
     the provider's Nemotron-H values stand in for them, bf16 as the Super-VL recipes train.
     """
-    out = model_kwargs(model) | {"bf16": True, "params_dtype": "bfloat16"}
-    section = rendered["model"]
-    out |= {
-        key: (list(value) if isinstance(value, list | tuple) else value)
-        for key, value in section.items()
-        if key in _BRIDGE_MODEL_FIELDS
-    }
+    fields = class_fields()
+
+    def set_on(name: str) -> dict[str, Any]:
+        """The stage's keys of a section that are fields of its class (the rest are the
+        provider's or the runner's own: seq_length, the VL provider's freeze_*)."""
+        section = rendered.get(name)
+        return {
+            key: (list(value) if isinstance(value, list | tuple) else value)
+            for key, value in (section if isinstance(section, dict) else {}).items()
+            if key in fields[name]
+        }
+
+    out = model_kwargs(model) | {"bf16": True, "params_dtype": "bfloat16"} | set_on("model")
     optimizer = {"optimizer": "adam", "bf16": True, "use_distributed_optimizer": True}
-    optimizer |= {
-        key: value
-        for key, value in rendered.get("optimizer", {}).items()
-        if key in _BRIDGE_OPTIMIZER_FIELDS
-    }
-    ddp = {"use_distributed_optimizer": True}
+    optimizer |= set_on("optimizer")
+    ddp = {"use_distributed_optimizer": True} | set_on("ddp")
     return {"model": bridge_finalize(out), "optimizer": optimizer, "ddp": ddp}
+
+
+def class_fields() -> dict[str, frozenset[str]]:
+    """The constructor fields of each class, by its name here, read from the pinned wheel
+    (generated/guards.py, tools/generate_mcore_guards.py)."""
+    from recipekit.megatron_core.generated.guards import CLASSES
+
+    return {name: frozenset(table["defaults"]) for name, table in CLASSES.items()}
 
 
 def framework_kwargs(framework: str, rendered: dict[str, Any], model: ModelCard) -> Kwargs:

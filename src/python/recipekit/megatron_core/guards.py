@@ -1,0 +1,113 @@
+"""Every guard of Megatron-Core's config classes that no hand-written rule mirrors, evaluated on
+the arguments the framework passes.
+
+``generated/guards.py`` (``tools/generate_mcore_guards.py``) holds each ``assert`` and ``raise``
+of ``TransformerConfig``/``ModelParallelConfig``, ``OptimizerConfig`` and
+``DistributedDataParallelConfig.__post_init__`` whose condition reads only the class's fields
+and constants. ``kwargs`` gives the arguments a framework builds from the rendered config; a
+field it leaves out takes its default. A guard whose condition holds is the error Megatron-Core
+raises when the worker builds the config. It is reported at the stage key that sets one of the
+fields it reads; a guard that only the model provider's own values break is not, and a field
+the stage leaves out counts as Megatron-Core's default only where ``kwargs`` writes the provider's
+values down (``provider_written``): another provider may set it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from recipekit.convert import to_dict
+from recipekit.errors import Issue
+from recipekit.megatron_core import MEGATRON_CORE_VERSION
+from recipekit.megatron_core.kwargs import framework_kwargs, provider_written
+from recipekit.megatron_core.options import options_of
+from recipekit.upstream import conditions
+
+AT = f"@ Megatron-Core {MEGATRON_CORE_VERSION}"
+# The class each name of kwargs builds, as a message names it.
+CLASS_NAMES = {
+    "model": "TransformerConfig",
+    "optimizer": "OptimizerConfig",
+    "ddp": "DistributedDataParallelConfig",
+}
+_NRL = "policy.megatron_cfg"
+
+
+def _tables() -> dict[str, dict[str, Any]]:
+    from recipekit.megatron_core.generated.guards import CLASSES
+
+    return CLASSES
+
+
+def _stage_keys(framework: str, rendered: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Class name -> field -> the key of the rendered config that holds the field's value: the
+    framework's section of that class, by the field's own name (NeMo-RL's model_overrides
+    first, as its setup applies them; its FP8 settings; its precision)."""
+
+    def section(*path: str) -> dict[str, Any]:
+        value: Any = rendered
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        return value if isinstance(value, dict) else {}
+
+    def named(prefix: str, values: dict[str, Any]) -> dict[str, str]:
+        return {k: f"{prefix}.{k}" for k in values}
+
+    if framework == "megatron-bridge":
+        return {n: named(n, section(n)) for n in ("model", "optimizer", "ddp")}
+    cfg = section("policy", "megatron_cfg")
+    model = named(_NRL, cfg) | named(
+        f"{_NRL}.fp8_cfg", section("policy", "megatron_cfg", "fp8_cfg")
+    )
+    model |= {k: "policy.precision" for k in ("bf16", "fp16", "params_dtype")}
+    model |= named(f"{_NRL}.model_overrides", section("policy", "megatron_cfg", "model_overrides"))
+    ddp_section = f"{_NRL}.distributed_data_parallel_config"
+    ddp = named(ddp_section, section("policy", "megatron_cfg", "distributed_data_parallel_config"))
+    ddp["use_distributed_optimizer"] = f"{_NRL}.optimizer.use_distributed_optimizer"
+    optimizer = named(f"{_NRL}.optimizer", section("policy", "megatron_cfg", "optimizer"))
+    optimizer["overlap_param_gather"] = f"{ddp_section}.overlap_param_gather"
+    return {"model": model, "optimizer": optimizer, "ddp": ddp}
+
+
+def guards_broken(framework: str, rendered: dict[str, Any], model: Any) -> Iterator[Issue]:
+    """The errors Megatron-Core's unmirrored guards raise on the arguments ``framework`` builds
+    from ``rendered``."""
+    arguments = framework_kwargs(framework, rendered, model)
+    keys = _stage_keys(framework, rendered)
+    defaults_hold = provider_written(model)
+    for name, table in _tables().items():
+        values: dict[str, Any] = {}
+        for field, default in table["defaults"].items():
+            known, value = (False, None) if default is None else conditions.constant(default)
+            # The model's fields are the provider's before they are Megatron-Core's defaults.
+            if known and (defaults_hold or name != "model"):
+                values[field] = value
+        values |= arguments.get(name, {})
+        for condition, raised, line, _, mirrored in table["guards"]:
+            if mirrored or not conditions.holds(condition, values):
+                continue
+            read = conditions.names(condition)
+            set_by = [keys[name][f] for f in read if f in keys[name]]
+            if not set_by:
+                continue  # only the provider's own values: not the stage's to fix
+            shown = ", ".join(f"{f}={values[f]!r}" for f in read if f in values)
+            yield Issue(
+                set_by[0],
+                f"Megatron-Core refuses it: {CLASS_NAMES[name]}.__post_init__ raises {raised} "
+                f"where `{condition}` ({line} {AT})",
+                hint=f"given: {shown}",
+            )
+
+
+def post_init_guards_hold(ctx: Any) -> Iterator[Issue]:
+    """Megatron-Core 0.19.2's config classes' own guards (generated/guards.py) that no rule of
+    ``rules/`` mirrors, on what the stage's framework passes them."""
+    options = options_of(ctx)
+    if options is None:
+        return
+    try:
+        rendered = to_dict(ctx.config)
+    except ValueError:
+        return  # a key left underived: the plan refuses it, naming the key
+    yield from guards_broken(options.keys.framework, rendered, ctx.model)
