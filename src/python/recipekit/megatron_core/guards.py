@@ -77,13 +77,9 @@ def guards_broken(framework: str, rendered: dict[str, Any], model: Any) -> Itera
     keys = _stage_keys(framework, rendered)
     defaults_hold = provider_written(model)
     for name, table in _tables().items():
-        values: dict[str, Any] = {}
-        for field, default in table["defaults"].items():
-            known, value = (False, None) if default is None else conditions.constant(default)
-            # The model's fields are the provider's before they are Megatron-Core's defaults.
-            if known and (defaults_hold or name != "model"):
-                values[field] = value
-        values |= arguments.get(name, {})
+        # The model's fields are the provider's before they are Megatron-Core's defaults.
+        defaults = table["defaults"] if defaults_hold or name != "model" else {}
+        values = conditions.bound(defaults, arguments.get(name, {}))
         for condition, raised, line, _, mirrored in table["guards"]:
             if mirrored or not conditions.holds(condition, values):
                 continue

@@ -61,6 +61,17 @@ def constant(source: str) -> tuple[bool, Any]:
         return False, None
 
 
+def bound(defaults: Mapping[str, str | None], given: Mapping[str, Any]) -> dict[str, Any]:
+    """The values a guard reads: each default that is an expression of constants (a generated
+    table's source text; None: no default), then what is given over them."""
+    values: dict[str, Any] = {}
+    for name, default in defaults.items():
+        known, value = (False, None) if default is None else constant(default)
+        if known:
+            values[name] = value
+    return values | dict(given)
+
+
 def names(condition: str) -> list[str]:
     """The names ``condition`` reads, in the order it reads them."""
     found = [n.id for n in ast.walk(_parse(condition)) if isinstance(n, ast.Name)]

@@ -96,12 +96,8 @@ def built_by_name(where: str, section: Any) -> Iterator[Issue]:
 def _guards(
     where: str, name: str, target: dict[str, Any], kwargs: dict[str, Any]
 ) -> Iterator[Issue]:
-    values: dict[str, Any] = {}
-    for key, (_, default, _) in target["parameters"].items():
-        known, value = (False, None) if default is None else conditions.constant(default)
-        if known:
-            values[key] = value
-    values |= {k: v for k, v in kwargs.items() if v is not OPAQUE}
+    defaults = {k: default for k, (_, default, _) in target["parameters"].items()}
+    values = conditions.bound(defaults, {k: v for k, v in kwargs.items() if v is not OPAQUE})
     for condition, raised, line in target["guards"]:
         if not conditions.holds(condition, values):
             continue
