@@ -24,6 +24,7 @@ REASON_TEXT = {
     "needs-data": "needs the data or a checkpoint's files on the cluster",
     "needs-gpu": "needs the GPU the job starts on",
     "unreachable": "unreachable from the stage's entry points or keys",
+    "not-mirrored": "reachable by a --set of what it reads, not checked at plan time yet",
 }
 
 
@@ -31,7 +32,7 @@ def coverage_table() -> str:
     entries = rule_catalogue.load()
     reasons = rule_catalogue.REASONS
     lines = [
-        "| framework | catalogued | mirrored | out of reach before start-up | "
+        "| framework | catalogued | mirrored | not checked at plan time | "
         + " | ".join(reasons)
         + " |",
         "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in reasons) + " |",
