@@ -1,7 +1,7 @@
 """Every guard of Megatron-Core's config classes that no hand-written rule mirrors, evaluated on
 the arguments the framework passes.
 
-``generated/guards.py`` (``tools/generate_mcore_guards.py``) holds each ``assert`` and ``raise``
+``generated/guards.json`` (``tools/generate_mcore_guards.py``) holds each ``assert`` and ``raise``
 of ``TransformerConfig``/``ModelParallelConfig``, ``OptimizerConfig`` and
 ``DistributedDataParallelConfig.__post_init__`` whose condition reads only the class's fields
 and constants. ``kwargs`` gives the arguments a framework builds from the rendered config; a
@@ -14,12 +14,15 @@ values down (``provider_written``): another provider may set it.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from recipekit.convert import to_dict
 from recipekit.errors import Issue
-from recipekit.megatron_core import MEGATRON_CORE_VERSION
+from recipekit.megatron_core import MEGATRON_CORE_VERSION, SOURCE
 from recipekit.megatron_core.kwargs import framework_kwargs, provider_written
 from recipekit.megatron_core.options import options_of
 from recipekit.upstream import conditions
@@ -34,10 +37,15 @@ CLASS_NAMES = {
 _NRL = "policy.megatron_cfg"
 
 
-def _tables() -> dict[str, dict[str, Any]]:
-    from recipekit.megatron_core.generated.guards import CLASSES
+TABLE = Path(__file__).parent / "generated" / "guards.json"
 
-    return CLASSES
+
+@functools.cache
+def tables() -> dict[str, dict[str, Any]]:
+    """Class name -> its fields' defaults and its guards (``generated/guards.json``)."""
+    document = json.loads(TABLE.read_text(encoding="utf-8"))
+    classes: dict[str, dict[str, Any]] = document["sources"][SOURCE]["classes"]
+    return classes
 
 
 def _stage_keys(framework: str, rendered: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -76,7 +84,7 @@ def guards_broken(framework: str, rendered: dict[str, Any], model: Any) -> Itera
     arguments = framework_kwargs(framework, rendered, model)
     keys = _stage_keys(framework, rendered)
     defaults_hold = provider_written(model)
-    for name, table in _tables().items():
+    for name, table in tables().items():
         # The model's fields are the provider's before they are Megatron-Core's defaults.
         defaults = table["defaults"] if defaults_hold or name != "model" else {}
         values = conditions.bound(defaults, arguments.get(name, {}))
@@ -97,7 +105,7 @@ def guards_broken(framework: str, rendered: dict[str, Any], model: Any) -> Itera
 
 
 def post_init_guards_hold(ctx: Any) -> Iterator[Issue]:
-    """Megatron-Core 0.19.2's config classes' own guards (generated/guards.py) that no rule of
+    """Megatron-Core 0.19.2's config classes' own guards (generated/guards.json) that no rule of
     ``rules/`` mirrors, on what the stage's framework passes them."""
     options = options_of(ctx)
     if options is None:

@@ -12,7 +12,7 @@ import ast
 
 import pytest
 
-from recipekit.megatron_core.generated.guards import CLASSES
+from recipekit.megatron_core.guards import tables
 from recipekit.nemo_rl.rules.conftest import plan_errors as errors
 from recipekit.stage import Stage
 from recipes.super35.pretrain import pretrain
@@ -28,7 +28,7 @@ def test_the_generated_table_is_what_the_tool_writes() -> None:
 
 
 def _where(klass: str, condition: str) -> str:
-    return str(next(g[2] for g in CLASSES[klass]["guards"] if g[0] == condition))
+    return str(next(g[2] for g in tables()[klass]["guards"] if g[0] == condition))
 
 
 @pytest.mark.parametrize(

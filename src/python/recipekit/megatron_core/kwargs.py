@@ -238,10 +238,10 @@ def megatron_bridge_kwargs(rendered: dict[str, Any], model: ModelCard) -> Kwargs
 
 def class_fields() -> dict[str, frozenset[str]]:
     """The constructor fields of each class, by its name here, read from the pinned wheel
-    (generated/guards.py, tools/generate_mcore_guards.py)."""
-    from recipekit.megatron_core.generated.guards import CLASSES
+    (generated/guards.json, tools/generate_mcore_guards.py)."""
+    from recipekit.megatron_core.guards import tables
 
-    return {name: frozenset(table["defaults"]) for name, table in CLASSES.items()}
+    return {name: frozenset(table["defaults"]) for name, table in tables().items()}
 
 
 def framework_kwargs(framework: str, rendered: dict[str, Any], model: ModelCard) -> Kwargs:
