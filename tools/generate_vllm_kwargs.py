@@ -206,15 +206,23 @@ def _function(tree: ast.Module, cls: str, name: str) -> ast.FunctionDef:
     raise KeyError(f"{cls}.{name}")
 
 
-def llm_parameters(source: UpstreamSource) -> tuple[dict[str, tuple[str, int]], dict[str, int]]:
-    """``LLM.__init__``'s own parameters (type text, line), and the keys it pops from its
-    ``**kwargs`` before they reach EngineArgs (accepted and dropped), by line."""
-    module = "vllm.entrypoints.llm"
-    init = _function(source.trees[module], "LLM", "__init__")
+def _init_parameters(
+    source: UpstreamSource, module: str, cls: str
+) -> tuple[ast.FunctionDef, dict[str, tuple[str, int]]]:
+    """``cls.__init__`` in ``module``, and its parameters after ``self``: name -> (type text,
+    line)."""
+    init = _function(source.trees[module], cls, "__init__")
     params: dict[str, tuple[str, int]] = {}
     for arg in [*init.args.args[1:], *init.args.kwonlyargs]:
         annotation = ast.unparse(arg.annotation) if arg.annotation else ANY
         params[arg.arg] = (type_text(annotation, module, source), arg.lineno)
+    return init, params
+
+
+def llm_parameters(source: UpstreamSource) -> tuple[dict[str, tuple[str, int]], dict[str, int]]:
+    """``LLM.__init__``'s own parameters (type text, line), and the keys it pops from its
+    ``**kwargs`` before they reach EngineArgs (accepted and dropped), by line."""
+    init, params = _init_parameters(source, "vllm.entrypoints.llm", "LLM")
     rest = init.args.kwarg.arg if init.args.kwarg else ""
     dropped = {}
     for node in ast.walk(init):
@@ -236,13 +244,9 @@ SERVING_CHAT_PY = "vllm/entrypoints/openai/chat_completion/serving.py"
 def serving_chat_parameters(source: UpstreamSource) -> dict[str, tuple[str, int]]:
     """``OpenAIServingChat.__init__``'s parameters (type text, line): what the HTTP server's
     chat endpoint is built with."""
-    module = "vllm.entrypoints.openai.chat_completion.serving"
-    init = _function(source.trees[module], "OpenAIServingChat", "__init__")
-    params: dict[str, tuple[str, int]] = {}
-    for arg in [*init.args.args[1:], *init.args.kwonlyargs]:
-        annotation = ast.unparse(arg.annotation) if arg.annotation else ANY
-        params[arg.arg] = (type_text(annotation, module, source), arg.lineno)
-    return params
+    return _init_parameters(
+        source, "vllm.entrypoints.openai.chat_completion.serving", "OpenAIServingChat"
+    )[1]
 
 
 # --- NeMo-RL's workers -------------------------------------------------------------------------

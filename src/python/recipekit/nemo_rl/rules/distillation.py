@@ -49,25 +49,28 @@ def teachers_need_a_megatron_student(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+def _teacher_settings(ctx: CheckContext) -> Iterator[tuple[str, Any]]:
+    """(key, settings) of the default teacher and of each per-alias override."""
+    teachers = non_colocated_teachers(ctx)
+    if teachers is None:
+        return
+    if is_set(teachers.default_teacher_cfg):
+        yield f"{TEACHERS}.default_teacher_cfg", teachers.default_teacher_cfg
+    overrides = teachers.teacher_overrides
+    for alias, cfg in (overrides if isinstance(overrides, dict) else {}).items():
+        yield f"{TEACHERS}.teacher_overrides.{alias}", cfg
+
+
 @mirrors(v35="nemo-rl.algorithms.grpo.setup.each-opd-teacher-fits-one-node")
 def teachers_fit_on_one_node(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, setup: each teacher's placement group lies on one node, the default teacher's
     and every override's (the default's layout is checks.distillation_teachers_fit's)."""
-    teachers = non_colocated_teachers(ctx)
-    if teachers is None:
-        return
-    named = {"default_teacher_cfg": teachers.default_teacher_cfg}
-    overrides = teachers.teacher_overrides
-    named |= {
-        f"teacher_overrides.{k}": v
-        for k, v in (overrides if isinstance(overrides, dict) else {}).items()
-    }
     per_node = ctx.hardware.gpus_per_node
-    for where, cfg in named.items():
+    for where, cfg in _teacher_settings(ctx):
         gpus = value_of(cfg, "gpus_per_node")
         if isinstance(gpus, int) and gpus > per_node:
             yield Issue(
-                f"on_policy_distillation.non_colocated_teachers.{where}.gpus_per_node",
+                f"{where}.gpus_per_node",
                 f"NeMo-RL's GRPO setup refuses more than the {per_node} GPUs of a node: a "
                 "teacher's placement group must fit on one",
                 value=gpus,
@@ -120,18 +123,6 @@ def opd_recommends_icepop(ctx: CheckContext) -> Iterator[Issue]:
         "icepop",
         "nemo-rl.algorithms.grpo.create-advantage-estimator.opd-recommends-icepop-truncation",
     )
-
-
-def _teacher_settings(ctx: CheckContext) -> Iterator[tuple[str, Any]]:
-    """(key, settings) of the default teacher and of each per-alias override."""
-    teachers = non_colocated_teachers(ctx)
-    if teachers is None:
-        return
-    if is_set(teachers.default_teacher_cfg):
-        yield f"{TEACHERS}.default_teacher_cfg", teachers.default_teacher_cfg
-    overrides = teachers.teacher_overrides
-    for alias, cfg in (overrides if isinstance(overrides, dict) else {}).items():
-        yield f"{TEACHERS}.teacher_overrides.{alias}", cfg
 
 
 def teacher_precision_is_the_policys(ctx: CheckContext) -> Iterator[Issue]:
