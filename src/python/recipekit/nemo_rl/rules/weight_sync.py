@@ -179,6 +179,27 @@ def s3_sparse_refit_needs_a_bucket(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
+@mirrors(
+    v35="nemo-rl.utils.weight-transfer-stream.stream-sparse-delta-payloads-via-s3-manifest.s3-region-set"
+)
+def s3_sparse_refit_needs_a_region(ctx: CheckContext) -> Iterator[Issue]:
+    """weight_transfer_stream.py, stream_sparse_delta_payloads_via_s3_manifest (super-v3.5): the
+    first refit refuses an empty refit_cfg.sparse.storage.s3_region (its default is a region;
+    a blank one set by hand is not)."""
+    if _vllm_transport(ctx) != "vllm_s3_sparse":
+        return
+    sparse = _refit_cfg(ctx).get("sparse")
+    storage = sparse.get("storage") if isinstance(sparse, dict) else None
+    region = storage.get("s3_region") if isinstance(storage, dict) else None
+    if isinstance(region, str) and not region.strip():
+        yield Issue(
+            f"{GEN}.refit_cfg.sparse.storage.s3_region",
+            "NeMo-RL's S3 refit refuses an empty region at the first weight transfer",
+            value=region,
+            hint="name the bucket's region, or leave it to its default",
+        )
+
+
 ERROR_CHECKS = (
     refit_transport_needs_vllm,
     refit_transport_is_known,
@@ -187,4 +208,5 @@ ERROR_CHECKS = (
     checkpoint_engine_refit_needs_separate_generation,
     sparse_refit_needs_an_unquantised_megatron_policy,
     s3_sparse_refit_needs_a_bucket,
+    s3_sparse_refit_needs_a_region,
 )

@@ -4,7 +4,8 @@
 # name (recorded from the checks that produced an issue while these tests ran):
 # checkpoint_engine_refit_needs_separate_generation, encoder_cache_reset_needs_collective_refit,
 # plugin_refit_transport_needs_its_config, refit_transport_is_known, refit_transport_needs_vllm,
-# s3_sparse_refit_needs_a_bucket, sparse_refit_needs_an_unquantised_megatron_policy.
+# s3_sparse_refit_needs_a_bucket, sparse_refit_needs_an_unquantised_megatron_policy,
+# s3_sparse_refit_needs_a_region.
 
 from __future__ import annotations
 
@@ -56,6 +57,16 @@ S3_BUCKET = f"{GEN}.refit_cfg={{sparse: {{storage: {{s3_bucket: b}}}}}}"
             f"{GEN}.refit_cfg.sparse.storage.s3_bucket",
             where(
                 "nemo-rl.weight-sync.vllm-remote-sparse-weight-synchronizer.validate-vllm-remote-sparse-refit.s3-sparse-refit-needs-bucket"
+            ),
+        ),
+        (
+            (
+                f"{TRANSPORT}=vllm_s3_sparse",
+                f"{GEN}.refit_cfg={{sparse: {{storage: {{s3_bucket: b, s3_region: ' '}}}}}}",
+            ),
+            f"{GEN}.refit_cfg.sparse.storage.s3_region",
+            where(
+                "nemo-rl.utils.weight-transfer-stream.stream-sparse-delta-payloads-via-s3-manifest.s3-region-set"
             ),
         ),
     ],
