@@ -63,7 +63,10 @@ _SHARED_ERRORS: tuple[Check, ...] = (
 )
 
 # The generation side's rules (nemo-rl.generation.toml) one version states.
-_GENERATION_ERRORS_SUPER_V3: tuple[Check, ...] = rollouts.SUPER_V3_ERROR_CHECKS
+_GENERATION_ERRORS_SUPER_V3: tuple[Check, ...] = (
+    *rollouts.SUPER_V3_ERROR_CHECKS,
+    *sglang.SUPER_V3_ERROR_CHECKS,
+)
 _GENERATION_ERRORS_SUPER35: tuple[Check, ...] = (
     *rollouts.SUPER35_ERROR_CHECKS,
     *sglang.ERROR_CHECKS,

@@ -140,6 +140,25 @@ def sglang_needs_the_v2_dtensor_worker(ctx: CheckContext) -> Iterator[Issue]:
     )
 
 
+@mirrors(v3="nemo-rl.v3.models.generation.sglang.sglang-generation.init.gpus-per-server-set")
+def sglang_names_its_gpus_per_server(ctx: CheckContext) -> Iterator[Issue]:
+    """sglang_generation.py, SGLangGeneration.__init__ (super-v3): the generation splits its GPUs
+    into servers of sglang_cfg.gpus_per_server, and refuses to start without it (a missing
+    sglang_cfg is a KeyError there first)."""
+    gen = ctx.generation
+    if gen is None or gen.backend != "sglang":
+        return
+    cfg = value_of(gen, "sglang_cfg")
+    if not isinstance(cfg, dict) or cfg.get("gpus_per_server") is None:
+        yield Issue(
+            f"{SGLANG}.gpus_per_server",
+            "NeMo-RL's SGLang generation refuses to start without it: its GPUs are split into "
+            "servers of this many",
+            hint="the GPUs one SGLang server spans (its tensor-parallel size)",
+        )
+
+
+SUPER_V3_ERROR_CHECKS = (sglang_names_its_gpus_per_server,)
 ERROR_CHECKS = (
     sglang_needs_its_settings,
     sglang_needs_the_v2_dtensor_worker,

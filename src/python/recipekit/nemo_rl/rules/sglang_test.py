@@ -7,7 +7,8 @@ declares it, so these tests start from rlvr read as super-v3.5's examples config
 """
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
-# name: tp_size_matches_gpus_per_engine, external_router_needs_its_address.
+# name: tp_size_matches_gpus_per_engine, external_router_needs_its_address,
+# sglang_names_its_gpus_per_server.
 # Not catalogued (no assert states them): sglang_needs_its_settings,
 # sglang_needs_the_v2_dtensor_worker.
 
@@ -150,3 +151,20 @@ def test_sglang_needs_the_v2_dtensor_worker(
         gym_examples, sglang, "policy.generation.backend = 'sglang'", HANDS_ENGINE_SIZE
     )
     assert f"the {worker} worker fails there" in error
+
+
+def test_super_v3s_sglang_names_its_gpus_per_server(refused_at: RefusedAt, errors: Plan) -> None:
+    from recipes.super3.dapo import dapo_gb200
+
+    refused_at(
+        dapo_gb200,
+        ("policy.generation.backend=sglang",),
+        "policy.generation.sglang_cfg.gpus_per_server",
+        where("nemo-rl.v3.models.generation.sglang.sglang-generation.init.gpus-per-server-set"),
+    )
+    found = errors(
+        dapo_gb200,
+        "policy.generation.backend=sglang",
+        "policy.generation.sglang_cfg={gpus_per_server: 4}",
+    )
+    assert not [e for e in found if "gpus_per_server" in e]
