@@ -29,7 +29,7 @@ from recipekit import rule_catalogue
 from recipekit.upstream import anchors
 from recipekit.upstream.classes import UpstreamSource
 from tools.generated_modules import json_table, pins, reference_dir, write_or_check
-from tools.guard_reader import Guard, guards, readable, stored
+from tools.guard_reader import Guard, guards, pinned_base, readable, stored, super_call
 
 TOOL = "tools/generate_mcore_guards.py"
 MCORE = "megatron-core/0.19.2"
@@ -66,35 +66,22 @@ def _method(source: UpstreamSource, qualified: str) -> ast.FunctionDef | None:
     return None
 
 
-def _super_call(fn: ast.FunctionDef) -> int | None:
-    """The index of ``super().__post_init__()`` among the function's statements."""
-    for index, statement in enumerate(fn.body):
-        text = ast.unparse(statement)
-        if isinstance(statement, ast.Expr) and text == f"super().{POST_INIT}()":
-            return index
-    return None
-
-
-def _base(source: UpstreamSource, qualified: str) -> str | None:
-    bases = source.bases(qualified)
-    return next((b for b in bases if b in source.nodes), None)
-
-
 def class_guards(
     source: UpstreamSource, qualified: str, fields: frozenset[str], assigned: frozenset[str]
 ) -> tuple[list[tuple[str, Guard]], set[str]]:
     """(file, guard) of ``qualified``'s ``__post_init__`` and its bases' it runs, and every
     field they assign."""
     fn = _method(source, qualified)
-    base = _base(source, qualified)
+    base = pinned_base(source, qualified)
     if fn is None:
         if base is None:
             return [], set()
         return class_guards(source, base, fields, assigned)
     found: list[tuple[str, Guard]] = []
     base_stores: set[str] = set()
-    index = _super_call(fn)
-    if base is not None and index is not None:
+    found_call = super_call(fn, POST_INIT)
+    if base is not None and found_call is not None:
+        index = found_call[0]
         before = stored(ast.Module(body=fn.body[:index], type_ignores=[]), fields)
         found, base_stores = class_guards(source, base, fields, assigned | before)
     file = _file(qualified.split(":")[0])

@@ -34,7 +34,7 @@ from recipekit.upstream.annotations import type_text
 from recipekit.upstream.classes import UpstreamSource
 from tools.generated_modules import pins, python_dict, python_header, reference_dir, write_or_check
 from tools.guard_reader import guards as guards_of
-from tools.guard_reader import plain, readable, stored
+from tools.guard_reader import pinned_base, plain, readable, stored, super_call
 
 TOOL = "tools/generate_torch_optim.py"
 TORCH = "torch/2.11.0-wheel"
@@ -90,19 +90,10 @@ def _init(source: UpstreamSource, qualified: str) -> tuple[str, ast.FunctionDef]
     for item in node.body:
         if isinstance(item, ast.FunctionDef) and item.name == "__init__":
             return qualified, item
-    base = _base(source, qualified)
+    base = pinned_base(source, qualified)
     if base is None:
         raise GenerationError(f"{qualified}: no __init__ and no pinned base")
     return _init(source, base)
-
-
-def _base(source: UpstreamSource, qualified: str) -> str | None:
-    module = qualified.split(":")[0]
-    for base in source.nodes[qualified].bases:
-        target = source.scope[module].get(ast.unparse(base))
-        if target in source.nodes:
-            return target
-    return None
 
 
 def _parameters(fn: ast.FunctionDef) -> list[tuple[str, ast.expr | None, ast.expr | None, int]]:
@@ -134,24 +125,6 @@ def _without_tensor(annotation: ast.expr) -> ast.expr:
     return Drop().visit(annotation)  # type: ignore[no-any-return]
 
 
-def _statement_of(fn: ast.FunctionDef, call: ast.Call) -> ast.stmt:
-    return next(s for s in fn.body if isinstance(s, ast.Expr) and s.value is call)
-
-
-def _super_call(fn: ast.FunctionDef) -> ast.Call | None:
-    for statement in fn.body:
-        call = statement.value if isinstance(statement, ast.Expr) else None
-        if (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Attribute)
-            and call.func.attr == "__init__"
-            and isinstance(call.func.value, ast.Call)
-            and ast.unparse(call.func.value.func) == "super"
-        ):
-            return call
-    return None
-
-
 Guard = tuple[str, str, str]
 
 
@@ -167,10 +140,11 @@ def _guards(source: UpstreamSource, qualified: str) -> list[tuple[ast.expr, str,
     params = _parameters(fn)
     names = {p[0] for p in params}
     found = [(g.condition, g.raised, f"{file}:{g.line}") for g in readable(guards_of(fn), names)]
-    call = _super_call(fn)
-    base = _base(source, owner)
-    if call is None or base is None:
+    found_call = super_call(fn, "__init__")
+    base = pinned_base(source, owner)
+    if found_call is None or base is None:
         return found
+    index, call = found_call
     base_params = _parameters(_init(source, base)[1])
     given: dict[str, ast.expr] = {}
     for (name, _, _, _), arg in zip(base_params, call.args, strict=False):
@@ -181,9 +155,7 @@ def _guards(source: UpstreamSource, qualified: str) -> list[tuple[ast.expr, str,
             given[name] = default
     # A base parameter given something that is neither a constant nor a readable name of this
     # class is unknown here: its guards are dropped.
-    before = stored(
-        ast.Module(body=fn.body[: fn.body.index(_statement_of(fn, call))], type_ignores=[])
-    )
+    before = stored(ast.Module(body=fn.body[:index], type_ignores=[]))
     known = {k: v for k, v in given.items() if plain(v, names - before)}
 
     class Rename(ast.NodeTransformer):

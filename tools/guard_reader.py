@@ -17,6 +17,8 @@ from collections.abc import Iterator
 
 import attrs
 
+from recipekit.upstream.classes import UpstreamSource
+
 # What a guard may contain: constants, the readable names, and operators on them.
 _PLAIN = (
     ast.Expression,
@@ -146,3 +148,24 @@ def _walk(
 def readable(found: list[Guard], names: set[str] | frozenset[str]) -> list[Guard]:
     """The guards whose condition reads only ``names`` not assigned before them."""
     return [g for g in found if plain(g.condition, set(names) - g.assigned)]
+
+
+def pinned_base(source: UpstreamSource, qualified: str) -> str | None:
+    """The first base of the class ``qualified`` that the pinned files define."""
+    return next((b for b in source.bases(qualified) if b in source.nodes), None)
+
+
+def super_call(fn: ast.FunctionDef, method: str) -> tuple[int, ast.Call] | None:
+    """Where ``fn``'s body calls ``super().<method>(...)`` as a statement of its own: the
+    statement's index, and the call."""
+    for index, statement in enumerate(fn.body):
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == method
+            and isinstance(call.func.value, ast.Call)
+            and ast.unparse(call.func.value.func) == "super"
+        ):
+            return index, call
+    return None
