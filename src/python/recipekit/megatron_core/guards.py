@@ -95,12 +95,11 @@ def guards_broken(framework: str, rendered: dict[str, Any], model: Any) -> Itera
             set_by = [keys[name][f] for f in read if f in keys[name]]
             if not set_by:
                 continue  # only the provider's own values: not the stage's to fix
-            shown = ", ".join(f"{f}={values[f]!r}" for f in read if f in values)
             yield Issue(
                 set_by[0],
                 f"Megatron-Core refuses it: {CLASS_NAMES[name]}.__post_init__ raises {raised} "
                 f"where `{condition}` ({line} {AT})",
-                hint=f"given: {shown}",
+                hint=f"given: {conditions.given(condition, values)}",
             )
 
 

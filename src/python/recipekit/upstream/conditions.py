@@ -78,6 +78,11 @@ def names(condition: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def given(condition: str, values: Mapping[str, Any]) -> str:
+    """The values ``condition`` read, as a hint shows them: ``betas=(0.9, 1.0), fused=True``."""
+    return ", ".join(f"{name}={values[name]!r}" for name in names(condition) if name in values)
+
+
 @cache
 def _parse(source: str) -> ast.expr:
     return ast.parse(source, mode="eval").body

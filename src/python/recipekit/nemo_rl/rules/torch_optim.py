@@ -108,7 +108,7 @@ def _guards(
             f"{name} raises {raised} where `{condition}` ({line} {AT}): the worker stops "
             "when it builds it",
             value=kwargs.get(given[0], values.get(given[0])),
-            hint=f"given: {', '.join(f'{k}={values[k]!r}' for k in read if k in values)}",
+            hint=f"given: {conditions.given(condition, values)}",
         )
 
 
