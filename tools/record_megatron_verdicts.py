@@ -55,6 +55,20 @@ GUARDED_FIELDS = (
     ("fine-grained-offloading", (("fine_grained_activation_offloading", "true"),)),
     ("capacity-factor", (("moe_expert_capacity_factor", "1.0"),)),
     ("fp16-and-bf16", (("fp16", "true"),)),
+    # Guards on a value __post_init__ computes first, and its warnings (the replay's).
+    ("mup-base-default", (("use_mup", "true"),)),
+    ("mup-base-0", (("use_mup", "true"), ("mup_base_hidden_size", "0"))),
+    ("no-rope-freq-7", (("no_rope_freq", "7"),)),
+    ("no-rope-freq-4", (("no_rope_freq", "4"),)),
+    ("pad-to-capacity-alone", (("moe_pad_expert_input_to_capacity", "true"),)),
+    ("rank-capacity-factor", (("moe_expert_rank_capacity_factor", "1.5"),)),
+    ("ncclep-without-flex", (("moe_flex_dispatcher_backend", "ncclep"),)),
+    ("router-padding-for-quantization", (("moe_router_padding_for_quantization", "true"),)),
+    ("moe-ffn-from-ffn", (("moe_ffn_hidden_size", "null"),)),
+    (
+        "cross-entropy-te",
+        (("cross_entropy_loss_fusion", "true"), ("cross_entropy_fusion_impl", "te")),
+    ),
 )
 FIXTURE = Path(f"src/python/recipekit/megatron_core/verdicts/megatron-core-{VERSION}.json")
 CLASSES = {

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from recipekit.errors import Issue
-from recipekit.megatron_core.guards import post_init_guards_hold
+from recipekit.megatron_core.guards import post_init_guards_hold, post_init_warnings
 from recipekit.megatron_core.rules import (
     fusion,
     moe,
@@ -57,6 +57,8 @@ WARNING_CHECKS: tuple[Check, ...] = (
     moe.deepep_flag_is_deprecated,
     moe.many_experts_route_in_fp32,
     scheduler.warmup_ends_before_the_decay,
+    # Last: every warning of the config classes the rules above do not mirror.
+    post_init_warnings,
 )
 
 # Per framework: both run every rule (each names the framework's own keys).

@@ -1,22 +1,25 @@
-"""Every guard of Megatron-Core's config classes that no hand-written rule mirrors, evaluated on
-the arguments the framework passes.
+"""Every guard and warning of Megatron-Core's config classes that no hand-written rule mirrors,
+evaluated on the arguments the framework passes.
 
-``generated/guards.json`` (``tools/generate_mcore_guards.py``) holds each ``assert`` and ``raise``
-of ``TransformerConfig``/``ModelParallelConfig``, ``OptimizerConfig`` and
-``DistributedDataParallelConfig.__post_init__`` whose condition reads only the class's fields
-and constants. ``kwargs`` gives the arguments a framework builds from the rendered config; a
-field it leaves out takes its default. A guard whose condition holds is the error Megatron-Core
-raises when the worker builds the config. It is reported at the stage key that sets one of the
-fields it reads; a guard that only the model provider's own values break is not, and a field
-the stage leaves out counts as Megatron-Core's default only where ``kwargs`` writes the provider's
-values down (``provider_written``): another provider may set it.
+``generated/guards.json`` (``tools/generate_mcore_guards.py``) holds
+``TransformerConfig``/``ModelParallelConfig``, ``OptimizerConfig`` and
+``DistributedDataParallelConfig.__post_init__`` as programs: their assignments, branches,
+``assert``/``raise`` statements and ``warnings.warn`` calls. ``kwargs`` gives the arguments a
+framework builds from the rendered config; a field it leaves out takes its default. The program
+is replayed on them (``recipekit.upstream.replay``), so a guard that reads a value the method
+computes first (``ffn_hidden_size`` from ``hidden_size``) is evaluated on that value. A guard
+that fails is the error Megatron-Core raises when the worker builds the config; a warning
+reached is the one it logs. Each is reported at the stage key that sets one of the fields it
+reads; one that only the model provider's own values reach is not, and a field the stage leaves
+out counts as Megatron-Core's default only where ``kwargs`` writes the provider's values down
+(``provider_written``): another provider may set it.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ from recipekit.megatron_core import MEGATRON_CORE_VERSION, SOURCE
 from recipekit.megatron_core.kwargs import framework_kwargs, provider_written
 from recipekit.megatron_core.options import options_of
 from recipekit.upstream import conditions
+from recipekit.upstream.replay import replay
 
 AT = f"@ Megatron-Core {MEGATRON_CORE_VERSION}"
 # The class each name of kwargs builds, as a message names it.
@@ -35,6 +39,7 @@ CLASS_NAMES = {
     "ddp": "DistributedDataParallelConfig",
 }
 _NRL = "policy.megatron_cfg"
+_WARNS = "Megatron-Core warns"
 
 
 TABLE = Path(__file__).parent / "generated" / "guards.json"
@@ -78,39 +83,88 @@ def _stage_keys(framework: str, rendered: dict[str, Any]) -> dict[str, dict[str,
     return {"model": model, "optimizer": optimizer, "ddp": ddp}
 
 
-def guards_broken(framework: str, rendered: dict[str, Any], model: Any) -> Iterator[Issue]:
-    """The errors Megatron-Core's unmirrored guards raise on the arguments ``framework`` builds
-    from ``rendered``."""
+def described(step: Sequence[Any]) -> tuple[str, str, bool]:
+    """(file:line, the condition on the way, whether a rule of ``rules/`` mirrors it) of a
+    generated guard (``["guard", failing, raised, where, shown, anchor, mirrored, live]``) or
+    warning (``["warn", where, shown, anchor, mirrored, live]``)."""
+    if step[0] == "guard":
+        return step[3], step[4], step[6]
+    return step[1], step[2], step[4]
+
+
+def reached(framework: str, rendered: dict[str, Any], model: Any) -> Iterator[Issue]:
+    """The errors Megatron-Core's unmirrored guards raise, and the warnings its config classes
+    issue, on the arguments ``framework`` builds from ``rendered``: each class's
+    ``__post_init__`` replayed (``recipekit.upstream.replay``) on them."""
     arguments = framework_kwargs(framework, rendered, model)
     keys = _stage_keys(framework, rendered)
     defaults_hold = provider_written(model)
     for name, table in tables().items():
         # The model's fields are the provider's before they are Megatron-Core's defaults.
-        defaults = table["defaults"] if defaults_hold or name != "model" else {}
-        values = conditions.bound(defaults, arguments.get(name, {}))
-        for condition, raised, line, _, mirrored in table["guards"]:
-            if mirrored or not conditions.holds(condition, values):
+        defaults = _defaults(name) if defaults_hold or name != "model" else {}
+        given = arguments.get(name, {})
+        for found in replay(table["program"], {**defaults, **given}):
+            where, shown, mirrored = described(found.step)
+            if mirrored:
                 continue
-            read = conditions.names(condition)
+            # The stage key behind a field the guard reads that the stage gives.
+            read = [f for f in conditions.names(shown) if f in given]
             set_by = [keys[name][f] for f in read if f in keys[name]]
             if not set_by:
                 continue  # only the provider's own values: not the stage's to fix
-            yield Issue(
-                set_by[0],
-                f"Megatron-Core refuses it: {CLASS_NAMES[name]}.__post_init__ raises {raised} "
-                f"where `{condition}` ({line} {AT})",
-                hint=f"given: {conditions.given(condition, values)}",
-            )
+            hint = f"given: {conditions.given(shown, found.values)}"
+            if found.step[0] == "warn":
+                yield Issue(
+                    set_by[0],
+                    f"Megatron-Core warns: {CLASS_NAMES[name]}.__post_init__ warns where "
+                    f"`{shown}` ({where} {AT})",
+                    hint=hint,
+                )
+            else:
+                yield Issue(
+                    set_by[0],
+                    f"Megatron-Core refuses it: {CLASS_NAMES[name]}.__post_init__ raises "
+                    f"{found.step[2]} where `{shown}` ({where} {AT})",
+                    hint=hint,
+                )
+
+
+@functools.cache
+def _defaults(name: str) -> dict[str, Any]:
+    """The defaults of the class ``name`` that are constants, evaluated."""
+    return conditions.bound(tables()[name]["defaults"], {})
+
+
+# The errors and the warnings come from one replay: the last context's, kept for the second.
+_LAST: list[tuple[Any, list[Issue]]] = []
+
+
+def _reached(ctx: Any) -> list[Issue]:
+    if _LAST and _LAST[0][0] is ctx:
+        return _LAST[0][1]
+    found = _replayed(ctx)
+    _LAST[:] = [(ctx, found)]
+    return found
+
+
+def _replayed(ctx: Any) -> list[Issue]:
+    options = options_of(ctx)
+    if options is None:
+        return []
+    try:
+        rendered = to_dict(ctx.config)
+    except ValueError:
+        return []  # a key left underived: the plan refuses it, naming the key
+    return list(reached(options.keys.framework, rendered, ctx.model))
 
 
 def post_init_guards_hold(ctx: Any) -> Iterator[Issue]:
     """Megatron-Core 0.19.2's config classes' own guards (generated/guards.json) that no rule of
     ``rules/`` mirrors, on what the stage's framework passes them."""
-    options = options_of(ctx)
-    if options is None:
-        return
-    try:
-        rendered = to_dict(ctx.config)
-    except ValueError:
-        return  # a key left underived: the plan refuses it, naming the key
-    yield from guards_broken(options.keys.framework, rendered, ctx.model)
+    yield from (i for i in _reached(ctx) if not i.message.startswith(_WARNS))
+
+
+def post_init_warnings(ctx: Any) -> Iterator[Issue]:
+    """The warnings Megatron-Core 0.19.2's config classes issue on what the stage's framework
+    passes them, where no rule of ``rules/`` mirrors them."""
+    yield from (i for i in _reached(ctx) if i.message.startswith(_WARNS))

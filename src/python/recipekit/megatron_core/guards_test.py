@@ -2,8 +2,8 @@
 and evaluated on what a framework passes: each is refused at the stage key that sets a field it
 reads; the replay of Megatron-Core's own verdicts (verdicts_test.py) holds them to the framework.
 
-# The catalogued check these tests break, which the rule catalogue's meta-test finds by name:
-# post_init_guards_hold.
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by name:
+# post_init_guards_hold, post_init_warnings.
 """
 
 from __future__ import annotations
@@ -12,14 +12,17 @@ import ast
 
 import pytest
 
-from recipekit.megatron_core.guards import tables
+from recipekit import rule_catalogue
+from recipekit.megatron_core.guards import described, tables
 from recipekit.nemo_rl.rules.conftest import plan_errors as errors
+from recipekit.nemo_rl.rules.conftest import plan_warnings as warnings
 from recipekit.stage import Stage
+from recipekit.upstream.replay import located, replay
 from recipes.super35.pretrain import pretrain
 from recipes.super35.rl import rlvr
 from tools import generate_mcore_guards as generator
 from tools.generated_modules import stale_outputs
-from tools.guard_reader import guards, readable
+from tools.guard_reader import guards, program, readable
 
 
 def test_the_generated_table_is_what_the_tool_writes() -> None:
@@ -28,7 +31,7 @@ def test_the_generated_table_is_what_the_tool_writes() -> None:
 
 
 def _where(klass: str, condition: str) -> str:
-    return str(next(g[2] for g in tables()[klass]["guards"] if g[0] == condition))
+    return str(next(g[3] for g in located(tables()[klass]["program"]) if g[4] == condition))
 
 
 @pytest.mark.parametrize(
@@ -85,7 +88,14 @@ class Config:
             assert x
         if call(self.a):
             raise ValueError("a call")
+        if len(self.d) > 2:
+            warnings.warn("many d")
 """
+
+
+def _program() -> list[list[object]]:
+    fn = ast.parse(SOURCE).body[0].body[0]  # type: ignore[attr-defined]
+    return program(fn, frozenset("abcd"))
 
 
 def test_the_reader_keeps_what_reads_only_fields_given() -> None:
@@ -96,3 +106,80 @@ def test_the_reader_keeps_what_reads_only_fields_given() -> None:
         ("a is not None and (not a > 0)", "AssertionError"),
         ("a is not None and b", "ValueError"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("values", "reached"),
+    [
+        ({"a": 1, "b": False, "d": []}, []),
+        ({"a": 0, "b": False, "d": []}, ["a is not None and (not a > 0)"]),
+        # c is assigned a's value first: the replay reads the value the method made.
+        ({"a": 5, "b": False, "d": []}, ["c > 3"]),
+        ({"a": 5, "b": True, "d": [1, 2, 3]}, ["a is not None and b", "c > 3", "len(d) > 2"]),
+        # No value for a: neither a's guards nor c's, which the method takes from a.
+        ({"b": True, "d": []}, []),
+    ],
+)
+def test_the_replay_reaches_the_guards_the_values_break(
+    values: dict[str, object], reached: list[str]
+) -> None:
+    # The loop's assert and the call's raise are never evaluated: the replay does not follow
+    # them.
+    assert [r.step[4 if r.step[0] == "guard" else 2] for r in replay(_program(), values)] == reached
+
+
+def test_a_branch_it_cannot_decide_forgets_what_it_changes() -> None:
+    fn = ast.parse(
+        "def f(self):\n"
+        "    if unknown(self.a):\n"
+        "        self.b = 0\n"
+        "    assert self.b != 0\n"
+    ).body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    assert not replay(program(fn, frozenset("ab")), {"a": 1, "b": 0})
+    fn = ast.parse(
+        "def f(self):\n" "    if unknown(self.a):\n" "        return\n" "    assert self.b != 0\n"
+    ).body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    # The method may have returned before its assert.
+    assert not replay(program(fn, frozenset("ab")), {"a": 1, "b": 0})
+
+
+def test_a_guard_on_a_value_the_method_computes_reads_that_value() -> None:
+    # TransformerConfig.__post_init__ sets mup_base_hidden_size to hidden_size where none is
+    # given, then asserts it is positive: use_mup alone passes, a base of 0 does not.
+    mup = "`use_mup and (not mup_base_hidden_size > 0)`"
+    key = "policy.megatron_cfg.model_overrides"
+    assert not [e for e in errors(rlvr, f"{key}={{use_mup: true}}") if mup in e]
+    found = [
+        e for e in errors(rlvr, f"{key}={{use_mup: true, mup_base_hidden_size: 0}}") if mup in e
+    ]
+    assert found and found[0].startswith(f"{key}.use_mup"), found
+    assert "given: use_mup=True, mup_base_hidden_size=0" in found[0]
+
+
+def test_a_warning_megatron_core_issues_is_a_warning() -> None:
+    # post_init_warnings: TransformerConfig warns, and takes ffn_hidden_size, where an MoE model
+    # gives no moe_ffn_hidden_size.
+    found = [w for w in warnings(pretrain, "model.moe_ffn_hidden_size=null") if "warns" in w]
+    assert found and found[0].startswith("model.moe_ffn_hidden_size: Megatron-Core warns"), found
+    assert "`num_moe_experts is not None and moe_ffn_hidden_size is None`" in found[0]
+    assert not errors(pretrain, "model.moe_ffn_hidden_size=null")
+
+
+def test_the_catalogue_names_the_generic_checks_for_what_the_replay_evaluates() -> None:
+    # Each guard or warning the replay can evaluate (live) that no hand-written rule mirrors is
+    # catalogued as the generic check's, or as out of reach with its reason; and each entry
+    # that names a generic check is one the replay evaluates.
+    entries = {(e.file, e.anchor): e for e in rule_catalogue.load("megatron-core")}
+    evaluated = set()
+    for table in tables().values():
+        for step in located(table["program"]):
+            where, _, mirrored = described(step)
+            entry = entries[(where.split(":")[0], step[-3])]
+            if mirrored or not step[-1]:
+                continue
+            evaluated.add(entry.id)
+            assert entry.check in generator.GENERIC or entry.reason == "unreachable", entry.id
+    named = {e.id for e in entries.values() if e.check in generator.GENERIC}
+    assert named <= evaluated, sorted(named - evaluated)

@@ -19,20 +19,21 @@ MODEL_NOTE = "which the memory estimate does not model"
 
 
 @pytest.mark.parametrize(
-    ("override", "key"),
+    ("overrides", "key"),
     [
-        ("model.cuda_graph_impl=local", "model.cuda_graph_impl"),
-        ("model.enable_cuda_graph=true", "model.enable_cuda_graph"),
+        (("model.cuda_graph_impl=local",), "model.cuda_graph_impl"),
+        (("model.enable_cuda_graph=true",), "model.enable_cuda_graph"),
         (
-            "model.fine_grained_activation_offloading=true",
+            # Megatron-Core asserts that offloading names what it offloads.
+            ("model.fine_grained_activation_offloading=true", "model.offload_modules=[core_attn]"),
             "model.fine_grained_activation_offloading",
         ),
-        ("model.cpu_offloading=true", "model.cpu_offloading"),
+        (("model.cpu_offloading=true",), "model.cpu_offloading"),
     ],
 )
-def test_megatron_bridge_switches_warn_naming_the_key(override: str, key: str) -> None:
-    found = [w for w in plan_warnings(pretrain, override) if w.startswith(key) and MODEL_NOTE in w]
-    assert found, plan_warnings(pretrain, override)
+def test_megatron_bridge_switches_warn_naming_the_key(overrides: tuple[str, ...], key: str) -> None:
+    warned = plan_warnings(pretrain, *overrides)
+    assert [w for w in warned if w.startswith(key) and MODEL_NOTE in w], warned
 
 
 def test_nemo_rl_switches_warn_set_first_class_or_through_model_overrides() -> None:

@@ -3,10 +3,10 @@
 A generator reads a guard from a pinned source as Python source text over the parameters of
 the call it guards (``not 0.0 <= betas[1] < 1.0``, ``fused and foreach``; see
 ``tools/generate_torch_optim.py``); here it is evaluated with the values a config gives, or the
-parameters' defaults. Only constants, names, subscripts and operators are evaluated, never a
-call. Where the answer cannot be told (a name with no value, a value the operator refuses, as
-a string compared with a float) it is None: the check that asks says nothing, and the value's
-type is another check's.
+parameters' defaults. Only constants, names, subscripts, operators and a few builtins without
+side effects (``len``, ``isinstance``, ``min``: ``CALLS``) are evaluated. Where the answer
+cannot be told (a name with no value, a value the operator refuses, as a string compared with a
+float) it is None: the check that asks says nothing, and the value's type is another check's.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from typing import Any
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
     ast.Mult: operator.mul,
     ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv,
@@ -40,6 +42,40 @@ _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
 }
 
 
+# The builtins an expression may call (none changes its arguments), and the types isinstance
+# may name.
+CALLS: dict[str, Callable[..., Any]] = {
+    "len": len,
+    "isinstance": lambda value, types: isinstance(
+        value, tuple(types) if isinstance(types, list) else types
+    ),
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "bool": bool,
+    "int": int,
+    "float": float,
+    "str": str,
+    "any": any,
+    "all": all,
+    "sum": sum,
+    "list": list,
+    "tuple": tuple,
+    "dict": dict,
+    "set": set,
+    "sorted": sorted,
+}
+TYPES: dict[str, type] = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": bool,
+    "list": list,
+    "tuple": tuple,
+    "dict": dict,
+}
+
+
 class _Unknown(Exception):
     """The expression reads something it has no value for, or a form it does not evaluate."""
 
@@ -52,13 +88,18 @@ def holds(condition: str, values: Mapping[str, Any]) -> bool | None:
         return None
 
 
+def evaluated(source: str, values: Mapping[str, Any]) -> tuple[bool, Any]:
+    """(whether it could be evaluated, its value) of an expression over ``values``."""
+    try:
+        return True, _value(_parse(source), values)
+    except (_Unknown, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
+        return False, None
+
+
 def constant(source: str) -> tuple[bool, Any]:
     """(whether it could be evaluated, its value) of an expression of constants: a parameter's
     default as a generated table writes it (``1.0 / 3``, ``(0.9, 0.999)``, ``None``)."""
-    try:
-        return True, _value(_parse(source), {})
-    except (_Unknown, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
-        return False, None
+    return evaluated(source, {})
 
 
 def bound(defaults: Mapping[str, str | None], given: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,11 +133,20 @@ def _value(node: ast.expr, values: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name):
-        if node.id not in values:
-            raise _Unknown(node.id)
-        return values[node.id]
+        if node.id in values:
+            return values[node.id]
+        if node.id in TYPES:
+            return TYPES[node.id]
+        raise _Unknown(node.id)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        call = CALLS.get(node.func.id)
+        if call is None or node.func.id in values:
+            raise _Unknown(node.func.id)
+        return call(*(_value(a, values) for a in node.args))
     if isinstance(node, ast.Tuple | ast.List):
         return [_value(e, values) for e in node.elts]
+    if isinstance(node, ast.Set):
+        return {_value(e, values) for e in node.elts}
     if isinstance(node, ast.UnaryOp):
         operand = _value(node.operand, values)
         if isinstance(node.op, ast.Not):

@@ -43,7 +43,10 @@ def test_hierarchical_sizes_multiply_to_the_cp_size() -> None:
 
 
 def test_a_per_layer_list_names_every_layer() -> None:
-    (error,) = _errors("model.cp_comm_type=[p2p, a2a]")
+    # Megatron-Core's TransformerConfig asserts it too (megatron_core.guards): both name the key.
+    found = _errors("model.cp_comm_type=[p2p, a2a]")
+    assert all(e.startswith("model.cp_comm_type") for e in found), found
+    (error,) = (e for e in found if "Megatron-Bridge" in e)
     assert "one type per layer: 2 given for 88 layers" in error
     assert cite(RULE + "per-layer-cp-comm-type-list") in error
     make_plan(sft_long_context, ["model.cp_comm_type=[" + ", ".join(["a2a"] * 88) + "]"])

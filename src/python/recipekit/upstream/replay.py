@@ -1,0 +1,113 @@
+"""Running a pinned function's program (``tools/guard_reader.program``) on a config's values.
+
+A guard of Megatron-Core's ``TransformerConfig.__post_init__`` often reads a value the method
+made first (``ffn_hidden_size`` is ``4 * hidden_size`` where none is given). The replay runs the
+method's assignments and branches on the values it knows, and reports each guard it reaches
+that fails, with the values it read. What it cannot tell (a name with no value, a call it does
+not evaluate, a branch it cannot decide) it forgets: a guard that reads a forgotten name is not
+evaluated, and a branch it cannot decide forgets whatever either side changes. A branch that
+may return leaves the rest of its function undecided: its later guards are not evaluated and
+its later assignments forget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import attrs
+
+from recipekit.upstream import conditions
+
+EVERYTHING = "*"
+
+
+@attrs.frozen
+class Reached:
+    """A guard that fails, or a warning that is issued, and the values when the replay got
+    there: ``step`` is the program's step (``["guard", failing, raised, line, shown]`` or
+    ``["warn", line, shown]``)."""
+
+    step: Sequence[Any]
+    values: dict[str, Any]
+
+
+class _Return(Exception):
+    """The function returned."""
+
+
+def replay(steps: Sequence[Any], values: dict[str, Any]) -> list[Reached]:
+    """Every failing guard and issued warning of ``steps`` on ``values``, in the order the
+    function reaches them."""
+    state = dict(values)
+    found: list[Reached] = []
+    _function(steps, state, found)
+    return found
+
+
+def _function(steps: Sequence[Any], state: dict[str, Any], found: list[Reached]) -> None:
+    try:
+        _run(steps, state, found, decided=[True])
+    except _Return:
+        pass
+
+
+def _forget(state: dict[str, Any], names: Sequence[str]) -> None:
+    if EVERYTHING in names:
+        state.clear()
+    for name in names:
+        state.pop(name, None)
+
+
+def _run(
+    steps: Sequence[Any], state: dict[str, Any], found: list[Reached], decided: list[bool]
+) -> None:
+    # decided[0] turns False once a branch that may have returned was not decided: from then
+    # on the rest of the function may not run at all.
+    for step in steps:
+        kind = step[0]
+        if kind == "set":
+            known, value = (
+                (False, None) if step[2] is None else conditions.evaluated(step[2], state)
+            )
+            if known and decided[0]:
+                state[step[1]] = value
+            else:
+                state.pop(step[1], None)
+        elif kind == "forget":
+            _forget(state, step[1])
+        elif kind == "if":
+            _, test, then, orelse, changed, exits = step
+            taken = None if test is None or not decided[0] else conditions.holds(test, state)
+            if taken is None:
+                _forget(state, changed)
+                if exits:
+                    decided[0] = False
+            else:
+                _run(then if taken else orelse, state, found, decided)
+        elif kind == "guard":
+            if decided[0] and step[1] is not None and conditions.holds(step[1], state):
+                found.append(Reached(step, dict(state)))
+        elif kind == "warn":
+            if decided[0]:
+                found.append(Reached(step, dict(state)))
+        elif kind == "call":
+            if decided[0]:
+                _function(step[1], state, found)
+            else:
+                _forget(state, [EVERYTHING])
+        elif kind == "return":
+            if decided[0]:
+                raise _Return
+
+
+def located(steps: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    """Every guard and warning step of ``steps``, in the program's order."""
+    for step in steps:
+        if step[0] in ("guard", "warn"):
+            yield step
+        elif step[0] == "if":
+            yield from located(step[2])
+            yield from located(step[3])
+        elif step[0] == "call":
+            yield from located(step[1])
