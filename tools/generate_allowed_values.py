@@ -207,6 +207,13 @@ SETS: dict[str, dict[str, Site | tuple[Site, ...]]] = {
             "MathEnvironment",
         ),
     },
+    # The job runs run_recipe.py --mode <scheme>, which hands a PEFT recipe the modes it
+    # compares here as its peft_scheme (recipekit's Recipe.run_mode).
+    "megatron_bridge.peft_scheme": {
+        "megatron-bridge/main": Site(
+            "scripts/training/run_recipe.py", "compared", "mode", "_load_selected_recipe"
+        )
+    },
     "megatron_core.lr_decay_style": {
         MCORE: Site(
             "megatron/core/optimizer_param_scheduler.py", "compared", "lr_decay_style", "get_lr"
@@ -246,9 +253,28 @@ def _strings(node: ast.AST | None) -> Iterator[str]:
             yield from _strings(element)
 
 
+# The calls a comparison may fold the setting's case with first: ``scheme.lower() == "lora"``.
+_CASE_FOLDS = ("lower", "casefold")
+
+
+def _case_folded(node: ast.AST) -> ast.AST | None:
+    """What ``node`` folds the case of (``x.lower()``: ``x``), or None."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _CASE_FOLDS
+        and not node.args
+    ):
+        return node.func.value
+    return None
+
+
 def _names_setting(node: ast.AST, setting: str) -> bool:
     """``node`` reads ``setting``: ``setting``, ``x.setting``, ``x["setting"]``,
-    ``x.get("setting", ...)``."""
+    ``x.get("setting", ...)``, or any of them with its case folded (``setting.lower()``)."""
+    folded = _case_folded(node)
+    if folded is not None:
+        return _names_setting(folded, setting)
     if isinstance(node, ast.Name):
         return node.id == setting
     if isinstance(node, ast.Attribute):
@@ -260,8 +286,9 @@ def _names_setting(node: ast.AST, setting: str) -> bool:
     return False
 
 
-def _compared(scope: ast.AST, setting: str) -> Iterator[tuple[str, int]]:
-    """Each string ``setting`` is compared with in ``scope``, with the comparison's line."""
+def _compared(scope: ast.AST, setting: str) -> Iterator[tuple[str, int, bool]]:
+    """Each string ``setting`` is compared with in ``scope``, with the comparison's line and
+    whether the setting's case is folded first."""
     for node in ast.walk(scope):
         if isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
@@ -269,14 +296,27 @@ def _compared(scope: ast.AST, setting: str) -> Iterator[tuple[str, int]]:
                 if not isinstance(op, ast.Eq | ast.NotEq | ast.In | ast.NotIn):
                     continue
                 if _names_setting(left, setting):
-                    yield from ((v, node.lineno) for v in _strings(right))
+                    folded = _case_folded(left) is not None
+                    yield from ((v, node.lineno, folded) for v in _strings(right))
                 elif _names_setting(right, setting) and isinstance(op, ast.Eq | ast.NotEq):
-                    yield from ((v, node.lineno) for v in _strings(left))
+                    folded = _case_folded(right) is not None
+                    yield from ((v, node.lineno, folded) for v in _strings(left))
         elif isinstance(node, ast.Match) and _names_setting(node.subject, setting):
+            folded = _case_folded(node.subject) is not None
             for case in node.cases:
                 for pattern in ast.walk(case.pattern):
                     if isinstance(pattern, ast.MatchValue):
-                        yield from ((v, node.lineno) for v in _strings(pattern.value))
+                        yield from ((v, node.lineno, folded) for v in _strings(pattern.value))
+
+
+def case_folded(text: str, site: Site) -> bool:
+    """Whether every comparison a ``compared`` site reads folds the setting's case first: the
+    framework then takes the values in any case (``LoRA``)."""
+    if site.kind != "compared":
+        return False
+    tree = ast.parse(text)
+    found = [f for scope in _scopes(tree, site.scope) for *_, f in _compared(scope, site.symbol)]
+    return bool(found) and all(found)
 
 
 def _scopes(tree: ast.Module, name: str) -> list[ast.AST]:
@@ -369,7 +409,7 @@ def read(text: str, site: Site) -> tuple[list[str], int]:
             (
                 (at, value)
                 for scope in _scopes(tree, site.scope)
-                for value, at in _compared(scope, site.symbol)
+                for value, at, _ in _compared(scope, site.symbol)
             ),
             key=lambda pair: pair[0],
         )
@@ -380,14 +420,18 @@ def read(text: str, site: Site) -> tuple[list[str], int]:
     return list(dict.fromkeys(values)), line
 
 
-def _read_site(root: Path, label: str, name: str, site: Site) -> tuple[list[str], int]:
+def _site_text(root: Path, label: str, name: str, site: Site) -> str:
     label = site.source or label
     path = root / label / site.file
     if not path.is_file():
         raise SystemExit(
             f"{name}: {label}/{site.file} is not under {root}: run tools/fetch-reference"
         )
-    values, line = read(path.read_text(), site)
+    return path.read_text()
+
+
+def _read_site(root: Path, label: str, name: str, site: Site) -> tuple[list[str], int]:
+    values, line = read(_site_text(root, label, name, site), site)
     if not values:
         raise SystemExit(
             f"{name}: {site.kind} {site.symbol!r} yields no value in {label}/{site.file}"
@@ -410,6 +454,8 @@ def _entry(root: Path, label: str, name: str, sites: Site | tuple[Site, ...]) ->
     }
     if first.source:
         entry["source"] = first.source
+    if all(case_folded(_site_text(root, label, name, site), site) for site in each):
+        entry["case_folded"] = True
     if others:
         entry["also"] = [[s.source or label, s.file, at] for s, _, at in others]
     return entry

@@ -96,7 +96,7 @@ def allowed_at(name: str, source: str) -> Validator:
     def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         # A tuple is one value per item (a per-layer list), where the field's type takes one.
         for item in value if isinstance(value, tuple) else (value,):
-            if not _skip(item) and item not in found.values:
+            if not _skip(item) and not (isinstance(item, str) and found.accepts(item)):
                 close = did_you_mean(str(item), found.values, what="values")
                 _fail(
                     attribute,

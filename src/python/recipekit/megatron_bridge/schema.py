@@ -24,7 +24,7 @@ from recipekit.errors import FieldError
 from recipekit.markers import Derived, Unset, given
 from recipekit.sections import derived, frozen_section, optional, required, section
 from recipekit.upstream.declared import Declared, declared, undeclared
-from recipekit.validators import at_least, between, one_of, upstream_values
+from recipekit.validators import at_least, between, upstream_values
 
 RecipeMode = Literal["pretrain", "sft", "peft"]
 
@@ -38,7 +38,6 @@ def upstream_bridge(*qualified: str) -> Declared:
     return declared(BRIDGE_TYPES, *qualified)
 
 
-PEFT_SCHEMES = ("lora", "dora")
 DEFAULT_PEFT_SCHEME = "lora"
 
 
@@ -74,8 +73,9 @@ class Recipe:
     """The Megatron-Bridge recipe function that builds the ``ConfigContainer``."""
 
     target: str = required(_dotted_function)
-    # The PEFT recipes' one argument (``..._peft_config(peft_scheme="lora")``).
-    peft_scheme: str | Unset = optional(one_of(PEFT_SCHEMES))
+    # The PEFT recipes' one argument (``..._peft_config(peft_scheme="lora")``): the job passes
+    # it as run_recipe.py's --mode, which hands the recipe only the schemes it names.
+    peft_scheme: str | Unset = optional(upstream_values("megatron_bridge.peft_scheme"))
 
     @property
     def function(self) -> str:

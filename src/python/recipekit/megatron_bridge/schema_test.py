@@ -55,8 +55,10 @@ def test_the_recipe_renders_as_target_and_arguments() -> None:
 def test_an_unknown_peft_scheme_lists_the_allowed_ones() -> None:
     with pytest.raises(RecipeError) as exc:
         Recipe(target=f"{MODULE}.x.nemotron_35_super_vl_peft_config", peft_scheme="ia3")
+    # The set is run_recipe.py's: the job passes the scheme as its --mode.
     assert _issues(exc) == [
-        "recipe.peft_scheme = 'ia3': not an accepted value (allowed: 'lora', 'dora')"
+        "recipe.peft_scheme = 'ia3': not an accepted value (scripts/training/run_recipe.py:425"
+        " @ main accepts 'lora', 'dora')"
     ]
 
 

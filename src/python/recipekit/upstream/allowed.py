@@ -25,6 +25,11 @@ class Allowed:
     line: int
     # Other sites whose values the set takes too: (source, file, line).
     also: tuple[tuple[str, str, int], ...] = ()
+    # The framework folds the value's case before it compares (``scheme.lower() == "lora"``).
+    case_folded: bool = False
+
+    def accepts(self, value: str) -> bool:
+        return (value.lower() if self.case_folded else value) in self.values
 
     def cited(self) -> str:
         return " and ".join(
@@ -57,4 +62,5 @@ def allowed(name: str, source: str) -> Allowed:
         entry["file"],
         entry["line"],
         tuple((s, f, line) for s, f, line in entry.get("also", ())),
+        entry.get("case_folded", False),
     )

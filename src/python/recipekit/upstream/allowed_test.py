@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+import attrs
 import pytest
 
 from recipekit.errors import RecipeError
@@ -14,7 +15,7 @@ from recipekit.markers import Unset
 from recipekit.nemo_rl import SUPER35_TYPES, SUPER_V3_TYPES
 from recipekit.plan import make_plan
 from recipekit.sections import frozen_section, optional, section
-from recipekit.upstream.allowed import TABLE, allowed, names
+from recipekit.upstream.allowed import TABLE, Allowed, allowed, names
 from recipekit.upstream.declared import declared
 from recipes.super3.dapo import dapo_gb200
 from recipes.super35.rl import rlvr
@@ -71,6 +72,25 @@ def test_each_kind_of_site_reads_its_values() -> None:
     found, line = generator.read(source, site("f", "compared", "style", "dispatch"))
     assert sorted(found) == ["p", "q", "r", "s", "t"]
     assert line == source.splitlines().index('    if cfg["style"] == "p":') + 1
+    assert not generator.case_folded(source, site("f", "compared", "style", "dispatch"))
+
+
+def test_a_comparison_that_folds_case_takes_the_value_in_any_case() -> None:
+    source = textwrap.dedent(
+        """
+        def load(scheme):
+            if scheme.lower() == "lora":
+                pass
+            if scheme.casefold() in ("dora",):
+                pass
+        """
+    )
+    site = generator.Site("f", "compared", "scheme", "load")
+    assert generator.read(source, site)[0] == ["lora", "dora"]
+    assert generator.case_folded(source, site)
+    found = Allowed(("lora", "dora"), "megatron-bridge/main", "f", 3, case_folded=True)
+    assert found.accepts("LoRA") and not found.accepts("ia3")
+    assert not attrs.evolve(found, case_folded=False).accepts("LoRA")
 
 
 def test_a_site_that_yields_nothing_stops_the_generator(monkeypatch: pytest.MonkeyPatch) -> None:
