@@ -39,7 +39,6 @@ CLASS_NAMES = {
     "ddp": "DistributedDataParallelConfig",
 }
 _NRL = "policy.megatron_cfg"
-_WARNS = "Megatron-Core warns"
 
 
 TABLE = Path(__file__).parent / "generated" / "guards.json"
@@ -92,10 +91,10 @@ def described(step: Sequence[Any]) -> tuple[str, str, bool]:
     return step[1], step[2], step[4]
 
 
-def reached(framework: str, rendered: dict[str, Any], model: Any) -> Iterator[Issue]:
-    """The errors Megatron-Core's unmirrored guards raise, and the warnings its config classes
-    issue, on the arguments ``framework`` builds from ``rendered``: each class's
-    ``__post_init__`` replayed (``recipekit.upstream.replay``) on them."""
+def reached(framework: str, rendered: dict[str, Any], model: Any) -> Iterator[tuple[bool, Issue]]:
+    """(whether a warning, the issue) of each error Megatron-Core's unmirrored guards raise, and
+    each warning its config classes issue, on the arguments ``framework`` builds from
+    ``rendered``: each class's ``__post_init__`` replayed (``recipekit.upstream.replay``)."""
     arguments = framework_kwargs(framework, rendered, model)
     keys = _stage_keys(framework, rendered)
     defaults_hold = provider_written(model)
@@ -112,21 +111,17 @@ def reached(framework: str, rendered: dict[str, Any], model: Any) -> Iterator[Is
             set_by = [keys[name][f] for f in read if f in keys[name]]
             if not set_by:
                 continue  # only the provider's own values: not the stage's to fix
-            hint = f"given: {conditions.given(shown, found.values)}"
-            if found.step[0] == "warn":
-                yield Issue(
+            warns = found.step[0] == "warn"
+            does = "warns" if warns else f"raises {found.step[2]}"
+            yield (
+                warns,
+                Issue(
                     set_by[0],
-                    f"Megatron-Core warns: {CLASS_NAMES[name]}.__post_init__ warns where "
-                    f"`{shown}` ({where} {AT})",
-                    hint=hint,
-                )
-            else:
-                yield Issue(
-                    set_by[0],
-                    f"Megatron-Core refuses it: {CLASS_NAMES[name]}.__post_init__ raises "
-                    f"{found.step[2]} where `{shown}` ({where} {AT})",
-                    hint=hint,
-                )
+                    f"Megatron-Core {'warns' if warns else 'refuses it'}: {CLASS_NAMES[name]}"
+                    f".__post_init__ {does} where `{shown}` ({where} {AT})",
+                    hint=f"given: {conditions.given(shown, found.values)}",
+                ),
+            )
 
 
 @functools.cache
@@ -136,35 +131,32 @@ def _defaults(name: str) -> dict[str, Any]:
 
 
 # The errors and the warnings come from one replay: the last context's, kept for the second.
-_LAST: list[tuple[Any, list[Issue]]] = []
+_LAST: list[tuple[Any, list[tuple[bool, Issue]]]] = []
 
 
-def _reached(ctx: Any) -> list[Issue]:
+def _reached(ctx: Any) -> list[tuple[bool, Issue]]:
     if _LAST and _LAST[0][0] is ctx:
         return _LAST[0][1]
-    found = _replayed(ctx)
+    options = options_of(ctx)
+    found: list[tuple[bool, Issue]] = []
+    if options is not None:
+        try:
+            rendered = to_dict(ctx.config)
+        except ValueError:
+            rendered = None  # a key left underived: the plan refuses it, naming the key
+        if rendered is not None:
+            found = list(reached(options.keys.framework, rendered, ctx.model))
     _LAST[:] = [(ctx, found)]
     return found
-
-
-def _replayed(ctx: Any) -> list[Issue]:
-    options = options_of(ctx)
-    if options is None:
-        return []
-    try:
-        rendered = to_dict(ctx.config)
-    except ValueError:
-        return []  # a key left underived: the plan refuses it, naming the key
-    return list(reached(options.keys.framework, rendered, ctx.model))
 
 
 def post_init_guards_hold(ctx: Any) -> Iterator[Issue]:
     """Megatron-Core 0.19.2's config classes' own guards (generated/guards.json) that no rule of
     ``rules/`` mirrors, on what the stage's framework passes them."""
-    yield from (i for i in _reached(ctx) if not i.message.startswith(_WARNS))
+    yield from (issue for warns, issue in _reached(ctx) if not warns)
 
 
 def post_init_warnings(ctx: Any) -> Iterator[Issue]:
     """The warnings Megatron-Core 0.19.2's config classes issue on what the stage's framework
     passes them, where no rule of ``rules/`` mirrors them."""
-    yield from (i for i in _reached(ctx) if i.message.startswith(_WARNS))
+    yield from (issue for warns, issue in _reached(ctx) if warns)

@@ -36,6 +36,14 @@ class _Return(Exception):
     """The function returned."""
 
 
+@attrs.define
+class _Frame:
+    """One function's run: ``decided`` turns False once a branch that may have returned could
+    not be decided, from when on the rest of the function may not run at all."""
+
+    decided: bool = True
+
+
 def replay(steps: Sequence[Any], values: dict[str, Any]) -> list[Reached]:
     """Every failing guard and issued warning of ``steps`` on ``values``, in the order the
     function reaches them."""
@@ -47,7 +55,7 @@ def replay(steps: Sequence[Any], values: dict[str, Any]) -> list[Reached]:
 
 def _function(steps: Sequence[Any], state: dict[str, Any], found: list[Reached]) -> None:
     try:
-        _run(steps, state, found, decided=[True])
+        _run(steps, state, found, _Frame())
     except _Return:
         pass
 
@@ -59,18 +67,14 @@ def _forget(state: dict[str, Any], names: Sequence[str]) -> None:
         state.pop(name, None)
 
 
-def _run(
-    steps: Sequence[Any], state: dict[str, Any], found: list[Reached], decided: list[bool]
-) -> None:
-    # decided[0] turns False once a branch that may have returned was not decided: from then
-    # on the rest of the function may not run at all.
+def _run(steps: Sequence[Any], state: dict[str, Any], found: list[Reached], frame: _Frame) -> None:
     for step in steps:
         kind = step[0]
         if kind == "set":
             known, value = (
                 (False, None) if step[2] is None else conditions.evaluated(step[2], state)
             )
-            if known and decided[0]:
+            if known and frame.decided:
                 state[step[1]] = value
             else:
                 state.pop(step[1], None)
@@ -78,26 +82,26 @@ def _run(
             _forget(state, step[1])
         elif kind == "if":
             _, test, then, orelse, changed, exits = step
-            taken = None if test is None or not decided[0] else conditions.holds(test, state)
+            taken = None if test is None or not frame.decided else conditions.holds(test, state)
             if taken is None:
                 _forget(state, changed)
                 if exits:
-                    decided[0] = False
+                    frame.decided = False
             else:
-                _run(then if taken else orelse, state, found, decided)
+                _run(then if taken else orelse, state, found, frame)
         elif kind == "guard":
-            if decided[0] and step[1] is not None and conditions.holds(step[1], state):
+            if frame.decided and step[1] is not None and conditions.holds(step[1], state):
                 found.append(Reached(step, dict(state)))
         elif kind == "warn":
-            if decided[0]:
+            if frame.decided:
                 found.append(Reached(step, dict(state)))
         elif kind == "call":
-            if decided[0]:
+            if frame.decided:
                 _function(step[1], state, found)
             else:
                 _forget(state, [EVERYTHING])
         elif kind == "return":
-            if decided[0]:
+            if frame.decided:
                 raise _Return
 
 
