@@ -169,9 +169,7 @@ class _Known:
         """Whether ``text`` (None: not evaluable) reads a name that has no value."""
         if text is None:
             return True
-        return any(
-            n not in self.names and n not in BUILTIN_NAMES for n in conditions.names(text)
-        )
+        return any(n not in self.names and n not in BUILTIN_NAMES for n in conditions.names(text))
 
     def forget(self, names: list[str]) -> None:
         self.names = set() if EVERYTHING in names else self.names - set(names)
@@ -210,4 +208,3 @@ def _live(steps: list[Step], known: _Known, reached: bool = True) -> _Known:
         elif kind == "call":
             known = _live(step[1], known, reached)  # type: ignore[arg-type]
     return known
-

@@ -1,0 +1,71 @@
+"""vLLM's engine config classes' checks, read from the pinned wheel (tools/generate_vllm_guards.py)
+and replayed on vllm_kwargs: refused at the key, on the Super 3.5 stages that pin vLLM 0.25.1;
+verdicts_test.py holds the replay to vLLM itself.
+
+# The catalogued check these tests break, which the rule catalogue's meta-test finds by name:
+# engine_config_guards_hold.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from recipekit import rule_catalogue
+from recipekit.nemo_rl.rules.conftest import plan_errors as errors
+from recipekit.upstream.replay import located
+from recipekit.vllm.guards import described, tables
+from recipes.super3.dapo import dapo_gb200
+from recipes.super35.rl import rlvr
+from tools import generate_vllm_guards as generator
+from tools.generated_modules import stale_outputs
+
+KWARGS = "policy.generation.vllm_kwargs"
+
+
+def test_the_generated_table_is_what_the_tool_writes() -> None:
+    stale = stale_outputs(generator.generate, [generator.VLLM])
+    assert not stale, f"{stale} stale: run python3 {generator.TOOL}"
+
+
+@pytest.mark.parametrize(
+    ("given", "key", "line"),
+    [
+        ("enable_elastic_ep: true", "enable_elastic_ep", "vllm/config/parallel.py:805"),
+        ("numa_bind_nodes: [0]", "numa_bind_nodes", "vllm/config/parallel.py:471"),
+        (
+            "collect_detailed_traces: [worker]",
+            "collect_detailed_traces",
+            "vllm/config/observability.py:156",
+        ),
+    ],
+)
+def test_a_check_vllm_kwargs_break_is_refused_at_the_key(given: str, key: str, line: str) -> None:
+    found = [e for e in errors(rlvr, f"{KWARGS}={{{given}}}") if line in e]
+    assert found and found[0].startswith(f"{KWARGS}.{key}"), errors(rlvr, f"{KWARGS}={{{given}}}")
+    assert "vLLM refuses it" in found[0] and "@ vLLM 0.25.1" in found[0]
+
+
+def test_what_the_checks_accept_plans() -> None:
+    kept = "numa_bind: true, numa_bind_nodes: [0], collect_detailed_traces: [worker], "
+    kept += "otlp_traces_endpoint: 'http://127.0.0.1:4317'"
+    assert not [e for e in errors(rlvr, f"{KWARGS}={{{kept}}}") if "vLLM refuses it" in e]
+
+
+def test_super_v3_pins_no_vllm_whose_classes_are_read() -> None:
+    found = errors(dapo_gb200, f"{KWARGS}={{enable_elastic_ep: true}}")
+    assert not [e for e in found if "parallel.py:805" in e]
+
+
+def test_the_catalogue_names_the_generic_check_for_what_the_replay_evaluates() -> None:
+    entries = {(e.file, e.anchor): e for e in rule_catalogue.load("vllm")}
+    evaluated = set()
+    for table in tables().values():
+        for step in located(table["program"]):
+            where, _, mirrored = described(step)
+            if mirrored or not step[-1]:
+                continue
+            entry = entries.get((where.split(":")[0], step[-3]))
+            assert entry is not None and entry.check in generator.GENERIC, where
+            evaluated.add(entry.id)
+    named = {e.id for e in entries.values() if e.check in generator.GENERIC}
+    assert named == evaluated
