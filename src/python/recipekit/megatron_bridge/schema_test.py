@@ -7,6 +7,7 @@ import pytest
 from recipekit.convert import to_dict
 from recipekit.errors import RecipeError
 from recipekit.megatron_bridge.schema import Recipe, Train, recipe_mode
+from recipekit.upstream.allowed import allowed
 
 MODULE = "megatron.bridge.recipes.nemotronh_multimodal"
 
@@ -56,9 +57,11 @@ def test_an_unknown_peft_scheme_lists_the_allowed_ones() -> None:
     with pytest.raises(RecipeError) as exc:
         Recipe(target=f"{MODULE}.x.nemotron_35_super_vl_peft_config", peft_scheme="ia3")
     # The set is run_recipe.py's: the job passes the scheme as its --mode.
+    schemes = allowed("megatron_bridge.peft_scheme", "megatron-bridge/main")
+    assert schemes.file == "scripts/training/run_recipe.py"
     assert _issues(exc) == [
-        "recipe.peft_scheme = 'ia3': not an accepted value (scripts/training/run_recipe.py:425"
-        " @ main accepts 'lora', 'dora')"
+        f"recipe.peft_scheme = 'ia3': not an accepted value ({schemes.cited()} accepts "
+        "'lora', 'dora')"
     ]
 
 

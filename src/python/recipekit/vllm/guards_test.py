@@ -12,6 +12,7 @@ import pytest
 
 from recipekit import rule_catalogue
 from recipekit.nemo_rl.rules.conftest import plan_errors as errors
+from recipekit.rule_sites import sites
 from recipekit.upstream.replay import located
 from recipekit.vllm.guards import described, tables
 from recipes.super3.dapo import dapo_gb200
@@ -27,19 +28,29 @@ def test_the_generated_table_is_what_the_tool_writes() -> None:
     assert not stale, f"{stale} stale: run python3 {generator.TOOL}"
 
 
+def _line(rule: str) -> str:
+    _, file, line = sites("vllm")[rule]
+    return f"{file}:{line}"
+
+
 @pytest.mark.parametrize(
-    ("given", "key", "line"),
+    ("given", "key", "rule"),
     [
-        ("enable_elastic_ep: true", "enable_elastic_ep", "vllm/config/parallel.py:805"),
-        ("numa_bind_nodes: [0]", "numa_bind_nodes", "vllm/config/parallel.py:471"),
+        ("enable_elastic_ep: true", "enable_elastic_ep", "parallel.enable-elastic-ep-enable-eplb"),
+        (
+            "numa_bind_nodes: [0]",
+            "numa_bind_nodes",
+            "parallel.numa-bind-numa-bind-nodes-numa-bind-cpus",
+        ),
         (
             "collect_detailed_traces: [worker]",
             "collect_detailed_traces",
-            "vllm/config/observability.py:156",
+            "observability.collect-detailed-traces-otlp-traces-endpoint",
         ),
     ],
 )
-def test_a_check_vllm_kwargs_break_is_refused_at_the_key(given: str, key: str, line: str) -> None:
+def test_a_check_vllm_kwargs_break_is_refused_at_the_key(given: str, key: str, rule: str) -> None:
+    line = _line(f"vllm.{rule}")
     found = [e for e in errors(rlvr, f"{KWARGS}={{{given}}}") if line in e]
     assert found and found[0].startswith(f"{KWARGS}.{key}"), errors(rlvr, f"{KWARGS}={{{given}}}")
     assert "vLLM refuses it" in found[0] and "@ vLLM 0.25.1" in found[0]
@@ -53,7 +64,7 @@ def test_what_the_checks_accept_plans() -> None:
 
 def test_super_v3_pins_no_vllm_whose_classes_are_read() -> None:
     found = errors(dapo_gb200, f"{KWARGS}={{enable_elastic_ep: true}}")
-    assert not [e for e in found if "parallel.py:805" in e]
+    assert not [e for e in found if _line("vllm.parallel.enable-elastic-ep-enable-eplb") in e]
 
 
 def test_the_catalogue_names_the_generic_check_for_what_the_replay_evaluates() -> None:
