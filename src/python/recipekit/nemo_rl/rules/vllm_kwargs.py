@@ -319,9 +319,12 @@ def engine_config_guards_hold(ctx: CheckContext) -> Iterator[Issue]:
     kwargs = _kwargs(ctx)
     worker = _worker(ctx)[1]
     # What the worker passes or writes itself is its own value, which the plan does not tell.
+    # So is a value only the job resolves (an interpolation).
+    plain_values = {k: plain(v) for k, v in kwargs.items()}
     unknown = {*worker["passed"], *worker["replaced"]}
-    given = {k: plain(v) for k, v in kwargs.items() if k not in unknown}
-    for broken in reached({k: v for k, v in given.items() if v is not OPAQUE}, unknown):
+    unknown |= {k for k, v in plain_values.items() if v is OPAQUE}
+    given = {k: v for k, v in plain_values.items() if k not in unknown}
+    for broken in reached(given, unknown):
         if not broken.warns:
             key = broken.read[0]
             yield Issue(f"{KWARGS}.{key}", broken.message(), value=kwargs[key], hint=broken.hint)
