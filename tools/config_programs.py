@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 from recipekit import rule_catalogue
 from recipekit.upstream import anchors, conditions
 from recipekit.upstream.classes import UpstreamSource
+from recipekit.upstream.replay import described, located
 from tools.guard_reader import BUILTIN_NAMES, EVERYTHING, Step, is_super_call, pinned_base, program
 
 POST_INIT = "__post_init__"
@@ -208,3 +210,32 @@ def _live(steps: list[Step], known: _Known, reached: bool = True) -> _Known:
         elif kind == "call":
             known = _live(step[1], known, reached)  # type: ignore[arg-type]
     return known
+
+
+def catalogue_gaps(
+    tables: dict[str, dict[str, Any]], pinned: Pinned, reasons: tuple[str, ...] = ()
+) -> list[str]:
+    """Where the catalogue and the programs disagree: a guard or warning the replay evaluates
+    (live, mirrored by no other check) whose entry names none of the generic checks (nor one of
+    ``reasons`` why no stage reaches it), and an entry naming a generic check that the replay
+    does not evaluate."""
+    entries = {(e.file, e.anchor): e for e in rule_catalogue.load(pinned.catalogue)}
+    evaluated, gaps = set(), []
+    for table in tables.values():
+        for step in located(table["program"]):
+            where, _, mirrored = described(step)
+            if mirrored or not step[-1]:
+                continue
+            entry = entries.get((where.split(":")[0], step[-3]))
+            if entry is None or not (entry.check in pinned.generic or entry.reason in reasons):
+                gaps.append(
+                    f"{where}: evaluated, but catalogued {entry.id if entry else 'nowhere'}"
+                )
+            else:
+                evaluated.add(entry.id)
+    gaps += [
+        f"{e.id}: names a generic check the replay does not evaluate"
+        for e in entries.values()
+        if e.check in pinned.generic and e.id not in evaluated
+    ]
+    return gaps

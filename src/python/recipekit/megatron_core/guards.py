@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from recipekit.megatron_core import MEGATRON_CORE_VERSION, SOURCE
 from recipekit.megatron_core.kwargs import framework_kwargs, provider_written
 from recipekit.megatron_core.options import options_of
 from recipekit.upstream import conditions
-from recipekit.upstream.replay import replay
+from recipekit.upstream.replay import described, replay
 
 AT = f"@ Megatron-Core {MEGATRON_CORE_VERSION}"
 # The class each name of kwargs builds, as a message names it.
@@ -80,15 +80,6 @@ def _stage_keys(framework: str, rendered: dict[str, Any]) -> dict[str, dict[str,
     optimizer = named(f"{_NRL}.optimizer", section("policy", "megatron_cfg", "optimizer"))
     optimizer["overlap_param_gather"] = f"{ddp_section}.overlap_param_gather"
     return {"model": model, "optimizer": optimizer, "ddp": ddp}
-
-
-def described(step: Sequence[Any]) -> tuple[str, str, bool]:
-    """(file:line, the condition on the way, whether a rule of ``rules/`` mirrors it) of a
-    generated guard (``["guard", failing, raised, where, shown, anchor, mirrored, live]``) or
-    warning (``["warn", where, shown, anchor, mirrored, live]``)."""
-    if step[0] == "guard":
-        return step[3], step[4], step[6]
-    return step[1], step[2], step[4]
 
 
 def reached(framework: str, rendered: dict[str, Any], model: Any) -> Iterator[tuple[bool, Issue]]:

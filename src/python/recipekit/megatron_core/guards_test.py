@@ -9,11 +9,11 @@ reads; the replay of Megatron-Core's own verdicts (verdicts_test.py) holds them 
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 import pytest
 
-from recipekit import rule_catalogue
-from recipekit.megatron_core.guards import described, tables
+from recipekit.megatron_core.guards import tables
 from recipekit.nemo_rl.rules.conftest import plan_errors as errors
 from recipekit.nemo_rl.rules.conftest import plan_warnings as warnings
 from recipekit.stage import Stage
@@ -21,6 +21,7 @@ from recipekit.upstream.replay import located, replay
 from recipes.super35.pretrain import pretrain
 from recipes.super35.rl import rlvr
 from tools import generate_mcore_guards as generator
+from tools.config_programs import Pinned, catalogue_gaps
 from tools.generated_modules import stale_outputs
 from tools.guard_reader import guards, program, readable
 
@@ -168,18 +169,8 @@ def test_a_warning_megatron_core_issues_is_a_warning() -> None:
 
 
 def test_the_catalogue_names_the_generic_checks_for_what_the_replay_evaluates() -> None:
-    # Each guard or warning the replay can evaluate (live) that no hand-written rule mirrors is
-    # catalogued as the generic check's, or as out of reach with its reason; and each entry
-    # that names a generic check is one the replay evaluates.
-    entries = {(e.file, e.anchor): e for e in rule_catalogue.load("megatron-core")}
-    evaluated = set()
-    for table in tables().values():
-        for step in located(table["program"]):
-            where, _, mirrored = described(step)
-            entry = entries[(where.split(":")[0], step[-3])]
-            if mirrored or not step[-1]:
-                continue
-            evaluated.add(entry.id)
-            assert entry.check in generator.GENERIC or entry.reason == "unreachable", entry.id
-    named = {e.id for e in entries.values() if e.check in generator.GENERIC}
-    assert named <= evaluated, sorted(named - evaluated)
+    # Each guard or warning the replay can evaluate that no hand-written rule mirrors is
+    # catalogued as the generic checks', or as out of reach with its reason; and each entry that
+    # names a generic check is one the replay evaluates.
+    pinned = Pinned(Path(), "megatron-core", generator.GENERIC)
+    assert not catalogue_gaps(tables(), pinned, reasons=("unreachable",))

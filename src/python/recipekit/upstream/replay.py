@@ -115,3 +115,12 @@ def located(steps: Sequence[Any]) -> Iterator[Sequence[Any]]:
             yield from located(step[3])
         elif step[0] == "call":
             yield from located(step[1])
+
+
+def described(step: Sequence[Any]) -> tuple[str, str, bool]:
+    """(file:line, the condition on the way, whether a hand-written rule mirrors it) of a
+    located guard (``["guard", failing, raised, where, shown, anchor, mirrored, live]``) or
+    warning (``["warn", where, shown, anchor, mirrored, live]``): ``tools/config_programs.py``."""
+    if step[0] == "guard":
+        return step[3], step[4], step[6]
+    return step[1], step[2], step[4]

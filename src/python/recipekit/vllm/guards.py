@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from recipekit.upstream import conditions
-from recipekit.upstream.replay import replay
+from recipekit.upstream.replay import described, replay
 
 TABLE = Path(__file__).parent / "generated" / "config_guards.json"
 AT = "@ vLLM 0.25.1"
@@ -39,14 +39,6 @@ def tables() -> dict[str, dict[str, Any]]:
 @functools.cache
 def _defaults(name: str) -> dict[str, Any]:
     return conditions.bound(tables()[name]["defaults"], {})
-
-
-def described(step: Sequence[Any]) -> tuple[str, str, bool]:
-    """(file:line, the condition on the way, whether a hand-written rule mirrors it) of a
-    generated guard or warning (``tools/config_programs.py``)."""
-    if step[0] == "guard":
-        return step[3], step[4], step[6]
-    return step[1], step[2], step[4]
 
 
 @attrs.frozen

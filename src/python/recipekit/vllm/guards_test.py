@@ -8,16 +8,17 @@ verdicts_test.py holds the replay to vLLM itself.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from recipekit import rule_catalogue
 from recipekit.nemo_rl.rules.conftest import plan_errors as errors
 from recipekit.rule_sites import sites
-from recipekit.upstream.replay import located
-from recipekit.vllm.guards import described, tables
+from recipekit.vllm.guards import tables
 from recipes.super3.dapo import dapo_gb200
 from recipes.super35.rl import rlvr
 from tools import generate_vllm_guards as generator
+from tools.config_programs import Pinned, catalogue_gaps
 from tools.generated_modules import stale_outputs
 
 KWARGS = "policy.generation.vllm_kwargs"
@@ -68,15 +69,4 @@ def test_super_v3_pins_no_vllm_whose_classes_are_read() -> None:
 
 
 def test_the_catalogue_names_the_generic_check_for_what_the_replay_evaluates() -> None:
-    entries = {(e.file, e.anchor): e for e in rule_catalogue.load("vllm")}
-    evaluated = set()
-    for table in tables().values():
-        for step in located(table["program"]):
-            where, _, mirrored = described(step)
-            if mirrored or not step[-1]:
-                continue
-            entry = entries.get((where.split(":")[0], step[-3]))
-            assert entry is not None and entry.check in generator.GENERIC, where
-            evaluated.add(entry.id)
-    named = {e.id for e in entries.values() if e.check in generator.GENERIC}
-    assert named == evaluated
+    assert not catalogue_gaps(tables(), Pinned(Path(), "vllm", generator.GENERIC))

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from recipekit.upstream.replay import located
-from recipekit.vllm.guards import built_with, described, reached, tables
+from recipekit.upstream.replay import described, located
+from recipekit.vllm.guards import built_with, reached, tables
 from tools.record_vllm_verdicts import BESIDES, CASES
 
 FIXTURE = Path(__file__).parent / "verdicts" / "vllm-0.25.1.json"
