@@ -98,19 +98,22 @@ def reached(framework: str, rendered: dict[str, Any], model: Any) -> Iterator[tu
             if mirrored:
                 continue
             # The stage key behind a field the guard reads that the stage gives.
-            read = [f for f in conditions.names(shown) if f in given]
-            set_by = [keys[name][f] for f in read if f in keys[name]]
-            if not set_by:
+            read = [f for f in conditions.names(shown) if f in given and f in keys[name]]
+            if not read:
                 continue  # only the provider's own values: not the stage's to fix
+            key = keys[name][read[0]]
+            # The key's own value, where the key is the field (not policy.precision for bf16).
+            shown_value = {"value": given[read[0]]} if key.endswith(f".{read[0]}") else {}
             warns = found.step[0] == "warn"
             does = "warns" if warns else f"raises {found.step[2]}"
             yield (
                 warns,
                 Issue(
-                    set_by[0],
+                    key,
                     f"Megatron-Core {'warns' if warns else 'refuses it'}: {CLASS_NAMES[name]}"
                     f".__post_init__ {does} where `{shown}` ({where} {AT})",
                     hint=f"given: {conditions.given(shown, found.values)}",
+                    **shown_value,
                 ),
             )
 
