@@ -19,6 +19,7 @@ import attrs
 
 from recipekit.upstream import conditions
 from recipekit.upstream.classes import UpstreamSource
+from recipekit.upstream.replay import EVERYTHING
 
 # What a guard may contain: constants, the readable names, and operators on them.
 _PLAIN = (
@@ -203,8 +204,6 @@ SAFE_CALLS = frozenset(conditions.CALLS)
 BUILTIN_NAMES = SAFE_CALLS | frozenset(conditions.TYPES)
 # The calls that warn.
 WARNINGS = frozenset({"warnings.warn"})
-# "forget" everything: a call hands ``self`` to code the program does not read.
-EVERYTHING = "*"
 _EVALUABLE = (*_PLAIN, ast.Call, ast.keyword, ast.Set)
 
 Step = list[object]
@@ -325,8 +324,13 @@ def _changed(node: ast.AST, fields: frozenset[str]) -> list[str]:
     return sorted(names - {"self"})
 
 
+def _may_change(node: ast.AST, fields: frozenset[str]) -> list[str]:
+    """What a forget step after ``node`` names: everything where it hands ``self`` on."""
+    return [EVERYTHING] if _hands_self(node) else _changed(node, fields)
+
+
 def _forget(node: ast.AST, fields: frozenset[str]) -> Step:
-    return ["forget", [EVERYTHING] if _hands_self(node) else _changed(node, fields)]
+    return ["forget", _may_change(node, fields)]
 
 
 def _exits(body: list[ast.stmt]) -> bool:
@@ -345,35 +349,36 @@ def _steps(
             negated = ast.UnaryOp(op=ast.Not(), operand=statement.test)
             then = _steps(statement.body, fields, [*conditions, statement.test], inline)
             orelse = _steps(statement.orelse, fields, [*conditions, negated], inline)
-            whole = ast.Module(body=[statement], type_ignores=[])
-            changed = [EVERYTHING] if _hands_self(whole) else _changed(whole, fields)
+            changed = _may_change(statement, fields)
             exits = _exits(statement.body) or _exits(statement.orelse)
             out.append(["if", evaluable(statement.test), then, orelse, changed, exits])
         elif isinstance(statement, ast.Raise) and statement.exc is not None:
             exc = statement.exc
             raised = ast.unparse(exc.func if isinstance(exc, ast.Call) else exc)
-            shown = ast.unparse(_conjunction(conditions)) if conditions else "True"
-            out.append(["guard", "True", raised, statement.lineno, shown])
+            out.append(["guard", "True", raised, statement.lineno, _on_the_way(conditions)])
         elif isinstance(statement, ast.Assert):
             failing = ast.UnaryOp(op=ast.Not(), operand=statement.test)
-            shown = ast.unparse(_conjunction([*conditions, failing]))
+            shown = _on_the_way([*conditions, failing])
             out.append(["guard", evaluable(failing), "AssertionError", statement.lineno, shown])
         elif isinstance(statement, ast.Return):
             out.append(["return"])
         elif isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
             out.extend(_assignment(statement, fields))
         elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-            inlined = inline(statement.value)
             if ast.unparse(statement.value.func) in WARNINGS:
-                shown = ast.unparse(_conjunction(conditions)) if conditions else "True"
-                out.append(["warn", statement.lineno, shown])
-            elif inlined is not None:
+                out.append(["warn", statement.lineno, _on_the_way(conditions)])
+            elif (inlined := inline(statement.value)) is not None:
                 out.append(["call", inlined])
             else:
                 out.extend(_forgotten(statement, fields))
         elif not isinstance(statement, ast.Expr | ast.Pass):
             out.extend(_forgotten(statement, fields))
     return out
+
+
+def _on_the_way(conditions: list[ast.expr]) -> str:
+    """The conditions a step is reached under, as one expression (``True`` for none)."""
+    return ast.unparse(_conjunction(conditions)) if conditions else "True"
 
 
 def _forgotten(statement: ast.stmt, fields: frozenset[str]) -> list[Step]:

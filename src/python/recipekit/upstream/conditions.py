@@ -82,10 +82,8 @@ class _Unknown(Exception):
 
 def holds(condition: str, values: Mapping[str, Any]) -> bool | None:
     """Whether ``condition`` is true with ``values`` for its names; None when it cannot tell."""
-    try:
-        return bool(_value(_parse(condition), values))
-    except (_Unknown, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
-        return None
+    known, value = evaluated(condition, values)
+    return bool(value) if known else None
 
 
 def evaluated(source: str, values: Mapping[str, Any]) -> tuple[bool, Any]:

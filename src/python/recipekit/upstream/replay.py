@@ -19,14 +19,14 @@ import attrs
 
 from recipekit.upstream import conditions
 
+# What a "forget" step names to forget every value (``tools/guard_reader.program``).
 EVERYTHING = "*"
 
 
 @attrs.frozen
 class Reached:
     """A guard that fails, or a warning that is issued, and the values when the replay got
-    there: ``step`` is the program's step (``["guard", failing, raised, line, shown]`` or
-    ``["warn", line, shown]``)."""
+    there: ``step`` is the program's located step (``described`` reads it)."""
 
     step: Sequence[Any]
     values: dict[str, Any]
