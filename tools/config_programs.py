@@ -13,6 +13,7 @@ its rule-catalogue anchor, whether a catalogued check other than the generic one
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -71,11 +72,11 @@ def _methods(source: UpstreamSource, qualified: str) -> dict[str, tuple[str, ast
     return found
 
 
-def _after_validators(source: UpstreamSource, qualified: str) -> list[str]:
-    """The pydantic ``@model_validator(mode="after")`` methods of ``qualified``, in order."""
+def _after_validators(methods: dict[str, tuple[str, ast.FunctionDef]]) -> list[str]:
+    """The pydantic ``@model_validator(mode="after")`` methods among ``methods``, in order."""
     return [
         name
-        for name, (_, fn) in _methods(source, qualified).items()
+        for name, (_, fn) in methods.items()
         if any(
             isinstance(d, ast.Call)
             and ast.unparse(d.func).endswith("model_validator")
@@ -92,7 +93,7 @@ def class_program(
     methods = _methods(source, qualified)
     mirrored = pinned.mirrored()
     entries = [POST_INIT] if POST_INIT in methods else []
-    entries += [v for v in _after_validators(source, qualified) if v not in entries]
+    entries += [v for v in _after_validators(methods) if v not in entries]
     steps: list[Step] = []
     for name in entries:
         steps.append(["call", _method_program(source, pinned, qualified, name, fields, mirrored)])
@@ -109,7 +110,8 @@ def _method_program(
     seen: frozenset[str] = frozenset(),
 ) -> list[Step]:
     """The method ``name`` as ``qualified`` has it, located in its owner's file."""
-    owner, fn = _methods(source, qualified)[name]
+    methods = _methods(source, qualified)
+    owner, fn = methods[name]
     base = pinned_base(source, owner)
     seen = seen | {f"{owner}.{name}"}
 
@@ -124,15 +126,20 @@ def _method_program(
             and func.value.id == "self"
             and not call.args
             and not call.keywords
-            and func.attr in _methods(source, qualified)
-            and f"{_methods(source, qualified)[func.attr][0]}.{func.attr}" not in seen
+            and func.attr in methods
+            and f"{methods[func.attr][0]}.{func.attr}" not in seen
         ):
             return _method_program(source, pinned, qualified, func.attr, fields, mirrored, seen)
         return None
 
     file = module_file(owner.split(":")[0])
-    sites = anchors.rule_sites((pinned.root / file).read_text())
-    return _located(program(fn, fields, inline), file, sites, mirrored)
+    return _located(program(fn, fields, inline), file, _rule_sites(pinned.root / file), mirrored)
+
+
+@functools.cache
+def _rule_sites(path: Path) -> list[anchors.RuleSite]:
+    """The rule sites of a pinned file, read once however many of its methods are programs."""
+    return anchors.rule_sites(path.read_text())
 
 
 def _located(

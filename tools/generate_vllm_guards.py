@@ -33,7 +33,7 @@ from typing import Any
 
 from recipekit.upstream.classes import UpstreamSource
 from tools.config_programs import Pinned, class_program, live, module_file
-from tools.generate_vllm_kwargs import ENGINE_ARGS, VLLM, _default_field
+from tools.generate_vllm_kwargs import ENGINE_ARGS, VLLM, _default_field, handed_to_configs
 from tools.generated_modules import json_table, pins, reference_dir, write_or_check
 from tools.guard_reader import stored
 
@@ -51,34 +51,17 @@ CLASSES = (
 GENERIC = ("recipekit.nemo_rl.rules.vllm_kwargs.engine_config_guards_hold",)
 
 
-def _handed(source: UpstreamSource, qualified: str) -> tuple[dict[str, str], set[str]]:
-    """What EngineArgs hands ``qualified``: field -> argument for each field given
-    ``self.<argument>`` as it is, and every field given anything else."""
-    module = ENGINE_ARGS.split(":")[0]
-    as_is: dict[str, str] = {}
-    computed: set[str] = set()
-    for node in ast.walk(source.nodes[ENGINE_ARGS]):
-        if not (isinstance(node, ast.Call) and source.resolve(module, ast.unparse(node.func))):
-            continue
-        if source.resolve(module, ast.unparse(node.func)) != qualified:
-            continue
-        for kw in node.keywords:
-            value = kw.value
-            if kw.arg is None:
-                continue
-            if isinstance(value, ast.Attribute) and ast.unparse(value.value) == "self":
-                as_is[kw.arg] = value.attr
-            else:
-                computed.add(kw.arg)
-    return as_is, computed
-
-
-def describe(source: UpstreamSource, pinned: Pinned, qualified: str) -> dict[str, Any]:
+def describe(
+    source: UpstreamSource,
+    pinned: Pinned,
+    qualified: str,
+    handed: dict[str, tuple[dict[str, str], set[str]]],
+) -> dict[str, Any]:
     config = source.config_class(qualified)
     engine = source.config_class(ENGINE_ARGS)
     assert config is not None and engine is not None, qualified
     fields = {name: f for name, f in config.fields.items() if getattr(f, "init", True)}
-    as_is, computed = _handed(source, qualified)
+    as_is, computed = handed.get(qualified, ({}, set()))
     # An argument EngineArgs sets itself (self.x = ... in any of its methods) is not its default.
     assigned = {
         name
@@ -119,7 +102,8 @@ def describe(source: UpstreamSource, pinned: Pinned, qualified: str) -> dict[str
 def generate(reference: Path | None = None) -> dict[str, str]:
     pinned = Pinned((reference or reference_dir()) / VLLM, "vllm", GENERIC)
     source = UpstreamSource.from_tree(pinned.root / "vllm")
-    tables = {q.split(":")[1]: describe(source, pinned, q) for q in CLASSES}
+    handed = handed_to_configs(source)
+    tables = {q.split(":")[1]: describe(source, pinned, q, handed) for q in CLASSES}
     return json_table(
         OUTPUT,
         TOOL,

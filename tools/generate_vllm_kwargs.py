@@ -84,21 +84,37 @@ def _default_field(default: str, module: str, source: UpstreamSource) -> tuple[s
     return (qualified, name) if qualified else None
 
 
-def _passed_on(source: UpstreamSource) -> dict[str, tuple[str, str]]:
-    """EngineArgs fields its methods hand to a config class as ``XConfig(kw=self.name)``: each
-    name's (``module:Class``, field), where one class takes it."""
-    module, _, name = ENGINE_ARGS.partition(":")
-    found: dict[str, set[tuple[str, str]]] = {}
+def handed_to_configs(source: UpstreamSource) -> dict[str, tuple[dict[str, str], set[str]]]:
+    """What EngineArgs' methods hand each config class they build (``XConfig(f=...)``): by
+    ``module:Class``, field -> argument for each field given ``self.<argument>`` as it is, and
+    the fields given anything else."""
+    module = ENGINE_ARGS.partition(":")[0]
+    found: dict[str, tuple[dict[str, str], set[str]]] = {}
     for node in ast.walk(source.nodes[ENGINE_ARGS]):
         if not isinstance(node, ast.Call):
             continue
         qualified = source.resolve(module, ast.unparse(node.func))
         if qualified is None or source.config_class(qualified) is None:
             continue
+        as_is, computed = found.setdefault(qualified, ({}, set()))
         for kw in node.keywords:
             value = kw.value
-            if kw.arg and isinstance(value, ast.Attribute) and ast.unparse(value.value) == "self":
-                found.setdefault(value.attr, set()).add((qualified, kw.arg))
+            if kw.arg is None:
+                continue
+            if isinstance(value, ast.Attribute) and ast.unparse(value.value) == "self":
+                as_is[kw.arg] = value.attr
+            else:
+                computed.add(kw.arg)
+    return found
+
+
+def _passed_on(source: UpstreamSource) -> dict[str, tuple[str, str]]:
+    """EngineArgs fields its methods hand to a config class as ``XConfig(kw=self.name)``: each
+    name's (``module:Class``, field), where one class takes it."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    for qualified, (as_is, _) in handed_to_configs(source).items():
+        for field, attr in as_is.items():
+            found.setdefault(attr, set()).add((qualified, field))
     return {attr: next(iter(targets)) for attr, targets in found.items() if len(targets) == 1}
 
 
