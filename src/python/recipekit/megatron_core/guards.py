@@ -17,19 +17,17 @@ out counts as Megatron-Core's default only where ``kwargs`` writes the provider'
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from recipekit.convert import to_dict
 from recipekit.errors import Issue
-from recipekit.megatron_core import MEGATRON_CORE_VERSION, SOURCE
+from recipekit.megatron_core import MEGATRON_CORE_VERSION
 from recipekit.megatron_core.kwargs import framework_kwargs, provider_written
 from recipekit.megatron_core.options import options_of
 from recipekit.upstream import conditions
-from recipekit.upstream.replay import described, replay
+from recipekit.upstream.replay import constant_defaults, described, programs, replay
 
 AT = f"@ Megatron-Core {MEGATRON_CORE_VERSION}"
 # The class each name of kwargs builds, as a message names it.
@@ -44,12 +42,9 @@ _NRL = "policy.megatron_cfg"
 TABLE = Path(__file__).parent / "generated" / "guards.json"
 
 
-@functools.cache
 def tables() -> dict[str, dict[str, Any]]:
-    """Class name -> its fields' defaults and its guards (``generated/guards.json``)."""
-    document = json.loads(TABLE.read_text(encoding="utf-8"))
-    classes: dict[str, dict[str, Any]] = document["sources"][SOURCE]["classes"]
-    return classes
+    """Class name -> its fields' defaults and its program (``generated/guards.json``)."""
+    return programs(TABLE)
 
 
 def _stage_keys(framework: str, rendered: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -91,7 +86,7 @@ def reached(framework: str, rendered: dict[str, Any], model: Any) -> Iterator[tu
     defaults_hold = provider_written(model)
     for name, table in tables().items():
         # The model's fields are the provider's before they are Megatron-Core's defaults.
-        defaults = _defaults(name) if defaults_hold or name != "model" else {}
+        defaults = constant_defaults(TABLE, name) if defaults_hold or name != "model" else {}
         given = arguments.get(name, {})
         for found in replay(table["program"], {**defaults, **given}):
             where, shown, mirrored = described(found.step)
@@ -116,12 +111,6 @@ def reached(framework: str, rendered: dict[str, Any], model: Any) -> Iterator[tu
                     **shown_value,
                 ),
             )
-
-
-@functools.cache
-def _defaults(name: str) -> dict[str, Any]:
-    """The defaults of the class ``name`` that are constants, evaluated."""
-    return conditions.bound(tables()[name]["defaults"], {})
 
 
 # The errors and the warnings come from one replay: the last context's, kept for the second.

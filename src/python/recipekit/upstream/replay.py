@@ -12,7 +12,10 @@ its later assignments forget.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -21,6 +24,22 @@ from recipekit.upstream import conditions
 
 # What a "forget" step names to forget every value (``tools/guard_reader.program``).
 EVERYTHING = "*"
+
+
+@functools.cache
+def programs(table: Path) -> dict[str, dict[str, Any]]:
+    """Class name -> its entry (defaults, program, ...) in a generated table of one pinned
+    source's config classes (``tools/config_programs.py``)."""
+    (source,) = json.loads(table.read_text(encoding="utf-8"))["sources"].values()
+    classes: dict[str, dict[str, Any]] = source["classes"]
+    return classes
+
+
+@functools.cache
+def constant_defaults(table: Path, name: str) -> dict[str, Any]:
+    """The defaults of the class ``name`` in ``table`` that are constants, evaluated (shared
+    between replays, which never change them)."""
+    return conditions.bound(programs(table)[name]["defaults"], {})
 
 
 @attrs.frozen

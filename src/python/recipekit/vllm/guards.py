@@ -12,8 +12,6 @@ or that the caller marks unknown, has no value, so a check that reads it is not 
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,24 +19,15 @@ from typing import Any
 import attrs
 
 from recipekit.upstream import conditions
-from recipekit.upstream.replay import described, replay
+from recipekit.upstream.replay import constant_defaults, described, programs, replay
 
 TABLE = Path(__file__).parent / "generated" / "config_guards.json"
 AT = "@ vLLM 0.25.1"
 
 
-@functools.cache
 def tables() -> dict[str, dict[str, Any]]:
     """Class name -> its arguments, defaults and program (``generated/config_guards.json``)."""
-    document = json.loads(TABLE.read_text(encoding="utf-8"))
-    (source,) = document["sources"].values()
-    classes: dict[str, dict[str, Any]] = source["classes"]
-    return classes
-
-
-@functools.cache
-def _defaults(name: str) -> dict[str, Any]:
-    return conditions.bound(tables()[name]["defaults"], {})
+    return programs(TABLE)
 
 
 @attrs.frozen
@@ -67,7 +56,7 @@ def built_with(name: str, given: Mapping[str, Any]) -> dict[str, Any]:
     tells: each field handed an engine argument, that argument's value in ``given`` or else its
     default where that is a constant."""
     arguments: dict[str, str] = tables()[name]["arguments"]
-    defaults = {f: v for f, v in _defaults(name).items() if f in arguments}
+    defaults = {f: v for f, v in constant_defaults(TABLE, name).items() if f in arguments}
     return defaults | {f: given[a] for f, a in arguments.items() if a in given}
 
 
@@ -79,7 +68,7 @@ def reached(given: Mapping[str, Any], unknown: Collection[str] = ()) -> Iterator
         arguments: dict[str, str] = table["arguments"]
         values = {
             field: value
-            for field, value in _defaults(name).items()
+            for field, value in constant_defaults(TABLE, name).items()
             if arguments.get(field) not in unknown
         }
         own = {f: given[a] for f, a in arguments.items() if a in given}
