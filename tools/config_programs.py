@@ -50,14 +50,18 @@ class Pinned:
     root: Path
     catalogue: str
     generic: tuple[str, ...]
+    # The catalogue's source label of the pin, where the catalogue lists several pins' rules.
+    label: str = ""
+
+    def entries(self) -> list[rule_catalogue.RuleEntry]:
+        """The catalogued rules of this pin."""
+        found = rule_catalogue.load(self.catalogue)
+        return [e for e in found if not self.label or e.source == self.label]
 
     def mirrored(self) -> set[tuple[str, str]]:
         """(file, anchor) of each rule a catalogued check other than the generic ones mirrors."""
-        return {
-            (e.file, e.anchor)
-            for e in rule_catalogue.load(self.catalogue)
-            if e.check and e.check not in self.generic
-        }
+        entries = self.entries()
+        return {(e.file, e.anchor) for e in entries if e.check and e.check not in self.generic}
 
 
 def _methods(source: UpstreamSource, qualified: str) -> dict[str, tuple[str, ast.FunctionDef]]:
@@ -87,16 +91,23 @@ def _after_validators(methods: dict[str, tuple[str, ast.FunctionDef]]) -> list[s
 
 
 def class_program(
-    source: UpstreamSource, pinned: Pinned, qualified: str, fields: frozenset[str]
+    source: UpstreamSource,
+    pinned: Pinned,
+    qualified: str,
+    fields: frozenset[str],
+    nested: frozenset[str] = frozenset(),
 ) -> list[Step]:
-    """What runs when ``qualified`` is built, as one located program (see the module)."""
+    """What runs when ``qualified`` is built, as one located program (see the module);
+    ``nested``: its fields that hold a config model, whose attributes the program reads."""
     methods = _methods(source, qualified)
     mirrored = pinned.mirrored()
     entries = [POST_INIT] if POST_INIT in methods else []
     entries += [v for v in _after_validators(methods) if v not in entries]
     steps: list[Step] = []
     for name in entries:
-        steps.append(["call", _method_program(source, pinned, qualified, name, fields, mirrored)])
+        steps.append(
+            ["call", _method_program(source, pinned, qualified, name, fields, mirrored, nested)]
+        )
     return steps
 
 
@@ -107,6 +118,7 @@ def _method_program(
     name: str,
     fields: frozenset[str],
     mirrored: set[tuple[str, str]],
+    nested: frozenset[str] = frozenset(),
     seen: frozenset[str] = frozenset(),
 ) -> list[Step]:
     """The method ``name`` as ``qualified`` has it, located in its owner's file."""
@@ -118,7 +130,7 @@ def _method_program(
     def inline(call: ast.Call) -> list[Step] | None:
         # super().<name>() runs the base's; self.<m>() a method of the class, once per chain.
         if base is not None and is_super_call(call, name) and name in _methods(source, base):
-            return _method_program(source, pinned, base, name, fields, mirrored, seen)
+            return _method_program(source, pinned, base, name, fields, mirrored, nested, seen)
         func = call.func
         if (
             isinstance(func, ast.Attribute)
@@ -129,11 +141,14 @@ def _method_program(
             and func.attr in methods
             and f"{methods[func.attr][0]}.{func.attr}" not in seen
         ):
-            return _method_program(source, pinned, qualified, func.attr, fields, mirrored, seen)
+            return _method_program(
+                source, pinned, qualified, func.attr, fields, mirrored, nested, seen
+            )
         return None
 
     file = module_file(owner.split(":")[0])
-    return _located(program(fn, fields, inline), file, _rule_sites(pinned.root / file), mirrored)
+    steps = program(fn, fields, inline, nested)
+    return _located(steps, file, _rule_sites(pinned.root / file), mirrored)
 
 
 @functools.cache
@@ -226,7 +241,7 @@ def catalogue_gaps(
     (live, mirrored by no other check) whose entry names none of the generic checks (nor one of
     ``reasons`` why no stage reaches it), and an entry naming a generic check that the replay
     does not evaluate."""
-    entries = {(e.file, e.anchor): e for e in rule_catalogue.load(pinned.catalogue)}
+    entries = {(e.file, e.anchor): e for e in pinned.entries()}
     evaluated, gaps = set(), []
     for table in tables.values():
         for step in located(table["program"]):

@@ -204,14 +204,15 @@ SAFE_CALLS = frozenset(conditions.CALLS)
 BUILTIN_NAMES = SAFE_CALLS | frozenset(conditions.TYPES)
 # The calls that warn.
 WARNINGS = frozenset({"warnings.warn"})
-_EVALUABLE = (*_PLAIN, ast.Call, ast.keyword, ast.Set)
+_EVALUABLE = (*_PLAIN, ast.Call, ast.keyword, ast.Set, ast.Attribute)
 
 Step = list[object]
 
 
-def evaluable(node: ast.AST | None) -> str | None:
+def evaluable(node: ast.AST | None, nested: frozenset[str] = frozenset()) -> str | None:
     """``node``'s source text where ``recipekit.upstream.replay`` can evaluate it: the forms of
-    ``plain`` and the ``SAFE_CALLS``; None otherwise."""
+    ``plain``, the ``SAFE_CALLS``, and an attribute of a ``nested`` field (a pydantic model's
+    field that holds a model, ``conditions.Model``); None otherwise."""
     if node is None:
         return None
     for part in ast.walk(node):
@@ -223,7 +224,17 @@ def evaluable(node: ast.AST | None) -> str | None:
             return None
         if isinstance(part, ast.Subscript) and not isinstance(part.slice, ast.Constant):
             return None
+        if isinstance(part, ast.Attribute) and _root(part) not in nested:
+            return None
     return ast.unparse(node)
+
+
+def _root(node: ast.Attribute) -> str | None:
+    """The name an attribute chain starts from (``a`` of ``a.b.c``), None for another form."""
+    value = node.value
+    while isinstance(value, ast.Attribute):
+        value = value.value
+    return value.id if isinstance(value, ast.Name) else None
 
 
 class _LocalNames(ast.NodeTransformer):
@@ -242,14 +253,16 @@ def program(
     fn: ast.FunctionDef,
     fields: frozenset[str],
     inline: Callable[[ast.Call], list[Step] | None] = lambda call: None,
+    nested: frozenset[str] = frozenset(),
 ) -> list[Step]:
     """``fn``'s body as steps (see above). ``inline(call)``: the steps of a call statement the
-    program runs in place (a base's ``__post_init__``), or None to treat it as any call."""
+    program runs in place (a base's ``__post_init__``), or None to treat it as any call;
+    ``nested``: the fields whose attributes an expression may read (``evaluable``)."""
     body = copy.deepcopy(fn.body)
     body = [_SelfFields(fields).visit(_LocalNames(fields).visit(s)) for s in body]
     # Only a field or a local the function assigns has a value to forget.
     names = set(fields) | stored(ast.Module(body=body, type_ignores=[])) | {EVERYTHING}
-    return _kept(_steps(body, fields, [], inline), names)
+    return _kept(_steps(body, fields, [], inline, nested), names)
 
 
 def _kept(steps: list[Step], names: set[str]) -> list[Step]:
@@ -342,16 +355,17 @@ def _steps(
     fields: frozenset[str],
     conditions: list[ast.expr],
     inline: Callable[[ast.Call], list[Step] | None],
+    nested: frozenset[str] = frozenset(),
 ) -> list[Step]:
     out: list[Step] = []
     for statement in body:
         if isinstance(statement, ast.If):
             negated = ast.UnaryOp(op=ast.Not(), operand=statement.test)
-            then = _steps(statement.body, fields, [*conditions, statement.test], inline)
-            orelse = _steps(statement.orelse, fields, [*conditions, negated], inline)
+            then = _steps(statement.body, fields, [*conditions, statement.test], inline, nested)
+            orelse = _steps(statement.orelse, fields, [*conditions, negated], inline, nested)
             changed = _may_change(statement, fields)
             exits = _exits(statement.body) or _exits(statement.orelse)
-            out.append(["if", evaluable(statement.test), then, orelse, changed, exits])
+            out.append(["if", evaluable(statement.test, nested), then, orelse, changed, exits])
         elif isinstance(statement, ast.Raise) and statement.exc is not None:
             exc = statement.exc
             raised = ast.unparse(exc.func if isinstance(exc, ast.Call) else exc)
@@ -359,11 +373,13 @@ def _steps(
         elif isinstance(statement, ast.Assert):
             failing = ast.UnaryOp(op=ast.Not(), operand=statement.test)
             shown = _on_the_way([*conditions, failing])
-            out.append(["guard", evaluable(failing), "AssertionError", statement.lineno, shown])
+            out.append(
+                ["guard", evaluable(failing, nested), "AssertionError", statement.lineno, shown]
+            )
         elif isinstance(statement, ast.Return):
             out.append(["return"])
         elif isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
-            out.extend(_assignment(statement, fields))
+            out.extend(_assignment(statement, fields, nested))
         elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
             if ast.unparse(statement.value.func) in WARNINGS:
                 out.append(["warn", statement.lineno, _on_the_way(conditions)])
@@ -387,7 +403,9 @@ def _forgotten(statement: ast.stmt, fields: frozenset[str]) -> list[Step]:
     return [step] if step[1] else []
 
 
-def _assignment(statement: ast.stmt, fields: frozenset[str]) -> list[Step]:
+def _assignment(
+    statement: ast.stmt, fields: frozenset[str], nested: frozenset[str] = frozenset()
+) -> list[Step]:
     """``x = e`` as ``["set", "x", e]``; ``x += e`` as ``x = x + e``; anything else (unpacking,
     an item or attribute set) forgets what it changes."""
     if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
@@ -406,7 +424,7 @@ def _assignment(statement: ast.stmt, fields: frozenset[str]) -> list[Step]:
     else:
         return [_forget(statement, fields)]
     if value is not None and all(isinstance(t, ast.Name) for t in targets):
-        text = evaluable(value)
+        text = evaluable(value, nested)
         steps: list[Step] = [["set", t.id, text] for t in targets if isinstance(t, ast.Name)]
         if text is None and _hands_self(value):
             steps.append(["forget", [EVERYTHING]])

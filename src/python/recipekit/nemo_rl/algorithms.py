@@ -30,6 +30,7 @@ from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.checks import Check, CheckContext
 from recipekit.nemo_rl.checks.key_needs import unread_in
+from recipekit.nemo_rl.config_guards import config_validators_hold
 from recipekit.nemo_rl.derivations import RULES
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
 from recipekit.nemo_rl.framework import (
@@ -68,6 +69,7 @@ from recipekit.nemo_rl.schema_eval import EvalMasterConfig
 from recipekit.nemo_rl.schema_grpo_examples import (
     GRPOExamplesConfig,
     GRPOExamplesConfigMain,
+    GRPOSingleControllerConfigMain,
 )
 from recipekit.nemo_rl.schema_ppo import PPOMasterConfig
 from recipekit.nemo_rl.schema_rm import RMMasterConfig, RMMasterConfigMain
@@ -296,6 +298,7 @@ def _main(run: NemoRLRun) -> NemoRLRun:
         version=SUPER35_VERSION,
         image=SUPER35_IMAGE,
         rules=RULES_MAIN,
+        error_checks=(*run.error_checks, config_validators_hold),
         policy_error_checks=POLICY_ERROR_CHECKS_SUPER35,
         policy_warning_checks=POLICY_WARNING_CHECKS_SUPER35,
     )
@@ -415,7 +418,9 @@ def _runner(entry_point: str) -> NemoRLGrpo:
 NEMO_RL_SUPER35_GRPO = _runner("examples/run_grpo.py")
 NEMO_RL_SUPER35_VLM_GRPO = _runner("examples/run_vlm_grpo.py")
 NEMO_RL_SUPER35_SLIDING_PUZZLE_GRPO = _runner("examples/run_grpo_sliding_puzzle.py")
-NEMO_RL_SUPER35_SINGLE_CONTROLLER_GRPO = _runner("examples/run_grpo_single_controller.py")
+NEMO_RL_SUPER35_SINGLE_CONTROLLER_GRPO = attrs.evolve(
+    _runner("examples/run_grpo_single_controller.py"), config_type=GRPOSingleControllerConfigMain
+)
 
 # --- which one a config is for ------------------------------------------------------------------
 

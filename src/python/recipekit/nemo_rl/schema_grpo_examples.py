@@ -99,3 +99,12 @@ class GRPOExamplesConfigMain(GRPOMasterConfigMain):
     env: EnvironmentsExamples = required()
     reward_penalties: RewardPenalties | Unset = optional()
     data_plane: DataPlane | None | Unset = optional()
+
+
+@section()
+@frozen_section(kw_only=True, repr=False, eq=False)
+class GRPOSingleControllerConfigMain(GRPOExamplesConfigMain):
+    """GRPO as main's single-controller runner (examples/run_grpo_single_controller.py) reads
+    it: its own master config, which adds the asynchronous loop's ``async_rl``."""
+
+    upstream = upstream_v35("nemo_rl.algorithms.single_controller_utils.config:MasterConfig")

@@ -76,6 +76,12 @@ TYPES: dict[str, type] = {
 }
 
 
+class Model(dict[str, Any]):
+    """A nested config model's values (a pydantic field of a pydantic model): its keys read as
+    attributes too (``self.rollout_failure.nemo_gym.rollout_timeout_s``), as the model's own
+    fields are; a plain mapping's are not."""
+
+
 class _Unknown(Exception):
     """The expression reads something it has no value for, or a form it does not evaluate."""
 
@@ -117,9 +123,36 @@ def names(condition: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def read(condition: str) -> list[str]:
+    """What ``condition`` reads, in the order it is written: its names, and a nested model's
+    field as the whole chain (``router.backend_timeout_s``)."""
+    tree = _parse(condition)
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    found = sorted(
+        (n for n in ast.walk(tree) if isinstance(n, ast.Name | ast.Attribute)),
+        key=lambda n: n.col_offset,
+    )
+    found = [n for n in found if id(n) not in inner]
+    return list(dict.fromkeys(ast.unparse(n) for n in found))
+
+
+def last_conjunct(condition: str) -> str:
+    """The last operand of ``condition``'s outermost ``and`` (the whole condition if it is no
+    ``and``): where a guard's conditions are joined, its own failing test."""
+    tree = _parse(condition)
+    if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And):
+        return ast.unparse(tree.values[-1])
+    return condition
+
+
 def given(condition: str, values: Mapping[str, Any]) -> str:
     """The values ``condition`` read, as a hint shows them: ``betas=(0.9, 1.0), fused=True``."""
-    return ", ".join(f"{name}={values[name]!r}" for name in names(condition) if name in values)
+    shown = []
+    for text in read(condition):
+        known, value = evaluated(text, values)
+        if known and not isinstance(value, type):
+            shown.append(f"{text}={value!r}")
+    return ", ".join(shown)
 
 
 @cache
@@ -173,4 +206,8 @@ def _value(node: ast.expr, values: Mapping[str, Any]) -> Any:
         return True
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
         return _value(node.value, values)[node.slice.value]
+    if isinstance(node, ast.Attribute):
+        owner = _value(node.value, values)
+        if isinstance(owner, Model):
+            return owner[node.attr]
     raise _Unknown(ast.unparse(node))

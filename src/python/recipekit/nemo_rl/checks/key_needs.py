@@ -208,7 +208,7 @@ def unread_keys(config: Mapping[str, Any], label: str, entry_point: str) -> Iter
 _LAST_RENDERED: list[tuple[Any, dict[str, Any] | None]] = []
 
 
-def _rendered(config: Any) -> dict[str, Any] | None:
+def rendered_config(config: Any) -> dict[str, Any] | None:
     if _LAST_RENDERED and _LAST_RENDERED[0][0] is config:
         return _LAST_RENDERED[0][1]
     try:
@@ -223,7 +223,7 @@ def _rendered(config: Any) -> dict[str, Any] | None:
 def unread_in(config: Any, version: str, entry_point: str) -> list[Issue]:
     """``unread_keys`` of a typed config of the NeMo-RL ``version`` (``super-v3.5-posttraining@
     5d63149a``), as NeMo-RL's entry points other than GRPO's check it."""
-    rendered = _rendered(config)
+    rendered = rendered_config(config)
     label = f"nemo-rl/{version.split('@')[0]}"
     return [] if rendered is None else list(unread_keys(rendered, label, entry_point))
 
@@ -232,7 +232,7 @@ def every_run_check(label: str) -> Check:
     """The error check of one pinned NeMo-RL source: keys its entry point always reads."""
 
     def keys_every_run_reads_are_set(ctx: CheckContext) -> Iterator[Issue]:
-        rendered = _rendered(ctx.config)
+        rendered = rendered_config(ctx.config)
         if rendered is not None:
             yield from unread_keys(rendered, label, ctx.entry_point)
 
@@ -243,7 +243,7 @@ def key_needs_check(label: str) -> Check:
     """The warning check of one pinned NeMo-RL source (``nemo-rl/super-v3``, ...)."""
 
     def keys_a_feature_needs_are_set(ctx: CheckContext) -> Iterator[Issue]:
-        rendered = _rendered(ctx.config)
+        rendered = rendered_config(ctx.config)
         if rendered is not None:
             yield from missing_keys(rendered, label)
 

@@ -16,6 +16,7 @@ from recipekit.megatron_core.checks import NEMO_RL_WARNING_CHECKS as MCORE_WARNI
 from recipekit.nemo_rl import SUPER35_TYPES, SUPER_V3_TYPES
 from recipekit.nemo_rl.checks import Check, batch_and_layout, resources, sequence, settings
 from recipekit.nemo_rl.checks.key_needs import every_run_check, key_needs_check
+from recipekit.nemo_rl.config_guards import config_validators_hold
 from recipekit.nemo_rl.rules import (
     allocator,
     async_grpo,
@@ -198,6 +199,7 @@ ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
     *_TRAINING_ERRORS_SUPER35,
     *_GENERATION_ERRORS_SUPER35,
     every_run_check(SUPER35_TYPES),
+    config_validators_hold,
 )
 WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     allocator.memory_switches_not_modelled,

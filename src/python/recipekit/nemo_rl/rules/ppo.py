@@ -91,46 +91,6 @@ def ppo_needs_a_generation_config(config: PPOMasterConfig) -> Iterator[Issue]:
 
 
 @mirrors_super35(
-    "nemo-rl.algorithms.ppo.async-ppo-config.validate-settings.warm-up-generation-lead-least-trajectory"
-)
-def warmup_lead_covers_the_trajectory_age(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, AsyncPPOConfig.validate_settings: generation may run further ahead during the critic
-    warm-up, never less far than the age limit it has afterwards."""
-    section = config.ppo.async_ppo
-    if not isinstance(section, AsyncPPO):
-        return
-    lead, age = given(section.warmup_generation_lead_steps, None), section.max_trajectory_age_steps
-    if isinstance(lead, int) and lead < age:
-        yield Issue(
-            "ppo.async_ppo.warmup_generation_lead_steps",
-            f"NeMo-RL refuses the config when it loads: the warm-up lead is below "
-            f"max_trajectory_age_steps ({age}), the lead generation keeps after the warm-up",
-            value=lead,
-            hint=f"at least {age}, or null for the age limit",
-        )
-
-
-@mirrors_super35(
-    "nemo-rl.algorithms.ppo.ppo-config.validate-async-warmup-settings.async-warm-up-generation-lead-needs-critic"
-)
-def warmup_lead_needs_a_critic_warmup(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, PPOConfig.validate_async_warmup_settings: a warm-up generation lead applies only
-    while the critic warms up, so async PPO refuses one without ppo.policy_training_start_step >
-    0."""
-    section = _async(config)
-    lead = None if section is None else given(section.warmup_generation_lead_steps, None)
-    start = given(config.ppo.policy_training_start_step, 0)
-    if lead is not None and start == 0:
-        yield Issue(
-            "ppo.async_ppo.warmup_generation_lead_steps",
-            "NeMo-RL refuses the config when it loads: there is no critic warm-up "
-            "(ppo.policy_training_start_step is 0) for the lead to apply to",
-            value=lead,
-            hint="set it null, or ppo.policy_training_start_step above 0",
-        )
-
-
-@mirrors_super35(
     "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-generates-vllm-async-engine"
 )
 def async_ppo_needs_async_vllm(config: PPOMasterConfig) -> Iterator[Issue]:
@@ -802,8 +762,6 @@ def dtensor_value_optimizer_and_schedulers_build(config: PPOMasterConfig) -> Ite
 
 PPO_ERROR_CHECKS = (
     ppo_needs_a_generation_config,
-    warmup_lead_covers_the_trajectory_age,
-    warmup_lead_needs_a_critic_warmup,
     async_ppo_needs_async_vllm,
     async_ppo_needs_importance_sampling,
     async_ppo_without_a_forced_ratio,

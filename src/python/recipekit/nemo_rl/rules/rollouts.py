@@ -91,32 +91,9 @@ def malformed_think_penalty_needs_both_tags(ctx: CheckContext) -> Iterator[Issue
     )
 
 
-@mirrors(
-    v35="nemo-rl.experience.rollouts.resolve-reward-penalty-config.unwanted-token-penalty-has-ids-penalise"
-)
-def unwanted_token_penalty_needs_its_ids(ctx: CheckContext) -> Iterator[Issue]:
-    """rollouts.py, resolve_reward_penalty_config (super-v3.5), when the penalty config is
-    resolved, and _get_required_reward_penalty_token_ids when the rollouts apply it: penalising
-    unwanted tokens needs the ids to look for."""
-    penalties = value_of(ctx.config, "reward_penalties")
-    if value_of(penalties, "penalize_unwanted_tokens") is not True:
-        return
-    ids = value_of(value_of(penalties, "token_ids"), "unwanted")
-    if isinstance(ids, Marker) or not ids:
-        yield Issue(
-            "reward_penalties.token_ids.unwanted",
-            "NeMo-RL's reward penalties refuse it unset with "
-            "reward_penalties.penalize_unwanted_tokens: there is no token to penalise",
-            value=None if isinstance(ids, Marker) else ids,
-        )
-
-
 SUPER_V3_ERROR_CHECKS = (
     nemo_gym_takes_no_stop_strings,
     nemo_gym_takes_no_stop_token_ids,
     nemo_gym_takes_no_top_k,
 )
-SUPER35_ERROR_CHECKS = (
-    malformed_think_penalty_needs_both_tags,
-    unwanted_token_penalty_needs_its_ids,
-)
+SUPER35_ERROR_CHECKS = (malformed_think_penalty_needs_both_tags,)
