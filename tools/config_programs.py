@@ -95,10 +95,11 @@ def class_program(
     pinned: Pinned,
     qualified: str,
     fields: frozenset[str],
-    nested: frozenset[str] = frozenset(),
+    nested: frozenset[str] | None = None,
 ) -> list[Step]:
     """What runs when ``qualified`` is built, as one located program (see the module);
-    ``nested``: its fields that hold a config model, whose attributes the program reads."""
+    ``nested`` (a pydantic model's): its fields that hold a model, whose attributes the
+    program reads (``tools/guard_reader.evaluable``)."""
     methods = _methods(source, qualified)
     mirrored = pinned.mirrored()
     entries = [POST_INIT] if POST_INIT in methods else []
@@ -118,7 +119,7 @@ def _method_program(
     name: str,
     fields: frozenset[str],
     mirrored: set[tuple[str, str]],
-    nested: frozenset[str] = frozenset(),
+    nested: frozenset[str] | None = None,
     seen: frozenset[str] = frozenset(),
 ) -> list[Step]:
     """The method ``name`` as ``qualified`` has it, located in its owner's file."""

@@ -55,9 +55,18 @@ class Table:
     packages_export: bool = False
 
 
+# The models NeMo-RL validates a section with on its own, outside its master config's tree
+# (tools/generate_nemo_rl_guards.py's BOUNDARIES: GRPO's setup validates policy.generation as
+# DynamoConfig with backend dynamo).
+BOUNDARY_ROOTS = {"nemo-rl/super-v3.5-posttraining": (".dynamo.config:DynamoConfig",)}
+
 TABLES_WRITTEN = (
     *(
-        Table(label, (Tree(f"{label}/nemo_rl", label, "nemo_rl"),), (":MasterConfig",))
+        Table(
+            label,
+            (Tree(f"{label}/nemo_rl", label, "nemo_rl"),),
+            (":MasterConfig", *BOUNDARY_ROOTS.get(label, ())),
+        )
         for label in ("nemo-rl/super-v3", "nemo-rl/super-v3.5-posttraining")
     ),
     Table(

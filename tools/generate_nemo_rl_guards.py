@@ -11,7 +11,9 @@ model one of them nests, the table holds:
 
 - ``defaults``: field -> its default's source, null where it has none or it is no constant (a
   nested model's ``default_factory`` is the nested model's own defaults, ``nested``);
-- ``nested``: field -> the model it holds, where the declared table names one;
+- ``required``: the fields without a default, which pydantic refuses to leave out;
+- ``forbids_extra``: whether it refuses a key it does not declare (``extra="forbid"``);
+- ``nested``: field -> the model it holds (the declared table's, else its annotation's);
 - ``program``: what runs when it is built (``tools/config_programs.py``), each guard and
   warning located, with its rule-catalogue anchor (``rule_catalogue/nemo-rl*.toml``), whether a
   hand-written check mirrors it, and whether the replay can evaluate it.
@@ -19,11 +21,19 @@ model one of them nests, the table holds:
     PYTHONPATH=src/python:. python3 tools/generate_nemo_rl_guards.py           # rewrites it
     PYTHONPATH=src/python:. python3 tools/generate_nemo_rl_guards.py --check   # exit 1 if stale
 
+Some models NeMo-RL validates on its own, not through the master config: each of
+``BOUNDARIES`` validates the section at a key path where one of its keys has a value (GRPO's
+setup builds ``DynamoConfig`` from ``policy.generation`` with ``backend: dynamo``). The table
+lists them under ``boundaries``; the generator stops if the function named no longer calls the
+class's ``model_validate``. A model's program reads ``self.model_extra`` (the keys it takes
+without declaring them) as a field of that name.
+
 ``recipekit/nemo_rl/config_guards_test.py`` regenerates it and fails on any difference.
 """
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import Any
 
@@ -37,18 +47,51 @@ LABEL = "nemo-rl/super-v3.5-posttraining"
 OUTPUT = "src/python/recipekit/nemo_rl/generated/config_guards.json"
 # The check that evaluates the guards no hand-written check mirrors.
 GENERIC = ("recipekit.nemo_rl.config_guards.config_validators_hold",)
+# (model, the key path of the section it validates, the key and value that select it, the
+# "module:function" that calls its model_validate, the functions that write into the section
+# before: the runner's configure_generation_config, and the caller itself)
+BOUNDARIES = (
+    (
+        "nemo_rl.models.generation.dynamo.config:DynamoConfig",
+        "policy.generation",
+        "backend",
+        "dynamo",
+        "nemo_rl.algorithms.grpo:setup",
+        ("nemo_rl.models.generation:configure_generation_config",),
+    ),
+)
+# What a pydantic model's program may read of itself besides its fields.
+MODEL_EXTRA = "model_extra"
 
 
 def _nested(source: UpstreamSource, qualified: str) -> dict[str, str]:
-    """Field -> the pydantic model it holds, where the declared table names exactly one."""
-    declared = table(LABEL)[qualified]
+    """Field -> the pydantic model it holds: where the declared table names exactly one, else
+    (a model outside the master config's tree) the model its annotation names."""
+    declared = table(LABEL).classes.get(qualified)
+    config = source.config_class(qualified)
+    assert config is not None, qualified
+    candidates = {}
+    for key, field in config.fields.items():
+        spec = declared.keys.get(key) if declared is not None else None
+        if spec is not None:
+            candidates[key] = spec.nested[0] if len(spec.nested) == 1 else None
+        elif declared is None:
+            candidates[key] = _annotated_class(source, field.module, field.annotation)
     out = {}
-    for key, spec in declared.keys.items():
-        if len(spec.nested) == 1:
-            held = source.config_class(spec.nested[0])
-            if held is not None and held.kind == "model":
-                out[key] = spec.nested[0]
+    for key, held in candidates.items():
+        found = source.config_class(held) if held else None
+        if held and found is not None and found.kind == "model":
+            out[key] = held
     return out
+
+
+def _annotated_class(source: UpstreamSource, module: str, annotation: str) -> str | None:
+    """The class an annotation names: ``X``, ``Annotated[X, ...]``."""
+    node = ast.parse(annotation, mode="eval").body
+    if isinstance(node, ast.Subscript) and ast.unparse(node.value) == "Annotated":
+        first = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) else node.slice
+        node = first
+    return source.resolve(module, ast.unparse(node)) if isinstance(node, ast.Name) else None
 
 
 def describe(source: UpstreamSource, pinned: Pinned, qualified: str) -> dict[str, Any]:
@@ -56,32 +99,97 @@ def describe(source: UpstreamSource, pinned: Pinned, qualified: str) -> dict[str
     assert config is not None, qualified
     fields = {name: f for name, f in config.fields.items() if f.init}
     nested = _nested(source, qualified)
-    steps = class_program(source, pinned, qualified, frozenset(fields), frozenset(nested))
+    read = set(fields) | ({MODEL_EXTRA} if config.allows_extra else set())
+    steps = class_program(source, pinned, qualified, frozenset(read), frozenset(nested))
+    node = source.nodes[qualified]
+    forbids = any(k.arg == "extra" and ast.unparse(k.value) == "'forbid'" for k in node.keywords)
     return {
         "file": module_file(qualified.split(":")[0]),
         "defaults": {name: f.default or None for name, f in fields.items()},
+        "required": [name for name, f in fields.items() if f.required],
+        "forbids_extra": forbids,
         "nested": nested,
-        "program": live(steps, set(fields)),
+        "program": live(steps, read),
     }
+
+
+def _function(source: UpstreamSource, qualified: str) -> ast.FunctionDef:
+    module, _, name = qualified.partition(":")
+    tree = source.trees.get(module) or source.trees[f"{module}.__init__"]  # a package's own
+    [fn] = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    return fn
+
+
+def _written(fn: ast.FunctionDef) -> list[str]:
+    """The key paths ``fn`` writes into a mapping (``x["a"]["b"] = ...``,
+    ``x.setdefault("a", {})["b"] = ...``: ``a.b``), whichever name holds it: what it may have
+    changed is unknown to a check that runs after it."""
+    found = set()
+    for node in ast.walk(fn):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        for target in targets:
+            path = []
+            while True:
+                if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
+                    path.append(str(target.slice.value))
+                    target = target.value
+                elif (
+                    isinstance(target, ast.Call)
+                    and isinstance(target.func, ast.Attribute)
+                    and target.func.attr == "setdefault"
+                    and target.args
+                    and isinstance(target.args[0], ast.Constant)
+                ):
+                    path.append(str(target.args[0].value))
+                    target = target.func.value
+                else:
+                    break
+            if path:
+                found.add(".".join(reversed(path)))
+    return sorted(found)
+
+
+def _boundaries(source: UpstreamSource) -> list[dict[str, Any]]:
+    out = []
+    for model, path, key, value, caller, preparers in BOUNDARIES:
+        fn = _function(source, caller)
+        name = model.split(":")[1]
+        if f"{name}.model_validate(" not in ast.unparse(fn):
+            raise SystemExit(f"{caller} no longer validates {name}: read BOUNDARIES again")
+        written = sorted({p for f in (caller, *preparers) for p in _written(_function(source, f))})
+        out.append(
+            {
+                "model": model,
+                "path": path,
+                "key": key,
+                "value": value,
+                "by": caller,
+                "written_before": written,
+            }
+        )
+    return out
 
 
 def generate(reference: Path | None = None) -> dict[str, str]:
     pinned = Pinned((reference or reference_dir()) / LABEL, "nemo-rl", GENERIC, LABEL)
     source = source_of(pinned.root)
+    boundaries = _boundaries(source)
     models = [
         q
         for q in table(LABEL).classes
         if (found := source.config_class(q)) is not None and found.kind == "model"
     ]
     described = {q: describe(source, pinned, q) for q in models}
-    # The models that validate something, and every model they nest (for its defaults).
+    # The models that validate something, every model they nest (for its defaults), and each
+    # boundary's whole tree.
     kept: set[str] = set()
-    todo = [q for q, d in described.items() if d["program"]]
+    todo = [q for q, d in described.items() if d["program"]] + [b["model"] for b in boundaries]
     while todo:
         q = todo.pop()
         if q not in kept:
             kept.add(q)
-            todo += [n for n in described[q]["nested"].values() if n in described]
+            described.setdefault(q, describe(source, pinned, q))
+            todo += list(described[q]["nested"].values())
     return json_table(
         OUTPUT,
         TOOL,
@@ -89,8 +197,10 @@ def generate(reference: Path | None = None) -> dict[str, str]:
             LABEL: {
                 "pin": pins()[LABEL],
                 "note": "by qualified class: defaults (field -> its default's source, null "
-                "where there is none or it is no constant), nested (field -> the model it "
-                "holds) and program (tools/config_programs.py)",
+                "where there is none or it is no constant), required, forbids_extra, nested "
+                "(field -> the model it holds) and program (tools/config_programs.py); "
+                "boundaries: the models NeMo-RL validates a section with on its own",
+                "boundaries": boundaries,
                 "classes": {q: described[q] for q in sorted(kept)},
             }
         },

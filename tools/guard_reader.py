@@ -209,22 +209,43 @@ _EVALUABLE = (*_PLAIN, ast.Call, ast.keyword, ast.Set, ast.Attribute)
 Step = list[object]
 
 
-def evaluable(node: ast.AST | None, nested: frozenset[str] = frozenset()) -> str | None:
+def evaluable(node: ast.AST | None, nested: frozenset[str] | None = None) -> str | None:
     """``node``'s source text where ``recipekit.upstream.replay`` can evaluate it: the forms of
-    ``plain``, the ``SAFE_CALLS``, and an attribute of a ``nested`` field (a pydantic model's
-    field that holds a model, ``conditions.Model``); None otherwise."""
+    ``plain`` and the ``SAFE_CALLS``; None otherwise. ``nested`` (a pydantic model's program):
+    also an attribute of one of these fields (one that holds a model, ``conditions.Model``),
+    the pure methods of a builtin value (``conditions.METHODS``: ``extra.get("x")``) and a
+    dict display."""
     if node is None:
         return None
+    methods = {
+        id(part.func)
+        for part in ast.walk(node)
+        if nested is not None
+        and isinstance(part, ast.Call)
+        and isinstance(part.func, ast.Attribute)
+        and part.func.attr in conditions.METHOD_NAMES
+        and not part.keywords
+    }
     for part in ast.walk(node):
-        if not isinstance(part, _EVALUABLE):
+        if not isinstance(part, _EVALUABLE) and not (
+            nested is not None and isinstance(part, ast.Dict) and None not in part.keys
+        ):
             return None
-        if isinstance(part, ast.Call) and not (
-            isinstance(part.func, ast.Name) and part.func.id in SAFE_CALLS and not part.keywords
+        if (
+            isinstance(part, ast.Call)
+            and id(part.func) not in methods
+            and not (
+                isinstance(part.func, ast.Name) and part.func.id in SAFE_CALLS and not part.keywords
+            )
         ):
             return None
         if isinstance(part, ast.Subscript) and not isinstance(part.slice, ast.Constant):
             return None
-        if isinstance(part, ast.Attribute) and _root(part) not in nested:
+        if (
+            isinstance(part, ast.Attribute)
+            and id(part) not in methods
+            and _root(part) not in (nested or ())
+        ):
             return None
     return ast.unparse(node)
 
@@ -253,11 +274,12 @@ def program(
     fn: ast.FunctionDef,
     fields: frozenset[str],
     inline: Callable[[ast.Call], list[Step] | None] = lambda call: None,
-    nested: frozenset[str] = frozenset(),
+    nested: frozenset[str] | None = None,
 ) -> list[Step]:
     """``fn``'s body as steps (see above). ``inline(call)``: the steps of a call statement the
     program runs in place (a base's ``__post_init__``), or None to treat it as any call;
-    ``nested``: the fields whose attributes an expression may read (``evaluable``)."""
+    ``nested``: a pydantic model's program, whose fields named there hold models
+    (``evaluable``)."""
     body = copy.deepcopy(fn.body)
     body = [_SelfFields(fields).visit(_LocalNames(fields).visit(s)) for s in body]
     # Only a field or a local the function assigns has a value to forget.
@@ -322,14 +344,19 @@ def _set_by_name(node: ast.AST, fields: frozenset[str]) -> set[str]:
     return out
 
 
-def _changed(node: ast.AST, fields: frozenset[str]) -> list[str]:
+def _changed(
+    node: ast.AST, fields: frozenset[str], pure: frozenset[str] = frozenset()
+) -> list[str]:
     """The names a statement may change: what it assigns, and what a call in it may change in
-    place (``x.append(...)``: x; a call handed a name: that name)."""
+    place (``x.append(...)``: x; a call handed a name: that name); ``pure``: methods that
+    change nothing (of a pydantic model's builtin values, ``_pure``)."""
     names = stored(node, fields) | _set_by_name(node, fields)
     for part in ast.walk(node):
         if not isinstance(part, ast.Call):
             continue
         if isinstance(part.func, ast.Name) and part.func.id in _PURE:
+            continue
+        if isinstance(part.func, ast.Attribute) and part.func.attr in pure:
             continue
         if isinstance(part.func, ast.Attribute) and isinstance(part.func.value, ast.Name):
             names.add(part.func.value.id)
@@ -337,13 +364,21 @@ def _changed(node: ast.AST, fields: frozenset[str]) -> list[str]:
     return sorted(names - {"self"})
 
 
-def _may_change(node: ast.AST, fields: frozenset[str]) -> list[str]:
+def _may_change(
+    node: ast.AST, fields: frozenset[str], pure: frozenset[str] = frozenset()
+) -> list[str]:
     """What a forget step after ``node`` names: everything where it hands ``self`` on."""
-    return [EVERYTHING] if _hands_self(node) else _changed(node, fields)
+    return [EVERYTHING] if _hands_self(node) else _changed(node, fields, pure)
 
 
-def _forget(node: ast.AST, fields: frozenset[str]) -> Step:
-    return ["forget", _may_change(node, fields)]
+def _forget(node: ast.AST, fields: frozenset[str], pure: frozenset[str] = frozenset()) -> Step:
+    return ["forget", _may_change(node, fields, pure)]
+
+
+def _pure(nested: frozenset[str] | None) -> frozenset[str]:
+    """The methods a program's calls may make without changing anything: a pydantic model's
+    values are builtin ones, whose ``conditions.METHODS`` change nothing."""
+    return conditions.METHOD_NAMES if nested is not None else frozenset()
 
 
 def _exits(body: list[ast.stmt]) -> bool:
@@ -355,7 +390,7 @@ def _steps(
     fields: frozenset[str],
     conditions: list[ast.expr],
     inline: Callable[[ast.Call], list[Step] | None],
-    nested: frozenset[str] = frozenset(),
+    nested: frozenset[str] | None = None,
 ) -> list[Step]:
     out: list[Step] = []
     for statement in body:
@@ -363,7 +398,7 @@ def _steps(
             negated = ast.UnaryOp(op=ast.Not(), operand=statement.test)
             then = _steps(statement.body, fields, [*conditions, statement.test], inline, nested)
             orelse = _steps(statement.orelse, fields, [*conditions, negated], inline, nested)
-            changed = _may_change(statement, fields)
+            changed = _may_change(statement, fields, _pure(nested))
             exits = _exits(statement.body) or _exits(statement.orelse)
             out.append(["if", evaluable(statement.test, nested), then, orelse, changed, exits])
         elif isinstance(statement, ast.Raise) and statement.exc is not None:
@@ -386,9 +421,9 @@ def _steps(
             elif (inlined := inline(statement.value)) is not None:
                 out.append(["call", inlined])
             else:
-                out.extend(_forgotten(statement, fields))
+                out.extend(_forgotten(statement, fields, _pure(nested)))
         elif not isinstance(statement, ast.Expr | ast.Pass):
-            out.extend(_forgotten(statement, fields))
+            out.extend(_forgotten(statement, fields, _pure(nested)))
     return out
 
 
@@ -397,14 +432,16 @@ def _on_the_way(conditions: list[ast.expr]) -> str:
     return ast.unparse(_conjunction(conditions)) if conditions else "True"
 
 
-def _forgotten(statement: ast.stmt, fields: frozenset[str]) -> list[Step]:
+def _forgotten(
+    statement: ast.stmt, fields: frozenset[str], pure: frozenset[str] = frozenset()
+) -> list[Step]:
     """A statement the program does not follow: a step forgetting what it may change, if any."""
-    step = _forget(statement, fields)
+    step = _forget(statement, fields, pure)
     return [step] if step[1] else []
 
 
 def _assignment(
-    statement: ast.stmt, fields: frozenset[str], nested: frozenset[str] = frozenset()
+    statement: ast.stmt, fields: frozenset[str], nested: frozenset[str] | None = None
 ) -> list[Step]:
     """``x = e`` as ``["set", "x", e]``; ``x += e`` as ``x = x + e``; anything else (unpacking,
     an item or attribute set) forgets what it changes."""
@@ -422,11 +459,11 @@ def _assignment(
     elif isinstance(statement, ast.Assign):
         value, targets = statement.value, list(statement.targets)
     else:
-        return [_forget(statement, fields)]
+        return [_forget(statement, fields, _pure(nested))]
     if value is not None and all(isinstance(t, ast.Name) for t in targets):
         text = evaluable(value, nested)
         steps: list[Step] = [["set", t.id, text] for t in targets if isinstance(t, ast.Name)]
         if text is None and _hands_self(value):
             steps.append(["forget", [EVERYTHING]])
         return steps
-    return [_forget(statement, fields)]
+    return [_forget(statement, fields, _pure(nested))]

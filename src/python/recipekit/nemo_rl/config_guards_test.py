@@ -2,8 +2,8 @@
 (tools/generate_nemo_rl_guards.py) and replayed on the rendered config: refused at the key; and
 held to NeMo-RL's own classes, built by pydantic from the pinned module itself.
 
-# The catalogued check these tests break, which the rule catalogue's meta-test finds by name:
-# config_validators_hold.
+# The catalogued checks these tests break, which the rule catalogue's meta-test finds by name:
+# config_validators_hold, managed_dynamo_without_in_flight_updates.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from tools.config_programs import Pinned, catalogue_gaps
 from tools.generated_modules import stale_outputs
 
 SINGLE_CONTROLLER = "nemo-rl/main/examples/configs/grpo_math_1B_megatron_single_controller.yaml"
+DYNAMO = "nemo-rl/main/examples/configs/grpo_math_1B_dynamo.yaml"
 CONFIG = "nemo_rl.algorithms.single_controller_utils.config"
 RF = "async_rl.rollout_failure"
 ROUTER = "async_rl.generation_router"
@@ -44,12 +45,17 @@ def test_the_catalogue_names_the_generic_check_for_what_the_replay_evaluates() -
     assert not catalogue_gaps(tables(), pinned)
 
 
-@pytest.fixture(scope="module")
-def single_controller(reference_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Stage:
-    example = reference_dir / SINGLE_CONTROLLER
+def _example(reference_dir: Path, tmp_path_factory: pytest.TempPathFactory, name: str) -> Stage:
+    """The stage ``recipekit import-yaml`` makes of NeMo-RL's example ``name``."""
+    example = reference_dir / name
     if not example.is_file():
         pytest.skip(f"{example} is not here")
-    return imported_stage(example, tmp_path_factory.mktemp("single_controller"))
+    return imported_stage(example, tmp_path_factory.mktemp("example"))
+
+
+@pytest.fixture(scope="module")
+def single_controller(reference_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Stage:
+    return _example(reference_dir, tmp_path_factory, SINGLE_CONTROLLER)
 
 
 def _errors(stage: Stage, *overrides: str) -> list[str]:
@@ -58,7 +64,7 @@ def _errors(stage: Stage, *overrides: str) -> list[str]:
 
 
 def _line(rule: str) -> str:
-    _, file, line = sites("nemo_rl")[f"nemo-rl.algorithms.{rule}"]
+    _, file, line = sites("nemo_rl")[f"nemo-rl.{rule}"]
     return f"{file}:{line}"
 
 
@@ -70,7 +76,7 @@ def test_the_single_controllers_async_rl_is_a_key_of_its_config(single_controlle
     assert error.startswith(f"{ROUTER}.backend_timeout_s = -1: expected")
 
 
-SC = "single-controller-utils.config"
+SC = "algorithms.single-controller-utils.config"
 
 
 @pytest.mark.parametrize(
@@ -110,7 +116,7 @@ def test_a_validator_the_config_breaks_is_refused_at_its_key(
     found = _errors(single_controller, f"{RF}.nemo_gym.rollout_timeout_s=600", *overrides)
     line = _line(rule)
     assert [e for e in found if e.startswith(f"{key} = ") and line in e], found
-    assert all("NeMo-RL refuses the config when it loads" in e for e in found), found
+    assert all("NeMo-RL refuses it when the config loads" in e for e in found), found
 
 
 def test_what_the_validators_accept_plans(single_controller: Stage) -> None:
@@ -128,7 +134,7 @@ def test_what_the_validators_accept_plans(single_controller: Stage) -> None:
 def test_an_interpolated_value_is_not_judged() -> None:
     # The job resolves ${...} (one recipekit writes): a check that reads it says nothing.
     broken = {"rollout_failure": {"max_backoff_s": 0.5}}
-    assert [path for path, _, _ in reached(broken, f"{CONFIG}:AsyncRLConfig")] == [
+    assert [found.path for found in reached(broken, f"{CONFIG}:AsyncRLConfig")] == [
         "rollout_failure"
     ]
     opaque = {"rollout_failure": {"max_backoff_s": "${grpo.backoff}"}}
@@ -137,13 +143,61 @@ def test_an_interpolated_value_is_not_judged() -> None:
 
 def test_grpos_reward_penalties_are_validated_on_super35() -> None:
     line = _line(
-        "grpo.reward-penalty-config.require-unwanted-token-ids-when-penalized."
+        "algorithms.grpo.reward-penalty-config.require-unwanted-token-ids-when-penalized."
         "unwanted-penalty-needs-token-ids"
     )
     [error] = plan_errors(rlvr, "reward_penalties.penalize_unwanted_tokens=true")
     assert error.startswith("reward_penalties.penalize_unwanted_tokens = True") and line in error
     kept = "reward_penalties={penalize_unwanted_tokens: true, token_ids: {unwanted: [7]}}"
     assert plan_errors(rlvr, kept) == []
+
+
+# --- a section NeMo-RL validates on its own: policy.generation as DynamoConfig ------------------
+
+
+@pytest.fixture(scope="module")
+def dynamo(reference_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Stage:
+    return _example(reference_dir, tmp_path_factory, DYNAMO)
+
+
+def test_the_dynamo_example_plans_with_its_dynamo_cfg_typed(dynamo: Stage) -> None:
+    # dynamo_cfg is a key of DynamoConfig, one of the generation family's classes: the
+    # importer types it (it was kept aside as unknown), and DynamoCfg's bounds and keys hold.
+    assert _errors(dynamo) == []
+    [error] = _errors(dynamo, "policy.generation.dynamo_cfg.startup_timeout_s=0")
+    assert error.startswith("policy.generation.dynamo_cfg.startup_timeout_s = 0: expected")
+    [error] = _errors(dynamo, "policy.generation.dynamo_cfg.startup_timeout=5")
+    assert "unknown key: DynamoCfg" in error and "startup_timeout_s" in error
+
+
+@pytest.mark.parametrize(
+    ("override", "rule"),
+    [
+        ("vllm_cfg.kv_cache_dtype=fp8", "auto-kv-cache-dtype-only"),
+        ("vllm_cfg.expert_parallel_size=2", "expert-parallel-one-or-tensor-parallel"),
+        ("vllm_kwargs={quantization: fp8}", "no-vllm-kwargs-quantization"),
+    ],
+)
+def test_a_dynamo_validator_the_generation_breaks_is_refused(
+    dynamo: Stage, override: str, rule: str
+) -> None:
+    errors = _errors(dynamo, f"policy.generation.{override}")
+    group = "validate-backend-boundary" if "kwargs" in override else "validate-parallelism"
+    group += "" if "kwargs" in override else "-and-precision"
+    line = _line(f"models.generation.dynamo.config.{group}.{rule}")
+    assert [e for e in errors if line in e and "in grpo.py's setup (backend: dynamo)" in e], errors
+
+
+def test_switching_a_stage_to_dynamo_asks_for_what_dynamo_requires() -> None:
+    # rlvr's generation has no dynamo_cfg: GRPO's setup would refuse it; a key NeMo-RL writes
+    # itself before (vllm_cfg.load_format) is not asked for.
+    errors = plan_errors(rlvr, "policy.generation.backend=dynamo")
+    missing = sorted(e.split(":")[0] for e in errors if "required key is missing" in e)
+    assert "policy.generation.dynamo_cfg" in missing
+    assert not [m for m in missing if m.endswith("load_format")]
+    # Async GRPO with in-flight weight updates (rlvr's) is refused with it too.
+    [flight] = [e for e in errors if e.startswith("grpo.async_grpo.in_flight_weight_updates")]
+    assert _line("algorithms.grpo.setup.managed-dynamo-takes-no-flight-weight") in flight
 
 
 # --- NeMo-RL's own verdict: the pinned module, built by pydantic ---------------------------------
@@ -270,9 +324,11 @@ def test_the_replay_agrees_with_nemo_rls_own_classes(
     if case in UNFOLLOWED:
         assert found == [], (case, found)
         return
-    path, _, first = found[0]
-    assert path == ".".join(str(part) for part in error["loc"]), (case, path, error)
-    assert _message_start(first.step[3]) in error["msg"], (case, first.step, error["msg"])
+    first = found[0]
+    assert first.reached is not None, (case, first)
+    assert first.path == ".".join(str(part) for part in error["loc"]), (case, first, error)
+    step = first.reached.step
+    assert _message_start(str(step[3])) in error["msg"], (case, step, error["msg"])
 
 
 def _message_start(where: str) -> str:
@@ -285,3 +341,136 @@ def _message_start(where: str) -> str:
     first = message.values[0] if isinstance(message, ast.JoinedStr) else message
     assert isinstance(first, ast.Constant)
     return str(first.value)
+
+
+# --- DynamoConfig as NeMo-RL's own pinned module builds it ---------------------------------------
+
+DYNAMO_MODULE = "nemo_rl.models.generation.dynamo.config"
+
+
+@pytest.fixture(scope="module")
+def dynamo_module(reference_dir: Path) -> Iterator[types.ModuleType]:
+    """dynamo/config.py as pydantic runs it (it imports nothing of NeMo-RL's)."""
+    path = reference_dir / generator.LABEL / generator.module_file(DYNAMO_MODULE)
+    spec = importlib.util.spec_from_file_location(DYNAMO_MODULE, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _PINNED[generator.module_file(DYNAMO_MODULE)] = path
+    yield module
+
+
+def _generation(**changes: Any) -> dict[str, Any]:
+    """A generation section DynamoConfig takes (grpo_math_1B_dynamo.yaml's), with changes: a
+    dotted key set, or None to leave it out."""
+    worker = {
+        "tool_call_parser": None,
+        "reasoning_parser": None,
+        "exclude_tools_when_tool_choice_none": True,
+        "enable_structural_tag": False,
+        "structural_tag_scope": "auto",
+        "structural_tag_schema": "auto",
+        "custom_jinja_template": None,
+        "endpoint_types": ["chat", "completions"],
+        "extra_cli_args": [],
+    }
+    frontend = {
+        "tokenizer": "default",
+        "tokenizer_cache": False,
+        "tokenizer_cache_bytes": 52428800,
+        "router_mode": "kv",
+        "router_reset_states": True,
+        "extra_cli_args": [],
+    }
+    vllm = {
+        "async_engine": True,
+        "tensor_parallel_size": 2,
+        "pipeline_parallel_size": 1,
+        "expert_parallel_size": 1,
+        "gpu_memory_utilization": 0.6,
+        "max_model_len": 4096,
+        "kv_cache_dtype": "auto",
+        "load_format": "dummy",
+        "precision": "bfloat16",
+        "enforce_eager": True,
+        "expose_http_server": False,
+        "enable_vllm_metrics_logger": True,
+        "vllm_metrics_logger_interval": 1.0,
+        "env_vars": None,
+    }
+    section: dict[str, Any] = {
+        "backend": "dynamo",
+        "dynamo_cfg": {
+            "engine": "vllm",
+            "startup_timeout_s": 600.0,
+            "request_timeout_s": 900.0,
+            "control_timeout_s": 600.0,
+            "worker_args": worker,
+            "frontend_args": frontend,
+            "metrics_include_prefixes": None,
+            "metrics_exclude_prefixes": None,
+        },
+        "vllm_cfg": vllm,
+        "vllm_kwargs": {},
+        "stop_strings": None,
+    }
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split("__")
+        owner = section
+        for part in parents:
+            owner = owner[part]
+        if value is None:
+            del owner[leaf]
+        else:
+            owner[leaf] = value
+    return section
+
+
+DYNAMO_CASES: dict[str, dict[str, Any]] = {
+    "kept": {},
+    "kv-cache-broken": {"vllm_cfg__kv_cache_dtype": "fp8"},
+    "precision-broken": {"vllm_cfg__precision": "fp8"},
+    "precision-case-kept": {"vllm_cfg__precision": "BF16"},
+    "expert-parallel-broken": {"vllm_cfg__expert_parallel_size": 4},
+    "expert-parallel-kept": {"vllm_cfg__expert_parallel_size": 2},
+    "logprobs-mode-broken": {"vllm_cfg__logprobs_mode": "raw_logprobs"},
+    "mxfp8-broken": {"vllm_cfg__is_mx": True},
+    "colocated-broken": {"colocated": {"enabled": True}},
+    "colocated-off-kept": {"colocated": {"enabled": False}},
+    "refit-transport-broken": {"refit_transport": "nixl"},
+    "speculative-broken": {"vllm_kwargs": {"speculative_config": {"method": "mtp"}}},
+    "quantization-broken": {"vllm_kwargs": {"quantization": "fp8"}},
+    "stop-strings-broken": {"stop_strings": [str(n) for n in range(33)]},
+    "endpoints-broken": {"dynamo_cfg__worker_args__endpoint_types": ["chat", "chat"]},
+    "dynamo-cfg-missing-broken": {"dynamo_cfg": None},
+    "frontend-key-missing-broken": {"dynamo_cfg__frontend_args__router_mode": None},
+}
+
+
+@pytest.mark.parametrize("case", sorted(DYNAMO_CASES))
+def test_the_dynamo_boundary_agrees_with_nemo_rls_own_classes(
+    case: str, dynamo_module: types.ModuleType
+) -> None:
+    """DynamoConfig.model_validate on the section refuses it where the replay does, at the
+    model pydantic names: the first refusal's path (or the missing key's) is pydantic's
+    location, and a replayed raise is the one NeMo-RL's message comes from."""
+    import pydantic
+
+    given = _generation(**DYNAMO_CASES[case])
+    found = list(reached(given, f"{DYNAMO_MODULE}:DynamoConfig"))
+    try:
+        dynamo_module.DynamoConfig.model_validate(given)
+    except pydantic.ValidationError as exc:
+        error = exc.errors()[0]
+    else:
+        assert found == [] and not case.endswith("broken"), (case, found)
+        return
+    assert case.endswith("broken") and found, (case, error)
+    first = found[0]
+    location = ".".join(str(part) for part in error["loc"])
+    if first.missing:
+        assert location == f"{first.path}.{first.missing}".lstrip("."), (case, first, error)
+        return
+    assert first.reached is not None
+    assert location == first.path, (case, first, error)
+    assert _message_start(str(first.reached.step[3])) in error["msg"], (case, error["msg"])

@@ -13,9 +13,11 @@ import re
 from functools import cache
 from pathlib import Path
 
+import attrs
 import pytest
 
 from recipekit.nemo_rl import SUPER35_TYPES, SUPER_V3_TYPES, algorithms
+from recipekit.nemo_rl.config_guards import boundaries
 from recipekit.nemo_rl.rules.conftest import plan_errors
 from recipekit.nemo_rl.schema_distillation import (
     DistillationMasterConfig,
@@ -24,7 +26,11 @@ from recipekit.nemo_rl.schema_distillation import (
 )
 from recipekit.nemo_rl.schema_dpo import DPOMasterConfig, DPOMasterConfigMain
 from recipekit.nemo_rl.schema_eval import EvalMasterConfig
-from recipekit.nemo_rl.schema_grpo_examples import GRPOExamplesConfig, GRPOExamplesConfigMain
+from recipekit.nemo_rl.schema_grpo_examples import (
+    GRPOExamplesConfig,
+    GRPOExamplesConfigMain,
+    GRPOSingleControllerConfigMain,
+)
 from recipekit.nemo_rl.schema_main import GRPOMasterConfigMain, MegatronMain
 from recipekit.nemo_rl.schema_ppo import PPOMasterConfig
 from recipekit.nemo_rl.schema_rm import RMMasterConfig, RMMasterConfigMain
@@ -48,6 +54,11 @@ ROOTS: list[tuple[str, type, str]] = [
     (SUPER_V3_TYPES, DistillationMasterConfig, "nemo_rl.algorithms.distillation:MasterConfig"),
     (SUPER35_TYPES, GRPOMasterConfigMain, "nemo_rl.algorithms.grpo:MasterConfig"),
     (SUPER35_TYPES, GRPOExamplesConfigMain, "nemo_rl.algorithms.grpo:MasterConfig"),
+    (
+        SUPER35_TYPES,
+        GRPOSingleControllerConfigMain,
+        "nemo_rl.algorithms.single_controller_utils.config:MasterConfig",
+    ),
     (SUPER35_TYPES, SFTMasterConfigMain, "nemo_rl.algorithms.sft:MasterConfig"),
     (SUPER35_TYPES, DPOMasterConfigMain, "nemo_rl.algorithms.dpo:MasterConfig"),
     (SUPER35_TYPES, RMMasterConfigMain, "nemo_rl.algorithms.rm:MasterConfig"),
@@ -91,8 +102,18 @@ def test_each_table_is_what_the_generator_writes(label: str, reference_dir: Path
 @cache
 def _all_sections() -> list[Found]:
     seen: dict[tuple[str, type, str], Found] = {}
+    # A section NeMo-RL also validates as a model of its own (config_guards' boundaries: GRPO's
+    # setup builds DynamoConfig from policy.generation) names that model too, wherever the
+    # section class is used.
+    validated = {b["model"] for b in boundaries()}
     for label, cls, master in ROOTS:
         for found in sections_below(label, cls, (master,)):
+            named = {
+                c for m in members(getattr(found.section, UPSTREAM, None) or ()) for c in m.classes
+            }
+            also = tuple(sorted((named - set(found.candidates)) & validated))
+            if also and label == SUPER35_TYPES:
+                found = attrs.evolve(found, candidates=(*found.candidates, *also))
             seen.setdefault((found.label, found.section, found.path), found)
     return list(seen.values())
 

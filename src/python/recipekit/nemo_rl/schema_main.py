@@ -342,6 +342,8 @@ class GenerationMain(Generation):
         "nemo_rl.models.generation.trtllm.config:TrtllmConfig",
         "nemo_rl.models.generation.interfaces:GenerationConfig",
         "nemo_rl.models.generation.megatron.config:MCoreGenerationConfig",
+        # backend: dynamo, which GRPO's setup validates as this model
+        "nemo_rl.models.generation.dynamo.config:DynamoConfig",
     )
 
     # Sampling for validation rollouts; the upstream YAML interpolates the training values.

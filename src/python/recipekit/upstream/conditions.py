@@ -76,6 +76,14 @@ TYPES: dict[str, type] = {
 }
 
 
+# The methods of a builtin value an expression may call (none changes its value), by type.
+METHODS: dict[type, frozenset[str]] = {
+    dict: frozenset({"get", "keys", "values", "items"}),
+    str: frozenset({"lower", "upper", "strip", "startswith", "endswith"}),
+}
+METHOD_NAMES = frozenset().union(*METHODS.values())
+
+
 class Model(dict[str, Any]):
     """A nested config model's values (a pydantic field of a pydantic model): its keys read as
     attributes too (``self.rollout_failure.nemo_gym.rollout_timeout_s``), as the model's own
@@ -169,6 +177,12 @@ def _value(node: ast.expr, values: Mapping[str, Any]) -> Any:
         if node.id in TYPES:
             return TYPES[node.id]
         raise _Unknown(node.id)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
+        owner = _value(node.func.value, values)
+        kind = next((t for t in METHODS if isinstance(owner, t)), None)
+        if kind is None or node.func.attr not in METHODS[kind]:
+            raise _Unknown(ast.unparse(node))
+        return getattr(owner, node.func.attr)(*(_value(a, values) for a in node.args))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
         call = CALLS.get(node.func.id)
         if call is None or node.func.id in values:
@@ -178,6 +192,9 @@ def _value(node: ast.expr, values: Mapping[str, Any]) -> Any:
         return [_value(e, values) for e in node.elts]
     if isinstance(node, ast.Set):
         return {_value(e, values) for e in node.elts}
+    if isinstance(node, ast.Dict) and None not in node.keys:
+        pairs = zip(node.keys, node.values, strict=True)
+        return {_value(k, values): _value(v, values) for k, v in pairs}  # type: ignore[arg-type]
     if isinstance(node, ast.UnaryOp):
         operand = _value(node.operand, values)
         if isinstance(node.op, ast.Not):

@@ -141,6 +141,7 @@ _TRAINING_ERRORS_SUPER35: tuple[Check, ...] = (
     grpo_setup.multimodal_dedup_needs_data_plane_off,
     async_grpo.async_grpo_with_one_dataloader,
     async_grpo.async_grpo_backend_has_a_replay_path,
+    async_grpo.managed_dynamo_without_in_flight_updates,
     *_POLICY_MEGATRON_SETUP_ERRORS_SUPER35,
     megatron_setup.colocated_reshard_without_draft,
     megatron_setup.colocated_reshard_without_peft,
