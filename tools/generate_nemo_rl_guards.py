@@ -5,9 +5,9 @@ the pinned source (``.reference/nemo-rl/super-v3.5-posttraining``, filled by
 
 Every runner of that branch builds its master config as ``MasterConfig(**config)``
 (``examples/run_ppo.py``, ``run_sft.py``, ...), and pydantic then validates every model the
-config nests, each running its ``@model_validator(mode="after")`` methods. For each pydantic
-model of the declared table (``recipekit/upstream/declared``) that has such a method, and each
-model one of them nests, the table holds:
+config nests: its required fields, and its ``@model_validator(mode="after")`` methods. For each
+pydantic model of the declared table (``recipekit/upstream/declared``), and each model a
+boundary (below) nests, the table holds:
 
 - ``defaults``: field -> its default's source, null where it has none or it is no constant (a
   nested model's ``default_factory`` is the nested model's own defaults, ``nested``);
@@ -180,10 +180,9 @@ def generate(reference: Path | None = None) -> dict[str, str]:
         if (found := source.config_class(q)) is not None and found.kind == "model"
     ]
     described = {q: describe(source, pinned, q) for q in models}
-    # The models that validate something, every model they nest (for its defaults), and each
-    # boundary's whole tree.
+    # Every model of the declared table, and each boundary's whole tree.
     kept: set[str] = set()
-    todo = [q for q, d in described.items() if d["program"]] + [b["model"] for b in boundaries]
+    todo = [*described, *(b["model"] for b in boundaries)]
     while todo:
         q = todo.pop()
         if q not in kept:
