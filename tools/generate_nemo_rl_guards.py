@@ -37,6 +37,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
+from recipekit.nemo_rl.config_guards import MODEL_EXTRA
 from recipekit.upstream.classes import UpstreamSource
 from recipekit.upstream.declared import table
 from tools.config_programs import Pinned, class_program, live, module_file, source_of
@@ -60,8 +61,6 @@ BOUNDARIES = (
         ("nemo_rl.models.generation:configure_generation_config",),
     ),
 )
-# What a pydantic model's program may read of itself besides its fields.
-MODEL_EXTRA = "model_extra"
 
 
 def _nested(source: UpstreamSource, qualified: str) -> dict[str, str]:

@@ -1,5 +1,5 @@
 """NeMo-RL's pydantic config classes, checked on the config a stage renders as pydantic builds
-them: their required fields, the keys they forbid, and their own validators, replayed.
+them: their required fields, and their own validators, replayed.
 
 Each runner of super-v3.5-posttraining builds its master config with ``MasterConfig(**config)``,
 and pydantic builds every model the config nests with it, running each one's
@@ -20,6 +20,8 @@ a check that reads it is not evaluated, and a required key it writes is not aske
 from __future__ import annotations
 
 import copy
+import functools
+import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -47,12 +49,11 @@ def tables() -> dict[str, dict[str, Any]]:
     return programs(TABLE)
 
 
-def boundaries() -> list[dict[str, Any]]:
+@functools.cache
+def boundaries() -> tuple[dict[str, Any], ...]:
     """The models NeMo-RL validates a section with on its own (``generated/config_guards``)."""
-    import json
-
     (source,) = json.loads(TABLE.read_text(encoding="utf-8"))["sources"].values()
-    return list(source["boundaries"])
+    return tuple(source["boundaries"])
 
 
 def _opaque(value: Any) -> bool:
