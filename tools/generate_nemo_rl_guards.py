@@ -37,9 +37,9 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from recipekit.nemo_rl.config_guards import MODEL_EXTRA
 from recipekit.upstream.classes import UpstreamSource
 from recipekit.upstream.declared import table
+from recipekit.upstream.models import MODEL_EXTRA
 from tools.config_programs import Pinned, class_program, live, module_file, source_of
 from tools.generated_modules import json_table, pins, reference_dir, write_or_check
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from recipekit.nemo_rl.config_guards import reached, tables
+from recipekit.nemo_rl.config_guards import MODELS
 from recipekit.nemo_rl.rules.conftest import imported_stage, plan_errors
 from recipekit.rule_sites import sites
 from recipekit.stage import Stage
@@ -42,7 +42,7 @@ def test_the_generated_table_is_what_the_tool_writes() -> None:
 
 def test_the_catalogue_names_the_generic_check_for_what_the_replay_evaluates() -> None:
     pinned = Pinned(Path(), "nemo-rl", generator.GENERIC, generator.LABEL)
-    assert not catalogue_gaps(tables(), pinned)
+    assert not catalogue_gaps(MODELS.classes(), pinned)
 
 
 def _example(reference_dir: Path, tmp_path_factory: pytest.TempPathFactory, name: str) -> Stage:
@@ -134,11 +134,11 @@ def test_what_the_validators_accept_plans(single_controller: Stage) -> None:
 def test_an_interpolated_value_is_not_judged() -> None:
     # The job resolves ${...} (one recipekit writes): a check that reads it says nothing.
     broken = {"rollout_failure": {"max_backoff_s": 0.5}}
-    assert [found.path for found in reached(broken, f"{CONFIG}:AsyncRLConfig")] == [
+    assert [found.path for found in MODELS.reached(broken, f"{CONFIG}:AsyncRLConfig")] == [
         "rollout_failure"
     ]
     opaque = {"rollout_failure": {"max_backoff_s": "${grpo.backoff}"}}
-    assert list(reached(opaque, f"{CONFIG}:AsyncRLConfig")) == []
+    assert list(MODELS.reached(opaque, f"{CONFIG}:AsyncRLConfig")) == []
 
 
 def test_grpos_reward_penalties_are_validated_on_super35() -> None:
@@ -312,7 +312,7 @@ def test_the_replay_agrees_with_nemo_rls_own_classes(
     import pydantic
 
     given = CASES[case]
-    found = list(reached(given, f"{CONFIG}:AsyncRLConfig"))
+    found = list(MODELS.reached(given, f"{CONFIG}:AsyncRLConfig"))
     try:
         pinned_module.AsyncRLConfig(**given)
     except pydantic.ValidationError as exc:
@@ -457,7 +457,7 @@ def test_the_dynamo_boundary_agrees_with_nemo_rls_own_classes(
     import pydantic
 
     given = _generation(**DYNAMO_CASES[case])
-    found = list(reached(given, f"{DYNAMO_MODULE}:DynamoConfig"))
+    found = list(MODELS.reached(given, f"{DYNAMO_MODULE}:DynamoConfig"))
     try:
         dynamo_module.DynamoConfig.model_validate(given)
     except pydantic.ValidationError as exc:

@@ -17,7 +17,7 @@ import attrs
 import pytest
 
 from recipekit.nemo_rl import SUPER35_TYPES, SUPER_V3_TYPES, algorithms
-from recipekit.nemo_rl.config_guards import boundaries
+from recipekit.nemo_rl.config_guards import MODELS
 from recipekit.nemo_rl.rules.conftest import plan_errors
 from recipekit.nemo_rl.schema_distillation import (
     DistillationMasterConfig,
@@ -105,7 +105,7 @@ def _all_sections() -> list[Found]:
     # A section NeMo-RL also validates as a model of its own (config_guards' boundaries: GRPO's
     # setup builds DynamoConfig from policy.generation) names that model too, wherever the
     # section class is used.
-    validated = {b["model"] for b in boundaries()}
+    validated = {b["model"] for b in MODELS.boundaries()}
     for label, cls, master in ROOTS:
         for found in sections_below(label, cls, (master,)):
             named = {
