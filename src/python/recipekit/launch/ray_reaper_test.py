@@ -13,14 +13,20 @@ from pathlib import Path
 from recipekit.launch.ray_cluster import start_reaper  # noqa: F401
 
 # A launcher stand-in: starts a process group (as RayNode.start does `ray start`) that names the
-# temp dir on its command line, with the reaper beside it, prints the group's PID, then waits.
+# temp dir on its command line, with the reaper beside it, prints the group's PID once the group
+# has forked both its children (the shell says so: reading its line waits on that event), then
+# waits.
 LAUNCHER = """
 import subprocess, sys, time
 from recipekit.launch.ray_cluster import start_reaper
 temp_dir = sys.argv[1]
 group = subprocess.Popen(
-    ["sh", "-c", f"sleep 600 & sleep 600 & wait # {temp_dir}"], start_new_session=True
+    ["sh", "-c", f"sleep 600 & sleep 600 & echo forked; wait # {temp_dir}"],
+    start_new_session=True,
+    stdout=subprocess.PIPE,
+    text=True,
 )
+group.stdout.readline()
 start_reaper(group.pid, temp_dir)
 print(group.pid, flush=True)
 time.sleep(600)
