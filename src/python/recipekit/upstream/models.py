@@ -23,9 +23,7 @@ import functools
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
-
-import attrs
+from typing import Any, NamedTuple
 
 from recipekit.errors import Issue, join_path
 from recipekit.upstream import conditions
@@ -40,11 +38,11 @@ _WRITTEN = "${written by the framework}"
 WHEN_LOADED = "when the config loads"
 
 
-@attrs.frozen
-class Found:
+class Found(NamedTuple):
     """What a model refuses: a check its program reached (``reached``), or a required key the
     config leaves out (``missing``), at the model's key path ``path``; ``when``: where the
-    framework builds the model."""
+    framework builds the model. (A named tuple: attrs would compile its methods at every plan's
+    start-up.)"""
 
     path: str
     model: str
@@ -53,8 +51,7 @@ class Found:
     missing: str = ""
 
 
-@attrs.frozen
-class PinnedModels:
+class PinnedModels(NamedTuple):
     """The models of one generated table (``path``), whose nesting the declared table of the
     pinned source ``label`` tells; ``framework`` and ``at`` say whose they are in a message
     (``NeMo-RL``, ``@ super-v3.5-posttraining``)."""
