@@ -19,16 +19,22 @@ none, so a check that reads it is not evaluated, and a required key it writes is
 from __future__ import annotations
 
 import copy
-import functools
-import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from recipekit.errors import Issue, join_path
 from recipekit.upstream import conditions
 from recipekit.upstream.declared import table
-from recipekit.upstream.replay import Reached, constant_defaults, described, programs, replay
+from recipekit.upstream.replay import (
+    Reached,
+    constant_defaults,
+    described,
+    pinned_source,
+    programs,
+    replay,
+)
+from recipekit.upstream.values import OPAQUE, plain
 
 # What a model's program reads as the keys it takes without declaring them (pydantic's).
 MODEL_EXTRA = "model_extra"
@@ -67,7 +73,7 @@ class PinnedModels(NamedTuple):
 
     def boundaries(self) -> tuple[dict[str, Any], ...]:
         """The models the framework validates a section with on its own."""
-        return _boundaries(self.path)
+        return tuple(pinned_source(self.path)["boundaries"])
 
     def values(self, qualified: str, given: Mapping[str, Any] | None) -> conditions.Model:
         """The values pydantic builds the model ``qualified`` with from ``given``, as far as
@@ -183,36 +189,36 @@ class PinnedModels(NamedTuple):
         )
 
 
-@functools.cache
-def _boundaries(path: Path) -> tuple[dict[str, Any], ...]:
-    (source,) = json.loads(path.read_text(encoding="utf-8"))["sources"].values()
-    return tuple(source["boundaries"])
-
-
 def _made(qualified: str) -> str:
     """A default that builds the model ``qualified`` (``Field(default_factory=X)``)."""
     return f"{qualified.split(':')[1]}()"
 
 
 def _opaque(value: Any) -> bool:
-    """Whether only the job can tell the value: it holds an interpolation."""
-    if isinstance(value, list | tuple):
-        return any(_opaque(v) for v in value)
-    return isinstance(value, str) and "${" in value
+    """Whether only the job can tell a value that is no mapping (``upstream.values.plain``: it
+    holds an interpolation); a mapping's own values are looked at one by one."""
+    return not isinstance(value, dict) and plain(value) is OPAQUE
 
 
 _ABSENT = object()
+
+
+def _value_at(mapping: Any, parts: Iterable[str], absent: Any = None) -> Any:
+    """The value at the keys ``parts`` under ``mapping``; ``absent`` where one is not there."""
+    value = mapping
+    for part in parts:
+        if not isinstance(value, dict) or part not in value:
+            return absent
+        value = value[part]
+    return value
 
 
 def _given(given: Mapping[str, Any], chain: str) -> Any:
     """The value the config sets at the dotted ``chain``, read as the model reads it (a key it
     takes without declaring it through ``model_extra``); _ABSENT where it sets none there (or
     sets a whole mapping)."""
-    value: Any = given
-    for part in chain.split("."):
-        if part == MODEL_EXTRA:
-            continue
-        value = value.get(part, _ABSENT) if isinstance(value, dict) else _ABSENT
+    parts = [part for part in chain.split(".") if part != MODEL_EXTRA]
+    value = _value_at(given, parts, _ABSENT)
     return _ABSENT if isinstance(value, dict) else value
 
 
@@ -221,10 +227,7 @@ def _set(given: Mapping[str, Any], chain: str) -> bool:
 
 
 def _section(rendered: Mapping[str, Any], path: str) -> Any:
-    value: Any = rendered
-    for part in path.split(".") if path else ():
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
+    return _value_at(rendered, path.split(".") if path else ())
 
 
 def _written_over(section: dict[str, Any], paths: list[str]) -> dict[str, Any]:
@@ -233,9 +236,7 @@ def _written_over(section: dict[str, Any], paths: list[str]) -> dict[str, Any]:
     section = copy.deepcopy(section)
     for path in paths:
         *parents, leaf = path.split(".")
-        owner: Any = section
-        for part in parents:
-            owner = owner.get(part) if isinstance(owner, dict) else None
+        owner = _value_at(section, parents)
         if isinstance(owner, dict):
             owner[leaf] = _WRITTEN
     return section

@@ -27,11 +27,19 @@ EVERYTHING = "*"
 
 
 @functools.cache
+def pinned_source(table: Path) -> dict[str, Any]:
+    """The one pinned source's entry (its ``classes``, and whatever else its generator writes
+    beside them) of a generated table of config-class programs (``tools/config_programs.py``),
+    read once per process."""
+    (source,) = json.loads(table.read_text(encoding="utf-8"))["sources"].values()
+    found: dict[str, Any] = source
+    return found
+
+
 def programs(table: Path) -> dict[str, dict[str, Any]]:
     """Class name -> its entry (defaults, program, ...) in a generated table of one pinned
-    source's config classes (``tools/config_programs.py``)."""
-    (source,) = json.loads(table.read_text(encoding="utf-8"))["sources"].values()
-    classes: dict[str, dict[str, Any]] = source["classes"]
+    source's config classes."""
+    classes: dict[str, dict[str, Any]] = pinned_source(table)["classes"]
     return classes
 
 
