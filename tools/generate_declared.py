@@ -29,6 +29,7 @@ from recipekit.upstream.annotations import type_text
 from recipekit.upstream.bounds import from_keywords
 from recipekit.upstream.classes import ConfigClass, UpstreamSource, tree_files
 from recipekit.upstream.declared import TABLES, Declared, DeclaredTable, Key
+from tools import generate_nemo_rl_guards as nemo_rl_guards
 from tools.generated_modules import CHECKOUT, pins, reference_dir, write_or_check
 
 
@@ -56,9 +57,8 @@ class Table:
 
 
 # The models NeMo-RL validates a section with on its own, outside its master config's tree
-# (tools/generate_nemo_rl_guards.py's BOUNDARIES: GRPO's setup validates policy.generation as
-# DynamoConfig with backend dynamo).
-BOUNDARY_ROOTS = {"nemo-rl/super-v3.5-posttraining": (".dynamo.config:DynamoConfig",)}
+# (GRPO's setup validates policy.generation as DynamoConfig with backend dynamo): roots too.
+BOUNDARY_ROOTS = {nemo_rl_guards.LABEL: tuple(b[0] for b in nemo_rl_guards.BOUNDARIES)}
 
 TABLES_WRITTEN = (
     *(

@@ -41,6 +41,7 @@ from recipekit.upstream.classes import UpstreamSource
 from recipekit.upstream.declared import table
 from recipekit.upstream.models import MODEL_EXTRA
 from tools.config_programs import Pinned, class_program, live, module_file, source_of
+from tools.every_run import key_chain
 from tools.generated_modules import json_table, pins, reference_dir, write_or_check
 
 TOOL = "tools/generate_nemo_rl_guards.py"
@@ -125,26 +126,22 @@ def _written(fn: ast.FunctionDef) -> list[str]:
     changed is unknown to a check that runs after it."""
     found = set()
     for node in ast.walk(fn):
-        targets = node.targets if isinstance(node, ast.Assign) else []
-        for target in targets:
-            path = []
-            while True:
-                if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
-                    path.append(str(target.slice.value))
-                    target = target.value
-                elif (
-                    isinstance(target, ast.Call)
-                    and isinstance(target.func, ast.Attribute)
-                    and target.func.attr == "setdefault"
-                    and target.args
-                    and isinstance(target.args[0], ast.Constant)
-                ):
-                    path.append(str(target.args[0].value))
-                    target = target.func.value
-                else:
-                    break
+        for target in node.targets if isinstance(node, ast.Assign) else []:
+            root, path = key_chain(target)
+            # x.setdefault("a", {}) is x["a"] made first: the chain goes on through it.
+            while (
+                isinstance(root, ast.Call)
+                and isinstance(root.func, ast.Attribute)
+                and root.func.attr == "setdefault"
+                and root.args
+                and isinstance(root.args[0], ast.Constant)
+                and isinstance(root.args[0].value, str)
+            ):
+                key = root.args[0].value
+                root, above = key_chain(root.func.value)
+                path = (*above, key, *path)
             if path:
-                found.add(".".join(reversed(path)))
+                found.add(".".join(path))
     return sorted(found)
 
 

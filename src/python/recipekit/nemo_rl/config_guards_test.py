@@ -23,6 +23,7 @@ from recipekit.nemo_rl.rules.conftest import imported_stage, plan_errors
 from recipekit.rule_sites import sites
 from recipekit.stage import Stage
 from recipekit.upstream.anchors import rule_sites
+from recipekit.upstream.models import Found
 from recipes.super35.rl import rlvr
 from tools import generate_nemo_rl_guards as generator
 from tools.config_programs import Pinned, catalogue_gaps
@@ -216,6 +217,17 @@ class _Stub(types.ModuleType):
         return Any
 
 
+def _load(name: str, path: Path) -> types.ModuleType:
+    """The pinned module at ``path`` run as ``name``; its file is where ``_message_start``
+    reads its raises."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _PINNED[generator.module_file(name)] = path
+    return module
+
+
 @pytest.fixture(scope="module")
 def pinned_module(reference_dir: Path) -> Iterator[types.ModuleType]:
     """single_controller_utils/config.py (and the sampler module it types async_rl.sampler
@@ -246,13 +258,9 @@ def pinned_module(reference_dir: Path) -> Iterator[types.ModuleType]:
                 sys.modules.setdefault(".".join(parts[:end]), stub)
         module = None
         for name, file in real.items():
-            spec = importlib.util.spec_from_file_location(name, root / "nemo_rl/algorithms" / file)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
+            module = _load(name, root / "nemo_rl/algorithms" / file)
             sys.modules[name] = module
-            spec.loader.exec_module(module)
         assert module is not None
-        _PINNED.update({generator.module_file(n): root / generator.module_file(n) for n in real})
         yield module
     finally:
         sys.modules.clear()
@@ -313,20 +321,35 @@ def test_the_replay_agrees_with_nemo_rls_own_classes(
 
     given = CASES[case]
     found = list(MODELS.reached(given, f"{CONFIG}:AsyncRLConfig"))
+    error: Any = None
     try:
         pinned_module.AsyncRLConfig(**given)
     except pydantic.ValidationError as exc:
         [error] = exc.errors()
-    else:
+    _agrees(case, found, error, UNFOLLOWED)
+
+
+def _agrees(case: str, found: list[Found], error: Any, unfollowed: tuple[str, ...] = ()) -> None:
+    """The replay's refusals ``found`` of a case agree with pydantic's first ``error`` on it
+    (None: it built the model): none where pydantic builds it; where it refuses, none for a
+    case the replay does not follow, else the first is at pydantic's location (a missing
+    key's, or the refusing model's) and a replayed raise is the one NeMo-RL's message comes
+    from."""
+    if error is None:
         assert found == [] and not case.endswith("broken"), (case, found)
         return
-    assert case.endswith("broken") or case in UNFOLLOWED, (case, error)
-    if case in UNFOLLOWED:
+    assert case.endswith("broken") or case in unfollowed, (case, error)
+    if case in unfollowed:
         assert found == [], (case, found)
         return
+    assert found, (case, error)
     first = found[0]
+    location = ".".join(str(part) for part in error["loc"])
+    if first.missing:
+        assert location == f"{first.path}.{first.missing}".lstrip("."), (case, first, error)
+        return
     assert first.reached is not None, (case, first)
-    assert first.path == ".".join(str(part) for part in error["loc"]), (case, first, error)
+    assert first.path == location, (case, first, error)
     step = first.reached.step
     assert _message_start(str(step[3])) in error["msg"], (case, step, error["msg"])
 
@@ -351,13 +374,8 @@ DYNAMO_MODULE = "nemo_rl.models.generation.dynamo.config"
 @pytest.fixture(scope="module")
 def dynamo_module(reference_dir: Path) -> Iterator[types.ModuleType]:
     """dynamo/config.py as pydantic runs it (it imports nothing of NeMo-RL's)."""
-    path = reference_dir / generator.LABEL / generator.module_file(DYNAMO_MODULE)
-    spec = importlib.util.spec_from_file_location(DYNAMO_MODULE, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    _PINNED[generator.module_file(DYNAMO_MODULE)] = path
-    yield module
+    pinned = reference_dir / generator.LABEL / generator.module_file(DYNAMO_MODULE)
+    yield _load(DYNAMO_MODULE, pinned)
 
 
 def _generation(**changes: Any) -> dict[str, Any]:
@@ -458,19 +476,9 @@ def test_the_dynamo_boundary_agrees_with_nemo_rls_own_classes(
 
     given = _generation(**DYNAMO_CASES[case])
     found = list(MODELS.reached(given, f"{DYNAMO_MODULE}:DynamoConfig"))
+    error: Any = None
     try:
         dynamo_module.DynamoConfig.model_validate(given)
     except pydantic.ValidationError as exc:
         error = exc.errors()[0]
-    else:
-        assert found == [] and not case.endswith("broken"), (case, found)
-        return
-    assert case.endswith("broken") and found, (case, error)
-    first = found[0]
-    location = ".".join(str(part) for part in error["loc"])
-    if first.missing:
-        assert location == f"{first.path}.{first.missing}".lstrip("."), (case, first, error)
-        return
-    assert first.reached is not None
-    assert location == first.path, (case, first, error)
-    assert _message_start(str(first.reached.step[3])) in error["msg"], (case, error["msg"])
+    _agrees(case, found, error)
