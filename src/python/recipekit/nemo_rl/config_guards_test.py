@@ -189,6 +189,29 @@ def test_a_dynamo_validator_the_generation_breaks_is_refused(
     assert [e for e in errors if line in e and "in grpo.py's setup (backend: dynamo)" in e], errors
 
 
+def test_what_nemo_rl_writes_first_leaves_the_sections_other_keys_judged(dynamo: Stage) -> None:
+    # setup and configure_generation_config write _pad_token_id and stop_token_ids into the
+    # section before DynamoConfig validates it: those are unknown, the other keys it takes
+    # without declaring them (model_extra) are still read.
+    errors = _errors(dynamo, "policy.generation.colocated.enabled=true")
+    line = _line("models.generation.dynamo.config.validate-backend-boundary.not-colocated")
+    assert [e for e in errors if line in e and "in grpo.py's setup (backend: dynamo)" in e], errors
+
+
+def test_a_key_only_the_job_knows_is_not_judged_and_the_others_are() -> None:
+    model = f"{DYNAMO_MODULE}:DynamoConfig"
+    lines = [
+        str(f.reached.step[3])
+        for f in MODELS.reached(_generation(refit_transport="nixl"), model)
+        if f.reached is not None
+    ]
+    assert [line.split(":")[0] for line in lines] == [generator.module_file(DYNAMO_MODULE)]
+    unknown = _generation(refit_transport="${job.transport}")
+    assert list(MODELS.reached(unknown, model)) == []
+    both = _generation(refit_transport="${job.transport}", colocated={"enabled": True})
+    assert [f.path for f in MODELS.reached(both, model)] == [""]
+
+
 def test_switching_a_stage_to_dynamo_asks_for_what_dynamo_requires() -> None:
     # rlvr's generation has no dynamo_cfg: GRPO's setup would refuse it; a key NeMo-RL writes
     # itself before (vllm_cfg.load_format) is not asked for.

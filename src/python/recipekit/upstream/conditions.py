@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import Any
 
@@ -88,6 +88,39 @@ class Model(dict[str, Any]):
     """A nested config model's values (a pydantic field of a pydantic model): its keys read as
     attributes too (``self.rollout_failure.nemo_gym.rollout_timeout_s``), as the model's own
     fields are; a plain mapping's are not."""
+
+
+class Partial(dict[str, Any]):
+    """A mapping some of whose keys hold a value only the job knows (``unknown``): reading one
+    of those, or all its values, cannot be evaluated (a KeyError, which ``evaluated`` counts as
+    unknown); which keys it has, and the others' values, read as a dict's."""
+
+    def __init__(self, known: Mapping[str, Any], unknown: Iterable[str]) -> None:
+        super().__init__(known)
+        self.unknown = frozenset(unknown)
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self.unknown:
+            raise KeyError(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.unknown or super().__contains__(key)
+
+    def __len__(self) -> int:
+        return super().__len__() + len(self.unknown)
+
+    def keys(self) -> Any:
+        return [*super().keys(), *self.unknown]
+
+    def values(self) -> Any:
+        raise KeyError(sorted(self.unknown))
+
+    def items(self) -> Any:
+        raise KeyError(sorted(self.unknown))
 
 
 class _Unknown(Exception):

@@ -78,7 +78,8 @@ class PinnedModels(NamedTuple):
     def values(self, qualified: str, given: Mapping[str, Any] | None) -> conditions.Model:
         """The values pydantic builds the model ``qualified`` with from ``given``, as far as
         the table tells: each given value (a nested model's as its own values), else the
-        default; and ``model_extra``, the given keys it does not declare."""
+        default; and ``model_extra``, the given keys it does not declare. A value only the job
+        knows has none (in a mapping: ``_known``)."""
         entry = self.classes()[qualified]
         values = conditions.Model(constant_defaults(self.path, qualified))
         given = given or {}
@@ -89,16 +90,15 @@ class PinnedModels(NamedTuple):
         extra = {}
         for key, value in given.items():
             held = entry["nested"].get(key)
-            if _opaque(value):
-                values.pop(key, None)
-            elif key not in entry["defaults"]:
+            if key not in entry["defaults"]:
                 extra[key] = value
+            elif _opaque(value):
+                values.pop(key, None)
             elif held in self.classes() and isinstance(value, dict):
                 values[key] = self.values(held, value)
             else:
-                values[key] = value
-        if not any(_opaque(v) for k, v in given.items() if k not in entry["defaults"]):
-            values[MODEL_EXTRA] = extra
+                values[key] = _known(value)
+        values[MODEL_EXTRA] = _known(extra)
         return values
 
     def reached(
@@ -180,12 +180,14 @@ class PinnedModels(NamedTuple):
         own = [c for c in conditions.read(conditions.last_conjunct(shown)) if _set(given, c)]
         read = [c for c in conditions.read(shown) if _set(given, c)]
         chain = own[0] if own else read[-1] if read else ""
+        # A value only where a key the config sets is named: the section has none to show.
+        shown_value = {"value": _given(given, chain)} if chain else {}
         return Issue(
             join_path(found.path, chain) or name,
             f"{self.framework} refuses it {found.when}: {name} raises {found.reached.step[2]} "
             f"where `{shown}` ({where} {self.at})",
-            value=_given(given, chain) if chain else None,
             hint=f"given: {conditions.given(shown, found.reached.values)}",
+            **shown_value,
         )
 
 
@@ -198,6 +200,16 @@ def _opaque(value: Any) -> bool:
     """Whether only the job can tell a value that is no mapping (``upstream.values.plain``: it
     holds an interpolation); a mapping's own values are looked at one by one."""
     return not isinstance(value, dict) and plain(value) is OPAQUE
+
+
+def _known(value: Any) -> Any:
+    """``value`` as the replay reads it: a mapping that holds a value only the job knows
+    (``_opaque``) is a ``conditions.Partial``, whose other keys read as they are."""
+    if not isinstance(value, dict):
+        return value
+    unknown = [k for k, v in value.items() if _opaque(v)]
+    known = {k: _known(v) for k, v in value.items() if k not in unknown}
+    return conditions.Partial(known, unknown) if unknown else known
 
 
 _ABSENT = object()
