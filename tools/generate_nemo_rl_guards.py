@@ -28,7 +28,13 @@ lists them under ``boundaries``; the generator stops if the function named no lo
 class's ``model_validate``. A model's program reads ``self.model_extra`` (the keys it takes
 without declaring them) as a field of that name.
 
-``recipekit/nemo_rl/config_guards_test.py`` regenerates it and fails on any difference.
+It also writes ``recipekit/nemo_rl/generated/runner_programs.json``: each pinned runner's
+``main`` (every ``examples/`` file that defines one) and the functions it reaches, as programs
+(``tools/function_programs.py``) that ``recipekit.upstream.runners`` replays on a config from
+where the runner builds its master config: the checks of the runner and of the algorithm's
+``setup`` and its helpers, and the keys they read without a default.
+
+``recipekit/nemo_rl/config_guards_test.py`` regenerates both and fails on any difference.
 """
 
 from __future__ import annotations
@@ -41,14 +47,24 @@ from recipekit.upstream.classes import UpstreamSource
 from recipekit.upstream.declared import table
 from recipekit.upstream.models import MODEL_EXTRA
 from tools.config_programs import Pinned, class_program, live, module_file, source_of
-from tools.every_run import key_chain
+from tools.every_run import Modules, key_chain
+from tools.function_programs import Functions
 from tools.generated_modules import json_table, pins, reference_dir, write_or_check
 
 TOOL = "tools/generate_nemo_rl_guards.py"
 LABEL = "nemo-rl/super-v3.5-posttraining"
 OUTPUT = "src/python/recipekit/nemo_rl/generated/config_guards.json"
-# The check that evaluates the guards no hand-written check mirrors.
-GENERIC = ("recipekit.nemo_rl.config_guards.config_validators_hold",)
+RUNNERS_OUTPUT = "src/python/recipekit/nemo_rl/generated/runner_programs.json"
+# The checks that evaluate the guards (and warnings) no hand-written check mirrors: the config
+# classes', and each pinned runner's (recipekit.nemo_rl.config_guards.RUNNER_CHECKS).
+GENERIC = (
+    "recipekit.nemo_rl.config_guards.config_validators_hold",
+    *(
+        f"recipekit.nemo_rl.config_guards.{runner}_runner_{kind}"
+        for runner in ("gym_grpo", "ppo", "sft", "dpo")
+        for kind in ("refusals", "warnings")
+    ),
+)
 # (model, the key path of the section it validates, the key and value that select it, the
 # "module:function" that calls its model_validate, the functions that write into the section
 # before: the runner's configure_generation_config, and the caller itself)
@@ -166,6 +182,25 @@ def _boundaries(source: UpstreamSource) -> list[dict[str, Any]]:
     return out
 
 
+def runners(pinned: Pinned) -> dict[str, Any]:
+    """Each pinned runner's ``main`` (every ``examples/`` file that defines one) and the
+    functions it reaches, as programs (``tools/function_programs.py``)."""
+    texts = {str(p.relative_to(pinned.root)): p.read_text() for p in pinned.root.rglob("*.py")}
+    functions = Functions(Modules(texts), pinned)
+    mains = {
+        path: functions.runner(path)
+        for path, text in sorted(texts.items())
+        if path.startswith("examples/") and "\ndef main(" in text
+    }
+    return {
+        "pin": pins()[LABEL],
+        "note": "runners: each runner's main; functions: by qualified name, its file, "
+        "parameters and program (tools/function_programs.py)",
+        "runners": mains,
+        "functions": functions.kept(),
+    }
+
+
 def generate(reference: Path | None = None) -> dict[str, str]:
     pinned = Pinned((reference or reference_dir()) / LABEL, "nemo-rl", GENERIC, LABEL)
     source = source_of(pinned.root)
@@ -185,7 +220,7 @@ def generate(reference: Path | None = None) -> dict[str, str]:
             kept.add(q)
             described.setdefault(q, describe(source, pinned, q))
             todo += list(described[q]["nested"].values())
-    return json_table(
+    return json_table(RUNNERS_OUTPUT, TOOL, {LABEL: runners(pinned)}) | json_table(
         OUTPUT,
         TOOL,
         {

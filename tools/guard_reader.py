@@ -213,8 +213,8 @@ def evaluable(node: ast.AST | None, nested: frozenset[str] | None = None) -> str
     """``node``'s source text where ``recipekit.upstream.replay`` can evaluate it: the forms of
     ``plain`` and the ``SAFE_CALLS``; None otherwise. ``nested`` (a pydantic model's program):
     also an attribute of one of these fields (one that holds a model, ``conditions.Model``),
-    the pure methods of a builtin value (``conditions.METHODS``: ``extra.get("x")``) and a
-    dict display."""
+    the pure methods of a builtin value (``conditions.METHODS``: ``extra.get("x")``), a dict
+    display and a conditional expression."""
     if node is None:
         return None
     methods = {
@@ -228,7 +228,10 @@ def evaluable(node: ast.AST | None, nested: frozenset[str] | None = None) -> str
     }
     for part in ast.walk(node):
         if not isinstance(part, _EVALUABLE) and not (
-            nested is not None and isinstance(part, ast.Dict) and None not in part.keys
+            nested is not None
+            and (
+                isinstance(part, ast.IfExp) or isinstance(part, ast.Dict) and None not in part.keys
+            )
         ):
             return None
         if (

@@ -30,7 +30,12 @@ from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.checks import Check, CheckContext
 from recipekit.nemo_rl.checks.key_needs import unread_in
-from recipekit.nemo_rl.config_guards import config_validators_hold
+from recipekit.nemo_rl.config_guards import (
+    RUNNER_CHECKS,
+    config_validators_hold,
+    gym_grpo_runner_refusals,
+    gym_grpo_runner_warnings,
+)
 from recipekit.nemo_rl.derivations import RULES
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
 from recipekit.nemo_rl.framework import (
@@ -293,12 +298,14 @@ def _megatron_value_of_the_policys_model(config: Any) -> Any:
 
 def _main(run: NemoRLRun) -> NemoRLRun:
     """The same entry point on the Super 3.5 container (main's schema and derivations)."""
+    runner = RUNNER_CHECKS.get(run.entry_point, ())
     return attrs.evolve(
         run,
         version=SUPER35_VERSION,
         image=SUPER35_IMAGE,
         rules=RULES_MAIN,
-        error_checks=(*run.error_checks, config_validators_hold),
+        error_checks=(*run.error_checks, config_validators_hold, *runner[:1]),
+        warning_checks=(*run.warning_checks, *runner[1:]),
         policy_error_checks=POLICY_ERROR_CHECKS_SUPER35,
         policy_warning_checks=POLICY_WARNING_CHECKS_SUPER35,
     )
@@ -410,7 +417,12 @@ def _runner(entry_point: str) -> NemoRLGrpo:
         error_checks=tuple(
             check
             for check in NEMO_RL_SUPER35_GYM_GRPO.error_checks
-            if check is not gym_runner_needs_nemo_gym
+            if check not in (gym_runner_needs_nemo_gym, gym_grpo_runner_refusals)
+        ),
+        warning_checks=tuple(
+            check
+            for check in NEMO_RL_SUPER35_GYM_GRPO.warning_checks
+            if check is not gym_grpo_runner_warnings
         ),
     )
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from recipekit.nemo_rl.config_guards import MODELS
+from recipekit.markers import UNSET
+from recipekit.nemo_rl.config_guards import MODELS, RUNNERS
 from recipekit.nemo_rl.rules.conftest import imported_stage, plan_errors
 from recipekit.rule_sites import sites
 from recipekit.stage import Stage
@@ -31,6 +32,7 @@ from tools.generated_modules import stale_outputs
 
 SINGLE_CONTROLLER = "nemo-rl/main/examples/configs/grpo_math_1B_megatron_single_controller.yaml"
 DYNAMO = "nemo-rl/main/examples/configs/grpo_math_1B_dynamo.yaml"
+EXAMPLES = "nemo-rl/main/examples/configs"
 CONFIG = "nemo_rl.algorithms.single_controller_utils.config"
 RF = "async_rl.rollout_failure"
 ROUTER = "async_rl.generation_router"
@@ -43,7 +45,8 @@ def test_the_generated_table_is_what_the_tool_writes() -> None:
 
 def test_the_catalogue_names_the_generic_check_for_what_the_replay_evaluates() -> None:
     pinned = Pinned(Path(), "nemo-rl", generator.GENERIC, generator.LABEL)
-    assert not catalogue_gaps(MODELS.classes(), pinned)
+    runners = {name: {"program": steps} for name, steps in RUNNERS.programs().items()}
+    assert not catalogue_gaps(MODELS.classes() | runners, pinned)
 
 
 def _example(reference_dir: Path, tmp_path_factory: pytest.TempPathFactory, name: str) -> Stage:
@@ -505,3 +508,56 @@ def test_the_dynamo_boundary_agrees_with_nemo_rls_own_classes(
     except pydantic.ValidationError as exc:
         error = exc.errors()[0]
     _agrees(case, found, error)
+
+
+# --- the runners' own checks, replayed (recipekit.upstream.runners) ------------------------------
+#
+# The catalogued checks these tests break: gym_grpo_runner_refusals, sft_runner_refusals,
+# dpo_runner_refusals (ppo_runner_refusals: rules/ppo_test.py, which breaks PPO's setup checks).
+
+
+@pytest.mark.parametrize(
+    ("example", "key", "runner"),
+    [
+        # lm_policy.py's Policy.__init__ reads the section whatever it holds (SFT's setup builds
+        # the policy); DPO's setup reads it first.
+        ("sft.yaml", "policy.sequence_packing", "examples/run_sft.py"),
+        ("dpo.yaml", "policy.sequence_packing", "examples/run_dpo.py"),
+        # The logger turns TensorBoard on, and Logger.__init__ then reads its section.
+        ("sft.yaml", "logger.tensorboard", "examples/run_sft.py"),
+    ],
+)
+def test_a_key_the_runner_reads_without_a_default_is_refused_where_it_reads_it(
+    reference_dir: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    example: str,
+    key: str,
+    runner: str,
+) -> None:
+    stage = _example(reference_dir, tmp_path_factory, f"{EXAMPLES}/{example}")
+    assert plan_errors(stage) == []
+    [error] = plan_errors(stage.with_values({key: UNSET}))
+    assert error.startswith(f"{key}: required key is missing") and f"run by {runner}" in error
+    _reads(reference_dir, error, key)
+
+
+def test_the_gym_runner_refuses_a_section_it_reads_without_a_default(reference_dir: Path) -> None:
+    assert plan_errors(rlvr) == []
+    [error] = plan_errors(rlvr.with_values({"logger.tensorboard": UNSET}))
+    assert "run by examples/nemo_gym/run_grpo_nemo_gym.py" in error
+    _reads(reference_dir, error, "logger.tensorboard")
+
+
+def _reads(reference_dir: Path, error: str, key: str) -> None:
+    """The statement at the line the error cites reads ``key``'s last part with a subscript
+    (the pinned source says so, not recipekit)."""
+    where = error.split("KeyError (")[1].split(" @ ")[0]
+    file, _, line = where.rpartition(":")
+    tree = ast.parse((reference_dir / "nemo-rl/super-v3.5-posttraining" / file).read_text())
+    [statement] = [
+        s
+        for s in ast.walk(tree)
+        if isinstance(s, ast.stmt) and not isinstance(s, ast.If) and s.lineno == int(line)
+    ] or [s for s in ast.walk(tree) if isinstance(s, ast.If) and s.lineno == int(line)]
+    read = statement.test if isinstance(statement, ast.If) else statement
+    assert f"['{key.rsplit('.', 1)[1]}']" in ast.unparse(read), where

@@ -57,13 +57,21 @@ def test_the_table_is_what_the_generator_writes() -> None:
 def test_a_logger_turned_on_without_its_section_is_warned_at_the_line_that_reads_it() -> None:
     from recipes.super35.rl import rlvr
 
-    plan = make_plan(rlvr, ["logger.swanlab_enabled=true"])
-    (warning,) = (w.render() for w in plan.warnings if w.path == "logger.swanlab")
+    rendered = make_plan(rlvr).framework_config
+    assert not [w for w in missing_keys(rendered, SUPER35) if w.path == "logger.swanlab"]
+    switched = rendered | {"logger": rendered["logger"] | {"swanlab_enabled": True}}
+    (warning,) = (w.render() for w in missing_keys(switched, SUPER35) if w.path == "logger.swanlab")
     (pair,) = (p for p in pairs(SUPER35) if p["needs"] == ["swanlab"] and p["at"] == [["logger"]])
     assert warning.startswith("logger.swanlab: is absent, and NeMo-RL reads it without a default")
-    assert f"{pair['file']}:{pair['line']} @ super-v3.5-posttraining" in warning
+    where = f"{pair['file']}:{pair['line']} @ super-v3.5-posttraining"
+    assert where in warning
     assert "where logger.swanlab_enabled (Logger.__init__" in warning
-    assert not [w for w in make_plan(rlvr).warnings if w.path == "logger.swanlab"]
+    # Its runner builds the logger on every run, which the replay of the runner follows: the
+    # plan refuses it there (recipekit.upstream.runners), at the same read.
+    with pytest.raises(RecipeError) as refused:
+        make_plan(rlvr, ["logger.swanlab_enabled=true"])
+    [error] = [i.render() for i in refused.value.issues]
+    assert error.startswith("logger.swanlab: required key is missing") and where in error
 
 
 @pytest.mark.parametrize("stage", _stages(), ids=lambda s: s.name)

@@ -12,6 +12,7 @@ float) it is None: the check that asks says nothing, and the value's type is ano
 from __future__ import annotations
 
 import ast
+import copy
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
@@ -123,6 +124,158 @@ class Partial(dict[str, Any]):
         raise KeyError(sorted(self.unknown))
 
 
+class Absent(KeyError):
+    """A key a ``Tracked`` mapping does not have, nor may have been given since: reading it
+    with a subscript fails as it would in the function (``path``: its key path)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+class Tracked(Partial):
+    """A config mapping as a replayed function holds it (``recipekit.upstream.replay``): the
+    key path it stands at in the config (``path``, which names the key a refusal is about),
+    and what the function did to it since. A key it stores a value in reads that value; a key
+    it stores what the replay cannot tell in is unknown; handed to code the replay does not
+    follow, it is unknown as a whole, and so is every mapping inside it (``poison``). The
+    function's other names for it (``grpo_config = master_config.grpo``) read it changed too,
+    as the one object they are."""
+
+    def __init__(
+        self, known: Mapping[str, Any], unknown: Iterable[str] = (), path: str = ""
+    ) -> None:
+        super().__init__(known, unknown)
+        self.path = path
+        self.opaque = False
+
+    def _readable(self, key: object) -> None:
+        if self.opaque:
+            raise KeyError(key)
+
+    def __getitem__(self, key: str) -> Any:
+        self._readable(key)
+        if not dict.__contains__(self, key) and key not in self.unknown and self.absent_fails:
+            raise Absent(f"{self.path}.{key}" if self.path else key)
+        return super().__getitem__(key)
+
+    @property
+    def absent_fails(self) -> bool:
+        """Whether a key it lacks is not there at all (a mapping's; a model's field may have
+        a default the table does not tell)."""
+        return not isinstance(self, Model)
+
+    def __contains__(self, key: object) -> bool:
+        self._readable(key)
+        return super().__contains__(key)
+
+    def __len__(self) -> int:
+        self._readable(None)
+        return super().__len__()
+
+    def keys(self) -> Any:
+        self._readable(None)
+        return super().keys()
+
+    def values(self) -> Any:
+        self._readable(None)
+        return super().values() if self.unknown else list(dict.values(self))
+
+    def items(self) -> Any:
+        self._readable(None)
+        return super().items() if self.unknown else list(dict.items(self))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tracked:
+        # One copy per mapping, however many names hold it.
+        new = type(self)({}, self.unknown, self.path)
+        new.opaque = self.opaque
+        memo[id(self)] = new
+        for key, value in dict.items(self):
+            dict.__setitem__(new, key, copy.deepcopy(value, memo))
+        return new
+
+    def put(self, key: str, value: Any) -> None:
+        """The function stores ``value`` at ``key``."""
+        dict.__setitem__(self, key, value)
+        self.unknown = self.unknown - {key}
+
+    def forget(self, key: str) -> None:
+        """The function stores at ``key`` what the replay cannot tell."""
+        self.unknown = self.unknown | {key}
+
+    def poison(self) -> None:
+        """Code the replay does not follow may have changed anything in it."""
+        if not self.opaque:
+            self.opaque = True
+            for value in dict.values(self):
+                if isinstance(value, Tracked):
+                    value.poison()
+
+
+class TrackedModel(Tracked, Model):
+    """A pydantic model's values as a replayed function holds them (its fields read as
+    attributes)."""
+
+
+def tracked(value: Any, path: str = "") -> Any:
+    """A copy of a config's values (``value``, at the key path ``path``) whose mappings are
+    ``Tracked``: what a replayed function reads and changes (``recipekit.upstream.replay``)."""
+    if not isinstance(value, dict):
+        return value
+    unknown = value.unknown if isinstance(value, Partial) else frozenset()
+    known = {
+        k: tracked(dict.__getitem__(value, k), f"{path}.{k}" if path else str(k))
+        for k in dict.keys(value)
+    }
+    kind = TrackedModel if isinstance(value, Model) else Tracked
+    return kind(known, unknown, path)
+
+
+# Where a replayed function keeps, for each name it set from a config key's value that is
+# no mapping (``batch_multiplier = grpo_config.batch_multiplier``), that key (``keyed``).
+ORIGINS = " origins"
+
+
+def split_chain(chain: str) -> tuple[str | None, str]:
+    """(the owner's text, the key) of a chain's last link (``a.b["c"]``: ``a.b``, ``c``);
+    (None, "") where it ends in no attribute or constant subscript."""
+    node = _parse(chain)
+    if isinstance(node, ast.Attribute):
+        return ast.unparse(node.value), node.attr
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        return ast.unparse(node.value), str(node.slice.value)
+    return None, ""
+
+
+def keyed(chain: str, values: Mapping[str, Any]) -> str | None:
+    """The config key a chain of attributes and constant subscripts reads
+    (``grpo_config.val_period``: ``grpo.val_period``, where ``grpo_config`` holds the config's
+    ``grpo``): the key path of the longest part of it that is a ``Tracked`` mapping, then the
+    rest of the chain; a name the function set from a key's value, that key (``ORIGINS``);
+    None where no part of it is one."""
+    node = _parse(chain)
+    rest: list[str] = []
+    origins = values.get(ORIGINS, {})
+    if isinstance(node, ast.Name) and node.id in origins:
+        return str(origins[node.id])
+    while True:
+        known, value = (
+            evaluated(ast.unparse(node), values)
+            if isinstance(node, ast.Name | ast.Attribute | ast.Subscript)
+            else (False, None)
+        )
+        if known and isinstance(value, Tracked):
+            return ".".join([value.path, *reversed(rest)] if value.path else reversed(rest))
+        if isinstance(node, ast.Attribute):
+            rest.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            rest.append(str(node.slice.value))
+            node = node.value
+        else:
+            return None
+
+
 class _Unknown(Exception):
     """The expression reads something it has no value for, or a form it does not evaluate."""
 
@@ -135,10 +288,19 @@ def holds(condition: str, values: Mapping[str, Any]) -> bool | None:
 
 def evaluated(source: str, values: Mapping[str, Any]) -> tuple[bool, Any]:
     """(whether it could be evaluated, its value) of an expression over ``values``."""
+    known, value, _ = attempt(source, values)
+    return known, value
+
+
+def attempt(source: str, values: Mapping[str, Any]) -> tuple[bool, Any, str]:
+    """``evaluated``, and the key path of the config key it reads that is not there (a
+    ``Tracked`` mapping's, ``Absent``), where reading it fails: "" where none does."""
     try:
-        return True, _value(_parse(source), values)
+        return True, _value(_parse(source), values), ""
+    except Absent as absent:
+        return False, None, absent.path
     except (_Unknown, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
-        return False, None
+        return False, None, ""
 
 
 def constant(source: str) -> tuple[bool, Any]:
@@ -160,18 +322,30 @@ def bound(defaults: Mapping[str, str | None], given: Mapping[str, Any]) -> dict[
 
 def names(condition: str) -> list[str]:
     """The names ``condition`` reads, in the order it reads them."""
+    return list(_names(condition))
+
+
+@cache
+def _names(condition: str) -> tuple[str, ...]:
     found = [n.id for n in ast.walk(_parse(condition)) if isinstance(n, ast.Name)]
-    return list(dict.fromkeys(found))
+    return tuple(dict.fromkeys(found))
 
 
-def read(condition: str) -> list[str]:
+def read(condition: str, subscripts: bool = False) -> list[str]:
     """What ``condition`` reads, in the order it is written: its names, and a nested model's
-    field as the whole chain (``router.backend_timeout_s``)."""
+    field as the whole chain (``router.backend_timeout_s``); ``subscripts``: a constant
+    subscript is part of a chain too (``policy["generation"]["backend"]``)."""
     tree = _parse(condition)
-    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+
+    def link(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) or (
+            subscripts and isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+        )
+
+    inner = {id(n.value) for n in ast.walk(tree) if link(n)}  # type: ignore[attr-defined]
     found = sorted(
-        (n for n in ast.walk(tree) if isinstance(n, ast.Name | ast.Attribute)),
-        key=lambda n: n.col_offset,
+        (n for n in ast.walk(tree) if isinstance(n, ast.Name) or link(n)),
+        key=lambda n: n.col_offset,  # type: ignore[attr-defined]
     )
     found = [n for n in found if id(n) not in inner]
     return list(dict.fromkeys(ast.unparse(n) for n in found))
@@ -228,6 +402,8 @@ def _value(node: ast.expr, values: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Dict) and None not in node.keys:
         pairs = zip(node.keys, node.values, strict=True)
         return {_value(k, values): _value(v, values) for k, v in pairs}  # type: ignore[arg-type]
+    if isinstance(node, ast.IfExp):  # Python's own: only the branch the test takes
+        return _value(node.body if _value(node.test, values) else node.orelse, values)
     if isinstance(node, ast.UnaryOp):
         operand = _value(node.operand, values)
         if isinstance(node.op, ast.Not):

@@ -12,9 +12,10 @@ its later assignments forget.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,31 +61,58 @@ class Reached:
 
 
 class _Return(Exception):
-    """The function returned."""
+    """The function returned: ``value`` where the replay could tell it."""
+
+    def __init__(self, known: bool = False, value: Any = None) -> None:
+        super().__init__()
+        self.known, self.value = known, value
 
 
 @attrs.define
 class _Frame:
     """One function's run: ``decided`` turns False once a branch that may have returned could
-    not be decided, from when on the rest of the function may not run at all."""
+    not be decided, from when on the rest of the function may not run at all; ``quiet``: a
+    call that may not run at all (a call in the second operand of an ``and``), whose guards
+    say nothing and whose changes to what its caller holds are unknown."""
 
     decided: bool = True
+    quiet: bool = False
 
 
-def replay(steps: Sequence[Any], values: dict[str, Any]) -> list[Reached]:
+@attrs.frozen
+class _Run:
+    """What one replay shares between its functions: what it found, and the functions a
+    program may invoke (``tools/function_programs.py``)."""
+
+    found: list[Reached]
+    functions: Mapping[str, Any]
+    depth: int = 0
+
+
+# How deep invoked functions nest before the replay stops following them.
+_DEPTH = 12
+
+
+def replay(
+    steps: Sequence[Any], values: dict[str, Any], functions: Mapping[str, Any] | None = None
+) -> list[Reached]:
     """Every failing guard and issued warning of ``steps`` on ``values``, in the order the
-    function reaches them."""
+    function reaches them; ``functions``: qualified name -> the program of each function an
+    ``invoke`` step names."""
     state = dict(values)
     found: list[Reached] = []
-    _function(steps, state, found)
+    _function(steps, state, _Run(found, functions or {}), _Frame())
     return found
 
 
-def _function(steps: Sequence[Any], state: dict[str, Any], found: list[Reached]) -> None:
+def _function(steps: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame) -> _Return:
     try:
-        _run(steps, state, found, _Frame())
-    except _Return:
-        pass
+        _run(steps, state, run, frame)
+    except _Return as returned:
+        return returned
+    # The end of the function returns None, unless a return the replay could not decide on
+    # may have come first.
+    return _Return(frame.decided, None)
 
 
 def _forget(state: dict[str, Any], names: Sequence[str]) -> None:
@@ -94,42 +122,228 @@ def _forget(state: dict[str, Any], names: Sequence[str]) -> None:
         state.pop(name, None)
 
 
-def _run(steps: Sequence[Any], state: dict[str, Any], found: list[Reached], frame: _Frame) -> None:
+def _changed(text: str, state: dict[str, Any]) -> None:
+    """The value ``text`` reads (a name, or a chain of attributes and constant subscripts)
+    may have been changed by code the replay does not follow: unknown from now on, wherever
+    the function holds it."""
+    known, value = conditions.evaluated(text, state)
+    if known and isinstance(value, conditions.Tracked):
+        value.poison()
+        return
+    if known and isinstance(value, _IMMUTABLE):
+        return  # no code can change it
+    parent, key = conditions.split_chain(text)
+    if parent is not None:
+        known, owner = conditions.evaluated(parent, state)
+        if known and isinstance(owner, conditions.Tracked):
+            owner.forget(key)
+            return
+    read = conditions.names(text)
+    root = read[0] if read else None
+    if root is not None:
+        value = state.pop(root, None)
+        if isinstance(value, conditions.Tracked):
+            value.poison()
+
+
+# Values no code changes in place.
+_IMMUTABLE = (type(None), bool, int, float, str, bytes)
+
+
+def _store(
+    step: Sequence[Any],
+    state: dict[str, Any],
+    exact: bool,
+    run: _Run | None = None,
+    frame: _Frame | None = None,
+) -> None:
+    """``["store", container, key, value, roots]``: the function sets ``container[key]`` (or
+    the attribute); ``exact``: the replay knows it runs (``run`` and ``frame``: where it
+    does), else its value is unknown."""
+    _, container, key, value, roots = step[:5]
+    if exact and run is not None and frame is not None:
+        ok, stored = _evaluated(value, state, step, run, frame)
+        known, owner = _evaluated(container, state, step, run, frame)
+    else:
+        ok, stored = (False, None) if value is None else conditions.evaluated(value, state)
+        known, owner = (
+            (False, None) if container is None else conditions.evaluated(container, state)
+        )
+    if known and isinstance(owner, conditions.Tracked):
+        if ok and exact:
+            owner.put(key, stored)
+        else:
+            owner.forget(key)
+    else:
+        for root in roots:
+            _changed(root, state)
+        # A config mapping kept in an object the replay does not hold (self.config = config)
+        # may be changed through it later, by code the replay does not follow.
+        _escaped(stored)
+
+
+def _escaped(value: Any) -> None:
+    """Every config mapping ``value`` is or holds may change from now on."""
+    if isinstance(value, conditions.Tracked):
+        value.poison()
+    elif isinstance(value, list | tuple | set | dict):
+        for each in dict.values(value) if isinstance(value, dict) else value:
+            _escaped(each)
+
+
+def _unsure(steps: Sequence[Any], state: dict[str, Any]) -> None:
+    """What steps that may or may not run change in what the function holds: every value they
+    store or hand on is unknown (their own names, the caller's ``forget``)."""
+    for step in steps:
+        kind = step[0]
+        if kind == "store":
+            _store(step, state, exact=False)
+        elif kind == "mutate":
+            for text in step[1]:
+                _changed(text, state)
+        elif kind == "invoke":
+            for _, argument in step[2]:
+                if argument is not None:
+                    _changed(argument, state)
+            if step[3] is not None:
+                state.pop(step[3], None)
+        elif kind == "if":
+            _forget(state, step[4])
+            _unsure(step[2], state)
+            _unsure(step[3], state)
+        elif kind == "set":
+            state.pop(step[1], None)
+        elif kind == "forget":
+            _forget(state, step[1])
+
+
+# Where a function's step ends with where it is (tools/function_programs.py): a key it reads may
+# be missing there. The length of each such step.
+_LOCATED = {"set": 4, "if": 7, "store": 6, "invoke": 6, "return": 3}
+
+
+def _evaluated(
+    text: str | None, state: dict[str, Any], step: Sequence[Any], run: _Run, frame: _Frame
+) -> tuple[bool, Any]:
+    """``conditions.evaluated``, and where a function (a located ``step``, which surely runs)
+    reads a config key that is not there, a ``keyerror`` found there:
+    ``["keyerror", key path, where]``."""
+    if text is None:
+        return False, None
+    known, value, absent = conditions.attempt(text, state)
+    if absent and frame.decided and not frame.quiet and len(step) == _LOCATED.get(step[0]):
+        run.found.append(Reached(["keyerror", absent, step[-1]], _snapshot(state)))
+    return known, value
+
+
+def _run(steps: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame) -> None:
     for step in steps:
         kind = step[0]
         if kind == "set":
-            known, value = (
-                (False, None) if step[2] is None else conditions.evaluated(step[2], state)
-            )
+            known, value = _evaluated(step[2], state, step, run, frame)
             if known and frame.decided:
                 state[step[1]] = value
+                _originate(state, step[1], step[2], value)
             else:
                 state.pop(step[1], None)
         elif kind == "forget":
             _forget(state, step[1])
         elif kind == "if":
-            _, test, then, orelse, changed, exits = step
-            taken = None if test is None or not frame.decided else conditions.holds(test, state)
+            _, test, then, orelse, changed, exits = step[:6]
+            taken = None
+            if frame.decided:
+                known, value = _evaluated(test, state, step, run, frame)
+                taken = bool(value) if known else None
             if taken is None:
                 _forget(state, changed)
+                _unsure(then, state)
+                _unsure(orelse, state)
                 if exits:
                     frame.decided = False
             else:
-                _run(then if taken else orelse, state, found, frame)
+                _run(then if taken else orelse, state, run, frame)
         elif kind == "guard":
-            if frame.decided and step[1] is not None and conditions.holds(step[1], state):
-                found.append(Reached(step, dict(state)))
+            if frame.decided and not frame.quiet and step[1] is not None:
+                known, failing, absent = conditions.attempt(step[1], state)
+                if known and failing:
+                    run.found.append(Reached(step, _snapshot(state)))
+                elif absent:
+                    run.found.append(Reached(["keyerror", absent, step[3]], _snapshot(state)))
         elif kind == "warn":
-            if frame.decided:
-                found.append(Reached(step, dict(state)))
+            if frame.decided and not frame.quiet:
+                run.found.append(Reached(step, _snapshot(state)))
         elif kind == "call":
             if frame.decided:
-                _function(step[1], state, found)
+                _function(step[1], state, run, frame)
             else:
                 _forget(state, [EVERYTHING])
+        elif kind == "invoke":
+            _invoke(step, state, run, frame)
+        elif kind == "store":
+            _store(step, state, exact=frame.decided and not frame.quiet, run=run, frame=frame)
+        elif kind == "mutate":
+            for text in step[1]:
+                _changed(text, state)
         elif kind == "return":
             if frame.decided:
-                raise _Return
+                # ["return"] in a config class's program; ["return", value | None] in a
+                # function's, None where the replay cannot evaluate the value.
+                value = step[1] if len(step) > 1 else "None"
+                raise _Return(*_evaluated(value, state, step, run, frame))
+
+
+def _snapshot(state: dict[str, Any]) -> dict[str, Any]:
+    """The values when a check is reached, as they are then: a function's mappings may change
+    after (``conditions.Tracked``)."""
+    if not any(isinstance(v, conditions.Tracked) for v in state.values()):
+        return dict(state)
+    return copy.deepcopy(state)
+
+
+def _originate(
+    state: dict[str, Any], name: str, text: str, value: Any, read: dict[str, Any] | None = None
+) -> None:
+    """Where a function sets a name (or binds a parameter) from a chain of a config mapping's
+    keys, evaluated in ``read`` (default: ``state``), the key it read
+    (``conditions.ORIGINS``): a refusal that reads the name is about that key."""
+    origins = state.get(conditions.ORIGINS)
+    if origins is not None:
+        origins.pop(name, None)
+    if isinstance(value, conditions.Tracked) or conditions.split_chain(text)[0] is None:
+        return
+    key = conditions.keyed(text, state if read is None else read)
+    if key:
+        state.setdefault(conditions.ORIGINS, {})[name] = key
+
+
+def _invoke(step: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame) -> None:
+    """``["invoke", function, bindings, target, quiet]``: the function runs with each parameter
+    bound to its argument's value (``bindings``: [parameter, the argument's text or None]); its
+    return value is ``target``'s."""
+    _, name, bindings, target, quiet = step[:5]
+    program = run.functions.get(name)
+    if not frame.decided or program is None or run.depth >= _DEPTH:
+        _unsure([step], state)
+        return
+    own = {}
+    for parameter, argument in bindings:
+        # A call that may not run (quiet) may not read its arguments either.
+        if quiet or argument is None:
+            known, value = (
+                (False, None) if argument is None else conditions.evaluated(argument, state)
+            )
+        else:
+            known, value = _evaluated(argument, state, step, run, frame)
+        if known:
+            own[parameter] = value
+            _originate(own, parameter, argument, value, state)
+    inner = _Run(run.found, run.functions, run.depth + 1)
+    returned = _function(program, own, inner, _Frame(quiet=frame.quiet or quiet))
+    if target is not None:
+        if returned.known:
+            state[target] = returned.value
+        else:
+            state.pop(target, None)
 
 
 def located(steps: Sequence[Any]) -> Iterator[Sequence[Any]]:
@@ -150,4 +364,6 @@ def described(step: Sequence[Any]) -> tuple[str, str, bool]:
     warning (``["warn", where, shown, anchor, mirrored, live]``): ``tools/config_programs.py``."""
     if step[0] == "guard":
         return step[3], step[4], step[6]
+    if step[0] == "keyerror":  # ["keyerror", key path, where]: the replay's own
+        return step[2], step[1], False
     return step[1], step[2], step[4]

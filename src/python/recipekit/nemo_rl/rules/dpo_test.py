@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from recipekit.nemo_rl.algorithms import NEMO_RL_SUPER35_DPO
-from recipekit.nemo_rl.config_guards import config_validators_hold
+from recipekit.nemo_rl.config_guards import config_validators_hold, dpo_runner_refusals
 from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules import dpo
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt, imported_stage
@@ -34,8 +34,13 @@ def stage(reference_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Stag
 def test_the_upstream_example_plans_with_dpos_rules(stage: Stage, warned: Plan) -> None:
     assert stage.framework is NEMO_RL_SUPER35_DPO
     assert warned(stage) == []
-    # Every Super 3.5 entry point also replays its config classes' validators.
-    assert set(NEMO_RL_SUPER35_DPO.error_checks) == {*dpo.DPO_ERROR_CHECKS, config_validators_hold}
+    # Every Super 3.5 entry point also replays its config classes' validators, and a pinned
+    # runner its own checks (dpo_runner_refusals).
+    assert set(NEMO_RL_SUPER35_DPO.error_checks) == {
+        *dpo.DPO_ERROR_CHECKS,
+        config_validators_hold,
+        dpo_runner_refusals,
+    }
     assert dpo.dpo_checkpoint_saved_without_its_validation_metric in (
         NEMO_RL_SUPER35_DPO.warning_checks
     )

@@ -74,22 +74,6 @@ def _fp8_kv_cache(config: PPOMasterConfig) -> str | None:
 # --- the runner and the config's own validators -------------------------------------------------
 
 
-def ppo_needs_a_generation_config(config: PPOMasterConfig) -> Iterator[Issue]:
-    """run_ppo.py, main, and ppo.py, setup: PPO generates its own rollouts, so the policy needs a
-    generation section."""
-    if policy_generation(config) is None:
-        yield Issue(
-            "policy.generation",
-            "NeMo-RL's PPO refuses a policy without one: PPO samples its own rollouts "
-            "("
-            + _cite("nemo-rl.examples.run-ppo.main.ppo-needs-generation-section")
-            + ", "
-            + _cite("nemo-rl.algorithms.ppo.setup.ppo-needs-generation-section")
-            + ")",
-            hint="give the policy a generation section",
-        )
-
-
 @mirrors_super35(
     "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-generates-vllm-async-engine"
 )
@@ -115,39 +99,11 @@ def async_ppo_needs_async_vllm(config: PPOMasterConfig) -> Iterator[Issue]:
     )
 
 
-@mirrors_super35(
-    "nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-corrects-off-policy-rollouts"
-)
-def async_ppo_needs_importance_sampling(config: PPOMasterConfig) -> Iterator[Issue]:
-    """run_ppo.py, _validate_async_ppo_config: async PPO trains on rollouts of older weights, so the
-    loss must correct for them."""
-    if _async(config) is not None and config.loss_fn.use_importance_sampling_correction is not True:
-        yield Issue(
-            "loss_fn.use_importance_sampling_correction",
-            "async PPO trains on rollouts of older policy weights; the PPO runner refuses it "
-            "without the importance-sampling correction",
-            value=config.loss_fn.use_importance_sampling_correction,
-            hint="set it true",
-        )
-
-
-@mirrors_super35("nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-does-not-force-ppo")
-def async_ppo_without_a_forced_ratio(config: PPOMasterConfig) -> Iterator[Issue]:
-    """run_ppo.py, _validate_async_ppo_config: forcing the PPO ratio to 1 assumes on-policy data,
-    which async PPO's replay buffer does not hold."""
-    if _async(config) is not None and config.loss_fn.force_on_policy_ratio is True:
-        yield Issue(
-            "loss_fn.force_on_policy_ratio",
-            "async PPO's rollouts are off-policy, so the PPO runner refuses a ratio forced to 1",
-            value=True,
-            hint="set it false",
-        )
-
-
 @mirrors_super35("nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-generates-gpus-own")
 def async_ppo_needs_non_colocated_generation(config: PPOMasterConfig) -> Iterator[Issue]:
     """run_ppo.py, _validate_async_ppo_config: async PPO generates while it trains, on GPUs of its
-    own."""
+    own (the runner checks it after setup has handed the generation section to code the replay
+    of the runner does not follow)."""
     if _async(config) is not None and generation_colocated(config) is True:
         yield Issue(
             "policy.generation.colocated.enabled",
@@ -155,20 +111,6 @@ def async_ppo_needs_non_colocated_generation(config: PPOMasterConfig) -> Iterato
             "training GPUs",
             value=True,
             hint="set it false and give generation its own resources",
-        )
-
-
-@mirrors_super35("nemo-rl.examples.run-ppo.validate-async-ppo-config.async-ppo-has-no-epoch-limit")
-def async_ppo_has_no_epoch_limit(config: PPOMasterConfig) -> Iterator[Issue]:
-    """run_ppo.py, _validate_async_ppo_config: async PPO counts steps only; ppo.max_num_epochs must
-    be -1 (no limit)."""
-    if _async(config) is not None and config.ppo.max_num_epochs != -1:
-        yield Issue(
-            "ppo.max_num_epochs",
-            "async PPO bounds training by ppo.max_num_steps only; the PPO runner refuses any "
-            "epoch limit but -1",
-            value=config.ppo.max_num_epochs,
-            hint="set ppo.max_num_epochs=-1 and bound the run with ppo.max_num_steps",
         )
 
 
@@ -236,46 +178,6 @@ def ppo_takes_no_refit_transport(config: PPOMasterConfig) -> Iterator[Issue]:
     )
 
 
-@mirrors_super35("nemo-rl.algorithms.ppo.setup.critic-warm-up-optimizer-checkpoints-excludes")
-def critic_warmup_without_constant_checkpoint_structure(
-    config: PPOMasterConfig,
-) -> Iterator[Issue]:
-    """ppo.py, setup: the policy's optimizer state appears only after the critic warm-up, so a
-    Megatron checkpoint layout cached as constant cannot hold both states."""
-    megatron = config.policy.megatron_cfg
-    if isinstance(megatron, Marker) or megatron.enabled is not True:
-        return
-    ckpt = config.checkpointing
-    warmup = given(config.ppo.policy_training_start_step, 0) > 0
-    saves_optimizer = ckpt.enabled is True and given(ckpt.save_optimizer, True) is True
-    if warmup and saves_optimizer and _on(megatron.checkpoint, "ckpt_assume_constant_structure"):
-        yield Issue(
-            "policy.megatron_cfg.checkpoint.ckpt_assume_constant_structure",
-            "the policy's optimizer state first appears after the critic warm-up "
-            "(ppo.policy_training_start_step > 0), which a checkpoint layout assumed constant "
-            "cannot hold; PPO's setup refuses it while checkpoints save the optimizer",
-            value=True,
-            hint="set it false, ppo.policy_training_start_step: 0, or "
-            "checkpointing.save_optimizer: false",
-        )
-
-
-@mirrors_super35("nemo-rl.algorithms.ppo.setup.megatron-value-model-cp-1-packs")
-def megatron_value_context_parallel_needs_packing(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, setup: a Megatron critic shards context-parallel work per packed sequence."""
-    megatron = _megatron_value(config)
-    if megatron is None or megatron.context_parallel_size <= 1:
-        return
-    if not _on(config.value.sequence_packing, "enabled"):
-        yield Issue(
-            "value.megatron_cfg.context_parallel_size",
-            "a Megatron value model splits context-parallel work per packed sequence; PPO's "
-            "setup refuses CP > 1 without value.sequence_packing.enabled",
-            value=megatron.context_parallel_size,
-            hint="set value.sequence_packing.enabled: true, or context_parallel_size: 1",
-        )
-
-
 def value_has_one_training_backend(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, setup, and lm_value.py, Value.__init__: the critic trains on exactly one of DTensor
     and Megatron-Core."""
@@ -301,91 +203,6 @@ def value_has_one_training_backend(config: PPOMasterConfig) -> Iterator[Issue]:
             + ")",
             value=config.value.dtensor_cfg.enabled,
             hint="enable one of them",
-        )
-
-
-@mirrors_super35("nemo-rl.algorithms.ppo.setup.dtensor-value-model-does-not-pack")
-def dtensor_value_without_sequence_packing(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, setup: the DTensor critic does not pack sequences (NVIDIA-NeMo/RL#2951)."""
-    if _dtensor_value(config) and _on(config.value.sequence_packing, "enabled"):
-        yield Issue(
-            "value.sequence_packing.enabled",
-            "the DTensor value model cannot pack sequences yet; PPO's setup refuses it",
-            value=True,
-            hint="set it false, or train the value model with Megatron-Core",
-        )
-
-
-@mirrors_super35("nemo-rl.algorithms.ppo.setup.dtensor-value-model-runs-cp")
-def dtensor_value_without_context_parallel(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, setup: the DTensor critic has no context parallelism (NVIDIA-NeMo/RL#2951)."""
-    cp = given(config.value.dtensor_cfg.context_parallel_size, 1)
-    if _dtensor_value(config) and cp != 1:
-        yield Issue(
-            "value.dtensor_cfg.context_parallel_size",
-            "the DTensor value model has no context parallelism yet; PPO's setup refuses " "CP > 1",
-            value=cp,
-            hint="set it 1, or train the value model with Megatron-Core",
-        )
-
-
-@mirrors_super35("nemo-rl.algorithms.ppo.setup.dtensor-value-model-does-not-batch")
-def dtensor_value_without_dynamic_batching(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, setup: dynamic batching is broken for the DTensor critic (NVIDIA-NeMo/RL#2953)."""
-    if _dtensor_value(config) and config.value.dynamic_batching.enabled is True:
-        yield Issue(
-            "value.dynamic_batching.enabled",
-            "dynamic batching misbehaves with the DTensor value model; PPO's setup refuses it",
-            value=True,
-            hint="set it false",
-        )
-
-
-@mirrors_super35("nemo-rl.algorithms.ppo.setup.batch-multiplier-other-1-needs-dynamic")
-def batch_multiplier_needs_dynamic_sampling(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, setup: only dynamic sampling draws more prompts than a step trains on."""
-    ppo = config.ppo
-    multiplier = given(ppo.batch_multiplier, 1.0)
-    if multiplier != 1 and ppo.use_dynamic_sampling is not True:
-        yield Issue(
-            "ppo.batch_multiplier",
-            "only dynamic sampling draws extra prompts to filter; PPO's setup refuses a "
-            "multiplier other than 1 without ppo.use_dynamic_sampling",
-            value=multiplier,
-            hint="set it 1, or ppo.use_dynamic_sampling: true",
-        )
-
-
-@mirrors_super35("nemo-rl.algorithms.ppo.setup.forced-policy-ratio-trains-each-step")
-def forced_ratio_needs_one_update_per_step(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, setup: a ratio forced to 1 is exact only when each step's rollouts make one
-    optimizer batch."""
-    if config.loss_fn.force_on_policy_ratio is not True:
-        return
-    ppo, batch = config.ppo, config.policy.train_global_batch_size
-    rollouts = ppo.num_prompts_per_step * ppo.num_generations_per_prompt
-    if isinstance(batch, int) and batch != rollouts:
-        yield Issue(
-            "policy.train_global_batch_size",
-            f"loss_fn.force_on_policy_ratio needs one optimizer batch of all {rollouts} rollouts "
-            f"of a step (num_prompts_per_step x num_generations_per_prompt); PPO's setup "
-            "refuses another size",
-            value=batch,
-            hint=f"set it {rollouts}, or force_on_policy_ratio false",
-        )
-
-
-@mirrors_super35("nemo-rl.algorithms.ppo.setup.non-colocated-ppo-generation-runs-vllm")
-def non_colocated_generation_needs_vllm(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, setup: only vLLM takes PPO's weight updates across clusters."""
-    gen = policy_generation(config)
-    if gen is not None and generation_colocated(config) is False and gen.backend != "vllm":
-        yield Issue(
-            "policy.generation.backend",
-            "PPO updates non-colocated generation's weights only on vLLM; its setup refuses "
-            "another back-end there",
-            value=gen.backend,
-            hint="use vllm, or colocate generation",
         )
 
 
@@ -425,19 +242,6 @@ def nodes_split_between_generation_and_training(config: PPOMasterConfig) -> Iter
     if gen is None or cluster is None or cluster[0] == 1:
         return
     yield from split_issues(gen.colocated.resources, cluster, PPO_SPLIT)
-
-
-@mirrors_super35("nemo-rl.algorithms.ppo.setup.ppo-generates-vllm-sglang")
-def ppo_generates_with_vllm_or_sglang(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, setup: PPO's setup builds a vLLM or an SGLang engine, nothing else."""
-    gen = policy_generation(config)
-    if gen is not None and gen.backend not in ("vllm", "sglang"):
-        yield Issue(
-            "policy.generation.backend",
-            f"PPO generates with vLLM or SGLang only; its setup refuses {gen.backend!r}",
-            value=gen.backend,
-            hint="vllm or sglang",
-        )
 
 
 @mirrors_super35("nemo-rl.algorithms.ppo.setup.fp8-vllm-generation-needs-importance-sampling")
@@ -761,26 +565,13 @@ def dtensor_value_optimizer_and_schedulers_build(config: PPOMasterConfig) -> Ite
 
 
 PPO_ERROR_CHECKS = (
-    ppo_needs_a_generation_config,
     async_ppo_needs_async_vllm,
-    async_ppo_needs_importance_sampling,
-    async_ppo_without_a_forced_ratio,
     async_ppo_needs_non_colocated_generation,
-    async_ppo_has_no_epoch_limit,
     async_ppo_without_unsupported_features,
     ppo_takes_no_refit_transport,
-    critic_warmup_without_constant_checkpoint_structure,
-    megatron_value_context_parallel_needs_packing,
     value_has_one_training_backend,
-    dtensor_value_without_sequence_packing,
-    dtensor_value_without_context_parallel,
-    dtensor_value_without_dynamic_batching,
-    batch_multiplier_needs_dynamic_sampling,
-    forced_ratio_needs_one_update_per_step,
-    non_colocated_generation_needs_vllm,
     one_node_generation_leaves_training_gpus,
     nodes_split_between_generation_and_training,
-    ppo_generates_with_vllm_or_sglang,
     fp8_generation_needs_importance_sampling,
     fp8_kv_cache_needs_fp8_weights,
     fp8_kv_cache_needs_megatron_policy,

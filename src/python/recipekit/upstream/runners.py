@@ -1,0 +1,146 @@
+"""A pinned runner's own checks, replayed on a rendered config: what its ``main`` and the
+functions it calls (the algorithm's ``setup`` and its helpers) assert, raise or warn about,
+from where it builds its master config on (``tools/function_programs.py`` writes them as
+programs; ``recipekit.upstream.replay`` runs them).
+
+The replay starts holding the master config's values as the framework builds them
+(``recipekit.upstream.models.PinnedModels.values``: each model's defaults under what the config
+gives), follows what the functions write into the config and the names they give its
+sections, and forgets what code it does not follow may change. A check it reaches that fails
+is refused at the config key it reads: a section's key path travels with the section
+(``conditions.Tracked``), so ``grpo_config.val_period`` is ``grpo.val_period``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from recipekit.errors import Issue
+from recipekit.upstream import conditions
+from recipekit.upstream.replay import Reached, described, pinned_source, replay
+
+# What the program of a runner's main calls the master config's values
+# (``tools/function_programs.MASTER``).
+MASTER = "__master__"
+
+
+class PinnedRunners(NamedTuple):
+    """The runner programs of one generated table (``path``); ``framework`` and ``at`` say
+    whose they are in a message (``NeMo-RL``, ``@ super-v3.5-posttraining``)."""
+
+    path: Path
+    framework: str
+    at: str
+
+    def mains(self) -> dict[str, str]:
+        """Runner file -> the qualified name of its ``main``."""
+        found: dict[str, str] = pinned_source(self.path)["runners"]
+        return found
+
+    def programs(self) -> dict[str, list[Any]]:
+        """Qualified function -> its program."""
+        return _programs(self.path)
+
+    def reached(self, runner: str, master: Mapping[str, Any]) -> list[Reached]:
+        """Each failing check and issued warning of ``runner``'s main (none for a runner the
+        table does not hold) on the master config's values ``master``, each once, where no
+        hand-written rule mirrors it."""
+        main = self.mains().get(runner)
+        if main is None:
+            return []
+        programs = self.programs()
+        # A copy: what the functions write stays in the replay.
+        values = {MASTER: conditions.tracked(master)}
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for found in replay(programs[main], values, programs):
+            where, shown, mirrored = described(found.step)
+            # A missing key once, where it is first read.
+            seen_as = ("", shown) if found.step[0] == "keyerror" else (where, shown)
+            if not mirrored and seen_as not in seen:
+                seen.add(seen_as)
+                out.append(found)
+        return out
+
+    def issues(
+        self,
+        runner: str,
+        reached: list[Reached],
+        given: Mapping[str, Any],
+        kind: str,
+        missing_elsewhere: frozenset[str] = frozenset(),
+    ) -> Iterator[Issue]:
+        """The refusals (``kind`` "guard") or warnings ("warn") among what the replay of
+        ``runner`` ``reached`` on a config whose rendered keys are ``given``; a missing key is
+        refused, but for those another check refuses (``missing_elsewhere``)."""
+        for found in reached:
+            if found.step[0] == kind:
+                yield self._issue(runner, found, given)
+            elif found.step[0] == "keyerror" and kind == "guard":
+                if found.step[1] not in missing_elsewhere:
+                    yield self._missing(runner, found)
+
+    def _missing(self, runner: str, found: Reached) -> Issue:
+        where, key, _ = described(found.step)
+        return Issue(
+            key,
+            f"required key is missing: {self.framework} reads it without a default, a KeyError "
+            f"({where} {self.at}, run by {runner})",
+        )
+
+    def _issue(self, runner: str, found: Reached, given: Mapping[str, Any]) -> Issue:
+        """At the key the check's own test reads (the last operand of its condition) that the
+        config sets, else any key it reads, else the runner."""
+        where, shown, _ = described(found.step)
+        scope = found.step[-3].partition("#")[0] or "main"
+        own = _keys(conditions.last_conjunct(shown), found.values)
+        every = _keys(shown, found.values)
+        key = next((k for k in [*own, *every] if _at(given, k) is not _ABSENT), "")
+        key = key or next(iter([*own, *every]), "")
+        raised = f"raises {found.step[2]}" if found.step[0] == "guard" else "warns"
+        value = _at(given, key)
+        return Issue(
+            key or runner,
+            f"{self.framework}'s {scope} {raised} where `{shown}` ({where} {self.at}, "
+            f"run by {runner})",
+            hint=_given(shown, found.values) or "",
+            **({"value": value} if value is not _ABSENT and not isinstance(value, dict) else {}),
+        )
+
+
+_ABSENT = object()
+
+
+def _keys(condition: str, values: Mapping[str, Any]) -> list[str]:
+    """The config keys ``condition`` reads, in its order (``conditions.keyed``)."""
+    found = (conditions.keyed(chain, values) for chain in conditions.read(condition, True))
+    return list(dict.fromkeys(k for k in found if k))
+
+
+def _given(condition: str, values: Mapping[str, Any]) -> str | None:
+    """The values ``condition`` read that are no mapping, each by its config key where it is
+    one (``policy.generation.val_top_k=5, val_sampling_overridden=True``)."""
+    shown = []
+    for chain in conditions.read(condition, True):
+        known, value = conditions.evaluated(chain, values)
+        if known and not isinstance(value, dict | type):
+            shown.append(f"{conditions.keyed(chain, values) or chain}={value!r}")
+    return f"given: {', '.join(shown)}" if shown else None
+
+
+def _at(given: Mapping[str, Any], key: str) -> Any:
+    value: Any = given
+    for part in key.split(".") if key else ["\0"]:
+        if not isinstance(value, Mapping) or part not in value:
+            return _ABSENT
+        value = value[part]
+    return value
+
+
+@functools.cache
+def _programs(path: Path) -> dict[str, list[Any]]:
+    functions = pinned_source(path)["functions"]
+    return {name: entry["program"] for name, entry in functions.items()}

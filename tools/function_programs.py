@@ -1,0 +1,551 @@
+"""A pinned runner's ``main`` and the functions it calls, as programs
+``recipekit.upstream.replay`` runs on a config's values (issue 40: the checks NeMo-RL makes in
+its runners and ``setup`` functions, read from the pinned source, not mirrored by hand).
+
+A runner loads its YAML, builds its master config (``config = MasterConfig(**config)``), then
+runs its own checks and the algorithm's ``setup(config, ...)``, which reads the config's
+sections through names of its own (``grpo_config = master_config.grpo``), writes keys into them
+(``policy_config["generation"] = ...``) and calls helpers that assert on them. The program of
+``main`` starts holding the master config's values where it builds them (the name
+``MASTER``); a call to a function the pinned files define at module level is an ``invoke``
+step that binds its parameters to the arguments' values and runs that function's own program
+(a call in a condition runs before it, its result in a name of its own; one that may not run,
+in the second operand of an ``and``, is quiet: its guards say nothing). Beside the steps of
+``tools/guard_reader.program``:
+
+  ["invoke", function, [[parameter, argument | None], ...], target | None, quiet]
+  ["store", container | None, key, value | None, roots]   container[key] = value (or .key);
+                                                           container None: roots are changed
+  ["mutate", [expression, ...]]    what code the replay does not follow may change (a call
+                                   handed it, a method of it that may change it)
+  ["return", value | None]
+
+A mapping's changes are the mapping's wherever the function holds it
+(``recipekit.upstream.conditions.Tracked``). What a statement the walk does not follow (a loop,
+a ``try``, a nested function) may change is forgotten or changed.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Iterable
+from typing import Any
+
+from recipekit.upstream import conditions
+from tools.config_programs import Pinned, _Known, _located, _rule_sites
+from tools.every_run import Modules, module_name
+from tools.guard_reader import (
+    SAFE_CALLS,
+    WARNINGS,
+    Step,
+    _exits,
+    _on_the_way,
+    evaluable,
+    stored,
+)
+
+# What the program of main calls the master config's values (the replay's one given name).
+MASTER = "__master__"
+# The class a runner builds its master config with.
+MASTER_CLASS = "MasterConfig"
+# Calls that change none of their arguments, by the name they are called with.
+PURE_CALLS = SAFE_CALLS | {
+    "print",
+    "range",
+    "enumerate",
+    "zip",
+    "repr",
+    "hasattr",
+    "getattr",
+    "type",
+    "id",
+    "pprint.pprint",
+    "json.dumps",
+    "os.path.join",
+    "os.path.exists",
+    "os.path.dirname",
+    "time.perf_counter",
+    "time.time",
+}
+# The steps that evaluate what a statement reads, which end with where it is.
+_EVALUATING = ("set", "if", "store", "invoke", "return")
+# Methods that change nothing of the value they are called on, nor their arguments.
+PURE_METHODS = conditions.METHOD_NAMES | {
+    "model_dump",
+    "copy",
+    "format",
+    "join",
+    "split",
+    "replace",
+    "count",
+    "index",
+}
+
+
+def _chain(node: ast.expr) -> bool:
+    """Whether ``node`` is a name, or a chain of attributes and constant subscripts on one."""
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Constant):
+            return False
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _root(node: ast.expr) -> ast.expr:
+    """The receiver a chain of attributes, subscripts and method calls starts from."""
+    while True:
+        if isinstance(node, ast.Attribute | ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return node
+
+
+def _held(node: ast.expr) -> list[ast.expr]:
+    """The values code handed ``node`` may change: ``node`` itself where it is a name or a
+    chain; the one a method chain starts from (``x.setdefault("k", {})``: ``x``); none of a
+    call's result (a value of its own; the call's own effects are its own); else each one it
+    holds (``[a, b.c]``: ``a``, ``b.c``)."""
+    if isinstance(node, ast.Starred):
+        node = node.value
+    if _chain(node):
+        return [node]
+    if isinstance(node, ast.Call):
+        return []
+    root = _root(node)
+    if root is not node and _chain(root):
+        return [root]
+    return [
+        h
+        for child in ast.iter_child_nodes(node)
+        if isinstance(child, ast.expr)
+        for h in _held(child)
+    ]
+
+
+class Functions:
+    """The programs of a pinned tree's functions, each written once (``programs``), and each
+    function a program invokes among them."""
+
+    def __init__(self, modules: Modules, pinned: Pinned) -> None:
+        self.modules = modules
+        self.pinned = pinned
+        self.mirrored = pinned.mirrored()
+        self.programs: dict[str, dict[str, Any]] = {}
+
+    def runner(self, path: str) -> str:
+        """The program of a runner's ``main`` (``examples/run_ppo.py``), and of every function
+        it reaches; its qualified name."""
+        qualified = f"{module_name(path)}:main"
+        self._describe(qualified)
+        return qualified
+
+    def _describe(self, qualified: str) -> None:
+        todo = [qualified]
+        while todo:
+            name = todo.pop()
+            if name in self.programs:
+                continue
+            fn = self.modules.defs[name]
+            assert isinstance(fn, ast.FunctionDef), name
+            reader = _Reader(self, name.partition(":")[0], fn)
+            steps = reader.steps(copy.deepcopy(fn.body), [])
+            path = self.modules.paths[name.partition(":")[0]]
+            located = _located(steps, path, _rule_sites(self.pinned.root / path), self.mirrored)
+            self.programs[name] = {
+                "file": path,
+                "parameters": reader.parameters,
+                "program": located,
+            }
+            todo += sorted(reader.invoked)
+
+    def kept(self) -> dict[str, dict[str, Any]]:
+        """The programs, without the functions whose run changes nothing the replay can tell
+        (no guard, warning, store or change, no return value it can evaluate, and no function
+        invoked that has one): an invoke of one only leaves its target unknown."""
+        inert: set[str] = set()
+        while True:
+            found = {
+                name
+                for name, entry in self.programs.items()
+                if name not in inert and _inert(entry["program"], inert)
+            }
+            if not found:
+                break
+            inert |= found
+        kept = {
+            name: entry | {"program": _without(entry["program"], inert)}
+            for name, entry in sorted(self.programs.items())
+            if name not in inert
+        }
+        _mark_live(kept)
+        return kept
+
+    def callee(self, call: ast.Call, module: str) -> str | None:
+        """The pinned function a call runs, where its name alone says: a module-level function,
+        or the ``__init__`` of a class it builds (``Class.__init__``)."""
+        found = self.modules.target(call, module, None, {})
+        if found is None or "." in found.partition(":")[2]:
+            return None
+        if isinstance(self.modules.defs[found], ast.ClassDef):
+            found = f"{found}.__init__"
+        return found if isinstance(self.modules.defs.get(found), ast.FunctionDef) else None
+
+    def builds_master(self, call: ast.Call, module: str) -> bool:
+        """Whether a call builds the runner's master config (``MasterConfig(**config)``)."""
+        found = self.modules.target(call, module, None, {})
+        return found is not None and found.endswith(f":{MASTER_CLASS}")
+
+
+class _Reader:
+    """One function's body as steps (see the module)."""
+
+    def __init__(self, functions: Functions, module: str, fn: ast.FunctionDef) -> None:
+        self.functions = functions
+        self.module = module
+        arguments = fn.args
+        self.parameters = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+        self.parameters += [a.arg for a in arguments.kwonlyargs]
+        names = set(self.parameters) | stored(ast.Module(body=fn.body, type_ignores=[]))
+        self.names = frozenset(names | {MASTER})
+        self.invoked: set[str] = set()
+        self.made = 0
+        # The functions it defines inside itself, each with the names of its own it reads: a
+        # call of one may change what they hold, handed to it or not.
+        self.closures = {
+            node.name: sorted(
+                {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & self.names
+            )
+            for statement in fn.body
+            for node in ast.walk(statement)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+
+    # --- expressions ---------------------------------------------------------------------
+
+    def text(self, node: ast.expr | None) -> str | None:
+        return evaluable(node, self.names | self._made())
+
+    def _made(self) -> frozenset[str]:
+        return frozenset(f"_r{n}" for n in range(self.made))
+
+    def hoisted(self, node: ast.expr, out: list[Step]) -> ast.expr:
+        """``node`` with each call of a pinned function run first (an invoke step appended to
+        ``out``, its result a name of its own), ``MasterConfig(**x)`` the master config's
+        values and ``cast(T, x)`` as ``x``."""
+        reader = self
+
+        class Hoist(ast.NodeTransformer):
+            def __init__(self) -> None:
+                self.quiet = 0
+
+            def visit_BoolOp(self, node: ast.BoolOp) -> ast.expr:
+                first, *rest = node.values
+                values = [self.visit(first)]
+                self.quiet += 1
+                values += [self.visit(v) for v in rest]
+                self.quiet -= 1
+                return ast.copy_location(ast.BoolOp(op=node.op, values=values), node)
+
+            def visit_IfExp(self, node: ast.IfExp) -> ast.expr:
+                test = self.visit(node.test)
+                self.quiet += 1
+                body, orelse = self.visit(node.body), self.visit(node.orelse)
+                self.quiet -= 1
+                return ast.copy_location(ast.IfExp(test=test, body=body, orelse=orelse), node)
+
+            def _local(self, node: ast.AST) -> ast.AST:
+                return node  # names bound inside: the walk does not follow them
+
+            visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = _local
+            visit_GeneratorExp = _local
+
+            def visit_Call(self, node: ast.Call) -> ast.expr:
+                if ast.unparse(node.func) == "cast" and len(node.args) == 2:
+                    return self.visit(node.args[1])  # type: ignore[no-any-return]
+                if reader.functions.builds_master(node, reader.module):
+                    return ast.copy_location(ast.Name(id=MASTER, ctx=ast.Load()), node)
+                visited = self.generic_visit(node)
+                assert isinstance(visited, ast.Call)
+                callee = reader.functions.callee(visited, reader.module)
+                if callee is None:
+                    return visited
+                name = f"_r{reader.made}"
+                reader.made += 1
+                if callee.endswith(".__init__"):
+                    # What a class builds is an object the replay does not hold.
+                    out.append(reader.invoke(callee, visited, None, bool(self.quiet)))
+                    out.append(["set", name, None])
+                else:
+                    out.append(reader.invoke(callee, visited, name, bool(self.quiet)))
+                return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+
+        result = Hoist().visit(node)
+        assert isinstance(result, ast.expr)
+        return result
+
+    def invoke(self, callee: str, call: ast.Call, target: str | None, quiet: bool) -> Step:
+        fn = self.functions.modules.defs[callee]
+        assert isinstance(fn, ast.FunctionDef)
+        self.invoked.add(callee)
+        positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+        if callee.endswith(".__init__"):
+            positional = positional[1:]  # self: the object being built, which it does not hold
+        defaults = dict(zip(positional[::-1], fn.args.defaults[::-1], strict=False))
+        defaults |= {
+            a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True) if d
+        }
+        given: dict[str, str | None] = {}
+        for parameter, value in zip(positional, call.args, strict=False):
+            if isinstance(value, ast.Starred):
+                break
+            given[parameter] = self.text(value)
+        starred = any(isinstance(a, ast.Starred) for a in call.args)
+        for keyword in call.keywords:
+            if keyword.arg is not None:
+                given[keyword.arg] = self.text(keyword.value)
+        unpacked = starred or any(k.arg is None for k in call.keywords)
+        bindings = []
+        for parameter in [*positional, *(a.arg for a in fn.args.kwonlyargs)]:
+            if parameter in given:
+                bindings.append([parameter, given[parameter]])
+            elif parameter in defaults and not unpacked:
+                bindings.append([parameter, evaluable(defaults[parameter])])
+        return ["invoke", callee, bindings, target, quiet]
+
+    def effects(self, node: ast.AST) -> list[Step]:
+        """What ``node`` may change through code the walk does not follow: the names it
+        assigns (forgotten), and each value a call may change (changed): one it is handed, and
+        the value a method is called on, unless the call changes nothing."""
+        changed: list[str] = []
+        for part in ast.walk(node):
+            handed: list[ast.expr] = []
+            if isinstance(part, ast.Call):
+                func = ast.unparse(part.func)
+                method = isinstance(part.func, ast.Attribute) and part.func.attr in PURE_METHODS
+                if func in PURE_CALLS or func in WARNINGS or method:
+                    continue
+                handed = [*part.args, *(k.value for k in part.keywords)]
+                if isinstance(part.func, ast.Attribute):
+                    handed.append(part.func.value)
+                elif isinstance(part.func, ast.Name) and part.func.id in self.closures:
+                    handed += [ast.Name(id=n, ctx=ast.Load()) for n in self.closures[part.func.id]]
+            elif isinstance(part, ast.Subscript | ast.Attribute) and not isinstance(
+                part.ctx, ast.Load
+            ):
+                handed = [part.value]
+            for value in handed:
+                for held in _held(value):
+                    if (text := self.text(held)) is not None:
+                        changed.append(text)
+        out: list[Step] = []
+        forgotten = sorted(stored(node))
+        if forgotten:
+            out.append(["forget", forgotten])
+        if changed:
+            out.append(["mutate", sorted(set(changed))])
+        return out
+
+    # --- statements ----------------------------------------------------------------------
+
+    def steps(self, body: Iterable[ast.stmt], on_the_way: list[ast.expr]) -> list[Step]:
+        out: list[Step] = []
+        for statement in body:
+            out += self.statement(statement, on_the_way)
+        return out
+
+    def statement(self, statement: ast.stmt, on_the_way: list[ast.expr]) -> list[Step]:
+        """The steps of ``statement``; each that evaluates something ends with where it is
+        (``file:line``), where a key it reads may be missing."""
+        where = f"{self.functions.modules.paths[self.module]}:{statement.lineno}"
+        return [
+            [*step, where] if step[0] in _EVALUATING else step
+            for step in self._statement(statement, on_the_way)
+        ]
+
+    def _statement(self, statement: ast.stmt, on_the_way: list[ast.expr]) -> list[Step]:
+        out: list[Step] = []
+        if isinstance(statement, ast.If):
+            test = self.hoisted(statement.test, out)
+            negated = ast.UnaryOp(op=ast.Not(), operand=statement.test)
+            then = self.steps(statement.body, [*on_the_way, statement.test])
+            orelse = self.steps(statement.orelse, [*on_the_way, negated])
+            changed = sorted(stored(ast.Module(body=[statement], type_ignores=[])))
+            exits = _exits(statement.body) or _exits(statement.orelse)
+            out.append(["if", self.text(test), then, orelse, changed, exits])
+        elif isinstance(statement, ast.Raise) and statement.exc is not None:
+            exc = statement.exc
+            raised = ast.unparse(exc.func if isinstance(exc, ast.Call) else exc)
+            out.append(["guard", "True", raised, statement.lineno, _on_the_way(on_the_way)])
+        elif isinstance(statement, ast.Assert):
+            test = self.hoisted(statement.test, out)
+            failing = ast.UnaryOp(op=ast.Not(), operand=test)
+            shown = _on_the_way([*on_the_way, ast.UnaryOp(op=ast.Not(), operand=statement.test)])
+            out.append(["guard", self.text(failing), "AssertionError", statement.lineno, shown])
+        elif isinstance(statement, ast.Return):
+            value = self.hoisted(statement.value, out) if statement.value else None
+            out.append(["return", self.text(value) if value else "None"])
+        elif isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            out += self.assignment(statement)
+        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            call = statement.value
+            if ast.unparse(call.func) in WARNINGS:
+                out.append(["warn", statement.lineno, _on_the_way(on_the_way)])
+            else:
+                value = self.hoisted(call, out)
+                out += self.effects(value)
+        elif isinstance(statement, ast.With):
+            for item in statement.items:
+                out += self.effects(self.hoisted(item.context_expr, out))
+                if item.optional_vars is not None:
+                    out += self.effects(item.optional_vars)
+            out += self.steps(statement.body, on_the_way)
+        elif not isinstance(statement, ast.Expr | ast.Pass):
+            out += self.effects(statement)
+        return out
+
+    def assignment(self, statement: ast.Assign | ast.AnnAssign | ast.AugAssign) -> list[Step]:
+        out: list[Step] = []
+        if statement.value is None:
+            return out  # a declaration
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        value = statement.value
+        if isinstance(statement, ast.AugAssign):
+            value = ast.BinOp(left=_loaded(statement.target), op=statement.op, right=value)
+        value = self.hoisted(value, out)
+        text = self.text(value)
+        out += [s for s in self.effects(value) if s[0] == "mutate"]
+        for target in targets:
+            if isinstance(target, ast.Name):
+                out.append(["set", target.id, text])
+            elif isinstance(target, ast.Subscript | ast.Attribute) and (
+                isinstance(target, ast.Attribute) or isinstance(target.slice, ast.Constant)
+            ):
+                key = target.attr if isinstance(target, ast.Attribute) else target.slice.value  # type: ignore[attr-defined]
+                owner = self.hoisted(target.value, out)
+                container = self.text(owner) if _chain(owner) else None
+                root = _root(owner)
+                roots = [t] if _chain(root) and (t := self.text(root)) else []
+                out.append(["store", container, str(key), text, roots])
+            else:
+                out += self.effects(target)
+        return out
+
+
+class _Flow:
+    """What the liveness of every program of a table tells the others: each function's
+    parameters that some invoke binds to a value the replay may know, and the functions that
+    may return one."""
+
+    def __init__(self, programs: dict[str, dict[str, Any]]) -> None:
+        self.given: dict[str, set[str]] = {name: set() for name in programs}
+        self.returning: set[str] = set()
+        self.changed = False
+
+    def bind(self, callee: str, parameter: str) -> None:
+        if callee in self.given and parameter not in self.given[callee]:
+            self.given[callee].add(parameter)
+            self.changed = True
+
+    def returns(self, name: str) -> None:
+        if name not in self.returning:
+            self.returning.add(name)
+            self.changed = True
+
+
+def _mark_live(programs: dict[str, dict[str, Any]]) -> None:
+    """Each guard and warning of ``programs`` marked (a last item) with whether any config can
+    make the replay evaluate it: as ``tools.config_programs.live`` marks a class's program,
+    where what a function knows is what its callers may bind its parameters to (the master
+    config's values in a runner's main) and what the functions it invokes may return."""
+    flow = _Flow(programs)
+    flow.changed = True
+    while flow.changed:
+        flow.changed = False
+        for name, entry in programs.items():
+            _flow(entry["program"], _Known({*flow.given[name], MASTER}), True, flow, name, False)
+    for name, entry in programs.items():
+        _flow(entry["program"], _Known({*flow.given[name], MASTER}), True, flow, name, True)
+
+
+def _flow(
+    steps: list[Step], known: _Known, reached: bool, flow: _Flow, name: str, mark: bool
+) -> _Known:
+    for step in steps:
+        kind = step[0]
+        if kind == "set":
+            # What it reads is read before it is set (x = cast(T, x) keeps x).
+            readable = not known.reads_unknown(step[2])  # type: ignore[arg-type]
+            known.forget([step[1]])  # type: ignore[list-item]
+            if readable:
+                known.names.add(step[1])  # type: ignore[arg-type]
+        elif kind == "forget":
+            known.forget(step[1])  # type: ignore[arg-type]
+        elif kind == "mutate":
+            # A name handed to code it does not follow holds what the replay cannot tell (a
+            # key of a chain so handed is unknown, its mapping's other keys are not).
+            known.forget([t for t in step[1] if t.isidentifier()])  # type: ignore[attr-defined]
+        elif kind == "if":
+            decidable = reached and not known.reads_unknown(step[1])  # type: ignore[arg-type]
+            then = _flow(step[2], known.copy(), decidable, flow, name, mark)  # type: ignore[arg-type]
+            orelse = _flow(step[3], known.copy(), decidable, flow, name, mark)  # type: ignore[arg-type]
+            if decidable:
+                known = _Known(then.names & orelse.names)
+            else:
+                known.forget(step[4])  # type: ignore[arg-type]
+                reached = reached and not step[5]
+        elif kind in ("guard", "warn") and mark:
+            evaluable = kind == "warn" or not known.reads_unknown(step[1])  # type: ignore[arg-type]
+            step.append(reached and evaluable)
+        elif kind == "invoke":
+            callee, bindings, target = step[1], step[2], step[3]
+            for parameter, argument in bindings:  # type: ignore[attr-defined]
+                if reached and not known.reads_unknown(argument):
+                    flow.bind(callee, parameter)  # type: ignore[arg-type]
+            if target is not None:
+                known.forget([target])  # type: ignore[list-item]
+                if reached and callee in flow.returning:
+                    known.names.add(target)  # type: ignore[arg-type]
+        elif kind == "return" and reached and not known.reads_unknown(step[1]):  # type: ignore[arg-type]
+            flow.returns(name)
+    return known
+
+
+def _inert(steps: list[Step], inert: set[str]) -> bool:
+    for step in steps:
+        kind = step[0]
+        if kind in ("guard", "warn", "store", "mutate") or (kind == "return" and step[1]):
+            if not (kind == "return" and step[1] == "None"):
+                return False
+        if kind == "invoke" and step[1] not in inert:
+            return False
+        if kind == "if" and not (_inert(step[2], inert) and _inert(step[3], inert)):  # type: ignore[arg-type]
+            return False
+    return True
+
+
+def _without(steps: list[Step], inert: set[str]) -> list[Step]:
+    """``steps`` with each invoke of an ``inert`` function as what it leaves: its target
+    unknown."""
+    out: list[Step] = []
+    for step in steps:
+        if step[0] == "invoke" and step[1] in inert:
+            if step[3] is not None:
+                out.append(["set", step[3], None])
+        elif step[0] == "if":
+            then, orelse = (_without(s, inert) for s in step[2:4])  # type: ignore[arg-type]
+            out.append([*step[:2], then, orelse, *step[4:]])
+        else:
+            out.append(step)
+    return out
+
+
+def _loaded(target: ast.expr) -> ast.expr:
+    """An assignment's target read as a value (``x += 1`` reads ``x``)."""
+    node = copy.deepcopy(target)
+    for part in ast.walk(node):
+        if hasattr(part, "ctx"):
+            part.ctx = ast.Load()
+    return node

@@ -1,0 +1,190 @@
+"""The function replay (``tools/function_programs.py`` writes the programs,
+``recipekit.upstream.replay`` runs them) against CPython running the same functions.
+
+A small pinned tree of a runner and its helpers is written to a folder, read as programs, and
+replayed on a config; the same source is then run by Python on the same config. Where the
+replay reports a failure, Python fails there first; where it reports none, Python fails only
+at a check the replay says it cannot tell (after code it does not follow)."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import sys
+import textwrap
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recipekit.upstream import conditions
+from recipekit.upstream.replay import Reached, described, replay
+from recipekit.upstream.runners import MASTER
+from tools.config_programs import Pinned
+from tools.every_run import Modules
+from tools.function_programs import MASTER as WRITTEN_MASTER
+from tools.function_programs import Functions
+
+RUN_X = "examples/run_x.py"
+HELPERS = """
+def normalise(cfg):
+    cfg["b"] = cfg["a"] * 2
+    return cfg
+
+
+def check(cfg, least=1):
+    assert cfg["a"] >= least
+
+
+def enabled(cfg):
+    return cfg.get("on", False)
+
+
+def opaque(cfg):
+    for key in list(cfg):
+        cfg[key] = 100
+"""
+
+RUNNER = """
+from replay_fixture.helpers import check, enabled, normalise, opaque
+
+
+class MasterConfig(dict):
+    pass
+
+
+def load():
+    return {}
+
+
+def main(config):
+    config = MasterConfig(**config)
+    section = config["s"]
+    other = section
+    normalise(other)
+    assert section["b"] < 10
+    check(section, least=2)
+    if enabled(section) and section["c"] > 3:
+        raise ValueError("c")
+    limit = section["a"]
+    if section.get("hold"):
+        opaque(section)
+    assert config["s"]["b"] < 9
+    assert limit != 4
+    assert config["t"]["d"] != 0
+"""
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("pinned")
+    (root / "replay_fixture").mkdir()
+    (root / "replay_fixture" / "helpers.py").write_text(textwrap.dedent(HELPERS))
+    (root / "examples").mkdir()
+    (root / RUN_X).write_text(textwrap.dedent(RUNNER))
+    return root
+
+
+@pytest.fixture(scope="module")
+def programs(tree: Path) -> dict[str, list[Any]]:
+    texts = {str(p.relative_to(tree)): p.read_text() for p in tree.rglob("*.py")}
+    # A label no catalogue entry has: nothing here is mirrored by a hand-written check.
+    functions = Functions(Modules(texts), Pinned(tree, "nemo-rl", (), "synthetic"))
+    assert functions.runner(RUN_X) == "examples.run_x:main"
+    return {name: entry["program"] for name, entry in functions.kept().items()}
+
+
+@pytest.fixture(scope="module")
+def module(tree: Path) -> types.ModuleType:
+    # Python runs the same files, under names no other test's modules have.
+    sys.path.insert(0, str(tree))
+    try:
+        spec = importlib.util.spec_from_file_location("replay_fixture_run_x", tree / RUN_X)
+        assert spec is not None and spec.loader is not None
+        run_x = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(run_x)
+    finally:
+        sys.path.remove(str(tree))
+    return run_x
+
+
+def _replayed(programs: dict[str, list[Any]], config: dict[str, Any]) -> list[Reached]:
+    values = {MASTER: conditions.tracked(copy.deepcopy(config))}
+    return replay(programs["examples.run_x:main"], values, programs)
+
+
+def _python(module: types.ModuleType, config: dict[str, Any]) -> tuple[str, int] | None:
+    """(the exception, the line of the runner or helper it came from), None where main runs."""
+    try:
+        module.main(copy.deepcopy(config))
+    except (AssertionError, ValueError, KeyError) as exc:
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        assert tb is not None
+        return type(exc).__name__, tb.tb_lineno
+    return None
+
+
+def _line(found: Reached) -> int:
+    return int(described(found.step)[0].rpartition(":")[2])
+
+
+def test_the_runner_starts_from_the_master_config_it_builds() -> None:
+    assert MASTER == WRITTEN_MASTER
+
+
+GOOD = {"s": {"a": 3}, "t": {"d": 1}}
+
+
+@pytest.mark.parametrize(
+    ("case", "config"),
+    [
+        ("passes", GOOD),
+        # normalise writes b = 2a through another name for the same mapping: 12 >= 10.
+        ("a write through an alias", {"s": {"a": 6}, "t": {"d": 1}}),
+        # check's default is overridden by the call's keyword: 1 < 2.
+        ("a keyword binds", {"s": {"a": 1}, "t": {"d": 1}}),
+        # enabled returns True, and the second operand reads c.
+        ("a returned value decides", {"s": {"a": 3, "on": True, "c": 5}, "t": {"d": 1}}),
+        # The second operand reads a key the section does not have: Python's KeyError.
+        ("a missing key", {"s": {"a": 3, "on": True}, "t": {"d": 1}}),
+        # limit is read before anything changes it.
+        ("a saved value", {"s": {"a": 4}, "t": {"d": 1}}),
+        ("a missing section", {"s": {"a": 3}}),
+        ("a later check", {"s": {"a": 3}, "t": {"d": 0}}),
+    ],
+)
+def test_the_replay_fails_where_python_does(
+    programs: dict[str, list[Any]], module: types.ModuleType, case: str, config: dict[str, Any]
+) -> None:
+    found = _replayed(programs, config)
+    verdict = _python(module, config)
+    if verdict is None:
+        assert found == [], case
+    else:
+        assert found, f"{case}: Python fails with {verdict}, the replay finds nothing"
+        kind = "keyerror" if verdict[0] == "KeyError" else "guard"
+        assert (found[0].step[0], _line(found[0])) == (kind, verdict[1]), case
+
+
+def test_what_code_it_does_not_follow_may_change_is_not_judged(
+    programs: dict[str, list[Any]], module: types.ModuleType
+) -> None:
+    # opaque() (a loop the replay does not follow) sets b to 100 through the section: Python
+    # fails at the check after it; the replay, which cannot tell, says nothing of b there.
+    config = {"s": {"a": 3, "hold": True}, "t": {"d": 1}}
+    assert _python(module, config) is not None
+    assert _replayed(programs, config) == []
+
+
+def test_a_refusal_names_the_config_key_a_name_was_read_from(
+    programs: dict[str, list[Any]],
+) -> None:
+    [found] = _replayed(programs, {"s": {"a": 4}, "t": {"d": 1}})
+    assert conditions.keyed("limit", found.values) == "s.a"
+    found, *_ = _replayed(programs, {"s": {"a": 6}, "t": {"d": 1}})
+    assert conditions.keyed("section['b']", found.values) == "s.b"
+    [missing] = _replayed(programs, {"s": {"a": 3}})
+    assert missing.step[:2] == ["keyerror", "t"]
