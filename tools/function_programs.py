@@ -134,11 +134,40 @@ class Functions:
         self.pinned = pinned
         self.mirrored = pinned.mirrored()
         self.programs: dict[str, dict[str, Any]] = {}
+        # A script imports its neighbour by its bare name (run_vlm_sft.py: from run_sft import
+        # main), as Python finds it on the script's own folder.
+        for module, names in modules.imports.items():
+            package = module.rpartition(".")[0]
+            for name, target in names.items():
+                head, _, rest = target.partition(":")
+                if package and head not in modules.trees and f"{package}.{head}" in modules.trees:
+                    names[name] = f"{package}.{head}:{rest}" if rest else f"{package}.{head}"
 
-    def runner(self, path: str) -> str:
-        """The program of a runner's ``main`` (``examples/run_ppo.py``), and of every function
-        it reaches; its qualified name."""
-        qualified = f"{module_name(path)}:main"
+    def runner(self, path: str) -> str | None:
+        """The program of what a runner (``examples/run_ppo.py``) runs as a script (its
+        ``if __name__ == "__main__":`` block, which calls its ``main``), and of every function
+        it reaches; its qualified name (None: the file is no script)."""
+        module = module_name(path)
+        block = next(
+            (
+                node
+                for node in self.modules.trees[module].body
+                if isinstance(node, ast.If)
+                and ast.unparse(node.test) in ("__name__ == '__main__'", '__name__ == "__main__"')
+            ),
+            None,
+        )
+        if block is None:
+            return None
+        qualified = f"{module}:__main__"
+        script = ast.FunctionDef(
+            name="__main__",
+            args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=block.body,
+            decorator_list=[],
+            lineno=block.lineno,
+        )
+        self.modules.defs[qualified] = script
         self._describe(qualified)
         return qualified
 
@@ -269,6 +298,8 @@ class _Reader:
                     return ast.copy_location(ast.Name(id=MASTER, ctx=ast.Load()), node)
                 visited = self.generic_visit(node)
                 assert isinstance(visited, ast.Call)
+                if not self.quiet and (read := reader.set_default(visited, out)) is not None:
+                    return ast.copy_location(read, node)
                 callee = reader.functions.callee(visited, reader.module)
                 if callee is None:
                     return visited
@@ -285,6 +316,30 @@ class _Reader:
         result = Hoist().visit(node)
         assert isinstance(result, ast.expr)
         return result
+
+    def set_default(self, call: ast.Call, out: list[Step]) -> ast.expr | None:
+        """``d.setdefault("k", v)`` on a chain ``d``: a store of ``v`` at ``k`` where ``d``
+        has no ``k`` (appended to ``out``), and the call as the read of ``d["k"]`` it returns;
+        None for another call."""
+        func = call.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and func.attr == "setdefault"
+            and _chain(func.value)
+            and 1 <= len(call.args) <= 2
+            and not call.keywords
+            and isinstance(call.args[0], ast.Constant)
+            and isinstance(call.args[0].value, str)
+        ):
+            return None
+        owner, key = func.value, call.args[0].value
+        container = self.text(owner)
+        value = self.text(call.args[1]) if len(call.args) == 2 else "None"
+        roots = [t] if (t := self.text(_root(owner))) else []
+        store: Step = ["store", container, key, value, roots]
+        absent = f"{key!r} not in {container}" if container else None
+        out.append(["if", absent, [store], [], [], False])
+        return ast.Subscript(value=owner, slice=ast.Constant(value=key), ctx=ast.Load())
 
     def invoke(self, callee: str, call: ast.Call, target: str | None, quiet: bool) -> Step:
         fn = self.functions.modules.defs[callee]

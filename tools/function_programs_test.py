@@ -27,6 +27,8 @@ from tools.function_programs import MASTER as WRITTEN_MASTER
 from tools.function_programs import Functions
 
 RUN_X = "examples/run_x.py"
+# What the replay runs: the file's __main__ block, which calls main.
+SCRIPT = "examples.run_x:__main__"
 HELPERS = """
 def normalise(cfg):
     cfg["b"] = cfg["a"] * 2
@@ -73,6 +75,11 @@ def main(config):
     assert config["s"]["b"] < 9
     assert limit != 4
     assert config["t"]["d"] != 0
+    assert config["t"].get("e", 0) < 5
+
+
+if __name__ == "__main__":
+    main(load())
 """
 
 
@@ -91,7 +98,7 @@ def programs(tree: Path) -> dict[str, list[Any]]:
     texts = {str(p.relative_to(tree)): p.read_text() for p in tree.rglob("*.py")}
     # A label no catalogue entry has: nothing here is mirrored by a hand-written check.
     functions = Functions(Modules(texts), Pinned(tree, "nemo-rl", (), "synthetic"))
-    assert functions.runner(RUN_X) == "examples.run_x:main"
+    assert functions.runner(RUN_X) == SCRIPT
     return {name: entry["program"] for name, entry in functions.kept().items()}
 
 
@@ -111,14 +118,14 @@ def module(tree: Path) -> types.ModuleType:
 
 def _replayed(programs: dict[str, list[Any]], config: dict[str, Any]) -> list[Reached]:
     values = {MASTER: conditions.tracked(copy.deepcopy(config))}
-    return replay(programs["examples.run_x:main"], values, programs)
+    return replay(programs[SCRIPT], values, programs)
 
 
 def _python(module: types.ModuleType, config: dict[str, Any]) -> tuple[str, int] | None:
     """(the exception, the line of the runner or helper it came from), None where main runs."""
     try:
         module.main(copy.deepcopy(config))
-    except (AssertionError, ValueError, KeyError) as exc:
+    except (AssertionError, ValueError, KeyError, TypeError) as exc:
         tb = exc.__traceback__
         while tb is not None and tb.tb_next is not None:
             tb = tb.tb_next
@@ -154,6 +161,8 @@ GOOD = {"s": {"a": 3}, "t": {"d": 1}}
         ("a saved value", {"s": {"a": 4}, "t": {"d": 1}}),
         ("a missing section", {"s": {"a": 3}}),
         ("a later check", {"s": {"a": 3}, "t": {"d": 0}}),
+        # None ordered with a number: Python's TypeError, at the check that orders it.
+        ("a None ordered", {"s": {"a": 3}, "t": {"d": 1, "e": None}}),
     ],
 )
 def test_the_replay_fails_where_python_does(
@@ -165,7 +174,7 @@ def test_the_replay_fails_where_python_does(
         assert found == [], case
     else:
         assert found, f"{case}: Python fails with {verdict}, the replay finds nothing"
-        kind = "keyerror" if verdict[0] == "KeyError" else "guard"
+        kind = "fails" if verdict[0] in ("KeyError", "TypeError") else "guard"
         assert (found[0].step[0], _line(found[0])) == (kind, verdict[1]), case
 
 
@@ -186,5 +195,5 @@ def test_a_refusal_names_the_config_key_a_name_was_read_from(
     assert conditions.keyed("limit", found.values) == "s.a"
     found, *_ = _replayed(programs, {"s": {"a": 6}, "t": {"d": 1}})
     assert conditions.keyed("section['b']", found.values) == "s.b"
-    [missing] = _replayed(programs, {"s": {"a": 3}})
-    assert missing.step[:2] == ["keyerror", "t"]
+    missing, *_ = _replayed(programs, {"s": {"a": 3}})
+    assert missing.step[:3] == ["fails", "KeyError", "t"]

@@ -56,14 +56,11 @@ LABEL = "nemo-rl/super-v3.5-posttraining"
 OUTPUT = "src/python/recipekit/nemo_rl/generated/config_guards.json"
 RUNNERS_OUTPUT = "src/python/recipekit/nemo_rl/generated/runner_programs.json"
 # The checks that evaluate the guards (and warnings) no hand-written check mirrors: the config
-# classes', and each pinned runner's (recipekit.nemo_rl.config_guards.RUNNER_CHECKS).
+# classes', and each pinned runner's.
 GENERIC = (
     "recipekit.nemo_rl.config_guards.config_validators_hold",
-    *(
-        f"recipekit.nemo_rl.config_guards.{runner}_runner_{kind}"
-        for runner in ("gym_grpo", "ppo", "sft", "dpo")
-        for kind in ("refusals", "warnings")
-    ),
+    "recipekit.nemo_rl.config_guards.runner_refusals",
+    "recipekit.nemo_rl.config_guards.runner_warnings",
 )
 # (model, the key path of the section it validates, the key and value that select it, the
 # "module:function" that calls its model_validate, the functions that write into the section
@@ -183,15 +180,12 @@ def _boundaries(source: UpstreamSource) -> list[dict[str, Any]]:
 
 
 def runners(pinned: Pinned) -> dict[str, Any]:
-    """Each pinned runner's ``main`` (every ``examples/`` file that defines one) and the
+    """What each pinned runner runs as a script (every ``examples/`` file that is one) and the
     functions it reaches, as programs (``tools/function_programs.py``)."""
     texts = {str(p.relative_to(pinned.root)): p.read_text() for p in pinned.root.rglob("*.py")}
     functions = Functions(Modules(texts), pinned)
-    mains = {
-        path: functions.runner(path)
-        for path, text in sorted(texts.items())
-        if path.startswith("examples/") and "\ndef main(" in text
-    }
+    found = {path: functions.runner(path) for path in sorted(texts) if path.startswith("examples/")}
+    mains = {path: script for path, script in found.items() if script is not None}
     return {
         "pin": pins()[LABEL],
         "note": "runners: each runner's main; functions: by qualified name, its file, "
@@ -220,7 +214,8 @@ def generate(reference: Path | None = None) -> dict[str, str]:
             kept.add(q)
             described.setdefault(q, describe(source, pinned, q))
             todo += list(described[q]["nested"].values())
-    return json_table(RUNNERS_OUTPUT, TOOL, {LABEL: runners(pinned)}) | json_table(
+    # Each function's entry on one line: the table is large, and every Super 3.5 plan reads it.
+    return json_table(RUNNERS_OUTPUT, TOOL, {LABEL: runners(pinned)}, 4) | json_table(
         OUTPUT,
         TOOL,
         {

@@ -30,12 +30,7 @@ from recipekit.model_card import ModelCard
 from recipekit.nemo_rl import NEMO_RL_VERSION
 from recipekit.nemo_rl.checks import Check, CheckContext
 from recipekit.nemo_rl.checks.key_needs import unread_in
-from recipekit.nemo_rl.config_guards import (
-    RUNNER_CHECKS,
-    config_validators_hold,
-    gym_grpo_runner_refusals,
-    gym_grpo_runner_warnings,
-)
+from recipekit.nemo_rl.config_guards import config_validators_hold, runner_issues
 from recipekit.nemo_rl.derivations import RULES
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
 from recipekit.nemo_rl.framework import (
@@ -53,7 +48,6 @@ from recipekit.nemo_rl.rules import (
     POLICY_WARNING_CHECKS_SUPER_V3,
 )
 from recipekit.nemo_rl.rules.dpo import DPO_ERROR_CHECKS, DPO_WARNING_CHECKS
-from recipekit.nemo_rl.rules.evaluation import EVAL_ERROR_CHECKS
 from recipekit.nemo_rl.rules.generation_split import training_gpus
 from recipekit.nemo_rl.rules.grpo_setup import gym_runner_needs_nemo_gym
 from recipekit.nemo_rl.rules.offpolicy_distillation import (
@@ -182,7 +176,10 @@ class NemoRLRun(FrameworkBase):
         errors += policy_errors
         errors += [issue for rule in self.error_checks for issue in rule(config)]
         errors += unread_in(config, self.version, self.entry_point)
+        # The runner's own checks, replayed where it is pinned (GRPO's: runner_refusals).
+        errors += runner_issues(config, self.entry_point, "guard")
         warnings += [issue for rule in self.warning_checks for issue in rule(config)]
+        warnings += runner_issues(config, self.entry_point, "warn")
         return ClusterLayout(nodes, per_node, parallel), errors, warnings
 
     def _policy_issues(
@@ -298,14 +295,12 @@ def _megatron_value_of_the_policys_model(config: Any) -> Any:
 
 def _main(run: NemoRLRun) -> NemoRLRun:
     """The same entry point on the Super 3.5 container (main's schema and derivations)."""
-    runner = RUNNER_CHECKS.get(run.entry_point, ())
     return attrs.evolve(
         run,
         version=SUPER35_VERSION,
         image=SUPER35_IMAGE,
         rules=RULES_MAIN,
-        error_checks=(*run.error_checks, config_validators_hold, *runner[:1]),
-        warning_checks=(*run.warning_checks, *runner[1:]),
+        error_checks=(*run.error_checks, config_validators_hold),
         policy_error_checks=POLICY_ERROR_CHECKS_SUPER35,
         policy_warning_checks=POLICY_WARNING_CHECKS_SUPER35,
     )
@@ -400,7 +395,8 @@ NEMO_RL_SUPER35_PPO = _main(
     )
 )
 NEMO_RL_SUPER35_EVAL = _main(
-    NemoRLRun("eval", "examples/run_eval.py", EvalMasterConfig, error_checks=EVAL_ERROR_CHECKS)
+    # Its rules are eval.py's setup's, replayed (config_guards.runner_issues).
+    NemoRLRun("eval", "examples/run_eval.py", EvalMasterConfig)
 )
 # NEMO_RL_SUPER35 (Gym, examples/nemo_gym/run_grpo_nemo_gym.py) is the Super 3.5 RL one; these
 # read GRPO as main's examples configure it.
@@ -410,19 +406,15 @@ NEMO_RL_SUPER35_GYM_GRPO = attrs.evolve(NEMO_RL_SUPER35, config_type=GRPOExample
 def _runner(entry_point: str) -> NemoRLGrpo:
     """Main's GRPO run by another runner than NeMo Gym's, whose rule that Gym is the only
     environment (run_grpo_nemo_gym.py's main) it does not have: run_grpo.py starts the math and
-    other environments its config names."""
+    other environments its config names. (The replay of each runner's own checks follows the
+    entry point: config_guards.runner_refusals.)"""
     return attrs.evolve(
         NEMO_RL_SUPER35_GYM_GRPO,
         entry_point=entry_point,
         error_checks=tuple(
             check
             for check in NEMO_RL_SUPER35_GYM_GRPO.error_checks
-            if check not in (gym_runner_needs_nemo_gym, gym_grpo_runner_refusals)
-        ),
-        warning_checks=tuple(
-            check
-            for check in NEMO_RL_SUPER35_GYM_GRPO.warning_checks
-            if check is not gym_grpo_runner_warnings
+            if check is not gym_runner_needs_nemo_gym
         ),
     )
 

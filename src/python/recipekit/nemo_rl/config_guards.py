@@ -13,13 +13,14 @@ builds every model the config nests with it, running each one's
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from recipekit import checking
 from recipekit.errors import Issue
 from recipekit.nemo_rl import SUPER35_BRANCH, SUPER35_TYPES, runs_super35
+from recipekit.nemo_rl.checks.context import CheckContext
 from recipekit.nemo_rl.checks.key_needs import every_run, rendered_config
 from recipekit.upstream.declared import members
 from recipekit.upstream.models import PinnedModels
@@ -53,9 +54,6 @@ RUNNERS = PinnedRunners(
 )
 
 
-RunnerCheck = Callable[[Any], Iterator[Issue]]
-
-
 # The last replay of a runner, by the rendered config it ran on: a plan's refusals and warnings
 # read one replay.
 _LAST_REACHED: list[tuple[str, dict[str, Any], list[Reached]]] = []
@@ -79,43 +77,26 @@ def _always_read(runner: str) -> frozenset[str]:
     return frozenset(".".join([*read["at"], *read["needs"]]) for read in reads)
 
 
-def _runner_checks(runner: str, name: str) -> tuple[RunnerCheck, RunnerCheck]:
-    """A pinned Super 3.5 runner's own checks (``recipekit.upstream.runners``): its refusals
-    and its warnings, each a check of the entry points that run it, named ``name``'s: a GRPO
-    check (``subject`` a check context) or another entry point's (the config)."""
-
-    def issues(subject: Any, kind: str) -> Iterator[Issue]:
-        config = subject.config if isinstance(subject, checking.CheckContext) else subject
-        upstream = getattr(type(config), "upstream", None)
-        if not runs_super35(config) or upstream is None:
-            return
-        rendered = rendered_config(config)
-        if rendered is not None:
-            reached = _reached(runner, members(upstream)[0].qualified, rendered)
-            yield from RUNNERS.issues(runner, reached, rendered, kind, _always_read(runner))
-
-    def refusals(subject: Any) -> Iterator[Issue]:
-        return issues(subject, "guard")
-
-    def warnings(subject: Any) -> Iterator[Issue]:
-        return issues(subject, "warn")
-
-    refusals.__name__ = refusals.__qualname__ = f"{name}_refusals"
-    warnings.__name__ = warnings.__qualname__ = f"{name}_warnings"
-    return refusals, warnings
+def runner_issues(config: Any, runner: str, kind: str) -> Iterator[Issue]:
+    """The refusals (``kind`` "guard") or warnings ("warn") of a pinned Super 3.5 runner
+    (``examples/run_ppo.py``; none for one the table does not hold) on a typed config:
+    ``recipekit.upstream.runners``."""
+    upstream = getattr(type(config), "upstream", None)
+    master = members(upstream)[0] if upstream is not None else None
+    if master is None or master.source != SUPER35_TYPES:
+        return  # not a config of the pinned branch (an evaluation config has no policy)
+    rendered = rendered_config(config)
+    if rendered is not None:
+        reached = _reached(runner, master.qualified, rendered)
+        yield from RUNNERS.issues(runner, reached, rendered, kind, _always_read(runner))
 
 
-# The pinned runners' checks, each run by the entry points that run it (algorithms.py).
-gym_grpo_runner_refusals, gym_grpo_runner_warnings = _runner_checks(
-    "examples/nemo_gym/run_grpo_nemo_gym.py", "gym_grpo_runner"
-)
-ppo_runner_refusals, ppo_runner_warnings = _runner_checks("examples/run_ppo.py", "ppo_runner")
-sft_runner_refusals, sft_runner_warnings = _runner_checks("examples/run_sft.py", "sft_runner")
-dpo_runner_refusals, dpo_runner_warnings = _runner_checks("examples/run_dpo.py", "dpo_runner")
-# Each pinned runner's (refusals, warnings), by its file.
-RUNNER_CHECKS = {
-    "examples/nemo_gym/run_grpo_nemo_gym.py": (gym_grpo_runner_refusals, gym_grpo_runner_warnings),
-    "examples/run_ppo.py": (ppo_runner_refusals, ppo_runner_warnings),
-    "examples/run_sft.py": (sft_runner_refusals, sft_runner_warnings),
-    "examples/run_dpo.py": (dpo_runner_refusals, dpo_runner_warnings),
-}
+def runner_refusals(ctx: CheckContext) -> Iterator[Issue]:
+    """GRPO's check of its runner's own refusals (the context names the runner); NeMo-RL's
+    other entry points call ``runner_issues`` with theirs (algorithms.NemoRLRun)."""
+    return runner_issues(ctx.config, ctx.entry_point, "guard")
+
+
+def runner_warnings(ctx: CheckContext) -> Iterator[Issue]:
+    """GRPO's check of its runner's own warnings (see ``runner_refusals``)."""
+    return runner_issues(ctx.config, ctx.entry_point, "warn")

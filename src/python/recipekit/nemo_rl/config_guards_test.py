@@ -3,7 +3,7 @@
 held to NeMo-RL's own classes, built by pydantic from the pinned module itself.
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by name:
-# config_validators_hold, managed_dynamo_without_in_flight_updates.
+# config_validators_hold, runner_refusals.
 """
 
 from __future__ import annotations
@@ -512,8 +512,8 @@ def test_the_dynamo_boundary_agrees_with_nemo_rls_own_classes(
 
 # --- the runners' own checks, replayed (recipekit.upstream.runners) ------------------------------
 #
-# The catalogued checks these tests break: gym_grpo_runner_refusals, sft_runner_refusals,
-# dpo_runner_refusals (ppo_runner_refusals: rules/ppo_test.py, which breaks PPO's setup checks).
+# The catalogued check these tests break: runner_refusals (GRPO's; NeMo-RL's other entry points
+# call runner_issues, whose refusals rules/ppo_test.py breaks in PPO's runner and setup).
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from recipekit.megatron_core.checks import NEMO_RL_ERROR_CHECKS as MCORE_ERRORS
 from recipekit.megatron_core.checks import NEMO_RL_WARNING_CHECKS as MCORE_WARNINGS
 from recipekit.nemo_rl.checks import ERROR_CHECKS, WARNING_CHECKS_MAIN
-from recipekit.nemo_rl.config_guards import gym_grpo_runner_refusals, gym_grpo_runner_warnings
+from recipekit.nemo_rl.config_guards import runner_refusals, runner_warnings
 from recipekit.nemo_rl.derivations_main import RULES_MAIN
 from recipekit.nemo_rl.framework import NemoRLGrpo
 from recipekit.nemo_rl.rules import ERROR_CHECKS_SUPER35, WARNING_CHECKS_SUPER35
@@ -26,11 +26,11 @@ NEMO_RL_SUPER35 = NemoRLGrpo(
     config_type=GRPOMasterConfigMain,
     image="nemo-rl-super35",
     rules=RULES_MAIN,
-    error_checks=(*ERROR_CHECKS, *ERROR_CHECKS_SUPER35, *MCORE_ERRORS, gym_grpo_runner_refusals),
+    error_checks=(*ERROR_CHECKS, *ERROR_CHECKS_SUPER35, *MCORE_ERRORS, runner_refusals),
     warning_checks=(
         *WARNING_CHECKS_MAIN,
         *WARNING_CHECKS_SUPER35,
         *MCORE_WARNINGS,
-        gym_grpo_runner_warnings,
+        runner_warnings,
     ),
 )

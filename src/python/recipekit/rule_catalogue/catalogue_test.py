@@ -171,7 +171,8 @@ def test_each_rule_a_check_cites_is_one_the_catalogue_gives_it() -> None:
     way need not hold: where upstream states one rule in several places, one check mirrors
     every entry and cites the one its message quotes.)"""
     citing = _citing_checks()
-    assert len(citing) > 150
+    # That the search finds them at all (the replay of NeMo-RL's runners took over about 40).
+    assert len(citing) > 120
     by_id = {e.id: e for e in ENTRIES}
     wrong = [
         f"{check} cites {rule}, which the catalogue "

@@ -16,7 +16,7 @@ import copy
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -124,6 +124,15 @@ class Partial(dict[str, Any]):
         raise KeyError(sorted(self.unknown))
 
 
+class Failure(NamedTuple):
+    """How evaluating an expression fails as it would in the function: a ``KeyError`` (a key
+    the config lacks: ``detail`` is its key path) or a ``TypeError`` (an operand that is None
+    where it is ordered or computed with: ``detail`` is the operand's source)."""
+
+    kind: str
+    detail: str
+
+
 class Absent(KeyError):
     """A key a ``Tracked`` mapping does not have, nor may have been given since: reading it
     with a subscript fails as it would in the function (``path``: its key path)."""
@@ -131,6 +140,15 @@ class Absent(KeyError):
     def __init__(self, path: str) -> None:
         super().__init__(path)
         self.path = path
+
+
+class NoneOperand(TypeError):
+    """None ordered or computed with (``None > 0``): Python's TypeError (``operand``: the
+    source of the operand that is None)."""
+
+    def __init__(self, operand: str) -> None:
+        super().__init__(operand)
+        self.operand = operand
 
 
 class Tracked(Partial):
@@ -236,6 +254,37 @@ def tracked(value: Any, path: str = "") -> Any:
 ORIGINS = " origins"
 
 
+def _get_call(node: ast.AST) -> ast.expr | None:
+    """The receiver of ``x.get("k", ...)`` (a read of the key ``k``), None for another node."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    ):
+        return node.func.value
+    return None
+
+
+@cache
+def reads_a_key(text: str) -> bool:
+    """Whether ``text`` reads one value of the config: a name, or a chain of attributes,
+    constant subscripts and ``.get("k")`` calls (which ``keyed`` names)."""
+    node = _parse(text)
+    while True:
+        if isinstance(node, ast.Name):
+            return True
+        if isinstance(node, ast.Attribute):
+            node = node.value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            node = node.value
+        elif (receiver := _get_call(node)) is not None:
+            node = receiver
+        else:
+            return False
+
+
 def split_chain(chain: str) -> tuple[str | None, str]:
     """(the owner's text, the key) of a chain's last link (``a.b["c"]``: ``a.b``, ``c``);
     (None, "") where it ends in no attribute or constant subscript."""
@@ -272,6 +321,12 @@ def keyed(chain: str, values: Mapping[str, Any]) -> str | None:
         elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
             rest.append(str(node.slice.value))
             node = node.value
+        elif (receiver := _get_call(node)) is not None:
+            rest.append(str(node.args[0].value))  # type: ignore[attr-defined]
+            known, value = evaluated(ast.unparse(receiver), values)
+            if known and isinstance(value, Tracked):  # (section or {}).get("k")
+                return ".".join([value.path, *reversed(rest)] if value.path else reversed(rest))
+            node = receiver
         else:
             return None
 
@@ -292,15 +347,18 @@ def evaluated(source: str, values: Mapping[str, Any]) -> tuple[bool, Any]:
     return known, value
 
 
-def attempt(source: str, values: Mapping[str, Any]) -> tuple[bool, Any, str]:
-    """``evaluated``, and the key path of the config key it reads that is not there (a
-    ``Tracked`` mapping's, ``Absent``), where reading it fails: "" where none does."""
+def attempt(source: str, values: Mapping[str, Any]) -> tuple[bool, Any, Failure | None]:
+    """``evaluated``, and how evaluating it fails where it would fail in the function too: a
+    config key it reads that is not there (a ``Tracked`` mapping's, ``Absent``), or None
+    ordered or computed with (``NoneOperand``)."""
     try:
-        return True, _value(_parse(source), values), ""
+        return True, _value(_parse(source), values), None
     except Absent as absent:
-        return False, None, absent.path
+        return False, None, Failure("KeyError", absent.path)
+    except NoneOperand as none:
+        return False, None, Failure("TypeError", none.operand)
     except (_Unknown, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
-        return False, None, ""
+        return False, None, None
 
 
 def constant(source: str) -> tuple[bool, Any]:
@@ -339,10 +397,15 @@ def read(condition: str, subscripts: bool = False) -> list[str]:
 
     def link(node: ast.AST) -> bool:
         return isinstance(node, ast.Attribute) or (
-            subscripts and isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+            subscripts
+            and (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.slice, ast.Constant)
+                or _get_call(node) is not None
+            )
         )
 
-    inner = {id(n.value) for n in ast.walk(tree) if link(n)}  # type: ignore[attr-defined]
+    inner = {id(_get_call(n) or n.value) for n in ast.walk(tree) if link(n)}  # type: ignore[attr-defined]
     found = sorted(
         (n for n in ast.walk(tree) if isinstance(n, ast.Name) or link(n)),
         key=lambda n: n.col_offset,  # type: ignore[attr-defined]
@@ -368,6 +431,18 @@ def given(condition: str, values: Mapping[str, Any]) -> str:
         if known and not isinstance(value, type):
             shown.append(f"{text}={value!r}")
     return ", ".join(shown)
+
+
+_ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+# What Python orders and computes with: a None beside one of these is its TypeError.
+_SCALARS = (int, float, str)
+
+
+def _not_none(left_node: ast.expr, left: Any, right_node: ast.expr, right: Any) -> None:
+    """Python's TypeError where None meets a number or string in an ordering or arithmetic."""
+    for node, value, other in ((left_node, left, right), (right_node, right, left)):
+        if value is None and (other is None or isinstance(other, _SCALARS)):
+            raise NoneOperand(ast.unparse(node))
 
 
 @cache
@@ -413,7 +488,9 @@ def _value(node: ast.expr, values: Mapping[str, Any]) -> Any:
         if isinstance(node.op, ast.UAdd):
             return +operand
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        return _BINARY[type(node.op)](_value(node.left, values), _value(node.right, values))
+        left, right = _value(node.left, values), _value(node.right, values)
+        _not_none(node.left, left, node.right, right)
+        return _BINARY[type(node.op)](left, right)
     if isinstance(node, ast.BoolOp):
         # Python's own: the first operand that decides, evaluated no further.
         result: Any = None
@@ -424,8 +501,12 @@ def _value(node: ast.expr, values: Mapping[str, Any]) -> Any:
         return result
     if isinstance(node, ast.Compare):
         left = _value(node.left, values)
+        left_node = node.left
         for op, right_node in zip(node.ops, node.comparators, strict=True):
             right = _value(right_node, values)
+            if isinstance(op, _ORDERING):
+                _not_none(left_node, left, right_node, right)
+            left_node = right_node
             if not _COMPARE[type(op)](left, right):
                 return False
             left = right

@@ -81,11 +81,13 @@ class _Frame:
 
 @attrs.frozen
 class _Run:
-    """What one replay shares between its functions: what it found, and the functions a
-    program may invoke (``tools/function_programs.py``)."""
+    """What one replay shares between its functions: what it found, the functions a program
+    may invoke (``tools/function_programs.py``), and the values it was given, which every
+    function it invokes reads as well (a runner's master config)."""
 
     found: list[Reached]
     functions: Mapping[str, Any]
+    given: Mapping[str, Any]
     depth: int = 0
 
 
@@ -101,7 +103,7 @@ def replay(
     ``invoke`` step names."""
     state = dict(values)
     found: list[Reached] = []
-    _function(steps, state, _Run(found, functions or {}), _Frame())
+    _function(steps, state, _Run(found, functions or {}, values), _Frame())
     return found
 
 
@@ -225,14 +227,14 @@ _LOCATED = {"set": 4, "if": 7, "store": 6, "invoke": 6, "return": 3}
 def _evaluated(
     text: str | None, state: dict[str, Any], step: Sequence[Any], run: _Run, frame: _Frame
 ) -> tuple[bool, Any]:
-    """``conditions.evaluated``, and where a function (a located ``step``, which surely runs)
-    reads a config key that is not there, a ``keyerror`` found there:
-    ``["keyerror", key path, where]``."""
+    """``conditions.evaluated``, and where evaluating it fails in a function (a located
+    ``step``, which surely runs) as it would there (``conditions.Failure``: a key the config
+    lacks, None ordered), a failure found there: ``["fails", error, what, where]``."""
     if text is None:
         return False, None
-    known, value, absent = conditions.attempt(text, state)
-    if absent and frame.decided and not frame.quiet and len(step) == _LOCATED.get(step[0]):
-        run.found.append(Reached(["keyerror", absent, step[-1]], _snapshot(state)))
+    known, value, failure = conditions.attempt(text, state)
+    if failure and frame.decided and not frame.quiet and len(step) == _LOCATED.get(step[0]):
+        run.found.append(Reached(["fails", *failure, step[-1]], _snapshot(state)))
     return known, value
 
 
@@ -264,11 +266,11 @@ def _run(steps: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame) 
                 _run(then if taken else orelse, state, run, frame)
         elif kind == "guard":
             if frame.decided and not frame.quiet and step[1] is not None:
-                known, failing, absent = conditions.attempt(step[1], state)
+                known, failing, failure = conditions.attempt(step[1], state)
                 if known and failing:
                     run.found.append(Reached(step, _snapshot(state)))
-                elif absent:
-                    run.found.append(Reached(["keyerror", absent, step[3]], _snapshot(state)))
+                elif failure:
+                    run.found.append(Reached(["fails", *failure, step[3]], _snapshot(state)))
         elif kind == "warn":
             if frame.decided and not frame.quiet:
                 run.found.append(Reached(step, _snapshot(state)))
@@ -309,7 +311,7 @@ def _originate(
     origins = state.get(conditions.ORIGINS)
     if origins is not None:
         origins.pop(name, None)
-    if isinstance(value, conditions.Tracked) or conditions.split_chain(text)[0] is None:
+    if isinstance(value, conditions.Tracked) or not conditions.reads_a_key(text):
         return
     key = conditions.keyed(text, state if read is None else read)
     if key:
@@ -325,7 +327,7 @@ def _invoke(step: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame
     if not frame.decided or program is None or run.depth >= _DEPTH:
         _unsure([step], state)
         return
-    own = {}
+    own = dict(run.given)
     for parameter, argument in bindings:
         # A call that may not run (quiet) may not read its arguments either.
         if quiet or argument is None:
@@ -337,7 +339,7 @@ def _invoke(step: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame
         if known:
             own[parameter] = value
             _originate(own, parameter, argument, value, state)
-    inner = _Run(run.found, run.functions, run.depth + 1)
+    inner = _Run(run.found, run.functions, run.given, run.depth + 1)
     returned = _function(program, own, inner, _Frame(quiet=frame.quiet or quiet))
     if target is not None:
         if returned.known:
@@ -364,6 +366,6 @@ def described(step: Sequence[Any]) -> tuple[str, str, bool]:
     warning (``["warn", where, shown, anchor, mirrored, live]``): ``tools/config_programs.py``."""
     if step[0] == "guard":
         return step[3], step[4], step[6]
-    if step[0] == "keyerror":  # ["keyerror", key path, where]: the replay's own
-        return step[2], step[1], False
+    if step[0] == "fails":  # ["fails", error, what, where]: the replay's own
+        return step[3], step[2], False
     return step[1], step[2], step[4]

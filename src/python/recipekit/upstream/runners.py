@@ -36,7 +36,7 @@ class PinnedRunners(NamedTuple):
     at: str
 
     def mains(self) -> dict[str, str]:
-        """Runner file -> the qualified name of its ``main``."""
+        """Runner file -> the qualified name of what it runs as a script."""
         found: dict[str, str] = pinned_source(self.path)["runners"]
         return found
 
@@ -59,7 +59,7 @@ class PinnedRunners(NamedTuple):
         for found in replay(programs[main], values, programs):
             where, shown, mirrored = described(found.step)
             # A missing key once, where it is first read.
-            seen_as = ("", shown) if found.step[0] == "keyerror" else (where, shown)
+            seen_as = ("", shown) if found.step[:2] == ["fails", "KeyError"] else (where, shown)
             if not mirrored and seen_as not in seen:
                 seen.add(seen_as)
                 out.append(found)
@@ -79,27 +79,41 @@ class PinnedRunners(NamedTuple):
         for found in reached:
             if found.step[0] == kind:
                 yield self._issue(runner, found, given)
-            elif found.step[0] == "keyerror" and kind == "guard":
-                if found.step[1] not in missing_elsewhere:
-                    yield self._missing(runner, found)
+            elif found.step[0] == "fails" and kind == "guard":
+                if found.step[2] not in missing_elsewhere:
+                    yield self._fails(runner, found)
 
-    def _missing(self, runner: str, found: Reached) -> Issue:
-        where, key, _ = described(found.step)
+    def _fails(self, runner: str, found: Reached) -> Issue:
+        """A read of a key the config lacks (a KeyError), or a None where the function orders
+        or computes with it (a TypeError), at the key."""
+        where, what, _ = described(found.step)
+        at = f"({where} {self.at}, run by {runner})"
+        if found.step[1] == "KeyError":
+            return Issue(
+                what,
+                f"required key is missing: {self.framework} reads it without a default, a "
+                f"KeyError {at}",
+            )
+        key = conditions.keyed(what, found.values)
         return Issue(
-            key,
-            f"required key is missing: {self.framework} reads it without a default, a KeyError "
-            f"({where} {self.at}, run by {runner})",
+            key or runner,
+            f"{self.framework} orders or computes with `{what}`, which is None here: a TypeError "
+            f"{at}",
+            hint="set it",
+            **({"value": None} if key else {}),
         )
 
     def _issue(self, runner: str, found: Reached, given: Mapping[str, Any]) -> Issue:
-        """At the key the check's own test reads (the last operand of its condition) that the
-        config sets, else any key it reads, else the runner."""
+        """At the first key the check's own test reads (the last operand of its condition),
+        else the first key on its way the config sets, else any key it reads, else the
+        runner."""
         where, shown, _ = described(found.step)
         scope = found.step[-3].partition("#")[0] or "main"
         own = _keys(conditions.last_conjunct(shown), found.values)
         every = _keys(shown, found.values)
-        key = next((k for k in [*own, *every] if _at(given, k) is not _ABSENT), "")
-        key = key or next(iter([*own, *every]), "")
+        # The failing test's own key (set or missing); else a key on its way the config sets.
+        key = next(iter(own), "") or next((k for k in every if _at(given, k) is not _ABSENT), "")
+        key = key or next(iter(every), "")
         raised = f"raises {found.step[2]}" if found.step[0] == "guard" else "warns"
         value = _at(given, key)
         return Issue(
@@ -125,6 +139,8 @@ def _given(condition: str, values: Mapping[str, Any]) -> str | None:
     one (``policy.generation.val_top_k=5, val_sampling_overridden=True``)."""
     shown = []
     for chain in conditions.read(condition, True):
+        if chain.startswith("_r") and chain[2:].isdigit():
+            continue  # a call's result, held under a name of the replay's own
         known, value = conditions.evaluated(chain, values)
         if known and not isinstance(value, dict | type):
             shown.append(f"{conditions.keyed(chain, values) or chain}={value!r}")

@@ -39,7 +39,6 @@ from recipekit.nemo_rl.rules import (
     validation,
     vllm_engine,
     vllm_kwargs,
-    vllm_quantization,
     vllm_worker,
     weight_sync,
 )
@@ -72,7 +71,6 @@ _GENERATION_ERRORS_SUPER35: tuple[Check, ...] = (
     *rollouts.SUPER35_ERROR_CHECKS,
     *sglang.ERROR_CHECKS,
     *generation.SUPER35_ERROR_CHECKS,
-    *vllm_quantization.ERROR_CHECKS,
     *weight_sync.ERROR_CHECKS,
 )
 
@@ -137,11 +135,8 @@ _TRAINING_ERRORS_SUPER35: tuple[Check, ...] = (
     grpo_setup.gym_runner_needs_nemo_gym,
     grpo_setup.message_penalties_need_nemo_gym,
     grpo_setup.reward_penalties_need_nemo_gym,
-    grpo_setup.multimodal_dedup_needs_vllm,
-    grpo_setup.multimodal_dedup_needs_data_plane_off,
     async_grpo.async_grpo_with_one_dataloader,
     async_grpo.async_grpo_backend_has_a_replay_path,
-    async_grpo.managed_dynamo_without_in_flight_updates,
     *_POLICY_MEGATRON_SETUP_ERRORS_SUPER35,
     megatron_setup.colocated_reshard_without_draft,
     megatron_setup.colocated_reshard_without_peft,
@@ -188,9 +183,7 @@ WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (
 ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
     *_SHARED_ERRORS,
     *validation.ERROR_CHECKS,
-    loss.fused_logprobs_without_sequence_packing,
     loss.fused_logprobs_without_sampling_filter,
-    loss.kl_in_reward_needs_prev_logprobs,
     loss.distillation_needs_prev_logprobs,
     *loss.CLIPPED_PG_SUPER35_ERROR_CHECKS,
     *vllm_kwargs.SUPER35_ERROR_CHECKS,

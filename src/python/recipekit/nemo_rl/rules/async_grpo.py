@@ -210,22 +210,6 @@ def async_grpo_backend_has_a_replay_path(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
-@mirrors(v35="nemo-rl.algorithms.grpo.setup.managed-dynamo-takes-no-flight-weight")
-def managed_dynamo_without_in_flight_updates(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py, setup (super-v3.5): managed Dynamo drains its rollouts before each refit, so it
-    takes no weight update while rollouts are in flight."""
-    gen, async_grpo = ctx.generation, ctx.config.grpo.async_grpo
-    if on_super35(ctx) and gen is not None and gen.backend == "dynamo":
-        if isinstance(async_grpo, AsyncGRPO) and async_grpo.in_flight_weight_updates is True:
-            yield Issue(
-                "grpo.async_grpo.in_flight_weight_updates",
-                "NeMo-RL's GRPO setup refuses it with policy.generation.backend dynamo, which "
-                "drains its rollouts before each weight refit",
-                value=True,
-                hint="set it false",
-            )
-
-
 ERROR_CHECKS = (
     async_grpo_without_dynamic_sampling,
     async_grpo_without_reward_scaling,
@@ -235,6 +219,5 @@ ERROR_CHECKS = (
     async_grpo_needs_importance_sampling,
     async_grpo_colocated_generation,
     async_grpo_backend_has_a_replay_path,
-    managed_dynamo_without_in_flight_updates,
 )
 WARNING_CHECKS = (stale_rollouts_want_in_flight_weight_updates,)

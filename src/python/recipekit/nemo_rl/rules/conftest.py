@@ -100,7 +100,7 @@ def warned() -> Plan:
     return plan_warnings
 
 
-def _as_examples(stage: Stage, config_type: type, framework: Any, **sections: Any) -> Stage:
+def as_examples(stage: Stage, config_type: type, framework: Any, **sections: Any) -> Stage:
     """The stage's rendered config read back as the examples' schema, on its entry point."""
     rendered = make_plan(stage, ()).framework_config
     return attrs.evolve(
@@ -111,7 +111,7 @@ def _as_examples(stage: Stage, config_type: type, framework: Any, **sections: An
 @pytest.fixture(scope="session")
 def gym_examples() -> Stage:
     """rlvr as super-v3.5's examples configure GRPO + NeMo Gym."""
-    return _as_examples(rlvr, GRPOExamplesConfigMain, NEMO_RL_SUPER35_GYM_GRPO)
+    return as_examples(rlvr, GRPOExamplesConfigMain, NEMO_RL_SUPER35_GYM_GRPO)
 
 
 @pytest.fixture(scope="session")
@@ -119,6 +119,6 @@ def v3_examples() -> Stage:
     """dapo-h100 as super-v3's examples configure GRPO (run_grpo.py), whose env section
     names its environments math and nemo_gym only."""
     env = make_plan(dapo_h100, ()).framework_config["env"]
-    return _as_examples(
+    return as_examples(
         dapo_h100, GRPOExamplesConfig, NEMO_RL_GRPO_EXAMPLES, env={"math": env["dapo"]}
     )

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 
 from recipekit.errors import Issue
 from recipekit.markers import given
-from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.checkpoint_ranking import (
     LoopDefaults,
     metric_without_its_source,
@@ -42,34 +41,6 @@ def _policy_layout(config: DPOMasterConfigMain) -> ParallelLayout | None:
     if config.policy.dtensor_cfg.enabled is True:
         return DTENSOR.read(config.policy.dtensor_cfg, gpus)
     return None
-
-
-@mirrors_super35("nemo-rl.algorithms.dpo.setup.dpo-runs-without-dynamic-batching-reorders")
-def dpo_without_dynamic_batching(config: DPOMasterConfigMain) -> Iterator[Issue]:
-    """dpo.py, setup: dynamic batching reorders a batch's samples, which DPO's pairs cannot
-    take."""
-    if config.policy.dynamic_batching.enabled is True:
-        yield Issue(
-            "policy.dynamic_batching.enabled",
-            "DPO's setup refuses it: DPO keeps each chosen response beside its rejected one, and "
-            "dynamic batching reorders the samples of a batch",
-            value=True,
-            hint="set it false",
-        )
-
-
-@mirrors_super35("nemo-rl.algorithms.dpo.setup.dpo-runs-without-sequence-packing-reorders")
-def dpo_without_sequence_packing(config: DPOMasterConfigMain) -> Iterator[Issue]:
-    """dpo.py, setup: sequence packing reorders a batch's samples too."""
-    packing = given(config.policy.sequence_packing, None)
-    if value_of(packing, "enabled") is True:
-        yield Issue(
-            "policy.sequence_packing.enabled",
-            "DPO's setup refuses it: DPO keeps each chosen response beside its rejected one, and "
-            "sequence packing reorders the samples of a batch",
-            value=True,
-            hint="set it false",
-        )
 
 
 @mirrors_super35(
@@ -123,8 +94,6 @@ def dpo_checkpoint_saved_without_its_validation_metric(
 
 
 DPO_ERROR_CHECKS = (
-    dpo_without_dynamic_batching,
-    dpo_without_sequence_packing,
     dpo_train_batches_fill_the_micro_batches,
     dpo_checkpoint_metric_names_its_source,
 )

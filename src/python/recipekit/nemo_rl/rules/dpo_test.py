@@ -4,9 +4,8 @@ micro-batches of 2): a value that breaks each is refused (or warned about) at it
 upstream line."""
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by name:
-# dpo_without_dynamic_batching, dpo_without_sequence_packing,
-# dpo_train_batches_fill_the_micro_batches, dpo_checkpoint_metric_names_its_source,
-# dpo_checkpoint_saved_without_its_validation_metric.
+# runner_refusals, dpo_train_batches_fill_the_micro_batches,
+# dpo_checkpoint_metric_names_its_source, dpo_checkpoint_saved_without_its_validation_metric.
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from recipekit.nemo_rl.algorithms import NEMO_RL_SUPER35_DPO
-from recipekit.nemo_rl.config_guards import config_validators_hold, dpo_runner_refusals
+from recipekit.nemo_rl.config_guards import config_validators_hold
 from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules import dpo
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt, imported_stage
@@ -34,13 +33,9 @@ def stage(reference_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Stag
 def test_the_upstream_example_plans_with_dpos_rules(stage: Stage, warned: Plan) -> None:
     assert stage.framework is NEMO_RL_SUPER35_DPO
     assert warned(stage) == []
-    # Every Super 3.5 entry point also replays its config classes' validators, and a pinned
-    # runner its own checks (dpo_runner_refusals).
-    assert set(NEMO_RL_SUPER35_DPO.error_checks) == {
-        *dpo.DPO_ERROR_CHECKS,
-        config_validators_hold,
-        dpo_runner_refusals,
-    }
+    # Every Super 3.5 entry point also replays its config classes' validators (and its
+    # runner's own checks: NemoRLRun.check calls config_guards.runner_issues).
+    assert set(NEMO_RL_SUPER35_DPO.error_checks) == {*dpo.DPO_ERROR_CHECKS, config_validators_hold}
     assert dpo.dpo_checkpoint_saved_without_its_validation_metric in (
         NEMO_RL_SUPER35_DPO.warning_checks
     )

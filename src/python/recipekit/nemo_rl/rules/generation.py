@@ -138,21 +138,6 @@ def fp8_kv_cache_needs_one_pipeline_stage(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
-def vlm_needs_the_tokenizer_in_vllm(ctx: CheckContext) -> Iterator[Issue]:
-    """run_grpo_nemo_gym.py, main (super-v3.5): a vision-language model's prompts are
-    tokenised inside vLLM."""
-    vllm = ctx.vllm
-    is_vlm = value_of(ctx.config.policy, "is_vlm") is True
-    if is_vlm and vllm is not None and vllm.skip_tokenizer_init is True:
-        yield Issue(
-            f"{VLLM}.skip_tokenizer_init",
-            "NeMo-RL's NeMo Gym runner refuses it with policy.is_vlm: a VLM needs vLLM's "
-            "tokenizer (" + where("nemo-rl.gym-runner.vlm-needs-vllm-tokenizer") + ")",
-            value=True,
-            hint="set it false",
-        )
-
-
 def pad_token_id_is_overwritten(ctx: CheckContext) -> Iterator[Issue]:
     """models/generation/__init__.py, configure_generation_config (super-v3 and super-v3.5): a
     warning; NeMo-RL replaces ``_pad_token_id`` with the tokenizer's."""
@@ -326,7 +311,6 @@ ERROR_CHECKS = (
     fp8_kv_cache_needs_megatron,
     fp8_kv_cache_without_async_rollouts,
     fp8_kv_cache_needs_one_pipeline_stage,
-    vlm_needs_the_tokenizer_in_vllm,
 )
 WARNING_CHECKS = (
     pad_token_id_is_overwritten,

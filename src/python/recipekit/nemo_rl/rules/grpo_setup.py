@@ -84,42 +84,6 @@ def message_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
             return
 
 
-@mirrors(
-    v35="nemo-rl.algorithms.grpo.validate-multimodal-dedup-capability.multimodal-de-duplication-qualified-vllm-only"
-)
-def multimodal_dedup_needs_vllm(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py, _validate_multimodal_dedup_capability (super-v3.5): de-duplicated multimodal data is
-    qualified on vLLM only."""
-    gen = ctx.generation
-    dedup = value_of(ctx.config.grpo, "deduplicate_multimodal_data") is True
-    if dedup and gen is not None and gen.backend != "vllm":
-        yield Issue(
-            "grpo.deduplicate_multimodal_data",
-            f"NeMo-RL's GRPO setup refuses it with policy.generation.backend {gen.backend!r}: "
-            "it is qualified only with vLLM",
-            value=True,
-        )
-
-
-@mirrors(
-    v35="nemo-rl.algorithms.grpo.validate-multimodal-dedup-capability.multimodal-de-duplication-needs-data-plane"
-)
-def multimodal_dedup_needs_data_plane_off(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py, _validate_multimodal_dedup_capability (super-v3.5): de-duplicated multimodal data
-    does not travel through the data plane's TransferQueue store (``data_plane`` is a key of the
-    examples schema only)."""
-    dedup = value_of(ctx.config.grpo, "deduplicate_multimodal_data") is True
-    plane = value_of(ctx.config, "data_plane")
-    if dedup and value_of(plane, "enabled") is True:
-        yield Issue(
-            "data_plane.enabled",
-            "NeMo-RL's GRPO setup refuses it with grpo.deduplicate_multimodal_data: "
-            "de-duplication is supported only without the data plane",
-            value=True,
-            hint="set data_plane.enabled false, or deduplicate_multimodal_data false",
-        )
-
-
 def checkpoint_metric_names_its_source(ctx: CheckContext) -> Iterator[Issue]:
     """grpo.py, grpo_train (both versions) and the async loop, async_grpo_train: a ranking
     metric says whether it is a training or a validation metric."""
@@ -267,10 +231,7 @@ def reward_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
 
 ERROR_CHECKS = (
     grpo_needs_a_generation_config,
-    gym_runner_needs_nemo_gym,
     message_penalties_need_nemo_gym,
-    multimodal_dedup_needs_vllm,
-    multimodal_dedup_needs_data_plane_off,
     checkpoint_metric_names_its_source,
     dapo_reward_shaping_needs_its_lengths,
     reward_penalties_need_nemo_gym,

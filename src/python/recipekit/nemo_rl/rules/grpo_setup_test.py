@@ -4,8 +4,8 @@
 # name (recorded from the checks that produced an issue while these tests ran):
 # checkpoint_metric_names_its_source, checkpoint_saved_without_its_validation_metric,
 # dapo_reward_shaping_needs_its_lengths, generation_resources_fit, grpo_needs_a_generation_config,
-# gym_runner_needs_nemo_gym, message_penalties_need_nemo_gym, multimodal_dedup_needs_data_plane_off,
-# multimodal_dedup_needs_vllm, multiple_dataloaders_ignore_max_num_epochs.
+# gym_runner_needs_nemo_gym, message_penalties_need_nemo_gym, runner_refusals (the runner's
+# own checks, replayed), multiple_dataloaders_ignore_max_num_epochs.
 
 # The catalogued checks these tests break (by the upstream line each cites), which the
 # rule catalogue's meta-test finds by name:
@@ -62,7 +62,8 @@ NO_GENERATION_V35 = rlvr.with_values({"policy.generation": UNSET})
         (
             rlvr,
             ("grpo.deduplicate_multimodal_data=true", "policy.generation.backend=megatron"),
-            "grpo.deduplicate_multimodal_data",
+            # The replay of the runner names the key the failing test reads.
+            "policy.generation.backend",
             where(
                 "nemo-rl.algorithms.grpo.validate-multimodal-dedup-capability.multimodal-de-duplication-qualified-vllm-only"
             ),
@@ -103,8 +104,8 @@ def test_refused(
     refused: Plan, stage: object, overrides: tuple[str, ...], key: str, reason: str
 ) -> None:
     errors = refused(stage, *overrides)
-    found = [e for e in errors if e.startswith(key)]
-    assert found and reason in found[0], errors
+    found = [e for e in errors if e.startswith(key) and reason in e]
+    assert found, errors
 
 
 def test_stop_properly_penalty_replaces_the_dapo_lengths(warned: Plan) -> None:
@@ -115,7 +116,9 @@ def test_stop_properly_penalty_replaces_the_dapo_lengths(warned: Plan) -> None:
 
 
 def test_several_dataloaders_warn_that_epochs_are_ignored(warned: Plan) -> None:
-    warnings = warned(rlvr, "data.use_multiple_dataloader=true", "grpo.async_grpo.enabled=false")
+    # GRPO's setup reads the prompts each dataloader takes (a KeyError without it).
+    several = ("data.use_multiple_dataloader=true", "data.num_prompts_per_dataloader=32")
+    warnings = warned(rlvr, *several, "grpo.async_grpo.enabled=false")
     assert any(
         w.startswith("grpo.max_num_epochs")
         and where("nemo-rl.algorithms.grpo.grpo-train.several-dataloaders-ignore-max-num-epochs")

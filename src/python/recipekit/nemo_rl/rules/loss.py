@@ -11,28 +11,12 @@ from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite, mirrors, on_super35, where
 from recipekit.nemo_rl.rules.grpo_setup import async_grpo_enabled
-from recipekit.nemo_rl.schema_super_v3 import SequencePacking
 
 LOSS = "loss_fn"
 
 
 def fused_linear_logprobs(ctx: CheckContext) -> bool:
     return ctx.megatron is not None and value_of(ctx.megatron, "use_fused_linear_logprobs") is True
-
-
-@mirrors(v35="nemo-rl.grpo.fused-logprobs-without-packing")
-def fused_logprobs_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py, setup (super-v3.5): the fused linear log-probabilities are not validated with
-    packed sequences (labels would roll across sequence boundaries)."""
-    packing = ctx.config.policy.sequence_packing
-    if fused_linear_logprobs(ctx) and isinstance(packing, SequencePacking) and packing.enabled:
-        yield Issue(
-            "policy.megatron_cfg.use_fused_linear_logprobs",
-            "NeMo-RL's GRPO setup refuses it with policy.sequence_packing.enabled: the fused path "
-            "does not support sequence packing",
-            value=True,
-            hint="set it false, or disable sequence packing",
-        )
 
 
 @mirrors(v35="nemo-rl.grpo.fused-logprobs-without-sampling-filter")
@@ -103,23 +87,6 @@ def _zeroes_prev_logprobs(ctx: CheckContext) -> bool:
     forced = value_of(ctx.config.loss_fn, "force_on_policy_ratio") is True
     threshold = value_of(ctx.config.grpo, "seq_logprob_error_threshold")
     return forced and (threshold is None or isinstance(threshold, Marker))
-
-
-@mirrors(v35="nemo-rl.grpo.kl-in-reward-needs-prev-logprobs")
-def kl_in_reward_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py, _validate_use_kl_in_reward_compat (super-v3.5): a KL term in the reward against
-    zeroed log-probabilities corrupts the advantage."""
-    loss = ctx.config.loss_fn
-    if not on_super35(ctx) or value_of(loss, "use_kl_in_reward") is not True:
-        return
-    if loss.reference_policy_kl_penalty != 0 and _zeroes_prev_logprobs(ctx):
-        yield Issue(
-            "loss_fn.force_on_policy_ratio",
-            "NeMo-RL's GRPO setup refuses it with loss_fn.use_kl_in_reward and a KL penalty "
-            "unless grpo.seq_logprob_error_threshold is set: the student's log-probabilities "
-            "would be zeros",
-            value=True,
-        )
 
 
 def distillation_needs_prev_logprobs(ctx: CheckContext) -> Iterator[Issue]:
@@ -465,11 +432,9 @@ CLIPPED_PG_SUPER_V3_WARNING_CHECKS = (truncation_settings_ignored_without_ratio,
 
 
 ERROR_CHECKS = (
-    fused_logprobs_without_sequence_packing,
     fused_logprobs_without_sampling_filter,
     force_on_policy_ratio_takes_one_batch_per_step,
     skipped_reference_logprobs_need_zero_kl,
-    kl_in_reward_needs_prev_logprobs,
     distillation_needs_prev_logprobs,
 )
 WARNING_CHECKS = (forced_ratio_with_threshold_still_computes_logprobs,)

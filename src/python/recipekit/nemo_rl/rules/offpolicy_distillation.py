@@ -26,10 +26,7 @@ from recipekit.nemo_rl.rules.checkpoint_ranking import (
 from recipekit.nemo_rl.rules.citation import cite_super35, cite_super35_line, mirrors_super35
 from recipekit.nemo_rl.rules.generation_split import (
     SplitRules,
-    non_colocated_generation,
     policy_generation,
-    split_issues,
-    stated_cluster,
 )
 from recipekit.nemo_rl.rules.weight_sync import SPARSE_TRANSPORTS
 from recipekit.nemo_rl.schema_distillation import DistillationMasterConfigMain
@@ -45,21 +42,6 @@ WHO = "NeMo-RL's distillation"
 
 
 # --- distillation.py's setup --------------------------------------------------------------------
-
-
-@mirrors_super35(
-    "nemo-rl.algorithms.distillation.setup.distillation-needs-generation-section-student"
-)
-def distillation_needs_a_generation_config(config: DistillationMasterConfigMain) -> Iterator[Issue]:
-    """distillation.py, setup: the student samples its own responses, so it needs a generation
-    section."""
-    if policy_generation(config) is None:
-        yield Issue(
-            "policy.generation",
-            "NeMo-RL's distillation refuses a student without one: the student generates the "
-            "responses the teacher scores",
-            hint="give the policy a generation section",
-        )
 
 
 @mirrors_super35(
@@ -107,23 +89,6 @@ def dtensor_sequence_parallel_excludes_packing(
             )
 
 
-@mirrors_super35("nemo-rl.algorithms.distillation.setup.non-colocated-generation-not-megatron-back")
-def non_colocated_generation_is_not_megatron(
-    config: DistillationMasterConfigMain,
-) -> Iterator[Issue]:
-    """distillation.py, setup: generation on GPUs of its own cannot be the Megatron back-end,
-    which generates inside the training workers."""
-    gen = non_colocated_generation(config)
-    if gen is not None and gen.backend == "megatron":
-        yield Issue(
-            "policy.generation.backend",
-            "Megatron generation runs inside the student's training workers; distillation's "
-            "setup refuses it with policy.generation.colocated.enabled false",
-            value="megatron",
-            hint="use vllm, or colocate generation",
-        )
-
-
 # distillation.py, setup: the split of the cluster between non-colocated generation and
 # training (it does not assert that training keeps some, as PPO's does).
 DISTILLATION_SPLIT = SplitRules(
@@ -141,24 +106,6 @@ DISTILLATION_SPLIT = SplitRules(
         "nemo-rl.algorithms.distillation.setup.several-nodes-non-colocated-generation-takes-whole"
     ),
 )
-
-
-def one_node_generation_states_its_gpus(config: DistillationMasterConfigMain) -> Iterator[Issue]:
-    """distillation.py, setup (two asserts): on a one-node cluster, non-colocated generation takes a
-    stated number of that node's GPUs, and no other node."""
-    gen, cluster = non_colocated_generation(config), stated_cluster(config)
-    if gen is None or cluster is None or cluster[0] != 1:
-        return
-    yield from split_issues(gen.colocated.resources, cluster, DISTILLATION_SPLIT)
-
-
-def generation_nodes_are_whole_nodes(config: DistillationMasterConfigMain) -> Iterator[Issue]:
-    """distillation.py, setup (two asserts): on several nodes, non-colocated generation takes a
-    stated count of whole nodes."""
-    gen, cluster = non_colocated_generation(config), stated_cluster(config)
-    if gen is None or cluster is None or cluster[0] == 1:
-        return
-    yield from split_issues(gen.colocated.resources, cluster, DISTILLATION_SPLIT)
 
 
 # --- distillation.py's training loop ------------------------------------------------------------
@@ -228,12 +175,8 @@ def validation_counts_its_samples(config: DistillationMasterConfigMain) -> Itera
 
 
 DISTILLATION_ERROR_CHECKS = (
-    distillation_needs_a_generation_config,
     distillation_refits_without_sparse_transport,
     dtensor_sequence_parallel_excludes_packing,
-    non_colocated_generation_is_not_megatron,
-    one_node_generation_states_its_gpus,
-    generation_nodes_are_whole_nodes,
     distillation_checkpoint_metric_names_its_source,
 )
 DISTILLATION_WARNING_CHECKS = (

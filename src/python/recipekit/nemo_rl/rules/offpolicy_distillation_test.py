@@ -4,10 +4,8 @@ teacher, colocated vLLM generation): a value that breaks each is refused at its 
 upstream line."""
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by name:
-# distillation_needs_a_generation_config, distillation_refits_without_sparse_transport,
-# dtensor_sequence_parallel_excludes_packing, non_colocated_generation_is_not_megatron,
-# one_node_generation_states_its_gpus, generation_nodes_are_whole_nodes,
-# distillation_checkpoint_metric_names_its_source,
+# runner_refusals, distillation_refits_without_sparse_transport,
+# dtensor_sequence_parallel_excludes_packing, distillation_checkpoint_metric_names_its_source,
 # distillation_checkpoint_saved_without_its_validation_metric.
 
 from __future__ import annotations
@@ -73,13 +71,15 @@ def test_the_upstream_example_plans_with_distillations_rules(stage: Stage) -> No
     )
 
 
-def test_distillation_needs_a_generation_section(stage: Stage) -> None:
+def test_distillation_needs_a_generation_section(stage: Stage, reference_dir: Path) -> None:
+    # The runner reads it (a KeyError) before distillation's setup asserts it is there.
     without = stage.with_values({"policy.generation": UNSET})
     [error] = _errors(without)
-    assert (
-        error.startswith("policy.generation: ")
-        and where(f"{SETUP}distillation-needs-generation-section-student") in error
-    )
+    runner = "examples/run_distillation.py"
+    assert error.startswith("policy.generation: required key is missing") and runner in error
+    line = int(error.split(f"{runner}:")[1].split(" ")[0])
+    source = (reference_dir / "nemo-rl/super-v3.5-posttraining" / runner).read_text()
+    assert '["generation"]' in source.splitlines()[line - 1]
 
 
 @pytest.mark.parametrize("transport", ["vllm_zmq_sparse", "vllm_s3_sparse"])

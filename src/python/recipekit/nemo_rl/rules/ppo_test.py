@@ -8,8 +8,8 @@ which main's schema refuses, and vLLM never reads it); the rest of the generatio
 typed as the compiled config has it."""
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by name:
-# ppo_runner_refusals (run_ppo.py's main and PPO's setup, replayed), config_validators_hold
-# (the config's validators, replayed),
+# runner_refusals (its runner_issues: run_ppo.py's main and PPO's setup, replayed),
+# config_validators_hold (the config's validators, replayed),
 # async_ppo_needs_async_vllm,
 # async_ppo_needs_importance_sampling, async_ppo_without_a_forced_ratio,
 # async_ppo_needs_non_colocated_generation, async_ppo_has_no_epoch_limit,

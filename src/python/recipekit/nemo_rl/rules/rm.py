@@ -13,7 +13,6 @@ from collections.abc import Iterator
 import attrs
 
 from recipekit.errors import Issue
-from recipekit.markers import given
 from recipekit.nemo_rl.rules.checkpoint_ranking import (
     LoopDefaults,
     metric_without_its_source,
@@ -22,26 +21,10 @@ from recipekit.nemo_rl.rules.checkpoint_ranking import (
     unranked_saves,
 )
 from recipekit.nemo_rl.rules.citation import cite_super35 as _cite
-from recipekit.nemo_rl.rules.citation import mirrors_super35
 from recipekit.nemo_rl.schema_rm import RMMasterConfigMain
 
 # rm.py, RMConfig's defaults; max_num_steps -1 trains for max_num_epochs.
 RM_LOOP = LoopDefaults(max_num_steps=-1, val_period=16)
-
-
-@mirrors_super35("nemo-rl.algorithms.rm.setup.dtensor-reward-model-trains-cp")
-def rm_dtensor_without_context_parallel(config: RMMasterConfigMain) -> Iterator[Issue]:
-    """rm.py, setup: the reward model's loss cannot run on a context-parallel DTensor mesh."""
-    dtensor = config.policy.dtensor_cfg
-    cp = given(dtensor.context_parallel_size, 1)
-    if dtensor.enabled is True and cp > 1:
-        yield Issue(
-            "policy.dtensor_cfg.context_parallel_size",
-            "reward-model training refuses context parallelism on DTensor: the log-sigmoid of "
-            "its loss has no DTensor sharding strategy for a context-parallel mesh",
-            value=cp,
-            hint="set it 1",
-        )
 
 
 def rm_checkpoint_metric_names_its_source(config: RMMasterConfigMain) -> Iterator[Issue]:
@@ -72,7 +55,7 @@ def rm_checkpoint_saved_without_its_validation_metric(
     )
 
 
-RM_ERROR_CHECKS = (rm_dtensor_without_context_parallel, rm_checkpoint_metric_names_its_source)
+RM_ERROR_CHECKS = (rm_checkpoint_metric_names_its_source,)
 RM_WARNING_CHECKS = (
     rm_checkpoint_saved_without_its_validation_metric,
     misspelt_metric_check(

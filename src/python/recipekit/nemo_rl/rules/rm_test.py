@@ -4,7 +4,7 @@ max_num_steps -1, validating and saving every 16 steps): a value that breaks eac
 warned about) at its key, citing the upstream line."""
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by name:
-# rm_dtensor_without_context_parallel, rm_checkpoint_metric_names_its_source,
+# runner_refusals, rm_checkpoint_metric_names_its_source,
 # rm_checkpoint_saved_without_its_validation_metric.
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from recipekit.nemo_rl.algorithms import NEMO_RL_SUPER35_RM
-from recipekit.nemo_rl.config_guards import config_validators_hold
+from recipekit.nemo_rl.config_guards import config_validators_hold, runner_issues
 from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules import rm
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt, imported_stage
 from recipekit.plan import make_plan
 from recipekit.stage import Stage
 
+RUN_RM = "examples/run_rm.py"
 RM_YAML = "nemo-rl/main/examples/configs/rm.yaml"
 
 
@@ -49,7 +50,7 @@ def test_a_dtensor_reward_model_trains_at_cp_1(stage: Stage, refused_at: Refused
     )
     # With DTensor off (training on Megatron-Core) the DTensor section is not read.
     off = {"policy.dtensor_cfg.enabled": False, "policy.dtensor_cfg.context_parallel_size": 2}
-    assert list(rm.rm_dtensor_without_context_parallel(stage.with_values(off).config)) == []
+    assert [i for i in runner_issues(stage.with_values(off).config, RUN_RM, "guard")] == []
 
 
 def test_a_ranking_metric_names_its_source(stage: Stage, refused_at: RefusedAt) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from recipekit.errors import Issue
+from recipekit.nemo_rl.config_guards import runner_refusals
 from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.conftest import COLOCATED_MEGATRON_GENERATION, Plan, RefusedAt
 from recipekit.nemo_rl.rules.generation import (
@@ -17,17 +18,10 @@ from recipekit.nemo_rl.rules.generation import (
     fp8_kv_cache_without_async_rollouts,
     nemo_gym_needs_the_async_engine,
     nemo_gym_needs_the_http_server,
-    vlm_needs_the_tokenizer_in_vllm,
 )
-from recipekit.nemo_rl.rules.loss import (
-    distillation_needs_prev_logprobs,
-    kl_in_reward_needs_prev_logprobs,
-)
+from recipekit.nemo_rl.rules.loss import distillation_needs_prev_logprobs
 from recipekit.nemo_rl.rules.megatron_setup import colocated_reshard_without_draft
-from recipekit.nemo_rl.rules.validation import (
-    multiple_dataloaders_split_the_step,
-    validation_sampling_only_on_gym_vllm,
-)
+from recipekit.nemo_rl.rules.validation import validation_sampling_only_on_gym_vllm
 from recipekit.stage import Stage
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.mopd import mopd_phase1
@@ -41,7 +35,8 @@ ZEROED_LOGPROBS = ("loss_fn.force_on_policy_ratio=true", "grpo.seq_logprob_error
 
 Check = Callable[..., Iterator[Issue]]
 CASES: list[tuple[Check, Stage, tuple[str, ...], str, str]] = [
-    # (the check, the stage, the overrides that break it, the key named, the line quoted)
+    # (the check, the stage, the overrides that break it, the key named, the line quoted;
+    # runner_refusals: the runner's own checks, replayed from the pinned source)
     (
         fp8_kv_cache_needs_megatron,
         dapo_h100,
@@ -71,28 +66,28 @@ CASES: list[tuple[Check, Stage, tuple[str, ...], str, str]] = [
         where("nemo-rl.grpo.validation-sampling-only-on-gym-vllm"),
     ),
     (
-        vlm_needs_the_tokenizer_in_vllm,
+        runner_refusals,
         rlvr,
         ("policy.is_vlm=true", f"{VLLM}.skip_tokenizer_init=true"),
         f"{VLLM}.skip_tokenizer_init",
         where("nemo-rl.gym-runner.vlm-needs-vllm-tokenizer"),
     ),
     (
-        multiple_dataloaders_split_the_step,
+        runner_refusals,
         rlvr,
         ("data.use_multiple_dataloader=true", "data.num_prompts_per_dataloader=100"),
-        "data.num_prompts_per_dataloader",
+        "grpo.num_prompts_per_step",
         where("nemo-rl.grpo.dataloaders-split-the-step"),
     ),
     (
-        kl_in_reward_needs_prev_logprobs,
+        runner_refusals,
         rlvr,
         (
             *ZEROED_LOGPROBS,
             "loss_fn.use_kl_in_reward=true",
             "loss_fn.reference_policy_kl_penalty=0.01",
         ),
-        "loss_fn.force_on_policy_ratio",
+        "loss_fn.use_kl_in_reward",
         where("nemo-rl.grpo.kl-in-reward-needs-prev-logprobs"),
     ),
     (

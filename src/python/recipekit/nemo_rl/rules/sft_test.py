@@ -14,7 +14,6 @@ import pytest
 
 from recipekit.errors import RecipeError
 from recipekit.nemo_rl.algorithms import NEMO_RL_SUPER35_SFT, NEMO_RL_SUPER35_VLM_SFT
-from recipekit.nemo_rl.config_guards import sft_runner_refusals, sft_runner_warnings
 from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules import sft
 from recipekit.nemo_rl.rules.checkpoint_ranking import Loop, resolved_loop
@@ -65,13 +64,8 @@ def test_the_vlm_runner_runs_the_same_loop(
     vlm = _stage(reference_dir, tmp_path, "sft_vlm_3B.yaml")
     assert vlm.framework is NEMO_RL_SUPER35_VLM_SFT
     assert warned(vlm) == []
-    # But for the replay of run_sft.py, which is pinned; run_vlm_sft.py is not.
-    assert (*NEMO_RL_SUPER35_VLM_SFT.error_checks, sft_runner_refusals) == (
-        NEMO_RL_SUPER35_SFT.error_checks
-    )
-    assert (*NEMO_RL_SUPER35_VLM_SFT.warning_checks, sft_runner_warnings) == (
-        NEMO_RL_SUPER35_SFT.warning_checks
-    )
+    assert NEMO_RL_SUPER35_VLM_SFT.error_checks == NEMO_RL_SUPER35_SFT.error_checks
+    assert NEMO_RL_SUPER35_VLM_SFT.warning_checks == NEMO_RL_SUPER35_SFT.warning_checks
 
 
 def test_an_absent_loop_key_is_sfts_default() -> None:

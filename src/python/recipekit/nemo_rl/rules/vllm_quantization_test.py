@@ -2,7 +2,7 @@
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
-# real_quant_in_gpu_export_needs_colocated_ipc, real_quant_names_its_export_offload.
+# runner_refusals (configure_generation_config, replayed in the runner).
 
 from __future__ import annotations
 

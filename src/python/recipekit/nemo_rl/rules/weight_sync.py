@@ -81,24 +81,6 @@ def refit_transport_is_known(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @mirrors(
-    v35="nemo-rl.models.generation.vllm.config.normalize-vllm-refit-config.resetting-encoder-cache-after-refit-needs-default"
-)
-def encoder_cache_reset_needs_collective_refit(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config.py, normalize_vllm_refit_config (super-v3.5): only the default and nccl_reshard
-    refits reset vLLM's multimodal encoder cache after a weight update."""
-    transport, vllm = _vllm_transport(ctx), ctx.vllm
-    resets = value_of(vllm, "reset_encoder_cache_after_weight_update") is True
-    if resets and transport is not None and transport != "nccl_reshard":
-        yield Issue(
-            f"{GEN}.vllm_cfg.reset_encoder_cache_after_weight_update",
-            f"NeMo-RL refuses it with refit_transport {transport!r}: that refit keeps stale "
-            "vision embeddings",
-            value=True,
-            hint="use refit_transport null or nccl_reshard",
-        )
-
-
-@mirrors(
     v35="nemo-rl.models.generation.vllm.config.normalize-vllm-refit-config.plugin-checkpoint-engine-transport-needs-refit"
 )
 def plugin_refit_transport_needs_its_config(ctx: CheckContext) -> Iterator[Issue]:
@@ -203,7 +185,6 @@ def s3_sparse_refit_needs_a_region(ctx: CheckContext) -> Iterator[Issue]:
 ERROR_CHECKS = (
     refit_transport_needs_vllm,
     refit_transport_is_known,
-    encoder_cache_reset_needs_collective_refit,
     plugin_refit_transport_needs_its_config,
     checkpoint_engine_refit_needs_separate_generation,
     sparse_refit_needs_an_unquantised_megatron_policy,

@@ -2,7 +2,7 @@
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
-# checkpoint_engine_refit_needs_separate_generation, encoder_cache_reset_needs_collective_refit,
+# checkpoint_engine_refit_needs_separate_generation, runner_refusals,
 # plugin_refit_transport_needs_its_config, refit_transport_is_known, refit_transport_needs_vllm,
 # s3_sparse_refit_needs_a_bucket, sparse_refit_needs_an_unquantised_megatron_policy,
 # s3_sparse_refit_needs_a_region.
