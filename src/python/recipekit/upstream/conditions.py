@@ -254,7 +254,7 @@ def tracked(value: Any, path: str = "") -> Any:
 ORIGINS = " origins"
 
 
-def _get_call(node: ast.AST) -> ast.expr | None:
+def get_call(node: ast.AST) -> ast.expr | None:
     """The receiver of ``x.get("k", ...)`` (a read of the key ``k``), None for another node."""
     if (
         isinstance(node, ast.Call)
@@ -279,7 +279,7 @@ def reads_a_key(text: str) -> bool:
             node = node.value
         elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
             node = node.value
-        elif (receiver := _get_call(node)) is not None:
+        elif (receiver := get_call(node)) is not None:
             node = receiver
         else:
             return False
@@ -321,7 +321,7 @@ def keyed(chain: str, values: Mapping[str, Any]) -> str | None:
         elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
             rest.append(str(node.slice.value))
             node = node.value
-        elif (receiver := _get_call(node)) is not None:
+        elif (receiver := get_call(node)) is not None:
             rest.append(str(node.args[0].value))  # type: ignore[attr-defined]
             known, value = evaluated(ast.unparse(receiver), values)
             if known and isinstance(value, Tracked):  # (section or {}).get("k")
@@ -401,11 +401,11 @@ def read(condition: str, subscripts: bool = False) -> list[str]:
             and (
                 isinstance(node, ast.Subscript)
                 and isinstance(node.slice, ast.Constant)
-                or _get_call(node) is not None
+                or get_call(node) is not None
             )
         )
 
-    inner = {id(_get_call(n) or n.value) for n in ast.walk(tree) if link(n)}  # type: ignore[attr-defined]
+    inner = {id(get_call(n) or n.value) for n in ast.walk(tree) if link(n)}  # type: ignore[attr-defined]
     found = sorted(
         (n for n in ast.walk(tree) if isinstance(n, ast.Name) or link(n)),
         key=lambda n: n.col_offset,  # type: ignore[attr-defined]
