@@ -589,6 +589,6 @@ def test_nemo_rls_own_examples_pass_the_replay_of_their_runner(
     reference_dir: Path, tmp_path_factory: pytest.TempPathFactory, example: str, runner: str
 ) -> None:
     stage = _example(reference_dir, tmp_path_factory, f"{EXAMPLES}/{example}")
-    assert stage.framework.entry_point == f"examples/{runner}"  # type: ignore[attr-defined]
+    assert stage.framework.entry_point == f"examples/{runner}"
     assert f"examples/{runner}" in RUNNERS.mains()
     assert plan_errors(stage) == []
