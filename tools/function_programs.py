@@ -6,11 +6,14 @@ A runner loads its YAML, builds its master config (``config = MasterConfig(**con
 runs its own checks and the algorithm's ``setup(config, ...)``, which reads the config's
 sections through names of its own (``grpo_config = master_config.grpo``), writes keys into them
 (``policy_config["generation"] = ...``) and calls helpers that assert on them. The program of
-``main`` starts holding the master config's values where it builds them (the name
-``MASTER``); a call to a function the pinned files define at module level is an ``invoke``
+the script (its ``if __name__ == "__main__":`` block, which calls ``main``) holds the master
+config's values from where ``main`` builds them (the name ``MASTER``); a call to a function the
+pinned files define at module level, or to a pinned class (its ``__init__``), is an ``invoke``
 step that binds its parameters to the arguments' values and runs that function's own program
 (a call in a condition runs before it, its result in a name of its own; one that may not run,
-in the second operand of an ``and``, is quiet: its guards say nothing). Beside the steps of
+in the second operand of an ``and``, is quiet: its guards say nothing); ``d.setdefault("k",
+v)`` is a store where ``d`` lacks ``k``. Each step that evaluates something ends with where it
+is (``file:line``), where a key it reads may be missing. Beside the steps of
 ``tools/guard_reader.program``:
 
   ["invoke", function, [[parameter, argument | None], ...], target | None, quiet]

@@ -6,9 +6,11 @@ programs; ``recipekit.upstream.replay`` runs them).
 The replay starts holding the master config's values as the framework builds them
 (``recipekit.upstream.models.PinnedModels.values``: each model's defaults under what the config
 gives), follows what the functions write into the config and the names they give its
-sections, and forgets what code it does not follow may change. A check it reaches that fails
-is refused at the config key it reads: a section's key path travels with the section
-(``conditions.Tracked``), so ``grpo_config.val_period`` is ``grpo.val_period``.
+sections, and forgets what code it does not follow may change. A check it reaches that fails,
+a key it reads that the config lacks (a KeyError) and a None it orders or computes with (a
+TypeError) are refused at the config key they read: a section's key path travels with the
+section (``conditions.Tracked``), so ``grpo_config.val_period`` is ``grpo.val_period``, and a
+name set from a key's value keeps that key (``conditions.ORIGINS``).
 """
 
 from __future__ import annotations
