@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from recipekit.upstream import conditions
+from recipekit.upstream.conditions import keyed_call
 from tools.config_programs import Pinned, _Known, _located, _rule_sites
 from tools.every_run import Modules, module_name
 from tools.guard_reader import (
@@ -324,18 +325,16 @@ class _Reader:
         """``d.setdefault("k", v)`` on a chain ``d``: a store of ``v`` at ``k`` where ``d``
         has no ``k`` (appended to ``out``), and the call as the read of ``d["k"]`` it returns;
         None for another call."""
-        func = call.func
+        made = keyed_call(call, "setdefault")
         if not (
-            isinstance(func, ast.Attribute)
-            and func.attr == "setdefault"
-            and _chain(func.value)
-            and 1 <= len(call.args) <= 2
+            made is not None
+            and _chain(made[0])
+            and isinstance(made[1], str)
+            and len(call.args) <= 2
             and not call.keywords
-            and isinstance(call.args[0], ast.Constant)
-            and isinstance(call.args[0].value, str)
         ):
             return None
-        owner, key = func.value, call.args[0].value
+        owner, key = made
         container = self.text(owner)
         value = self.text(call.args[1]) if len(call.args) == 2 else "None"
         roots = [t] if (t := self.text(_root(owner))) else []

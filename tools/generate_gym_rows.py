@@ -34,7 +34,7 @@ import yaml
 
 from recipekit.upstream.annotations import type_text
 from recipekit.upstream.classes import UpstreamSource
-from recipekit.upstream.conditions import get_call
+from recipekit.upstream.conditions import keyed_call
 from tools.generated_modules import CHECKOUT, pins, reference_dir, write_or_check
 
 TOOL = "tools/generate_gym_rows.py"
@@ -63,10 +63,8 @@ def _key(node: ast.AST) -> str | None:
     """The string a subscript or ``.get`` call reads, if constant."""
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
         return node.slice.value if isinstance(node.slice.value, str) else None
-    if get_call(node) is not None:
-        key = node.args[0].value  # type: ignore[attr-defined]
-        return key if isinstance(key, str) else None
-    return None
+    call = keyed_call(node)
+    return call[1] if call is not None and isinstance(call[1], str) else None
 
 
 def _inner(node: ast.AST) -> ast.AST | None:

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from recipekit.upstream.classes import UpstreamSource
+from recipekit.upstream.conditions import keyed_call
 from recipekit.upstream.declared import table
 from recipekit.upstream.models import MODEL_EXTRA
 from tools.config_programs import Pinned, class_program, live, module_file, source_of
@@ -142,17 +143,9 @@ def _written(fn: ast.FunctionDef) -> list[str]:
         for target in node.targets if isinstance(node, ast.Assign) else []:
             root, path = key_chain(target)
             # x.setdefault("a", {}) is x["a"] made first: the chain goes on through it.
-            while (
-                isinstance(root, ast.Call)
-                and isinstance(root.func, ast.Attribute)
-                and root.func.attr == "setdefault"
-                and root.args
-                and isinstance(root.args[0], ast.Constant)
-                and isinstance(root.args[0].value, str)
-            ):
-                key = root.args[0].value
-                root, above = key_chain(root.func.value)
-                path = (*above, key, *path)
+            while (made := keyed_call(root, "setdefault")) and isinstance(made[1], str):
+                root, above = key_chain(made[0])
+                path = (*above, made[1], *path)
             if path:
                 found.add(".".join(path))
     return sorted(found)

@@ -28,7 +28,7 @@ from typing import Any
 
 from recipekit.upstream.annotations import ANY, type_text
 from recipekit.upstream.classes import UpstreamSource
-from recipekit.upstream.conditions import get_call
+from recipekit.upstream.conditions import keyed_call
 from tools.generated_modules import (
     CHECKOUT,
     pins,
@@ -324,9 +324,9 @@ def _chain(node: ast.expr, roots: dict[str, tuple[str, ...]]) -> tuple[str, ...]
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
         head = _chain(node.value, roots)
         return None if head is None else (*head, str(node.slice.value))
-    if (receiver := get_call(node)) is not None:
-        head = _chain(receiver, roots)
-        return None if head is None else (*head, str(node.args[0].value))  # type: ignore[attr-defined]
+    if (call := keyed_call(node)) is not None:
+        head = _chain(call[0], roots)
+        return None if head is None else (*head, str(call[1]))
     return None
 
 

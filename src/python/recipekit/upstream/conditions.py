@@ -254,35 +254,39 @@ def tracked(value: Any, path: str = "") -> Any:
 ORIGINS = " origins"
 
 
-def get_call(node: ast.AST) -> ast.expr | None:
-    """The receiver of ``x.get("k", ...)`` (a read of the key ``k``), None for another node."""
+def keyed_call(node: ast.AST, method: str = "get") -> tuple[ast.expr, Any] | None:
+    """(the receiver, the constant key) of ``x.<method>(key, ...)`` (``x.get("k")``, a read of
+    the key ``k``; ``x.setdefault("k", v)``); None for another node."""
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "get"
+        and node.func.attr == method
         and node.args
         and isinstance(node.args[0], ast.Constant)
     ):
-        return node.func.value
+        return node.func.value, node.args[0].value
     return None
+
+
+def _link(node: ast.AST) -> tuple[ast.expr, str] | None:
+    """(the owner, the key) of one link of a chain that reads a key: an attribute, a constant
+    subscript or a ``.get("k")`` call; None for another node."""
+    if isinstance(node, ast.Attribute):
+        return node.value, node.attr
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        return node.value, str(node.slice.value)
+    call = keyed_call(node)
+    return None if call is None else (call[0], str(call[1]))
 
 
 @cache
 def reads_a_key(text: str) -> bool:
     """Whether ``text`` reads one value of the config: a name, or a chain of attributes,
     constant subscripts and ``.get("k")`` calls (which ``keyed`` names)."""
-    node = _parse(text)
-    while True:
-        if isinstance(node, ast.Name):
-            return True
-        if isinstance(node, ast.Attribute):
-            node = node.value
-        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-            node = node.value
-        elif (receiver := get_call(node)) is not None:
-            node = receiver
-        else:
-            return False
+    node: ast.AST = _parse(text)
+    while (link := _link(node)) is not None:
+        node = link[0]
+    return isinstance(node, ast.Name)
 
 
 def split_chain(chain: str) -> tuple[str | None, str]:
@@ -302,33 +306,25 @@ def keyed(chain: str, values: Mapping[str, Any]) -> str | None:
     ``grpo``): the key path of the longest part of it that is a ``Tracked`` mapping, then the
     rest of the chain; a name the function set from a key's value, that key (``ORIGINS``);
     None where no part of it is one."""
-    node = _parse(chain)
-    rest: list[str] = []
+    node: ast.expr = _parse(chain)
     origins = values.get(ORIGINS, {})
     if isinstance(node, ast.Name) and node.id in origins:
         return str(origins[node.id])
+    rest: list[str] = []
+    # Any owner of a .get("k") is evaluated ((section or {}).get("k")); else only a chain.
+    read = isinstance(node, ast.Name | ast.Attribute | ast.Subscript)
     while True:
-        known, value = (
-            evaluated(ast.unparse(node), values)
-            if isinstance(node, ast.Name | ast.Attribute | ast.Subscript)
-            else (False, None)
-        )
+        known, value = evaluated(ast.unparse(node), values) if read else (False, None)
         if known and isinstance(value, Tracked):
-            return ".".join([value.path, *reversed(rest)] if value.path else reversed(rest))
-        if isinstance(node, ast.Attribute):
-            rest.append(node.attr)
-            node = node.value
-        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-            rest.append(str(node.slice.value))
-            node = node.value
-        elif (receiver := get_call(node)) is not None:
-            rest.append(str(node.args[0].value))  # type: ignore[attr-defined]
-            known, value = evaluated(ast.unparse(receiver), values)
-            if known and isinstance(value, Tracked):  # (section or {}).get("k")
-                return ".".join([value.path, *reversed(rest)] if value.path else reversed(rest))
-            node = receiver
-        else:
+            return ".".join([p for p in (value.path, *reversed(rest)) if p])
+        link = _link(node)
+        if link is None:
             return None
+        read = keyed_call(node) is not None or isinstance(
+            link[0], ast.Name | ast.Attribute | ast.Subscript
+        )
+        node, key = link
+        rest.append(key)
 
 
 class _Unknown(Exception):
@@ -396,16 +392,9 @@ def read(condition: str, subscripts: bool = False) -> list[str]:
     tree = _parse(condition)
 
     def link(node: ast.AST) -> bool:
-        return isinstance(node, ast.Attribute) or (
-            subscripts
-            and (
-                isinstance(node, ast.Subscript)
-                and isinstance(node.slice, ast.Constant)
-                or get_call(node) is not None
-            )
-        )
+        return isinstance(node, ast.Attribute) or (subscripts and _link(node) is not None)
 
-    inner = {id(get_call(n) or n.value) for n in ast.walk(tree) if link(n)}  # type: ignore[attr-defined]
+    inner = {id(_link(n)[0]) for n in ast.walk(tree) if link(n)}  # type: ignore[index]
     found = sorted(
         (n for n in ast.walk(tree) if isinstance(n, ast.Name) or link(n)),
         key=lambda n: n.col_offset,  # type: ignore[attr-defined]
