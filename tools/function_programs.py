@@ -40,7 +40,7 @@ from recipekit.upstream.conditions import keyed_call
 from tools.config_programs import Pinned, _Known, _located, _rule_sites
 from tools.every_run import Modules, module_name
 from tools.guard_reader import (
-    SAFE_CALLS,
+    PURE_BUILTINS,
     WARNINGS,
     Step,
     _exits,
@@ -53,17 +53,13 @@ from tools.guard_reader import (
 MASTER = "__master__"
 # The class a runner builds its master config with.
 MASTER_CLASS = "MasterConfig"
-# Calls that change none of their arguments, by the name they are called with.
-PURE_CALLS = SAFE_CALLS | {
+# Calls that change none of their arguments, by the name they are called with: the builtins
+# the guard reader knows, and what a runner calls to print, join paths or time itself.
+PURE_CALLS = PURE_BUILTINS | {
     "print",
     "range",
     "enumerate",
     "zip",
-    "repr",
-    "hasattr",
-    "getattr",
-    "type",
-    "id",
     "pprint.pprint",
     "json.dumps",
     "os.path.join",

@@ -309,7 +309,7 @@ def _kept(steps: list[Step], names: set[str]) -> list[Step]:
 # Builtins that read an object handed to them and change nothing.
 _READ_ONLY = frozenset({"getattr", "hasattr", "isinstance", "type", "id", "repr", "str"})
 # Builtins that change none of their arguments.
-_PURE = _READ_ONLY | SAFE_CALLS | {"frozenset", "next", "iter"}
+PURE_BUILTINS = _READ_ONLY | SAFE_CALLS | {"frozenset", "next", "iter"}
 
 
 def _self_calls(node: ast.AST) -> list[ast.Call]:
@@ -357,7 +357,7 @@ def _changed(
     for part in ast.walk(node):
         if not isinstance(part, ast.Call):
             continue
-        if isinstance(part.func, ast.Name) and part.func.id in _PURE:
+        if isinstance(part.func, ast.Name) and part.func.id in PURE_BUILTINS:
             continue
         if isinstance(part.func, ast.Attribute) and part.func.attr in pure:
             continue
