@@ -171,17 +171,15 @@ class Tracked(Partial):
         if self.opaque:
             raise KeyError(key)
 
+    # Whether a key it lacks is not there at all (a mapping's; a model's field may have a
+    # default the table does not tell: TrackedModel).
+    absent_fails = True
+
     def __getitem__(self, key: str) -> Any:
         self._readable(key)
         if not dict.__contains__(self, key) and key not in self.unknown and self.absent_fails:
             raise Absent(f"{self.path}.{key}" if self.path else key)
         return super().__getitem__(key)
-
-    @property
-    def absent_fails(self) -> bool:
-        """Whether a key it lacks is not there at all (a mapping's; a model's field may have
-        a default the table does not tell)."""
-        return not isinstance(self, Model)
 
     def __contains__(self, key: object) -> bool:
         self._readable(key)
@@ -233,6 +231,8 @@ class Tracked(Partial):
 class TrackedModel(Tracked, Model):
     """A pydantic model's values as a replayed function holds them (its fields read as
     attributes)."""
+
+    absent_fails = False
 
 
 def tracked(value: Any, path: str = "") -> Any:

@@ -328,14 +328,10 @@ def _invoke(step: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame
         _unsure([step], state)
         return
     own = dict(run.given)
+    # A call that may not run (quiet) may not read its arguments either: no failure there.
+    reading = _Frame(quiet=True) if quiet else frame
     for parameter, argument in bindings:
-        # A call that may not run (quiet) may not read its arguments either.
-        if quiet or argument is None:
-            known, value = (
-                (False, None) if argument is None else conditions.evaluated(argument, state)
-            )
-        else:
-            known, value = _evaluated(argument, state, step, run, frame)
+        known, value = _evaluated(argument, state, step, run, reading)
         if known:
             own[parameter] = value
             _originate(own, parameter, argument, value, state)
