@@ -232,9 +232,6 @@ def _live(steps: list[Step], known: _Known, reached: bool = True) -> _Known:
             step.append(reached)
         elif kind == "call":
             known = _live(step[1], known, reached)  # type: ignore[arg-type]
-        elif kind == "invoke" and step[3] is not None:
-            # A function's result (tools/function_programs.py) may be known.
-            known.names.add(step[3])  # type: ignore[arg-type]
     return known
 
 
