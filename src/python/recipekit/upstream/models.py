@@ -215,7 +215,7 @@ def _known(value: Any) -> Any:
 _ABSENT = object()
 
 
-def _value_at(mapping: Any, parts: Iterable[str], absent: Any = None) -> Any:
+def value_at(mapping: Any, parts: Iterable[str], absent: Any = None) -> Any:
     """The value at the keys ``parts`` under ``mapping``; ``absent`` where one is not there."""
     value = mapping
     for part in parts:
@@ -230,7 +230,7 @@ def _given(given: Mapping[str, Any], chain: str) -> Any:
     takes without declaring it through ``model_extra``); _ABSENT where it sets none there (or
     sets a whole mapping)."""
     parts = [part for part in chain.split(".") if part != MODEL_EXTRA]
-    value = _value_at(given, parts, _ABSENT)
+    value = value_at(given, parts, _ABSENT)
     return _ABSENT if isinstance(value, dict) else value
 
 
@@ -239,7 +239,7 @@ def _set(given: Mapping[str, Any], chain: str) -> bool:
 
 
 def _section(rendered: Mapping[str, Any], path: str) -> Any:
-    return _value_at(rendered, path.split(".") if path else ())
+    return value_at(rendered, path.split(".") if path else ())
 
 
 def _written_over(section: dict[str, Any], paths: list[str]) -> dict[str, Any]:
@@ -248,7 +248,7 @@ def _written_over(section: dict[str, Any], paths: list[str]) -> dict[str, Any]:
     section = copy.deepcopy(section)
     for path in paths:
         *parents, leaf = path.split(".")
-        owner = _value_at(section, parents)
+        owner = value_at(section, parents)
         if isinstance(owner, dict):
             owner[leaf] = _WRITTEN
     return section

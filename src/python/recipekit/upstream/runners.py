@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from recipekit.errors import Issue
 from recipekit.upstream import conditions
+from recipekit.upstream.models import value_at
 from recipekit.upstream.replay import Reached, described, pinned_source, replay
 
 # What the program of a runner's main calls the master config's values
@@ -150,12 +151,8 @@ def _given(condition: str, values: Mapping[str, Any]) -> str | None:
 
 
 def _at(given: Mapping[str, Any], key: str) -> Any:
-    value: Any = given
-    for part in key.split(".") if key else ["\0"]:
-        if not isinstance(value, Mapping) or part not in value:
-            return _ABSENT
-        value = value[part]
-    return value
+    """The value the config sets at the dotted ``key`` (a section too); _ABSENT where none."""
+    return value_at(given, key.split("."), _ABSENT)
 
 
 @functools.cache
