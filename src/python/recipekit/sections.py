@@ -256,11 +256,17 @@ def _ordered(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attrib
 # A section that models an upstream config class names it, ``upstream: ClassVar[Declared] =
 # recipekit.upstream.declared.declared(label, "module:Name")``: every key the pinned class
 # declares that the section does not state itself is then a field of it, typed as upstream
-# types it, absent unless set (UNSET), and a mapping under it checked against the config
-# classes upstream names. What recipekit states by hand (ranges, allowed values, derivations)
-# is the section's own fields. A key the section inherits only from another version's upstream
+# types it, required where upstream requires it and otherwise absent unless set (UNSET), and a
+# mapping under it checked against the config classes upstream names. What recipekit states by
+# hand (ranges, allowed values, derivations, a key it takes as optional that upstream requires)
+# is the section's own fields; a field that restates upstream's key exactly is refused
+# (sections_test). A key the section inherits only from another version's upstream
 # is dropped where its own upstream no longer declares it.
 UPSTREAM = "upstream"
+# Keys upstream requires that a section takes as optional (the framework fills them, or reads
+# them only where another key turns them on): ``optional_keys: ClassVar[tuple[str, ...]]``. One
+# upstream stops requiring stops the import.
+OPTIONAL_KEYS = "optional_keys"
 _FROM_UPSTREAM = "recipekit.upstream_key"
 
 
@@ -302,6 +308,15 @@ def _completed(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attr
         for f in fields
         if f.metadata.get(_FROM_UPSTREAM) is None or f.metadata[_FROM_UPSTREAM] in declared
     ]
+    # What the receiver of extra keys declares is taken, never required.
+    required = {k for k, spec in declared.items() if spec.required and owner[k] in versions}
+    loosened = tuple(cls.__dict__.get(OPTIONAL_KEYS, ()))
+    stale = [k for k in loosened if k not in required]
+    if stale:
+        raise TypeError(
+            f"{cls.__name__}.{OPTIONAL_KEYS}: upstream requires none of {', '.join(stale)}"
+        )
+    required -= set(loosened)
     names = {f.name for f in fields}
     _check_undeclared(cls, names, declared)
     stated = names | {f.metadata.get(_FROM_UPSTREAM) for f in fields}
@@ -318,7 +333,9 @@ def _completed(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attr
         added.append(
             attrs.Attribute(  # type: ignore[call-arg]
                 name=name,
-                default=UNSET,
+                # Required where upstream's class requires it (TypedDict Required, a pydantic
+                # field without a default); a section that takes it as optional says so.
+                default=attrs.NOTHING if key in required else UNSET,
                 validator=attrs.validators.and_(*checks) if checks else None,
                 repr=True,
                 cmp=None,
@@ -326,7 +343,7 @@ def _completed(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attr
                 init=True,
                 inherited=False,
                 metadata={_FROM_UPSTREAM: key},
-                type=spec.type | Unset,
+                type=spec.type if key in required else spec.type | Unset,
                 kw_only=True,
                 eq=True,
                 order=False,

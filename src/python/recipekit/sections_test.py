@@ -625,3 +625,89 @@ def test_a_version_drops_the_keys_it_removes_and_moves_a_key_its_after_names() -
         @frozen_section(kw_only=True, repr=False, eq=False)
         class Wrong(Base):
             removed_keys: ClassVar[tuple[str, ...]] = ("nope",)
+
+
+# --- a key a section states by hand adds to what upstream declares ---------------------------
+
+
+def _plain_fields(cls: type) -> list[tuple[str, str]]:
+    """The fields ``cls`` itself states as ``name: type = required()`` or ``optional()``: no
+    check and no place of their own, written out for their type and required-ness alone."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body if isinstance(tree.body[0], ast.ClassDef) else []
+    return [
+        (node.target.id, node.value.func.id)
+        for node in body
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id in ("required", "optional")
+        and not node.value.args
+        and not node.value.keywords
+    ]
+
+
+def _names_code_uses(skip: set[Path]) -> set[str]:
+    """Every name read as an attribute or passed as a keyword in the tree's Python outside
+    ``skip``: what mypy needs a section to state, since it cannot see the keys completed from
+    upstream."""
+    import re
+
+    root = Path(__file__).resolve().parents[3]
+    used: set[str] = set()
+    for top in ("src/python", "recipes"):
+        for path in (root / top).rglob("*.py"):
+            if path.resolve() not in skip and not path.name.endswith("_test.py"):
+                used.update(re.findall(r"\.([A-Za-z_]\w*)|\b([A-Za-z_]\w*)=", path.read_text()))
+    return {name for pair in used for name in pair if name}
+
+
+def test_a_key_a_section_states_adds_to_what_upstream_declares() -> None:
+    """A section states a key its upstream class declares only to add something: a check, a
+    place, a derivation, another type or required-ness, or a name code reads (mypy knows only the
+    stated keys). A key stated exactly as upstream declares it, and read by no code, is the copy
+    by hand that completion from upstream replaces: it is refused here."""
+    import sys
+
+    from recipekit.sections import ALIASES, UPSTREAM, _predicate, _union_members
+    from recipekit.upstream.declared import members
+
+    modules = {Path(str(sys.modules[c.__module__].__file__)).resolve() for c in SECTIONS}
+    used = _names_code_uses(modules)
+    copies = []
+    for cls in SECTIONS:
+        upstream = cls.__dict__.get(UPSTREAM)
+        if upstream is None:
+            continue
+        declared = {k: s for d in reversed(members(upstream)) for k, s in d.keys.items()}
+        by_name = attrs.fields_dict(cls)
+        for name, kind in _plain_fields(cls):
+            spec = declared.get(getattr(cls, ALIASES, {}).get(name, name))
+            field = by_name.get(name)
+            overrides = any(
+                attrs.has(base)
+                and name in attrs.fields_dict(base)
+                and upstream_key(attrs.fields_dict(base)[name]) is None
+                for base in cls.__mro__[1:]
+            )
+            if spec is None or field is None or spec.nested or overrides or name in used:
+                continue
+            stated = [t for t in _union_members(field.type) if t is not Unset]
+            held = stated[0] if len(stated) == 1 else _union_of(stated)
+            if (kind == "required") == spec.required and (
+                _predicate(held)[1] == _predicate(spec.type)[1]
+            ):
+                copies.append(f"{cls.__module__}.{cls.__name__}.{name}")
+    assert copies == []
+
+
+def _union_of(types: list[Any]) -> Any:
+    import functools
+    import operator
+
+    return functools.reduce(operator.or_, types)

@@ -102,7 +102,6 @@ class Train:
     train_iters: int = required(at_least(1))
     global_batch_size: int = required(at_least(1))
     micro_batch_size: int = required(at_least(1))
-    manual_gc: bool | Unset = optional()
     manual_gc_interval: int | Unset = optional(at_least(0))
 
 
@@ -186,7 +185,6 @@ class Dataset:
     num_workers: int | Unset = optional(at_least(0))
     do_validation: bool | Unset = optional()
     do_test: bool | Unset = optional()
-    pad_to_max_length: bool | Unset = optional()
     seed: int | Unset = optional()
 
 
@@ -216,7 +214,6 @@ class Scheduler:
     # The recipes decay over the whole run (``lr_decay_iters = train.train_iters``).
     lr_decay_iters: int | None | Derived | Unset = derived(at_least(1))
     lr_decay_style: str | Unset = optional(upstream_values("megatron_core.lr_decay_style"))
-    override_opt_param_scheduler: bool | Unset = optional()
 
 
 @section("logger")
@@ -225,11 +222,6 @@ class Logger:
     upstream = upstream_bridge("megatron.bridge.training.config:LoggerConfig")
 
     log_interval: int | Unset = optional(at_least(1))
-    log_throughput: bool | Unset = optional()
-    tensorboard_dir: str | None | Unset = optional()
-    wandb_project: str | None | Unset = optional()
-    wandb_entity: str | None | Unset = optional()
-    wandb_exp_name: str | None | Unset = optional()
 
 
 @section("checkpoint")
@@ -245,9 +237,6 @@ class Checkpoint:
     finetune: bool | Unset = optional()
     # Resume from here (same run); null keeps a fresh run from picking up another's state.
     load: str | None | Unset = optional()
-    save_optim: bool | Unset = optional()
-    save_rng: bool | Unset = optional()
-    async_save: bool | Unset = optional()
 
 
 @section("peft")
@@ -275,6 +264,8 @@ class MegatronBridgeConfig:
 
     upstream = upstream_bridge("megatron.bridge.training.config:ConfigContainer")
     undeclared_keys = undeclared(own=("recipe",))
+    # The recipe function builds the tokenizer config; the entry point only overrides it.
+    optional_keys = ("tokenizer",)
 
     recipe: Recipe = required()
     train: Train = required()

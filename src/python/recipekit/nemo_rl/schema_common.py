@@ -129,8 +129,6 @@ class MegatronPeft:
     )
 
     enabled: bool = required()
-    target_modules: tuple[str, ...] | Unset = optional()
-    exclude_modules: tuple[str, ...] | Unset = optional()
     dim: int | Unset = optional(at_least(1))
     alpha: int | Unset = optional(at_least(1))
 

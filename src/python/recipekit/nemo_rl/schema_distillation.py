@@ -22,7 +22,6 @@ from recipekit.nemo_rl.schema_common import (
     RunMasterConfig,
     RunMasterConfigMain,
 )
-from recipekit.nemo_rl.schema_super_v3 import MathEnvironment
 from recipekit.sections import frozen_section, optional, required, section
 from recipekit.upstream.declared import undeclared
 from recipekit.validators import at_least, between, upstream_values
@@ -41,12 +40,9 @@ class DistillationConfig:
     val_batch_size: int = required(at_least(1))
     # 0: no periodic validation.
     val_period: int = required(at_least(0))
-    val_at_start: bool = required()
-    val_at_end: bool = required()
     max_val_samples: int | None = required(at_least(1))
     # The teacher's logits the student matches: its k most likely tokens at each position.
     topk_logits_k: int = required(at_least(1))
-    seed: int = required()
 
 
 @section("distillation")
@@ -64,7 +60,6 @@ class DistillationConfigMain:
     val_batch_size: int | Unset = optional(at_least(1))
     val_period: int | Unset = optional(at_least(0))
     val_at_start: bool | Unset = optional()
-    val_at_end: bool | Unset = optional()
     max_val_samples: int | None | Unset = optional(at_least(1))
     topk_logits_k: int | Unset = optional(at_least(1))
 
@@ -77,7 +72,6 @@ class DistillationLoss:
     kl_type: str = required(upstream_values("nemo_rl.distillation_kl_type"))
     # mixed: this weight on the reverse KL, the rest on the forward one.
     mixed_kl_weight: float = required(between(0, 1))
-    zero_outside_topk: bool = required()
 
 
 @section("loss_fn")
@@ -87,7 +81,6 @@ class DistillationLossMain:
 
     kl_type: str | Unset = optional(upstream_values("nemo_rl.distillation_kl_type"))
     mixed_kl_weight: float | Unset = optional(between(0, 1))
-    zero_outside_topk: bool | Unset = optional()
 
 
 @section("loss_fn")
@@ -102,6 +95,7 @@ class XTokenDistillationLoss(DistillationLossMain):
     )
     undeclared_keys = undeclared(read=("kl_type", "mixed_kl_weight", "zero_outside_topk"))
 
+    zero_outside_topk: bool | Unset = optional()
     gold_loss: bool | Unset = optional()
     xtoken_loss: bool | Unset = optional()
     temperature: float | Unset = optional(at_least(0))
@@ -140,7 +134,6 @@ class DistillationMasterConfig(RunMasterConfig):
 
     teacher: PolicyExamples = required()
     loss_fn: DistillationLoss = required()
-    env: dict[str, MathEnvironment] = required()
     distillation: DistillationConfig = required()
 
 

@@ -25,8 +25,6 @@ class DPOConfig(TrainLoop):
 
     # beta of the DPO loss: how far the policy may move from the reference policy.
     reference_policy_kl_penalty: float = required(at_least(0))
-    preference_average_log_probs: bool = required()
-    sft_average_log_probs: bool = required()
     preference_loss_weight: float = required(at_least(0))
     sft_loss_weight: float = required(at_least(0))
 
@@ -39,8 +37,6 @@ class DPOConfigMain(TrainLoopMain):
     upstream = upstream_v35("nemo_rl.algorithms.dpo:DPOConfig")
 
     reference_policy_kl_penalty: float | Unset = optional(at_least(0))
-    preference_average_log_probs: bool | Unset = optional()
-    sft_average_log_probs: bool | Unset = optional()
     preference_loss_weight: float | Unset = optional(at_least(0))
     sft_loss_weight: float | Unset = optional(at_least(0))
 

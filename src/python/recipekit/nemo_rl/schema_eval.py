@@ -27,10 +27,7 @@ class EvalConfig:
     # The scores eval.py's setup computes (pass@k, the reference configs' one, and cons@k).
     metric: str = required(upstream_values("nemo_rl.eval_metric"))
     num_tests_per_prompt: int = required(at_least(1))
-    seed: int = required()
     k_value: int = required(at_least(1))
-    # null: results are not written out.
-    save_path: str | None = required()
 
 
 @section("data")

@@ -7,8 +7,6 @@ several training datasets, no periodic validation (``val_period: -1``), and on m
 schemas widened just so far, subclasses that change nothing the Super recipes use.
 """
 
-from typing import Literal
-
 from recipekit.markers import Unset
 from recipekit.nemo_rl import upstream_v35
 from recipekit.nemo_rl.schema_common import (
@@ -50,10 +48,6 @@ class RewardPenalties:
 
     upstream = upstream_v35("nemo_rl.algorithms.grpo:RewardPenaltyConfig")
 
-    penalize_duplicated_reasoning: bool | Unset = optional()
-    penalize_empty_final_answer: bool | Unset = optional()
-    penalize_unwanted_tokens: bool | Unset = optional()
-    penalize_malformed_think_tag: bool | Unset = optional()
     token_ids: PenaltyTokenIds | None | Unset = optional()
 
 
@@ -64,9 +58,6 @@ class DataPlane:
 
     upstream = upstream_v35("nemo_rl.data_plane.interfaces:DataPlaneConfig")
 
-    enabled: bool = required()
-    impl: Literal["transfer_queue"] = required()
-    backend: Literal["simple", "mooncake_cpu"] = required()
     storage_capacity: int = required(at_least(1))
     num_storage_units: int = required(at_least(1))
     claim_meta_poll_interval_s: float = required(at_least(0))

@@ -115,8 +115,8 @@ class GRPOConfigMain(GRPOConfig):
     adv_estimator: AdvantageEstimatorMain | Unset = optional()
     reward_scaling: RewardScaling | Unset = optional()  # type: ignore[assignment]
     seq_logprob_error_threshold: float | None | Unset = optional()  # type: ignore[assignment]
-    invalid_tool_call_advantage: float | None | Unset = optional()  # type: ignore[assignment]
-    malformed_thinking_advantage: float | None | Unset = optional()  # type: ignore[assignment]
+    invalid_tool_call_advantage: float | None | Unset = optional()
+    malformed_thinking_advantage: float | None | Unset = optional()
     async_grpo: AsyncGRPOMain | None | Unset = optional(  # type: ignore[assignment]
         after="malformed_thinking_advantage"
     )
@@ -133,7 +133,6 @@ class GRPOConfigMain(GRPOConfig):
 class ClippedPGLossMain(ClippedPGLoss):
     upstream = upstream_v35("nemo_rl.algorithms.loss.loss_functions:ClippedPGLossConfig")
 
-    use_cispo: bool | Unset = optional()
     positive_example_nll_weight: float | Unset = optional(at_least(0))
 
 
@@ -190,14 +189,14 @@ class MegatronMain(Megatron):
         read=("force_overwrite_initial_ckpt",), configs=("moe_aux_loss_coeff",)
     )
 
+    force_overwrite_initial_ckpt: bool | Unset = optional()
+
     optimizer: MegatronOptimizerMain = required()
     distributed_data_parallel_config: MegatronDDPMain = required()
     checkpoint: MegatronCheckpoint | Unset = optional()
-    model_overrides: dict[str, Any] | Unset = optional()
     recompute_granularity: str | Unset = optional(
         upstream_values("megatron_core.recompute_granularity")
     )
-    recompute_modules: tuple[str, ...] | None | Unset = optional()
     # The vision encoder (C-RADIO) and projector are trained unless frozen; Super 3.5 has no
     # audio, so the Omni sound encoder and projection stay frozen.
     radio_force_cpe_eval_mode: bool | Unset = optional()
@@ -207,7 +206,6 @@ class MegatronMain(Megatron):
     freeze_sound_projection: bool | Unset = optional()
     gradient_accumulation_fusion: bool | Unset = optional()
     use_fused_weighted_squared_relu: bool | Unset = optional()
-    use_fused_linear_logprobs: bool | Unset = optional()
 
 
 # --- policy: batching, draft --------------------------------------------------------------
@@ -321,9 +319,6 @@ class VllmConfigMain(VllmConfig):
     # raw_logprobs: the sampler's log-probabilities before temperature/top-p, which the
     # importance-sampling correction compares with the trainer's.
     logprobs_mode: str | Unset = optional(upstream_values("nemo_rl.logprobs_mode"))
-    cap_max_tokens_to_context: bool | Unset = optional()
-    use_tqdm: bool | Unset = optional()
-    reset_encoder_cache_after_weight_update: bool | Unset = optional()
     reasoning_parser_plugin: str | Unset = optional()
     env_vars: dict[str, str] | Unset = optional()
     # Not in main's VllmSpecificArgs; passed on to vLLM's engine arguments.
@@ -413,7 +408,6 @@ class DataMain(Data):
 
     use_multiple_dataloader: bool | Unset = optional(after="num_workers")
     num_prompts_per_dataloader: int | Unset = optional(at_least(1))
-    custom_dataloader: str | Unset = optional()
     train: DatasetMain = required()
     validation: DatasetMain | None | Unset = optional()
     default: DatasetMain | None | Unset = optional()

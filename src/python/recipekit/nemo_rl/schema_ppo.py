@@ -43,7 +43,6 @@ class GAE:
     name: str = required(upstream_values("nemo_rl.ppo_adv_estimator"))
     gae_lambda: float | Unset = optional(between(0, 1))
     gae_gamma: float | Unset = optional(between(0, 1))
-    normalize_advantages: bool | Unset = optional()
     # null: gae_lambda for both.
     gae_lambda_value: float | None | Unset = optional(between(0, 1))
     gae_lambda_policy: float | None | Unset = optional(between(0, 1))
@@ -69,7 +68,6 @@ class PPOConfig:
     val_period: int = required(at_least(0))
     val_at_start: bool = required()
     val_at_end: bool = required()
-    overlong_filtering: bool | Unset = optional()
     max_val_samples: int | None = required(at_least(1))
     val_batch_size: int = required(at_least(1))
     seed: int = required()

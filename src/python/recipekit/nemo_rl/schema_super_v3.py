@@ -4,10 +4,10 @@ Field names are NeMo-RL's own, so its docs apply. The required/NotRequired split
 TypedDicts of ``super-v3`` (NVIDIA-NeMo/RL@8af543ad, ``nemo_rl/**``, pinned in
 3rdparty/reference); keys that the TypedDicts omit but NeMo-RL reads with ``.get()``
 (``converter_type``, ``mtp_*``, ``fp8_cfg``, ...) are here too, as optional keys, because the
-reference configs set them. Every other key the pinned class declares comes from it, typed as it
-types it (``sections._completed``): a key stated here adds a range, an allowed set, a derivation
-or required-ness to upstream's, or is stated for mypy (a recipe passes it by keyword, a check
-reads it), or keeps its place in the rendered file (the complement's keys render last).
+reference configs set them. Every other key the pinned class declares comes from it, typed and
+required as it declares it (``sections._completed``): a key stated here adds a range, an allowed
+set, a derivation or required-ness to upstream's, or is stated for mypy (a recipe passes it by
+keyword, a check reads it); one that adds nothing is refused (``sections_test``).
 """
 
 from typing import Any, ClassVar, Literal
@@ -107,10 +107,6 @@ class GRPOConfig:
     # behaviour NeMo-RL has when they are absent.
     penalize_invalid_tool_call: bool = fixed(False)
     penalize_malformed_thinking: bool = fixed(False)
-    invalid_tool_call_advantage: float | Unset = optional()
-    malformed_thinking_advantage: float | Unset = optional()
-    advantage_clip_low: float | None | Unset = optional()
-    advantage_clip_high: float | None | Unset = optional()
 
 
 # --- loss_fn ------------------------------------------------------------------------------
@@ -210,7 +206,6 @@ class DTensor:
 
     v2: bool | Unset = optional()
     enabled: bool = required()
-    env_vars: dict[str, str] | None | Unset = optional()
     cpu_offload: bool | Unset = optional()
     sequence_parallel: bool | Unset = optional()
     activation_checkpointing: bool | Unset = optional()
@@ -364,7 +359,6 @@ class Megatron:
     moe_router_enable_expert_bias: bool | Unset = optional()
     moe_aux_loss_coeff: float | Unset = optional(at_least(0))
     track_moe_metrics: bool | Unset = optional()
-    force_overwrite_initial_ckpt: bool | Unset = optional()
 
 
 # --- policy: batching ---------------------------------------------------------------------
@@ -537,7 +531,6 @@ class Generation:
     top_k: int | None = required()
     stop_token_ids: tuple[int, ...] | None = required()
     stop_strings: tuple[str, ...] | None = required()
-    model_name: str | Unset = optional()
     mcore_generation_config: McoreGeneration | Unset = optional()
     vllm_cfg: VllmConfig | Unset = optional()
     vllm_kwargs: dict[str, Any] | Unset = optional()
@@ -595,8 +588,6 @@ class Dataset:
 
     dataset_name: str | Unset = optional()
     data_path: str | Unset = optional()
-    output_key: str | Unset = optional()
-    split: str | Unset = optional()
     split_validation_size: float | Unset = optional(between(0, 1))
     seed: int | Derived | Unset = optional()
     env_name: str | Unset = optional(upstream_values("nemo_rl.env_name"))
@@ -611,10 +602,6 @@ class Data:
     upstream = upstream_v3("nemo_rl.data:DataConfig")
 
     max_input_seq_length: int | None | Derived = derived(at_least(1))
-    add_bos: bool | Unset = optional()
-    add_eos: bool | Unset = optional()
-    add_generation_prompt: bool | Unset = optional()
-    add_system_prompt: bool | Unset = optional()
     shuffle: bool = required()
     num_workers: int | Unset = optional(at_least(0))
     train: Dataset = required()

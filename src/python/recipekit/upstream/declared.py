@@ -216,13 +216,17 @@ def declared(label: str, *qualified: str) -> Declared:
     """The upstream config class ``qualified`` of ``label``'s table: what a section's
     ``upstream`` names. Several classes (a family NeMo-RL picks from at run time, such as
     ``GenerationConfig`` and the back-ends' configs derived from it) are one ``Declared`` with
-    every key of each, the first class's wherever two declare one key."""
+    every key of each, the first class's wherever two declare one key. A key of the family is
+    required only where every class of it requires it: the class that runs may be any."""
     found = [table(label)[q] for q in qualified]
     if len(found) == 1:
         return found[0]
     keys: dict[str, Key] = {}
     for one in reversed(found):
         keys.update(one.keys)
+    for name, key in keys.items():
+        if key.required and not all(name in d.keys and d.keys[name].required for d in found):
+            keys[name] = attrs.evolve(key, required=False)
     first = found[0]
     return attrs.evolve(
         first,
