@@ -20,7 +20,9 @@ is (``file:line``), where a key it reads may be missing. Beside the steps of
   ["store", container | None, key, value | None, roots]   container[key] = value (or .key);
                                                            container None: roots are changed
   ["mutate", [expression, ...]]    what code the replay does not follow may change (a call
-                                   handed it, a method of it that may change it)
+                                   handed it, a method of it that may change it);
+                                   ``x[...]``: one of the values ``x`` holds, which one
+                                   unknown (``configs[name]`` handed on)
   ["return", value | None]
 
 A mapping's changes are the mapping's wherever the function holds it
@@ -103,6 +105,51 @@ def _root(node: ast.expr) -> ast.expr:
             return node
 
 
+# Annotations that promise a value is only read: no code changes it through them.
+_READ_ONLY = {
+    "Mapping",
+    "Sequence",
+    "Iterable",
+    "Collection",
+    "Container",
+    "AbstractSet",
+    "tuple",
+    "Tuple",
+    "frozenset",
+    "FrozenSet",
+    "str",
+    "bytes",
+    "int",
+    "float",
+    "bool",
+    "None",
+}
+
+
+def _read_only(annotation: ast.expr) -> bool:
+    """Whether a parameter's annotation takes only values its function does not change:
+    each member of a union is a read-only type (``Mapping[str, Any] | None``)."""
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _read_only(annotation.left) and _read_only(annotation.right)
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            return _read_only(ast.parse(annotation.value, mode="eval").body)
+        except SyntaxError:
+            return False
+    if isinstance(annotation, ast.Constant) and annotation.value is None:
+        return True
+    base = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+    if name == "Optional" and isinstance(annotation, ast.Subscript):
+        return _read_only(annotation.slice)
+    return name in _READ_ONLY
+
+
+def _name(text: str) -> bool:
+    """Whether ``text`` is one name (what a subscript of it may be written on)."""
+    return text.isidentifier()
+
+
 def _held(node: ast.expr) -> list[ast.expr]:
     """The values code handed ``node`` may change: ``node`` itself where it is a name or a
     chain; the one a method chain starts from (``x.setdefault("k", {})``: ``x``); none of a
@@ -112,6 +159,10 @@ def _held(node: ast.expr) -> list[ast.expr]:
         node = node.value
     if _chain(node):
         return [node]
+    if isinstance(node, ast.Subscript) and _chain(node.value):
+        # ``configs[name]``, its key unknown: one of the values it holds (``configs[...]``),
+        # not the mapping's keys.
+        return [ast.Subscript(value=node.value, slice=ast.Constant(value=...), ctx=ast.Load())]
     if isinstance(node, ast.Call):
         return []
     root = _root(node)
@@ -241,6 +292,9 @@ class _Reader:
         self.names = frozenset(names | {MASTER})
         self.invoked: set[str] = set()
         self.made = 0
+        # Its names that hold an object of a pinned class (``logger = Logger(cfg)``), by the
+        # class's qualified name: what a method call on one runs.
+        self.instances: dict[str, str] = {}
         # The functions it defines inside itself, each with the names of its own it reads: a
         # call of one may change what they hold, handed to it or not.
         self.closures = {
@@ -380,7 +434,7 @@ class _Reader:
                 method = isinstance(part.func, ast.Attribute) and part.func.attr in PURE_METHODS
                 if func in PURE_CALLS or func in WARNINGS or method:
                     continue
-                handed = [*part.args, *(k.value for k in part.keywords)]
+                handed = self._may_change(part)
                 if isinstance(part.func, ast.Attribute):
                     handed.append(part.func.value)
                 elif isinstance(part.func, ast.Name) and part.func.id in self.closures:
@@ -400,6 +454,44 @@ class _Reader:
         if changed:
             out.append(["mutate", sorted(set(changed))])
         return out
+
+    def _note_instance(self, name: str, value: ast.expr) -> None:
+        """``name`` holds an object of the pinned class ``value`` builds, if it builds one."""
+        self.instances.pop(name, None)
+        if isinstance(value, ast.Call):
+            modules = self.functions.modules
+            found = modules.target(value, self.module, None, self.instances)
+            if found is not None and isinstance(modules.defs[found], ast.ClassDef):
+                self.instances[name] = found
+
+    def _may_change(self, call: ast.Call) -> list[ast.expr]:
+        """The arguments a call the walk does not follow may change: each one but those the
+        pinned function it runs declares read-only (a parameter annotated ``Mapping``,
+        ``Sequence``, ...: ``Logger.log_hyperparams(self, params: Mapping[str, Any])``)."""
+        modules = self.functions.modules
+        found = modules.callee(call, self.module, None, self.instances)
+        fn = modules.defs.get(found) if found is not None else None
+        read_only: set[str] = set()
+        positional: list[str] = []
+        if isinstance(fn, ast.FunctionDef):
+            arguments = fn.args
+            params = [*arguments.posonlyargs, *arguments.args]
+            bound = isinstance(call.func, ast.Attribute) or found.endswith(".__init__")  # type: ignore[union-attr]
+            positional = (
+                [a.arg for a in params[1:]] if bound and params else [a.arg for a in params]
+            )
+            read_only = {
+                a.arg
+                for a in (*params, *arguments.kwonlyargs)
+                if a.annotation is not None and _read_only(a.annotation)
+            }
+        handed = [
+            arg
+            for index, arg in enumerate(call.args)
+            if not (index < len(positional) and positional[index] in read_only)
+        ]
+        handed += [k.value for k in call.keywords if k.arg not in read_only]
+        return handed
 
     # --- statements ----------------------------------------------------------------------
 
@@ -455,6 +547,12 @@ class _Reader:
                 if item.optional_vars is not None:
                     out += self.effects(item.optional_vars)
             out += self.steps(statement.body, on_the_way)
+        elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+            # A nested function runs where it is called (its effects then: ``closures``);
+            # defining it runs only its decorators.
+            for decorator in statement.decorator_list:
+                out += self.effects(decorator)
+            out.append(["forget", [statement.name]])
         elif not isinstance(statement, ast.Expr | ast.Pass):
             out += self.effects(statement)
         return out
@@ -467,12 +565,27 @@ class _Reader:
         value = statement.value
         if isinstance(statement, ast.AugAssign):
             value = ast.BinOp(left=_loaded(statement.target), op=statement.op, right=value)
+        if isinstance(statement, ast.AnnAssign) and self.functions.builds_master(
+            ast.Call(func=statement.annotation, args=[], keywords=[]), self.module
+        ):
+            # ``config: MasterConfig = OmegaConf.to_container(...)``: a runner whose master
+            # config is a TypedDict names its values by their type.
+            value = ast.Name(id=MASTER, ctx=ast.Load())
         value = self.hoisted(value, out)
         text = self.text(value)
         out += [s for s in self.effects(value) if s[0] == "mutate"]
         for target in targets:
             if isinstance(target, ast.Name):
+                self._note_instance(target.id, statement.value)
                 out.append(["set", target.id, text])
+            elif isinstance(target, ast.Tuple | ast.List) and all(
+                isinstance(e, ast.Name) for e in target.elts
+            ):
+                # ``a, b = f()``: each name the item it unpacks (``_r0[1]``).
+                for index, element in enumerate(target.elts):
+                    self.instances.pop(element.id, None)  # type: ignore[attr-defined]
+                    item = f"{text}[{index}]" if text is not None and _name(text) else None
+                    out.append(["set", element.id, item])  # type: ignore[attr-defined]
             elif isinstance(target, ast.Subscript | ast.Attribute) and (
                 isinstance(target, ast.Attribute) or isinstance(target.slice, ast.Constant)
             ):

@@ -28,7 +28,8 @@ lists them under ``boundaries``; the generator stops if the function named no lo
 class's ``model_validate``. A model's program reads ``self.model_extra`` (the keys it takes
 without declaring them) as a field of that name.
 
-It also writes ``recipekit/nemo_rl/generated/runner_programs.json``: each pinned runner's
+It also writes ``recipekit/nemo_rl/generated/runner_programs.json`` (and
+``runner_programs_super_v3.json``, super-v3's ``run_grpo.py``): each pinned runner's
 ``main`` (every ``examples/`` file that defines one) and the functions it reaches, as programs
 (``tools/function_programs.py``) that ``recipekit.upstream.runners`` replays on a config from
 where the runner builds its master config: the checks of the runner and of the algorithm's
@@ -56,6 +57,9 @@ TOOL = "tools/generate_nemo_rl_guards.py"
 LABEL = "nemo-rl/super-v3.5-posttraining"
 OUTPUT = "src/python/recipekit/nemo_rl/generated/config_guards.json"
 RUNNERS_OUTPUT = "src/python/recipekit/nemo_rl/generated/runner_programs.json"
+# super-v3's runner (its master config a TypedDict: the values are the config as loaded).
+LABEL_V3 = "nemo-rl/super-v3"
+RUNNERS_V3_OUTPUT = "src/python/recipekit/nemo_rl/generated/runner_programs_super_v3.json"
 # The checks that evaluate the guards (and warnings) no hand-written check mirrors: the config
 # classes', and each pinned runner's.
 GENERIC = (
@@ -180,7 +184,7 @@ def runners(pinned: Pinned) -> dict[str, Any]:
     found = {path: functions.runner(path) for path in sorted(texts) if path.startswith("examples/")}
     mains = {path: script for path, script in found.items() if script is not None}
     return {
-        "pin": pins()[LABEL],
+        "pin": pins()[pinned.label],
         "note": "runners: each runner's main; functions: by qualified name, its file, "
         "parameters and program (tools/function_programs.py)",
         "runners": mains,
@@ -190,6 +194,7 @@ def runners(pinned: Pinned) -> dict[str, Any]:
 
 def generate(reference: Path | None = None) -> dict[str, str]:
     pinned = Pinned((reference or reference_dir()) / LABEL, "nemo-rl", GENERIC, LABEL)
+    pinned_v3 = Pinned((reference or reference_dir()) / LABEL_V3, "nemo-rl", GENERIC, LABEL_V3)
     source = source_of(pinned.root)
     boundaries = _boundaries(source)
     models = [
@@ -207,21 +212,22 @@ def generate(reference: Path | None = None) -> dict[str, str]:
             kept.add(q)
             described.setdefault(q, describe(source, pinned, q))
             todo += list(described[q]["nested"].values())
-    # Each function's entry on one line: the table is large, and every Super 3.5 plan reads it.
-    return json_table(RUNNERS_OUTPUT, TOOL, {LABEL: runners(pinned)}, 4) | json_table(
-        OUTPUT,
-        TOOL,
-        {
-            LABEL: {
-                "pin": pins()[LABEL],
-                "note": "by qualified class: defaults (field -> its default's source, null "
-                "where there is none or it is no constant), required, forbids_extra, nested "
-                "(field -> the model it holds) and program (tools/config_programs.py); "
-                "boundaries: the models NeMo-RL validates a section with on its own",
-                "boundaries": boundaries,
-                "classes": {q: described[q] for q in sorted(kept)},
-            }
-        },
+    table_of_models = {
+        LABEL: {
+            "pin": pins()[LABEL],
+            "note": "by qualified class: defaults (field -> its default's source, null "
+            "where there is none or it is no constant), required, forbids_extra, nested "
+            "(field -> the model it holds) and program (tools/config_programs.py); "
+            "boundaries: the models NeMo-RL validates a section with on its own",
+            "boundaries": boundaries,
+            "classes": {q: described[q] for q in sorted(kept)},
+        }
+    }
+    # Each function's entry on one line: the tables are large, and every plan reads one.
+    return (
+        json_table(RUNNERS_OUTPUT, TOOL, {LABEL: runners(pinned)}, 4)
+        | json_table(RUNNERS_V3_OUTPUT, TOOL, {LABEL_V3: runners(pinned_v3)}, 4)
+        | json_table(OUTPUT, TOOL, table_of_models)
     )
 
 

@@ -2,7 +2,7 @@
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
-# dynamic_sampling_settings_agree, micro_batches_agree_at_large_tp, response_budget_fits,
+# runner_refusals, micro_batches_agree_at_large_tp, response_budget_fits,
 # packing_excludes_dynamic_batching.
 
 # The catalogued checks these tests break (by the upstream line each cites), which the
@@ -199,8 +199,10 @@ def test_forcing_the_on_policy_ratio_lifts_the_large_tp_check() -> None:
 
 
 def test_batch_multiplier_needs_dynamic_sampling() -> None:
+    # GRPO's setup asserts it (grpo.py:314 @ super-v3), read from the pinned source.
     text = _one(dapo_gb200, "grpo.use_dynamic_sampling=false")
-    assert text.startswith("grpo.batch_multiplier = 2: only dynamic sampling")
+    assert text.startswith("grpo.batch_multiplier = 2: NeMo-RL's setup raises AssertionError")
+    assert "grpo.py:314 @ super-v3" in text and "grpo.use_dynamic_sampling=False" in text
 
 
 def test_offload_fraction_must_be_whole() -> None:

@@ -19,10 +19,16 @@ from typing import Any
 
 from recipekit import checking
 from recipekit.errors import Issue
-from recipekit.nemo_rl import SUPER35_BRANCH, SUPER35_TYPES, runs_super35
+from recipekit.nemo_rl import (
+    NEMO_RL_VERSION,
+    SUPER35_BRANCH,
+    SUPER35_TYPES,
+    SUPER_V3_TYPES,
+    runs_super35,
+)
 from recipekit.nemo_rl.checks.context import CheckContext
 from recipekit.nemo_rl.checks.key_needs import every_run, rendered_config
-from recipekit.upstream.declared import members
+from recipekit.upstream.declared import Declared, members
 from recipekit.upstream.models import PinnedModels
 from recipekit.upstream.replay import Reached
 from recipekit.upstream.runners import PinnedRunners
@@ -52,6 +58,14 @@ def config_validators_hold(subject: Any) -> Iterator[Issue]:
 RUNNERS = PinnedRunners(
     Path(__file__).parent / "generated" / "runner_programs.json", "NeMo-RL", f"@ {SUPER35_BRANCH}"
 )
+# super-v3's run_grpo.py, whose master config is a TypedDict: its values are the config as the
+# runner loads it (``config: MasterConfig = OmegaConf.to_container(...)``).
+RUNNERS_V3 = PinnedRunners(
+    Path(__file__).parent / "generated" / "runner_programs_super_v3.json",
+    "NeMo-RL",
+    f"@ {NEMO_RL_VERSION}",
+)
+PINNED_RUNNERS = {SUPER35_TYPES: RUNNERS, SUPER_V3_TYPES: RUNNERS_V3}
 
 
 # The last replay of a runner, by the rendered config it ran on: a plan's refusals and warnings
@@ -59,36 +73,41 @@ RUNNERS = PinnedRunners(
 _LAST_REACHED: list[tuple[str, dict[str, Any], list[Reached]]] = []
 
 
-def _reached(runner: str, master: str, rendered: dict[str, Any]) -> list[Reached]:
+def _reached(runner: str, master: Declared, rendered: dict[str, Any]) -> list[Reached]:
     """What the replay of ``runner`` reaches on the ``rendered`` config, whose master config
-    is the class ``master``."""
+    is the class ``master`` (a pydantic model's values as pydantic builds them)."""
     if _LAST_REACHED and _LAST_REACHED[0][0] == runner and _LAST_REACHED[0][1] is rendered:
         return _LAST_REACHED[0][2]
-    found = RUNNERS.reached(runner, MODELS.values(master, rendered))
+    if master.source == SUPER35_TYPES:
+        found = RUNNERS.reached(runner, MODELS.values(master.qualified, rendered))
+    else:
+        found = PINNED_RUNNERS[master.source].reached(runner, rendered)
     _LAST_REACHED[:] = [(runner, rendered, found)]
     return found
 
 
 @functools.cache
-def _always_read(runner: str) -> frozenset[str]:
-    """The keys every run of ``runner`` reads, whose absence ``key_needs.unread_keys``
-    refuses (the runner's replay refuses the others it finds missing)."""
-    reads = every_run(SUPER35_TYPES).get(runner, ())
+def _always_read(label: str, runner: str) -> frozenset[str]:
+    """The keys every run of ``runner`` at the pin ``label`` reads, whose absence
+    ``key_needs.unread_keys`` refuses (the runner's replay refuses the others it finds
+    missing)."""
+    reads = every_run(label).get(runner, ())
     return frozenset(".".join([*read["at"], *read["needs"]]) for read in reads)
 
 
 def runner_issues(config: Any, runner: str, kind: str) -> Iterator[Issue]:
-    """The refusals (``kind`` "guard") or warnings ("warn") of a pinned Super 3.5 runner
-    (``examples/run_ppo.py``; none for one the table does not hold) on a typed config:
+    """The refusals (``kind`` "guard") or warnings ("warn") of a pinned runner
+    (``examples/run_ppo.py``; none for one the pin's table does not hold) on a typed config:
     ``recipekit.upstream.runners``."""
     upstream = getattr(type(config), "upstream", None)
     master = members(upstream)[0] if upstream is not None else None
-    if master is None or master.source != SUPER35_TYPES:
-        return  # not a config of the pinned branch (an evaluation config has no policy)
+    if master is None or master.source not in PINNED_RUNNERS:
+        return  # not a config of a pinned runner (an evaluation config has no policy)
     rendered = rendered_config(config)
     if rendered is not None:
-        reached = _reached(runner, master.qualified, rendered)
-        yield from RUNNERS.issues(runner, reached, rendered, kind, _always_read(runner))
+        reached = _reached(runner, master, rendered)
+        always = _always_read(master.source, runner)
+        yield from PINNED_RUNNERS[master.source].issues(runner, reached, rendered, kind, always)
 
 
 def runner_refusals(ctx: CheckContext) -> Iterator[Issue]:

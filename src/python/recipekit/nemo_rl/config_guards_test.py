@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from recipekit.markers import UNSET
-from recipekit.nemo_rl.config_guards import MODELS, RUNNERS
+from recipekit.nemo_rl.config_guards import MODELS, RUNNERS, RUNNERS_V3
 from recipekit.nemo_rl.rules.conftest import imported_stage, plan_errors
 from recipekit.rule_sites import sites
 from recipekit.stage import Stage
@@ -47,6 +47,12 @@ def test_the_catalogue_names_the_generic_check_for_what_the_replay_evaluates() -
     pinned = Pinned(Path(), "nemo-rl", generator.GENERIC, generator.LABEL)
     runners = {name: {"program": steps} for name, steps in RUNNERS.programs().items()}
     assert not catalogue_gaps(MODELS.classes() | runners, pinned)
+
+
+def test_the_catalogue_names_the_generic_check_for_what_super_v3s_replay_evaluates() -> None:
+    pinned = Pinned(Path(), "nemo-rl", generator.GENERIC, generator.LABEL_V3)
+    runners = {name: {"program": steps} for name, steps in RUNNERS_V3.programs().items()}
+    assert not catalogue_gaps(runners, pinned)
 
 
 def _example(reference_dir: Path, tmp_path_factory: pytest.TempPathFactory, name: str) -> Stage:

@@ -23,6 +23,7 @@ from recipekit.nemo_rl.checks import (
     Check,
     CheckContext,
 )
+from recipekit.nemo_rl.config_guards import runner_refusals, runner_warnings
 from recipekit.nemo_rl.derivations import RULES, Derivation
 from recipekit.nemo_rl.layout import Layout, compute_layout, layout_candidates
 from recipekit.nemo_rl.memory import estimate as estimate_memory
@@ -60,8 +61,19 @@ class NemoRLGrpo(FrameworkBase):
     launch: Launch = "ray"
     image: str = "nemo-rl"
     rules: tuple[Derivation, ...] = RULES
-    error_checks: tuple[Check, ...] = ERROR_CHECKS + ERROR_CHECKS_SUPER_V3 + MCORE_ERRORS
-    warning_checks: tuple[Check, ...] = WARNING_CHECKS + WARNING_CHECKS_SUPER_V3 + MCORE_WARNINGS
+    # Last, the runner's own checks, replayed from the pinned source (config_guards).
+    error_checks: tuple[Check, ...] = (
+        *ERROR_CHECKS,
+        *ERROR_CHECKS_SUPER_V3,
+        *MCORE_ERRORS,
+        runner_refusals,
+    )
+    warning_checks: tuple[Check, ...] = (
+        *WARNING_CHECKS,
+        *WARNING_CHECKS_SUPER_V3,
+        *MCORE_WARNINGS,
+        runner_warnings,
+    )
     context_type: ClassVar[type] = CheckContext
 
     def layout(self, config: Any, hardware: Hardware) -> Layout:

@@ -151,6 +151,10 @@ class NoneOperand(TypeError):
         self.operand = operand
 
 
+# Values no code changes in place.
+IMMUTABLE = (type(None), bool, int, float, str, bytes)
+
+
 class Tracked(Partial):
     """A config mapping as a replayed function holds it (``recipekit.upstream.replay``): the
     key path it stands at in the config (``path``, which names the key a refusal is about),
@@ -218,6 +222,16 @@ class Tracked(Partial):
     def forget(self, key: str) -> None:
         """The function stores at ``key`` what the replay cannot tell."""
         self.unknown = self.unknown | {key}
+
+    def poison_values(self) -> None:
+        """Code the replay does not follow was handed one of its values, which one unknown:
+        each value code can change in place is unknown; its keys, and the values no code
+        changes (a number, a string), are as they were."""
+        for key, value in dict.items(self):
+            if isinstance(value, Tracked):
+                value.poison()
+            elif not isinstance(value, IMMUTABLE):
+                self.forget(key)
 
     def poison(self) -> None:
         """Code the replay does not follow may have changed anything in it."""
@@ -403,6 +417,45 @@ def read(condition: str, subscripts: bool = False) -> list[str]:
     return list(dict.fromkeys(ast.unparse(n) for n in found))
 
 
+def tuple_items(text: str) -> list[str] | None:
+    """The items of a tuple expression's text; None for another expression."""
+    node = _parse(text)
+    if not isinstance(node, ast.Tuple) or any(isinstance(e, ast.Starred) for e in node.elts):
+        return None
+    return [ast.unparse(e) for e in node.elts]
+
+
+@cache
+def memberships(condition: str) -> dict[str, str]:
+    """Each mapping ``condition`` tests a constant key of (``"k" in cfg``, ``"k" not in (cfg
+    or {})``): the mapping's text -> the key, the key a refusal of the test is about."""
+    found = {}
+    for node in ast.walk(_parse(condition)):
+        if (
+            isinstance(node, ast.Compare)
+            and len(node.ops) == 1
+            and isinstance(node.ops[0], ast.In | ast.NotIn)
+            and isinstance(node.left, ast.Constant)
+            and isinstance(node.left.value, str)
+        ):
+            mapping = node.comparators[0]
+            if isinstance(mapping, ast.BoolOp) and isinstance(mapping.op, ast.Or):
+                mapping = mapping.values[0]
+            found[ast.unparse(mapping)] = node.left.value
+    return found
+
+
+def member_key(text: str, values: Mapping[str, Any]) -> str | None:
+    """The config key a test of one key's presence is about (``"k" in cfg``: ``cfg``'s key
+    path and ``k``); None for another expression."""
+    tested = memberships(text)
+    if len(tested) != 1 or not isinstance(_parse(text), ast.Compare):
+        return None
+    ((mapping, key),) = tested.items()
+    owner = keyed(mapping, values)
+    return f"{owner}.{key}" if owner else None
+
+
 def last_conjunct(condition: str) -> str:
     """The last operand of ``condition``'s outermost ``and`` (the whole condition if it is no
     ``and``): where a guard's conditions are joined, its own failing test."""
@@ -439,7 +492,25 @@ def _parse(source: str) -> ast.expr:
     return ast.parse(source, mode="eval").body
 
 
+class _Untold:
+    """A part of a value the replay holds that it cannot tell: one item of a tuple a function
+    returns (``return policy, master_config``: the policy)."""
+
+    def __repr__(self) -> str:
+        return "UNTOLD"
+
+
+UNTOLD = _Untold()
+
+
 def _value(node: ast.expr, values: Mapping[str, Any]) -> Any:
+    found = _value_of(node, values)
+    if found is UNTOLD:
+        raise _Unknown(ast.unparse(node))
+    return found
+
+
+def _value_of(node: ast.expr, values: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name):

@@ -61,11 +61,12 @@ class Reached:
 
 
 class _Return(Exception):
-    """The function returned: ``value`` where the replay could tell it."""
+    """The function returned: ``value`` where the replay could tell it, and the config key
+    it is the value of (``origin``: ``return vllm_cfg.get("async_engine", False)``), if any."""
 
-    def __init__(self, known: bool = False, value: Any = None) -> None:
+    def __init__(self, known: bool = False, value: Any = None, origin: str | None = None) -> None:
         super().__init__()
-        self.known, self.value = known, value
+        self.known, self.value, self.origin = known, value, origin
 
 
 @attrs.define
@@ -127,12 +128,18 @@ def _forget(state: dict[str, Any], names: Sequence[str]) -> None:
 def _changed(text: str, state: dict[str, Any]) -> None:
     """The value ``text`` reads (a name, or a chain of attributes and constant subscripts)
     may have been changed by code the replay does not follow: unknown from now on, wherever
-    the function holds it."""
+    the function holds it. ``x[...]``: one of the values ``x`` holds, which one unknown."""
+    if text.endswith("[...]"):
+        known, owner = conditions.evaluated(text[: -len("[...]")], state)
+        if known and isinstance(owner, conditions.Tracked):
+            owner.poison_values()
+            return
+        text = text[: -len("[...]")]
     known, value = conditions.evaluated(text, state)
     if known and isinstance(value, conditions.Tracked):
         value.poison()
         return
-    if known and isinstance(value, _IMMUTABLE):
+    if known and isinstance(value, conditions.IMMUTABLE):
         return  # no code can change it
     parent, key = conditions.split_chain(text)
     if parent is not None:
@@ -146,10 +153,6 @@ def _changed(text: str, state: dict[str, Any]) -> None:
         value = state.pop(root, None)
         if isinstance(value, conditions.Tracked):
             value.poison()
-
-
-# Values no code changes in place.
-_IMMUTABLE = (type(None), bool, int, float, str, bytes)
 
 
 def _store(
@@ -291,7 +294,26 @@ def _run(steps: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame) 
                 # ["return"] in a config class's program; ["return", value | None] in a
                 # function's, None where the replay cannot evaluate the value.
                 value = step[1] if len(step) > 1 else "None"
-                raise _Return(*_evaluated(value, state, step, run, frame))
+                known, returned = _evaluated(value, state, step, run, frame)
+                if not known and value is not None and value.startswith("("):
+                    # A tuple some of whose items it can tell: those, the others UNTOLD.
+                    known, returned = _items(value, state)
+                origin = _origin(value, returned, state) if known else None
+                raise _Return(known, returned, origin)
+
+
+def _items(text: str, state: dict[str, Any]) -> tuple[bool, Any]:
+    """A tuple expression's items, each where the replay can tell it, else ``UNTOLD``
+    (unpacked by ``name = result[i]``); unknown where it can tell none."""
+    items = conditions.tuple_items(text)
+    if items is None:
+        return False, None
+    found = []
+    for item in items:  # a failure among them was found where the whole was evaluated
+        known, value = conditions.evaluated(item, state)
+        found.append(value if known else conditions.UNTOLD)
+    told = any(value is not conditions.UNTOLD for value in found)
+    return told, tuple(found) if told else None
 
 
 def _snapshot(state: dict[str, Any]) -> dict[str, Any]:
@@ -311,11 +333,19 @@ def _originate(
     origins = state.get(conditions.ORIGINS)
     if origins is not None:
         origins.pop(name, None)
-    if isinstance(value, conditions.Tracked) or not conditions.reads_a_key(text):
-        return
-    key = conditions.keyed(text, state if read is None else read)
+    key = _origin(text, value, state if read is None else read)
     if key:
         state.setdefault(conditions.ORIGINS, {})[name] = key
+
+
+def _origin(text: str, value: Any, read: dict[str, Any]) -> str | None:
+    """The config key whose value ``value`` (``text`` evaluated in ``read``) is, if it is
+    one's: a chain of a config mapping's keys, or a name set from one."""
+    if isinstance(value, conditions.Tracked):
+        return None
+    if not conditions.reads_a_key(text):
+        return conditions.member_key(text, read)
+    return conditions.keyed(text, read)
 
 
 def _invoke(step: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame) -> None:
@@ -342,6 +372,13 @@ def _invoke(step: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame
             state[target] = returned.value
         else:
             state.pop(target, None)
+        # A result that is a config key's value names that key (``not _r0``: the key the
+        # function returned).
+        origins = state.get(conditions.ORIGINS)
+        if origins is not None:
+            origins.pop(target, None)
+        if returned.known and returned.origin:
+            state.setdefault(conditions.ORIGINS, {})[target] = returned.origin
 
 
 def located(steps: Sequence[Any]) -> Iterator[Sequence[Any]]:

@@ -112,7 +112,11 @@ class PinnedRunners(NamedTuple):
         runner."""
         where, shown, _ = described(found.step)
         scope = found.step[-3].partition("#")[0] or "main"
+        # The test as written, else as the replay evaluated it: a call's result (``not _r0``)
+        # is the key the function returned (``replay._Return.origin``).
+        tested = found.step[1] if found.step[0] == "guard" and found.step[1] else ""
         own = _keys(conditions.last_conjunct(shown), found.values)
+        own = own or (_keys(tested, found.values) if tested else [])
         every = _keys(shown, found.values)
         # The failing test's own key (set or missing); else a key on its way the config sets.
         key = next(iter(own), "") or next((k for k in every if _at(given, k) is not _ABSENT), "")
@@ -132,8 +136,15 @@ _ABSENT = object()
 
 
 def _keys(condition: str, values: Mapping[str, Any]) -> list[str]:
-    """The config keys ``condition`` reads, in its order (``conditions.keyed``)."""
-    found = (conditions.keyed(chain, values) for chain in conditions.read(condition, True))
+    """The config keys ``condition`` reads, in its order (``conditions.keyed``); a mapping
+    it tests a key's presence in, at that key."""
+    tested = conditions.memberships(condition)
+    found = []
+    for chain in conditions.read(condition, True):
+        key = conditions.keyed(chain, values)
+        if key and chain in tested:
+            key = f"{key}.{tested[chain]}"
+        found.append(key)
     return list(dict.fromkeys(k for k in found if k))
 
 

@@ -27,7 +27,6 @@ ERROR_CHECKS: tuple[Check, ...] = (
     batch_and_layout.parallel_layout_holds,
     batch_and_layout.batch_divides_data_parallel,
     batch_and_layout.micro_batches_agree_at_large_tp,
-    batch_and_layout.dynamic_sampling_settings_agree,
     resources.vllm_fits_generation_gpus,
     settings.megatron_settings_agree,
     settings.math_verifier_is_set,

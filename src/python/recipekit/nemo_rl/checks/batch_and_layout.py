@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from recipekit.errors import Issue
-from recipekit.markers import UNSET, Marker
+from recipekit.markers import Marker
 from recipekit.nemo_rl.checks.context import (
     CheckContext,
 )
@@ -83,13 +83,3 @@ def micro_batches_agree_at_large_tp(ctx: CheckContext) -> Iterator[Issue]:
         value=logprob,
         hint="or, for GRPO and PPO, loss_fn.force_on_policy_ratio: true, which skips the check",
     )
-
-
-def dynamic_sampling_settings_agree(ctx: CheckContext) -> Iterator[Issue]:
-    grpo = ctx.config.grpo
-    if not grpo.use_dynamic_sampling and grpo.batch_multiplier not in (UNSET, 1):
-        yield Issue(
-            "grpo.batch_multiplier",
-            "only dynamic sampling draws extra prompts; without it this must be 1",
-            value=grpo.batch_multiplier,
-        )

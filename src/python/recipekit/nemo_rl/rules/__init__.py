@@ -52,7 +52,6 @@ from recipekit.nemo_rl.rules import (
 # What both versions state (at their own lines) and the rules no single line states.
 _SHARED_ERRORS: tuple[Check, ...] = (
     *generation.ERROR_CHECKS,
-    loss.force_on_policy_ratio_takes_one_batch_per_step,
     loss.skipped_reference_logprobs_need_zero_kl,
     *loss.CLIPPED_PG_ERROR_CHECKS,
     *sequence_budget.ERROR_CHECKS,
@@ -121,7 +120,6 @@ _TRAINING_ERRORS: tuple[Check, ...] = (
     async_grpo.async_grpo_without_dynamic_sampling,
     async_grpo.async_grpo_without_reward_scaling,
     async_grpo.async_grpo_without_reward_shaping,
-    async_grpo.async_grpo_needs_async_rollouts,
     async_grpo.async_grpo_needs_importance_sampling,
     async_grpo.async_grpo_colocated_generation,
     *_POLICY_SETUP_ERRORS,

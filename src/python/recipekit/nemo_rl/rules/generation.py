@@ -9,7 +9,7 @@ from recipekit.errors import Issue
 from recipekit.markers import UNSET, Marker, given
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.citation import cite, cite_line, mirrors, on_super35, where
+from recipekit.nemo_rl.rules.citation import cite_line, mirrors, on_super35, where
 
 VLLM = "policy.generation.vllm_cfg"
 NEMO_GYM_PY = "nemo_rl/environments/nemo_gym.py"
@@ -28,22 +28,6 @@ def gym_runner_sets_the_server_on(ctx: CheckContext) -> bool:
     setup reads them (nemo_gym.py, setup_nemo_gym_config, which run_grpo_nemo_gym.py's main
     calls)."""
     return on_super35(ctx) and ctx.uses_nemo_gym
-
-
-@mirrors(v3="nemo-rl.grpo.v3.nemo-gym-needs-async-engine")
-def nemo_gym_needs_the_async_engine(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py, _should_use_nemo_gym (super-v3): Gym's agents call an async engine. super-v3.5's Gym
-    runner sets it true first (``nemo_gym_runner_turns_the_server_on``)."""
-    vllm = ctx.vllm
-    if on_super35(ctx):
-        return
-    if ctx.uses_nemo_gym and vllm is not None and vllm.async_engine is not True:
-        yield Issue(
-            f"{VLLM}.async_engine",
-            "NeMo-RL refuses NeMo Gym rollouts without an async generation engine",
-            value=vllm.async_engine,
-            hint="set it true",
-        )
 
 
 def nemo_gym_runner_turns_the_server_on(ctx: CheckContext) -> Iterator[Issue]:
@@ -65,22 +49,6 @@ def nemo_gym_runner_turns_the_server_on(ctx: CheckContext) -> Iterator[Issue]:
                 value=False,
                 hint="remove it, or set it true",
             )
-
-
-def nemo_gym_needs_the_http_server(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py, _should_use_nemo_gym (super-v3): Gym reaches vLLM over HTTP. super-v3.5's Gym runner
-    sets it true first (``nemo_gym_runner_turns_the_server_on``)."""
-    vllm = ctx.vllm
-    if on_super35(ctx):
-        return
-    if ctx.uses_nemo_gym and vllm is not None and vllm.expose_http_server is not True:
-        where = cite(ctx, v3="nemo-rl.grpo.v3.nemo-gym-needs-http-server")
-        yield Issue(
-            f"{VLLM}.expose_http_server",
-            f"NeMo-RL refuses NeMo Gym rollouts unless the generation server is exposed ({where})",
-            value=None if vllm.expose_http_server is UNSET else vllm.expose_http_server,
-            hint="set it true",
-        )
 
 
 def _fp8_kv_cache(ctx: CheckContext) -> bool:
@@ -136,60 +104,6 @@ def fp8_kv_cache_needs_one_pipeline_stage(ctx: CheckContext) -> Iterator[Issue]:
             "policy has one pipeline stage",
             value=m.pipeline_model_parallel_size,
         )
-
-
-def pad_token_id_is_overwritten(ctx: CheckContext) -> Iterator[Issue]:
-    """models/generation/__init__.py, configure_generation_config (super-v3 and super-v3.5): a
-    warning; NeMo-RL replaces ``_pad_token_id`` with the tokenizer's."""
-    gen = ctx.generation
-    value = value_of(gen, "pad_token_id", UNSET)
-    if value is not UNSET:
-        where = cite(
-            ctx,
-            v3="nemo-rl.generation.v3.pad-token-id-overwritten",
-            v35="nemo-rl.generation.pad-token-id-overwritten",
-        )
-        yield Issue(
-            "policy.generation._pad_token_id",
-            f"NeMo-RL overwrites it with the tokenizer's pad_token_id ({where})",
-            value=value,
-            hint="remove it",
-        )
-
-
-def _speculative_config(ctx: CheckContext) -> dict[str, object] | None:
-    """vllm_kwargs.speculative_config when it is given (super-v3 reads the key's presence)."""
-    kwargs = value_of(ctx.generation, "vllm_kwargs")
-    if not isinstance(kwargs, dict) or "speculative_config" not in kwargs:
-        return None
-    spec = kwargs["speculative_config"]
-    return spec if isinstance(spec, dict) else {}
-
-
-@mirrors(
-    v3="nemo-rl.v3.models.generation.--init--.configure-generation-config.speculative-decoding-makes-vllm-load-full",
-    v35="nemo-rl.models.generation.--init--.configure-generation-config.non-mtp-drafter-no-refit-updates",
-)
-def speculative_decoding_loads_real_weights(ctx: CheckContext) -> Iterator[Issue]:
-    """models/generation/__init__.py, configure_generation_config (super-v3 and super-v3.5): a
-    warning; a drafter that no refit updates is loaded from the checkpoint, so vLLM starts with
-    load_format auto.
-
-    super-v3 warns for any speculative_config; super-v3.5 only for a non-MTP drafter
-    (MTP heads come with the policy's weights) when no draft model trains beside the policy.
-    """
-    gen, spec = ctx.generation, _speculative_config(ctx)
-    if gen is None or gen.backend != "vllm" or spec is None:
-        return
-    if on_super35(ctx):
-        if not spec or ctx.trains_a_draft or spec.get("method") in ("deepseek_mtp", "mtp"):
-            return
-    yield Issue(
-        "policy.generation.vllm_kwargs.speculative_config",
-        "NeMo-RL sets vllm_cfg.load_format to auto so the drafter is not left with dummy "
-        "weights: vLLM loads the full checkpoint at start-up",
-        value=spec,
-    )
 
 
 def trtllm_needs_its_async_engine(ctx: CheckContext) -> Iterator[Issue]:
@@ -306,16 +220,10 @@ def gym_ports_stay_in_their_range(ctx: CheckContext) -> Iterator[Issue]:
 ERROR_CHECKS = (
     vllm_top_k_is_supported,
     vllm_top_p_is_supported,
-    nemo_gym_needs_the_async_engine,
-    nemo_gym_needs_the_http_server,
     fp8_kv_cache_needs_megatron,
     fp8_kv_cache_without_async_rollouts,
     fp8_kv_cache_needs_one_pipeline_stage,
 )
-WARNING_CHECKS = (
-    pad_token_id_is_overwritten,
-    speculative_decoding_loads_real_weights,
-    nemo_gym_runner_turns_the_server_on,
-)
+WARNING_CHECKS = (nemo_gym_runner_turns_the_server_on,)
 SUPER35_ERROR_CHECKS = (trtllm_needs_its_async_engine,)
 SUPER35_WARNING_CHECKS = (gym_ports_stay_in_their_range,)

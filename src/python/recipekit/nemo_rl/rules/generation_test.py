@@ -3,7 +3,7 @@ sampling vLLM generation takes."""
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
-# speculative_decoding_loads_real_weights, trtllm_needs_its_async_engine.
+# runner_warnings, trtllm_needs_its_async_engine.
 
 # The catalogued checks these tests break (by the upstream line each cites), which the
 # rule catalogue's meta-test finds by name:

@@ -41,26 +41,6 @@ def fused_logprobs_without_sampling_filter(ctx: CheckContext) -> Iterator[Issue]
 
 
 @mirrors(
-    v3="nemo-rl.grpo.v3.force-on-policy-one-batch", v35="nemo-rl.grpo.force-on-policy-one-batch"
-)
-def force_on_policy_ratio_takes_one_batch_per_step(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py, setup (super-v3 and super-v3.5): forcing the on-policy ratio needs the whole
-    step in one global batch."""
-    loss, grpo, policy = ctx.config.loss_fn, ctx.config.grpo, ctx.config.policy
-    if value_of(loss, "force_on_policy_ratio") is not True:
-        return
-    samples = grpo.num_prompts_per_step * grpo.num_generations_per_prompt
-    gbs = policy.train_global_batch_size
-    if isinstance(gbs, int) and gbs != samples:
-        yield Issue(
-            "policy.train_global_batch_size",
-            f"NeMo-RL's GRPO setup refuses it with loss_fn.force_on_policy_ratio: it must equal "
-            f"num_prompts_per_step x num_generations_per_prompt = {samples}",
-            value=gbs,
-        )
-
-
-@mirrors(
     v3="nemo-rl.grpo.v3.skipped-reference-logprobs-need-zero-kl",
     v35="nemo-rl.grpo.skipped-reference-logprobs-need-zero-kl",
 )
@@ -433,7 +413,6 @@ CLIPPED_PG_SUPER_V3_WARNING_CHECKS = (truncation_settings_ignored_without_ratio,
 
 ERROR_CHECKS = (
     fused_logprobs_without_sampling_filter,
-    force_on_policy_ratio_takes_one_batch_per_step,
     skipped_reference_logprobs_need_zero_kl,
     distillation_needs_prev_logprobs,
 )

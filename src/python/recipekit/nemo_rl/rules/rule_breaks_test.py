@@ -16,8 +16,6 @@ from recipekit.nemo_rl.rules.generation import (
     fp8_kv_cache_needs_megatron,
     fp8_kv_cache_needs_one_pipeline_stage,
     fp8_kv_cache_without_async_rollouts,
-    nemo_gym_needs_the_async_engine,
-    nemo_gym_needs_the_http_server,
 )
 from recipekit.nemo_rl.rules.loss import distillation_needs_prev_logprobs
 from recipekit.nemo_rl.rules.megatron_setup import colocated_reshard_without_draft
@@ -134,13 +132,13 @@ GYM_V3_NEEDS = "nemo-rl.grpo.v3.nemo-gym-needs-"
     ("check", "override", "key", "rule"),
     [
         (
-            nemo_gym_needs_the_async_engine,
+            runner_refusals,
             f"{VLLM}.async_engine=false",
             "async_engine",
             GYM_V3_NEEDS + "async-engine",
         ),
         (
-            nemo_gym_needs_the_http_server,
+            runner_refusals,
             f"{VLLM}.expose_http_server=false",
             "expose_http",
             GYM_V3_NEEDS + "http-server",

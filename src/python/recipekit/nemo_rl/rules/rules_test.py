@@ -3,9 +3,9 @@
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by name
 # (recorded from the checks that produced an issue while these tests ran):
 # batched_tokens_cover_the_sequences, runner_refusals,
-# expert_load_balancing_needs_expert_parallel, force_on_policy_ratio_takes_one_batch_per_step,
+# expert_load_balancing_needs_expert_parallel, runner_warnings,
 # forced_ratio_with_threshold_still_computes_logprobs, fused_logprobs_without_sampling_filter,
-# nemo_gym_takes_no_val_top_k, pad_token_id_is_overwritten, sequence_divisible_for_parallelism,
+# nemo_gym_takes_no_val_top_k, sequence_divisible_for_parallelism,
 # skipped_reference_logprobs_need_zero_kl.
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def _warnings(stage: object, *overrides: str) -> list[str]:
         ),
         (
             ("loss_fn.force_on_policy_ratio=true", "policy.train_global_batch_size=64"),
-            "policy.train_global_batch_size",
+            "grpo.num_prompts_per_step",
             "force_on_policy_ratio",
         ),
         (

@@ -60,10 +60,6 @@ REFUSED: dict[str, tuple[set[str], str]] = {
         "one node with NeMo Gym's judges on four: super-v3's GRPO asserts a cluster of more "
         "than one node (nemo_gym_nodes_leave_the_policy_nodes)",
     ),
-    "super-v3/examples/nemo_gym/grpo_nanov3.yaml": (
-        {"policy.generation.vllm_cfg.async_engine"},
-        "NeMo Gym without vLLM's async engine: super-v3's GRPO asserts it",
-    ),
 }
 
 
