@@ -367,7 +367,7 @@ class _Reader:
                     out.append(reader.invoke(callee, visited, name, bool(self.quiet)))
                 return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
 
-        result = Hoist().visit(node)
+        result = Hoist().visit(copy.deepcopy(node))  # the source stays as written
         assert isinstance(result, ast.expr)
         return result
 

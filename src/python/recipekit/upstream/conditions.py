@@ -417,6 +417,21 @@ def read(condition: str, subscripts: bool = False) -> list[str]:
     return list(dict.fromkeys(ast.unparse(n) for n in found))
 
 
+def converted(text: str) -> str:
+    """The value a builtin conversion of one argument converts (``bool(cfg.get("k"))``:
+    ``cfg.get("k")``): what the result is about."""
+    node = _parse(text)
+    while (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in TYPES
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        node = node.args[0]
+    return ast.unparse(node)
+
+
 def tuple_items(text: str) -> list[str] | None:
     """The items of a tuple expression's text; None for another expression."""
     node = _parse(text)

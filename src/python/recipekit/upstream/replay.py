@@ -343,6 +343,7 @@ def _origin(text: str, value: Any, read: dict[str, Any]) -> str | None:
     one's: a chain of a config mapping's keys, or a name set from one."""
     if isinstance(value, conditions.Tracked):
         return None
+    text = conditions.converted(text)
     if not conditions.reads_a_key(text):
         return conditions.member_key(text, read)
     return conditions.keyed(text, read)

@@ -112,11 +112,11 @@ class PinnedRunners(NamedTuple):
         runner."""
         where, shown, _ = described(found.step)
         scope = found.step[-3].partition("#")[0] or "main"
-        # The test as written, else as the replay evaluated it: a call's result (``not _r0``)
-        # is the key the function returned (``replay._Return.origin``).
+        # The test as the replay evaluated it (a call's result, ``not _r0``, is the key the
+        # function returned: ``replay._Return.origin``), else as written.
         tested = found.step[1] if found.step[0] == "guard" and found.step[1] else ""
-        own = _keys(conditions.last_conjunct(shown), found.values)
-        own = own or (_keys(tested, found.values) if tested else [])
+        own = _keys(tested, found.values) if tested else []
+        own = own or _keys(conditions.last_conjunct(shown), found.values)
         every = _keys(shown, found.values)
         # The failing test's own key (set or missing); else a key on its way the config sets.
         key = next(iter(own), "") or next((k for k in every if _at(given, k) is not _ABSENT), "")

@@ -244,79 +244,6 @@ def nodes_split_between_generation_and_training(config: PPOMasterConfig) -> Iter
     yield from split_issues(gen.colocated.resources, cluster, PPO_SPLIT)
 
 
-@mirrors_super35("nemo-rl.algorithms.ppo.setup.fp8-vllm-generation-needs-importance-sampling")
-def fp8_generation_needs_importance_sampling(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, setup: FP8 generation's logprobs drift from training's; PPO insists on the
-    importance-sampling correction for convergence."""
-    vllm = _vllm(config)
-    if vllm is None or vllm.precision != "fp8":
-        return
-    if config.loss_fn.use_importance_sampling_correction is not True:
-        yield Issue(
-            "loss_fn.use_importance_sampling_correction",
-            "FP8 vLLM generation samples from a policy that differs from the trained one; "
-            "PPO's setup refuses it without the importance-sampling correction",
-            value=config.loss_fn.use_importance_sampling_correction,
-            hint="set it true",
-        )
-
-
-@mirrors_super35("nemo-rl.algorithms.ppo.setup.fp8-kv-cache-comes-fp8-weights")
-def fp8_kv_cache_needs_fp8_weights(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, setup: vLLM's FP8 KV cache comes with FP8 model weights only."""
-    dtype, vllm = _fp8_kv_cache(config), _vllm(config)
-    if dtype is not None and is_set(vllm.precision) and vllm.precision != "fp8":
-        yield Issue(
-            "policy.generation.vllm_cfg.precision",
-            f"kv_cache_dtype {dtype!r} needs FP8 weights; PPO's setup refuses it with "
-            f"precision {vllm.precision!r}",
-            value=vllm.precision,
-            hint="set it fp8, or kv_cache_dtype auto",
-        )
-
-
-@mirrors_super35("nemo-rl.algorithms.ppo.setup.fp8-kv-cache-needs-policy-off")
-def fp8_kv_cache_needs_megatron_policy(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, setup: FP8 KV-cache scales are calibrated by the Megatron policy only."""
-    dtype = _fp8_kv_cache(config)
-    if dtype is not None and config.policy.dtensor_cfg.enabled is True:
-        yield Issue(
-            "policy.dtensor_cfg.enabled",
-            f"a DTensor policy cannot serve kv_cache_dtype {dtype!r}; PPO's setup refuses it",
-            value=True,
-            hint="train the policy with Megatron-Core, or kv_cache_dtype auto",
-        )
-
-
-@mirrors_super35("nemo-rl.algorithms.ppo.setup.fp8-kv-cache-excludes-asynchronous-rollouts")
-def fp8_kv_cache_without_async_engine(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, setup: FP8 KV-cache scales are not synced into asynchronous rollouts."""
-    dtype, vllm = _fp8_kv_cache(config), _vllm(config)
-    if dtype is not None and vllm.async_engine is True:
-        yield Issue(
-            "policy.generation.vllm_cfg.async_engine",
-            f"asynchronous rollouts cannot use kv_cache_dtype {dtype!r}; PPO's setup refuses "
-            "the two together",
-            value=True,
-            hint="set it false, or kv_cache_dtype auto",
-        )
-
-
-@mirrors_super35("nemo-rl.algorithms.ppo.setup.fp8-kv-cache-needs-one-pipeline")
-def fp8_kv_cache_needs_one_pipeline_stage(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, setup: with an FP8 KV cache the Megatron policy runs one pipeline stage."""
-    dtype, megatron = _fp8_kv_cache(config), config.policy.megatron_cfg
-    if dtype is None or isinstance(megatron, Marker):
-        return
-    if megatron.pipeline_model_parallel_size != 1:
-        yield Issue(
-            "policy.megatron_cfg.pipeline_model_parallel_size",
-            f"with kv_cache_dtype {dtype!r} PPO's setup supports one pipeline stage only",
-            value=megatron.pipeline_model_parallel_size,
-            hint="set it 1, or kv_cache_dtype auto",
-        )
-
-
 # --- ppo.py's training loops --------------------------------------------------------------------
 
 
@@ -572,11 +499,6 @@ PPO_ERROR_CHECKS = (
     value_has_one_training_backend,
     one_node_generation_leaves_training_gpus,
     nodes_split_between_generation_and_training,
-    fp8_generation_needs_importance_sampling,
-    fp8_kv_cache_needs_fp8_weights,
-    fp8_kv_cache_needs_megatron_policy,
-    fp8_kv_cache_without_async_engine,
-    fp8_kv_cache_needs_one_pipeline_stage,
     skipped_reference_logprobs_need_no_kl,
     ppo_checkpoint_metric_names_its_source,
     value_parallelism_divides_its_gpus,
