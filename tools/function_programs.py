@@ -74,6 +74,8 @@ PURE_CALLS = PURE_BUILTINS | {
 _EVALUATING = ("set", "if", "store", "invoke", "return")
 # Methods that change nothing of the value they are called on, nor their arguments.
 PURE_METHODS = conditions.METHOD_NAMES | {
+    # pydantic builds a new model from what it validates
+    "model_validate",
     "model_dump",
     "copy",
     "format",
@@ -103,6 +105,49 @@ def _root(node: ast.expr) -> ast.expr:
             node = node.func.value
         else:
             return node
+
+
+def _defined(body: list[ast.stmt]) -> Iterable[ast.FunctionDef]:
+    """The functions ``body`` defines itself (in its branches too, not inside another
+    function or class)."""
+    for statement in body:
+        if isinstance(statement, ast.FunctionDef):
+            yield statement
+        elif not isinstance(statement, ast.AsyncFunctionDef | ast.ClassDef):
+            for field in ("body", "orelse", "finalbody"):
+                yield from _defined(getattr(statement, field, None) or [])
+            for handler in getattr(statement, "handlers", None) or []:
+                yield from _defined(handler.body)
+
+
+def _takes_receiver(qualified: str, fn: ast.FunctionDef) -> bool:
+    """Whether a function takes its object or class first: a method, not a static one."""
+    scope = qualified.partition(":")[2]
+    method = "." in scope and "<locals>" not in scope
+    return method and _bound_to_class(fn) is not False
+
+
+def _bound_to_class(fn: ast.FunctionDef) -> bool | None:
+    """Whether a method takes its class first (``@classmethod``: True), takes neither class
+    nor object (``@staticmethod``: False), or is an object's own (None)."""
+    names = {ast.unparse(d) for d in fn.decorator_list}
+    if "classmethod" in names:
+        return True
+    return False if "staticmethod" in names else None
+
+
+def _own_names(fn: ast.FunctionDef) -> set[str]:
+    """A function's own names: its parameters and the names it assigns."""
+    arguments = fn.args
+    own = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    return own | stored(ast.Module(body=fn.body, type_ignores=[]))
+
+
+def _free(fn: ast.FunctionDef, outer: frozenset[str]) -> list[str]:
+    """The names a nested function reads from the one that defines it: those of ``outer``
+    it loads, but its own."""
+    loaded = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return sorted((loaded & outer) - _own_names(fn))
 
 
 # Annotations that promise a value is only read: no code changes it through them.
@@ -185,6 +230,13 @@ class Functions:
         self.pinned = pinned
         self.mirrored = pinned.mirrored()
         self.programs: dict[str, dict[str, Any]] = {}
+        # Nested functions (``f.<locals>.g``): as written; the names of the function that
+        # defines each; what each may call by name (``_Reader.defined``); what each reads from
+        # the function that defines it, once worked out (``closure``).
+        self.written: dict[str, ast.FunctionDef] = {}
+        self.outer: dict[str, frozenset[str]] = {}
+        self.scopes: dict[str, dict[str, str]] = {}
+        self.free: dict[str, list[str]] = {}
         # A script imports its neighbour by its bare name (run_vlm_sft.py: from run_sft import
         # main), as Python finds it on the script's own folder.
         for module, names in modules.imports.items():
@@ -193,6 +245,34 @@ class Functions:
                 head, _, rest = target.partition(":")
                 if package and head not in modules.trees and f"{package}.{head}" in modules.trees:
                     names[name] = f"{package}.{head}:{rest}" if rest else f"{package}.{head}"
+
+    def define(self, qualified: str, fn: ast.FunctionDef) -> str:
+        """Note the nested function ``qualified``, as written."""
+        self.written.setdefault(qualified, fn)
+        return qualified
+
+    def closure(self, qualified: str, seen: frozenset[str] = frozenset()) -> list[str]:
+        """The names the nested function ``qualified`` reads from the function that defines
+        it, and those the nested functions it calls by name read (they read them when it runs):
+        its program takes them as keyword-only parameters."""
+        if qualified in self.free:
+            return self.free[qualified]
+        fn, outer, scope = self.written[qualified], self.outer[qualified], self.scopes[qualified]
+        found = set(_free(fn, outer))
+        own = _own_names(fn)
+        for call in ast.walk(fn):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+                callee = scope.get(call.func.id)
+                if callee is not None and call.func.id not in own and callee not in seen:
+                    found |= set(self.closure(callee, seen | {qualified})) & outer
+        free = sorted(found)
+        if not seen:
+            self.free[qualified] = free
+        made = copy.deepcopy(fn)
+        made.args.kwonlyargs += [ast.arg(arg=n) for n in free]
+        made.args.kw_defaults += [None] * len(free)
+        self.modules.defs[qualified] = made
+        return free
 
     def runner(self, path: str) -> str | None:
         """The program of what a runner (``examples/run_ppo.py``) runs as a script (its
@@ -230,7 +310,7 @@ class Functions:
                 continue
             fn = self.modules.defs[name]
             assert isinstance(fn, ast.FunctionDef), name
-            reader = _Reader(self, name.partition(":")[0], fn)
+            reader = _Reader(self, name.partition(":")[0], fn, name)
             steps = reader.steps(copy.deepcopy(fn.body), [])
             path = self.modules.paths[name.partition(":")[0]]
             located = _located(steps, path, _rule_sites(self.pinned.root / path), self.mirrored)
@@ -263,9 +343,26 @@ class Functions:
         _mark_live(kept)
         return kept
 
-    def callee(self, call: ast.Call, module: str) -> str | None:
+    def callee(self, call: ast.Call, module: str, owner: str = "") -> str | None:
         """The pinned function a call runs, where its name alone says: a module-level function,
-        or the ``__init__`` of a class it builds (``Class.__init__``)."""
+        the ``__init__`` of a class it builds (``Class.__init__``), a static or class method
+        called on its class (``MegatronGeneration.nvlink_domain_span(...)``), or, in a method
+        of the class ``owner``, one of its methods called on ``self`` or ``cls``."""
+        func = call.func
+        if owner and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.value.id in ("self", "cls"):
+                method = self.modules.defs.get(f"{module}:{owner}.{func.attr}")
+                if isinstance(method, ast.FunctionDef) and (
+                    func.value.id == "self" or _bound_to_class(method) is not None
+                ):
+                    return f"{module}:{owner}.{func.attr}"
+        if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+            bare = ast.Call(func=call.func.value, args=[], keywords=[])
+            cls = self.modules.target(bare, module, None, {})
+            if cls is not None and isinstance(self.modules.defs[cls], ast.ClassDef):
+                method = self.modules.defs.get(f"{cls}.{call.func.attr}")
+                if isinstance(method, ast.FunctionDef) and _bound_to_class(method) is not None:
+                    return f"{cls}.{call.func.attr}"
         found = self.modules.target(call, module, None, {})
         if found is None or "." in found.partition(":")[2]:
             return None
@@ -282,9 +379,15 @@ class Functions:
 class _Reader:
     """One function's body as steps (see the module)."""
 
-    def __init__(self, functions: Functions, module: str, fn: ast.FunctionDef) -> None:
+    def __init__(
+        self, functions: Functions, module: str, fn: ast.FunctionDef, qualified: str = ""
+    ) -> None:
         self.functions = functions
         self.module = module
+        self.qualified = qualified
+        # The class it is a method of (its ``self`` and ``cls``), if it is one.
+        scope = qualified.partition(":")[2]
+        self.owner = scope.rpartition(".")[0] if "." in scope and "<locals>" not in scope else ""
         arguments = fn.args
         self.parameters = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
         self.parameters += [a.arg for a in arguments.kwonlyargs]
@@ -305,6 +408,17 @@ class _Reader:
             for node in ast.walk(statement)
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         }
+        # The functions it may call by a name of its own, each by its qualified name: those
+        # it defines itself (``setup.<locals>.init_policy``), and those the function that
+        # defines it defines, where no name of its own hides them (``nested``).
+        inherited = functions.scopes.get(qualified, {})
+        self.defined = {k: v for k, v in inherited.items() if k not in names}
+        for node in _defined(fn.body):
+            self.defined[node.name] = functions.define(f"{qualified}.<locals>.{node.name}", node)
+        for inner in self.defined.values():
+            if inner.startswith(f"{qualified}.<locals>."):
+                functions.scopes[inner] = self.defined
+                functions.outer[inner] = self.names
 
     # --- expressions ---------------------------------------------------------------------
 
@@ -354,7 +468,9 @@ class _Reader:
                 assert isinstance(visited, ast.Call)
                 if not self.quiet and (read := reader.set_default(visited, out)) is not None:
                     return ast.copy_location(read, node)
-                callee = reader.functions.callee(visited, reader.module)
+                callee = reader.functions.callee(visited, reader.module, reader.owner)
+                if callee is None and (found := reader.nested(visited)) is not None:
+                    callee, visited = found
                 if callee is None:
                     return visited
                 name = f"_r{reader.made}"
@@ -398,8 +514,9 @@ class _Reader:
         assert isinstance(fn, ast.FunctionDef)
         self.invoked.add(callee)
         positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-        if callee.endswith(".__init__"):
-            positional = positional[1:]  # self: the object being built, which it does not hold
+        if _takes_receiver(callee, fn):
+            # self: the object (one being built); cls: the class. The replay holds neither.
+            positional = positional[1:]
         defaults = dict(zip(positional[::-1], fn.args.defaults[::-1], strict=False))
         defaults |= {
             a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True) if d
@@ -447,13 +564,48 @@ class _Reader:
                 for held in _held(value):
                     if (text := self.text(held)) is not None:
                         changed.append(text)
-        out: list[Step] = []
+        out: list[Step] = [self.handed_on(name) for name in self._escaping(node)]
         forgotten = sorted(stored(node))
         if forgotten:
             out.append(["forget", forgotten])
         if changed:
             out.append(["mutate", sorted(set(changed))])
         return out
+
+    def nested(self, call: ast.Call) -> tuple[str, ast.Call] | None:
+        """A call of a nested function it may call by name (``self.defined``): its qualified
+        name, its program taking the names it reads from the function that defines it as
+        keyword-only parameters (``Functions.closure``), and the call with each of those handed
+        by name (a closure reads them when it runs)."""
+        if not isinstance(call.func, ast.Name) or call.func.id not in self.defined:
+            return None
+        qualified = self.defined[call.func.id]
+        free = self.functions.closure(qualified)
+        passed = [ast.keyword(arg=n, value=ast.Name(id=n, ctx=ast.Load())) for n in free]
+        return qualified, ast.Call(
+            func=call.func, args=call.args, keywords=[*call.keywords, *passed]
+        )
+
+    def _escaping(self, node: ast.AST) -> list[str]:
+        """The nested functions ``node`` hands on as values (to an executor, into a table of
+        tasks: ``{"policy": init_policy}``), each once, rather than calling them."""
+        called = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+        found = [
+            n.id
+            for n in ast.walk(node)
+            if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)
+            and n.id in self.defined
+            and id(n) not in called
+        ]
+        return list(dict.fromkeys(found))
+
+    def handed_on(self, name: str) -> Step:
+        """A function this one defines, handed to code the walk does not follow (an executor,
+        a table of tasks) or stored, which runs it: it runs here, its own parameters unknown."""
+        found = self.nested(ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[], keywords=[]))
+        assert found is not None
+        return self.invoke(*found, None, False)
 
     def _note_instance(self, name: str, value: ast.expr) -> None:
         """``name`` holds an object of the pinned class ``value`` builds, if it builds one."""
@@ -476,7 +628,9 @@ class _Reader:
         if isinstance(fn, ast.FunctionDef):
             arguments = fn.args
             params = [*arguments.posonlyargs, *arguments.args]
-            bound = isinstance(call.func, ast.Attribute) or found.endswith(".__init__")  # type: ignore[union-attr]
+            kind = _bound_to_class(fn)
+            method = isinstance(call.func, ast.Attribute) and kind is None
+            bound = method or kind is True or found.endswith(".__init__")  # type: ignore[union-attr]
             positional = (
                 [a.arg for a in params[1:]] if bound and params else [a.arg for a in params]
             )
@@ -573,7 +727,7 @@ class _Reader:
             value = ast.Name(id=MASTER, ctx=ast.Load())
         value = self.hoisted(value, out)
         text = self.text(value)
-        out += [s for s in self.effects(value) if s[0] == "mutate"]
+        out += [s for s in self.effects(value) if s[0] in ("invoke", "mutate")]
         for target in targets:
             if isinstance(target, ast.Name):
                 self._note_instance(target.id, statement.value)

@@ -46,10 +46,38 @@ def enabled(cfg):
 def opaque(cfg):
     for key in list(cfg):
         cfg[key] = 100
+
+
+def split(cfg):
+    return cfg["s"], load_more()
+
+
+def load_more():
+    return [n for n in range(3)]
+
+
+def switched(cfg):
+    return bool(cfg.get("on2", False))
+
+
+class Logger:
+    def __init__(self, cfg):
+        self.prefix = ""
+
+    def log(self, params: "Mapping[str, int]") -> None:
+        for key in params:
+            print(self.prefix, key)
+
+
+class Box:
+    @staticmethod
+    def limit(cfg):
+        assert cfg["a"] != 9
+        return cfg["a"]
 """
 
 RUNNER = """
-from replay_fixture.helpers import check, enabled, normalise, opaque
+from replay_fixture.helpers import Box, Logger, check, enabled, normalise, opaque, split, switched
 
 
 class MasterConfig(dict):
@@ -70,6 +98,23 @@ def main(config):
     if enabled(section) and section["c"] > 3:
         raise ValueError("c")
     limit = section["a"]
+    logger = Logger(config)
+    logger.log(config)
+    first, more = split(config)
+    assert first["a"] != 7
+
+    def inner():
+        assert section["a"] != 8
+
+    def later():
+        assert config["t"]["d"] != 2
+
+    inner()
+    tasks = {"later": later}
+    for task in tasks.values():
+        task()
+    Box.limit(section)
+    assert not switched(section)
     if section.get("hold"):
         opaque(section)
     assert config["s"]["b"] < 9
@@ -163,6 +208,16 @@ GOOD = {"s": {"a": 3}, "t": {"d": 1}}
         ("a later check", {"s": {"a": 3}, "t": {"d": 0}}),
         # None ordered with a number: Python's TypeError, at the check that orders it.
         ("a None ordered", {"s": {"a": 3}, "t": {"d": 1, "e": None}}),
+        # An item a function returns in a tuple, the others unknown.
+        ("an unpacked item", {"s": {"a": 7}, "t": {"d": 1}}),
+        # A function main defines itself, called by name: it reads main's names.
+        ("a nested function", {"s": {"a": 8}, "t": {"d": 1}}),
+        # One handed on in a table of tasks, which runs it.
+        ("a nested function handed on", {"s": {"a": 3}, "t": {"d": 2}}),
+        # A static method called on its class.
+        ("a static method", {"s": {"a": 9}, "t": {"d": 1}}),
+        # What a function returns, converted: its result decides.
+        ("a converted result", {"s": {"a": 3, "on2": True}, "t": {"d": 1}}),
     ],
 )
 def test_the_replay_fails_where_python_does(
@@ -197,3 +252,14 @@ def test_a_refusal_names_the_config_key_a_name_was_read_from(
     assert conditions.keyed("section['b']", found.values) == "s.b"
     missing, *_ = _replayed(programs, {"s": {"a": 3}})
     assert missing.step[:3] == ["fails", "KeyError", "t"]
+    # A function's result is the key it returned (bool(cfg.get("on2")): s.on2).
+    [switched] = _replayed(programs, {"s": {"a": 3, "on2": True}, "t": {"d": 1}})
+    [result] = conditions.read(switched.step[1])  # not not _rN
+    assert conditions.keyed(result, switched.values) == "s.on2"
+
+
+def test_a_read_only_argument_stays_known(programs: dict[str, list[Any]]) -> None:
+    """Logger.log(params: Mapping) loops over what it is handed (code the walk does not
+    follow): declared read-only, the config stays known, and the checks after it judge."""
+    found = _replayed(programs, {"s": {"a": 3}, "t": {"d": 0}})
+    assert found and found[0].step[0] == "guard"

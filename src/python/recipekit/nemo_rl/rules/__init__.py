@@ -120,6 +120,7 @@ _TRAINING_ERRORS: tuple[Check, ...] = (
     async_grpo.async_grpo_without_dynamic_sampling,
     async_grpo.async_grpo_without_reward_scaling,
     async_grpo.async_grpo_without_reward_shaping,
+    async_grpo.async_grpo_needs_async_rollouts,
     async_grpo.async_grpo_needs_importance_sampling,
     async_grpo.async_grpo_colocated_generation,
     *_POLICY_SETUP_ERRORS,

@@ -108,6 +108,26 @@ def async_grpo_with_one_dataloader(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @mirrors(
+    v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.async-grpo-needs-vllm-async-engine",
+    v35="nemo-rl.algorithms.grpo.async-grpo-train.async-grpo-needs-asynchronous-generation-engine",
+)
+def async_grpo_needs_async_rollouts(ctx: CheckContext) -> Iterator[Issue]:
+    """grpo.py, async_grpo_train (super-v3 and super-v3.5): the trajectory collector needs an engine
+    that generates while training runs."""
+    gen = ctx.generation
+    if not async_grpo_enabled(ctx) or gen is None or async_rollouts(ctx):
+        return
+    on_vllm = gen.backend == "vllm"
+    vllm = ctx.vllm
+    yield Issue(
+        f"{VLLM}.async_engine" if on_vllm else "policy.generation.backend",
+        "NeMo-RL's async GRPO refuses it: it needs an asynchronous generation engine",
+        value=(vllm.async_engine if vllm is not None else None) if on_vllm else gen.backend,
+        hint="set policy.generation.vllm_cfg.async_engine: true" if on_vllm else "",
+    )
+
+
+@mirrors(
     v3="nemo-rl.v3.algorithms.grpo.async-grpo-train.async-grpo-needs-importance-sampling-correction",
     v35="nemo-rl.algorithms.grpo.async-grpo-train.async-grpo-needs-importance-sampling-correction",
 )
@@ -195,6 +215,7 @@ ERROR_CHECKS = (
     async_grpo_without_reward_scaling,
     async_grpo_without_reward_shaping,
     async_grpo_with_one_dataloader,
+    async_grpo_needs_async_rollouts,
     async_grpo_needs_importance_sampling,
     async_grpo_colocated_generation,
     async_grpo_backend_has_a_replay_path,

@@ -2,7 +2,7 @@
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
-# runner_refusals, async_grpo_needs_importance_sampling,
+# async_grpo_needs_async_rollouts, async_grpo_needs_importance_sampling,
 # async_grpo_with_one_dataloader, async_grpo_without_dynamic_sampling,
 # async_grpo_without_reward_scaling, async_grpo_without_reward_shaping.
 
