@@ -208,8 +208,14 @@ def _held(node: ast.expr) -> list[ast.expr]:
         # ``configs[name]``, its key unknown: one of the values it holds (``configs[...]``),
         # not the mapping's keys.
         return [ast.Subscript(value=node.value, slice=ast.Constant(value=...), ctx=ast.Load())]
-    if isinstance(node, ast.Call):
+    if isinstance(node, ast.Call | ast.Compare | ast.BinOp | ast.JoinedStr | ast.Constant):
+        return []  # a value of its own (a call's own effects are its own)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return []
+    if isinstance(node, ast.IfExp):
+        return [*_held(node.body), *_held(node.orelse)]  # the test only decides
+    if isinstance(node, ast.Subscript | ast.Attribute) and not _chain(node.value):
+        return _held(node.value)  # an item of what it reads; the index only picks it
     root = _root(node)
     if root is not node and _chain(root):
         return [root]
@@ -236,6 +242,7 @@ class Functions:
         self.written: dict[str, ast.FunctionDef] = {}
         self.outer: dict[str, frozenset[str]] = {}
         self.scopes: dict[str, dict[str, str]] = {}
+        self.alternatives: dict[str, dict[str, ast.IfExp]] = {}
         self.free: dict[str, list[str]] = {}
         # A script imports its neighbour by its bare name (run_vlm_sft.py: from run_sft import
         # main), as Python finds it on the script's own folder.
@@ -260,11 +267,15 @@ class Functions:
         fn, outer, scope = self.written[qualified], self.outer[qualified], self.scopes[qualified]
         found = set(_free(fn, outer))
         own = _own_names(fn)
+        picks = self.alternatives.get(qualified, {})
         for call in ast.walk(fn):
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
                 callee = scope.get(call.func.id)
                 if callee is not None and call.func.id not in own and callee not in seen:
                     found |= set(self.closure(callee, seen | {qualified})) & outer
+                pick = picks.get(call.func.id)
+                if pick is not None and call.func.id not in own:
+                    found |= set(conditions.names(ast.unparse(pick))) & outer
         free = sorted(found)
         if not seen:
             self.free[qualified] = free
@@ -413,12 +424,21 @@ class _Reader:
         # defines it defines, where no name of its own hides them (``nested``).
         inherited = functions.scopes.get(qualified, {})
         self.defined = {k: v for k, v in inherited.items() if k not in names}
+        # Its names set to one of two callables (``make = factory if factory else Policy``),
+        # and those of the function that defines it: a call of one runs the one the test picks.
+        enclosing = functions.alternatives.get(qualified, {})
+        written = functions.written.get(qualified)
+        own = _own_names(written) if written is not None else names
+        self.alternatives: dict[str, ast.IfExp] = {
+            k: v for k, v in enclosing.items() if k not in own
+        }
         for node in _defined(fn.body):
             self.defined[node.name] = functions.define(f"{qualified}.<locals>.{node.name}", node)
         for inner in self.defined.values():
             if inner.startswith(f"{qualified}.<locals>."):
                 functions.scopes[inner] = self.defined
                 functions.outer[inner] = self.names
+                functions.alternatives[inner] = self.alternatives  # filled as it is read
 
     # --- expressions ---------------------------------------------------------------------
 
@@ -471,6 +491,15 @@ class _Reader:
                 callee = reader.functions.callee(visited, reader.module, reader.owner)
                 if callee is None and (found := reader.nested(visited)) is not None:
                     callee, visited = found
+                if callee is None and (picked := reader.picked(visited, out)) is not None:
+                    return ast.copy_location(picked, node)
+                if callee is None and (choices := reader.dispatched(visited)):
+                    # One of them runs, which one unknown: each may, its checks quiet.
+                    name = f"_r{reader.made}"
+                    reader.made += 1
+                    out.extend(reader.invoke(choice, visited, None, True) for choice in choices)
+                    out.append(["set", name, None])
+                    return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
                 if callee is None:
                     return visited
                 name = f"_r{reader.made}"
@@ -599,6 +628,46 @@ class _Reader:
             and id(n) not in called
         ]
         return list(dict.fromkeys(found))
+
+    def picked(self, call: ast.Call, out: list[Step]) -> ast.Name | None:
+        """A call of a name set to one of two callables: an ``if`` step on the test that
+        picked it, each branch calling its own (``_make_policy(...)`` runs ``Policy(...)`` where
+        ``policy_factory`` is None), the result a name of its own."""
+        if not isinstance(call.func, ast.Name) or call.func.id not in self.alternatives:
+            return None
+        choice = self.alternatives[call.func.id]
+        name = f"_r{self.made}"
+        self.made += 1
+        branches: list[list[Step]] = []
+        for callable_ in (choice.body, choice.orelse):
+            steps: list[Step] = []
+            made = ast.Call(func=callable_, args=call.args, keywords=call.keywords)
+            result = self.hoisted(made, steps)
+            steps += [s for s in self.effects(result) if s[0] in ("invoke", "mutate")]
+            steps.append(["set", name, self.text(result)])
+            branches.append(steps)
+        out.append(["if", self.text(choice.test), branches[0], branches[1], [name], False])
+        return ast.Name(id=name, ctx=ast.Load())
+
+    def dispatched(self, call: ast.Call) -> list[str]:
+        """The pinned methods a call through a table of classes may run (``{"vllm": A, "x":
+        B}[backend].setup(cfg)``: ``A.setup`` and ``B.setup``); none where any is not one."""
+        func = call.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Subscript)
+            and isinstance(func.value.value, ast.Dict)
+        ):
+            return []
+        found = []
+        for value in func.value.value.values:
+            bare = ast.Call(func=value, args=[], keywords=[])
+            cls = self.functions.modules.target(bare, self.module, None, {})
+            method = self.functions.modules.defs.get(f"{cls}.{func.attr}")
+            if not isinstance(method, ast.FunctionDef) or _bound_to_class(method) is None:
+                return []
+            found.append(f"{cls}.{func.attr}")
+        return found
 
     def handed_on(self, name: str) -> Step:
         """A function this one defines, handed to code the walk does not follow (an executor,
@@ -731,6 +800,12 @@ class _Reader:
         for target in targets:
             if isinstance(target, ast.Name):
                 self._note_instance(target.id, statement.value)
+                self.alternatives.pop(target.id, None)
+                value_node = statement.value
+                if isinstance(value_node, ast.IfExp) and all(
+                    isinstance(b, ast.Name) for b in (value_node.body, value_node.orelse)
+                ):
+                    self.alternatives[target.id] = value_node
                 out.append(["set", target.id, text])
             elif isinstance(target, ast.Tuple | ast.List) and all(
                 isinstance(e, ast.Name) for e in target.elts

@@ -69,6 +69,11 @@ class Logger:
             print(self.prefix, key)
 
 
+class Holder:
+    def __init__(self, cfg):
+        assert cfg["a"] != 10
+
+
 class Box:
     @staticmethod
     def limit(cfg):
@@ -77,7 +82,17 @@ class Box:
 """
 
 RUNNER = """
-from replay_fixture.helpers import Box, Logger, check, enabled, normalise, opaque, split, switched
+from replay_fixture.helpers import (
+    Box,
+    Holder,
+    Logger,
+    check,
+    enabled,
+    normalise,
+    opaque,
+    split,
+    switched,
+)
 
 
 class MasterConfig(dict):
@@ -114,6 +129,9 @@ def main(config):
     for task in tasks.values():
         task()
     Box.limit(section)
+    factory = None
+    make = factory if factory is not None else Holder
+    make(section)
     assert not switched(section)
     if section.get("hold"):
         opaque(section)
@@ -216,6 +234,8 @@ GOOD = {"s": {"a": 3}, "t": {"d": 1}}
         ("a nested function handed on", {"s": {"a": 3}, "t": {"d": 2}}),
         # A static method called on its class.
         ("a static method", {"s": {"a": 9}, "t": {"d": 1}}),
+        # A name set to one of two callables: the test picks the class that is built.
+        ("a picked class", {"s": {"a": 10}, "t": {"d": 1}}),
         # What a function returns, converted: its result decides.
         ("a converted result", {"s": {"a": 3, "on2": True}, "t": {"d": 1}}),
     ],

@@ -214,7 +214,7 @@ def evaluable(node: ast.AST | None, nested: frozenset[str] | None = None) -> str
     ``plain`` and the ``SAFE_CALLS``; None otherwise. ``nested`` (a pydantic model's program):
     also an attribute of one of these fields (one that holds a model, ``conditions.Model``),
     the pure methods of a builtin value (``conditions.METHODS``: ``extra.get("x")``), a dict
-    display and a conditional expression."""
+    display (``{**a, "k": v}`` too) and a conditional expression."""
     if node is None:
         return None
     methods = {
@@ -228,10 +228,7 @@ def evaluable(node: ast.AST | None, nested: frozenset[str] | None = None) -> str
     }
     for part in ast.walk(node):
         if not isinstance(part, _EVALUABLE) and not (
-            nested is not None
-            and (
-                isinstance(part, ast.IfExp) or isinstance(part, ast.Dict) and None not in part.keys
-            )
+            nested is not None and (isinstance(part, ast.IfExp) or isinstance(part, ast.Dict))
         ):
             return None
         if (

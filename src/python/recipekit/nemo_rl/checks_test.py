@@ -2,12 +2,11 @@
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
-# runner_refusals, micro_batches_agree_at_large_tp, response_budget_fits,
-# packing_excludes_dynamic_batching.
+# runner_refusals, micro_batches_agree_at_large_tp, response_budget_fits.
 
 # The catalogued checks these tests break (by the upstream line each cites), which the
 # rule catalogue's meta-test finds by name:
-# one_training_backend, math_verifier_type_is_known, model_overrides_name_no_first_class_key.
+# math_verifier_type_is_known, model_overrides_name_no_first_class_key.
 
 from __future__ import annotations
 
@@ -153,8 +152,10 @@ def test_a_packing_budget_below_a_sequence_warns() -> None:
 
 
 def test_packing_and_dynamic_batching_are_exclusive() -> None:
-    text = _one(dapo_gb200, "policy.dynamic_batching.enabled=true")
-    assert "mutually exclusive" in text
+    # Policy.__init__ asserts it (lm_policy.py @ super-v3), replayed from the pinned source.
+    errors = _errors(dapo_gb200, "policy.dynamic_batching.enabled=true")
+    assert errors and all("lm_policy.py" in e and "Policy.__init__" in e for e in errors)
+    assert errors[0].startswith("policy.sequence_packing.enabled = True")
 
 
 def test_context_parallel_padding_gives_the_arithmetic() -> None:
@@ -270,7 +271,11 @@ def test_megatron_generation_cannot_be_non_colocated() -> None:
 
 def test_two_training_backends_are_an_error() -> None:
     errors = _errors(dapo_gb200, "policy.dtensor_cfg.enabled=true")
-    assert any("both dtensor_cfg and megatron_cfg are enabled" in e for e in errors)
+    assert any(
+        e.startswith("policy.dtensor_cfg.enabled = True: NeMo-RL's Policy.__init__ raises")
+        and "ValueError" in e
+        for e in errors
+    ), errors
 
 
 def test_warnings_do_not_stop_the_plan() -> None:

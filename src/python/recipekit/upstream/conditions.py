@@ -549,9 +549,15 @@ def _value_of(node: ast.expr, values: Mapping[str, Any]) -> Any:
         return [_value(e, values) for e in node.elts]
     if isinstance(node, ast.Set):
         return {_value(e, values) for e in node.elts}
-    if isinstance(node, ast.Dict) and None not in node.keys:
-        pairs = zip(node.keys, node.values, strict=True)
-        return {_value(k, values): _value(v, values) for k, v in pairs}  # type: ignore[arg-type]
+    if isinstance(node, ast.Dict):
+        # {**a, "k": v}: Python's own, the later key winning.
+        made: dict[Any, Any] = {}
+        for key, item in zip(node.keys, node.values, strict=True):
+            if key is None:
+                made.update(_value(item, values))
+            else:
+                made[_value(key, values)] = _value(item, values)
+        return made
     if isinstance(node, ast.IfExp):  # Python's own: only the branch the test takes
         return _value(node.body if _value(node.test, values) else node.orelse, values)
     if isinstance(node, ast.UnaryOp):

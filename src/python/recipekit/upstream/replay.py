@@ -97,7 +97,9 @@ _DEPTH = 12
 
 
 def replay(
-    steps: Sequence[Any], values: dict[str, Any], functions: Mapping[str, Any] | None = None
+    steps: Sequence[Any],
+    values: dict[str, Any],
+    functions: Mapping[str, Any] | None = None,
 ) -> list[Reached]:
     """Every failing guard and issued warning of ``steps`` on ``values``, in the order the
     function reaches them; ``functions``: qualified name -> the program of each function an
@@ -196,12 +198,11 @@ def _escaped(value: Any) -> None:
             _escaped(each)
 
 
-def _unsure(
-    steps: Sequence[Any], state: dict[str, Any], functions: Mapping[str, Any] | None = None
-) -> None:
+def _unsure(steps: Sequence[Any], state: dict[str, Any], run: _Run | None = None) -> None:
     """What steps that may or may not run change in what the function holds: every value they
-    store or hand on is unknown (their own names, the caller's ``forget``), but what they hand
-    a function whose program changes nothing it is handed (``functions``: the programs)."""
+    store or hand on is unknown (their own names, the caller's ``forget``). A function they
+    invoke that ``run`` holds runs quietly on the values (its checks say nothing, and what it
+    stores is unknown): what it hands on is unknown only where it may change it."""
     for step in steps:
         kind = step[0]
         if kind == "store":
@@ -210,7 +211,9 @@ def _unsure(
             for text in step[1]:
                 _changed(text, state)
         elif kind == "invoke":
-            if functions is None or _changes_what_it_is_handed(step[1], functions):
+            if run is not None and step[1] in run.functions and run.depth < _DEPTH:
+                _invoke([*step[:4], True, *step[5:]], state, run, _Frame(quiet=True))
+            else:
                 for _, argument in step[2]:
                     if argument is not None:
                         _changed(argument, state)
@@ -218,47 +221,12 @@ def _unsure(
                 state.pop(step[3], None)
         elif kind == "if":
             _forget(state, step[4])
-            _unsure(step[2], state, functions)
-            _unsure(step[3], state, functions)
+            _unsure(step[2], state, run)
+            _unsure(step[3], state, run)
         elif kind == "set":
             state.pop(step[1], None)
         elif kind == "forget":
             _forget(state, step[1])
-
-
-def _changes_what_it_is_handed(
-    name: str, functions: Mapping[str, Any], seen: frozenset[str] = frozenset()
-) -> bool:
-    """Whether the program ``name`` may change a value it is handed: it stores into one,
-    hands one to code the replay does not follow, or invokes a function that may (a function
-    the table does not hold, or one met again on the way, may)."""
-    program = functions.get(name)
-    if program is None or name in seen:
-        return True
-    found = _CHANGES.get(id(program))
-    if found is None:
-        found = _changes(program, functions, seen | {name})
-        if not seen:
-            _CHANGES[id(program)] = found
-    return found
-
-
-def _changes(steps: Sequence[Any], functions: Mapping[str, Any], seen: frozenset[str]) -> bool:
-    for step in steps:
-        kind = step[0]
-        if kind in ("store", "mutate", "call"):
-            return True
-        if kind == "invoke" and _changes_what_it_is_handed(step[1], functions, seen):
-            return True
-        if kind == "if" and (
-            _changes(step[2], functions, seen) or _changes(step[3], functions, seen)
-        ):
-            return True
-    return False
-
-
-# By a program's identity: whether it may change what it is handed (one table per process).
-_CHANGES: dict[int, bool] = {}
 
 
 # Where a function's step ends with where it is (tools/function_programs.py): a key it reads may
@@ -300,8 +268,8 @@ def _run(steps: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame) 
                 taken = bool(value) if known else None
             if taken is None:
                 _forget(state, changed)
-                _unsure(then, state, run.functions)
-                _unsure(orelse, state, run.functions)
+                _unsure(then, state, run)
+                _unsure(orelse, state, run)
                 if exits:
                     frame.decided = False
             else:
@@ -395,7 +363,7 @@ def _invoke(step: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame
     _, name, bindings, target, quiet = step[:5]
     program = run.functions.get(name)
     if not frame.decided or program is None or run.depth >= _DEPTH:
-        _unsure([step], state, run.functions)
+        _unsure([step], state)
         return
     own = dict(run.given)
     # A call that may not run (quiet) may not read its arguments either: no failure there.

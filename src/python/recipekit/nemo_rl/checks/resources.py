@@ -117,20 +117,6 @@ def generation_resources_fit(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
-def one_training_backend(ctx: CheckContext) -> Iterator[Issue]:
-    dtensor = ctx.config.policy.dtensor_cfg.enabled
-    if dtensor and ctx.megatron is not None:
-        yield Issue(
-            "policy.dtensor_cfg.enabled",
-            "both dtensor_cfg and megatron_cfg are enabled; NeMo-RL trains with one",
-            value=True,
-        )
-    if not dtensor and ctx.megatron is None:
-        yield Issue(
-            "policy.megatron_cfg.enabled", "neither dtensor_cfg nor megatron_cfg is enabled"
-        )
-
-
 def vllm_fits_generation_gpus(ctx: CheckContext) -> Iterator[Issue]:
     vllm, nodes = ctx.vllm, ctx.layout.nodes
     if vllm is None or ctx.generation is None or ctx.generation.backend != "vllm":

@@ -66,17 +66,6 @@ def response_budget_fits(ctx: CheckContext) -> Iterator[Issue]:
             )
 
 
-def packing_excludes_dynamic_batching(ctx: CheckContext) -> Iterator[Issue]:
-    policy = ctx.config.policy
-    packing, dynamic = policy.sequence_packing, policy.dynamic_batching
-    if isinstance(packing, SequencePacking) and packing.enabled and dynamic.enabled:
-        yield Issue(
-            "policy.dynamic_batching.enabled",
-            "sequence packing and dynamic batching are mutually exclusive in NeMo-RL",
-            value=True,
-        )
-
-
 def token_budgets_below_the_sequence_length(ctx: CheckContext) -> Iterator[Issue]:
     """A micro-batch token budget below policy.max_total_sequence_length: a sequence longer
     than the budget cannot be packed (the packing algorithms raise "Sequence length ...

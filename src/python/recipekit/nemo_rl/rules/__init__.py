@@ -14,7 +14,7 @@ from __future__ import annotations
 from recipekit.megatron_core.checks import NEMO_RL_ERROR_CHECKS as MCORE_ERRORS
 from recipekit.megatron_core.checks import NEMO_RL_WARNING_CHECKS as MCORE_WARNINGS
 from recipekit.nemo_rl import SUPER35_TYPES, SUPER_V3_TYPES
-from recipekit.nemo_rl.checks import Check, batch_and_layout, resources, sequence, settings
+from recipekit.nemo_rl.checks import Check, batch_and_layout, sequence, settings
 from recipekit.nemo_rl.checks.key_needs import every_run_check, key_needs_check
 from recipekit.nemo_rl.config_guards import config_validators_hold
 from recipekit.nemo_rl.rules import (
@@ -81,8 +81,6 @@ _POLICY_SETUP_ERRORS: tuple[Check, ...] = (
     megatron_setup.precision_aware_optimizer_states_fp16,
     megatron_setup.float32_optimizer_takes_no_half_flags,
     megatron_setup.fp8_cfg_names_every_key,
-    policy_workers.dynamic_batching_needs_one_pipeline_stage,
-    policy_workers.lora_needs_dtensor_v2,
     policy_workers.model_save_format_needs_dtensor_v2,
     policy_workers.hf_config_overrides_not_passed_twice,
 )
@@ -212,7 +210,6 @@ WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
 # recipekit.nemo_rl.checks that read only the policy, the model card's, and Megatron-Core's
 # own (GRPO's tuples hold each of them: policy_rules_test.py).
 _POLICY_CHECKS: tuple[Check, ...] = (
-    resources.one_training_backend,
     batch_and_layout.micro_batches_agree_at_large_tp,
     settings.megatron_settings_agree,
     settings.model_overrides_name_no_first_class_key,

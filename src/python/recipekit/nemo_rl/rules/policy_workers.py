@@ -9,7 +9,7 @@ from recipekit.errors import Issue
 from recipekit.markers import given_at
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import mirrors, on_super35, where
-from recipekit.nemo_rl.schema_super_v3 import LoRA, SequencePacking
+from recipekit.nemo_rl.schema_super_v3 import SequencePacking
 from recipekit.rule_sites import keywords
 
 
@@ -48,44 +48,6 @@ def draft_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @mirrors(
-    v3="nemo-rl.v3.models.policy.lm-policy.init.dynamic-batching-needs-single-pipeline-stage",
-    v35="nemo-rl.models.policy.lm-policy.init.dynamic-batching-needs-single-pipeline-stage",
-)
-def dynamic_batching_needs_one_pipeline_stage(ctx: CheckContext) -> Iterator[Issue]:
-    """lm_policy.py, Policy.__init__: dynamic batching runs on one pipeline stage."""
-    m, policy = ctx.megatron, ctx.config.policy
-    if m is None or not policy.dynamic_batching.enabled or m.pipeline_model_parallel_size == 1:
-        return
-    yield Issue(
-        "policy.dynamic_batching.enabled",
-        f"NeMo-RL's policy refuses it with pipeline_model_parallel_size = "
-        f"{m.pipeline_model_parallel_size}: dynamic batching needs a single pipeline stage",
-        value=True,
-        hint="disable it, or use sequence packing",
-    )
-
-
-@mirrors(
-    v3="nemo-rl.v3.models.policy.lm-policy.init.lora-needs-v2-dtensor-worker",
-    v35="nemo-rl.models.policy.lm-policy.init.lora-needs-v2-dtensor-worker",
-)
-def lora_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
-    """lm_policy.py, Policy.__init__ (super-v3 and super-v3.5): only the v2 DTensor worker has
-    LoRA."""
-    dtensor = ctx.config.policy.dtensor_cfg
-    lora = dtensor.lora_cfg
-    if ctx.megatron is not None or not dtensor.enabled or not _dtensor_v1(ctx):
-        return
-    if isinstance(lora, LoRA) and lora.enabled:
-        yield Issue(
-            "policy.dtensor_cfg.lora_cfg.enabled",
-            "NeMo-RL's policy refuses LoRA on the first DTensor worker",
-            value=True,
-            hint="set policy.dtensor_cfg._v2: true",
-        )
-
-
-@mirrors(
     v3="nemo-rl.v3.models.policy.lm-policy.save-checkpoint.save-format-needs-dtensor-cfg-v2",
     v35="nemo-rl.models.policy.lm-policy.save-checkpoint.save-format-needs-dtensor-cfg-v2",
 )
@@ -104,8 +66,6 @@ def model_save_format_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
 
 
 ERROR_CHECKS = (
-    dynamic_batching_needs_one_pipeline_stage,
-    lora_needs_dtensor_v2,
     model_save_format_needs_dtensor_v2,
     draft_without_sequence_packing,
 )
