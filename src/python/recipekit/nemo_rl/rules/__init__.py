@@ -94,8 +94,6 @@ _POLICY_MEGATRON_SETUP_ERRORS_SUPER35: tuple[Check, ...] = (
 _POLICY_WORKER_ERRORS_SUPER35: tuple[Check, ...] = (
     *megatron_peft.SUPER35_ERROR_CHECKS,
     *megatron_performance.ERROR_CHECKS,
-    policy_workers.draft_without_sequence_packing,
-    policy_workers.draft_needs_megatron,
     *dtensor_v1.ERROR_CHECKS,
     *automodel.ERROR_CHECKS,
     *torch_optim.SUPER35_ERROR_CHECKS,

@@ -9,42 +9,12 @@ from recipekit.errors import Issue
 from recipekit.markers import given_at
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules.citation import mirrors, on_super35, where
-from recipekit.nemo_rl.schema_super_v3 import SequencePacking
 from recipekit.rule_sites import keywords
 
 
 def _dtensor_v1(ctx: CheckContext) -> bool:
     """The DTensor worker NeMo-RL starts when dtensor_cfg._v2 is not true."""
     return ctx.config.policy.dtensor_cfg.v2 is not True
-
-
-@mirrors(v35="nemo-rl.models.policy.lm-policy.init.draft-model-excludes-sequence-packing")
-def draft_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
-    """lm_policy.py, Policy.__init__ (super-v3.5): the draft model's training does not take packed
-    rows."""
-    packing = ctx.config.policy.sequence_packing
-    packed = isinstance(packing, SequencePacking) and packing.enabled
-    if ctx.trains_a_draft and packed:
-        yield Issue(
-            "policy.draft.enabled",
-            "NeMo-RL's policy refuses a draft model with policy.sequence_packing.enabled",
-            value=True,
-            hint="disable sequence packing or the draft",
-        )
-
-
-@mirrors(v35="nemo-rl.models.policy.lm-policy.init.draft-model-needs-megatron-backend")
-def draft_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
-    """lm_policy.py, Policy.__init__ (super-v3.5): the draft model trains only inside the Megatron
-    policy workers."""
-    if ctx.trains_a_draft and ctx.megatron is None:
-        yield Issue(
-            "policy.draft.enabled",
-            "NeMo-RL's policy refuses a draft model without policy.megatron_cfg.enabled: it "
-            "is only supported with the Megatron backend",
-            value=True,
-            hint="enable the Megatron backend, or disable the draft",
-        )
 
 
 @mirrors(
@@ -65,10 +35,7 @@ def model_save_format_needs_dtensor_v2(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
-ERROR_CHECKS = (
-    model_save_format_needs_dtensor_v2,
-    draft_without_sequence_packing,
-)
+ERROR_CHECKS = (model_save_format_needs_dtensor_v2,)
 WARNING_CHECKS: tuple[()] = ()
 
 

