@@ -417,6 +417,7 @@ def read(condition: str, subscripts: bool = False) -> list[str]:
     return list(dict.fromkeys(ast.unparse(n) for n in found))
 
 
+@cache
 def converted(text: str) -> str:
     """The value a builtin conversion of one argument converts (``bool(cfg.get("k"))``:
     ``cfg.get("k")``): what the result is about."""

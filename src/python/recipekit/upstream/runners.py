@@ -16,6 +16,7 @@ name set from a key's value keeps that key (``conditions.ORIGINS``).
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -40,10 +41,10 @@ class PinnedRunners(NamedTuple):
 
     def mains(self) -> dict[str, str]:
         """Runner file -> the qualified name of what it runs as a script."""
-        found: dict[str, str] = pinned_source(self.path)["runners"]
+        found: dict[str, str] = _table(self.path)[0]["runners"]
         return found
 
-    def programs(self) -> dict[str, list[Any]]:
+    def programs(self) -> Mapping[str, list[Any]]:
         """Qualified function -> its program."""
         return _programs(self.path)
 
@@ -167,6 +168,56 @@ def _at(given: Mapping[str, Any], key: str) -> Any:
 
 
 @functools.cache
-def _programs(path: Path) -> dict[str, list[Any]]:
-    functions = pinned_source(path)["functions"]
-    return {name: entry["program"] for name, entry in functions.items()}
+def _programs(path: Path) -> Mapping[str, list[Any]]:
+    return _LazyPrograms(_table(path)[1])
+
+
+class _LazyPrograms(Mapping[str, list[Any]]):
+    """Each function's program, decoded from its line of the table when a replay first
+    invokes it: a plan replays one runner, which reaches a part of the table's functions."""
+
+    def __init__(self, lines: dict[str, str]) -> None:
+        self.lines = lines
+        self.decoded: dict[str, list[Any]] = {}
+
+    def __getitem__(self, name: str) -> list[Any]:
+        found = self.decoded.get(name)
+        if found is None:
+            found = self.decoded[name] = json.loads(self.lines[name])["program"]
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.lines
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.lines)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+
+# How the generator writes a table (generated_modules.json_table, one function a line): the
+# functions' block opens with this line and closes with the next line at its own indent.
+_FUNCTIONS = '   "functions": {'
+_FUNCTION = '    "'
+
+
+@functools.cache
+def _table(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """The pinned source's entry without its functions, and each function's line, undecoded
+    (decoding every program took most of a plan's replay)."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    try:
+        start = lines.index(_FUNCTIONS)
+        end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith(_FUNCTION))
+    except (ValueError, StopIteration):  # another layout: read it whole
+        entry = pinned_source(path)
+        functions = {n: json.dumps(e) for n, e in entry["functions"].items()}
+        return entry, functions
+    functions = {}
+    for line in lines[start + 1 : end]:
+        key, _, value = line.strip().partition(": ")
+        functions[json.loads(key)] = value.removesuffix(",")
+    rest = "\n".join([*lines[: start + 1], *lines[end:]])
+    (entry,) = json.loads(rest)["sources"].values()
+    return entry, functions
