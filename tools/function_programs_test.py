@@ -69,6 +69,13 @@ class Logger:
             print(self.prefix, key)
 
 
+def gym_on(cfg):
+    flag = bool(cfg.get("gym", True))
+    if not flag:
+        return False
+    return True
+
+
 class Holder:
     def __init__(self, cfg):
         assert cfg["a"] != 10
@@ -88,6 +95,7 @@ from replay_fixture.helpers import (
     Logger,
     check,
     enabled,
+    gym_on,
     normalise,
     opaque,
     split,
@@ -133,6 +141,7 @@ def main(config):
     make = factory if factory is not None else Holder
     make(section)
     assert not switched(section)
+    assert gym_on(section)
     if section.get("hold"):
         opaque(section)
     assert config["s"]["b"] < 9
@@ -236,6 +245,8 @@ GOOD = {"s": {"a": 3}, "t": {"d": 1}}
         ("a static method", {"s": {"a": 9}, "t": {"d": 1}}),
         # A name set to one of two callables: the test picks the class that is built.
         ("a picked class", {"s": {"a": 10}, "t": {"d": 1}}),
+        # A constant a function returns in a branch: the branch's test decides.
+        ("a returned constant", {"s": {"a": 3, "gym": False}, "t": {"d": 1}}),
         # What a function returns, converted: its result decides.
         ("a converted result", {"s": {"a": 3, "on2": True}, "t": {"d": 1}}),
     ],
@@ -276,6 +287,10 @@ def test_a_refusal_names_the_config_key_a_name_was_read_from(
     [switched] = _replayed(programs, {"s": {"a": 3, "on2": True}, "t": {"d": 1}})
     [result] = conditions.read(switched.step[1])  # not not _rN
     assert conditions.keyed(result, switched.values) == "s.on2"
+    # A constant returned in a branch is about the key the branch's test read.
+    [gym] = _replayed(programs, {"s": {"a": 3, "gym": False}, "t": {"d": 1}})
+    [result] = conditions.read(gym.step[1])  # not _rN
+    assert conditions.keyed(result, gym.values) == "s.gym"
 
 
 def test_a_read_only_argument_stays_known(programs: dict[str, list[Any]]) -> None:

@@ -49,7 +49,6 @@ from recipekit.nemo_rl.rules import (
 )
 from recipekit.nemo_rl.rules.dpo import DPO_ERROR_CHECKS, DPO_WARNING_CHECKS
 from recipekit.nemo_rl.rules.generation_split import training_gpus
-from recipekit.nemo_rl.rules.grpo_setup import gym_runner_needs_nemo_gym
 from recipekit.nemo_rl.rules.offpolicy_distillation import (
     DISTILLATION_ERROR_CHECKS,
     DISTILLATION_WARNING_CHECKS,
@@ -404,19 +403,10 @@ NEMO_RL_SUPER35_GYM_GRPO = attrs.evolve(NEMO_RL_SUPER35, config_type=GRPOExample
 
 
 def _runner(entry_point: str) -> NemoRLGrpo:
-    """Main's GRPO run by another runner than NeMo Gym's, whose rule that Gym is the only
-    environment (run_grpo_nemo_gym.py's main) it does not have: run_grpo.py starts the math and
-    other environments its config names. (The replay of each runner's own checks follows the
-    entry point: config_guards.runner_refusals.)"""
-    return attrs.evolve(
-        NEMO_RL_SUPER35_GYM_GRPO,
-        entry_point=entry_point,
-        error_checks=tuple(
-            check
-            for check in NEMO_RL_SUPER35_GYM_GRPO.error_checks
-            if check is not gym_runner_needs_nemo_gym
-        ),
-    )
+    """Main's GRPO run by another runner than NeMo Gym's (run_grpo.py starts the math and other
+    environments its config names): the replay of each runner's own checks follows the entry
+    point (config_guards.runner_refusals)."""
+    return attrs.evolve(NEMO_RL_SUPER35_GYM_GRPO, entry_point=entry_point)
 
 
 NEMO_RL_SUPER35_GRPO = _runner("examples/run_grpo.py")

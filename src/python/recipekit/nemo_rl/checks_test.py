@@ -17,7 +17,7 @@ from recipekit.errors import RecipeError
 from recipekit.hardware import B200_NODE, GB200_NODE, H100_NODE, Hardware
 from recipekit.model_card import ModelCard
 from recipekit.nemo_rl.checks.settings import V3_VERIFIER_IS_A_STRING
-from recipekit.nemo_rl.rule_lines import line_of
+from recipekit.nemo_rl.rule_lines import line_of, where
 from recipekit.plan import make_plan
 from recipes.super3.dapo import dapo_b200, dapo_gb200, dapo_h100
 
@@ -200,10 +200,11 @@ def test_forcing_the_on_policy_ratio_lifts_the_large_tp_check() -> None:
 
 
 def test_batch_multiplier_needs_dynamic_sampling() -> None:
-    # GRPO's setup asserts it (grpo.py:314 @ super-v3), read from the pinned source.
+    # GRPO's setup asserts it (grpo.py, setup @ super-v3), read from the pinned source.
     text = _one(dapo_gb200, "grpo.use_dynamic_sampling=false")
     assert text.startswith("grpo.batch_multiplier = 2: NeMo-RL's setup raises AssertionError")
-    assert "grpo.py:314 @ super-v3" in text and "grpo.use_dynamic_sampling=False" in text
+    assert where("nemo-rl.grpo.v3.batch-multiplier-needs-dynamic-sampling") in text
+    assert "grpo.use_dynamic_sampling=False" in text
 
 
 def test_offload_fraction_must_be_whole() -> None:

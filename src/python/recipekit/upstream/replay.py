@@ -78,6 +78,9 @@ class _Frame:
 
     decided: bool = True
     quiet: bool = False
+    # The tests of the branches it is in (innermost last): a constant it returns there is
+    # about the key the innermost one read (``if not use_gym: return False``).
+    because: list[str] = attrs.Factory(list)
 
 
 @attrs.frozen
@@ -273,7 +276,11 @@ def _run(steps: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame) 
                 if exits:
                     frame.decided = False
             else:
-                _run(then if taken else orelse, state, run, frame)
+                frame.because.append(test)
+                try:
+                    _run(then if taken else orelse, state, run, frame)
+                finally:
+                    frame.because.pop()
         elif kind == "guard":
             if frame.decided and not frame.quiet and step[1] is not None:
                 known, failing, failure = conditions.attempt(step[1], state)
@@ -306,6 +313,8 @@ def _run(steps: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame) 
                     # A tuple some of whose items it can tell: those, the others UNTOLD.
                     known, returned = _items(value, state)
                 origin = _origin(value, returned, state) if known else None
+                if known and origin is None and frame.because and value in _CONSTANTS:
+                    origin = _decided_by(frame.because[-1], state)
                 raise _Return(known, returned, origin)
 
 
@@ -343,6 +352,19 @@ def _originate(
     key = _origin(text, value, state if read is None else read)
     if key:
         state.setdefault(conditions.ORIGINS, {})[name] = key
+
+
+# What a function returns that says which way a test went.
+_CONSTANTS = frozenset({"True", "False", "None"})
+
+
+def _decided_by(test: str, state: dict[str, Any]) -> str | None:
+    """The config key the test of a branch read first, if it read one."""
+    for chain in conditions.read(test, True):
+        key = _origin(chain, None, state)
+        if key:
+            return key
+    return None
 
 
 def _origin(text: str, value: Any, read: dict[str, Any]) -> str | None:

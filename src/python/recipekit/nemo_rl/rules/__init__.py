@@ -127,7 +127,6 @@ _TRAINING_ERRORS_SUPER_V3: tuple[Check, ...] = (
     *_POLICY_WORKER_ERRORS_SUPER_V3,
 )
 _TRAINING_ERRORS_SUPER35: tuple[Check, ...] = (
-    grpo_setup.gym_runner_needs_nemo_gym,
     grpo_setup.message_penalties_need_nemo_gym,
     grpo_setup.reward_penalties_need_nemo_gym,
     async_grpo.async_grpo_with_one_dataloader,

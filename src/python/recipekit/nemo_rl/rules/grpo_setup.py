@@ -46,25 +46,6 @@ def grpo_needs_a_generation_config(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
-def gym_runner_needs_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
-    """run_grpo_nemo_gym.py, main (super-v3.5): the NeMo Gym runner's only environment is
-    Gym."""
-    if on_super35(ctx) and not ctx.uses_nemo_gym:
-        value = value_of(ctx.config.env, "should_use_nemo_gym")
-        yield Issue(
-            "env.should_use_nemo_gym",
-            "NeMo-RL's NeMo Gym runner refuses it unless true: NeMo Gym is the only environment "
-            "it starts ("
-            + cite(
-                ctx,
-                v35=f"{GYM_RUNNER}nemo-gym-runner-runs-nemo-gym",
-            )
-            + ")",
-            value=None if isinstance(value, Marker) else value,
-            hint="set it true",
-        )
-
-
 @mirrors(
     v35="nemo-rl.algorithms.grpo.resolve-message-level-advantage-penalties.message-level-advantage-penalties-need-nemo"
 )

@@ -4,7 +4,7 @@
 # name (recorded from the checks that produced an issue while these tests ran):
 # checkpoint_metric_names_its_source, checkpoint_saved_without_its_validation_metric,
 # dapo_reward_shaping_needs_its_lengths, generation_resources_fit, grpo_needs_a_generation_config,
-# gym_runner_needs_nemo_gym, message_penalties_need_nemo_gym, runner_refusals (the runner's
+# message_penalties_need_nemo_gym, runner_refusals (the runner's
 # own checks, replayed), multiple_dataloaders_ignore_max_num_epochs.
 
 # The catalogued checks these tests break (by the upstream line each cites), which the

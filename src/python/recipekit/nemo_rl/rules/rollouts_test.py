@@ -25,8 +25,8 @@ V3_GYM = (
     "env.should_use_nemo_gym=true",
     "policy.generation.vllm_cfg.async_engine=true",
     "policy.generation.vllm_cfg.expose_http_server=true",
-    # super-v3's setup reads env.nemo_gym where Gym runs (grpo.py:850, init_nemo_gym): without
-    # the section the run stops with a KeyError.
+    # super-v3's setup reads env.nemo_gym where Gym runs (grpo.py, init_nemo_gym): without the
+    # section the run stops with a KeyError.
     "env.nemo_gym={config_paths: [resources_servers/math/configs/math.yaml], "
     "policy_max_input_tokens: 1024}",
 )
