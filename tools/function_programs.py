@@ -190,11 +190,6 @@ def _read_only(annotation: ast.expr) -> bool:
     return name in _READ_ONLY
 
 
-def _name(text: str) -> bool:
-    """Whether ``text`` is one name (what a subscript of it may be written on)."""
-    return text.isidentifier()
-
-
 def _held(node: ast.expr) -> list[ast.expr]:
     """The values code handed ``node`` may change: ``node`` itself where it is a name or a
     chain; the one a method chain starts from (``x.setdefault("k", {})``: ``x``); none of a
@@ -813,7 +808,7 @@ class _Reader:
                 # ``a, b = f()``: each name the item it unpacks (``_r0[1]``).
                 for index, element in enumerate(target.elts):
                     self.instances.pop(element.id, None)  # type: ignore[attr-defined]
-                    item = f"{text}[{index}]" if text is not None and _name(text) else None
+                    item = f"{text}[{index}]" if text is not None and text.isidentifier() else None
                     out.append(["set", element.id, item])  # type: ignore[attr-defined]
             elif isinstance(target, ast.Subscript | ast.Attribute) and (
                 isinstance(target, ast.Attribute) or isinstance(target.slice, ast.Constant)
