@@ -125,6 +125,24 @@ class Modules:
             return self.follow(f"{imported.replace(':', '.')}:{func.attr}")
         return None
 
+    def init_of(self, cls: str) -> str | None:
+        """The ``__init__`` that building an object of the pinned class ``cls`` runs: its own,
+        else the first its pinned bases have, searched in order, each base's bases first
+        (``@ray.remote class Worker(WorkerImpl): pass`` runs ``WorkerImpl.__init__``)."""
+        init = f"{cls}.__init__"
+        if init in self.defs:
+            return init
+        node = self.defs[cls]
+        assert isinstance(node, ast.ClassDef), cls
+        for base in node.bases:
+            bare = ast.Call(func=base, args=[], keywords=[])
+            found = self.target(bare, cls.partition(":")[0], None, {})
+            if found is not None and isinstance(self.defs[found], ast.ClassDef):
+                inherited = self.init_of(found)
+                if inherited is not None:
+                    return inherited
+        return None
+
     def callee(
         self, call: ast.Call, module: str, owner: str | None, instances: Mapping[str, str]
     ) -> str | None:

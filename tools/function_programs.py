@@ -25,6 +25,12 @@ is (``file:line``), where a key it reads may be missing. Beside the steps of
                                    unknown (``configs[name]`` handed on)
   ["return", value | None]
 
+A worker builder's call (``RayWorkerBuilder("pkg.module.Worker", config, ...)``, ``WORKER_BUILDERS``)
+builds the worker its dotted path names, on a copy of what it was handed: an ``if`` step on the
+path for each pinned class the function names by dotted path invokes that class's ``__init__``
+(its own, else its bases'), as Ray would on the worker. A loop or ``try`` that may return leaves
+the rest of the function undecided.
+
 A mapping's changes are the mapping's wherever the function holds it
 (``recipekit.upstream.conditions.Tracked``). What a statement the walk does not follow (a loop,
 a ``try``, a nested function) may change is forgotten or changed.
@@ -55,6 +61,11 @@ from tools.guard_reader import (
 MASTER = "__master__"
 # The class a runner builds its master config with.
 MASTER_CLASS = "MasterConfig"
+# The classes NeMo-RL builds its Ray workers with: ``Builder(dotted_path, *args, **kwargs)``
+# names the worker's class by its dotted path, and Ray builds each worker as
+# ``cls(*args, **kwargs)`` on a copy of what it was handed
+# (nemo_rl/distributed/worker_groups.py, RayWorkerBuilder).
+WORKER_BUILDERS = ("nemo_rl.distributed.worker_groups:RayWorkerBuilder",)
 # Calls that change none of their arguments, by the name they are called with: the builtins
 # the guard reader knows, and what a runner calls to print, join paths or time itself.
 PURE_CALLS = PURE_BUILTINS | {
@@ -226,7 +237,9 @@ class Functions:
     """The programs of a pinned tree's functions, each written once (``programs``), and each
     function a program invokes among them."""
 
-    def __init__(self, modules: Modules, pinned: Pinned) -> None:
+    def __init__(
+        self, modules: Modules, pinned: Pinned, builders: tuple[str, ...] = WORKER_BUILDERS
+    ) -> None:
         self.modules = modules
         self.pinned = pinned
         self.mirrored = pinned.mirrored()
@@ -239,6 +252,7 @@ class Functions:
         self.scopes: dict[str, dict[str, str]] = {}
         self.alternatives: dict[str, dict[str, ast.IfExp]] = {}
         self.free: dict[str, list[str]] = {}
+        self.builders = {self._builder(cls) for cls in builders if cls in modules.defs}
         # A script imports its neighbour by its bare name (run_vlm_sft.py: from run_sft import
         # main), as Python finds it on the script's own folder.
         for module, names in modules.imports.items():
@@ -247,6 +261,17 @@ class Functions:
                 head, _, rest = target.partition(":")
                 if package and head not in modules.trees and f"{package}.{head}" in modules.trees:
                     names[name] = f"{package}.{head}:{rest}" if rest else f"{package}.{head}"
+
+    def _builder(self, cls: str) -> str:
+        """The ``__init__`` of the worker builder ``cls``, which must still take the worker's
+        dotted path and then what it hands the worker."""
+        init = self.modules.defs.get(f"{cls}.__init__")
+        arguments = init.args if isinstance(init, ast.FunctionDef) else None
+        if arguments is None or not (
+            len(arguments.args) == 2 and arguments.vararg and arguments.kwarg
+        ):
+            raise SystemExit(f"{cls} no longer builds workers as read: read WORKER_BUILDERS again")
+        return f"{cls}.__init__"
 
     def define(self, qualified: str, fn: ast.FunctionDef) -> str:
         """Note the nested function ``qualified``, as written."""
@@ -373,8 +398,20 @@ class Functions:
         if found is None or "." in found.partition(":")[2]:
             return None
         if isinstance(self.modules.defs[found], ast.ClassDef):
-            found = f"{found}.__init__"
+            found = self.modules.init_of(found) or ""
         return found if isinstance(self.modules.defs.get(found), ast.FunctionDef) else None
+
+    def worker_classes(self, fn: ast.FunctionDef) -> list[tuple[str, str]]:
+        """The pinned classes ``fn`` names by dotted path (``"pkg.module.Class"``), each with
+        the class's qualified name: the workers it may hand a worker builder."""
+        found = []
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                module, _, name = node.value.rpartition(".")
+                cls = self.modules.follow(f"{module}:{name}") if module else None
+                if cls is not None and isinstance(self.modules.defs[cls], ast.ClassDef):
+                    found.append((node.value, cls))
+        return sorted(set(found))
 
     def builds_master(self, call: ast.Call, module: str) -> bool:
         """Whether a call builds the runner's master config (``MasterConfig(**config)``)."""
@@ -391,6 +428,7 @@ class _Reader:
         self.functions = functions
         self.module = module
         self.qualified = qualified
+        self.fn = fn
         # The class it is a method of (its ``self`` and ``cls``), if it is one.
         scope = qualified.partition(":")[2]
         self.owner = scope.rpartition(".")[0] if "." in scope and "<locals>" not in scope else ""
@@ -497,6 +535,8 @@ class _Reader:
                     return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
                 if callee is None:
                     return visited
+                if callee in reader.functions.builders:
+                    out.extend(reader.built_workers(visited, bool(self.quiet)))
                 name = f"_r{reader.made}"
                 reader.made += 1
                 if callee.endswith(".__init__"):
@@ -664,6 +704,35 @@ class _Reader:
             found.append(f"{cls}.{func.attr}")
         return found
 
+    def built_workers(self, call: ast.Call, quiet: bool) -> list[Step]:
+        """What a worker builder's call (``RayWorkerBuilder(worker_cls, config, ...)``) builds:
+        each pinned class this function names by dotted path may be the worker, built on a
+        copy of what the builder is handed after the path (what it changes stays its own).
+        An ``if`` step on the path runs the one it names."""
+        if not call.args or isinstance(call.args[0], ast.Starred):
+            return []
+        path = self.text(call.args[0])
+        where = f"{self.functions.modules.paths[self.module]}:{call.lineno}"
+
+        def copied(value: ast.expr) -> ast.expr:
+            return ast.Call(func=ast.Name(id="deepcopy", ctx=ast.Load()), args=[value], keywords=[])
+
+        args = [a if isinstance(a, ast.Starred) else copied(a) for a in call.args[1:]]
+        keywords = [
+            ast.keyword(arg=k.arg, value=copied(k.value) if k.arg else k.value)
+            for k in call.keywords
+        ]
+        out: list[Step] = []
+        for dotted, cls in self.functions.worker_classes(self.fn):
+            init = self.functions.modules.init_of(cls)
+            if init is None:
+                continue
+            built = ast.Call(func=ast.Name(id=cls, ctx=ast.Load()), args=args, keywords=keywords)
+            invoke = [*self.invoke(init, built, None, quiet), where]
+            test = f"{path} == {dotted!r}" if path else None
+            out.append(["if", test, [invoke], [], [], False])
+        return out
+
     def handed_on(self, name: str) -> Step:
         """A function this one defines, handed to code the walk does not follow (an executor,
         a table of tasks) or stored, which runs it: it runs here, its own parameters unknown."""
@@ -773,6 +842,9 @@ class _Reader:
             out.append(["forget", [statement.name]])
         elif not isinstance(statement, ast.Expr | ast.Pass):
             out += self.effects(statement)
+            if _exits([statement]):
+                # A loop or ``try`` that may return: the rest of the function may not run.
+                out.append(["if", None, [], [], [], True])
         return out
 
     def assignment(self, statement: ast.Assign | ast.AnnAssign | ast.AugAssign) -> list[Step]:

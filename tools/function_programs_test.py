@@ -30,6 +30,10 @@ RUN_X = "examples/run_x.py"
 # What the replay runs: the file's __main__ block, which calls main.
 SCRIPT = "examples.run_x:__main__"
 HELPERS = """
+import copy
+import importlib
+
+
 def normalise(cfg):
     cfg["b"] = cfg["a"] * 2
     return cfg
@@ -81,6 +85,36 @@ class Holder:
         assert cfg["a"] != 10
 
 
+def first_positive(cfg):
+    for value in cfg["vals"]:
+        if value > 0:
+            return value
+    raise ValueError("no positive value")
+
+
+class Builder:
+    # Builds a worker as NeMo-RL's RayWorkerBuilder does: by its dotted path, on a copy of
+    # what it was handed.
+
+    def __init__(self, dotted, *args, **kwargs):
+        self.dotted, self.args, self.kwargs = dotted, args, kwargs
+
+    def create(self):
+        module, _, name = self.dotted.rpartition(".")
+        cls = getattr(importlib.import_module(module), name)
+        return cls(*copy.deepcopy(self.args), **copy.deepcopy(self.kwargs))
+
+
+class WorkerImpl:
+    def __init__(self, cfg, scale=1):
+        assert cfg.get("w", 0) * scale != 2
+        cfg["w"] = 5
+
+
+class Worker(WorkerImpl):
+    pass
+
+
 class Box:
     @staticmethod
     def limit(cfg):
@@ -91,10 +125,12 @@ class Box:
 RUNNER = """
 from replay_fixture.helpers import (
     Box,
+    Builder,
     Holder,
     Logger,
     check,
     enabled,
+    first_positive,
     gym_on,
     normalise,
     opaque,
@@ -142,6 +178,11 @@ def main(config):
     make(section)
     assert not switched(section)
     assert gym_on(section)
+    if "vals" in section:
+        assert first_positive(section) != 6
+    path = "replay_fixture.helpers.Worker" if section["a"] != 5 else "replay_fixture.helpers.Box"
+    Builder(path, section, scale=2).create()
+    assert section.get("w", 0) != 5
     if section.get("hold"):
         opaque(section)
     assert config["s"]["b"] < 9
@@ -169,7 +210,8 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def programs(tree: Path) -> dict[str, list[Any]]:
     texts = {str(p.relative_to(tree)): p.read_text() for p in tree.rglob("*.py")}
     # A label no catalogue entry has: nothing here is mirrored by a hand-written check.
-    functions = Functions(Modules(texts), Pinned(tree, "nemo-rl", (), "synthetic"))
+    pinned = Pinned(tree, "nemo-rl", (), "synthetic")
+    functions = Functions(Modules(texts), pinned, ("replay_fixture.helpers:Builder",))
     assert functions.runner(RUN_X) == SCRIPT
     return {name: entry["program"] for name, entry in functions.kept().items()}
 
@@ -249,6 +291,13 @@ GOOD = {"s": {"a": 3}, "t": {"d": 1}}
         ("a returned constant", {"s": {"a": 3, "gym": False}, "t": {"d": 1}}),
         # What a function returns, converted: its result decides.
         ("a converted result", {"s": {"a": 3, "on2": True}, "t": {"d": 1}}),
+        # A loop may return: what comes after it may not run.
+        ("a loop that returns", {"s": {"a": 3, "vals": [1]}, "t": {"d": 1}}),
+        # A worker built by its dotted path runs its base's __init__, on a copy of the
+        # section (what it stores stays its own: "passes" holds that).
+        ("a worker", {"s": {"a": 3, "w": 1}, "t": {"d": 1}}),
+        # Another class named: no worker's check.
+        ("another class built", {"s": {"a": 5, "w": 1}, "t": {"d": 1}}),
     ],
 )
 def test_the_replay_fails_where_python_does(

@@ -65,6 +65,8 @@ CALLS: dict[str, Callable[..., Any]] = {
     "dict": dict,
     "set": set,
     "sorted": sorted,
+    # ``from copy import deepcopy``: a copy, the original unchanged
+    "deepcopy": copy.deepcopy,
 }
 TYPES: dict[str, type] = {
     "int": int,
