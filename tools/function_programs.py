@@ -25,11 +25,13 @@ is (``file:line``), where a key it reads may be missing. Beside the steps of
                                    unknown (``configs[name]`` handed on)
   ["return", value | None]
 
-A worker builder's call (``RayWorkerBuilder("pkg.module.Worker", config, ...)``, ``WORKER_BUILDERS``)
+A worker builder's call (``WORKER_BUILDERS``: ``RayWorkerBuilder("pkg.module.Worker", config)``)
 builds the worker its dotted path names, on a copy of what it was handed: an ``if`` step on the
 path for each pinned class the function names by dotted path invokes that class's ``__init__``
-(its own, else its bases'), as Ray would on the worker. A loop or ``try`` that may return leaves
-the rest of the function undecided.
+(its own, else its bases'), as Ray would on the worker. A method called on ``self`` is handed
+the same object (``["self", "self"]``), which the replay holds while its ``__init__`` runs. A
+pinned function changes no argument its source only reads from (``_unchanged``). A loop or
+``try`` that may return leaves the rest of the function undecided.
 
 A mapping's changes are the mapping's wherever the function holds it
 (``recipekit.upstream.conditions.Tracked``). What a statement the walk does not follow (a loop,
@@ -199,6 +201,66 @@ def _read_only(annotation: ast.expr) -> bool:
     if name == "Optional" and isinstance(annotation, ast.Subscript):
         return _read_only(annotation.slice)
     return name in _READ_ONLY
+
+
+# Where a value read out of a parameter ends without the function changing the parameter: a
+# test, a comparison, a negation, text; or yielded or returned (a caller that changes a value
+# it is handed back changes it through a name of its own).
+_READING = (
+    ast.Compare,
+    ast.If,
+    ast.While,
+    ast.IfExp,
+    ast.Assert,
+    ast.FormattedValue,
+    ast.Yield,
+    ast.Return,
+)
+
+
+def _unchanged(fn: ast.FunctionDef, parameter: str) -> bool:
+    """Whether ``fn`` leaves its parameter as it is, read from its source: every use of the
+    name reads a value out of it (a key, an attribute, a ``.get``, a pure method) that ends in
+    a test, a comparison, a pure builtin's argument or text, or is yielded or returned (an
+    item of a tuple too); and no other name is set to it."""
+    parents = {c: n for n in ast.walk(fn) for c in ast.iter_child_nodes(n)}
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Name) and node.id == parameter):
+            continue
+        if not isinstance(node.ctx, ast.Load):
+            return False
+        top: ast.AST = node
+        while True:
+            parent = parents.get(top)
+            if isinstance(parent, ast.Subscript | ast.Attribute) and parent.value is top:
+                if not isinstance(parent.ctx, ast.Load):
+                    return False
+                top = parent
+            elif isinstance(parent, ast.Call) and top is parent.func:
+                method = isinstance(top, ast.Attribute) and top.attr in PURE_METHODS
+                if not method:
+                    return False
+                top = parent
+            else:
+                break
+        # An operand of ``and``/``or``, a branch of ``a if t else b``, an item of what is
+        # yielded: its value goes on to where that ends.
+        parent = parents.get(top)
+        while (
+            isinstance(parent, ast.BoolOp)
+            or (isinstance(parent, ast.IfExp) and top is not parent.test)
+            or (isinstance(parent, ast.Tuple) and isinstance(parents.get(parent), ast.Yield))
+        ):
+            top, parent = parent, parents.get(parent)
+        negated = isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
+        pure = (
+            isinstance(parent, ast.Call)
+            and top in parent.args
+            and ast.unparse(parent.func) in PURE_BUILTINS
+        )
+        if not (pure or negated or isinstance(parent, _READING)):
+            return False
+    return True
 
 
 def _held(node: ast.expr) -> list[ast.expr]:
@@ -595,7 +657,17 @@ class _Reader:
             if keyword.arg is not None:
                 given[keyword.arg] = self.text(keyword.value)
         unpacked = starred or any(k.arg is None for k in call.keywords)
-        bindings = []
+        bindings: list[list[str | None]] = []
+        func = call.func
+        if (
+            _takes_receiver(callee, fn)
+            and _bound_to_class(fn) is None
+            and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
+            # A method called on the object its caller holds (self.setup()): the same object.
+            bindings.append(["self", "self"])
         for parameter in [*positional, *(a.arg for a in fn.args.kwonlyargs)]:
             if parameter in given:
                 bindings.append([parameter, given[parameter]])
@@ -770,7 +842,7 @@ class _Reader:
             read_only = {
                 a.arg
                 for a in (*params, *arguments.kwonlyargs)
-                if a.annotation is not None and _read_only(a.annotation)
+                if (a.annotation is not None and _read_only(a.annotation)) or _unchanged(fn, a.arg)
             }
         handed = [
             arg

@@ -8,6 +8,7 @@ at a check the replay says it cannot tell (after code it does not follow)."""
 
 from __future__ import annotations
 
+import ast
 import copy
 import importlib.util
 import sys
@@ -24,12 +25,13 @@ from recipekit.upstream.runners import MASTER
 from tools.config_programs import Pinned
 from tools.every_run import Modules
 from tools.function_programs import MASTER as WRITTEN_MASTER
-from tools.function_programs import Functions
+from tools.function_programs import Functions, _unchanged
 
 RUN_X = "examples/run_x.py"
 # What the replay runs: the file's __main__ block, which calls main.
 SCRIPT = "examples.run_x:__main__"
 HELPERS = """
+import ast
 import copy
 import importlib
 
@@ -115,6 +117,21 @@ class Worker(WorkerImpl):
     pass
 
 
+def peek(cfg):
+    for key in ("x", "y"):
+        if key in cfg and cfg.get(key) is not None:
+            yield key, cfg[key]
+
+
+class Keeper:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.validate()
+
+    def validate(self):
+        assert self.cfg.get("k", 0) != 1
+
+
 class Box:
     @staticmethod
     def limit(cfg):
@@ -126,12 +143,14 @@ RUNNER = """
 from replay_fixture.helpers import (
     Box,
     Builder,
+    Keeper,
     Holder,
     Logger,
     check,
     enabled,
     first_positive,
     gym_on,
+    peek,
     normalise,
     opaque,
     split,
@@ -182,6 +201,10 @@ def main(config):
         assert first_positive(section) != 6
     path = "replay_fixture.helpers.Worker" if section["a"] != 5 else "replay_fixture.helpers.Box"
     Builder(path, section, scale=2).create()
+    Keeper(config.get("u", {}))
+    for key, value in peek(section):
+        print(key, value)
+    assert section.get("z", 0) != 3
     assert section.get("w", 0) != 5
     if section.get("hold"):
         opaque(section)
@@ -298,6 +321,11 @@ GOOD = {"s": {"a": 3}, "t": {"d": 1}}
         ("a worker", {"s": {"a": 3, "w": 1}, "t": {"d": 1}}),
         # Another class named: no worker's check.
         ("another class built", {"s": {"a": 5, "w": 1}, "t": {"d": 1}}),
+        # What a constructor stores on the object it builds reads back in its methods.
+        ("a method of the object being built", {"s": {"a": 3}, "t": {"d": 1}, "u": {"k": 1}}),
+        # A loop over what a pinned function reads out of the section, which it leaves as it
+        # is (read from its source): the section stays known.
+        ("a section read in a loop", {"s": {"a": 3, "x": 1, "z": 3}, "t": {"d": 1}}),
     ],
 )
 def test_the_replay_fails_where_python_does(
@@ -347,3 +375,27 @@ def test_a_read_only_argument_stays_known(programs: dict[str, list[Any]]) -> Non
     follow): declared read-only, the config stays known, and the checks after it judge."""
     found = _replayed(programs, {"s": {"a": 3}, "t": {"d": 0}})
     assert found and found[0].step[0] == "guard"
+
+
+@pytest.mark.parametrize(
+    ("body", "unchanged"),
+    [
+        ("if 'a' in cfg and cfg.get('a'):\n    return cfg['a']['b']", True),
+        ("for k in ('a',):\n    yield k, cfg[k]", True),
+        ("assert len(cfg) > 1 and not cfg.get('x')", True),
+        ("cfg['a'] = 1", False),
+        ("cfg['a']['b'] = 1", False),
+        ("cfg.update({})", False),
+        ("cfg['a'].append(1)", False),
+        ("other(cfg['a'])", False),
+        ("alias = cfg", False),
+        ("section = cfg.get('a') or {}", False),
+        ("return [cfg['a']]", False),
+    ],
+)
+def test_what_a_function_leaves_unchanged_is_read_from_its_source(
+    body: str, unchanged: bool
+) -> None:
+    fn = ast.parse(f"def f(cfg):\n{textwrap.indent(body, '    ')}\n").body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    assert _unchanged(fn, "cfg") is unchanged

@@ -171,8 +171,9 @@ def test_each_rule_a_check_cites_is_one_the_catalogue_gives_it() -> None:
     way need not hold: where upstream states one rule in several places, one check mirrors
     every entry and cites the one its message quotes.)"""
     citing = _citing_checks()
-    # That the search finds them at all (the replay of NeMo-RL's runners took over about 40).
-    assert len(citing) > 120
+    # That the search finds them at all (the replay of NeMo-RL's runners and the workers they
+    # build took over about 50).
+    assert len(citing) > 100
     by_id = {e.id: e for e in ENTRIES}
     wrong = [
         f"{check} cites {rule}, which the catalogue "

@@ -244,6 +244,13 @@ class Tracked(Partial):
                     value.poison()
 
 
+class Built(Model):
+    """The object a replayed ``__init__`` builds (its ``self``): each attribute it stored, read
+    back as stored (``self.cfg = config``: ``self.cfg["k"]`` reads the config's ``k``); an
+    attribute it did not store is unknown. It holds what it stores only while the replay
+    holds it (``recipekit.upstream.replay``)."""
+
+
 class TrackedModel(Tracked, Model):
     """A pydantic model's values as a replayed function holds them (its fields read as
     attributes)."""

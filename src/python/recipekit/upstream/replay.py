@@ -144,20 +144,32 @@ def _changed(text: str, state: dict[str, Any]) -> None:
     if known and isinstance(value, conditions.Tracked):
         value.poison()
         return
+    if known and isinstance(value, conditions.Built):
+        _released(value)
+        return
     if known and isinstance(value, conditions.IMMUTABLE):
         return  # no code can change it
+    # What changes is inside the nearest owner the replay holds: its key there is unknown.
     parent, key = conditions.split_chain(text)
-    if parent is not None:
+    while parent is not None:
         known, owner = conditions.evaluated(parent, state)
         if known and isinstance(owner, conditions.Tracked):
             owner.forget(key)
             return
+        if known and isinstance(owner, conditions.Built):
+            _escaped(owner.pop(key, None))
+            return
+        if known:
+            break
+        parent, key = conditions.split_chain(parent)
     read = conditions.names(text)
     root = read[0] if read else None
     if root is not None:
         value = state.pop(root, None)
         if isinstance(value, conditions.Tracked):
             value.poison()
+        elif isinstance(value, conditions.Built):
+            _released(value)
 
 
 def _store(
@@ -184,12 +196,25 @@ def _store(
             owner.put(key, stored)
         else:
             owner.forget(key)
+    elif known and isinstance(owner, conditions.Built):
+        if ok and exact:
+            owner[key] = stored
+        else:
+            _escaped(owner.pop(key, None))
     else:
-        for root in roots:
-            _changed(root, state)
+        for changed in [container] if container is not None else roots:
+            _changed(changed, state)
         # A config mapping kept in an object the replay does not hold (self.config = config)
         # may be changed through it later, by code the replay does not follow.
         _escaped(stored)
+
+
+def _released(built: conditions.Built) -> None:
+    """An object a replayed ``__init__`` built leaves what the replay follows (handed on, or
+    returned to a caller that does not hold it): every config mapping it holds may change
+    from now on, and none of its attributes is known."""
+    _escaped(dict(built))
+    built.clear()
 
 
 def _escaped(value: Any) -> None:
@@ -385,7 +410,7 @@ def _invoke(step: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame
     _, name, bindings, target, quiet = step[:5]
     program = run.functions.get(name)
     if not frame.decided or program is None or run.depth >= _DEPTH:
-        _unsure([step], state)
+        _unsure([step], state, run)
         return
     own = dict(run.given)
     # A call that may not run (quiet) may not read its arguments either: no failure there.
@@ -395,8 +420,14 @@ def _invoke(step: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame
         if known:
             own[parameter] = value
             _originate(own, parameter, argument, value, state)
+    built = None
+    if name.endswith(".__init__"):
+        # The object it builds: held while it runs, released to its caller after.
+        built = own["self"] = conditions.Built()
     inner = _Run(run.found, run.functions, run.given, run.depth + 1)
     returned = _function(program, own, inner, _Frame(quiet=frame.quiet or quiet))
+    if built is not None:
+        _released(built)
     if target is not None:
         if returned.known:
             state[target] = returned.value

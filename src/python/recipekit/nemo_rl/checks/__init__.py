@@ -27,7 +27,6 @@ ERROR_CHECKS: tuple[Check, ...] = (
     batch_and_layout.batch_divides_data_parallel,
     batch_and_layout.micro_batches_agree_at_large_tp,
     resources.vllm_fits_generation_gpus,
-    settings.megatron_settings_agree,
     settings.math_verifier_is_set,
     settings.math_verifier_type_is_known,
     settings.model_overrides_name_no_first_class_key,

@@ -19,52 +19,6 @@ from recipekit.nemo_rl.schema_super_v3 import MathEnvironment
 from recipekit.upstream.allowed import allowed
 
 
-def megatron_settings_agree(ctx: CheckContext) -> Iterator[Issue]:
-    m, policy = ctx.megatron, ctx.config.policy
-    if m is None:
-        return
-    opt = m.optimizer
-    fraction = opt.optimizer_offload_fraction
-    if runs_super35(ctx.config):
-        # super-v3.5-posttraining offloads any share: setup.py, _validate_optimizer_config.
-        if opt.optimizer_cpu_offload and not 0 < fraction <= 1:
-            yield Issue(
-                f"{MEGATRON}.optimizer.optimizer_offload_fraction",
-                "NeMo-RL's Megatron setup refuses it: optimizer_cpu_offload needs a fraction in"
-                " (0, 1] ("
-                + where(
-                    "nemo-rl.models.megatron.setup.validate-optimizer-config.cpu-offloaded-optimizer-offloads-share"
-                )
-                + ")",
-                value=fraction,
-            )
-    elif opt.optimizer_cpu_offload and fraction != 1.0:
-        yield Issue(
-            f"{MEGATRON}.optimizer.optimizer_offload_fraction",
-            "NeMo-RL offloads the whole optimizer state: with optimizer_cpu_offload it must be 1.0"
-            f" ({where('nemo-rl.megatron-setup.v3.whole-optimizer-offload')})",
-            value=fraction,
-        )
-    if opt.optimizer_cpu_offload and opt.optimizer != "adam":
-        yield Issue(
-            f"{MEGATRON}.optimizer.optimizer",
-            "with optimizer_cpu_offload Megatron-Core silently switches anything but adam to SGD",
-            value=opt.optimizer,
-        )
-    if isinstance(policy.logprob_chunk_size, int) and m.defer_fp32_logits is not True:
-        yield Issue(
-            "policy.logprob_chunk_size",
-            "chunked logprobs need policy.megatron_cfg.defer_fp32_logits: true",
-            value=policy.logprob_chunk_size,
-        )
-    if m.moe_enable_deepep and m.moe_token_dispatcher_type != "flex":
-        yield Issue(
-            f"{MEGATRON}.moe_token_dispatcher_type",
-            "DeepEP (moe_enable_deepep) needs the flex dispatcher",
-            value=m.moe_token_dispatcher_type,
-        )
-
-
 def _math_environments(ctx: CheckContext) -> Iterator[tuple[str, MathEnvironment]]:
     """Each math environment the config sets, by name (super-v3: ``env`` is a dict of them;
     main: ``env.math``)."""
@@ -116,8 +70,7 @@ def math_verifier_type_is_known(ctx: CheckContext) -> Iterator[Issue]:
         elif env.verifier_type not in verifiers.values:
             yield Issue(
                 f"env.{name}.verifier_type",
-                "no math environment has a verifier worker of that name "
-                f"({verifiers.cited()})",
+                "no math environment has a verifier worker of that name " f"({verifiers.cited()})",
                 value=env.verifier_type,
                 hint=did_you_mean(
                     env.verifier_type, verifiers.values, what="verifier types", most=1

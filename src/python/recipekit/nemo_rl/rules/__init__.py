@@ -86,10 +86,7 @@ _POLICY_SETUP_ERRORS: tuple[Check, ...] = (
 )
 _POLICY_MEGATRON_SETUP_ERRORS_SUPER35: tuple[Check, ...] = (
     megatron_setup.yarn_rope_scaling_names_every_field,
-    megatron_setup.cpu_offload_needs_distributed_optimizer,
-    megatron_setup.d2h_overlap_needs_cpu_offload,
     megatron_setup.fused_logprobs_without_context_parallel,
-    megatron_setup.fused_logprobs_without_param_gather_overlap,
 )
 _POLICY_WORKER_ERRORS_SUPER35: tuple[Check, ...] = (
     *megatron_peft.SUPER35_ERROR_CHECKS,
@@ -123,7 +120,6 @@ _TRAINING_ERRORS: tuple[Check, ...] = (
 )
 _TRAINING_ERRORS_SUPER_V3: tuple[Check, ...] = (
     *loss.CLIPPED_PG_SUPER_V3_ERROR_CHECKS,
-    *megatron_peft.SUPER_V3_ERROR_CHECKS,
     *_POLICY_WORKER_ERRORS_SUPER_V3,
 )
 _TRAINING_ERRORS_SUPER35: tuple[Check, ...] = (
@@ -208,7 +204,6 @@ WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
 # own (GRPO's tuples hold each of them: policy_rules_test.py).
 _POLICY_CHECKS: tuple[Check, ...] = (
     batch_and_layout.micro_batches_agree_at_large_tp,
-    settings.megatron_settings_agree,
     settings.model_overrides_name_no_first_class_key,
     settings.model_overrides_are_provider_fields,
     settings.model_overrides_keep_the_checkpoints_shape,
@@ -230,7 +225,6 @@ POLICY_WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
 POLICY_ERROR_CHECKS_SUPER_V3: tuple[Check, ...] = (
     *_POLICY_CHECKS,
     *_POLICY_SETUP_ERRORS,
-    *megatron_peft.SUPER_V3_ERROR_CHECKS,
     *_POLICY_WORKER_ERRORS_SUPER_V3,
     *MCORE_ERRORS,
 )

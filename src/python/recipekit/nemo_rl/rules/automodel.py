@@ -94,7 +94,9 @@ def packing_needs_a_text_tokenizer(ctx: CheckContext) -> Iterator[Issue]:
 )
 def yarn_rope_scaling_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
     """setup.py, validate_and_prepare_config: YaRN rope scaling set through hf_config_overrides is
-    not supported on the Automodel back-end."""
+    not supported on the Automodel back-end. Kept by hand: GRPO hands the same overrides to its
+    vLLM generation, which keeps them, so the replay cannot tell them by the time the worker
+    starts."""
     for where, section in _v2_sections(ctx):
         overrides = given_at(section, "hf_config_overrides")
         rope = overrides.get("rope_scaling") if isinstance(overrides, dict) else None
@@ -105,24 +107,6 @@ def yarn_rope_scaling_needs_megatron(ctx: CheckContext) -> Iterator[Issue]:
                 "does not support it, the Megatron one does",
                 value="yarn",
                 hint=f"train with {where}.megatron_cfg.enabled: true for YaRN",
-            )
-
-
-@mirrors(
-    v35="nemo-rl.automodel.setup.validate-and-prepare-config.no-context-parallelism-sequence-packing"
-)
-def context_parallel_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py, validate_and_prepare_config: the v2 worker does not combine context parallelism
-    with sequence packing."""
-    for where, section in _v2_sections(ctx):
-        cp = _size(given_at(section, "dtensor_cfg"), "context_parallel_size")
-        if cp > 1 and _packs(section):
-            yield Issue(
-                f"{where}.dtensor_cfg.context_parallel_size",
-                f"the v2 DTensor worker refuses it with {where}.sequence_packing.enabled: "
-                f"packed sequences do not run context-parallel on FSDP2",
-                value=cp,
-                hint="set it 1, or disable sequence packing",
             )
 
 
@@ -326,7 +310,6 @@ def cpu_offload_with_non_colocated_refit(ctx: CheckContext) -> Iterator[Issue]:
 ERROR_CHECKS: tuple[Check, ...] = (
     packing_needs_a_text_tokenizer,
     yarn_rope_scaling_needs_megatron,
-    context_parallel_without_sequence_packing,
     cpu_offload_needs_several_gpus,
     context_parallel_without_sequence_parallel,
     context_parallel_needs_a_text_tokenizer,

@@ -14,7 +14,7 @@ from recipekit.errors import Issue
 from recipekit.markers import UNSET, Unset
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
-from recipekit.nemo_rl.rules.citation import cite, line_of, mirrors
+from recipekit.nemo_rl.rules.citation import cite, line_of
 
 if TYPE_CHECKING:
     # The examples' schema is imported by the stages that run an example, not by every plan.
@@ -35,23 +35,6 @@ def enabled_peft(ctx: CheckContext) -> MegatronPeft | Mapping[str, Any] | None:
 
 def _field(peft: MegatronPeft | Mapping[str, Any], key: str) -> Any:
     return peft.get(key) if isinstance(peft, Mapping) else getattr(peft, key)
-
-
-@mirrors(
-    v3="nemo-rl.v3.models.megatron.setup.setup-model-and-optimizer.frozen-moe-router-not-supported-peft"
-)
-def frozen_router_without_peft(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py, setup_model_and_optimizer (super-v3): freezing the MoE router is not supported
-    together with LoRA (super-v3.5 dropped the refusal)."""
-    m = ctx.megatron
-    if m is not None and m.freeze_moe_router and enabled_peft(ctx) is not None:
-        yield Issue(
-            "policy.megatron_cfg.freeze_moe_router",
-            "NeMo-RL's Megatron setup refuses it with policy.megatron_cfg.peft.enabled: a "
-            "frozen MoE router is not supported with PEFT",
-            value=True,
-            hint="set it false, or disable peft",
-        )
 
 
 def _peft_names(ctx: CheckContext, key: str, rule: str, reference_rule: str) -> Iterator[Issue]:
@@ -90,5 +73,4 @@ def peft_names_its_lora_alpha(ctx: CheckContext) -> Iterator[Issue]:
     )
 
 
-SUPER_V3_ERROR_CHECKS = (frozen_router_without_peft,)
 SUPER35_ERROR_CHECKS = (peft_names_its_lora_dim, peft_names_its_lora_alpha)

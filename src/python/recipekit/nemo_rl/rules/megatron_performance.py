@@ -29,21 +29,6 @@ def _offloaded_modules(ctx: CheckContext) -> tuple[str, ...] | None:
 
 
 @mirrors(
-    v35="nemo-rl.models.megatron.setup.apply-performance-config.fine-grained-activation-offloading-lists-modules"
-)
-def activation_offloading_names_its_modules(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py, _apply_performance_config (super-v3.5): fine-grained activation offloading needs a
-    non-empty list of the modules to offload."""
-    if _offloaded_modules(ctx) == ():
-        yield Issue(
-            f"{MEGATRON}.offload_modules",
-            "NeMo-RL's Megatron setup refuses fine_grained_activation_offloading without a "
-            "non-empty list of modules to offload",
-            hint="list the modules, or set fine_grained_activation_offloading false",
-        )
-
-
-@mirrors(
     v35="nemo-rl.models.megatron.setup.apply-performance-config.moe-only-offload-module-needs-moe"
 )
 def moe_only_offload_modules_need_moe_model(ctx: CheckContext) -> Iterator[Issue]:
@@ -76,5 +61,5 @@ def full_iteration_cuda_graph_skips_nan_check(ctx: CheckContext) -> Iterator[Iss
         )
 
 
-ERROR_CHECKS = (activation_offloading_names_its_modules, moe_only_offload_modules_need_moe_model)
+ERROR_CHECKS = (moe_only_offload_modules_need_moe_model,)
 WARNING_CHECKS = (full_iteration_cuda_graph_skips_nan_check,)

@@ -158,43 +158,6 @@ def fp8_param_may_give_nan(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @mirrors(
-    v35="nemo-rl.models.megatron.setup.validate-optimizer-config.cpu-offloaded-optimizer-needs-distributed-optimizer"
-)
-def cpu_offload_needs_distributed_optimizer(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py, _validate_optimizer_config (super-v3.5): the offloaded optimizer is the distributed
-    one."""
-    m = ctx.megatron
-    if (
-        m is not None
-        and m.optimizer.optimizer_cpu_offload
-        and not m.optimizer.use_distributed_optimizer
-    ):
-        yield Issue(
-            f"{OPTIMIZER}.use_distributed_optimizer",
-            "NeMo-RL's Megatron setup refuses it false with optimizer_cpu_offload",
-            value=False,
-            hint="set it true, or optimizer_cpu_offload false",
-        )
-
-
-@mirrors(
-    v35="nemo-rl.models.megatron.setup.validate-optimizer-config.overlapped-host-copies-need-cpu-offloaded"
-)
-def d2h_overlap_needs_cpu_offload(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py, _validate_optimizer_config (super-v3.5): overlapping host copies needs an optimizer
-    on the host."""
-    m = ctx.megatron
-    if m is None or value_of(m.optimizer, "overlap_cpu_optimizer_d2h_h2d") is not True:
-        return
-    if not m.optimizer.optimizer_cpu_offload:
-        yield Issue(
-            f"{OPTIMIZER}.overlap_cpu_optimizer_d2h_h2d",
-            "NeMo-RL's Megatron setup refuses it without optimizer_cpu_offload",
-            value=True,
-        )
-
-
-@mirrors(
     v35="nemo-rl.models.megatron.setup.apply-parallelism-config.context-parallelism-excludes-fused-linear-logprobs"
 )
 def fused_logprobs_without_context_parallel(ctx: CheckContext) -> Iterator[Issue]:
@@ -207,25 +170,6 @@ def fused_logprobs_without_context_parallel(ctx: CheckContext) -> Iterator[Issue
             f"NeMo-RL's Megatron setup refuses it with context_parallel_size = "
             f"{m.context_parallel_size}: the fused loss does not support context parallelism",
             value=True,
-        )
-
-
-@mirrors(
-    v35="nemo-rl.models.megatron.setup.create-megatron-config.fused-linear-logprobs-exclude-overlapped-parameter"
-)
-def fused_logprobs_without_param_gather_overlap(ctx: CheckContext) -> Iterator[Issue]:
-    """setup.py, _create_megatron_config (super-v3.5): the fused path skips the output layer's
-    forward, which the overlapped parameter gather waits on."""
-    m = ctx.megatron
-    if m is None or not fused_linear_logprobs(ctx):
-        return
-    if m.distributed_data_parallel_config.overlap_param_gather:
-        yield Issue(
-            f"{MEGATRON}.use_fused_linear_logprobs",
-            "NeMo-RL's Megatron setup refuses it with distributed_data_parallel_config."
-            "overlap_param_gather: the fused forward leaves a parameter gather pending",
-            value=True,
-            hint="set one of them false",
         )
 
 
@@ -288,10 +232,7 @@ ERROR_CHECKS = (
     precision_aware_optimizer_states_fp16,
     float32_optimizer_takes_no_half_flags,
     fp8_cfg_names_every_key,
-    cpu_offload_needs_distributed_optimizer,
-    d2h_overlap_needs_cpu_offload,
     fused_logprobs_without_context_parallel,
-    fused_logprobs_without_param_gather_overlap,
     colocated_reshard_without_draft,
     colocated_reshard_without_peft,
 )

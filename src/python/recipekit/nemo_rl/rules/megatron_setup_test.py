@@ -99,7 +99,7 @@ UNPACKED = "policy.sequence_packing.enabled=false"
                 UNPACKED,
                 "policy.megatron_cfg.distributed_data_parallel_config." "overlap_param_gather=true",
             ),
-            "policy.megatron_cfg.use_fused_linear_logprobs",
+            "policy.megatron_cfg.distributed_data_parallel_config.overlap_param_gather",
             where(
                 "nemo-rl.models.megatron.setup.create-megatron-config.fused-linear-logprobs-exclude-overlapped-parameter"
             ),

@@ -13,7 +13,8 @@ in a training worker's env_vars refused as if vLLM read them; vLLM tensor parall
 nodes and a packing budget below the sequence length refused where they are risks; the importer
 moving a whole generation section where one key inside it was rejected (PPO's unused
 mcore_generation_config); the null TRT-LLM's example gives a NotRequired key that NeMo-RL reads
-only with ``.get`` (tools/generate_declared.py).
+only with ``.get`` (tools/generate_declared.py); four of super-v3's Megatron examples that
+its Megatron worker, replayed, cannot start (no ``mtp_*`` keys).
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ ULTRA = (
     "and with its segment_size 16 NeMo-RL's select_segment_nodes raises for a node count that "
     "is no multiple of it; ultra_launch.sh sets the run's real counts"
 )
+MTP = {
+    f"megatron_cfg.mtp_{key}"
+    for key in ("detach_heads", "loss_scaling_factor", "num_layers", "use_repeated_layer")
+}
+STALE_MTP = (
+    "no mtp_* keys in its megatron_cfg: super-v3's Megatron worker reads them without a "
+    "default (setup.py, _apply_mtp_config), a KeyError before the model is built"
+)
 # config -> (the keys it is refused on, why the refusal stands)
 REFUSED: dict[str, tuple[set[str], str]] = {
     "main/examples/configs/grpo_sliding_puzzle.yaml": (
@@ -54,6 +63,18 @@ REFUSED: dict[str, tuple[set[str], str]] = {
             ULTRA,
         )
         for name in ("mopd", "reasoning_teacher", "student_rlvr1", "student_rlvr2")
+    },
+    "super-v3/examples/configs/distillation_math_megatron.yaml": (
+        {f"{section}.{key}" for section in ("policy", "teacher") for key in MTP},
+        STALE_MTP,
+    ),
+    **{
+        f"super-v3/examples/{name}.yaml": ({f"policy.{key}" for key in MTP}, STALE_MTP)
+        for name in (
+            "configs/sft_openmathinstruct2_megatron",
+            "configs/vlm_grpo_3B_megatron",
+            "nemo_gym/grpo_nanov3",
+        )
     },
     ONE_NODE_WITH_GYM: (
         {"env.nemo_gym.num_gpu_nodes"},
