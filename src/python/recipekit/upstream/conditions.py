@@ -312,6 +312,7 @@ def reads_a_key(text: str) -> bool:
     return isinstance(node, ast.Name)
 
 
+@cache
 def split_chain(chain: str) -> tuple[str | None, str]:
     """(the owner's text, the key) of a chain's last link (``a.b["c"]``: ``a.b``, ``c``);
     (None, "") where it ends in no attribute or constant subscript."""
@@ -329,20 +330,31 @@ def keyed(chain: str, values: Mapping[str, Any]) -> str | None:
     ``grpo``): the key path of the longest part of it that is a ``Tracked`` mapping, then the
     rest of the chain; a name the function set from a key's value, that key (``ORIGINS``);
     None where no part of it is one."""
-    node: ast.expr = _parse(chain)
     origins = values.get(ORIGINS, {})
-    if isinstance(node, ast.Name) and node.id in origins:
-        return str(origins[node.id])
+    if chain in origins:
+        return str(origins[chain])
+    for text, rest in _owners(chain):
+        known, value = evaluated(text, values)
+        if known and isinstance(value, Tracked):
+            return ".".join([p for p in (value.path, *rest) if p])
+    return None
+
+
+@cache
+def _owners(chain: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The parts of a chain ``keyed`` evaluates, longest first, each with the keys the chain
+    reads after it: the chain itself, and each owner of a link that is a name, an attribute
+    or a subscript, or the owner of a ``.get("k")`` (``(section or {}).get("k")``)."""
+    node: ast.expr = _parse(chain)
+    found = []
     rest: list[str] = []
-    # Any owner of a .get("k") is evaluated ((section or {}).get("k")); else only a chain.
     read = isinstance(node, ast.Name | ast.Attribute | ast.Subscript)
     while True:
-        known, value = evaluated(ast.unparse(node), values) if read else (False, None)
-        if known and isinstance(value, Tracked):
-            return ".".join([p for p in (value.path, *reversed(rest)) if p])
+        if read:
+            found.append((ast.unparse(node), tuple(reversed(rest))))
         link = _link(node)
         if link is None:
-            return None
+            return tuple(found)
         read = keyed_call(node) is not None or isinstance(
             link[0], ast.Name | ast.Attribute | ast.Subscript
         )
