@@ -463,6 +463,30 @@ class Functions:
             found = self.modules.init_of(found) or ""
         return found if isinstance(self.modules.defs.get(found), ast.FunctionDef) else None
 
+    def record_fields(self, call: ast.Call, module: str) -> list[tuple[str, ast.expr | None]]:
+        """The fields, in order, each with its default, of the pinned record class a call
+        builds (a ``NamedTuple``, or a ``@dataclass`` that writes no ``__init__`` of its own);
+        none for another call."""
+        found = self.modules.target(call, module, None, {})
+        node = self.modules.defs.get(found) if found is not None else None
+        if not isinstance(node, ast.ClassDef) or f"{found}.__init__" in self.modules.defs:
+            return []
+        named = {ast.unparse(b).rpartition(".")[2] for b in node.bases}
+        decorators = {
+            ast.unparse(d.func if isinstance(d, ast.Call) else d).rpartition(".")[2]
+            for d in node.decorator_list
+        }
+        if "NamedTuple" not in named and "dataclass" not in decorators:
+            return []
+        return [
+            (statement.target.id, statement.value)
+            for statement in node.body
+            if isinstance(statement, ast.AnnAssign)
+            and isinstance(statement.target, ast.Name)
+            and "ClassVar" not in ast.unparse(statement.annotation)
+            and not (isinstance(statement.value, ast.Call) and statement.value.keywords)
+        ]
+
     def worker_classes(self, fn: ast.FunctionDef) -> list[tuple[str, str]]:
         """The pinned classes ``fn`` names by dotted path (``"pkg.module.Class"``), each with
         the class's qualified name: the workers it may hand a worker builder."""
@@ -588,6 +612,10 @@ class _Reader:
                     callee, visited = found
                 if callee is None and (picked := reader.picked(visited, out)) is not None:
                     return ast.copy_location(picked, node)
+                if callee is None and (
+                    fields := reader.functions.record_fields(visited, reader.module)
+                ):
+                    return ast.copy_location(reader.record(visited, fields, out), node)
                 if callee is None and (choices := reader.dispatched(visited)):
                     # One of them runs, which one unknown: each may, its checks quiet.
                     name = f"_r{reader.made}"
@@ -775,6 +803,27 @@ class _Reader:
                 return []
             found.append(f"{cls}.{func.attr}")
         return found
+
+    def record(
+        self, call: ast.Call, fields: list[tuple[str, ast.expr | None]], out: list[Step]
+    ) -> ast.Name:
+        """A record a call builds (``RuntimeConfig(model_config=..., cp_size=...)``): an object
+        the replay holds (``conditions.Built``), each field stored from its argument or its
+        default, and unknown where neither is known; the name it is held by."""
+        name = f"_r{self.made}"
+        self.made += 1
+        out.append(["set", name, f"{conditions.BUILT}()"])
+        given: dict[str, ast.expr | None] = dict(fields)
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(
+            k.arg is None for k in call.keywords
+        ):
+            given = {field: None for field in given}
+        else:
+            given |= {field: value for (field, _), value in zip(fields, call.args, strict=False)}
+            given |= {k.arg: k.value for k in call.keywords if k.arg is not None}
+        for field, value in given.items():
+            out.append(["store", name, field, self.text(value), []])
+        return ast.Name(id=name, ctx=ast.Load())
 
     def built_workers(self, call: ast.Call, quiet: bool) -> list[Step]:
         """What a worker builder's call (``RayWorkerBuilder(worker_cls, config, ...)``) builds:

@@ -31,9 +31,9 @@ RUN_X = "examples/run_x.py"
 # What the replay runs: the file's __main__ block, which calls main.
 SCRIPT = "examples.run_x:__main__"
 HELPERS = """
-import ast
 import copy
 import importlib
+from typing import NamedTuple
 
 
 def normalise(cfg):
@@ -117,6 +117,16 @@ class Worker(WorkerImpl):
     pass
 
 
+class Settings(NamedTuple):
+    size: int
+    extra: dict
+    fallback: int = 4
+
+
+def settings_of(cfg):
+    return Settings(cfg.get("size", 1), extra=load_more())
+
+
 def peek(cfg):
     for key in ("x", "y"):
         if key in cfg and cfg.get(key) is not None:
@@ -151,6 +161,7 @@ from replay_fixture.helpers import (
     first_positive,
     gym_on,
     peek,
+    settings_of,
     normalise,
     opaque,
     split,
@@ -205,6 +216,8 @@ def main(config):
     for key, value in peek(section):
         print(key, value)
     assert section.get("z", 0) != 3
+    made = settings_of(section)
+    assert made.size * made.fallback != 8
     assert section.get("w", 0) != 5
     if section.get("hold"):
         opaque(section)
@@ -326,6 +339,8 @@ GOOD = {"s": {"a": 3}, "t": {"d": 1}}
         # A loop over what a pinned function reads out of the section, which it leaves as it
         # is (read from its source): the section stays known.
         ("a section read in a loop", {"s": {"a": 3, "x": 1, "z": 3}, "t": {"d": 1}}),
+        # A NamedTuple a function builds and returns: its fields, given or defaulted, read back.
+        ("a record's fields", {"s": {"a": 3, "size": 2}, "t": {"d": 1}}),
     ],
 )
 def test_the_replay_fails_where_python_does(

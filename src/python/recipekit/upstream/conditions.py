@@ -251,6 +251,12 @@ class Built(Model):
     holds it (``recipekit.upstream.replay``)."""
 
 
+# What a replayed function's program calls a record it builds (``Built``: a NamedTuple's or a
+# dataclass's fields), a name no upstream source uses.
+BUILT = "__built__"
+CALLS[BUILT] = lambda: Built()
+
+
 class TrackedModel(Tracked, Model):
     """A pydantic model's values as a replayed function holds them (its fields read as
     attributes)."""

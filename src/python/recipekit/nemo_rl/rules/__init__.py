@@ -173,7 +173,6 @@ WARNING_CHECKS_SUPER_V3: tuple[Check, ...] = (
 ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
     *_SHARED_ERRORS,
     *validation.ERROR_CHECKS,
-    loss.fused_logprobs_without_sampling_filter,
     loss.distillation_needs_prev_logprobs,
     *loss.CLIPPED_PG_SUPER35_ERROR_CHECKS,
     *vllm_kwargs.SUPER35_ERROR_CHECKS,

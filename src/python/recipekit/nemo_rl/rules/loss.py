@@ -19,27 +19,6 @@ def fused_linear_logprobs(ctx: CheckContext) -> bool:
     return ctx.megatron is not None and value_of(ctx.megatron, "use_fused_linear_logprobs") is True
 
 
-@mirrors(v35="nemo-rl.grpo.fused-logprobs-without-sampling-filter")
-def fused_logprobs_without_sampling_filter(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py, setup (super-v3.5): the fused path reads unfiltered logits, so training-time
-    top-k / top-p filtering cannot apply."""
-    gen = ctx.generation
-    if gen is None or not fused_linear_logprobs(ctx):
-        return
-    top_k_filters = isinstance(gen.top_k, int) and gen.top_k > 0
-    top_p_filters = gen.top_p is not None and gen.top_p != 1.0
-    if top_k_filters or top_p_filters:
-        key = "top_k" if top_k_filters else "top_p"
-        yield Issue(
-            "policy.megatron_cfg.use_fused_linear_logprobs",
-            f"NeMo-RL's GRPO setup refuses it with policy.generation.{key} = "
-            f"{getattr(gen, key)!r}: the fused path computes log-probabilities from unfiltered "
-            f"logits",
-            value=True,
-            hint="set it false, or policy.generation.top_k null and top_p 1.0",
-        )
-
-
 @mirrors(
     v3="nemo-rl.grpo.v3.skipped-reference-logprobs-need-zero-kl",
     v35="nemo-rl.grpo.skipped-reference-logprobs-need-zero-kl",
@@ -412,7 +391,6 @@ CLIPPED_PG_SUPER_V3_WARNING_CHECKS = (truncation_settings_ignored_without_ratio,
 
 
 ERROR_CHECKS = (
-    fused_logprobs_without_sampling_filter,
     skipped_reference_logprobs_need_zero_kl,
     distillation_needs_prev_logprobs,
 )
