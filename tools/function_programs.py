@@ -1023,7 +1023,10 @@ class _Flow:
     may return one."""
 
     def __init__(self, programs: dict[str, dict[str, Any]]) -> None:
-        self.given: dict[str, set[str]] = {name: set() for name in programs}
+        # An __init__'s self is the object the replay holds while it runs.
+        self.given: dict[str, set[str]] = {
+            name: {"self"} if name.endswith(".__init__") else set() for name in programs
+        }
         self.returning: set[str] = set()
         self.changed = False
 

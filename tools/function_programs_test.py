@@ -136,10 +136,12 @@ def peek(cfg):
 class Keeper:
     def __init__(self, cfg):
         self.cfg = cfg
+        self.k = cfg.get("k", 0)
         self.validate()
 
     def validate(self):
-        assert self.cfg.get("k", 0) != 1
+        assert self.cfg.get("j", 0) != 1
+        assert self.k != 1
 
 
 class Box:
@@ -335,7 +337,8 @@ GOOD = {"s": {"a": 3}, "t": {"d": 1}}
         # Another class named: no worker's check.
         ("another class built", {"s": {"a": 5, "w": 1}, "t": {"d": 1}}),
         # What a constructor stores on the object it builds reads back in its methods.
-        ("a method of the object being built", {"s": {"a": 3}, "t": {"d": 1}, "u": {"k": 1}}),
+        ("a method of the object being built", {"s": {"a": 3}, "t": {"d": 1}, "u": {"j": 1}}),
+        ("an attribute of the object being built", {"s": {"a": 3}, "t": {"d": 1}, "u": {"k": 1}}),
         # A loop over what a pinned function reads out of the section, which it leaves as it
         # is (read from its source): the section stays known.
         ("a section read in a loop", {"s": {"a": 3, "x": 1, "z": 3}, "t": {"d": 1}}),
@@ -383,6 +386,9 @@ def test_a_refusal_names_the_config_key_a_name_was_read_from(
     [gym] = _replayed(programs, {"s": {"a": 3, "gym": False}, "t": {"d": 1}})
     [result] = conditions.read(gym.step[1])  # not _rN
     assert conditions.keyed(result, gym.values) == "s.gym"
+    # An attribute the object being built stored from a key is about that key.
+    [kept] = _replayed(programs, {"s": {"a": 3}, "t": {"d": 1}, "u": {"k": 1}})
+    assert conditions.keyed("self.k", kept.values) == "u.k"
 
 
 def test_a_read_only_argument_stays_known(programs: dict[str, list[Any]]) -> None:

@@ -248,7 +248,13 @@ class Built(Model):
     """The object a replayed ``__init__`` builds (its ``self``): each attribute it stored, read
     back as stored (``self.cfg = config``: ``self.cfg["k"]`` reads the config's ``k``); an
     attribute it did not store is unknown. It holds what it stores only while the replay
-    holds it (``recipekit.upstream.replay``)."""
+    holds it (``recipekit.upstream.replay``). ``origins``: the config key each attribute it
+    stored from one holds (``self.ratio = cfg["ratio"]``), which a refusal that reads it is
+    about."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.origins: dict[str, str] = {}
 
 
 # What a replayed function's program calls a record it builds (``Built``: a NamedTuple's or a
@@ -343,6 +349,8 @@ def keyed(chain: str, values: Mapping[str, Any]) -> str | None:
         known, value = evaluated(text, values)
         if known and isinstance(value, Tracked):
             return ".".join([p for p in (value.path, *rest) if p])
+        if known and isinstance(value, Built) and rest and rest[0] in value.origins:
+            return ".".join([value.origins[rest[0]], *rest[1:]])
     return None
 
 

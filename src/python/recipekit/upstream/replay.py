@@ -197,8 +197,12 @@ def _store(
         else:
             owner.forget(key)
     elif known and isinstance(owner, conditions.Built):
+        owner.origins.pop(key, None)
         if ok and exact:
             owner[key] = stored
+            origin = _origin(value, stored, state)
+            if origin:
+                owner.origins[key] = origin
         else:
             _escaped(owner.pop(key, None))
     else:
@@ -215,6 +219,7 @@ def _released(built: conditions.Built) -> None:
     from now on, and none of its attributes is known."""
     _escaped(dict(built))
     built.clear()
+    built.origins.clear()
 
 
 def _escaped(value: Any) -> None:

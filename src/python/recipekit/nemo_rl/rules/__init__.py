@@ -118,10 +118,7 @@ _TRAINING_ERRORS: tuple[Check, ...] = (
     async_grpo.async_grpo_colocated_generation,
     *_POLICY_SETUP_ERRORS,
 )
-_TRAINING_ERRORS_SUPER_V3: tuple[Check, ...] = (
-    *loss.CLIPPED_PG_SUPER_V3_ERROR_CHECKS,
-    *_POLICY_WORKER_ERRORS_SUPER_V3,
-)
+_TRAINING_ERRORS_SUPER_V3: tuple[Check, ...] = (*_POLICY_WORKER_ERRORS_SUPER_V3,)
 _TRAINING_ERRORS_SUPER35: tuple[Check, ...] = (
     grpo_setup.message_penalties_need_nemo_gym,
     grpo_setup.reward_penalties_need_nemo_gym,

@@ -44,38 +44,6 @@ def _nemotron_h(ctx: CheckContext) -> bool:
     return architecture is not None and architecture.mamba is not None
 
 
-@mirrors(v35="nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-packing")
-def context_parallel_without_sequence_packing(ctx: CheckContext) -> Iterator[Issue]:
-    """dtensor_policy_worker.py, DTensorPolicyWorkerImpl.__init__: the first DTensor worker does not
-    pack sequences at context parallel size above 1."""
-    cp = ctx.layout.parallel.cp
-    if _v1(ctx) is not None and cp > 1 and _packed(ctx):
-        yield Issue(
-            f"{DTENSOR_CFG}.context_parallel_size",
-            "the first DTensor policy worker refuses context parallelism together with "
-            "policy.sequence_packing.enabled when it starts",
-            value=cp,
-            hint="set it 1, disable sequence packing, or set policy.dtensor_cfg._v2: true",
-        )
-
-
-@mirrors(v35="nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-parallelism")
-def context_parallel_without_sequence_parallel(ctx: CheckContext) -> Iterator[Issue]:
-    """dtensor_policy_worker.py, DTensorPolicyWorkerImpl.__init__: at context parallel size above 1
-    the first DTensor worker takes no sequence parallelism over TP above 1 (NVIDIA-NeMo/RL#659)."""
-    dtensor, lay = _v1(ctx), ctx.layout.parallel
-    if dtensor is None or lay.cp <= 1 or lay.tp <= 1 or dtensor.sequence_parallel is not True:
-        return
-    yield Issue(
-        f"{DTENSOR_CFG}.sequence_parallel",
-        f"the first DTensor policy worker refuses it at context_parallel_size = {lay.cp} with "
-        f"tensor_parallel_size = {lay.tp}: context and sequence parallelism do not combine "
-        "there",
-        value=True,
-        hint="set it false, or context_parallel_size: 1",
-    )
-
-
 # The catalogue's rules of the first DTensor worker's parallel plan (parallelize_model).
 PLAN = "nemo-rl.dtensor-v1.parallelize-model"
 
@@ -185,8 +153,6 @@ def cpu_offload_with_separate_generation(ctx: CheckContext) -> Iterator[Issue]:
 
 
 ERROR_CHECKS: tuple[Check, ...] = (
-    context_parallel_without_sequence_packing,
-    context_parallel_without_sequence_parallel,
     tensor_parallel_divides_the_heads,
     custom_parallel_plan_not_on_nemotron_h,
 )

