@@ -26,7 +26,6 @@ from recipekit.nemo_rl.rules import (
     generation,
     grpo_setup,
     loss,
-    megatron_peft,
     megatron_performance,
     megatron_setup,
     model_support,
@@ -89,7 +88,6 @@ _POLICY_MEGATRON_SETUP_ERRORS_SUPER35: tuple[Check, ...] = (
     megatron_setup.fused_logprobs_without_context_parallel,
 )
 _POLICY_WORKER_ERRORS_SUPER35: tuple[Check, ...] = (
-    *megatron_peft.SUPER35_ERROR_CHECKS,
     *megatron_performance.ERROR_CHECKS,
     *dtensor_v1.ERROR_CHECKS,
     *automodel.ERROR_CHECKS,

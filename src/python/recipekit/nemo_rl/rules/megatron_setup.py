@@ -3,18 +3,22 @@ optimizer, FP8, CPU offloading, and what the fused linear log-probabilities excl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from recipekit.errors import Issue
-from recipekit.markers import UNSET, Marker, given_at
+from recipekit.markers import UNSET, Marker, Unset, given_at
 from recipekit.nemo_rl import SUPER35_TYPES
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite, mirrors
 from recipekit.nemo_rl.rules.loss import fused_linear_logprobs
-from recipekit.nemo_rl.rules.megatron_peft import enabled_peft
 from recipekit.nemo_rl.schema_super_v3 import FP8, Colocation
 from recipekit.upstream.allowed import allowed
+
+if TYPE_CHECKING:
+    # The examples' schema is imported by the stages that run an example, not by every plan.
+    from recipekit.nemo_rl.schema_common import MegatronPeft
 
 MEGATRON = "policy.megatron_cfg"
 OPTIMIZER = f"{MEGATRON}.optimizer"
@@ -28,6 +32,17 @@ INFERENCE_LAYOUT_KEYS = (
     "expert_model_parallel_size",
     "expert_tensor_parallel_size",
 )
+
+
+def enabled_peft(ctx: CheckContext) -> MegatronPeft | Mapping[str, Any] | None:
+    """The Megatron LoRA section (``policy.megatron_cfg.peft``, which NeMo-RL reads with
+    ``.get("peft", {})``) when it is on: a ``MegatronPeft`` where the stage's schema states it,
+    else the mapping upstream's declared ``PeftConfig`` checked."""
+    peft: MegatronPeft | Mapping[str, Any] | Unset | None = value_of(ctx.megatron, "peft")
+    if peft is None or peft is UNSET:
+        return None
+    enabled = peft.get("enabled") if isinstance(peft, Mapping) else peft.enabled
+    return peft if enabled is True else None
 
 
 def _half_precision_optimizer(
