@@ -263,6 +263,16 @@ def _unchanged(fn: ast.FunctionDef, parameter: str) -> bool:
     return True
 
 
+def _literal(node: ast.expr) -> bool:
+    """Whether ``node`` is a literal no code can change: a constant, a negated one, a tuple of
+    them."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    if isinstance(node, ast.Tuple):
+        return all(_literal(e) for e in node.elts)
+    return isinstance(node, ast.Constant)
+
+
 def _held(node: ast.expr) -> list[ast.expr]:
     """The values code handed ``node`` may change: ``node`` itself where it is a name or a
     chain; the one a method chain starts from (``x.setdefault("k", {})``: ``x``); none of a
@@ -314,6 +324,7 @@ class Functions:
         self.scopes: dict[str, dict[str, str]] = {}
         self.alternatives: dict[str, dict[str, ast.IfExp]] = {}
         self.free: dict[str, list[str]] = {}
+        self.constants: dict[str, dict[str, ast.expr]] = {}
         self.builders = {self._builder(cls) for cls in builders if cls in modules.defs}
         # A script imports its neighbour by its bare name (run_vlm_sft.py: from run_sft import
         # main), as Python finds it on the script's own folder.
@@ -487,6 +498,39 @@ class Functions:
             and not (isinstance(statement.value, ast.Call) and statement.value.keywords)
         ]
 
+    def constant(self, module: str, name: str) -> ast.expr | None:
+        """The value of a module's constant (``TOP_K_THRESHOLD = 8000``, or one it imports):
+        a name the module sets once, at its top level, to a literal that no code changes (a
+        number, a string, a tuple of them); None for another name."""
+        if module not in self.constants:
+            tree = self.modules.trees[module]
+            set_at_top: dict[str, list[ast.expr]] = {}
+            for node in tree.body:
+                targets = node.targets if isinstance(node, ast.Assign) else []
+                if isinstance(node, ast.AnnAssign) and node.value is not None:
+                    targets = [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        set_at_top.setdefault(target.id, []).append(node.value)  # type: ignore[arg-type]
+            rebound = {
+                n
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Global | ast.Nonlocal)
+                for n in node.names
+            }
+            self.constants[module] = {
+                n: values[0]
+                for n, values in set_at_top.items()
+                if len(values) == 1 and n not in rebound and _literal(values[0])
+            }
+        found = self.constants[module].get(name)
+        if found is None:
+            target = self.modules.imports.get(module, {}).get(name, "")
+            home, _, imported = target.partition(":")
+            if imported and home in self.modules.trees and home != module:
+                return self.constant(home, imported)
+        return found
+
     def worker_classes(self, fn: ast.FunctionDef) -> list[tuple[str, str]]:
         """The pinned classes ``fn`` names by dotted path (``"pkg.module.Class"``), each with
         the class's qualified name: the workers it may hand a worker builder."""
@@ -591,6 +635,14 @@ class _Reader:
                 body, orelse = self.visit(node.body), self.visit(node.orelse)
                 self.quiet -= 1
                 return ast.copy_location(ast.IfExp(test=test, body=body, orelse=orelse), node)
+
+            def visit_Name(self, node: ast.Name) -> ast.expr:
+                # A module's constant that no name of the function hides: its literal.
+                if isinstance(node.ctx, ast.Load) and node.id not in reader.names:
+                    value = reader.functions.constant(reader.module, node.id)
+                    if value is not None:
+                        return ast.copy_location(copy.deepcopy(value), node)
+                return node
 
             def _local(self, node: ast.AST) -> ast.AST:
                 return node  # names bound inside: the walk does not follow them

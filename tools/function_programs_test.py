@@ -117,6 +117,13 @@ class Worker(WorkerImpl):
     pass
 
 
+LIMIT = 11
+
+
+def bounded(cfg):
+    assert cfg.get("m", 0) < LIMIT
+
+
 class Settings(NamedTuple):
     size: int
     extra: dict
@@ -153,9 +160,11 @@ class Box:
 
 RUNNER = """
 from replay_fixture.helpers import (
+    LIMIT,
     Box,
     Builder,
     Keeper,
+    bounded,
     Holder,
     Logger,
     check,
@@ -220,6 +229,8 @@ def main(config):
     assert section.get("z", 0) != 3
     made = settings_of(section)
     assert made.size * made.fallback != 8
+    bounded(section)
+    assert section.get("m2", 0) != LIMIT
     assert section.get("w", 0) != 5
     if section.get("hold"):
         opaque(section)
@@ -344,6 +355,9 @@ GOOD = {"s": {"a": 3}, "t": {"d": 1}}
         ("a section read in a loop", {"s": {"a": 3, "x": 1, "z": 3}, "t": {"d": 1}}),
         # A NamedTuple a function builds and returns: its fields, given or defaulted, read back.
         ("a record's fields", {"s": {"a": 3, "size": 2}, "t": {"d": 1}}),
+        # A module's constant, read where it is defined and where it is imported.
+        ("a module's constant", {"s": {"a": 3, "m": 11}, "t": {"d": 1}}),
+        ("an imported constant", {"s": {"a": 3, "m2": 11}, "t": {"d": 1}}),
     ],
 )
 def test_the_replay_fails_where_python_does(

@@ -16,11 +16,6 @@ NEMO_GYM_PY = "nemo_rl/environments/nemo_gym.py"
 # Where setup_nemo_gym_config (super-v3.5-posttraining) sets async_engine and expose_http_server
 # true: an assignment, no rule site, so written here by hand, once (an upgrade must check it).
 GYM_SETS_THE_SERVER_ON = 1116
-# vllm_generation.py's TOP_K_THRESHOLD / TOP_P_THRESHOLD @ super-v3: the smallest top_k / top_p
-# its vLLM sampler patch takes (smaller ones would filter tokens whose log-probabilities vLLM V1
-# then does not return).
-V3_TOP_K_THRESHOLD = 8000
-V3_TOP_P_THRESHOLD = 0.99
 
 
 def gym_runner_sets_the_server_on(ctx: CheckContext) -> bool:
@@ -128,71 +123,6 @@ def trtllm_needs_its_async_engine(ctx: CheckContext) -> Iterator[Issue]:
         )
 
 
-def _vllm_sampling(ctx: CheckContext) -> tuple[int | None, float] | None:
-    """The top_k and top_p VllmGeneration validates; None where generation is not vLLM."""
-    gen = ctx.generation
-    if gen is None or gen.backend != "vllm":
-        return None
-    top_k = gen.top_k if isinstance(gen.top_k, int) else None
-    return top_k, gen.top_p
-
-
-@mirrors(
-    v3="nemo-rl.v3.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-k-null",
-    v35="nemo-rl.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-k-null",
-)
-def vllm_top_k_is_supported(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm_generation.py, VllmGeneration.__init__ (super-v3): top_k below 8000 filters tokens whose
-    log-probabilities vLLM V1 does not return; on super-v3.5 top_k is -1, null or >= 1."""
-    found = _vllm_sampling(ctx)
-    if found is None or found[0] in (None, -1):
-        return
-    top_k = found[0]
-    if on_super35(ctx) and top_k < 1:
-        reason = "its valid values are null or -1 (no filtering) and >= 1"
-    elif not on_super35(ctx) and top_k < V3_TOP_K_THRESHOLD:
-        reason = (
-            f"below {V3_TOP_K_THRESHOLD} the vLLM V1 engine does not return log-probabilities "
-            "after top-k filtering (NVIDIA-NeMo/RL#69)"
-        )
-    else:
-        return
-    yield Issue(
-        "policy.generation.top_k",
-        f"NeMo-RL's vLLM generation refuses it: {reason}",
-        value=top_k,
-        hint="set it null (no filtering)",
-    )
-
-
-@mirrors(
-    v3="nemo-rl.v3.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-p",
-    v35="nemo-rl.models.generation.vllm.vllm-generation.init.vllm-generation-takes-top-p",
-)
-def vllm_top_p_is_supported(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm_generation.py, VllmGeneration.__init__ (super-v3): top_p below 0.99 filters tokens whose
-    log-probabilities vLLM V1 does not return; on super-v3.5 top_p lies in (0, 1]."""
-    found = _vllm_sampling(ctx)
-    if found is None:
-        return
-    top_p = found[1]
-    if on_super35(ctx) and top_p <= 0:
-        reason = "its valid values are (0, 1], 1.0 for no filtering"
-    elif not on_super35(ctx) and top_p < V3_TOP_P_THRESHOLD:
-        reason = (
-            f"below {V3_TOP_P_THRESHOLD} the vLLM V1 engine does not return log-probabilities "
-            "after top-p filtering (NVIDIA-NeMo/RL#69)"
-        )
-    else:
-        return
-    yield Issue(
-        "policy.generation.top_p",
-        f"NeMo-RL's vLLM generation refuses it: {reason}",
-        value=top_p,
-        hint="set it 1.0 (no filtering)",
-    )
-
-
 # virtual_cluster.py's DEFAULT_GYM_PORT_RANGE_LOW / _HIGH @ super-v3.5: the ports NeMo-RL
 # leaves to NeMo Gym's servers.
 GYM_PORT_RANGE = (5000, 5999)
@@ -218,8 +148,6 @@ def gym_ports_stay_in_their_range(ctx: CheckContext) -> Iterator[Issue]:
 
 
 ERROR_CHECKS = (
-    vllm_top_k_is_supported,
-    vllm_top_p_is_supported,
     fp8_kv_cache_needs_megatron,
     fp8_kv_cache_without_async_rollouts,
     fp8_kv_cache_needs_one_pipeline_stage,

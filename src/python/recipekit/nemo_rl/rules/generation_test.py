@@ -3,11 +3,11 @@ sampling vLLM generation takes."""
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
-# runner_warnings, trtllm_needs_its_async_engine.
+# runner_refusals, runner_warnings, trtllm_needs_its_async_engine.
 
 # The catalogued checks these tests break (by the upstream line each cites), which the
 # rule catalogue's meta-test finds by name:
-# gym_ports_stay_in_their_range, vllm_top_k_is_supported, vllm_top_p_is_supported.
+# gym_ports_stay_in_their_range.
 
 from __future__ import annotations
 
