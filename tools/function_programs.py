@@ -504,14 +504,22 @@ class Functions:
         number, a string, a tuple of them); None for another name."""
         if module not in self.constants:
             tree = self.modules.trees[module]
-            set_at_top: dict[str, list[ast.expr]] = {}
-            for node in tree.body:
-                targets = node.targets if isinstance(node, ast.Assign) else []
-                if isinstance(node, ast.AnnAssign) and node.value is not None:
-                    targets = [node.target]
-                for target in targets:
-                    if isinstance(target, ast.Name):
-                        set_at_top.setdefault(target.id, []).append(node.value)  # type: ignore[arg-type]
+            values = {
+                node.targets[0].id: node.value
+                for node in tree.body
+                if isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+            }
+            # Bound more than once anywhere outside its functions and classes, or rebound
+            # inside one (global): no constant.
+            bound: dict[str, int] = {}
+            for statement in tree.body:
+                if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    continue
+                for node in ast.walk(statement):
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                        bound[node.id] = bound.get(node.id, 0) + 1
             rebound = {
                 n
                 for node in ast.walk(tree)
@@ -519,14 +527,13 @@ class Functions:
                 for n in node.names
             }
             self.constants[module] = {
-                n: values[0]
-                for n, values in set_at_top.items()
-                if len(values) == 1 and n not in rebound and _literal(values[0])
+                n: value
+                for n, value in values.items()
+                if bound.get(n) == 1 and n not in rebound and _literal(value)
             }
         found = self.constants[module].get(name)
         if found is None:
-            target = self.modules.imports.get(module, {}).get(name, "")
-            home, _, imported = target.partition(":")
+            home, _, imported = self.modules.imports.get(module, {}).get(name, "").partition(":")
             if imported and home in self.modules.trees and home != module:
                 return self.constant(home, imported)
         return found
