@@ -325,6 +325,7 @@ class Functions:
         self.alternatives: dict[str, dict[str, ast.IfExp]] = {}
         self.free: dict[str, list[str]] = {}
         self.constants: dict[str, dict[str, ast.expr]] = {}
+        self.subclasses: dict[str, list[str]] | None = None
         self.builders = {self._builder(cls) for cls in builders if cls in modules.defs}
         # A script imports its neighbour by its bare name (run_vlm_sft.py: from run_sft import
         # main), as Python finds it on the script's own folder.
@@ -456,8 +457,10 @@ class Functions:
         if owner and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             if func.value.id in ("self", "cls"):
                 method = self.modules.defs.get(f"{module}:{owner}.{func.attr}")
-                if isinstance(method, ast.FunctionDef) and (
-                    func.value.id == "self" or _bound_to_class(method) is not None
+                if (
+                    isinstance(method, ast.FunctionDef)
+                    and (func.value.id == "self" or _bound_to_class(method) is not None)
+                    and not self.overridden(f"{module}:{owner}", func.attr)
                 ):
                     return f"{module}:{owner}.{func.attr}"
         if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
@@ -473,6 +476,29 @@ class Functions:
         if isinstance(self.modules.defs[found], ast.ClassDef):
             found = self.modules.init_of(found) or ""
         return found if isinstance(self.modules.defs.get(found), ast.FunctionDef) else None
+
+    def overridden(self, cls: str, method: str) -> bool:
+        """Whether a pinned subclass of ``cls`` defines ``method`` again: a call of it on
+        ``self`` may then run that one, which the class alone does not tell."""
+        if self.subclasses is None:
+            self.subclasses = {}
+            for name, node in self.modules.defs.items():
+                if isinstance(node, ast.ClassDef):
+                    for base in node.bases:
+                        bare = ast.Call(func=base, args=[], keywords=[])
+                        found = self.modules.target(bare, name.partition(":")[0], None, {})
+                        if found is not None and isinstance(self.modules.defs[found], ast.ClassDef):
+                            self.subclasses.setdefault(found, []).append(name)
+        todo, seen = list(self.subclasses.get(cls, [])), set()
+        while todo:
+            sub = todo.pop()
+            if sub in seen:
+                continue
+            seen.add(sub)
+            if f"{sub}.{method}" in self.modules.defs:
+                return True
+            todo += self.subclasses.get(sub, [])
+        return False
 
     def record_fields(self, call: ast.Call, module: str) -> list[tuple[str, ast.expr | None]]:
         """The fields, in order, each with its default, of the pinned record class a call
