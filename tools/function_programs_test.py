@@ -120,6 +120,10 @@ class Worker(WorkerImpl):
 LIMIT = 11
 
 
+def options(cfg):
+    return dict(cfg.get("opts", {}), n=2, **{"m": 1})
+
+
 class Base:
     def __init__(self, cfg):
         self.cfg = cfg
@@ -180,6 +184,7 @@ from replay_fixture.helpers import (
     Builder,
     Keeper,
     bounded,
+    options,
     Holder,
     Logger,
     check,
@@ -246,6 +251,7 @@ def main(config):
     assert made.size * made.fallback != 8
     bounded(section)
     Child(config.get("v", {}))
+    assert options(section)["n"] * section.get("q", 0) != 4
     assert section.get("m2", 0) != LIMIT
     assert section.get("w", 0) != 5
     if section.get("hold"):
@@ -377,6 +383,8 @@ GOOD = {"s": {"a": 3}, "t": {"d": 1}}
         # The base's __init__ calls a method the class built overrides: the base's own check
         # does not run (the replay does not follow the call; Python runs the override).
         ("an overridden method", {"s": {"a": 3}, "t": {"d": 1}, "v": {"o": 1}}),
+        # dict(mapping, key=value, **more), evaluated.
+        ("a dict built with keywords", {"s": {"a": 3, "q": 2}, "t": {"d": 1}}),
     ],
 )
 def test_the_replay_fails_where_python_does(

@@ -235,7 +235,9 @@ def evaluable(node: ast.AST | None, nested: frozenset[str] | None = None) -> str
             isinstance(part, ast.Call)
             and id(part.func) not in methods
             and not (
-                isinstance(part.func, ast.Name) and part.func.id in SAFE_CALLS and not part.keywords
+                isinstance(part.func, ast.Name)
+                and part.func.id in SAFE_CALLS
+                and (not part.keywords or part.func.id == "dict")
             )
         ):
             return None

@@ -576,11 +576,16 @@ def _value_of(node: ast.expr, values: Mapping[str, Any]) -> Any:
         if kind is None or node.func.attr not in METHODS[kind]:
             raise _Unknown(ast.unparse(node))
         return getattr(owner, node.func.attr)(*(_value(a, values) for a in node.args))
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         call = CALLS.get(node.func.id)
-        if call is None or node.func.id in values:
+        if call is None or node.func.id in values or (node.keywords and call is not dict):
             raise _Unknown(node.func.id)
-        return call(*(_value(a, values) for a in node.args))
+        # dict(a, k=v, **b): Python's own, the later key winning.
+        keywords: dict[str, Any] = {}
+        for keyword in node.keywords:
+            value = _value(keyword.value, values)
+            keywords.update(value if keyword.arg is None else {keyword.arg: value})
+        return call(*(_value(a, values) for a in node.args), **keywords)
     if isinstance(node, ast.Tuple | ast.List):
         return [_value(e, values) for e in node.elts]
     if isinstance(node, ast.Set):
