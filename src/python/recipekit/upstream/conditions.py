@@ -330,9 +330,9 @@ def split_chain(chain: str) -> tuple[str | None, str]:
     (None, "") where it ends in no attribute or constant subscript."""
     node = _parse(chain)
     if isinstance(node, ast.Attribute):
-        return ast.unparse(node.value), node.attr
+        return _text_of(chain, node.value), node.attr
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-        return ast.unparse(node.value), str(node.slice.value)
+        return _text_of(chain, node.value), str(node.slice.value)
     return None, ""
 
 
@@ -365,7 +365,7 @@ def _owners(chain: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     read = isinstance(node, ast.Name | ast.Attribute | ast.Subscript)
     while True:
         if read:
-            found.append((ast.unparse(node), tuple(reversed(rest))))
+            found.append((_text_of(chain, node), tuple(reversed(rest))))
         link = _link(node)
         if link is None:
             return tuple(found)
@@ -465,7 +465,7 @@ def converted(text: str) -> str:
         and not node.keywords
     ):
         node = node.args[0]
-    return ast.unparse(node)
+    return _text_of(text, node)
 
 
 def tuple_items(text: str) -> list[str] | None:
@@ -543,6 +543,14 @@ def _parse(source: str) -> ast.expr:
     return ast.parse(source, mode="eval").body
 
 
+def _text_of(source: str, node: ast.expr) -> str:
+    """The text of ``node``, a part of the expression ``source`` parsed (a slice of it, which
+    is cheaper than writing the node out again)."""
+    if node is _parse(source):
+        return source
+    return ast.get_source_segment(source, node) or ast.unparse(node)
+
+
 class _Untold:
     """A part of a value the replay holds that it cannot tell: one item of a tuple a function
     returns (``return policy, master_config``: the policy)."""
@@ -557,7 +565,7 @@ UNTOLD = _Untold()
 def _value(node: ast.expr, values: Mapping[str, Any]) -> Any:
     found = _value_of(node, values)
     if found is UNTOLD:
-        raise _Unknown(ast.unparse(node))
+        raise _Unknown(node)
     return found
 
 
@@ -574,7 +582,7 @@ def _value_of(node: ast.expr, values: Mapping[str, Any]) -> Any:
         owner = _value(node.func.value, values)
         kind = next((t for t in METHODS if isinstance(owner, t)), None)
         if kind is None or node.func.attr not in METHODS[kind]:
-            raise _Unknown(ast.unparse(node))
+            raise _Unknown(node)
         return getattr(owner, node.func.attr)(*(_value(a, values) for a in node.args))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         call = CALLS.get(node.func.id)
@@ -639,4 +647,4 @@ def _value_of(node: ast.expr, values: Mapping[str, Any]) -> Any:
         owner = _value(node.value, values)
         if isinstance(owner, Model):
             return owner[node.attr]
-    raise _Unknown(ast.unparse(node))
+    raise _Unknown(node)
