@@ -124,6 +124,17 @@ def options(cfg):
     return dict(cfg.get("opts", {}), n=2, **{"m": 1})
 
 
+class Swapper:
+    def __init__(self, cfg, other):
+        self.cfg = cfg
+        if load_more():  # true, which the replay cannot tell
+            self.cfg = other
+        self.tweak()
+
+    def tweak(self):
+        self.cfg["w3"] = 5
+
+
 class Base:
     def __init__(self, cfg):
         self.cfg = cfg
@@ -183,6 +194,7 @@ from replay_fixture.helpers import (
     Child,
     Builder,
     Keeper,
+    Swapper,
     bounded,
     options,
     Holder,
@@ -252,6 +264,9 @@ def main(config):
     bounded(section)
     Child(config.get("v", {}))
     assert options(section)["n"] * section.get("q", 0) != 4
+    if section.get("swap"):
+        Swapper(config.get("x1", {}), section)
+        assert section.get("w3", 0) == 5
     assert section.get("m2", 0) != LIMIT
     assert section.get("w", 0) != 5
     if section.get("hold"):
@@ -385,6 +400,9 @@ GOOD = {"s": {"a": 3}, "t": {"d": 1}}
         ("an overridden method", {"s": {"a": 3}, "t": {"d": 1}, "v": {"o": 1}}),
         # dict(mapping, key=value, **more), evaluated.
         ("a dict built with keywords", {"s": {"a": 3, "q": 2}, "t": {"d": 1}}),
+        # An object that may hold the section after a branch the replay cannot decide changes
+        # it through a method: the section is not judged as it was.
+        ("a value a built object may hold", {"s": {"a": 3, "swap": True}, "t": {"d": 1}}),
     ],
 )
 def test_the_replay_fails_where_python_does(

@@ -204,7 +204,10 @@ def _store(
             if origin:
                 owner.origins[key] = origin
         else:
+            # It may hold either there now, which the replay cannot tell: both are out of its
+            # sight from now on.
             _escaped(owner.pop(key, None))
+            _escaped(stored)
     else:
         for changed in [container] if container is not None else roots:
             _changed(changed, state)
