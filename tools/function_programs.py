@@ -222,7 +222,7 @@ def _unchanged(fn: ast.FunctionDef, parameter: str) -> bool:
     """Whether ``fn`` leaves its parameter as it is, read from its source: every use of the
     name reads a value out of it (a key, an attribute, a ``.get``, a pure method) that ends in
     a test, a comparison, a pure builtin's argument or text, or is yielded or returned (an
-    item of a tuple too); and no other name is set to it."""
+    item of a tuple too; never the parameter itself); and no other name is set to it."""
     parents = {c: n for n in ast.walk(fn) for c in ast.iter_child_nodes(n)}
     for node in ast.walk(fn):
         if not (isinstance(node, ast.Name) and node.id == parameter):
@@ -245,6 +245,7 @@ def _unchanged(fn: ast.FunctionDef, parameter: str) -> bool:
                 break
         # An operand of ``and``/``or``, a branch of ``a if t else b``, an item of what is
         # yielded: its value goes on to where that ends.
+        read = top
         parent = parents.get(top)
         while (
             isinstance(parent, ast.BoolOp)
@@ -260,6 +261,8 @@ def _unchanged(fn: ast.FunctionDef, parameter: str) -> bool:
         )
         if not (pure or negated or isinstance(parent, _READING)):
             return False
+        if read is node and isinstance(parent, ast.Yield | ast.Return):
+            return False  # handed back whole: its caller may change it through a new name
     return True
 
 

@@ -471,6 +471,8 @@ def test_a_read_only_argument_stays_known(programs: dict[str, list[Any]]) -> Non
         ("alias = cfg", False),
         ("section = cfg.get('a') or {}", False),
         ("return [cfg['a']]", False),
+        ("return cfg", False),
+        ("return cfg.get('a') or cfg", False),
     ],
 )
 def test_what_a_function_leaves_unchanged_is_read_from_its_source(
