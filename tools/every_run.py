@@ -132,16 +132,24 @@ class Modules:
         init = f"{cls}.__init__"
         if init in self.defs:
             return init
+        for base in self.bases(cls):
+            inherited = self.init_of(base)
+            if inherited is not None:
+                return inherited
+        return None
+
+    def class_named(self, node: ast.expr, module: str) -> str | None:
+        """The pinned class an expression of ``module`` names (``Policy``,
+        ``lm_policy.Policy``), if it names one."""
+        found = self.target(ast.Call(func=node, args=[], keywords=[]), module, None, {})
+        return found if found is not None and isinstance(self.defs[found], ast.ClassDef) else None
+
+    def bases(self, cls: str) -> list[str]:
+        """The pinned classes the class ``cls`` names as its bases, in order."""
         node = self.defs[cls]
         assert isinstance(node, ast.ClassDef), cls
-        for base in node.bases:
-            bare = ast.Call(func=base, args=[], keywords=[])
-            found = self.target(bare, cls.partition(":")[0], None, {})
-            if found is not None and isinstance(self.defs[found], ast.ClassDef):
-                inherited = self.init_of(found)
-                if inherited is not None:
-                    return inherited
-        return None
+        found = (self.class_named(base, cls.partition(":")[0]) for base in node.bases)
+        return [base for base in found if base is not None]
 
     def callee(
         self, call: ast.Call, module: str, owner: str | None, instances: Mapping[str, str]

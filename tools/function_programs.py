@@ -218,12 +218,18 @@ _READING = (
 )
 
 
-def _unchanged(fn: ast.FunctionDef, parameter: str) -> bool:
-    """Whether ``fn`` leaves its parameter as it is, read from its source: every use of the
-    name reads a value out of it (a key, an attribute, a ``.get``, a pure method) that ends in
-    a test, a comparison, a pure builtin's argument or text, or is yielded or returned (an
-    item of a tuple too; never the parameter itself); and no other name is set to it."""
+def _unchanged(fn: ast.FunctionDef) -> frozenset[str]:
+    """The parameters ``fn`` leaves as they are, read from its source: every use of the name
+    reads a value out of it (a key, an attribute, a ``.get``, a pure method) that ends in a
+    test, a comparison, a pure builtin's argument or text, or is yielded or returned (an item
+    of a tuple too; never the parameter itself); and no other name is set to it."""
     parents = {c: n for n in ast.walk(fn) for c in ast.iter_child_nodes(n)}
+    arguments = fn.args
+    parameters = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+    return frozenset(a.arg for a in parameters if _only_read(fn, parents, a.arg))
+
+
+def _only_read(fn: ast.FunctionDef, parents: dict[ast.AST, ast.AST], parameter: str) -> bool:
     for node in ast.walk(fn):
         if not (isinstance(node, ast.Name) and node.id == parameter):
             continue
@@ -329,6 +335,7 @@ class Functions:
         self.free: dict[str, list[str]] = {}
         self.constants: dict[str, dict[str, ast.expr]] = {}
         self.subclasses: dict[str, list[str]] | None = None
+        self.unchanged: dict[str, frozenset[str]] = {}
         self.builders = {self._builder(cls) for cls in builders if cls in modules.defs}
         # A script imports its neighbour by its bare name (run_vlm_sft.py: from run_sft import
         # main), as Python finds it on the script's own folder.
@@ -467,9 +474,8 @@ class Functions:
                 ):
                     return f"{module}:{owner}.{func.attr}"
         if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
-            bare = ast.Call(func=call.func.value, args=[], keywords=[])
-            cls = self.modules.target(bare, module, None, {})
-            if cls is not None and isinstance(self.modules.defs[cls], ast.ClassDef):
+            cls = self.modules.class_named(call.func.value, module)
+            if cls is not None:
                 method = self.modules.defs.get(f"{cls}.{call.func.attr}")
                 if isinstance(method, ast.FunctionDef) and _bound_to_class(method) is not None:
                     return f"{cls}.{call.func.attr}"
@@ -487,11 +493,8 @@ class Functions:
             self.subclasses = {}
             for name, node in self.modules.defs.items():
                 if isinstance(node, ast.ClassDef):
-                    for base in node.bases:
-                        bare = ast.Call(func=base, args=[], keywords=[])
-                        found = self.modules.target(bare, name.partition(":")[0], None, {})
-                        if found is not None and isinstance(self.modules.defs[found], ast.ClassDef):
-                            self.subclasses.setdefault(found, []).append(name)
+                    for base in self.modules.bases(name):
+                        self.subclasses.setdefault(base, []).append(name)
         todo, seen = list(self.subclasses.get(cls, [])), set()
         while todo:
             sub = todo.pop()
@@ -884,9 +887,8 @@ class _Reader:
             return []
         found = []
         for value in func.value.value.values:
-            bare = ast.Call(func=value, args=[], keywords=[])
-            cls = self.functions.modules.target(bare, self.module, None, {})
-            method = self.functions.modules.defs.get(f"{cls}.{func.attr}")
+            cls = self.functions.modules.class_named(value, self.module)
+            method = self.functions.modules.defs.get(f"{cls}.{func.attr}") if cls else None
             if not isinstance(method, ast.FunctionDef) or _bound_to_class(method) is None:
                 return []
             found.append(f"{cls}.{func.attr}")
@@ -961,10 +963,11 @@ class _Reader:
     def _may_change(self, call: ast.Call) -> list[ast.expr]:
         """The arguments a call the walk does not follow may change: each one but those the
         pinned function it runs declares read-only (a parameter annotated ``Mapping``,
-        ``Sequence``, ...: ``Logger.log_hyperparams(self, params: Mapping[str, Any])``)."""
+        ``Sequence``, ...: ``Logger.log_hyperparams(self, params: Mapping[str, Any])``) or only
+        reads from (``_unchanged``)."""
         modules = self.functions.modules
-        found = modules.callee(call, self.module, None, self.instances)
-        fn = modules.defs.get(found) if found is not None else None
+        found = modules.callee(call, self.module, None, self.instances) or ""
+        fn = modules.defs.get(found)
         read_only: set[str] = set()
         positional: list[str] = []
         if isinstance(fn, ast.FunctionDef):
@@ -972,15 +975,18 @@ class _Reader:
             params = [*arguments.posonlyargs, *arguments.args]
             kind = _bound_to_class(fn)
             method = isinstance(call.func, ast.Attribute) and kind is None
-            bound = method or kind is True or found.endswith(".__init__")  # type: ignore[union-attr]
+            bound = method or kind is True or found.endswith(".__init__")
             positional = (
                 [a.arg for a in params[1:]] if bound and params else [a.arg for a in params]
             )
             read_only = {
                 a.arg
                 for a in (*params, *arguments.kwonlyargs)
-                if (a.annotation is not None and _read_only(a.annotation)) or _unchanged(fn, a.arg)
+                if a.annotation is not None and _read_only(a.annotation)
             }
+            if found not in self.functions.unchanged:
+                self.functions.unchanged[found] = _unchanged(fn)
+            read_only |= self.functions.unchanged[found]
         handed = [
             arg
             for index, arg in enumerate(call.args)

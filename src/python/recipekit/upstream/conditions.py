@@ -260,7 +260,7 @@ class Built(Model):
 # What a replayed function's program calls a record it builds (``Built``: a NamedTuple's or a
 # dataclass's fields), a name no upstream source uses.
 BUILT = "__built__"
-CALLS[BUILT] = lambda: Built()
+CALLS[BUILT] = Built
 
 
 class TrackedModel(Tracked, Model):
