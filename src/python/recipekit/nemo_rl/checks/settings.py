@@ -70,7 +70,7 @@ def math_verifier_type_is_known(ctx: CheckContext) -> Iterator[Issue]:
         elif env.verifier_type not in verifiers.values:
             yield Issue(
                 f"env.{name}.verifier_type",
-                "no math environment has a verifier worker of that name " f"({verifiers.cited()})",
+                f"no math environment has a verifier worker of that name ({verifiers.cited()})",
                 value=env.verifier_type,
                 hint=did_you_mean(
                     env.verifier_type, verifiers.values, what="verifier types", most=1
