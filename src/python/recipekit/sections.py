@@ -295,19 +295,7 @@ def _completed(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attr
             _check_undeclared(cls, {f.name for f in fields}, dict.fromkeys(keys))
         return fields
     versions = members(upstream)
-    declared = {k: s for d in reversed(versions) for k, s in d.keys.items()}
-    owner = {k: d for d in reversed(versions) for k in d.keys}
-    # A class that takes keys it does not declare (pydantic extra="allow") and hands them on to
-    # another config names that one (``extra_keys``): its keys are the ones taken.
-    for receiver in members(cls.__dict__.get(EXTRA_KEYS) or ()):
-        for key, spec in receiver.keys.items():
-            declared.setdefault(key, spec)
-            owner.setdefault(key, receiver)
-    fields = [
-        f
-        for f in fields
-        if f.metadata.get(_FROM_UPSTREAM) is None or f.metadata[_FROM_UPSTREAM] in declared
-    ]
+    declared, owner = declared_keys(cls)
     # What the receiver of extra keys declares is taken, never required.
     required = {k for k, spec in declared.items() if spec.required and owner[k] in versions}
     loosened = tuple(cls.__dict__.get(OPTIONAL_KEYS, ()))
@@ -317,41 +305,91 @@ def _completed(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attr
             f"{cls.__name__}.{OPTIONAL_KEYS}: upstream requires none of {', '.join(stale)}"
         )
     required -= set(loosened)
+    # A key a base section took from its own pin's upstream is taken again from this one (its
+    # type and required-ness may have moved), in its place; one this pin dropped goes.
+    fields = [
+        f
+        if (key := upstream_key(f)) is None
+        else _upstream_field(f.name, key, declared, owner, required)
+        for f in fields
+        if upstream_key(f) is None or upstream_key(f) in declared
+    ]
     names = {f.name for f in fields}
     _check_undeclared(cls, names, declared)
-    stated = names | {f.metadata.get(_FROM_UPSTREAM) for f in fields}
+    stated = names | {upstream_key(f) for f in fields}
     fields = [_with_upstream_bounds(f, declared, owner) for f in fields]
-    added: list[attrs.Attribute[Any]] = []
-    for key, spec in declared.items():
-        # A key written _x is the field x (the sections' alias convention).
+    # A key the section does not state goes after the key upstream declares before it (first,
+    # where none is here): the rendered config lists keys as the pinned class does.
+    place = {upstream_key(f) or f.name: i for i, f in enumerate(fields)}
+    after: dict[int, list[attrs.Attribute[Any]]] = {}
+    at = -1
+    for key in declared:
         if key in stated or key.lstrip("_") in names:
+            at = place.get(key, place.get(key.lstrip("_"), at))
             continue
         name = key.lstrip("_") if key.startswith("_") else key
         if keyword.iskeyword(name) or not name.isidentifier() or name in names:
             name = f"{name}_"
-        checks = [_declared_mapping(owner[key], key, spec.nested)] if spec.nested else []
-        added.append(
-            attrs.Attribute(  # type: ignore[call-arg]
-                name=name,
-                # Required where upstream's class requires it (TypedDict Required, a pydantic
-                # field without a default); a section that takes it as optional says so.
-                default=attrs.NOTHING if key in required else UNSET,
-                validator=attrs.validators.and_(*checks) if checks else None,
-                repr=True,
-                cmp=None,
-                hash=None,
-                init=True,
-                inherited=False,
-                metadata={_FROM_UPSTREAM: key},
-                type=spec.type if key in required else spec.type | Unset,
-                kw_only=True,
-                eq=True,
-                order=False,
-                alias=name,
-            )
-        )
+        after.setdefault(at, []).append(_upstream_field(name, key, declared, owner, required))
         names.add(name)
-    return [*fields, *added]
+    return [
+        *after.get(-1, []),
+        *(g for i, f in enumerate(fields) for g in (f, *after.get(i, []))),
+    ]
+
+
+def declared_keys(cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every key the section's upstream classes declare (key -> ``declared.Key``), with the
+    class that declares each (key -> ``declared.Declared``); a class that takes keys it does
+    not declare (pydantic extra="allow") and hands them on to another config names that one
+    (``extra_keys``), whose keys are then taken too."""
+    from recipekit.upstream.declared import members
+
+    versions = members(getattr(cls, UPSTREAM, None) or ())
+    declared = {k: s for d in reversed(versions) for k, s in d.keys.items()}
+    owner = {k: d for d in reversed(versions) for k in d.keys}
+    for receiver in members(cls.__dict__.get(EXTRA_KEYS) or ()):
+        for key, spec in receiver.keys.items():
+            declared.setdefault(key, spec)
+            owner.setdefault(key, receiver)
+    return declared, owner
+
+
+@functools.cache
+def keys_base(name: str) -> type:
+    """The run-time base ``name`` of a generated ``section_keys`` module: empty, since the keys
+    it gives type checkers are the ones ``_completed`` adds from the pinned tables."""
+    return type(name, (), {"__slots__": ()})
+
+
+def _upstream_field(
+    name: str,
+    key: str,
+    declared: Mapping[str, Any],
+    owner: Mapping[str, Any],
+    required: set[str],
+) -> attrs.Attribute[Any]:
+    """The field ``name`` for the upstream key ``key``: typed as the pinned class types it,
+    required where it requires it (a TypedDict's Required, a pydantic field without a
+    default), and a mapping under it checked against the classes upstream names for it."""
+    spec = declared[key]
+    checks = [_declared_mapping(owner[key], key, spec.nested)] if spec.nested else []
+    return attrs.Attribute(  # type: ignore[call-arg]
+        name=name,
+        default=attrs.NOTHING if key in required else UNSET,
+        validator=attrs.validators.and_(*checks) if checks else None,
+        repr=True,
+        cmp=None,
+        hash=None,
+        init=True,
+        inherited=False,
+        metadata={_FROM_UPSTREAM: key},
+        type=spec.type if key in required else spec.type | Unset,
+        kw_only=True,
+        eq=True,
+        order=False,
+        alias=name,
+    )
 
 
 def _with_upstream_bounds(

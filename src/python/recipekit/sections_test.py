@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -7,7 +8,7 @@ import attrs
 import pytest
 
 from recipekit.errors import RecipeError
-from recipekit.markers import UNSET, Unset
+from recipekit.markers import DERIVED, UNSET, Unset
 from recipekit.nemo_rl.schema_super_v3 import (
     Cluster,
     DTensor,
@@ -632,12 +633,14 @@ def test_a_version_drops_the_keys_it_removes_and_moves_a_key_its_after_names() -
 
 def _plain_fields(cls: type) -> list[tuple[str, str]]:
     """The fields ``cls`` itself states as ``name: type = required()`` or ``optional()``: no
-    check and no place of their own, written out for their type and required-ness alone."""
+    check, no place and no comment of their own, written out for their type and required-ness
+    alone."""
     import ast
     import inspect
     import textwrap
 
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    lines = textwrap.dedent(inspect.getsource(cls)).splitlines()
+    tree = ast.parse("\n".join(lines))
     body = tree.body[0].body if isinstance(tree.body[0], ast.ClassDef) else []
     return [
         (node.target.id, node.value.func.id)
@@ -649,39 +652,22 @@ def _plain_fields(cls: type) -> list[tuple[str, str]]:
         and node.value.func.id in ("required", "optional")
         and not node.value.args
         and not node.value.keywords
+        and not lines[node.lineno - 2].lstrip().startswith("#")
     ]
-
-
-def _names_code_uses(skip: set[Path]) -> set[str]:
-    """Every name read as an attribute or passed as a keyword in the tree's Python outside
-    ``skip``: what mypy needs a section to state, since it cannot see the keys completed from
-    upstream."""
-    import re
-
-    root = Path(__file__).resolve().parents[3]
-    used: set[str] = set()
-    for top in ("src/python", "recipes"):
-        for path in (root / top).rglob("*.py"):
-            if path.resolve() not in skip and not path.name.endswith("_test.py"):
-                used.update(re.findall(r"\.([A-Za-z_]\w*)|\b([A-Za-z_]\w*)=", path.read_text()))
-    return {name for pair in used for name in pair if name}
 
 
 def test_a_key_a_section_states_adds_to_what_upstream_declares() -> None:
     """A section states a key its upstream class declares only to add something: a check, a
-    place, a derivation, another type or required-ness, or a name code reads (mypy knows only the
-    stated keys). A key stated exactly as upstream declares it, and read by no code, is the copy
-    by hand that completion from upstream replaces: it is refused here."""
-    import sys
-
+    place, a derivation, another type or required-ness than upstream's or than a section it
+    derives from, or a comment saying why recipekit sets it. A key stated exactly as upstream
+    declares it is the copy by hand that completion from upstream replaces (mypy reads the
+    completed keys from ``generated/section_keys.py``): it is refused here."""
     from recipekit.sections import ALIASES, UPSTREAM, _predicate, _union_members
     from recipekit.upstream.declared import members
 
-    modules = {Path(str(sys.modules[c.__module__].__file__)).resolve() for c in SECTIONS}
-    used = _names_code_uses(modules)
     copies = []
     for cls in SECTIONS:
-        upstream = cls.__dict__.get(UPSTREAM)
+        upstream = getattr(cls, UPSTREAM, None)
         if upstream is None:
             continue
         declared = {k: s for d in reversed(members(upstream)) for k, s in d.keys.items()}
@@ -689,21 +675,34 @@ def test_a_key_a_section_states_adds_to_what_upstream_declares() -> None:
         for name, kind in _plain_fields(cls):
             spec = declared.get(getattr(cls, ALIASES, {}).get(name, name))
             field = by_name.get(name)
-            overrides = any(
-                attrs.has(base)
-                and name in attrs.fields_dict(base)
-                and upstream_key(attrs.fields_dict(base)[name]) is None
-                for base in cls.__mro__[1:]
-            )
-            if spec is None or field is None or spec.nested or overrides or name in used:
+            if spec is None or field is None or spec.nested:
                 continue
             stated = [t for t in _union_members(field.type) if t is not Unset]
             held = stated[0] if len(stated) == 1 else _union_of(stated)
-            if (kind == "required") == spec.required and (
-                _predicate(held)[1] == _predicate(spec.type)[1]
+            retypes = any(
+                attrs.has(base)
+                and name in attrs.fields_dict(base)
+                and attrs.fields_dict(base)[name].type != field.type
+                for base in cls.__mro__[1:]
+            )
+            if (
+                not retypes
+                and not _names_a_section_or_derivation(held)
+                and (kind == "required") == spec.required
+                and _predicate(held)[1] == _predicate(spec.type)[1]
             ):
                 copies.append(f"{cls.__module__}.{cls.__name__}.{name}")
     assert copies == []
+
+
+def _names_a_section_or_derivation(tp: Any) -> bool:
+    """Whether ``tp`` holds a section class (``dict[str, MathEnvironment]``) or DERIVED: a
+    stated type that says more than upstream's, whatever value it checks."""
+    if isinstance(tp, type) and attrs.has(tp):
+        return True
+    return DERIVED in typing.get_args(tp) or any(
+        _names_a_section_or_derivation(arg) for arg in typing.get_args(tp)
+    )
 
 
 def _union_of(types: list[Any]) -> Any:

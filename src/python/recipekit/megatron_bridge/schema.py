@@ -22,6 +22,7 @@ import attrs
 
 from recipekit.errors import FieldError
 from recipekit.markers import Derived, Unset, given
+from recipekit.megatron_bridge.generated import section_keys as keys
 from recipekit.sections import derived, frozen_section, optional, required, section
 from recipekit.upstream.declared import Declared, declared, undeclared
 from recipekit.validators import at_least, between, upstream_values
@@ -96,7 +97,7 @@ class Recipe:
 
 @section("train")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Train:
+class Train(keys.TrainKeys):
     upstream = upstream_bridge("megatron.bridge.training.config:TrainingConfig")
 
     train_iters: int = required(at_least(1))
@@ -107,7 +108,7 @@ class Train:
 
 @section("model")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Model:
+class Model(keys.ModelKeys):
     """The model provider's fields the stage sets: layout, sequence, freezing, recompute."""
 
     upstream = upstream_bridge(
@@ -139,7 +140,6 @@ class Model:
     # Read by the context-parallel rules (a per-layer list names num_layers types; a2a+p2p's
     # groups multiply to the CP size).
     num_layers: int | None | Unset = optional(at_least(1))
-    hierarchical_context_parallel_sizes: tuple[int, ...] | None | Unset = optional()
     # One type for every layer, or a list with one per layer.
     cp_comm_type: str | tuple[str, ...] | None | Unset = optional(
         upstream_values("megatron_core.cp_comm_type")
@@ -151,7 +151,6 @@ class Model:
         upstream_values("megatron_core.recompute_method")
     )
     recompute_num_layers: int | None | Unset = optional(at_least(1))
-    recompute_modules: tuple[str, ...] | None | Unset = optional()
     moe_token_dispatcher_type: str | Unset = optional(
         upstream_values("megatron_core.moe_token_dispatcher_type")
     )
@@ -159,7 +158,7 @@ class Model:
 
 @section("dataset")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Dataset:
+class Dataset(keys.DatasetKeys):
     """The recipe's dataset config (Energon for the VL recipes), with what the stage sets.
 
     ``path`` is usually ``RunInput("data")``, the stage's data artifact. ``seq_length`` and
@@ -183,14 +182,11 @@ class Dataset:
     seq_length: int | Derived | Unset = derived(at_least(1))
     micro_batch_size: int | Derived | Unset = derived(at_least(1))
     num_workers: int | Unset = optional(at_least(0))
-    do_validation: bool | Unset = optional()
-    do_test: bool | Unset = optional()
-    seed: int | Unset = optional()
 
 
 @section("optimizer")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Optimizer:
+class Optimizer(keys.OptimizerKeys):
     upstream = upstream_bridge("megatron.bridge.training.config:OptimizerConfig")
 
     optimizer: str | Unset = optional(upstream_values("megatron_core.optimizer"))
@@ -200,14 +196,12 @@ class Optimizer:
     adam_beta1: float | Unset = optional(between(0, 1))
     adam_beta2: float | Unset = optional(between(0, 1))
     clip_grad: float | Unset = optional(at_least(0))
-    optimizer_cpu_offload: bool | Unset = optional()
     optimizer_offload_fraction: float | Unset = optional(between(0, 1))
-    overlap_cpu_optimizer_d2h_h2d: bool | Unset = optional()
 
 
 @section("scheduler")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Scheduler:
+class Scheduler(keys.SchedulerKeys):
     upstream = upstream_bridge("megatron.bridge.training.config:SchedulerConfig")
 
     lr_warmup_iters: int | Unset = optional(at_least(0))
@@ -218,7 +212,7 @@ class Scheduler:
 
 @section("logger")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Logger:
+class Logger(keys.LoggerKeys):
     upstream = upstream_bridge("megatron.bridge.training.config:LoggerConfig")
 
     log_interval: int | Unset = optional(at_least(1))
@@ -226,7 +220,7 @@ class Logger:
 
 @section("checkpoint")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Checkpoint:
+class Checkpoint(keys.CheckpointKeys):
     upstream = upstream_bridge("megatron.bridge.training.config:CheckpointConfig")
 
     save: str = required()
@@ -241,7 +235,7 @@ class Checkpoint:
 
 @section("peft")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class LoRA:
+class LoRA(keys.LoRAKeys):
     """Megatron-Bridge's ``peft.LoRA`` settings over the recipe's adapter (``LoRA``, or
     ``VLMLoRA`` for a vision-language recipe: the keys of either)."""
 
@@ -259,7 +253,7 @@ class LoRA:
 
 @section()
 @frozen_section(kw_only=True, repr=False, eq=False)
-class MegatronBridgeConfig:
+class MegatronBridgeConfig(keys.MegatronBridgeConfigKeys):
     """What the entry point applies: the recipe, then each section's keys over its result."""
 
     upstream = upstream_bridge("megatron.bridge.training.config:ConfigContainer")

@@ -40,6 +40,7 @@ import attrs
 
 from recipekit.markers import Derived, Unset
 from recipekit.nemo_rl import SUPER35_BRANCH, upstream_v3, upstream_v35
+from recipekit.nemo_rl.generated import section_keys as keys
 from recipekit.nemo_rl.schema_main import (
     CheckpointingMain,
     ClusterMain,
@@ -120,7 +121,7 @@ class DataListMain(DataMain):
 
 @section("policy.megatron_cfg.peft")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class MegatronPeft:
+class MegatronPeft(keys.MegatronPeftKeys):
     """LoRA on the Megatron back-end (main's MegatronPeftConfig)."""
 
     upstream = upstream_v35(
@@ -159,10 +160,10 @@ class PolicyExamples(Policy):
 @section("policy.megatron_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
 class MegatronExamplesMain(MegatronMain):
-    cuda_graph_modules: str | tuple[str, ...] | None | Unset = optional()
+    cuda_graph_modules: str | tuple[str, ...] | None | Unset = optional()  # type: ignore[assignment]
     cuda_graph_warmup_steps: int | Unset = optional(at_least(0))
     moe_hybridep_num_sms: int | Unset = optional(at_least(1))
-    peft: MegatronPeft | Unset = optional()
+    peft: MegatronPeft | Unset = optional()  # type: ignore[assignment]
     fused_linear_logprobs_chunk_size: int | Unset = optional(at_least(1))
 
 

@@ -15,6 +15,7 @@ what they do; the schema file of the reference has no class for them.
 
 from recipekit.markers import Unset
 from recipekit.nemo_rl import upstream_v3, upstream_v35
+from recipekit.nemo_rl.generated import section_keys as keys
 from recipekit.nemo_rl.schema_common import (
     EnvironmentsExamples,
     PolicyExamples,
@@ -29,7 +30,7 @@ from recipekit.validators import at_least, between, upstream_values
 
 @section("distillation")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class DistillationConfig:
+class DistillationConfig(keys.DistillationConfigKeys):
     upstream = upstream_v3("nemo_rl.algorithms.distillation:DistillationConfig")
 
     num_prompts_per_step: int = required(at_least(1))
@@ -47,7 +48,7 @@ class DistillationConfig:
 
 @section("distillation")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class DistillationConfigMain:
+class DistillationConfigMain(keys.DistillationConfigMainKeys):
     """main's DistillationConfig: every key has a default (128 prompts a step, top 64, ...)."""
 
     upstream = upstream_v35("nemo_rl.algorithms.distillation:DistillationConfig")
@@ -59,14 +60,13 @@ class DistillationConfigMain:
     max_num_epochs: int | Unset = optional(at_least(1))
     val_batch_size: int | Unset = optional(at_least(1))
     val_period: int | Unset = optional(at_least(0))
-    val_at_start: bool | Unset = optional()
     max_val_samples: int | None | Unset = optional(at_least(1))
     topk_logits_k: int | Unset = optional(at_least(1))
 
 
 @section("loss_fn")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class DistillationLoss:
+class DistillationLoss(keys.DistillationLossKeys):
     upstream = upstream_v3("nemo_rl.algorithms.loss_functions:DistillationLossConfig")
 
     kl_type: str = required(upstream_values("nemo_rl.distillation_kl_type"))
@@ -76,7 +76,7 @@ class DistillationLoss:
 
 @section("loss_fn")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class DistillationLossMain:
+class DistillationLossMain(keys.DistillationLossMainKeys):
     upstream = upstream_v35("nemo_rl.algorithms.loss.loss_functions:DistillationLossConfig")
 
     kl_type: str | Unset = optional(upstream_values("nemo_rl.distillation_kl_type"))
@@ -85,7 +85,7 @@ class DistillationLossMain:
 
 @section("loss_fn")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class XTokenDistillationLoss(DistillationLossMain):
+class XTokenDistillationLoss(keys.XTokenDistillationLossKeys, DistillationLossMain):
     """The loss modes of cross-tokenizer distillation (gold_loss off: P-KL over a projected
     top-k of the teacher's vocabulary; on: KL on the exactly mapped vocabulary + L1 on the
     rest; xtoken_loss relaxes the exact mapping and requires gold_loss)."""
@@ -127,7 +127,7 @@ class XTokenTeacher(PolicyExamplesMain):
 
 @section()
 @frozen_section(kw_only=True, repr=False, eq=False)
-class DistillationMasterConfig(RunMasterConfig):
+class DistillationMasterConfig(keys.DistillationMasterConfigKeys, RunMasterConfig):
     """``examples/run_distillation.py --config`` on super-v3."""
 
     upstream = upstream_v3("nemo_rl.algorithms.distillation:MasterConfig")

@@ -8,6 +8,7 @@ entries are preference datasets (``prompt_key``, ``chosen_key``, ``rejected_key`
 
 from recipekit.markers import Unset
 from recipekit.nemo_rl import upstream_v3, upstream_v35
+from recipekit.nemo_rl.generated import section_keys as keys
 from recipekit.nemo_rl.schema_common import (
     RunMasterConfig,
     RunMasterConfigMain,
@@ -20,7 +21,7 @@ from recipekit.validators import at_least
 
 @section("dpo")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class DPOConfig(TrainLoop):
+class DPOConfig(keys.DPOConfigKeys, TrainLoop):
     upstream = upstream_v3("nemo_rl.algorithms.dpo:DPOConfig")
 
     # beta of the DPO loss: how far the policy may move from the reference policy.
@@ -31,7 +32,7 @@ class DPOConfig(TrainLoop):
 
 @section("dpo")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class DPOConfigMain(TrainLoopMain):
+class DPOConfigMain(keys.DPOConfigMainKeys, TrainLoopMain):
     """main's DPOConfig: every key has a default (150 steps, beta 0.05, ...)."""
 
     upstream = upstream_v35("nemo_rl.algorithms.dpo:DPOConfig")

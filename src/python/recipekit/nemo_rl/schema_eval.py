@@ -12,6 +12,7 @@ import attrs
 
 from recipekit.markers import Unset
 from recipekit.nemo_rl import upstream_v35
+from recipekit.nemo_rl.generated import section_keys as keys
 from recipekit.nemo_rl.schema_common import GenerationExamplesMain, VllmConfigExamplesMain
 from recipekit.nemo_rl.schema_main import ClusterMain, Environments, TokenizerMain
 from recipekit.sections import frozen_section, optional, required, section
@@ -21,7 +22,7 @@ from recipekit.validators import at_least, upstream_values
 
 @section("eval")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class EvalConfig:
+class EvalConfig(keys.EvalConfigKeys):
     upstream = upstream_v35("nemo_rl.evals.eval:EvalConfig")
 
     # The scores eval.py's setup computes (pass@k, the reference configs' one, and cons@k).

@@ -9,6 +9,7 @@ schemas widened just so far, subclasses that change nothing the Super recipes us
 
 from recipekit.markers import Unset
 from recipekit.nemo_rl import upstream_v35
+from recipekit.nemo_rl.generated import section_keys as keys
 from recipekit.nemo_rl.schema_common import (
     DataList,
     DataListMain,
@@ -37,13 +38,13 @@ class GRPOConfigExamplesMain(GRPOConfigMain):
 
 @section("reward_penalties.token_ids")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class PenaltyTokenIds:
+class PenaltyTokenIds(keys.PenaltyTokenIdsKeys):
     upstream = upstream_v35("nemo_rl.algorithms.grpo:RewardPenaltyTokenIdsConfig")
 
 
 @section("reward_penalties")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class RewardPenalties:
+class RewardPenalties(keys.RewardPenaltiesKeys):
     """main's RewardPenaltyConfig: zero the reward of Gym rollouts that misbehave."""
 
     upstream = upstream_v35("nemo_rl.algorithms.grpo:RewardPenaltyConfig")
@@ -53,7 +54,7 @@ class RewardPenalties:
 
 @section("data_plane")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class DataPlane:
+class DataPlane(keys.DataPlaneKeys):
     """main's DataPlaneConfig: rollouts reach training through a TransferQueue store."""
 
     upstream = upstream_v35("nemo_rl.data_plane.interfaces:DataPlaneConfig")
@@ -88,13 +89,15 @@ class GRPOExamplesConfigMain(GRPOMasterConfigMain):
     policy: PolicyExamplesMain = required()
     data: DataListMain = required()
     env: EnvironmentsExamples = required()
-    reward_penalties: RewardPenalties | Unset = optional()
-    data_plane: DataPlane | None | Unset = optional()
+    reward_penalties: RewardPenalties | Unset = optional()  # type: ignore[assignment]
+    data_plane: DataPlane | None | Unset = optional()  # type: ignore[assignment]
 
 
 @section()
 @frozen_section(kw_only=True, repr=False, eq=False)
-class GRPOSingleControllerConfigMain(GRPOExamplesConfigMain):
+class GRPOSingleControllerConfigMain(
+    keys.GRPOSingleControllerConfigMainKeys, GRPOExamplesConfigMain
+):
     """GRPO as main's single-controller runner (examples/run_grpo_single_controller.py) reads
     it: its own master config, which adds the asynchronous loop's ``async_rl``."""
 

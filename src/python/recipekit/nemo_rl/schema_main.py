@@ -20,6 +20,7 @@ import attrs
 
 from recipekit.markers import Derived, Unset
 from recipekit.nemo_rl import SUPER35_BRANCH, upstream_v35
+from recipekit.nemo_rl.generated import section_keys as keys
 from recipekit.nemo_rl.schema_super_v3 import (
     FP8,
     AdvantageEstimator,
@@ -74,7 +75,7 @@ class RewardShapingMain(RewardShaping):
 
 @section("grpo.adv_estimator")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class AdvantageEstimatorMain(AdvantageEstimator):
+class AdvantageEstimatorMain(keys.AdvantageEstimatorMainKeys, AdvantageEstimator):
     # name: the estimators main's GRPO builds (the inherited field takes this pin's set).
     upstream = upstream_v35("nemo_rl.algorithms.advantage_estimator:AdvEstimatorConfig")
 
@@ -90,7 +91,7 @@ class AsyncGRPOMain(AsyncGRPO):
 
 @section("grpo")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class GRPOConfigMain(GRPOConfig):
+class GRPOConfigMain(keys.GRPOConfigMainKeys, GRPOConfig):
     """main's GRPOConfig: super-v3's without ``penalize_*`` (gone on main), with its
     validation-sampling, early-stop and filtering keys, looser types where main's are, and
     main's sub-sections."""
@@ -108,15 +109,14 @@ class GRPOConfigMain(GRPOConfig):
     advantage_clip_low: float | None | Unset = optional(after="overlong_filtering")
     advantage_clip_high: float | None | Unset = optional(after="advantage_clip_low")
     val_num_generations_per_prompt: int | Unset = optional(at_least(1), after="max_val_samples")
-    stop_at_validation_metric: str | None | Unset = optional()
-    stop_at_validation_threshold: float | None | Unset = optional()
     val_batch_size: int | None = required(at_least(1))  # type: ignore[assignment]
     reward_shaping: RewardShapingMain | Unset = optional()  # type: ignore[assignment]
     adv_estimator: AdvantageEstimatorMain | Unset = optional()
     reward_scaling: RewardScaling | Unset = optional()  # type: ignore[assignment]
     seq_logprob_error_threshold: float | None | Unset = optional()  # type: ignore[assignment]
-    invalid_tool_call_advantage: float | None | Unset = optional()
-    malformed_thinking_advantage: float | None | Unset = optional()
+    # super-v3 types these two float; main lets them be null.
+    invalid_tool_call_advantage: float | None | Unset = optional()  # type: ignore[assignment]
+    malformed_thinking_advantage: float | None | Unset = optional()  # type: ignore[assignment]
     async_grpo: AsyncGRPOMain | None | Unset = optional(  # type: ignore[assignment]
         after="malformed_thinking_advantage"
     )
@@ -130,7 +130,7 @@ class GRPOConfigMain(GRPOConfig):
 
 @section("loss_fn")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class ClippedPGLossMain(ClippedPGLoss):
+class ClippedPGLossMain(keys.ClippedPGLossMainKeys, ClippedPGLoss):
     upstream = upstream_v35("nemo_rl.algorithms.loss.loss_functions:ClippedPGLossConfig")
 
     positive_example_nll_weight: float | Unset = optional(at_least(0))
@@ -138,11 +138,10 @@ class ClippedPGLossMain(ClippedPGLoss):
 
 @section("checkpointing")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class CheckpointingMain(Checkpointing):
+class CheckpointingMain(keys.CheckpointingMainKeys, Checkpointing):
     upstream = upstream_v35("nemo_rl.utils.checkpoint:CheckpointingConfig")
 
     # A Super Omni checkpoint with optimizer state is ~1.4 TB; false saves weights only.
-    save_optimizer: bool | Unset = optional()
     ft_keep_latest_k: int | None | Unset = optional(at_least(1))
     ft_save_period: int | Unset = optional(at_least(1))
 
@@ -170,15 +169,13 @@ class MegatronDDPMain(MegatronDDP):
 
 @section("policy.megatron_cfg.checkpoint")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class MegatronCheckpoint:
+class MegatronCheckpoint(keys.MegatronCheckpointKeys):
     upstream = upstream_v35("nemo_rl.models.policy:MegatronCheckpointConfig")
-
-    async_save: bool | Unset = optional()
 
 
 @section("policy.megatron_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class MegatronMain(Megatron):
+class MegatronMain(keys.MegatronMainKeys, Megatron):
     """main's MegatronConfig: super-v3's keys plus the vision-language freeze controls,
     recomputation, and Megatron checkpointing."""
 
@@ -199,13 +196,6 @@ class MegatronMain(Megatron):
     )
     # The vision encoder (C-RADIO) and projector are trained unless frozen; Super 3.5 has no
     # audio, so the Omni sound encoder and projection stay frozen.
-    radio_force_cpe_eval_mode: bool | Unset = optional()
-    freeze_vision_model: bool | Unset = optional()
-    freeze_vision_projection: bool | Unset = optional()
-    freeze_sound_encoder: bool | Unset = optional()
-    freeze_sound_projection: bool | Unset = optional()
-    gradient_accumulation_fusion: bool | Unset = optional()
-    use_fused_weighted_squared_relu: bool | Unset = optional()
 
 
 # --- policy: batching, draft --------------------------------------------------------------
@@ -225,7 +215,7 @@ class SequencePackingMain(SequencePacking):
 
 @section("policy.draft")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Draft:
+class Draft(keys.DraftKeys):
     """An Eagle-style draft model trained beside the policy (off in the Super Omni configs)."""
 
     upstream = upstream_v35(
@@ -233,15 +223,13 @@ class Draft:
     )
 
     enabled: bool = required()
-    model_name: str | None | Unset = optional()
     loss_weight: float | Unset = optional(at_least(0))
     num_layers: int | None | Unset = optional(at_least(1))
-    aux_layer_indices: tuple[int, ...] | None | Unset = optional()
 
 
 @section("policy.tokenizer")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class TokenizerMain(Tokenizer):
+class TokenizerMain(keys.TokenizerMainKeys, Tokenizer):
     upstream = upstream_v35("nemo_rl.models.policy:TokenizerConfig")
 
 
@@ -250,7 +238,7 @@ class TokenizerMain(Tokenizer):
 
 @section("policy.generation.mcore_generation_config")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class McoreGenerationMain:
+class McoreGenerationMain(keys.McoreGenerationMainKeys):
     """main's MCoreGenerationSpecificArgs (Megatron-Core dynamic inference), declared again:
     ``unified_memory_level`` and ``buffer_guaranteed_fraction`` are gone and most keys are now
     required."""
@@ -272,20 +260,12 @@ class McoreGenerationMain:
         )
     )
 
-    expose_http_server: bool = required()
-    parsers: tuple[str, ...] = required()
     buffer_size_gb: int = required(at_least(1))
     block_size_tokens: int = required(at_least(1))
     max_tokens: int | Derived = derived(at_least(1))
     max_model_len: int | Derived = derived(at_least(1))
     # -1: one CUDA graph per batch size the engine picks.
     num_cuda_graphs: int = required(at_least(-1))
-    use_cuda_graphs_for_non_decode_steps: bool = required()
-    cuda_graph_impl: str = required()
-    inference_cuda_graph_scope: str | Unset = optional()
-    materialize_only_last_token_logits: bool = required()
-    enable_chunked_prefill: bool = required()
-    enable_prefix_caching: bool = required()
     refit_backend: str = required(upstream_values("nemo_rl.refit_backend"))
     num_speculative_tokens: int = required(at_least(0))
     mamba_inference_ssm_states_dtype: str | Unset = optional(upstream_values("nemo_rl.torch_dtype"))
@@ -311,7 +291,7 @@ class McoreGenerationMain:
 
 @section("policy.generation.vllm_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class VllmConfigMain(VllmConfig):
+class VllmConfigMain(keys.VllmConfigMainKeys, VllmConfig):
     upstream = upstream_v35("nemo_rl.models.generation.vllm.config:VllmSpecificArgs")
     undeclared_keys = undeclared(read=("enable_prefix_caching",))
 
@@ -319,15 +299,13 @@ class VllmConfigMain(VllmConfig):
     # raw_logprobs: the sampler's log-probabilities before temperature/top-p, which the
     # importance-sampling correction compares with the trainer's.
     logprobs_mode: str | Unset = optional(upstream_values("nemo_rl.logprobs_mode"))
-    reasoning_parser_plugin: str | Unset = optional()
-    env_vars: dict[str, str] | Unset = optional()
     # Not in main's VllmSpecificArgs; passed on to vLLM's engine arguments.
     enable_prefix_caching: bool | Unset = optional()
 
 
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
 @frozen_section(kw_only=True, repr=False, eq=False)
-class GenerationMain(Generation):
+class GenerationMain(keys.GenerationMainKeys, Generation):
     """main's GenerationConfig: super-v3's keys with main's vLLM and Megatron sections, plus
     validation sampling, bad words and asynchronous rollouts."""
 
@@ -357,7 +335,7 @@ class GenerationMain(Generation):
 
 @section("policy.dtensor_cfg", aliases={"v2": "_v2"})
 @frozen_section(kw_only=True, repr=False, eq=False)
-class DTensorMain(DTensor):
+class DTensorMain(keys.DTensorMainKeys, DTensor):
     """super-v3.5's DTensor back-end: super-v3's keys and those its DTensorConfig adds (expert
     parallelism, HSDP replication, deferred gradient sync), which upstream declares."""
 
@@ -368,7 +346,7 @@ class DTensorMain(DTensor):
 
 @section("policy")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class PolicyMain(Policy):
+class PolicyMain(keys.PolicyMainKeys, Policy):
     """main's PolicyConfig: super-v3's keys with main's sections, plus the draft model and
     the vision-language switches."""
 
@@ -390,7 +368,7 @@ class PolicyMain(Policy):
 
 @section()
 @frozen_section(kw_only=True, repr=False, eq=False)
-class DatasetMain(Dataset):
+class DatasetMain(keys.DatasetMainKeys, Dataset):
     upstream = upstream_v35(
         "nemo_rl.data:ResponseDatasetConfig", "nemo_rl.data:PreferenceDatasetConfig"
     )
@@ -403,7 +381,7 @@ class DatasetMain(Dataset):
 
 @section("data")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class DataMain(Data):
+class DataMain(keys.DataMainKeys, Data):
     upstream = upstream_v35("nemo_rl.data:DataConfig")
 
     use_multiple_dataloader: bool | Unset = optional(after="num_workers")
@@ -449,7 +427,7 @@ class NemoGym:
 
 @section("env")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Environments:
+class Environments(keys.EnvironmentsKeys):
     """``env``: the environments by name, and the GRPO + Gym runner's switches."""
 
     upstream = upstream_v35("nemo_rl.evals.eval:_PassThroughEnvConfig")
@@ -475,7 +453,7 @@ class Environments:
 
 @section("on_policy_distillation.non_colocated_teachers.<teacher>")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class TeacherResources:
+class TeacherResources(keys.TeacherResourcesKeys):
     """Where one teacher's log-probability workers run and how they are laid out.
 
     TeacherResourceConfig takes keys it does not declare (pydantic extra="allow") and folds them
@@ -492,34 +470,27 @@ class TeacherResources:
     num_nodes: int | Unset = optional(at_least(1))
     gpus_per_node: int | Unset = optional(at_least(1))
     # Stored, never read: the teacher runs at policy.precision (rules.distillation warns).
-    precision: str | Unset = optional()
     micro_batch_size: int | Unset = optional(at_least(1))
     moe_shared_expert_overlap: bool | Unset = optional()
 
 
 @section("on_policy_distillation.non_colocated_teachers")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class NonColocatedTeachers:
+class NonColocatedTeachers(keys.NonColocatedTeachersKeys):
     upstream = upstream_v35("nemo_rl.algorithms.opd:NonColocatedTeachersConfig")
 
-    enabled: bool | Unset = optional()
     default_teacher_cfg: TeacherResources | Unset = optional()
     teacher_overrides: dict[str, TeacherResources] | Unset = optional()
 
 
 @section("on_policy_distillation")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class OnPolicyDistillation:
+class OnPolicyDistillation(keys.OnPolicyDistillationKeys):
     """MOPD: each prompt's Gym agent name picks the teacher that scores the student's tokens."""
 
     upstream = upstream_v35("nemo_rl.algorithms.opd:OnPolicyDistillationConfig")
 
-    enabled: bool | Unset = optional()
-    teacher_model_by_agent_name: dict[str, str] | Unset = optional()
-    default_teacher_alias: str | None | Unset = optional()
     # true: a prompt whose agent has no teacher is an error, not the default teacher.
-    strict_agent_name_match: bool | Unset = optional()
-    deduplicate_shared_teacher_checkpoints: bool | Unset = optional()
     non_colocated_teachers: NonColocatedTeachers | None | Unset = optional()
 
 
@@ -528,10 +499,8 @@ class OnPolicyDistillation:
 
 @section("logger.wandb")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class WandbMain(Wandb):
+class WandbMain(keys.WandbMainKeys, Wandb):
     upstream = upstream_v35("nemo_rl.utils.logger:WandbConfig")
-
-    log_nemo_gym_full_result_tables: bool | Unset = optional()
 
 
 @section("logger")
@@ -557,7 +526,7 @@ class ClusterMain(Cluster):
 
 @section()
 @frozen_section(kw_only=True, repr=False, eq=False)
-class GRPOMasterConfigMain:
+class GRPOMasterConfigMain(keys.GRPOMasterConfigMainKeys):
     """The GRPO (+ NeMo Gym, + MOPD) config of NeMo-RL main / super-v3.5-posttraining."""
 
     upstream = upstream_v35("nemo_rl.algorithms.grpo:MasterConfig")

@@ -9,6 +9,7 @@ Main only: super-v3 has no PPO entry point.
 
 from recipekit.markers import Unset
 from recipekit.nemo_rl import upstream_v35
+from recipekit.nemo_rl.generated import section_keys as keys
 from recipekit.nemo_rl.schema_common import (
     EnvironmentsExamples,
     PolicyExamplesMain,
@@ -22,7 +23,7 @@ from recipekit.validators import at_least, between, upstream_values
 
 @section("ppo.async_ppo")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class AsyncPPO(AsyncGRPO):
+class AsyncPPO(keys.AsyncPPOKeys, AsyncGRPO):
     """GRPO's asynchronous loop, for PPO; it needs non-colocated generation and the
     importance-sampling correction."""
 
@@ -35,7 +36,7 @@ class AsyncPPO(AsyncGRPO):
 
 @section("ppo.adv_estimator")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class GAE:
+class GAE(keys.GAEKeys):
     """Generalised advantage estimation; VAPO decouples the critic's and the policy's lambda."""
 
     upstream = upstream_v35("nemo_rl.algorithms.ppo:AdvEstimatorConfig")
@@ -52,7 +53,7 @@ class GAE:
 
 @section("ppo")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class PPOConfig:
+class PPOConfig(keys.PPOConfigKeys):
     upstream = upstream_v35("nemo_rl.algorithms.ppo:PPOConfig")
 
     num_prompts_per_step: int = required(at_least(1))
@@ -71,10 +72,8 @@ class PPOConfig:
     max_val_samples: int | None = required(at_least(1))
     val_batch_size: int = required(at_least(1))
     seed: int = required()
-    use_dynamic_sampling: bool | Unset = optional()
     dynamic_sampling_max_gen_batches: int | Unset = optional(at_least(1))
     batch_multiplier: float | Unset = optional(at_least(1))
-    skip_reference_policy_logprobs_calculation: bool | Unset = optional()
     async_ppo: AsyncPPO | Unset = optional()
     reward_shaping: RewardShapingMain | Unset = optional()
     adv_estimator: GAE = required()
@@ -103,7 +102,7 @@ class RewardModelHead:
 class ValuePolicy(PolicyExamplesMain):
     """The critic: a policy section with a scalar head instead of the language-model one."""
 
-    reward_model_cfg: RewardModelHead | Unset = optional()
+    reward_model_cfg: RewardModelHead | Unset = optional()  # type: ignore[assignment]
 
 
 @section()

@@ -7,6 +7,7 @@ NVIDIA-NeMo/RL@7ea279ab). The other sections are those every non-GRPO entry poin
 """
 
 from recipekit.nemo_rl import upstream_v3, upstream_v35
+from recipekit.nemo_rl.generated import section_keys as keys
 from recipekit.nemo_rl.schema_common import (
     RunMasterConfig,
     RunMasterConfigMain,
@@ -26,7 +27,7 @@ class SFTConfig(TrainLoop):
 
 @section("sft")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class SFTConfigMain(TrainLoopMain):
+class SFTConfigMain(keys.SFTConfigMainKeys, TrainLoopMain):
     upstream = upstream_v35("nemo_rl.algorithms.sft:SFTConfig")
 
 

@@ -5,15 +5,17 @@ TypedDicts of ``super-v3`` (NVIDIA-NeMo/RL@8af543ad, ``nemo_rl/**``, pinned in
 3rdparty/reference); keys that the TypedDicts omit but NeMo-RL reads with ``.get()``
 (``converter_type``, ``mtp_*``, ``fp8_cfg``, ...) are here too, as optional keys, because the
 reference configs set them. Every other key the pinned class declares comes from it, typed and
-required as it declares it (``sections._completed``): a key stated here adds a range, an allowed
-set, a derivation or required-ness to upstream's, or is stated for mypy (a recipe passes it by
-keyword, a check reads it); one that adds nothing is refused (``sections_test``).
+required as it declares it, in the order it declares it (``sections._completed``), and typed
+for mypy by the section's generated base (``keys.<Name>Keys``, ``generated/section_keys.py``). A
+key stated here adds a range, an allowed set, a derivation, required-ness or a comment to
+upstream's; one that adds nothing is refused (``sections_test``).
 """
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from recipekit.markers import Derived, Unset
 from recipekit.nemo_rl import NEMO_RL_VERSION, upstream_v3, upstream_v35
+from recipekit.nemo_rl.generated import section_keys as keys
 from recipekit.sections import derived, fixed, frozen_section, optional, required, section
 from recipekit.upstream.declared import undeclared
 from recipekit.validators import at_least, between, matching, one_of, upstream_values
@@ -26,13 +28,12 @@ SAVE_FORMATS = ("safetensors", "torch_save")
 
 @section("grpo.reward_shaping")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class RewardShaping:
+class RewardShaping(keys.RewardShapingKeys):
     """DAPO's overlong penalty: the last ``overlong_buffer_length`` tokens of the response budget
     cost up to ``overlong_buffer_penalty`` reward."""
 
     upstream = upstream_v3("nemo_rl.algorithms.reward_functions:RewardShapingConfig")
 
-    enabled: bool = required()
     overlong_buffer_length: int | Unset = optional(at_least(0))
     overlong_buffer_penalty: float | Unset = optional(at_least(0))
     max_response_length: int | Derived | Unset = derived(at_least(1))
@@ -41,44 +42,32 @@ class RewardShaping:
 
 @section("grpo.adv_estimator")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class AdvantageEstimator:
+class AdvantageEstimator(keys.AdvantageEstimatorKeys):
     upstream = upstream_v3("nemo_rl.algorithms.grpo:AdvEstimatorConfig")
 
     name: str = required(upstream_values("nemo_rl.adv_estimator"))
-    normalize_rewards: bool | Unset = optional()
-    use_leave_one_out_baseline: bool | Unset = optional()
-    minus_baseline: bool | Unset = optional()
 
 
 @section("grpo.reward_scaling")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class RewardScaling:
+class RewardScaling(keys.RewardScalingKeys):
     upstream = (
         upstream_v3("nemo_rl.algorithms.grpo:RewardScalingConfig"),
         upstream_v35("nemo_rl.algorithms.grpo:RewardScalingConfig"),
     )
 
-    enabled: bool = required()
-    source_min: float | Unset = optional()
-    source_max: float | Unset = optional()
-    target_min: float | Unset = optional()
-    target_max: float | Unset = optional()
-
 
 @section("grpo.async_grpo")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class AsyncGRPO:
+class AsyncGRPO(keys.AsyncGRPOKeys):
     upstream = upstream_v3("nemo_rl.algorithms.grpo:AsyncGRPOConfig")
 
-    enabled: bool = required()
     max_trajectory_age_steps: int = required(at_least(1))
-    in_flight_weight_updates: bool | Unset = optional()
-    recompute_kv_cache_after_weight_updates: bool | Unset = optional()
 
 
 @section("grpo")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class GRPOConfig:
+class GRPOConfig(keys.GRPOConfigKeys):
     upstream = upstream_v3("nemo_rl.algorithms.grpo:GRPOConfig")
 
     num_prompts_per_step: int = required(at_least(1))
@@ -86,22 +75,14 @@ class GRPOConfig:
     max_rollout_turns: int = required(at_least(1))
     max_num_epochs: int = required(at_least(1))
     max_num_steps: int = required(at_least(1))
-    normalize_rewards: bool = required()
-    use_leave_one_out_baseline: bool = required()
     val_period: int = required(at_least(0))
-    val_at_start: bool = required()
-    val_at_end: bool = required()
-    overlong_filtering: bool | Unset = optional()
     max_val_samples: int | None = required(at_least(1))
     val_batch_size: int = required(at_least(1))
-    seed: int = required()
-    use_dynamic_sampling: bool = required()
     dynamic_sampling_max_gen_batches: int | Unset = optional(at_least(1))
     batch_multiplier: float | Unset = optional(at_least(1))
     reward_shaping: RewardShaping = required()
     adv_estimator: AdvantageEstimator | Unset = optional()
     reward_scaling: RewardScaling = required()
-    seq_logprob_error_threshold: float | None = required()
     async_grpo: AsyncGRPO | Unset = optional()
     # super-v3 declares these two required and no upstream config sets them; false is the
     # behaviour NeMo-RL has when they are absent.
@@ -114,27 +95,16 @@ class GRPOConfig:
 
 @section("loss_fn")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class ClippedPGLoss:
+class ClippedPGLoss(keys.ClippedPGLossKeys):
     upstream = upstream_v3("nemo_rl.algorithms.loss_functions:ClippedPGLossConfig")
 
     reference_policy_kl_penalty: float = required(at_least(0))
     reference_policy_kl_type: str = required(upstream_values("nemo_rl.reference_policy_kl_type"))
-    kl_input_clamp_value: float | None = required()
-    kl_output_clamp_value: float | None = required()
     ratio_clip_min: float = required(at_least(0))
     ratio_clip_max: float = required(at_least(0))
-    ratio_clip_c: float | None = required()
-    use_on_policy_kl_approximation: bool = required()
-    use_importance_sampling_correction: bool = required()
-    truncated_importance_sampling_ratio: float | None = required()
-    truncated_importance_sampling_ratio_min: float | None | Unset = optional()
     truncated_importance_sampling_type: str | None | Unset = optional(
         upstream_values("nemo_rl.truncated_importance_sampling_type")
     )
-    sequence_level_importance_ratios: bool | Unset = optional()
-    token_level_loss: bool = required()
-    force_on_policy_ratio: bool | Unset = optional()
-    use_kl_in_reward: bool | Unset = optional()
 
 
 # --- checkpointing ------------------------------------------------------------------------
@@ -142,13 +112,10 @@ class ClippedPGLoss:
 
 @section("checkpointing")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Checkpointing:
+class Checkpointing(keys.CheckpointingKeys):
     upstream = upstream_v3("nemo_rl.utils.checkpoint:CheckpointingConfig")
 
-    enabled: bool = required()
     checkpoint_dir: str = required()
-    metric_name: str | None = required()
-    higher_is_better: bool = required()
     keep_top_k: int | None | Unset = optional(at_least(1))
     save_period: int = required(at_least(1))
     # NeMo-RL's wall-clock deadline "DD:HH:MM:SS" after which it saves and exits.
@@ -157,7 +124,6 @@ class Checkpointing:
         matching(r"\d+:\d+:\d+:\d+", "expected DD:HH:MM:SS, e.g. 00:03:45:00", optional=True)
     )
     model_save_format: str | None | Unset = optional(one_of(SAVE_FORMATS))
-    save_consolidated: bool | Unset = optional()
 
 
 # --- policy: tokenizer, parallel back-ends ------------------------------------------------
@@ -165,17 +131,16 @@ class Checkpointing:
 
 @section("policy.tokenizer")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Tokenizer:
+class Tokenizer(keys.TokenizerKeys):
     upstream = upstream_v3("nemo_rl.models.policy:TokenizerConfig")
 
     name: str | Derived = derived()
     chat_template: str | None | Unset = optional()
-    chat_template_kwargs: dict[str, Any] | None | Unset = optional()
 
 
 @section("policy.dtensor_cfg.lora_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class LoRA:
+class LoRA(keys.LoRAKeys):
     upstream = (
         upstream_v3("nemo_rl.models.policy:LoRAConfig", "nemo_rl.models.policy:LoRAConfigDisabled"),
         upstream_v35(
@@ -184,59 +149,43 @@ class LoRA:
     )
 
     enabled: bool = required()
-    target_modules: tuple[str, ...] | Unset = optional()
-    exclude_modules: tuple[str, ...] | Unset = optional()
-    match_all_linear: bool | Unset = optional()
     dim: int | Unset = optional(at_least(1))
     alpha: int | Unset = optional(at_least(1))
     dropout: float | Unset = optional(between(0, 1))
-    dropout_position: Literal["pre", "post"] | Unset = optional()
     lora_A_init: str | Unset = optional(one_of(("xavier", "uniform")))
-    use_triton: bool | Unset = optional()
 
 
 @section("policy.dtensor_cfg", aliases={"v2": "_v2"})
 @frozen_section(kw_only=True, repr=False, eq=False)
-class DTensor:
+class DTensor(keys.DTensorKeys):
     """The PyTorch-native (FSDP2 + DTensor) training back-end."""
 
     upstream = upstream_v3(
         "nemo_rl.models.policy:DTensorConfig", "nemo_rl.models.policy:DTensorConfigDisabled"
     )
 
-    v2: bool | Unset = optional()
     enabled: bool = required()
-    cpu_offload: bool | Unset = optional()
-    sequence_parallel: bool | Unset = optional()
-    activation_checkpointing: bool | Unset = optional()
     tensor_parallel_size: int | Unset = optional(at_least(1))
     context_parallel_size: int | Unset = optional(at_least(1))
-    custom_parallel_plan: str | None | Unset = optional()
-    clear_cache_every_n_steps: int | None | Unset = optional()
     lora_cfg: LoRA | Unset = optional()
     automodel_kwargs: dict[str, Any] | Unset = optional()
 
 
 @section("policy.megatron_cfg.optimizer")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class MegatronOptimizer:
+class MegatronOptimizer(keys.MegatronOptimizerKeys):
     upstream = upstream_v3("nemo_rl.models.policy:MegatronOptimizerConfig")
 
     optimizer: str = required(upstream_values("megatron_core.optimizer"))
     lr: float = required(at_least(0))
     min_lr: float = required(at_least(0))
     weight_decay: float = required(at_least(0))
-    bf16: bool = required()
-    fp16: bool = required()
     params_dtype: str = required(upstream_values("nemo_rl.torch_dtype"))
     adam_beta1: float = required(between(0, 1))
     adam_beta2: float = required(between(0, 1))
     adam_eps: float = required(at_least(0))
     sgd_momentum: float = required(between(0, 1))
-    use_distributed_optimizer: bool = required()
-    use_precision_aware_optimizer: bool = required()
     clip_grad: float | Derived = derived(at_least(0))
-    optimizer_cpu_offload: bool = required()
     optimizer_offload_fraction: float = required(between(0, 1))
 
 
@@ -261,13 +210,9 @@ class MegatronScheduler:
 
 @section("policy.megatron_cfg.distributed_data_parallel_config")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class MegatronDDP:
+class MegatronDDP(keys.MegatronDDPKeys):
     upstream = upstream_v3("nemo_rl.models.policy:MegatronDDPConfig")
 
-    grad_reduce_in_fp32: bool = required()
-    overlap_grad_reduce: bool = required()
-    overlap_param_gather: bool = required()
-    use_custom_fsdp: bool = required()
     data_parallel_sharding_strategy: str = required(
         upstream_values("megatron_core.data_parallel_sharding_strategy")
     )
@@ -275,18 +220,16 @@ class MegatronDDP:
 
 @section("policy.megatron_cfg.fp8_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class FP8:
+class FP8(keys.FP8Keys):
     upstream = upstream_v35("nemo_rl.models.policy:Fp8Config")
 
-    enabled: bool = required()
     fp8: str | Unset = optional(upstream_values("megatron_core.fp8"))
     fp8_recipe: str | Unset = optional(upstream_values("megatron_core.fp8_recipe"))
-    fp8_param: bool | Unset = optional()
 
 
 @section("policy.megatron_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Megatron:
+class Megatron(keys.MegatronKeys):
     """The Megatron-Core training back-end: the parallel layout lives here."""
 
     upstream = upstream_v3(
@@ -339,7 +282,6 @@ class Megatron:
     moe_permute_fusion: bool | Unset = optional()
     apply_rope_fusion: bool = required()
     bias_activation_fusion: bool = required()
-    defer_fp32_logits: bool | Unset = optional()
     moe_per_layer_logging: bool = required()
     moe_enable_deepep: bool = required()
     moe_token_dispatcher_type: str = required(
@@ -354,7 +296,6 @@ class Megatron:
     scheduler: MegatronScheduler = required()
     distributed_data_parallel_config: MegatronDDP = required()
     fp8_cfg: FP8 | Unset = optional()
-    env_vars: dict[str, str] | None | Unset = optional()
     error_path: str | Unset = optional()
     moe_router_enable_expert_bias: bool | Unset = optional()
     moe_aux_loss_coeff: float | Unset = optional(at_least(0))
@@ -405,37 +346,29 @@ class SequencePacking:
 
 @section("policy.optimizer")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class TorchOptimizer:
+class TorchOptimizer(keys.TorchOptimizerKeys):
     upstream = (
         upstream_v3("nemo_rl.models.policy:PytorchOptimizerConfig"),
         upstream_v35("nemo_rl.models.policy:PytorchOptimizerConfig"),
     )
 
-    name: str = required()
-    kwargs: dict[str, Any] = required()
-
 
 @section("policy.scheduler[]")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class TorchScheduler:
+class TorchScheduler(keys.TorchSchedulerKeys):
     upstream = (
         upstream_v3("nemo_rl.models.policy:SinglePytorchSchedulerConfig"),
         upstream_v35("nemo_rl.models.policy:SinglePytorchSchedulerConfig"),
     )
 
-    name: str = required()
-    kwargs: dict[str, Any] = required()
-
 
 @section("policy.scheduler[]")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class SchedulerMilestones:
+class SchedulerMilestones(keys.SchedulerMilestonesKeys):
     upstream = (
         upstream_v3("nemo_rl.models.policy:SinglePytorchMilestonesConfig"),
         upstream_v35("nemo_rl.models.policy:SinglePytorchMilestonesConfig"),
     )
-
-    milestones: tuple[int, ...] = required()
 
 
 # --- policy: generation -------------------------------------------------------------------
@@ -443,7 +376,7 @@ class SchedulerMilestones:
 
 @section("policy.generation.vllm_cfg")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class VllmConfig:
+class VllmConfig(keys.VllmConfigKeys):
     upstream = upstream_v3("nemo_rl.models.generation.vllm.config:VllmSpecificArgs")
     undeclared_keys = undeclared(
         read=(
@@ -455,24 +388,19 @@ class VllmConfig:
         )
     )
 
-    async_engine: bool = required()
     precision: str | Derived | Unset = derived(upstream_values("nemo_rl.vllm_precision"))
-    kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3"] = required()
     tensor_parallel_size: int = required(at_least(1))
     pipeline_parallel_size: int = required(at_least(1))
     expert_parallel_size: int = required(at_least(1))
     gpu_memory_utilization: float = required(between(0.01, 1))
     max_model_len: int | Derived = derived(at_least(1))
-    enforce_eager: bool | Unset = optional()
     use_deep_gemm: bool | Unset = optional()
     num_last_layers_in_bf16: int | Unset = optional(at_least(0))
     num_first_layers_in_bf16: int | Unset = optional(at_least(0))
     enable_vllm_metrics_logger: bool | Unset = optional()
     vllm_metrics_logger_interval: float | Unset = optional(at_least(0))
     skip_tokenizer_init: bool | Unset = optional()
-    load_format: str | Unset = optional()
     expose_http_server: bool | Unset = optional()
-    http_server_serving_chat_kwargs: dict[str, Any] | Unset = optional()
 
 
 @section("policy.generation.mcore_generation_config")
@@ -504,19 +432,18 @@ class GenerationResources:
 
 @section("policy.generation.colocated")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Colocation:
+class Colocation(keys.ColocationKeys):
     upstream = (
         upstream_v3("nemo_rl.models.generation.interfaces:ColocationConfig"),
         upstream_v35("nemo_rl.models.generation.interfaces:ColocationConfig"),
     )
 
-    enabled: bool = required()
     resources: GenerationResources = required()
 
 
 @section("policy.generation", aliases={"pad_token_id": "_pad_token_id"})
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Generation:
+class Generation(keys.GenerationKeys):
     upstream = upstream_v3(
         "nemo_rl.models.generation.vllm.config:VllmConfig",
         "nemo_rl.models.generation.sglang.config:SGLangConfig",
@@ -528,12 +455,8 @@ class Generation:
     max_new_tokens: int | Derived = derived(at_least(1))
     temperature: float = required(at_least(0))
     top_p: float = required(between(0, 1))
-    top_k: int | None = required()
-    stop_token_ids: tuple[int, ...] | None = required()
-    stop_strings: tuple[str, ...] | None = required()
     mcore_generation_config: McoreGeneration | Unset = optional()
     vllm_cfg: VllmConfig | Unset = optional()
-    vllm_kwargs: dict[str, Any] | Unset = optional()
     colocated: Colocation | Unset = optional()
     port_range_low: int | Unset = optional(at_least(1))
     port_range_high: int | Unset = optional(at_least(1))
@@ -544,15 +467,13 @@ class Generation:
 
 @section("policy")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Policy:
+class Policy(keys.PolicyKeys):
     upstream = upstream_v3("nemo_rl.models.policy:PolicyConfig")
     undeclared_keys = undeclared(
         read=("offload_optimizer_for_logprob",), configs=("load_optimizer_from_checkpoint",)
     )
 
-    model_name: str = required()
     tokenizer: Tokenizer = required()
-    hf_config_overrides: dict[str, Any] | Unset = optional()
     train_global_batch_size: int | Derived = derived(at_least(1))
     train_micro_batch_size: int = required(at_least(1))
     generation_batch_size: int | Unset = optional(at_least(1))
@@ -579,30 +500,25 @@ class Policy:
 
 @section()
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Dataset:
+class Dataset(keys.DatasetKeys):
     """One dataset entry of ``data`` (``train``, ``validation`` or ``default``)."""
 
     upstream = upstream_v3(
         "nemo_rl.data:ResponseDatasetConfig", "nemo_rl.data:PreferenceDatasetConfig"
     )
 
-    dataset_name: str | Unset = optional()
-    data_path: str | Unset = optional()
     split_validation_size: float | Unset = optional(between(0, 1))
     seed: int | Derived | Unset = optional()
     env_name: str | Unset = optional(upstream_values("nemo_rl.env_name"))
     processor: str | Unset = optional(upstream_values("nemo_rl.data_processor"))
-    prompt_file: str | None | Unset = optional()
-    system_prompt_file: str | None | Unset = optional()
 
 
 @section("data")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Data:
+class Data(keys.DataKeys):
     upstream = upstream_v3("nemo_rl.data:DataConfig")
 
     max_input_seq_length: int | None | Derived = derived(at_least(1))
-    shuffle: bool = required()
     num_workers: int | Unset = optional(at_least(0))
     train: Dataset = required()
     validation: Dataset | None | Unset = optional()
@@ -611,12 +527,11 @@ class Data:
 
 @section("env.<name>")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class MathEnvironment:
+class MathEnvironment(keys.MathEnvironmentKeys):
     upstream = upstream_v35("nemo_rl.environments.math_environment:MathEnvConfig")
 
     num_workers: int = required(at_least(1))
     math_verify_impl: str | None | Unset = optional(upstream_values("nemo_rl.math_verify_impl"))
-    verifier_type: str | None | Unset = optional()
 
 
 # --- logger, cluster ----------------------------------------------------------------------
@@ -624,30 +539,28 @@ class MathEnvironment:
 
 @section("logger.wandb")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Wandb:
+class Wandb(keys.WandbKeys):
     upstream = upstream_v3("nemo_rl.utils.logger:WandbConfig")
     undeclared_keys = undeclared(configs=("entity",))
 
     project: str | Unset = optional()
-    name: str | Unset = optional()
     entity: str | Unset = optional()
 
 
 @section("logger.swanlab")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Swanlab:
+class Swanlab(keys.SwanlabKeys):
     upstream = (
         upstream_v3("nemo_rl.utils.logger:SwanlabConfig"),
         upstream_v35("nemo_rl.utils.logger:SwanlabConfig"),
     )
 
     project: str | Unset = optional()
-    name: str | Unset = optional()
 
 
 @section("logger.tensorboard")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Tensorboard:
+class Tensorboard(keys.TensorboardKeys):
     upstream = (
         upstream_v3("nemo_rl.utils.logger:TensorboardConfig"),
         upstream_v35("nemo_rl.utils.logger:TensorboardConfig"),
@@ -656,14 +569,11 @@ class Tensorboard:
 
 @section("logger.mlflow")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class MLflow:
+class MLflow(keys.MLflowKeys):
     upstream = (
         upstream_v3("nemo_rl.utils.logger:MLflowConfig"),
         upstream_v35("nemo_rl.utils.logger:MLflowConfig"),
     )
-
-    experiment_name: str | None | Unset = optional()
-    run_name: str | None | Unset = optional()
 
 
 @section("logger.gpu_monitoring")
@@ -680,16 +590,10 @@ class GPUMonitoring:
 
 @section("logger")
 @frozen_section(kw_only=True, repr=False, eq=False)
-class Logger:
+class Logger(keys.LoggerKeys):
     upstream = upstream_v3("nemo_rl.algorithms.grpo:GRPOLoggerConfig")
 
-    log_dir: str = required()
     num_val_samples_to_print: int = required(at_least(0))
-    wandb_enabled: bool = required()
-    tensorboard_enabled: bool = required()
-    mlflow_enabled: bool = required()
-    swanlab_enabled: bool = required()
-    monitor_gpus: bool = required()
     wandb: Wandb = required()
     swanlab: Swanlab | Unset = optional()
     tensorboard: Tensorboard | Unset = optional()
