@@ -28,10 +28,15 @@ is (``file:line``), where a key it reads may be missing. Beside the steps of
 A worker builder's call (``WORKER_BUILDERS``: ``RayWorkerBuilder("pkg.module.Worker", config)``)
 builds the worker its dotted path names, on a copy of what it was handed: an ``if`` step on the
 path for each pinned class the function names by dotted path invokes that class's ``__init__``
-(its own, else its bases'), as Ray would on the worker. A method called on ``self`` is handed
-the same object (``["self", "self"]``), which the replay holds while its ``__init__`` runs. A
-pinned function changes no argument its source only reads from (``_unchanged``). A loop or
-``try`` that may return leaves the rest of the function undecided.
+(its own, else its bases'), as Ray would on the worker. A method called on ``self`` (or on
+``super()``) is handed the same object (``["self", "self"]``), which the replay holds while its
+``__init__`` runs and which knows the class it was built as (``conditions.CLASS``): where the
+object's pinned classes define the method differently, an ``if`` step on its class
+(``conditions.CLASS_OF``) runs the one Python's method resolution order picks. A pinned
+function changes no argument its source only reads from (``_unchanged``). A loop or ``try``
+that may return leaves the rest of the function undecided. ``copy.deepcopy`` after ``import
+copy`` is evaluated (``EVALUATED_IMPORTS``), and a call handed one keyword twice fails as
+Python's does (``conditions.DuplicateKeyword``).
 
 A mapping's changes are the mapping's wherever the function holds it
 (``recipekit.upstream.conditions.Tracked``). What a statement the walk does not follow (a loop,
@@ -83,6 +88,9 @@ PURE_CALLS = PURE_BUILTINS | {
     "time.perf_counter",
     "time.time",
 }
+# Library functions the replay evaluates (``conditions.CALLS``), by what the module imports
+# (``import copy; copy.deepcopy(x)``): the name it evaluates them by.
+EVALUATED_IMPORTS = {"copy:deepcopy": "deepcopy"}
 # The steps that evaluate what a statement reads, which end with where it is.
 _EVALUATING = ("set", "if", "store", "invoke", "return")
 # Methods that change nothing of the value they are called on, nor their arguments.
@@ -138,6 +146,19 @@ def _takes_receiver(qualified: str, fn: ast.FunctionDef) -> bool:
     scope = qualified.partition(":")[2]
     method = "." in scope and "<locals>" not in scope
     return method and _bound_to_class(fn) is not False
+
+
+def _on_self(node: ast.expr) -> bool:
+    """Whether a method is called on the object the caller's method has: ``self.m()`` or
+    ``super().m()``."""
+    if isinstance(node, ast.Name):
+        return node.id == "self"
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "super"
+        and not node.args
+    )
 
 
 def _bound_to_class(fn: ast.FunctionDef) -> bool | None:
@@ -335,6 +356,7 @@ class Functions:
         self.free: dict[str, list[str]] = {}
         self.constants: dict[str, dict[str, ast.expr]] = {}
         self.subclasses: dict[str, list[str]] | None = None
+        self.linearized: dict[str, list[str]] = {}
         self.unchanged: dict[str, frozenset[str]] = {}
         self.builders = {self._builder(cls) for cls in builders if cls in modules.defs}
         # A script imports its neighbour by its bare name (run_vlm_sft.py: from run_sft import
@@ -486,25 +508,77 @@ class Functions:
             found = self.modules.init_of(found) or ""
         return found if isinstance(self.modules.defs.get(found), ast.FunctionDef) else None
 
+    def imported(self, func: ast.expr, module: str) -> str:
+        """What a called name or attribute chain is by the module's imports, as
+        ``module:name`` (``copy.deepcopy`` after ``import copy``: ``copy:deepcopy``); "" where
+        its root is no imported name."""
+        parts = []
+        while isinstance(func, ast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            return ""
+        target = self.modules.imports.get(module, {}).get(func.id, "")
+        if not target or (":" in target and parts):
+            return target if not parts else ""
+        return f"{target}:{'.'.join(reversed(parts))}" if parts else target
+
     def overridden(self, cls: str, method: str) -> bool:
         """Whether a pinned subclass of ``cls`` defines ``method`` again: a call of it on
         ``self`` may then run that one, which the class alone does not tell."""
+        return any(f"{sub}.{method}" in self.modules.defs for sub in self.subclasses_of(cls))
+
+    def subclasses_of(self, cls: str) -> list[str]:
+        """Every pinned class that derives from ``cls``, however far down, in a stable order."""
         if self.subclasses is None:
             self.subclasses = {}
             for name, node in self.modules.defs.items():
                 if isinstance(node, ast.ClassDef):
                     for base in self.modules.bases(name):
                         self.subclasses.setdefault(base, []).append(name)
-        todo, seen = list(self.subclasses.get(cls, [])), set()
+        todo, seen = list(self.subclasses.get(cls, [])), []
         while todo:
-            sub = todo.pop()
-            if sub in seen:
-                continue
-            seen.add(sub)
-            if f"{sub}.{method}" in self.modules.defs:
-                return True
-            todo += self.subclasses.get(sub, [])
-        return False
+            sub = todo.pop(0)
+            if sub not in seen:
+                seen.append(sub)
+                todo += self.subclasses.get(sub, [])
+        return seen
+
+    def mro(self, cls: str) -> list[str]:
+        """The pinned classes of ``cls``'s method resolution order, as Python's C3 orders
+        them (a base the pinned files do not define is left out)."""
+        found = self.linearized.get(cls)
+        if found is None:
+            self.linearized[cls] = [cls]  # a cycle reads as no bases
+            orders = [self.mro(b) for b in self.modules.bases(cls)]
+            orders.append(list(self.modules.bases(cls)))
+            merged = [cls]
+            while any(orders):
+                head = next(
+                    (o[0] for o in orders if o and not any(o[0] in r[1:] for r in orders)), None
+                )
+                if head is None:  # no consistent order: Python refuses the class
+                    break
+                merged.append(head)
+                orders = [o[1:] if o and o[0] == head else o for o in orders]
+            found = self.linearized[cls] = merged
+        return found
+
+    def dispatch(self, owner: str, method: str, after_owner: bool) -> dict[str, list[str]]:
+        """The pinned function a call of ``method`` on ``self`` in a method of the class
+        ``owner`` runs, for each class the object may be (``owner`` and every pinned subclass):
+        function -> those classes. ``after_owner``: called through ``super()``, so the search
+        starts after ``owner`` in the object's order."""
+        found: dict[str, list[str]] = {}
+        for cls in [owner, *self.subclasses_of(owner)]:
+            order = self.mro(cls)
+            if after_owner:
+                order = order[order.index(owner) + 1 :] if owner in order else []
+            home = next((c for c in order if f"{c}.{method}" in self.modules.defs), None)
+            node = self.modules.defs.get(f"{home}.{method}") if home else None
+            if isinstance(node, ast.FunctionDef) and _bound_to_class(node) is None:
+                found.setdefault(f"{home}.{method}", []).append(cls)
+        return found
 
     def record_fields(self, call: ast.Call, module: str) -> list[tuple[str, ast.expr | None]]:
         """The fields, in order, each with its default, of the pinned record class a call
@@ -692,6 +766,16 @@ class _Reader:
             def visit_Call(self, node: ast.Call) -> ast.expr:
                 if ast.unparse(node.func) == "cast" and len(node.args) == 2:
                     return self.visit(node.args[1])  # type: ignore[no-any-return]
+                imported = reader.functions.imported(node.func, reader.module)
+                known = EVALUATED_IMPORTS.get(imported)
+                if known is not None and not set(conditions.names(ast.unparse(node.func))) & (
+                    reader.names
+                ):
+                    node = ast.Call(
+                        func=ast.Name(id=known, ctx=ast.Load()),
+                        args=node.args,
+                        keywords=node.keywords,
+                    )
                 if reader.functions.builds_master(node, reader.module):
                     return ast.copy_location(ast.Name(id=MASTER, ctx=ast.Load()), node)
                 visited = self.generic_visit(node)
@@ -699,6 +783,11 @@ class _Reader:
                 if not self.quiet and (read := reader.set_default(visited, out)) is not None:
                     return ast.copy_location(read, node)
                 callee = reader.functions.callee(visited, reader.module, reader.owner)
+                if callee is None and (choices := reader.on_self(visited)):
+                    name = f"_r{reader.made}"
+                    reader.made += 1
+                    out.append(reader.by_class(visited, choices, name, bool(self.quiet)))
+                    return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
                 if callee is None and (found := reader.nested(visited)) is not None:
                     callee, visited = found
                 if callee is None and (picked := reader.picked(visited, out)) is not None:
@@ -722,7 +811,8 @@ class _Reader:
                 reader.made += 1
                 if callee.endswith(".__init__"):
                     # What a class builds is an object the replay does not hold.
-                    out.append(reader.invoke(callee, visited, None, bool(self.quiet)))
+                    made = reader.functions.modules.target(visited, reader.module, None, {})
+                    out.append(reader.invoke(callee, visited, None, bool(self.quiet), made or ""))
                     out.append(["set", name, None])
                 else:
                     out.append(reader.invoke(callee, visited, name, bool(self.quiet)))
@@ -754,7 +844,41 @@ class _Reader:
         out.append(["if", absent, [store], [], [], False])
         return ast.Subscript(value=owner, slice=ast.Constant(value=key), ctx=ast.Load())
 
-    def invoke(self, callee: str, call: ast.Call, target: str | None, quiet: bool) -> Step:
+    def on_self(self, call: ast.Call) -> dict[str, list[str]]:
+        """The pinned methods a call on ``self`` (``self.setup()``, ``super().__init__()``) in
+        a method of this function's class may run, each with the classes the object is of
+        when it does (``Functions.dispatch``); none for another call."""
+        func = call.func
+        if not (self.owner and isinstance(func, ast.Attribute) and _on_self(func.value)):
+            return {}
+        through_super = isinstance(func.value, ast.Call)
+        return self.functions.dispatch(f"{self.module}:{self.owner}", func.attr, through_super)
+
+    def by_class(
+        self, call: ast.Call, choices: dict[str, list[str]], target: str, quiet: bool
+    ) -> Step:
+        """The call of one of ``choices`` (function -> the classes it runs for): an ``if`` step
+        on the object's class for each; where the class is unknown, each may run, quietly."""
+        if len(choices) == 1:
+            return self.invoke(next(iter(choices)), call, target, quiet)
+        chain: Step = ["set", target, None]
+        for function, classes in reversed(choices.items()):
+            test = f"{conditions.CLASS_OF}(self) in {tuple(classes)!r}"
+            chain = [
+                "if",
+                test,
+                [self.invoke(function, call, target, quiet)],
+                [chain],
+                [target],
+                False,
+            ]
+        return chain
+
+    def invoke(
+        self, callee: str, call: ast.Call, target: str | None, quiet: bool, of_class: str = ""
+    ) -> Step:
+        """The invoke step of ``callee`` for ``call``: each parameter bound to its argument's
+        text or its default; ``of_class``: the class of the object an ``__init__`` builds."""
         fn = self.functions.modules.defs[callee]
         assert isinstance(fn, ast.FunctionDef)
         self.invoked.add(callee)
@@ -782,11 +906,13 @@ class _Reader:
             _takes_receiver(callee, fn)
             and _bound_to_class(fn) is None
             and isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id == "self"
+            and _on_self(func.value)
         ):
-            # A method called on the object its caller holds (self.setup()): the same object.
+            # A method called on the object its caller holds (self.setup(), super().setup()):
+            # the same object.
             bindings.append(["self", "self"])
+        if of_class:
+            bindings.append([conditions.CLASS, repr(of_class)])
         for parameter in [*positional, *(a.arg for a in fn.args.kwonlyargs)]:
             if parameter in given:
                 bindings.append([parameter, given[parameter]])
@@ -939,7 +1065,7 @@ class _Reader:
             if init is None:
                 continue
             built = ast.Call(func=ast.Name(id=cls, ctx=ast.Load()), args=args, keywords=keywords)
-            invoke = [*self.invoke(init, built, None, quiet), where]
+            invoke = [*self.invoke(init, built, None, quiet, cls), where]
             test = f"{path} == {dotted!r}" if path else None
             out.append(["if", test, [invoke], [], [], False])
         return out

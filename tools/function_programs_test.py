@@ -124,6 +124,14 @@ def options(cfg):
     return dict(cfg.get("opts", {}), n=2, **{"m": 1})
 
 
+def engine(cfg):
+    # As NeMo-RL's vLLM worker builds the engine's arguments: what it passes itself, then
+    # what the config adds, on a copy.
+    extra = copy.deepcopy(cfg.get("eng", {}))
+    made = dict(model="m", size=2, **extra)
+    return made
+
+
 class Swapper:
     def __init__(self, cfg, other):
         self.cfg = cfg
@@ -147,6 +155,12 @@ class Base:
 class Child(Base):
     def check(self):
         assert self.cfg.get("o", 0) != 2
+
+
+class Derived(Base):
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        assert self.cfg.get("o", 0) != 3
 
 
 def bounded(cfg):
@@ -193,6 +207,7 @@ from replay_fixture.helpers import (
     Box,
     Child,
     Builder,
+    Derived,
     Keeper,
     Swapper,
     bounded,
@@ -201,6 +216,7 @@ from replay_fixture.helpers import (
     Logger,
     check,
     enabled,
+    engine,
     first_positive,
     gym_on,
     peek,
@@ -263,7 +279,9 @@ def main(config):
     assert made.size * made.fallback != 8
     bounded(section)
     Child(config.get("v", {}))
+    Derived(config.get("v2", {}))
     assert options(section)["n"] * section.get("q", 0) != 4
+    assert engine(section)["size"] != 3
     if section.get("swap"):
         Swapper(config.get("x1", {}), section)
         assert section.get("w3", 0) == 5
@@ -395,11 +413,20 @@ GOOD = {"s": {"a": 3}, "t": {"d": 1}}
         # A module's constant, read where it is defined and where it is imported.
         ("a module's constant", {"s": {"a": 3, "m": 11}, "t": {"d": 1}}),
         ("an imported constant", {"s": {"a": 3, "m2": 11}, "t": {"d": 1}}),
-        # The base's __init__ calls a method the class built overrides: the base's own check
-        # does not run (the replay does not follow the call; Python runs the override).
-        ("an overridden method", {"s": {"a": 3}, "t": {"d": 1}, "v": {"o": 1}}),
+        # The base's __init__ calls a method the class built overrides: the override runs,
+        # not the base's own check (the object's class picks it).
+        ("an overridden method", {"s": {"a": 3}, "t": {"d": 1}, "v": {"o": 2}}),
+        ("an overridden method's base", {"s": {"a": 3}, "t": {"d": 1}, "v": {"o": 1}}),
+        # super().__init__ builds the object its caller holds, and the base's method runs on it
+        # (the class built does not override it); the caller reads what it stored after.
+        ("a base's __init__ through super()", {"s": {"a": 3}, "t": {"d": 1}, "v2": {"o": 1}}),
+        ("after super().__init__", {"s": {"a": 3}, "t": {"d": 1}, "v2": {"o": 3}}),
         # dict(mapping, key=value, **more), evaluated.
         ("a dict built with keywords", {"s": {"a": 3, "q": 2}, "t": {"d": 1}}),
+        # A keyword the config's mapping hands a call that names it too: Python's TypeError
+        # where the call is made, not the check after it (copy.deepcopy, evaluated).
+        ("a keyword handed twice", {"s": {"a": 3, "eng": {"size": 3}}, "t": {"d": 1}}),
+        ("a keyword handed once", {"s": {"a": 3, "eng": {"other": 3}}, "t": {"d": 1}}),
         # An object that may hold the section after a branch the replay cannot decide changes
         # it through a method: the section is not judged as it was.
         ("a value a built object may hold", {"s": {"a": 3, "swap": True}, "t": {"d": 1}}),

@@ -153,6 +153,16 @@ class NoneOperand(TypeError):
         self.operand = operand
 
 
+class DuplicateKeyword(TypeError):
+    """A call handed one keyword twice (``dict(model=m, **cfg)`` where ``cfg`` has ``model``):
+    Python's TypeError, before the callee runs (``key``: the config key path of the second,
+    where a config mapping gave it, else the keyword)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
 # Values no code changes in place.
 IMMUTABLE = (type(None), bool, int, float, str, bytes)
 
@@ -255,12 +265,30 @@ class Built(Model):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.origins: dict[str, str] = {}
+        # The class it is an object of (``module:Class``), where the replay knows it: which
+        # of the pinned methods a call on it runs (``CLASS_OF``).
+        self.cls: str | None = None
 
 
 # What a replayed function's program calls a record it builds (``Built``: a NamedTuple's or a
 # dataclass's fields), a name no upstream source uses.
 BUILT = "__built__"
 CALLS[BUILT] = Built
+# The parameter an ``__init__``'s invoke binds to the class it builds (an object of that class,
+# not of the class that defines the ``__init__``), a name no source can use.
+CLASS = " class"
+# What a program calls to ask which class an object is of (``__class_of__(self) in (...)``):
+# the method a call on it runs depends on it.
+CLASS_OF = "__class_of__"
+
+
+def _class_of(value: Any) -> str:
+    if isinstance(value, Built) and value.cls is not None:
+        return value.cls
+    raise _Unknown(CLASS_OF)
+
+
+CALLS[CLASS_OF] = _class_of
 
 
 class TrackedModel(Tracked, Model):
@@ -400,6 +428,8 @@ def attempt(source: str, values: Mapping[str, Any]) -> tuple[bool, Any, Failure 
         return True, _value(_parse(source), values), None
     except Absent as absent:
         return False, None, Failure("KeyError", absent.path)
+    except DuplicateKeyword as twice:
+        return False, None, Failure("DuplicateKeyword", twice.key)
     except NoneOperand as none:
         return False, None, Failure("TypeError", none.operand)
     except (_Unknown, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
@@ -569,7 +599,35 @@ def _value(node: ast.expr, values: Mapping[str, Any]) -> Any:
     return found
 
 
+def _handed_once(call: ast.Call, values: Mapping[str, Any]) -> None:
+    """Python's TypeError where a call is handed a keyword twice, by name and in a mapping it
+    unpacks (``**cfg``) or in two of them: raised whatever the callee, before it runs. A
+    mapping the replay cannot tell (or whose keys it cannot) hands no keyword it knows of."""
+    if not any(k.arg is None for k in call.keywords):
+        return
+    seen: set[str] = set()
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            handed = {keyword.arg: keyword.arg}
+        else:
+            try:
+                mapping = _value(keyword.value, values)
+                keys = list(mapping.keys()) if isinstance(mapping, dict) else []
+            except Absent:
+                raise
+            except (_Unknown, TypeError, ValueError, IndexError, KeyError):
+                continue
+            path = mapping.path if isinstance(mapping, Tracked) else ""
+            handed = {str(k): f"{path}.{k}" if path else str(k) for k in keys}
+        for name, key in handed.items():
+            if name in seen:
+                raise DuplicateKeyword(key)
+            seen.add(name)
+
+
 def _value_of(node: ast.expr, values: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.Call):
+        _handed_once(node, values)
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name):
@@ -588,7 +646,7 @@ def _value_of(node: ast.expr, values: Mapping[str, Any]) -> Any:
         call = CALLS.get(node.func.id)
         if call is None or node.func.id in values or (node.keywords and call is not dict):
             raise _Unknown(node.func.id)
-        # dict(a, k=v, **b): Python's own, the later key winning.
+        # dict(a, k=v, **b): Python's own (a keyword handed twice is refused above).
         keywords: dict[str, Any] = {}
         for keyword in node.keywords:
             value = _value(keyword.value, values)

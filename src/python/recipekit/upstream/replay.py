@@ -429,9 +429,12 @@ def _invoke(step: Sequence[Any], state: dict[str, Any], run: _Run, frame: _Frame
             own[parameter] = value
             _originate(own, parameter, argument, value, state)
     built = None
-    if name.endswith(".__init__"):
-        # The object it builds: held while it runs, released to its caller after.
+    of_class = own.pop(conditions.CLASS, None)
+    if name.endswith(".__init__") and "self" not in own:
+        # The object it builds: held while it runs, released to its caller after. (A base's
+        # __init__ called through super() builds the object its caller holds.)
         built = own["self"] = conditions.Built()
+        built.cls = of_class
     inner = _Run(run.found, run.functions, run.given, run.depth + 1)
     returned = _function(program, own, inner, _Frame(quiet=frame.quiet or quiet))
     if built is not None:

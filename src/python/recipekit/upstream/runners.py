@@ -88,8 +88,9 @@ class PinnedRunners(NamedTuple):
                     yield self._fails(runner, found)
 
     def _fails(self, runner: str, found: Reached) -> Issue:
-        """A read of a key the config lacks (a KeyError), or a None where the function orders
-        or computes with it (a TypeError), at the key."""
+        """A read of a key the config lacks (a KeyError), a None where the function orders or
+        computes with it, or a keyword the config hands a call that the function hands it too
+        (a TypeError), at the key."""
         where, what, _ = described(found.step)
         at = f"({where} {self.at}, run by {runner})"
         if found.step[1] == "KeyError":
@@ -97,6 +98,13 @@ class PinnedRunners(NamedTuple):
                 what,
                 f"required key is missing: {self.framework} reads it without a default, a "
                 f"KeyError {at}",
+            )
+        if found.step[1] == "DuplicateKeyword":
+            return Issue(
+                what,
+                f"{self.framework} hands this keyword on itself as well: a call given it twice, "
+                f"a TypeError {at}",
+                hint="leave it to the framework, or set the key it derives the value from",
             )
         key = conditions.keyed(what, found.values)
         return Issue(
