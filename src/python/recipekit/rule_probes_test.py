@@ -30,25 +30,46 @@ RULE_FOLDERS = ("rules", "checks")
 PROBING = (PACKAGE / "nemo_evaluator" / "checks.py",)
 
 
+# NeMo-RL's modules that read a config beside its rules and checks (the launch, layout and
+# summary read keys too); yaml_loader reads OmegaConf's exceptions, no config, and keys is
+# the asking itself.
+NEMO_RL_READERS = tuple(
+    path
+    for path in (PACKAGE / "nemo_rl").glob("*.py")
+    if not path.name.endswith("_test.py")
+    and not path.stem.startswith("schema")
+    and path.name not in ("conftest.py", "yaml_loader.py", "keys.py")
+)
+
+
 def _rule_modules() -> list[Path]:
     return sorted(
-        path
-        for path in PACKAGE.rglob("*.py")
-        if not path.name.endswith("_test.py")
-        and path.name != "conftest.py"
-        and "generated" not in path.parts
-        and (set(path.parts) & set(RULE_FOLDERS) or path.stem in RULE_FOLDERS)
+        {
+            path
+            for path in PACKAGE.rglob("*.py")
+            if not path.name.endswith("_test.py")
+            and path.name != "conftest.py"
+            and "generated" not in path.parts
+            and (set(path.parts) & set(RULE_FOLDERS) or path.stem in RULE_FOLDERS)
+        }
+        | set(NEMO_RL_READERS)
     )
 
 
 def _calls(path: Path, function: str, arity: int) -> Iterator[tuple[ast.Call, str]]:
-    """Every ``function(...)`` call with at least ``arity`` arguments, and where it is."""
+    """Every ``function(...)`` call with at least ``arity`` arguments, and where it is (a
+    class's own attribute, ``getattr(type(config), ...)``, is no config key)."""
     for node in ast.walk(ast.parse(path.read_text())):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
             and node.func.id == function
             and len(node.args) >= arity
+            and not (
+                isinstance(node.args[0], ast.Call)
+                and isinstance(node.args[0].func, ast.Name)
+                and node.args[0].func.id == "type"
+            )
         ):
             yield node, f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
 
@@ -82,17 +103,23 @@ def test_rules_ask_the_version_instead_of_probing() -> None:
         where
         for path in _rule_modules()
         if path not in PROBING
-        for node, where in _calls(path, "getattr", 3)
+        for probe, arity in (("getattr", 3), ("hasattr", 2))
+        for node, where in _calls(path, probe, arity)
     ]
     assert not probes, (
-        "a getattr with a default probes a key some version may lack; ask the version "
-        "(recipekit.nemo_rl.keys.value_of(section, key[, absent]) for NeMo-RL's):\n"
-        + "\n".join(probes)
+        "a getattr with a default, or a hasattr, probes a key some version may lack; ask "
+        "the version (recipekit.nemo_rl.keys.value_of(section, key[, absent]) or "
+        "has_key(section, key) for NeMo-RL's):\n" + "\n".join(probes)
     )
 
 
 def test_every_key_a_rule_asks_for_is_declared_by_a_pinned_version() -> None:
-    asked = _named(call for path in _rule_modules() for call in _calls(path, "value_of", 2))
+    asked = _named(
+        call
+        for path in _rule_modules()
+        for asking in ("value_of", "has_key")
+        for call in _calls(path, asking, 2)
+    )
     assert len(asked) > 40, "the value_of calls were not found"
     declared = keys.declared_keys()
     unknown = {name: where for name, where in asked.items() if name not in declared}

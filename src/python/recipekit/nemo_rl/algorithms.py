@@ -40,6 +40,7 @@ from recipekit.nemo_rl.framework import (
     nemo_rl_save_policy,
 )
 from recipekit.nemo_rl.framework_super35 import NEMO_RL_SUPER35
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.layout import Layout, NodeSplit
 from recipekit.nemo_rl.rules import (
     POLICY_ERROR_CHECKS_SUPER35,
@@ -136,14 +137,14 @@ class NemoRLRun(FrameworkBase):
         """The GPUs NeMo-RL's cluster asks for must be in the stage's allocation, a Megatron
         policy's layout must hold on them, and the entry point's own rules (error_checks,
         warning_checks) must hold."""
-        cluster = given(getattr(config, "cluster", UNSET), None)  # an eval config has its own
+        cluster = given(value_of(config, "cluster", UNSET), None)  # an eval config has its own
         asked = {}
         errors = []
         for key, has, what in (
             ("num_nodes", hardware.num_nodes, "the stage's hardware has {} nodes"),
             ("gpus_per_node", hardware.gpus_per_node, f"a {hardware.node.name} node has {{}} GPUs"),
         ):
-            value = getattr(cluster, key, has)
+            value = value_of(cluster, key, has)
             asked[key] = value if isinstance(value, int) else has
             if asked[key] > has:
                 errors.append(Issue(f"cluster.{key}", what.format(has), value=value))
@@ -220,13 +221,13 @@ class NemoRLRun(FrameworkBase):
     def inputs(self, config: Any) -> dict[str, str]:
         found: dict[str, str] = {}
         for role in ("policy", "teacher", "value"):
-            model = getattr(getattr(config, role, None), "model_name", None)
+            model = value_of(value_of(config, role, None), "model_name", None)
             if isinstance(model, str):
                 found["model" if role == "policy" else role] = model
         return found
 
     def outputs(self, config: Any) -> dict[str, str]:
-        ckpt = given(getattr(config, "checkpointing", UNSET), None)
+        ckpt = given(value_of(config, "checkpointing", UNSET), None)
         return {"checkpoints": ckpt.checkpoint_dir} if ckpt is not None and ckpt.enabled else {}
 
     def checkpoint_reads(self, config: Any) -> CheckpointReads:
@@ -236,8 +237,8 @@ class NemoRLRun(FrameworkBase):
         return nemo_rl_save_policy(config, self.algorithm.removeprefix("xtoken_"))
 
     def summary(self, config: Any, layout: Any) -> list[tuple[str, str]]:
-        section = getattr(config, self.algorithm.removeprefix("xtoken_"), None)
-        steps = given(getattr(section, "max_num_steps", UNSET), "")
+        section = value_of(config, self.algorithm.removeprefix("xtoken_"), None)
+        steps = given(value_of(section, "max_num_steps", UNSET), "")
         return [
             ("algorithm", f"{self.algorithm} ({self.entry_point})"),
             ("cluster", f"{layout.num_nodes} x {layout.gpus_per_node} GPUs"),
@@ -248,8 +249,8 @@ class NemoRLRun(FrameworkBase):
 def _megatron_of(config: Any, role: str) -> Any:
     """``role``'s (``policy``, ``value``) ``megatron_cfg`` when it trains with Megatron-Core
     (an eval config has no policy; a DTensor one leaves it off)."""
-    model = given(getattr(config, role, UNSET), None)
-    megatron = given(getattr(model, "megatron_cfg", UNSET), None)
+    model = given(value_of(config, role, UNSET), None)
+    megatron = given(value_of(model, "megatron_cfg", UNSET), None)
     return megatron if megatron is not None and megatron.enabled is True else None
 
 
@@ -270,8 +271,8 @@ def _policy_sizes(config: Any, gpus: int) -> PolicySizes | None:
     megatron = _megatron_of(config, "policy")
     if megatron is not None:
         return PolicySizes(NEMO_RL.read(megatron, gpus), NEMO_RL, True)
-    policy = given(getattr(config, "policy", UNSET), None)
-    dtensor = given(getattr(policy, "dtensor_cfg", UNSET), None)
+    policy = given(value_of(config, "policy", UNSET), None)
+    dtensor = given(value_of(policy, "dtensor_cfg", UNSET), None)
     if dtensor is None:
         return None
     return PolicySizes(DTENSOR.read(dtensor, gpus), DTENSOR, dtensor.enabled is True)
@@ -288,7 +289,7 @@ def _megatron_value_of_the_policys_model(config: Any) -> Any:
     megatron = _megatron_of(config, "value")
     if megatron is None:
         return None
-    same = config.value.model_name == getattr(config.policy, "model_name", None)
+    same = config.value.model_name == value_of(config.policy, "model_name", None)
     return megatron if same else None
 
 

@@ -25,6 +25,7 @@ from recipekit.nemo_rl.checks import (
 )
 from recipekit.nemo_rl.config_guards import runner_refusals, runner_warnings
 from recipekit.nemo_rl.derivations import RULES, Derivation
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.layout import Layout, compute_layout, layout_candidates
 from recipekit.nemo_rl.memory import estimate as estimate_memory
 from recipekit.nemo_rl.memory import layout_pricer as memory_pricer
@@ -38,9 +39,9 @@ def nemo_rl_checkpoint_reads(config: Any) -> CheckpointReads:
     """NeMo-RL resumes the newest checkpoint of ``checkpoint_dir`` whole (grpo.py, setup
     @ super-v3.5-posttraining) and starts the policy from ``model_name``'s weights when it is a
     directory (a Hub name is not)."""
-    ckpt = given(getattr(config, "checkpointing", UNSET), None)
-    policy = given(getattr(config, "policy", UNSET), None)
-    model = getattr(policy, "model_name", None)
+    ckpt = given(value_of(config, "checkpointing", UNSET), None)
+    policy = given(value_of(config, "policy", UNSET), None)
+    model = value_of(policy, "model_name", None)
     return CheckpointReads(
         resumes={"checkpointing.checkpoint_dir": ckpt.checkpoint_dir}
         if ckpt is not None and ckpt.enabled
@@ -90,7 +91,7 @@ class NemoRLGrpo(FrameworkBase):
         policy, data = config.policy, config.data
         found = {"model": policy.model_name, "tokenizer": policy.tokenizer.name}
         for split in ("train", "validation", "default"):
-            path = getattr(getattr(data, split, None), "data_path", None)
+            path = value_of(value_of(data, split, None), "data_path", None)
             if isinstance(path, str):
                 found[f"data.{split}"] = path
         return found
@@ -135,8 +136,8 @@ class NemoRLGrpo(FrameworkBase):
 def nemo_rl_save_policy(config: Any, algorithm: str) -> SavePolicy | None:
     """NeMo-RL saves every ``save_period`` steps and at its last (``<algorithm>.max_num_steps``);
     with no ``metric_name``, ``keep_top_k`` keeps the newest (``utils/checkpoint.py``)."""
-    ckpt = given(getattr(config, "checkpointing", UNSET), None)
-    steps = getattr(getattr(config, algorithm, None), "max_num_steps", None)
+    ckpt = given(value_of(config, "checkpointing", UNSET), None)
+    steps = value_of(value_of(config, algorithm, None), "max_num_steps", None)
     if ckpt is None or not ckpt.enabled or not isinstance(steps, int):
         return None
     keep = given(ckpt.keep_top_k, None)

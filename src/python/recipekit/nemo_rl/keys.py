@@ -63,6 +63,15 @@ def value_of(section: object, key: str, absent: object = None) -> Any:
     return getattr(section, key, absent)
 
 
+def has_key(section: object, key: str) -> bool:
+    """Whether ``section``'s version declares ``key`` (a field of its section class; a key a
+    mapping holds), the name checked as :func:`value_of` checks it."""
+    cls: type = type(section)
+    if (cls, key) not in _ASKED:
+        _check(cls, key)
+    return key in section if isinstance(section, dict) else key in _fields(cls)
+
+
 # (class, key) pairs already checked: a rule asks the same few dozen at every plan.
 _ASKED: set[tuple[type, str]] = set()
 

@@ -149,7 +149,7 @@ def _int(value: object, fallback: int = 1) -> int:
 
 def _teacher_groups(config: object) -> tuple[int, int]:
     """(distinct teachers, their nodes) when MOPD runs its teachers on their own nodes."""
-    opd = getattr(config, "on_policy_distillation", None)
+    opd = value_of(config, "on_policy_distillation", None)
     if opd is None or isinstance(opd, Marker) or opd.enabled is not True:
         return 0, 0
     routes = opd.teacher_model_by_agent_name
@@ -165,8 +165,8 @@ def _teacher_groups(config: object) -> tuple[int, int]:
 def _judge_nodes(config: object) -> int:
     """env.nemo_gym.num_gpu_nodes, 0 without a Gym section (super-v3 declares none: its
     examples' env, schema_common's, carries main's)."""
-    env = getattr(config, "env", None)
-    nemo_gym = None if env is None or isinstance(env, Marker) else getattr(env, "nemo_gym", None)
+    env = value_of(config, "env", None)
+    nemo_gym = None if env is None or isinstance(env, Marker) else value_of(env, "nemo_gym", None)
     if nemo_gym is None or isinstance(nemo_gym, Marker):
         return 0
     return _int(nemo_gym.num_gpu_nodes, 0)
@@ -177,7 +177,7 @@ def gym_nodes_inside(config: object) -> int:
     env.nemo_gym.num_gpu_nodes of cluster.num_nodes, which the policy does not get."""
     if (
         runs_super35(config)
-        or value_of(getattr(config, "env", None), "should_use_nemo_gym") is not True
+        or value_of(value_of(config, "env", None), "should_use_nemo_gym") is not True
     ):
         return 0
     return _judge_nodes(config)

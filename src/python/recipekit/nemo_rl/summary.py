@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from recipekit.markers import UNSET, given, given_at
 from recipekit.nemo_rl.checks.context import GrpoConfig
+from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.layout import Layout
 
 
@@ -18,9 +19,7 @@ def grpo_summary(cfg: GrpoConfig, lay: Layout) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     nodes, training = lay.nodes, lay.parallel
     dp = training.whole_groups
-    train_desc = (
-        f"{lay.backend} TP {training.tp} x PP {training.pp} x CP {training.cp} -> DP {dp}"
-    )
+    train_desc = f"{lay.backend} TP {training.tp} x PP {training.pp} x CP {training.cp} -> DP {dp}"
     if lay.backend == "megatron":
         train_desc += f"; experts EP {training.ep} x ETP {training.etp}"
     vllm_desc = (
@@ -128,7 +127,7 @@ def grpo_summary(cfg: GrpoConfig, lay: Layout) -> list[tuple[str, str]]:
     if gym_paths:
         servers = [p.split("/")[1] for p in gym_paths if p.startswith("resources_")]
         rows.append(("", f"NeMo Gym: {', '.join(servers)}"))
-    opd = getattr(cfg, "on_policy_distillation", UNSET)
+    opd = value_of(cfg, "on_policy_distillation", UNSET)
     if given_at(opd, "enabled"):
         routes = given_at(opd, "teacher_model_by_agent_name") or {}
         rows.append(

@@ -9,7 +9,7 @@ from recipekit.markers import Marker
 from recipekit.nemo_rl.checks.context import (
     CheckContext,
 )
-from recipekit.nemo_rl.keys import value_of
+from recipekit.nemo_rl.keys import has_key, value_of
 from recipekit.nemo_rl.schema_super_v3 import (
     SequencePacking,
 )
@@ -74,7 +74,7 @@ def micro_batches_agree_at_large_tp(ctx: CheckContext) -> Iterator[Issue]:
     if tp < 4 or isinstance(logprob, Marker) or logprob == policy.train_micro_batch_size:
         return
     forced = value_of(value_of(ctx.config, "loss_fn"), "force_on_policy_ratio")
-    if forced is True and any(hasattr(ctx.config, name) for name in ("grpo", "ppo")):
+    if forced is True and any(has_key(ctx.config, name) for name in ("grpo", "ppo")):
         return
     yield Issue(
         "policy.logprob_batch_size",

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import Check, CheckContext
-from recipekit.nemo_rl.keys import value_of
+from recipekit.nemo_rl.keys import has_key, value_of
 from recipekit.nemo_rl.rules.citation import cite, mirrors
 from recipekit.nemo_rl.schema_super_v3 import Colocation, DTensor, SequencePacking
 
@@ -136,7 +136,7 @@ def cpu_offload_with_separate_generation(ctx: CheckContext) -> Iterator[Issue]:
     dtensor, gen = _v1(ctx), ctx.generation
     if dtensor is None or dtensor.cpu_offload is not True or gen is None:
         return
-    if not any(hasattr(ctx.config, section) for section in REFITTING_SECTIONS):
+    if not any(has_key(ctx.config, section) for section in REFITTING_SECTIONS):
         return
     colocated = gen.colocated
     separate = isinstance(colocated, Colocation) and colocated.enabled is False

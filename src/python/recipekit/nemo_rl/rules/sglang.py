@@ -13,7 +13,7 @@ from typing import Any
 
 from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import CheckContext
-from recipekit.nemo_rl.keys import value_of
+from recipekit.nemo_rl.keys import has_key, value_of
 from recipekit.nemo_rl.rules.citation import cite_line, mirrors
 
 SGLANG = "policy.generation.sglang_cfg"
@@ -105,7 +105,7 @@ def sglang_needs_its_settings(ctx: CheckContext) -> Iterator[Issue]:
     gen = ctx.generation
     if gen is None or gen.backend != "sglang" or isinstance(value_of(gen, "sglang_cfg"), dict):
         return
-    declared = hasattr(gen, "sglang_cfg")
+    declared = has_key(gen, "sglang_cfg")
     yield Issue(
         "policy.generation.backend",
         "GRPO's setup reads SGLang's settings from policy.generation.sglang_cfg and fails "

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from recipekit.errors import Issue
 from recipekit.markers import Marker
 from recipekit.nemo_rl.checks import CheckContext
-from recipekit.nemo_rl.keys import value_of
+from recipekit.nemo_rl.keys import has_key, value_of
 from recipekit.nemo_rl.rules.citation import where
 
 GEN = "policy.generation"
@@ -20,7 +20,7 @@ GEN = "policy.generation"
 def _val_overrides(ctx: CheckContext) -> list[str]:
     """The val_* sampling keys that differ from the training ones (grpo.py, setup)."""
     gen = ctx.generation
-    if gen is None or not hasattr(gen, "val_top_k"):
+    if gen is None or not has_key(gen, "val_top_k"):
         return []
     pairs = (("val_temperature", "temperature"), ("val_top_p", "top_p"), ("val_top_k", "top_k"))
     return [

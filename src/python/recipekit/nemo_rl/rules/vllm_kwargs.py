@@ -19,7 +19,7 @@ from recipekit.errors import Issue, did_you_mean
 from recipekit.markers import UNSET, Marker
 from recipekit.nemo_rl import NEMO_RL_VERSION, SUPER35_BRANCH
 from recipekit.nemo_rl.checks import CheckContext
-from recipekit.nemo_rl.keys import value_of
+from recipekit.nemo_rl.keys import has_key, value_of
 from recipekit.nemo_rl.rules.citation import on_super35
 from recipekit.upstream.declared import declared as declared_class
 from recipekit.upstream.values import OPAQUE, expected_type, plain
@@ -45,7 +45,7 @@ def _async(ctx: CheckContext) -> bool:
     from recipekit.nemo_rl.rules.generation import gym_runner_sets_the_server_on
 
     # (A config with no env section, as a GRPO-less entry point's, runs no Gym.)
-    if hasattr(ctx.config, "env") and gym_runner_sets_the_server_on(ctx):
+    if has_key(ctx.config, "env") and gym_runner_sets_the_server_on(ctx):
         return True
     return ctx.vllm is not None and ctx.vllm.async_engine is True
 
@@ -258,7 +258,7 @@ def _serving_kwargs(ctx: CheckContext) -> dict[str, Any]:
     from recipekit.nemo_rl.rules.generation import gym_runner_sets_the_server_on
 
     vllm = ctx.vllm
-    serves = hasattr(ctx.config, "env") and gym_runner_sets_the_server_on(ctx)
+    serves = has_key(ctx.config, "env") and gym_runner_sets_the_server_on(ctx)
     serves = serves or value_of(vllm, "expose_http_server") is True
     kwargs = value_of(vllm, "http_server_serving_chat_kwargs")
     return kwargs if serves and _async(ctx) and isinstance(kwargs, dict) else {}
