@@ -94,6 +94,8 @@ class _Node:
     nodes: tuple[str, ...]
     head_address: str
     address: str
+    # Which attempt of the job this is (Slurm's restart count: 0, then 1 after a requeue).
+    attempt: int = 0
 
     @classmethod
     def from_environment(cls, run_path: str) -> _Node:
@@ -111,6 +113,7 @@ class _Node:
             nodes=nodes,
             head_address=_address(nodes[0]),
             address=_address(name),
+            attempt=int(os.environ.get("SLURM_RESTART_COUNT", "0") or "0"),
         )
 
     def log(self, message: str) -> None:
@@ -189,7 +192,9 @@ def _job_step(node: _Node, interactive: bool) -> int:
         if not wait_for_port(previous, raylet, timeout_s, what=raylet_of, log=log):
             log(f"node {node_index}'s raylet did not answer; giving up")
             return EXIT_RAY
-    temp_dir = node_temp_dir(job_id, node_index, plan["hash"])
+    if node_index == 0 and not _gcs_port_free(my_address, ports.gcs, timeout_s, log):
+        return EXIT_RAY
+    temp_dir = node_temp_dir(job_id, node_index, plan["hash"], node.attempt)
     command = ray_start_command(
         profile,
         node_index=node_index,
@@ -224,6 +229,23 @@ def _job_step(node: _Node, interactive: bool) -> int:
         # A worker's Ray drains by reporting to the head's GCS: once that is gone, a SIGTERM
         # only waits out the grace before the kill, so the worker is killed at once.
         ray_node.stop(log, grace_s=0.0 if head_gone else RAY_STOP_GRACE_S)
+
+
+def _gcs_port_free(address: str, port: int, timeout_s: float, log: Log) -> bool:
+    """Whether the head may open its GCS port: free, or freed within ``timeout_s``. A requeued
+    attempt can start on the node where the attempt before it is still stopping its Ray, which
+    holds the port until Slurm's kill reaches it."""
+    if not port_answers(address, port):
+        return True
+    log(f"port {port} on {address} is still open (the previous attempt's Ray stopping?): waiting")
+    if wait_for_port(address, port, timeout_s, log=log, free=True):
+        log(f"port {port} on {address} closed: starting the head")
+        return True
+    log(
+        f"port {port} on {address} stayed open for {timeout_s:.0f} s: another process holds "
+        "it; giving up"
+    )
+    return False
 
 
 def _cluster_complete(

@@ -28,10 +28,12 @@ from recipekit.launch.profile import ClusterProfile
 Log = Callable[[str], None]
 
 
-def node_temp_dir(job_id: str, node_index: int, plan_hash: str) -> str:
-    # Unique to the job and plan (two clusters' job 1 must not share one), and short: Ray's
-    # socket paths under it must stay below the 107-byte Unix socket limit.
-    return f"/tmp/rk-ray-{job_id}-{plan_hash[:8]}-{node_index}"
+def node_temp_dir(job_id: str, node_index: int, plan_hash: str, attempt: int = 0) -> str:
+    # Unique to the job, its attempt and plan (two clusters' job 1 must not share one; a
+    # requeued attempt's Ray must not share the dir that the attempt before it may still be
+    # clearing, whose reaper kills every process naming it), and short: Ray's socket paths
+    # under it must stay below the 107-byte Unix socket limit.
+    return f"/tmp/rk-ray-{job_id}-{attempt}-{plan_hash[:8]}-{node_index}"
 
 
 def ray_start_command(
@@ -82,21 +84,24 @@ def wait_for_port(
     what: str = "",
     log: Log | None = None,
     every_s: float = WAIT_REPORT_EVERY_S,
+    free: bool = False,
 ) -> bool:
-    """Whether ``address:port`` answers within ``timeout_s``. With ``log``, a wait longer than
-    ``every_s`` is reported every ``every_s`` seconds (``what``: what is awaited), so a job log
-    shows a node waiting rather than hanging."""
+    """Whether ``address:port`` answers within ``timeout_s`` (``free``: stops answering). With
+    ``log``, a wait longer than ``every_s`` is reported every ``every_s`` seconds (``what``:
+    what is awaited), so a job log shows a node waiting rather than hanging."""
     started = time.monotonic()
     reported = started
     while (now := time.monotonic()) < started + timeout_s:
-        if port_answers(address, port):
+        if port_answers(address, port) != free:
             return True
         if log is not None and now - reported >= every_s:
             reported = now
-            log(
-                f"still waiting for {what or 'a listener'} at {address}:{port}: "
-                f"{now - started:.0f} s of {timeout_s:.0f} s"
+            awaited = (
+                f"{address}:{port} to close"
+                if free
+                else f"{what or 'a listener'} at {address}:{port}"
             )
+            log(f"still waiting for {awaited}: {now - started:.0f} s of {timeout_s:.0f} s")
         time.sleep(0.5)
     return False
 

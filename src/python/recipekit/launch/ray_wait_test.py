@@ -40,3 +40,48 @@ def test_a_long_wait_is_reported_until_the_port_answers() -> None:
 
 def test_a_port_that_never_answers_times_out_quietly_without_a_log() -> None:
     assert not wait_for_port("127.0.0.1", _free_port(), 1.0)
+
+
+def _listening(port: int) -> socket.socket:
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen()
+    return listener
+
+
+def test_a_wait_for_a_port_to_close_ends_when_its_listener_goes() -> None:
+    # A requeued attempt's head waits for the previous attempt's Ray to let its GCS port go.
+    port, lines = _free_port(), list[str]()
+    listener = _listening(port)
+    logged = threading.Event()
+
+    def log(line: str) -> None:
+        lines.append(line)
+        logged.set()
+
+    def close_once_logged() -> None:
+        logged.wait(20)
+        listener.close()
+
+    closer = threading.Thread(target=close_once_logged)
+    closer.start()
+    try:
+        assert wait_for_port("127.0.0.1", port, 20, log=log, every_s=0.2, free=True)
+    finally:
+        logged.set()
+        closer.join()
+    assert lines[0].startswith(f"still waiting for 127.0.0.1:{port} to close: "), lines
+
+
+def test_the_head_gives_up_on_a_gcs_port_another_process_keeps() -> None:
+    from recipekit.launch.job_step import _gcs_port_free
+
+    port, lines = _free_port(), list[str]()
+    listener = _listening(port)
+    try:
+        assert not _gcs_port_free("127.0.0.1", port, 1.0, lines.append)
+    finally:
+        listener.close()
+    assert "is still open" in lines[0] and "another process holds it" in lines[-1], lines
+    assert _gcs_port_free("127.0.0.1", port, 1.0, lines.append)  # closed now: free at once
