@@ -783,10 +783,10 @@ class _Reader:
                 if not self.quiet and (read := reader.set_default(visited, out)) is not None:
                     return ast.copy_location(read, node)
                 callee = reader.functions.callee(visited, reader.module, reader.owner)
-                if callee is None and (choices := reader.on_self(visited)):
+                if callee is None and (on_self := reader.on_self(visited)):
                     name = f"_r{reader.made}"
                     reader.made += 1
-                    out.append(reader.by_class(visited, choices, name, bool(self.quiet)))
+                    out.append(reader.by_class(visited, on_self, name, bool(self.quiet)))
                     return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
                 if callee is None and (found := reader.nested(visited)) is not None:
                     callee, visited = found

@@ -19,6 +19,7 @@ A "per-gpu" or "head" stage's framework step is ``recipekit.launch.entry_point``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -43,6 +44,7 @@ from recipekit.launch.placement import ray_domain_resource
 from recipekit.launch.preflight import NodeContext, run_preflight, stamp_checkpoint_directory
 from recipekit.launch.profile import ClusterProfile, profile_from_json
 from recipekit.launch.ray_cluster import (
+    WAIT_REPORT_EVERY_S,
     Log,
     RayNode,
     node_temp_dir,
@@ -55,6 +57,7 @@ from recipekit.launch.run_dir import (
     INTERACTIVE_RECORD,
     PLAN_FILE,
     PROFILE_FILE,
+    RAY_HEAD_FILE,
     RunDir,
 )
 from recipekit.launch.run_record import CheckpointPublisher, record_finished_run
@@ -179,6 +182,8 @@ def _job_step(node: _Node, interactive: bool) -> int:
     gpus = plan["hardware"]["gpus_per_node"]
     # Bring-up's waits grow with the node count (launch.bringup), unless the profile sets one.
     timeout_s = profile.ray_start_timeout(len(nodes))
+    if node_index > 0 and not _head_of_this_attempt(node, timeout_s):
+        return EXIT_RAY
     if node_index > 0 and not wait_for_port(
         head_address, ports.gcs, timeout_s, what="the head's Ray GCS", log=log
     ):
@@ -209,7 +214,7 @@ def _job_step(node: _Node, interactive: bool) -> int:
     try:
         if node_index == 0:
             address = f"{head_address}:{ports.gcs}"
-            if not _cluster_complete(plan, profile, head_address, len(nodes), log):
+            if not _cluster_complete(node, len(nodes)):
                 return EXIT_RAY
             if interactive:
                 return _hold_interactive(run, ray_node, address, nodes[0], job_id, log)
@@ -248,14 +253,39 @@ def _gcs_port_free(address: str, port: int, timeout_s: float, log: Log) -> bool:
     return False
 
 
-def _cluster_complete(
-    plan: dict[str, Any], profile: ClusterProfile, head_address: str, nodes: int, log: Log
-) -> bool:
+def _head_record(node: _Node) -> dict[str, Any]:
+    return {"job_id": node.job_id, "attempt": node.attempt}
+
+
+def _head_of_this_attempt(node: _Node, timeout_s: float) -> bool:
+    """Whether the head of this job's attempt says its GCS is up (``RAY_HEAD_FILE``) within
+    ``timeout_s``: before it does, a GCS answering at the head's port may be the previous
+    attempt's, still stopping."""
+    started = reported = time.monotonic()
+    wanted = _head_record(node)
+    while (now := time.monotonic()) < started + timeout_s:
+        with contextlib.suppress(OSError, ValueError):
+            if node.run.read_json(RAY_HEAD_FILE) == wanted:
+                return True
+        if now - reported >= WAIT_REPORT_EVERY_S:
+            reported = now
+            node.log(
+                f"still waiting for the head of attempt {node.attempt + 1} to start Ray: "
+                f"{now - started:.0f} s of {timeout_s:.0f} s"
+            )
+        time.sleep(0.5)
+    node.log(f"the head of attempt {node.attempt + 1} did not start Ray; giving up")
+    return False
+
+
+def _cluster_complete(node: _Node, nodes: int) -> bool:
+    plan, profile, head_address, log = node.plan, node.profile, node.head_address, node.log
     gcs_port, timeout_s = profile.ray_ports.gcs, profile.ray_start_timeout(nodes)
     address = f"{head_address}:{gcs_port}"
     if not wait_for_port(head_address, gcs_port, timeout_s, what="the Ray head's GCS", log=log):
         log(f"Ray head did not open {address}")
         return False
+    node.run.write_text(RAY_HEAD_FILE, json.dumps(_head_record(node)) + "\n")
     started = time.monotonic()
     gpus = nodes * plan["hardware"]["gpus_per_node"]
     if not wait_for_cluster(profile.python, address, nodes, gpus, timeout_s, log):

@@ -5,6 +5,9 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from pathlib import Path
+
+import pytest
 
 from recipekit.launch.ray_cluster import wait_for_port
 
@@ -85,3 +88,33 @@ def test_the_head_gives_up_on_a_gcs_port_another_process_keeps() -> None:
         listener.close()
     assert "is still open" in lines[0] and "another process holds it" in lines[-1], lines
     assert _gcs_port_free("127.0.0.1", port, 1.0, lines.append)  # closed now: free at once
+
+
+def test_a_requeued_attempts_workers_wait_for_their_own_head(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The previous attempt's head record (and perhaps its GCS, still stopping) is not this
+    # attempt's: a worker joins only once its own head has written its record.
+    import json
+
+    from recipekit.launch.job_step import _head_of_this_attempt, _Node
+    from recipekit.launch.run_dir import RAY_HEAD_FILE, RunDir
+
+    run = RunDir(tmp_path)
+    node = _Node(
+        run=run,
+        plan={},
+        profile=None,  # type: ignore[arg-type]  # not read here
+        index=1,
+        name="n1",
+        job_id="7",
+        nodes=("n0", "n1"),
+        head_address="127.0.0.1",
+        address="127.0.0.2",
+        attempt=1,
+    )
+    run.write_text(RAY_HEAD_FILE, json.dumps({"job_id": "7", "attempt": 0}))
+    assert not _head_of_this_attempt(node, 1.0)
+    assert "the head of attempt 2 did not start Ray; giving up" in capsys.readouterr().out
+    run.write_text(RAY_HEAD_FILE, json.dumps({"job_id": "7", "attempt": 1}))
+    assert _head_of_this_attempt(node, 1.0)

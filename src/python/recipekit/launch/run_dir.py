@@ -33,6 +33,9 @@ LAUNCHER = "launcher.pex"
 PROVENANCE_FILE = "provenance.json"
 # Written by the first node's preflight of a per-GPU job: where rank 0 listens (MASTER_ADDR).
 RENDEZVOUS_FILE = "rendezvous.json"
+# Written by the head of a Ray job once its GCS answers: which job and attempt it is, so that a
+# requeued attempt's workers join their own head, never the previous attempt's still stopping.
+RAY_HEAD_FILE = "ray-head.json"
 LOGS = "logs"
 # One line per node a job lost: "<job id> <unix time> <node>", written by the job script.
 LOST_NODES = "lost-nodes"
