@@ -222,3 +222,40 @@ def test_snapshots_update_then_check_through_the_cli(
     changed = CliRunner().invoke(cli, ["snapshots", "--root", str(tmp_path)])
     assert changed.exit_code == 1
     assert "~ config.policy.max_total_sequence_length: 1024 -> 2048" in changed.stderr
+
+
+def test_plan_as_its_own_process_ends_with_its_output_and_status(tmp_path: Path) -> None:
+    # Run as the process's main, `plan` ends the process itself once its output is flushed
+    # (common.ends_without_teardown): all of the output, then the status, refusals included.
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[4]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src/python"), str(root)])}
+    # An exit handler the process would run at its teardown, which it skips.
+    main = (
+        "import atexit; atexit.register(print, 'teardown'); "
+        "from recipekit.cli.recipekit_cli import main; main()"
+    )
+    stage = "recipes.super3.dapo:dapo_gb200"
+    planned = subprocess.run(
+        [sys.executable, "-c", main, "plan", stage, "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert planned.returncode == 0, planned.stderr
+    assert json.loads(planned.stdout)["stage"] == "dapo-gb200"  # whole: no "teardown" after
+    refused = subprocess.run(
+        [sys.executable, "-c", main, "plan", stage, "--set", "grpo.num_prompts_per_step=0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert refused.returncode == 2 and "teardown" not in refused.stdout
+    assert refused.stderr.startswith("error: ") and "grpo.num_prompts_per_step" in refused.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,36 @@ def reports_recipe_errors(fn: F) -> F:
         except OSError as exc:
             click.echo(f"error: {os_error_text(exc)}", err=True)
             sys.exit(EXIT_USER_ERROR)
+
+    return wrapper  # type: ignore[return-value]
+
+
+# Set by each command line's ``main`` (a process of its own): a command that only computes and
+# prints may then end the process itself (``ends_without_teardown``). A test that invokes a
+# command in its own process (click's CliRunner) leaves it off.
+RUNS_AS_MAIN = False
+
+
+def ends_without_teardown(fn: F) -> F:
+    """A command that only computes and prints (no thread, no atexit handler, no file left
+    open): where it runs as the process's main, once it returns or refuses (exit 2) its output
+    is flushed and the process ends at once (``os._exit``). The interpreter's teardown, which
+    frees every module, section class and generated table, took ~40-55 ms of a 0.3 s `plan`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not RUNS_AS_MAIN:
+            return fn(*args, **kwargs)
+        try:
+            fn(*args, **kwargs)
+            code = 0
+        except SystemExit as exc:
+            if exc.code is not None and not isinstance(exc.code, int):
+                raise  # a message to print: click's and Python's own exit prints it
+            code = exc.code or 0
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
     return wrapper  # type: ignore[return-value]
 

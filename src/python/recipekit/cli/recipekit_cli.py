@@ -12,7 +12,9 @@ from typing import Any
 import click
 
 from recipekit import __version__
+from recipekit.cli import common
 from recipekit.cli.common import (
+    ends_without_teardown,
     format_option,
     print_plan,
     render_plan,
@@ -57,6 +59,7 @@ def cli() -> None:
 @click.argument("target", metavar="MODULE:ATTR")
 @format_option
 @set_option
+@ends_without_teardown
 @reports_recipe_errors
 def plan(target: str, output_format: str, overrides: tuple[str, ...]) -> None:
     """Plan the stage MODULE:ATTR (e.g. recipes.super3.dapo:dapo_gb200, or FILE.py:ATTR)."""
@@ -775,4 +778,5 @@ def main() -> None:
     from recipekit.launch.launcher_venv import leave_launcher_venv
 
     leave_launcher_venv(os.environ)
+    common.RUNS_AS_MAIN = True
     cli.main(prog_name="recipekit")

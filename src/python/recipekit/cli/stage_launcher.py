@@ -15,7 +15,9 @@ from typing import Any
 import click
 
 from recipekit import __version__
+from recipekit.cli import common
 from recipekit.cli.common import (
+    ends_without_teardown,
     format_option,
     print_plan,
     render_plan,
@@ -69,6 +71,7 @@ STEP_TIME_HELP = (
 @set_option
 @cluster_option
 @click.option("--step-time", type=click.FloatRange(min=0, min_open=True), help=STEP_TIME_HELP)
+@ends_without_teardown
 @reports_recipe_errors
 def plan(
     output_format: str, overrides: tuple[str, ...], cluster: str | None, step_time: float | None
@@ -309,5 +312,6 @@ def main() -> None:
     from recipekit.launch.launcher_venv import leave_launcher_venv
 
     leave_launcher_venv(os.environ)
+    common.RUNS_AS_MAIN = True
     # `pants run recipes/super3:dapo-gb200` with no arguments shows the plan.
     cli.main(args=sys.argv[1:] or ["plan"], prog_name=os.path.basename(sys.argv[0]) or "stage")
