@@ -239,23 +239,14 @@ def test_plan_as_its_own_process_ends_with_its_output_and_status(tmp_path: Path)
         "from recipekit.cli.recipekit_cli import main; main()"
     )
     stage = "recipes.super3.dapo:dapo_gb200"
-    planned = subprocess.run(
-        [sys.executable, "-c", main, "plan", stage, "--format", "json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        check=False,
-    )
+
+    def plan(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-c", main, "plan", stage, *args]
+        return subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+
+    planned = plan("--format", "json")
     assert planned.returncode == 0, planned.stderr
     assert json.loads(planned.stdout)["stage"] == "dapo-gb200"  # whole: no "teardown" after
-    refused = subprocess.run(
-        [sys.executable, "-c", main, "plan", stage, "--set", "grpo.num_prompts_per_step=0"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        check=False,
-    )
+    refused = plan("--set", "grpo.num_prompts_per_step=0")
     assert refused.returncode == 2 and "teardown" not in refused.stdout
     assert refused.stderr.startswith("error: ") and "grpo.num_prompts_per_step" in refused.stderr
