@@ -567,8 +567,9 @@ class Functions:
     def dispatch(self, owner: str, method: str, after_owner: bool) -> dict[str, list[str]]:
         """The pinned function a call of ``method`` on ``self`` in a method of the class
         ``owner`` runs, for each class the object may be (``owner`` and every pinned subclass):
-        function -> those classes. ``after_owner``: called through ``super()``, so the search
-        starts after ``owner`` in the object's order."""
+        function -> those classes; "" -> the classes for which no pinned method of the object
+        runs (an unpinned base's, a static or class method). ``after_owner``: called through
+        ``super()``, so the search starts after ``owner`` in the object's order."""
         found: dict[str, list[str]] = {}
         for cls in [owner, *self.subclasses_of(owner)]:
             order = self.mro(cls)
@@ -576,9 +577,9 @@ class Functions:
                 order = order[order.index(owner) + 1 :] if owner in order else []
             home = next((c for c in order if f"{c}.{method}" in self.modules.defs), None)
             node = self.modules.defs.get(f"{home}.{method}") if home else None
-            if isinstance(node, ast.FunctionDef) and _bound_to_class(node) is None:
-                found.setdefault(f"{home}.{method}", []).append(cls)
-        return found
+            pinned = isinstance(node, ast.FunctionDef) and _bound_to_class(node) is None
+            found.setdefault(f"{home}.{method}" if pinned else "", []).append(cls)
+        return found if set(found) - {""} else {}
 
     def record_fields(self, call: ast.Call, module: str) -> list[tuple[str, ast.expr | None]]:
         """The fields, in order, each with its default, of the pinned record class a call
@@ -858,21 +859,18 @@ class _Reader:
         self, call: ast.Call, choices: dict[str, list[str]], target: str, quiet: bool
     ) -> Step:
         """The call of one of ``choices`` (function -> the classes it runs for): an ``if`` step
-        on the object's class for each; where the class is unknown, each may run, quietly."""
+        on the object's class for each; where the class is unknown, each may run, quietly. For
+        a class no pinned method serves (``""``), the call is one the walk does not follow."""
         if len(choices) == 1:
             return self.invoke(next(iter(choices)), call, target, quiet)
-        chain: Step = ["set", target, None]
+        unfollowed = [s for s in self.effects(call) if s[0] == "mutate"] if "" in choices else []
+        rest: list[Step] = [*unfollowed, ["set", target, None]]
         for function, classes in reversed(choices.items()):
-            test = f"{conditions.CLASS_OF}(self) in {tuple(classes)!r}"
-            chain = [
-                "if",
-                test,
-                [self.invoke(function, call, target, quiet)],
-                [chain],
-                [target],
-                False,
-            ]
-        return chain
+            if function:
+                test = f"{conditions.CLASS_OF}(self) in {tuple(classes)!r}"
+                invoked = [self.invoke(function, call, target, quiet)]
+                rest = [["if", test, invoked, rest, [target], False]]
+        return rest[0]
 
     def invoke(
         self, callee: str, call: ast.Call, target: str | None, quiet: bool, of_class: str = ""

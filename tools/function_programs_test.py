@@ -157,6 +157,12 @@ class Child(Base):
         assert self.cfg.get("o", 0) != 2
 
 
+class Static(Base):
+    @staticmethod
+    def check():
+        print("no check")
+
+
 class Derived(Base):
     def __init__(self, cfg):
         super().__init__(cfg)
@@ -208,6 +214,7 @@ from replay_fixture.helpers import (
     Child,
     Builder,
     Derived,
+    Static,
     Keeper,
     Swapper,
     bounded,
@@ -280,6 +287,7 @@ def main(config):
     bounded(section)
     Child(config.get("v", {}))
     Derived(config.get("v2", {}))
+    Static(config.get("v3", {}))
     assert options(section)["n"] * section.get("q", 0) != 4
     assert engine(section)["size"] != 3
     if section.get("swap"):
@@ -421,6 +429,8 @@ GOOD = {"s": {"a": 3}, "t": {"d": 1}}
         # (the class built does not override it); the caller reads what it stored after.
         ("a base's __init__ through super()", {"s": {"a": 3}, "t": {"d": 1}, "v2": {"o": 1}}),
         ("after super().__init__", {"s": {"a": 3}, "t": {"d": 1}, "v2": {"o": 3}}),
+        # The class built makes the method static: the base's check does not run on it.
+        ("a static override", {"s": {"a": 3}, "t": {"d": 1}, "v3": {"o": 1}}),
         # dict(mapping, key=value, **more), evaluated.
         ("a dict built with keywords", {"s": {"a": 3, "q": 2}, "t": {"d": 1}}),
         # A keyword the config's mapping hands a call that names it too: Python's TypeError

@@ -324,6 +324,7 @@ def _completed(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attr
     after: dict[int, list[attrs.Attribute[Any]]] = {}
     at = -1
     for key in declared:
+        # A key written _x is the field x (the sections' alias convention).
         if key in stated or key.lstrip("_") in names:
             at = place.get(key, place.get(key.lstrip("_"), at))
             continue
