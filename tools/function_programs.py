@@ -484,14 +484,15 @@ class Functions:
         """The pinned function a call runs, where its name alone says: a module-level function,
         the ``__init__`` of a class it builds (``Class.__init__``), a static or class method
         called on its class (``MegatronGeneration.nvlink_domain_span(...)``), or, in a method
-        of the class ``owner``, one of its methods called on ``self`` or ``cls``."""
+        of the class ``owner``, one of its static or class methods called on ``cls``. (A method
+        called on ``self`` runs by the object's class: ``_Reader.on_self``.)"""
         func = call.func
         if owner and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            if func.value.id in ("self", "cls"):
+            if func.value.id == "cls":
                 method = self.modules.defs.get(f"{module}:{owner}.{func.attr}")
                 if (
                     isinstance(method, ast.FunctionDef)
-                    and (func.value.id == "self" or _bound_to_class(method) is not None)
+                    and _bound_to_class(method) is not None
                     and not self.overridden(f"{module}:{owner}", func.attr)
                 ):
                     return f"{module}:{owner}.{func.attr}"
@@ -567,9 +568,9 @@ class Functions:
     def dispatch(self, owner: str, method: str, after_owner: bool) -> dict[str, list[str]]:
         """The pinned function a call of ``method`` on ``self`` in a method of the class
         ``owner`` runs, for each class the object may be (``owner`` and every pinned subclass):
-        function -> those classes; "" -> the classes for which no pinned method of the object
-        runs (an unpinned base's, a static or class method). ``after_owner``: called through
-        ``super()``, so the search starts after ``owner`` in the object's order."""
+        function -> those classes; "" -> the classes for which no pinned method runs (an
+        unpinned base's). ``after_owner``: called through ``super()``, so the search starts
+        after ``owner`` in the object's order."""
         found: dict[str, list[str]] = {}
         for cls in [owner, *self.subclasses_of(owner)]:
             order = self.mro(cls)
@@ -577,7 +578,7 @@ class Functions:
                 order = order[order.index(owner) + 1 :] if owner in order else []
             home = next((c for c in order if f"{c}.{method}" in self.modules.defs), None)
             node = self.modules.defs.get(f"{home}.{method}") if home else None
-            pinned = isinstance(node, ast.FunctionDef) and _bound_to_class(node) is None
+            pinned = isinstance(node, ast.FunctionDef)
             found.setdefault(f"{home}.{method}" if pinned else "", []).append(cls)
         return found if set(found) - {""} else {}
 
