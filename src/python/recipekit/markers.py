@@ -73,5 +73,10 @@ class RunInput(str):
 
     file: str
 
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]
+        # A copy or a pickle is made again from the role and file; from the text alone it
+        # would read the text as a role ("${run.${run.model}}").
+        return self.role, self.file
+
     def resolve(self, artifact_dir: str) -> str:
         return f"{artifact_dir}/{self.file}" if self.file else artifact_dir
