@@ -250,3 +250,10 @@ def test_plan_as_its_own_process_ends_with_its_output_and_status(tmp_path: Path)
     refused = plan("--set", "grpo.num_prompts_per_step=0")
     assert refused.returncode == 2 and "teardown" not in refused.stdout
     assert refused.stderr.startswith("error: ") and "grpo.num_prompts_per_step" in refused.stderr
+    # A reader that goes away before the plan is printed (plan | head): quiet, SIGPIPE's status.
+    command = [sys.executable, "-c", main, "plan", stage]
+    gone = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert gone.stdout is not None
+    gone.stdout.close()
+    _, errors = gone.communicate()
+    assert (gone.returncode, errors) == (141, b"")

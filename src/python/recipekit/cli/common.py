@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +29,14 @@ def reports_recipe_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except BrokenPipeError:
+            # Its reader went away (plan | head): nothing is left to say, and no error. As
+            # Python's signal docs advise, stdout is pointed at /dev/null first, so that the
+            # interpreter's own last flush does not fail again; the status is a shell's for a
+            # process that SIGPIPE ended.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(128 + signal.SIGPIPE)
         except RecipeError as exc:
             click.echo(f"error: {exc.render()}", err=True)
             sys.exit(EXIT_USER_ERROR)
@@ -60,8 +70,9 @@ def ends_without_teardown(fn: F) -> F:
             if exc.code is not None and not isinstance(exc.code, int):
                 raise  # a message to print: click's and Python's own exit prints it
             code = exc.code or 0
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError):  # its reader gone (plan | head): nothing to add
+                stream.flush()
         os._exit(code)
 
     return wrapper  # type: ignore[return-value]
