@@ -526,15 +526,25 @@ def memberships(condition: str) -> dict[str, str]:
     return found
 
 
+def keys_read(condition: str, values: Mapping[str, Any]) -> list[str]:
+    """The config keys ``condition`` reads, in its order (``keyed``); a mapping it tests a key's
+    presence in, at that key (``"k" in cfg``: ``cfg``'s key path and ``k``)."""
+    tested = memberships(condition)
+    found = []
+    for chain in read(condition, True):
+        key = keyed(chain, values)
+        if key and chain in tested:
+            key = f"{key}.{tested[chain]}"
+        found.append(key)
+    return list(dict.fromkeys(k for k in found if k))
+
+
 def member_key(text: str, values: Mapping[str, Any]) -> str | None:
-    """The config key a test of one key's presence is about (``"k" in cfg``: ``cfg``'s key
-    path and ``k``); None for another expression."""
-    tested = memberships(text)
-    if len(tested) != 1 or not isinstance(_parse(text), ast.Compare):
+    """The config key a test of one key's presence is about (``"k" in cfg``: ``cfg.k``); None
+    for another expression."""
+    if len(memberships(text)) != 1 or not isinstance(_parse(text), ast.Compare):
         return None
-    ((mapping, key),) = tested.items()
-    owner = keyed(mapping, values)
-    return f"{owner}.{key}" if owner else None
+    return next(iter(keys_read(text, values)), None)
 
 
 def last_conjunct(condition: str) -> str:

@@ -124,9 +124,9 @@ class PinnedRunners(NamedTuple):
         # The test as the replay evaluated it (a call's result, ``not _r0``, is the key the
         # function returned: ``replay._Return.origin``), else as written.
         tested = found.step[1] if found.step[0] == "guard" and found.step[1] else ""
-        own = _keys(tested, found.values) if tested else []
-        own = own or _keys(conditions.last_conjunct(shown), found.values)
-        every = _keys(shown, found.values)
+        own = conditions.keys_read(tested, found.values) if tested else []
+        own = own or conditions.keys_read(conditions.last_conjunct(shown), found.values)
+        every = conditions.keys_read(shown, found.values)
         # The failing test's own key (set or missing); else a key on its way the config sets.
         key = next(iter(own), "") or next((k for k in every if _at(given, k) is not _ABSENT), "")
         key = key or next(iter(every), "")
@@ -142,19 +142,6 @@ class PinnedRunners(NamedTuple):
 
 
 _ABSENT = object()
-
-
-def _keys(condition: str, values: Mapping[str, Any]) -> list[str]:
-    """The config keys ``condition`` reads, in its order (``conditions.keyed``); a mapping
-    it tests a key's presence in, at that key."""
-    tested = conditions.memberships(condition)
-    found = []
-    for chain in conditions.read(condition, True):
-        key = conditions.keyed(chain, values)
-        if key and chain in tested:
-            key = f"{key}.{tested[chain]}"
-        found.append(key)
-    return list(dict.fromkeys(k for k in found if k))
 
 
 def _given(condition: str, values: Mapping[str, Any]) -> str | None:
