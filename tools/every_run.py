@@ -73,6 +73,7 @@ class Modules:
         self.parents: dict[str, dict[ast.AST, ast.AST]] = {}
         self.defs: dict[str, ast.AST] = {}
         self.imports: dict[str, dict[str, str]] = {}
+        self._linearized: dict[str, list[str]] = {}
         for path, text in texts.items():
             module = module_name(path)
             tree = ast.parse(text)
@@ -127,16 +128,38 @@ class Modules:
 
     def init_of(self, cls: str) -> str | None:
         """The ``__init__`` that building an object of the pinned class ``cls`` runs: its own,
-        else the first its pinned bases have, searched in order, each base's bases first
-        (``@ray.remote class Worker(WorkerImpl): pass`` runs ``WorkerImpl.__init__``)."""
-        init = f"{cls}.__init__"
-        if init in self.defs:
-            return init
-        for base in self.bases(cls):
-            inherited = self.init_of(base)
-            if inherited is not None:
-                return inherited
-        return None
+        else the first its pinned bases have (``@ray.remote class Worker(WorkerImpl): pass``
+        runs ``WorkerImpl.__init__``)."""
+        return self.method_of(cls, "__init__")
+
+    def method_of(self, cls: str, method: str, after: str = "") -> str | None:
+        """The pinned ``method`` an object of the class ``cls`` runs: the first class of its
+        order (``mro``) that defines it; ``after``: from the class after that one, as
+        ``super()`` in a method of ``after`` searches. None where no pinned class does."""
+        order = self.mro(cls)
+        if after:
+            order = order[order.index(after) + 1 :] if after in order else []
+        return next((f"{c}.{method}" for c in order if f"{c}.{method}" in self.defs), None)
+
+    def mro(self, cls: str) -> list[str]:
+        """The pinned classes of ``cls``'s method resolution order, as Python's C3 orders
+        them (a base the pinned files do not define is left out)."""
+        found = self._linearized.get(cls)
+        if found is None:
+            self._linearized[cls] = [cls]  # a cycle reads as no bases
+            orders = [self.mro(b) for b in self.bases(cls)]
+            orders.append(list(self.bases(cls)))
+            merged = [cls]
+            while any(orders):
+                head = next(
+                    (o[0] for o in orders if o and not any(o[0] in r[1:] for r in orders)), None
+                )
+                if head is None:  # no consistent order: Python refuses the class
+                    break
+                merged.append(head)
+                orders = [o[1:] if o and o[0] == head else o for o in orders]
+            found = self._linearized[cls] = merged
+        return found
 
     def class_named(self, node: ast.expr, module: str) -> str | None:
         """The pinned class an expression of ``module`` names (``Policy``,

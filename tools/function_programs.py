@@ -356,7 +356,6 @@ class Functions:
         self.free: dict[str, list[str]] = {}
         self.constants: dict[str, dict[str, ast.expr]] = {}
         self.subclasses: dict[str, list[str]] | None = None
-        self.linearized: dict[str, list[str]] = {}
         self.unchanged: dict[str, frozenset[str]] = {}
         self.builders = {self._builder(cls) for cls in builders if cls in modules.defs}
         # A script imports its neighbour by its bare name (run_vlm_sft.py: from run_sft import
@@ -545,26 +544,6 @@ class Functions:
                 todo += self.subclasses.get(sub, [])
         return seen
 
-    def mro(self, cls: str) -> list[str]:
-        """The pinned classes of ``cls``'s method resolution order, as Python's C3 orders
-        them (a base the pinned files do not define is left out)."""
-        found = self.linearized.get(cls)
-        if found is None:
-            self.linearized[cls] = [cls]  # a cycle reads as no bases
-            orders = [self.mro(b) for b in self.modules.bases(cls)]
-            orders.append(list(self.modules.bases(cls)))
-            merged = [cls]
-            while any(orders):
-                head = next(
-                    (o[0] for o in orders if o and not any(o[0] in r[1:] for r in orders)), None
-                )
-                if head is None:  # no consistent order: Python refuses the class
-                    break
-                merged.append(head)
-                orders = [o[1:] if o and o[0] == head else o for o in orders]
-            found = self.linearized[cls] = merged
-        return found
-
     def dispatch(self, owner: str, method: str, after_owner: bool) -> dict[str, list[str]]:
         """The pinned function a call of ``method`` on ``self`` in a method of the class
         ``owner`` runs, for each class the object may be (``owner`` and every pinned subclass):
@@ -573,13 +552,10 @@ class Functions:
         after ``owner`` in the object's order."""
         found: dict[str, list[str]] = {}
         for cls in [owner, *self.subclasses_of(owner)]:
-            order = self.mro(cls)
-            if after_owner:
-                order = order[order.index(owner) + 1 :] if owner in order else []
-            home = next((c for c in order if f"{c}.{method}" in self.modules.defs), None)
-            node = self.modules.defs.get(f"{home}.{method}") if home else None
-            pinned = isinstance(node, ast.FunctionDef)
-            found.setdefault(f"{home}.{method}" if pinned else "", []).append(cls)
+            runs = self.modules.method_of(cls, method, owner if after_owner else "")
+            if runs is None or not isinstance(self.modules.defs[runs], ast.FunctionDef):
+                runs = ""
+            found.setdefault(runs, []).append(cls)
         return found if set(found) - {""} else {}
 
     def record_fields(self, call: ast.Call, module: str) -> list[tuple[str, ast.expr | None]]:
