@@ -71,7 +71,9 @@ def newest_step(plan: Mapping[str, Any]) -> int:
     return max(saved_steps(directory), default=0) if directory is not None else 0
 
 
-def _attempt_key() -> tuple[str, int]:
+def attempt_key() -> tuple[str, int]:
+    """This job and its attempt, as Slurm's environment gives them (restart count: 0, then 1
+    after a requeue)."""
     job = os.environ.get("SLURM_JOB_ID", "local")
     restarts = os.environ.get("SLURM_RESTART_COUNT", "0") or "0"
     return job, int(restarts) if restarts.isdigit() else 0
@@ -80,7 +82,7 @@ def _attempt_key() -> tuple[str, int]:
 def time_limit_signalled(run: RunDir) -> bool:
     """This attempt got Slurm's time-limit signal and the framework was asked to save and stop
     (the job script's trap wrote so before it signalled the framework's step)."""
-    job, restarts = _attempt_key()
+    job, restarts = attempt_key()
     try:
         return run.file(SIGNALLED_FILE).read_text().split() == [job, str(restarts)]
     except OSError:
@@ -112,7 +114,7 @@ def start_attempt(run: RunDir, plan: Mapping[str, Any], log: Log) -> None:
     """By the first node's preflight: this attempt's start and the step it resumes from."""
     if _budget(plan) is None:
         return
-    job, restarts = _attempt_key()
+    job, restarts = attempt_key()
     step = newest_step(plan)
     _append(run, {"job": job, "attempt": restarts + 1, "start": time.time(), "from_step": step})
     budget = _budget(plan) or {}
@@ -123,7 +125,7 @@ def start_attempt(run: RunDir, plan: Mapping[str, Any], log: Log) -> None:
 
 
 def _this_attempt(run: RunDir) -> dict[str, Any]:
-    job, restarts = _attempt_key()
+    job, restarts = attempt_key()
     for record in reversed(read_attempts(run.path)):
         if record.get("job") == job and record.get("attempt") == restarts + 1 and "start" in record:
             return dict(record)
@@ -155,7 +157,7 @@ def finish_attempt(
     budget = _budget(plan)
     if budget is None:
         return None
-    job, restarts = _attempt_key()
+    job, restarts = attempt_key()
     attempt = restarts + 1
     started = _this_attempt(run)
     from_step = int(started.get("from_step", 0))

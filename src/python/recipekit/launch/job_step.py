@@ -31,7 +31,7 @@ from typing import Any
 import attrs
 
 from recipekit.launch import slurm
-from recipekit.launch.continuation import finish_attempt, start_attempt
+from recipekit.launch.continuation import attempt_key, finish_attempt, start_attempt
 from recipekit.launch.entry_point import write_rendezvous
 from recipekit.launch.framework_process import (
     Terminated,
@@ -44,7 +44,6 @@ from recipekit.launch.placement import ray_domain_resource
 from recipekit.launch.preflight import NodeContext, run_preflight, stamp_checkpoint_directory
 from recipekit.launch.profile import ClusterProfile, profile_from_json
 from recipekit.launch.ray_cluster import (
-    WAIT_REPORT_EVERY_S,
     Log,
     RayNode,
     node_temp_dir,
@@ -52,6 +51,7 @@ from recipekit.launch.ray_cluster import (
     ray_start_command,
     wait_for_cluster,
     wait_for_port,
+    wait_until,
 )
 from recipekit.launch.run_dir import (
     INTERACTIVE_RECORD,
@@ -106,17 +106,18 @@ class _Node:
         # Expanded here, not by `scontrol show hostnames`: a process per node and step.
         nodes = tuple(expand_hostlist(os.environ["SLURM_JOB_NODELIST"]))
         name = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+        job_id, attempt = attempt_key()
         return cls(
             run=run,
             plan=run.read_json(PLAN_FILE),
             profile=profile_from_json(run.read_json(PROFILE_FILE)),
             index=int(os.environ.get("SLURM_NODEID", "0")),
             name=name,
-            job_id=os.environ.get("SLURM_JOB_ID", "local"),
+            job_id=job_id,
             nodes=nodes,
             head_address=_address(nodes[0]),
             address=_address(name),
-            attempt=int(os.environ.get("SLURM_RESTART_COUNT", "0") or "0"),
+            attempt=attempt,
         )
 
     def log(self, message: str) -> None:
@@ -261,20 +262,17 @@ def _head_of_this_attempt(node: _Node, timeout_s: float) -> bool:
     """Whether the head of this job's attempt says its GCS is up (``RAY_HEAD_FILE``) within
     ``timeout_s``: before it does, a GCS answering at the head's port may be the previous
     attempt's, still stopping."""
-    started = reported = time.monotonic()
     wanted = _head_record(node)
-    while (now := time.monotonic()) < started + timeout_s:
+
+    def recorded() -> bool:
         with contextlib.suppress(OSError, ValueError):
-            if node.run.read_json(RAY_HEAD_FILE) == wanted:
-                return True
-        if now - reported >= WAIT_REPORT_EVERY_S:
-            reported = now
-            node.log(
-                f"still waiting for the head of attempt {node.attempt + 1} to start Ray: "
-                f"{now - started:.0f} s of {timeout_s:.0f} s"
-            )
-        time.sleep(0.5)
-    node.log(f"the head of attempt {node.attempt + 1} did not start Ray; giving up")
+            return bool(node.run.read_json(RAY_HEAD_FILE) == wanted)
+        return False
+
+    head = f"the head of attempt {node.attempt + 1}"
+    if wait_until(recorded, timeout_s, f"{head} to start Ray", node.log):
+        return True
+    node.log(f"{head} did not start Ray; giving up")
     return False
 
 

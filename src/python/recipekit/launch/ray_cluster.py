@@ -76,6 +76,27 @@ def port_answers(address: str, port: int, timeout: float = 2.0) -> bool:
 WAIT_REPORT_EVERY_S = 15.0
 
 
+def wait_until(
+    ready: Callable[[], bool],
+    timeout_s: float,
+    awaited: str,
+    log: Log | None = None,
+    every_s: float = WAIT_REPORT_EVERY_S,
+) -> bool:
+    """Whether ``ready()`` turns true within ``timeout_s``, asked every half second. With
+    ``log``, a wait longer than ``every_s`` is reported every ``every_s`` seconds (``awaited``:
+    what is awaited), so a job log shows a node waiting rather than hanging."""
+    started = reported = time.monotonic()
+    while (now := time.monotonic()) < started + timeout_s:
+        if ready():
+            return True
+        if log is not None and now - reported >= every_s:
+            reported = now
+            log(f"still waiting for {awaited}: {now - started:.0f} s of {timeout_s:.0f} s")
+        time.sleep(0.5)
+    return False
+
+
 def wait_for_port(
     address: str,
     port: int,
@@ -86,24 +107,12 @@ def wait_for_port(
     every_s: float = WAIT_REPORT_EVERY_S,
     free: bool = False,
 ) -> bool:
-    """Whether ``address:port`` answers within ``timeout_s`` (``free``: stops answering). With
-    ``log``, a wait longer than ``every_s`` is reported every ``every_s`` seconds (``what``:
-    what is awaited), so a job log shows a node waiting rather than hanging."""
-    started = time.monotonic()
-    reported = started
-    while (now := time.monotonic()) < started + timeout_s:
-        if port_answers(address, port) != free:
-            return True
-        if log is not None and now - reported >= every_s:
-            reported = now
-            awaited = (
-                f"{address}:{port} to close"
-                if free
-                else f"{what or 'a listener'} at {address}:{port}"
-            )
-            log(f"still waiting for {awaited}: {now - started:.0f} s of {timeout_s:.0f} s")
-        time.sleep(0.5)
-    return False
+    """Whether ``address:port`` answers within ``timeout_s`` (``free``: stops answering), the
+    wait reported as ``wait_until`` reports it (``what``: what is awaited)."""
+    awaited = (
+        f"{address}:{port} to close" if free else f"{what or 'a listener'} at {address}:{port}"
+    )
+    return wait_until(lambda: port_answers(address, port) != free, timeout_s, awaited, log, every_s)
 
 
 @attrs.define
