@@ -519,9 +519,11 @@ class Functions:
         if not isinstance(func, ast.Name):
             return ""
         target = self.modules.imports.get(module, {}).get(func.id, "")
-        if not target or (":" in target and parts):
-            return target if not parts else ""
-        return f"{target}:{'.'.join(reversed(parts))}" if parts else target
+        if not parts:
+            return target
+        if not target or ":" in target:  # no import, or an attribute of a name imported
+            return ""
+        return f"{target}:{'.'.join(reversed(parts))}"
 
     def overridden(self, cls: str, method: str) -> bool:
         """Whether a pinned subclass of ``cls`` defines ``method`` again: a call of it on

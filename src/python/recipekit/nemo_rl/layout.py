@@ -165,8 +165,7 @@ def _teacher_groups(config: object) -> tuple[int, int]:
 def _judge_nodes(config: object) -> int:
     """env.nemo_gym.num_gpu_nodes, 0 without a Gym section (super-v3 declares none: its
     examples' env, schema_common's, carries main's)."""
-    env = value_of(config, "env", None)
-    nemo_gym = None if env is None or isinstance(env, Marker) else value_of(env, "nemo_gym", None)
+    nemo_gym = value_of(value_of(config, "env", None), "nemo_gym", None)
     if nemo_gym is None or isinstance(nemo_gym, Marker):
         return 0
     return _int(nemo_gym.num_gpu_nodes, 0)

@@ -408,6 +408,11 @@ class _Unknown(Exception):
     """The expression reads something it has no value for, or a form it does not evaluate."""
 
 
+# What evaluating an expression raises where its value cannot be told (a name with no value, a
+# form not evaluated, a value the operator refuses).
+_CANNOT_TELL = (_Unknown, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError)
+
+
 def holds(condition: str, values: Mapping[str, Any]) -> bool | None:
     """Whether ``condition`` is true with ``values`` for its names; None when it cannot tell."""
     known, value = evaluated(condition, values)
@@ -432,7 +437,7 @@ def attempt(source: str, values: Mapping[str, Any]) -> tuple[bool, Any, Failure 
         return False, None, Failure("DuplicateKeyword", twice.key)
     except NoneOperand as none:
         return False, None, Failure("TypeError", none.operand)
-    except (_Unknown, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
+    except _CANNOT_TELL:
         return False, None, None
 
 
@@ -625,7 +630,7 @@ def _handed_once(call: ast.Call, values: Mapping[str, Any]) -> None:
                 keys = list(mapping.keys()) if isinstance(mapping, dict) else []
             except Absent:
                 raise
-            except (_Unknown, TypeError, ValueError, IndexError, KeyError):
+            except _CANNOT_TELL:
                 continue
             path = mapping.path if isinstance(mapping, Tracked) else ""
             handed = {str(k): f"{path}.{k}" if path else str(k) for k in keys}
