@@ -307,13 +307,14 @@ def _completed(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attr
     required -= set(loosened)
     # A key a base section took from its own pin's upstream is taken again from this one (its
     # type and required-ness may have moved), in its place; one this pin dropped goes.
-    fields = [
-        f
-        if (key := upstream_key(f)) is None
-        else _upstream_field(f.name, key, declared, owner, required)
-        for f in fields
-        if upstream_key(f) is None or upstream_key(f) in declared
-    ]
+    kept = []
+    for f in fields:
+        key = upstream_key(f)
+        if key is None:
+            kept.append(f)
+        elif key in declared:
+            kept.append(_upstream_field(f.name, key, declared, owner, required))
+    fields = kept
     names = {f.name for f in fields}
     _check_undeclared(cls, names, declared)
     stated = names | {upstream_key(f) for f in fields}
