@@ -194,6 +194,8 @@ class _Known:
         """Whether ``text`` (None: not evaluable) reads a name that has no value."""
         if text is None:
             return True
+        if text in self.names:  # a place of a returned tuple (``_r0[2]``) that holds a value
+            return False
         return any(n not in self.names and n not in BUILTIN_NAMES for n in conditions.names(text))
 
     def forget(self, names: list[str]) -> None:

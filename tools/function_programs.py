@@ -1225,6 +1225,8 @@ class _Flow:
             name: {"self"} if name.endswith(".__init__") else set() for name in programs
         }
         self.returning: set[str] = set()
+        # A function whose returned tuple may hold a value in some places only: those places.
+        self.returning_items: dict[str, set[int]] = {}
         self.changed = False
 
     def bind(self, callee: str, parameter: str) -> None:
@@ -1236,6 +1238,19 @@ class _Flow:
         if name not in self.returning:
             self.returning.add(name)
             self.changed = True
+
+    def returns_items(self, name: str, items: set[int]) -> None:
+        held = self.returning_items.setdefault(name, set())
+        if not items <= held:
+            held |= items
+            self.changed = True
+
+    def known_after(self, callee: str, target: str) -> set[str]:
+        """What an invoke of ``callee`` into ``target`` may give a value: the target, or the
+        places of its returned tuple that may hold one (``target[i]``)."""
+        if callee in self.returning:
+            return {target}
+        return {f"{target}[{i}]" for i in self.returning_items.get(callee, ())}
 
 
 def _mark_live(programs: dict[str, dict[str, Any]]) -> None:
@@ -1289,11 +1304,22 @@ def _flow(
                     flow.bind(callee, parameter)  # type: ignore[arg-type]
             if target is not None:
                 known.forget([target])  # type: ignore[list-item]
-                if reached and callee in flow.returning:
-                    known.names.add(target)  # type: ignore[arg-type]
-        elif kind == "return" and reached and not known.reads_unknown(step[1]):  # type: ignore[arg-type]
-            flow.returns(name)
+                if reached:
+                    known.names |= flow.known_after(callee, target)  # type: ignore[arg-type]
+        elif kind == "return" and reached and step[1] is not None:
+            if not known.reads_unknown(step[1]):  # type: ignore[arg-type]
+                flow.returns(name)
+            elif items := _readable_items(step[1], known):  # type: ignore[arg-type]
+                flow.returns_items(name, items)
     return known
+
+
+def _readable_items(text: str, known: _Known) -> set[int]:
+    """The places of a returned tuple literal whose value the replay may know."""
+    node = ast.parse(text, mode="eval").body
+    if not isinstance(node, ast.Tuple):
+        return set()
+    return {i for i, item in enumerate(node.elts) if not known.reads_unknown(ast.unparse(item))}
 
 
 def _inert(steps: list[Step], inert: set[str]) -> bool:

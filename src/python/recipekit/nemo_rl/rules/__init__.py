@@ -51,7 +51,6 @@ from recipekit.nemo_rl.rules import (
 # What both versions state (at their own lines) and the rules no single line states.
 _SHARED_ERRORS: tuple[Check, ...] = (
     *generation.ERROR_CHECKS,
-    loss.skipped_reference_logprobs_need_zero_kl,
     *loss.CLIPPED_PG_ERROR_CHECKS,
     *sequence_budget.ERROR_CHECKS,
     *model_support.ERROR_CHECKS,

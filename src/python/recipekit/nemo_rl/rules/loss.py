@@ -19,26 +19,6 @@ def fused_linear_logprobs(ctx: CheckContext) -> bool:
     return ctx.megatron is not None and value_of(ctx.megatron, "use_fused_linear_logprobs") is True
 
 
-@mirrors(
-    v3="nemo-rl.grpo.v3.skipped-reference-logprobs-need-zero-kl",
-    v35="nemo-rl.grpo.skipped-reference-logprobs-need-zero-kl",
-)
-def skipped_reference_logprobs_need_zero_kl(ctx: CheckContext) -> Iterator[Issue]:
-    """grpo.py, grpo_train (super-v3, at the start of training) and setup (super-v3.5): without
-    the reference policy's log-probabilities there is no KL term to weigh."""
-    skip = value_of(ctx.config.grpo, "skip_reference_policy_logprobs_calculation")
-    penalty = ctx.config.loss_fn.reference_policy_kl_penalty
-    if skip is True and penalty != 0:
-        yield Issue(
-            "loss_fn.reference_policy_kl_penalty",
-            "NeMo-RL's GRPO refuses a KL penalty when "
-            "grpo.skip_reference_policy_logprobs_calculation is true: the reference "
-            "log-probabilities are never computed",
-            value=penalty,
-            hint="set it to 0, or compute the reference log-probabilities",
-        )
-
-
 def _zeroes_prev_logprobs(ctx: CheckContext) -> bool:
     """opd.py, _skip_prev_logprobs (super-v3.5): force_on_policy_ratio without
     seq_logprob_error_threshold skips the student's log-probability pass and trains on zeros in its
@@ -215,7 +195,6 @@ CLIPPED_PG_SUPER_V3_WARNING_CHECKS = (truncation_settings_ignored_without_ratio,
 
 
 ERROR_CHECKS = (
-    skipped_reference_logprobs_need_zero_kl,
     distillation_needs_prev_logprobs,
 )
 WARNING_CHECKS = (forced_ratio_with_threshold_still_computes_logprobs,)

@@ -247,28 +247,6 @@ def nodes_split_between_generation_and_training(config: PPOMasterConfig) -> Iter
 # --- ppo.py's training loops --------------------------------------------------------------------
 
 
-def skipped_reference_logprobs_need_no_kl(config: PPOMasterConfig) -> Iterator[Issue]:
-    """ppo.py, ppo_train (sync loop) and async_ppo_train (async loop): without the reference
-    policy's logprobs there is no KL penalty to compute. NeMo-RL skips them by default."""
-    skip = given(config.ppo.skip_reference_policy_logprobs_calculation, True)
-    penalty = config.loss_fn.reference_policy_kl_penalty
-    if skip is True and penalty != 0:
-        rule = (
-            "nemo-rl.algorithms.ppo.async-ppo-train.skipped-reference-logprobs-leave-no-kl"
-            if _async(config) is not None
-            else "nemo-rl.algorithms.ppo.ppo-train.skipped-reference-logprobs-leave-no-kl"
-        )
-        absent = isinstance(config.ppo.skip_reference_policy_logprobs_calculation, Marker)
-        yield Issue(
-            "ppo.skip_reference_policy_logprobs_calculation",
-            f"skipping the reference policy's logprobs{' (NeMo-RL default)' if absent else ''} "
-            f"leaves loss_fn.reference_policy_kl_penalty ({penalty}) nothing to penalise; PPO's "
-            f"training loop refuses it at its start ({_cite(rule)})",
-            value=True,
-            hint="set it false, or reference_policy_kl_penalty 0",
-        )
-
-
 def ppo_checkpoint_metric_names_its_source(config: PPOMasterConfig) -> Iterator[Issue]:
     """ppo.py, ppo_train (sync loop) and async_ppo_train (async loop): a ranking metric says whether
     it is a training or a validation metric."""
@@ -499,7 +477,6 @@ PPO_ERROR_CHECKS = (
     value_has_one_training_backend,
     one_node_generation_leaves_training_gpus,
     nodes_split_between_generation_and_training,
-    skipped_reference_logprobs_need_no_kl,
     ppo_checkpoint_metric_names_its_source,
     value_parallelism_divides_its_gpus,
     dtensor_value_needs_v2,

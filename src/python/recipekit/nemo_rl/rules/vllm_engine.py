@@ -267,19 +267,6 @@ def decode_context_parallel_divides_tensor_parallel(ctx: CheckContext) -> Iterat
         )
 
 
-@mirrors("vllm.parallel.dcp-a2a-needs-dcp")
-def dcp_all_to_all_needs_decode_context_parallel(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/parallel.py, ParallelConfig._validate_parallel_config: the all-to-all DCP backend
-    needs a DCP size above 1."""
-    kwargs = _kwargs(ctx)
-    if kwargs.get("dcp_comm_backend") == "a2a" and _decode_context_parallel(ctx) <= 1:
-        yield Issue(
-            f"{KWARGS}.dcp_comm_backend",
-            "vLLM refuses it: a2a needs decode_context_parallel_size > 1",
-            value="a2a",
-        )
-
-
 def _dcp_on_gqa(ctx: CheckContext) -> tuple[int, int, int, int] | None:
     """(TP, DCP, attention heads, KV heads) where vLLM reaches its head checks of decode
     context parallelism: DCP above 1 dividing TP (vllm.parallel.dcp-divides-tp refuses the rest
@@ -623,7 +610,6 @@ ERROR_CHECKS = (
     expert_parallel_needs_moe,
     external_data_parallel_needs_moe,
     decode_context_parallel_divides_tensor_parallel,
-    dcp_all_to_all_needs_decode_context_parallel,
     dcp_tensor_parallel_above_kv_heads,
     dcp_within_tensor_parallel_per_kv_head,
     dcp_divides_queries_per_kv_head,

@@ -3,7 +3,7 @@ warned), naming the key. rules_test covers max_num_batched_tokens < max_num_seqs
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
-# vllm_fits_generation_gpus.
+# vllm_fits_generation_gpus, engine_config_guards_hold.
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from recipekit.nemo_rl.rules.vllm_engine import (
     attention_heads_split_over_tensor_parallel,
     batched_tokens_hold_a_sequence,
     custom_scheduler_class_is_not_public,
-    dcp_all_to_all_needs_decode_context_parallel,
     dcp_divides_queries_per_kv_head,
     dcp_interleave_overrides_cp_interleave,
     dcp_tensor_parallel_above_kv_heads,
@@ -45,6 +44,7 @@ from recipekit.nemo_rl.rules.vllm_engine import (
     sequence_parallelism_needs_vllm_compile,
 )
 from recipekit.nemo_rl.rules.vllm_engine import cite as vllm_cite
+from recipekit.nemo_rl.rules.vllm_kwargs import engine_config_guards_hold
 from recipekit.plan import make_plan
 from recipekit.stage import Stage
 from recipes.super35.rl import rlvr
@@ -90,7 +90,8 @@ KWARGS = "policy.generation.vllm_kwargs"
             vllm_cite("vllm.parallel.dcp-divides-tp"),
         ),
         (
-            dcp_all_to_all_needs_decode_context_parallel,
+            # ParallelConfig's own check, replayed from the wheel.
+            engine_config_guards_hold,
             (f"{KWARGS}.dcp_comm_backend=a2a",),
             f"{KWARGS}.dcp_comm_backend",
             vllm_cite("vllm.parallel.dcp-a2a-needs-dcp"),
