@@ -48,7 +48,7 @@ CLASSES = (
 )
 # The check that evaluates the guards no other check mirrors (vLLM warns through its logger,
 # which the programs do not read).
-GENERIC = ("recipekit.nemo_rl.rules.vllm_kwargs.engine_config_guards_hold",)
+GENERIC = ("recipekit.vllm.checks.engine_config_guards_hold",)
 
 
 def describe(

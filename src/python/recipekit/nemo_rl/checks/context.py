@@ -23,6 +23,7 @@ from recipekit.nemo_rl.schema_super_v3 import (
 if TYPE_CHECKING:
     # Main's schema is imported by the stages that run main, not by every NeMo-RL plan.
     from recipekit.nemo_rl.schema_main import GenerationMain, GRPOMasterConfigMain
+    from recipekit.vllm.engine import EngineStart
 
 # The GRPO config of either schema: the checks read keys both declare.
 GrpoConfig: TypeAlias = "GRPOMasterConfig | GRPOMasterConfigMain"
@@ -46,6 +47,13 @@ class CheckContext(checking.CheckContext["GrpoConfig", Layout]):
             return None
         bound = train_iters_bound(self.config)
         return from_nemo_rl(m, self.layout.parallel, self.layout.keys, bound)
+
+    def vllm_engine(self) -> EngineStart | None:
+        """What NeMo-RL's vLLM worker starts the engine with (vLLM's rules read it through
+        ``engine_of``); None where the policy does not generate with vLLM."""
+        from recipekit.nemo_rl.rules.vllm_engine import engine_start
+
+        return engine_start(self)
 
     @property
     def uses_nemo_gym(self) -> bool:

@@ -5,8 +5,9 @@ Each module mirrors upstream lines or a rule from an upstream thread;
 catalogued rule says so with ``@mirrors(v3=..., v35=...)`` (``rules/citation.py``): its messages
 then end with the rule's ``file:line @ version``, and the catalogue test holds the ids it cites
 against the entries that name it.
-vLLM's engine checks (``vllm_engine``) are those of vLLM 0.25.1, the version
-super-v3.5-posttraining pins, so only the Super 3.5 tuples carry them.
+vLLM's own engine checks (``recipekit.vllm.checks``, on the engine ``rules/vllm_engine.py``
+says NeMo-RL starts) are those of vLLM 0.25.1, the version super-v3.5-posttraining pins, so
+only the Super 3.5 tuples carry them.
 """
 
 from __future__ import annotations
@@ -36,11 +37,12 @@ from recipekit.nemo_rl.rules import (
     tokenizer,
     torch_optim,
     validation,
-    vllm_engine,
     vllm_kwargs,
     vllm_worker,
     weight_sync,
 )
+from recipekit.vllm.checks import ERROR_CHECKS as VLLM_ERRORS
+from recipekit.vllm.checks import WARNING_CHECKS as VLLM_WARNINGS
 
 # Order: every check runs wherever it stands, but a plan lists its errors and warnings in
 # the tuples' order (recipekit.checking.run_checks), and the stage snapshots pin it (the warnings
@@ -170,7 +172,7 @@ ERROR_CHECKS_SUPER35: tuple[Check, ...] = (
     loss.distillation_needs_prev_logprobs,
     *loss.CLIPPED_PG_SUPER35_ERROR_CHECKS,
     *vllm_kwargs.SUPER35_ERROR_CHECKS,
-    *vllm_engine.ERROR_CHECKS,
+    *VLLM_ERRORS,
     # After the loss rules: where both refuse one key, GRPO setup's reason comes first.
     *_TRAINING_ERRORS,
     *_TRAINING_ERRORS_SUPER35,
@@ -185,7 +187,7 @@ WARNING_CHECKS_SUPER35: tuple[Check, ...] = (
     *generation.SUPER35_WARNING_CHECKS,
     *sequence_budget.SUPER35_WARNING_CHECKS,
     *tokenizer.WARNING_CHECKS,
-    *vllm_engine.WARNING_CHECKS,
+    *VLLM_WARNINGS,
     *vllm_worker.SUPER35_WARNING_CHECKS,
     *vllm_kwargs.WARNING_CHECKS,
     *_TRAINING_WARNINGS_SUPER35,

@@ -3,7 +3,7 @@
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by name
 # (recorded from the checks that produced an issue while these tests ran):
 # batched_tokens_cover_the_sequences, runner_refusals,
-# expert_load_balancing_needs_expert_parallel, runner_warnings,
+# engine_config_guards_hold, runner_warnings,
 # forced_ratio_with_threshold_still_computes_logprobs, fused_logprobs_without_sampling_filter,
 # nemo_gym_takes_no_val_top_k, sequence_divisible_for_parallelism.
 
@@ -16,8 +16,8 @@ from recipekit.errors import RecipeError
 from recipekit.nemo_rl import SUPER35_BRANCH
 from recipekit.nemo_rl.rule_lines import where
 from recipekit.nemo_rl.rules.generation import GYM_SETS_THE_SERVER_ON, NEMO_GYM_PY
-from recipekit.nemo_rl.rules.vllm_engine import cite as vllm_cite
 from recipekit.plan import make_plan
+from recipekit.vllm.rules import cite as vllm_cite
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
 

@@ -12,41 +12,46 @@ import pytest
 
 from recipekit.model_card import QWEN3_1_7B
 from recipekit.nemo_rl.rules.conftest import Plan, RefusedAt
-from recipekit.nemo_rl.rules.vllm_engine import (
-    async_eplb_communicator_is_not_nccl,
+from recipekit.plan import make_plan
+from recipekit.stage import Stage
+from recipekit.vllm.checks import engine_config_guards_hold
+from recipekit.vllm.rules import cite as vllm_cite
+from recipekit.vllm.rules.model import (
     attention_dtype_override_needs_rocm,
     attention_heads_split_over_tensor_parallel,
-    batched_tokens_hold_a_sequence,
-    custom_scheduler_class_is_not_public,
     dcp_divides_queries_per_kv_head,
-    dcp_interleave_overrides_cp_interleave,
     dcp_tensor_parallel_above_kv_heads,
     dcp_within_tensor_parallel_per_kv_head,
-    decode_context_parallel_divides_tensor_parallel,
     expert_parallel_needs_moe,
-    external_data_parallel_needs_moe,
-    kv_scales_calculation_is_deprecated,
-    kv_sharing_fast_prefill_needs_model_support,
     long_max_model_len_allowed_by_its_variable,
-    long_partial_prefills_within_partial_prefills,
-    long_prefill_threshold_within_max_model_len,
-    mamba_block_size_needs_prefix_caching,
-    mamba_stochastic_rounding_needs_float16_cache,
     max_model_len_within_the_model,
-    micro_batching_needs_an_expert_all2all,
+)
+from recipekit.vllm.rules.parallel import (
+    async_eplb_communicator_is_not_nccl,
+    external_data_parallel_needs_moe,
     nsight_workers_need_ray,
     parallel_loading_workers_are_ignored,
-    partial_prefills_need_chunked_prefill,
     redundant_experts_need_eplb,
     removed_all2all_backend_falls_back,
+)
+from recipekit.vllm.rules.scheduler import (
+    batched_tokens_hold_a_sequence,
+    custom_scheduler_class_is_not_public,
+    long_partial_prefills_within_partial_prefills,
+    long_prefill_threshold_within_max_model_len,
+    partial_prefills_need_chunked_prefill,
+)
+from recipekit.vllm.rules.vllm_config import (
+    dcp_interleave_overrides_cp_interleave,
+    kv_scales_calculation_is_deprecated,
+    kv_sharing_fast_prefill_needs_model_support,
+    mamba_block_size_needs_prefix_caching,
+    mamba_stochastic_rounding_needs_float16_cache,
+    micro_batching_needs_an_expert_all2all,
     routed_experts_without_pipeline_parallel,
     sequence_parallelism_needs_tensor_parallel,
     sequence_parallelism_needs_vllm_compile,
 )
-from recipekit.nemo_rl.rules.vllm_engine import cite as vllm_cite
-from recipekit.nemo_rl.rules.vllm_kwargs import engine_config_guards_hold
-from recipekit.plan import make_plan
-from recipekit.stage import Stage
 from recipes.super35.rl import rlvr
 
 VLLM = "policy.generation.vllm_cfg"
@@ -69,8 +74,16 @@ KWARGS = "policy.generation.vllm_kwargs"
             vllm_cite("vllm.model.max-model-len-within-positions"),
         ),
         (
+            # vLLM reads the engine argument, which vllm_kwargs gives.
             routed_experts_without_pipeline_parallel,
-            (f"{VLLM}.enable_return_routed_experts=true", f"{VLLM}.pipeline_parallel_size=2"),
+            (f"{KWARGS}.enable_return_routed_experts=true", f"{VLLM}.pipeline_parallel_size=2"),
+            f"{VLLM}.pipeline_parallel_size",
+            vllm_cite("vllm.vllm.routed-experts-without-pp"),
+        ),
+        (
+            # Router replay: GRPO's setup writes it into vllm_kwargs itself.
+            routed_experts_without_pipeline_parallel,
+            ("policy.router_replay={enabled: true}", f"{VLLM}.pipeline_parallel_size=2"),
             f"{VLLM}.pipeline_parallel_size",
             vllm_cite("vllm.vllm.routed-experts-without-pp"),
         ),
@@ -84,7 +97,8 @@ KWARGS = "policy.generation.vllm_kwargs"
             vllm_cite("vllm.scheduler.batched-tokens-hold-a-sequence"),
         ),
         (
-            decode_context_parallel_divides_tensor_parallel,
+            # ParallelConfig's own check, replayed from the wheel.
+            engine_config_guards_hold,
             (f"{KWARGS}.decode_context_parallel_size=3",),
             f"{KWARGS}.decode_context_parallel_size",
             vllm_cite("vllm.parallel.dcp-divides-tp"),
@@ -365,3 +379,12 @@ def test_eplb_settings_vllm_accepts_plan(errors: Plan) -> None:
         f"{KWARGS}.mamba_block_size=16384",
     )
     assert not [e for e in found if "@ vLLM 0.25.1" in e], found
+
+
+def test_vllm_cfgs_routed_experts_key_is_no_engine_argument(errors: Plan) -> None:
+    """vllm_cfg.enable_return_routed_experts is declared but never handed to vLLM (the worker
+    reads vllm_kwargs'), so with it vLLM's check does not run."""
+    found = errors(
+        rlvr, f"{VLLM}.enable_return_routed_experts=true", f"{VLLM}.pipeline_parallel_size=2"
+    )
+    assert not [e for e in found if vllm_cite("vllm.vllm.routed-experts-without-pp") in e], found

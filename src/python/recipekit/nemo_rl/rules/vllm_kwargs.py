@@ -23,7 +23,6 @@ from recipekit.nemo_rl.keys import has_key, value_of
 from recipekit.nemo_rl.rules.citation import on_super35
 from recipekit.upstream.declared import declared as declared_class
 from recipekit.upstream.values import OPAQUE, expected_type, plain
-from recipekit.vllm.guards import reached
 
 KWARGS = "policy.generation.vllm_kwargs"
 AT = "@ vLLM 0.25.1"
@@ -310,32 +309,11 @@ def serving_chat_kwargs_replaced_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue
         )
 
 
-def engine_config_guards_hold(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/*.py @ vLLM 0.25.1 (recipekit.vllm.guards): the checks of the config classes
-    the engine builds from its arguments on every start (ParallelConfig, ObservabilityConfig,
-    ...), read from the wheel and replayed on vllm_kwargs, where no rule above mirrors them."""
-    if not on_super35(ctx):
-        return
-    kwargs = _kwargs(ctx)
-    worker = _worker(ctx)[1]
-    # What the worker passes or writes itself is its own value, which the plan does not tell.
-    # So is a value only the job resolves (an interpolation).
-    plain_values = {k: plain(v) for k, v in kwargs.items()}
-    unknown = {*worker["passed"], *worker["replaced"]}
-    unknown |= {k for k, v in plain_values.items() if v is OPAQUE}
-    given = {k: v for k, v in plain_values.items() if k not in unknown}
-    for broken in reached(given, unknown):
-        if not broken.warns:
-            key = broken.read[0]
-            yield Issue(f"{KWARGS}.{key}", broken.message(), value=kwargs[key], hint=broken.hint)
-
-
 ERROR_CHECKS = (vllm_kwargs_not_passed_by_nemo_rl,)
 SUPER35_ERROR_CHECKS = (
     vllm_kwargs_are_engine_arguments,
     vllm_kwargs_nested_config_keys,
     serving_chat_kwargs_are_chat_endpoint_arguments,
-    engine_config_guards_hold,
 )
 WARNING_CHECKS = (
     vllm_kwargs_replaced_by_nemo_rl,
