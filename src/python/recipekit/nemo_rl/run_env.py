@@ -32,11 +32,6 @@ def from_env(variable: str, default: str | None = None) -> Interpolation:
     return Interpolation(f"${{oc.env:{variable},{default}}}")
 
 
-def env_variables(text: str) -> list[str]:
-    """The variables ``text`` reads from the run's environment, in order."""
-    return [match.group(1) for match in ENV_REFERENCE.finditer(text)]
-
-
 def split_env(text: str) -> list[str | tuple[str, str | None]]:
     """``text`` as literal pieces and ``(variable, default)`` references, in order."""
     parts: list[str | tuple[str, str | None]] = []

@@ -9,7 +9,7 @@ from typing import Any
 from recipekit.errors import Issue
 from recipekit.vllm.engine import engine_of
 from recipekit.vllm.guards import reached
-from recipekit.vllm.rules import Check, model, parallel, scheduler, vllm_config
+from recipekit.vllm.rules import Check, arguments, model, parallel, scheduler, vllm_config
 
 
 def engine_config_guards_hold(ctx: Any) -> Iterator[Issue]:
@@ -34,6 +34,8 @@ def engine_config_guards_hold(ctx: Any) -> Iterator[Issue]:
 
 
 ERROR_CHECKS: tuple[Check, ...] = (
+    arguments.given_arguments_are_engine_arguments,
+    arguments.given_config_mappings_hold_their_fields,
     model.attention_heads_split_over_tensor_parallel,
     model.max_model_len_within_the_model,
     vllm_config.routed_experts_without_pipeline_parallel,

@@ -29,15 +29,23 @@ class Setting:
 class EngineStart:
     """The engine's arguments the plan can tell (an argument it cannot tell, or that is not
     given, is absent: vLLM's default or its own computation applies), each one's ``settings``
-    entry, the variables the engine's processes see, and the key of the mapping a user gives
-    any other argument in (``policy.generation.vllm_kwargs``). ``undetermined``: arguments the
-    framework sets from what the plan cannot tell (a value it computes, or one it writes over
-    the user's on a condition), whose vLLM default does not apply either."""
+    entry, and the variables the engine's processes see.
+
+    What the user hands the engine as it is: ``given``, the mapping at ``given_in``
+    (``policy.generation.vllm_kwargs``), as written. ``passed``: the keywords the framework
+    passes itself beside them; ``taken_out``: keys of a mapping argument it removes before vLLM
+    builds its config class; ``undetermined``: arguments it sets from what the plan cannot tell
+    (a value it computes, or one it writes over the user's on a condition), whose vLLM default
+    does not apply either. ``asynchronous``: it builds ``AsyncEngineArgs``, not ``vllm.LLM``."""
 
     arguments: Mapping[str, Any]
     settings: Mapping[str, Setting]
     environment: Mapping[str, str] = attrs.field(factory=dict)
     given_in: str = ""
+    given: Mapping[str, Any] = attrs.field(factory=dict)
+    asynchronous: bool = False
+    passed: frozenset[str] = frozenset()
+    taken_out: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
     undetermined: frozenset[str] = frozenset()
 
     def get(self, argument: str, default: Any = None) -> Any:

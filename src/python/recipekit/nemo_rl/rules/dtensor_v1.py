@@ -18,7 +18,7 @@ from recipekit.errors import Issue
 from recipekit.nemo_rl.checks import Check, CheckContext
 from recipekit.nemo_rl.keys import has_key, value_of
 from recipekit.nemo_rl.rules.citation import cite, mirrors
-from recipekit.nemo_rl.schema_super_v3 import Colocation, DTensor, SequencePacking
+from recipekit.nemo_rl.schema_super_v3 import Colocation, DTensor
 
 DTENSOR_CFG = "policy.dtensor_cfg"
 # The entry points that refit a generation engine from the policy between steps (GRPO's
@@ -32,11 +32,6 @@ def _v1(ctx: CheckContext) -> DTensor | None:
     if ctx.megatron is not None or dtensor.enabled is not True or dtensor.v2 is True:
         return None
     return dtensor
-
-
-def _packed(ctx: CheckContext) -> bool:
-    packing = ctx.config.policy.sequence_packing
-    return isinstance(packing, SequencePacking) and packing.enabled
 
 
 def _nemotron_h(ctx: CheckContext) -> bool:

@@ -91,12 +91,6 @@ def _truncated_is_on(ctx: CheckContext) -> bool:
     return _loss(ctx, "truncated_importance_sampling_ratio", None) is not None
 
 
-def _tis_key(ctx: CheckContext) -> str:
-    """The key that turns truncated importance sampling on in the stage's version."""
-    name = "type" if on_super35(ctx) else "ratio"
-    return f"{LOSS}.truncated_importance_sampling_{name}"
-
-
 @mirrors(
     v3="nemo-rl.loss.v3.sequence-level-ratios-exclude-token-level-loss",
     v35="nemo-rl.loss.sequence-level-ratios-exclude-token-level-loss",

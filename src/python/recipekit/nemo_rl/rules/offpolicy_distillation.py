@@ -25,7 +25,6 @@ from recipekit.nemo_rl.rules.checkpoint_ranking import (
 )
 from recipekit.nemo_rl.rules.citation import cite_super35, cite_super35_line, mirrors_super35
 from recipekit.nemo_rl.rules.generation_split import (
-    SplitRules,
     policy_generation,
 )
 from recipekit.nemo_rl.rules.weight_sync import SPARSE_TRANSPORTS
@@ -87,25 +86,6 @@ def dtensor_sequence_parallel_excludes_packing(
                 value=True,
                 hint=f"set it false, or {role}.sequence_packing.enabled false",
             )
-
-
-# distillation.py, setup: the split of the cluster between non-colocated generation and
-# training (it does not assert that training keeps some, as PPO's does).
-DISTILLATION_SPLIT = SplitRules(
-    who="distillation",
-    gpus_stated=cite_super35(
-        "nemo-rl.algorithms.distillation.setup.one-node-non-colocated-generation-states"
-    ),
-    one_node_only=cite_super35(
-        "nemo-rl.algorithms.distillation.setup.one-node-non-colocated-generation-takes-null"
-    ),
-    nodes_stated=cite_super35(
-        "nemo-rl.algorithms.distillation.setup.several-nodes-non-colocated-generation-states"
-    ),
-    whole_nodes=cite_super35(
-        "nemo-rl.algorithms.distillation.setup.several-nodes-non-colocated-generation-takes-whole"
-    ),
-)
 
 
 # --- distillation.py's training loop ------------------------------------------------------------

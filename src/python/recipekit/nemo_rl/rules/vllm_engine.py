@@ -18,9 +18,10 @@ from recipekit.markers import Marker
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.allocator import env_var_sections
-from recipekit.nemo_rl.rules.vllm_kwargs import KWARGS, _kwargs, _worker
+from recipekit.nemo_rl.rules.vllm_kwargs import KWARGS, _async, _kwargs, _worker
 from recipekit.upstream.values import OPAQUE, plain
 from recipekit.vllm.engine import EngineStart, Setting
+from recipekit.vllm.generated.nemo_rl_workers import WORKERS
 
 VLLM = "policy.generation.vllm_cfg"
 
@@ -30,15 +31,41 @@ def _known(value: Any) -> bool:
     return not isinstance(value, Marker) and plain(value) is not OPAQUE
 
 
+def worker_engine(branch: str, kwargs: dict[str, Any], asynchronous: bool) -> EngineStart:
+    """What the worker of the NeMo-RL version ``branch`` hands the engine of vllm_kwargs
+    ``kwargs``: them as given, beside the keywords it passes itself, less the keys it takes out
+    of a mapping first (vllm_worker_async.py pops a deprecated compilation_config.use_inductor)
+    and what it writes over them."""
+    worker = WORKERS[branch]
+    engine = "async" if asynchronous else "sync"
+    taken_out = {
+        field: frozenset(k for k, (_f, _l, only) in keys.items() if only == engine)
+        for field, keys in worker.get("popped", {}).items()
+    }
+    return EngineStart(
+        {k: plain(v) for k, v in kwargs.items() if _known(v)},
+        {},
+        given_in=KWARGS,
+        given=kwargs,
+        asynchronous=asynchronous,
+        passed=frozenset(worker["passed"]),
+        taken_out=taken_out,
+        undetermined=frozenset(
+            {*worker["passed"], *worker["replaced"]}
+            | {k for k, v in kwargs.items() if not _known(v)}
+        ),
+    )
+
+
 def engine_start(ctx: CheckContext) -> EngineStart | None:
     """The arguments NeMo-RL's vLLM worker starts the engine with; None where the policy does
     not generate with vLLM."""
-    vllm, kwargs = ctx.vllm, _kwargs(ctx)
+    vllm = ctx.vllm
     if vllm is None or ctx.generation is None or ctx.generation.backend != "vllm":
         return None
-    arguments = {k: plain(v) for k, v in kwargs.items() if _known(v)}
-    settings: dict[str, Setting] = {}
-    worker = _worker(ctx)[1]
+    branch, worker = _worker(ctx)
+    given = worker_engine(branch, _kwargs(ctx), _async(ctx))
+    arguments, settings = dict(given.arguments), {}
     for keyword, (setting, _line) in worker["passed"].items():
         name = setting.removeprefix(f"{VLLM}.")
         value = value_of(vllm, name) if setting.startswith(f"{VLLM}.") else None
@@ -70,8 +97,10 @@ def engine_start(ctx: CheckContext) -> EngineStart | None:
             "policy.router_replay.enabled", True, "NeMo-RL sets it for router replay"
         )
     environment = {k: v for _, env in env_var_sections(ctx) for k, v in env.items()}
-    # What the worker passes from a value it computes, and what it writes over vllm_kwargs.
-    undetermined = ({*worker["passed"], *worker["replaced"]} - settings.keys()) | {
-        k for k, v in kwargs.items() if not _known(v)
-    }
-    return EngineStart(arguments, settings, environment, KWARGS, frozenset(undetermined))
+    return attrs.evolve(
+        given,
+        arguments=arguments,
+        settings=settings,
+        environment=environment,
+        undetermined=given.undetermined - settings.keys(),
+    )

@@ -22,11 +22,10 @@ from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import has_key, value_of
 from recipekit.nemo_rl.rules.citation import on_super35
 from recipekit.upstream.declared import declared as declared_class
-from recipekit.upstream.values import OPAQUE, expected_type, plain
+from recipekit.upstream.values import expected_type, plain
 
 KWARGS = "policy.generation.vllm_kwargs"
 AT = "@ vLLM 0.25.1"
-_BOUNDS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
 # The config class of policy.generation.vllm_cfg at both pinned versions.
 VLLM_SETTINGS = "nemo_rl.models.generation.vllm.config:VllmSpecificArgs"
 
@@ -74,124 +73,6 @@ def vllm_kwargs_not_passed_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue]:
             f"worker starts ({worker['file']}:{line} @ {branch})",
             hint=f"set {setting} instead" if setting else "remove it: NeMo-RL sets it",
         )
-
-
-Argument = tuple[str, dict[str, float], str, str]
-
-
-def _arguments(ctx: CheckContext) -> tuple[str, dict[str, Argument]]:
-    """What the engine NeMo-RL starts takes: its name, and each argument's (type, bounds, where
-    the type is declared, where the bounds are)."""
-    from recipekit.vllm.generated import engine_args_0_25_1 as engine
-
-    arg_utils = "vllm/engine/arg_utils.py"
-    fields = dict(engine.ENGINE_ARGS)
-    if _async(ctx):
-        fields |= engine.ASYNC_ENGINE_ARGS
-    found = {k: (t, b, f"{arg_utils}:{line}", at) for k, (t, b, line, at) in fields.items()}
-    if _async(ctx):
-        return f"AsyncEngineArgs ({arg_utils})", found
-    llm = "vllm/entrypoints/llm.py"
-    for key, (text, line) in engine.LLM_PARAMETERS.items():
-        # LLM's own annotation, and EngineArgs' bounds where it hands the value on.
-        bounds, at = found[key][1::2] if key in found else ({}, "")
-        found[key] = (text, bounds, f"{llm}:{line}", at)
-    found |= {k: ("Any", {}, f"{llm}:{line}", "") for k, line in engine.LLM_DROPPED.items()}
-    return f"vllm.LLM ({llm}) or EngineArgs ({arg_utils})", found
-
-
-def _outside(value: Any, bounds: dict[str, float]) -> str:
-    """The bounds ``value`` breaks, as text ("" when it keeps them or is no number)."""
-    if not isinstance(value, int | float) or isinstance(value, bool) or not bounds:
-        return ""
-    ok = {
-        "gt": value > bounds.get("gt", float("-inf")),
-        "ge": value >= bounds.get("ge", float("-inf")),
-        "lt": value < bounds.get("lt", float("inf")),
-        "le": value <= bounds.get("le", float("inf")),
-    }
-    if all(ok.values()):
-        return ""
-    return " and ".join(f"{_BOUNDS[b]} {bounds[b]:g}" for b in _BOUNDS if b in bounds)
-
-
-def vllm_kwargs_are_engine_arguments(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/engine/arg_utils.py (EngineArgs, AsyncEngineArgs), vllm/entrypoints/llm.py
-    (LLM.__init__), vllm/config/*.py (pydantic Field bounds) @ vLLM 0.25.1: each key is an
-    argument of the engine NeMo-RL starts, and its value is of the declared type and within the
-    declared bounds. Keys the worker passes itself are vllm_kwargs_not_passed_by_nemo_rl's."""
-    kwargs = _kwargs(ctx)
-    if not kwargs:
-        return
-    passed = _worker(ctx)[1]["passed"]
-    engine, arguments = _arguments(ctx)
-    for key, raw in kwargs.items():
-        if key in passed:
-            continue
-        if key not in arguments:
-            yield Issue(
-                f"{KWARGS}.{key}",
-                f"not an argument of {engine} {AT}: a TypeError when NeMo-RL's worker starts",
-                hint=did_you_mean(key, arguments, what="arguments"),
-            )
-            continue
-        text, bounds, declared, bounded = arguments[key]
-        value = plain(raw)
-        if expected := expected_type(value, text):
-            yield Issue(
-                f"{KWARGS}.{key}",
-                f"vLLM takes {expected} ({declared} {AT})",
-                value=raw,
-            )
-        elif value is not OPAQUE and (broken := _outside(value, bounds)):
-            yield Issue(
-                f"{KWARGS}.{key}",
-                f"vLLM refuses it: must be {broken} ({bounded} {AT})",
-                value=raw,
-            )
-
-
-def vllm_kwargs_nested_config_keys(ctx: CheckContext) -> Iterator[Issue]:
-    """vllm/config/utils.py, config @ vLLM 0.25.1: an engine argument typed as one of vLLM's
-    ``@config`` classes (compilation_config, kv_transfer_config, ...) turns a mapping into that
-    class, a pydantic dataclass that forbids extra fields: each key must be a field, of its
-    declared type and within its bounds, or the engine does not start."""
-    from recipekit.vllm.generated.engine_args_0_25_1 import NESTED_CONFIGS
-
-    kwargs = _kwargs(ctx)
-    if not kwargs:
-        return
-    # Keys NeMo-RL's worker takes out of the mapping first (vllm_worker_async.py pops a
-    # deprecated compilation_config.use_inductor): vLLM never sees them.
-    popped = _worker(ctx)[1].get("popped", {})
-    engine = "async" if _async(ctx) else "sync"
-    for key, raw in kwargs.items():
-        nested = NESTED_CONFIGS.get(key)
-        if nested is None or not isinstance(raw, dict):
-            continue
-        fields, where = nested["fields"], f"{nested['class']}, {nested['file']}"
-        for sub, sub_raw in raw.items():
-            path = f"{KWARGS}.{key}.{sub}"
-            if popped.get(key, {}).get(sub, ("", 0, ""))[2] == engine:
-                continue
-            if sub not in fields:
-                if not nested["extra"]:
-                    yield Issue(
-                        path,
-                        f"not a field of {where} {AT}, which forbids extra fields: pydantic "
-                        "refuses it when the engine starts",
-                        hint=did_you_mean(str(sub), fields, what="fields"),
-                    )
-                continue
-            text, bounds, line = fields[sub]
-            value = plain(sub_raw)
-            declared = f"{nested['file'].split(':')[0]}:{line}"
-            if expected := expected_type(value, text):
-                yield Issue(path, f"vLLM takes {expected} ({declared} {AT})", value=sub_raw)
-            elif value is not OPAQUE and (broken := _outside(value, bounds)):
-                yield Issue(
-                    path, f"vLLM refuses it: must be {broken} ({declared} {AT})", value=sub_raw
-                )
 
 
 def vllm_kwargs_replaced_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue]:
@@ -311,8 +192,6 @@ def serving_chat_kwargs_replaced_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue
 
 ERROR_CHECKS = (vllm_kwargs_not_passed_by_nemo_rl,)
 SUPER35_ERROR_CHECKS = (
-    vllm_kwargs_are_engine_arguments,
-    vllm_kwargs_nested_config_keys,
     serving_chat_kwargs_are_chat_endpoint_arguments,
 )
 WARNING_CHECKS = (

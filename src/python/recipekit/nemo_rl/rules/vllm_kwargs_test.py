@@ -2,8 +2,8 @@
 engine arguments, as read from the pinned sources (recipekit.vllm.generated)."""
 
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by name:
-# vllm_kwargs_not_passed_by_nemo_rl, vllm_kwargs_are_engine_arguments,
-# vllm_kwargs_nested_config_keys, vllm_kwargs_shadow_a_vllm_cfg_key,
+# vllm_kwargs_not_passed_by_nemo_rl, given_arguments_are_engine_arguments,
+# given_config_mappings_hold_their_fields, vllm_kwargs_shadow_a_vllm_cfg_key,
 # serving_chat_kwargs_are_chat_endpoint_arguments, serving_chat_kwargs_replaced_by_nemo_rl.
 
 from __future__ import annotations
@@ -20,9 +20,14 @@ from recipekit.nemo_rl import NEMO_RL_VERSION, SUPER35_BRANCH
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.rules import vllm_kwargs
 from recipekit.nemo_rl.rules.conftest import Plan
+from recipekit.nemo_rl.rules.vllm_engine import worker_engine
 from recipekit.upstream.declared import declared
 from recipekit.vllm.generated import engine_args_0_25_1 as engine
 from recipekit.vllm.generated.nemo_rl_workers import WORKERS
+from recipekit.vllm.rules.arguments import (
+    given_arguments_are_engine_arguments,
+    given_config_mappings_hold_their_fields,
+)
 from recipes.super3.dapo import dapo_h100
 from recipes.super35.rl import rlvr
 
@@ -191,6 +196,7 @@ def _ctx(branch: str, kwargs: dict[str, Any], async_engine: bool) -> CheckContex
             config=config,
             generation=SimpleNamespace(backend="vllm", vllm_kwargs=kwargs),
             vllm=SimpleNamespace(async_engine=async_engine),
+            vllm_engine=lambda: worker_engine(branch, kwargs, async_engine),
         ),
     )
 
@@ -214,10 +220,13 @@ def _example_kwargs(root: Path) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
+ARGUMENT_CHECKS = (given_arguments_are_engine_arguments, given_config_mappings_hold_their_fields)
+
+
 def _issues(ctx: CheckContext, super35: bool) -> list[Issue]:
     checks = [*vllm_kwargs.ERROR_CHECKS, *vllm_kwargs.WARNING_CHECKS]
     if super35:
-        checks += vllm_kwargs.SUPER35_ERROR_CHECKS
+        checks += [*vllm_kwargs.SUPER35_ERROR_CHECKS, *ARGUMENT_CHECKS]
     return [issue for check in checks for issue in check(ctx)]
 
 
