@@ -42,18 +42,19 @@ TOOL = "tools/generate_key_needs.py"
 OUTPUT = "src/python/recipekit/nemo_rl/generated/key_needs.json"
 # The master config each label's swept entry points (tools/sweep_reach.ENTRY_POINTS) read.
 ROOT = "nemo_rl.algorithms.grpo:MasterConfig"
-_COMPARE = {
-    ast.Eq: "==",
-    ast.NotEq: "!=",
-    ast.Is: "is",
-    ast.IsNot: "is not",
-    ast.Gt: ">",
-    ast.GtE: ">=",
-    ast.Lt: "<",
-    ast.LtE: "<=",
-    ast.In: "in",
-    ast.NotIn: "not in",
-}
+# The comparisons a condition may make (with constants).
+_COMPARE = (
+    ast.Eq,
+    ast.NotEq,
+    ast.Is,
+    ast.IsNot,
+    ast.Gt,
+    ast.GtE,
+    ast.Lt,
+    ast.LtE,
+    ast.In,
+    ast.NotIn,
+)
 Path_ = tuple[str, ...]
 
 
@@ -81,20 +82,31 @@ def _constant(node: ast.expr) -> Any:
     raise Unreadable
 
 
+# The name a pair's condition calls the section it reads (``at``).
+SECTION = "section"
+
+
 class _Condition:
-    """Reads a test of the object ``base`` into JSON: {"path": [...]} a value, {"get": [...],
-    "default": c}, {"has": [...]}, {"not": p}, {"and": [...]}, {"or": [...]}, {"cmp": op,
-    "left": v, "right": v}, {"const": c}."""
+    """Reads a test of the object ``base`` into an expression over ``section``, the config
+    section the object is (``section['a']['b']``, ``section.get('k', d)``, ``'k' in section``,
+    compared with constants), which ``recipekit.upstream.conditions`` evaluates; Unreadable
+    where the test reads anything else."""
 
     def __init__(self, base: str) -> None:
         self.base = base
         self.paths: list[Path_] = []
 
-    def value(self, node: ast.expr) -> dict[str, Any]:
+    def _chain(self, keys: Path_) -> ast.expr:
+        node: ast.expr = ast.Name(SECTION, ast.Load())
+        for key in keys:
+            node = ast.Subscript(node, ast.Constant(key), ast.Load())
+        return node
+
+    def value(self, node: ast.expr) -> ast.expr:
         root, keys = key_chain(node)
         if keys and _base(root) == self.base:
             self.paths.append(keys)
-            return {"path": list(keys)}
+            return self._chain(keys)
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -106,36 +118,32 @@ class _Condition:
         ):
             root, keys = key_chain(node.func.value)
             if _base(root) == self.base:
-                path = (*keys, node.args[0].value)
-                self.paths.append(path)
+                self.paths.append((*keys, node.args[0].value))
                 default = _constant(node.args[1]) if len(node.args) == 2 else None
-                return {"get": list(path), "default": default}
-        return {"const": _constant(node)}
+                get = ast.Attribute(self._chain(keys), "get", ast.Load())
+                return ast.Call(get, [node.args[0], ast.Constant(default)], [])
+        return ast.Constant(_constant(node))
 
-    def test(self, node: ast.expr) -> dict[str, Any]:
+    def test(self, node: ast.expr) -> ast.expr:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return {"not": self.test(node.operand)}
+            return ast.UnaryOp(ast.Not(), self.test(node.operand))
         if isinstance(node, ast.BoolOp):
-            op = "and" if isinstance(node.op, ast.And) else "or"
-            return {op: [self.test(v) for v in node.values]}
+            return ast.BoolOp(node.op, [self.test(v) for v in node.values])
         if isinstance(node, ast.Compare):
             if len(node.ops) != 1 or type(node.ops[0]) not in _COMPARE:
                 raise Unreadable
-            op = _COMPARE[type(node.ops[0])]
-            left, right = node.left, node.comparators[0]
-            if op in ("in", "not in") and isinstance(left, ast.Constant):
+            op, left, right = node.ops[0], node.left, node.comparators[0]
+            if isinstance(op, ast.In | ast.NotIn) and isinstance(left, ast.Constant):
                 root, keys = key_chain(right)
                 if not isinstance(left.value, str) or _base(root) != self.base:
                     raise Unreadable
-                path = (*keys, left.value)
-                self.paths.append(path)
-                has = {"has": list(path)}
-                return has if op == "in" else {"not": has}
-            return {"cmp": op, "left": self.value(left), "right": self.value(right)}
+                self.paths.append((*keys, left.value))
+                return ast.Compare(ast.Constant(left.value), [op], [self._chain(keys)])
+            return ast.Compare(self.value(left), [op], [self.value(right)])
         found = self.value(node)
-        if "const" in found:
+        if isinstance(found, ast.Constant):
             raise Unreadable
-        return {"truthy": found}
+        return found
 
 
 def _conditions(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Iterator[ast.expr]:
@@ -400,7 +408,8 @@ def _pair(
     ]
     if not at:
         return None
-    return {"at": at, "needs": list(read), "when": tests[0] if len(tests) == 1 else {"and": tests}}
+    when = tests[0] if len(tests) == 1 else ast.BoolOp(ast.And(), tests)
+    return {"at": at, "needs": list(read), "when": ast.unparse(when)}
 
 
 # Each pinned runner whose every run is read (tools/every_run.py), with the master config it

@@ -17,6 +17,7 @@ from recipekit.errors import RecipeError
 from recipekit.markers import UNSET
 from recipekit.nemo_rl import SUPER35_TYPES, SUPER_V3_TYPES
 from recipekit.nemo_rl.checks.key_needs import (
+    _shown,
     every_run,
     holds,
     missing,
@@ -188,15 +189,21 @@ def test_nemo_rls_own_example_configs_lack_no_key_they_turn_on(label: str) -> No
 
 def test_conditions_read_as_python_reads_them() -> None:
     section = {"a": {"enabled": True, "n": 3}, "b": None, "c": "fp8_e4m3"}
-    assert holds(section, {"truthy": {"path": ["a", "enabled"]}})
-    assert holds(section, {"has": ["a", "n"]}) and not holds(section, {"has": ["a", "m"]})
-    assert holds(section, {"truthy": {"get": ["a", "m"], "default": True}})
-    assert holds(section, {"cmp": ">", "left": {"path": ["a", "n"]}, "right": {"const": 2}})
-    assert holds(section, {"cmp": "is", "left": {"path": ["b"]}, "right": {"const": None}})
-    assert holds(section, {"or": [{"has": ["x"]}, {"not": {"has": ["x"]}}]})
-    with pytest.raises(Exception) as exc:  # noqa: PT011 - a key the config lacks: unknown
-        holds(section, {"truthy": {"path": ["x"]}})
-    assert type(exc.value).__name__ == "_Unknown"
+    assert holds(section, "section['a']['enabled']")
+    assert holds(section, "'n' in section['a']") and not holds(section, "'m' in section['a']")
+    assert holds(section, "section['a'].get('m', True)")
+    assert holds(section, "section['a']['n'] > 2")
+    assert holds(section, "section['b'] is None")
+    assert holds(section, "'x' in section or not 'x' in section")
+    assert holds(section, "section['x']") is None  # a key the config lacks: unknown
+    assert holds(section, "section['c'] > 2") is None  # what does not compare: unknown
+
+
+def test_a_condition_is_shown_with_its_key_paths() -> None:
+    when = "'async_grpo' in section['grpo'] and section['grpo'].get('n', 0) > 1"
+    assert _shown(when, "") == "grpo.async_grpo is set and grpo.n > 1"
+    assert _shown("not 'swanlab' in section", "logger") == "not logger.swanlab is set"
+    assert _shown("section['swanlab_enabled']", "logger") == "logger.swanlab_enabled"
 
 
 _MODULE = """
@@ -237,7 +244,8 @@ def test_the_generator_keeps_only_the_reads_it_can_read_exactly() -> None:
     assert [(p["line"], p["needs"]) for p in found] == [(4, ["feature"]), (5, ["extra", "x"]),
                                                         (10, ["feature"])]  # fmt: skip
     by_line = {p["line"]: p for p in found}
-    assert by_line[4]["when"] == {"truthy": {"path": ["feature_enabled"]}}
+    assert by_line[4]["when"] == "section['feature_enabled']"
+    assert by_line[5]["when"] == "section.get('level', 0) > 1"
     assert by_line[4]["at"] == [[]] and by_line[4]["scope"] == "setup"
     config: dict[str, Any] = {"feature_enabled": True, "level": 2, "items": []}
     assert [i.path for i in missing(config, found, SUPER35)] == ["feature", "extra"]
@@ -293,7 +301,8 @@ def test_a_flag_init_sets_from_the_config_stands_for_its_test() -> None:
         (kept[0], ["feature"], "Policy.run"),
         (kept[1], ["extra"], "Policy.run"),
     ]
-    assert found[0]["when"] == {"truthy": {"path": ["feature_enabled"]}}
+    assert found[0]["when"] == "section['feature_enabled']"
+    assert found[1]["when"] == "not not section['feature_enabled']"
     config: dict[str, Any] = {"feature_enabled": True}
     assert [i.path for i in missing(config, found, SUPER35)] == ["feature", "extra"]
     assert not list(missing({"feature_enabled": False}, found, SUPER35))

@@ -19,10 +19,9 @@ before it trains.
 
 from __future__ import annotations
 
+import ast
 import functools
-import json
-import operator
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,25 +30,12 @@ from recipekit.errors import Issue
 from recipekit.generated_tables import sources
 from recipekit.nemo_rl.checks.context import Check, CheckContext
 from recipekit.nemo_rl.rule_lines import VERSIONS
+from recipekit.upstream import conditions
 
 TABLE = Path(__file__).parent.parent / "generated" / "key_needs.json"
 _MISSING = object()
-_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "is": operator.is_,
-    "is not": operator.is_not,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "<": operator.lt,
-    "<=": operator.le,
-    "in": lambda a, b: a in b,
-    "not in": lambda a, b: a not in b,
-}
-
-
-class _Unknown(Exception):
-    """The condition reads a key the config lacks, or compares values that do not compare."""
+# What a pair's condition calls the section it reads (tools/generate_key_needs.SECTION).
+SECTION = "section"
 
 
 @functools.cache
@@ -66,72 +52,47 @@ def _at(section: Any, path: list[str]) -> Any:
     return section
 
 
-def _holder(section: Any, path: list[str]) -> tuple[Mapping[str, Any], str]:
-    """The mapping that holds ``path``'s last key, and that key; _Unknown where there is none."""
-    *outer, key = path
-    holder = _at(section, outer)
-    if not isinstance(holder, Mapping):
-        raise _Unknown
-    return holder, key
+def holds(section: Any, when: str) -> bool | None:
+    """Whether the condition ``when`` is true of ``section``, as Python evaluates it; None where
+    it reads a key the section lacks or compares what does not compare."""
+    return conditions.holds(when, {SECTION: section})
 
 
-def _value(section: Any, spec: Mapping[str, Any]) -> Any:
-    if "const" in spec:
-        return spec["const"]
-    if "get" in spec:
-        holder, key = _holder(section, spec["get"])
-        return holder.get(key, spec["default"])
-    found = _at(section, spec["path"])
-    if found is _MISSING:
-        raise _Unknown
-    return found
+class _Shown(ast.NodeTransformer):
+    """A condition as a reader writes it: each read of the section as its key path."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def path(self, node: ast.expr) -> str | None:
+        if isinstance(node, ast.Name) and node.id == SECTION:
+            return self.prefix
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            head = self.path(node.value)
+            return None if head is None else ".".join(filter(None, (head, str(node.slice.value))))
+        if (found := conditions.keyed_call(node)) is not None:
+            head = self.path(found[0])
+            return None if head is None else ".".join(filter(None, (head, str(found[1]))))
+        return None
+
+    def visit_Compare(self, node: ast.Compare) -> ast.expr:
+        member = isinstance(node.ops[0], ast.In | ast.NotIn)
+        if member and isinstance(node.left, ast.Constant):
+            holder = self.path(node.comparators[0])
+            if holder is not None:
+                state = "set" if isinstance(node.ops[0], ast.In) else "absent"
+                return ast.Name(f"{holder}.{node.left.value!s} is {state}".lstrip("."))
+        self.generic_visit(node)
+        return node
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        found = self.path(node) if isinstance(node, ast.expr) else None
+        return ast.Name(found) if found is not None else super().visit(node)
 
 
-def holds(section: Any, when: Mapping[str, Any]) -> bool:
-    """Whether ``when`` (the generator's JSON) is true of ``section``; _Unknown where it reads
-    a key the section lacks."""
-    if "not" in when:
-        return not holds(section, when["not"])
-    if "and" in when:
-        return all(holds(section, w) for w in when["and"])
-    if "or" in when:
-        return any(holds(section, w) for w in when["or"])
-    if "has" in when:
-        holder, key = _holder(section, when["has"])
-        return key in holder
-    if "truthy" in when:
-        return bool(_value(section, when["truthy"]))
-    left, right = _value(section, when["left"]), _value(section, when["right"])
-    try:
-        return bool(_COMPARE[when["cmp"]](left, right))
-    except TypeError:
-        raise _Unknown from None
-
-
-def _shown(when: Mapping[str, Any], prefix: str) -> str:
-    """The condition as a reader writes it, with full key paths."""
-
-    def key(path: list[str]) -> str:
-        return ".".join([prefix, *path] if prefix else path)
-
-    def value(spec: Mapping[str, Any]) -> str:
-        if "const" in spec:
-            return json.dumps(spec["const"])
-        return key(spec["get"] if "get" in spec else spec["path"])
-
-    if "not" in when:
-        inner = when["not"]
-        if "has" in inner:
-            return f"{key(inner['has'])} is absent"
-        return f"not ({_shown(inner, prefix)})"
-    if "and" in when or "or" in when:
-        op = "and" if "and" in when else "or"
-        return f" {op} ".join(_shown(w, prefix) for w in when[op])
-    if "has" in when:
-        return f"{key(when['has'])} is set"
-    if "truthy" in when:
-        return value(when["truthy"])
-    return f"{value(when['left'])} {when['cmp']} {value(when['right'])}"
+def _shown(when: str, prefix: str) -> str:
+    """The condition with full key paths (``logger.swanlab_enabled``)."""
+    return ast.unparse(_Shown(prefix).visit(ast.parse(when, mode="eval")))
 
 
 def missing_keys(config: Mapping[str, Any], label: str) -> Iterator[Issue]:
@@ -151,10 +112,7 @@ def missing(
             if not isinstance(section, Mapping):
                 continue
             prefix = ".".join(at)
-            try:
-                if not holds(section, pair["when"]):
-                    continue
-            except _Unknown:
+            if not holds(section, pair["when"]):
                 continue
             holder: Any = section
             for depth, key in enumerate(pair["needs"], 1):
