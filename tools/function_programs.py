@@ -762,6 +762,8 @@ class _Reader:
                 assert isinstance(visited, ast.Call)
                 if not self.quiet and (read := reader.set_default(visited, out)) is not None:
                     return ast.copy_location(read, node)
+                if not self.quiet and (read := reader.popped(visited, out)) is not None:
+                    return ast.copy_location(read, node)
                 callee = reader.functions.callee(visited, reader.module, reader.owner)
                 if callee is None and (on_self := reader.on_self(visited)):
                     name = f"_r{reader.made}"
@@ -823,6 +825,32 @@ class _Reader:
         absent = f"{key!r} not in {container}" if container else None
         out.append(["if", absent, [store], [], [], False])
         return ast.Subscript(value=owner, slice=ast.Constant(value=key), ctx=ast.Load())
+
+    def popped(self, call: ast.Call, out: list[Step]) -> ast.expr | None:
+        """``d.pop("k", v)`` on a chain ``d``: what it returns, read before (a name of its own,
+        set to ``d.get("k", v)``, or ``d["k"]`` without a default), and the key unknown after
+        (gone, which a store of an unknown value says); None for another call."""
+        made = keyed_call(call, "pop")
+        if not (
+            made is not None
+            and _chain(made[0])
+            and isinstance(made[1], str)
+            and len(call.args) <= 2
+            and not call.keywords
+        ):
+            return None
+        container = self.text(made[0])
+        if not container:
+            return None
+        key, name = made[1], f"_r{self.made}"
+        self.made += 1
+        default = self.text(call.args[1]) if len(call.args) == 2 else ""
+        read = f"{container}.get({key!r}, {default})" if default else f"{container}[{key!r}]"
+        out.append(["set", name, None if default is None else read])
+        # A store of what the replay cannot tell: the key is unknown from now on.
+        roots = [t] if (t := self.text(_root(made[0]))) else []
+        out.append(["store", container, key, None, roots])
+        return ast.Name(id=name, ctx=ast.Load())
 
     def on_self(self, call: ast.Call) -> dict[str, list[str]]:
         """The pinned methods a call on ``self`` (``self.setup()``, ``super().__init__()``) in
@@ -1152,6 +1180,10 @@ class _Reader:
                 if item.optional_vars is not None:
                     out += self.effects(item.optional_vars)
             out += self.steps(statement.body, on_the_way)
+        elif isinstance(statement, ast.Try) and not statement.handlers:
+            # try/finally catches nothing: its body runs as written, then the cleanup.
+            out += self.steps(statement.body, on_the_way)
+            out += self.steps(statement.finalbody, on_the_way)
         elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
             # A nested function runs where it is called (its effects then: ``closures``);
             # defining it runs only its decorators.

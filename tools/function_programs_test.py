@@ -294,6 +294,13 @@ def main(config):
         Swapper(config.get("x1", {}), section)
         assert section.get("w3", 0) == 5
     assert section.get("m2", 0) != LIMIT
+    popped = section.pop("p", 0)
+    assert popped != 4
+    assert section.get("p", 0) != 5
+    try:
+        assert section.get("tf", 0) != 6
+    finally:
+        print("checked")
     assert section.get("w", 0) != 5
     if section.get("hold"):
         opaque(section)
@@ -440,6 +447,12 @@ GOOD = {"s": {"a": 3}, "t": {"d": 1}}
         # An object that may hold the section after a branch the replay cannot decide changes
         # it through a method: the section is not judged as it was.
         ("a value a built object may hold", {"s": {"a": 3, "swap": True}, "t": {"d": 1}}),
+        # dict.pop with a default: what it returns is the key's value; the key is gone after
+        # (not judged as it was).
+        ("a popped value", {"s": {"a": 3, "p": 4}, "t": {"d": 1}}),
+        ("a popped key", {"s": {"a": 3, "p": 5}, "t": {"d": 1}}),
+        # try/finally catches nothing: a check in its body fails the run.
+        ("a check in try/finally", {"s": {"a": 3, "tf": 6}, "t": {"d": 1}}),
     ],
 )
 def test_the_replay_fails_where_python_does(

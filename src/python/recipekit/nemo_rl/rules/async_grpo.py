@@ -11,7 +11,7 @@ from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import cite, mirrors, on_super35
 from recipekit.nemo_rl.rules.generation import gym_runner_sets_the_server_on
 from recipekit.nemo_rl.rules.grpo_setup import GYM_RUNNER, RUN_GRPO, async_grpo_enabled
-from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO, RewardScaling
+from recipekit.nemo_rl.schema_super_v3 import AsyncGRPO
 
 VLLM = "policy.generation.vllm_cfg"
 
@@ -36,58 +36,35 @@ def async_rollouts(ctx: CheckContext) -> bool:
     return gen.backend == "sglang" and value_of(gen, "use_async_rollouts") is True
 
 
-def async_grpo_without_dynamic_sampling(ctx: CheckContext) -> Iterator[Issue]:
-    """run_grpo.py and run_grpo_nemo_gym.py, main: async GRPO takes no dynamic sampling."""
-    if async_grpo_enabled(ctx) and ctx.config.grpo.use_dynamic_sampling:
-        yield Issue(
-            "grpo.use_dynamic_sampling",
-            "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO does not "
-            "support dynamic sampling ("
-            + cite(
-                ctx,
-                v3=f"{RUN_GRPO}async-grpo-does-not-take-dynamic",
-                v35=f"{GYM_RUNNER}async-grpo-does-not-take-dynamic",
+# super-v3's run_grpo.py, main: async GRPO takes none of DAPO's features (key, feature, rule).
+# It checks them in a loop, which the replay of the runner does not follow; super-v3.5's
+# runners check each in straight-line code, which it evaluates.
+_DAPO_FEATURES = (
+    ("grpo.use_dynamic_sampling", "dynamic sampling", "async-grpo-does-not-take-dynamic"),
+    ("grpo.reward_scaling.enabled", "reward scaling", "async-grpo-does-not-take-reward"),
+    ("grpo.reward_shaping.enabled", "reward shaping", "async-grpo-does-not-take-reward"),
+)
+
+
+def async_grpo_without_dapo_features(ctx: CheckContext) -> Iterator[Issue]:
+    """run_grpo.py, main (super-v3): async GRPO takes no dynamic sampling, reward scaling or
+    reward shaping."""
+    if on_super35(ctx) or not async_grpo_enabled(ctx):
+        return
+    grpo = ctx.config.grpo
+    on = (
+        grpo.use_dynamic_sampling is True,
+        value_of(grpo.reward_scaling, "enabled") is True,
+        value_of(grpo.reward_shaping, "enabled") is True,
+    )
+    for (key, feature, rule), enabled in zip(_DAPO_FEATURES, on, strict=True):
+        if enabled:
+            yield Issue(
+                key,
+                "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO does not "
+                f"support {feature} ({cite(ctx, v3=RUN_GRPO + rule)})",
+                value=True,
             )
-            + ")",
-            value=True,
-        )
-
-
-def async_grpo_without_reward_scaling(ctx: CheckContext) -> Iterator[Issue]:
-    """run_grpo.py and run_grpo_nemo_gym.py, main: async GRPO takes no reward scaling."""
-    scaling = ctx.config.grpo.reward_scaling
-    if async_grpo_enabled(ctx) and isinstance(scaling, RewardScaling) and scaling.enabled:
-        yield Issue(
-            "grpo.reward_scaling.enabled",
-            "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO does not "
-            "support reward scaling ("
-            + cite(
-                ctx,
-                v3=f"{RUN_GRPO}async-grpo-does-not-take-reward",
-                v35=f"{GYM_RUNNER}async-grpo-does-not-take-reward-scaling",
-            )
-            + ")",
-            value=True,
-        )
-
-
-def async_grpo_without_reward_shaping(ctx: CheckContext) -> Iterator[Issue]:
-    """run_grpo.py and run_grpo_nemo_gym.py, main: async GRPO takes no reward shaping."""
-    # Either version's section (main's is not a subclass of super-v3's); absent is UNSET.
-    shaping = ctx.config.grpo.reward_shaping
-    if async_grpo_enabled(ctx) and value_of(shaping, "enabled") is True:
-        yield Issue(
-            "grpo.reward_shaping.enabled",
-            "NeMo-RL's runner refuses it with grpo.async_grpo.enabled: async GRPO does not "
-            "support reward shaping ("
-            + cite(
-                ctx,
-                v3=f"{RUN_GRPO}async-grpo-does-not-take-reward",
-                v35=f"{GYM_RUNNER}async-grpo-does-not-take-reward-shaping",
-            )
-            + ")",
-            value=True,
-        )
 
 
 def async_grpo_with_one_dataloader(ctx: CheckContext) -> Iterator[Issue]:
@@ -211,9 +188,7 @@ def async_grpo_backend_has_a_replay_path(ctx: CheckContext) -> Iterator[Issue]:
 
 
 ERROR_CHECKS = (
-    async_grpo_without_dynamic_sampling,
-    async_grpo_without_reward_scaling,
-    async_grpo_without_reward_shaping,
+    async_grpo_without_dapo_features,
     async_grpo_with_one_dataloader,
     async_grpo_needs_async_rollouts,
     async_grpo_needs_importance_sampling,

@@ -3,8 +3,7 @@
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
 # async_grpo_needs_async_rollouts, async_grpo_needs_importance_sampling,
-# async_grpo_with_one_dataloader, async_grpo_without_dynamic_sampling,
-# async_grpo_without_reward_scaling, async_grpo_without_reward_shaping.
+# async_grpo_with_one_dataloader, async_grpo_without_dapo_features, runner_refusals.
 
 # The catalogued checks these tests break (by the upstream line each cites), which the
 # rule catalogue's meta-test finds by name:
@@ -70,7 +69,10 @@ DAPO_SHAPING = (
         ),
         (
             rlvr,
-            ("data.use_multiple_dataloader=true",),
+            # GRPO's setup reads the per-dataloader prompts first (a KeyError without them).
+            # Setup hands the data section to code the replay does not follow, so the
+            # runner's own check of it after setup is the hand-written rule's.
+            ("data.use_multiple_dataloader=true", "data.num_prompts_per_dataloader=128"),
             "data.use_multiple_dataloader",
             where(f"{GYM_RUNNER}async-grpo-reads-one-dataloader"),
         ),
