@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -588,6 +589,47 @@ class Functions:
         """The value of a module's constant (``TOP_K_THRESHOLD = 8000``, or one it imports):
         a name the module sets once, at its top level, to a literal that no code changes (a
         number, a string, a tuple of them); None for another name."""
+        found = self._bound_once(module, name)
+        return found if found is not None and _literal(found) else None
+
+    def mapping_keys(self, module: str, name: str) -> ast.Tuple | None:
+        """The keys of a module's mapping set once to a dict literal whose keys are constants
+        (``STRING_TO_DTYPE = {"float32": torch.float32, ...}``), as a tuple: what ``x in
+        NAME`` tests, whatever the values are; None for another name."""
+        found = self._bound_once(module, name)
+        if not isinstance(found, ast.Dict) or not all(
+            isinstance(k, ast.Constant) for k in found.keys
+        ):
+            return None
+        if name in self._changed_mappings():
+            return None  # a registry code adds to: its literal is not all it holds
+        return ast.Tuple(elts=[copy.deepcopy(k) for k in found.keys], ctx=ast.Load())  # type: ignore[misc]
+
+    @functools.cache  # noqa: B019 - one Functions per generation
+    def _changed_mappings(self) -> frozenset[str]:
+        """The names any pinned module stores or deletes a key of (``NAME[k] = v``), or calls
+        a method of that is not a read (``NAME.update(...)``), or hands to a call."""
+        reads = {"get", "keys", "values", "items", "copy"}
+        changed = set()
+        for tree in self.modules.trees.values():
+            for node in ast.walk(tree):
+                if (
+                    isinstance(node, ast.Subscript)
+                    and isinstance(node.ctx, ast.Store | ast.Del)
+                    and isinstance(node.value, ast.Name)
+                ):
+                    changed.add(node.value.id)
+                elif isinstance(node, ast.Call):
+                    func = node.func
+                    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                        if func.attr not in reads:
+                            changed.add(func.value.id)
+                    changed |= {a.id for a in node.args if isinstance(a, ast.Name)}
+        return frozenset(changed)
+
+    def _bound_once(self, module: str, name: str) -> ast.expr | None:
+        """What a module sets ``name`` to, once, at its top level, and nowhere rebinds (or what
+        the module it imports the name from sets it to); None for another name."""
         if module not in self.constants:
             tree = self.modules.trees[module]
             values = {
@@ -613,15 +655,13 @@ class Functions:
                 for n in node.names
             }
             self.constants[module] = {
-                n: value
-                for n, value in values.items()
-                if bound.get(n) == 1 and n not in rebound and _literal(value)
+                n: value for n, value in values.items() if bound.get(n) == 1 and n not in rebound
             }
         found = self.constants[module].get(name)
         if found is None:
             home, _, imported = self.modules.imports.get(module, {}).get(name, "").partition(":")
             if imported and home in self.modules.trees and home != module:
-                return self.constant(home, imported)
+                return self._bound_once(home, imported)
         return found
 
     def worker_classes(self, fn: ast.FunctionDef) -> list[tuple[str, str]]:
@@ -736,6 +776,21 @@ class _Reader:
                     if value is not None:
                         return ast.copy_location(copy.deepcopy(value), node)
                 return node
+
+            def visit_Compare(self, node: ast.Compare) -> ast.expr:
+                # ``x in NAME`` of a module's dict literal: a test of its keys alone.
+                right = node.comparators[0]
+                if (
+                    len(node.ops) == 1
+                    and isinstance(node.ops[0], ast.In | ast.NotIn)
+                    and isinstance(right, ast.Name)
+                    and right.id not in reader.names
+                    and (keys := reader.functions.mapping_keys(reader.module, right.id))
+                ):
+                    left = self.visit(node.left)
+                    tested = ast.Compare(left=left, ops=node.ops, comparators=[keys])
+                    return ast.copy_location(tested, node)
+                return self.generic_visit(node)  # type: ignore[return-value]
 
             def _local(self, node: ast.AST) -> ast.AST:
                 return node  # names bound inside: the walk does not follow them

@@ -200,6 +200,20 @@ class Keeper:
         assert self.k != 1
 
 
+REGISTRY = {"x1": object, "x2": dict}
+ADDED = {"y1": 1}
+
+
+def register(name):
+    ADDED[name] = 2
+
+
+def lookup(cfg):
+    if cfg.get("reg", "x1") not in REGISTRY:
+        raise ValueError("not registered")
+    assert cfg.get("add", "y1") in ADDED
+
+
 class Box:
     @staticmethod
     def limit(cfg):
@@ -226,6 +240,7 @@ from replay_fixture.helpers import (
     engine,
     first_positive,
     gym_on,
+    lookup,
     peek,
     settings_of,
     normalise,
@@ -301,6 +316,7 @@ def main(config):
         assert section.get("tf", 0) != 6
     finally:
         print("checked")
+    lookup(section)
     assert section.get("w", 0) != 5
     if section.get("hold"):
         opaque(section)
@@ -453,6 +469,8 @@ GOOD = {"s": {"a": 3}, "t": {"d": 1}}
         ("a popped key", {"s": {"a": 3, "p": 5}, "t": {"d": 1}}),
         # try/finally catches nothing: a check in its body fails the run.
         ("a check in try/finally", {"s": {"a": 3, "tf": 6}, "t": {"d": 1}}),
+        # A name its module's dict literal does not hold, whatever the values are.
+        ("a name the registry lacks", {"s": {"a": 3, "reg": "x3"}, "t": {"d": 1}}),
     ],
 )
 def test_the_replay_fails_where_python_does(
@@ -474,6 +492,16 @@ def test_what_code_it_does_not_follow_may_change_is_not_judged(
     # opaque() (a loop the replay does not follow) sets b to 100 through the section: Python
     # fails at the check after it; the replay, which cannot tell, says nothing of b there.
     config = {"s": {"a": 3, "hold": True}, "t": {"d": 1}}
+    assert _python(module, config) is not None
+    assert _replayed(programs, config) == []
+
+
+def test_a_registry_code_adds_to_is_not_judged_by_its_literal(
+    programs: dict[str, list[Any]], module: types.ModuleType
+) -> None:
+    # register() adds to ADDED, so its literal is not all it may hold: Python fails here (no
+    # call registered y2), but the replay does not claim to know.
+    config = {"s": {"a": 3, "add": "y2"}, "t": {"d": 1}}
     assert _python(module, config) is not None
     assert _replayed(programs, config) == []
 

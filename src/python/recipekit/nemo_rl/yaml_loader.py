@@ -37,22 +37,15 @@ def register_resolvers() -> None:
             OmegaConf.register_new_resolver(name, fn)
 
 
-def load_merged(path: Path) -> Any:
-    """The merged, still unresolved OmegaConf config of ``path`` and its ``defaults:``."""
-    import copy
-
-    return copy.deepcopy(read_merged(path))
-
-
 def read_merged(path: Path) -> Any:
-    """``load_merged(path)`` without the copy: shared, so only read it, never modify it."""
+    """The merged, still unresolved OmegaConf config of ``path`` and its ``defaults:``; shared,
+    so only read it, never modify it."""
     return _load_cached(path)[0]
 
 
 # Reading and merging dominate a load, and most recipes share a base (grpo_math_1B.yaml): each
 # file's merged config is kept with the size and mtime of every file it was read from, and
-# used again while none of them has changed. Never modify a kept config: load_merged hands out
-# copies.
+# used again while none of them has changed. Never modify a kept config.
 _Stamps = tuple[tuple[Path, tuple[int, int]], ...]
 _MERGED: dict[Path, tuple[_Stamps, Any]] = {}
 

@@ -18,7 +18,7 @@ from recipekit.markers import Marker
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.allocator import env_var_sections
-from recipekit.nemo_rl.rules.vllm_kwargs import KWARGS, _async, _kwargs, _worker
+from recipekit.nemo_rl.rules.vllm_kwargs import KWARGS, given_kwargs, starts_async_engine, worker_of
 from recipekit.upstream.values import OPAQUE, plain
 from recipekit.vllm.engine import EngineStart, Setting
 from recipekit.vllm.generated.nemo_rl_workers import WORKERS
@@ -63,8 +63,8 @@ def engine_start(ctx: CheckContext) -> EngineStart | None:
     vllm = ctx.vllm
     if vllm is None or ctx.generation is None or ctx.generation.backend != "vllm":
         return None
-    branch, worker = _worker(ctx)
-    given = worker_engine(branch, _kwargs(ctx), _async(ctx))
+    branch, worker = worker_of(ctx)
+    given = worker_engine(branch, given_kwargs(ctx), starts_async_engine(ctx))
     arguments, settings = dict(given.arguments), {}
     for keyword, (setting, _line) in worker["passed"].items():
         name = setting.removeprefix(f"{VLLM}.")

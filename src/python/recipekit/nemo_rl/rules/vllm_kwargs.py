@@ -30,7 +30,7 @@ AT = "@ vLLM 0.25.1"
 VLLM_SETTINGS = "nemo_rl.models.generation.vllm.config:VllmSpecificArgs"
 
 
-def _kwargs(ctx: CheckContext) -> dict[str, Any]:
+def given_kwargs(ctx: CheckContext) -> dict[str, Any]:
     gen = ctx.generation
     kwargs = value_of(gen, "vllm_kwargs")
     if gen is None or gen.backend != "vllm" or not isinstance(kwargs, dict):
@@ -38,7 +38,7 @@ def _kwargs(ctx: CheckContext) -> dict[str, Any]:
     return kwargs
 
 
-def _async(ctx: CheckContext) -> bool:
+def starts_async_engine(ctx: CheckContext) -> bool:
     """Whether the async engine starts: as set, or as super-v3.5's NeMo Gym runner sets it."""
     from recipekit.nemo_rl.rules.generation import gym_runner_sets_the_server_on
 
@@ -48,7 +48,7 @@ def _async(ctx: CheckContext) -> bool:
     return ctx.vllm is not None and ctx.vllm.async_engine is True
 
 
-def _worker(ctx: CheckContext) -> tuple[str, dict[str, Any]]:
+def worker_of(ctx: CheckContext) -> tuple[str, dict[str, Any]]:
     from recipekit.vllm.generated.nemo_rl_workers import WORKERS
 
     branch = SUPER35_BRANCH if on_super35(ctx) else NEMO_RL_VERSION
@@ -59,10 +59,10 @@ def vllm_kwargs_not_passed_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue]:
     """vllm_worker.py, BaseVllmGenerationWorker._load_model (both versions): the worker passes
     these keywords in
     the call that spreads vllm_kwargs; one given again is a duplicate-keyword TypeError."""
-    kwargs = _kwargs(ctx)
+    kwargs = given_kwargs(ctx)
     if not kwargs:
         return
-    branch, worker = _worker(ctx)
+    branch, worker = worker_of(ctx)
     for key in kwargs:
         if key not in worker["passed"]:
             continue
@@ -79,11 +79,11 @@ def vllm_kwargs_replaced_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue]:
     """vllm_worker.py, BaseVllmGenerationWorker._load_model (both versions; the lines are the
     generated table's): a warning; the worker writes
     these keys into the engine's arguments itself, so the user's value is replaced."""
-    kwargs = _kwargs(ctx)
+    kwargs = given_kwargs(ctx)
     if not kwargs:
         return
-    branch, worker = _worker(ctx)
-    engine = "async" if _async(ctx) else "sync"
+    branch, worker = worker_of(ctx)
+    engine = "async" if starts_async_engine(ctx) else "sync"
     for key in kwargs:
         if key not in worker["replaced"] or key in worker["passed"]:
             continue
@@ -107,10 +107,10 @@ def vllm_kwargs_shadow_a_vllm_cfg_key(ctx: CheckContext) -> Iterator[Issue]:
     vllm_cfg key (``kv_cache_dtype`` given here starts an FP8 KV cache whose scales the policy
     never calibrates: NeMo-RL decides that from vllm_cfg.kv_cache_dtype). Keys it passes itself
     are vllm_kwargs_not_passed_by_nemo_rl's errors."""
-    kwargs = _kwargs(ctx)
+    kwargs = given_kwargs(ctx)
     if not kwargs:
         return
-    branch, worker = _worker(ctx)
+    branch, worker = worker_of(ctx)
     declared = declared_class(f"nemo-rl/{branch}", VLLM_SETTINGS)
     # (A key the worker writes over is vllm_kwargs_replaced_by_nemo_rl's warning.)
     handled = worker["passed"].keys() | worker["replaced"].keys()
@@ -141,7 +141,7 @@ def _serving_kwargs(ctx: CheckContext) -> dict[str, Any]:
     serves = has_key(ctx.config, "env") and gym_runner_sets_the_server_on(ctx)
     serves = serves or value_of(vllm, "expose_http_server") is True
     kwargs = value_of(vllm, "http_server_serving_chat_kwargs")
-    return kwargs if serves and _async(ctx) and isinstance(kwargs, dict) else {}
+    return kwargs if serves and starts_async_engine(ctx) and isinstance(kwargs, dict) else {}
 
 
 def serving_chat_kwargs_are_chat_endpoint_arguments(ctx: CheckContext) -> Iterator[Issue]:
@@ -154,7 +154,7 @@ def serving_chat_kwargs_are_chat_endpoint_arguments(ctx: CheckContext) -> Iterat
     kwargs = _serving_kwargs(ctx)
     if not kwargs:
         return
-    serving = _worker(ctx)[1]["serving_chat"]
+    serving = worker_of(ctx)[1]["serving_chat"]
     where = "vllm/entrypoints/openai/chat_completion/serving.py"
     for key, raw in kwargs.items():
         if key in serving["popped"] or key in serving["replaced"]:
@@ -179,7 +179,7 @@ def serving_chat_kwargs_replaced_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue
     kwargs = _serving_kwargs(ctx)
     if not kwargs:
         return
-    branch, worker = _worker(ctx)
+    branch, worker = worker_of(ctx)
     serving = worker["serving_chat"]
     for key in kwargs.keys() & serving["replaced"].keys():
         yield Issue(
@@ -191,9 +191,7 @@ def serving_chat_kwargs_replaced_by_nemo_rl(ctx: CheckContext) -> Iterator[Issue
 
 
 ERROR_CHECKS = (vllm_kwargs_not_passed_by_nemo_rl,)
-SUPER35_ERROR_CHECKS = (
-    serving_chat_kwargs_are_chat_endpoint_arguments,
-)
+SUPER35_ERROR_CHECKS = (serving_chat_kwargs_are_chat_endpoint_arguments,)
 WARNING_CHECKS = (
     vllm_kwargs_replaced_by_nemo_rl,
     vllm_kwargs_shadow_a_vllm_cfg_key,

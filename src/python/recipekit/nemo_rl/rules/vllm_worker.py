@@ -4,21 +4,15 @@ switched off, and the compilation settings handed on to vLLM."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from recipekit.errors import Issue
 from recipekit.markers import UNSET
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.citation import mirrors
+from recipekit.nemo_rl.rules.vllm_kwargs import KWARGS, given_kwargs
 
 VLLM = "policy.generation.vllm_cfg"
-KWARGS = "policy.generation.vllm_kwargs"
-
-
-def _kwargs(ctx: CheckContext) -> dict[str, Any]:
-    kwargs = value_of(ctx.generation, "vllm_kwargs")
-    return kwargs if isinstance(kwargs, dict) else {}
 
 
 def _async_vllm(ctx: CheckContext) -> bool:
@@ -59,7 +53,7 @@ def disabled_speculation_wants_prefix_caching(ctx: CheckContext) -> Iterator[Iss
     Unset, NeMo-RL turns prefix caching on for GPUs of compute capability 8 and newer, which
     every recipekit node is; so only an explicit false warns.
     """
-    spec = _kwargs(ctx).get("speculative_config")
+    spec = given_kwargs(ctx).get("speculative_config")
     vllm = ctx.vllm
     if (
         isinstance(spec, dict)
@@ -82,7 +76,7 @@ def compilation_use_inductor_is_deprecated(ctx: CheckContext) -> Iterator[Issue]
     """vllm_worker_async.py, VllmAsyncGenerationWorkerImpl._create_engine (super-v3.5): a warning;
     vLLM 0.12 replaced compilation_config.use_inductor by compilation_config.backend, which NeMo-RL
     translates."""
-    compilation = _kwargs(ctx).get("compilation_config")
+    compilation = given_kwargs(ctx).get("compilation_config")
     if _async_vllm(ctx) and isinstance(compilation, dict) and "use_inductor" in compilation:
         yield Issue(
             f"{KWARGS}.compilation_config.use_inductor",
