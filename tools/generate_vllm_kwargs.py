@@ -380,6 +380,20 @@ def _setting(expr: ast.expr, worker: _Worker, fn: ast.FunctionDef) -> str:
     return ".".join((CFG_KEY, *best))
 
 
+def _as_is(expr: ast.expr, worker: _Worker, fn: ast.FunctionDef, depth: int = 0) -> bool:
+    """Whether ``expr`` is a setting's value as it is: the chain itself, or a local name or
+    ``self`` attribute assigned once, from such a value."""
+    if _chain(expr, {CFG_ROOT: ()}):
+        return True
+    if isinstance(expr, ast.Name):
+        values = _locals(fn).get(expr.id, [])
+    elif isinstance(expr, ast.Attribute) and ast.unparse(expr.value) == "self":
+        values = worker.attributes.get(expr.attr, [])
+    else:
+        return False
+    return depth < 4 and len(values) == 1 and _as_is(values[0], worker, fn, depth + 1)
+
+
 def _parents(fn: ast.FunctionDef) -> dict[ast.AST, ast.AST]:
     return {child: parent for parent in ast.walk(fn) for child in ast.iter_child_nodes(parent)}
 
@@ -532,6 +546,11 @@ def worker_calls(root: Path) -> dict[str, Any]:
         "file": WORKER_PY,
         "line": call.lineno,
         "passed": passed,
+        "as_is": sorted(
+            kw.arg
+            for kw in call.keywords
+            if kw.arg is not None and passed[kw.arg][0] and _as_is(kw.value, sync, fn)
+        ),
         "replaced": replaced,
         "popped": popped,
         "serving_chat": serving_chat(root),
@@ -689,6 +708,7 @@ def generate(reference: Path | None = None) -> dict[str, str]:
         "- line: the call that spreads **vllm_kwargs;\n"
         "- passed: the keywords the call gives itself (a duplicate is a TypeError) -> (the\n"
         '  setting the value is read from, "" for none; line);\n'
+        "- as_is: the passed keywords whose value is their setting's, as it is;\n"
         '- replaced: keys NeMo-RL writes into the arguments itself -> (the condition, "" for\n'
         '  always; the setting it reads, "" for none; file; line; "sync" or "async" where only\n'
         "  that engine's start writes it, \"\" for both). Writes that read the key's own value\n"

@@ -45,3 +45,14 @@ def test_each_worker_names_what_it_passes_and_replaces() -> None:
     assert "logprobs_mode" in nemo_rl_workers.WORKERS["super-v3"]["passed"]
     replaced = nemo_rl_workers.WORKERS["super-v3.5-posttraining"]["replaced"]["logprobs_mode"]
     assert replaced[:2] == ("logprobs_mode is not None", "policy.generation.vllm_cfg.logprobs_mode")
+
+
+def test_a_passed_keyword_is_as_it_is_only_where_the_worker_passes_its_setting() -> None:
+    for branch in ("super-v3", "super-v3.5-posttraining"):
+        as_is = nemo_rl_workers.WORKERS[branch]["as_is"]
+        # self.tensor_parallel_size = self.cfg["vllm_cfg"]["tensor_parallel_size"], passed on.
+        assert "tensor_parallel_size" in as_is and "max_model_len" in as_is
+        # Derived: expert_parallel_size > 1; a local the worker may reassign; a resolver call.
+        assert "enable_expert_parallel" not in as_is
+        assert "load_format" not in as_is
+        assert "enable_prefix_caching" not in as_is

@@ -106,7 +106,6 @@ _POLICY_WORKER_WARNINGS_SUPER35: tuple[Check, ...] = (
 
 # The training side's rules (nemo-rl.toml): GRPO setup, async GRPO, Megatron setup, workers.
 _TRAINING_ERRORS: tuple[Check, ...] = (
-    grpo_setup.grpo_needs_a_generation_config,
     grpo_setup.checkpoint_metric_names_its_source,
     grpo_setup.dapo_reward_shaping_needs_its_lengths,
     async_grpo.async_grpo_without_dapo_features,

@@ -29,23 +29,6 @@ RUN_GRPO = "nemo-rl.v3.examples.run-grpo.main."
 GYM_RUNNER = "nemo-rl.examples.nemo-gym.run-grpo-nemo-gym.main."
 
 
-def grpo_needs_a_generation_config(ctx: CheckContext) -> Iterator[Issue]:
-    """run_grpo.py and run_grpo_nemo_gym.py, main: GRPO generates its own rollouts, so the
-    policy needs a generation section (grpo.py's setup repeats it)."""
-    if ctx.generation is None:
-        yield Issue(
-            "policy.generation",
-            "NeMo-RL's GRPO runner refuses a missing one: GRPO generates its own rollouts ("
-            + cite(
-                ctx,
-                v3=f"{RUN_GRPO}grpo-needs-generation-section",
-                v35=f"{GYM_RUNNER}grpo-needs-generation-section",
-            )
-            + ")",
-            hint="give the policy a generation section",
-        )
-
-
 @mirrors(
     v35="nemo-rl.algorithms.grpo.resolve-message-level-advantage-penalties.message-level-advantage-penalties-need-nemo"
 )
@@ -211,7 +194,6 @@ def reward_penalties_need_nemo_gym(ctx: CheckContext) -> Iterator[Issue]:
 
 
 ERROR_CHECKS = (
-    grpo_needs_a_generation_config,
     message_penalties_need_nemo_gym,
     checkpoint_metric_names_its_source,
     dapo_reward_shaping_needs_its_lengths,

@@ -3,7 +3,7 @@
 # The catalogued checks these tests break, which the rule catalogue's meta-test finds by
 # name (recorded from the checks that produced an issue while these tests ran):
 # checkpoint_metric_names_its_source, checkpoint_saved_without_its_validation_metric,
-# dapo_reward_shaping_needs_its_lengths, generation_resources_fit, grpo_needs_a_generation_config,
+# dapo_reward_shaping_needs_its_lengths, generation_resources_fit,
 # message_penalties_need_nemo_gym, runner_refusals (the runner's
 # own checks, replayed), multiple_dataloaders_ignore_max_num_epochs.
 
@@ -40,10 +40,12 @@ NO_GENERATION_V35 = rlvr.with_values({"policy.generation": UNSET})
             where("nemo-rl.v3.examples.run-grpo.main.grpo-needs-generation-section"),
         ),
         (
+            # The runner's assert (run_grpo_nemo_gym.py:168) is never reached: its video step
+            # (materialize_vllm_video_config, line 148) reads the section first, a KeyError.
             NO_GENERATION_V35,
             (),
-            "policy.generation",
-            where("nemo-rl.examples.nemo-gym.run-grpo-nemo-gym.main.grpo-needs-generation-section"),
+            "policy.generation: required key is missing",
+            "a KeyError (nemo_rl/models/generation/vllm/config.py:",
         ),
         (
             rlvr,

@@ -2,10 +2,10 @@
 the arguments of the call that builds it (``BaseVllmGenerationWorker._load_model``,
 vllm_worker.py @ super-v3.5-posttraining), and the key of NeMo-RL's config that sets each.
 
-The keywords the worker passes itself and the setting each reads come from the pinned source
-(``recipekit.vllm.generated.nemo_rl_workers``); where the keyword names its setting, the worker
-passes the setting's value. ``policy.generation.vllm_kwargs`` are spread into the same call as
-given. The arguments the worker derives are below, each with the words a message gives.
+The keywords the worker passes itself, the setting each reads and which it passes as it is
+come from the pinned source (``recipekit.vllm.generated.nemo_rl_workers``);
+``policy.generation.vllm_kwargs`` are spread into the same call as given. What the worker
+derives is below, each with the words a message gives.
 """
 
 from __future__ import annotations
@@ -66,10 +66,12 @@ def engine_start(ctx: CheckContext) -> EngineStart | None:
     branch, worker = worker_of(ctx)
     given = worker_engine(branch, given_kwargs(ctx), starts_async_engine(ctx))
     arguments, settings = dict(given.arguments), {}
-    for keyword, (setting, _line) in worker["passed"].items():
-        name = setting.removeprefix(f"{VLLM}.")
-        value = value_of(vllm, name) if setting.startswith(f"{VLLM}.") else None
-        if name == keyword and _known(value):
+    for keyword in worker["as_is"]:
+        setting = worker["passed"][keyword][0]
+        if not setting.startswith(f"{VLLM}."):
+            continue  # the model's name: no rule reads it
+        value = value_of(vllm, setting.removeprefix(f"{VLLM}."))
+        if _known(value):
             arguments[keyword], settings[keyword] = value, Setting(setting, value)
     tp, pp, ep = vllm.tensor_parallel_size, vllm.pipeline_parallel_size, vllm.expert_parallel_size
     expert = Setting(f"{VLLM}.expert_parallel_size", ep)
@@ -89,6 +91,11 @@ def engine_start(ctx: CheckContext) -> EngineStart | None:
     settings["distributed_executor_backend"] = Setting(
         f"{VLLM}.tensor_parallel_size", tp, "NeMo-RL starts Ray workers only for TP x PP > 1"
     )
+    # vllm_worker._resolve_enable_prefix_caching: the setting, or on from Ampere where unset.
+    caching = value_of(vllm, "enable_prefix_caching")
+    if isinstance(caching, bool):
+        arguments["enable_prefix_caching"] = caching
+        settings["enable_prefix_caching"] = Setting(f"{VLLM}.enable_prefix_caching", caching)
     # grpo.py's setup (configure_vllm_for_router_replay) writes it into vllm_kwargs.
     replay = value_of(value_of(ctx.config.policy, "router_replay"), "enabled")
     if replay is True:

@@ -8,6 +8,7 @@ async one), by branch:
 - line: the call that spreads **vllm_kwargs;
 - passed: the keywords the call gives itself (a duplicate is a TypeError) -> (the
   setting the value is read from, "" for none; line);
+- as_is: the passed keywords whose value is their setting's, as it is;
 - replaced: keys NeMo-RL writes into the arguments itself -> (the condition, "" for
   always; the setting it reads, "" for none; file; line; "sync" or "async" where only
   that engine's start writes it, "" for both). Writes that read the key's own value
@@ -48,6 +49,7 @@ WORKERS: dict[str, dict[str, Any]] = {
             "disable_log_stats": ("", 513),
             "logprobs_mode": ("", 514),
         },
+        "as_is": ['enforce_eager', 'gpu_memory_utilization', 'max_model_len', 'model', 'pipeline_parallel_size', 'served_model_name', 'skip_tokenizer_init', 'tensor_parallel_size'],
         "replaced": {
             "distributed_executor_backend": (
                 "",
@@ -94,6 +96,7 @@ WORKERS: dict[str, dict[str, Any]] = {
             "enable_sleep_mode": ("", 593),
             "disable_log_stats": ("", 595),
         },
+        "as_is": ['enforce_eager', 'gpu_memory_utilization', 'max_model_len', 'model', 'pipeline_parallel_size', 'served_model_name', 'skip_tokenizer_init', 'tensor_parallel_size'],
         "replaced": {
             "logprobs_mode": (
                 "logprobs_mode is not None",
