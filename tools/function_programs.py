@@ -294,6 +294,14 @@ def _only_read(fn: ast.FunctionDef, parents: dict[ast.AST, ast.AST], parameter: 
     return True
 
 
+def _keyed_on_chain(call: ast.Call, method: str) -> tuple[ast.expr, str] | None:
+    """(the chain, the key) of ``chain.method("key"[, default])``; None for another call."""
+    made = keyed_call(call, method)
+    if made is None or not _chain(made[0]) or not isinstance(made[1], str):
+        return None
+    return (made[0], made[1]) if len(call.args) <= 2 and not call.keywords else None
+
+
 def _literal(node: ast.expr) -> bool:
     """Whether ``node`` is a literal no code can change: a constant, a negated one, a tuple of
     them."""
@@ -863,14 +871,8 @@ class _Reader:
         """``d.setdefault("k", v)`` on a chain ``d``: a store of ``v`` at ``k`` where ``d``
         has no ``k`` (appended to ``out``), and the call as the read of ``d["k"]`` it returns;
         None for another call."""
-        made = keyed_call(call, "setdefault")
-        if not (
-            made is not None
-            and _chain(made[0])
-            and isinstance(made[1], str)
-            and len(call.args) <= 2
-            and not call.keywords
-        ):
+        made = _keyed_on_chain(call, "setdefault")
+        if made is None:
             return None
         owner, key = made
         container = self.text(owner)
@@ -885,14 +887,8 @@ class _Reader:
         """``d.pop("k", v)`` on a chain ``d``: what it returns, read before (a name of its own,
         set to ``d.get("k", v)``, or ``d["k"]`` without a default), and the key unknown after
         (gone, which a store of an unknown value says); None for another call."""
-        made = keyed_call(call, "pop")
-        if not (
-            made is not None
-            and _chain(made[0])
-            and isinstance(made[1], str)
-            and len(call.args) <= 2
-            and not call.keywords
-        ):
+        made = _keyed_on_chain(call, "pop")
+        if made is None:
             return None
         container = self.text(made[0])
         if not container:
