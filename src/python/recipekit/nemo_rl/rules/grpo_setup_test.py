@@ -40,8 +40,8 @@ NO_GENERATION_V35 = rlvr.with_values({"policy.generation": UNSET})
             where("nemo-rl.v3.examples.run-grpo.main.grpo-needs-generation-section"),
         ),
         (
-            # The runner's assert (run_grpo_nemo_gym.py:168) is never reached: its video step
-            # (materialize_vllm_video_config, line 148) reads the section first, a KeyError.
+            # The runner's own assert is never reached: main's video step before it
+            # (materialize_vllm_video_config) reads the section first, a KeyError.
             NO_GENERATION_V35,
             (),
             "policy.generation: required key is missing",
