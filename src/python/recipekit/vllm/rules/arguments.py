@@ -12,7 +12,6 @@ from typing import Any
 from recipekit.errors import Issue, did_you_mean
 from recipekit.upstream.values import OPAQUE, expected_type, plain
 from recipekit.vllm.engine import EngineStart, engine_of
-from recipekit.vllm.generated import engine_args_0_25_1 as declared
 from recipekit.vllm.rules import AT
 
 _BOUNDS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
@@ -26,6 +25,9 @@ Argument = tuple[str, dict[str, float], str, str]
 def engine_arguments(asynchronous: bool) -> tuple[str, dict[str, Argument]]:
     """The engine class a framework builds (``AsyncEngineArgs``, or ``vllm.LLM`` which hands
     EngineArgs on) and each argument it takes."""
+    # The table is imported where a user gives an argument: most plans give none.
+    from recipekit.vllm.generated import engine_args_0_25_1 as declared
+
     fields = dict(declared.ENGINE_ARGS) | (declared.ASYNC_ENGINE_ARGS if asynchronous else {})
     found = {k: (t, b, f"{ARG_UTILS}:{line}", at) for k, (t, b, line, at) in fields.items()}
     if asynchronous:
@@ -89,7 +91,11 @@ def given_arguments_are_engine_arguments(ctx: Any) -> Iterator[Issue]:
 
 
 def _config_mapping(engine: EngineStart, key: str, raw: dict[str, Any]) -> Iterator[Issue]:
-    nested = declared.NESTED_CONFIGS[key]
+    from recipekit.vllm.generated.engine_args_0_25_1 import NESTED_CONFIGS
+
+    nested = NESTED_CONFIGS.get(key)
+    if nested is None:
+        return
     fields, where = nested["fields"], f"{nested['class']}, {nested['file']}"
     for sub, sub_raw in raw.items():
         if sub in engine.taken_out.get(key, ()):
@@ -118,5 +124,5 @@ def given_config_mappings_hold_their_fields(ctx: Any) -> Iterator[Issue]:
     if engine is None:
         return
     for key, raw in engine.given.items():
-        if key in declared.NESTED_CONFIGS and isinstance(raw, dict):
+        if isinstance(raw, dict):
             yield from _config_mapping(engine, key, raw)
