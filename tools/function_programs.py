@@ -632,7 +632,8 @@ class Functions:
                     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
                         if func.attr not in reads:
                             changed.add(func.value.id)
-                    changed |= {a.id for a in node.args if isinstance(a, ast.Name)}
+                    handed = [*node.args, *(k.value for k in node.keywords)]
+                    changed |= {a.id for a in handed if isinstance(a, ast.Name)}
         return frozenset(changed)
 
     def _bound_once(self, module: str, name: str) -> ast.expr | None:

@@ -204,14 +204,26 @@ REGISTRY = {"x1": object, "x2": dict}
 ADDED = {"y1": 1}
 
 
+HANDED = {"z1": 1}
+
+
 def register(name):
     ADDED[name] = 2
+
+
+def fill(table):
+    table["z2"] = 2
+
+
+def register_handed():
+    fill(table=HANDED)
 
 
 def lookup(cfg):
     if cfg.get("reg", "x1") not in REGISTRY:
         raise ValueError("not registered")
     assert cfg.get("add", "y1") in ADDED
+    assert cfg.get("handed", "z1") in HANDED
 
 
 class Box:
@@ -502,6 +514,10 @@ def test_a_registry_code_adds_to_is_not_judged_by_its_literal(
     # register() adds to ADDED, so its literal is not all it may hold: Python fails here (no
     # call registered y2), but the replay does not claim to know.
     config = {"s": {"a": 3, "add": "y2"}, "t": {"d": 1}}
+    assert _python(module, config) is not None
+    assert _replayed(programs, config) == []
+    # One handed to a call, by keyword, which may fill it.
+    config = {"s": {"a": 3, "handed": "z2"}, "t": {"d": 1}}
     assert _python(module, config) is not None
     assert _replayed(programs, config) == []
 
