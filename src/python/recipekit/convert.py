@@ -21,6 +21,7 @@ import attrs
 
 from recipekit.errors import Issue, RecipeError, did_you_mean, join_path
 from recipekit.markers import DERIVED, UNSET, Marker
+from recipekit.memo import last_call
 from recipekit.sections import SectionError, key_names, key_of
 
 if TYPE_CHECKING:
@@ -59,6 +60,17 @@ def to_dict(obj: Any) -> Any:
 
 
 # --- in: plain data -> sections ------------------------------------------------------------
+
+
+@last_call
+def rendered(config: Any) -> dict[str, Any] | None:
+    """A typed config as the mapping it renders to (what the framework reads), kept for the
+    last config; None where a value is left underived, which the plan refuses by its key."""
+    try:
+        found = to_dict(config)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def from_dict(data: Any, cls: type[T], *, path: str = "") -> T:

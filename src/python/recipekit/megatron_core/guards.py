@@ -21,11 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from recipekit.convert import to_dict
+from recipekit.convert import rendered
 from recipekit.errors import Issue
 from recipekit.megatron_core import MEGATRON_CORE_VERSION
 from recipekit.megatron_core.kwargs import framework_kwargs, provider_written
 from recipekit.megatron_core.options import options_of
+from recipekit.memo import last_call
 from recipekit.upstream import conditions
 from recipekit.upstream.replay import constant_defaults, described, programs, replay
 
@@ -114,23 +115,14 @@ def reached(framework: str, rendered: dict[str, Any], model: Any) -> Iterator[tu
 
 
 # The errors and the warnings come from one replay: the last context's, kept for the second.
-_LAST: list[tuple[Any, list[tuple[bool, Issue]]]] = []
-
-
+@last_call
 def _reached(ctx: Any) -> list[tuple[bool, Issue]]:
-    if _LAST and _LAST[0][0] is ctx:
-        return _LAST[0][1]
     options = options_of(ctx)
-    found: list[tuple[bool, Issue]] = []
-    if options is not None:
-        try:
-            rendered = to_dict(ctx.config)
-        except ValueError:
-            rendered = None  # a key left underived: the plan refuses it, naming the key
-        if rendered is not None:
-            found = list(reached(options.keys.framework, rendered, ctx.model))
-    _LAST[:] = [(ctx, found)]
-    return found
+    # (None: a key left underived, which the plan refuses, naming the key.)
+    config = rendered(ctx.config) if options is not None else None
+    if options is None or config is None:
+        return []
+    return list(reached(options.keys.framework, config, ctx.model))
 
 
 def post_init_guards_hold(ctx: Any) -> Iterator[Issue]:

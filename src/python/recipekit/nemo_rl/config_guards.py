@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from recipekit import checking
+from recipekit.convert import rendered
 from recipekit.errors import Issue
 from recipekit.nemo_rl import (
     NEMO_RL_VERSION,
@@ -27,7 +28,7 @@ from recipekit.nemo_rl import (
     runs_super35,
 )
 from recipekit.nemo_rl.checks.context import CheckContext
-from recipekit.nemo_rl.checks.key_needs import every_run, rendered_config
+from recipekit.nemo_rl.checks.key_needs import every_run
 from recipekit.upstream.declared import Declared, members
 from recipekit.upstream.models import PinnedModels
 from recipekit.upstream.replay import Reached
@@ -50,9 +51,9 @@ def config_validators_hold(subject: Any) -> Iterator[Issue]:
     upstream = getattr(type(config), "upstream", None)
     if not runs_super35(config) or upstream is None:
         return
-    rendered = rendered_config(config)
-    if rendered is not None:
-        yield from MODELS.refusals(rendered, members(upstream)[0].qualified)
+    values = rendered(config)
+    if values is not None:
+        yield from MODELS.refusals(values, members(upstream)[0].qualified)
 
 
 RUNNERS = PinnedRunners(
@@ -103,11 +104,11 @@ def runner_issues(config: Any, runner: str, kind: str) -> Iterator[Issue]:
     master = members(upstream)[0] if upstream is not None else None
     if master is None or master.source not in PINNED_RUNNERS:
         return  # not a config of a pinned runner (an evaluation config has no policy)
-    rendered = rendered_config(config)
-    if rendered is not None:
-        reached = _reached(runner, master, rendered)
+    values = rendered(config)
+    if values is not None:
+        reached = _reached(runner, master, values)
         always = _always_read(master.source, runner)
-        yield from PINNED_RUNNERS[master.source].issues(runner, reached, rendered, kind, always)
+        yield from PINNED_RUNNERS[master.source].issues(runner, reached, values, kind, always)
 
 
 def runner_refusals(ctx: CheckContext) -> Iterator[Issue]:

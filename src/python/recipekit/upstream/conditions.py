@@ -331,7 +331,7 @@ def keyed_call(node: ast.AST, method: str = "get") -> tuple[ast.expr, Any] | Non
     return None
 
 
-def _link(node: ast.AST) -> tuple[ast.expr, str] | None:
+def key_link(node: ast.AST) -> tuple[ast.expr, str] | None:
     """(the owner, the key) of one link of a chain that reads a key: an attribute, a constant
     subscript or a ``.get("k")`` call; None for another node."""
     if isinstance(node, ast.Attribute):
@@ -347,7 +347,7 @@ def reads_a_key(text: str) -> bool:
     """Whether ``text`` reads one value of the config: a name, or a chain of attributes,
     constant subscripts and ``.get("k")`` calls (which ``keyed`` names)."""
     node: ast.AST = _parse(text)
-    while (link := _link(node)) is not None:
+    while (link := key_link(node)) is not None:
         node = link[0]
     return isinstance(node, ast.Name)
 
@@ -394,7 +394,7 @@ def _owners(chain: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     while True:
         if read:
             found.append((_text_of(chain, node), tuple(reversed(rest))))
-        link = _link(node)
+        link = key_link(node)
         if link is None:
             return tuple(found)
         read = keyed_call(node) is not None or isinstance(
@@ -476,9 +476,9 @@ def read(condition: str, subscripts: bool = False) -> list[str]:
     tree = _parse(condition)
 
     def link(node: ast.AST) -> bool:
-        return isinstance(node, ast.Attribute) or (subscripts and _link(node) is not None)
+        return isinstance(node, ast.Attribute) or (subscripts and key_link(node) is not None)
 
-    inner = {id(_link(n)[0]) for n in ast.walk(tree) if link(n)}  # type: ignore[index]
+    inner = {id(key_link(n)[0]) for n in ast.walk(tree) if link(n)}  # type: ignore[index]
     found = sorted(
         (n for n in ast.walk(tree) if isinstance(n, ast.Name) or link(n)),
         key=lambda n: n.col_offset,  # type: ignore[attr-defined]

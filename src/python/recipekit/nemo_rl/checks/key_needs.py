@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from recipekit.convert import to_dict
+from recipekit.convert import rendered
 from recipekit.errors import Issue
 from recipekit.generated_tables import sources
 from recipekit.nemo_rl.checks.context import Check, CheckContext
@@ -67,13 +67,9 @@ class _Shown(ast.NodeTransformer):
     def path(self, node: ast.expr) -> str | None:
         if isinstance(node, ast.Name) and node.id == SECTION:
             return self.prefix
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-            head = self.path(node.value)
-            return None if head is None else ".".join(filter(None, (head, str(node.slice.value))))
-        if (found := conditions.keyed_call(node)) is not None:
-            head = self.path(found[0])
-            return None if head is None else ".".join(filter(None, (head, str(found[1]))))
-        return None
+        link = conditions.key_link(node)
+        head = self.path(link[0]) if link is not None else None
+        return None if head is None or link is None else ".".join(filter(None, (head, link[1])))
 
     def visit_Compare(self, node: ast.Compare) -> ast.expr:
         member = isinstance(node.ops[0], ast.In | ast.NotIn)
@@ -161,38 +157,21 @@ def unread_keys(config: Mapping[str, Any], label: str, entry_point: str) -> Iter
         )
 
 
-# The last typed config rendered and its rendering: both checks of a plan read the same frozen
-# config, which is rendered once for them.
-_LAST_RENDERED: list[tuple[Any, dict[str, Any] | None]] = []
-
-
-def rendered_config(config: Any) -> dict[str, Any] | None:
-    if _LAST_RENDERED and _LAST_RENDERED[0][0] is config:
-        return _LAST_RENDERED[0][1]
-    try:
-        found = to_dict(config)
-    except ValueError:  # a value left underived, which the plan refuses (underived_keys)
-        found = None
-    rendered = found if isinstance(found, dict) else None
-    _LAST_RENDERED[:] = [(config, rendered)]
-    return rendered
-
-
 def unread_in(config: Any, version: str, entry_point: str) -> list[Issue]:
     """``unread_keys`` of a typed config of the NeMo-RL ``version`` (``super-v3.5-posttraining@
     5d63149a``), as NeMo-RL's entry points other than GRPO's check it."""
-    rendered = rendered_config(config)
+    values = rendered(config)
     label = f"nemo-rl/{version.split('@')[0]}"
-    return [] if rendered is None else list(unread_keys(rendered, label, entry_point))
+    return [] if values is None else list(unread_keys(values, label, entry_point))
 
 
 def every_run_check(label: str) -> Check:
     """The error check of one pinned NeMo-RL source: keys its entry point always reads."""
 
     def keys_every_run_reads_are_set(ctx: CheckContext) -> Iterator[Issue]:
-        rendered = rendered_config(ctx.config)
-        if rendered is not None:
-            yield from unread_keys(rendered, label, ctx.entry_point)
+        values = rendered(ctx.config)
+        if values is not None:
+            yield from unread_keys(values, label, ctx.entry_point)
 
     return keys_every_run_reads_are_set
 
@@ -201,8 +180,8 @@ def key_needs_check(label: str) -> Check:
     """The warning check of one pinned NeMo-RL source (``nemo-rl/super-v3``, ...)."""
 
     def keys_a_feature_needs_are_set(ctx: CheckContext) -> Iterator[Issue]:
-        rendered = rendered_config(ctx.config)
-        if rendered is not None:
-            yield from missing_keys(rendered, label)
+        values = rendered(ctx.config)
+        if values is not None:
+            yield from missing_keys(values, label)
 
     return keys_a_feature_needs_are_set

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from recipekit.markers import Marker
+from recipekit.memo import last_call
 from recipekit.nemo_rl.checks import CheckContext
 from recipekit.nemo_rl.keys import value_of
 from recipekit.nemo_rl.rules.allocator import env_var_sections
@@ -57,20 +58,10 @@ def worker_engine(branch: str, kwargs: dict[str, Any], asynchronous: bool) -> En
     )
 
 
-# The last engine start, with the check context it was made for: a plan's vLLM rules (about 30)
-# read one. (Holding the context keeps its id from being another's.)
-_LAST: list[tuple[CheckContext, EngineStart | None]] = []
-
-
+@last_call  # a plan's vLLM rules (about 30) read one
 def engine_start(ctx: CheckContext) -> EngineStart | None:
     """The arguments NeMo-RL's vLLM worker starts the engine with; None where the policy does
     not generate with vLLM."""
-    if not _LAST or _LAST[0][0] is not ctx:
-        _LAST[:] = [(ctx, _engine_start(ctx))]
-    return _LAST[0][1]
-
-
-def _engine_start(ctx: CheckContext) -> EngineStart | None:
     vllm = ctx.vllm
     if vllm is None or ctx.generation is None or ctx.generation.backend != "vllm":
         return None
